@@ -1,0 +1,154 @@
+#include "io/dataset.h"
+
+#include <fcntl.h>
+#include <glob.h>
+
+#include <memory>
+
+#include "io/file.h"
+
+namespace rf {
+namespace {
+
+struct OpenedShard {
+  format::Header header;
+  std::vector<format::ChunkEntry> entries;
+  uint64_t size = 0;
+};
+
+Result<OpenedShard> OpenShard(const std::string& path) {
+  RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
+  std::vector<uint8_t> head(format::kHeaderBytes);
+  RF_ASSIGN_OR_RETURN(size_t got, f.ReadSome(head.data(), head.size(), 0));
+  OpenedShard s;
+  RF_ASSIGN_OR_RETURN(s.header, format::DecodeHeader(head.data(), got, path));
+  RF_RETURN_IF_ERROR(format::CheckFileSize(s.header, size, path));
+  std::vector<uint8_t> index(s.header.file_size - s.header.index_offset);
+  RF_RETURN_IF_ERROR(f.ReadAt(index.data(), index.size(), s.header.index_offset));
+  RF_ASSIGN_OR_RETURN(s.entries, format::DecodeIndex(s.header, index.data(), index.size(), path));
+  s.size = size;
+  return s;
+}
+
+// Fields every shard of one dataset must agree on.
+bool SameDataset(const format::Header& a, const format::Header& b) {
+  return a.dataset_id == b.dataset_id && a.shard_count == b.shard_count &&
+         a.sample_dtype == b.sample_dtype && a.label_dtype == b.label_dtype &&
+         a.channels == b.channels && a.height == b.height && a.width == b.width &&
+         a.num_classes == b.num_classes && a.total_samples == b.total_samples &&
+         a.total_chunks == b.total_chunks && a.chunk_samples == b.chunk_samples &&
+         a.mean == b.mean && a.stddev == b.stddev;
+}
+
+// Finds a shard of the dataset named `base` when `base` itself is not a file.
+std::string FindAnyShard(const std::string& base) {
+  std::string stem = base;
+  const std::string ext = format::kExtension;
+  bool has_ext = stem.size() > ext.size() && stem.ends_with(ext);
+  if (has_ext) stem.resize(stem.size() - ext.size());
+  std::string pattern = stem + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]" +
+                        (has_ext ? ext : "");
+  glob_t g{};
+  std::string found;
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0) found = g.gl_pathv[0];
+  ::globfree(&g);
+  return found;
+}
+
+}  // namespace
+
+Result<Dataset> Dataset::Open(const std::string& path) {
+  std::string first = path;
+  if (!FileExists(path)) {
+    first = FindAnyShard(path);
+    if (first.empty()) return Status::NotFound(path, "no such dataset (no file, no shards)", ENOENT);
+  }
+  RF_ASSIGN_OR_RETURN(OpenedShard s0, OpenShard(first));
+  const uint32_t n = s0.header.shard_count;
+  std::vector<OpenedShard> shards;
+  std::vector<std::string> paths;
+  if (n == 1) {
+    paths.push_back(first);
+    shards.push_back(std::move(s0));
+  } else {
+    const std::string base = format::ShardBase(first);
+    if (base.empty()) {
+      return Status::Corruption(first, "header says shard " + std::to_string(s0.header.shard_index) +
+                                           " of " + std::to_string(n) +
+                                           " but the file name is not a shard name");
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      std::string p = format::ShardPath(base, i, n);
+      if (p == first) {
+        paths.push_back(p);
+        shards.push_back(s0);
+        continue;
+      }
+      auto si = OpenShard(p);
+      if (!si.ok()) return si.status();
+      paths.push_back(p);
+      shards.push_back(std::move(si.value()));
+    }
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const format::Header& h = shards[i].header;
+    if (h.shard_index != i || !SameDataset(h, shards[0].header)) {
+      return std::move(Status::Corruption(paths[i], "shard does not belong to the dataset of " +
+                                                         paths[0])
+                           .WithOffset(0));
+    }
+  }
+  uint64_t samples = 0;
+  for (auto& s : shards) samples += s.header.shard_samples;
+  if (samples != shards[0].header.total_samples) {
+    return Status::Corruption(paths[0], "shards hold " + std::to_string(samples) +
+                                            " samples, header says " +
+                                            std::to_string(shards[0].header.total_samples));
+  }
+
+  Dataset d;
+  d.header_ = shards[0].header;
+  d.shard_paths_ = std::move(paths);
+  d.chunks_.resize(d.header_.total_chunks);
+  for (uint32_t i = 0; i < n; ++i) {
+    d.shard_bytes_.push_back(shards[i].size);
+    for (const format::ChunkEntry& e : shards[i].entries) {
+      d.chunks_[e.index] = ChunkLocation{i, e};
+      d.max_chunk_bytes_ = std::max(d.max_chunk_bytes_, e.stored_bytes);
+    }
+  }
+  return d;
+}
+
+uint64_t Dataset::total_bytes() const {
+  uint64_t t = 0;
+  for (uint64_t b : shard_bytes_) t += b;
+  return t;
+}
+
+Status Dataset::VerifyChunk(size_t global, const void* data) const {
+  const ChunkLocation& c = chunks_[global];
+  return format::VerifyChunk(c.entry, data, shard_paths_[c.shard]);
+}
+
+Status Dataset::ReadChunk(size_t global, void* buf) const {
+  const ChunkLocation& c = chunks_[global];
+  RF_ASSIGN_OR_RETURN(File f, File::Open(shard_paths_[c.shard], O_RDONLY));
+  Status st = f.ReadAt(buf, c.entry.stored_bytes, c.entry.offset);
+  if (!st.ok()) return st.WithChunk(c.entry.index);
+  return VerifyChunk(global, buf);
+}
+
+uint64_t Dataset::LabelsOffset(size_t global) const {
+  return format::LayoutFor(chunks_[global].entry.sample_count, header_.SampleBytes(),
+                           header_.LabelBytes())
+      .labels_offset;
+}
+
+int64_t Dataset::Label(size_t global, const void* chunk_data, uint32_t i) const {
+  const char* labels = static_cast<const char*>(chunk_data) + LabelsOffset(global);
+  return LoadLabel(header_.label_dtype, labels, i);
+}
+
+}  // namespace rf

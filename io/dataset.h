@@ -1,0 +1,59 @@
+// Dataset: an opened, validated ringfeed dataset (one file or all of its shards): its header,
+// the shard files, and every chunk's location in global order. It reads only headers and
+// indices; chunk bytes are read by a ChunkReader (io/chunk_reader.h) or ReadChunk below.
+//
+// Thread safety: immutable after Open, so any number of threads may use one Dataset.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/format.h"
+#include "io/status.h"
+
+namespace rf {
+
+struct ChunkLocation {
+  uint32_t shard = 0;
+  format::ChunkEntry entry;
+};
+
+class Dataset {
+ public:
+  // `path` is a single-file dataset, any one shard of a sharded dataset, or the base name the
+  // shards were written under ("data.rfd" for "data-00000-of-00004.rfd", ...). Every shard is
+  // opened and checked: header, file size, index, and that the shards belong together.
+  static Result<Dataset> Open(const std::string& path);
+
+  // Dataset-wide fields. Per-shard fields (shard_index, shard_samples, ...) are shard 0's.
+  const format::Header& header() const { return header_; }
+  size_t shard_count() const { return shard_paths_.size(); }
+  const std::string& shard_path(size_t shard) const { return shard_paths_[shard]; }
+  uint64_t shard_bytes(size_t shard) const { return shard_bytes_[shard]; }
+  uint64_t total_bytes() const;
+
+  size_t chunk_count() const { return chunks_.size(); }
+  const ChunkLocation& chunk(size_t global) const { return chunks_[global]; }
+  uint64_t max_chunk_bytes() const { return max_chunk_bytes_; }
+  uint64_t sample_count() const { return header_.total_samples; }
+
+  // Verifies a chunk's bytes against its checksum; errors name file, chunk and offset.
+  Status VerifyChunk(size_t global, const void* data) const;
+  // Reads and verifies one chunk with plain pread (tools and tests; not the fast path).
+  Status ReadChunk(size_t global, void* buf) const;
+
+  // Where the labels start inside a chunk buffer.
+  uint64_t LabelsOffset(size_t global) const;
+  // Label `i` of a chunk, as an integer.
+  int64_t Label(size_t global, const void* chunk_data, uint32_t i) const;
+
+ private:
+  format::Header header_;
+  std::vector<std::string> shard_paths_;
+  std::vector<uint64_t> shard_bytes_;
+  std::vector<ChunkLocation> chunks_;
+  uint64_t max_chunk_bytes_ = 0;
+};
+
+}  // namespace rf

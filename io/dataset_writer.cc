@@ -1,0 +1,197 @@
+#include "io/dataset_writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+namespace rf {
+
+void DatasetWriter::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& path,
+                                                             const DatasetSpec& spec,
+                                                             const WriterOptions& opts) {
+  if (!IsSampleDType(spec.sample_dtype))
+    return Status::InvalidArgument("sample dtype must be uint8, float16, bfloat16 or float32");
+  if (!IsLabelDType(spec.label_dtype))
+    return Status::InvalidArgument("label dtype must be uint8, uint16 or int32");
+  if (spec.channels == 0 || spec.channels > format::kMaxChannels || spec.height == 0 ||
+      spec.width == 0) {
+    return Status::InvalidArgument("sample shape must be C,H,W with 1 <= C <= " +
+                                   std::to_string(format::kMaxChannels) + " and H, W >= 1");
+  }
+  if (opts.shards == 0 || opts.shards > 99999)
+    return Status::InvalidArgument("shard count must be between 1 and 99999");
+
+  std::unique_ptr<DatasetWriter> w(new DatasetWriter());
+  w->path_ = path;
+  w->spec_ = spec;
+  w->opts_ = opts;
+  if (w->opts_.dataset_id == 0) w->opts_.dataset_id = std::random_device{}() * 0x9e3779b97f4a7c15ull | 1;
+  w->sample_bytes_ = uint64_t{spec.channels} * spec.height * spec.width * DTypeSize(spec.sample_dtype);
+  const uint64_t per_sample = w->sample_bytes_ + DTypeSize(spec.label_dtype);
+  w->chunk_samples_ = static_cast<uint32_t>(
+      std::clamp<uint64_t>(opts.chunk_bytes / per_sample, 1, uint64_t{1} << 31));
+  // Trim so the padded chunk does not spill past the requested size because of label alignment.
+  while (w->chunk_samples_ > 1 &&
+         format::LayoutFor(w->chunk_samples_, w->sample_bytes_, DTypeSize(spec.label_dtype))
+                 .stored_bytes > std::max<uint64_t>(opts.chunk_bytes, format::kAlign)) {
+    --w->chunk_samples_;
+  }
+  w->chunk_capacity_ =
+      format::LayoutFor(w->chunk_samples_, w->sample_bytes_, DTypeSize(spec.label_dtype)).stored_bytes;
+  void* mem = std::aligned_alloc(format::kAlign, w->chunk_capacity_);
+  if (mem == nullptr) return Status::InvalidArgument("cannot allocate a chunk buffer");
+  w->chunk_.reset(static_cast<uint8_t*>(mem));
+  w->pending_labels_.resize(size_t{w->chunk_samples_} * DTypeSize(spec.label_dtype));
+  w->sum_.assign(spec.channels, 0.0);
+  w->sumsq_.assign(spec.channels, 0.0);
+
+  for (uint32_t s = 0; s < opts.shards; ++s) {
+    RF_ASSIGN_OR_RETURN(AtomicOutput out,
+                        AtomicOutput::Create(format::ShardPath(path, s, opts.shards)));
+    w->shards_.push_back(Shard{std::move(out), format::kHeaderBytes, {}});
+  }
+  return w;
+}
+
+DatasetWriter::~DatasetWriter() = default;  // unfinished AtomicOutputs remove their temp files
+
+std::vector<std::string> DatasetWriter::paths() const {
+  std::vector<std::string> p;
+  for (const Shard& s : shards_) p.push_back(s.out.final_path());
+  return p;
+}
+
+void DatasetWriter::Accumulate(const void* samples, uint64_t n) {
+  const uint64_t plane = uint64_t{spec_.height} * spec_.width;
+  for (uint64_t i = 0; i < n; ++i) {
+    for (uint32_t c = 0; c < spec_.channels; ++c) {
+      const uint64_t base = (i * spec_.channels + c) * plane;
+      if (spec_.sample_dtype == DType::kUInt8) {
+        // Integer sums vectorize and are exact.
+        const uint8_t* p = static_cast<const uint8_t*>(samples) + base;
+        uint64_t s = 0, q = 0;
+        for (uint64_t k = 0; k < plane; ++k) {
+          s += p[k];
+          q += uint32_t{p[k]} * p[k];
+        }
+        sum_[c] += static_cast<double>(s);
+        sumsq_[c] += static_cast<double>(q);
+      } else {
+        double s = 0, q = 0;
+        for (uint64_t k = 0; k < plane; ++k) {
+          const double v = LoadAsFloat(spec_.sample_dtype, samples, base + k);
+          s += v;
+          q += v * v;
+        }
+        sum_[c] += s;
+        sumsq_[c] += q;
+      }
+    }
+  }
+}
+
+Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n) {
+  if (finished_) return Status::InvalidArgument("append after finish");
+  const size_t lb = DTypeSize(spec_.label_dtype);
+  // Labels are checked before anything is written, so a bad one names its sample exactly.
+  for (uint64_t i = 0; i < n; ++i) {
+    const int64_t v = LoadLabel(spec_.label_dtype, labels, i);
+    if (v < 0 || (spec_.num_classes != 0 && v >= spec_.num_classes)) {
+      return Status::InvalidArgument("label " + std::to_string(v) + " of sample " +
+                                     std::to_string(samples_ + i) + " is outside [0, " +
+                                     std::to_string(spec_.num_classes) + ")");
+    }
+    max_label_ = std::max(max_label_, v);
+  }
+  Accumulate(samples, n);
+  const auto* sp = static_cast<const uint8_t*>(samples);
+  const auto* lp = static_cast<const uint8_t*>(labels);
+  while (n > 0) {
+    const uint32_t take = static_cast<uint32_t>(std::min<uint64_t>(n, chunk_samples_ - in_chunk_));
+    std::memcpy(chunk_.get() + in_chunk_ * sample_bytes_, sp, take * sample_bytes_);
+    std::memcpy(pending_labels_.data() + in_chunk_ * lb, lp, take * lb);
+    in_chunk_ += take;
+    samples_ += take;
+    sp += take * sample_bytes_;
+    lp += take * lb;
+    n -= take;
+    if (in_chunk_ == chunk_samples_) RF_RETURN_IF_ERROR(FlushChunk());
+  }
+  return Status::Ok();
+}
+
+Status DatasetWriter::FlushChunk() {
+  if (in_chunk_ == 0) return Status::Ok();
+  const size_t lb = DTypeSize(spec_.label_dtype);
+  const format::ChunkLayout l = format::LayoutFor(in_chunk_, sample_bytes_, lb);
+  uint8_t* c = chunk_.get();
+  const uint64_t samples_end = uint64_t{in_chunk_} * sample_bytes_;
+  std::memset(c + samples_end, 0, l.labels_offset - samples_end);
+  std::memcpy(c + l.labels_offset, pending_labels_.data(), uint64_t{in_chunk_} * lb);
+  std::memset(c + l.payload_bytes, 0, l.stored_bytes - l.payload_bytes);
+
+  Shard& s = shards_[chunks_ % shards_.size()];
+  format::ChunkEntry e;
+  e.index = chunks_;
+  e.first_sample = chunks_ * chunk_samples_;
+  e.offset = s.next_offset;
+  e.stored_bytes = l.stored_bytes;
+  e.sample_count = in_chunk_;
+  e.checksum = format::Checksum(c, l.stored_bytes);
+  RF_RETURN_IF_ERROR(s.out.file().WriteAt(c, l.stored_bytes, e.offset));
+  s.next_offset += l.stored_bytes;
+  s.entries.push_back(e);
+  bytes_ += l.stored_bytes;
+  ++chunks_;
+  in_chunk_ = 0;
+  return Status::Ok();
+}
+
+Status DatasetWriter::Finish() {
+  if (finished_) return Status::Ok();
+  RF_RETURN_IF_ERROR(FlushChunk());
+  if (samples_ == 0) return Status::InvalidArgument("no samples to write: " + path_);
+
+  format::Header h;
+  h.dataset_id = opts_.dataset_id;
+  h.shard_count = static_cast<uint32_t>(shards_.size());
+  h.sample_dtype = spec_.sample_dtype;
+  h.label_dtype = spec_.label_dtype;
+  h.channels = spec_.channels;
+  h.height = spec_.height;
+  h.width = spec_.width;
+  h.num_classes = spec_.num_classes != 0 ? spec_.num_classes : static_cast<uint32_t>(max_label_ + 1);
+  h.total_samples = samples_;
+  h.total_chunks = chunks_;
+  h.chunk_samples = chunk_samples_;
+  const double per_channel = static_cast<double>(samples_) * spec_.height * spec_.width;
+  for (uint32_t c = 0; c < spec_.channels; ++c) {
+    const double mean = sum_[c] / per_channel;
+    const double var = std::max(0.0, sumsq_[c] / per_channel - mean * mean);
+    h.mean[c] = static_cast<float>(mean);
+    h.stddev[c] = static_cast<float>(std::sqrt(var));
+  }
+  for (uint32_t i = 0; i < shards_.size(); ++i) {
+    Shard& s = shards_[i];
+    h.shard_index = i;
+    h.shard_chunks = static_cast<uint32_t>(s.entries.size());
+    h.shard_samples = 0;
+    for (const auto& e : s.entries) h.shard_samples += e.sample_count;
+    h.index_offset = s.next_offset;
+    std::vector<uint8_t> index = format::EncodeIndex(s.entries);
+    h.file_size = h.index_offset + index.size();
+    RF_RETURN_IF_ERROR(s.out.file().WriteAt(index.data(), index.size(), h.index_offset));
+    uint8_t head[format::kHeaderBytes];
+    format::EncodeHeader(h, head);
+    RF_RETURN_IF_ERROR(s.out.file().WriteAt(head, sizeof head, 0));
+  }
+  for (Shard& s : shards_) RF_RETURN_IF_ERROR(s.out.Commit());
+  finished_ = true;
+  return Status::Ok();
+}
+
+}  // namespace rf

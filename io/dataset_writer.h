@@ -1,0 +1,94 @@
+// DatasetWriter: writes a ringfeed dataset (io/format.h) from a stream of samples, with memory
+// bounded by one chunk per shard whatever the dataset's size.
+//
+// Every shard is written under a temporary name; Finish() writes the indices and headers
+// (the header goes last: it holds the sample count and the channel statistics, known only at
+// the end), fsyncs, and renames every shard into place. A writer destroyed before Finish()
+// removes its temporary files, so an interrupted conversion leaves nothing that looks finished.
+//
+// Chunks go round-robin to the shards (global chunk g to shard g % shards), so reading the
+// chunks in order reads all drives at once.
+//
+// Thread safety: none; one thread appends.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/file.h"
+#include "io/format.h"
+#include "io/status.h"
+
+namespace rf {
+
+struct DatasetSpec {
+  DType sample_dtype = DType::kUInt8;
+  DType label_dtype = DType::kUInt8;
+  uint32_t channels = 1, height = 1, width = 1;
+  uint32_t num_classes = 0;  // 0: one more than the largest label written
+};
+
+struct WriterOptions {
+  uint32_t shards = 1;
+  uint64_t chunk_bytes = 4 << 20;  // target stored size of a chunk
+  uint64_t dataset_id = 0;         // 0: random
+};
+
+class DatasetWriter {
+ public:
+  static Result<std::unique_ptr<DatasetWriter>> Create(const std::string& path,
+                                                       const DatasetSpec& spec,
+                                                       const WriterOptions& options);
+  ~DatasetWriter();
+
+  // Appends n samples (row-major C x H x W each, in the sample dtype) and their n labels (in
+  // the label dtype). Labels must lie in [0, num_classes) when num_classes was given.
+  Status Append(const void* samples, const void* labels, uint64_t n);
+  // Writes indices and headers and renames every shard into place. Fails on an empty dataset.
+  Status Finish();
+
+  uint32_t chunk_samples() const { return chunk_samples_; }
+  uint64_t samples_written() const { return samples_; }
+  uint64_t bytes_written() const { return bytes_; }
+  // The files Finish() produced (final names), in shard order.
+  std::vector<std::string> paths() const;
+
+ private:
+  DatasetWriter() = default;
+  Status FlushChunk();
+  void Accumulate(const void* samples, uint64_t n);
+
+  std::string path_;
+  DatasetSpec spec_;
+  WriterOptions opts_;
+  uint64_t sample_bytes_ = 0;
+  uint32_t chunk_samples_ = 0;
+
+  struct Shard {
+    AtomicOutput out;
+    uint64_t next_offset = format::kHeaderBytes;
+    std::vector<format::ChunkEntry> entries;
+  };
+  std::vector<Shard> shards_;
+
+  // The chunk being filled: samples at 0, labels at the layout's labels_offset.
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<uint8_t, FreeDeleter> chunk_;
+  uint64_t chunk_capacity_ = 0;
+  uint32_t in_chunk_ = 0;
+  std::vector<uint8_t> pending_labels_;
+  uint64_t chunks_ = 0;
+  uint64_t samples_ = 0;
+  uint64_t bytes_ = 0;
+  int64_t max_label_ = -1;
+
+  // Per-channel sums of the stored values, for the header's mean and std.
+  std::vector<double> sum_, sumsq_;
+  bool finished_ = false;
+};
+
+}  // namespace rf

@@ -1,0 +1,289 @@
+#include "io/format.h"
+
+#include <xxhash.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <regex>
+
+namespace rf::format {
+namespace {
+
+// Fixed byte offsets of the header fields. Append new fields; never move old ones.
+enum HeaderOffset : size_t {
+  kOffMagic = 0,
+  kOffVersion = 8,
+  kOffHeaderBytes = 12,
+  kOffDatasetId = 16,
+  kOffShardIndex = 24,
+  kOffShardCount = 28,
+  kOffSampleDType = 32,
+  kOffLabelDType = 36,
+  kOffChannels = 40,
+  kOffHeight = 44,
+  kOffWidth = 48,
+  kOffNumClasses = 52,
+  kOffTotalSamples = 56,
+  kOffTotalChunks = 64,
+  kOffChunkSamples = 72,
+  kOffShardChunks = 76,
+  kOffShardSamples = 80,
+  kOffIndexOffset = 88,
+  kOffFileSize = 96,
+  kOffMean = 128,
+  kOffStd = kOffMean + 4 * kMaxChannels,
+  kOffChecksum = kHeaderBytes - 8,
+};
+
+template <typename T>
+void Put(uint8_t* base, size_t off, T v) {
+  std::memcpy(base + off, &v, sizeof v);  // the format is little-endian, as is every target
+}
+template <typename T>
+T Get(const uint8_t* base, size_t off) {
+  T v;
+  std::memcpy(&v, base + off, sizeof v);
+  return v;
+}
+
+Status Bad(const std::string& path, const std::string& what) {
+  return Status::Corruption(path, what);
+}
+
+}  // namespace
+
+ChunkLayout LayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes) {
+  ChunkLayout l;
+  l.labels_offset = RoundUp(n * sample_bytes, kLabelAlign);
+  l.payload_bytes = l.labels_offset + n * label_bytes;
+  l.stored_bytes = RoundUp(l.payload_bytes, kAlign);
+  return l;
+}
+
+uint64_t IndexStoredBytes(uint64_t chunks) {
+  return RoundUp(chunks * kIndexEntryBytes + 8, kAlign);
+}
+
+uint64_t Checksum(const void* data, size_t n) { return XXH3_64bits(data, n); }
+
+void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
+  std::memset(out, 0, kHeaderBytes);
+  std::memcpy(out + kOffMagic, kMagic, sizeof kMagic);
+  Put<uint32_t>(out, kOffVersion, h.version);
+  Put<uint32_t>(out, kOffHeaderBytes, kHeaderBytes);
+  Put<uint64_t>(out, kOffDatasetId, h.dataset_id);
+  Put<uint32_t>(out, kOffShardIndex, h.shard_index);
+  Put<uint32_t>(out, kOffShardCount, h.shard_count);
+  Put<uint32_t>(out, kOffSampleDType, static_cast<uint32_t>(h.sample_dtype));
+  Put<uint32_t>(out, kOffLabelDType, static_cast<uint32_t>(h.label_dtype));
+  Put<uint32_t>(out, kOffChannels, h.channels);
+  Put<uint32_t>(out, kOffHeight, h.height);
+  Put<uint32_t>(out, kOffWidth, h.width);
+  Put<uint32_t>(out, kOffNumClasses, h.num_classes);
+  Put<uint64_t>(out, kOffTotalSamples, h.total_samples);
+  Put<uint64_t>(out, kOffTotalChunks, h.total_chunks);
+  Put<uint32_t>(out, kOffChunkSamples, h.chunk_samples);
+  Put<uint32_t>(out, kOffShardChunks, h.shard_chunks);
+  Put<uint64_t>(out, kOffShardSamples, h.shard_samples);
+  Put<uint64_t>(out, kOffIndexOffset, h.index_offset);
+  Put<uint64_t>(out, kOffFileSize, h.file_size);
+  for (uint32_t c = 0; c < kMaxChannels; ++c) {
+    Put<float>(out, kOffMean + 4 * c, h.mean[c]);
+    Put<float>(out, kOffStd + 4 * c, h.stddev[c]);
+  }
+  Put<uint64_t>(out, kOffChecksum, Checksum(out, kOffChecksum));
+}
+
+Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path) {
+  if (n < kHeaderBytes) {
+    return Bad(path, "file is " + std::to_string(n) + " bytes, shorter than the " +
+                         std::to_string(kHeaderBytes) + "-byte header (truncated?)");
+  }
+  if (std::memcmp(in, kMagic, sizeof kMagic) != 0)
+    return std::move(Bad(path, "not a ringfeed dataset (wrong magic)").WithOffset(0));
+  Header h;
+  h.version = Get<uint32_t>(in, kOffVersion);
+  if (h.version != kVersion) {
+    return std::move(Bad(path, "unknown format version " + std::to_string(h.version) +
+                                   " (this build reads version " + std::to_string(kVersion) + ")")
+                         .WithOffset(kOffVersion));
+  }
+  const uint64_t stored = Get<uint64_t>(in, kOffChecksum);
+  if (stored != Checksum(in, kOffChecksum))
+    return std::move(Bad(path, "header checksum mismatch (header corrupted)").WithOffset(0));
+  if (Get<uint32_t>(in, kOffHeaderBytes) != kHeaderBytes)
+    return std::move(Bad(path, "unexpected header size").WithOffset(kOffHeaderBytes));
+
+  h.dataset_id = Get<uint64_t>(in, kOffDatasetId);
+  h.shard_index = Get<uint32_t>(in, kOffShardIndex);
+  h.shard_count = Get<uint32_t>(in, kOffShardCount);
+  h.sample_dtype = static_cast<DType>(Get<uint32_t>(in, kOffSampleDType));
+  h.label_dtype = static_cast<DType>(Get<uint32_t>(in, kOffLabelDType));
+  h.channels = Get<uint32_t>(in, kOffChannels);
+  h.height = Get<uint32_t>(in, kOffHeight);
+  h.width = Get<uint32_t>(in, kOffWidth);
+  h.num_classes = Get<uint32_t>(in, kOffNumClasses);
+  h.total_samples = Get<uint64_t>(in, kOffTotalSamples);
+  h.total_chunks = Get<uint64_t>(in, kOffTotalChunks);
+  h.chunk_samples = Get<uint32_t>(in, kOffChunkSamples);
+  h.shard_chunks = Get<uint32_t>(in, kOffShardChunks);
+  h.shard_samples = Get<uint64_t>(in, kOffShardSamples);
+  h.index_offset = Get<uint64_t>(in, kOffIndexOffset);
+  h.file_size = Get<uint64_t>(in, kOffFileSize);
+  for (uint32_t c = 0; c < kMaxChannels; ++c) {
+    h.mean[c] = Get<float>(in, kOffMean + 4 * c);
+    h.stddev[c] = Get<float>(in, kOffStd + 4 * c);
+  }
+
+  auto field = [&](size_t off, const std::string& what) {
+    return std::move(Bad(path, "bad header: " + what).WithOffset(off));
+  };
+  if (h.shard_count == 0 || h.shard_index >= h.shard_count)
+    return field(kOffShardIndex, "shard " + std::to_string(h.shard_index) + " of " +
+                                     std::to_string(h.shard_count));
+  if (!IsSampleDType(h.sample_dtype))
+    return field(kOffSampleDType, "unknown sample dtype " +
+                                      std::to_string(static_cast<uint32_t>(h.sample_dtype)));
+  if (!IsLabelDType(h.label_dtype))
+    return field(kOffLabelDType, "unknown label dtype " +
+                                     std::to_string(static_cast<uint32_t>(h.label_dtype)));
+  if (h.channels == 0 || h.channels > kMaxChannels || h.height == 0 || h.width == 0)
+    return field(kOffChannels, "sample shape " + std::to_string(h.channels) + "x" +
+                                   std::to_string(h.height) + "x" + std::to_string(h.width));
+  if (h.SampleBytes() > (uint64_t{1} << 32))
+    return field(kOffChannels, "samples larger than 4 GiB");
+  if (h.num_classes == 0) return field(kOffNumClasses, "zero classes");
+  if (h.chunk_samples == 0) return field(kOffChunkSamples, "zero samples per chunk");
+  const uint64_t want_chunks = (h.total_samples + h.chunk_samples - 1) / h.chunk_samples;
+  if (h.total_chunks != want_chunks)
+    return field(kOffTotalChunks, std::to_string(h.total_samples) + " samples in chunks of " +
+                                      std::to_string(h.chunk_samples) + " make " +
+                                      std::to_string(want_chunks) + " chunks, not " +
+                                      std::to_string(h.total_chunks));
+  const uint64_t mine = h.total_chunks / h.shard_count +
+                        (h.shard_index < h.total_chunks % h.shard_count ? 1 : 0);
+  if (h.shard_chunks != mine)
+    return field(kOffShardChunks, "shard holds " + std::to_string(h.shard_chunks) +
+                                      " chunks, expected " + std::to_string(mine));
+  if (h.shard_samples > h.total_samples)
+    return field(kOffShardSamples, "more samples in the shard than in the dataset");
+  if (h.index_offset % kAlign != 0 || h.index_offset < kHeaderBytes)
+    return field(kOffIndexOffset, "index offset " + std::to_string(h.index_offset));
+  if (h.file_size != h.index_offset + IndexStoredBytes(h.shard_chunks))
+    return field(kOffFileSize, "file size " + std::to_string(h.file_size) +
+                                   " does not match the index at " +
+                                   std::to_string(h.index_offset));
+  for (uint32_t c = 0; c < h.channels; ++c) {
+    if (!std::isfinite(h.mean[c]) || !std::isfinite(h.stddev[c]) || h.stddev[c] < 0)
+      return field(kOffMean + 4 * c, "channel statistics are not finite");
+  }
+  return h;
+}
+
+Status CheckFileSize(const Header& h, uint64_t actual, const std::string& path) {
+  if (actual < h.file_size) {
+    return std::move(Bad(path, "file is truncated: header says " + std::to_string(h.file_size) +
+                                   " bytes, file has " + std::to_string(actual))
+                         .WithOffset(actual));
+  }
+  if (actual > h.file_size) {
+    return std::move(Bad(path, "file is longer than its header says: " +
+                                   std::to_string(actual) + " bytes, header says " +
+                                   std::to_string(h.file_size))
+                         .WithOffset(h.file_size));
+  }
+  return Status::Ok();
+}
+
+std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries) {
+  std::vector<uint8_t> out(IndexStoredBytes(entries.size()), 0);
+  uint8_t* p = out.data();
+  for (const ChunkEntry& e : entries) {
+    Put<uint64_t>(p, 0, e.index);
+    Put<uint64_t>(p, 8, e.first_sample);
+    Put<uint64_t>(p, 16, e.offset);
+    Put<uint64_t>(p, 24, e.stored_bytes);
+    Put<uint32_t>(p, 32, e.sample_count);
+    Put<uint32_t>(p, 36, 0);
+    Put<uint64_t>(p, 40, e.checksum);
+    p += kIndexEntryBytes;
+  }
+  const size_t body = entries.size() * kIndexEntryBytes;
+  Put<uint64_t>(out.data(), body, Checksum(out.data(), body));
+  return out;
+}
+
+Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, size_t n,
+                                            const std::string& path) {
+  const size_t body = size_t{h.shard_chunks} * kIndexEntryBytes;
+  if (n < body + 8) return std::move(Bad(path, "chunk index is truncated").WithOffset(h.index_offset));
+  if (Get<uint64_t>(in, body) != Checksum(in, body))
+    return std::move(Bad(path, "chunk index checksum mismatch (index corrupted)")
+                         .WithOffset(h.index_offset));
+  std::vector<ChunkEntry> entries(h.shard_chunks);
+  uint64_t next_offset = kHeaderBytes;
+  uint64_t samples = 0;
+  for (uint32_t i = 0; i < h.shard_chunks; ++i) {
+    const uint8_t* p = in + size_t{i} * kIndexEntryBytes;
+    ChunkEntry& e = entries[i];
+    e.index = Get<uint64_t>(p, 0);
+    e.first_sample = Get<uint64_t>(p, 8);
+    e.offset = Get<uint64_t>(p, 16);
+    e.stored_bytes = Get<uint64_t>(p, 24);
+    e.sample_count = Get<uint32_t>(p, 32);
+    e.checksum = Get<uint64_t>(p, 40);
+    const uint64_t entry_offset = h.index_offset + uint64_t{i} * kIndexEntryBytes;
+    auto bad = [&](const std::string& what) {
+      return std::move(Bad(path, "bad chunk index entry: " + what).WithChunk(e.index).WithOffset(entry_offset));
+    };
+    if (e.index != uint64_t{i} * h.shard_count + h.shard_index)
+      return bad("chunk number " + std::to_string(e.index) + " out of sequence");
+    const bool last = e.index + 1 == h.total_chunks;
+    const uint64_t want_count =
+        last ? h.total_samples - e.index * uint64_t{h.chunk_samples} : h.chunk_samples;
+    if (e.sample_count != want_count || e.sample_count == 0)
+      return bad(std::to_string(e.sample_count) + " samples, expected " + std::to_string(want_count));
+    if (e.first_sample != e.index * h.chunk_samples) return bad("wrong first sample");
+    if (e.offset % kAlign != 0 || e.offset < next_offset) return bad("misplaced chunk offset");
+    if (e.stored_bytes != LayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes()).stored_bytes)
+      return bad("stored size does not match its sample count");
+    if (e.offset + e.stored_bytes > h.index_offset) return bad("chunk runs into the index");
+    next_offset = e.offset + e.stored_bytes;
+    samples += e.sample_count;
+  }
+  if (samples != h.shard_samples)
+    return std::move(Bad(path, "chunk index holds " + std::to_string(samples) +
+                                   " samples, header says " + std::to_string(h.shard_samples))
+                         .WithOffset(h.index_offset));
+  return entries;
+}
+
+Status VerifyChunk(const ChunkEntry& e, const void* data, const std::string& path) {
+  const uint64_t got = Checksum(data, e.stored_bytes);
+  if (got == e.checksum) return Status::Ok();
+  char msg[96];
+  std::snprintf(msg, sizeof msg, "checksum mismatch (stored %016llx, computed %016llx)",
+                static_cast<unsigned long long>(e.checksum), static_cast<unsigned long long>(got));
+  return std::move(Status::Corruption(path, msg).WithChunk(e.index).WithOffset(e.offset));
+}
+
+std::string ShardPath(const std::string& base, uint32_t index, uint32_t count) {
+  if (count <= 1) return base;
+  std::string stem = base;
+  const std::string ext = kExtension;
+  bool has_ext = stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0;
+  if (has_ext) stem.resize(stem.size() - ext.size());
+  char suffix[40];
+  std::snprintf(suffix, sizeof suffix, "-%05u-of-%05u", index, count);
+  return stem + suffix + (has_ext ? ext : "");
+}
+
+std::string ShardBase(const std::string& shard_path) {
+  static const std::regex re(R"(^(.*)-(\d{5})-of-(\d{5})(\.rfd)?$)");
+  std::smatch m;
+  if (!std::regex_match(shard_path, m, re)) return "";
+  return m[1].str() + m[4].str();
+}
+
+}  // namespace rf::format

@@ -1,0 +1,109 @@
+// The ringfeed dataset format (".rfd"), version 1. The README's "File format" section is the
+// user-facing description; this header is the normative one.
+//
+// A dataset is one file, or N shard files "<stem>-KKKKK-of-NNNNN.rfd" that can sit on different
+// drives. Every file is laid out as
+//
+//   [ header: 4096 bytes ][ chunk ][ chunk ] ... [ chunk index, padded to 4096 ]
+//
+// and every chunk starts at a multiple of 4096 and is a multiple of 4096 long, so it can be read
+// with O_DIRECT straight into a registered buffer. A chunk is self-contained:
+//
+//   [ samples: n x C x H x W, sample dtype ][ pad to 64 ][ labels: n, label dtype ][ zero pad ]
+//
+// Global chunk g holds samples [g * chunk_samples, ...) and lives in shard g % shard_count.
+// All integers are little-endian. The header ends with an XXH3-64 of its first 4088 bytes; the
+// index ends with an XXH3-64 of its entries; each chunk entry carries the XXH3-64 of the chunk's
+// whole stored extent (padding included, so a flipped bit anywhere in it is caught).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/dtype.h"
+#include "io/status.h"
+
+namespace rf::format {
+
+inline constexpr uint64_t kAlign = 4096;
+inline constexpr size_t kHeaderBytes = 4096;
+inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kMaxChannels = 64;
+inline constexpr size_t kIndexEntryBytes = 48;
+inline constexpr uint64_t kLabelAlign = 64;
+inline constexpr char kMagic[8] = {'R', 'F', 'E', 'E', 'D', 'D', 'S', '\x1a'};
+inline constexpr const char* kExtension = ".rfd";
+
+constexpr uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+struct Header {
+  uint32_t version = kVersion;
+  uint64_t dataset_id = 0;  // random; the same in every shard of one dataset
+  uint32_t shard_index = 0;
+  uint32_t shard_count = 1;
+  DType sample_dtype = DType::kUInt8;
+  DType label_dtype = DType::kUInt8;
+  uint32_t channels = 0, height = 0, width = 0;
+  uint32_t num_classes = 0;
+  uint64_t total_samples = 0;  // in the whole dataset
+  uint64_t total_chunks = 0;   // in the whole dataset
+  uint32_t chunk_samples = 0;  // samples in every chunk but the dataset's last
+  uint64_t shard_samples = 0;  // in this file
+  uint32_t shard_chunks = 0;   // in this file
+  uint64_t index_offset = 0;   // where this file's chunk index starts
+  uint64_t file_size = 0;      // this file's exact size
+  // Per-channel statistics of the stored values (as floats), for normalizing on the device.
+  std::array<float, kMaxChannels> mean{};
+  std::array<float, kMaxChannels> stddev{};
+
+  uint64_t SampleElems() const { return uint64_t{channels} * height * width; }
+  uint64_t SampleBytes() const { return SampleElems() * DTypeSize(sample_dtype); }
+  size_t LabelBytes() const { return DTypeSize(label_dtype); }
+};
+
+struct ChunkEntry {
+  uint64_t index = 0;         // global chunk number
+  uint64_t first_sample = 0;  // global index of its first sample
+  uint64_t offset = 0;        // in its file; a multiple of kAlign
+  uint64_t stored_bytes = 0;  // what a reader reads; a multiple of kAlign
+  uint32_t sample_count = 0;
+  uint64_t checksum = 0;      // XXH3-64 of the stored_bytes at offset
+};
+
+// Where the parts of a chunk of n samples sit.
+struct ChunkLayout {
+  uint64_t labels_offset;
+  uint64_t payload_bytes;
+  uint64_t stored_bytes;
+};
+ChunkLayout LayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes);
+
+// Index bytes of a file with `chunks` chunks, padding included.
+uint64_t IndexStoredBytes(uint64_t chunks);
+
+uint64_t Checksum(const void* data, size_t n);
+
+void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]);
+// Checks magic, version, checksum and that every field is in range and consistent with the
+// others. `path` names the file in errors.
+Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path);
+// Checks that the header's size fields agree with the real file size.
+Status CheckFileSize(const Header& h, uint64_t actual_size, const std::string& path);
+
+std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries);
+// Decodes and validates the index of the file described by h: entry numbering, alignment,
+// bounds, sizes and sample counts.
+Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, size_t n,
+                                            const std::string& path);
+
+// Checks a chunk's stored bytes against its entry; the error names file, chunk and offset.
+Status VerifyChunk(const ChunkEntry& e, const void* data, const std::string& path);
+
+// Shard file names: "<stem>-00002-of-00004.rfd" for stem "<stem>.rfd" or "<stem>".
+std::string ShardPath(const std::string& base, uint32_t index, uint32_t count);
+// The base a shard file name came from, or "" if the name is not a shard name.
+std::string ShardBase(const std::string& shard_path);
+
+}  // namespace rf::format

@@ -1,0 +1,41 @@
+// Test helpers shared by every suite.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rf::testing {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<uint8_t> ReadAll(const std::string& path);
+void WriteAll(const std::string& path, const void* data, size_t n);
+inline void WriteAll(const std::string& path, const std::vector<uint8_t>& d) {
+  WriteAll(path, d.data(), d.size());
+}
+// Flips one bit of the byte at `offset` in a file.
+void FlipBit(const std::string& path, uint64_t offset, int bit = 0);
+void Truncate(const std::string& path, uint64_t size);
+
+// Runs a shell command; returns its exit status and fills `output` with stdout+stderr.
+int RunCommand(const std::string& cmd, std::string* output);
+// Path of a built program ("ringfeed", "ringfeed-convert"), from $RINGFEED_BIN.
+std::string ProgramPath(const std::string& name);
+
+// Where Debian's dataset-fashion-mnist puts the real Fashion-MNIST (gzipped IDX).
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+}  // namespace rf::testing

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what ringfeed needs to build, test and run its main job, from Debian's packages.
+# Idempotent: packages already present are left as they are. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  liburing-dev                  # io_uring reader (static .a used for GPU-machine builds)
+  libboost-program-options-dev  # command lines
+  libxxhash-dev                 # per-chunk XXH3 checksums
+  nlohmann-json3-dev            # metrics and benchmark JSON
+  libopenblas-dev               # CPU training backend (sgemm)
+  zlib1g-dev                    # gzipped IDX input
+  libgtest-dev                  # tests
+  dataset-fashion-mnist         # the real data the main job and the tests convert
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
