@@ -1,0 +1,84 @@
+// ChunkReader: reads whole chunks of a Dataset into caller-owned buffers, many at once.
+//
+// A chunk is split into reads of at most `read_bytes`; at most `queue_depth` reads are in
+// flight, spread over every shard file, so N shards on N drives are read in parallel. A short
+// read is normal: the rest is resubmitted. -EAGAIN and -EINTR are retried (a bounded number of
+// times). Any other error ends the chunk with a Status naming the file, chunk, byte offset and
+// errno. Chunks complete in any order; checksums are the caller's to verify
+// (Dataset::VerifyChunk), so that verification can run off the I/O thread.
+//
+// Modes: kDirect (O_DIRECT, the default: the page cache is bypassed, reads land straight in the
+// buffers), kBuffered (through the page cache). Where io_uring cannot be set up, the reader
+// falls back to pread and says so once on stderr; where a file system refuses O_DIRECT, it
+// falls back to buffered reads of that file and says so once.
+//
+// Buffers: Create() takes the destination buffers (the ring's slots) and registers them with
+// io_uring once, so reads use IORING_OP_READ_FIXED. Each Submit() names one of them by index.
+// With O_DIRECT every buffer must be 4096-aligned and a multiple of 4096 long.
+//
+// Thread safety: none; one thread submits and waits.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "io/dataset.h"
+#include "io/io_queue.h"
+#include "io/status.h"
+
+namespace rf {
+
+enum class IoMode { kDirect, kBuffered, kPread };
+// "direct", "buffered", "pread"
+Result<IoMode> ParseIoMode(const std::string& s);
+const char* IoModeName(IoMode m);
+
+struct ReaderOptions {
+  IoMode mode = IoMode::kDirect;
+  uint32_t queue_depth = 16;         // reads in flight
+  uint32_t read_bytes = 1u << 20;    // largest single read; a multiple of 4096
+  uint32_t max_retries = 16;         // per read, for -EAGAIN / -EINTR
+};
+
+struct ChunkDone {
+  uint64_t chunk = 0;  // global chunk number
+  uint32_t slot = 0;   // buffer it landed in
+};
+
+class ChunkReader {
+ public:
+  // Opens every shard of `dataset` (which must outlive the reader) and registers `buffers`.
+  static Result<std::unique_ptr<ChunkReader>> Create(const Dataset& dataset,
+                                                     std::span<const iovec> buffers,
+                                                     const ReaderOptions& options);
+  // For tests: the same reader over a given queue (which then never falls back).
+  static Result<std::unique_ptr<ChunkReader>> CreateWithQueue(const Dataset& dataset,
+                                                              std::span<const iovec> buffers,
+                                                              const ReaderOptions& options,
+                                                              std::unique_ptr<IoQueue> queue);
+  ~ChunkReader();
+
+  // Starts reading chunk `chunk` into buffer `slot` (whose length must hold the chunk). Reads
+  // beyond the queue depth wait inside the reader and are sent as earlier ones complete.
+  Status Submit(uint64_t chunk, uint32_t slot);
+  // Appends at least `min` whole chunks that finished to `done` (blocking); fewer only if fewer
+  // are outstanding. The first failed read ends the wait with its Status.
+  Status Wait(std::vector<ChunkDone>& done, uint32_t min = 1);
+  // Chunks submitted and not yet returned by Wait.
+  uint32_t outstanding() const;
+
+  const char* backend() const;  // "io_uring", "pread"
+  IoMode mode() const;          // after any fallback
+
+ private:
+  ChunkReader();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rf

@@ -1,0 +1,56 @@
+// IoQueue: the submission/completion interface the chunk reader drives. Implementations:
+//   UringQueue (io/uring_queue.h)  io_uring through liburing; registered files and buffers.
+//   SyncQueue  (io/sync_queue.h)   pread(2), completing each request at Submit(); the fallback
+//                                  where io_uring is unavailable.
+// Tests substitute a fake that injects short reads, -EAGAIN, -EINTR and -EIO.
+//
+// Completions carry the raw result (bytes read, or -errno). Negative errno never leaves io/:
+// ChunkReader turns it into a Status.
+//
+// Thread safety: none; one thread owns a queue.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "io/status.h"
+
+namespace rf {
+
+struct IoRequest {
+  uint32_t file = 0;     // index into the files given to RegisterFiles
+  void* buf = nullptr;   // destination; inside registered buffer `buf_index` when that is >= 0
+  uint32_t len = 0;
+  uint64_t offset = 0;
+  int buf_index = -1;    // registered buffer holding buf, or -1
+  uint64_t user_data = 0;
+};
+
+struct IoCompletion {
+  uint64_t user_data = 0;
+  int32_t res = 0;  // bytes read (may be short), or -errno
+};
+
+class IoQueue {
+ public:
+  virtual ~IoQueue() = default;
+  // The files requests refer to by index. Called once, before any request.
+  virtual Status RegisterFiles(std::span<const int> fds) = 0;
+  // Buffers requests may name by index. Optional: Unsupported means use buf_index = -1.
+  virtual Status RegisterBuffers(std::span<const iovec> buffers) = 0;
+  // How many requests may be in flight at once.
+  virtual uint32_t capacity() const = 0;
+  // Queues one read; at most capacity() may be queued or in flight.
+  virtual void Prepare(const IoRequest& r) = 0;
+  // Sends every prepared request to the kernel.
+  virtual Status Submit() = 0;
+  // Appends at least `min` completions to `out` (blocking), plus any others already there.
+  virtual Status Wait(std::vector<IoCompletion>& out, uint32_t min) = 0;
+  // A short name for logs: "io_uring", "pread".
+  virtual const char* name() const = 0;
+};
+
+}  // namespace rf
