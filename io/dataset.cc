@@ -47,8 +47,8 @@ std::string FindAnyShard(const std::string& base) {
   const std::string ext = format::kExtension;
   bool has_ext = stem.size() > ext.size() && stem.ends_with(ext);
   if (has_ext) stem.resize(stem.size() - ext.size());
-  std::string pattern = stem + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]" +
-                        (has_ext ? ext : "");
+  std::string pattern =
+      stem + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]" + (has_ext ? ext : "");
   glob_t g{};
   std::string found;
   if (::glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0) found = g.gl_pathv[0];
@@ -62,7 +62,8 @@ Result<Dataset> Dataset::Open(const std::string& path) {
   std::string first = path;
   if (!FileExists(path)) {
     first = FindAnyShard(path);
-    if (first.empty()) return Status::NotFound(path, "no such dataset (no file, no shards)", ENOENT);
+    if (first.empty())
+      return Status::NotFound(path, "no such dataset (no file, no shards)", ENOENT);
   }
   RF_ASSIGN_OR_RETURN(OpenedShard s0, OpenShard(first));
   const uint32_t n = s0.header.shard_count;
@@ -74,9 +75,9 @@ Result<Dataset> Dataset::Open(const std::string& path) {
   } else {
     const std::string base = format::ShardBase(first);
     if (base.empty()) {
-      return Status::Corruption(first, "header says shard " + std::to_string(s0.header.shard_index) +
-                                           " of " + std::to_string(n) +
-                                           " but the file name is not a shard name");
+      return Status::Corruption(
+          first, "header says shard " + std::to_string(s0.header.shard_index) + " of " +
+                     std::to_string(n) + " but the file name is not a shard name");
     }
     for (uint32_t i = 0; i < n; ++i) {
       std::string p = format::ShardPath(base, i, n);
@@ -94,9 +95,9 @@ Result<Dataset> Dataset::Open(const std::string& path) {
   for (uint32_t i = 0; i < n; ++i) {
     const format::Header& h = shards[i].header;
     if (h.shard_index != i || !SameDataset(h, shards[0].header)) {
-      return std::move(Status::Corruption(paths[i], "shard does not belong to the dataset of " +
-                                                         paths[0])
-                           .WithOffset(0));
+      return std::move(
+          Status::Corruption(paths[i], "shard does not belong to the dataset of " + paths[0])
+              .WithOffset(0));
     }
   }
   uint64_t samples = 0;

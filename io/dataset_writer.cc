@@ -29,8 +29,10 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   w->path_ = path;
   w->spec_ = spec;
   w->opts_ = opts;
-  if (w->opts_.dataset_id == 0) w->opts_.dataset_id = std::random_device{}() * 0x9e3779b97f4a7c15ull | 1;
-  w->sample_bytes_ = uint64_t{spec.channels} * spec.height * spec.width * DTypeSize(spec.sample_dtype);
+  if (w->opts_.dataset_id == 0)
+    w->opts_.dataset_id = std::random_device{}() * 0x9e3779b97f4a7c15ull | 1;
+  w->sample_bytes_ =
+      uint64_t{spec.channels} * spec.height * spec.width * DTypeSize(spec.sample_dtype);
   const uint64_t per_sample = w->sample_bytes_ + DTypeSize(spec.label_dtype);
   w->chunk_samples_ = static_cast<uint32_t>(
       std::clamp<uint64_t>(opts.chunk_bytes / per_sample, 1, uint64_t{1} << 31));
@@ -41,7 +43,8 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
     --w->chunk_samples_;
   }
   w->chunk_capacity_ =
-      format::LayoutFor(w->chunk_samples_, w->sample_bytes_, DTypeSize(spec.label_dtype)).stored_bytes;
+      format::LayoutFor(w->chunk_samples_, w->sample_bytes_, DTypeSize(spec.label_dtype))
+          .stored_bytes;
   void* mem = std::aligned_alloc(format::kAlign, w->chunk_capacity_);
   if (mem == nullptr) return Status::InvalidArgument("cannot allocate a chunk buffer");
   w->chunk_.reset(static_cast<uint8_t*>(mem));
@@ -164,7 +167,8 @@ Status DatasetWriter::Finish() {
   h.channels = spec_.channels;
   h.height = spec_.height;
   h.width = spec_.width;
-  h.num_classes = spec_.num_classes != 0 ? spec_.num_classes : static_cast<uint32_t>(max_label_ + 1);
+  h.num_classes =
+      spec_.num_classes != 0 ? spec_.num_classes : static_cast<uint32_t>(max_label_ + 1);
   h.total_samples = samples_;
   h.total_chunks = chunks_;
   h.chunk_samples = chunk_samples_;

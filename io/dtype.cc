@@ -7,24 +7,33 @@ namespace rf {
 
 size_t DTypeSize(DType t) {
   switch (t) {
-    case DType::kUInt8: return 1;
+    case DType::kUInt8:
+      return 1;
     case DType::kFloat16:
     case DType::kBFloat16:
-    case DType::kUInt16: return 2;
+    case DType::kUInt16:
+      return 2;
     case DType::kFloat32:
-    case DType::kInt32: return 4;
+    case DType::kInt32:
+      return 4;
   }
   return 0;
 }
 
 std::string_view DTypeName(DType t) {
   switch (t) {
-    case DType::kUInt8: return "uint8";
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kFloat32: return "float32";
-    case DType::kUInt16: return "uint16";
-    case DType::kInt32: return "int32";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kUInt16:
+      return "uint16";
+    case DType::kInt32:
+      return "int32";
   }
   return "unknown";
 }
@@ -75,9 +84,9 @@ uint16_t FloatToHalf(float f) {
   const uint32_t u = std::bit_cast<uint32_t>(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;       // NaN
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;      // overflows to inf after rounding
-  if (abs < 0x33000001u) return sign;                 // rounds to zero
+  if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // overflows to inf after rounding
+  if (abs < 0x33000001u) return sign;             // rounds to zero
   int exp = static_cast<int>(abs >> 23) - 127 + 15;
   uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
   int shift = exp > 0 ? 13 : 14 - exp;  // subnormals shift further
@@ -85,14 +94,16 @@ uint16_t FloatToHalf(float f) {
   const uint32_t rem = mant & ((1u << shift) - 1);
   const uint32_t halfway = 1u << (shift - 1);
   if (rem > halfway || (rem == halfway && (half_mant & 1u))) ++half_mant;
-  if (exp > 0) return sign | static_cast<uint16_t>((static_cast<uint32_t>(exp) << 10) + half_mant - 0x400u);
+  if (exp > 0)
+    return sign | static_cast<uint16_t>((static_cast<uint32_t>(exp) << 10) + half_mant - 0x400u);
   return sign | static_cast<uint16_t>(half_mant);
 }
 
 int64_t LoadLabel(DType t, const void* base, size_t i) {
   const char* p = static_cast<const char*>(base);
   switch (t) {
-    case DType::kUInt8: return static_cast<uint8_t>(p[i]);
+    case DType::kUInt8:
+      return static_cast<uint8_t>(p[i]);
     case DType::kUInt16: {
       uint16_t v;
       std::memcpy(&v, p + 2 * i, 2);
@@ -108,7 +119,8 @@ int64_t LoadLabel(DType t, const void* base, size_t i) {
 
 float LoadAsFloat(DType t, const void* base, size_t i) {
   switch (t) {
-    case DType::kUInt8: return static_cast<const uint8_t*>(base)[i];
+    case DType::kUInt8:
+      return static_cast<const uint8_t*>(base)[i];
     case DType::kUInt16: {
       uint16_t v;
       std::memcpy(&v, static_cast<const char*>(base) + 2 * i, 2);
@@ -138,18 +150,21 @@ void StoreFromFloat(DType t, const float* in, void* out, size_t n) {
   switch (t) {
     case DType::kUInt8: {
       auto* o = static_cast<uint8_t*>(out);
-      for (size_t i = 0; i < n; ++i) o[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(in[i]), 0.f, 255.f));
+      for (size_t i = 0; i < n; ++i)
+        o[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(in[i]), 0.f, 255.f));
       return;
     }
     case DType::kUInt16: {
       auto* o = static_cast<uint16_t*>(out);
-      for (size_t i = 0; i < n; ++i) o[i] = static_cast<uint16_t>(std::clamp(std::nearbyint(in[i]), 0.f, 65535.f));
+      for (size_t i = 0; i < n; ++i)
+        o[i] = static_cast<uint16_t>(std::clamp(std::nearbyint(in[i]), 0.f, 65535.f));
       return;
     }
     case DType::kInt32: {
       auto* o = static_cast<int32_t*>(out);
       for (size_t i = 0; i < n; ++i)
-        o[i] = static_cast<int32_t>(std::clamp<double>(std::nearbyint(in[i]), INT32_MIN, INT32_MAX));
+        o[i] =
+            static_cast<int32_t>(std::clamp<double>(std::nearbyint(in[i]), INT32_MIN, INT32_MAX));
       return;
     }
     case DType::kFloat16: {

@@ -24,8 +24,8 @@ enum class DType : uint32_t {
 size_t DTypeSize(DType t);
 std::string_view DTypeName(DType t);
 std::optional<DType> ParseDType(std::string_view name);  // "uint8", "float16", "bf16", ...
-bool IsSampleDType(DType t);  // uint8, float16, bfloat16, float32
-bool IsLabelDType(DType t);   // uint8, uint16, int32
+bool IsSampleDType(DType t);                             // uint8, float16, bfloat16, float32
+bool IsLabelDType(DType t);                              // uint8, uint16, int32
 
 inline float BFloat16ToFloat(uint16_t h) { return std::bit_cast<float>(uint32_t{h} << 16); }
 // Round to nearest even; NaN stays NaN.

@@ -44,8 +44,8 @@ Result<uint64_t> File::Size() const {
 Result<size_t> File::ReadSome(void* buf, size_t n, uint64_t offset) const {
   size_t done = 0;
   while (done < n) {
-    ssize_t r = ::pread(fd_, static_cast<char*>(buf) + done, n - done,
-                        static_cast<off_t>(offset + done));
+    ssize_t r =
+        ::pread(fd_, static_cast<char*>(buf) + done, n - done, static_cast<off_t>(offset + done));
     if (r < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return std::move(Status::IOError(path_, "read failed", errno).WithOffset(offset + done));

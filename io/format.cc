@@ -140,14 +140,14 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     return std::move(Bad(path, "bad header: " + what).WithOffset(off));
   };
   if (h.shard_count == 0 || h.shard_index >= h.shard_count)
-    return field(kOffShardIndex, "shard " + std::to_string(h.shard_index) + " of " +
-                                     std::to_string(h.shard_count));
+    return field(kOffShardIndex,
+                 "shard " + std::to_string(h.shard_index) + " of " + std::to_string(h.shard_count));
   if (!IsSampleDType(h.sample_dtype))
-    return field(kOffSampleDType, "unknown sample dtype " +
-                                      std::to_string(static_cast<uint32_t>(h.sample_dtype)));
+    return field(kOffSampleDType,
+                 "unknown sample dtype " + std::to_string(static_cast<uint32_t>(h.sample_dtype)));
   if (!IsLabelDType(h.label_dtype))
-    return field(kOffLabelDType, "unknown label dtype " +
-                                     std::to_string(static_cast<uint32_t>(h.label_dtype)));
+    return field(kOffLabelDType,
+                 "unknown label dtype " + std::to_string(static_cast<uint32_t>(h.label_dtype)));
   if (h.channels == 0 || h.channels > kMaxChannels || h.height == 0 || h.width == 0)
     return field(kOffChannels, "sample shape " + std::to_string(h.channels) + "x" +
                                    std::to_string(h.height) + "x" + std::to_string(h.width));
@@ -161,8 +161,8 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
                                       std::to_string(h.chunk_samples) + " make " +
                                       std::to_string(want_chunks) + " chunks, not " +
                                       std::to_string(h.total_chunks));
-  const uint64_t mine = h.total_chunks / h.shard_count +
-                        (h.shard_index < h.total_chunks % h.shard_count ? 1 : 0);
+  const uint64_t mine =
+      h.total_chunks / h.shard_count + (h.shard_index < h.total_chunks % h.shard_count ? 1 : 0);
   if (h.shard_chunks != mine)
     return field(kOffShardChunks, "shard holds " + std::to_string(h.shard_chunks) +
                                       " chunks, expected " + std::to_string(mine));
@@ -188,9 +188,8 @@ Status CheckFileSize(const Header& h, uint64_t actual, const std::string& path) 
                          .WithOffset(actual));
   }
   if (actual > h.file_size) {
-    return std::move(Bad(path, "file is longer than its header says: " +
-                                   std::to_string(actual) + " bytes, header says " +
-                                   std::to_string(h.file_size))
+    return std::move(Bad(path, "file is longer than its header says: " + std::to_string(actual) +
+                                   " bytes, header says " + std::to_string(h.file_size))
                          .WithOffset(h.file_size));
   }
   return Status::Ok();
@@ -217,10 +216,11 @@ std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries) {
 Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, size_t n,
                                             const std::string& path) {
   const size_t body = size_t{h.shard_chunks} * kIndexEntryBytes;
-  if (n < body + 8) return std::move(Bad(path, "chunk index is truncated").WithOffset(h.index_offset));
+  if (n < body + 8)
+    return std::move(Bad(path, "chunk index is truncated").WithOffset(h.index_offset));
   if (Get<uint64_t>(in, body) != Checksum(in, body))
-    return std::move(Bad(path, "chunk index checksum mismatch (index corrupted)")
-                         .WithOffset(h.index_offset));
+    return std::move(
+        Bad(path, "chunk index checksum mismatch (index corrupted)").WithOffset(h.index_offset));
   std::vector<ChunkEntry> entries(h.shard_chunks);
   uint64_t next_offset = kHeaderBytes;
   uint64_t samples = 0;
@@ -235,7 +235,8 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
     e.checksum = Get<uint64_t>(p, 40);
     const uint64_t entry_offset = h.index_offset + uint64_t{i} * kIndexEntryBytes;
     auto bad = [&](const std::string& what) {
-      return std::move(Bad(path, "bad chunk index entry: " + what).WithChunk(e.index).WithOffset(entry_offset));
+      return std::move(
+          Bad(path, "bad chunk index entry: " + what).WithChunk(e.index).WithOffset(entry_offset));
     };
     if (e.index != uint64_t{i} * h.shard_count + h.shard_index)
       return bad("chunk number " + std::to_string(e.index) + " out of sequence");
@@ -243,7 +244,8 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
     const uint64_t want_count =
         last ? h.total_samples - e.index * uint64_t{h.chunk_samples} : h.chunk_samples;
     if (e.sample_count != want_count || e.sample_count == 0)
-      return bad(std::to_string(e.sample_count) + " samples, expected " + std::to_string(want_count));
+      return bad(std::to_string(e.sample_count) + " samples, expected " +
+                 std::to_string(want_count));
     if (e.first_sample != e.index * h.chunk_samples) return bad("wrong first sample");
     if (e.offset % kAlign != 0 || e.offset < next_offset) return bad("misplaced chunk offset");
     if (e.stored_bytes != LayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes()).stored_bytes)
@@ -272,7 +274,8 @@ std::string ShardPath(const std::string& base, uint32_t index, uint32_t count) {
   if (count <= 1) return base;
   std::string stem = base;
   const std::string ext = kExtension;
-  bool has_ext = stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0;
+  bool has_ext =
+      stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0;
   if (has_ext) stem.resize(stem.size() - ext.size());
   char suffix[40];
   std::snprintf(suffix, sizeof suffix, "-%05u-of-%05u", index, count);

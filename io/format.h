@@ -69,7 +69,7 @@ struct ChunkEntry {
   uint64_t offset = 0;        // in its file; a multiple of kAlign
   uint64_t stored_bytes = 0;  // what a reader reads; a multiple of kAlign
   uint32_t sample_count = 0;
-  uint64_t checksum = 0;      // XXH3-64 of the stored_bytes at offset
+  uint64_t checksum = 0;  // XXH3-64 of the stored_bytes at offset
 };
 
 // Where the parts of a chunk of n samples sit.

@@ -41,7 +41,8 @@ std::string Status::ToString() const {
   if (chunk_) s += "chunk " + std::to_string(*chunk_) + (offset_ ? " " : ": ");
   if (offset_) s += "at byte " + std::to_string(*offset_) + ": ";
   s += message_;
-  if (errno_ != 0) s += std::string(": ") + std::strerror(errno_) + " (errno " + std::to_string(errno_) + ")";
+  if (errno_ != 0)
+    s += std::string(": ") + std::strerror(errno_) + " (errno " + std::to_string(errno_) + ")";
   return s;
 }
 

@@ -15,7 +15,15 @@ namespace rf {
 
 class Status {
  public:
-  enum class Code { kOk, kNotFound, kCorruption, kIOError, kInvalidArgument, kUnsupported, kAborted };
+  enum class Code {
+    kOk,
+    kNotFound,
+    kCorruption,
+    kIOError,
+    kInvalidArgument,
+    kUnsupported,
+    kAborted
+  };
 
   Status() = default;
   static Status Ok() { return Status(); }
@@ -64,8 +72,8 @@ class Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}     // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
     static const Status kOk;
@@ -85,17 +93,16 @@ class [[nodiscard]] Result {
 }  // namespace rf
 
 // Propagate a failed Status from an expression that yields a Status.
-#define RF_RETURN_IF_ERROR(expr)         \
-  do {                                   \
-    ::rf::Status rf_status_ = (expr);    \
+#define RF_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::rf::Status rf_status_ = (expr);        \
     if (!rf_status_.ok()) return rf_status_; \
   } while (0)
 
 #define RF_CONCAT_INNER(a, b) a##b
 #define RF_CONCAT(a, b) RF_CONCAT_INNER(a, b)
 // Assign the value of a Result<T> expression to `lhs`, or return its Status.
-#define RF_ASSIGN_OR_RETURN(lhs, expr)                      \
-  auto RF_CONCAT(rf_result_, __LINE__) = (expr);            \
-  if (!RF_CONCAT(rf_result_, __LINE__).ok())                \
-    return RF_CONCAT(rf_result_, __LINE__).status();        \
+#define RF_ASSIGN_OR_RETURN(lhs, expr)                                                        \
+  auto RF_CONCAT(rf_result_, __LINE__) = (expr);                                              \
+  if (!RF_CONCAT(rf_result_, __LINE__).ok()) return RF_CONCAT(rf_result_, __LINE__).status(); \
   lhs = std::move(RF_CONCAT(rf_result_, __LINE__)).value()

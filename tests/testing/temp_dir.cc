@@ -47,9 +47,7 @@ void FlipBit(const std::string& path, uint64_t offset, int bit) {
   f.write(&c, 1);
 }
 
-void Truncate(const std::string& path, uint64_t size) {
-  std::filesystem::resize_file(path, size);
-}
+void Truncate(const std::string& path, uint64_t size) { std::filesystem::resize_file(path, size); }
 
 int RunCommand(const std::string& cmd, std::string* output) {
   FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");

@@ -1,0 +1,102 @@
+#include "pipeline/chunk_feeder.h"
+
+#include <future>
+
+namespace rf {
+
+ChunkFeeder::ChunkFeeder(const Dataset& d, SlotRing& r, std::vector<uint64_t> order,
+                         const FeederOptions& o)
+    : dataset_(d), ring_(r), order_(std::move(order)), options_(o) {}
+
+Result<std::unique_ptr<ChunkFeeder>> ChunkFeeder::Start(const Dataset& dataset, SlotRing& ring,
+                                                        std::vector<uint64_t> order,
+                                                        const FeederOptions& options) {
+  if (dataset.max_chunk_bytes() > ring.slot_bytes()) {
+    return Status::InvalidArgument("ring slots of " + std::to_string(ring.slot_bytes()) +
+                                   " bytes cannot hold chunks of " +
+                                   std::to_string(dataset.max_chunk_bytes()) + " bytes");
+  }
+  for (uint64_t c : order) {
+    if (c >= dataset.chunk_count())
+      return Status::InvalidArgument("chunk " + std::to_string(c) + " is not in the dataset");
+  }
+  std::unique_ptr<ChunkFeeder> f(new ChunkFeeder(dataset, ring, std::move(order), options));
+  // The reader is created on the feeder thread; the start waits to hear whether that worked.
+  std::promise<Status> created;
+  std::future<Status> created_future = created.get_future();
+  ChunkFeeder* self = f.get();
+  f->thread_ = std::thread([self, &created] {
+    const std::vector<iovec> slots = self->ring_.iovecs();
+    auto reader = ChunkReader::Create(self->dataset_, slots, self->options_.reader);
+    if (!reader.ok()) {
+      self->status_ = reader.status();
+      created.set_value(reader.status());
+      return;
+    }
+    self->backend_ = (*reader)->backend();
+    self->mode_ = (*reader)->mode();
+    created.set_value(Status::Ok());
+    self->Run(std::move(reader).value());
+  });
+  Status st = created_future.get();
+  if (!st.ok()) {
+    f->thread_.join();
+    f->joined_ = true;
+    return st;
+  }
+  return f;
+}
+
+ChunkFeeder::~ChunkFeeder() {
+  if (!joined_ && thread_.joinable()) {
+    ring_.Fail(Status::Aborted("reader stopped"));
+    thread_.join();
+  }
+}
+
+Status ChunkFeeder::Join() {
+  if (!joined_) {
+    thread_.join();
+    joined_ = true;
+  }
+  return status_;
+}
+
+void ChunkFeeder::Run(std::unique_ptr<ChunkReader> reader) {
+  status_ = Feed(*reader);
+  if (status_.ok()) {
+    ring_.Close();
+  } else {
+    ring_.Fail(status_);
+  }
+}
+
+Status ChunkFeeder::Feed(ChunkReader& reader) {
+  std::vector<ChunkDone> done;
+  done.reserve(ring_.slot_count());
+  size_t next = 0;
+  for (;;) {
+    // Put every free slot to work. Block for one only when nothing is in flight.
+    while (next < order_.size()) {
+      std::optional<uint32_t> slot =
+          reader.outstanding() == 0 ? ring_.AcquireFree() : ring_.TryAcquireFree();
+      if (!slot) {
+        if (!ring_.status().ok()) return ring_.status();  // the consumer stopped
+        break;
+      }
+      RF_RETURN_IF_ERROR(reader.Submit(order_[next], *slot));
+      ++next;
+    }
+    if (reader.outstanding() == 0) return Status::Ok();
+    done.clear();
+    RF_RETURN_IF_ERROR(reader.Wait(done, 1));
+    for (const ChunkDone& d : done) {
+      const uint64_t bytes = dataset_.chunk(d.chunk).entry.stored_bytes;
+      if (options_.verify) RF_RETURN_IF_ERROR(dataset_.VerifyChunk(d.chunk, ring_.data(d.slot)));
+      bytes_.fetch_add(bytes, std::memory_order_relaxed);
+      ring_.MarkReady(d.slot, d.chunk, bytes);
+    }
+  }
+}
+
+}  // namespace rf

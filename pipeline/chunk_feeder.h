@@ -1,0 +1,67 @@
+// ChunkFeeder: the disk stage. A thread that reads a sequence of chunks into a SlotRing:
+//
+//   take the next free slot -> ChunkReader::Submit -> ... completion -> verify checksum ->
+//   MarkReady
+//
+// keeping up to the reader's queue depth of reads in flight and every free slot busy. The ring
+// hands chunks to the consumer in sequence order whatever order the reads complete in. Any
+// error (a failed read, a checksum mismatch) fails the ring with a Status naming file, chunk
+// and offset, which wakes the consumer; a consumer that fails the ring stops the feeder.
+//
+// The io_uring ring is created on the feeder thread itself (io_uring's single-issuer setup
+// requires the submitting thread to be the creating one).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "io/chunk_reader.h"
+#include "io/dataset.h"
+#include "pipeline/slot_ring.h"
+
+namespace rf {
+
+struct FeederOptions {
+  ReaderOptions reader;
+  bool verify = true;  // check every chunk's XXH3 before the consumer sees it
+};
+
+class ChunkFeeder {
+ public:
+  // Starts reading `order` (global chunk numbers, in delivery order) into `ring`. `dataset` and
+  // `ring` must outlive the feeder. Fails, without starting, if the reader cannot be set up or a
+  // chunk does not fit a slot.
+  static Result<std::unique_ptr<ChunkFeeder>> Start(const Dataset& dataset, SlotRing& ring,
+                                                    std::vector<uint64_t> order,
+                                                    const FeederOptions& options);
+  // Stops a running feeder (failing the ring with Aborted) and joins it.
+  ~ChunkFeeder();
+
+  // Waits for the feeder to finish; its Status (OK after the last chunk was handed over).
+  Status Join();
+
+  const char* backend() const { return backend_; }
+  IoMode mode() const { return mode_; }
+  uint64_t bytes_read() const { return bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  ChunkFeeder(const Dataset& d, SlotRing& r, std::vector<uint64_t> order, const FeederOptions& o);
+  void Run(std::unique_ptr<ChunkReader> reader);
+  Status Feed(ChunkReader& reader);
+
+  const Dataset& dataset_;
+  SlotRing& ring_;
+  std::vector<uint64_t> order_;
+  FeederOptions options_;
+  const char* backend_ = "";
+  IoMode mode_ = IoMode::kDirect;
+  std::atomic<uint64_t> bytes_{0};
+  std::thread thread_;
+  Status status_;
+  bool joined_ = false;
+};
+
+}  // namespace rf

@@ -1,0 +1,46 @@
+// HostBuffer: one owner for one block of page-aligned host memory that the reader fills and the
+// copy engine reads: pinned (cudaHostAlloc) where a CUDA device is present, so host-to-device
+// copies run at full PCIe speed and asynchronously; plain page-aligned memory otherwise.
+// Allocated once at start; nothing in the data path allocates afterwards.
+//
+// Thread safety: the memory itself is the users' to coordinate (the SlotRing does); the object
+// is move-only and not thread safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "io/status.h"
+
+namespace rf {
+
+enum class PinMode { kAuto, kOn, kOff };  // auto: pinned if a CUDA device is present
+Result<PinMode> ParsePinMode(const char* s);
+
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  ~HostBuffer();
+  HostBuffer(HostBuffer&& o) noexcept;
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  // `bytes` is rounded up to a multiple of 4096. kOn fails where no CUDA device can pin.
+  static Result<HostBuffer> Allocate(size_t bytes, PinMode pin);
+
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool pinned() const { return pinned_; }
+
+ private:
+  void Free();
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool pinned_ = false;
+};
+
+// Whether this build has CUDA and a device is visible (cached after the first call).
+bool CudaDevicePresent();
+
+}  // namespace rf

@@ -1,0 +1,130 @@
+#include "pipeline/slot_ring.h"
+
+#include <chrono>
+
+#include "io/format.h"
+
+namespace rf {
+namespace {
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SlotRing>> SlotRing::Create(uint32_t slots, uint64_t slot_bytes,
+                                                   PinMode pin) {
+  if (slots < 2) return Status::InvalidArgument("the ring needs at least 2 slots");
+  slot_bytes = format::RoundUp(slot_bytes, format::kAlign);
+  RF_ASSIGN_OR_RETURN(HostBuffer mem, HostBuffer::Allocate(slot_bytes * slots, pin));
+  return std::unique_ptr<SlotRing>(new SlotRing(std::move(mem), slots, slot_bytes));
+}
+
+SlotRing::SlotRing(HostBuffer memory, uint32_t slots, uint64_t slot_bytes)
+    : memory_(std::move(memory)),
+      slot_bytes_(slot_bytes),
+      states_(slots, State::kFree),
+      filled_(slots) {}
+
+std::vector<iovec> SlotRing::iovecs() const {
+  std::vector<iovec> v(slot_count());
+  for (uint32_t i = 0; i < slot_count(); ++i) v[i] = iovec{data(i), slot_bytes_};
+  return v;
+}
+
+uint32_t SlotRing::TakeNextFreeLocked() {
+  const uint32_t slot = static_cast<uint32_t>(produce_seq_ % states_.size());
+  states_[slot] = State::kFilling;
+  filled_[slot] = Filled{slot, produce_seq_, 0, 0};
+  ++produce_seq_;
+  return slot;
+}
+
+std::optional<uint32_t> SlotRing::TryAcquireFree() {
+  std::lock_guard lock(mu_);
+  const uint32_t slot = static_cast<uint32_t>(produce_seq_ % states_.size());
+  if (failed() || states_[slot] != State::kFree) return std::nullopt;
+  return TakeNextFreeLocked();
+}
+
+std::optional<uint32_t> SlotRing::AcquireFree() {
+  std::unique_lock lock(mu_);
+  const uint32_t slot = static_cast<uint32_t>(produce_seq_ % states_.size());
+  if (!failed() && states_[slot] != State::kFree) {
+    const uint64_t t0 = NowNs();
+    free_cv_.wait(lock, [&] { return failed() || states_[slot] == State::kFree; });
+    producer_wait_ns_ += NowNs() - t0;
+  }
+  if (failed()) return std::nullopt;
+  return TakeNextFreeLocked();
+}
+
+void SlotRing::MarkReady(uint32_t slot, uint64_t chunk, uint64_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    states_[slot] = State::kReady;
+    filled_[slot].chunk = chunk;
+    filled_[slot].bytes = bytes;
+  }
+  ready_cv_.notify_all();
+}
+
+void SlotRing::Close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  ready_cv_.notify_all();
+}
+
+std::optional<SlotRing::Filled> SlotRing::AcquireReady() {
+  std::unique_lock lock(mu_);
+  const uint32_t slot = static_cast<uint32_t>(consume_seq_ % states_.size());
+  // The consumer's slot is next once the producer has been handed it and filled it.
+  auto ready = [&] { return states_[slot] == State::kReady && filled_[slot].seq == consume_seq_; };
+  auto done = [&] { return failed() || (closed_ && consume_seq_ >= produce_seq_); };
+  if (!ready() && !done()) {
+    const uint64_t t0 = NowNs();
+    ready_cv_.wait(lock, [&] { return ready() || done(); });
+    consumer_wait_ns_ += NowNs() - t0;
+  }
+  if (failed() || !ready()) return std::nullopt;
+  states_[slot] = State::kInUse;
+  ++consume_seq_;
+  return filled_[slot];
+}
+
+void SlotRing::Release(uint32_t slot) {
+  {
+    std::lock_guard lock(mu_);
+    states_[slot] = State::kFree;
+  }
+  free_cv_.notify_all();
+}
+
+void SlotRing::Fail(Status st) {
+  {
+    std::lock_guard lock(mu_);
+    if (!failed()) {
+      status_ = std::move(st);
+      failed_.store(true, std::memory_order_release);
+    }
+  }
+  free_cv_.notify_all();
+  ready_cv_.notify_all();
+}
+
+Status SlotRing::status() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+SlotRing::State SlotRing::state(uint32_t slot) const {
+  std::lock_guard lock(mu_);
+  return states_[slot];
+}
+
+}  // namespace rf

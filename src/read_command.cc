@@ -1,0 +1,171 @@
+// ringfeed read: drains a dataset through the disk stage alone (io_uring reader -> slot ring ->
+// a consumer that releases each slot at once) and reports the rate. This is the disk-stage
+// figure that training is measured against.
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "io/chunk_reader.h"
+#include "io/dataset.h"
+#include "io/units.h"
+#include "pipeline/chunk_feeder.h"
+#include "pipeline/slot_ring.h"
+#include "src/commands.h"
+
+namespace po = boost::program_options;
+
+namespace rf {
+namespace {
+
+struct ReadArgs {
+  std::string dataset;
+  std::string io = "direct";
+  uint32_t queue_depth = 16;
+  std::string read_size = "1MiB";
+  uint32_t slots = 16;
+  bool no_verify = false;
+  std::string pinned = "auto";
+  uint32_t passes = 1;
+  std::string json;
+};
+
+struct ReadReport {
+  uint64_t bytes = 0;
+  uint64_t chunks = 0;
+  double seconds = 0;
+  double consumer_wait_s = 0;
+};
+
+Result<ReadReport> Drain(const Dataset& d, const FeederOptions& fo, SlotRing& ring,
+                         std::string* backend) {
+  std::vector<uint64_t> order(d.chunk_count());
+  std::iota(order.begin(), order.end(), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<ChunkFeeder> feeder,
+                      ChunkFeeder::Start(d, ring, std::move(order), fo));
+  *backend = std::string(feeder->backend()) + ", " + IoModeName(feeder->mode());
+  ReadReport r;
+  while (auto f = ring.AcquireReady()) {
+    r.bytes += f->bytes;
+    ++r.chunks;
+    ring.Release(f->slot);
+  }
+  RF_RETURN_IF_ERROR(feeder->Join());
+  RF_RETURN_IF_ERROR(ring.status());
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+Status Run(const ReadArgs& a) {
+  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(a.dataset));
+  FeederOptions fo;
+  RF_ASSIGN_OR_RETURN(fo.reader.mode, ParseIoMode(a.io));
+  RF_ASSIGN_OR_RETURN(uint64_t read_bytes, ParseByteSize(a.read_size));
+  if (read_bytes == 0 || read_bytes % 4096 != 0 || read_bytes > (1u << 30))
+    return Status::InvalidArgument("--read-size must be a multiple of 4 KiB, at most 1 GiB");
+  fo.reader.read_bytes = static_cast<uint32_t>(read_bytes);
+  fo.reader.queue_depth = a.queue_depth;
+  fo.verify = !a.no_verify;
+  RF_ASSIGN_OR_RETURN(PinMode pin, ParsePinMode(a.pinned.c_str()));
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<SlotRing> ring,
+                      SlotRing::Create(a.slots, d.max_chunk_bytes(), pin));
+
+  nlohmann::json runs = nlohmann::json::array();
+  for (uint32_t pass = 0; pass < a.passes; ++pass) {
+    if (pass > 0) {
+      RF_ASSIGN_OR_RETURN(ring, SlotRing::Create(a.slots, d.max_chunk_bytes(), pin));
+    }
+    std::string backend;
+    RF_ASSIGN_OR_RETURN(ReadReport r, Drain(d, fo, *ring, &backend));
+    const double gbps = static_cast<double>(r.bytes) / r.seconds / 1e9;
+    std::printf(
+        "ringfeed read: %s: %s in %llu chunks, %.3f s: %.3f GB/s (%.3f GiB/s)  [%s, queue depth "
+        "%u, %s reads, %u slots of %s %s, checksums %s]\n",
+        a.dataset.c_str(), FormatBytes(r.bytes).c_str(), static_cast<unsigned long long>(r.chunks),
+        r.seconds, gbps, gbps * 1e9 / (1u << 30), backend.c_str(), fo.reader.queue_depth,
+        FormatBytes(fo.reader.read_bytes).c_str(), ring->slot_count(),
+        FormatBytes(ring->slot_bytes()).c_str(), ring->pinned() ? "pinned" : "pageable",
+        fo.verify ? "verified" : "not verified");
+    std::fflush(stdout);
+    runs.push_back({{"bytes", r.bytes},
+                    {"chunks", r.chunks},
+                    {"seconds", r.seconds},
+                    {"gb_per_s", gbps},
+                    {"backend", backend},
+                    {"consumer_wait_s", ring->consumer_wait_ns() / 1e9}});
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j = {{"dataset", a.dataset},
+                        {"dataset_bytes", d.total_bytes()},
+                        {"shards", d.shard_count()},
+                        {"io", a.io},
+                        {"queue_depth", fo.reader.queue_depth},
+                        {"read_bytes", fo.reader.read_bytes},
+                        {"slots", ring->slot_count()},
+                        {"slot_bytes", ring->slot_bytes()},
+                        {"pinned", ring->pinned()},
+                        {"verify", fo.verify},
+                        {"runs", runs}};
+    std::ofstream out(a.json);
+    out << j.dump(2) << "\n";
+    if (!out.good()) return Status::IOError(a.json, "cannot write", errno);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunReadCommand(int argc, char** argv) {
+  ReadArgs a;
+  po::options_description opts("ringfeed read DATASET [options]");
+  opts.add_options()("help,h", "show this help")(
+      "io", po::value(&a.io)->default_value(a.io),
+      "direct (io_uring, O_DIRECT), buffered (io_uring, page cache) or pread")(
+      "queue-depth", po::value(&a.queue_depth)->default_value(a.queue_depth), "reads in flight")(
+      "read-size", po::value(&a.read_size)->default_value(a.read_size),
+      "largest single read (a multiple of 4KiB)")(
+      "slots", po::value(&a.slots)->default_value(a.slots), "ring slots (one chunk each)")(
+      "no-verify", po::bool_switch(&a.no_verify), "skip the per-chunk checksum")(
+      "pinned", po::value(&a.pinned)->default_value(a.pinned),
+      "ring memory: auto (pinned if a GPU is present), on, off")(
+      "passes", po::value(&a.passes)->default_value(a.passes), "read the dataset this many times")(
+      "json", po::value(&a.json), "also write the figures to this JSON file");
+  po::options_description hidden;
+  hidden.add_options()("dataset", po::value(&a.dataset));
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("dataset", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "ringfeed read: %s (see --help)\n", e.what());
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  if (a.dataset.empty()) {
+    std::fprintf(stderr, "ringfeed read: no DATASET given (see --help)\n");
+    return 2;
+  }
+  if (a.passes == 0 || a.slots < 2 || a.queue_depth == 0) {
+    std::fprintf(stderr, "ringfeed read: --passes and --queue-depth must be >= 1, --slots >= 2\n");
+    return 2;
+  }
+  Status st = Run(a);
+  if (!st.ok()) {
+    std::fprintf(stderr, "ringfeed: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace rf
