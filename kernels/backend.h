@@ -1,0 +1,64 @@
+// Backend: the one small interface the pipeline drives, whatever computes the model.
+//   CpuBackend  (kernels/cpu_backend.h)   the reference; runs the main job where there is no GPU.
+//   CudaBackend (kernels/cuda_backend.h)  cuDNN convolutions, cuBLAS fully connected layers.
+// The pipeline does not know which one it drives.
+//
+// Memory: a backend allocates everything it needs for batches of up to max_batch samples at
+// creation; no step allocates. A BatchRef points into the backend's memory space: host memory
+// for the CPU backend, device memory for the CUDA backend (where it must stay valid until the
+// work queued on the backend's compute stream has run).
+//
+// Statistics: steps accumulate loss and accuracy where they run (on the device for CUDA, so a
+// step never waits for the GPU); TakeStats() returns and resets the sums (and synchronizes).
+//
+// Thread safety: none; one thread drives a backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "io/dtype.h"
+#include "io/status.h"
+#include "kernels/model.h"
+
+namespace rf {
+
+struct BatchRef {
+  const void* samples = nullptr;  // n samples, row-major C x H x W, in `dtype`
+  DType dtype = DType::kUInt8;
+  const void* labels = nullptr;   // n labels in `label_dtype`
+  DType label_dtype = DType::kUInt8;
+  uint32_t n = 0;
+};
+
+struct StepStats {
+  double loss_sum = 0;   // sum over samples of the cross-entropy
+  uint64_t correct = 0;  // samples whose arg-max matched the label
+  uint64_t samples = 0;
+  double mean_loss() const { return samples ? loss_sum / samples : 0; }
+  double accuracy() const { return samples ? static_cast<double>(correct) / samples : 0; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+
+  // Forward, backward and the SGD update on one batch (n <= max_batch).
+  virtual Status TrainStep(const BatchRef& batch, const SgdConfig& sgd) = 0;
+  // Forward only; counts into the evaluation statistics.
+  virtual Status Evaluate(const BatchRef& batch) = 0;
+  // Sums since the last call, for training and evaluation steps respectively.
+  virtual StepStats TakeTrainStats() = 0;
+  virtual StepStats TakeEvalStats() = 0;
+
+  // Parameters and momentum, as host tensors in ParameterShapes order.
+  virtual Status GetState(Tensors* params, Tensors* momentum) = 0;
+  virtual Status SetState(const Tensors& params, const Tensors& momentum) = 0;
+
+  // For checks: the mean loss over the batch and the gradient of every parameter (without weight
+  // decay), with no update.
+  virtual Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) = 0;
+};
+
+}  // namespace rf
