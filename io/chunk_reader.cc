@@ -1,0 +1,380 @@
+#include "io/chunk_reader.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "io/file.h"
+#include "io/sync_queue.h"
+#include "io/uring_queue.h"
+
+namespace rf {
+
+Result<IoMode> ParseIoMode(const std::string& s) {
+  if (s == "direct") return IoMode::kDirect;
+  if (s == "buffered") return IoMode::kBuffered;
+  if (s == "pread") return IoMode::kPread;
+  return Status::InvalidArgument("unknown I/O mode \"" + s +
+                                 "\": expected direct, buffered or pread");
+}
+
+const char* IoModeName(IoMode m) {
+  switch (m) {
+    case IoMode::kDirect:
+      return "direct";
+    case IoMode::kBuffered:
+      return "buffered";
+    case IoMode::kPread:
+      return "pread";
+  }
+  return "?";
+}
+
+// The reader's state. Every table is sized in Create, so Submit and Wait never allocate (bar
+// the caller's `done` vector).
+//
+// A chunk submitted into a slot goes on the backlog; Fill() cuts reads of at most read_bytes off
+// the oldest backlog chunk while a read record is free. A read record is in flight from Issue()
+// until its completion is handled; a short read or a retry reissues the same record at once, so
+// the number of records in flight never exceeds `depth` (and the queue's capacity with it).
+struct ChunkReader::Impl {
+  // The chunk being read into one slot.
+  struct Slot {
+    bool busy = false;
+    uint64_t chunk = 0;
+    uint32_t file = 0;
+    uint64_t offset = 0;     // the chunk's offset in its file
+    uint64_t size = 0;       // the chunk's stored bytes
+    uint64_t issued = 0;     // bytes of it covered by reads issued so far
+    uint64_t remaining = 0;  // bytes of it not yet read
+  };
+  // One read in flight; its index in `reads` is the request's user_data.
+  struct Read {
+    uint32_t slot = 0;
+    uint32_t len = 0;
+    uint64_t offset = 0;  // in the file
+    uint8_t* buf = nullptr;
+    uint32_t retries = 0;
+  };
+
+  const Dataset* dataset = nullptr;
+  ReaderOptions options;
+  IoMode mode = IoMode::kDirect;
+  std::vector<iovec> buffers;
+  bool fixed_buffers = false;
+  std::vector<File> files;  // declared before `queue`: the queue goes first, then the fds
+  std::unique_ptr<IoQueue> queue;
+  uint32_t depth = 0;  // reads in flight at most: min(queue_depth, queue->capacity())
+
+  std::vector<Slot> slots;
+  // Slots whose chunk has bytes no read covers yet, oldest first. A slot is on it at most once,
+  // so a ring of slots.size() entries never overflows.
+  std::vector<uint32_t> backlog;
+  size_t backlog_head = 0;
+  size_t backlog_size = 0;
+
+  std::vector<Read> reads;                // depth records
+  std::vector<uint32_t> free_reads;       // indices into reads, a stack
+  std::vector<IoCompletion> completions;  // reserved to depth
+  uint32_t unsubmitted = 0;               // prepared since the last queue Submit()
+  uint32_t submitted = 0;                 // in the queue's hands, completion not yet seen
+  uint32_t outstanding = 0;               // chunks submitted and not yet returned
+  Status failed;                          // the first failure; sticky
+
+  ~Impl() { Drain(); }
+
+  // Waits for every read the queue holds, so no read lands in a caller's buffer after the
+  // reader is gone.
+  void Drain() noexcept {
+    while (submitted > 0 && queue) {
+      completions.clear();
+      if (!queue->Wait(completions, 1).ok()) return;
+      submitted -= std::min<uint32_t>(submitted, static_cast<uint32_t>(completions.size()));
+    }
+  }
+
+  void Issue(uint32_t idx) {
+    const Read& r = reads[idx];
+    IoRequest req;
+    req.file = slots[r.slot].file;
+    req.buf = r.buf;
+    req.len = r.len;
+    req.offset = r.offset;
+    req.buf_index = fixed_buffers ? static_cast<int>(r.slot) : -1;
+    req.user_data = idx;
+    queue->Prepare(req);
+    ++unsubmitted;
+  }
+
+  void Fill() {
+    while (backlog_size > 0 && !free_reads.empty()) {
+      uint32_t slot = backlog[backlog_head];
+      Slot& s = slots[slot];
+      uint32_t len =
+          static_cast<uint32_t>(std::min<uint64_t>(options.read_bytes, s.size - s.issued));
+      uint32_t idx = free_reads.back();
+      free_reads.pop_back();
+      reads[idx] = Read{slot, len, s.offset + s.issued,
+                        static_cast<uint8_t*>(buffers[slot].iov_base) + s.issued, 0};
+      s.issued += len;
+      if (s.issued == s.size) {
+        backlog_head = (backlog_head + 1) % backlog.size();
+        --backlog_size;
+      }
+      Issue(idx);
+    }
+  }
+
+  Status Flush() {
+    if (unsubmitted == 0) return Status::Ok();
+    Status st = queue->Submit();
+    if (!st.ok()) return st;
+    submitted += unsubmitted;
+    unsubmitted = 0;
+    return Status::Ok();
+  }
+
+  Status Fail(Status st) {
+    failed = st;
+    return st;
+  }
+
+  const std::string& PathOf(const Slot& s) const { return files[s.file].path(); }
+
+  // Handles one completion: finishes, continues or retries its read.
+  // The caller has already taken it off `submitted`.
+  Status Complete(const IoCompletion& c, std::vector<ChunkDone>& done, uint32_t* got) {
+    uint32_t idx = static_cast<uint32_t>(c.user_data);
+    Read& r = reads[idx];
+    Slot& s = slots[r.slot];
+    if (c.res < 0) {
+      int err = -c.res;
+      if (err == EAGAIN || err == EINTR) {
+        if (r.retries >= options.max_retries) {
+          return std::move(
+              Status::IOError(PathOf(s),
+                              "read still failing after " + std::to_string(r.retries) + " retries",
+                              err)
+                  .WithChunk(s.chunk)
+                  .WithOffset(r.offset));
+        }
+        ++r.retries;
+        Issue(idx);
+        return Status::Ok();
+      }
+      return std::move(
+          Status::IOError(PathOf(s), "read failed", err).WithChunk(s.chunk).WithOffset(r.offset));
+    }
+    if (c.res == 0) {
+      // The dataset was validated at open, so the file shrank since, or lies about its size.
+      return std::move(Status::Corruption(PathOf(s), "unexpected end of file")
+                           .WithChunk(s.chunk)
+                           .WithOffset(r.offset));
+    }
+    uint32_t n = std::min(static_cast<uint32_t>(c.res), r.len);
+    s.remaining -= n;
+    if (n < r.len) {
+      // A short read is normal (a signal, a page-cache boundary): ask for the rest.
+      r.offset += n;
+      r.buf += n;
+      r.len -= n;
+      r.retries = 0;
+      Issue(idx);
+      return Status::Ok();
+    }
+    free_reads.push_back(idx);
+    if (s.remaining == 0) {
+      s.busy = false;
+      --outstanding;
+      done.push_back(ChunkDone{s.chunk, static_cast<uint32_t>(&s - slots.data())});
+      ++*got;
+    }
+    return Status::Ok();
+  }
+};
+
+namespace {
+
+Status CheckOptions(const ReaderOptions& o, std::span<const iovec> buffers) {
+  if (o.queue_depth == 0) return Status::InvalidArgument("queue depth must be at least 1");
+  if (o.read_bytes == 0 || o.read_bytes % format::kAlign != 0 || o.read_bytes > (1u << 30)) {
+    return Status::InvalidArgument("read size " + std::to_string(o.read_bytes) +
+                                   " must be a multiple of 4096 and at most 1 GiB");
+  }
+  if (buffers.empty()) return Status::InvalidArgument("a chunk reader needs at least one buffer");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const auto addr = reinterpret_cast<uintptr_t>(buffers[i].iov_base);
+    if (buffers[i].iov_base == nullptr) {
+      return Status::InvalidArgument("buffer " + std::to_string(i) + " is null");
+    }
+    if (o.mode == IoMode::kDirect &&
+        (addr % format::kAlign != 0 || buffers[i].iov_len % format::kAlign != 0)) {
+      return Status::InvalidArgument("buffer " + std::to_string(i) + " (" +
+                                     std::to_string(buffers[i].iov_len) +
+                                     " bytes) must be 4096-aligned and a multiple of 4096 long "
+                                     "for O_DIRECT");
+    }
+  }
+  return Status::Ok();
+}
+
+// Opens the shards; with O_DIRECT where asked and the file system allows it. Sets *any_buffered
+// when a file system refused O_DIRECT (said once on stderr).
+Result<std::vector<File>> OpenShards(const Dataset& dataset, bool direct, bool* any_buffered) {
+  std::vector<File> files;
+  files.reserve(dataset.shard_count());
+  *any_buffered = false;
+  for (size_t i = 0; i < dataset.shard_count(); ++i) {
+    const std::string& path = dataset.shard_path(i);
+    auto f = File::Open(path, O_RDONLY | (direct ? O_DIRECT : 0));
+    if (!f.ok() && direct && f.status().err() == EINVAL) {
+      if (!*any_buffered) {
+        std::fprintf(stderr,
+                     "ringfeed: %s: O_DIRECT not supported by this file system; reading through "
+                     "the page cache\n",
+                     path.c_str());
+      }
+      *any_buffered = true;
+      f = File::Open(path, O_RDONLY);
+    }
+    if (!f.ok()) return f.status();
+    files.push_back(std::move(f).value());
+  }
+  return files;
+}
+
+}  // namespace
+
+ChunkReader::ChunkReader() : impl_(std::make_unique<Impl>()) {}
+ChunkReader::~ChunkReader() = default;
+
+Result<std::unique_ptr<ChunkReader>> ChunkReader::Create(const Dataset& dataset,
+                                                         std::span<const iovec> buffers,
+                                                         const ReaderOptions& options) {
+  RF_RETURN_IF_ERROR(CheckOptions(options, buffers));
+  ReaderOptions opts = options;
+  std::unique_ptr<IoQueue> queue;
+  if (opts.mode != IoMode::kPread) {
+    auto uring = UringQueue::Create(opts.queue_depth);
+    if (uring.ok()) {
+      queue = std::move(uring).value();
+    } else {
+      std::fprintf(stderr, "ringfeed: io_uring unavailable (%s); reading with pread\n",
+                   uring.status().ToString().c_str());
+      // pread through the page cache keeps readahead; one O_DIRECT pread at a time would not.
+      opts.mode = IoMode::kPread;
+    }
+  }
+  if (!queue) queue = std::make_unique<SyncQueue>(opts.queue_depth);
+  return CreateWithQueue(dataset, buffers, opts, std::move(queue));
+}
+
+Result<std::unique_ptr<ChunkReader>> ChunkReader::CreateWithQueue(const Dataset& dataset,
+                                                                  std::span<const iovec> buffers,
+                                                                  const ReaderOptions& options,
+                                                                  std::unique_ptr<IoQueue> queue) {
+  RF_RETURN_IF_ERROR(CheckOptions(options, buffers));
+  if (!queue) return Status::InvalidArgument("chunk reader given no I/O queue");
+  std::unique_ptr<ChunkReader> reader(new ChunkReader());
+  Impl& m = *reader->impl_;
+  m.dataset = &dataset;
+  m.options = options;
+  m.mode = options.mode;
+  m.buffers.assign(buffers.begin(), buffers.end());
+
+  bool any_buffered = false;
+  RF_ASSIGN_OR_RETURN(m.files, OpenShards(dataset, options.mode == IoMode::kDirect, &any_buffered));
+  if (any_buffered) m.mode = IoMode::kBuffered;
+
+  std::vector<int> fds;
+  fds.reserve(m.files.size());
+  for (const File& f : m.files) fds.push_back(f.fd());
+  m.queue = std::move(queue);
+  RF_RETURN_IF_ERROR(m.queue->RegisterFiles(fds));
+  // Registered buffers save the kernel pinning and unpinning pages on every read. Without them
+  // (RLIMIT_MEMLOCK, pread) reads name plain addresses; nothing else changes.
+  m.fixed_buffers = m.queue->RegisterBuffers(buffers).ok();
+
+  m.depth = std::min(options.queue_depth, m.queue->capacity());
+  if (m.depth == 0) return Status::InvalidArgument("the I/O queue has no capacity");
+  m.slots.resize(buffers.size());
+  m.backlog.resize(buffers.size());
+  m.reads.resize(m.depth);
+  m.free_reads.reserve(m.depth);
+  for (uint32_t i = m.depth; i-- > 0;) m.free_reads.push_back(i);
+  m.completions.reserve(m.depth);
+  return reader;
+}
+
+Status ChunkReader::Submit(uint64_t chunk, uint32_t slot) {
+  Impl& m = *impl_;
+  if (!m.failed.ok()) return m.failed;
+  if (chunk >= m.dataset->chunk_count()) {
+    return Status::InvalidArgument("chunk " + std::to_string(chunk) + " is out of range: the " +
+                                   "dataset has " + std::to_string(m.dataset->chunk_count()) +
+                                   " chunks");
+  }
+  if (slot >= m.slots.size()) {
+    return Status::InvalidArgument("slot " + std::to_string(slot) + " is out of range: the " +
+                                   "reader has " + std::to_string(m.slots.size()) + " buffers");
+  }
+  Impl::Slot& s = m.slots[slot];
+  if (s.busy) {
+    return Status::InvalidArgument("slot " + std::to_string(slot) + " is still being read (chunk " +
+                                   std::to_string(s.chunk) + ")");
+  }
+  const ChunkLocation& loc = m.dataset->chunk(chunk);
+  if (loc.entry.stored_bytes > m.buffers[slot].iov_len) {
+    return Status::InvalidArgument("slot " + std::to_string(slot) + " holds " +
+                                   std::to_string(m.buffers[slot].iov_len) + " bytes; chunk " +
+                                   std::to_string(chunk) + " needs " +
+                                   std::to_string(loc.entry.stored_bytes));
+  }
+  s = Impl::Slot{
+      true, chunk, loc.shard, loc.entry.offset, loc.entry.stored_bytes, 0, loc.entry.stored_bytes};
+  ++m.outstanding;
+  m.backlog[(m.backlog_head + m.backlog_size) % m.backlog.size()] = slot;
+  ++m.backlog_size;
+  m.Fill();
+  Status st = m.Flush();
+  if (!st.ok()) return m.Fail(st);
+  return Status::Ok();
+}
+
+Status ChunkReader::Wait(std::vector<ChunkDone>& done, uint32_t min) {
+  Impl& m = *impl_;
+  if (!m.failed.ok()) return m.failed;
+  const uint32_t want = std::min(min, m.outstanding);
+  uint32_t got = 0;
+  // The first pass takes whatever has finished without blocking; later ones block for one
+  // completion at a time until `want` chunks are whole.
+  for (bool first = true; first || got < want; first = false) {
+    if (got < want && m.submitted == 0) {
+      return m.Fail(Status::Aborted("chunk reader: waiting for chunks with no read in flight"));
+    }
+    m.completions.clear();
+    Status st = m.queue->Wait(m.completions, got < want ? 1 : 0);
+    if (!st.ok()) return m.Fail(st);
+    // Counted off all at once, so that an error part-way through still leaves `submitted`
+    // exact for Drain().
+    m.submitted -= static_cast<uint32_t>(m.completions.size());
+    for (const IoCompletion& c : m.completions) {
+      st = m.Complete(c, done, &got);
+      if (!st.ok()) return m.Fail(st);
+    }
+    m.Fill();
+    st = m.Flush();
+    if (!st.ok()) return m.Fail(st);
+  }
+  return Status::Ok();
+}
+
+uint32_t ChunkReader::outstanding() const { return impl_->outstanding; }
+const char* ChunkReader::backend() const { return impl_->queue->name(); }
+IoMode ChunkReader::mode() const { return impl_->mode; }
+
+}  // namespace rf
