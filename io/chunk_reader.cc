@@ -363,6 +363,10 @@ Status ChunkReader::Wait(std::vector<ChunkDone>& done, uint32_t min) {
     // exact for Drain().
     m.submitted -= static_cast<uint32_t>(m.completions.size());
     for (const IoCompletion& c : m.completions) {
+      if (c.user_data >= m.reads.size()) {
+        return m.Fail(Status::Aborted("chunk reader: the " + std::string(m.queue->name()) +
+                                      " queue completed a request it was never given"));
+      }
       st = m.Complete(c, done, &got);
       if (!st.ok()) return m.Fail(st);
     }

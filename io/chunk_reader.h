@@ -16,7 +16,12 @@
 // io_uring once, so reads use IORING_OP_READ_FIXED. Each Submit() names one of them by index.
 // With O_DIRECT every buffer must be 4096-aligned and a multiple of 4096 long.
 //
-// Thread safety: none; one thread submits and waits.
+// After a failed read the reader stops: every later Submit() and Wait() return that Status.
+// The destructor waits for reads still in flight, so the buffers must outlive the reader.
+//
+// Thread safety: none; one thread submits and waits. It may be another thread than the one that
+// created the reader, but from the first Submit() on it must be the same one (io_uring's
+// SINGLE_ISSUER), destruction included unless Wait() has returned every chunk.
 #pragma once
 
 #include <sys/uio.h>

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/dataset.h"
@@ -238,6 +239,19 @@ TEST_F(ChunkReaderTest, ReadsEveryChunkWhenWaitingForManyAtOnceWithWholeChunkRea
   auto r = ChunkReader::Create(*dataset_, bufs.iovecs(), o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(ReadAndCheckAll(**r, *dataset_, bufs, /*wait_min=*/6), "");
+}
+
+TEST_F(ChunkReaderTest, ReadsOnAnIoThreadOtherThanItsCreator) {
+  SKIP_WITHOUT_IO_URING();
+  AlignedBuffers bufs(4, kChunkBytes);
+  ReaderOptions o = Buffered(8);
+  o.mode = IoMode::kDirect;
+  auto r = ChunkReader::Create(*dataset_, bufs.iovecs(), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::string err = "not run";
+  std::thread io([&] { err = ReadAndCheckAll(**r, *dataset_, bufs); });
+  io.join();
+  EXPECT_EQ(err, "");
 }
 
 TEST_F(ChunkReaderTest, WaitReturnsFewerWhenFewerAreOutstanding) {
