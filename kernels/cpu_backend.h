@@ -1,0 +1,101 @@
+// CpuBackend: the reference implementation of the model (kernels/model.h) on the host, with
+// im2col + OpenBLAS sgemm convolutions and sgemm fully connected layers. It is what runs the main
+// job on machines without a GPU, and the yardstick the CUDA backend is checked against.
+//
+// Memory: Create() allocates every activation, gradient and workspace for batches of up to
+// max_batch samples; TrainStep, Evaluate and ComputeGradients allocate nothing. BatchRef points to
+// host memory, read only during the call.
+//
+// Determinism: for the same parameters, momentum and batch, a step gives bit-identical results.
+// The layer code is serial with fixed reduction orders; OpenBLAS sgemm splits its output (never
+// its inner dimension) among threads, so each output element is summed in the same order
+// whatever the thread count, but the order does depend on the sizes and on the CPU kernel
+// OpenBLAS picks. A checkpoint restored with SetState on the same kind of CPU therefore continues
+// bit-exactly; across CPU models (AVX2 vs AVX-512 kernels) results agree only to rounding.
+//
+// Thread safety: none; one thread drives a backend (it may use OpenBLAS's threads inside a call).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cpu_layers.h"
+
+namespace rf {
+
+class CpuBackend final : public Backend {
+ public:
+  // Fails with InvalidArgument when the config is invalid, max_batch is 0, the normalization
+  // does not have one mean and one std per channel, or initial_params do not match
+  // ParameterShapes(config). Momentum starts at zero.
+  static Result<std::unique_ptr<CpuBackend>> Create(const ModelConfig& config,
+                                                    const Normalization& norm, uint32_t max_batch,
+                                                    const Tensors& initial_params);
+
+  const char* name() const override { return "cpu"; }
+
+  // Batches are checked before any work: 1 <= n <= max_batch, a sample and a label dtype the
+  // backend reads, and every label in [0, classes); a failed check changes nothing.
+  Status TrainStep(const BatchRef& batch, const SgdConfig& sgd) override;
+  Status Evaluate(const BatchRef& batch) override;
+  StepStats TakeTrainStats() override;
+  StepStats TakeEvalStats() override;
+
+  Status GetState(Tensors* params, Tensors* momentum) override;
+  Status SetState(const Tensors& params, const Tensors& momentum) override;
+
+  Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) override;
+
+ private:
+  // One conv block's buffers, sized for max_batch; each CNHW (see kernels/cpu_layers.h).
+  struct Block {
+    cpu::ConvShape shape;            // n is set per batch
+    std::vector<float> out;          // conv + bias + ReLU: [Cout][N][H][W]
+    std::vector<float> pooled;       // [Cout][N][H/2][W/2], the next block's input
+    std::vector<uint32_t> argmax;    // per pooled element, its source index in the `out` plane
+    std::vector<float> out_grad;     // gradient w.r.t. out (pre-pool, after the ReLU mask)
+    std::vector<float> pooled_grad;  // gradient w.r.t. pooled
+  };
+
+  CpuBackend(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
+             const Tensors& initial_params);
+
+  Status CheckBatch(const BatchRef& batch) const;
+  // Decodes, normalizes and transposes the samples into input_ (CNHW), and the labels into
+  // labels_. The batch must have passed CheckBatch.
+  void LoadBatch(const BatchRef& batch);
+  // Runs the network on the loaded batch of n samples; returns the summed loss, fills
+  // logits_grad_ with the gradient of the MEAN loss w.r.t. the logits and *correct.
+  double Forward(uint32_t n, uint64_t* correct);
+  // Backpropagates logits_grad_ into grads_ (without weight decay).
+  void Backward(uint32_t n);
+
+  // Parameter index of each tensor, in ParameterShapes order.
+  size_t ConvWeight(size_t block) const { return 2 * block; }
+  size_t ConvBias(size_t block) const { return 2 * block + 1; }
+  size_t Fc1Weight() const { return 2 * blocks_.size(); }
+  size_t Fc1Bias() const { return Fc1Weight() + 1; }
+  size_t Fc2Weight() const { return Fc1Weight() + 2; }
+  size_t Fc2Bias() const { return Fc1Weight() + 3; }
+
+  ModelConfig config_;
+  std::vector<float> mean_, stddev_;  // per channel; stddev 0 already replaced by 1
+  uint32_t max_batch_;
+  uint32_t flat_;  // inputs of fc1
+
+  Tensors params_, momentum_, grads_;
+
+  std::vector<float> input_;  // [C][N][H][W], normalized
+  std::vector<int32_t> labels_;
+  std::vector<Block> blocks_;
+  std::vector<float> col_;  // im2col workspace, the largest block's; reused for its gradient
+  std::vector<float> flat_rows_, flat_grad_;  // [N][flat]: the last pooled output as rows
+  std::vector<float> hidden_, hidden_grad_;   // [N][hidden], after ReLU
+  std::vector<float> logits_, logits_grad_;   // [N][classes]
+
+  StepStats train_stats_, eval_stats_;
+};
+
+}  // namespace rf

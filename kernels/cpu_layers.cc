@@ -1,0 +1,195 @@
+#include "kernels/cpu_layers.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace rf::cpu {
+namespace {
+
+// One output row of the shifted copy Im2Col makes: dst[x] = src[x + dx], zero where x + dx
+// leaves [0, w). dx is -1, 0 or 1 (the kernel column minus 1).
+inline void ShiftRow(const float* src, float* dst, uint32_t w, int dx) {
+  if (dx == 0) {
+    std::memcpy(dst, src, sizeof(float) * w);
+  } else if (dx < 0) {
+    dst[0] = 0.f;
+    std::memcpy(dst + 1, src, sizeof(float) * (w - 1));
+  } else {
+    std::memcpy(dst, src + 1, sizeof(float) * (w - 1));
+    dst[w - 1] = 0.f;
+  }
+}
+
+// The adjoint of ShiftRow: acc[x + dx] += g[x] wherever x + dx lies in [0, w).
+inline void ShiftRowAdd(const float* g, float* acc, uint32_t w, int dx) {
+  if (dx == 0) {
+    for (uint32_t j = 0; j < w; ++j) acc[j] += g[j];
+  } else if (dx < 0) {
+    for (uint32_t j = 0; j + 1 < w; ++j) acc[j] += g[j + 1];
+  } else {
+    for (uint32_t j = 1; j < w; ++j) acc[j] += g[j - 1];
+  }
+}
+
+}  // namespace
+
+void Gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, const float* a, const float* b,
+          float beta, float* c) {
+  const int lda = static_cast<int>(trans_a ? m : k);
+  const int ldb = static_cast<int>(trans_b ? k : n);
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.f, a, lda, b, ldb, beta, c, static_cast<int>(n));
+}
+
+void Im2Col(const ConvShape& s, const float* in, float* col) {
+  const size_t plane = size_t{s.height} * s.width;
+  for (uint32_t ci = 0; ci < s.in_channels; ++ci) {
+    const float* channel = in + size_t{ci} * s.n * plane;
+    for (int kh = 0; kh < 3; ++kh) {
+      for (int kw = 0; kw < 3; ++kw) {
+        float* row = col + (size_t{ci} * 9 + kh * 3 + kw) * s.pixels();
+        for (uint32_t img = 0; img < s.n; ++img) {
+          for (uint32_t y = 0; y < s.height; ++y) {
+            float* dst = row + (img * plane) + size_t{y} * s.width;
+            const int src_y = static_cast<int>(y) + kh - 1;
+            if (src_y < 0 || src_y >= static_cast<int>(s.height)) {
+              std::fill(dst, dst + s.width, 0.f);
+            } else {
+              ShiftRow(channel + img * plane + size_t(src_y) * s.width, dst, s.width, kw - 1);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void Col2Im(const ConvShape& s, const float* col_grad, float* in_grad) {
+  const size_t plane = size_t{s.height} * s.width;
+  std::fill(in_grad, in_grad + size_t{s.in_channels} * s.n * plane, 0.f);
+  for (uint32_t ci = 0; ci < s.in_channels; ++ci) {
+    float* channel = in_grad + size_t{ci} * s.n * plane;
+    for (int kh = 0; kh < 3; ++kh) {
+      for (int kw = 0; kw < 3; ++kw) {
+        const float* row = col_grad + (size_t{ci} * 9 + kh * 3 + kw) * s.pixels();
+        for (uint32_t img = 0; img < s.n; ++img) {
+          for (uint32_t y = 0; y < s.height; ++y) {
+            const int src_y = static_cast<int>(y) + kh - 1;
+            if (src_y < 0 || src_y >= static_cast<int>(s.height)) continue;
+            ShiftRowAdd(row + img * plane + size_t{y} * s.width,
+                        channel + img * plane + size_t(src_y) * s.width, s.width, kw - 1);
+          }
+        }
+      }
+    }
+  }
+}
+
+void AddBiasRelu(size_t rows, size_t cols, const float* bias, float* y) {
+  for (size_t r = 0; r < rows; ++r) {
+    float* row = y + r * cols;
+    const float b = bias[r];
+    for (size_t i = 0; i < cols; ++i) row[i] = std::max(row[i] + b, 0.f);
+  }
+}
+
+void SumRows(size_t rows, size_t cols, const float* g, float* bias_grad) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = g + r * cols;
+    double sum = 0;
+    for (size_t i = 0; i < cols; ++i) sum += row[i];
+    bias_grad[r] = static_cast<float>(sum);
+  }
+}
+
+void AddColumnBias(size_t rows, size_t cols, const float* bias, bool relu, float* y) {
+  for (size_t r = 0; r < rows; ++r) {
+    float* row = y + r * cols;
+    for (size_t c = 0; c < cols; ++c) {
+      const float v = row[c] + bias[c];
+      row[c] = relu ? std::max(v, 0.f) : v;
+    }
+  }
+}
+
+void SumColumns(size_t rows, size_t cols, const float* g, float* bias_grad) {
+  for (size_t c = 0; c < cols; ++c) {
+    double sum = 0;
+    for (size_t r = 0; r < rows; ++r) sum += g[r * cols + c];
+    bias_grad[c] = static_cast<float>(sum);
+  }
+}
+
+void ReluBackward(size_t count, const float* out, float* grad) {
+  for (size_t i = 0; i < count; ++i) {
+    if (!(out[i] > 0.f)) grad[i] = 0.f;
+  }
+}
+
+void MaxPool(size_t planes, uint32_t h, uint32_t w, const float* in, float* out, uint32_t* argmax) {
+  const uint32_t oh = h / 2, ow = w / 2;
+  for (size_t p = 0; p < planes; ++p) {
+    const float* src = in + p * h * w;
+    float* dst = out + p * oh * ow;
+    uint32_t* idx = argmax + p * oh * ow;
+    for (uint32_t y = 0; y < oh; ++y) {
+      for (uint32_t x = 0; x < ow; ++x) {
+        const uint32_t top = 2 * y * w + 2 * x;
+        // Row-major window order; strict > keeps the first of equal values.
+        uint32_t best = top;
+        for (uint32_t cand : {top + 1, top + w, top + w + 1}) {
+          if (src[cand] > src[best]) best = cand;
+        }
+        dst[y * ow + x] = src[best];
+        idx[y * ow + x] = best;
+      }
+    }
+  }
+}
+
+void MaxPoolBackward(size_t planes, uint32_t h, uint32_t w, const float* out_grad,
+                     const uint32_t* argmax, float* in_grad) {
+  const size_t plane_out = size_t{h / 2} * (w / 2);
+  std::fill(in_grad, in_grad + planes * h * w, 0.f);
+  // Windows do not overlap (stride = size = 2), so each input receives at most one gradient.
+  for (size_t p = 0; p < planes; ++p) {
+    float* dst = in_grad + p * h * w;
+    const float* g = out_grad + p * plane_out;
+    const uint32_t* idx = argmax + p * plane_out;
+    for (size_t i = 0; i < plane_out; ++i) dst[idx[i]] = g[i];
+  }
+}
+
+double SoftmaxCrossEntropy(size_t n, size_t classes, const float* logits, const int32_t* labels,
+                           float scale, float* grad, uint64_t* correct) {
+  double loss_sum = 0;
+  uint64_t hits = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float* z = logits + i * classes;
+    float* g = grad + i * classes;
+    size_t best = 0;
+    for (size_t c = 1; c < classes; ++c) {
+      if (z[c] > z[best]) best = c;
+    }
+    // Subtracting the maximum keeps every exp() in (0, 1]: no overflow for any logits.
+    const double top = z[best];
+    double sum = 0;
+    for (size_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(z[c]) - top);
+    const double log_sum = std::log(sum);
+    const auto label = static_cast<size_t>(labels[i]);
+    loss_sum += log_sum - (static_cast<double>(z[label]) - top);
+    for (size_t c = 0; c < classes; ++c) {
+      const double p = std::exp(static_cast<double>(z[c]) - top - log_sum);
+      g[c] = static_cast<float>((p - (c == label ? 1.0 : 0.0)) * scale);
+    }
+    if (best == label) ++hits;
+  }
+  *correct = hits;
+  return loss_sum;
+}
+
+}  // namespace rf::cpu

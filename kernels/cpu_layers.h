@@ -1,0 +1,66 @@
+// The CPU backend's layer primitives: plain functions over caller-owned float buffers, so the
+// backend owns every allocation and a step allocates nothing.
+//
+// Layout. Convolution activations are stored channel-major across the batch, [C][N][H][W]
+// ("CNHW"), rather than NCHW: then a block's convolution over the whole batch is one sgemm,
+//   Y[Cout, N*H*W] = W[Cout, Cin*9] x col[Cin*9, N*H*W],
+// with no transpose of its result. Only the backend's edges (the input, and the gather into the
+// fully connected layer's [N, C*H*W] rows) see another layout.
+//
+// Determinism: every function here is a fixed sequence of float operations for given sizes (no
+// threads, reductions in a fixed order), so the same inputs give bit-identical outputs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rf::cpu {
+
+// Sizes of one 3x3, padding 1, stride 1 convolution over a CNHW tensor of n images.
+struct ConvShape {
+  uint32_t in_channels = 0, out_channels = 0;
+  uint32_t n = 0, height = 0, width = 0;  // output height/width equal the input's
+
+  size_t pixels() const { return size_t{n} * height * width; }  // columns of col and Y
+  size_t col_rows() const { return size_t{in_channels} * 9; }   // rows of col: (ci, kh, kw)
+  size_t col_size() const { return col_rows() * pixels(); }     // floats in col
+};
+
+// C = op(A) x op(B) + beta * C, row-major, dense, with OpenBLAS sgemm; op transposes when its
+// flag is set. A is m x k after op, B is k x n after op, C is m x n.
+void Gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, const float* a, const float* b,
+          float beta, float* c);
+
+// col[(ci*9 + kh*3 + kw), (img, y, x)] = in[ci, img, y + kh - 1, x + kw - 1], zero outside.
+void Im2Col(const ConvShape& s, const float* in, float* col);
+// The adjoint of Im2Col: in_grad = sum of col_grad entries over every place Im2Col read from.
+// Overwrites in_grad (it need not be zeroed first).
+void Col2Im(const ConvShape& s, const float* col_grad, float* in_grad);
+
+// y[c, p] += bias[c] for `rows` rows of `cols` columns, then ReLU in place.
+void AddBiasRelu(size_t rows, size_t cols, const float* bias, float* y);
+// bias_grad[r] = sum over the row of g (accumulated in double, in column order).
+void SumRows(size_t rows, size_t cols, const float* g, float* bias_grad);
+// The same for row-major [rows, cols] data whose bias runs along the columns (fully connected
+// layers): y[r, c] += bias[c], then ReLU if `relu`; and bias_grad[c] = sum over rows of g[r, c].
+void AddColumnBias(size_t rows, size_t cols, const float* bias, bool relu, float* y);
+void SumColumns(size_t rows, size_t cols, const float* g, float* bias_grad);
+// grad[i] = 0 where the ReLU output out[i] is not positive (its derivative there is taken as 0).
+void ReluBackward(size_t count, const float* out, float* grad);
+
+// 2x2 max-pool, stride 2, rounding down, over `planes` planes of h x w (for CNHW data, planes =
+// C * N). out holds planes x (h/2) x (w/2); argmax receives, for each output, the index of its
+// maximum within its input plane (the first of equal values in row-major window order).
+void MaxPool(size_t planes, uint32_t h, uint32_t w, const float* in, float* out, uint32_t* argmax);
+// in_grad (planes x h x w) = out_grad routed to each window's argmax, zero elsewhere (including
+// the row and column that rounding down drops).
+void MaxPoolBackward(size_t planes, uint32_t h, uint32_t w, const float* out_grad,
+                     const uint32_t* argmax, float* in_grad);
+
+// Per row of logits [n, classes]: the cross-entropy against labels[i] (in double, through a
+// stable log-sum-exp), whether the arg-max is the label, and grad = (softmax - onehot) * scale.
+// Returns the sum of the losses; *correct receives the count of correct rows.
+double SoftmaxCrossEntropy(size_t n, size_t classes, const float* logits, const int32_t* labels,
+                           float scale, float* grad, uint64_t* correct);
+
+}  // namespace rf::cpu
