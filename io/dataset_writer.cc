@@ -127,6 +127,15 @@ Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n
   return Status::Ok();
 }
 
+Status DatasetWriter::SetNumClasses(uint32_t n) {
+  if (n == 0 || max_label_ >= int64_t{n}) {
+    return Status::InvalidArgument("cannot set " + std::to_string(n) + " classes: label " +
+                                   std::to_string(max_label_) + " was written");
+  }
+  spec_.num_classes = n;
+  return Status::Ok();
+}
+
 Status DatasetWriter::FlushChunk() {
   if (in_chunk_ == 0) return Status::Ok();
   const size_t lb = DTypeSize(spec_.label_dtype);

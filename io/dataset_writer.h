@@ -48,6 +48,10 @@ class DatasetWriter {
   Status Append(const void* samples, const void* labels, uint64_t n);
   // Writes indices and headers and renames every shard into place. Fails on an empty dataset.
   Status Finish();
+  // Sets the class count Finish() writes when Create() was given 0, e.g. so that a train and a
+  // test split get the same inferred count. Fails if a label already appended is >= n.
+  Status SetNumClasses(uint32_t n);
+  int64_t max_label() const { return max_label_; }  // -1 before the first label
 
   uint32_t chunk_samples() const { return chunk_samples_; }
   uint64_t samples_written() const { return samples_; }

@@ -1,0 +1,57 @@
+// Command-line pieces the subcommands share: parsing with Boost.Program_options (with --help),
+// the options every converting subcommand takes, and value parsers for shapes, dtypes and byte
+// sizes. Every parse failure throws UsageError naming the option.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "io/dtype.h"
+#include "tools/convert/converter.h"
+
+namespace rf::convert {
+
+namespace po = boost::program_options;
+
+// Parses args into vm. Returns false when --help was given (the options were printed to out
+// after `usage`); throws UsageError for anything Boost rejects, naming the command.
+bool ParseCommandLine(const std::string& command, const std::string& usage,
+                      po::options_description& options,
+                      const po::positional_options_description* positional,
+                      const std::vector<std::string>& args, po::variables_map& vm,
+                      std::ostream& out);
+
+// The options of every converting subcommand. sample_dtype/scale are off for subcommands
+// that define their own (raw's --dtype is the input's type; synthetic has no --scale).
+struct CommonConvertFlags {
+  std::string output;
+  std::string dtype;
+  float scale = 0;  // 0: the default rule
+  std::string chunk_size = "4MiB";
+  uint32_t shards = 1;
+  uint32_t classes = 0;
+  double test_split = 0;
+  uint64_t split_seed = 0;
+  std::string memory_budget = "256MiB";
+  bool quiet = false;
+};
+void AddCommonConvertOptions(po::options_description& options, CommonConvertFlags& flags,
+                             bool with_dtype, bool with_scale);
+// Checks the common flags and builds the converter's options.
+ConvertOptions ToConvertOptions(const CommonConvertFlags& flags, const std::string& dtype_flag);
+
+struct ShapeFlag {
+  uint32_t channels = 0, height = 0, width = 0;
+};
+ShapeFlag ParseShape(const std::string& flag, const std::string& text);  // "C,H,W"
+// A stored sample dtype (sample=true) or a label dtype.
+DType ParseDTypeFlag(const std::string& flag, const std::string& text, bool sample);
+uint64_t ParseSizeFlag(const std::string& flag, const std::string& text);
+
+// The report line of a finished conversion, and the file list.
+void PrintConvertSummary(const ConvertSummary& s, bool quiet, std::ostream& out);
+
+}  // namespace rf::convert

@@ -1,0 +1,59 @@
+// Convert: drains a SampleSource into a ringfeed dataset (and, with a test split, a second one),
+// converting samples to the stored dtype (the rule in elem_type.h), checking every label, and
+// keeping memory bounded by one block of samples plus the writers' chunk buffers.
+//
+// The test split: sample i goes to the test set when a seeded hash of i falls below the
+// fraction, so the split is the same on every run and machine, whatever the block sizes. The
+// test set is written to TestSetPath(out): "data.rfd" -> "data.test.rfd" (a name without
+// ".rfd" gets ".test.rfd" appended). Both datasets get the same class count.
+//
+// Nothing is left behind on failure: the writers remove their temporary files.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/dtype.h"
+#include "io/status.h"
+#include "tools/convert/sample_source.h"
+
+namespace rf::convert {
+
+struct ConvertOptions {
+  std::optional<DType> sample_dtype;  // default: DefaultSampleDType(input)
+  std::optional<float> scale;         // default: DefaultScale(input, stored)
+  uint64_t chunk_bytes = 4 << 20;
+  uint32_t shards = 1;
+  uint32_t num_classes = 0;  // 0: the source's count if it knows one, else inferred from labels
+  double test_fraction = 0;  // in [0, 1)
+  uint64_t split_seed = 0;
+  uint64_t memory_budget = 256 << 20;  // for the block of samples being converted
+  // 0: random. Set for reproducible output (the synthetic generator derives it from its seed);
+  // the test set then gets SplitMix64(dataset_id).
+  uint64_t dataset_id = 0;
+  bool progress = true;
+  std::string progress_label = "converting";
+};
+
+struct ConvertSummary {
+  uint64_t samples = 0;       // in the main dataset
+  uint64_t test_samples = 0;  // in the test dataset
+  uint64_t chunks = 0;        // in both
+  uint64_t bytes = 0;         // chunk bytes written, both datasets
+  uint32_t num_classes = 0;
+  double seconds = 0;
+  std::vector<std::string> paths;  // every file written, main dataset first
+};
+
+Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path,
+                               const ConvertOptions& options);
+
+std::string TestSetPath(const std::string& out_path);
+bool InTestSet(uint64_t split_seed, uint64_t sample, double fraction);
+// Samples per block so that the source's block, the converted copy and their labels fit in
+// memory_budget (at least 1).
+uint64_t BlockSamples(const SourceShape& shape, DType stored, uint64_t memory_budget);
+
+}  // namespace rf::convert

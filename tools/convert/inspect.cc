@@ -1,0 +1,60 @@
+#include "tools/convert/inspect.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "io/units.h"
+#include "tools/convert/dataset_chunks.h"
+#include "tools/convert/progress.h"
+
+namespace rf::convert {
+
+std::string DescribeDataset(const Dataset& d) {
+  const format::Header& h = d.header();
+  std::ostringstream out;
+  out << "files:        " << d.shard_count() << " (" << FormatBytes(d.total_bytes()) << ")\n";
+  for (size_t i = 0; i < d.shard_count(); ++i) {
+    out << "  " << d.shard_path(i) << "  " << d.shard_bytes(i) << " bytes\n";
+  }
+  char id[32];
+  std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(h.dataset_id));
+  out << "format:       version " << h.version << ", dataset id " << id << "\n";
+  out << "samples:      " << h.total_samples << "\n";
+  out << "shape:        " << h.channels << " x " << h.height << " x " << h.width << " ("
+      << h.SampleBytes() << " bytes per sample)\n";
+  out << "sample dtype: " << DTypeName(h.sample_dtype) << "\n";
+  out << "label dtype:  " << DTypeName(h.label_dtype) << "\n";
+  out << "classes:      " << h.num_classes << "\n";
+  out << "chunks:       " << h.total_chunks << " (" << h.chunk_samples
+      << " samples each but the last; largest " << FormatBytes(d.max_chunk_bytes()) << ")\n";
+  out << "shards:       " << h.shard_count << "\n";
+  out << "mean:        ";
+  for (uint32_t c = 0; c < h.channels; ++c) out << " " << h.mean[c];
+  out << "\nstd:         ";
+  for (uint32_t c = 0; c < h.channels; ++c) out << " " << h.stddev[c];
+  out << "\n";
+  return out.str();
+}
+
+Result<VerifyReport> VerifyDataset(const Dataset& d, bool show_progress) {
+  Progress progress("verifying", d.total_bytes(), show_progress);
+  VerifyReport r;
+  uint64_t done = 0;
+  RF_RETURN_IF_ERROR(ForEachChunk(d, [&](const ChunkView& c) -> Status {
+    ++r.chunks;
+    r.samples += c.count;
+    done += c.stored_bytes;
+    progress.Update(done);
+    return Status::Ok();
+  }));
+  progress.Finish();
+  if (r.samples != d.sample_count()) {
+    return Status::Corruption(d.shard_path(0), "chunks hold " + std::to_string(r.samples) +
+                                                   " samples, header says " +
+                                                   std::to_string(d.sample_count()));
+  }
+  r.seconds = progress.Seconds();
+  return r;
+}
+
+}  // namespace rf::convert

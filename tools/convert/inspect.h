@@ -1,0 +1,25 @@
+// inspect and verify: a dataset's header in words, and a full read of every chunk against its
+// checksum.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "io/dataset.h"
+#include "io/status.h"
+
+namespace rf::convert {
+
+// Several lines: files and sizes, shape, dtypes, classes, samples, chunks, shards, chunk size,
+// per-channel mean and std.
+std::string DescribeDataset(const Dataset& dataset);
+
+struct VerifyReport {
+  uint64_t chunks = 0;
+  uint64_t samples = 0;
+  double seconds = 0;
+};
+// Reads every chunk; the first bad one is the error (file, chunk, offset).
+Result<VerifyReport> VerifyDataset(const Dataset& dataset, bool progress);
+
+}  // namespace rf::convert

@@ -1,0 +1,30 @@
+// ringfeed-convert: turns IDX, CIFAR, .npy, raw and predecessor files (or a synthetic generator)
+// into ringfeed datasets, exports them back, and inspects and verifies them. See
+// `ringfeed-convert --help` and `ringfeed-convert <command> --help`.
+//
+// Exit codes: 0 success, 1 a data or file error, 2 a command line that cannot be run. Every
+// failure is one line on stderr: "ringfeed-convert: <file>: at byte <offset>: <what>".
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "tools/convert/commands.h"
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    const rf::Status st = rf::convert::RunCommand(args, std::cout);
+    if (!st.ok()) {
+      std::cerr << "ringfeed-convert: " << st.ToString() << "\n";
+      return 1;
+    }
+    return 0;
+  } catch (const rf::convert::UsageError& e) {
+    std::cerr << "ringfeed-convert: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "ringfeed-convert: out of memory (try a smaller --memory-budget)\n";
+    return 1;
+  }
+}

@@ -1,0 +1,136 @@
+#include "tools/convert/npy_input.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "io/file.h"
+#include "tools/convert/byte_order.h"
+#include "tools/convert/npy_header.h"
+#include "tools/convert/sample_layout.h"
+
+namespace rf::convert {
+namespace {
+
+class NpySource final : public SampleSource {
+ public:
+  NpySource(File images, NpyHeader ih, File labels, NpyHeader lh, bool nhwc)
+      : images_(std::move(images)), labels_(std::move(labels)), ih_(ih), lh_(lh), nhwc_(nhwc) {
+    const auto& s = ih_.shape;
+    shape_.samples = s[0];
+    shape_.elem = ih_.elem;
+    if (s.size() == 2) {
+      shape_.width = static_cast<uint32_t>(s[1]);
+    } else if (s.size() == 3) {
+      shape_.height = static_cast<uint32_t>(s[1]);
+      shape_.width = static_cast<uint32_t>(s[2]);
+    } else if (nhwc) {
+      shape_.height = static_cast<uint32_t>(s[1]);
+      shape_.width = static_cast<uint32_t>(s[2]);
+      shape_.channels = static_cast<uint32_t>(s[3]);
+    } else {
+      shape_.channels = static_cast<uint32_t>(s[1]);
+      shape_.height = static_cast<uint32_t>(s[2]);
+      shape_.width = static_cast<uint32_t>(s[3]);
+    }
+    if (labels_.is_open()) {
+      const std::optional<DType> own = ElemAsDType(lh_.elem);
+      shape_.label_dtype = own && IsLabelDType(*own) ? *own : DType::kInt32;
+    }
+  }
+
+  const SourceShape& shape() const override { return shape_; }
+
+  Result<SampleBlock> Next(uint64_t max_samples) override {
+    SampleBlock b;
+    b.first = next_;
+    const uint64_t n = std::min(max_samples, shape_.samples - next_);
+    if (n == 0) return b;
+    const uint64_t bytes = shape_.SampleBytes();
+    raw_.resize(n * bytes);
+    RF_RETURN_IF_ERROR(images_.ReadAt(raw_.data(), raw_.size(), ih_.data_offset + next_ * bytes));
+    if (ih_.big_endian) SwapBytes(raw_.data(), ElemSize(ih_.elem), n * shape_.SampleElems());
+    const uint8_t* samples = raw_.data();
+    if (nhwc_ && ih_.shape.size() == 4) {
+      chw_.resize(raw_.size());
+      HwcToChw(raw_.data(), chw_.data(), n, shape_.channels, shape_.height, shape_.width,
+               ElemSize(ih_.elem));
+      samples = chw_.data();
+    }
+    labels_out_.assign(n, 0);
+    if (labels_.is_open()) {
+      const size_t ls = ElemSize(lh_.elem);
+      label_bytes_.resize(n * ls);
+      RF_RETURN_IF_ERROR(
+          labels_.ReadAt(label_bytes_.data(), label_bytes_.size(), lh_.data_offset + next_ * ls));
+      if (lh_.big_endian) SwapBytes(label_bytes_.data(), ls, n);
+      for (uint64_t i = 0; i < n; ++i)
+        labels_out_[i] = LoadInteger(lh_.elem, label_bytes_.data(), i);
+    }
+    next_ += n;
+    b.samples = samples;
+    b.labels = labels_out_.data();
+    b.count = n;
+    return b;
+  }
+
+  LabelPosition LabelAt(uint64_t sample) const override {
+    if (!labels_.is_open())
+      return {images_.path(), ih_.data_offset + sample * shape_.SampleBytes()};
+    return {labels_.path(), lh_.data_offset + sample * ElemSize(lh_.elem)};
+  }
+
+ private:
+  File images_, labels_;
+  NpyHeader ih_, lh_;
+  bool nhwc_;
+  SourceShape shape_;
+  uint64_t next_ = 0;
+  std::vector<uint8_t> raw_, chw_, label_bytes_;
+  std::vector<int64_t> labels_out_;
+};
+
+Status ShapeError(const std::string& path, const NpyHeader& h, const std::string& what) {
+  return std::move(
+      Status::Corruption(path, "shape " + h.ShapeText() + ": " + what).WithOffset(h.shape_offset));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SampleSource>> OpenNpySource(const std::string& images_path,
+                                                    const std::string& labels_path, bool nhwc) {
+  RF_ASSIGN_OR_RETURN(File images, File::Open(images_path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(uint64_t isize, images.Size());
+  RF_ASSIGN_OR_RETURN(NpyHeader ih, ReadNpyHeader(images, isize));
+  if (ih.shape.size() < 2 || ih.shape.size() > 4) {
+    return ShapeError(images_path, ih, "images need (N,D), (N,H,W) or (N,C,H,W) / (N,H,W,C)");
+  }
+  for (size_t i = 1; i < ih.shape.size(); ++i) {
+    if (ih.shape[i] == 0 || ih.shape[i] > UINT32_MAX) {
+      return ShapeError(images_path, ih, "every sample dimension must be 1 to 2^32-1");
+    }
+  }
+  File labels;
+  NpyHeader lh;
+  if (!labels_path.empty()) {
+    RF_ASSIGN_OR_RETURN(labels, File::Open(labels_path, O_RDONLY));
+    RF_ASSIGN_OR_RETURN(uint64_t lsize, labels.Size());
+    RF_ASSIGN_OR_RETURN(lh, ReadNpyHeader(labels, lsize));
+    if (lh.shape.size() != 1) return ShapeError(labels_path, lh, "labels need shape (N,)");
+    if (!ElemIsInteger(lh.elem)) {
+      return std::move(
+          Status::Corruption(labels_path, "labels must be integers, not '" + lh.descr + "'")
+              .WithOffset(lh.shape_offset));
+    }
+    if (lh.shape[0] != ih.shape[0]) {
+      return ShapeError(labels_path, lh,
+                        "holds " + std::to_string(lh.shape[0]) + " labels but " + images_path +
+                            " holds " + std::to_string(ih.shape[0]) + " images");
+    }
+  }
+  return std::unique_ptr<SampleSource>(
+      new NpySource(std::move(images), ih, std::move(labels), lh, nhwc));
+}
+
+}  // namespace rf::convert

@@ -1,0 +1,138 @@
+#include "tools/convert/raw_input.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "io/file.h"
+
+namespace rf::convert {
+namespace {
+
+class RawSource final : public SampleSource {
+ public:
+  RawSource(const RawOptions& o, File records, File labels, uint64_t samples)
+      : o_(o), records_(std::move(records)), labels_(std::move(labels)) {
+    shape_.channels = o.channels;
+    shape_.height = o.height;
+    shape_.width = o.width;
+    shape_.elem = o.elem;
+    shape_.samples = samples;
+    shape_.label_dtype = o.labels == RawOptions::Labels::kNone ? DType::kUInt8 : o.label_dtype;
+  }
+
+  const SourceShape& shape() const override { return shape_; }
+
+  Result<SampleBlock> Next(uint64_t max_samples) override {
+    SampleBlock b;
+    b.first = next_;
+    const uint64_t n = std::min(max_samples, shape_.samples - next_);
+    if (n == 0) return b;
+    const uint64_t sb = shape_.SampleBytes();
+    const size_t lb = InRecordLabelBytes();
+    const uint64_t rec = sb + lb;
+    samples_.resize(n * sb);
+    labels_out_.assign(n, 0);
+    const uint64_t at = o_.header_bytes + next_ * rec;
+    if (lb == 0) {
+      RF_RETURN_IF_ERROR(records_.ReadAt(samples_.data(), samples_.size(), at));
+    } else {
+      records_buf_.resize(n * rec);
+      RF_RETURN_IF_ERROR(records_.ReadAt(records_buf_.data(), records_buf_.size(), at));
+      const uint64_t sample_at = o_.labels == RawOptions::Labels::kFirst ? lb : 0;
+      const uint64_t label_at = o_.labels == RawOptions::Labels::kFirst ? 0 : sb;
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint8_t* r = &records_buf_[i * rec];
+        std::memcpy(&samples_[i * sb], r + sample_at, sb);
+        labels_out_[i] = LoadLabel(o_.label_dtype, r + label_at, 0);
+      }
+    }
+    if (o_.labels == RawOptions::Labels::kFile) {
+      const size_t ls = DTypeSize(o_.label_dtype);
+      label_bytes_.resize(n * ls);
+      RF_RETURN_IF_ERROR(labels_.ReadAt(label_bytes_.data(), label_bytes_.size(), next_ * ls));
+      for (uint64_t i = 0; i < n; ++i)
+        labels_out_[i] = LoadLabel(o_.label_dtype, label_bytes_.data(), i);
+    }
+    next_ += n;
+    b.samples = samples_.data();
+    b.labels = labels_out_.data();
+    b.count = n;
+    return b;
+  }
+
+  LabelPosition LabelAt(uint64_t sample) const override {
+    const uint64_t sb = shape_.SampleBytes();
+    const uint64_t rec = sb + InRecordLabelBytes();
+    switch (o_.labels) {
+      case RawOptions::Labels::kFirst:
+        return {records_.path(), o_.header_bytes + sample * rec};
+      case RawOptions::Labels::kLast:
+        return {records_.path(), o_.header_bytes + sample * rec + sb};
+      case RawOptions::Labels::kFile:
+        return {labels_.path(), sample * DTypeSize(o_.label_dtype)};
+      case RawOptions::Labels::kNone:
+        break;
+    }
+    return {records_.path(), o_.header_bytes + sample * rec};
+  }
+
+ private:
+  size_t InRecordLabelBytes() const {
+    return o_.labels == RawOptions::Labels::kFirst || o_.labels == RawOptions::Labels::kLast
+               ? DTypeSize(o_.label_dtype)
+               : 0;
+  }
+
+  RawOptions o_;
+  File records_, labels_;
+  SourceShape shape_;
+  uint64_t next_ = 0;
+  std::vector<uint8_t> records_buf_, samples_, label_bytes_;
+  std::vector<int64_t> labels_out_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SampleSource>> OpenRawSource(const RawOptions& o) {
+  RF_ASSIGN_OR_RETURN(File records, File::Open(o.records_path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(uint64_t size, records.Size());
+  const uint64_t sb = uint64_t{o.channels} * o.height * o.width * ElemSize(o.elem);
+  const bool in_record =
+      o.labels == RawOptions::Labels::kFirst || o.labels == RawOptions::Labels::kLast;
+  const uint64_t rec = sb + (in_record ? DTypeSize(o.label_dtype) : 0);
+  if (size < o.header_bytes) {
+    return std::move(Status::Corruption(o.records_path, "file is smaller than --header-bytes " +
+                                                            std::to_string(o.header_bytes))
+                         .WithOffset(size));
+  }
+  const uint64_t body = size - o.header_bytes;
+  if (body % rec != 0) {
+    return std::move(Status::Corruption(o.records_path,
+                                        "file size " + std::to_string(size) +
+                                            " leaves a partial record: " + std::to_string(body) +
+                                            " bytes after the header are not a multiple of the " +
+                                            std::to_string(rec) + "-byte record")
+                         .WithOffset(o.header_bytes + body / rec * rec));
+  }
+  const uint64_t n = body / rec;
+  File labels;
+  if (o.labels == RawOptions::Labels::kFile) {
+    RF_ASSIGN_OR_RETURN(labels, File::Open(o.labels_path, O_RDONLY));
+    RF_ASSIGN_OR_RETURN(uint64_t lsize, labels.Size());
+    const uint64_t want = n * DTypeSize(o.label_dtype);
+    if (lsize != want) {
+      return std::move(Status::Corruption(o.labels_path, "holds " + std::to_string(lsize) +
+                                                             " bytes but " + std::to_string(n) +
+                                                             " " +
+                                                             std::string(DTypeName(o.label_dtype)) +
+                                                             " labels need " + std::to_string(want))
+                           .WithOffset(std::min(lsize, want)));
+    }
+  }
+  return std::unique_ptr<SampleSource>(new RawSource(o, std::move(records), std::move(labels), n));
+}
+
+}  // namespace rf::convert
