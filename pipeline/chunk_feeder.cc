@@ -27,7 +27,10 @@ Result<std::unique_ptr<ChunkFeeder>> ChunkFeeder::Start(const Dataset& dataset, 
   ChunkFeeder* self = f.get();
   f->thread_ = std::thread([self, &created] {
     const std::vector<iovec> slots = self->ring_.iovecs();
-    auto reader = ChunkReader::Create(self->dataset_, slots, self->options_.reader);
+    const FeederOptions& o = self->options_;
+    auto reader = o.queue_factory ? ChunkReader::CreateWithQueue(self->dataset_, slots, o.reader,
+                                                                 o.queue_factory())
+                                  : ChunkReader::Create(self->dataset_, slots, o.reader);
     if (!reader.ok()) {
       self->status_ = reader.status();
       created.set_value(reader.status());

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -27,6 +28,8 @@ namespace rf {
 struct FeederOptions {
   ReaderOptions reader;
   bool verify = true;  // check every chunk's XXH3 before the consumer sees it
+  // For tests: the reader's queue, instead of io_uring or pread (see ChunkReader::CreateWithQueue).
+  std::function<std::unique_ptr<IoQueue>()> queue_factory;
 };
 
 class ChunkFeeder {

@@ -1,0 +1,250 @@
+#include "pipeline/chunk_feeder.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "io/dataset_writer.h"
+#include "io/sync_queue.h"
+#include "tests/io/fake_io_queue.h"
+#include "tests/testing/temp_dir.h"
+
+namespace rf {
+namespace {
+
+using testing::TempDir;
+
+// Every sample is 64 bytes of uint64 words each equal to the sample's index; label = index % 10.
+constexpr uint32_t kSampleWords = 8;
+
+std::string MakeDataset(const TempDir& t, uint64_t n, uint32_t shards) {
+  DatasetSpec spec;
+  spec.channels = 1;
+  spec.height = 8;
+  spec.width = 8;
+  spec.num_classes = 10;
+  WriterOptions o;
+  o.shards = shards;
+  o.chunk_bytes = 8192;
+  auto w = DatasetWriter::Create(t.File("f.rfd"), spec, o);
+  EXPECT_TRUE(w.ok());
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t s[kSampleWords];
+    for (auto& v : s) v = i;
+    uint8_t l = static_cast<uint8_t>(i % 10);
+    EXPECT_TRUE((*w)->Append(s, &l, 1).ok());
+  }
+  EXPECT_TRUE((*w)->Finish().ok());
+  return t.File("f.rfd");
+}
+
+// Checks a delivered chunk holds exactly its own samples.
+void ExpectChunkContents(const Dataset& d, uint64_t chunk, const uint8_t* data) {
+  const auto& e = d.chunk(chunk).entry;
+  for (uint32_t j = 0; j < e.sample_count; ++j) {
+    uint64_t v;
+    std::memcpy(&v, data + j * kSampleWords * 8, 8);
+    ASSERT_EQ(v, e.first_sample + j) << "chunk " << chunk;
+    ASSERT_EQ(d.Label(chunk, data, j), static_cast<int64_t>((e.first_sample + j) % 10));
+  }
+}
+
+struct Consumed {
+  std::vector<uint64_t> chunks;
+  Status status;
+};
+
+Consumed Consume(const Dataset& d, SlotRing& ring, std::chrono::microseconds per_chunk = {}) {
+  Consumed c;
+  while (auto f = ring.AcquireReady()) {
+    ExpectChunkContents(d, f->chunk, ring.data(f->slot));
+    c.chunks.push_back(f->chunk);
+    if (per_chunk.count()) std::this_thread::sleep_for(per_chunk);
+    ring.Release(f->slot);
+  }
+  c.status = ring.status();
+  return c;
+}
+
+std::unique_ptr<SlotRing> Ring(uint32_t slots, const Dataset& d) {
+  auto r = SlotRing::Create(slots, d.max_chunk_bytes(), PinMode::kOff);
+  EXPECT_TRUE(r.ok());
+  return std::move(r).value();
+}
+
+std::vector<uint64_t> InOrder(const Dataset& d) {
+  std::vector<uint64_t> o(d.chunk_count());
+  std::iota(o.begin(), o.end(), 0);
+  return o;
+}
+
+class FeederModes : public ::testing::TestWithParam<IoMode> {};
+
+TEST_P(FeederModes, DeliversEveryChunkInScheduledOrderWithEverySampleInPlace) {
+  TempDir t;
+  auto d = Dataset::Open(MakeDataset(t, 3000, 3));
+  ASSERT_TRUE(d.ok());
+  auto ring = Ring(4, *d);
+  std::vector<uint64_t> order = InOrder(*d);
+  std::shuffle(order.begin(), order.end(), std::mt19937(7));
+  FeederOptions fo;
+  fo.reader.mode = GetParam();
+  fo.reader.queue_depth = 3;
+  fo.reader.read_bytes = 4096;  // chunks split into several reads
+  auto feeder = ChunkFeeder::Start(*d, *ring, order, fo);
+  ASSERT_TRUE(feeder.ok()) << feeder.status().ToString();
+  Consumed c = Consume(*d, *ring);
+  EXPECT_TRUE((*feeder)->Join().ok());
+  EXPECT_TRUE(c.status.ok()) << c.status.ToString();
+  EXPECT_EQ(c.chunks, order);
+  uint64_t bytes = 0;
+  for (uint64_t ch : order) bytes += d->chunk(ch).entry.stored_bytes;
+  EXPECT_EQ((*feeder)->bytes_read(), bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, FeederModes,
+                         ::testing::Values(IoMode::kDirect, IoMode::kBuffered, IoMode::kPread));
+
+TEST(ChunkFeeder, CorruptChunkStopsTheConsumerWithFileChunkAndOffset) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 2000, 1);
+  auto d = Dataset::Open(path);
+  ASSERT_TRUE(d.ok());
+  const auto& bad = d->chunk(5).entry;
+  testing::FlipBit(path, bad.offset + 100, 2);
+  auto ring = Ring(3, *d);
+  auto feeder = ChunkFeeder::Start(*d, *ring, InOrder(*d), {});
+  ASSERT_TRUE(feeder.ok());
+  Consumed c = Consume(*d, *ring);
+  Status st = (*feeder)->Join();
+  EXPECT_EQ(c.chunks, (std::vector<uint64_t>{0, 1, 2, 3, 4}));
+  ASSERT_TRUE(c.status.IsCorruption());
+  EXPECT_EQ(
+      c.status.ToString().rfind(
+          path + ": chunk 5 at byte " + std::to_string(bad.offset) + ": checksum mismatch", 0),
+      0u)
+      << c.status.ToString();
+  EXPECT_EQ(st.ToString(), c.status.ToString());
+}
+
+TEST(ChunkFeeder, ReadErrorReachesTheConsumerNamingFileChunkOffsetAndErrno) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 2000, 1);
+  auto d = Dataset::Open(path);
+  ASSERT_TRUE(d.ok());
+  const uint64_t at = d->chunk(3).entry.offset;
+  FeederOptions fo;
+  fo.reader.queue_depth = 4;
+  fo.queue_factory = [at] {
+    auto q = std::make_unique<testing::FakeIoQueue>(4);
+    q->ErrorAtOffset(0, at, EIO, testing::FakeIoQueue::kAlways);
+    return q;
+  };
+  auto ring = Ring(3, *d);
+  auto feeder = ChunkFeeder::Start(*d, *ring, InOrder(*d), fo);
+  ASSERT_TRUE(feeder.ok());
+  Consumed c = Consume(*d, *ring);
+  (void)(*feeder)->Join();
+  EXPECT_LE(c.chunks.size(), 3u);
+  EXPECT_EQ(c.status.ToString(), path + ": chunk 3 at byte " + std::to_string(at) +
+                                     ": read failed: Input/output error (errno 5)");
+}
+
+TEST(ChunkFeeder, ConsumerFailureStopsTheFeeder) {
+  TempDir t;
+  auto d = Dataset::Open(MakeDataset(t, 3000, 2));
+  ASSERT_TRUE(d.ok());
+  auto ring = Ring(3, *d);
+  auto feeder = ChunkFeeder::Start(*d, *ring, InOrder(*d), {});
+  ASSERT_TRUE(feeder.ok());
+  int taken = 0;
+  while (auto f = ring->AcquireReady()) {
+    ring->Release(f->slot);
+    if (++taken == 3) ring->Fail(Status::Aborted("training failed"));
+  }
+  Status st = (*feeder)->Join();  // must return, not hang
+  EXPECT_EQ(st.message(), "training failed");
+  EXPECT_EQ(taken, 3);
+}
+
+TEST(ChunkFeeder, SlowConsumerHoldsTheReaderBack) {
+  TempDir t;
+  auto d = Dataset::Open(MakeDataset(t, 1500, 1));
+  ASSERT_TRUE(d.ok());
+  auto ring = Ring(2, *d);
+  auto feeder = ChunkFeeder::Start(*d, *ring, InOrder(*d), {});
+  ASSERT_TRUE(feeder.ok());
+  Consumed c = Consume(*d, *ring, std::chrono::microseconds(2000));
+  EXPECT_TRUE((*feeder)->Join().ok());
+  EXPECT_EQ(c.chunks.size(), d->chunk_count());
+  // The feeder waited for free slots; the consumer hardly waited for data.
+  EXPECT_GT(ring->producer_wait_ns(), ring->consumer_wait_ns());
+}
+
+// An IoQueue that delays every completion: a disk slower than the consumer.
+class SlowQueue final : public IoQueue {
+ public:
+  explicit SlowQueue(uint32_t depth) : inner_(depth) {}
+  Status RegisterFiles(std::span<const int> fds) override { return inner_.RegisterFiles(fds); }
+  Status RegisterBuffers(std::span<const iovec> b) override { return inner_.RegisterBuffers(b); }
+  uint32_t capacity() const override { return inner_.capacity(); }
+  void Prepare(const IoRequest& r) override { inner_.Prepare(r); }
+  Status Submit() override { return inner_.Submit(); }
+  Status Wait(std::vector<IoCompletion>& out, uint32_t min) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return inner_.Wait(out, min);
+  }
+  const char* name() const override { return "slow"; }
+
+ private:
+  SyncQueue inner_;
+};
+
+TEST(ChunkFeeder, SlowReaderMakesTheConsumerWaitAndLosesNothing) {
+  TempDir t;
+  auto d = Dataset::Open(MakeDataset(t, 1500, 1));
+  ASSERT_TRUE(d.ok());
+  FeederOptions fo;
+  fo.queue_factory = [] { return std::make_unique<SlowQueue>(4); };
+  auto ring = Ring(4, *d);
+  auto feeder = ChunkFeeder::Start(*d, *ring, InOrder(*d), fo);
+  ASSERT_TRUE(feeder.ok());
+  Consumed c = Consume(*d, *ring);
+  EXPECT_TRUE((*feeder)->Join().ok());
+  EXPECT_EQ(c.chunks, InOrder(*d));
+  EXPECT_GT(ring->consumer_wait_ns(), ring->producer_wait_ns());
+}
+
+TEST(ChunkFeeder, DestroyingARunningFeederDoesNotHang) {
+  TempDir t;
+  auto d = Dataset::Open(MakeDataset(t, 3000, 1));
+  ASSERT_TRUE(d.ok());
+  auto ring = Ring(2, *d);
+  {
+    auto feeder = ChunkFeeder::Start(*d, *ring, InOrder(*d), {});
+    ASSERT_TRUE(feeder.ok());
+    auto f = ring->AcquireReady();  // take one and never release it
+    ASSERT_TRUE(f);
+  }
+  EXPECT_EQ(ring->status().message(), "reader stopped");
+}
+
+TEST(ChunkFeeder, ChunksLargerThanASlotAreRefused) {
+  TempDir t;
+  auto d = Dataset::Open(MakeDataset(t, 1000, 1));
+  ASSERT_TRUE(d.ok());
+  auto ring = SlotRing::Create(2, 4096, PinMode::kOff);
+  ASSERT_TRUE(ring.ok());
+  auto feeder = ChunkFeeder::Start(*d, **ring, InOrder(*d), {});
+  ASSERT_FALSE(feeder.ok());
+  EXPECT_TRUE(feeder.status().IsInvalidArgument());
+  EXPECT_NE(feeder.status().message().find("cannot hold chunks of 8192 bytes"), std::string::npos)
+      << feeder.status().message();
+}
+
+}  // namespace
+}  // namespace rf
