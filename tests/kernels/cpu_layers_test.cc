@@ -1,0 +1,97 @@
+// The CPU layer primitives on inputs whose values encode their own position, so a misplaced
+// element shows as a wrong number rather than a slightly wrong gradient.
+#include "kernels/cpu_layers.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace rf::cpu {
+namespace {
+
+// in[c][img][y][x] = 1000 c + 100 img + 10 y + x + 1 (never 0, so padding zeros stand out).
+std::vector<float> PositionCoded(const ConvShape& s) {
+  std::vector<float> v;
+  for (uint32_t c = 0; c < s.in_channels; ++c)
+    for (uint32_t img = 0; img < s.n; ++img)
+      for (uint32_t y = 0; y < s.height; ++y)
+        for (uint32_t x = 0; x < s.width; ++x) v.push_back(1000.f * c + 100 * img + 10 * y + x + 1);
+  return v;
+}
+
+TEST(CpuIm2Col, PlacesEachShiftedPixelAndZeroPadsTheBorder) {
+  const ConvShape s{2, 1, 2, 3, 4};
+  const std::vector<float> in = PositionCoded(s);
+  std::vector<float> col(s.col_size(), -1.f);
+  Im2Col(s, in.data(), col.data());
+  for (uint32_t c = 0; c < 2; ++c)
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = 0; kw < 3; ++kw)
+        for (uint32_t img = 0; img < 2; ++img)
+          for (int y = 0; y < 3; ++y)
+            for (int x = 0; x < 4; ++x) {
+              const int sy = y + kh - 1, sx = x + kw - 1;
+              const bool inside = sy >= 0 && sy < 3 && sx >= 0 && sx < 4;
+              const float want = inside ? 1000.f * c + 100 * img + 10 * sy + sx + 1 : 0.f;
+              const size_t row = c * 9 + kh * 3 + kw, p = (img * 3 + y) * 4 + x;
+              ASSERT_EQ(col[row * s.pixels() + p], want)
+                  << "c " << c << " kh " << kh << " kw " << kw << " img " << img << " y " << y
+                  << " x " << x;
+            }
+}
+
+// Col2Im is Im2Col's adjoint: <Im2Col(x), g> = <x, Col2Im(g)> for any x and g.
+TEST(CpuCol2Im, IsTheAdjointOfIm2Col) {
+  const ConvShape s{3, 1, 2, 5, 4};
+  const std::vector<float> x = PositionCoded(s);
+  std::vector<float> g(s.col_size()), col(s.col_size()), back(x.size(), 123.f);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>((i * 37) % 11) - 5.f;
+  Im2Col(s, x.data(), col.data());
+  Col2Im(s, g.data(), back.data());  // overwrites, whatever `back` held
+  double lhs = 0, rhs = 0;
+  for (size_t i = 0; i < col.size(); ++i) lhs += double{col[i]} * g[i];
+  for (size_t i = 0; i < x.size(); ++i) rhs += double{x[i]} * back[i];
+  EXPECT_EQ(lhs, rhs);  // integers well inside double's exact range
+}
+
+TEST(CpuMaxPool, TakesEachWindowsMaximumAndDropsTheOddRowAndColumn) {
+  // One 3x5 plane: pooled to 1x2 from rows 0-1 and columns 0-3.
+  const std::vector<float> in = {1,  9,  2,  3,  99,  //
+                                 4,  5,  8,  7,  99,  //
+                                 99, 99, 99, 99, 99};
+  std::vector<float> out(2);
+  std::vector<uint32_t> argmax(2);
+  MaxPool(1, 3, 5, in.data(), out.data(), argmax.data());
+  EXPECT_EQ(out, (std::vector<float>{9, 8}));
+  EXPECT_EQ(argmax, (std::vector<uint32_t>{1, 7}));
+
+  const std::vector<float> grad = {10, 20};
+  std::vector<float> in_grad(15, -1.f);
+  MaxPoolBackward(1, 3, 5, grad.data(), argmax.data(), in_grad.data());
+  std::vector<float> want(15, 0.f);
+  want[1] = 10;
+  want[7] = 20;
+  EXPECT_EQ(in_grad, want);
+}
+
+TEST(CpuMaxPool, KeepsTheFirstOfEqualValues) {
+  const std::vector<float> in = {0, 0, 0, 0};
+  float out = -1;
+  uint32_t argmax = 9;
+  MaxPool(1, 2, 2, in.data(), &out, &argmax);
+  EXPECT_EQ(argmax, 0u);
+}
+
+TEST(CpuSoftmaxCrossEntropy, IsFiniteForHugeLogits) {
+  const std::vector<float> logits = {1e30f, -1e30f, 0.f};
+  const int32_t label = 1;
+  std::vector<float> grad(3);
+  uint64_t correct = 7;
+  const double loss = SoftmaxCrossEntropy(1, 3, logits.data(), &label, 0.5f, grad.data(), &correct);
+  EXPECT_EQ(loss, 2.0 * double{1e30f});  // -log softmax_1 = z_0 - z_1
+  EXPECT_EQ(correct, 0u);
+  EXPECT_EQ(grad, (std::vector<float>{0.5f, -0.5f, 0.f}));
+}
+
+}  // namespace
+}  // namespace rf::cpu
