@@ -20,7 +20,8 @@ import subprocess
 import sys
 import time
 
-FIO_SWEEP = [("1M", 16), ("4M", 8), ("1M", 32), ("256k", 64)]
+# (block size, queue depth) pairs tried for both tools before the interleaved comparison.
+SWEEP = [("1M", 16), ("4M", 8), ("1M", 32), ("256k", 64)]
 
 
 def drop_caches():
@@ -68,15 +69,21 @@ def main():
     size = os.path.getsize(a.dataset)
     cold = True
 
-    # 1. fio's sweep, once each, to pick its best configuration.
-    sweep = []
-    for bs, qd in FIO_SWEEP:
-        for fixed in (False, True):
-            cold &= drop_caches()
-            r = run_fio(a.fio, a.dataset, bs, qd, fixed)
-            r.update(bs=bs, iodepth=qd, fixedbufs=fixed)
-            sweep.append(r)
-            print(f"fio sweep bs={bs:>5} qd={qd:>3} fixedbufs={int(fixed)}: {r['gb_per_s']:.3f} GB/s", flush=True)
+    # 1. Both tools over the same sweep, once each: fio's best configuration is the reference,
+    #    and ringfeed's figures show how its own flags matter on this disk.
+    sweep, rf_sweep = [], []
+    for bs, qd in SWEEP:
+        cold &= drop_caches()
+        r = run_fio(a.fio, a.dataset, bs, qd, True)
+        r.update(bs=bs, iodepth=qd, fixedbufs=True)
+        sweep.append(r)
+        cold &= drop_caches()
+        size_arg = bs.replace("M", "MiB").replace("k", "KiB")
+        rr = run_ringfeed(a.ringfeed, a.dataset, ["--read-size", size_arg, "--queue-depth", str(qd)], a.out)
+        rr.update(bs=bs, iodepth=qd)
+        rf_sweep.append(rr)
+        print(f"sweep bs={bs:>5} qd={qd:>3}: fio {r['gb_per_s']:.3f} GB/s, ringfeed read "
+              f"{rr['gb_per_s']:.3f} GB/s", flush=True)
     best = max(sweep, key=lambda r: r["gb_per_s"])
 
     # 2. fio best and ringfeed, interleaved and repeated.
@@ -94,7 +101,7 @@ def main():
     result = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "dataset": a.dataset, "file_bytes": size, "cold_cache": cold,
-        "fio_sweep": sweep, "fio_best": {k: best[k] for k in ("bs", "iodepth", "fixedbufs", "cmd")},
+        "fio_sweep": sweep, "ringfeed_sweep": rf_sweep, "fio_best": {k: best[k] for k in ("bs", "iodepth", "fixedbufs", "cmd")},
         "fio_runs": fio_runs, "ringfeed_runs": rf_runs,
         "fio_median_gb_per_s": fio_med, "ringfeed_median_gb_per_s": rf_med,
         "ratio": rf_med / fio_med,
