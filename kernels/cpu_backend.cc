@@ -144,9 +144,8 @@ double CpuBackend::Forward(uint32_t n, uint64_t* correct) {
     cpu::Im2Col(s, in, col_.data());
     cpu::Gemm(false, false, s.out_channels, s.pixels(), s.col_rows(),
               params_.t[ConvWeight(b)].data(), col_.data(), 0.f, blk.out.data());
-    cpu::AddBiasRelu(s.out_channels, s.pixels(), params_.t[ConvBias(b)].data(), blk.out.data());
-    cpu::MaxPool(size_t{s.out_channels} * n, s.height, s.width, blk.out.data(), blk.pooled.data(),
-                 blk.argmax.data());
+    cpu::BiasReluMaxPool(s.out_channels, n, s.height, s.width, blk.out.data(),
+                         params_.t[ConvBias(b)].data(), blk.pooled.data(), blk.argmax.data());
     in = blk.pooled.data();
   }
 
@@ -197,10 +196,9 @@ void CpuBackend::Backward(uint32_t n) {
   for (size_t b = blocks_.size(); b-- > 0;) {
     Block& blk = blocks_[b];
     const cpu::ConvShape& s = blk.shape;
-    cpu::MaxPoolBackward(size_t{s.out_channels} * n, s.height, s.width, blk.pooled_grad.data(),
-                         blk.argmax.data(), blk.out_grad.data());
-    cpu::ReluBackward(s.out_channels * s.pixels(), blk.out.data(), blk.out_grad.data());
-    cpu::SumRows(s.out_channels, s.pixels(), blk.out_grad.data(), grads_.t[ConvBias(b)].data());
+    cpu::BiasReluMaxPoolBackward(s.out_channels, n, s.height, s.width, blk.pooled.data(),
+                                 blk.pooled_grad.data(), blk.argmax.data(), blk.out_grad.data(),
+                                 grads_.t[ConvBias(b)].data());
     // The forward pass's col was overwritten by later blocks: rebuild it (cheap next to the
     // sgemm) rather than keep one per block.
     const float* in = b == 0 ? input_.data() : blocks_[b - 1].pooled.data();

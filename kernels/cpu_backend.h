@@ -52,10 +52,10 @@ class CpuBackend final : public Backend {
   // One conv block's buffers, sized for max_batch; each CNHW (see kernels/cpu_layers.h).
   struct Block {
     cpu::ConvShape shape;            // n is set per batch
-    std::vector<float> out;          // conv + bias + ReLU: [Cout][N][H][W]
-    std::vector<float> pooled;       // [Cout][N][H/2][W/2], the next block's input
+    std::vector<float> out;          // the convolution before its bias: [Cout][N][H][W]
+    std::vector<float> pooled;       // ReLU(pool(out) + bias): [Cout][N][H/2][W/2]
     std::vector<uint32_t> argmax;    // per pooled element, its source index in the `out` plane
-    std::vector<float> out_grad;     // gradient w.r.t. out (pre-pool, after the ReLU mask)
+    std::vector<float> out_grad;     // gradient w.r.t. out
     std::vector<float> pooled_grad;  // gradient w.r.t. pooled
   };
 

@@ -89,23 +89,6 @@ void Col2Im(const ConvShape& s, const float* col_grad, float* in_grad) {
   }
 }
 
-void AddBiasRelu(size_t rows, size_t cols, const float* bias, float* y) {
-  for (size_t r = 0; r < rows; ++r) {
-    float* row = y + r * cols;
-    const float b = bias[r];
-    for (size_t i = 0; i < cols; ++i) row[i] = std::max(row[i] + b, 0.f);
-  }
-}
-
-void SumRows(size_t rows, size_t cols, const float* g, float* bias_grad) {
-  for (size_t r = 0; r < rows; ++r) {
-    const float* row = g + r * cols;
-    double sum = 0;
-    for (size_t i = 0; i < cols; ++i) sum += row[i];
-    bias_grad[r] = static_cast<float>(sum);
-  }
-}
-
 void AddColumnBias(size_t rows, size_t cols, const float* bias, bool relu, float* y) {
   for (size_t r = 0; r < rows; ++r) {
     float* row = y + r * cols;
@@ -125,42 +108,62 @@ void SumColumns(size_t rows, size_t cols, const float* g, float* bias_grad) {
 }
 
 void ReluBackward(size_t count, const float* out, float* grad) {
-  for (size_t i = 0; i < count; ++i) {
-    if (!(out[i] > 0.f)) grad[i] = 0.f;
-  }
+  // A select, not a conditional store, so the loop vectorizes.
+  for (size_t i = 0; i < count; ++i) grad[i] = out[i] > 0.f ? grad[i] : 0.f;
 }
 
-void MaxPool(size_t planes, uint32_t h, uint32_t w, const float* in, float* out, uint32_t* argmax) {
+void BiasReluMaxPool(uint32_t channels, uint32_t n, uint32_t h, uint32_t w, const float* conv,
+                     const float* bias, float* pooled, uint32_t* argmax) {
   const uint32_t oh = h / 2, ow = w / 2;
-  for (size_t p = 0; p < planes; ++p) {
-    const float* src = in + p * h * w;
-    float* dst = out + p * oh * ow;
-    uint32_t* idx = argmax + p * oh * ow;
+  for (size_t p = 0; p < size_t{channels} * n; ++p) {
+    const float b = bias[p / n];
     for (uint32_t y = 0; y < oh; ++y) {
+      const float* top = conv + p * h * w + 2 * y * w;
+      const float* bottom = top + w;
+      float* dst = pooled + (p * oh + y) * ow;
+      uint32_t* idx = argmax + (p * oh + y) * ow;
+      const uint32_t top_at = 2 * y * w, bottom_at = top_at + w;
+      // A tournament of selects (no data-dependent branches, so it vectorizes): the first of
+      // each row pair, then the top pair unless the bottom one is strictly larger. This picks
+      // the first maximum in row-major window order, as a sequential scan would.
       for (uint32_t x = 0; x < ow; ++x) {
-        const uint32_t top = 2 * y * w + 2 * x;
-        // Row-major window order; strict > keeps the first of equal values.
-        uint32_t best = top;
-        for (uint32_t cand : {top + 1, top + w, top + w + 1}) {
-          if (src[cand] > src[best]) best = cand;
-        }
-        dst[y * ow + x] = src[best];
-        idx[y * ow + x] = best;
+        const float a = top[2 * x], bb = top[2 * x + 1], c = bottom[2 * x], d = bottom[2 * x + 1];
+        const bool right_top = bb > a, right_bottom = d > c;
+        const float upper = right_top ? bb : a, lower = right_bottom ? d : c;
+        const uint32_t upper_at = top_at + 2 * x + right_top;
+        const uint32_t lower_at = bottom_at + 2 * x + right_bottom;
+        const bool down = lower > upper;
+        dst[x] = std::max((down ? lower : upper) + b, 0.f);
+        idx[x] = down ? lower_at : upper_at;
       }
     }
   }
 }
 
-void MaxPoolBackward(size_t planes, uint32_t h, uint32_t w, const float* out_grad,
-                     const uint32_t* argmax, float* in_grad) {
-  const size_t plane_out = size_t{h / 2} * (w / 2);
-  std::fill(in_grad, in_grad + planes * h * w, 0.f);
-  // Windows do not overlap (stride = size = 2), so each input receives at most one gradient.
-  for (size_t p = 0; p < planes; ++p) {
-    float* dst = in_grad + p * h * w;
-    const float* g = out_grad + p * plane_out;
-    const uint32_t* idx = argmax + p * plane_out;
-    for (size_t i = 0; i < plane_out; ++i) dst[idx[i]] = g[i];
+void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t h, uint32_t w,
+                             const float* pooled, const float* pooled_grad, const uint32_t* argmax,
+                             float* conv_grad, float* bias_grad) {
+  const uint32_t oh = h / 2, ow = w / 2;
+  const size_t plane_in = size_t{h} * w, plane_out = size_t{oh} * ow;
+  for (uint32_t c = 0; c < channels; ++c) {
+    double sum = 0;
+    for (size_t img = 0; img < n; ++img) {
+      const size_t p = size_t{c} * n + img;
+      float* dst = conv_grad + p * plane_in;
+      // Zero and scatter one pair of rows at a time, while they are in cache. Windows do not
+      // overlap (stride = size = 2): each input receives at most one gradient.
+      for (uint32_t y = 0; y < oh; ++y) {
+        std::fill(dst + 2 * y * w, dst + (2 * y + 2) * w, 0.f);
+        const size_t at = p * plane_out + size_t{y} * ow;
+        for (uint32_t x = 0; x < ow; ++x) {
+          const float g = pooled[at + x] > 0.f ? pooled_grad[at + x] : 0.f;  // ReLU'
+          dst[argmax[at + x]] = g;
+          sum += g;
+        }
+      }
+      std::fill(dst + size_t{2 * oh} * w, dst + plane_in, 0.f);  // the row rounding dropped
+    }
+    bias_grad[c] = static_cast<float>(sum);
   }
 }
 

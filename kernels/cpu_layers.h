@@ -37,25 +37,29 @@ void Im2Col(const ConvShape& s, const float* in, float* col);
 // Overwrites in_grad (it need not be zeroed first).
 void Col2Im(const ConvShape& s, const float* col_grad, float* in_grad);
 
-// y[c, p] += bias[c] for `rows` rows of `cols` columns, then ReLU in place.
-void AddBiasRelu(size_t rows, size_t cols, const float* bias, float* y);
-// bias_grad[r] = sum over the row of g (accumulated in double, in column order).
-void SumRows(size_t rows, size_t cols, const float* g, float* bias_grad);
-// The same for row-major [rows, cols] data whose bias runs along the columns (fully connected
-// layers): y[r, c] += bias[c], then ReLU if `relu`; and bias_grad[c] = sum over rows of g[r, c].
+// Row-major [rows, cols] data whose bias runs along the columns (fully connected layers):
+// y[r, c] += bias[c], then ReLU if `relu`; and bias_grad[c] = sum over rows of g[r, c] (in
+// double, in row order).
 void AddColumnBias(size_t rows, size_t cols, const float* bias, bool relu, float* y);
 void SumColumns(size_t rows, size_t cols, const float* g, float* bias_grad);
 // grad[i] = 0 where the ReLU output out[i] is not positive (its derivative there is taken as 0).
 void ReluBackward(size_t count, const float* out, float* grad);
 
-// 2x2 max-pool, stride 2, rounding down, over `planes` planes of h x w (for CNHW data, planes =
-// C * N). out holds planes x (h/2) x (w/2); argmax receives, for each output, the index of its
-// maximum within its input plane (the first of equal values in row-major window order).
-void MaxPool(size_t planes, uint32_t h, uint32_t w, const float* in, float* out, uint32_t* argmax);
-// in_grad (planes x h x w) = out_grad routed to each window's argmax, zero elsewhere (including
-// the row and column that rounding down drops).
-void MaxPoolBackward(size_t planes, uint32_t h, uint32_t w, const float* out_grad,
-                     const uint32_t* argmax, float* in_grad);
+// The tail of a conv block, fused so the large pre-pool tensor is read once: for CNHW `conv`
+// (channels x n planes of h x w, before the bias),
+//   pooled = ReLU(max over each 2x2 window (stride 2, rounding down) + bias[channel]).
+// Because the bias is constant over a plane and ReLU is monotonic, this equals pooling after
+// bias and ReLU. argmax receives each window's maximum as an index within its plane (the first of
+// equal values in row-major window order).
+void BiasReluMaxPool(uint32_t channels, uint32_t n, uint32_t h, uint32_t w, const float* conv,
+                     const float* bias, float* pooled, uint32_t* argmax);
+// Its backward pass: conv_grad (channels x n x h x w) = pooled_grad routed to each window's
+// argmax where the pooled output is positive (ReLU's derivative, taken as 0 at 0), zero elsewhere
+// (including the row and column that rounding down drops); bias_grad[c] = the sum of what was
+// routed in channel c (in double, in a fixed order).
+void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t h, uint32_t w,
+                             const float* pooled, const float* pooled_grad, const uint32_t* argmax,
+                             float* conv_grad, float* bias_grad);
 
 // Per row of logits [n, classes]: the cross-entropy against labels[i] (in double, through a
 // stable log-sum-exp), whether the arg-max is the label, and grad = (softmax - onehot) * scale.

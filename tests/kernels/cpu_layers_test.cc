@@ -54,31 +54,41 @@ TEST(CpuCol2Im, IsTheAdjointOfIm2Col) {
   EXPECT_EQ(lhs, rhs);  // integers well inside double's exact range
 }
 
-TEST(CpuMaxPool, TakesEachWindowsMaximumAndDropsTheOddRowAndColumn) {
-  // One 3x5 plane: pooled to 1x2 from rows 0-1 and columns 0-3.
-  const std::vector<float> in = {1,  9,  2,  3,  99,  //
-                                 4,  5,  8,  7,  99,  //
-                                 99, 99, 99, 99, 99};
-  std::vector<float> out(2);
-  std::vector<uint32_t> argmax(2);
-  MaxPool(1, 3, 5, in.data(), out.data(), argmax.data());
-  EXPECT_EQ(out, (std::vector<float>{9, 8}));
-  EXPECT_EQ(argmax, (std::vector<uint32_t>{1, 7}));
+TEST(CpuBiasReluMaxPool, PoolsEachWindowAddsTheBiasAndDropsTheOddRowAndColumn) {
+  // Two channels of one 3x5 plane each: pooled to 1x2 from rows 0-1 and columns 0-3. Channel 1's
+  // bias makes its second window negative, so ReLU clips it.
+  const std::vector<float> conv = {1,  9,  2,  3,  99,  //
+                                   4,  5,  8,  7,  99,  //
+                                   99, 99, 99, 99, 99,  //
+                                   6,  1,  -3, -2, 99,  //
+                                   2,  3,  -1, -4, 99,  //
+                                   99, 99, 99, 99, 99};
+  const std::vector<float> bias = {0.5f, -2.f};
+  std::vector<float> pooled(4);
+  std::vector<uint32_t> argmax(4);
+  BiasReluMaxPool(2, 1, 3, 5, conv.data(), bias.data(), pooled.data(), argmax.data());
+  EXPECT_EQ(pooled, (std::vector<float>{9.5f, 8.5f, 4.f, 0.f}));
+  EXPECT_EQ(argmax, (std::vector<uint32_t>{1, 7, 0, 7}));
 
-  const std::vector<float> grad = {10, 20};
-  std::vector<float> in_grad(15, -1.f);
-  MaxPoolBackward(1, 3, 5, grad.data(), argmax.data(), in_grad.data());
-  std::vector<float> want(15, 0.f);
+  // Backward: routed to the argmax, except through the clipped output; bias gradients summed.
+  const std::vector<float> grad = {10, 20, 30, 40};
+  std::vector<float> conv_grad(30, -1.f), bias_grad(2, -1.f);
+  BiasReluMaxPoolBackward(2, 1, 3, 5, pooled.data(), grad.data(), argmax.data(), conv_grad.data(),
+                          bias_grad.data());
+  std::vector<float> want(30, 0.f);
   want[1] = 10;
   want[7] = 20;
-  EXPECT_EQ(in_grad, want);
+  want[15 + 0] = 30;
+  EXPECT_EQ(conv_grad, want);
+  EXPECT_EQ(bias_grad, (std::vector<float>{30, 30}));
 }
 
-TEST(CpuMaxPool, KeepsTheFirstOfEqualValues) {
-  const std::vector<float> in = {0, 0, 0, 0};
-  float out = -1;
+TEST(CpuBiasReluMaxPool, KeepsTheFirstOfEqualValues) {
+  const std::vector<float> conv = {3, 3, 3, 3};
+  const float bias = 0;
+  float pooled = -1;
   uint32_t argmax = 9;
-  MaxPool(1, 2, 2, in.data(), &out, &argmax);
+  BiasReluMaxPool(1, 1, 2, 2, conv.data(), &bias, &pooled, &argmax);
   EXPECT_EQ(argmax, 0u);
 }
 
