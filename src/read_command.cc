@@ -61,7 +61,6 @@ Result<ReadReport> Drain(const Dataset& d, const FeederOptions& fo, SlotRing& ri
 }
 
 Status Run(const ReadArgs& a) {
-  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(a.dataset));
   FeederOptions fo;
   RF_ASSIGN_OR_RETURN(fo.reader.mode, ParseIoMode(a.io));
   RF_ASSIGN_OR_RETURN(uint64_t read_bytes, ParseByteSize(a.read_size));
@@ -71,6 +70,7 @@ Status Run(const ReadArgs& a) {
   fo.reader.queue_depth = a.queue_depth;
   fo.verify = !a.no_verify;
   RF_ASSIGN_OR_RETURN(PinMode pin, ParsePinMode(a.pinned.c_str()));
+  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(a.dataset));
   RF_ASSIGN_OR_RETURN(std::unique_ptr<SlotRing> ring,
                       SlotRing::Create(a.slots, d.max_chunk_bytes(), pin));
 
@@ -163,7 +163,7 @@ int RunReadCommand(int argc, char** argv) {
   Status st = Run(a);
   if (!st.ok()) {
     std::fprintf(stderr, "ringfeed: %s\n", st.ToString().c_str());
-    return 1;
+    return st.IsInvalidArgument() ? 2 : 1;  // a bad flag is a usage error
   }
   return 0;
 }

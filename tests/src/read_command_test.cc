@@ -1,0 +1,109 @@
+// `ringfeed read` as a user runs it: exit codes and the one-line messages.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "io/dataset.h"
+#include "io/dataset_writer.h"
+#include "tests/testing/temp_dir.h"
+
+namespace rf {
+namespace {
+
+using testing::ProgramPath;
+using testing::RunCommand;
+using testing::TempDir;
+
+std::string MakeDataset(const TempDir& t, uint32_t shards) {
+  DatasetSpec spec;
+  spec.channels = 3;
+  spec.height = 8;
+  spec.width = 8;
+  spec.num_classes = 10;
+  WriterOptions o;
+  o.shards = shards;
+  o.chunk_bytes = 16384;
+  auto w = DatasetWriter::Create(t.File("r.rfd"), spec, o);
+  EXPECT_TRUE(w.ok());
+  std::vector<uint8_t> s(192);
+  for (uint32_t i = 0; i < 2000; ++i) {
+    for (size_t k = 0; k < s.size(); ++k) s[k] = static_cast<uint8_t>(i * 7 + k);
+    uint8_t l = static_cast<uint8_t>(i % 10);
+    EXPECT_TRUE((*w)->Append(s.data(), &l, 1).ok());
+  }
+  EXPECT_TRUE((*w)->Finish().ok());
+  return t.File("r.rfd");
+}
+
+TEST(ReadCommand, DrainsEveryShardAndReportsTheRate) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 2);
+  auto d = Dataset::Open(path);
+  ASSERT_TRUE(d.ok());
+  std::string out;
+  ASSERT_EQ(
+      RunCommand(ProgramPath("ringfeed") + " read " + path + " --json " + t.File("r.json"), &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("ringfeed read: " + path + ": "), std::string::npos) << out;
+  EXPECT_NE(out.find(std::to_string(d->chunk_count()) + " chunks"), std::string::npos) << out;
+  EXPECT_NE(out.find("GB/s"), std::string::npos);
+  EXPECT_NE(out.find("checksums verified"), std::string::npos);
+  const auto json = testing::ReadAll(t.File("r.json"));
+  const std::string js(json.begin(), json.end());
+  uint64_t bytes = 0;
+  for (size_t c = 0; c < d->chunk_count(); ++c) bytes += d->chunk(c).entry.stored_bytes;
+  EXPECT_NE(js.find("\"bytes\": " + std::to_string(bytes)), std::string::npos) << js;
+}
+
+TEST(ReadCommand, FlippedBitExitsOneWithFileChunkAndOffset) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 1);
+  auto d = Dataset::Open(path);
+  ASSERT_TRUE(d.ok());
+  const auto& e = d->chunk(4).entry;
+  testing::FlipBit(path, e.offset + 7);
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + path, &out), 1);
+  EXPECT_EQ(out.rfind("ringfeed: " + path + ": chunk 4 at byte " + std::to_string(e.offset) +
+                          ": checksum mismatch",
+                      0),
+            0u)
+      << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+}
+
+TEST(ReadCommand, TruncatedDatasetExitsOne) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 1);
+  testing::Truncate(path, 50000);
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + path, &out), 1);
+  EXPECT_NE(out.find(path + ": at byte 50000: file is truncated"), std::string::npos) << out;
+}
+
+TEST(ReadCommand, MissingDatasetExitsOneNamingIt) {
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read /nonexistent/d.rfd", &out), 1);
+  EXPECT_NE(out.find("/nonexistent/d.rfd"), std::string::npos) << out;
+}
+
+TEST(ReadCommand, BadFlagExitsTwo) {
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read x.rfd --io sideways", &out), 2);
+  EXPECT_NE(out.find("unknown I/O mode \"sideways\""), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read --no-such-flag", &out), 2);
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " frobnicate", &out), 2);
+}
+
+TEST(ReadCommand, HelpListsEveryOptionWithItsDefault) {
+  std::string out;
+  ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read --help", &out), 0);
+  for (const char* o : {"--io arg (=direct)", "--queue-depth arg (=16)", "--read-size arg (=1MiB)",
+                        "--slots arg (=16)", "--no-verify", "--pinned arg (=auto)"}) {
+    EXPECT_NE(out.find(o), std::string::npos) << o << "\n" << out;
+  }
+}
+
+}  // namespace
+}  // namespace rf
