@@ -21,7 +21,10 @@ struct IdxHeader {
   }
   std::string DimsText() const {
     std::string s;
-    for (uint32_t d : dims) s += (s.empty() ? "" : "x") + std::to_string(d);
+    for (uint32_t d : dims) {
+      if (!s.empty()) s += 'x';
+      s += std::to_string(d);
+    }
     return s;
   }
 };

@@ -14,9 +14,12 @@ constexpr uint64_t kMaxHeader = 1 << 20;
 
 std::string ShapeRepr(const std::vector<uint64_t>& shape) {
   if (shape.empty()) return "()";
-  if (shape.size() == 1) return "(" + std::to_string(shape[0]) + ",)";
   std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() == 1) return s.append(std::to_string(shape[0])).append(",)");
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(shape[i]);
+  }
   return s + ")";
 }
 
