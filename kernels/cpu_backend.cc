@@ -45,6 +45,7 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
                                    " channels");
   }
   RF_RETURN_IF_ERROR(CheckShapes(config, initial_params, "initial parameters"));
+  cpu::UseSingleThreadedBlas();
   return std::unique_ptr<CpuBackend>(new CpuBackend(config, norm, max_batch, initial_params));
 }
 
@@ -65,12 +66,16 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
   input_.resize(b * config.channels * config.height * config.width);
   labels_.resize(b);
   size_t col_size = 0;
+  const uint32_t chunks = Chunks(max_batch);
   uint32_t in = config.channels;
   for (size_t i = 0; i < config.conv.size(); ++i) {
     Block blk;
-    blk.shape = {in, config.conv[i], max_batch, config.HeightAfter(static_cast<int>(i) - 1),
-                 config.WidthAfter(static_cast<int>(i) - 1)};
-    const size_t out = blk.shape.out_channels * blk.shape.pixels();
+    blk.shape.in_channels = in;
+    blk.shape.out_channels = config.conv[i];
+    blk.shape.height = config.HeightAfter(static_cast<int>(i) - 1);
+    blk.shape.width = config.WidthAfter(static_cast<int>(i) - 1);
+    const size_t plane = size_t{blk.shape.height} * blk.shape.width;
+    const size_t out = b * blk.shape.out_channels * plane;
     const size_t pooled = b * blk.shape.out_channels * config.HeightAfter(static_cast<int>(i)) *
                           config.WidthAfter(static_cast<int>(i));
     blk.out.resize(out);
@@ -78,7 +83,9 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
     blk.pooled.resize(pooled);
     blk.pooled_grad.resize(pooled);
     blk.argmax.resize(pooled);
-    col_size = std::max(col_size, blk.shape.col_size());
+    blk.weight_grad_parts.resize(size_t{chunks} * blk.shape.out_channels * in * 9);
+    blk.bias_grad_parts.resize(size_t{chunks} * blk.shape.out_channels);
+    col_size = std::max(col_size, size_t{in} * 9 * b * plane);
     blocks_.push_back(std::move(blk));
     in = config.conv[i];
   }
@@ -89,6 +96,9 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
   hidden_grad_.resize(b * config.hidden);
   logits_.resize(b * config.classes);
   logits_grad_.resize(b * config.classes);
+  // No more workers than chunks of the largest batch: the rest would only wait.
+  workers_ = std::make_unique<cpu::CpuWorkers>(
+      std::min(cpu::CpuWorkers::AvailableCpus(), Chunks(max_batch)));
 }
 
 Status CpuBackend::CheckBatch(const BatchRef& batch) const {
@@ -136,17 +146,9 @@ void CpuBackend::LoadBatch(const BatchRef& batch) {
 }
 
 double CpuBackend::Forward(uint32_t n, uint64_t* correct) {
-  const float* in = input_.data();
   for (size_t b = 0; b < blocks_.size(); ++b) {
-    Block& blk = blocks_[b];
-    blk.shape.n = n;
-    const cpu::ConvShape& s = blk.shape;
-    cpu::Im2Col(s, in, col_.data());
-    cpu::Gemm(false, false, s.out_channels, s.pixels(), s.col_rows(),
-              params_.t[ConvWeight(b)].data(), col_.data(), 0.f, blk.out.data());
-    cpu::BiasReluMaxPool(s.out_channels, n, s.height, s.width, blk.out.data(),
-                         params_.t[ConvBias(b)].data(), blk.pooled.data(), blk.argmax.data());
-    in = blk.pooled.data();
+    workers_->ParallelFor(Chunks(n),
+                          [&](size_t chunk) { BlockForward(b, n, static_cast<uint32_t>(chunk)); });
   }
 
   // The last pooled output, [C][N][h*w], as fc1's input rows [N][C*h*w].
@@ -159,31 +161,34 @@ double CpuBackend::Forward(uint32_t n, uint64_t* correct) {
     }
   }
 
-  cpu::Gemm(false, true, n, config_.hidden, flat_, flat_rows_.data(), params_.t[Fc1Weight()].data(),
-            0.f, hidden_.data());
-  cpu::AddColumnBias(n, config_.hidden, params_.t[Fc1Bias()].data(), true, hidden_.data());
-  cpu::Gemm(false, true, n, config_.classes, config_.hidden, hidden_.data(),
-            params_.t[Fc2Weight()].data(), 0.f, logits_.data());
-  cpu::AddColumnBias(n, config_.classes, params_.t[Fc2Bias()].data(), false, logits_.data());
-  return cpu::SoftmaxCrossEntropy(n, config_.classes, logits_.data(), labels_.data(), 1.f / n,
+  // The fully connected layers are small next to the convolutions: whole batch, one thread.
+  const uint32_t hidden = config_.hidden, classes = config_.classes;
+  cpu::Gemm(false, true, n, hidden, flat_, flat_rows_.data(), flat_, params_.t[Fc1Weight()].data(),
+            flat_, 0.f, hidden_.data(), hidden);
+  cpu::AddColumnBias(n, hidden, params_.t[Fc1Bias()].data(), true, hidden_.data());
+  cpu::Gemm(false, true, n, classes, hidden, hidden_.data(), hidden, params_.t[Fc2Weight()].data(),
+            hidden, 0.f, logits_.data(), classes);
+  cpu::AddColumnBias(n, classes, params_.t[Fc2Bias()].data(), false, logits_.data());
+  return cpu::SoftmaxCrossEntropy(n, classes, logits_.data(), labels_.data(), 1.f / n,
                                   logits_grad_.data(), correct);
 }
 
 void CpuBackend::Backward(uint32_t n) {
+  const uint32_t hidden = config_.hidden, classes = config_.classes;
   // fc2, then its input's ReLU.
-  cpu::Gemm(true, false, config_.classes, config_.hidden, n, logits_grad_.data(), hidden_.data(),
-            0.f, grads_.t[Fc2Weight()].data());
-  cpu::SumColumns(n, config_.classes, logits_grad_.data(), grads_.t[Fc2Bias()].data());
-  cpu::Gemm(false, false, n, config_.hidden, config_.classes, logits_grad_.data(),
-            params_.t[Fc2Weight()].data(), 0.f, hidden_grad_.data());
-  cpu::ReluBackward(size_t{n} * config_.hidden, hidden_.data(), hidden_grad_.data());
+  cpu::Gemm(true, false, classes, hidden, n, logits_grad_.data(), classes, hidden_.data(), hidden,
+            0.f, grads_.t[Fc2Weight()].data(), hidden);
+  cpu::SumColumns(n, classes, logits_grad_.data(), grads_.t[Fc2Bias()].data());
+  cpu::Gemm(false, false, n, hidden, classes, logits_grad_.data(), classes,
+            params_.t[Fc2Weight()].data(), hidden, 0.f, hidden_grad_.data(), hidden);
+  cpu::ReluBackward(size_t{n} * hidden, hidden_.data(), hidden_grad_.data());
 
   // fc1, and its input gradient back into the last block's CNHW layout.
-  cpu::Gemm(true, false, config_.hidden, flat_, n, hidden_grad_.data(), flat_rows_.data(), 0.f,
-            grads_.t[Fc1Weight()].data());
-  cpu::SumColumns(n, config_.hidden, hidden_grad_.data(), grads_.t[Fc1Bias()].data());
-  cpu::Gemm(false, false, n, flat_, config_.hidden, hidden_grad_.data(),
-            params_.t[Fc1Weight()].data(), 0.f, flat_grad_.data());
+  cpu::Gemm(true, false, hidden, flat_, n, hidden_grad_.data(), hidden, flat_rows_.data(), flat_,
+            0.f, grads_.t[Fc1Weight()].data(), flat_);
+  cpu::SumColumns(n, hidden, hidden_grad_.data(), grads_.t[Fc1Bias()].data());
+  cpu::Gemm(false, false, n, flat_, hidden, hidden_grad_.data(), hidden,
+            params_.t[Fc1Weight()].data(), flat_, 0.f, flat_grad_.data(), flat_);
   Block& last = blocks_.back();
   const size_t area = flat_ / last.shape.out_channels;
   for (size_t c = 0; c < last.shape.out_channels; ++c) {
@@ -193,23 +198,79 @@ void CpuBackend::Backward(uint32_t n) {
     }
   }
 
+  const uint32_t chunks = Chunks(n);
   for (size_t b = blocks_.size(); b-- > 0;) {
+    workers_->ParallelFor(chunks,
+                          [&](size_t chunk) { BlockBackward(b, n, static_cast<uint32_t>(chunk)); });
+    // Sum the chunks' shares in chunk order, so the result does not depend on which thread ran
+    // which chunk; slices of the weight tensor are spread over the workers.
     Block& blk = blocks_[b];
-    const cpu::ConvShape& s = blk.shape;
-    cpu::BiasReluMaxPoolBackward(s.out_channels, n, s.height, s.width, blk.pooled.data(),
-                                 blk.pooled_grad.data(), blk.argmax.data(), blk.out_grad.data(),
-                                 grads_.t[ConvBias(b)].data());
-    // The forward pass's col was overwritten by later blocks: rebuild it (cheap next to the
-    // sgemm) rather than keep one per block.
-    const float* in = b == 0 ? input_.data() : blocks_[b - 1].pooled.data();
-    cpu::Im2Col(s, in, col_.data());
-    cpu::Gemm(false, true, s.out_channels, s.col_rows(), s.pixels(), blk.out_grad.data(),
-              col_.data(), 0.f, grads_.t[ConvWeight(b)].data());
-    if (b == 0) break;  // nothing needs the gradient of the input
-    cpu::Gemm(true, false, s.col_rows(), s.pixels(), s.out_channels,
-              params_.t[ConvWeight(b)].data(), blk.out_grad.data(), 0.f, col_.data());
-    cpu::Col2Im(s, col_.data(), blocks_[b - 1].pooled_grad.data());
+    float* weight_grad = grads_.t[ConvWeight(b)].data();
+    const size_t count = grads_.t[ConvWeight(b)].size();
+    constexpr size_t kSlice = 4096;
+    workers_->ParallelFor((count + kSlice - 1) / kSlice, [&](size_t slice) {
+      const size_t end = std::min(count, (slice + 1) * kSlice);
+      for (size_t i = slice * kSlice; i < end; ++i) {
+        float sum = blk.weight_grad_parts[i];
+        for (size_t c = 1; c < chunks; ++c) sum += blk.weight_grad_parts[c * count + i];
+        weight_grad[i] = sum;
+      }
+    });
+    const uint32_t cout = blk.shape.out_channels;
+    for (uint32_t o = 0; o < cout; ++o) {
+      double sum = 0;
+      for (size_t c = 0; c < chunks; ++c) sum += blk.bias_grad_parts[c * cout + o];
+      grads_.t[ConvBias(b)][o] = static_cast<float>(sum);
+    }
   }
+}
+
+cpu::ConvShape CpuBackend::ChunkShape(size_t b, uint32_t n, uint32_t chunk) const {
+  cpu::ConvShape s = blocks_[b].shape;
+  s.n = std::min(kChunkImages, n - chunk * kChunkImages);
+  s.stride = n;
+  return s;
+}
+
+void CpuBackend::BlockForward(size_t b, uint32_t n, uint32_t chunk) {
+  Block& blk = blocks_[b];
+  const cpu::ConvShape s = ChunkShape(b, n, chunk);
+  // Offsets of the chunk's first image: in a CNHW tensor's channel 0, and in col's row 0.
+  const size_t first = size_t{chunk} * kChunkImages;
+  const size_t at = first * s.height * s.width, pooled_at = first * (s.height / 2) * (s.width / 2);
+  const float* in = (b == 0 ? input_.data() : blocks_[b - 1].pooled.data()) + at;
+  float* col = col_.data() + at;
+  float* out = blk.out.data() + at;
+  cpu::Im2Col(s, in, col);
+  cpu::Gemm(false, false, s.out_channels, s.pixels(), s.col_rows(), params_.t[ConvWeight(b)].data(),
+            s.col_rows(), col, s.ld(), 0.f, out, s.ld());
+  cpu::BiasReluMaxPool(s.out_channels, s.n, n, s.height, s.width, out,
+                       params_.t[ConvBias(b)].data(), blk.pooled.data() + pooled_at,
+                       blk.argmax.data() + pooled_at);
+}
+
+void CpuBackend::BlockBackward(size_t b, uint32_t n, uint32_t chunk) {
+  Block& blk = blocks_[b];
+  const cpu::ConvShape s = ChunkShape(b, n, chunk);
+  const size_t first = size_t{chunk} * kChunkImages;
+  const size_t at = first * s.height * s.width, pooled_at = first * (s.height / 2) * (s.width / 2);
+  float* out_grad = blk.out_grad.data() + at;
+  cpu::BiasReluMaxPoolBackward(s.out_channels, s.n, n, s.height, s.width,
+                               blk.pooled.data() + pooled_at, blk.pooled_grad.data() + pooled_at,
+                               blk.argmax.data() + pooled_at, out_grad,
+                               blk.bias_grad_parts.data() + size_t{chunk} * s.out_channels);
+  // The forward pass's col was overwritten by later blocks: rebuild it (cheap next to the
+  // sgemm) rather than keep one per block.
+  const float* in = (b == 0 ? input_.data() : blocks_[b - 1].pooled.data()) + at;
+  float* col = col_.data() + at;
+  cpu::Im2Col(s, in, col);
+  const size_t weights = s.out_channels * s.col_rows();
+  cpu::Gemm(false, true, s.out_channels, s.col_rows(), s.pixels(), out_grad, s.ld(), col, s.ld(),
+            0.f, blk.weight_grad_parts.data() + chunk * weights, s.col_rows());
+  if (b == 0) return;  // nothing needs the gradient of the input
+  cpu::Gemm(true, false, s.col_rows(), s.pixels(), s.out_channels, params_.t[ConvWeight(b)].data(),
+            s.col_rows(), out_grad, s.ld(), 0.f, col, s.ld());
+  cpu::Col2Im(s, col, blocks_[b - 1].pooled_grad.data() + at);
 }
 
 Status CpuBackend::TrainStep(const BatchRef& batch, const SgdConfig& sgd) {

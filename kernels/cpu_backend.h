@@ -6,14 +6,19 @@
 // max_batch samples; TrainStep, Evaluate and ComputeGradients allocate nothing. BatchRef points to
 // host memory, read only during the call.
 //
-// Determinism: for the same parameters, momentum and batch, a step gives bit-identical results.
-// The layer code is serial with fixed reduction orders; OpenBLAS sgemm splits its output (never
-// its inner dimension) among threads, so each output element is summed in the same order
-// whatever the thread count, but the order does depend on the sizes and on the CPU kernel
-// OpenBLAS picks. A checkpoint restored with SetState on the same kind of CPU therefore continues
-// bit-exactly; across CPU models (AVX2 vs AVX-512 kernels) results agree only to rounding.
+// Threads: the batch is cut into chunks of kChunkImages images, and each block's work on a chunk
+// (im2col, sgemm, pooling, and their backward passes) is one task for CpuWorkers, one thread per
+// CPU this process may use. OpenBLAS itself is pinned to one thread per call (process-wide).
 //
-// Thread safety: none; one thread drives a backend (it may use OpenBLAS's threads inside a call).
+// Determinism: results are bit-identical for the same parameters, momentum and batch, whatever
+// the thread count. The chunking depends only on the batch size; each task is a fixed sequence of
+// float operations whichever thread runs it; the weight gradients of the chunks are summed in
+// chunk order. (With OpenBLAS's own threading they were not: on one CPU one and two OpenBLAS
+// threads gave different losses.) A checkpoint restored with SetState therefore continues
+// bit-exactly on any machine with the same OpenBLAS kernel; across CPU models (AVX2 vs AVX-512
+// kernels) results agree only to rounding.
+//
+// Thread safety: none; one thread drives a backend (which uses its own workers inside a call).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu_layers.h"
+#include "kernels/cpu_workers.h"
 
 namespace rf {
 
@@ -49,14 +55,21 @@ class CpuBackend final : public Backend {
   Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) override;
 
  private:
+  // Images per task. Small enough to spread a batch of 64 over several CPUs, large enough that
+  // each sgemm is wide (16 x 7 x 7 = 784 columns for a 28x28 input's third block).
+  static constexpr uint32_t kChunkImages = 16;
+
   // One conv block's buffers, sized for max_batch; each CNHW (see kernels/cpu_layers.h).
   struct Block {
-    cpu::ConvShape shape;            // n is set per batch
+    cpu::ConvShape shape;            // channels and size; n and stride are set per call
     std::vector<float> out;          // the convolution before its bias: [Cout][N][H][W]
     std::vector<float> pooled;       // ReLU(pool(out) + bias): [Cout][N][H/2][W/2]
     std::vector<uint32_t> argmax;    // per pooled element, its source index in the `out` plane
     std::vector<float> out_grad;     // gradient w.r.t. out
     std::vector<float> pooled_grad;  // gradient w.r.t. pooled
+    // Each chunk's share of the weight and bias gradients, [chunk][...], summed in chunk order.
+    std::vector<float> weight_grad_parts;
+    std::vector<double> bias_grad_parts;
   };
 
   CpuBackend(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
@@ -71,6 +84,12 @@ class CpuBackend final : public Backend {
   double Forward(uint32_t n, uint64_t* correct);
   // Backpropagates logits_grad_ into grads_ (without weight decay).
   void Backward(uint32_t n);
+  // Block b's work on chunk `chunk` of a batch of n, forward and backward.
+  void BlockForward(size_t b, uint32_t n, uint32_t chunk);
+  void BlockBackward(size_t b, uint32_t n, uint32_t chunk);
+  static uint32_t Chunks(uint32_t n) { return (n + kChunkImages - 1) / kChunkImages; }
+  // Block b's shape for chunk `chunk` of a batch of n.
+  cpu::ConvShape ChunkShape(size_t b, uint32_t n, uint32_t chunk) const;
 
   // Parameter index of each tensor, in ParameterShapes order.
   size_t ConvWeight(size_t block) const { return 2 * block; }
@@ -90,12 +109,14 @@ class CpuBackend final : public Backend {
   std::vector<float> input_;  // [C][N][H][W], normalized
   std::vector<int32_t> labels_;
   std::vector<Block> blocks_;
-  std::vector<float> col_;  // im2col workspace, the largest block's; reused for its gradient
+  std::vector<float> col_;  // im2col workspace [rows][N*H*W], the largest block's; chunks use
+                            // their own columns, and reuse them for the col gradient
   std::vector<float> flat_rows_, flat_grad_;  // [N][flat]: the last pooled output as rows
   std::vector<float> hidden_, hidden_grad_;   // [N][hidden], after ReLU
   std::vector<float> logits_, logits_grad_;   // [N][classes]
 
   StepStats train_stats_, eval_stats_;
+  std::unique_ptr<cpu::CpuWorkers> workers_;
 };
 
 }  // namespace rf

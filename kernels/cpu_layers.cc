@@ -36,25 +36,26 @@ inline void ShiftRowAdd(const float* g, float* acc, uint32_t w, int dx) {
 
 }  // namespace
 
-void Gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, const float* a, const float* b,
-          float beta, float* c) {
-  const int lda = static_cast<int>(trans_a ? m : k);
-  const int ldb = static_cast<int>(trans_b ? k : n);
+void Gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, const float* a, size_t lda,
+          const float* b, size_t ldb, float beta, float* c, size_t ldc) {
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.f, a, lda, b, ldb, beta, c, static_cast<int>(n));
+              static_cast<int>(k), 1.f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+              static_cast<int>(ldc));
 }
+
+void UseSingleThreadedBlas() { openblas_set_num_threads(1); }
 
 void Im2Col(const ConvShape& s, const float* in, float* col) {
   const size_t plane = size_t{s.height} * s.width;
   for (uint32_t ci = 0; ci < s.in_channels; ++ci) {
-    const float* channel = in + size_t{ci} * s.n * plane;
+    const float* channel = in + ci * s.ld();
     for (int kh = 0; kh < 3; ++kh) {
       for (int kw = 0; kw < 3; ++kw) {
-        float* row = col + (size_t{ci} * 9 + kh * 3 + kw) * s.pixels();
+        float* row = col + (size_t{ci} * 9 + kh * 3 + kw) * s.ld();
         for (uint32_t img = 0; img < s.n; ++img) {
           for (uint32_t y = 0; y < s.height; ++y) {
-            float* dst = row + (img * plane) + size_t{y} * s.width;
+            float* dst = row + img * plane + size_t{y} * s.width;
             const int src_y = static_cast<int>(y) + kh - 1;
             if (src_y < 0 || src_y >= static_cast<int>(s.height)) {
               std::fill(dst, dst + s.width, 0.f);
@@ -70,12 +71,12 @@ void Im2Col(const ConvShape& s, const float* in, float* col) {
 
 void Col2Im(const ConvShape& s, const float* col_grad, float* in_grad) {
   const size_t plane = size_t{s.height} * s.width;
-  std::fill(in_grad, in_grad + size_t{s.in_channels} * s.n * plane, 0.f);
   for (uint32_t ci = 0; ci < s.in_channels; ++ci) {
-    float* channel = in_grad + size_t{ci} * s.n * plane;
+    float* channel = in_grad + ci * s.ld();
+    std::fill(channel, channel + s.pixels(), 0.f);
     for (int kh = 0; kh < 3; ++kh) {
       for (int kw = 0; kw < 3; ++kw) {
-        const float* row = col_grad + (size_t{ci} * 9 + kh * 3 + kw) * s.pixels();
+        const float* row = col_grad + (size_t{ci} * 9 + kh * 3 + kw) * s.ld();
         for (uint32_t img = 0; img < s.n; ++img) {
           for (uint32_t y = 0; y < s.height; ++y) {
             const int src_y = static_cast<int>(y) + kh - 1;
@@ -112,11 +113,12 @@ void ReluBackward(size_t count, const float* out, float* grad) {
   for (size_t i = 0; i < count; ++i) grad[i] = out[i] > 0.f ? grad[i] : 0.f;
 }
 
-void BiasReluMaxPool(uint32_t channels, uint32_t n, uint32_t h, uint32_t w, const float* conv,
-                     const float* bias, float* pooled, uint32_t* argmax) {
+void BiasReluMaxPool(uint32_t channels, uint32_t n, uint32_t stride, uint32_t h, uint32_t w,
+                     const float* conv, const float* bias, float* pooled, uint32_t* argmax) {
   const uint32_t oh = h / 2, ow = w / 2;
-  for (size_t p = 0; p < size_t{channels} * n; ++p) {
-    const float b = bias[p / n];
+  for (size_t q = 0; q < size_t{channels} * n; ++q) {
+    const size_t p = q / n * stride + q % n;  // the plane's index in memory
+    const float b = bias[q / n];
     for (uint32_t y = 0; y < oh; ++y) {
       const float* top = conv + p * h * w + 2 * y * w;
       const float* bottom = top + w;
@@ -140,15 +142,15 @@ void BiasReluMaxPool(uint32_t channels, uint32_t n, uint32_t h, uint32_t w, cons
   }
 }
 
-void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t h, uint32_t w,
+void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t stride, uint32_t h, uint32_t w,
                              const float* pooled, const float* pooled_grad, const uint32_t* argmax,
-                             float* conv_grad, float* bias_grad) {
+                             float* conv_grad, double* bias_grad_sum) {
   const uint32_t oh = h / 2, ow = w / 2;
   const size_t plane_in = size_t{h} * w, plane_out = size_t{oh} * ow;
   for (uint32_t c = 0; c < channels; ++c) {
     double sum = 0;
     for (size_t img = 0; img < n; ++img) {
-      const size_t p = size_t{c} * n + img;
+      const size_t p = size_t{c} * stride + img;
       float* dst = conv_grad + p * plane_in;
       // Zero and scatter one pair of rows at a time, while they are in cache. Windows do not
       // overlap (stride = size = 2): each input receives at most one gradient.
@@ -163,7 +165,7 @@ void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t h, uint32_t
       }
       std::fill(dst + size_t{2 * oh} * w, dst + plane_in, 0.f);  // the row rounding dropped
     }
-    bias_grad[c] = static_cast<float>(sum);
+    bias_grad_sum[c] = sum;
   }
 }
 

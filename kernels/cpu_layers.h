@@ -8,7 +8,8 @@
 // fully connected layer's [N, C*H*W] rows) see another layout.
 //
 // Determinism: every function here is a fixed sequence of float operations for given sizes (no
-// threads, reductions in a fixed order), so the same inputs give bit-identical outputs.
+// threads, OpenBLAS pinned to one thread by the backend, reductions in a fixed order), so the same
+// inputs give bit-identical outputs on any thread.
 #pragma once
 
 #include <cstddef>
@@ -16,20 +17,29 @@
 
 namespace rf::cpu {
 
-// Sizes of one 3x3, padding 1, stride 1 convolution over a CNHW tensor of n images.
+// One 3x3, padding 1, stride 1 convolution over n images of a CNHW tensor that stores `stride`
+// images per channel (the whole batch; a call may cover a chunk of it). Pointers passed with a
+// ConvShape point at the chunk's first image in channel 0 (or first column of row 0, for col);
+// channels and col rows are stride * height * width floats apart.
 struct ConvShape {
   uint32_t in_channels = 0, out_channels = 0;
   uint32_t n = 0, height = 0, width = 0;  // output height/width equal the input's
+  uint32_t stride = 0;                    // images per channel in memory, >= n
 
-  size_t pixels() const { return size_t{n} * height * width; }  // columns of col and Y
-  size_t col_rows() const { return size_t{in_channels} * 9; }   // rows of col: (ci, kh, kw)
-  size_t col_size() const { return col_rows() * pixels(); }     // floats in col
+  size_t pixels() const { return size_t{n} * height * width; }   // columns this call covers
+  size_t ld() const { return size_t{stride} * height * width; }  // leading dim of col, Y
+  size_t col_rows() const { return size_t{in_channels} * 9; }    // rows of col: (ci, kh, kw)
 };
 
-// C = op(A) x op(B) + beta * C, row-major, dense, with OpenBLAS sgemm; op transposes when its
-// flag is set. A is m x k after op, B is k x n after op, C is m x n.
-void Gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, const float* a, const float* b,
-          float beta, float* c);
+// C = op(A) x op(B) + beta * C, row-major, with single-threaded OpenBLAS sgemm; op transposes
+// when its flag is set. A is m x k after op, B is k x n after op, C is m x n; lda, ldb, ldc are
+// the row lengths as stored.
+void Gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, const float* a, size_t lda,
+          const float* b, size_t ldb, float beta, float* c, size_t ldc);
+
+// Makes every OpenBLAS call run on its calling thread alone. Process-wide: OpenBLAS's own
+// threading splits work by its thread count, which would make results depend on it.
+void UseSingleThreadedBlas();
 
 // col[(ci*9 + kh*3 + kw), (img, y, x)] = in[ci, img, y + kh - 1, x + kw - 1], zero outside.
 void Im2Col(const ConvShape& s, const float* in, float* col);
@@ -51,15 +61,17 @@ void ReluBackward(size_t count, const float* out, float* grad);
 // Because the bias is constant over a plane and ReLU is monotonic, this equals pooling after
 // bias and ReLU. argmax receives each window's maximum as an index within its plane (the first of
 // equal values in row-major window order).
-void BiasReluMaxPool(uint32_t channels, uint32_t n, uint32_t h, uint32_t w, const float* conv,
-                     const float* bias, float* pooled, uint32_t* argmax);
+// Planes are (channel, image), channel-major with `stride` images per channel; the call covers
+// images [0, n) of each channel, counted from the pointers passed.
+void BiasReluMaxPool(uint32_t channels, uint32_t n, uint32_t stride, uint32_t h, uint32_t w,
+                     const float* conv, const float* bias, float* pooled, uint32_t* argmax);
 // Its backward pass: conv_grad (channels x n x h x w) = pooled_grad routed to each window's
 // argmax where the pooled output is positive (ReLU's derivative, taken as 0 at 0), zero elsewhere
-// (including the row and column that rounding down drops); bias_grad[c] = the sum of what was
-// routed in channel c (in double, in a fixed order).
-void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t h, uint32_t w,
+// (including the row and column that rounding down drops); bias_grad_sum[c] = the sum of what
+// was routed in channel c (in double, in a fixed order).
+void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t stride, uint32_t h, uint32_t w,
                              const float* pooled, const float* pooled_grad, const uint32_t* argmax,
-                             float* conv_grad, float* bias_grad);
+                             float* conv_grad, double* bias_grad_sum);
 
 // Per row of logits [n, classes]: the cross-entropy against labels[i] (in double, through a
 // stable log-sum-exp), whether the arg-max is the label, and grad = (softmax - onehot) * scale.

@@ -1,6 +1,6 @@
 // Training throughput of CpuBackend on Fashion-MNIST: one pass over the 60000 training images
 // with the default model, reported in samples/s. Not a test; run by hand:
-//   build/tests/kernels_cpu_backend_bench [batch] [samples]
+//   build/tests/kernels_cpu_backend_bench [batch] [samples (0: all)] [dataset dir]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,7 +13,8 @@
 int main(int argc, char** argv) {
   const uint32_t batch = argc > 1 ? static_cast<uint32_t>(std::atoi(argv[1])) : 128;
   const uint32_t limit = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : 0;
-  auto data = rf::testing::LoadFashionMnist(rf::testing::kFashionMnistDir, "train", limit);
+  const char* dir = argc > 3 ? argv[3] : rf::testing::kFashionMnistDir;
+  auto data = rf::testing::LoadFashionMnist(dir, "train", limit);
   if (!data.ok()) {
     std::fprintf(stderr, "%s\n", data.status().ToString().c_str());
     return 1;

@@ -3,13 +3,17 @@
 // own forward pass.
 //
 // Tolerance. Per tensor we compare the sampled vectors: rel = |fd - g| / |g| (Euclidean norms).
-// eps = 3e-3 is small enough that a perturbation rarely moves a ReLU or a max-pool choice across
-// its kink (at eps = 1e-2 one such crossing gave rel = 0.06) and large enough that the float
-// forward pass's rounding stays small: measured rel is below 1e-4 for every tensor. Planted bugs
-// give rel of 0.07 to 2 on the tensors they touch: a conv bias gradient doubled (0.5), the pool
-// gradient sent to the wrong window element (0.08 to 2.3), the hidden ReLU mask dropped (0.07 to
-// 0.26), col2im shifting the wrong way (0.16 to 0.55), the sum loss instead of the mean (0.75).
-// A tolerance of 1e-2 passes the correct code with 100x margin and fails each of those.
+// The step must be small enough that few ReLU or max-pool choices flip inside [w - eps, w + eps]
+// (each flip bends the difference quotient by an amount linear in eps) and large enough that the
+// float forward pass's rounding stays small next to the loss change. Measured: for 4-5 samples at
+// eps = 3e-3, rel < 1e-4 for every tensor (at 1e-2 one flip gave 0.06); for 37 samples, which
+// have many more units to flip, conv0.weight's rel is 0.010 at eps = 3e-3, 0.0026 at 1e-3 and
+// 5e-4 at 3e-4 (linear in eps: flips, not a wrong gradient), so that test uses 3e-4.
+// Planted bugs give rel of 0.07 to 2 on the tensors they touch: a conv bias gradient doubled
+// (0.5), the pool gradient sent to the wrong window element (0.08 to 2.3), the hidden ReLU mask
+// dropped (0.07 to 0.26), col2im shifting the wrong way (0.16 to 0.55), the sum loss instead of
+// the mean (0.75). A tolerance of 1e-2 passes the correct code with a 10x or larger margin and
+// fails each of those.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,7 +29,6 @@ namespace {
 using testing::HostBatch;
 using testing::TinyConfig;
 
-constexpr float kEps = 3e-3f;
 constexpr double kTolerance = 1e-2;
 constexpr size_t kSamplesPerTensor = 20;
 
@@ -49,7 +52,8 @@ double MeanLoss(CpuBackend& be, const HostBatch& batch, const Tensors& params) {
   return loss;
 }
 
-void ExpectGradientsMatchCentralDifferences(const HostBatch& batch, const Normalization& norm) {
+void ExpectGradientsMatchCentralDifferences(const HostBatch& batch, const Normalization& norm,
+                                            float eps) {
   const ModelConfig c = TinyConfig();
   const Tensors params = TinyParameters(c);
   auto be = CpuBackend::Create(c, norm, batch.n, params);
@@ -70,10 +74,10 @@ void ExpectGradientsMatchCentralDifferences(const HostBatch& batch, const Normal
     for (size_t k = 0; k < picks; ++k) {
       const size_t i = (k * stride) % count;
       Tensors q = params;
-      q.t[t][i] = params.t[t][i] + kEps;
+      q.t[t][i] = params.t[t][i] + eps;
       const float up = q.t[t][i];
       const double loss_up = MeanLoss(**be, batch, q);
-      q.t[t][i] = params.t[t][i] - kEps;
+      q.t[t][i] = params.t[t][i] - eps;
       const float down = q.t[t][i];
       const double loss_down = MeanLoss(**be, batch, q);
       // Divide by the step actually taken: w +- eps rounds in float.
@@ -92,7 +96,7 @@ void ExpectGradientsMatchCentralDifferences(const HostBatch& batch, const Normal
 TEST(CpuBackendGradient, MatchesCentralDifferencesForUint8Input) {
   const ModelConfig c = TinyConfig();
   ExpectGradientsMatchCentralDifferences(testing::RandomBatch(c, 4, 21, DType::kUInt8),
-                                         testing::TinyNormalization(c));
+                                         testing::TinyNormalization(c), 3e-3f);
 }
 
 TEST(CpuBackendGradient, MatchesCentralDifferencesForFloat32Input) {
@@ -103,7 +107,15 @@ TEST(CpuBackendGradient, MatchesCentralDifferencesForFloat32Input) {
   const Normalization identity{std::vector<float>(c.channels, 0.f),
                                std::vector<float>(c.channels, 1.f)};
   ExpectGradientsMatchCentralDifferences(
-      testing::MakeBatch(d.values, DType::kFloat32, d.labels, DType::kInt32), identity);
+      testing::MakeBatch(d.values, DType::kFloat32, d.labels, DType::kInt32), identity, 3e-3f);
+}
+
+// 37 samples: three chunks of work (16, 16 and 5 images; see CpuBackend::kChunkImages), whose
+// weight and bias gradients are summed across chunks.
+TEST(CpuBackendGradient, MatchesCentralDifferencesForABatchOfSeveralChunks) {
+  const ModelConfig c = TinyConfig();
+  ExpectGradientsMatchCentralDifferences(testing::RandomBatch(c, 37, 23, DType::kUInt8),
+                                         testing::TinyNormalization(c), 3e-4f);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "kernels/cpu_backend.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <cmath>
 #include <cstring>
@@ -147,6 +148,38 @@ TEST(CpuBackendDeterminism, RestoredCheckpointContinuesBitExact) {
   Tensors p1, m1, p2, m2;
   ASSERT_TRUE(straight->GetState(&p1, &m1).ok());
   ASSERT_TRUE(second_half->GetState(&p2, &m2).ok());
+  EXPECT_TRUE(BitIdentical(p1, p2));
+  EXPECT_TRUE(BitIdentical(m1, m2));
+}
+
+// The backend starts one worker per CPU in its affinity mask: one confined to a single CPU and
+// one with them all must agree bit for bit, over batches of several chunks.
+TEST(CpuBackendDeterminism, OneThreadAndAllThreadsGiveBitIdenticalParameters) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "one CPU: nothing to compare";
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int i = 0; i < CPU_SETSIZE; ++i) {
+    if (CPU_ISSET(i, &all)) {
+      CPU_SET(i, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  auto single = MakeBackend(48);  // its worker count is fixed at creation
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  auto many = MakeBackend(48);
+
+  const ModelConfig c = TinyConfig();
+  for (uint32_t step = 0; step < 4; ++step) {
+    const HostBatch batch = RandomBatch(c, step % 2 ? 48 : 37, 300 + step);
+    ASSERT_TRUE(single->TrainStep(batch.ref(), SgdConfig{}).ok());
+    ASSERT_TRUE(many->TrainStep(batch.ref(), SgdConfig{}).ok());
+  }
+  Tensors p1, m1, p2, m2;
+  ASSERT_TRUE(single->GetState(&p1, &m1).ok());
+  ASSERT_TRUE(many->GetState(&p2, &m2).ok());
   EXPECT_TRUE(BitIdentical(p1, p2));
   EXPECT_TRUE(BitIdentical(m1, m2));
 }

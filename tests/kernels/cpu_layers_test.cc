@@ -20,9 +20,9 @@ std::vector<float> PositionCoded(const ConvShape& s) {
 }
 
 TEST(CpuIm2Col, PlacesEachShiftedPixelAndZeroPadsTheBorder) {
-  const ConvShape s{2, 1, 2, 3, 4};
+  const ConvShape s{2, 1, 2, 3, 4, 2};
   const std::vector<float> in = PositionCoded(s);
-  std::vector<float> col(s.col_size(), -1.f);
+  std::vector<float> col(s.col_rows() * s.ld(), -1.f);
   Im2Col(s, in.data(), col.data());
   for (uint32_t c = 0; c < 2; ++c)
     for (int kh = 0; kh < 3; ++kh)
@@ -40,11 +40,27 @@ TEST(CpuIm2Col, PlacesEachShiftedPixelAndZeroPadsTheBorder) {
             }
 }
 
+// A call on a chunk (images 1..2 of a 3-image batch) touches only that chunk's columns.
+TEST(CpuIm2Col, WritesOnlyItsChunksColumns) {
+  const ConvShape whole{1, 1, 3, 2, 2, 3};
+  const std::vector<float> in = PositionCoded(whole);
+  std::vector<float> col(whole.col_rows() * whole.ld(), -1.f), want(col.size(), -1.f);
+  Im2Col(whole, in.data(), want.data());
+  ConvShape chunk = whole;
+  chunk.n = 2;
+  Im2Col(chunk, in.data() + 4, col.data() + 4);  // image 1 starts 4 floats in
+  for (size_t row = 0; row < 9; ++row) {
+    for (size_t p = 0; p < 12; ++p) {
+      ASSERT_EQ(col[row * 12 + p], p < 4 ? -1.f : want[row * 12 + p]) << row << " " << p;
+    }
+  }
+}
+
 // Col2Im is Im2Col's adjoint: <Im2Col(x), g> = <x, Col2Im(g)> for any x and g.
 TEST(CpuCol2Im, IsTheAdjointOfIm2Col) {
-  const ConvShape s{3, 1, 2, 5, 4};
+  const ConvShape s{3, 1, 2, 5, 4, 2};
   const std::vector<float> x = PositionCoded(s);
-  std::vector<float> g(s.col_size()), col(s.col_size()), back(x.size(), 123.f);
+  std::vector<float> g(s.col_rows() * s.ld()), col(g.size()), back(x.size(), 123.f);
   for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>((i * 37) % 11) - 5.f;
   Im2Col(s, x.data(), col.data());
   Col2Im(s, g.data(), back.data());  // overwrites, whatever `back` held
@@ -66,21 +82,22 @@ TEST(CpuBiasReluMaxPool, PoolsEachWindowAddsTheBiasAndDropsTheOddRowAndColumn) {
   const std::vector<float> bias = {0.5f, -2.f};
   std::vector<float> pooled(4);
   std::vector<uint32_t> argmax(4);
-  BiasReluMaxPool(2, 1, 3, 5, conv.data(), bias.data(), pooled.data(), argmax.data());
+  BiasReluMaxPool(2, 1, 1, 3, 5, conv.data(), bias.data(), pooled.data(), argmax.data());
   EXPECT_EQ(pooled, (std::vector<float>{9.5f, 8.5f, 4.f, 0.f}));
   EXPECT_EQ(argmax, (std::vector<uint32_t>{1, 7, 0, 7}));
 
   // Backward: routed to the argmax, except through the clipped output; bias gradients summed.
   const std::vector<float> grad = {10, 20, 30, 40};
-  std::vector<float> conv_grad(30, -1.f), bias_grad(2, -1.f);
-  BiasReluMaxPoolBackward(2, 1, 3, 5, pooled.data(), grad.data(), argmax.data(), conv_grad.data(),
-                          bias_grad.data());
+  std::vector<float> conv_grad(30, -1.f);
+  std::vector<double> bias_grad(2, -1.0);
+  BiasReluMaxPoolBackward(2, 1, 1, 3, 5, pooled.data(), grad.data(), argmax.data(),
+                          conv_grad.data(), bias_grad.data());
   std::vector<float> want(30, 0.f);
   want[1] = 10;
   want[7] = 20;
   want[15 + 0] = 30;
   EXPECT_EQ(conv_grad, want);
-  EXPECT_EQ(bias_grad, (std::vector<float>{30, 30}));
+  EXPECT_EQ(bias_grad, (std::vector<double>{30, 30}));
 }
 
 TEST(CpuBiasReluMaxPool, KeepsTheFirstOfEqualValues) {
@@ -88,7 +105,7 @@ TEST(CpuBiasReluMaxPool, KeepsTheFirstOfEqualValues) {
   const float bias = 0;
   float pooled = -1;
   uint32_t argmax = 9;
-  BiasReluMaxPool(1, 1, 2, 2, conv.data(), &bias, &pooled, &argmax);
+  BiasReluMaxPool(1, 1, 1, 2, 2, conv.data(), &bias, &pooled, &argmax);
   EXPECT_EQ(argmax, 0u);
 }
 
