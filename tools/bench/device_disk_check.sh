@@ -50,5 +50,5 @@ echo "convert wall time: $((($(date +%s%N) - start) / 1000000)) ms (fsync and re
 ls -la "$data"
 
 echo "== read vs fio"
-python3 tools/bench/read_vs_fio.py "$data/synthetic.rfd" --repeats "${REPEATS:-3}" --out "$out" \
+python3 tools/bench/read_vs_fio.py "$data/synthetic.rfd" --rounds "${ROUNDS:-5}" --out "$out" \
   --ringfeed "$bin/ringfeed"

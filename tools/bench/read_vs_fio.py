@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Disk-stage benchmark: `ringfeed read` against fio's io_uring engine on the same file.
 
-Every run starts from a cold page cache (drop_caches; needs root, otherwise the table says the
-runs were warm). fio and ringfeed runs are interleaved and repeated, so drift on a shared
-machine hits both alike. fio is run over a small sweep of block sizes and queue depths and its
-best configuration is the reference; ringfeed runs with the given flags (its defaults unless
---ringfeed-args says otherwise).
+Each configuration (read size, queue depth) is run by both tools; every run starts from a cold
+page cache (drop_caches; needs root, otherwise the output says the runs were warm). The runs go
+in rounds: each round runs every (tool, configuration) once, in an order rotated from round to
+round, so drift on a shared machine hits all of them alike. Reported: the median per tool and
+configuration, the ratio ringfeed / fio per configuration, and the ratio of each tool's best
+median. dd (iflag=direct, bs=4M) runs once as a third, independent figure.
 
-  tools/bench/read_vs_fio.py DATASET.rfd [--repeats 3] [--out DIR]
+  tools/bench/read_vs_fio.py DATASET.rfd [--rounds 5] [--out DIR]
 
 Prints a table and writes DIR/read_vs_fio.json.
 """
@@ -20,8 +21,8 @@ import subprocess
 import sys
 import time
 
-# (block size, queue depth) pairs tried for both tools before the interleaved comparison.
-SWEEP = [("1M", 16), ("4M", 8), ("1M", 32), ("256k", 64)]
+# (read size, queue depth): ringfeed's default first.
+CONFIGS = [("1M", 16), ("256k", 64), ("4M", 8)]
 
 
 def drop_caches():
@@ -34,11 +35,9 @@ def drop_caches():
         return False
 
 
-def run_fio(fio, path, bs, qd, fixedbufs):
+def run_fio(fio, path, bs, qd):
     cmd = [fio, "--name=seqread", f"--filename={path}", "--ioengine=io_uring", "--direct=1",
            "--rw=read", f"--bs={bs}", f"--iodepth={qd}", "--output-format=json"]
-    if fixedbufs:
-        cmd += ["--fixedbufs", "--registerfiles"]
     t0 = time.monotonic()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     wall = time.monotonic() - t0
@@ -49,97 +48,85 @@ def run_fio(fio, path, bs, qd, fixedbufs):
             "wall_gb_per_s": job["io_bytes"] / wall / 1e9, "cmd": " ".join(cmd)}
 
 
+def run_ringfeed(binary, path, bs, qd, extra, tmp):
+    jpath = os.path.join(tmp, "ringfeed-read.json")
+    size = bs.replace("M", "MiB").replace("k", "KiB")
+    cmd = [binary, "read", path, "--read-size", size, "--queue-depth", str(qd), "--json", jpath]
+    subprocess.run(cmd + extra, check=True, capture_output=True, text=True)
+    with open(jpath) as f:
+        r = json.load(f)["runs"][0]
+    return {"gb_per_s": r["gb_per_s"], "bytes": r["bytes"], "backend": r["backend"],
+            "cmd": " ".join(cmd + extra)}
+
+
 def run_dd(path):
     cmd = ["dd", f"if={path}", "of=/dev/null", "iflag=direct", "bs=4M"]
     t0 = time.monotonic()
     subprocess.run(cmd, check=True, capture_output=True)
-    wall = time.monotonic() - t0
-    return {"gb_per_s": os.path.getsize(path) / wall / 1e9, "cmd": " ".join(cmd)}
-
-
-def run_ringfeed(binary, path, extra, tmp):
-    jpath = os.path.join(tmp, "ringfeed-read.json")
-    cmd = [binary, "read", path, "--json", jpath] + extra
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    with open(jpath) as f:
-        r = json.load(f)["runs"][0]
-    return {"gb_per_s": r["gb_per_s"], "bytes": r["bytes"], "backend": r["backend"],
-            "cmd": " ".join(cmd)}
+    return {"gb_per_s": os.path.getsize(path) / (time.monotonic() - t0) / 1e9, "cmd": " ".join(cmd)}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dataset")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default=".")
     ap.add_argument("--fio", default=os.environ.get("FIO", "fio"))
     ap.add_argument("--ringfeed", default=os.path.join(os.environ.get("RINGFEED_BIN", "build/bin"), "ringfeed"))
-    ap.add_argument("--ringfeed-args", default="", help="extra flags for ringfeed read")
+    ap.add_argument("--ringfeed-args", default="", help="extra flags for every ringfeed read")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     extra = shlex.split(a.ringfeed_args)
     size = os.path.getsize(a.dataset)
     cold = True
 
-    # 1. Both tools over the same sweep, once each: fio's best configuration is the reference,
-    #    and ringfeed's figures show how its own flags matter on this disk.
-    sweep, rf_sweep = [], []
-    for bs, qd in SWEEP:
-        for fixed in (False, True):
+    jobs = [(tool, bs, qd) for bs, qd in CONFIGS for tool in ("fio", "ringfeed")]
+    runs = {j: [] for j in jobs}
+    for rnd in range(a.rounds):
+        k = rnd % len(jobs)
+        for tool, bs, qd in jobs[k:] + jobs[:k]:
             cold &= drop_caches()
-            r = run_fio(a.fio, a.dataset, bs, qd, fixed)
-            r.update(bs=bs, iodepth=qd, fixedbufs=fixed)
-            sweep.append(r)
-            print(f"sweep bs={bs:>5} qd={qd:>3}: fio (fixedbufs={int(fixed)}) {r['gb_per_s']:.3f} GB/s", flush=True)
-        cold &= drop_caches()
-        size_arg = bs.replace("M", "MiB").replace("k", "KiB")
-        rr = run_ringfeed(a.ringfeed, a.dataset, ["--read-size", size_arg, "--queue-depth", str(qd)], a.out)
-        rr.update(bs=bs, iodepth=qd)
-        rf_sweep.append(rr)
-        print(f"sweep bs={bs:>5} qd={qd:>3}: ringfeed read {rr['gb_per_s']:.3f} GB/s", flush=True)
-    best = max(sweep, key=lambda r: r["gb_per_s"])
+            if tool == "fio":
+                r = run_fio(a.fio, a.dataset, bs, qd)
+            else:
+                r = run_ringfeed(a.ringfeed, a.dataset, bs, qd, extra, a.out)
+            runs[(tool, bs, qd)].append(r)
+            print(f"round {rnd + 1}: {tool:8} bs={bs:>4} qd={qd:>2}: {r['gb_per_s']:.3f} GB/s", flush=True)
     cold &= drop_caches()
     dd = run_dd(a.dataset)
-    print(f"dd iflag=direct bs=4M: {dd['gb_per_s']:.3f} GB/s", flush=True)
 
-    # 2. fio best and ringfeed, interleaved and repeated; the order alternates (fio first, then
-    #    ringfeed first) so neither always runs on a disk the other has just warmed or tired.
-    fio_runs, rf_runs = [], []
-    for i in range(a.repeats):
-        def fio_once():
-            nonlocal cold
-            cold &= drop_caches()
-            fio_runs.append(run_fio(a.fio, a.dataset, best["bs"], best["iodepth"], best["fixedbufs"]))
+    def med(tool, bs, qd):
+        return statistics.median(r["gb_per_s"] for r in runs[(tool, bs, qd)])
 
-        def rf_once():
-            nonlocal cold
-            cold &= drop_caches()
-            rf_runs.append(run_ringfeed(a.ringfeed, a.dataset, extra, a.out))
-
-        for step in ((fio_once, rf_once) if i % 2 == 0 else (rf_once, fio_once)):
-            step()
-        print(f"repeat {i + 1}: fio {fio_runs[-1]['gb_per_s']:.3f} GB/s, ringfeed read "
-              f"{rf_runs[-1]['gb_per_s']:.3f} GB/s", flush=True)
-
-    fio_med = statistics.median(r["gb_per_s"] for r in fio_runs)
-    rf_med = statistics.median(r["gb_per_s"] for r in rf_runs)
+    table = []
+    for bs, qd in CONFIGS:
+        f, r = med("fio", bs, qd), med("ringfeed", bs, qd)
+        table.append({"bs": bs, "iodepth": qd, "fio_median": f, "ringfeed_median": r, "ratio": r / f,
+                      "fio_runs": [x["gb_per_s"] for x in runs[("fio", bs, qd)]],
+                      "ringfeed_runs": [x["gb_per_s"] for x in runs[("ringfeed", bs, qd)]]})
+    fio_best = max(table, key=lambda t: t["fio_median"])
+    rf_best = max(table, key=lambda t: t["ringfeed_median"])
+    rf_default = table[0]
     result = {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "dataset": a.dataset, "file_bytes": size, "cold_cache": cold,
-        "dd": dd, "fio_sweep": sweep, "ringfeed_sweep": rf_sweep, "fio_best": {k: best[k] for k in ("bs", "iodepth", "fixedbufs", "cmd")},
-        "fio_runs": fio_runs, "ringfeed_runs": rf_runs,
-        "fio_median_gb_per_s": fio_med, "ringfeed_median_gb_per_s": rf_med,
-        "ratio": rf_med / fio_med,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "dataset": a.dataset, "file_bytes": size,
+        "cold_cache": cold, "rounds": a.rounds, "dd": dd, "configs": table,
+        "runs": {f"{t}:{b}:{q}": v for (t, b, q), v in runs.items()},
+        "ratio_default_vs_fio_best": rf_default["ringfeed_median"] / fio_best["fio_median"],
+        "ratio_best_vs_best": rf_best["ringfeed_median"] / fio_best["fio_median"],
     }
     with open(os.path.join(a.out, "read_vs_fio.json"), "w") as f:
         json.dump(result, f, indent=2)
+
     print()
-    print(f"file: {a.dataset} ({size / 1e9:.2f} GB), page cache: {'cold (dropped before every run)' if cold else 'NOT dropped (not root?)'}")
-    print(f"fio best config: bs={best['bs']} iodepth={best['iodepth']} fixedbufs={best['fixedbufs']}")
-    print(f"{'':24}{'median GB/s':>12}  runs")
-    print(f"{'fio (io_uring, direct)':24}{fio_med:12.3f}  " + " ".join(f"{r['gb_per_s']:.3f}" for r in fio_runs))
-    print(f"{'ringfeed read':24}{rf_med:12.3f}  " + " ".join(f"{r['gb_per_s']:.3f}" for r in rf_runs))
-    print(f"ringfeed / fio = {rf_med / fio_med:.3f}")
+    print(f"file: {a.dataset} ({size / 1e9:.2f} GB); page cache: "
+          f"{'cold (dropped before every run)' if cold else 'NOT dropped (not root?)'}; {a.rounds} rounds")
+    print(f"{'read size':>9} {'depth':>5} {'fio GB/s':>9} {'ringfeed GB/s':>14} {'ratio':>6}   (medians)")
+    for t in table:
+        print(f"{t['bs']:>9} {t['iodepth']:>5} {t['fio_median']:9.3f} {t['ringfeed_median']:14.3f} {t['ratio']:6.3f}")
+    print(f"dd iflag=direct bs=4M (once): {dd['gb_per_s']:.3f} GB/s")
+    print(f"ringfeed default (1MiB, depth 16) / fio best ({fio_best['bs']}, {fio_best['iodepth']}) = "
+          f"{result['ratio_default_vs_fio_best']:.3f}")
+    print(f"ringfeed best / fio best = {result['ratio_best_vs_best']:.3f}")
     return 0
 
 
