@@ -153,7 +153,7 @@ Status DatasetWriter::FlushChunk() {
   e.offset = s.next_offset;
   e.stored_bytes = l.stored_bytes;
   e.sample_count = in_chunk_;
-  e.checksum = format::Checksum(c, l.stored_bytes);
+  e.checksum = Checksum(c, l.stored_bytes);
   RF_RETURN_IF_ERROR(s.out.file().WriteAt(c, l.stored_bytes, e.offset));
   s.next_offset += l.stored_bytes;
   s.entries.push_back(e);

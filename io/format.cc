@@ -1,7 +1,5 @@
 #include "io/format.h"
 
-#include <xxhash.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -64,8 +62,6 @@ ChunkLayout LayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes) {
 uint64_t IndexStoredBytes(uint64_t chunks) {
   return RoundUp(chunks * kIndexEntryBytes + 8, kAlign);
 }
-
-uint64_t Checksum(const void* data, size_t n) { return XXH3_64bits(data, n); }
 
 void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
   std::memset(out, 0, kHeaderBytes);

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "io/checksum.h"
 #include "io/dtype.h"
 #include "io/status.h"
 
@@ -82,8 +83,6 @@ ChunkLayout LayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes);
 
 // Index bytes of a file with `chunks` chunks, padding included.
 uint64_t IndexStoredBytes(uint64_t chunks);
-
-uint64_t Checksum(const void* data, size_t n);
 
 void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]);
 // Checks magic, version, checksum and that every field is in range and consistent with the

@@ -1,5 +1,6 @@
 #include "pipeline/chunk_feeder.h"
 
+#include <algorithm>
 #include <future>
 
 namespace rf {
@@ -66,12 +67,60 @@ Status ChunkFeeder::Join() {
 }
 
 void ChunkFeeder::Run(std::unique_ptr<ChunkReader> reader) {
-  status_ = Feed(*reader);
-  if (status_.ok()) {
-    ring_.Close();
-  } else {
-    ring_.Fail(status_);
+  if (options_.verify) {
+    for (uint32_t i = 0; i < std::max<uint32_t>(1, options_.verify_threads); ++i)
+      verifiers_.emplace_back([this] { VerifyLoop(); });
   }
+  Status st = Feed(*reader);
+  reader.reset();  // on this thread: io_uring's single issuer owns the ring
+  if (!st.ok()) ring_.Fail(st);
+  StopVerifiers();  // every chunk read has been verified, or the ring has failed
+  const Status ring = ring_.status();
+  status_ = ring.ok() ? st : ring;
+  if (status_.ok()) ring_.Close();
+}
+
+void ChunkFeeder::Deliver(const ChunkDone& d) {
+  const uint64_t bytes = dataset_.chunk(d.chunk).entry.stored_bytes;
+  bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  if (!options_.verify) {
+    ring_.MarkReady(d.slot, d.chunk, bytes);
+    return;
+  }
+  {
+    std::lock_guard lock(verify_mu_);
+    to_verify_.push_back(d);
+  }
+  verify_cv_.notify_one();
+}
+
+void ChunkFeeder::VerifyLoop() {
+  for (;;) {
+    ChunkDone d;
+    {
+      std::unique_lock lock(verify_mu_);
+      verify_cv_.wait(lock, [&] { return !to_verify_.empty() || verify_done_; });
+      if (to_verify_.empty()) return;
+      d = to_verify_.front();
+      to_verify_.pop_front();
+    }
+    Status st = dataset_.VerifyChunk(d.chunk, ring_.data(d.slot));
+    if (!st.ok()) {
+      ring_.Fail(std::move(st));
+      continue;  // keep draining so StopVerifiers returns
+    }
+    ring_.MarkReady(d.slot, d.chunk, dataset_.chunk(d.chunk).entry.stored_bytes);
+  }
+}
+
+void ChunkFeeder::StopVerifiers() {
+  {
+    std::lock_guard lock(verify_mu_);
+    verify_done_ = true;
+  }
+  verify_cv_.notify_all();
+  for (std::thread& t : verifiers_) t.join();
+  verifiers_.clear();
 }
 
 Status ChunkFeeder::Feed(ChunkReader& reader) {
@@ -93,12 +142,7 @@ Status ChunkFeeder::Feed(ChunkReader& reader) {
     if (reader.outstanding() == 0) return Status::Ok();
     done.clear();
     RF_RETURN_IF_ERROR(reader.Wait(done, 1));
-    for (const ChunkDone& d : done) {
-      const uint64_t bytes = dataset_.chunk(d.chunk).entry.stored_bytes;
-      if (options_.verify) RF_RETURN_IF_ERROR(dataset_.VerifyChunk(d.chunk, ring_.data(d.slot)));
-      bytes_.fetch_add(bytes, std::memory_order_relaxed);
-      ring_.MarkReady(d.slot, d.chunk, bytes);
-    }
+    for (const ChunkDone& d : done) Deliver(d);
   }
 }
 

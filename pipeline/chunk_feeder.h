@@ -13,9 +13,12 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -27,7 +30,8 @@ namespace rf {
 
 struct FeederOptions {
   ReaderOptions reader;
-  bool verify = true;  // check every chunk's XXH3 before the consumer sees it
+  bool verify = true;           // check every chunk's XXH3 before the consumer sees it
+  uint32_t verify_threads = 2;  // threads that verify, beside the I/O thread
   // For tests: the reader's queue, instead of io_uring or pread (see ChunkReader::CreateWithQueue).
   std::function<std::unique_ptr<IoQueue>()> queue_factory;
 };
@@ -54,6 +58,10 @@ class ChunkFeeder {
   ChunkFeeder(const Dataset& d, SlotRing& r, std::vector<uint64_t> order, const FeederOptions& o);
   void Run(std::unique_ptr<ChunkReader> reader);
   Status Feed(ChunkReader& reader);
+  // Hands a read chunk on: to the verifiers, or straight to the consumer.
+  void Deliver(const ChunkDone& d);
+  void VerifyLoop();
+  void StopVerifiers();
 
   const Dataset& dataset_;
   SlotRing& ring_;
@@ -64,6 +72,13 @@ class ChunkFeeder {
   std::atomic<uint64_t> bytes_{0};
   std::thread thread_;
   Status status_;
+
+  // Chunks read and waiting for a verifier. Bounded by the ring: at most one per slot.
+  std::mutex verify_mu_;
+  std::condition_variable verify_cv_;
+  std::deque<ChunkDone> to_verify_;
+  bool verify_done_ = false;  // the I/O thread will queue no more
+  std::vector<std::thread> verifiers_;
   bool joined_ = false;
 };
 
