@@ -297,7 +297,7 @@ Result<std::unique_ptr<ChunkReader>> ChunkReader::CreateWithQueue(const Dataset&
   RF_RETURN_IF_ERROR(m.queue->RegisterFiles(fds));
   // Registered buffers save the kernel pinning and unpinning pages on every read. Without them
   // (RLIMIT_MEMLOCK, pread) reads name plain addresses; nothing else changes.
-  m.fixed_buffers = m.queue->RegisterBuffers(buffers).ok();
+  m.fixed_buffers = options.register_buffers && m.queue->RegisterBuffers(buffers).ok();
 
   m.depth = std::min(options.queue_depth, m.queue->capacity());
   if (m.depth == 0) return Status::InvalidArgument("the I/O queue has no capacity");

@@ -28,6 +28,7 @@ struct ReadArgs {
   std::string read_size = "1MiB";
   uint32_t slots = 16;
   bool no_verify = false;
+  std::string register_buffers = "on";
   std::string pinned = "auto";
   uint32_t passes = 1;
   std::string json;
@@ -69,6 +70,9 @@ Status Run(const ReadArgs& a) {
   fo.reader.read_bytes = static_cast<uint32_t>(read_bytes);
   fo.reader.queue_depth = a.queue_depth;
   fo.verify = !a.no_verify;
+  if (a.register_buffers != "on" && a.register_buffers != "off")
+    return Status::InvalidArgument("--register-buffers must be on or off");
+  fo.reader.register_buffers = a.register_buffers == "on";
   RF_ASSIGN_OR_RETURN(PinMode pin, ParsePinMode(a.pinned.c_str()));
   RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(a.dataset));
   RF_ASSIGN_OR_RETURN(std::unique_ptr<SlotRing> ring,
@@ -109,6 +113,7 @@ Status Run(const ReadArgs& a) {
                         {"slot_bytes", ring->slot_bytes()},
                         {"pinned", ring->pinned()},
                         {"verify", fo.verify},
+                        {"register_buffers", fo.reader.register_buffers},
                         {"runs", runs}};
     std::ofstream out(a.json);
     out << j.dump(2) << "\n";
@@ -130,6 +135,8 @@ int RunReadCommand(int argc, char** argv) {
       "largest single read (a multiple of 4KiB)")(
       "slots", po::value(&a.slots)->default_value(a.slots), "ring slots (one chunk each)")(
       "no-verify", po::bool_switch(&a.no_verify), "skip the per-chunk checksum")(
+      "register-buffers", po::value(&a.register_buffers)->default_value(a.register_buffers),
+      "register the ring's slots with io_uring once (on) or not (off)")(
       "pinned", po::value(&a.pinned)->default_value(a.pinned),
       "ring memory: auto (pinned if a GPU is present), on, off")(
       "passes", po::value(&a.passes)->default_value(a.passes), "read the dataset this many times")(

@@ -299,6 +299,20 @@ TEST_F(ChunkReaderTest, UsesRegisteredBuffersWhereTheQueueTakesThem) {
   EXPECT_EQ(ReadAndCheckAll(**r, *dataset_, bufs), "");  // plain addresses work as well
 }
 
+TEST_F(ChunkReaderTest, LeavesBuffersUnregisteredWhenToldTo) {
+  AlignedBuffers bufs(4, kChunkBytes);
+  FakeIoQueue* fake;
+  {
+    auto registered = WithFake(&fake, bufs, Buffered());
+    EXPECT_TRUE(fake->buffers_registered());  // the default
+  }
+  ReaderOptions o = Buffered();
+  o.register_buffers = false;
+  auto r = WithFake(&fake, bufs, o);
+  EXPECT_EQ(ReadAndCheckAll(*r, *dataset_, bufs), "");
+  EXPECT_FALSE(fake->buffers_registered());
+}
+
 TEST_F(ChunkReaderTest, CompletesShortReadsByResubmittingTheRest) {
   AlignedBuffers bufs(4, kChunkBytes);
   FakeIoQueue* fake;

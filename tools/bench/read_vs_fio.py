@@ -23,6 +23,8 @@ import time
 
 # (read size, queue depth): ringfeed's default first.
 CONFIGS = [("1M", 16), ("256k", 64), ("4M", 8)]
+# ringfeed variants run at every configuration: name -> extra flags.
+VARIANTS = {"ringfeed": [], "ringfeed-noreg": ["--register-buffers", "off"]}
 
 
 def drop_caches():
@@ -80,7 +82,7 @@ def main():
     size = os.path.getsize(a.dataset)
     cold = True
 
-    jobs = [(tool, bs, qd) for bs, qd in CONFIGS for tool in ("fio", "ringfeed")]
+    jobs = [(tool, bs, qd) for bs, qd in CONFIGS for tool in ("fio", *VARIANTS)]
     runs = {j: [] for j in jobs}
     for rnd in range(a.rounds):
         k = rnd % len(jobs)
@@ -89,9 +91,9 @@ def main():
             if tool == "fio":
                 r = run_fio(a.fio, a.dataset, bs, qd)
             else:
-                r = run_ringfeed(a.ringfeed, a.dataset, bs, qd, extra, a.out)
+                r = run_ringfeed(a.ringfeed, a.dataset, bs, qd, VARIANTS[tool] + extra, a.out)
             runs[(tool, bs, qd)].append(r)
-            print(f"round {rnd + 1}: {tool:8} bs={bs:>4} qd={qd:>2}: {r['gb_per_s']:.3f} GB/s", flush=True)
+            print(f"round {rnd + 1}: {tool:14} bs={bs:>4} qd={qd:>2}: {r['gb_per_s']:.3f} GB/s", flush=True)
     cold &= drop_caches()
     dd = run_dd(a.dataset)
 
@@ -101,9 +103,12 @@ def main():
     table = []
     for bs, qd in CONFIGS:
         f, r = med("fio", bs, qd), med("ringfeed", bs, qd)
-        table.append({"bs": bs, "iodepth": qd, "fio_median": f, "ringfeed_median": r, "ratio": r / f,
-                      "fio_runs": [x["gb_per_s"] for x in runs[("fio", bs, qd)]],
-                      "ringfeed_runs": [x["gb_per_s"] for x in runs[("ringfeed", bs, qd)]]})
+        row = {"bs": bs, "iodepth": qd, "fio_median": f, "ringfeed_median": r, "ratio": r / f,
+               "fio_runs": [x["gb_per_s"] for x in runs[("fio", bs, qd)]]}
+        for v in VARIANTS:
+            row[f"{v}_median"] = med(v, bs, qd)
+            row[f"{v}_runs"] = [x["gb_per_s"] for x in runs[(v, bs, qd)]]
+        table.append(row)
     fio_best = max(table, key=lambda t: t["fio_median"])
     rf_best = max(table, key=lambda t: t["ringfeed_median"])
     rf_default = table[0]
@@ -120,9 +125,11 @@ def main():
     print()
     print(f"file: {a.dataset} ({size / 1e9:.2f} GB); page cache: "
           f"{'cold (dropped before every run)' if cold else 'NOT dropped (not root?)'}; {a.rounds} rounds")
-    print(f"{'read size':>9} {'depth':>5} {'fio GB/s':>9} {'ringfeed GB/s':>14} {'ratio':>6}   (medians)")
+    print(f"{'read size':>9} {'depth':>5} {'fio':>7} " + " ".join(f"{v:>15}" for v in VARIANTS) +
+          "  ratio  (median GB/s; ratio = ringfeed / fio)")
     for t in table:
-        print(f"{t['bs']:>9} {t['iodepth']:>5} {t['fio_median']:9.3f} {t['ringfeed_median']:14.3f} {t['ratio']:6.3f}")
+        print(f"{t['bs']:>9} {t['iodepth']:>5} {t['fio_median']:7.3f} " +
+              " ".join(f"{t[v + '_median']:15.3f}" for v in VARIANTS) + f"  {t['ratio']:5.3f}")
     print(f"dd iflag=direct bs=4M (once): {dd['gb_per_s']:.3f} GB/s")
     print(f"ringfeed default (1MiB, depth 16) / fio best ({fio_best['bs']}, {fio_best['iodepth']}) = "
           f"{result['ratio_default_vs_fio_best']:.3f}")
