@@ -24,8 +24,8 @@ namespace {
 struct ReadArgs {
   std::string dataset;
   std::string io = "direct";
-  uint32_t queue_depth = 16;
-  std::string read_size = "1MiB";
+  uint32_t queue_depth = ReaderOptions{}.queue_depth;
+  std::string read_size = "4MiB";
   uint32_t slots = 16;
   bool no_verify = false;
   std::string register_buffers = "on";

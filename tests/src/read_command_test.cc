@@ -99,7 +99,7 @@ TEST(ReadCommand, BadFlagExitsTwo) {
 TEST(ReadCommand, HelpListsEveryOptionWithItsDefault) {
   std::string out;
   ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read --help", &out), 0);
-  for (const char* o : {"--io arg (=direct)", "--queue-depth arg (=16)", "--read-size arg (=1MiB)",
+  for (const char* o : {"--io arg (=direct)", "--queue-depth arg (=8)", "--read-size arg (=4MiB)",
                         "--slots arg (=16)", "--no-verify", "--pinned arg (=auto)"}) {
     EXPECT_NE(out.find(o), std::string::npos) << o << "\n" << out;
   }
