@@ -1,5 +1,8 @@
 #include "io/uring_queue.h"
 
+#include <cstdlib>
+#include <string>
+
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -69,6 +72,10 @@ Result<std::unique_ptr<UringQueue>> UringQueue::Create(uint32_t depth) {
   if (depth == 0) return Status::InvalidArgument("io_uring queue depth must be at least 1");
   unsigned flags = 0;
   for (unsigned f : kOptionalFlags) flags |= f;
+  // For measurements only: RINGFEED_URING_DEFER_TASKRUN=0 leaves deferred task running off, to
+  // compare completion handling with tools that do not use it (fio 3.33).
+  if (const char* e = std::getenv("RINGFEED_URING_DEFER_TASKRUN"); e && std::string(e) == "0")
+    flags &= ~IORING_SETUP_DEFER_TASKRUN;
   Ring ring;
   int ret;
   while (true) {

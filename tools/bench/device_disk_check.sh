@@ -51,4 +51,5 @@ ls -la "$data"
 
 echo "== read vs fio"
 python3 tools/bench/read_vs_fio.py "$data/synthetic.rfd" --rounds "${ROUNDS:-5}" --out "$out" \
+  --configs "${CONFIGS:-}" --variants "${VARIANTS:-}" \
   --ringfeed "$bin/ringfeed"

@@ -26,6 +26,11 @@ CONFIGS = [("4M", 8), ("1M", 16), ("256k", 64)]
 # ringfeed variants run at every configuration: name -> extra flags. (Unregistered buffers,
 # --register-buffers off, were measured too: no faster on the H200 machine, 2026-11-22.)
 VARIANTS = {"ringfeed": []}
+# More variants, for diagnosis (--variants NAME,...): name -> (extra flags, extra environment).
+DIAGNOSTIC_VARIANTS = {
+    "ringfeed-noreg": (["--register-buffers", "off"], {}),
+    "ringfeed-nodefer": ([], {"RINGFEED_URING_DEFER_TASKRUN": "0"}),
+}
 
 
 def drop_caches():
@@ -51,11 +56,12 @@ def run_fio(fio, path, bs, qd):
             "wall_gb_per_s": job["io_bytes"] / wall / 1e9, "cmd": " ".join(cmd)}
 
 
-def run_ringfeed(binary, path, bs, qd, extra, tmp):
+def run_ringfeed(binary, path, bs, qd, extra, tmp, env=None):
     jpath = os.path.join(tmp, "ringfeed-read.json")
     size = bs.replace("M", "MiB").replace("k", "KiB")
     cmd = [binary, "read", path, "--read-size", size, "--queue-depth", str(qd), "--json", jpath]
-    subprocess.run(cmd + extra, check=True, capture_output=True, text=True)
+    subprocess.run(cmd + extra, check=True, capture_output=True, text=True,
+                   env=dict(os.environ, **(env or {})))
     with open(jpath) as f:
         r = json.load(f)["runs"][0]
     return {"gb_per_s": r["gb_per_s"], "bytes": r["bytes"], "backend": r["backend"],
@@ -77,13 +83,20 @@ def main():
     ap.add_argument("--fio", default=os.environ.get("FIO", "fio"))
     ap.add_argument("--ringfeed", default=os.path.join(os.environ.get("RINGFEED_BIN", "build/bin"), "ringfeed"))
     ap.add_argument("--ringfeed-args", default="", help="extra flags for every ringfeed read")
+    ap.add_argument("--configs", default="", help="read-size:depth pairs, e.g. 1M:16,4M:8")
+    ap.add_argument("--variants", default="", help="diagnostic ringfeed variants to add: " +
+                    ",".join(DIAGNOSTIC_VARIANTS))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     extra = shlex.split(a.ringfeed_args)
+    configs = [(c.split(":")[0], int(c.split(":")[1])) for c in a.configs.split(",") if c] or CONFIGS
+    variants = {k: (v, {}) for k, v in VARIANTS.items()}
+    for name in filter(None, a.variants.split(",")):
+        variants[name] = DIAGNOSTIC_VARIANTS[name]
     size = os.path.getsize(a.dataset)
     cold = True
 
-    jobs = [(tool, bs, qd) for bs, qd in CONFIGS for tool in ("fio", *VARIANTS)]
+    jobs = [(tool, bs, qd) for bs, qd in configs for tool in ("fio", *variants)]
     runs = {j: [] for j in jobs}
     for rnd in range(a.rounds):
         k = rnd % len(jobs)
@@ -92,7 +105,8 @@ def main():
             if tool == "fio":
                 r = run_fio(a.fio, a.dataset, bs, qd)
             else:
-                r = run_ringfeed(a.ringfeed, a.dataset, bs, qd, VARIANTS[tool] + extra, a.out)
+                flags, env = variants[tool]
+                r = run_ringfeed(a.ringfeed, a.dataset, bs, qd, flags + extra, a.out, env)
             runs[(tool, bs, qd)].append(r)
             print(f"round {rnd + 1}: {tool:14} bs={bs:>4} qd={qd:>2}: {r['gb_per_s']:.3f} GB/s", flush=True)
     cold &= drop_caches()
@@ -102,11 +116,11 @@ def main():
         return statistics.median(r["gb_per_s"] for r in runs[(tool, bs, qd)])
 
     table = []
-    for bs, qd in CONFIGS:
+    for bs, qd in configs:
         f, r = med("fio", bs, qd), med("ringfeed", bs, qd)
         row = {"bs": bs, "iodepth": qd, "fio_median": f, "ringfeed_median": r, "ratio": r / f,
                "fio_runs": [x["gb_per_s"] for x in runs[("fio", bs, qd)]]}
-        for v in VARIANTS:
+        for v in variants:
             row[f"{v}_median"] = med(v, bs, qd)
             row[f"{v}_runs"] = [x["gb_per_s"] for x in runs[(v, bs, qd)]]
         table.append(row)
@@ -126,11 +140,11 @@ def main():
     print()
     print(f"file: {a.dataset} ({size / 1e9:.2f} GB); page cache: "
           f"{'cold (dropped before every run)' if cold else 'NOT dropped (not root?)'}; {a.rounds} rounds")
-    print(f"{'read size':>9} {'depth':>5} {'fio':>7} " + " ".join(f"{v:>15}" for v in VARIANTS) +
+    print(f"{'read size':>9} {'depth':>5} {'fio':>7} " + " ".join(f"{v:>16}" for v in variants) +
           "  ratio  (median GB/s; ratio = ringfeed / fio)")
     for t in table:
         print(f"{t['bs']:>9} {t['iodepth']:>5} {t['fio_median']:7.3f} " +
-              " ".join(f"{t[v + '_median']:15.3f}" for v in VARIANTS) + f"  {t['ratio']:5.3f}")
+              " ".join(f"{t[v + '_median']:16.3f}" for v in variants) + f"  {t['ratio']:5.3f}")
     print(f"dd iflag=direct bs=4M (once): {dd['gb_per_s']:.3f} GB/s")
     print(f"ringfeed default (4MiB, depth 8) / fio best ({fio_best['bs']}, {fio_best['iodepth']}) = "
           f"{result['ratio_default_vs_fio_best']:.3f}")
