@@ -21,11 +21,11 @@
 namespace rf {
 
 struct IoRequest {
-  uint32_t file = 0;     // index into the files given to RegisterFiles
-  void* buf = nullptr;   // destination; inside registered buffer `buf_index` when that is >= 0
+  uint32_t file = 0;    // index into the files given to RegisterFiles
+  void* buf = nullptr;  // destination; inside registered buffer `buf_index` when that is >= 0
   uint32_t len = 0;
   uint64_t offset = 0;
-  int buf_index = -1;    // registered buffer holding buf, or -1
+  int buf_index = -1;  // registered buffer holding buf, or -1
   uint64_t user_data = 0;
 };
 

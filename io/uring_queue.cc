@@ -1,13 +1,12 @@
 #include "io/uring_queue.h"
 
-#include <cstdlib>
-#include <string>
-
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <utility>
 
 namespace rf {

@@ -26,7 +26,7 @@ namespace rf {
 struct BatchRef {
   const void* samples = nullptr;  // n samples, row-major C x H x W, in `dtype`
   DType dtype = DType::kUInt8;
-  const void* labels = nullptr;   // n labels in `label_dtype`
+  const void* labels = nullptr;  // n labels in `label_dtype`
   DType label_dtype = DType::kUInt8;
   uint32_t n = 0;
 };

@@ -44,9 +44,9 @@ Status ModelConfig::Validate() const {
   if (hidden == 0) return Status::InvalidArgument("the hidden layer needs at least one unit");
   const int last = static_cast<int>(conv.size()) - 1;
   if (HeightAfter(last) == 0 || WidthAfter(last) == 0) {
-    return Status::InvalidArgument(
-        std::to_string(conv.size()) + " pooling blocks shrink a " + std::to_string(height) + "x" +
-        std::to_string(width) + " input to nothing; use fewer blocks");
+    return Status::InvalidArgument(std::to_string(conv.size()) + " pooling blocks shrink a " +
+                                   std::to_string(height) + "x" + std::to_string(width) +
+                                   " input to nothing; use fewer blocks");
   }
   return Status::Ok();
 }

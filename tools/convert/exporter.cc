@@ -1,5 +1,7 @@
 #include "tools/convert/exporter.h"
 
+#include "tools/convert/byte_order.h"
+#include "tools/convert/dataset_chunks.h"
 #include "tools/convert/sample_layout.h"
 
 namespace rf::convert {
@@ -75,6 +77,37 @@ Result<ExportSummary> Export(const Dataset& d, const ExportOptions& o) {
   s.samples = d.sample_count();
   s.seconds = progress.Seconds();
   return s;
+}
+
+Result<ExportSummary> ExportSamplesAndLabels(const Dataset& d, ExportLayout layout, Elem label_elem,
+                                             bool big_endian, SequentialOutput& samples,
+                                             SequentialOutput& labels, Progress& progress) {
+  const format::Header& h = d.header();
+  const size_t sample_elem_bytes = DTypeSize(h.sample_dtype);
+  std::vector<uint8_t> scratch, swapped, label_bytes;
+  uint64_t done = 0;
+  RF_RETURN_IF_ERROR(ForEachChunk(d, [&](const ChunkView& c) -> Status {
+    const uint64_t bytes = c.count * h.SampleBytes();
+    const uint8_t* s = SamplesInLayout(h, layout, c.samples, c.count, &scratch);
+    if (big_endian && sample_elem_bytes > 1) {
+      swapped.assign(s, s + bytes);
+      SwapBytes(swapped.data(), sample_elem_bytes, c.count * h.SampleElems());
+      s = swapped.data();
+    }
+    RF_RETURN_IF_ERROR(samples.Append(s, bytes));
+    LabelsAs(h.label_dtype, c.labels, c.count, label_elem, &label_bytes);
+    if (big_endian) SwapBytes(label_bytes.data(), ElemSize(label_elem), c.count);
+    RF_RETURN_IF_ERROR(labels.Append(label_bytes.data(), label_bytes.size()));
+    done += c.stored_bytes;
+    progress.Update(done);
+    return Status::Ok();
+  }));
+  ExportSummary summary;
+  summary.bytes = samples.bytes() + labels.bytes();
+  summary.paths = {samples.path(), labels.path()};
+  RF_RETURN_IF_ERROR(samples.Commit());
+  RF_RETURN_IF_ERROR(labels.Commit());
+  return summary;
 }
 
 }  // namespace rf::convert

@@ -24,6 +24,7 @@
 #include "io/status.h"
 #include "tools/convert/elem_type.h"
 #include "tools/convert/progress.h"
+#include "tools/convert/sequential_output.h"
 
 namespace rf::convert {
 
@@ -68,5 +69,12 @@ std::vector<uint64_t> ExportShape(const format::Header& h, ExportLayout layout);
 // Returns samples itself for nchw/nhw; for nhwc a transposed copy in *scratch.
 const uint8_t* SamplesInLayout(const format::Header& h, ExportLayout layout, const uint8_t* samples,
                                uint32_t count, std::vector<uint8_t>* scratch);
+
+// The body shared by the two-file formats (raw, idx, npy): streams every chunk's samples, in
+// `layout`, after whatever `samples` already holds, and its labels, as `label_elem`, after what
+// `labels` holds; both byte-swapped to big-endian when `big_endian` (IDX). Then commits both.
+Result<ExportSummary> ExportSamplesAndLabels(const Dataset& d, ExportLayout layout, Elem label_elem,
+                                             bool big_endian, SequentialOutput& samples,
+                                             SequentialOutput& labels, Progress& progress);
 
 }  // namespace rf::convert

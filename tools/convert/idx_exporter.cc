@@ -1,6 +1,5 @@
 // idx export: PREFIX-images.idx + PREFIX-labels.idx, uncompressed, big-endian.
 #include "tools/convert/byte_order.h"
-#include "tools/convert/dataset_chunks.h"
 #include "tools/convert/exporter.h"
 #include "tools/convert/idx_input.h"
 #include "tools/convert/sequential_output.h"
@@ -39,30 +38,8 @@ Result<ExportSummary> ExportIdx(const Dataset& d, const ExportOptions& o, Progre
   RF_RETURN_IF_ERROR(images.Append(ih.data(), ih.size()));
   RF_RETURN_IF_ERROR(labels.Append(lh.data(), lh.size()));
 
-  std::vector<uint8_t> scratch, swapped, label_bytes;
-  uint64_t done = 0;
-  RF_RETURN_IF_ERROR(ForEachChunk(d, [&](const ChunkView& c) -> Status {
-    const uint64_t bytes = c.count * h.SampleBytes();
-    const uint8_t* s = SamplesInLayout(h, layout, c.samples, c.count, &scratch);
-    if (ElemSize(sample_elem) > 1) {
-      swapped.assign(s, s + bytes);
-      SwapBytes(swapped.data(), ElemSize(sample_elem), c.count * h.SampleElems());
-      s = swapped.data();
-    }
-    RF_RETURN_IF_ERROR(images.Append(s, bytes));
-    LabelsAs(h.label_dtype, c.labels, c.count, label_elem, &label_bytes);
-    SwapBytes(label_bytes.data(), ElemSize(label_elem), c.count);
-    RF_RETURN_IF_ERROR(labels.Append(label_bytes.data(), label_bytes.size()));
-    done += c.stored_bytes;
-    progress.Update(done);
-    return Status::Ok();
-  }));
-  ExportSummary s;
-  s.bytes = images.bytes() + labels.bytes();
-  s.paths = {images.path(), labels.path()};
-  RF_RETURN_IF_ERROR(images.Commit());
-  RF_RETURN_IF_ERROR(labels.Commit());
-  return s;
+  return ExportSamplesAndLabels(d, layout, label_elem, /*big_endian=*/true, images, labels,
+                                progress);
 }
 
 }  // namespace rf::convert

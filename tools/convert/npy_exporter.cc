@@ -1,5 +1,4 @@
 // npy export: PREFIX-images.npy + PREFIX-labels.npy, headers as numpy writes them.
-#include "tools/convert/dataset_chunks.h"
 #include "tools/convert/exporter.h"
 #include "tools/convert/npy_header.h"
 #include "tools/convert/sequential_output.h"
@@ -21,23 +20,8 @@ Result<ExportSummary> ExportNpy(const Dataset& d, const ExportOptions& o, Progre
   const std::string lh = FormatNpyHeader(*NpyDescrOf(label_elem), {h.total_samples});
   RF_RETURN_IF_ERROR(images.Append(ih.data(), ih.size()));
   RF_RETURN_IF_ERROR(labels.Append(lh.data(), lh.size()));
-  std::vector<uint8_t> scratch, label_bytes;
-  uint64_t done = 0;
-  RF_RETURN_IF_ERROR(ForEachChunk(d, [&](const ChunkView& c) -> Status {
-    const uint8_t* s = SamplesInLayout(h, layout, c.samples, c.count, &scratch);
-    RF_RETURN_IF_ERROR(images.Append(s, c.count * h.SampleBytes()));
-    LabelsAs(h.label_dtype, c.labels, c.count, label_elem, &label_bytes);
-    RF_RETURN_IF_ERROR(labels.Append(label_bytes.data(), label_bytes.size()));
-    done += c.stored_bytes;
-    progress.Update(done);
-    return Status::Ok();
-  }));
-  ExportSummary s;
-  s.bytes = images.bytes() + labels.bytes();
-  s.paths = {images.path(), labels.path()};
-  RF_RETURN_IF_ERROR(images.Commit());
-  RF_RETURN_IF_ERROR(labels.Commit());
-  return s;
+  return ExportSamplesAndLabels(d, layout, label_elem, /*big_endian=*/false, images, labels,
+                                progress);
 }
 
 }  // namespace rf::convert
