@@ -1,7 +1,8 @@
 // HostBuffer: one owner for one block of page-aligned host memory that the reader fills and the
-// copy engine reads: pinned (cudaHostAlloc) where a CUDA device is present, so host-to-device
-// copies run at full PCIe speed and asynchronously; plain page-aligned memory otherwise.
-// Allocated once at start; nothing in the data path allocates afterwards.
+// copy engine reads: pinned (cudaHostRegister) where a CUDA device is present, so host-to-device
+// copies run at full PCIe speed and asynchronously; plain memory otherwise. Buffers of 2 MiB
+// or more are 2 MiB-aligned and asked for transparent huge pages (see Allocate). Allocated and
+// faulted in once at start; nothing in the data path allocates afterwards.
 //
 // Thread safety: the memory itself is the users' to coordinate (the SlotRing does); the object
 // is move-only and not thread safe.
@@ -26,6 +27,8 @@ class HostBuffer {
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
 
+  static constexpr size_t kHugePage = size_t{2} << 20;
+
   // `bytes` is rounded up to a multiple of 4096. kOn fails where no CUDA device can pin.
   static Result<HostBuffer> Allocate(size_t bytes, PinMode pin);
 
@@ -37,6 +40,7 @@ class HostBuffer {
   void Free();
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  size_t map_bytes_ = 0;  // what is mapped at data_: size_ rounded up to the page size used
   bool pinned_ = false;
 };
 
