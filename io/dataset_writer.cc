@@ -8,8 +8,6 @@
 
 namespace rf {
 
-void DatasetWriter::FreeDeleter::operator()(void* p) const { std::free(p); }
-
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& path,
                                                              const DatasetSpec& spec,
                                                              const WriterOptions& opts) {
@@ -45,9 +43,9 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   w->chunk_capacity_ =
       format::LayoutFor(w->chunk_samples_, w->sample_bytes_, DTypeSize(spec.label_dtype))
           .stored_bytes;
-  void* mem = std::aligned_alloc(format::kAlign, w->chunk_capacity_);
-  if (mem == nullptr) return Status::InvalidArgument("cannot allocate a chunk buffer");
-  w->chunk_.reset(static_cast<uint8_t*>(mem));
+  // Three buffers: one filling, one being written, one queued.
+  RF_ASSIGN_OR_RETURN(w->writes_, ChunkWriteQueue::Create(3, w->chunk_capacity_));
+  w->chunk_ = w->writes_->Acquire();
   w->pending_labels_.resize(size_t{w->chunk_samples_} * DTypeSize(spec.label_dtype));
   w->sum_.assign(spec.channels, 0.0);
   w->sumsq_.assign(spec.channels, 0.0);
@@ -115,7 +113,7 @@ Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n
   const auto* lp = static_cast<const uint8_t*>(labels);
   while (n > 0) {
     const uint32_t take = static_cast<uint32_t>(std::min<uint64_t>(n, chunk_samples_ - in_chunk_));
-    std::memcpy(chunk_.get() + in_chunk_ * sample_bytes_, sp, take * sample_bytes_);
+    std::memcpy(chunk_ + in_chunk_ * sample_bytes_, sp, take * sample_bytes_);
     std::memcpy(pending_labels_.data() + in_chunk_ * lb, lp, take * lb);
     in_chunk_ += take;
     samples_ += take;
@@ -140,7 +138,7 @@ Status DatasetWriter::FlushChunk() {
   if (in_chunk_ == 0) return Status::Ok();
   const size_t lb = DTypeSize(spec_.label_dtype);
   const format::ChunkLayout l = format::LayoutFor(in_chunk_, sample_bytes_, lb);
-  uint8_t* c = chunk_.get();
+  uint8_t* c = chunk_;
   const uint64_t samples_end = uint64_t{in_chunk_} * sample_bytes_;
   std::memset(c + samples_end, 0, l.labels_offset - samples_end);
   std::memcpy(c + l.labels_offset, pending_labels_.data(), uint64_t{in_chunk_} * lb);
@@ -153,19 +151,20 @@ Status DatasetWriter::FlushChunk() {
   e.offset = s.next_offset;
   e.stored_bytes = l.stored_bytes;
   e.sample_count = in_chunk_;
-  e.checksum = Checksum(c, l.stored_bytes);
-  RF_RETURN_IF_ERROR(s.out.file().WriteAt(c, l.stored_bytes, e.offset));
+  // The queue fills in the checksum, writes, and appends the entry to the shard's index.
+  RF_RETURN_IF_ERROR(writes_->Submit(c, &s.out.file(), e, &s.entries));
   s.next_offset += l.stored_bytes;
-  s.entries.push_back(e);
   bytes_ += l.stored_bytes;
   ++chunks_;
   in_chunk_ = 0;
+  chunk_ = writes_->Acquire();
   return Status::Ok();
 }
 
 Status DatasetWriter::Finish() {
   if (finished_) return Status::Ok();
   RF_RETURN_IF_ERROR(FlushChunk());
+  RF_RETURN_IF_ERROR(writes_->Drain());
   if (samples_ == 0) return Status::InvalidArgument("no samples to write: " + path_);
 
   format::Header h;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "io/chunk_write_queue.h"
 #include "io/file.h"
 #include "io/format.h"
 #include "io/status.h"
@@ -77,11 +78,11 @@ class DatasetWriter {
   };
   std::vector<Shard> shards_;
 
-  // The chunk being filled: samples at 0, labels at the layout's labels_offset.
-  struct FreeDeleter {
-    void operator()(void* p) const;
-  };
-  std::unique_ptr<uint8_t, FreeDeleter> chunk_;
+  // Checksums and writes full chunks on its own thread. Declared after shards_, so it stops
+  // (and stops writing to their files) before they are closed and removed.
+  std::unique_ptr<ChunkWriteQueue> writes_;
+  // The chunk being filled (a buffer of writes_): samples at 0, labels at labels_offset.
+  uint8_t* chunk_ = nullptr;
   uint64_t chunk_capacity_ = 0;
   uint32_t in_chunk_ = 0;
   std::vector<uint8_t> pending_labels_;
