@@ -7,10 +7,9 @@
 #include <vector>
 
 #include "io/status.h"
+#include "tests/testing/temp_dir.h"  // kFashionMnistDir
 
 namespace rf::testing {
-
-inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
 struct FashionMnist {
   uint32_t count = 0, rows = 0, cols = 0;
