@@ -1,0 +1,248 @@
+#include "kernels/checkpoint.h"
+
+#include <fcntl.h>
+
+#include <bit>
+#include <cstring>
+
+#include "io/checksum.h"
+#include "io/file.h"
+
+namespace rf {
+namespace {
+
+// The format is little-endian; ringfeed builds only for little-endian hosts, so values are copied
+// as they lie in memory.
+static_assert(std::endian::native == std::endian::little);
+
+// More blocks than any 2x2-pooled input could take (each halves the size; 2^16 > any dimension).
+constexpr uint32_t kMaxBlocks = 16;
+
+class Encoder {
+ public:
+  template <typename T>
+  void Put(T v) {
+    const size_t at = out_.size();
+    out_.resize(at + sizeof v);
+    std::memcpy(out_.data() + at, &v, sizeof v);
+  }
+  void PutFloats(const std::vector<float>& v) {
+    Put<uint64_t>(v.size());
+    const size_t at = out_.size();
+    out_.resize(at + v.size() * sizeof(float));
+    std::memcpy(out_.data() + at, v.data(), v.size() * sizeof(float));
+  }
+  std::vector<uint8_t>& bytes() { return out_; }
+
+ private:
+  std::vector<uint8_t> out_;
+};
+
+// Reads fields in order; every read is bounds-checked first, so a truncated or damaged file fails
+// before anything is allocated from a size it claims.
+class Decoder {
+ public:
+  Decoder(const uint8_t* data, size_t n, const std::string& path)
+      : data_(data), n_(n), path_(path) {}
+
+  template <typename T>
+  Status Get(T* v, const char* what) {
+    RF_RETURN_IF_ERROR(Need(sizeof *v, what));
+    std::memcpy(v, data_ + at_, sizeof *v);
+    at_ += sizeof *v;
+    return Status::Ok();
+  }
+  // A tensor of exactly `expected` floats.
+  Status GetFloats(std::vector<float>* v, size_t expected, const std::string& what) {
+    const uint64_t field = at_;
+    uint64_t count = 0;
+    RF_RETURN_IF_ERROR(Get(&count, what.c_str()));
+    if (count != expected) {
+      return Error(field, what + " has " + std::to_string(count) + " values; the model needs " +
+                              std::to_string(expected));
+    }
+    RF_RETURN_IF_ERROR(Need(count * sizeof(float), what.c_str()));
+    v->resize(count);
+    std::memcpy(v->data(), data_ + at_, count * sizeof(float));
+    at_ += count * sizeof(float);
+    return Status::Ok();
+  }
+  Status Error(uint64_t offset, const std::string& msg) const {
+    Status st = Status::Corruption(path_, "checkpoint: " + msg);
+    st.WithOffset(offset);
+    return st;
+  }
+  uint64_t at() const { return at_; }
+  uint64_t size() const { return n_; }
+
+ private:
+  Status Need(uint64_t bytes, const char* what) const {
+    if (bytes > n_ - at_) {
+      return Error(n_, std::string("file is truncated (") + what + " needs bytes up to " +
+                           std::to_string(at_ + bytes) + ")");
+    }
+    return Status::Ok();
+  }
+
+  const uint8_t* data_;
+  uint64_t n_;
+  uint64_t at_ = 0;
+  const std::string& path_;
+};
+
+bool SameModel(const ModelConfig& a, const ModelConfig& b) {
+  return a.channels == b.channels && a.height == b.height && a.width == b.width &&
+         a.classes == b.classes && a.conv == b.conv && a.hidden == b.hidden;
+}
+
+Status CheckTensors(const Tensors& t, const std::vector<ParamShape>& shapes, const char* what) {
+  if (t.t.size() != shapes.size()) {
+    return Status::InvalidArgument(std::string("checkpoint ") + what + ": " +
+                                   std::to_string(t.t.size()) + " tensors, the model has " +
+                                   std::to_string(shapes.size()));
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (t.t[i].size() != shapes[i].count()) {
+      return Status::InvalidArgument(std::string("checkpoint ") + what + " " + shapes[i].name +
+                                     ": " + std::to_string(t.t[i].size()) + " values, expected " +
+                                     std::to_string(shapes[i].count()));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string DescribeModel(const ModelConfig& c) {
+  std::string s = std::to_string(c.channels) + "x" + std::to_string(c.height) + "x" +
+                  std::to_string(c.width) + ", " + std::to_string(c.classes) + " classes, conv ";
+  for (size_t i = 0; i < c.conv.size(); ++i) s += (i ? "," : "") + std::to_string(c.conv[i]);
+  return s + ", hidden " + std::to_string(c.hidden);
+}
+
+Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
+  RF_RETURN_IF_ERROR(c.config.Validate());
+  const std::vector<ParamShape> shapes = ParameterShapes(c.config);
+  RF_RETURN_IF_ERROR(CheckTensors(c.params, shapes, "parameters"));
+  RF_RETURN_IF_ERROR(CheckTensors(c.momentum, shapes, "momentum"));
+  if (c.config.conv.size() > kMaxBlocks) return Status::InvalidArgument("too many conv blocks");
+
+  Encoder e;
+  for (char m : kCheckpointMagic) e.Put(m);
+  e.Put(kCheckpointVersion);
+  const ModelConfig& m = c.config;
+  for (uint32_t v : {m.channels, m.height, m.width, m.classes}) e.Put(v);
+  e.Put<uint32_t>(m.conv.size());
+  for (uint32_t v : m.conv) e.Put(v);
+  e.Put(m.hidden);
+  for (float v : {c.sgd.lr, c.sgd.momentum, c.sgd.weight_decay}) e.Put(v);
+  for (uint64_t v : {c.seed, c.epoch, c.next_sample, c.step}) e.Put(v);
+  e.Put(c.batch_size);
+  e.Put<uint32_t>(0);
+  e.Put(c.dataset_id);
+  e.Put(c.dataset_samples);
+  e.Put<uint32_t>(shapes.size());
+  for (const auto& t : c.params.t) e.PutFloats(t);
+  for (const auto& t : c.momentum.t) e.PutFloats(t);
+  e.Put<uint64_t>(Checksum(e.bytes().data(), e.bytes().size()));
+  return std::move(e.bytes());
+}
+
+Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::string& path) {
+  Decoder d(data, n, path);
+  char magic[8];
+  for (char& ch : magic) RF_RETURN_IF_ERROR(d.Get(&ch, "magic"));
+  if (std::memcmp(magic, kCheckpointMagic, sizeof magic) != 0) {
+    return d.Error(0, "not a ringfeed checkpoint (bad magic)");
+  }
+  uint32_t version = 0;
+  RF_RETURN_IF_ERROR(d.Get(&version, "version"));
+  if (version != kCheckpointVersion) {
+    return d.Error(8, "unsupported version " + std::to_string(version) + " (this build reads " +
+                          std::to_string(kCheckpointVersion) + ")");
+  }
+
+  Checkpoint c;
+  ModelConfig& m = c.config;
+  const uint64_t model_at = d.at();
+  for (uint32_t* v : {&m.channels, &m.height, &m.width, &m.classes}) {
+    RF_RETURN_IF_ERROR(d.Get(v, "model"));
+  }
+  uint32_t blocks = 0;
+  RF_RETURN_IF_ERROR(d.Get(&blocks, "model"));
+  if (blocks > kMaxBlocks) return d.Error(d.at() - 4, std::to_string(blocks) + " conv blocks");
+  m.conv.assign(blocks, 0);
+  for (uint32_t& v : m.conv) RF_RETURN_IF_ERROR(d.Get(&v, "model"));
+  RF_RETURN_IF_ERROR(d.Get(&m.hidden, "model"));
+  if (Status st = m.Validate(); !st.ok()) {
+    return d.Error(model_at, "invalid model (" + st.message() + ")");
+  }
+
+  for (float* v : {&c.sgd.lr, &c.sgd.momentum, &c.sgd.weight_decay}) {
+    RF_RETURN_IF_ERROR(d.Get(v, "sgd"));
+  }
+  for (uint64_t* v : {&c.seed, &c.epoch, &c.next_sample, &c.step}) {
+    RF_RETURN_IF_ERROR(d.Get(v, "position"));
+  }
+  RF_RETURN_IF_ERROR(d.Get(&c.batch_size, "position"));
+  uint32_t reserved = 0;
+  RF_RETURN_IF_ERROR(d.Get(&reserved, "position"));
+  RF_RETURN_IF_ERROR(d.Get(&c.dataset_id, "position"));
+  RF_RETURN_IF_ERROR(d.Get(&c.dataset_samples, "position"));
+
+  const std::vector<ParamShape> shapes = ParameterShapes(m);
+  uint32_t tensors = 0;
+  RF_RETURN_IF_ERROR(d.Get(&tensors, "tensor count"));
+  if (tensors != shapes.size()) {
+    return d.Error(d.at() - 4, std::to_string(tensors) + " tensors; the model has " +
+                                   std::to_string(shapes.size()));
+  }
+  for (Tensors* t : {&c.params, &c.momentum}) {
+    const char* kind = t == &c.params ? "parameter " : "momentum ";
+    t->t.resize(shapes.size());
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      RF_RETURN_IF_ERROR(d.GetFloats(&t->t[i], shapes[i].count(), kind + shapes[i].name));
+    }
+  }
+
+  const uint64_t payload = d.at();
+  uint64_t stored = 0;
+  RF_RETURN_IF_ERROR(d.Get(&stored, "checksum"));
+  if (d.at() != d.size()) {
+    return d.Error(d.at(),
+                   std::to_string(d.size() - d.at()) + " trailing bytes after the checksum");
+  }
+  if (Checksum(data, payload) != stored) {
+    return d.Error(payload, "checksum mismatch (the file is damaged)");
+  }
+  if (c.batch_size == 0) return d.Error(model_at, "batch size 0");
+  return c;
+}
+
+Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
+  RF_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, EncodeCheckpoint(c));
+  RF_ASSIGN_OR_RETURN(AtomicOutput out, AtomicOutput::Create(path));
+  RF_RETURN_IF_ERROR(out.file().WriteAt(bytes.data(), bytes.size(), 0));
+  return out.Commit();
+}
+
+Result<Checkpoint> ReadCheckpoint(const std::string& path) {
+  RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
+  std::vector<uint8_t> bytes(size);
+  RF_RETURN_IF_ERROR(f.ReadAt(bytes.data(), bytes.size(), 0));
+  return DecodeCheckpoint(bytes.data(), bytes.size(), path);
+}
+
+Result<Checkpoint> LoadCheckpoint(const std::string& path, const ModelConfig& requested) {
+  RF_ASSIGN_OR_RETURN(Checkpoint c, ReadCheckpoint(path));
+  if (!SameModel(c.config, requested)) {
+    Status st = Status::InvalidArgument("checkpoint is of model " + DescribeModel(c.config) +
+                                        "; asked for " + DescribeModel(requested));
+    st.WithPath(path);
+    return st;
+  }
+  return c;
+}
+
+}  // namespace rf

@@ -1,0 +1,65 @@
+// Checkpoint: everything needed to continue a training run exactly where it stopped, in one
+// backend-independent file (parameters and momentum are host copies, so a checkpoint written from
+// the CPU backend loads in the CUDA backend and back).
+//
+// File layout (version 1, all integers and floats little-endian):
+//
+//   magic "RFCKPT\0\x1a" (8) | u32 version
+//   model:    u32 channels, height, width, classes | u32 blocks | u32 conv[blocks] | u32 hidden
+//   sgd:      f32 lr, momentum, weight_decay
+//   position: u64 seed, epoch, next_sample, step | u32 batch_size | u32 reserved (0)
+//             u64 dataset_id, dataset_samples
+//   u32 tensors | per parameter tensor (ParameterShapes order): u64 count, f32[count]
+//                 then the same for each momentum tensor
+//   u64 XXH3-64 of every byte before it
+//
+// The shuffling state is (seed, epoch): the order of an epoch is recomputed from them
+// (pipeline/epoch_order.h), so no generator state is stored. next_sample indexes that order.
+// Writing goes through AtomicOutput (temp name, fsync, rename): a crash mid-write leaves the
+// previous checkpoint in place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/status.h"
+#include "kernels/model.h"
+
+namespace rf {
+
+struct Checkpoint {
+  ModelConfig config;
+  SgdConfig sgd;
+  Tensors params, momentum;  // both in ParameterShapes(config) order and sizes
+  uint64_t seed = 0;
+  uint64_t epoch = 0;        // the epoch to continue (0-based)
+  uint64_t next_sample = 0;  // index, in epoch's order, of the next sample to train on
+  uint64_t step = 0;         // training steps taken so far, over all epochs
+  uint32_t batch_size = 0;
+  uint64_t dataset_id = 0;  // of the training dataset, so a resume on other data is refused
+  uint64_t dataset_samples = 0;
+};
+
+inline constexpr char kCheckpointMagic[8] = {'R', 'F', 'C', 'K', 'P', 'T', '\0', '\x1a'};
+inline constexpr uint32_t kCheckpointVersion = 1;
+
+// The bytes of a checkpoint file. Fails with InvalidArgument when the tensors do not match
+// ParameterShapes(c.config).
+Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c);
+// Parses and validates checkpoint bytes; errors are Corruption naming `path` and the byte offset
+// (truncation, bad magic or version, an invalid model, tensor sizes that do not match the model,
+// trailing bytes, checksum mismatch).
+Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::string& path);
+
+// Writes atomically: the file at `path` is either the old one or the complete new one.
+Status WriteCheckpoint(const std::string& path, const Checkpoint& c);
+// Reads and validates a checkpoint file (errors as DecodeCheckpoint, or IOError/NotFound).
+Result<Checkpoint> ReadCheckpoint(const std::string& path);
+// ReadCheckpoint, then InvalidArgument naming the file when its model is not `requested`.
+Result<Checkpoint> LoadCheckpoint(const std::string& path, const ModelConfig& requested);
+
+// "1x28x28, 10 classes, conv 8,16, hidden 32": for messages.
+std::string DescribeModel(const ModelConfig& c);
+
+}  // namespace rf

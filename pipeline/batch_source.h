@@ -1,0 +1,53 @@
+// BatchSource: what the training loop pulls batches from, one epoch at a time. The in-memory
+// source (pipeline/memory_batch_source.h) is the first implementation; the streaming pipeline
+// (disk -> slot ring -> device) will be the second, behind the same interface.
+//
+// An epoch visits the samples in EpochOrder(sample_count, seed, epoch) (or in stored order when
+// shuffling is off), batch_size at a time; the last batch is partial unless drop_last is set, in
+// which case its samples are skipped for that epoch.
+//
+// Thread safety: none; one thread drives a source.
+#pragma once
+
+#include <cstdint>
+
+#include "io/dtype.h"
+#include "io/status.h"
+
+namespace rf {
+
+struct BatchSourceOptions {
+  uint32_t batch_size = 128;
+  bool drop_last = false;  // skip a partial last batch
+  bool shuffle = true;     // false: every epoch in stored order (for evaluation)
+  uint64_t seed = 0;
+};
+
+// One batch in host memory, valid until the next call on the source that made it.
+struct HostBatch {
+  const void* samples = nullptr;  // n samples, row-major C x H x W, in sample_dtype
+  DType sample_dtype = DType::kUInt8;
+  const void* labels = nullptr;  // n labels in label_dtype
+  DType label_dtype = DType::kUInt8;
+  uint32_t n = 0;  // 0: the epoch is over
+};
+
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+
+  virtual uint64_t sample_count() const = 0;
+  // Samples an epoch trains on: sample_count(), less a partial last batch with drop_last.
+  virtual uint64_t epoch_samples() const = 0;
+
+  // Starts epoch `epoch` at `position`, the index in the epoch's order of the first sample to
+  // deliver (0 for a fresh epoch; a checkpoint's next_sample on resume). InvalidArgument when
+  // position > epoch_samples().
+  virtual Status StartEpoch(uint64_t epoch, uint64_t position) = 0;
+  // The next batch of the current epoch; n == 0 once the epoch is over.
+  virtual Result<HostBatch> Next() = 0;
+  // Index in the epoch's order of the next sample Next() will deliver.
+  virtual uint64_t position() const = 0;
+};
+
+}  // namespace rf

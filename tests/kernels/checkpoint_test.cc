@@ -1,0 +1,196 @@
+// Checkpoint files: exact round trips, and every damage the reader claims to catch, planted.
+#include "kernels/checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "tests/testing/temp_dir.h"
+
+namespace rf {
+namespace {
+
+using testing::TempDir;
+
+ModelConfig SmallConfig() {
+  ModelConfig c;
+  c.channels = 1;
+  c.height = c.width = 12;
+  c.classes = 4;
+  c.conv = {3, 5};
+  c.hidden = 7;
+  return c;
+}
+
+// Every value encodes its tensor and position (momentum negative), so a misplaced one shows.
+Checkpoint Numbered() {
+  Checkpoint c;
+  c.config = SmallConfig();
+  c.sgd = SgdConfig{0.05f, 0.8f, 1e-4f};
+  c.params = ZerosLike(c.config);
+  c.momentum = ZerosLike(c.config);
+  for (size_t i = 0; i < c.params.t.size(); ++i) {
+    for (size_t j = 0; j < c.params.t[i].size(); ++j) {
+      c.params.t[i][j] = 1000.f * i + j + 0.25f;
+      c.momentum.t[i][j] = -(1000.f * i + j + 0.5f);
+    }
+  }
+  c.seed = 0x1234567890abcdefull;
+  c.epoch = 3;
+  c.next_sample = 640;
+  c.step = 1234;
+  c.batch_size = 64;
+  c.dataset_id = 0xfeedfacecafebeefull;
+  c.dataset_samples = 60000;
+  return c;
+}
+
+bool SameBits(const Tensors& a, const Tensors& b) {
+  if (a.t.size() != b.t.size()) return false;
+  for (size_t i = 0; i < a.t.size(); ++i) {
+    if (a.t[i].size() != b.t[i].size() ||
+        std::memcmp(a.t[i].data(), b.t[i].data(), a.t[i].size() * sizeof(float)) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(Checkpoint, RoundTripsEveryFieldExactly) {
+  TempDir t;
+  const Checkpoint c = Numbered();
+  ASSERT_TRUE(WriteCheckpoint(t.File("c.ckpt"), c).ok());
+  auto r = LoadCheckpoint(t.File("c.ckpt"), SmallConfig());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->config.conv, c.config.conv);
+  EXPECT_EQ(r->config.hidden, 7u);
+  EXPECT_EQ(r->config.height, 12u);
+  EXPECT_EQ(r->config.classes, 4u);
+  EXPECT_EQ(r->sgd.lr, 0.05f);
+  EXPECT_EQ(r->sgd.momentum, 0.8f);
+  EXPECT_EQ(r->sgd.weight_decay, 1e-4f);
+  EXPECT_TRUE(SameBits(r->params, c.params));
+  EXPECT_TRUE(SameBits(r->momentum, c.momentum));
+  EXPECT_EQ(r->seed, c.seed);
+  EXPECT_EQ(r->epoch, 3u);
+  EXPECT_EQ(r->next_sample, 640u);
+  EXPECT_EQ(r->step, 1234u);
+  EXPECT_EQ(r->batch_size, 64u);
+  EXPECT_EQ(r->dataset_id, c.dataset_id);
+  EXPECT_EQ(r->dataset_samples, 60000u);
+  // No temporary file is left beside it.
+  EXPECT_EQ(testing::ReadAll(t.File("c.ckpt")).size(), EncodeCheckpoint(c)->size());
+}
+
+TEST(Checkpoint, ReplacesAnOlderFileWhole) {
+  TempDir t;
+  Checkpoint c = Numbered();
+  ASSERT_TRUE(WriteCheckpoint(t.File("c.ckpt"), c).ok());
+  c.step = 99;
+  ASSERT_TRUE(WriteCheckpoint(t.File("c.ckpt"), c).ok());
+  auto r = ReadCheckpoint(t.File("c.ckpt"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->step, 99u);
+}
+
+TEST(Checkpoint, TruncatedFileIsCorruptionNamingFileAndOffset) {
+  TempDir t;
+  const std::string path = t.File("c.ckpt");
+  ASSERT_TRUE(WriteCheckpoint(path, Numbered()).ok());
+  const uint64_t size = testing::ReadAll(path).size();
+  for (uint64_t keep : {uint64_t{0}, uint64_t{5}, uint64_t{40}, size / 2, size - 1}) {
+    ASSERT_TRUE(WriteCheckpoint(path, Numbered()).ok());
+    testing::Truncate(path, keep);
+    auto r = ReadCheckpoint(path);
+    ASSERT_FALSE(r.ok()) << keep;
+    EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+    EXPECT_EQ(
+        r.status().ToString().rfind(
+            path + ": at byte " + std::to_string(keep) + ": checkpoint: file is truncated", 0),
+        0u)
+        << r.status().ToString();
+  }
+}
+
+TEST(Checkpoint, FlippedBitInTheTensorsIsAChecksumMismatchAtTheChecksum) {
+  TempDir t;
+  const std::string path = t.File("c.ckpt");
+  ASSERT_TRUE(WriteCheckpoint(path, Numbered()).ok());
+  const uint64_t size = testing::ReadAll(path).size();
+  testing::FlipBit(path, size - 100, 3);
+  auto r = ReadCheckpoint(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption());
+  EXPECT_EQ(r.status().ToString(), path + ": at byte " + std::to_string(size - 8) +
+                                       ": checkpoint: checksum mismatch (the file is damaged)");
+}
+
+TEST(Checkpoint, FlippedBitInTheMagicIsRefusedAtByteZero) {
+  TempDir t;
+  const std::string path = t.File("c.ckpt");
+  ASSERT_TRUE(WriteCheckpoint(path, Numbered()).ok());
+  testing::FlipBit(path, 2);
+  auto r = ReadCheckpoint(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().ToString(),
+            path + ": at byte 0: checkpoint: not a ringfeed checkpoint (bad magic)");
+}
+
+TEST(Checkpoint, FlippedBitInTheModelIsRefusedBeforeReadingTensors) {
+  TempDir t;
+  const std::string path = t.File("c.ckpt");
+  ASSERT_TRUE(WriteCheckpoint(path, Numbered()).ok());
+  // Byte 12 is the low byte of `channels` (magic 8 + version 4): 1 becomes 0, an invalid model.
+  testing::FlipBit(path, 12, 0);
+  auto r = ReadCheckpoint(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption());
+  EXPECT_NE(r.status().ToString().find(path + ": at byte 12: checkpoint: invalid model"),
+            std::string::npos)
+      << r.status().ToString();
+}
+
+TEST(Checkpoint, TrailingBytesAreRefused) {
+  TempDir t;
+  const std::string path = t.File("c.ckpt");
+  auto bytes = EncodeCheckpoint(Numbered());
+  ASSERT_TRUE(bytes.ok());
+  bytes->push_back(0);
+  testing::WriteAll(path, *bytes);
+  auto r = ReadCheckpoint(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("1 trailing bytes after the checksum"), std::string::npos)
+      << r.status().ToString();
+}
+
+TEST(Checkpoint, OtherModelIsInvalidArgumentNamingBothModels) {
+  TempDir t;
+  const std::string path = t.File("c.ckpt");
+  ASSERT_TRUE(WriteCheckpoint(path, Numbered()).ok());
+  ModelConfig other = SmallConfig();
+  other.hidden = 8;
+  auto r = LoadCheckpoint(path, other);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidArgument());
+  EXPECT_EQ(r.status().ToString(),
+            path + ": checkpoint is of model 1x12x12, 4 classes, conv 3,5, hidden 7; asked for " +
+                "1x12x12, 4 classes, conv 3,5, hidden 8");
+}
+
+TEST(Checkpoint, EncodeRefusesTensorsOfAnotherModel) {
+  Checkpoint c = Numbered();
+  c.momentum.t.pop_back();
+  auto r = EncodeCheckpoint(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidArgument());
+  EXPECT_NE(r.status().message().find("momentum"), std::string::npos) << r.status().message();
+}
+
+TEST(Checkpoint, MissingFileIsAnErrorNamingIt) {
+  auto r = ReadCheckpoint("/nonexistent/c.ckpt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("/nonexistent/c.ckpt"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rf
