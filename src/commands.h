@@ -5,5 +5,6 @@
 namespace rf {
 
 int RunReadCommand(int argc, char** argv);
+int RunTrainCommand(int argc, char** argv);
 
 }  // namespace rf

@@ -13,6 +13,7 @@ void Usage(FILE* out) {
                "\n"
                "commands:\n"
                "  read DATASET   drain a dataset through the io_uring reader and report GB/s\n"
+               "  train          train the model on a dataset (--data TRAIN.rfd)\n"
                "\n"
                "'ringfeed <command> --help' lists a command's options.\n"
                "Datasets are made with ringfeed-convert.\n");
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (std::strcmp(cmd, "read") == 0) return rf::RunReadCommand(argc - 1, argv + 1);
+  if (std::strcmp(cmd, "train") == 0) return rf::RunTrainCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "ringfeed: unknown command '%s'\n", cmd);
   Usage(stderr);
   return 2;

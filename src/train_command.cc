@@ -1,0 +1,373 @@
+// ringfeed train: trains the model (kernels/model.h) on a dataset with a backend, one epoch after
+// another, printing a line per epoch; writes checkpoints and resumes from them bit-exactly (the
+// CPU backend is deterministic and the epoch order is a function of seed and epoch alone).
+//
+// The data path, top to bottom: BatchSource::Next (gather a batch in host memory) -> Backend::
+// TrainStep. The in-memory source is the only one for now; the streaming pipeline will replace
+// it behind the same interface.
+//
+// SIGINT and SIGTERM only set a flag; the loop checks it after each step, writes the checkpoint
+// and exits 0, so an interrupted run can be resumed.
+#include <signal.h>
+
+#include <atomic>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "io/dataset.h"
+#include "kernels/checkpoint.h"
+#include "kernels/cpu_backend.h"
+#include "pipeline/memory_batch_source.h"
+#include "src/commands.h"
+
+namespace po = boost::program_options;
+
+namespace rf {
+namespace {
+
+// Lock-free, so storing to it is async-signal-safe; the handler does nothing else.
+std::atomic<bool> g_stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+void RequestStop(int) { g_stop_requested.store(true, std::memory_order_relaxed); }
+
+void InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = RequestStop;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+struct TrainArgs {
+  std::string data, test, device = "auto";
+  uint64_t epochs = 1;
+  uint32_t batch_size = 128;
+  SgdConfig sgd;
+  uint64_t seed = 1;
+  std::string conv = "32,64,128";
+  uint32_t hidden = 256;
+  std::string checkpoint, resume, metrics;
+  uint64_t checkpoint_every = 0, max_steps = 0;
+};
+
+// Host memory in use, from /proc/self/status (0 where it cannot be read).
+uint64_t ResidentBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "... kB"
+  }
+  return 0;
+}
+
+Result<std::vector<uint32_t>> ParseWidths(const std::string& s) {
+  std::vector<uint32_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v == 0 || v > 65536) {
+      return Status::InvalidArgument("--conv wants comma-separated channel counts, got \"" + s +
+                                     "\"");
+    }
+    out.push_back(static_cast<uint32_t>(v));
+  }
+  if (out.empty()) return Status::InvalidArgument("--conv is empty");
+  return out;
+}
+
+BatchRef ToBatchRef(const HostBatch& b) {
+  return BatchRef{b.samples, b.sample_dtype, b.labels, b.label_dtype, b.n};
+}
+
+// Everything the loop keeps between steps besides the backend's own state.
+struct RunState {
+  uint64_t epoch = 0, step = 0;
+  uint64_t next_sample = 0;  // in the current epoch's order
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainArgs& a, const Dataset& train, ModelConfig config, Backend& backend,
+          BatchSource& source, BatchSource* test_source, std::ofstream* metrics)
+      : a_(a),
+        train_(train),
+        config_(std::move(config)),
+        backend_(backend),
+        source_(source),
+        test_(test_source),
+        metrics_(metrics) {}
+
+  Status Run(RunState s, const SgdConfig& sgd, uint64_t seed);
+
+ private:
+  Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
+  Status ReportEpoch(const RunState& s, double seconds, uint64_t samples);
+  Status WriteMetrics(const nlohmann::json& j);
+
+  const TrainArgs& a_;
+  const Dataset& train_;
+  ModelConfig config_;
+  Backend& backend_;
+  BatchSource& source_;
+  BatchSource* test_;
+  std::ofstream* metrics_;
+};
+
+Status Trainer::Save(const RunState& s, const SgdConfig& sgd, uint64_t seed) {
+  if (a_.checkpoint.empty()) return Status::Ok();
+  Checkpoint c;
+  c.config = config_;
+  c.sgd = sgd;
+  RF_RETURN_IF_ERROR(backend_.GetState(&c.params, &c.momentum));
+  c.seed = seed;
+  // A finished epoch is stored as the start of the next, so a resume does not begin with an
+  // empty epoch.
+  const bool epoch_done = s.next_sample >= source_.epoch_samples();
+  c.epoch = epoch_done ? s.epoch + 1 : s.epoch;
+  c.next_sample = epoch_done ? 0 : s.next_sample;
+  c.step = s.step;
+  c.batch_size = a_.batch_size;
+  c.dataset_id = train_.header().dataset_id;
+  c.dataset_samples = train_.sample_count();
+  return WriteCheckpoint(a_.checkpoint, c);
+}
+
+Status Trainer::WriteMetrics(const nlohmann::json& j) {
+  if (metrics_ == nullptr) return Status::Ok();
+  *metrics_ << j.dump() << "\n" << std::flush;
+  if (!metrics_->good()) return Status::IOError(a_.metrics, "cannot write metrics", errno);
+  return Status::Ok();
+}
+
+Status Trainer::ReportEpoch(const RunState& s, double seconds, uint64_t samples) {
+  const StepStats train = backend_.TakeTrainStats();
+  nlohmann::json j = {{"event", "epoch"},
+                      {"epoch", s.epoch + 1},
+                      {"step", s.step},
+                      {"train_loss", train.mean_loss()},
+                      {"train_accuracy", train.accuracy()},
+                      {"samples_per_s", samples / seconds},
+                      {"seconds", seconds},
+                      {"rss_bytes", ResidentBytes()}};
+  std::string test_part;
+  if (test_ != nullptr) {
+    RF_RETURN_IF_ERROR(test_->StartEpoch(0, 0));
+    for (;;) {
+      RF_ASSIGN_OR_RETURN(HostBatch b, test_->Next());
+      if (b.n == 0) break;
+      RF_RETURN_IF_ERROR(backend_.Evaluate(ToBatchRef(b)));
+    }
+    const StepStats eval = backend_.TakeEvalStats();
+    j["test_loss"] = eval.mean_loss();
+    j["test_accuracy"] = eval.accuracy();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", test accuracy %.2f%%", 100 * eval.accuracy());
+    test_part = buf;
+  }
+  std::printf(
+      "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, %.0f samples/s, %.1f s, host "
+      "RSS %.1f MiB\n",
+      static_cast<unsigned long long>(s.epoch + 1), static_cast<unsigned long long>(a_.epochs),
+      train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), samples / seconds, seconds,
+      j["rss_bytes"].get<uint64_t>() / 1048576.0);
+  std::fflush(stdout);
+  return WriteMetrics(j);
+}
+
+Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
+  std::string stopped_by = "epochs";
+  bool stopping = a_.max_steps != 0 && s.step >= a_.max_steps;
+  if (stopping) stopped_by = "max-steps";
+  while (s.epoch < a_.epochs && !stopping) {
+    RF_RETURN_IF_ERROR(source_.StartEpoch(s.epoch, s.next_sample));
+    const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t first_sample = s.next_sample;
+    while (!stopping) {
+      RF_ASSIGN_OR_RETURN(HostBatch b, source_.Next());
+      if (b.n == 0) break;
+      RF_RETURN_IF_ERROR(backend_.TrainStep(ToBatchRef(b), sgd));
+      ++s.step;
+      s.next_sample = source_.position();
+      if (g_stop_requested.load(std::memory_order_relaxed)) {
+        stopping = true;
+        stopped_by = "signal";
+      } else if (a_.max_steps != 0 && s.step >= a_.max_steps) {
+        stopping = true;
+        stopped_by = "max-steps";
+      } else if (a_.checkpoint_every != 0 && s.step % a_.checkpoint_every == 0) {
+        RF_RETURN_IF_ERROR(Save(s, sgd, seed));
+      }
+    }
+    if (s.next_sample < source_.epoch_samples()) break;  // stopped mid-epoch
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RF_RETURN_IF_ERROR(ReportEpoch(s, seconds, s.next_sample - first_sample));
+    ++s.epoch;
+    s.next_sample = 0;
+  }
+  // After the last epoch (s.epoch == epochs, next_sample 0) Save stores exactly that.
+  RF_RETURN_IF_ERROR(Save(s, sgd, seed));
+  std::printf("ringfeed train: stopped by %s after step %llu (next: epoch %llu, sample %llu)%s%s\n",
+              stopped_by.c_str(), static_cast<unsigned long long>(s.step),
+              static_cast<unsigned long long>(s.epoch + 1),
+              static_cast<unsigned long long>(s.next_sample),
+              a_.checkpoint.empty() ? "" : "; checkpoint written to ", a_.checkpoint.c_str());
+  std::fflush(stdout);
+  return WriteMetrics({{"event", "end"},
+                       {"stopped_by", stopped_by},
+                       {"step", s.step},
+                       {"epoch", s.epoch},
+                       {"next_sample", s.next_sample},
+                       {"checkpoint", a_.checkpoint}});
+}
+
+Status Run(const TrainArgs& a) {
+  if (a.device == "cuda") return Status::InvalidArgument("--device cuda is not available yet");
+  if (a.device != "cpu" && a.device != "auto") {
+    return Status::InvalidArgument("--device must be cpu, cuda or auto, got \"" + a.device + "\"");
+  }
+  RF_ASSIGN_OR_RETURN(std::vector<uint32_t> widths, ParseWidths(a.conv));
+  RF_ASSIGN_OR_RETURN(Dataset train, Dataset::Open(a.data));
+  const format::Header& h = train.header();
+  ModelConfig config;
+  config.channels = h.channels;
+  config.height = h.height;
+  config.width = h.width;
+  config.classes = h.num_classes;
+  config.conv = widths;
+  config.hidden = a.hidden;
+  RF_RETURN_IF_ERROR(config.Validate());
+  Normalization norm;
+  norm.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
+  norm.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
+
+  // A resumed run takes the optimizer settings, seed and batch size from its checkpoint: the
+  // epoch order and the bit-exact continuation depend on them.
+  RunState state;
+  SgdConfig sgd = a.sgd;
+  uint64_t seed = a.seed;
+  TrainArgs args = a;
+  Tensors params = InitialParameters(config, a.seed), momentum = ZerosLike(config);
+  if (!a.resume.empty()) {
+    RF_ASSIGN_OR_RETURN(Checkpoint c, LoadCheckpoint(a.resume, config));
+    if (c.dataset_id != h.dataset_id || c.dataset_samples != train.sample_count()) {
+      Status st =
+          Status::InvalidArgument("checkpoint was trained on another dataset than " + a.data);
+      return st.WithPath(a.resume);
+    }
+    sgd = c.sgd;
+    seed = c.seed;
+    args.batch_size = c.batch_size;
+    params = std::move(c.params);
+    momentum = std::move(c.momentum);
+    state = RunState{c.epoch, c.step, c.next_sample};
+  }
+
+  BatchSourceOptions so;
+  so.batch_size = args.batch_size;
+  so.seed = seed;
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<MemoryBatchSource> source,
+                      MemoryBatchSource::Load(train, so));
+  std::unique_ptr<MemoryBatchSource> test_source;
+  if (!a.test.empty()) {
+    RF_ASSIGN_OR_RETURN(Dataset test, Dataset::Open(a.test));
+    const format::Header& t = test.header();
+    if (t.channels != h.channels || t.height != h.height || t.width != h.width ||
+        t.num_classes != h.num_classes) {
+      return Status::InvalidArgument("--test " + a.test +
+                                     " has another shape or class count than " + a.data);
+    }
+    so.shuffle = false;
+    RF_ASSIGN_OR_RETURN(test_source, MemoryBatchSource::Load(test, so));
+  }
+  if (state.next_sample > source->epoch_samples()) {
+    Status st = Status::Corruption(a.resume, "checkpoint position is past the end of the epoch");
+    return st;
+  }
+
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> backend,
+                      CpuBackend::Create(config, norm, args.batch_size, params));
+  RF_RETURN_IF_ERROR(backend->SetState(params, momentum));
+
+  std::ofstream metrics;
+  if (!a.metrics.empty()) {
+    metrics.open(a.metrics, std::ios::trunc);
+    if (!metrics) return Status::IOError(a.metrics, "cannot create metrics file", errno);
+  }
+  std::printf(
+      "ringfeed train: %s: %llu samples, model %s, %zu parameters, backend %s, batch %u%s\n",
+      a.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
+      DescribeModel(config).c_str(), ParameterCount(config), backend->name(), args.batch_size,
+      a.resume.empty() ? "" : (", resumed from " + a.resume).c_str());
+  std::fflush(stdout);
+  InstallStopHandlers();
+  Trainer t(args, train, config, *backend, *source, test_source.get(),
+            a.metrics.empty() ? nullptr : &metrics);
+  return t.Run(state, sgd, seed);
+}
+
+}  // namespace
+
+int RunTrainCommand(int argc, char** argv) {
+  TrainArgs a;
+  po::options_description opts("ringfeed train --data TRAIN.rfd [options]");
+  opts.add_options()("help,h", "show this help")("data", po::value(&a.data), "training dataset")(
+      "test", po::value(&a.test), "test dataset, evaluated after every epoch")(
+      "device", po::value(&a.device)->default_value(a.device),
+      "cpu, or auto (the CPU for now; the CUDA backend is not wired yet)")(
+      "epochs", po::value(&a.epochs)->default_value(a.epochs), "epochs to train (in all)")(
+      "batch-size", po::value(&a.batch_size)->default_value(a.batch_size), "samples per step")(
+      "lr", po::value(&a.sgd.lr)->default_value(a.sgd.lr), "SGD learning rate")(
+      "momentum", po::value(&a.sgd.momentum)->default_value(a.sgd.momentum), "SGD momentum")(
+      "weight-decay", po::value(&a.sgd.weight_decay)->default_value(a.sgd.weight_decay),
+      "L2 weight decay")("seed", po::value(&a.seed)->default_value(a.seed),
+                         "seeds the initial parameters and the epoch order")(
+      "conv", po::value(&a.conv)->default_value(a.conv), "output channels of each conv block")(
+      "hidden", po::value(&a.hidden)->default_value(a.hidden), "width of the hidden layer")(
+      "checkpoint", po::value(&a.checkpoint),
+      "write a checkpoint here at the end, on SIGINT/SIGTERM and every --checkpoint-every steps")(
+      "checkpoint-every", po::value(&a.checkpoint_every)->default_value(0),
+      "steps between checkpoints (0: only at the end)")(
+      "resume", po::value(&a.resume),
+      "continue from this checkpoint (its lr, momentum, weight decay, seed and batch size win; "
+      "--conv and --hidden must match it)")("max-steps", po::value(&a.max_steps)->default_value(0),
+                                            "stop after this many steps in all (0: no limit)")(
+      "metrics", po::value(&a.metrics), "write one JSON object per epoch and one at the end");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "ringfeed train: %s (see --help)\n", e.what());
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  if (a.data.empty()) {
+    std::fprintf(stderr, "ringfeed train: no --data given (see --help)\n");
+    return 2;
+  }
+  if (a.epochs == 0 || a.batch_size == 0) {
+    std::fprintf(stderr, "ringfeed train: --epochs and --batch-size must be >= 1\n");
+    return 2;
+  }
+  Status st = Run(a);
+  if (!st.ok()) {
+    std::fprintf(stderr, "ringfeed: %s\n", st.ToString().c_str());
+    return st.IsInvalidArgument() ? 2 : 1;  // a bad flag or a mismatched checkpoint
+  }
+  return 0;
+}
+
+}  // namespace rf

@@ -1,0 +1,210 @@
+// `ringfeed train` as a user runs it: resuming from a checkpoint continues bit-exactly, SIGINT
+// leaves a valid checkpoint, real Fashion-MNIST gets learned, and the usage errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/dataset_writer.h"
+#include "kernels/checkpoint.h"
+#include "tests/kernels/fashion_mnist.h"
+#include "tests/testing/temp_dir.h"
+
+namespace rf {
+namespace {
+
+using testing::ProgramPath;
+using testing::RunCommand;
+using testing::TempDir;
+
+// 300 samples of 1x12x12 in 4 classes; pixels encode the index, and the class sets a bright
+// quadrant so the model has something to learn.
+std::string MakeDataset(const TempDir& t) {
+  DatasetSpec spec;
+  spec.height = spec.width = 12;
+  spec.num_classes = 4;
+  WriterOptions o;
+  o.chunk_bytes = 8192;
+  auto w = DatasetWriter::Create(t.File("s.rfd"), spec, o);
+  EXPECT_TRUE(w.ok());
+  std::vector<uint8_t> s(144);
+  for (uint32_t i = 0; i < 300; ++i) {
+    const uint8_t label = static_cast<uint8_t>(i % 4);
+    for (uint32_t k = 0; k < 144; ++k) {
+      const bool lit = (k / 12 < 6) == (label < 2) && (k % 12 < 6) == (label % 2 == 0);
+      s[k] = static_cast<uint8_t>((i * 7 + k) % 64 + (lit ? 150 : 0));
+    }
+    EXPECT_TRUE((*w)->Append(s.data(), &label, 1).ok());
+  }
+  EXPECT_TRUE((*w)->Finish().ok());
+  return t.File("s.rfd");
+}
+
+std::string Train(const std::string& data, const std::string& extra) {
+  return ProgramPath("ringfeed") + " train --data " + data +
+         " --device cpu --batch-size 32 --conv 4,8 --hidden 16 --seed 9 " + extra;
+}
+
+bool SameBits(const Tensors& a, const Tensors& b) {
+  if (a.t.size() != b.t.size()) return false;
+  for (size_t i = 0; i < a.t.size(); ++i) {
+    if (a.t[i].size() != b.t[i].size() ||
+        std::memcmp(a.t[i].data(), b.t[i].data(), a.t[i].size() * sizeof(float)) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<nlohmann::json> ReadMetrics(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+TEST(TrainCommand, ResumedRunEndsBitIdenticalToAStraightRun) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  // 10 steps per epoch (the last of 12 samples): 25 steps cross two epoch boundaries, and the
+  // break at step 13 falls mid-epoch.
+  ASSERT_EQ(RunCommand(Train(data, "--epochs 5 --max-steps 25 --checkpoint " + t.File("a")), &out),
+            0)
+      << out;
+  ASSERT_EQ(RunCommand(Train(data, "--epochs 5 --max-steps 13 --checkpoint " + t.File("b")), &out),
+            0)
+      << out;
+  ASSERT_EQ(RunCommand(Train(data, "--epochs 5 --max-steps 25 --resume " + t.File("b") +
+                                       " --checkpoint " + t.File("c")),
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("resumed from " + t.File("b")), std::string::npos) << out;
+  auto b = ReadCheckpoint(t.File("b"));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->step, 13u);
+  EXPECT_EQ(b->epoch, 1u);
+  EXPECT_EQ(b->next_sample, 96u);
+  auto a = ReadCheckpoint(t.File("a"));
+  auto c = ReadCheckpoint(t.File("c"));
+  ASSERT_TRUE(a.ok() && c.ok());
+  EXPECT_EQ(a->step, 25u);
+  EXPECT_EQ(c->step, 25u);
+  EXPECT_EQ(c->epoch, a->epoch);
+  EXPECT_EQ(c->next_sample, a->next_sample);
+  EXPECT_TRUE(SameBits(a->params, c->params));
+  EXPECT_TRUE(SameBits(a->momentum, c->momentum));
+  EXPECT_FALSE(SameBits(a->params, b->params));  // the resumed run did train
+}
+
+TEST(TrainCommand, SigintFinishesTheStepWritesACheckpointAndExitsZero) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  const std::string log = t.File("log"), ckpt = t.File("i.ckpt");
+  // Practically endless epochs; the signal goes once the first epoch line shows the handlers are
+  // installed. The epoch cap only bounds the test if the signal were ignored.
+  const std::string script =
+      Train(data, "--epochs 100000 --checkpoint " + ckpt + " --metrics " + t.File("m.jsonl")) +
+      " > " + log + " 2>&1 & pid=$!\n" + "for i in $(seq 1200); do grep -q '^epoch' " + log +
+      " && break; sleep 0.05; done\nkill -INT $pid\nwait $pid\necho \"exit=$?\"\n";
+  testing::WriteAll(t.File("run.sh"), script.data(), script.size());
+  std::string out;
+  ASSERT_EQ(RunCommand("timeout 120 sh " + t.File("run.sh"), &out), 0) << out;
+  const auto logged = testing::ReadAll(log);
+  const std::string text(logged.begin(), logged.end());
+  EXPECT_NE(out.find("exit=0"), std::string::npos) << out << text;
+  EXPECT_NE(text.find("ringfeed train: stopped by signal after step "), std::string::npos) << text;
+  auto c = ReadCheckpoint(ckpt);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_GE(c->step, 10u);
+  const auto m = ReadMetrics(t.File("m.jsonl"));
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.back()["event"], "end");
+  EXPECT_EQ(m.back()["stopped_by"], "signal");
+  EXPECT_EQ(m.back()["step"].get<uint64_t>(), c->step);
+}
+
+TEST(TrainCommand, FashionMnistSliceLowersTheLoss) {
+  auto train = testing::LoadFashionMnist(testing::kFashionMnistDir, "train", 2048);
+  auto test = testing::LoadFashionMnist(testing::kFashionMnistDir, "t10k", 1000);
+  if (!train.ok() || !test.ok()) GTEST_SKIP() << "no Fashion-MNIST: " << train.status().ToString();
+  TempDir t;
+  DatasetSpec spec;
+  spec.height = spec.width = 28;
+  spec.num_classes = 10;
+  for (auto [name, fm] : {std::pair{"train.rfd", &*train}, std::pair{"test.rfd", &*test}}) {
+    auto w = DatasetWriter::Create(t.File(name), spec, WriterOptions{});
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Append(fm->pixels.data(), fm->labels.data(), fm->count).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  std::string out;
+  // 4 epochs of 32 steps.
+  ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data " + t.File("train.rfd") +
+                           " --test " + t.File("test.rfd") +
+                           " --device auto --epochs 4 --batch-size 64 --lr 0.05 --conv 8,16 "
+                           "--hidden 32 --metrics " +
+                           t.File("m.jsonl"),
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("epoch 4/4: train loss "), std::string::npos) << out;
+  EXPECT_NE(out.find("host RSS "), std::string::npos) << out;
+  const auto m = ReadMetrics(t.File("m.jsonl"));
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[0]["event"], "epoch");
+  EXPECT_EQ(m[3]["step"].get<uint64_t>(), 128u);
+  const double first = m[0]["train_loss"], last = m[3]["train_loss"];
+  EXPECT_LT(last, first) << out;
+  EXPECT_LT(last, 0.8 * std::log(10.0)) << out;
+  EXPECT_GT(m[3]["test_accuracy"].get<double>(), 0.6) << out;
+  EXPECT_GT(m[3]["rss_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(m[4]["event"], "end");
+  EXPECT_EQ(m[4]["stopped_by"], "epochs");
+}
+
+TEST(TrainCommand, ResumeWithAnotherModelExitsTwoNamingTheCheckpoint) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, "--max-steps 2 --checkpoint " + t.File("a")), &out), 0) << out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data " + data +
+                           " --conv 4,8 --hidden 17 --resume " + t.File("a"),
+                       &out),
+            2);
+  EXPECT_EQ(out, "ringfeed: " + t.File("a") +
+                     ": checkpoint is of model 1x12x12, 4 classes, conv 4,8, hidden 16; asked "
+                     "for 1x12x12, 4 classes, conv 4,8, hidden 17\n");
+}
+
+TEST(TrainCommand, DamagedCheckpointExitsOneNamingFileAndOffset) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, "--max-steps 2 --checkpoint " + t.File("a")), &out), 0) << out;
+  testing::Truncate(t.File("a"), 100);
+  EXPECT_EQ(RunCommand(Train(data, "--resume " + t.File("a")), &out), 1);
+  EXPECT_EQ(
+      out.rfind("ringfeed: " + t.File("a") + ": at byte 100: checkpoint: file is truncated", 0), 0u)
+      << out;
+}
+
+TEST(TrainCommand, CudaDeviceIsNotAvailableYet) {
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data x.rfd --device cuda", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --device cuda is not available yet\n");
+}
+
+TEST(TrainCommand, MissingDataIsAUsageError) {
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --epochs 1", &out), 2);
+  EXPECT_NE(out.find("no --data given"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data x.rfd --conv 8,x", &out), 2);
+}
+
+}  // namespace
+}  // namespace rf
