@@ -3,7 +3,9 @@
 # an embedded default:
 #   1. synthesize a CIFAR-shaped dataset (learnable: class patterns plus noise),
 #   2. convert the real Fashion-MNIST (Debian's dataset-fashion-mnist) to ringfeed's format,
-#   3. read each through the io_uring reader and report GB/s.
+#   3. read each through the io_uring reader and report GB/s,
+#   4. train on Fashion-MNIST with the CPU backend ($RINGFEED_EPOCHS epochs, default 1), with the
+#      test split evaluated after every epoch.
 # Everything it writes goes under $RINGFEED_WORK (default build/main-job).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,3 +28,6 @@ build/bin/ringfeed-convert inspect "$work/fashion-mnist-train.rfd"
 build/bin/ringfeed read "$work/synthetic.rfd"
 build/bin/ringfeed read "$work/fashion-mnist-train.rfd"
 build/bin/ringfeed read "$work/fashion-mnist-test.rfd"
+build/bin/ringfeed train --data "$work/fashion-mnist-train.rfd" --test "$work/fashion-mnist-test.rfd" \
+  --device cpu --epochs "${RINGFEED_EPOCHS:-1}" --batch-size 128 \
+  --metrics "$work/fashion-mnist-train-metrics.jsonl"
