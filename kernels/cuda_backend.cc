@@ -1,0 +1,359 @@
+// CudaBackend's creation, argument checks, state and statistics. The step itself (forward,
+// backward, the CUDA graph) is in kernels/cuda_backend_step.cc.
+#include "kernels/cuda_backend.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "kernels/cuda_check.h"
+
+namespace rf {
+namespace {
+
+// Every tensor in the flat buffers starts on a 256-byte boundary (64 floats), as cudaMalloc's
+// own alignment, so cuDNN and cuBLAS see aligned pointers and SGD can read float4s.
+constexpr size_t kAlignFloats = 64;
+// cuBLAS's recommended workspace on Hopper; set explicitly so that cuBLAS never allocates one
+// lazily (in a step, or during graph capture).
+constexpr size_t kCublasWorkspace = size_t{32} << 20;
+
+Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what) {
+  const std::vector<ParamShape> shapes = ParameterShapes(c);
+  if (t.t.size() != shapes.size()) {
+    return Status::InvalidArgument(std::string(what) + " has " + std::to_string(t.t.size()) +
+                                   " tensors; the model has " + std::to_string(shapes.size()));
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (t.t[i].size() != shapes[i].count()) {
+      return Status::InvalidArgument(std::string(what) + " tensor " + shapes[i].name + " has " +
+                                     std::to_string(t.t[i].size()) + " values; expected " +
+                                     std::to_string(shapes[i].count()));
+    }
+  }
+  return Status::Ok();
+}
+
+// Whether a kernel can read `p`: device, managed or pinned host memory (not plain host memory).
+bool GpuReadable(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky; clear it so the next check does not see it
+    return false;
+  }
+  return a.type != cudaMemoryTypeUnregistered;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const ModelConfig& config,
+                                                         const Normalization& norm,
+                                                         uint32_t max_batch,
+                                                         const Tensors& initial_params,
+                                                         const CudaBackendOptions& options) {
+  RF_RETURN_IF_ERROR(config.Validate());
+  if (max_batch == 0) return Status::InvalidArgument("the CUDA backend needs max_batch >= 1");
+  // cuDNN's legacy descriptors take int sizes and strides: the largest activation is the first
+  // block's (or the input, with more channels than the first block).
+  const uint64_t widest = std::max(config.channels, config.conv[0]);
+  if (uint64_t{max_batch} * widest * config.height * config.width > INT_MAX) {
+    return Status::InvalidArgument("max_batch " + std::to_string(max_batch) +
+                                   " is too large for the CUDA backend at this input size");
+  }
+  if (norm.mean.size() != config.channels || norm.stddev.size() != config.channels) {
+    return Status::InvalidArgument("normalization has " + std::to_string(norm.mean.size()) +
+                                   " means and " + std::to_string(norm.stddev.size()) +
+                                   " stds; the input has " + std::to_string(config.channels) +
+                                   " channels");
+  }
+  RF_RETURN_IF_ERROR(CheckShapes(config, initial_params, "initial parameters"));
+  if (options.workspace_limit < (size_t{1} << 20)) {
+    return Status::InvalidArgument("the CUDA backend needs a workspace limit of at least 1 MiB");
+  }
+  std::unique_ptr<CudaBackend> be(new CudaBackend(config, norm, max_batch, options));
+  RF_RETURN_IF_ERROR(be->Init(initial_params));
+  return be;
+}
+
+CudaBackend::CudaBackend(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
+                         const CudaBackendOptions& options)
+    : config_(config),
+      mean_(norm.mean),
+      stddev_(norm.stddev),
+      max_batch_(max_batch),
+      flat_(config.FlatFeatures()),
+      options_(options),
+      shapes_(ParameterShapes(config)) {
+  for (float& s : stddev_) {
+    if (s == 0.f) s = 1.f;  // a constant channel: centre it, do not divide by zero
+  }
+  for (const ParamShape& s : shapes_) {
+    offsets_.push_back(padded_count_);
+    padded_count_ += (s.count() + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+  }
+  host_stage_.assign(padded_count_, 0.f);
+}
+
+CudaBackend::~CudaBackend() {
+  // Queued kernels may still use the buffers freed below.
+  if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+}
+
+Status CudaBackend::Init(const Tensors& initial_params) {
+  RF_CUDA_CHECK(cudaSetDevice(options_.device));
+  if (options_.stream != nullptr) {
+    stream_ = options_.stream;
+  } else {
+    RF_ASSIGN_OR_RETURN(owned_stream_, cuda::CreateStream());
+    stream_ = owned_stream_.get();
+  }
+  RF_ASSIGN_OR_RETURN(cudnn_, cuda::CreateCudnn());
+  RF_CUDA_CHECK(cudnnSetStream(cudnn_.get(), stream_));
+  RF_ASSIGN_OR_RETURN(cublas_, cuda::CreateCublas());
+  // cublasSetStream resets the workspace to cuBLAS's own pool: set the stream first.
+  RF_CUDA_CHECK(cublasSetStream(cublas_.get(), stream_));
+  RF_ASSIGN_OR_RETURN(cublas_workspace_,
+                      cuda::DeviceBuffer::Allocate(kCublasWorkspace, "the cuBLAS workspace"));
+  RF_CUDA_CHECK(cublasSetWorkspace(cublas_.get(), cublas_workspace_.data(), kCublasWorkspace));
+  RF_ASSIGN_OR_RETURN(bad_copied_, cuda::CreateEvent(/*timing=*/false));
+
+  uint32_t in = config_.channels;
+  for (size_t i = 0; i < config_.conv.size(); ++i) {
+    cuda::CudaConvBlock::Shape s;
+    s.in_channels = in;
+    s.out_channels = config_.conv[i];
+    s.height = config_.HeightAfter(static_cast<int>(i) - 1);
+    s.width = config_.WidthAfter(static_cast<int>(i) - 1);
+    RF_ASSIGN_OR_RETURN(auto block,
+                        cuda::CudaConvBlock::Create(s, options_.tf32, options_.deterministic));
+    blocks_.push_back(std::move(block));
+    in = config_.conv[i];
+  }
+  RF_RETURN_IF_ERROR(AllocateBuffers());
+
+  // The initial state: parameters as given, momentum and gradients (gaps included) zero.
+  RF_RETURN_IF_ERROR(SetState(initial_params, ZerosLike(config_)));
+  RF_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_));
+  RF_CUDA_CHECK(cudaMemcpyAsync(norm_.as<float>(), mean_.data(), mean_.size() * sizeof(float),
+                                cudaMemcpyHostToDevice, stream_));
+  RF_CUDA_CHECK(cudaMemcpyAsync(norm_.as<float>() + config_.channels, stddev_.data(),
+                                stddev_.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
+  const std::vector<float> ones(max_batch_, 1.f);
+  RF_CUDA_CHECK(
+      cudaMemcpyAsync(ones_.data(), ones.data(), ones_.bytes(), cudaMemcpyHostToDevice, stream_));
+  RF_CUDA_CHECK(cudaMemsetAsync(state_.data(), 0, sizeof(DeviceState), stream_));
+  RF_CUDA_CHECK(cudaMemsetAsync(&state()->step_bad, 0xff, 2 * sizeof(unsigned long long), stream_));
+  RF_RETURN_IF_ERROR(ChooseAlgorithms());
+  RF_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `ones` and the staging copies die here
+  return Status::Ok();
+}
+
+Status CudaBackend::AllocateBuffers() {
+  using cuda::DeviceBuffer;
+  const size_t b = max_batch_, f = sizeof(float);
+  RF_ASSIGN_OR_RETURN(params_, DeviceBuffer::Allocate(padded_count_ * f, "parameters"));
+  RF_ASSIGN_OR_RETURN(grads_, DeviceBuffer::Allocate(padded_count_ * f, "gradients"));
+  RF_ASSIGN_OR_RETURN(momentum_, DeviceBuffer::Allocate(padded_count_ * f, "momentum"));
+  const size_t input = b * config_.channels * config_.height * config_.width;
+  RF_ASSIGN_OR_RETURN(input_, DeviceBuffer::Allocate(input * f, "the decoded input"));
+  RF_ASSIGN_OR_RETURN(labels_, DeviceBuffer::Allocate(b * sizeof(int32_t), "labels"));
+  size_t act_grad = 0;
+  for (size_t i = 0; i < config_.conv.size(); ++i) {
+    const int at = static_cast<int>(i);
+    const size_t act =
+        b * config_.conv[i] * config_.HeightAfter(at - 1) * config_.WidthAfter(at - 1);
+    const size_t pooled = b * config_.conv[i] * config_.HeightAfter(at) * config_.WidthAfter(at);
+    const std::string name = "conv" + std::to_string(i);
+    BlockBuffers bb;
+    RF_ASSIGN_OR_RETURN(bb.act, DeviceBuffer::Allocate(act * f, (name + " activations").c_str()));
+    RF_ASSIGN_OR_RETURN(bb.pooled, DeviceBuffer::Allocate(pooled * f, (name + " pooled").c_str()));
+    RF_ASSIGN_OR_RETURN(bb.pooled_grad,
+                        DeviceBuffer::Allocate(pooled * f, (name + " pooled gradient").c_str()));
+    // Zeroed so that the algorithm search times real arithmetic, not garbage (NaN, denormals).
+    RF_CUDA_CHECK(cudaMemsetAsync(bb.act.data(), 0, bb.act.bytes(), stream_));
+    RF_CUDA_CHECK(cudaMemsetAsync(bb.pooled.data(), 0, bb.pooled.bytes(), stream_));
+    block_buffers_.push_back(std::move(bb));
+    act_grad = std::max(act_grad, act);
+  }
+  RF_CUDA_CHECK(cudaMemsetAsync(input_.data(), 0, input_.bytes(), stream_));
+  // One activation gradient serves every block: each block's is used only inside its backward.
+  RF_ASSIGN_OR_RETURN(act_grad_, DeviceBuffer::Allocate(act_grad * f, "activation gradients"));
+  RF_ASSIGN_OR_RETURN(hidden_, DeviceBuffer::Allocate(b * config_.hidden * f, "fc1 output"));
+  RF_ASSIGN_OR_RETURN(hidden_grad_,
+                      DeviceBuffer::Allocate(b * config_.hidden * f, "fc1 output gradient"));
+  RF_ASSIGN_OR_RETURN(logits_, DeviceBuffer::Allocate(b * config_.classes * f, "logits"));
+  RF_ASSIGN_OR_RETURN(logits_grad_,
+                      DeviceBuffer::Allocate(b * config_.classes * f, "logit gradients"));
+  RF_ASSIGN_OR_RETURN(row_loss_, DeviceBuffer::Allocate(b * sizeof(double), "per-sample losses"));
+  RF_ASSIGN_OR_RETURN(row_correct_,
+                      DeviceBuffer::Allocate(b * sizeof(uint32_t), "per-sample hits"));
+  RF_ASSIGN_OR_RETURN(ones_, DeviceBuffer::Allocate(b * f, "a vector of ones"));
+  RF_ASSIGN_OR_RETURN(norm_, DeviceBuffer::Allocate(2 * config_.channels * f, "normalization"));
+  RF_ASSIGN_OR_RETURN(state_, DeviceBuffer::Allocate(sizeof(DeviceState), "statistics"));
+  RF_ASSIGN_OR_RETURN(host_, cuda::PinnedBuffer::Allocate(sizeof(HostState), "statistics"));
+  host()->sticky_bad = cuda::kNoBadLabel;
+  return Status::Ok();
+}
+
+Status CudaBackend::ChooseAlgorithms() {
+  for (auto& block : blocks_) RF_RETURN_IF_ERROR(block.SetBatch(cudnn_.get(), max_batch_, 0));
+  // A search workspace as large as allowed (smaller if the GPU has less free), for this search
+  // only; the one kept is sized for what the chosen algorithms need.
+  cuda::DeviceBuffer search;
+  for (size_t bytes = options_.workspace_limit; bytes >= (size_t{1} << 20); bytes /= 4) {
+    auto buf = cuda::DeviceBuffer::Allocate(bytes, "the cuDNN algorithm search");
+    if (buf.ok()) {
+      search = std::move(*buf);
+      break;
+    }
+  }
+  size_t needed = 0;
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    RF_RETURN_IF_ERROR(blocks_[b].FindAlgorithms(cudnn_.get(), BlockArgs(b), /*need_x_grad=*/b > 0,
+                                                 search.data(), search.bytes()));
+    needed = std::max(needed, blocks_[b].workspace_needed());
+  }
+  RF_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the search ran on the stream
+  search = cuda::DeviceBuffer();
+  RF_ASSIGN_OR_RETURN(workspace_, cuda::DeviceBuffer::Allocate(needed, "the cuDNN workspace"));
+  for (auto& block : blocks_) {
+    RF_RETURN_IF_ERROR(block.SetBatch(cudnn_.get(), max_batch_, workspace_.bytes()));
+  }
+  batch_n_ = max_batch_;
+  return Status::Ok();
+}
+
+Status CudaBackend::CheckBatch(const BatchRef& batch) const {
+  if (batch.n == 0 || batch.n > max_batch_) {
+    return Status::InvalidArgument("batch of " + std::to_string(batch.n) +
+                                   " samples; the CUDA backend takes 1 to " +
+                                   std::to_string(max_batch_));
+  }
+  if (batch.samples == nullptr || batch.labels == nullptr) {
+    return Status::InvalidArgument("batch without samples or labels");
+  }
+  if (!IsSampleDType(batch.dtype)) {
+    return Status::InvalidArgument("samples of type " + std::string(DTypeName(batch.dtype)) +
+                                   " are not a sample type");
+  }
+  if (!IsLabelDType(batch.label_dtype)) {
+    return Status::InvalidArgument("labels of type " + std::string(DTypeName(batch.label_dtype)) +
+                                   " are not a label type");
+  }
+  if (!GpuReadable(batch.samples) || !GpuReadable(batch.labels)) {
+    return Status::InvalidArgument(
+        "the batch's samples or labels are in plain host memory; the CUDA backend reads device "
+        "(or pinned) memory");
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::Begin(const BatchRef* batch) {
+  RF_RETURN_IF_ERROR(std::exchange(deferred_, Status::Ok()));
+  RF_CUDA_CHECK(cudaSetDevice(options_.device));
+  if (batch == nullptr) return Status::Ok();
+  RF_RETURN_IF_ERROR(ReportBadLabel(/*wait=*/false));
+  return CheckBatch(*batch);
+}
+
+Status CudaBackend::EndStep() {
+  RF_CUDA_CHECK(cudaMemcpyAsync(&host()->sticky_bad, &state()->sticky_bad,
+                                sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_));
+  RF_CUDA_CHECK(cudaEventRecord(bad_copied_.get(), stream_));
+  bad_copy_pending_ = true;
+  return Status::Ok();
+}
+
+Status CudaBackend::ReportBadLabel(bool wait) {
+  if (!bad_copy_pending_) return Status::Ok();
+  if (wait) {
+    RF_CUDA_CHECK(cudaEventSynchronize(bad_copied_.get()));
+  } else {
+    const cudaError_t e = cudaEventQuery(bad_copied_.get());
+    if (e == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // not an error: keep it from the next launch check
+      return Status::Ok();       // look again at the next call
+    }
+    RF_CUDA_CHECK(e);
+  }
+  // The copy landed, and nothing queued since has written the record: safe to read and reset.
+  bad_copy_pending_ = false;
+  const unsigned long long record = host()->sticky_bad;
+  if (record == cuda::kNoBadLabel) return Status::Ok();
+  host()->sticky_bad = cuda::kNoBadLabel;
+  RF_CUDA_CHECK(cudaMemsetAsync(&state()->sticky_bad, 0xff, sizeof(unsigned long long), stream_));
+  const auto label = static_cast<int32_t>(static_cast<uint32_t>(record & 0xffffffffu));
+  return Status::InvalidArgument(
+      "label " + std::to_string(label) + " of sample " + std::to_string(record >> 32) +
+      " in the batch is outside [0, " + std::to_string(config_.classes) +
+      "); found on the GPU after the batch was queued, so it changed no parameters or statistics");
+}
+
+StepStats CudaBackend::TakeStats(cuda::DeviceStats* stats) {
+  const Status st = [&]() -> Status {
+    RF_CUDA_CHECK(cudaSetDevice(options_.device));
+    RF_CUDA_CHECK(cudaMemcpyAsync(&host()->stats, stats, sizeof(cuda::DeviceStats),
+                                  cudaMemcpyDeviceToHost, stream_));
+    RF_CUDA_CHECK(cudaMemsetAsync(stats, 0, sizeof(cuda::DeviceStats), stream_));
+    RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }();
+  if (!st.ok()) {
+    if (deferred_.ok()) deferred_ = st;  // StepStats has no room for it: the next call says it
+    return StepStats{};
+  }
+  const cuda::DeviceStats& s = host()->stats;
+  return StepStats{s.loss_sum, s.correct, s.samples};
+}
+
+StepStats CudaBackend::TakeTrainStats() { return TakeStats(&state()->train); }
+StepStats CudaBackend::TakeEvalStats() { return TakeStats(&state()->eval); }
+
+Status CudaBackend::GetState(Tensors* params, Tensors* momentum) {
+  RF_RETURN_IF_ERROR(Begin(nullptr));
+  for (auto [out, src] : {std::pair{params, &params_}, std::pair{momentum, &momentum_}}) {
+    if (out == nullptr) continue;
+    RF_CUDA_CHECK(cudaMemcpyAsync(host_stage_.data(), src->data(), src->bytes(),
+                                  cudaMemcpyDeviceToHost, stream_));
+    RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    out->t.resize(shapes_.size());
+    for (size_t t = 0; t < shapes_.size(); ++t) {
+      const float* from = host_stage_.data() + offsets_[t];
+      out->t[t].assign(from, from + shapes_[t].count());
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::SetState(const Tensors& params, const Tensors& momentum) {
+  RF_RETURN_IF_ERROR(Begin(nullptr));
+  RF_RETURN_IF_ERROR(CheckShapes(config_, params, "parameters"));
+  RF_RETURN_IF_ERROR(CheckShapes(config_, momentum, "momentum"));
+  for (auto [in, dst] : {std::pair{&params, &params_}, std::pair{&momentum, &momentum_}}) {
+    for (size_t t = 0; t < shapes_.size(); ++t) {
+      std::copy(in->t[t].begin(), in->t[t].end(), host_stage_.begin() + offsets_[t]);
+    }
+    RF_CUDA_CHECK(cudaMemcpyAsync(dst->data(), host_stage_.data(), dst->bytes(),
+                                  cudaMemcpyHostToDevice, stream_));
+    // host_stage_ is reused for the momentum: wait until the copy has read it.
+    RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  return Status::Ok();
+}
+
+std::string CudaBackend::Describe() const {
+  cudaDeviceProp prop{};
+  const bool known = cudaGetDeviceProperties(&prop, options_.device) == cudaSuccess;
+  std::string s = "cuda device " + std::to_string(options_.device) + " (" +
+                  (known ? prop.name : "?") + "), cuDNN " + std::to_string(cudnnGetVersion()) +
+                  ", tf32 " + (options_.tf32 ? "on" : "off") + ", deterministic " +
+                  (options_.deterministic ? "on" : "off") + ", cuda graph " +
+                  (options_.cuda_graph ? "on" : "off") + ", workspace " +
+                  std::to_string(workspace_.bytes()) + " bytes";
+  for (const auto& b : blocks_) s += "\n  " + b.Describe();
+  return s;
+}
+
+}  // namespace rf

@@ -1,0 +1,171 @@
+// CudaBackend: the model (kernels/model.h) on one NVIDIA GPU. Convolution blocks run through
+// cuDNN's legacy API (kernels/cuda_conv_block.h), the fully connected layers through cuBLAS,
+// and decoding, softmax cross-entropy, statistics and SGD through our own kernels
+// (kernels/cuda_kernels.cuh). It computes the same function as CpuBackend, to float rounding.
+//
+// Memory: Create() allocates everything for batches of up to max_batch samples: every activation
+// and gradient, one cuDNN workspace sized for the largest chosen algorithm, a fixed cuBLAS
+// workspace, and three flat buffers (parameters, gradients, momentum) laid out in
+// ParameterShapes order with each tensor starting on a 256-byte boundary (the gaps stay zero),
+// so GetState/SetState are one copy each and SGD is one kernel. TrainStep, Evaluate and
+// ComputeGradients allocate nothing on the device; descriptors for another batch size are
+// re-set in place (host calls) when n changes.
+//
+// Streams and synchronization: all work is queued on one compute stream (stream()), and
+// TrainStep and Evaluate return without waiting for it: the batch's device memory must stay
+// valid, unmodified, until the work queued so far has run (record an event on stream() after
+// the call). Statistics stay on the device until Take*Stats, which synchronizes; so do GetState,
+// SetState and ComputeGradients.
+//
+// Labels: the host cannot see device labels without waiting, so a label outside [0, classes) is
+// found on the GPU. That batch then changes neither the parameters nor the statistics, and the
+// next TrainStep, Evaluate or ComputeGradients that finds the record returns InvalidArgument
+// naming the sample and label (ComputeGradients waits, so it reports its own batch).
+//
+// Determinism: with deterministic (the default) every step is bit-reproducible on one GPU and
+// library version: deterministic cuDNN backward algorithms and pooling, cuBLAS without atomics,
+// and our reductions in a fixed order.
+//
+// Thread safety: none; one thread drives a backend. Calls make options.device current.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cuda_conv_block.h"
+#include "kernels/cuda_handles.h"
+#include "kernels/cuda_kernels.cuh"
+
+namespace rf {
+
+struct CudaBackendOptions {
+  int device = 0;
+  // Let cuDNN and cuBLAS use TF32 tensor ops for float math (10-bit mantissa products, float
+  // sums): several times faster convolutions on Ampere and later, at about 1e-3 relative error.
+  bool tf32 = true;
+  // Only deterministic cuDNN backward algorithms (the fastest non-deterministic one where none
+  // works) and deterministic max-pooling.
+  bool deterministic = true;
+  // Capture forward + backward of full batches (n == max_batch) in a CUDA graph after the first
+  // one, and replay it; decoding and the SGD update stay outside (their arguments change).
+  bool cuda_graph = false;
+  // The largest cuDNN workspace an algorithm may use.
+  size_t workspace_limit = size_t{256} << 20;
+  // The compute stream; null: the backend creates and owns one (non-blocking).
+  cudaStream_t stream = nullptr;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  // Fails with InvalidArgument for what CpuBackend::Create rejects (config, max_batch 0,
+  // normalization length, initial parameter shapes) and for tensors too large for cuDNN's int
+  // sizes; with Aborted, naming the call, where the GPU or a library fails (no device, out of
+  // memory, no algorithm). Argument checks come before any CUDA call.
+  static Result<std::unique_ptr<CudaBackend>> Create(const ModelConfig& config,
+                                                     const Normalization& norm, uint32_t max_batch,
+                                                     const Tensors& initial_params,
+                                                     const CudaBackendOptions& options = {});
+  ~CudaBackend() override;  // waits for the stream's work, then frees
+
+  const char* name() const override { return "cuda"; }
+
+  // Batches are checked on the host before any work: 1 <= n <= max_batch, sample and label
+  // dtypes the backend reads, pointers the GPU can read. Labels: see the file comment.
+  Status TrainStep(const BatchRef& batch, const SgdConfig& sgd) override;
+  Status Evaluate(const BatchRef& batch) override;
+  StepStats TakeTrainStats() override;
+  StepStats TakeEvalStats() override;
+
+  Status GetState(Tensors* params, Tensors* momentum) override;
+  Status SetState(const Tensors& params, const Tensors& momentum) override;
+
+  Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) override;
+
+  cudaStream_t stream() const { return stream_; }
+  bool tf32() const { return options_.tf32; }
+  // The device, the math and the algorithm chosen for each conv block, one line each.
+  std::string Describe() const;
+
+ private:
+  // What lives on the device beside the tensors: statistics and the bad-label records.
+  struct DeviceState {
+    cuda::DeviceStats train, eval, scratch;
+    unsigned long long step_bad, sticky_bad;
+  };
+  // The pinned host copy of what the host reads back.
+  struct HostState {
+    cuda::DeviceStats stats;
+    unsigned long long sticky_bad;
+  };
+  struct BlockBuffers {
+    cuda::DeviceBuffer act, pooled, pooled_grad;
+  };
+
+  CudaBackend(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
+              const CudaBackendOptions& options);
+  Status Init(const Tensors& initial_params);
+  Status AllocateBuffers();
+  Status ChooseAlgorithms();
+
+  // Start of every call: an error Take*Stats could not return, the device, a bad label found
+  // since (without waiting), and the batch's own checks.
+  Status Begin(const BatchRef* batch);
+  Status CheckBatch(const BatchRef& batch) const;
+  // After every step: queue the copy of the bad-label record that Begin looks at.
+  Status EndStep();
+  Status ReportBadLabel(bool wait);
+  // Sets descriptors for n (when it changed), decodes samples and labels.
+  Status LoadBatch(const BatchRef& batch);
+  cuda::CudaConvBlock::Buffers BlockArgs(size_t b) const;
+  // The network on the loaded batch; adds its statistics to *stats (device memory).
+  Status Forward(uint32_t n, cuda::DeviceStats* stats);
+  Status Backward(uint32_t n);
+  // Forward + Backward for TrainStep, through the CUDA graph where it applies.
+  Status ForwardBackward(uint32_t n);
+  Status Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
+              const float* b, int ldb, float* c, int ldc);
+  StepStats TakeStats(cuda::DeviceStats* stats);
+
+  float* Param(size_t t) const { return params_.as<float>() + offsets_[t]; }
+  float* Grad(size_t t) const { return grads_.as<float>() + offsets_[t]; }
+  DeviceState* state() const { return state_.as<DeviceState>(); }
+  HostState* host() const { return host_.as<HostState>(); }
+
+  ModelConfig config_;
+  std::vector<float> mean_, stddev_;  // stddev 0 replaced by 1
+  uint32_t max_batch_;
+  uint32_t flat_;
+  CudaBackendOptions options_;
+  std::vector<ParamShape> shapes_;
+  std::vector<size_t> offsets_;    // of each tensor in the flat buffers, in floats
+  size_t padded_count_ = 0;        // floats in each flat buffer
+  std::vector<float> host_stage_;  // GetState/SetState's host side of the flat buffers
+
+  // Declared first so it is destroyed last: everything below may have work queued on it.
+  cuda::CudaStream owned_stream_;
+  cudaStream_t stream_ = nullptr;
+  cuda::CudnnHandle cudnn_;
+  cuda::CublasHandle cublas_;
+  std::vector<cuda::CudaConvBlock> blocks_;
+  std::vector<BlockBuffers> block_buffers_;
+  cuda::DeviceBuffer params_, grads_, momentum_;
+  cuda::DeviceBuffer input_, labels_, act_grad_;
+  cuda::DeviceBuffer hidden_, hidden_grad_, logits_, logits_grad_;
+  cuda::DeviceBuffer row_loss_, row_correct_, ones_, norm_;
+  cuda::DeviceBuffer workspace_, cublas_workspace_, state_;
+  cuda::PinnedBuffer host_;
+  cuda::CudaEvent bad_copied_;
+  bool bad_copy_pending_ = false;
+  uint32_t batch_n_ = 0;  // the batch size the descriptors are set for
+  cuda::CudaGraphExec graph_;
+  bool graph_warmed_ = false;  // a full batch has run eagerly (lazy loading done)
+  Status deferred_;            // a failure inside Take*Stats, returned by the next call
+};
+
+}  // namespace rf

@@ -1,0 +1,198 @@
+// CudaBackend's step: decode -> conv blocks (cuDNN) -> fc1 -> ReLU -> fc2 (cuBLAS) -> softmax
+// cross-entropy and statistics -> backward in reverse -> SGD, all queued on the one compute
+// stream with no host synchronization (TrainStep, Evaluate) and no allocation.
+//
+// Row-major activations [n][features] are column-major [features][n] to cuBLAS, so every fully
+// connected product below is written for column-major operands; the comment on each gives the
+// row-major product it computes.
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_check.h"
+
+namespace rf {
+
+cuda::CudaConvBlock::Buffers CudaBackend::BlockArgs(size_t b) const {
+  cuda::CudaConvBlock::Buffers a;
+  const BlockBuffers& bb = block_buffers_[b];
+  a.x = b == 0 ? input_.as<float>() : block_buffers_[b - 1].pooled.as<float>();
+  a.weight = Param(2 * b);
+  a.bias = Param(2 * b + 1);
+  a.act = bb.act.as<float>();
+  a.pooled = bb.pooled.as<float>();
+  a.pooled_grad = bb.pooled_grad.as<float>();
+  a.act_grad = act_grad_.as<float>();
+  a.weight_grad = Grad(2 * b);
+  a.bias_grad = Grad(2 * b + 1);
+  a.x_grad = b == 0 ? nullptr : block_buffers_[b - 1].pooled_grad.as<float>();
+  return a;
+}
+
+Status CudaBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
+                         const float* b, int ldb, float* c, int ldc) {
+  const float one = 1.f, zero = 0.f;
+  // TF32 only where asked for: CUBLAS_COMPUTE_32F keeps full float products.
+  const cublasComputeType_t compute =
+      options_.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  RF_CUDA_CHECK(cublasGemmEx(cublas_.get(), trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_32F, lda,
+                             b, CUDA_R_32F, ldb, &zero, c, CUDA_R_32F, ldc, compute,
+                             CUBLAS_GEMM_DEFAULT));
+  return Status::Ok();
+}
+
+Status CudaBackend::LoadBatch(const BatchRef& batch) {
+  const uint32_t n = batch.n;
+  if (n != batch_n_) {
+    for (auto& block : blocks_) {
+      RF_RETURN_IF_ERROR(block.SetBatch(cudnn_.get(), n, workspace_.bytes()));
+    }
+    batch_n_ = n;
+  }
+  RF_CUDA_CHECK(cudaMemsetAsync(&state()->step_bad, 0xff, sizeof(unsigned long long), stream_));
+  const float* norm = norm_.as<float>();
+  RF_CUDA_CHECK(cuda::DecodeSamples(batch.samples, batch.dtype, n, config_.channels,
+                                    size_t{config_.height} * config_.width, norm,
+                                    norm + config_.channels, input_.as<float>(), stream_));
+  RF_CUDA_CHECK(cuda::DecodeLabels(batch.labels, batch.label_dtype, n, config_.classes,
+                                   labels_.as<int32_t>(), &state()->step_bad, &state()->sticky_bad,
+                                   stream_));
+  return Status::Ok();
+}
+
+Status CudaBackend::Forward(uint32_t n, cuda::DeviceStats* stats) {
+  void* ws = workspace_.data();
+  const size_t ws_bytes = workspace_.bytes();
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    RF_RETURN_IF_ERROR(blocks_[b].Forward(cudnn_.get(), BlockArgs(b), ws, ws_bytes));
+  }
+  // The last block's pooled output [n][C][h][w] is fc1's input rows [n][flat] as it stands.
+  const float* x = block_buffers_.back().pooled.as<float>();
+  const size_t fc1 = 2 * blocks_.size();
+  const int in = static_cast<int>(n), flat = static_cast<int>(flat_);
+  const int hidden = static_cast<int>(config_.hidden), classes = static_cast<int>(config_.classes);
+  // hidden[n][H] = x[n][F] . W1[H][F]^T
+  RF_RETURN_IF_ERROR(
+      Gemm(true, false, hidden, in, flat, Param(fc1), flat, x, flat, hidden_.as<float>(), hidden));
+  RF_CUDA_CHECK(
+      cuda::AddBiasRelu(n, config_.hidden, Param(fc1 + 1), true, hidden_.as<float>(), stream_));
+  // logits[n][K] = hidden[n][H] . W2[K][H]^T
+  RF_RETURN_IF_ERROR(Gemm(true, false, classes, in, hidden, Param(fc1 + 2), hidden,
+                          hidden_.as<float>(), hidden, logits_.as<float>(), classes));
+  RF_CUDA_CHECK(
+      cuda::AddBiasRelu(n, config_.classes, Param(fc1 + 3), false, logits_.as<float>(), stream_));
+  // The gradient of the MEAN loss: scaled by 1 / n.
+  RF_CUDA_CHECK(cuda::SoftmaxCrossEntropy(
+      n, config_.classes, logits_.as<float>(), labels_.as<int32_t>(), 1.f / static_cast<float>(n),
+      logits_grad_.as<float>(), row_loss_.as<double>(), row_correct_.as<uint32_t>(), stream_));
+  RF_CUDA_CHECK(cuda::AccumulateStats(n, row_loss_.as<double>(), row_correct_.as<uint32_t>(),
+                                      &state()->step_bad, stats, stream_));
+  return Status::Ok();
+}
+
+Status CudaBackend::Backward(uint32_t n) {
+  const float* x = block_buffers_.back().pooled.as<float>();
+  float* x_grad = block_buffers_.back().pooled_grad.as<float>();
+  const size_t fc1 = 2 * blocks_.size();
+  const int in = static_cast<int>(n), flat = static_cast<int>(flat_);
+  const int hidden = static_cast<int>(config_.hidden), classes = static_cast<int>(config_.classes);
+  const float one = 1.f, zero = 0.f;
+
+  // dW2[K][H] = dlogits[n][K]^T . hidden[n][H]
+  RF_RETURN_IF_ERROR(Gemm(false, true, hidden, classes, in, hidden_.as<float>(), hidden,
+                          logits_grad_.as<float>(), classes, Grad(fc1 + 2), hidden));
+  // db2[K] = column sums of dlogits[n][K] (a product with ones: deterministic, no atomics)
+  RF_CUDA_CHECK(cublasSgemv(cublas_.get(), CUBLAS_OP_N, classes, in, &one, logits_grad_.as<float>(),
+                            classes, ones_.as<float>(), 1, &zero, Grad(fc1 + 3), 1));
+  // dhidden[n][H] = dlogits[n][K] . W2[K][H], then through fc1's ReLU
+  RF_RETURN_IF_ERROR(Gemm(false, false, hidden, in, classes, Param(fc1 + 2), hidden,
+                          logits_grad_.as<float>(), classes, hidden_grad_.as<float>(), hidden));
+  RF_CUDA_CHECK(cuda::ReluBackward(size_t{n} * config_.hidden, hidden_.as<float>(),
+                                   hidden_grad_.as<float>(), stream_));
+  // dW1[H][F] = dhidden[n][H]^T . x[n][F]
+  RF_RETURN_IF_ERROR(Gemm(false, true, flat, hidden, in, x, flat, hidden_grad_.as<float>(), hidden,
+                          Grad(fc1), flat));
+  RF_CUDA_CHECK(cublasSgemv(cublas_.get(), CUBLAS_OP_N, hidden, in, &one, hidden_grad_.as<float>(),
+                            hidden, ones_.as<float>(), 1, &zero, Grad(fc1 + 1), 1));
+  // dx[n][F] = dhidden[n][H] . W1[H][F]: the gradient of the last block's pooled output
+  RF_RETURN_IF_ERROR(Gemm(false, false, flat, in, hidden, Param(fc1), flat,
+                          hidden_grad_.as<float>(), hidden, x_grad, flat));
+
+  void* ws = workspace_.data();
+  const size_t ws_bytes = workspace_.bytes();
+  for (size_t b = blocks_.size(); b-- > 0;) {
+    RF_RETURN_IF_ERROR(blocks_[b].Backward(cudnn_.get(), BlockArgs(b), ws, ws_bytes));
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::ForwardBackward(uint32_t n) {
+  // The graph holds the pointers and sizes of a full batch; other sizes (an epoch's last batch)
+  // run eagerly. The first full batch also runs eagerly, so that lazy kernel loading and the
+  // libraries' first-call setup happen outside the capture.
+  if (!options_.cuda_graph || n != max_batch_ || !graph_warmed_) {
+    graph_warmed_ = graph_warmed_ || n == max_batch_;
+    RF_RETURN_IF_ERROR(Forward(n, &state()->train));
+    return Backward(n);
+  }
+  if (!graph_) {
+    RF_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    Status st = Forward(n, &state()->train);
+    if (st.ok()) st = Backward(n);
+    cudaGraph_t raw = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream_, &raw);  // always leave capture mode
+    const cuda::CudaGraph graph(raw);
+    RF_RETURN_IF_ERROR(st);
+    RF_CUDA_CHECK(end);
+    cudaGraphExec_t exec = nullptr;
+    RF_CUDA_CHECK(cudaGraphInstantiate(&exec, graph.get(), 0));
+    graph_ = cuda::CudaGraphExec(exec);
+  }
+  RF_CUDA_CHECK(cudaGraphLaunch(graph_.get(), stream_));
+  return Status::Ok();
+}
+
+Status CudaBackend::TrainStep(const BatchRef& batch, const SgdConfig& sgd) {
+  RF_RETURN_IF_ERROR(Begin(&batch));
+  RF_RETURN_IF_ERROR(LoadBatch(batch));
+  RF_RETURN_IF_ERROR(ForwardBackward(batch.n));
+  RF_CUDA_CHECK(cuda::SgdMomentum(padded_count_, sgd.lr, sgd.momentum, sgd.weight_decay,
+                                  grads_.as<float>(), params_.as<float>(), momentum_.as<float>(),
+                                  &state()->step_bad, stream_));
+  return EndStep();
+}
+
+Status CudaBackend::Evaluate(const BatchRef& batch) {
+  RF_RETURN_IF_ERROR(Begin(&batch));
+  RF_RETURN_IF_ERROR(LoadBatch(batch));
+  RF_RETURN_IF_ERROR(Forward(batch.n, &state()->eval));
+  return EndStep();
+}
+
+Status CudaBackend::ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) {
+  RF_RETURN_IF_ERROR(Begin(&batch));
+  RF_RETURN_IF_ERROR(LoadBatch(batch));
+  RF_CUDA_CHECK(cudaMemsetAsync(&state()->scratch, 0, sizeof(cuda::DeviceStats), stream_));
+  RF_RETURN_IF_ERROR(Forward(batch.n, &state()->scratch));
+  RF_RETURN_IF_ERROR(Backward(batch.n));
+  RF_CUDA_CHECK(cudaMemcpyAsync(&host()->stats, &state()->scratch, sizeof(cuda::DeviceStats),
+                                cudaMemcpyDeviceToHost, stream_));
+  RF_CUDA_CHECK(cudaMemcpyAsync(host_stage_.data(), grads_.data(), grads_.bytes(),
+                                cudaMemcpyDeviceToHost, stream_));
+  RF_RETURN_IF_ERROR(EndStep());
+  RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  RF_RETURN_IF_ERROR(ReportBadLabel(/*wait=*/true));  // this batch's own labels
+  if (mean_loss != nullptr) *mean_loss = host()->stats.loss_sum / batch.n;
+  if (grads != nullptr) {
+    grads->t.resize(shapes_.size());
+    for (size_t t = 0; t < shapes_.size(); ++t) {
+      const float* from = host_stage_.data() + offsets_[t];
+      grads->t[t].assign(from, from + shapes_[t].count());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace rf

@@ -1,0 +1,113 @@
+// CudaConvBlock: one conv block of the model (kernels/model.h) on the GPU, through cuDNN's legacy
+// API: 3x3 convolution with padding 1 -> + bias (cudnnAddTensor) -> ReLU (in place) -> 2x2 max-pool
+// with stride 2, rounding down; and its backward pass (pooling, ReLU, bias, filter, data).
+//
+// Why the legacy API: it is deprecated in cuDNN 9 but present in every 9.x (9.14 on the GPU
+// machine, 9.19 where we build), needs no graph building, and each call is one kernel or a few,
+// which keeps the step easy to read and to capture in a CUDA graph.
+//
+// Algorithms are chosen once, by FindAlgorithms at the backend's max_batch: cuDNN times every
+// algorithm on the real buffers (cudnnFindConvolution*AlgorithmEx) and the fastest that fits the
+// workspace limit wins, with two rules:
+//   - tf32 off: the descriptors stay in CUDNN_FMA_MATH, so no algorithm may use TF32 tensor ops;
+//     tf32 on: each direction runs in the math type cuDNN measured it with.
+//   - deterministic: among the backward algorithms only those cuDNN reports as deterministic are
+//     taken (the fastest non-deterministic one only if none works, which Describe() says).
+// For another batch size n, SetBatch keeps those algorithms where cuDNN accepts them at n within
+// the workspace, and otherwise asks cuDNN's heuristics (cudnnGet*Algorithm_v7, host only) for the
+// best that fits, under the same rules. Nothing here allocates device memory after creation.
+//
+// Thread safety: none. Buffers are owned by the caller (the backend) and sized for max_batch.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstdint>
+#include <string>
+
+#include "io/status.h"
+#include "kernels/cuda_handles.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // see kernels/cuda_handles.h
+
+namespace rf::cuda {
+
+class CudaConvBlock {
+ public:
+  struct Shape {
+    uint32_t in_channels = 0, out_channels = 0;
+    uint32_t height = 0, width = 0;  // of the input; the output is height / 2 x width / 2
+  };
+
+  // Device pointers for one call, NCHW, each sized for max_batch.
+  struct Buffers {
+    const float* x = nullptr;       // the block's input [n][in][H][W]
+    const float* weight = nullptr;  // [out][in][3][3]
+    const float* bias = nullptr;    // [out]
+    float* act = nullptr;           // ReLU(conv(x) + bias), [n][out][H][W]
+    float* pooled = nullptr;        // [n][out][H/2][W/2]
+    float* pooled_grad = nullptr;   // gradient w.r.t. pooled, written by the layer above
+    float* act_grad = nullptr;      // scratch for the gradient w.r.t. act, [n][out][H][W]
+    float* weight_grad = nullptr;   // [out][in][3][3]
+    float* bias_grad = nullptr;     // [out]
+    float* x_grad = nullptr;        // gradient w.r.t. x; null where nothing needs it (block 0)
+  };
+
+  static Result<CudaConvBlock> Create(const Shape& shape, bool tf32, bool deterministic);
+
+  // Benchmarks the algorithms at max_batch (SetBatch(max_batch) must have run) and keeps the
+  // fastest of each direction that needs at most `workspace_bytes`. Writes act, pooled, weight
+  // and x gradients (the contents are garbage afterwards); `workspace` must hold workspace_bytes.
+  Status FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool need_x_grad, void* workspace,
+                        size_t workspace_bytes);
+  // The workspace the chosen algorithms need at the batch size they were found for.
+  size_t workspace_needed() const { return workspace_needed_; }
+
+  // Sets every descriptor for batches of n and makes sure the algorithms in use run at n within
+  // workspace_bytes (see the file comment). Host calls only; cheap, but the backend calls it only
+  // when n changes.
+  Status SetBatch(cudnnHandle_t cudnn, uint32_t n, size_t workspace_bytes);
+
+  // Queue the forward / backward pass for the batch size of the last SetBatch on the handle's
+  // stream.
+  Status Forward(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
+                 size_t workspace_bytes) const;
+  Status Backward(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
+                  size_t workspace_bytes) const;
+
+  // "conv 3->32 @32x32: fwd IMPLICIT_PRECOMP_GEMM (tf32), bwd-data ALGO_1, bwd-filter ALGO_1".
+  std::string Describe() const;
+
+ private:
+  // One direction's choice and the math type it runs in.
+  template <typename Algo>
+  struct Choice {
+    Algo algo{};
+    cudnnMathType_t math = CUDNN_FMA_MATH;
+    bool deterministic = true;
+  };
+
+  CudaConvBlock() = default;
+  Status ApplyMath();
+  Status FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes);
+
+  Shape shape_;
+  bool tf32_ = false, deterministic_ = true, need_x_grad_ = true;
+  bool found_ = false;  // FindAlgorithms has run
+  uint32_t n_ = 0;
+  TensorDesc x_desc_, act_desc_, pooled_desc_, bias_desc_;
+  FilterDesc w_desc_;
+  ConvDesc fwd_conv_, data_conv_, filter_conv_;  // one per direction: each has its own math type
+  ActivationDesc relu_;
+  PoolingDesc pool_;
+  // Found at max_batch, and in use for the current n (equal unless n needed others).
+  Choice<cudnnConvolutionFwdAlgo_t> fwd_found_, fwd_;
+  Choice<cudnnConvolutionBwdDataAlgo_t> data_found_, data_;
+  Choice<cudnnConvolutionBwdFilterAlgo_t> filter_found_, filter_;
+  size_t workspace_needed_ = 0;
+};
+
+}  // namespace rf::cuda
+
+#pragma GCC diagnostic pop

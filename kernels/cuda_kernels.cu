@@ -1,0 +1,282 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda_kernels.cuh"
+
+namespace rf::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+// Enough blocks to fill an H100/H200 (132 SMs x 2048 threads) several times over; grid-stride
+// loops cover anything larger.
+constexpr size_t kMaxBlocks = 4096;
+
+unsigned Blocks(size_t count) {
+  return static_cast<unsigned>(
+      std::max<size_t>(1, std::min(kMaxBlocks, (count + kThreads - 1) / kThreads)));
+}
+
+template <DType D>
+__device__ float LoadSample(const void* base, size_t i) {
+  if constexpr (D == DType::kUInt8) {
+    return static_cast<float>(static_cast<const uint8_t*>(base)[i]);
+  } else if constexpr (D == DType::kFloat16) {
+    return __half2float(__ushort_as_half(static_cast<const unsigned short*>(base)[i]));
+  } else if constexpr (D == DType::kBFloat16) {
+    // bfloat16 is the top half of a float: exact, as io/dtype.h's BFloat16ToFloat.
+    return __uint_as_float(static_cast<unsigned>(static_cast<const unsigned short*>(base)[i])
+                           << 16);
+  } else {
+    return static_cast<const float*>(base)[i];
+  }
+}
+
+template <DType D>
+__global__ void DecodeSamplesKernel(const void* samples, size_t count, uint32_t channels,
+                                    size_t plane, const float* mean, const float* stddev,
+                                    float* out) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
+       i += size_t{blockDim.x} * gridDim.x) {
+    const auto c = static_cast<uint32_t>((i / plane) % channels);
+    out[i] = (LoadSample<D>(samples, i) - mean[c]) / stddev[c];
+  }
+}
+
+template <DType D>
+__device__ int64_t LoadLabel(const void* base, uint32_t i) {
+  if constexpr (D == DType::kUInt8) return static_cast<const uint8_t*>(base)[i];
+  if constexpr (D == DType::kUInt16) return static_cast<const uint16_t*>(base)[i];
+  return static_cast<const int32_t*>(base)[i];
+}
+
+template <DType D>
+__global__ void DecodeLabelsKernel(const void* labels, uint32_t n, uint32_t classes, int32_t* out,
+                                   unsigned long long* step_bad, unsigned long long* sticky_bad) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int64_t label = LoadLabel<D>(labels, i);
+  if (label < 0 || label >= classes) {
+    const unsigned long long record =
+        (static_cast<unsigned long long>(i) << 32) | static_cast<uint32_t>(label);
+    atomicMin(step_bad, record);
+    atomicMin(sticky_bad, record);
+    out[i] = 0;
+  } else {
+    out[i] = static_cast<int32_t>(label);
+  }
+}
+
+__global__ void AddBiasReluKernel(uint32_t rows, uint32_t cols, const float* bias, bool relu,
+                                  float* y) {
+  const size_t count = size_t{rows} * cols;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
+       i += size_t{blockDim.x} * gridDim.x) {
+    const float v = y[i] + bias[i % cols];
+    y[i] = relu ? fmaxf(v, 0.f) : v;
+  }
+}
+
+__global__ void ReluBackwardKernel(size_t count, const float* out, float* grad) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
+       i += size_t{blockDim.x} * gridDim.x) {
+    if (!(out[i] > 0.f)) grad[i] = 0.f;
+  }
+}
+
+constexpr uint32_t kNoIndex = 0xffffffffu;
+
+// One warp per row: lanes stride over the classes, then combine with shuffles.
+__global__ void SoftmaxCrossEntropyKernel(uint32_t n, uint32_t classes, const float* logits,
+                                          const int32_t* labels, float scale, float* grad,
+                                          double* row_loss, uint32_t* row_correct) {
+  const uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const uint32_t lane = threadIdx.x % 32;
+  if (row >= n) return;  // the whole warp leaves together: row is the same for all its lanes
+  const float* z = logits + size_t{row} * classes;
+  float* g = grad + size_t{row} * classes;
+
+  // Arg-max, the first of equal maxima as the CPU's scan finds it.
+  float best = 0.f;
+  uint32_t best_at = kNoIndex;
+  for (uint32_t c = lane; c < classes; c += 32) {
+    if (best_at == kNoIndex || z[c] > best) {
+      best = z[c];
+      best_at = c;
+    }
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other = __shfl_xor_sync(0xffffffffu, best, offset);
+    const uint32_t other_at = __shfl_xor_sync(0xffffffffu, best_at, offset);
+    const bool take = other_at != kNoIndex && (best_at == kNoIndex || other > best ||
+                                               (other == best && other_at < best_at));
+    if (take) {
+      best = other;
+      best_at = other_at;
+    }
+  }
+
+  // Subtracting the maximum keeps every exp() in (0, 1]: no overflow for any logits.
+  const double top = best;
+  double sum = 0;
+  for (uint32_t c = lane; c < classes; c += 32) sum += exp(static_cast<double>(z[c]) - top);
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  const double log_sum = log(sum);
+  const auto label = static_cast<uint32_t>(labels[row]);
+  for (uint32_t c = lane; c < classes; c += 32) {
+    const double p = exp(static_cast<double>(z[c]) - top - log_sum);
+    g[c] = static_cast<float>((p - (c == label ? 1.0 : 0.0)) * scale);
+  }
+  if (lane == 0) {
+    row_loss[row] = log_sum - (static_cast<double>(z[label]) - top);
+    row_correct[row] = best_at == label ? 1u : 0u;
+  }
+}
+
+__global__ void AccumulateStatsKernel(uint32_t n, const double* row_loss,
+                                      const uint32_t* row_correct,
+                                      const unsigned long long* step_bad, DeviceStats* stats) {
+  __shared__ double loss[kThreads];
+  __shared__ unsigned long long hits[kThreads];
+  const uint32_t t = threadIdx.x;
+  double l = 0;
+  unsigned long long h = 0;
+  for (uint32_t i = t; i < n; i += kThreads) {
+    l += row_loss[i];
+    h += row_correct[i];
+  }
+  loss[t] = l;
+  hits[t] = h;
+  __syncthreads();
+  for (uint32_t s = kThreads / 2; s > 0; s /= 2) {
+    if (t < s) {
+      loss[t] += loss[t + s];
+      hits[t] += hits[t + s];
+    }
+    __syncthreads();
+  }
+  if (t == 0 && *step_bad == kNoBadLabel) {
+    stats->loss_sum += loss[0];
+    stats->correct += hits[0];
+    stats->samples += n;
+  }
+}
+
+__device__ float SgdOne(float w, float g, float& v, float lr, float momentum, float wd) {
+  const float gi = __fadd_rn(g, __fmul_rn(wd, w));
+  v = __fadd_rn(__fmul_rn(momentum, v), gi);
+  return __fsub_rn(w, __fmul_rn(lr, v));
+}
+
+__global__ void SgdMomentumKernel(size_t count4, float lr, float momentum, float wd,
+                                  const float4* grad, float4* weights, float4* velocity,
+                                  const unsigned long long* step_bad) {
+  if (*step_bad != kNoBadLabel) return;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count4;
+       i += size_t{blockDim.x} * gridDim.x) {
+    const float4 g = grad[i];
+    float4 w = weights[i], v = velocity[i];
+    w.x = SgdOne(w.x, g.x, v.x, lr, momentum, wd);
+    w.y = SgdOne(w.y, g.y, v.y, lr, momentum, wd);
+    w.z = SgdOne(w.z, g.z, v.z, lr, momentum, wd);
+    w.w = SgdOne(w.w, g.w, v.w, lr, momentum, wd);
+    weights[i] = w;
+    velocity[i] = v;
+  }
+}
+
+}  // namespace
+
+cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t channels,
+                          size_t plane, const float* mean, const float* stddev, float* out,
+                          cudaStream_t stream) {
+  const size_t count = size_t{n} * channels * plane;
+  const unsigned blocks = Blocks(count);
+  switch (dtype) {
+    case DType::kUInt8:
+      DecodeSamplesKernel<DType::kUInt8>
+          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, out);
+      break;
+    case DType::kFloat16:
+      DecodeSamplesKernel<DType::kFloat16>
+          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, out);
+      break;
+    case DType::kBFloat16:
+      DecodeSamplesKernel<DType::kBFloat16>
+          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, out);
+      break;
+    case DType::kFloat32:
+      DecodeSamplesKernel<DType::kFloat32>
+          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, out);
+      break;
+    default:
+      return cudaErrorInvalidValue;  // the backend checks the dtype before it gets here
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t DecodeLabels(const void* labels, DType dtype, uint32_t n, uint32_t classes,
+                         int32_t* out, unsigned long long* step_bad, unsigned long long* sticky_bad,
+                         cudaStream_t stream) {
+  const unsigned blocks = (n + kThreads - 1) / kThreads;
+  switch (dtype) {
+    case DType::kUInt8:
+      DecodeLabelsKernel<DType::kUInt8>
+          <<<blocks, kThreads, 0, stream>>>(labels, n, classes, out, step_bad, sticky_bad);
+      break;
+    case DType::kUInt16:
+      DecodeLabelsKernel<DType::kUInt16>
+          <<<blocks, kThreads, 0, stream>>>(labels, n, classes, out, step_bad, sticky_bad);
+      break;
+    case DType::kInt32:
+      DecodeLabelsKernel<DType::kInt32>
+          <<<blocks, kThreads, 0, stream>>>(labels, n, classes, out, step_bad, sticky_bad);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t AddBiasRelu(uint32_t rows, uint32_t cols, const float* bias, bool relu, float* y,
+                        cudaStream_t stream) {
+  AddBiasReluKernel<<<Blocks(size_t{rows} * cols), kThreads, 0, stream>>>(rows, cols, bias, relu,
+                                                                          y);
+  return cudaGetLastError();
+}
+
+cudaError_t ReluBackward(size_t count, const float* out, float* grad, cudaStream_t stream) {
+  ReluBackwardKernel<<<Blocks(count), kThreads, 0, stream>>>(count, out, grad);
+  return cudaGetLastError();
+}
+
+cudaError_t SoftmaxCrossEntropy(uint32_t n, uint32_t classes, const float* logits,
+                                const int32_t* labels, float scale, float* grad, double* row_loss,
+                                uint32_t* row_correct, cudaStream_t stream) {
+  constexpr uint32_t kRowsPerBlock = kThreads / 32;
+  SoftmaxCrossEntropyKernel<<<(n + kRowsPerBlock - 1) / kRowsPerBlock, kThreads, 0, stream>>>(
+      n, classes, logits, labels, scale, grad, row_loss, row_correct);
+  return cudaGetLastError();
+}
+
+cudaError_t AccumulateStats(uint32_t n, const double* row_loss, const uint32_t* row_correct,
+                            const unsigned long long* step_bad, DeviceStats* stats,
+                            cudaStream_t stream) {
+  AccumulateStatsKernel<<<1, kThreads, 0, stream>>>(n, row_loss, row_correct, step_bad, stats);
+  return cudaGetLastError();
+}
+
+cudaError_t SgdMomentum(size_t count, float lr, float momentum, float weight_decay,
+                        const float* grad, float* weights, float* velocity,
+                        const unsigned long long* step_bad, cudaStream_t stream) {
+  if (count % 4 != 0) return cudaErrorInvalidValue;  // the backend pads every tensor
+  const size_t count4 = count / 4;
+  SgdMomentumKernel<<<Blocks(count4), kThreads, 0, stream>>>(
+      count4, lr, momentum, weight_decay, reinterpret_cast<const float4*>(grad),
+      reinterpret_cast<float4*>(weights), reinterpret_cast<float4*>(velocity), step_bad);
+  return cudaGetLastError();
+}
+
+}  // namespace rf::cuda

@@ -1,0 +1,76 @@
+// The CUDA backend's own kernels, for the work cuDNN and cuBLAS do not do: decoding stored samples
+// and labels, the fully connected layers' bias and ReLU, softmax cross-entropy with its
+// statistics, and the SGD update. Host-side launchers only (this header compiles as plain C++);
+// each queues its kernel on `stream` and returns the launch's status for RF_CUDA_CHECK. None
+// synchronizes, allocates or reads device memory on the host, so all of them may be captured in
+// a CUDA graph.
+//
+// Determinism: every kernel gives bit-identical results for the same inputs; reductions run in a
+// fixed order that depends only on the sizes (no floating-point atomics).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "io/dtype.h"
+
+namespace rf::cuda {
+
+// Loss and accuracy sums kept on the device between the host's Take*Stats calls.
+struct DeviceStats {
+  double loss_sum;
+  unsigned long long correct;
+  unsigned long long samples;
+};
+
+// A bad label, recorded on the device as (sample index << 32) | (label as uint32) and combined
+// with atomicMin, so the lowest sample index wins whatever the thread order. kNoBadLabel: none.
+constexpr unsigned long long kNoBadLabel = ~0ull;
+
+// out[i] = (sample[i] - mean[c]) / stddev[c] for the n x channels x plane values of a batch
+// (NCHW, c the channel of element i), read as `dtype` (uint8, float16, bfloat16 or float32).
+// stddev must already have 0 replaced by 1. Same float operations as the CPU backend: the
+// decoded input is bit-identical to its.
+cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t channels,
+                          size_t plane, const float* mean, const float* stddev, float* out,
+                          cudaStream_t stream);
+
+// out[i] = labels[i] as int32 (labels in uint8, uint16 or int32). A label outside [0, classes)
+// becomes 0 in `out` (so later kernels index safely) and is recorded, by atomicMin, in both
+// *step_bad (which the caller resets to kNoBadLabel before each batch) and *sticky_bad (which
+// only the host resets, once it has reported the error).
+cudaError_t DecodeLabels(const void* labels, DType dtype, uint32_t n, uint32_t classes,
+                         int32_t* out, unsigned long long* step_bad, unsigned long long* sticky_bad,
+                         cudaStream_t stream);
+
+// Row-major y[rows][cols] += bias[cols], then ReLU if `relu` (fully connected layers).
+cudaError_t AddBiasRelu(uint32_t rows, uint32_t cols, const float* bias, bool relu, float* y,
+                        cudaStream_t stream);
+// grad[i] = 0 where out[i] (a ReLU's output) is not positive.
+cudaError_t ReluBackward(size_t count, const float* out, float* grad, cudaStream_t stream);
+
+// Per row of logits[n][classes], as the CPU backend (kernels/cpu_layers.h) computes it: the
+// cross-entropy against labels[i] through a double log-sum-exp, into row_loss[i]; whether the
+// arg-max (the first of equal maxima) is the label, into row_correct[i]; and
+// grad = (softmax - onehot) * scale.
+cudaError_t SoftmaxCrossEntropy(uint32_t n, uint32_t classes, const float* logits,
+                                const int32_t* labels, float scale, float* grad, double* row_loss,
+                                uint32_t* row_correct, cudaStream_t stream);
+
+// Adds the n rows' loss and correct counts, and n samples, to *stats, unless *step_bad records a
+// bad label in this batch (which then counts nothing). One block, fixed summation order.
+cudaError_t AccumulateStats(uint32_t n, const double* row_loss, const uint32_t* row_correct,
+                            const unsigned long long* step_bad, DeviceStats* stats,
+                            cudaStream_t stream);
+
+// torch.optim.SGD over one flat buffer of `count` floats (a multiple of 4, 16-byte aligned):
+// g' = g + weight_decay * w; v = momentum * v + g'; w -= lr * v. Each product and sum is rounded
+// separately (no fused multiply-add), as the CPU backend's loop, so both give the same bits for
+// the same inputs. Does nothing when *step_bad records a bad label in this batch.
+cudaError_t SgdMomentum(size_t count, float lr, float momentum, float weight_decay,
+                        const float* grad, float* weights, float* velocity,
+                        const unsigned long long* step_bad, cudaStream_t stream);
+
+}  // namespace rf::cuda

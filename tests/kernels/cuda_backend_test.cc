@@ -1,0 +1,289 @@
+// CudaBackend's contract apart from agreeing with the CPU backend (cuda_backend_vs_cpu_test.cc):
+// argument checks (these run without a GPU: Create checks before any CUDA call), state round
+// trips, evaluation, bad labels, determinism, the CUDA graph, and no memory growth over steps.
+// Every test that needs the GPU skips where none is found.
+#include "kernels/cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "tests/kernels/cuda_test_util.h"
+
+namespace rf {
+namespace {
+
+using testing::DeviceBatch;
+using testing::HostBatch;
+using testing::TinyConfig;
+using testing::TinyNormalization;
+
+std::unique_ptr<CudaBackend> MakeBackend(const CudaBackendOptions& o = {}, uint32_t max_batch = 8,
+                                         const ModelConfig& c = TinyConfig()) {
+  auto be = CudaBackend::Create(c, TinyNormalization(c), max_batch, InitialParameters(c, 3), o);
+  EXPECT_TRUE(be.ok()) << be.status().ToString();
+  return be.ok() ? std::move(*be) : nullptr;
+}
+
+Tensors Numbered(const ModelConfig& c, float scale) {
+  Tensors t = ZerosLike(c);
+  for (size_t i = 0; i < t.t.size(); ++i) {
+    for (size_t j = 0; j < t.t[i].size(); ++j) t.t[i][j] = scale * (1000.f * i + j + 1);
+  }
+  return t;
+}
+
+bool BitIdentical(const Tensors& a, const Tensors& b) {
+  if (a.t.size() != b.t.size()) return false;
+  for (size_t i = 0; i < a.t.size(); ++i) {
+    if (a.t[i].size() != b.t[i].size() ||
+        std::memcmp(a.t[i].data(), b.t[i].data(), a.t[i].size() * sizeof(float)) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Tensors Params(CudaBackend& be) {
+  Tensors p;
+  EXPECT_TRUE(be.GetState(&p, nullptr).ok());
+  return p;
+}
+
+// --- Create: argument checks, which need no GPU ---------------------------------------------
+
+TEST(CudaBackendCreate, RejectsAnInvalidConfig) {
+  ModelConfig c = TinyConfig();
+  c.conv = {3, 4, 5, 6};  // four poolings shrink 8x8 to nothing
+  auto be = CudaBackend::Create(c, TinyNormalization(c), 8, InitialParameters(TinyConfig(), 1));
+  ASSERT_FALSE(be.ok());
+  EXPECT_TRUE(be.status().IsInvalidArgument());
+  EXPECT_NE(be.status().message().find("4 pooling blocks shrink a 8x8 input to nothing"),
+            std::string::npos)
+      << be.status().message();
+}
+
+TEST(CudaBackendCreate, RejectsZeroMaxBatch) {
+  const ModelConfig c = TinyConfig();
+  auto be = CudaBackend::Create(c, TinyNormalization(c), 0, InitialParameters(c, 1));
+  ASSERT_FALSE(be.ok());
+  EXPECT_NE(be.status().message().find("the CUDA backend needs max_batch >= 1"), std::string::npos)
+      << be.status().message();
+}
+
+TEST(CudaBackendCreate, RejectsNormalizationOfTheWrongLength) {
+  const ModelConfig c = TinyConfig();
+  auto be = CudaBackend::Create(c, Normalization{{0.f}, {1.f}}, 8, InitialParameters(c, 1));
+  ASSERT_FALSE(be.ok());
+  EXPECT_TRUE(be.status().IsInvalidArgument());
+  EXPECT_NE(be.status().message().find("1 means and 1 stds; the input has 2 channels"),
+            std::string::npos)
+      << be.status().message();
+}
+
+TEST(CudaBackendCreate, RejectsInitialParametersOfAnotherModel) {
+  ModelConfig other = TinyConfig();
+  other.hidden = 6;
+  auto be = CudaBackend::Create(TinyConfig(), TinyNormalization(TinyConfig()), 8,
+                                InitialParameters(other, 1));
+  ASSERT_FALSE(be.ok());
+  EXPECT_NE(be.status().message().find("initial parameters tensor fc1.weight has 96 values; "
+                                       "expected 80"),
+            std::string::npos)
+      << be.status().message();
+}
+
+TEST(CudaBackendCreate, RejectsAMaxBatchTooLargeForCudnnSizes) {
+  const ModelConfig c = testing::CifarConfig();
+  auto be = CudaBackend::Create(c, TinyNormalization(c), 1u << 22, InitialParameters(c, 1));
+  ASSERT_FALSE(be.ok());
+  EXPECT_NE(be.status().message().find("is too large for the CUDA backend"), std::string::npos)
+      << be.status().message();
+}
+
+TEST(CudaBackendCreate, NamesTheFailingCallWhereTheDeviceDoesNotExist) {
+  RF_REQUIRE_GPU();
+  CudaBackendOptions o;
+  o.device = 4096;
+  const ModelConfig c = TinyConfig();
+  auto be = CudaBackend::Create(c, TinyNormalization(c), 8, InitialParameters(c, 1), o);
+  ASSERT_FALSE(be.ok());
+  EXPECT_EQ(be.status().code(), Status::Code::kAborted);
+  EXPECT_NE(be.status().message().find("cudaSetDevice(options_.device) failed at "
+                                       "kernels/cuda_backend.cc:"),
+            std::string::npos)
+      << be.status().message();
+}
+
+// --- Batches --------------------------------------------------------------------------------
+
+TEST(CudaBackendBatch, RejectsMoreSamplesThanMaxBatch) {
+  RF_REQUIRE_GPU();
+  auto be = MakeBackend({}, 4);
+  const DeviceBatch batch = testing::ToDevice(testing::RandomBatch(TinyConfig(), 5, 1));
+  const Status st = be->TrainStep(batch.ref(), SgdConfig{});
+  ASSERT_TRUE(st.IsInvalidArgument());
+  EXPECT_NE(st.message().find("batch of 5 samples; the CUDA backend takes 1 to 4"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(CudaBackendBatch, RejectsSamplesInPlainHostMemory) {
+  RF_REQUIRE_GPU();
+  auto be = MakeBackend();
+  const HostBatch host = testing::RandomBatch(TinyConfig(), 2, 1);
+  const Status st = be->Evaluate(host.ref());
+  ASSERT_TRUE(st.IsInvalidArgument());
+  EXPECT_NE(st.message().find("plain host memory"), std::string::npos) << st.message();
+}
+
+TEST(CudaBackendBatch, ReportsABadLabelAndAppliesNothingOfItsBatch) {
+  RF_REQUIRE_GPU();
+  const ModelConfig c = TinyConfig();
+  auto be = MakeBackend();
+  testing::RandomData d = testing::DrawData(c, 3, 1);
+  d.labels = {0, 3, 1};  // 3 classes: 3 is out of range
+  const DeviceBatch bad =
+      testing::ToDevice(testing::MakeBatch(d.values, DType::kUInt8, d.labels, DType::kInt32));
+  const Tensors before = Params(*be);
+  ASSERT_TRUE(be->TrainStep(bad.ref(), SgdConfig{}).ok());  // queued; the GPU finds it
+  EXPECT_EQ(be->TakeTrainStats().samples, 0u);              // waits: the batch counted nothing
+  EXPECT_TRUE(BitIdentical(Params(*be), before));
+  const DeviceBatch good = testing::ToDevice(testing::RandomBatch(c, 3, 2));
+  const Status st = be->TrainStep(good.ref(), SgdConfig{});
+  ASSERT_TRUE(st.IsInvalidArgument());
+  EXPECT_NE(st.message().find("label 3 of sample 1 in the batch is outside [0, 3)"),
+            std::string::npos)
+      << st.message();
+  EXPECT_TRUE(be->TrainStep(good.ref(), SgdConfig{}).ok());  // reported once, then cleared
+  // ComputeGradients waits for its own batch, so it reports it.
+  const Status own = be->ComputeGradients(bad.ref(), nullptr, nullptr);
+  EXPECT_TRUE(own.IsInvalidArgument()) << own.ToString();
+}
+
+// --- State ----------------------------------------------------------------------------------
+
+TEST(CudaBackendState, GetStateReturnsExactlyWhatSetStateStored) {
+  RF_REQUIRE_GPU();
+  auto be = MakeBackend();
+  const ModelConfig c = TinyConfig();
+  const Tensors params = Numbered(c, 1e-3f), momentum = Numbered(c, -7e-4f);
+  ASSERT_TRUE(be->SetState(params, momentum).ok());
+  Tensors p, m;
+  ASSERT_TRUE(be->GetState(&p, &m).ok());
+  EXPECT_TRUE(BitIdentical(p, params));
+  EXPECT_TRUE(BitIdentical(m, momentum));
+}
+
+TEST(CudaBackendState, SetStateRejectsAWrongSizedTensorAndKeepsTheOldState) {
+  RF_REQUIRE_GPU();
+  auto be = MakeBackend();
+  const ModelConfig c = TinyConfig();
+  const Tensors before = Params(*be);
+  Tensors bad = Numbered(c, 1.f);
+  bad.t[ParameterShapes(c).size() - 3].pop_back();  // fc1.bias
+  const Status st = be->SetState(bad, ZerosLike(c));
+  ASSERT_TRUE(st.IsInvalidArgument());
+  EXPECT_NE(st.message().find("parameters tensor fc1.bias has 4 values; expected 5"),
+            std::string::npos)
+      << st.message();
+  EXPECT_TRUE(BitIdentical(Params(*be), before));
+}
+
+// --- Evaluation -----------------------------------------------------------------------------
+
+TEST(CudaBackendEvaluate, CountsCorrectPredictionsAndLeavesParametersAlone) {
+  RF_REQUIRE_GPU();
+  const ModelConfig c = TinyConfig();
+  auto be = MakeBackend();
+  // fc2 all zero and its bias (0, 2, 1): every sample's logits are (0, 2, 1), so class 1 wins.
+  Tensors p = InitialParameters(c, 3);
+  const size_t fc2w = p.t.size() - 2, fc2b = p.t.size() - 1;
+  std::fill(p.t[fc2w].begin(), p.t[fc2w].end(), 0.f);
+  p.t[fc2b] = {0.f, 2.f, 1.f};
+  ASSERT_TRUE(be->SetState(p, ZerosLike(c)).ok());
+  testing::RandomData d = testing::DrawData(c, 7, 5);
+  d.labels = {1, 0, 1, 2, 1, 1, 0};  // four 1s: four correct
+  const DeviceBatch batch =
+      testing::ToDevice(testing::MakeBatch(d.values, DType::kUInt8, d.labels, DType::kUInt16));
+
+  ASSERT_TRUE(be->Evaluate(batch.ref()).ok());
+  const StepStats s = be->TakeEvalStats();
+  EXPECT_EQ(s.samples, 7u);
+  EXPECT_EQ(s.correct, 4u);
+  const double lse = std::log(1 + std::exp(2.0) + std::exp(1.0));
+  EXPECT_NEAR(s.loss_sum, 4 * (lse - 2) + 2 * lse + (lse - 1), 1e-5);
+  EXPECT_TRUE(BitIdentical(Params(*be), p));
+  EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // evaluation is not training
+  EXPECT_EQ(be->TakeEvalStats().samples, 0u);   // taking resets
+}
+
+// --- Determinism and the CUDA graph ---------------------------------------------------------
+
+// Full and partial batches (the descriptors change size in between), over several steps.
+Tensors TrainSome(const CudaBackendOptions& o, const ModelConfig& c) {
+  auto be = MakeBackend(o, 8, c);
+  if (be == nullptr) return {};
+  for (uint32_t step = 0; step < 8; ++step) {
+    const DeviceBatch batch = testing::ToDevice(testing::RandomBatch(c, step % 3 ? 8 : 5, step));
+    EXPECT_TRUE(be->TrainStep(batch.ref(), SgdConfig{}).ok());
+    (void)be->TakeTrainStats();  // waits, so the batch's memory may be freed
+  }
+  return Params(*be);
+}
+
+TEST(CudaBackendDeterminism, SameBatchesGiveBitIdenticalParameters) {
+  RF_REQUIRE_GPU();
+  for (const ModelConfig& c : {TinyConfig(), testing::CifarConfig()}) {
+    const Tensors a = TrainSome({}, c), b = TrainSome({}, c);
+    EXPECT_FALSE(BitIdentical(a, InitialParameters(c, 3)));
+    EXPECT_TRUE(BitIdentical(a, b));
+  }
+}
+
+TEST(CudaBackendGraph, ReplayGivesTheSameParametersAsEagerSteps) {
+  RF_REQUIRE_GPU();
+  CudaBackendOptions graph;
+  graph.cuda_graph = true;
+  for (const ModelConfig& c : {TinyConfig(), testing::CifarConfig()}) {
+    EXPECT_TRUE(BitIdentical(TrainSome(graph, c), TrainSome({}, c)));
+  }
+}
+
+// --- Memory ---------------------------------------------------------------------------------
+
+// Nothing allocates per step: the device's free memory after 1000 steps is what it was after 10
+// (by then every kernel is loaded and every library has done its first-call setup).
+TEST(CudaBackendMemory, FreeMemoryAfter1000StepsEqualsFreeMemoryAfter10) {
+  RF_REQUIRE_GPU();
+  const ModelConfig c = testing::CifarConfig();
+  for (bool use_graph : {false, true}) {
+    CudaBackendOptions o;
+    o.cuda_graph = use_graph;
+    auto be = MakeBackend(o, 64, c);
+    ASSERT_NE(be, nullptr);
+    const DeviceBatch full = testing::ToDevice(testing::RandomBatch(c, 64, 1));
+    const DeviceBatch part = testing::ToDevice(testing::RandomBatch(c, 40, 2));
+    size_t free_after_10 = 0, free_after_1000 = 0, total = 0;
+    for (int step = 1; step <= 1000; ++step) {
+      // Every 7th batch is partial, so descriptor changes are exercised too.
+      ASSERT_TRUE(be->TrainStep((step % 7 ? full : part).ref(), SgdConfig{}).ok());
+      if (step % 50 == 0) {
+        ASSERT_TRUE(be->Evaluate(part.ref()).ok());
+      }
+      if (step == 10 || step == 1000) {
+        (void)be->TakeTrainStats();  // waits for the stream
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_EQ(cudaMemGetInfo(step == 10 ? &free_after_10 : &free_after_1000, &total),
+                  cudaSuccess);
+      }
+    }
+    EXPECT_EQ(free_after_1000, free_after_10) << (use_graph ? "with" : "without") << " graph";
+  }
+}
+
+}  // namespace
+}  // namespace rf

@@ -1,0 +1,89 @@
+// Helpers for the CUDA backend's tests: whether a GPU is there (every GPU test skips where none
+// is), host batches copied to device memory, and the per-tensor relative error the comparisons
+// with the CPU backend use.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_handles.h"
+#include "tests/kernels/random_batch.h"
+
+namespace rf::testing {
+
+// Empty where a GPU can be used; otherwise why not. Asked once: without a driver every call
+// fails the same way.
+inline const std::string& NoGpuReason() {
+  static const std::string reason = [] {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
+    if (n == 0) return std::string("no CUDA device");
+    return std::string();
+  }();
+  return reason;
+}
+
+#define RF_REQUIRE_GPU()                                                                     \
+  do {                                                                                       \
+    if (!::rf::testing::NoGpuReason().empty()) GTEST_SKIP() << ::rf::testing::NoGpuReason(); \
+  } while (0)
+
+// A batch in device memory, copied from a host batch.
+struct DeviceBatch {
+  cuda::DeviceBuffer samples, labels;
+  DType dtype = DType::kUInt8, label_dtype = DType::kUInt8;
+  uint32_t n = 0;
+  BatchRef ref() const { return {samples.data(), dtype, labels.data(), label_dtype, n}; }
+};
+
+inline DeviceBatch ToDevice(const HostBatch& h) {
+  DeviceBatch d;
+  auto s = cuda::DeviceBuffer::Allocate(h.samples.size(), "test samples");
+  auto l = cuda::DeviceBuffer::Allocate(h.labels.size(), "test labels");
+  EXPECT_TRUE(s.ok() && l.ok());
+  if (!s.ok() || !l.ok()) return d;
+  d.samples = std::move(*s);
+  d.labels = std::move(*l);
+  EXPECT_EQ(
+      cudaMemcpy(d.samples.data(), h.samples.data(), h.samples.size(), cudaMemcpyHostToDevice),
+      cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(d.labels.data(), h.labels.data(), h.labels.size(), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  d.dtype = h.dtype;
+  d.label_dtype = h.label_dtype;
+  d.n = h.n;
+  return d;
+}
+
+// ||a - ref|| / ||ref|| (Euclidean; plain ||a - ref|| where ref is all zero).
+inline double RelError(const std::vector<float>& a, const std::vector<float>& ref) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < ref.size() && i < a.size(); ++i) {
+    diff += (double{a[i]} - ref[i]) * (double{a[i]} - ref[i]);
+    norm += double{ref[i]} * ref[i];
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+// Parameters with every bias non-zero too, so no gradient is checked only at a special point.
+inline Tensors ParametersWithBiases(const ModelConfig& c, uint64_t seed) {
+  Tensors p = InitialParameters(c, seed);
+  TestRng rng(seed + 1);
+  const std::vector<ParamShape> shapes = ParameterShapes(c);
+  for (size_t t = 0; t < shapes.size(); ++t) {
+    if (shapes[t].dims.size() != 1) continue;
+    for (float& b : p.t[t]) b = static_cast<float>(0.2 * (rng.Uniform() - 0.5));
+  }
+  return p;
+}
+
+// The default model (conv 32/64/128, hidden 256, 10 classes) on CIFAR-shaped input.
+inline ModelConfig CifarConfig() { return ModelConfig{}; }
+
+}  // namespace rf::testing
