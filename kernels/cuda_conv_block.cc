@@ -287,7 +287,10 @@ Status CudaConvBlock::Backward(cudnnHandle_t cudnn, const Buffers& b, void* work
 }
 
 std::string CudaConvBlock::Describe() const {
-  auto math = [](cudnnMathType_t m) { return UsesTensorOps(m) ? " (tf32)" : ""; };
+  // DEFAULT_MATH lets cuDNN use TF32 on Ampere and later; FMA_MATH never does.
+  auto math = [](cudnnMathType_t m) {
+    return UsesTensorOps(m) ? " (tensor ops)" : m == CUDNN_DEFAULT_MATH ? " (default math)" : "";
+  };
   auto nondet = [](bool d) { return d ? "" : " (non-deterministic)"; };
   std::string s = "conv " + std::to_string(shape_.in_channels) + "->" +
                   std::to_string(shape_.out_channels) + " @" + std::to_string(shape_.height) + "x" +

@@ -76,7 +76,7 @@ class CudaConvBlock {
   Status Backward(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
                   size_t workspace_bytes) const;
 
-  // "conv 3->32 @32x32: fwd IMPLICIT_PRECOMP_GEMM (tf32), bwd-data ALGO_1, bwd-filter ALGO_1".
+  // "conv 3->32 @32x32 n=256: fwd IMPLICIT_PRECOMP_GEMM (tensor ops), bwd-filter ALGO_1".
   std::string Describe() const;
 
  private:
