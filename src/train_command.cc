@@ -14,6 +14,7 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -29,6 +30,17 @@ namespace po = boost::program_options;
 
 namespace rf {
 namespace {
+
+// A float as the shortest text that reads back as the same float ("0.01", not "0.00999999978"),
+// for --help.
+std::string Shortest(float v) {
+  char buf[32];
+  for (int digits = 1; digits < 10; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
+    if (std::strtof(buf, nullptr) == v) break;
+  }
+  return buf;
+}
 
 // Lock-free, so storing to it is async-signal-safe; the handler does nothing else.
 std::atomic<bool> g_stop_requested{false};
@@ -326,11 +338,14 @@ int RunTrainCommand(int argc, char** argv) {
       "cpu, or auto (the CPU for now; the CUDA backend is not wired yet)")(
       "epochs", po::value(&a.epochs)->default_value(a.epochs), "epochs to train (in all)")(
       "batch-size", po::value(&a.batch_size)->default_value(a.batch_size), "samples per step")(
-      "lr", po::value(&a.sgd.lr)->default_value(a.sgd.lr), "SGD learning rate")(
-      "momentum", po::value(&a.sgd.momentum)->default_value(a.sgd.momentum), "SGD momentum")(
-      "weight-decay", po::value(&a.sgd.weight_decay)->default_value(a.sgd.weight_decay),
-      "L2 weight decay")("seed", po::value(&a.seed)->default_value(a.seed),
-                         "seeds the initial parameters and the epoch order")(
+      "lr", po::value(&a.sgd.lr)->default_value(a.sgd.lr, Shortest(a.sgd.lr)), "SGD learning rate")(
+      "momentum",
+      po::value(&a.sgd.momentum)->default_value(a.sgd.momentum, Shortest(a.sgd.momentum)),
+      "SGD momentum")("weight-decay",
+                      po::value(&a.sgd.weight_decay)
+                          ->default_value(a.sgd.weight_decay, Shortest(a.sgd.weight_decay)),
+                      "L2 weight decay")("seed", po::value(&a.seed)->default_value(a.seed),
+                                         "seeds the initial parameters and the epoch order")(
       "conv", po::value(&a.conv)->default_value(a.conv), "output channels of each conv block")(
       "hidden", po::value(&a.hidden)->default_value(a.hidden), "width of the hidden layer")(
       "checkpoint", po::value(&a.checkpoint),
