@@ -39,6 +39,10 @@ struct StepStats {
   double accuracy() const { return samples ? static_cast<double>(correct) / samples : 0; }
 };
 
+// The checks every backend makes of a batch before using it: 1 <= n <= max_batch, samples and
+// labels present, and sample and label types that are such. `backend` names it in the message.
+Status CheckBatchRef(const BatchRef& batch, uint32_t max_batch, const char* backend);
+
 class Backend {
  public:
   virtual ~Backend() = default;

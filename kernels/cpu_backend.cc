@@ -102,22 +102,7 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
 }
 
 Status CpuBackend::CheckBatch(const BatchRef& batch) const {
-  if (batch.n == 0 || batch.n > max_batch_) {
-    return Status::InvalidArgument("batch of " + std::to_string(batch.n) +
-                                   " samples; the CPU backend takes 1 to " +
-                                   std::to_string(max_batch_));
-  }
-  if (batch.samples == nullptr || batch.labels == nullptr) {
-    return Status::InvalidArgument("batch without samples or labels");
-  }
-  if (!IsSampleDType(batch.dtype)) {
-    return Status::InvalidArgument("samples of type " + std::string(DTypeName(batch.dtype)) +
-                                   " are not a sample type");
-  }
-  if (!IsLabelDType(batch.label_dtype)) {
-    return Status::InvalidArgument("labels of type " + std::string(DTypeName(batch.label_dtype)) +
-                                   " are not a label type");
-  }
+  RF_RETURN_IF_ERROR(CheckBatchRef(batch, max_batch_, "CPU"));
   for (uint32_t i = 0; i < batch.n; ++i) {
     const int64_t label = LoadLabel(batch.label_dtype, batch.labels, i);
     if (label < 0 || label >= config_.classes) {

@@ -226,22 +226,7 @@ Status CudaBackend::ChooseAlgorithms() {
 }
 
 Status CudaBackend::CheckBatch(const BatchRef& batch) const {
-  if (batch.n == 0 || batch.n > max_batch_) {
-    return Status::InvalidArgument("batch of " + std::to_string(batch.n) +
-                                   " samples; the CUDA backend takes 1 to " +
-                                   std::to_string(max_batch_));
-  }
-  if (batch.samples == nullptr || batch.labels == nullptr) {
-    return Status::InvalidArgument("batch without samples or labels");
-  }
-  if (!IsSampleDType(batch.dtype)) {
-    return Status::InvalidArgument("samples of type " + std::string(DTypeName(batch.dtype)) +
-                                   " are not a sample type");
-  }
-  if (!IsLabelDType(batch.label_dtype)) {
-    return Status::InvalidArgument("labels of type " + std::string(DTypeName(batch.label_dtype)) +
-                                   " are not a label type");
-  }
+  RF_RETURN_IF_ERROR(CheckBatchRef(batch, max_batch_, "CUDA"));
   if (!GpuReadable(batch.samples) || !GpuReadable(batch.labels)) {
     return Status::InvalidArgument(
         "the batch's samples or labels are in plain host memory; the CUDA backend reads device "

@@ -1,0 +1,26 @@
+#include "kernels/backend.h"
+
+#include <string>
+
+namespace rf {
+
+Status CheckBatchRef(const BatchRef& batch, uint32_t max_batch, const char* backend) {
+  if (batch.n == 0 || batch.n > max_batch) {
+    return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " samples; the " +
+                                   backend + " backend takes 1 to " + std::to_string(max_batch));
+  }
+  if (batch.samples == nullptr || batch.labels == nullptr) {
+    return Status::InvalidArgument("batch without samples or labels");
+  }
+  if (!IsSampleDType(batch.dtype)) {
+    return Status::InvalidArgument("samples of type " + std::string(DTypeName(batch.dtype)) +
+                                   " are not a sample type");
+  }
+  if (!IsLabelDType(batch.label_dtype)) {
+    return Status::InvalidArgument("labels of type " + std::string(DTypeName(batch.label_dtype)) +
+                                   " are not a label type");
+  }
+  return Status::Ok();
+}
+
+}  // namespace rf
