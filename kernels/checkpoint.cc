@@ -116,7 +116,10 @@ Status CheckTensors(const Tensors& t, const std::vector<ParamShape>& shapes, con
 std::string DescribeModel(const ModelConfig& c) {
   std::string s = std::to_string(c.channels) + "x" + std::to_string(c.height) + "x" +
                   std::to_string(c.width) + ", " + std::to_string(c.classes) + " classes, conv ";
-  for (size_t i = 0; i < c.conv.size(); ++i) s += (i ? "," : "") + std::to_string(c.conv[i]);
+  for (size_t i = 0; i < c.conv.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(c.conv[i]);
+  }
   return s + ", hidden " + std::to_string(c.hidden);
 }
 
