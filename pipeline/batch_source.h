@@ -23,8 +23,11 @@ struct BatchSourceOptions {
   uint64_t seed = 0;
 };
 
-// One batch in host memory, valid until the next call on the source that made it.
-struct HostBatch {
+// One batch, in the memory the source's consumer computes from: host memory for the CPU
+// backend, device memory for the CUDA backend (DeviceBatchStager, the streaming source). Valid
+// until the next call on the source that made it; for device memory, until the work queued on
+// the consumer's stream before that next call has run.
+struct Batch {
   const void* samples = nullptr;  // n samples, row-major C x H x W, in sample_dtype
   DType sample_dtype = DType::kUInt8;
   const void* labels = nullptr;  // n labels in label_dtype
@@ -45,7 +48,7 @@ class BatchSource {
   // position > epoch_samples().
   virtual Status StartEpoch(uint64_t epoch, uint64_t position) = 0;
   // The next batch of the current epoch; n == 0 once the epoch is over.
-  virtual Result<HostBatch> Next() = 0;
+  virtual Result<Batch> Next() = 0;
   // Index in the epoch's order of the next sample Next() will deliver.
   virtual uint64_t position() const = 0;
 };

@@ -50,8 +50,8 @@ Status MemoryBatchSource::StartEpoch(uint64_t epoch, uint64_t position) {
   return Status::Ok();
 }
 
-Result<HostBatch> MemoryBatchSource::Next() {
-  HostBatch b;
+Result<Batch> MemoryBatchSource::Next() {
+  Batch b;
   b.sample_dtype = sample_dtype_;
   b.label_dtype = label_dtype_;
   b.samples = batch_samples_.data();

@@ -25,7 +25,7 @@ class MemoryBatchSource final : public BatchSource {
   uint64_t sample_count() const override { return count_; }
   uint64_t epoch_samples() const override;
   Status StartEpoch(uint64_t epoch, uint64_t position) override;
-  Result<HostBatch> Next() override;
+  Result<Batch> Next() override;
   uint64_t position() const override { return position_; }
 
  private:

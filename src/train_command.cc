@@ -2,9 +2,10 @@
 // another, printing a line per epoch; writes checkpoints and resumes from them bit-exactly (the
 // CPU backend is deterministic and the epoch order is a function of seed and epoch alone).
 //
-// The data path, top to bottom: BatchSource::Next (gather a batch in host memory) -> Backend::
-// TrainStep. The in-memory source is the only one for now; the streaming pipeline will replace
-// it behind the same interface.
+// The data path, top to bottom: BatchSource::Next (gather a batch in host memory; for the CUDA
+// backend, copy it to the device: src/train_engine.h) -> Backend::TrainStep. The in-memory
+// source is the only one for now; the streaming pipeline will replace it behind the same
+// interface.
 //
 // SIGINT and SIGTERM only set a flag; the loop checks it after each step, writes the checkpoint
 // and exits 0, so an interrupted run can be resumed.
@@ -22,9 +23,9 @@
 
 #include "io/dataset.h"
 #include "kernels/checkpoint.h"
-#include "kernels/cpu_backend.h"
 #include "pipeline/memory_batch_source.h"
 #include "src/commands.h"
+#include "src/train_engine.h"
 
 namespace po = boost::program_options;
 
@@ -58,7 +59,8 @@ void InstallStopHandlers() {
 }
 
 struct TrainArgs {
-  std::string data, test, device = "auto";
+  std::string data, test;
+  EngineOptions engine;
   uint64_t epochs = 1;
   uint32_t batch_size = 128;
   SgdConfig sgd;
@@ -96,7 +98,7 @@ Result<std::vector<uint32_t>> ParseWidths(const std::string& s) {
   return out;
 }
 
-BatchRef ToBatchRef(const HostBatch& b) {
+BatchRef ToBatchRef(const Batch& b) {
   return BatchRef{b.samples, b.sample_dtype, b.labels, b.label_dtype, b.n};
 }
 
@@ -108,14 +110,15 @@ struct RunState {
 
 class Trainer {
  public:
-  Trainer(const TrainArgs& a, const Dataset& train, ModelConfig config, Backend& backend,
-          BatchSource& source, BatchSource* test_source, std::ofstream* metrics)
+  Trainer(const TrainArgs& a, const Dataset& train, ModelConfig config, TrainEngine& engine,
+          std::ofstream* metrics)
       : a_(a),
         train_(train),
         config_(std::move(config)),
-        backend_(backend),
-        source_(source),
-        test_(test_source),
+        engine_(engine),
+        backend_(engine.backend()),
+        source_(engine.train()),
+        test_(engine.test()),
         metrics_(metrics) {}
 
   Status Run(RunState s, const SgdConfig& sgd, uint64_t seed);
@@ -128,6 +131,7 @@ class Trainer {
   const TrainArgs& a_;
   const Dataset& train_;
   ModelConfig config_;
+  TrainEngine& engine_;
   Backend& backend_;
   BatchSource& source_;
   BatchSource* test_;
@@ -169,12 +173,13 @@ Status Trainer::ReportEpoch(const RunState& s, double seconds, uint64_t samples)
                       {"train_accuracy", train.accuracy()},
                       {"samples_per_s", samples / seconds},
                       {"seconds", seconds},
-                      {"rss_bytes", ResidentBytes()}};
+                      {"rss_bytes", ResidentBytes()},
+                      {"gpu_bytes", engine_.gpu_bytes()}};
   std::string test_part;
   if (test_ != nullptr) {
     RF_RETURN_IF_ERROR(test_->StartEpoch(0, 0));
     for (;;) {
-      RF_ASSIGN_OR_RETURN(HostBatch b, test_->Next());
+      RF_ASSIGN_OR_RETURN(Batch b, test_->Next());
       if (b.n == 0) break;
       RF_RETURN_IF_ERROR(backend_.Evaluate(ToBatchRef(b)));
     }
@@ -186,11 +191,11 @@ Status Trainer::ReportEpoch(const RunState& s, double seconds, uint64_t samples)
     test_part = buf;
   }
   std::printf(
-      "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, %.0f samples/s, %.1f s, host "
-      "RSS %.1f MiB\n",
+      "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, %.0f samples/s, %.1f s, GPU "
+      "memory %.1f MiB, host RSS %.1f MiB\n",
       static_cast<unsigned long long>(s.epoch + 1), static_cast<unsigned long long>(a_.epochs),
       train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), samples / seconds, seconds,
-      j["rss_bytes"].get<uint64_t>() / 1048576.0);
+      j["gpu_bytes"].get<uint64_t>() / 1048576.0, j["rss_bytes"].get<uint64_t>() / 1048576.0);
   std::fflush(stdout);
   return WriteMetrics(j);
 }
@@ -204,7 +209,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
     const auto t0 = std::chrono::steady_clock::now();
     const uint64_t first_sample = s.next_sample;
     while (!stopping) {
-      RF_ASSIGN_OR_RETURN(HostBatch b, source_.Next());
+      RF_ASSIGN_OR_RETURN(Batch b, source_.Next());
       if (b.n == 0) break;
       RF_RETURN_IF_ERROR(backend_.TrainStep(ToBatchRef(b), sgd));
       ++s.step;
@@ -243,10 +248,6 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
 }
 
 Status Run(const TrainArgs& a) {
-  if (a.device == "cuda") return Status::InvalidArgument("--device cuda is not available yet");
-  if (a.device != "cpu" && a.device != "auto") {
-    return Status::InvalidArgument("--device must be cpu, cuda or auto, got \"" + a.device + "\"");
-  }
   RF_ASSIGN_OR_RETURN(std::vector<uint32_t> widths, ParseWidths(a.conv));
   RF_ASSIGN_OR_RETURN(Dataset train, Dataset::Open(a.data));
   const format::Header& h = train.header();
@@ -306,9 +307,17 @@ Status Run(const TrainArgs& a) {
     return st;
   }
 
-  RF_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> backend,
-                      CpuBackend::Create(config, norm, args.batch_size, params));
-  RF_RETURN_IF_ERROR(backend->SetState(params, momentum));
+  EngineInputs in;
+  in.config = config;
+  in.norm = norm;
+  in.max_batch = args.batch_size;
+  in.sample_bytes = h.SampleBytes();
+  in.label_bytes = h.LabelBytes();
+  in.train = source.get();
+  in.test = test_source.get();
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
+                      TrainEngine::Create(a.engine, in, params));
+  RF_RETURN_IF_ERROR(engine->backend().SetState(params, momentum));
 
   std::ofstream metrics;
   if (!a.metrics.empty()) {
@@ -316,14 +325,15 @@ Status Run(const TrainArgs& a) {
     if (!metrics) return Status::IOError(a.metrics, "cannot create metrics file", errno);
   }
   std::printf(
-      "ringfeed train: %s: %llu samples, model %s, %zu parameters, backend %s, batch %u%s\n",
+      "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %u%s\nbackend: %s\n"
+      "GPU memory at start: %.1f MiB\n",
       a.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
-      DescribeModel(config).c_str(), ParameterCount(config), backend->name(), args.batch_size,
-      a.resume.empty() ? "" : (", resumed from " + a.resume).c_str());
+      DescribeModel(config).c_str(), ParameterCount(config), args.batch_size,
+      a.resume.empty() ? "" : (", resumed from " + a.resume).c_str(), engine->description().c_str(),
+      engine->gpu_bytes() / 1048576.0);
   std::fflush(stdout);
   InstallStopHandlers();
-  Trainer t(args, train, config, *backend, *source, test_source.get(),
-            a.metrics.empty() ? nullptr : &metrics);
+  Trainer t(args, train, config, *engine, a.metrics.empty() ? nullptr : &metrics);
   return t.Run(state, sgd, seed);
 }
 
@@ -334,8 +344,11 @@ int RunTrainCommand(int argc, char** argv) {
   po::options_description opts("ringfeed train --data TRAIN.rfd [options]");
   opts.add_options()("help,h", "show this help")("data", po::value(&a.data), "training dataset")(
       "test", po::value(&a.test), "test dataset, evaluated after every epoch")(
-      "device", po::value(&a.device)->default_value(a.device),
-      "cpu, or auto (the CPU for now; the CUDA backend is not wired yet)")(
+      "device", po::value(&a.engine.device)->default_value(a.engine.device),
+      "auto (the GPU where one is found, else the CPU), cuda or cpu")(
+      "precision", po::value(&a.engine.precision)->default_value(a.engine.precision),
+      "GPU math: tf32 (float32, TF32 tensor cores), fp32 (full float32 products), bf16 (bf16 "
+      "conv blocks on the tensor cores, float32 master weights)")(
       "epochs", po::value(&a.epochs)->default_value(a.epochs), "epochs to train (in all)")(
       "batch-size", po::value(&a.batch_size)->default_value(a.batch_size), "samples per step")(
       "lr", po::value(&a.sgd.lr)->default_value(a.sgd.lr, Shortest(a.sgd.lr)), "SGD learning rate")(

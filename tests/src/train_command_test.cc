@@ -129,8 +129,8 @@ TEST(TrainCommand, SigintFinishesTheStepWritesACheckpointAndExitsZero) {
 }
 
 TEST(TrainCommand, FashionMnistSliceLowersTheLoss) {
-  auto train = testing::LoadFashionMnist(testing::kFashionMnistDir, "train", 2048);
-  auto test = testing::LoadFashionMnist(testing::kFashionMnistDir, "t10k", 1000);
+  auto train = testing::LoadFashionMnist(testing::FashionMnistDir(), "train", 2048);
+  auto test = testing::LoadFashionMnist(testing::FashionMnistDir(), "t10k", 1000);
   if (!train.ok() || !test.ok()) GTEST_SKIP() << "no Fashion-MNIST: " << train.status().ToString();
   TempDir t;
   DatasetSpec spec;
@@ -193,10 +193,35 @@ TEST(TrainCommand, DamagedCheckpointExitsOneNamingFileAndOffset) {
       << out;
 }
 
-TEST(TrainCommand, CudaDeviceIsNotAvailableYet) {
+TEST(TrainCommand, UnknownDeviceOrPrecisionIsAUsageError) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  const std::string train = ProgramPath("ringfeed") + " train --data " + data;
   std::string out;
-  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data x.rfd --device cuda", &out), 2);
-  EXPECT_EQ(out, "ringfeed: --device cuda is not available yet\n");
+  EXPECT_EQ(RunCommand(train + " --device tpu", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --device must be auto, cuda or cpu, got \"tpu\"\n");
+  EXPECT_EQ(RunCommand(train + " --precision fp8", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --precision must be tf32, fp32 or bf16, got \"fp8\"\n");
+}
+
+// Where no GPU can be used (no CUDA build, or no device), --device cuda says so; where one can,
+// it trains. Either way it is the one or the other, never a crash.
+TEST(TrainCommand, CudaDeviceTrainsOrSaysWhyItCannot) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  const int rc = RunCommand(ProgramPath("ringfeed") + " train --data " + data +
+                                " --device cuda --batch-size 32 --conv 4,8 --hidden 16",
+                            &out);
+  if (rc == 0) {
+    EXPECT_NE(out.find("backend: cuda device 0"), std::string::npos) << out;
+    EXPECT_NE(out.find("epoch 1/1: train loss"), std::string::npos) << out;
+  } else {
+    EXPECT_EQ(rc, 2) << out;
+    EXPECT_TRUE(out == "ringfeed: --device cuda: no CUDA device found\n" ||
+                out == "ringfeed: --device cuda: this build has no CUDA backend\n")
+        << out;
+  }
 }
 
 TEST(TrainCommand, MissingDataIsAUsageError) {
