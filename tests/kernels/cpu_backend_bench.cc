@@ -13,7 +13,7 @@
 int main(int argc, char** argv) {
   const uint32_t batch = argc > 1 ? static_cast<uint32_t>(std::atoi(argv[1])) : 128;
   const uint32_t limit = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : 0;
-  const char* dir = argc > 3 ? argv[3] : rf::testing::kFashionMnistDir;
+  const std::string dir = argc > 3 ? argv[3] : rf::testing::FashionMnistDir();
   auto data = rf::testing::LoadFashionMnist(dir, "train", limit);
   if (!data.ok()) {
     std::fprintf(stderr, "%s\n", data.status().ToString().c_str());

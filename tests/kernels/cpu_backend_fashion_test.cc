@@ -16,7 +16,7 @@ namespace {
 constexpr uint32_t kSamples = 12800, kBatch = 64, kSteps = 300, kWindow = 50;
 
 TEST(CpuBackendFashionMnist, ThreeHundredStepsCutTheLossAndLearnTheClasses) {
-  auto data = testing::LoadFashionMnist(testing::kFashionMnistDir, "train", kSamples);
+  auto data = testing::LoadFashionMnist(testing::FashionMnistDir(), "train", kSamples);
   if (!data.ok() && data.status().IsNotFound()) {
     GTEST_SKIP() << "no Fashion-MNIST: " << data.status().ToString();
   }

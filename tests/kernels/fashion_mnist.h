@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "io/status.h"
-#include "tests/testing/temp_dir.h"  // kFashionMnistDir
+#include "tests/testing/temp_dir.h"  // FashionMnistDir
 
 namespace rf::testing {
 

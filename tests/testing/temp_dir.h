@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,12 @@ int RunCommand(const std::string& cmd, std::string* output);
 // Path of a built program ("ringfeed", "ringfeed-convert"), from $RINGFEED_BIN.
 std::string ProgramPath(const std::string& name);
 
-// Where Debian's dataset-fashion-mnist puts the real Fashion-MNIST (gzipped IDX).
-inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// Where the real Fashion-MNIST (gzipped IDX) is: $RINGFEED_FASHION_MNIST where set (machines
+// without the Debian package get the files carried), else where Debian's dataset-fashion-mnist
+// puts it.
+inline std::string FashionMnistDir() {
+  const char* env = std::getenv("RINGFEED_FASHION_MNIST");
+  return env != nullptr && *env != '\0' ? env : "/usr/share/datasets/fashion-mnist";
+}
 
 }  // namespace rf::testing

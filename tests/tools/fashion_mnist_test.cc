@@ -26,7 +26,7 @@ std::vector<uint8_t> Gunzip(const std::string& path) {
 }
 
 TEST(FashionMnist, TrainSetConvertsAndExportsBackByteExact) {
-  const std::string dir = testing::kFashionMnistDir;
+  const std::string dir = testing::FashionMnistDir();
   const std::string images = dir + "/train-images-idx3-ubyte.gz";
   const std::string labels = dir + "/train-labels-idx1-ubyte.gz";
   if (!FileExists(images) || !FileExists(labels)) GTEST_SKIP() << "no " << images;
