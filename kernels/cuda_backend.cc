@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/cuda_check.h"
 
 namespace rf {
@@ -126,8 +127,8 @@ Status CudaBackend::Init(const Tensors& initial_params) {
     s.out_channels = config_.conv[i];
     s.height = config_.HeightAfter(static_cast<int>(i) - 1);
     s.width = config_.WidthAfter(static_cast<int>(i) - 1);
-    RF_ASSIGN_OR_RETURN(auto block,
-                        cuda::CudaConvBlock::Create(s, options_.tf32, options_.deterministic));
+    RF_ASSIGN_OR_RETURN(auto block, cuda::CudaConvBlock::Create(
+                                        s, options_.tf32, options_.deterministic, options_.bf16));
     blocks_.push_back(std::move(block));
     in = config_.conv[i];
   }
@@ -145,6 +146,7 @@ Status CudaBackend::Init(const Tensors& initial_params) {
       cudaMemcpyAsync(ones_.data(), ones.data(), ones_.bytes(), cudaMemcpyHostToDevice, stream_));
   RF_CUDA_CHECK(cudaMemsetAsync(state_.data(), 0, sizeof(DeviceState), stream_));
   RF_CUDA_CHECK(cudaMemsetAsync(&state()->step_bad, 0xff, 2 * sizeof(unsigned long long), stream_));
+  if (options_.bf16) RF_RETURN_IF_ERROR(FiltersToBf16());  // real filters for the search
   RF_RETURN_IF_ERROR(ChooseAlgorithms());
   RF_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `ones` and the staging copies die here
   return Status::Ok();
@@ -152,12 +154,12 @@ Status CudaBackend::Init(const Tensors& initial_params) {
 
 Status CudaBackend::AllocateBuffers() {
   using cuda::DeviceBuffer;
-  const size_t b = max_batch_, f = sizeof(float);
+  const size_t b = max_batch_, f = sizeof(float), a = act_bytes();
   RF_ASSIGN_OR_RETURN(params_, DeviceBuffer::Allocate(padded_count_ * f, "parameters"));
   RF_ASSIGN_OR_RETURN(grads_, DeviceBuffer::Allocate(padded_count_ * f, "gradients"));
   RF_ASSIGN_OR_RETURN(momentum_, DeviceBuffer::Allocate(padded_count_ * f, "momentum"));
   const size_t input = b * config_.channels * config_.height * config_.width;
-  RF_ASSIGN_OR_RETURN(input_, DeviceBuffer::Allocate(input * f, "the decoded input"));
+  RF_ASSIGN_OR_RETURN(input_, DeviceBuffer::Allocate(input * a, "the decoded input"));
   RF_ASSIGN_OR_RETURN(labels_, DeviceBuffer::Allocate(b * sizeof(int32_t), "labels"));
   size_t act_grad = 0;
   for (size_t i = 0; i < config_.conv.size(); ++i) {
@@ -167,10 +169,17 @@ Status CudaBackend::AllocateBuffers() {
     const size_t pooled = b * config_.conv[i] * config_.HeightAfter(at) * config_.WidthAfter(at);
     const std::string name = "conv" + std::to_string(i);
     BlockBuffers bb;
-    RF_ASSIGN_OR_RETURN(bb.act, DeviceBuffer::Allocate(act * f, (name + " activations").c_str()));
-    RF_ASSIGN_OR_RETURN(bb.pooled, DeviceBuffer::Allocate(pooled * f, (name + " pooled").c_str()));
+    RF_ASSIGN_OR_RETURN(bb.act, DeviceBuffer::Allocate(act * a, (name + " activations").c_str()));
+    RF_ASSIGN_OR_RETURN(bb.pooled, DeviceBuffer::Allocate(pooled * a, (name + " pooled").c_str()));
     RF_ASSIGN_OR_RETURN(bb.pooled_grad,
-                        DeviceBuffer::Allocate(pooled * f, (name + " pooled gradient").c_str()));
+                        DeviceBuffer::Allocate(pooled * a, (name + " pooled gradient").c_str()));
+    if (options_.bf16) {
+      const size_t filter = shapes_[2 * i].count() * a;
+      RF_ASSIGN_OR_RETURN(bb.filter_bf16,
+                          DeviceBuffer::Allocate(filter, (name + " bf16 filter").c_str()));
+      RF_ASSIGN_OR_RETURN(bb.filter_grad_bf16,
+                          DeviceBuffer::Allocate(filter, (name + " bf16 filter gradient").c_str()));
+    }
     // Zeroed so that the algorithm search times real arithmetic, not garbage (NaN, denormals).
     RF_CUDA_CHECK(cudaMemsetAsync(bb.act.data(), 0, bb.act.bytes(), stream_));
     RF_CUDA_CHECK(cudaMemsetAsync(bb.pooled.data(), 0, bb.pooled.bytes(), stream_));
@@ -179,7 +188,14 @@ Status CudaBackend::AllocateBuffers() {
   }
   RF_CUDA_CHECK(cudaMemsetAsync(input_.data(), 0, input_.bytes(), stream_));
   // One activation gradient serves every block: each block's is used only inside its backward.
-  RF_ASSIGN_OR_RETURN(act_grad_, DeviceBuffer::Allocate(act_grad * f, "activation gradients"));
+  RF_ASSIGN_OR_RETURN(act_grad_, DeviceBuffer::Allocate(act_grad * a, "activation gradients"));
+  if (options_.bf16) {
+    RF_ASSIGN_OR_RETURN(fc_in_, DeviceBuffer::Allocate(b * flat_ * f, "fc1 input"));
+    RF_ASSIGN_OR_RETURN(fc_in_grad_, DeviceBuffer::Allocate(b * flat_ * f, "fc1 input gradient"));
+    const uint32_t widest = *std::max_element(config_.conv.begin(), config_.conv.end());
+    RF_ASSIGN_OR_RETURN(bias_partial_, DeviceBuffer::Allocate(cuda::BiasGradPartials(widest) * f,
+                                                              "bias gradient partial sums"));
+  }
   RF_ASSIGN_OR_RETURN(hidden_, DeviceBuffer::Allocate(b * config_.hidden * f, "fc1 output"));
   RF_ASSIGN_OR_RETURN(hidden_grad_,
                       DeviceBuffer::Allocate(b * config_.hidden * f, "fc1 output gradient"));
@@ -333,7 +349,8 @@ std::string CudaBackend::Describe() const {
   const bool known = cudaGetDeviceProperties(&prop, options_.device) == cudaSuccess;
   std::string s = "cuda device " + std::to_string(options_.device) + " (" +
                   (known ? prop.name : "?") + "), cuDNN " + std::to_string(cudnnGetVersion()) +
-                  ", tf32 " + (options_.tf32 ? "on" : "off") + ", deterministic " +
+                  ", " + (options_.bf16 ? "bf16 conv blocks" : "float32 conv blocks") + ", tf32 " +
+                  (options_.tf32 ? "on" : "off") + ", deterministic " +
                   (options_.deterministic ? "on" : "off") + ", cuda graph " +
                   (options_.cuda_graph ? "on" : "off") + ", workspace " +
                   std::to_string(workspace_.bytes()) + " bytes";

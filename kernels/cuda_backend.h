@@ -49,6 +49,10 @@ struct CudaBackendOptions {
   // Let cuDNN and cuBLAS use TF32 tensor ops for float math (10-bit mantissa products, float
   // sums): several times faster convolutions on Ampere and later, at about 1e-3 relative error.
   bool tf32 = true;
+  // bf16 mixed precision: the conv blocks' activations and filters in bfloat16, NHWC, on the
+  // tensor cores (float accumulation); master weights, gradients handed out, the fully connected
+  // layers, the loss and SGD stay float32. About 1e-2 relative error against float32.
+  bool bf16 = false;
   // Only deterministic cuDNN backward algorithms (the fastest non-deterministic one where none
   // works) and deterministic max-pooling.
   bool deterministic = true;
@@ -105,6 +109,7 @@ class CudaBackend final : public Backend {
   };
   struct BlockBuffers {
     cuda::DeviceBuffer act, pooled, pooled_grad;
+    cuda::DeviceBuffer filter_bf16, filter_grad_bf16;  // bf16 mode: [out][3][3][in]
   };
 
   CudaBackend(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
@@ -126,6 +131,11 @@ class CudaBackend final : public Backend {
   // The network on the loaded batch; adds its statistics to *stats (device memory).
   Status Forward(uint32_t n, cuda::DeviceStats* stats);
   Status Backward(uint32_t n);
+  const float* FcInput() const;
+  // bf16 mode: the conv blocks' float32 master filters -> their bf16 copies.
+  Status FiltersToBf16();
+  // Bytes of one activation value: 2 in bf16 mode, else 4.
+  size_t act_bytes() const { return options_.bf16 ? 2 : 4; }
   // Forward + Backward for TrainStep, through the CUDA graph where it applies.
   Status ForwardBackward(uint32_t n);
   Status Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
@@ -156,6 +166,9 @@ class CudaBackend final : public Backend {
   std::vector<BlockBuffers> block_buffers_;
   cuda::DeviceBuffer params_, grads_, momentum_;
   cuda::DeviceBuffer input_, labels_, act_grad_;
+  // bf16 mode: fc1's float input and its gradient ([n][flat], C, H, W order), and the conv
+  // blocks' bias-gradient scratch.
+  cuda::DeviceBuffer fc_in_, fc_in_grad_, bias_partial_;
   cuda::DeviceBuffer hidden_, hidden_grad_, logits_, logits_grad_;
   cuda::DeviceBuffer row_loss_, row_correct_, ones_, norm_;
   cuda::DeviceBuffer workspace_, cublas_workspace_, state_;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/cuda_backend.h"
+#include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/cuda_check.h"
 
 namespace rf {
@@ -17,16 +18,17 @@ namespace rf {
 cuda::CudaConvBlock::Buffers CudaBackend::BlockArgs(size_t b) const {
   cuda::CudaConvBlock::Buffers a;
   const BlockBuffers& bb = block_buffers_[b];
-  a.x = b == 0 ? input_.as<float>() : block_buffers_[b - 1].pooled.as<float>();
-  a.weight = Param(2 * b);
+  a.x = b == 0 ? input_.data() : block_buffers_[b - 1].pooled.data();
+  a.weight = options_.bf16 ? bb.filter_bf16.data() : Param(2 * b);
   a.bias = Param(2 * b + 1);
-  a.act = bb.act.as<float>();
-  a.pooled = bb.pooled.as<float>();
-  a.pooled_grad = bb.pooled_grad.as<float>();
-  a.act_grad = act_grad_.as<float>();
-  a.weight_grad = Grad(2 * b);
+  a.act = bb.act.data();
+  a.pooled = bb.pooled.data();
+  a.pooled_grad = bb.pooled_grad.data();
+  a.act_grad = act_grad_.data();
+  a.weight_grad = options_.bf16 ? bb.filter_grad_bf16.data() : Grad(2 * b);
   a.bias_grad = Grad(2 * b + 1);
-  a.x_grad = b == 0 ? nullptr : block_buffers_[b - 1].pooled_grad.as<float>();
+  a.bias_partial = bias_partial_.as<float>();
+  a.x_grad = b == 0 ? nullptr : block_buffers_[b - 1].pooled_grad.data();
   return a;
 }
 
@@ -53,23 +55,50 @@ Status CudaBackend::LoadBatch(const BatchRef& batch) {
   }
   RF_CUDA_CHECK(cudaMemsetAsync(&state()->step_bad, 0xff, sizeof(unsigned long long), stream_));
   const float* norm = norm_.as<float>();
-  RF_CUDA_CHECK(cuda::DecodeSamples(batch.samples, batch.dtype, n, config_.channels,
-                                    size_t{config_.height} * config_.width, norm,
-                                    norm + config_.channels, input_.as<float>(), stream_));
+  if (options_.bf16) {
+    RF_CUDA_CHECK(cuda::DecodeSamplesBf16Nhwc(batch.samples, batch.dtype, n, config_.channels,
+                                              config_.height, config_.width, norm,
+                                              norm + config_.channels, input_.data(), stream_));
+  } else {
+    RF_CUDA_CHECK(cuda::DecodeSamples(batch.samples, batch.dtype, n, config_.channels,
+                                      size_t{config_.height} * config_.width, norm,
+                                      norm + config_.channels, input_.as<float>(), stream_));
+  }
   RF_CUDA_CHECK(cuda::DecodeLabels(batch.labels, batch.label_dtype, n, config_.classes,
                                    labels_.as<int32_t>(), &state()->step_bad, &state()->sticky_bad,
                                    stream_));
   return Status::Ok();
 }
 
+Status CudaBackend::FiltersToBf16() {
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const uint32_t in = b == 0 ? config_.channels : config_.conv[b - 1];
+    RF_CUDA_CHECK(cuda::FilterToBf16Khwc(config_.conv[b], in, Param(2 * b),
+                                         block_buffers_[b].filter_bf16.data(), stream_));
+  }
+  return Status::Ok();
+}
+
+// fc1's input: the last block's pooled output, [n][C][h][w] as it stands in float32 mode; in
+// bf16 mode converted from [n][h][w][C] bf16 into fc_in_.
+const float* CudaBackend::FcInput() const {
+  return options_.bf16 ? fc_in_.as<float>() : block_buffers_.back().pooled.as<float>();
+}
+
 Status CudaBackend::Forward(uint32_t n, cuda::DeviceStats* stats) {
   void* ws = workspace_.data();
   const size_t ws_bytes = workspace_.bytes();
+  if (options_.bf16) RF_RETURN_IF_ERROR(FiltersToBf16());  // SGD changed the float masters
   for (size_t b = 0; b < blocks_.size(); ++b) {
     RF_RETURN_IF_ERROR(blocks_[b].Forward(cudnn_.get(), BlockArgs(b), ws, ws_bytes));
   }
-  // The last block's pooled output [n][C][h][w] is fc1's input rows [n][flat] as it stands.
-  const float* x = block_buffers_.back().pooled.as<float>();
+  const int last = static_cast<int>(blocks_.size()) - 1;
+  if (options_.bf16) {
+    RF_CUDA_CHECK(cuda::NhwcBf16ToFlat(n, config_.HeightAfter(last), config_.WidthAfter(last),
+                                       config_.conv.back(), block_buffers_.back().pooled.data(),
+                                       fc_in_.as<float>(), stream_));
+  }
+  const float* x = FcInput();
   const size_t fc1 = 2 * blocks_.size();
   const int in = static_cast<int>(n), flat = static_cast<int>(flat_);
   const int hidden = static_cast<int>(config_.hidden), classes = static_cast<int>(config_.classes);
@@ -93,8 +122,9 @@ Status CudaBackend::Forward(uint32_t n, cuda::DeviceStats* stats) {
 }
 
 Status CudaBackend::Backward(uint32_t n) {
-  const float* x = block_buffers_.back().pooled.as<float>();
-  float* x_grad = block_buffers_.back().pooled_grad.as<float>();
+  const float* x = FcInput();
+  float* x_grad =
+      options_.bf16 ? fc_in_grad_.as<float>() : block_buffers_.back().pooled_grad.as<float>();
   const size_t fc1 = 2 * blocks_.size();
   const int in = static_cast<int>(n), flat = static_cast<int>(flat_);
   const int hidden = static_cast<int>(config_.hidden), classes = static_cast<int>(config_.classes);
@@ -120,10 +150,21 @@ Status CudaBackend::Backward(uint32_t n) {
   RF_RETURN_IF_ERROR(Gemm(false, false, flat, in, hidden, Param(fc1), flat,
                           hidden_grad_.as<float>(), hidden, x_grad, flat));
 
+  if (options_.bf16) {
+    const int last = static_cast<int>(blocks_.size()) - 1;
+    RF_CUDA_CHECK(cuda::FlatToNhwcBf16(n, config_.HeightAfter(last), config_.WidthAfter(last),
+                                       config_.conv.back(), x_grad,
+                                       block_buffers_.back().pooled_grad.data(), stream_));
+  }
   void* ws = workspace_.data();
   const size_t ws_bytes = workspace_.bytes();
   for (size_t b = blocks_.size(); b-- > 0;) {
     RF_RETURN_IF_ERROR(blocks_[b].Backward(cudnn_.get(), BlockArgs(b), ws, ws_bytes));
+    if (options_.bf16) {
+      const uint32_t in = b == 0 ? config_.channels : config_.conv[b - 1];
+      RF_CUDA_CHECK(cuda::FilterGradToFloatKchw(
+          config_.conv[b], in, block_buffers_[b].filter_grad_bf16.data(), Grad(2 * b), stream_));
+    }
   }
   return Status::Ok();
 }

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
+#include <mutex>
+#include <tuple>
 
+#include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/cuda_check.h"
 
 // Deprecated in cuDNN 9 but present in every 9.x: see kernels/cuda_conv_block.h.
@@ -53,9 +57,9 @@ const Perf* Pick(const Perf* perf, int count, size_t workspace_bytes, bool tf32,
 }
 
 template <typename Choice, typename Perf>
-void Take(const Perf& p, bool tf32, Choice* c) {
+void Take(const Perf& p, bool tensor_ops, Choice* c) {
   c->algo = p.algo;
-  c->math = tf32 ? p.mathType : CUDNN_FMA_MATH;
+  c->math = tensor_ops ? p.mathType : CUDNN_FMA_MATH;
   c->deterministic = p.determinism == CUDNN_DETERMINISTIC;
 }
 
@@ -70,13 +74,22 @@ Status NoAlgorithm(const char* direction, const CudaConvBlock::Shape& s, uint32_
 
 int AsInt(uint32_t v) { return static_cast<int>(v); }
 
+std::mutex g_found_mu;  // guards CudaConvBlock::FoundCache()
+
 }  // namespace
 
-Result<CudaConvBlock> CudaConvBlock::Create(const Shape& shape, bool tf32, bool deterministic) {
+std::map<CudaConvBlock::FoundKey, CudaConvBlock::Found>& CudaConvBlock::FoundCache() {
+  static auto* cache = new std::map<FoundKey, Found>;  // never destroyed: no exit-order issues
+  return *cache;
+}
+
+Result<CudaConvBlock> CudaConvBlock::Create(const Shape& shape, bool tf32, bool deterministic,
+                                            bool bf16) {
   CudaConvBlock b;
   b.shape_ = shape;
   b.tf32_ = tf32;
   b.deterministic_ = deterministic;
+  b.bf16_ = bf16;
   RF_ASSIGN_OR_RETURN(b.x_desc_, CreateTensorDesc());
   RF_ASSIGN_OR_RETURN(b.act_desc_, CreateTensorDesc());
   RF_ASSIGN_OR_RETURN(b.pooled_desc_, CreateTensorDesc());
@@ -90,7 +103,7 @@ Result<CudaConvBlock> CudaConvBlock::Create(const Shape& shape, bool tf32, bool 
 
   RF_CUDA_CHECK(cudnnSetTensor4dDescriptor(b.bias_desc_.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
                                            1, AsInt(shape.out_channels), 1, 1));
-  RF_CUDA_CHECK(cudnnSetFilter4dDescriptor(b.w_desc_.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+  RF_CUDA_CHECK(cudnnSetFilter4dDescriptor(b.w_desc_.get(), b.data_type(), b.layout(),
                                            AsInt(shape.out_channels), AsInt(shape.in_channels), 3,
                                            3));
   // Cross-correlation, as the model (and the CPU backend's im2col) defines the convolution.
@@ -99,8 +112,8 @@ Result<CudaConvBlock> CudaConvBlock::Create(const Shape& shape, bool tf32, bool 
     RF_CUDA_CHECK(cudnnSetConvolution2dDescriptor(d, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
                                                   CUDNN_DATA_FLOAT));
     // Until algorithms are found: FMA only without TF32; with it, cuDNN's default for float,
-    // which lets Find time the TF32 tensor-op algorithms too.
-    RF_CUDA_CHECK(cudnnSetConvolutionMathType(d, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    // which lets Find time the TF32 tensor-op algorithms too; bf16 runs on tensor ops.
+    RF_CUDA_CHECK(cudnnSetConvolutionMathType(d, b.search_math()));
   }
   RF_CUDA_CHECK(cudnnSetActivationDescriptor(b.relu_.get(), CUDNN_ACTIVATION_RELU,
                                              CUDNN_NOT_PROPAGATE_NAN, 0.0));
@@ -114,14 +127,12 @@ Result<CudaConvBlock> CudaConvBlock::Create(const Shape& shape, bool tf32, bool 
 
 Status CudaConvBlock::SetBatch(cudnnHandle_t cudnn, uint32_t n, size_t workspace_bytes) {
   const Shape& s = shape_;
-  RF_CUDA_CHECK(cudnnSetTensor4dDescriptor(x_desc_.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                           AsInt(n), AsInt(s.in_channels), AsInt(s.height),
-                                           AsInt(s.width)));
-  RF_CUDA_CHECK(cudnnSetTensor4dDescriptor(act_desc_.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                           AsInt(n), AsInt(s.out_channels), AsInt(s.height),
-                                           AsInt(s.width)));
-  RF_CUDA_CHECK(cudnnSetTensor4dDescriptor(pooled_desc_.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                           AsInt(n), AsInt(s.out_channels), AsInt(s.height / 2),
+  RF_CUDA_CHECK(cudnnSetTensor4dDescriptor(x_desc_.get(), layout(), data_type(), AsInt(n),
+                                           AsInt(s.in_channels), AsInt(s.height), AsInt(s.width)));
+  RF_CUDA_CHECK(cudnnSetTensor4dDescriptor(act_desc_.get(), layout(), data_type(), AsInt(n),
+                                           AsInt(s.out_channels), AsInt(s.height), AsInt(s.width)));
+  RF_CUDA_CHECK(cudnnSetTensor4dDescriptor(pooled_desc_.get(), layout(), data_type(), AsInt(n),
+                                           AsInt(s.out_channels), AsInt(s.height / 2),
                                            AsInt(s.width / 2)));
   // cuDNN must agree with the model on both output sizes, or the buffers are the wrong size.
   int on = 0, oc = 0, oh = 0, ow = 0;
@@ -146,14 +157,32 @@ Status CudaConvBlock::SetBatch(cudnnHandle_t cudnn, uint32_t n, size_t workspace
 Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool need_x_grad,
                                      void* workspace, size_t workspace_bytes) {
   need_x_grad_ = need_x_grad;
+  int device = 0;
+  RF_CUDA_CHECK(cudaGetDevice(&device));
+  const FoundKey key{
+      device, shape_.in_channels, shape_.out_channels, shape_.height,  shape_.width, n_, tf32_,
+      bf16_,  deterministic_,     need_x_grad,         workspace_bytes};
+  {
+    std::lock_guard lock(g_found_mu);
+    const auto it = FoundCache().find(key);
+    if (it != FoundCache().end()) {
+      const Found& f = it->second;
+      fwd_found_ = fwd_ = f.fwd;
+      filter_found_ = filter_ = f.filter;
+      data_found_ = data_ = f.data;
+      workspace_needed_ = f.workspace;
+      found_ = true;
+      return ApplyMath();
+    }
+  }
   int count = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   RF_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
       cudnn, x_desc_.get(), b.x, w_desc_.get(), b.weight, fwd_conv_.get(), act_desc_.get(), b.act,
       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd, workspace, workspace_bytes));
-  const auto* f = Pick(fwd, count, workspace_bytes, tf32_, deterministic_);
+  const auto* f = Pick(fwd, count, workspace_bytes, tensor_ops(), deterministic_);
   if (f == nullptr) return NoAlgorithm("forward", shape_, n_, workspace_bytes);
-  Take(*f, tf32_, &fwd_found_);
+  Take(*f, tensor_ops(), &fwd_found_);
   workspace_needed_ = f->memory;
 
   cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -161,9 +190,9 @@ Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool
       cudnn, x_desc_.get(), b.x, act_desc_.get(), b.act, filter_conv_.get(), w_desc_.get(),
       b.weight_grad, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter, workspace,
       workspace_bytes));
-  const auto* bf = Pick(filter, count, workspace_bytes, tf32_, deterministic_);
+  const auto* bf = Pick(filter, count, workspace_bytes, tensor_ops(), deterministic_);
   if (bf == nullptr) return NoAlgorithm("backward filter", shape_, n_, workspace_bytes);
-  Take(*bf, tf32_, &filter_found_);
+  Take(*bf, tensor_ops(), &filter_found_);
   workspace_needed_ = std::max(workspace_needed_, bf->memory);
 
   if (need_x_grad) {
@@ -171,15 +200,19 @@ Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool
     RF_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
         cudnn, w_desc_.get(), b.weight, act_desc_.get(), b.act, data_conv_.get(), x_desc_.get(),
         b.x_grad, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data, workspace, workspace_bytes));
-    const auto* bd = Pick(data, count, workspace_bytes, tf32_, deterministic_);
+    const auto* bd = Pick(data, count, workspace_bytes, tensor_ops(), deterministic_);
     if (bd == nullptr) return NoAlgorithm("backward data", shape_, n_, workspace_bytes);
-    Take(*bd, tf32_, &data_found_);
+    Take(*bd, tensor_ops(), &data_found_);
     workspace_needed_ = std::max(workspace_needed_, bd->memory);
   }
   found_ = true;
   fwd_ = fwd_found_;
   filter_ = filter_found_;
   data_ = data_found_;
+  {
+    std::lock_guard lock(g_found_mu);
+    FoundCache().emplace(key, Found{fwd_found_, filter_found_, data_found_, workspace_needed_});
+  }
   return ApplyMath();
 }
 
@@ -203,14 +236,13 @@ Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
       need > workspace_bytes) {
     int count = 0;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    RF_CUDA_CHECK(
-        cudnnSetConvolutionMathType(fwd_conv_.get(), tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    RF_CUDA_CHECK(cudnnSetConvolutionMathType(fwd_conv_.get(), search_math()));
     RF_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
         cudnn, x_desc_.get(), w_desc_.get(), fwd_conv_.get(), act_desc_.get(),
         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
-    const auto* p = Pick(perf, count, workspace_bytes, tf32_, deterministic_);
+    const auto* p = Pick(perf, count, workspace_bytes, tensor_ops(), deterministic_);
     if (p == nullptr) return NoAlgorithm("forward", shape_, n_, workspace_bytes);
-    Take(*p, tf32_, &fwd_);
+    Take(*p, tensor_ops(), &fwd_);
   }
   if (cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn, x_desc_.get(), act_desc_.get(),
                                                      filter_conv_.get(), w_desc_.get(),
@@ -218,14 +250,13 @@ Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
       need > workspace_bytes) {
     int count = 0;
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    RF_CUDA_CHECK(cudnnSetConvolutionMathType(filter_conv_.get(),
-                                              tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    RF_CUDA_CHECK(cudnnSetConvolutionMathType(filter_conv_.get(), search_math()));
     RF_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         cudnn, x_desc_.get(), act_desc_.get(), filter_conv_.get(), w_desc_.get(),
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
-    const auto* p = Pick(perf, count, workspace_bytes, tf32_, deterministic_);
+    const auto* p = Pick(perf, count, workspace_bytes, tensor_ops(), deterministic_);
     if (p == nullptr) return NoAlgorithm("backward filter", shape_, n_, workspace_bytes);
-    Take(*p, tf32_, &filter_);
+    Take(*p, tensor_ops(), &filter_);
   }
   if (need_x_grad_ && (cudnnGetConvolutionBackwardDataWorkspaceSize(
                            cudnn, w_desc_.get(), act_desc_.get(), data_conv_.get(), x_desc_.get(),
@@ -233,14 +264,13 @@ Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
                        need > workspace_bytes)) {
     int count = 0;
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    RF_CUDA_CHECK(
-        cudnnSetConvolutionMathType(data_conv_.get(), tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    RF_CUDA_CHECK(cudnnSetConvolutionMathType(data_conv_.get(), search_math()));
     RF_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         cudnn, w_desc_.get(), act_desc_.get(), data_conv_.get(), x_desc_.get(),
         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
-    const auto* p = Pick(perf, count, workspace_bytes, tf32_, deterministic_);
+    const auto* p = Pick(perf, count, workspace_bytes, tensor_ops(), deterministic_);
     if (p == nullptr) return NoAlgorithm("backward data", shape_, n_, workspace_bytes);
-    Take(*p, tf32_, &data_);
+    Take(*p, tensor_ops(), &data_);
   }
   return ApplyMath();
 }
@@ -251,6 +281,13 @@ Status CudaConvBlock::Forward(cudnnHandle_t cudnn, const Buffers& b, void* works
   RF_CUDA_CHECK(cudnnConvolutionForward(cudnn, &one, x_desc_.get(), b.x, w_desc_.get(), b.weight,
                                         fwd_conv_.get(), fwd_.algo, workspace, workspace_bytes,
                                         &zero, act_desc_.get(), b.act));
+  if (bf16_) {
+    cudaStream_t stream = nullptr;
+    RF_CUDA_CHECK(cudnnGetStream(cudnn, &stream));
+    RF_CUDA_CHECK(BiasReluPoolBf16(n_, shape_.height, shape_.width, shape_.out_channels, b.act,
+                                   b.bias, b.pooled, stream));
+    return Status::Ok();
+  }
   RF_CUDA_CHECK(
       cudnnAddTensor(cudnn, &one, bias_desc_.get(), b.bias, &one, act_desc_.get(), b.act));
   // In place: cuDNN allows x == y with identical descriptors.
@@ -264,6 +301,14 @@ Status CudaConvBlock::Forward(cudnnHandle_t cudnn, const Buffers& b, void* works
 Status CudaConvBlock::Backward(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
                                size_t workspace_bytes) const {
   const float one = 1.f, zero = 0.f;
+  if (bf16_) {
+    cudaStream_t stream = nullptr;
+    RF_CUDA_CHECK(cudnnGetStream(cudnn, &stream));
+    RF_CUDA_CHECK(PoolReluBackwardBf16(n_, shape_.height, shape_.width, shape_.out_channels, b.act,
+                                       b.bias, b.pooled_grad, b.act_grad, b.bias_partial,
+                                       b.bias_grad, stream));
+    return BackwardConv(cudnn, b, workspace, workspace_bytes);
+  }
   // Pooling's gradient goes to each window's maximum; the dropped odd row/column gets zero.
   RF_CUDA_CHECK(cudnnPoolingBackward(cudnn, pool_.get(), &one, pooled_desc_.get(), b.pooled,
                                      pooled_desc_.get(), b.pooled_grad, act_desc_.get(), b.act,
@@ -275,6 +320,12 @@ Status CudaConvBlock::Backward(cudnnHandle_t cudnn, const Buffers& b, void* work
                                         act_desc_.get(), b.act_grad));
   RF_CUDA_CHECK(cudnnConvolutionBackwardBias(cudnn, &one, act_desc_.get(), b.act_grad, &zero,
                                              bias_desc_.get(), b.bias_grad));
+  return BackwardConv(cudnn, b, workspace, workspace_bytes);
+}
+
+Status CudaConvBlock::BackwardConv(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
+                                   size_t workspace_bytes) const {
+  const float one = 1.f, zero = 0.f;
   RF_CUDA_CHECK(cudnnConvolutionBackwardFilter(
       cudnn, &one, x_desc_.get(), b.x, act_desc_.get(), b.act_grad, filter_conv_.get(),
       filter_.algo, workspace, workspace_bytes, &zero, w_desc_.get(), b.weight_grad));
@@ -292,11 +343,12 @@ std::string CudaConvBlock::Describe() const {
     return UsesTensorOps(m) ? " (tensor ops)" : m == CUDNN_DEFAULT_MATH ? " (default math)" : "";
   };
   auto nondet = [](bool d) { return d ? "" : " (non-deterministic)"; };
-  std::string s = "conv " + std::to_string(shape_.in_channels) + "->" +
-                  std::to_string(shape_.out_channels) + " @" + std::to_string(shape_.height) + "x" +
-                  std::to_string(shape_.width) + " n=" + std::to_string(n_) + ": fwd " +
-                  Name(fwd_.algo) + math(fwd_.math) + ", bwd-filter " + Name(filter_.algo) +
-                  math(filter_.math) + nondet(filter_.deterministic);
+  std::string s = std::string(bf16_ ? "bf16 NHWC " : "") + "conv " +
+                  std::to_string(shape_.in_channels) + "->" + std::to_string(shape_.out_channels) +
+                  " @" + std::to_string(shape_.height) + "x" + std::to_string(shape_.width) +
+                  " n=" + std::to_string(n_) + ": fwd " + Name(fwd_.algo) + math(fwd_.math) +
+                  ", bwd-filter " + Name(filter_.algo) + math(filter_.math) +
+                  nondet(filter_.deterministic);
   if (need_x_grad_) {
     s += std::string(", bwd-data ") + Name(data_.algo) + math(data_.math) +
          nondet(data_.deterministic);

@@ -1,6 +1,12 @@
 // CudaConvBlock: one conv block of the model (kernels/model.h) on the GPU, through cuDNN's legacy
-// API: 3x3 convolution with padding 1 -> + bias (cudnnAddTensor) -> ReLU (in place) -> 2x2 max-pool
-// with stride 2, rounding down; and its backward pass (pooling, ReLU, bias, filter, data).
+// API: 3x3 convolution with padding 1 -> + bias -> ReLU -> 2x2 max-pool with stride 2, rounding
+// down; and its backward pass (pooling, ReLU, bias, filter, data). Two data layouts:
+//   float32  NCHW float tensors; bias, ReLU and pooling through cuDNN (cudnnAddTensor, ReLU in
+//            place, cudnnPoolingForward), so `act` holds ReLU(conv(x) + bias).
+//   bf16     NHWC bfloat16 activations and a bf16 [K][3][3][C] filter, float accumulation on the
+//            tensor cores; bias, ReLU and pooling in one pass of our own
+//            (kernels/cuda_bf16_kernels.cuh), so `act` holds conv(x) alone and the backward pass
+//            recomputes ReLU and the window maxima from it.
 //
 // Why the legacy API: it is deprecated in cuDNN 9 but present in every 9.x (9.14 on the GPU
 // machine, 9.19 where we build), needs no graph building, and each call is one kernel or a few,
@@ -23,7 +29,9 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "io/status.h"
 #include "kernels/cuda_handles.h"
@@ -40,21 +48,26 @@ class CudaConvBlock {
     uint32_t height = 0, width = 0;  // of the input; the output is height / 2 x width / 2
   };
 
-  // Device pointers for one call, NCHW, each sized for max_batch.
+  // Device pointers for one call, each sized for max_batch. Activations are float NCHW
+  // ([n][C][H][W]) or, in bf16 mode, bfloat16 NHWC ([n][H][W][C]); the filter and its gradient
+  // float [out][in][3][3] or bf16 [out][3][3][in]; bias and bias gradient always float.
   struct Buffers {
-    const float* x = nullptr;       // the block's input [n][in][H][W]
-    const float* weight = nullptr;  // [out][in][3][3]
+    const void* x = nullptr;        // the block's input, in channels
+    const void* weight = nullptr;   // the filter
     const float* bias = nullptr;    // [out]
-    float* act = nullptr;           // ReLU(conv(x) + bias), [n][out][H][W]
-    float* pooled = nullptr;        // [n][out][H/2][W/2]
-    float* pooled_grad = nullptr;   // gradient w.r.t. pooled, written by the layer above
-    float* act_grad = nullptr;      // scratch for the gradient w.r.t. act, [n][out][H][W]
-    float* weight_grad = nullptr;   // [out][in][3][3]
+    void* act = nullptr;            // float: ReLU(conv(x) + bias); bf16: conv(x)
+    void* pooled = nullptr;         // [n][out][H/2][W/2] (or NHWC)
+    void* pooled_grad = nullptr;    // gradient w.r.t. pooled, written by the layer above
+    void* act_grad = nullptr;       // scratch for the gradient w.r.t. act
+    void* weight_grad = nullptr;    // the filter's gradient
     float* bias_grad = nullptr;     // [out]
-    float* x_grad = nullptr;        // gradient w.r.t. x; null where nothing needs it (block 0)
+    float* bias_partial = nullptr;  // bf16 mode: scratch of BiasGradPartials(out) floats
+    void* x_grad = nullptr;         // gradient w.r.t. x; null where nothing needs it (block 0)
   };
 
-  static Result<CudaConvBlock> Create(const Shape& shape, bool tf32, bool deterministic);
+  // tf32: float32 mode may use TF32 tensor ops. bf16: the bf16 NHWC layout (tensor ops always).
+  static Result<CudaConvBlock> Create(const Shape& shape, bool tf32, bool deterministic,
+                                      bool bf16 = false);
 
   // Benchmarks the algorithms at max_batch (SetBatch(max_batch) must have run) and keeps the
   // fastest of each direction that needs at most `workspace_bytes`. Writes act, pooled, weight
@@ -76,6 +89,8 @@ class CudaConvBlock {
   Status Backward(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
                   size_t workspace_bytes) const;
 
+  bool bf16() const { return bf16_; }
+
   // "conv 3->32 @32x32 n=256: fwd IMPLICIT_PRECOMP_GEMM (tensor ops), bwd-filter ALGO_1".
   std::string Describe() const;
 
@@ -88,12 +103,37 @@ class CudaConvBlock {
     bool deterministic = true;
   };
 
+  // What FindAlgorithms chose, per device, shape and settings, for the life of the process.
+  // cuDNN's timings vary from run to run, so without it two backends in one process could pick
+  // different algorithms for one convolution, and the same batches would no longer give the same
+  // bits in both. Guarded by a mutex in the .cc.
+  using FoundKey = std::tuple<int, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, bool, bool,
+                              bool, bool, size_t>;
+  struct Found {
+    Choice<cudnnConvolutionFwdAlgo_t> fwd;
+    Choice<cudnnConvolutionBwdFilterAlgo_t> filter;
+    Choice<cudnnConvolutionBwdDataAlgo_t> data;
+    size_t workspace = 0;
+  };
+  static std::map<FoundKey, Found>& FoundCache();
+
   CudaConvBlock() = default;
   Status ApplyMath();
+  // Tensor-op math allowed: TF32 in float32 mode, always in bf16 mode.
+  bool tensor_ops() const { return tf32_ || bf16_; }
   Status FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes);
+  // The filter and data gradients, from act_grad.
+  Status BackwardConv(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
+                      size_t workspace_bytes) const;
+  cudnnTensorFormat_t layout() const { return bf16_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
+  cudnnDataType_t data_type() const { return bf16_ ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT; }
+  // The math type algorithms are searched under.
+  cudnnMathType_t search_math() const {
+    return bf16_ ? CUDNN_TENSOR_OP_MATH : tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  }
 
   Shape shape_;
-  bool tf32_ = false, deterministic_ = true, need_x_grad_ = true;
+  bool tf32_ = false, deterministic_ = true, bf16_ = false, need_x_grad_ = true;
   bool found_ = false;  // FindAlgorithms has run
   uint32_t n_ = 0;
   TensorDesc x_desc_, act_desc_, pooled_desc_, bias_desc_;

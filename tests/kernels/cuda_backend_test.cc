@@ -237,19 +237,26 @@ Tensors TrainSome(const CudaBackendOptions& o, const ModelConfig& c) {
 
 TEST(CudaBackendDeterminism, SameBatchesGiveBitIdenticalParameters) {
   RF_REQUIRE_GPU();
-  for (const ModelConfig& c : {TinyConfig(), testing::CifarConfig()}) {
-    const Tensors a = TrainSome({}, c), b = TrainSome({}, c);
-    EXPECT_FALSE(BitIdentical(a, InitialParameters(c, 3)));
-    EXPECT_TRUE(BitIdentical(a, b));
+  for (const bool bf16 : {false, true}) {
+    CudaBackendOptions o;
+    o.bf16 = bf16;
+    for (const ModelConfig& c : {TinyConfig(), testing::CifarConfig()}) {
+      const Tensors a = TrainSome(o, c), b = TrainSome(o, c);
+      EXPECT_FALSE(BitIdentical(a, InitialParameters(c, 3))) << "bf16 " << bf16;
+      EXPECT_TRUE(BitIdentical(a, b)) << "bf16 " << bf16;
+    }
   }
 }
 
 TEST(CudaBackendGraph, ReplayGivesTheSameParametersAsEagerSteps) {
   RF_REQUIRE_GPU();
-  CudaBackendOptions graph;
-  graph.cuda_graph = true;
-  for (const ModelConfig& c : {TinyConfig(), testing::CifarConfig()}) {
-    EXPECT_TRUE(BitIdentical(TrainSome(graph, c), TrainSome({}, c)));
+  for (const bool bf16 : {false, true}) {
+    CudaBackendOptions eager, graph;
+    eager.bf16 = graph.bf16 = bf16;
+    graph.cuda_graph = true;
+    for (const ModelConfig& c : {TinyConfig(), testing::CifarConfig()}) {
+      EXPECT_TRUE(BitIdentical(TrainSome(graph, c), TrainSome(eager, c))) << "bf16 " << bf16;
+    }
   }
 }
 
@@ -260,9 +267,10 @@ TEST(CudaBackendGraph, ReplayGivesTheSameParametersAsEagerSteps) {
 TEST(CudaBackendMemory, FreeMemoryAfter1000StepsEqualsFreeMemoryAfter10) {
   RF_REQUIRE_GPU();
   const ModelConfig c = testing::CifarConfig();
-  for (bool use_graph : {false, true}) {
+  for (const int variant : {0, 1, 2}) {  // eager, CUDA graph, bf16 with a CUDA graph
     CudaBackendOptions o;
-    o.cuda_graph = use_graph;
+    o.cuda_graph = variant > 0;
+    o.bf16 = variant == 2;
     auto be = MakeBackend(o, 64, c);
     ASSERT_NE(be, nullptr);
     const DeviceBatch full = testing::ToDevice(testing::RandomBatch(c, 64, 1));
@@ -281,7 +289,7 @@ TEST(CudaBackendMemory, FreeMemoryAfter1000StepsEqualsFreeMemoryAfter10) {
                   cudaSuccess);
       }
     }
-    EXPECT_EQ(free_after_1000, free_after_10) << (use_graph ? "with" : "without") << " graph";
+    EXPECT_EQ(free_after_1000, free_after_10) << "variant " << variant;
   }
 }
 

@@ -8,7 +8,7 @@
 // on. The ceiling the streaming pipeline is measured against.
 //
 //   ringfeed-bench-compute [--batch N]... [--steps N] [--warmup N] [--tf32 on|off]
-//                          [--graph on|off] [--json FILE]
+//                          [--bf16 on|off] [--graph on|off] [--json FILE]
 // Without --batch: 128, 256 and 1024. Exit status: 0 done, 1 no GPU or a CUDA failure, 2 usage.
 #include <cuda_runtime_api.h>
 
@@ -31,7 +31,7 @@ namespace {
 struct Flags {
   std::vector<uint32_t> batches;
   uint32_t steps = 200, warmup = 20;
-  bool tf32 = true, graph = false;
+  bool tf32 = true, graph = false, bf16 = false;
   std::string json;
 };
 
@@ -54,6 +54,7 @@ Result<Measurement> Measure(uint32_t batch, const Flags& f) {
   CudaBackendOptions o;
   o.tf32 = f.tf32;
   o.cuda_graph = f.graph;
+  o.bf16 = f.bf16;
   const Normalization norm{{125.f, 123.f, 114.f}, {63.f, 62.f, 66.f}};
   RF_ASSIGN_OR_RETURN(auto backend,
                       CudaBackend::Create(c, norm, batch, InitialParameters(c, 1), o));
@@ -107,7 +108,8 @@ Result<Measurement> Measure(uint32_t batch, const Flags& f) {
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr,
                "ringfeed-bench-compute: %s\nusage: ringfeed-bench-compute [--batch N]... "
-               "[--steps N] [--warmup N] [--tf32 on|off] [--graph on|off] [--json FILE]\n",
+               "[--steps N] [--warmup N] [--tf32 on|off] [--bf16 on|off] [--graph on|off] "
+               "[--json FILE]\n",
                why.c_str());
   std::exit(2);
 }
@@ -142,6 +144,8 @@ Flags Parse(int argc, char** argv) {
       f.warmup = PositiveNumber("--warmup", v);
     } else if (flag == "--tf32") {
       f.tf32 = OnOff("--tf32", v);
+    } else if (flag == "--bf16") {
+      f.bf16 = OnOff("--bf16", v);
     } else if (flag == "--graph") {
       f.graph = OnOff("--graph", v);
     } else if (flag == "--json") {
@@ -177,10 +181,12 @@ int Main(int argc, char** argv) {
       std::printf("%s\n", describe.c_str());
     }
     std::printf(
-        "batch %5u: %10.0f samples/s  %8.3f ms/step  GPU memory %8.1f MiB  tf32 %s  graph %s  "
+        "batch %5u: %10.0f samples/s  %8.3f ms/step  GPU memory %8.1f MiB  tf32 %s  bf16 %s  "
+        "graph %s  "
         "(%u steps, mean loss %.4f)\n",
         batch, m->samples_per_s, m->ms_per_step, static_cast<double>(m->gpu_bytes) / (1 << 20),
-        f.tf32 ? "on" : "off", f.graph ? "on" : "off", m->steps, m->mean_loss);
+        f.tf32 ? "on" : "off", f.bf16 ? "on" : "off", f.graph ? "on" : "off", m->steps,
+        m->mean_loss);
     std::fflush(stdout);
     results.push_back({{"batch", batch},
                        {"steps", m->steps},
@@ -192,6 +198,7 @@ int Main(int argc, char** argv) {
   if (!f.json.empty()) {
     const nlohmann::json doc = {{"tool", "ringfeed-bench-compute"},
                                 {"tf32", f.tf32},
+                                {"bf16", f.bf16},
                                 {"cuda_graph", f.graph},
                                 {"warmup", f.warmup},
                                 {"backend", describe},

@@ -1,0 +1,277 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "kernels/cuda_bf16_kernels.cuh"
+
+namespace rf::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kThreads = 256;
+constexpr size_t kMaxBlocks = 4096;
+// Blocks of the bias-gradient reduction's first pass: its partial sums are [kPartials][C].
+constexpr uint32_t kPartials = 128;
+
+unsigned Blocks(size_t count) {
+  return static_cast<unsigned>(
+      std::max<size_t>(1, std::min(kMaxBlocks, (count + kThreads - 1) / kThreads)));
+}
+
+#define RF_GRID_STRIDE(i, count)                                              \
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < (count); \
+       i += size_t{blockDim.x} * gridDim.x)
+
+template <DType D>
+__device__ float LoadStored(const void* base, size_t i) {
+  if constexpr (D == DType::kUInt8) {
+    return static_cast<float>(static_cast<const uint8_t*>(base)[i]);
+  } else if constexpr (D == DType::kFloat16) {
+    return __half2float(__ushort_as_half(static_cast<const unsigned short*>(base)[i]));
+  } else if constexpr (D == DType::kBFloat16) {
+    return __uint_as_float(static_cast<unsigned>(static_cast<const unsigned short*>(base)[i])
+                           << 16);
+  } else {
+    return static_cast<const float*>(base)[i];
+  }
+}
+
+template <DType D>
+__global__ void DecodeNhwcKernel(const void* samples, size_t count, uint32_t channels,
+                                 uint32_t plane, const float* mean, const float* stddev,
+                                 bf16* out) {
+  RF_GRID_STRIDE(i, count) {
+    const auto c = static_cast<uint32_t>(i % channels);
+    const size_t pixel = i / channels;  // s * plane + p
+    const size_t s = pixel / plane, p = pixel % plane;
+    const float v = LoadStored<D>(samples, (s * channels + c) * plane + p);
+    out[i] = __float2bfloat16_rn((v - mean[c]) / stddev[c]);
+  }
+}
+
+// The 2x2 window at (ph, pw) of channel c in image s: its four values of y + bias, row by row.
+struct Window {
+  float v[4];
+  __device__ Window(const bf16* y, uint32_t height, uint32_t width, uint32_t channels, size_t s,
+                    uint32_t ph, uint32_t pw, uint32_t c, float b) {
+    const size_t row = size_t{width} * channels;
+    const bf16* top = y + (s * height + 2 * ph) * row + size_t{2 * pw} * channels + c;
+    v[0] = __bfloat162float(top[0]) + b;
+    v[1] = __bfloat162float(top[channels]) + b;
+    v[2] = __bfloat162float(top[row]) + b;
+    v[3] = __bfloat162float(top[row + channels]) + b;
+  }
+  // The first of equal maxima, in window order.
+  __device__ int ArgMax() const {
+    int best = 0;
+    for (int k = 1; k < 4; ++k) {
+      if (v[k] > v[best]) best = k;
+    }
+    return best;
+  }
+};
+
+__global__ void BiasReluPoolKernel(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
+                                   const bf16* y, const float* bias, bf16* pooled) {
+  const uint32_t ph_count = height / 2, pw_count = width / 2;
+  const size_t count = size_t{n} * ph_count * pw_count * channels;
+  RF_GRID_STRIDE(i, count) {
+    const auto c = static_cast<uint32_t>(i % channels);
+    size_t rest = i / channels;
+    const auto pw = static_cast<uint32_t>(rest % pw_count);
+    rest /= pw_count;
+    const auto ph = static_cast<uint32_t>(rest % ph_count);
+    const size_t s = rest / ph_count;
+    const Window w(y, height, width, channels, s, ph, pw, c, bias[c]);
+    pooled[i] = __float2bfloat16_rn(fmaxf(w.v[w.ArgMax()], 0.f));
+  }
+}
+
+__global__ void PoolReluBackwardKernel(uint32_t n, uint32_t height, uint32_t width,
+                                       uint32_t channels, const bf16* y, const float* bias,
+                                       const bf16* pooled_grad, bf16* y_grad) {
+  const uint32_t ph_count = height / 2, pw_count = width / 2;
+  const size_t count = size_t{n} * height * width * channels;
+  RF_GRID_STRIDE(i, count) {
+    const auto c = static_cast<uint32_t>(i % channels);
+    size_t rest = i / channels;
+    const auto x = static_cast<uint32_t>(rest % width);
+    rest /= width;
+    const auto h = static_cast<uint32_t>(rest % height);
+    const size_t s = rest / height;
+    const uint32_t ph = h / 2, pw = x / 2;
+    float g = 0.f;
+    if (ph < ph_count && pw < pw_count) {
+      const Window w(y, height, width, channels, s, ph, pw, c, bias[c]);
+      const int best = w.ArgMax();
+      if (best == static_cast<int>((h % 2) * 2 + x % 2) && w.v[best] > 0.f) {
+        g = __bfloat162float(pooled_grad[((s * ph_count + ph) * pw_count + pw) * channels + c]);
+      }
+    }
+    y_grad[i] = __float2bfloat16_rn(g);
+  }
+}
+
+// First pass: block (b, tile) sums rows b, b + kPartials, ... of the 32 channels of its tile,
+// 8 row lanes per channel, then the lanes in order: partial[b][c].
+__global__ void BiasGradPartialKernel(size_t rows, uint32_t channels, const bf16* g,
+                                      float* partial) {
+  __shared__ float lanes[8][33];
+  const uint32_t c = blockIdx.y * 32 + threadIdx.x;
+  float sum = 0.f;
+  if (c < channels) {
+    for (size_t r = blockIdx.x + size_t{threadIdx.y} * kPartials; r < rows; r += 8 * kPartials) {
+      sum += __bfloat162float(g[r * channels + c]);
+    }
+  }
+  lanes[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels) {
+    float total = 0.f;
+    for (int l = 0; l < 8; ++l) total += lanes[l][threadIdx.x];
+    partial[size_t{blockIdx.x} * channels + c] = total;
+  }
+}
+
+__global__ void BiasGradFinalKernel(uint32_t channels, const float* partial, float* bias_grad) {
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  float total = 0.f;
+  for (uint32_t b = 0; b < kPartials; ++b) total += partial[size_t{b} * channels + c];
+  bias_grad[c] = total;
+}
+
+__global__ void FilterToBf16Kernel(uint32_t out_channels, uint32_t in_channels, const float* w,
+                                   bf16* w_bf16) {
+  const size_t count = size_t{out_channels} * in_channels * 9;
+  RF_GRID_STRIDE(i, count) {  // i indexes the [k][r*3+s][c] output
+    const auto c = static_cast<uint32_t>(i % in_channels);
+    const auto rs = static_cast<uint32_t>((i / in_channels) % 9);
+    const size_t k = i / (size_t{in_channels} * 9);
+    w_bf16[i] = __float2bfloat16_rn(w[(k * in_channels + c) * 9 + rs]);
+  }
+}
+
+__global__ void FilterGradToFloatKernel(uint32_t out_channels, uint32_t in_channels,
+                                        const bf16* g_bf16, float* g) {
+  const size_t count = size_t{out_channels} * in_channels * 9;
+  RF_GRID_STRIDE(i, count) {  // i indexes the [k][c][r*3+s] output
+    const auto rs = static_cast<uint32_t>(i % 9);
+    const auto c = static_cast<uint32_t>((i / 9) % in_channels);
+    const size_t k = i / (size_t{in_channels} * 9);
+    g[i] = __bfloat162float(g_bf16[(k * 9 + rs) * in_channels + c]);
+  }
+}
+
+__global__ void NhwcToFlatKernel(size_t count, uint32_t plane, uint32_t channels, const bf16* x,
+                                 float* out) {
+  RF_GRID_STRIDE(i, count) {  // i indexes the [s][c][p] output
+    const auto p = static_cast<uint32_t>(i % plane);
+    const auto c = static_cast<uint32_t>((i / plane) % channels);
+    const size_t s = i / (size_t{plane} * channels);
+    out[i] = __bfloat162float(x[(s * plane + p) * channels + c]);
+  }
+}
+
+__global__ void FlatToNhwcKernel(size_t count, uint32_t plane, uint32_t channels, const float* g,
+                                 bf16* x_grad) {
+  RF_GRID_STRIDE(i, count) {  // i indexes the [s][p][c] output
+    const auto c = static_cast<uint32_t>(i % channels);
+    const auto p = static_cast<uint32_t>((i / channels) % plane);
+    const size_t s = i / (size_t{plane} * channels);
+    x_grad[i] = __float2bfloat16_rn(g[(s * channels + c) * plane + p]);
+  }
+}
+
+}  // namespace
+
+cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, uint32_t channels,
+                                  uint32_t height, uint32_t width, const float* mean,
+                                  const float* stddev, void* out, cudaStream_t stream) {
+  const uint32_t plane = height * width;
+  const size_t count = size_t{n} * channels * plane;
+  auto* o = static_cast<bf16*>(out);
+  const unsigned blocks = Blocks(count);
+  switch (dtype) {
+    case DType::kUInt8:
+      DecodeNhwcKernel<DType::kUInt8>
+          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, o);
+      break;
+    case DType::kFloat16:
+      DecodeNhwcKernel<DType::kFloat16>
+          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, o);
+      break;
+    case DType::kBFloat16:
+      DecodeNhwcKernel<DType::kBFloat16>
+          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, o);
+      break;
+    case DType::kFloat32:
+      DecodeNhwcKernel<DType::kFloat32>
+          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, o);
+      break;
+    default:
+      return cudaErrorInvalidValue;  // the backend checks the dtype before it gets here
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t BiasReluPoolBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
+                             const void* y, const float* bias, void* pooled, cudaStream_t stream) {
+  const size_t count = size_t{n} * (height / 2) * (width / 2) * channels;
+  BiasReluPoolKernel<<<Blocks(count), kThreads, 0, stream>>>(
+      n, height, width, channels, static_cast<const bf16*>(y), bias, static_cast<bf16*>(pooled));
+  return cudaGetLastError();
+}
+
+size_t BiasGradPartials(uint32_t channels) { return size_t{kPartials} * channels; }
+
+cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
+                                 const void* y, const float* bias, const void* pooled_grad,
+                                 void* y_grad, float* partial, float* bias_grad,
+                                 cudaStream_t stream) {
+  const size_t count = size_t{n} * height * width * channels;
+  auto* yg = static_cast<bf16*>(y_grad);
+  PoolReluBackwardKernel<<<Blocks(count), kThreads, 0, stream>>>(
+      n, height, width, channels, static_cast<const bf16*>(y), bias,
+      static_cast<const bf16*>(pooled_grad), yg);
+  const dim3 grid(kPartials, (channels + 31) / 32), block(32, 8);
+  BiasGradPartialKernel<<<grid, block, 0, stream>>>(size_t{n} * height * width, channels, yg,
+                                                    partial);
+  BiasGradFinalKernel<<<(channels + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+      channels, partial, bias_grad);
+  return cudaGetLastError();
+}
+
+cudaError_t FilterToBf16Khwc(uint32_t out_channels, uint32_t in_channels, const float* w,
+                             void* w_bf16, cudaStream_t stream) {
+  FilterToBf16Kernel<<<Blocks(size_t{out_channels} * in_channels * 9), kThreads, 0, stream>>>(
+      out_channels, in_channels, w, static_cast<bf16*>(w_bf16));
+  return cudaGetLastError();
+}
+
+cudaError_t FilterGradToFloatKchw(uint32_t out_channels, uint32_t in_channels, const void* g_bf16,
+                                  float* g, cudaStream_t stream) {
+  FilterGradToFloatKernel<<<Blocks(size_t{out_channels} * in_channels * 9), kThreads, 0, stream>>>(
+      out_channels, in_channels, static_cast<const bf16*>(g_bf16), g);
+  return cudaGetLastError();
+}
+
+cudaError_t NhwcBf16ToFlat(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
+                           const void* x, float* out, cudaStream_t stream) {
+  const size_t count = size_t{n} * height * width * channels;
+  NhwcToFlatKernel<<<Blocks(count), kThreads, 0, stream>>>(count, height * width, channels,
+                                                           static_cast<const bf16*>(x), out);
+  return cudaGetLastError();
+}
+
+cudaError_t FlatToNhwcBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
+                           const float* g, void* x_grad, cudaStream_t stream) {
+  const size_t count = size_t{n} * height * width * channels;
+  FlatToNhwcKernel<<<Blocks(count), kThreads, 0, stream>>>(count, height * width, channels, g,
+                                                           static_cast<bf16*>(x_grad));
+  return cudaGetLastError();
+}
+
+}  // namespace rf::cuda
