@@ -42,8 +42,16 @@ inline const char* SourcePath(const char* file) {
   return file;
 }
 
+// A failed runtime call also leaves its error as the thread's "last error" (unless it is sticky),
+// where the next kernel launch's cudaGetLastError() would report it again under another name:
+// reporting it consumes it.
+inline void Consume(cudaError_t) { (void)cudaGetLastError(); }
+inline void Consume(cudnnStatus_t) {}
+inline void Consume(cublasStatus_t) {}
+
 template <typename E>
 Status Failure(E e, const char* call, const char* file, int line) {
+  Consume(e);
   return Status::Aborted(std::string(call) + " failed at " + SourcePath(file) + ":" +
                          std::to_string(line) + ": " + ErrorString(e));
 }
