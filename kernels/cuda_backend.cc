@@ -58,7 +58,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const ModelConfig& conf
   if (max_batch == 0) return Status::InvalidArgument("the CUDA backend needs max_batch >= 1");
   // cuDNN's legacy descriptors take int sizes and strides: the largest activation is the first
   // block's (or the input, with more channels than the first block).
-  const uint64_t widest = std::max(config.channels, config.conv[0]);
+  const uint64_t widest = std::max((config.channels + 7) / 8 * 8, config.conv[0]);
   if (uint64_t{max_batch} * widest * config.height * config.width > INT_MAX) {
     return Status::InvalidArgument("max_batch " + std::to_string(max_batch) +
                                    " is too large for the CUDA backend at this input size");
@@ -120,17 +120,15 @@ Status CudaBackend::Init(const Tensors& initial_params) {
   RF_CUDA_CHECK(cublasSetWorkspace(cublas_.get(), cublas_workspace_.data(), kCublasWorkspace));
   RF_ASSIGN_OR_RETURN(bad_copied_, cuda::CreateEvent(/*timing=*/false));
 
-  uint32_t in = config_.channels;
   for (size_t i = 0; i < config_.conv.size(); ++i) {
     cuda::CudaConvBlock::Shape s;
-    s.in_channels = in;
+    s.in_channels = ConvInChannels(i);
     s.out_channels = config_.conv[i];
     s.height = config_.HeightAfter(static_cast<int>(i) - 1);
     s.width = config_.WidthAfter(static_cast<int>(i) - 1);
     RF_ASSIGN_OR_RETURN(auto block, cuda::CudaConvBlock::Create(
                                         s, options_.tf32, options_.deterministic, options_.bf16));
     blocks_.push_back(std::move(block));
-    in = config_.conv[i];
   }
   RF_RETURN_IF_ERROR(AllocateBuffers());
 
@@ -158,7 +156,7 @@ Status CudaBackend::AllocateBuffers() {
   RF_ASSIGN_OR_RETURN(params_, DeviceBuffer::Allocate(padded_count_ * f, "parameters"));
   RF_ASSIGN_OR_RETURN(grads_, DeviceBuffer::Allocate(padded_count_ * f, "gradients"));
   RF_ASSIGN_OR_RETURN(momentum_, DeviceBuffer::Allocate(padded_count_ * f, "momentum"));
-  const size_t input = b * config_.channels * config_.height * config_.width;
+  const size_t input = b * ConvInChannels(0) * config_.height * config_.width;
   RF_ASSIGN_OR_RETURN(input_, DeviceBuffer::Allocate(input * a, "the decoded input"));
   RF_ASSIGN_OR_RETURN(labels_, DeviceBuffer::Allocate(b * sizeof(int32_t), "labels"));
   size_t act_grad = 0;
@@ -174,7 +172,7 @@ Status CudaBackend::AllocateBuffers() {
     RF_ASSIGN_OR_RETURN(bb.pooled_grad,
                         DeviceBuffer::Allocate(pooled * a, (name + " pooled gradient").c_str()));
     if (options_.bf16) {
-      const size_t filter = shapes_[2 * i].count() * a;
+      const size_t filter = size_t{config_.conv[i]} * ConvInChannels(i) * 9 * a;
       RF_ASSIGN_OR_RETURN(bb.filter_bf16,
                           DeviceBuffer::Allocate(filter, (name + " bf16 filter").c_str()));
       RF_ASSIGN_OR_RETURN(bb.filter_grad_bf16,

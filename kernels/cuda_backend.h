@@ -136,6 +136,12 @@ class CudaBackend final : public Backend {
   Status FiltersToBf16();
   // Bytes of one activation value: 2 in bf16 mode, else 4.
   size_t act_bytes() const { return options_.bf16 ? 2 : 4; }
+  // Input channels of block b, and as its convolution sees them: in bf16 mode the input's
+  // channels are padded to a multiple of 8 (kernels/cuda_bf16_kernels.cuh says why).
+  uint32_t InChannels(size_t b) const { return b == 0 ? config_.channels : config_.conv[b - 1]; }
+  uint32_t ConvInChannels(size_t b) const {
+    return b == 0 && options_.bf16 ? (config_.channels + 7) / 8 * 8 : InChannels(b);
+  }
   // Forward + Backward for TrainStep, through the CUDA graph where it applies.
   Status ForwardBackward(uint32_t n);
   Status Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,

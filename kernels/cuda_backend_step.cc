@@ -56,9 +56,9 @@ Status CudaBackend::LoadBatch(const BatchRef& batch) {
   RF_CUDA_CHECK(cudaMemsetAsync(&state()->step_bad, 0xff, sizeof(unsigned long long), stream_));
   const float* norm = norm_.as<float>();
   if (options_.bf16) {
-    RF_CUDA_CHECK(cuda::DecodeSamplesBf16Nhwc(batch.samples, batch.dtype, n, config_.channels,
-                                              config_.height, config_.width, norm,
-                                              norm + config_.channels, input_.data(), stream_));
+    RF_CUDA_CHECK(cuda::DecodeSamplesBf16Nhwc(
+        batch.samples, batch.dtype, n, config_.channels, ConvInChannels(0), config_.height,
+        config_.width, norm, norm + config_.channels, input_.data(), stream_));
   } else {
     RF_CUDA_CHECK(cuda::DecodeSamples(batch.samples, batch.dtype, n, config_.channels,
                                       size_t{config_.height} * config_.width, norm,
@@ -72,9 +72,9 @@ Status CudaBackend::LoadBatch(const BatchRef& batch) {
 
 Status CudaBackend::FiltersToBf16() {
   for (size_t b = 0; b < blocks_.size(); ++b) {
-    const uint32_t in = b == 0 ? config_.channels : config_.conv[b - 1];
-    RF_CUDA_CHECK(cuda::FilterToBf16Khwc(config_.conv[b], in, Param(2 * b),
-                                         block_buffers_[b].filter_bf16.data(), stream_));
+    RF_CUDA_CHECK(cuda::FilterToBf16Khwc(config_.conv[b], InChannels(b), ConvInChannels(b),
+                                         Param(2 * b), block_buffers_[b].filter_bf16.data(),
+                                         stream_));
   }
   return Status::Ok();
 }
@@ -161,9 +161,9 @@ Status CudaBackend::Backward(uint32_t n) {
   for (size_t b = blocks_.size(); b-- > 0;) {
     RF_RETURN_IF_ERROR(blocks_[b].Backward(cudnn_.get(), BlockArgs(b), ws, ws_bytes));
     if (options_.bf16) {
-      const uint32_t in = b == 0 ? config_.channels : config_.conv[b - 1];
-      RF_CUDA_CHECK(cuda::FilterGradToFloatKchw(
-          config_.conv[b], in, block_buffers_[b].filter_grad_bf16.data(), Grad(2 * b), stream_));
+      RF_CUDA_CHECK(cuda::FilterGradToFloatKchw(config_.conv[b], InChannels(b), ConvInChannels(b),
+                                                block_buffers_[b].filter_grad_bf16.data(),
+                                                Grad(2 * b), stream_));
     }
   }
   return Status::Ok();

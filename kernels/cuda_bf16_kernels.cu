@@ -12,8 +12,9 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 256;
 constexpr size_t kMaxBlocks = 4096;
-// Blocks of the bias-gradient reduction's first pass: its partial sums are [kPartials][C].
-constexpr uint32_t kPartials = 128;
+// Blocks of the backward pass's bias-gradient reduction: its partial sums are [kPartials][C]. A
+// constant, so the summation order (and the bits) do not depend on the GPU.
+constexpr uint32_t kPartials = 512;
 
 unsigned Blocks(size_t count) {
   return static_cast<unsigned>(
@@ -40,14 +41,17 @@ __device__ float LoadStored(const void* base, size_t i) {
 
 template <DType D>
 __global__ void DecodeNhwcKernel(const void* samples, size_t count, uint32_t channels,
-                                 uint32_t plane, const float* mean, const float* stddev,
-                                 bf16* out) {
-  RF_GRID_STRIDE(i, count) {
-    const auto c = static_cast<uint32_t>(i % channels);
-    const size_t pixel = i / channels;  // s * plane + p
+                                 uint32_t out_channels, uint32_t plane, const float* mean,
+                                 const float* stddev, bf16* out) {
+  RF_GRID_STRIDE(i, count) {  // i indexes the [s][p][c] output, c < out_channels
+    const auto c = static_cast<uint32_t>(i % out_channels);
+    const size_t pixel = i / out_channels;  // s * plane + p
     const size_t s = pixel / plane, p = pixel % plane;
-    const float v = LoadStored<D>(samples, (s * channels + c) * plane + p);
-    out[i] = __float2bfloat16_rn((v - mean[c]) / stddev[c]);
+    float x = 0.f;
+    if (c < channels) {
+      x = (LoadStored<D>(samples, (s * channels + c) * plane + p) - mean[c]) / stddev[c];
+    }
+    out[i] = __float2bfloat16_rn(x);
   }
 }
 
@@ -89,41 +93,47 @@ __global__ void BiasReluPoolKernel(uint32_t n, uint32_t height, uint32_t width, 
   }
 }
 
+// Block (b, tile) takes the 32 channels of its tile (threadIdx.x) in 8 lanes (threadIdx.y) over
+// windows b + kPartials * lane, then every 8 * kPartials-th: each writes the gradient of its
+// window's four positions and adds what it routed to its channel's sum; the lanes are then added
+// in order into partial[b][c]. The windows run over ceil(H/2) x ceil(W/2), so an odd last row or
+// column, which no window pools, gets its zeros in the same pass.
 __global__ void PoolReluBackwardKernel(uint32_t n, uint32_t height, uint32_t width,
                                        uint32_t channels, const bf16* y, const float* bias,
-                                       const bf16* pooled_grad, bf16* y_grad) {
-  const uint32_t ph_count = height / 2, pw_count = width / 2;
-  const size_t count = size_t{n} * height * width * channels;
-  RF_GRID_STRIDE(i, count) {
-    const auto c = static_cast<uint32_t>(i % channels);
-    size_t rest = i / channels;
-    const auto x = static_cast<uint32_t>(rest % width);
-    rest /= width;
-    const auto h = static_cast<uint32_t>(rest % height);
-    const size_t s = rest / height;
-    const uint32_t ph = h / 2, pw = x / 2;
-    float g = 0.f;
-    if (ph < ph_count && pw < pw_count) {
-      const Window w(y, height, width, channels, s, ph, pw, c, bias[c]);
-      const int best = w.ArgMax();
-      if (best == static_cast<int>((h % 2) * 2 + x % 2) && w.v[best] > 0.f) {
-        g = __bfloat162float(pooled_grad[((s * ph_count + ph) * pw_count + pw) * channels + c]);
-      }
-    }
-    y_grad[i] = __float2bfloat16_rn(g);
-  }
-}
-
-// First pass: block (b, tile) sums rows b, b + kPartials, ... of the 32 channels of its tile,
-// 8 row lanes per channel, then the lanes in order: partial[b][c].
-__global__ void BiasGradPartialKernel(size_t rows, uint32_t channels, const bf16* g,
-                                      float* partial) {
+                                       const bf16* pooled_grad, bf16* y_grad, float* partial) {
   __shared__ float lanes[8][33];
   const uint32_t c = blockIdx.y * 32 + threadIdx.x;
+  const uint32_t ph_count = height / 2, pw_count = width / 2;
+  const uint32_t eh = (height + 1) / 2, ew = (width + 1) / 2;
+  const size_t windows = size_t{n} * eh * ew, row = size_t{width} * channels;
+  const bf16 zero = __float2bfloat16_rn(0.f);
   float sum = 0.f;
   if (c < channels) {
-    for (size_t r = blockIdx.x + size_t{threadIdx.y} * kPartials; r < rows; r += 8 * kPartials) {
-      sum += __bfloat162float(g[r * channels + c]);
+    const float b = bias[c];
+    for (size_t w = blockIdx.x + size_t{threadIdx.y} * kPartials; w < windows; w += 8 * kPartials) {
+      const auto pw = static_cast<uint32_t>(w % ew);
+      const auto ph = static_cast<uint32_t>((w / ew) % eh);
+      const size_t s = w / (size_t{ew} * eh);
+      bf16* out = y_grad + (s * height + 2 * ph) * row + size_t{2 * pw} * channels + c;
+      if (ph < ph_count && pw < pw_count) {
+        const Window win(y, height, width, channels, s, ph, pw, c, b);
+        const int best = win.ArgMax();
+        bf16 g = zero;
+        if (win.v[best] > 0.f) {
+          g = pooled_grad[((s * ph_count + ph) * pw_count + pw) * channels + c];
+          sum += __bfloat162float(g);
+        }
+        out[0] = best == 0 ? g : zero;
+        out[channels] = best == 1 ? g : zero;
+        out[row] = best == 2 ? g : zero;
+        out[row + channels] = best == 3 ? g : zero;
+      } else {
+        const bool right = 2 * pw + 1 < width, below = 2 * ph + 1 < height;
+        out[0] = zero;
+        if (right) out[channels] = zero;
+        if (below) out[row] = zero;
+        if (right && below) out[row + channels] = zero;
+      }
     }
   }
   lanes[threadIdx.y][threadIdx.x] = sum;
@@ -143,25 +153,25 @@ __global__ void BiasGradFinalKernel(uint32_t channels, const float* partial, flo
   bias_grad[c] = total;
 }
 
-__global__ void FilterToBf16Kernel(uint32_t out_channels, uint32_t in_channels, const float* w,
-                                   bf16* w_bf16) {
-  const size_t count = size_t{out_channels} * in_channels * 9;
-  RF_GRID_STRIDE(i, count) {  // i indexes the [k][r*3+s][c] output
-    const auto c = static_cast<uint32_t>(i % in_channels);
-    const auto rs = static_cast<uint32_t>((i / in_channels) % 9);
-    const size_t k = i / (size_t{in_channels} * 9);
-    w_bf16[i] = __float2bfloat16_rn(w[(k * in_channels + c) * 9 + rs]);
+__global__ void FilterToBf16Kernel(uint32_t out_channels, uint32_t in_channels, uint32_t padded_in,
+                                   const float* w, bf16* w_bf16) {
+  const size_t count = size_t{out_channels} * padded_in * 9;
+  RF_GRID_STRIDE(i, count) {  // i indexes the [k][r*3+s][c] output, c < padded_in
+    const auto c = static_cast<uint32_t>(i % padded_in);
+    const auto rs = static_cast<uint32_t>((i / padded_in) % 9);
+    const size_t k = i / (size_t{padded_in} * 9);
+    w_bf16[i] = __float2bfloat16_rn(c < in_channels ? w[(k * in_channels + c) * 9 + rs] : 0.f);
   }
 }
 
 __global__ void FilterGradToFloatKernel(uint32_t out_channels, uint32_t in_channels,
-                                        const bf16* g_bf16, float* g) {
+                                        uint32_t padded_in, const bf16* g_bf16, float* g) {
   const size_t count = size_t{out_channels} * in_channels * 9;
   RF_GRID_STRIDE(i, count) {  // i indexes the [k][c][r*3+s] output
     const auto rs = static_cast<uint32_t>(i % 9);
     const auto c = static_cast<uint32_t>((i / 9) % in_channels);
     const size_t k = i / (size_t{in_channels} * 9);
-    g[i] = __bfloat162float(g_bf16[(k * 9 + rs) * in_channels + c]);
+    g[i] = __bfloat162float(g_bf16[(k * 9 + rs) * padded_in + c]);
   }
 }
 
@@ -188,28 +198,30 @@ __global__ void FlatToNhwcKernel(size_t count, uint32_t plane, uint32_t channels
 }  // namespace
 
 cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, uint32_t channels,
-                                  uint32_t height, uint32_t width, const float* mean,
-                                  const float* stddev, void* out, cudaStream_t stream) {
+                                  uint32_t out_channels, uint32_t height, uint32_t width,
+                                  const float* mean, const float* stddev, void* out,
+                                  cudaStream_t stream) {
+  if (out_channels < channels) return cudaErrorInvalidValue;
   const uint32_t plane = height * width;
-  const size_t count = size_t{n} * channels * plane;
+  const size_t count = size_t{n} * out_channels * plane;
   auto* o = static_cast<bf16*>(out);
   const unsigned blocks = Blocks(count);
   switch (dtype) {
     case DType::kUInt8:
-      DecodeNhwcKernel<DType::kUInt8>
-          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, o);
+      DecodeNhwcKernel<DType::kUInt8><<<blocks, kThreads, 0, stream>>>(
+          samples, count, channels, out_channels, plane, mean, stddev, o);
       break;
     case DType::kFloat16:
-      DecodeNhwcKernel<DType::kFloat16>
-          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, o);
+      DecodeNhwcKernel<DType::kFloat16><<<blocks, kThreads, 0, stream>>>(
+          samples, count, channels, out_channels, plane, mean, stddev, o);
       break;
     case DType::kBFloat16:
-      DecodeNhwcKernel<DType::kBFloat16>
-          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, o);
+      DecodeNhwcKernel<DType::kBFloat16><<<blocks, kThreads, 0, stream>>>(
+          samples, count, channels, out_channels, plane, mean, stddev, o);
       break;
     case DType::kFloat32:
-      DecodeNhwcKernel<DType::kFloat32>
-          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, o);
+      DecodeNhwcKernel<DType::kFloat32><<<blocks, kThreads, 0, stream>>>(
+          samples, count, channels, out_channels, plane, mean, stddev, o);
       break;
     default:
       return cudaErrorInvalidValue;  // the backend checks the dtype before it gets here
@@ -231,30 +243,28 @@ cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, ui
                                  const void* y, const float* bias, const void* pooled_grad,
                                  void* y_grad, float* partial, float* bias_grad,
                                  cudaStream_t stream) {
-  const size_t count = size_t{n} * height * width * channels;
-  auto* yg = static_cast<bf16*>(y_grad);
-  PoolReluBackwardKernel<<<Blocks(count), kThreads, 0, stream>>>(
-      n, height, width, channels, static_cast<const bf16*>(y), bias,
-      static_cast<const bf16*>(pooled_grad), yg);
   const dim3 grid(kPartials, (channels + 31) / 32), block(32, 8);
-  BiasGradPartialKernel<<<grid, block, 0, stream>>>(size_t{n} * height * width, channels, yg,
-                                                    partial);
+  PoolReluBackwardKernel<<<grid, block, 0, stream>>>(
+      n, height, width, channels, static_cast<const bf16*>(y), bias,
+      static_cast<const bf16*>(pooled_grad), static_cast<bf16*>(y_grad), partial);
   BiasGradFinalKernel<<<(channels + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
       channels, partial, bias_grad);
   return cudaGetLastError();
 }
 
-cudaError_t FilterToBf16Khwc(uint32_t out_channels, uint32_t in_channels, const float* w,
-                             void* w_bf16, cudaStream_t stream) {
-  FilterToBf16Kernel<<<Blocks(size_t{out_channels} * in_channels * 9), kThreads, 0, stream>>>(
-      out_channels, in_channels, w, static_cast<bf16*>(w_bf16));
+cudaError_t FilterToBf16Khwc(uint32_t out_channels, uint32_t in_channels, uint32_t padded_in,
+                             const float* w, void* w_bf16, cudaStream_t stream) {
+  if (padded_in < in_channels) return cudaErrorInvalidValue;
+  FilterToBf16Kernel<<<Blocks(size_t{out_channels} * padded_in * 9), kThreads, 0, stream>>>(
+      out_channels, in_channels, padded_in, w, static_cast<bf16*>(w_bf16));
   return cudaGetLastError();
 }
 
-cudaError_t FilterGradToFloatKchw(uint32_t out_channels, uint32_t in_channels, const void* g_bf16,
-                                  float* g, cudaStream_t stream) {
+cudaError_t FilterGradToFloatKchw(uint32_t out_channels, uint32_t in_channels, uint32_t padded_in,
+                                  const void* g_bf16, float* g, cudaStream_t stream) {
+  if (padded_in < in_channels) return cudaErrorInvalidValue;
   FilterGradToFloatKernel<<<Blocks(size_t{out_channels} * in_channels * 9), kThreads, 0, stream>>>(
-      out_channels, in_channels, static_cast<const bf16*>(g_bf16), g);
+      out_channels, in_channels, padded_in, static_cast<const bf16*>(g_bf16), g);
   return cudaGetLastError();
 }
 

@@ -24,10 +24,13 @@
 
 namespace rf::cuda {
 
-// out[s][h][w][c] = bf16((sample[s][c][h][w] - mean[c]) / stddev[c]).
+// out[s][h][w][c] = bf16((sample[s][c][h][w] - mean[c]) / stddev[c]) for c < channels, and 0
+// for channels <= c < out_channels: the first block's input is padded to a multiple of 8
+// channels, which cuDNN's tensor-core kernels need (their fallbacks are several times slower).
 cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, uint32_t channels,
-                                  uint32_t height, uint32_t width, const float* mean,
-                                  const float* stddev, void* out, cudaStream_t stream);
+                                  uint32_t out_channels, uint32_t height, uint32_t width,
+                                  const float* mean, const float* stddev, void* out,
+                                  cudaStream_t stream);
 
 // pooled[n][H/2][W/2][C] = max over each 2x2 window of relu(y + bias[c]), y bf16 [n][H][W][C].
 cudaError_t BiasReluPoolBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
@@ -43,12 +46,13 @@ cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, ui
                                  cudaStream_t stream);
 size_t BiasGradPartials(uint32_t channels);
 
-// w_bf16[k][r][s][c] = bf16(w[k][c][r][s]) for a 3x3 filter bank.
-cudaError_t FilterToBf16Khwc(uint32_t out_channels, uint32_t in_channels, const float* w,
-                             void* w_bf16, cudaStream_t stream);
-// g[k][c][r][s] = float(g_bf16[k][r][s][c]).
-cudaError_t FilterGradToFloatKchw(uint32_t out_channels, uint32_t in_channels, const void* g_bf16,
-                                  float* g, cudaStream_t stream);
+// w_bf16[k][r][s][c] = bf16(w[k][c][r][s]) for a 3x3 filter bank of in_channels inputs, stored
+// with padded_in >= in_channels channels (the padding's weights 0).
+cudaError_t FilterToBf16Khwc(uint32_t out_channels, uint32_t in_channels, uint32_t padded_in,
+                             const float* w, void* w_bf16, cudaStream_t stream);
+// g[k][c][r][s] = float(g_bf16[k][r][s][c]) for c < in_channels (the padding's are dropped).
+cudaError_t FilterGradToFloatKchw(uint32_t out_channels, uint32_t in_channels, uint32_t padded_in,
+                                  const void* g_bf16, float* g, cudaStream_t stream);
 
 // out[s][c][h][w] = float(x[s][h][w][c]), and back: x_grad[s][h][w][c] = bf16(g[s][c][h][w]).
 cudaError_t NhwcBf16ToFlat(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,

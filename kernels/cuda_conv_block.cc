@@ -39,17 +39,27 @@ bool UsesTensorOps(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-// The first (fastest, as cuDNN sorts them) result that ran, fits the workspace, keeps to FMA math
-// where TF32 is off and, on the first pass, is deterministic where that is wanted.
+// What Pick looks for in cuDNN's results, in order of preference.
+struct Wanted {
+  bool tensor_ops_allowed = false;    // else FMA math only (TF32 off)
+  bool tensor_ops_preferred = false;  // bf16: cuDNN's non-tensor-op NHWC kernels are both
+                                      // slow and imprecise (their weight gradients were 14%
+                                      // off float32 at 16 x 32 x 32, H100, cuDNN 9.14)
+  bool deterministic = true;
+};
+
+// The first (fastest, as cuDNN sorts them) result that ran, fits the workspace and keeps to FMA
+// math where tensor ops are not allowed, taking on the first pass only tensor-op results where
+// those are preferred and, on the first two, only deterministic ones where that is wanted.
 template <typename Perf>
-const Perf* Pick(const Perf* perf, int count, size_t workspace_bytes, bool tf32,
-                 bool deterministic) {
-  for (int pass = deterministic ? 0 : 1; pass < 2; ++pass) {
+const Perf* Pick(const Perf* perf, int count, size_t workspace_bytes, const Wanted& want) {
+  for (int pass = 0; pass < 3; ++pass) {
     for (int i = 0; i < count; ++i) {
       const Perf& p = perf[i];
       if (p.status != CUDNN_STATUS_SUCCESS || p.memory > workspace_bytes) continue;
-      if (!tf32 && UsesTensorOps(p.mathType)) continue;
-      if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
+      if (!want.tensor_ops_allowed && UsesTensorOps(p.mathType)) continue;
+      if (pass == 0 && want.tensor_ops_preferred && !UsesTensorOps(p.mathType)) continue;
+      if (pass < 2 && want.deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
       return &p;
     }
   }
@@ -180,7 +190,7 @@ Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool
   RF_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
       cudnn, x_desc_.get(), b.x, w_desc_.get(), b.weight, fwd_conv_.get(), act_desc_.get(), b.act,
       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd, workspace, workspace_bytes));
-  const auto* f = Pick(fwd, count, workspace_bytes, tensor_ops(), deterministic_);
+  const auto* f = Pick(fwd, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
   if (f == nullptr) return NoAlgorithm("forward", shape_, n_, workspace_bytes);
   Take(*f, tensor_ops(), &fwd_found_);
   workspace_needed_ = f->memory;
@@ -190,7 +200,8 @@ Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool
       cudnn, x_desc_.get(), b.x, act_desc_.get(), b.act, filter_conv_.get(), w_desc_.get(),
       b.weight_grad, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter, workspace,
       workspace_bytes));
-  const auto* bf = Pick(filter, count, workspace_bytes, tensor_ops(), deterministic_);
+  const auto* bf =
+      Pick(filter, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
   if (bf == nullptr) return NoAlgorithm("backward filter", shape_, n_, workspace_bytes);
   Take(*bf, tensor_ops(), &filter_found_);
   workspace_needed_ = std::max(workspace_needed_, bf->memory);
@@ -200,7 +211,8 @@ Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool
     RF_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
         cudnn, w_desc_.get(), b.weight, act_desc_.get(), b.act, data_conv_.get(), x_desc_.get(),
         b.x_grad, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data, workspace, workspace_bytes));
-    const auto* bd = Pick(data, count, workspace_bytes, tensor_ops(), deterministic_);
+    const auto* bd =
+        Pick(data, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
     if (bd == nullptr) return NoAlgorithm("backward data", shape_, n_, workspace_bytes);
     Take(*bd, tensor_ops(), &data_found_);
     workspace_needed_ = std::max(workspace_needed_, bd->memory);
@@ -240,7 +252,7 @@ Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
     RF_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
         cudnn, x_desc_.get(), w_desc_.get(), fwd_conv_.get(), act_desc_.get(),
         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
-    const auto* p = Pick(perf, count, workspace_bytes, tensor_ops(), deterministic_);
+    const auto* p = Pick(perf, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
     if (p == nullptr) return NoAlgorithm("forward", shape_, n_, workspace_bytes);
     Take(*p, tensor_ops(), &fwd_);
   }
@@ -254,7 +266,7 @@ Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
     RF_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         cudnn, x_desc_.get(), act_desc_.get(), filter_conv_.get(), w_desc_.get(),
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
-    const auto* p = Pick(perf, count, workspace_bytes, tensor_ops(), deterministic_);
+    const auto* p = Pick(perf, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
     if (p == nullptr) return NoAlgorithm("backward filter", shape_, n_, workspace_bytes);
     Take(*p, tensor_ops(), &filter_);
   }
@@ -268,7 +280,7 @@ Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
     RF_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         cudnn, w_desc_.get(), act_desc_.get(), data_conv_.get(), x_desc_.get(),
         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
-    const auto* p = Pick(perf, count, workspace_bytes, tensor_ops(), deterministic_);
+    const auto* p = Pick(perf, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
     if (p == nullptr) return NoAlgorithm("backward data", shape_, n_, workspace_bytes);
     Take(*p, tensor_ops(), &data_);
   }

@@ -149,8 +149,9 @@ TEST(CudaBackendBatch, ReportsABadLabelAndAppliesNothingOfItsBatch) {
   const DeviceBatch bad =
       testing::ToDevice(testing::MakeBatch(d.values, DType::kUInt8, d.labels, DType::kInt32));
   const Tensors before = Params(*be);
-  ASSERT_TRUE(be->TrainStep(bad.ref(), SgdConfig{}).ok());  // queued; the GPU finds it
-  EXPECT_EQ(be->TakeTrainStats().samples, 0u);              // waits: the batch counted nothing
+  const Status queued = be->TrainStep(bad.ref(), SgdConfig{});  // queued; the GPU finds it
+  ASSERT_TRUE(queued.ok()) << queued.ToString();
+  EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // waits: the batch counted nothing
   EXPECT_TRUE(BitIdentical(Params(*be), before));
   const DeviceBatch good = testing::ToDevice(testing::RandomBatch(c, 3, 2));
   const Status st = be->TrainStep(good.ref(), SgdConfig{});

@@ -1,7 +1,7 @@
 // The CUDA backend against the CPU reference on the same batch and weights: the loss and every
-// parameter gradient (TF32 off: each tensor's relative error below 1e-3; bf16 conv blocks: below
-// 5e-2, far under what a wrong layout or index gives; TF32 on is printed, not asserted), and the
-// parameters and momentum after one TrainStep. Skips where no GPU is found.
+// parameter gradient (TF32 off: each tensor's relative error below 1e-3; bf16 conv blocks: see
+// kBf16Tolerance; TF32 on is printed, not asserted), the parameters and momentum after one
+// TrainStep, and bf16 training that learns as float32 does. Skips where no GPU is found.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,9 +23,14 @@ using testing::HostBatch;
 using testing::RelError;
 
 constexpr double kGradientTolerance = 1e-3;
-// bf16 keeps 8 bits of mantissa: each stored activation is off by up to 2^-9 relative, and the
-// gradients of sums over thousands of them land near 1e-2.
-constexpr double kBf16Tolerance = 5e-2;
+// bf16 keeps 8 bits of mantissa, so every stored activation and activation gradient is off by up
+// to 2^-9, and a window whose two largest values round together can send the pooling gradient to
+// another position than the CPU's. On these random batches (random labels and weights: gradients
+// that are mostly cancellation) that gave per-tensor errors of 4e-3 for the tiny model but up to
+// 0.185 for the first conv filter of the CIFAR-shaped one (H100, cuDNN 9.14, 2026-11-22), while
+// the losses agreed to 0.15%. A wrong layout, index or scale gives errors near 1 or above: the
+// bound sits between the two. Whether bf16 trains as float32 does is the test further down.
+constexpr double kBf16Tolerance = 0.3;
 
 enum class Math { kFloat32, kTf32, kBf16 };
 const char* Name(Math m) {
@@ -73,7 +78,7 @@ double CompareGradients(const Case& k, Math math) {
   if (math == Math::kFloat32) {
     EXPECT_NEAR(gpu_loss, cpu_loss, 1e-5 * std::abs(cpu_loss)) << k.name;
   } else if (math == Math::kBf16) {
-    EXPECT_NEAR(gpu_loss, cpu_loss, 1e-2 * std::abs(cpu_loss)) << k.name;
+    EXPECT_NEAR(gpu_loss, cpu_loss, 5e-3 * std::abs(cpu_loss)) << k.name;
   }
 
   const std::vector<ParamShape> shapes = ParameterShapes(k.config);
@@ -176,6 +181,70 @@ TEST(CudaBackendSgd, TrainStepMatchesTheCpuBackend) {
   const StepStats cs = cpu->TakeTrainStats(), gs = gpu->TakeTrainStats();
   EXPECT_EQ(gs.samples, 16u);
   EXPECT_NEAR(gs.loss_sum, cs.loss_sum, 1e-5 * cs.loss_sum);
+}
+
+// A learnable task, not an easy one (the class brightens one quadrant of one channel by a fifth
+// of the noise's range): 120 steps from the same start in float32 and in bf16. bf16 must learn
+// it as float32 does: each curve's mean loss over steps 110-119 at most half its mean over steps
+// 0-9, and the two curves close at the middle (steps 40-49) and at the end.
+std::vector<double> LearnQuadrants(Math math) {
+  ModelConfig c;
+  c.channels = 3;
+  c.height = c.width = 16;
+  c.classes = 4;
+  c.conv = {8, 16};
+  c.hidden = 32;
+  std::vector<double> losses;
+  auto gpu = MakeCuda(c, 32, InitialParameters(c, 4), math);
+  if (gpu == nullptr) return losses;
+  testing::TestRng rng(21);
+  const SgdConfig sgd{0.02f, 0.9f, 5e-4f};
+  for (int step = 0; step < 120; ++step) {
+    std::vector<float> values(32 * 3 * 16 * 16);
+    std::vector<int32_t> labels(32);
+    for (uint32_t i = 0; i < 32; ++i) {
+      labels[i] = static_cast<int32_t>(rng.Uniform() * 4) % 4;
+      const auto label = static_cast<uint32_t>(labels[i]);
+      for (uint32_t ch = 0; ch < 3; ++ch) {
+        for (uint32_t p = 0; p < 256; ++p) {
+          const uint32_t quadrant = (p / 16 >= 8) * 2 + (p % 16 >= 8);
+          const bool lit = ch == label % 3 && quadrant == label;
+          values[(i * 3 + ch) * 256 + p] =
+              std::floor(static_cast<float>(rng.Uniform() * 200) + (lit ? 40.f : 0.f));
+        }
+      }
+    }
+    const DeviceBatch b =
+        testing::ToDevice(testing::MakeBatch(values, DType::kUInt8, labels, DType::kUInt8));
+    EXPECT_TRUE(gpu->TrainStep(b.ref(), sgd).ok());
+    // Waits for the step, so the batch may be freed.
+    losses.push_back(gpu->TakeTrainStats().mean_loss());
+  }
+  return losses;
+}
+
+double MeanOf(const std::vector<double>& v, size_t from, size_t to) {
+  double sum = 0;
+  for (size_t i = from; i < to; ++i) sum += v[i];
+  return sum / static_cast<double>(to - from);
+}
+
+TEST(CudaBackendBf16, LearnsALearnableTaskAsFloat32Does) {
+  RF_REQUIRE_GPU();
+  const std::vector<double> f32 = LearnQuadrants(Math::kFloat32);
+  const std::vector<double> b16 = LearnQuadrants(Math::kBf16);
+  ASSERT_EQ(f32.size(), 120u);
+  ASSERT_EQ(b16.size(), 120u);
+  std::printf(
+      "mean loss over steps 0-9, 40-49, 110-119: float32 %.4f %.4f %.4f, bf16 %.4f %.4f "
+      "%.4f\n",
+      MeanOf(f32, 0, 10), MeanOf(f32, 40, 50), MeanOf(f32, 110, 120), MeanOf(b16, 0, 10),
+      MeanOf(b16, 40, 50), MeanOf(b16, 110, 120));
+  for (const auto* curve : {&f32, &b16}) {
+    EXPECT_LT(MeanOf(*curve, 110, 120), 0.5 * MeanOf(*curve, 0, 10));
+  }
+  EXPECT_NEAR(MeanOf(b16, 40, 50), MeanOf(f32, 40, 50), 0.05 + 0.15 * MeanOf(f32, 40, 50));
+  EXPECT_NEAR(MeanOf(b16, 110, 120), MeanOf(f32, 110, 120), 0.05 + 0.15 * MeanOf(f32, 110, 120));
 }
 
 }  // namespace
