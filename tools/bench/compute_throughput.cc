@@ -10,6 +10,7 @@
 //   ringfeed-bench-compute [--batch N]... [--steps N] [--warmup N] [--tf32 on|off]
 //                          [--bf16 on|off] [--graph on|off] [--json FILE]
 // Without --batch: 128, 256 and 1024. Exit status: 0 done, 1 no GPU or a CUDA failure, 2 usage.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -83,12 +84,16 @@ Result<Measurement> Measure(uint32_t batch, const Flags& f) {
   (void)backend->TakeTrainStats();  // waits for the warm-up
   RF_ASSIGN_OR_RETURN(auto start, cuda::CreateEvent(/*timing=*/true));
   RF_ASSIGN_OR_RETURN(auto stop, cuda::CreateEvent(/*timing=*/true));
+  // The timed steps alone are what a profiler started with --profile-from-start off sees
+  // (tools/bench/ncu_kernels.py).
+  RF_CUDA_CHECK(cudaProfilerStart());
   RF_CUDA_CHECK(cudaEventRecord(start.get(), backend->stream()));
   for (uint32_t i = 0; i < f.steps; ++i) {
     RF_RETURN_IF_ERROR(backend->TrainStep(refs[i % kDistinctBatches], sgd));
   }
   RF_CUDA_CHECK(cudaEventRecord(stop.get(), backend->stream()));
   RF_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+  RF_CUDA_CHECK(cudaProfilerStop());
   float ms = 0;
   RF_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
   const StepStats stats = backend->TakeTrainStats();

@@ -1,45 +1,60 @@
 #!/usr/bin/env bash
 # The training-engine checks on a GPU machine, in one call (device time is scarce):
-#   1. every test executable of a carried static build, with the GPU present;
-#   2. ringfeed-bench-compute: the CUDA backend's compute-only throughput (batch 128, 256, 1024),
-#      TF32 on and off, CUDA graph on and off;
-#   3. the default model trained on Fashion-MNIST on the GPU for $EPOCHS epochs (default 15).
+#   1. the test executables of a carried static build (TESTS, default all), with the GPU present;
+#   2. ringfeed-bench-compute: the CUDA backend's compute-only throughput at batch 128, 256 and
+#      1024 for each of $COMPUTE_VARIANTS (flag sets), and ncu's per-kernel split of one
+#      bf16 step at batch 256 (tools/bench/ncu_kernels.py);
+#   3. the default model trained on Fashion-MNIST on the GPU, $EPOCHS epochs (default 15), once
+#      per precision in $PRECISIONS (default "bf16 tf32").
 # Usage: tools/bench/device_train_check.sh PKG_DIR FMNIST_DIR OUT_DIR
 #   PKG_DIR holds bin/ (ringfeed, ringfeed-convert, ringfeed-bench-compute) and tests/ (the test
 #   executables) of a static build (cmake -DRINGFEED_STATIC_DEPS=ON); FMNIST_DIR the four gzipped
 #   IDX files of Fashion-MNIST (the GPU machine lacks Debian's dataset-fashion-mnist).
+# Logs go to OUT_DIR/logs.tar.gz (the device tool returns at most 8 files).
 set -uo pipefail
 pkg=$(realpath "$1")
 fm=$(realpath "$2")
 out=$(realpath -m "$3")
+logs=$out/logs
 work=${RINGFEED_DATA:-/var/tmp/ringfeed-train}
-mkdir -p "$out" "$work"
+mkdir -p "$logs" "$work"
+trap 'tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$logs"' EXIT
 
 echo "== machine"
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader
 echo "kernel $(uname -r), $(nproc) cores"
 ldd "$pkg/bin/ringfeed" | grep -E 'not found' || echo "ldd: no missing libraries"
 
-if [ -z "${SKIP_TESTS:-}" ]; then
+if [ "${TESTS:-all}" != none ]; then
   echo "== tests"
   failed=0
   export RINGFEED_BIN=$pkg/bin RINGFEED_FASHION_MNIST=$fm
   for t in "$pkg"/tests/*_test; do
-    if "$t" --gtest_brief=1 >"$out/$(basename "$t").log" 2>&1; then r=ok; else r=FAILED; failed=1; fi
-    echo "$(basename "$t"): $r, $(grep -Eo '[0-9]+ tests? from [0-9]+ test suites? ran' "$out/$(basename "$t").log")"
-    [ $r = ok ] || grep -E '^\[  FAILED|Failure|error' "$out/$(basename "$t").log" | head -20
+    name=$(basename "$t")
+    [ "${TESTS:-all}" = all ] || [[ " $TESTS " == *" $name "* ]] || continue
+    if "$t" >"$logs/$name.log" 2>&1; then r=ok; else r=FAILED; failed=1; fi
+    echo "$name: $r, $(grep -Eo '[0-9]+ tests? from [0-9]+ test suites? ran' "$logs/$name.log")"
+    [ $r = ok ] || grep -E -B3 -A12 '(Failure|FAILED  \])' "$logs/$name.log" | head -60
   done
-  grep -h -A3 'PrintWhatTf32OnGives' "$out"/kernels_cuda_backend_test.log | head -8
+  grep -h -E '^(tiny|cifar|odd).*loss cpu|rel ' "$logs"/kernels_cuda_backend_test.log |
+    grep -A8 -E 'bf16|tf32' | head -60
   echo "tests: $([ $failed = 0 ] && echo all passed || echo SOME FAILED)"
 fi
 
-echo "== compute-only throughput"
-for tf32 in on off; do
-  for graph in off on; do
-    "$pkg/bin/ringfeed-bench-compute" --tf32 $tf32 --graph $graph --steps 300 \
-      --json "$out/compute-tf32-$tf32-graph-$graph.json" 2>&1 | tail -4
+bench=$pkg/bin/ringfeed-bench-compute
+if [ "${COMPUTE:-1}" = 1 ]; then
+  echo "== compute-only throughput"
+  IFS=';' read -ra variants <<<"${COMPUTE_VARIANTS:---bf16 on --graph on;--bf16 on --graph off;--tf32 on --graph on}"
+  for v in "${variants[@]}"; do
+    # shellcheck disable=SC2086
+    "$bench" $v --steps 300 --json "$logs/compute $v.json" 2>&1 | grep -E '^batch|conv' | head -8
   done
-done
+  if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
+    echo "== per-kernel time of one bf16 step at batch 256 (ncu)"
+    python3 tools/bench/ncu_kernels.py "$bench" --bf16 on --graph off --batch 256 --steps 5 \
+      --warmup 5 2>&1 | head -40
+  fi
+fi
 
 echo "== Fashion-MNIST on the GPU"
 conv="$pkg/bin/ringfeed-convert"
@@ -47,6 +62,9 @@ conv="$pkg/bin/ringfeed-convert"
   -o "$work/fmnist-train.rfd" >/dev/null
 "$conv" idx --images "$fm/t10k-images-idx3-ubyte.gz" --labels "$fm/t10k-labels-idx1-ubyte.gz" \
   -o "$work/fmnist-test.rfd" >/dev/null
-"$pkg/bin/ringfeed" train --data "$work/fmnist-train.rfd" --test "$work/fmnist-test.rfd" \
-  --device cuda --epochs "${EPOCHS:-15}" --batch-size "${BATCH:-128}" ${TRAIN_FLAGS:-} \
-  --metrics "$out/fmnist-metrics.jsonl"
+for p in ${PRECISIONS-bf16 tf32}; do
+  echo "-- precision $p"
+  "$pkg/bin/ringfeed" train --data "$work/fmnist-train.rfd" --test "$work/fmnist-test.rfd" \
+    --device cuda --precision "$p" --epochs "${EPOCHS:-15}" --batch-size "${BATCH:-128}" \
+    ${TRAIN_FLAGS:-} --metrics "$logs/fmnist-$p.jsonl" | grep -E '^(epoch|backend|GPU|ringfeed)'
+done

@@ -30,6 +30,9 @@ VARIANTS = {"ringfeed": []}
 DIAGNOSTIC_VARIANTS = {
     "ringfeed-noreg": (["--register-buffers", "off"], {}),
     "ringfeed-nodefer": ([], {"RINGFEED_URING_DEFER_TASKRUN": "0"}),
+    "ringfeed-unpinned": (["--pinned", "off"], {}),
+    "ringfeed-noverify": (["--no-verify"], {}),
+    "ringfeed-64slots": (["--slots", "64"], {}),
 }
 
 
