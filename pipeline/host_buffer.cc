@@ -5,6 +5,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <utility>
 
 #include "io/format.h"
@@ -65,6 +68,28 @@ void HostBuffer::Free() {
 #endif
   ::munmap(data_, map_bytes_);
   data_ = nullptr;
+}
+
+size_t HostBuffer::HugePageBytes() const {
+  if (data_ == nullptr) return 0;
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  const auto start = reinterpret_cast<uintptr_t>(data_);
+  while (std::getline(smaps, line)) {
+    // A mapping's header: "7f1234000000-7f1238000000 rw-p 00000000 00:00 0 ..."
+    unsigned long lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= start && start < hi;
+      continue;
+    }
+    if (inside && line.rfind("AnonHugePages:", 0) == 0) {
+      return std::stoull(line.substr(14)) * 1024;  // "AnonHugePages:   65536 kB"
+    }
+  }
+  return 0;
 }
 
 Result<HostBuffer> HostBuffer::Allocate(size_t bytes, PinMode pin) {

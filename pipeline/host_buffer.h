@@ -35,6 +35,10 @@ class HostBuffer {
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   bool pinned() const { return pinned_; }
+  // Bytes of the buffer the kernel backs with transparent huge pages now (/proc/self/smaps'
+  // AnonHugePages of the mapping); 0 where that cannot be read. For diagnosis: what the
+  // huge-page advice got, and whether pinning kept it.
+  size_t HugePageBytes() const;
 
  private:
   void Free();

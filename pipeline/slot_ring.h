@@ -51,6 +51,7 @@ class SlotRing {
   uint32_t slot_count() const { return static_cast<uint32_t>(states_.size()); }
   uint64_t slot_bytes() const { return slot_bytes_; }
   bool pinned() const { return memory_.pinned(); }
+  size_t huge_page_bytes() const { return memory_.HugePageBytes(); }
   uint8_t* data(uint32_t slot) const { return memory_.data() + slot * slot_bytes_; }
   // One iovec per slot, for registering the slots with the reader.
   std::vector<iovec> iovecs() const;

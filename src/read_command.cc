@@ -88,19 +88,20 @@ Status Run(const ReadArgs& a) {
     const double gbps = static_cast<double>(r.bytes) / r.seconds / 1e9;
     std::printf(
         "ringfeed read: %s: %s in %llu chunks, %.3f s: %.3f GB/s (%.3f GiB/s)  [%s, queue depth "
-        "%u, %s reads, %u slots of %s %s, checksums %s]\n",
+        "%u, %s reads, %u slots of %s %s (%s in 2 MiB pages), checksums %s]\n",
         a.dataset.c_str(), FormatBytes(r.bytes).c_str(), static_cast<unsigned long long>(r.chunks),
         r.seconds, gbps, gbps * 1e9 / (1u << 30), backend.c_str(), fo.reader.queue_depth,
         FormatBytes(fo.reader.read_bytes).c_str(), ring->slot_count(),
         FormatBytes(ring->slot_bytes()).c_str(), ring->pinned() ? "pinned" : "pageable",
-        fo.verify ? "verified" : "not verified");
+        FormatBytes(ring->huge_page_bytes()).c_str(), fo.verify ? "verified" : "not verified");
     std::fflush(stdout);
     runs.push_back({{"bytes", r.bytes},
                     {"chunks", r.chunks},
                     {"seconds", r.seconds},
                     {"gb_per_s", gbps},
                     {"backend", backend},
-                    {"consumer_wait_s", ring->consumer_wait_ns() / 1e9}});
+                    {"consumer_wait_s", ring->consumer_wait_ns() / 1e9},
+                    {"huge_page_bytes", ring->huge_page_bytes()}});
   }
   if (!a.json.empty()) {
     nlohmann::json j = {{"dataset", a.dataset},
