@@ -341,14 +341,17 @@ Status Run(const TrainArgs& a) {
 
 int RunTrainCommand(int argc, char** argv) {
   TrainArgs a;
+  std::string cuda_graph;
   po::options_description opts("ringfeed train --data TRAIN.rfd [options]");
   opts.add_options()("help,h", "show this help")("data", po::value(&a.data), "training dataset")(
       "test", po::value(&a.test), "test dataset, evaluated after every epoch")(
       "device", po::value(&a.engine.device)->default_value(a.engine.device),
       "auto (the GPU where one is found, else the CPU), cuda or cpu")(
       "precision", po::value(&a.engine.precision)->default_value(a.engine.precision),
-      "GPU math: tf32 (float32, TF32 tensor cores), fp32 (full float32 products), bf16 (bf16 "
-      "conv blocks on the tensor cores, float32 master weights)")(
+      "GPU math: bf16 (bf16 conv blocks on the tensor cores, float32 master weights and fully "
+      "connected layers), tf32 (float32, TF32 tensor cores) or fp32 (full float32 products)")(
+      "cuda-graph", po::value(&cuda_graph)->default_value("on"),
+      "on|off: replay each full batch's forward and backward pass as one CUDA graph")(
       "epochs", po::value(&a.epochs)->default_value(a.epochs), "epochs to train (in all)")(
       "batch-size", po::value(&a.batch_size)->default_value(a.batch_size), "samples per step")(
       "lr", po::value(&a.sgd.lr)->default_value(a.sgd.lr, Shortest(a.sgd.lr)), "SGD learning rate")(
@@ -382,6 +385,12 @@ int RunTrainCommand(int argc, char** argv) {
     std::cout << opts << "\n";
     return 0;
   }
+  if (cuda_graph != "on" && cuda_graph != "off") {
+    std::fprintf(stderr, "ringfeed train: --cuda-graph must be on or off, got \"%s\"\n",
+                 cuda_graph.c_str());
+    return 2;
+  }
+  a.engine.cuda_graph = cuda_graph == "on";
   if (a.data.empty()) {
     std::fprintf(stderr, "ringfeed train: no --data given (see --help)\n");
     return 2;

@@ -36,6 +36,7 @@ class CudaEngine final : public TrainEngine {
     CudaBackendOptions bo;
     bo.tf32 = o.precision != "fp32";
     bo.bf16 = o.precision == "bf16";
+    bo.cuda_graph = o.cuda_graph;
     RF_ASSIGN_OR_RETURN(auto backend,
                         CudaBackend::Create(in.config, in.norm, in.max_batch, params, bo));
     const cudaStream_t stream = backend->stream();
@@ -72,7 +73,7 @@ Result<std::unique_ptr<TrainEngine>> TrainEngine::Create(const EngineOptions& o,
     return Status::InvalidArgument("--device must be auto, cuda or cpu, got \"" + o.device + "\"");
   }
   if (o.precision != "tf32" && o.precision != "fp32" && o.precision != "bf16") {
-    return Status::InvalidArgument("--precision must be tf32, fp32 or bf16, got \"" + o.precision +
+    return Status::InvalidArgument("--precision must be bf16, tf32 or fp32, got \"" + o.precision +
                                    "\"");
   }
 #if RINGFEED_CUDA_BACKEND

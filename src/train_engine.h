@@ -16,9 +16,10 @@ namespace rf {
 
 struct EngineOptions {
   std::string device = "auto";  // auto (CUDA where a GPU is found), cuda, cpu
-  // CUDA: "tf32" (float32 with TF32 tensor-core math), "fp32" (full float32 products) or "bf16"
-  // (bf16 conv blocks on the tensor cores, float32 elsewhere: kernels/cuda_backend.h).
-  std::string precision = "tf32";
+  // CUDA: "bf16" (bf16 conv blocks on the tensor cores, float32 elsewhere: kernels/
+  // cuda_backend.h), "tf32" (float32 with TF32 tensor-core math) or "fp32" (full float32).
+  std::string precision = "bf16";
+  bool cuda_graph = true;  // CUDA: replay each full batch's forward + backward as a CUDA graph
 };
 
 struct EngineInputs {

@@ -201,7 +201,9 @@ TEST(TrainCommand, UnknownDeviceOrPrecisionIsAUsageError) {
   EXPECT_EQ(RunCommand(train + " --device tpu", &out), 2);
   EXPECT_EQ(out, "ringfeed: --device must be auto, cuda or cpu, got \"tpu\"\n");
   EXPECT_EQ(RunCommand(train + " --precision fp8", &out), 2);
-  EXPECT_EQ(out, "ringfeed: --precision must be tf32, fp32 or bf16, got \"fp8\"\n");
+  EXPECT_EQ(out, "ringfeed: --precision must be bf16, tf32 or fp32, got \"fp8\"\n");
+  EXPECT_EQ(RunCommand(train + " --cuda-graph maybe", &out), 2);
+  EXPECT_EQ(out, "ringfeed train: --cuda-graph must be on or off, got \"maybe\"\n");
 }
 
 // Where no GPU can be used (no CUDA build, or no device), --device cuda says so; where one can,
