@@ -21,10 +21,18 @@ uint64_t Below(std::mt19937_64& g, uint64_t bound) {
 }  // namespace
 
 std::vector<uint64_t> EpochOrder(uint64_t n, uint64_t seed, uint64_t epoch) {
+  return SeededPermutation(n, {seed, epoch});
+}
+
+std::vector<uint64_t> SeededPermutation(uint64_t n, std::initializer_list<uint64_t> words) {
   std::vector<uint64_t> order(n);
   std::iota(order.begin(), order.end(), uint64_t{0});
-  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                    static_cast<uint32_t>(epoch), static_cast<uint32_t>(epoch >> 32)};
+  std::vector<uint32_t> halves;
+  for (uint64_t w : words) {
+    halves.push_back(static_cast<uint32_t>(w));
+    halves.push_back(static_cast<uint32_t>(w >> 32));
+  }
+  std::seed_seq seq(halves.begin(), halves.end());
   std::mt19937_64 g(seq);
   for (uint64_t i = n; i > 1; --i) std::swap(order[i - 1], order[Below(g, i)]);
   return order;

@@ -9,11 +9,16 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 namespace rf {
 
 // A permutation of [0, n) for epoch `epoch` of a run seeded with `seed`.
 std::vector<uint64_t> EpochOrder(uint64_t n, uint64_t seed, uint64_t epoch);
+
+// A permutation of [0, n) drawn the same way from any number of 64-bit seed words (EpochOrder is
+// SeededPermutation(n, {seed, epoch})).
+std::vector<uint64_t> SeededPermutation(uint64_t n, std::initializer_list<uint64_t> words);
 
 }  // namespace rf

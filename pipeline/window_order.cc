@@ -1,0 +1,64 @@
+#include "pipeline/window_order.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "pipeline/epoch_order.h"
+
+namespace rf {
+
+WindowOrder::WindowOrder(std::vector<uint32_t> chunk_samples, const WindowOrderOptions& options)
+    : samples_(std::move(chunk_samples)),
+      window_(std::max<uint32_t>(1, options.window_chunks)),
+      shuffle_(options.shuffle),
+      seed_(options.seed) {
+  first_.assign(samples_.size() + 1, 0);
+  for (size_t g = 0; g < samples_.size(); ++g) first_[g + 1] = first_[g] + samples_[g];
+}
+
+std::vector<uint64_t> WindowOrder::EpochChunks(uint64_t epoch) const {
+  if (shuffle_) return EpochOrder(chunk_count(), seed_, epoch);
+  std::vector<uint64_t> chunks(chunk_count());
+  std::iota(chunks.begin(), chunks.end(), uint64_t{0});
+  return chunks;
+}
+
+uint64_t WindowOrder::WindowSamples(const std::vector<uint64_t>& epoch_chunks,
+                                    uint64_t window) const {
+  uint64_t n = 0;
+  const uint64_t end = std::min<uint64_t>(epoch_chunks.size(), (window + 1) * window_);
+  for (uint64_t i = window * window_; i < end; ++i) n += samples_[epoch_chunks[i]];
+  return n;
+}
+
+std::vector<WindowOrder::Entry> WindowOrder::Window(const std::vector<uint64_t>& epoch_chunks,
+                                                    uint64_t epoch, uint64_t window) const {
+  std::vector<Entry> stored;
+  stored.reserve(WindowSamples(epoch_chunks, window));
+  const uint64_t begin = window * window_;
+  const uint64_t end = std::min<uint64_t>(epoch_chunks.size(), begin + window_);
+  for (uint64_t i = begin; i < end; ++i) {
+    for (uint32_t s = 0; s < samples_[epoch_chunks[i]]; ++s) {
+      stored.push_back({static_cast<uint32_t>(i - begin), s});
+    }
+  }
+  if (!shuffle_) return stored;
+  const std::vector<uint64_t> perm = SeededPermutation(stored.size(), {seed_, epoch, window, 1});
+  std::vector<Entry> out(stored.size());
+  for (size_t i = 0; i < perm.size(); ++i) out[i] = stored[perm[i]];
+  return out;
+}
+
+std::vector<uint64_t> WindowOrder::EpochSamples(uint64_t epoch) const {
+  const std::vector<uint64_t> chunks = EpochChunks(epoch);
+  std::vector<uint64_t> out;
+  out.reserve(sample_count());
+  for (uint64_t w = 0; w < windows_per_epoch(); ++w) {
+    for (const Entry& e : Window(chunks, epoch, w)) {
+      out.push_back(GlobalSample(chunks[w * window_ + e.chunk_in_window], e.sample));
+    }
+  }
+  return out;
+}
+
+}  // namespace rf
