@@ -11,6 +11,7 @@
 #include "io/dataset_writer.h"
 #include "io/sync_queue.h"
 #include "tests/io/fake_io_queue.h"
+#include "tests/pipeline/indexed_dataset.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
@@ -18,28 +19,10 @@ namespace {
 
 using testing::TempDir;
 
-// Every sample is 64 bytes of uint64 words each equal to the sample's index; label = index % 10.
-constexpr uint32_t kSampleWords = 8;
+using testing::kSampleWords;
 
 std::string MakeDataset(const TempDir& t, uint64_t n, uint32_t shards) {
-  DatasetSpec spec;
-  spec.channels = 1;
-  spec.height = 8;
-  spec.width = 8;
-  spec.num_classes = 10;
-  WriterOptions o;
-  o.shards = shards;
-  o.chunk_bytes = 8192;
-  auto w = DatasetWriter::Create(t.File("f.rfd"), spec, o);
-  EXPECT_TRUE(w.ok());
-  for (uint64_t i = 0; i < n; ++i) {
-    uint64_t s[kSampleWords];
-    for (auto& v : s) v = i;
-    uint8_t l = static_cast<uint8_t>(i % 10);
-    EXPECT_TRUE((*w)->Append(s, &l, 1).ok());
-  }
-  EXPECT_TRUE((*w)->Finish().ok());
-  return t.File("f.rfd");
+  return testing::MakeIndexedDataset(t, n, shards);
 }
 
 // Checks a delivered chunk holds exactly its own samples.

@@ -1,0 +1,89 @@
+// ChunkStaging: where the chunks of the resident windows live while their batches are trained,
+// in the memory the backend computes from, and the three operations the streaming source does on
+// it. One implementation per backend, chosen once:
+//   HostChunkStaging (below)             host memory; copies and gathers are plain memcpy
+//   CudaChunkStaging (cuda_chunk_staging.h)  device memory; copies on K copy streams, a gather
+//                                         kernel on the compute stream
+//
+// The staging area is `slots` equal slots of `slot_bytes`, each holding one whole chunk as stored
+// (samples, then labels at the chunk's labels offset). The source decides which chunk goes where
+// and when a slot may be reused:
+//
+//   copy thread:    CopyIn(slot, host chunk) -- the host memory is handed back through `release`
+//                   as soon as the copy has read it
+//   compute thread: AwaitCopy(slot) before the first batch that reads the slot;
+//                   Gather(refs) -> a batch in the backend's memory;
+//                   Retire(slot) once no batch queued from now on reads it: the next CopyIn into
+//                   it must not overwrite it before the work queued so far has run.
+//
+// Thread safety: CopyIn is called from one thread (the copy thread), the others from one other
+// thread (the compute thread); the source orders a slot's Retire before its next CopyIn on the
+// host (through its free list), and the implementation orders the device work.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "io/dtype.h"
+#include "io/status.h"
+#include "pipeline/batch_source.h"
+#include "pipeline/host_buffer.h"
+
+namespace rf {
+
+// One sample of a batch: byte offsets into the staging area of its sample and of its label.
+struct SampleRef {
+  uint64_t sample_offset;
+  uint64_t label_offset;
+};
+
+struct StagingLayout {
+  uint32_t slots = 0;
+  uint64_t slot_bytes = 0;
+  uint32_t max_batch = 0;
+  size_t sample_bytes = 0, label_bytes = 0;
+  DType sample_dtype = DType::kUInt8, label_dtype = DType::kUInt8;
+};
+
+class ChunkStaging {
+ public:
+  using ReleaseFn = void (*)(void* arg);
+  virtual ~ChunkStaging() = default;
+
+  virtual const StagingLayout& layout() const = 0;
+  // Copies `bytes` of a host chunk into `slot`; calls release(arg) once `src` may be reused
+  // (possibly later, from another thread).
+  virtual Status CopyIn(uint32_t slot, const uint8_t* src, size_t bytes, ReleaseFn release,
+                        void* arg) = 0;
+  virtual Status AwaitCopy(uint32_t slot) = 0;
+  virtual Status Retire(uint32_t slot) = 0;
+  // A batch of n <= max_batch samples, valid until the next Gather (device memory: until the work
+  // queued before the next Gather has run).
+  virtual Result<Batch> Gather(const SampleRef* refs, uint32_t n) = 0;
+  // Waits until every copy and every batch queued so far has run (and every release called).
+  virtual Status Drain() = 0;
+};
+
+// Host memory: the CPU backend's staging. CopyIn copies at once and releases; Gather copies the
+// batch's samples and labels into one batch buffer.
+class HostChunkStaging final : public ChunkStaging {
+ public:
+  static Result<std::unique_ptr<HostChunkStaging>> Create(const StagingLayout& layout);
+
+  const StagingLayout& layout() const override { return layout_; }
+  Status CopyIn(uint32_t slot, const uint8_t* src, size_t bytes, ReleaseFn release,
+                void* arg) override;
+  Status AwaitCopy(uint32_t) override { return Status::Ok(); }
+  Status Retire(uint32_t) override { return Status::Ok(); }
+  Result<Batch> Gather(const SampleRef* refs, uint32_t n) override;
+  Status Drain() override { return Status::Ok(); }
+
+ private:
+  HostChunkStaging() = default;
+  StagingLayout layout_;
+  HostBuffer area_;
+  std::unique_ptr<uint8_t[]> samples_, labels_;
+};
+
+}  // namespace rf

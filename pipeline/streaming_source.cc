@@ -1,0 +1,299 @@
+#include "pipeline/streaming_source.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+
+namespace rf {
+namespace {
+
+std::vector<uint32_t> ChunkSamples(const Dataset& d) {
+  std::vector<uint32_t> n(d.chunk_count());
+  for (size_t g = 0; g < n.size(); ++g) n[g] = d.chunk(g).entry.sample_count;
+  return n;
+}
+
+}  // namespace
+
+void StreamingSource::ReleaseRingSlot(void* arg) {
+  const auto* a = static_cast<const ReleaseArg*>(arg);
+  a->ring->Release(a->slot);
+}
+
+StreamingSource::StreamingSource(const Dataset& d, const StreamingOptions& o, WindowOrder order)
+    : dataset_(d), options_(o), order_(std::move(order)) {}
+
+uint32_t StreamingSource::StagingSlots(const WindowOrder& order, uint32_t batch_size) {
+  const uint64_t chunks = order.chunk_count();
+  const uint64_t window = std::min<uint64_t>(order.window_chunks(), chunks);
+  const uint64_t per_chunk =
+      std::max<uint64_t>(1, order.sample_count() / std::max<uint64_t>(1, chunks));
+  // A batch reaching past its windows takes at most ceil(batch / per_chunk) more chunks, and one
+  // more for a short last chunk.
+  const uint64_t spill = (batch_size + per_chunk - 1) / per_chunk + 1;
+  return static_cast<uint32_t>(2 * window + spill);
+}
+
+Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(
+    const Dataset& dataset, const StreamingOptions& options, const StagingFactory& make_staging) {
+  if (options.batch_size == 0) return Status::InvalidArgument("batch size must be at least 1");
+  if (options.ring_slots < 2) return Status::InvalidArgument("the ring needs at least 2 slots");
+  if (dataset.chunk_count() == 0) return Status::InvalidArgument("the dataset has no chunks");
+  WindowOrder order(ChunkSamples(dataset), options.order);
+  std::unique_ptr<StreamingSource> s(new StreamingSource(dataset, options, std::move(order)));
+  const format::Header& h = dataset.header();
+  s->sample_bytes_ = h.SampleBytes();
+  s->label_bytes_ = h.LabelBytes();
+  StagingLayout layout;
+  layout.slots = s->staging_slots_ = StagingSlots(s->order_, options.batch_size);
+  layout.slot_bytes = dataset.max_chunk_bytes();
+  layout.max_batch = options.batch_size;
+  layout.sample_bytes = s->sample_bytes_;
+  layout.label_bytes = s->label_bytes_;
+  layout.sample_dtype = h.sample_dtype;
+  layout.label_dtype = h.label_dtype;
+  RF_ASSIGN_OR_RETURN(s->staging_, make_staging(layout));
+  RF_ASSIGN_OR_RETURN(s->ring_,
+                      SlotRing::Create(options.ring_slots, dataset.max_chunk_bytes(), options.pin));
+  s->refs_.resize(options.batch_size);
+  s->batch_samples_.reserve(options.batch_size);
+  s->slot_of_seq_.assign(2 * size_t{s->staging_slots_} + 2, kNoSlot);
+  s->release_args_.resize(options.ring_slots);
+  return s;
+}
+
+StreamingSource::~StreamingSource() {
+  Stop();
+  if (staging_) (void)staging_->Drain();  // queued work may still read the staging area
+}
+
+uint64_t StreamingSource::epoch_samples() const {
+  const uint64_t n = order_.sample_count(), b = options_.batch_size;
+  return options_.drop_last ? n / b * b : n;
+}
+
+uint64_t StreamingSource::bytes_read() const {
+  return bytes_before_ + (feeder_ ? feeder_->bytes_read() : 0);
+}
+
+void StreamingSource::Stop() {
+  if (!copier_.joinable() && !feeder_) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  ring_->Fail(Status::Aborted("streaming source stopped"));
+  if (copier_.joinable()) copier_.join();
+  if (feeder_) {
+    bytes_before_ += feeder_->bytes_read();
+    (void)feeder_->Join();
+    feeder_.reset();
+  }
+}
+
+Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
+  Stop();
+  RF_RETURN_IF_ERROR(staging_->Drain());
+  // A fresh ring: the old one has failed (that is how its threads were stopped).
+  RF_ASSIGN_OR_RETURN(
+      ring_, SlotRing::Create(options_.ring_slots, dataset_.max_chunk_bytes(), options_.pin));
+  epoch_ = epoch;
+  epoch_chunks_ = order_.EpochChunks(epoch);
+  // The window holding `position`, and where in it.
+  uint64_t w = 0, before = 0;
+  while (w + 1 < order_.windows_per_epoch() &&
+         before + order_.WindowSamples(epoch_chunks_, w) <= position) {
+    before += order_.WindowSamples(epoch_chunks_, w);
+    ++w;
+  }
+  plan_epoch_ = epoch;
+  plan_window_ = w;
+  std::vector<uint64_t> plan(
+      epoch_chunks_.begin() + std::min<uint64_t>(epoch_chunks_.size(), w * order_.window_chunks()),
+      epoch_chunks_.end());
+  for (uint64_t e = epoch + 1; e < options_.epochs; ++e) {
+    const std::vector<uint64_t> more = order_.EpochChunks(e);
+    plan.insert(plan.end(), more.begin(), more.end());
+  }
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = copy_done_ = false;
+    copy_status_ = Status::Ok();
+    copied_ = 0;
+    free_slots_.clear();
+    for (uint32_t s = staging_slots_; s-- > 0;) free_slots_.push_back(s);
+  }
+  retire_.clear();
+  window_slots_.clear();
+  window_ = w;
+  entries_.clear();
+  entry_ = 0;
+  position_ = before;
+  RF_ASSIGN_OR_RETURN(feeder_,
+                      ChunkFeeder::Start(dataset_, *ring_, std::move(plan), options_.feeder));
+  copier_ = std::thread([this] { CopyLoop(); });
+  started_ = true;
+  // Skip the window's samples before `position`, which an earlier run trained on.
+  RF_RETURN_IF_ERROR(EnterWindow(w));
+  entry_ = position - before;
+  position_ = position;
+  return Status::Ok();
+}
+
+uint32_t StreamingSource::TakeFreeSlot() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return stopping_ || !free_slots_.empty(); });
+  if (stopping_) return kNoSlot;
+  const uint32_t s = free_slots_.back();
+  free_slots_.pop_back();
+  return s;
+}
+
+void StreamingSource::CopyLoop() {
+  Status st;
+  for (uint64_t seq = 0;; ++seq) {
+    const std::optional<SlotRing::Filled> f = ring_->AcquireReady();
+    if (!f) {
+      st = ring_->status();  // OK: the plan is read to its end
+      break;
+    }
+    const uint32_t dst = TakeFreeSlot();
+    if (dst == kNoSlot) {
+      ring_->Release(f->slot);
+      break;
+    }
+    ReleaseArg& arg = release_args_[f->slot];
+    arg = ReleaseArg{ring_.get(), f->slot};
+    st = staging_->CopyIn(dst, ring_->data(f->slot), f->bytes, &ReleaseRingSlot, &arg);
+    if (!st.ok()) {
+      ring_->Fail(st);
+      break;
+    }
+    {
+      std::lock_guard lock(mu_);
+      slot_of_seq_[seq % slot_of_seq_.size()] = dst;
+      copied_ = seq + 1;
+    }
+    cv_.notify_all();
+  }
+  {
+    std::lock_guard lock(mu_);
+    copy_done_ = true;
+    if (!stopping_) copy_status_ = st;
+  }
+  cv_.notify_all();
+}
+
+uint64_t StreamingSource::SeqOf(uint64_t window, uint32_t chunk_in_window) const {
+  // Plan positions: the start epoch from window plan_window_, then whole epochs.
+  const uint64_t chunks = order_.chunk_count(), w = order_.window_chunks();
+  uint64_t base = 0;
+  if (epoch_ > plan_epoch_) base = chunks - plan_window_ * w + (epoch_ - plan_epoch_ - 1) * chunks;
+  const uint64_t first = epoch_ == plan_epoch_ ? plan_window_ : 0;
+  return base + (window - first) * w + chunk_in_window;
+}
+
+Status StreamingSource::EnterWindow(uint64_t w) {
+  const uint64_t first = w * order_.window_chunks();
+  const auto count = static_cast<uint32_t>(
+      std::min<uint64_t>(order_.window_chunks(), epoch_chunks_.size() - first));
+  const uint64_t last_seq = SeqOf(w, count - 1);
+  {
+    std::unique_lock lock(mu_);
+    if (copied_ <= last_seq) {
+      const auto t0 = std::chrono::steady_clock::now();
+      cv_.wait(lock, [&] { return copied_ > last_seq || copy_done_; });
+      wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+      if (copied_ <= last_seq) {
+        if (!copy_status_.ok()) return copy_status_;
+        return ring_->status().ok() ? Status::Aborted("the chunk plan ended before epoch " +
+                                                      std::to_string(epoch_ + 1) + " did")
+                                    : ring_->status();
+      }
+    }
+    window_slots_.resize(count);
+    for (uint32_t k = 0; k < count; ++k) {
+      window_slots_[k] = slot_of_seq_[SeqOf(w, k) % slot_of_seq_.size()];
+    }
+  }
+  for (uint32_t slot : window_slots_) RF_RETURN_IF_ERROR(staging_->AwaitCopy(slot));
+  window_ = w;
+  entries_ = order_.Window(epoch_chunks_, epoch_, w);
+  entry_ = 0;
+  return Status::Ok();
+}
+
+Status StreamingSource::RetirePending() {
+  if (retire_.empty()) return Status::Ok();
+  for (uint32_t slot : retire_) RF_RETURN_IF_ERROR(staging_->Retire(slot));
+  {
+    std::lock_guard lock(mu_);
+    free_slots_.insert(free_slots_.end(), retire_.begin(), retire_.end());
+  }
+  cv_.notify_all();
+  retire_.clear();
+  return Status::Ok();
+}
+
+Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
+  if (position > epoch_samples()) {
+    return Status::InvalidArgument("epoch position " + std::to_string(position) +
+                                   " is past the epoch's " + std::to_string(epoch_samples()) +
+                                   " samples");
+  }
+  if (epoch >= options_.epochs) {
+    return Status::InvalidArgument("epoch " + std::to_string(epoch + 1) +
+                                   " is past the streaming plan's " +
+                                   std::to_string(options_.epochs));
+  }
+  // The plan goes on into the next epoch where the last one ended exactly.
+  const bool continues =
+      started_ && position == 0 && epoch == epoch_ + 1 && position_ == epoch_samples();
+  if (!continues) return Restart(epoch, position);
+  // The finished epoch's last window, and any windows drop_last skipped (they were copied in all
+  // the same, as the plan holds whole epochs): retire them.
+  retire_.insert(retire_.end(), window_slots_.begin(), window_slots_.end());
+  for (uint64_t w = window_ + 1; w < order_.windows_per_epoch(); ++w) {
+    RF_RETURN_IF_ERROR(EnterWindow(w));
+    retire_.insert(retire_.end(), window_slots_.begin(), window_slots_.end());
+  }
+  RF_RETURN_IF_ERROR(RetirePending());
+  window_slots_.clear();
+  epoch_ = epoch;
+  epoch_chunks_ = order_.EpochChunks(epoch);
+  position_ = 0;
+  return EnterWindow(0);
+}
+
+Result<Batch> StreamingSource::Next() {
+  // The batch handed out last has been queued by now: windows it finished can be reused.
+  RF_RETURN_IF_ERROR(RetirePending());
+  batch_samples_.clear();
+  const auto n =
+      static_cast<uint32_t>(std::min<uint64_t>(options_.batch_size, epoch_samples() - position_));
+  if (n == 0) {
+    Batch end;
+    return end;
+  }
+  const uint64_t slot_bytes = staging_->layout().slot_bytes;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (entry_ == entries_.size()) {  // on to the next window; this one is done after the batch
+      retire_.insert(retire_.end(), window_slots_.begin(), window_slots_.end());
+      RF_RETURN_IF_ERROR(EnterWindow(window_ + 1));
+    }
+    const WindowOrder::Entry e = entries_[entry_++];
+    const uint64_t chunk = epoch_chunks_[window_ * order_.window_chunks() + e.chunk_in_window];
+    const uint64_t base = window_slots_[e.chunk_in_window] * slot_bytes;
+    refs_[i].sample_offset = base + uint64_t{e.sample} * sample_bytes_;
+    refs_[i].label_offset = base + dataset_.LabelsOffset(chunk) + uint64_t{e.sample} * label_bytes_;
+    batch_samples_.push_back(order_.GlobalSample(chunk, e.sample));
+  }
+  position_ += n;
+  return staging_->Gather(refs_.data(), n);
+}
+
+}  // namespace rf

@@ -1,0 +1,144 @@
+// StreamingSource: the streaming mode's BatchSource. Datasets of any size train through fixed
+// host and device memory, every stage on its own resource at the same time:
+//
+//   feeder thread   io_uring O_DIRECT reads of whole chunks, in the run's chunk plan, into free
+//                   slots of the host ring (pinned where a GPU is), checksums verified
+//                   (pipeline/chunk_feeder.h)
+//   copy thread     ring slot ready -> a free staging slot -> ChunkStaging::CopyIn (a copy stream
+//                   on the GPU); the ring slot goes back to the reader when the copy has read it
+//   compute thread  (the caller of Next) window w's chunks copied -> AwaitCopy (the compute
+//                   stream waits on the copy events, the host does not) -> Gather the batch's
+//                   samples from the staging slots -> the caller's TrainStep; a window's slots are
+//                   retired once the batches that read them are queued
+//
+// The order is WindowOrder's (pipeline/window_order.h): a function of the seed, W and the epoch
+// only. The chunk plan is every epoch from the start to the last one, back to back, so the next
+// epoch's first window is read while the current epoch ends.
+//
+// Memory, fixed at Create and independent of the dataset's size: the host ring (ring_slots x
+// the largest chunk), the staging area (StagingSlots(): two windows plus a batch's worth of
+// chunks), one batch, one window's order; and the chunk plan (8 bytes per chunk per epoch).
+//
+// Failures: a read error or a checksum mismatch fails the ring with a Status naming file, chunk
+// and offset; Next() returns it. Nothing waits forever: the destructor fails the ring and wakes
+// every thread.
+//
+// Thread safety: one thread calls the BatchSource methods; the feeder and copy threads are the
+// source's own.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "io/dataset.h"
+#include "pipeline/batch_source.h"
+#include "pipeline/chunk_feeder.h"
+#include "pipeline/chunk_staging.h"
+#include "pipeline/slot_ring.h"
+#include "pipeline/window_order.h"
+
+namespace rf {
+
+struct StreamingOptions {
+  uint32_t batch_size = 128;
+  bool drop_last = false;
+  WindowOrderOptions order;
+  uint32_t ring_slots = 16;  // host ring slots, one chunk each
+  PinMode pin = PinMode::kAuto;
+  FeederOptions feeder;
+  uint64_t epochs = 1;  // the plan reads up to (not including) this epoch
+};
+
+using StagingFactory =
+    std::function<Result<std::unique_ptr<ChunkStaging>>(const StagingLayout& layout)>;
+
+class StreamingSource final : public BatchSource {
+ public:
+  // Fails for a batch size of 0, fewer than 2 ring slots, or what the staging factory refuses.
+  static Result<std::unique_ptr<StreamingSource>> Create(const Dataset& dataset,
+                                                         const StreamingOptions& options,
+                                                         const StagingFactory& make_staging);
+  ~StreamingSource() override;
+
+  // Staging slots for a layout: two windows, plus the chunks one batch can span beyond them.
+  static uint32_t StagingSlots(const WindowOrder& order, uint32_t batch_size);
+
+  uint64_t sample_count() const override { return order_.sample_count(); }
+  uint64_t epoch_samples() const override;
+  // Continues the plan where the last epoch ended, or restarts the pipeline at (epoch, position).
+  Status StartEpoch(uint64_t epoch, uint64_t position) override;
+  Result<Batch> Next() override;
+  uint64_t position() const override { return position_; }
+
+  // Global sample indices of the last batch, in batch order (for --dump-order).
+  const std::vector<uint64_t>& batch_samples() const { return batch_samples_; }
+  const WindowOrder& order() const { return order_; }
+  ChunkStaging& staging() { return *staging_; }
+  // Bytes read from disk, and the time Next() spent blocked waiting for chunks, since Create.
+  uint64_t bytes_read() const;
+  double wait_seconds() const { return wait_ns_ * 1e-9; }
+
+ private:
+  StreamingSource(const Dataset& d, const StreamingOptions& o, WindowOrder order);
+  Status Restart(uint64_t epoch, uint64_t position);
+  void Stop();
+  void CopyLoop();
+  uint32_t TakeFreeSlot();  // blocks; kNoSlot once stopping
+  // Makes window `w` of the current epoch the one batches are drawn from (its chunks copied).
+  Status EnterWindow(uint64_t w);
+  Status RetirePending();
+  uint64_t SeqOf(uint64_t window, uint32_t chunk_in_window) const;
+  // ChunkStaging's release callback: hands a ring slot back to the reader. It may run on a CUDA
+  // host-callback thread: SlotRing::Release only takes the ring's mutex.
+  static void ReleaseRingSlot(void* arg);
+
+  static constexpr uint32_t kNoSlot = 0xffffffffu;
+
+  const Dataset& dataset_;
+  StreamingOptions options_;
+  WindowOrder order_;
+  std::unique_ptr<ChunkStaging> staging_;
+  uint32_t staging_slots_ = 0;
+  size_t sample_bytes_ = 0, label_bytes_ = 0;
+
+  // The pipeline of the current plan.
+  std::unique_ptr<SlotRing> ring_;
+  std::unique_ptr<ChunkFeeder> feeder_;
+  std::thread copier_;
+  uint64_t bytes_before_ = 0;  // read by feeders of earlier plans
+
+  // Shared between the copy thread and the compute thread.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<uint32_t> slot_of_seq_;  // staging slot of plan position seq, at seq % size
+  uint64_t copied_ = 0;                // plan positions copied in
+  bool copy_done_ = false, stopping_ = false;
+  Status copy_status_;
+  struct ReleaseArg {
+    SlotRing* ring;
+    uint32_t slot;
+  };
+  std::vector<ReleaseArg> release_args_;  // one per ring slot
+
+  // The compute thread's cursor.
+  uint64_t epoch_ = 0, position_ = 0;
+  bool started_ = false;
+  uint64_t plan_epoch_ = 0, plan_window_ = 0;  // where the current plan starts
+  std::vector<uint64_t> epoch_chunks_;
+  uint64_t window_ = 0;
+  std::vector<WindowOrder::Entry> entries_;
+  size_t entry_ = 0;
+  std::vector<uint32_t> window_slots_;  // staging slot of each chunk of the current window
+  std::vector<uint32_t> retire_;        // slots to retire at the next call
+  std::vector<SampleRef> refs_;
+  std::vector<uint64_t> batch_samples_;
+  uint64_t wait_ns_ = 0;
+};
+
+}  // namespace rf
