@@ -10,10 +10,23 @@ namespace rf {
 WindowOrder::WindowOrder(std::vector<uint32_t> chunk_samples, const WindowOrderOptions& options)
     : samples_(std::move(chunk_samples)),
       window_(std::max<uint32_t>(1, options.window_chunks)),
+      first_window_(std::clamp<uint32_t>(options.first_window_chunks, 1, window_)),
       shuffle_(options.shuffle),
       seed_(options.seed) {
   first_.assign(samples_.size() + 1, 0);
   for (size_t g = 0; g < samples_.size(); ++g) first_[g + 1] = first_[g] + samples_[g];
+}
+
+uint64_t WindowOrder::windows_per_epoch() const {
+  if (chunk_count() <= first_window_) return 1;
+  return 1 + (chunk_count() - first_window_ + window_ - 1) / window_;
+}
+
+uint32_t WindowOrder::WindowChunks(uint64_t w) const {
+  const uint64_t start = WindowStart(w);
+  if (start >= chunk_count()) return 0;
+  return static_cast<uint32_t>(
+      std::min<uint64_t>(chunk_count() - start, w == 0 ? first_window_ : window_));
 }
 
 std::vector<uint64_t> WindowOrder::EpochChunks(uint64_t epoch) const {
@@ -26,8 +39,8 @@ std::vector<uint64_t> WindowOrder::EpochChunks(uint64_t epoch) const {
 uint64_t WindowOrder::WindowSamples(const std::vector<uint64_t>& epoch_chunks,
                                     uint64_t window) const {
   uint64_t n = 0;
-  const uint64_t end = std::min<uint64_t>(epoch_chunks.size(), (window + 1) * window_);
-  for (uint64_t i = window * window_; i < end; ++i) n += samples_[epoch_chunks[i]];
+  const uint64_t begin = WindowStart(window), end = begin + WindowChunks(window);
+  for (uint64_t i = begin; i < end; ++i) n += samples_[epoch_chunks[i]];
   return n;
 }
 
@@ -35,8 +48,7 @@ std::vector<WindowOrder::Entry> WindowOrder::Window(const std::vector<uint64_t>&
                                                     uint64_t epoch, uint64_t window) const {
   std::vector<Entry> stored;
   stored.reserve(WindowSamples(epoch_chunks, window));
-  const uint64_t begin = window * window_;
-  const uint64_t end = std::min<uint64_t>(epoch_chunks.size(), begin + window_);
+  const uint64_t begin = WindowStart(window), end = begin + WindowChunks(window);
   for (uint64_t i = begin; i < end; ++i) {
     for (uint32_t s = 0; s < samples_[epoch_chunks[i]]; ++s) {
       stored.push_back({static_cast<uint32_t>(i - begin), s});
@@ -55,7 +67,7 @@ std::vector<uint64_t> WindowOrder::EpochSamples(uint64_t epoch) const {
   out.reserve(sample_count());
   for (uint64_t w = 0; w < windows_per_epoch(); ++w) {
     for (const Entry& e : Window(chunks, epoch, w)) {
-      out.push_back(GlobalSample(chunks[w * window_ + e.chunk_in_window], e.sample));
+      out.push_back(GlobalSample(chunks[WindowStart(w) + e.chunk_in_window], e.sample));
     }
   }
   return out;

@@ -3,7 +3,9 @@
 //
 //   epoch e:  the chunks in a seeded permutation (EpochOrder(chunks, seed, e)), or in stored order
 //             with shuffling off;
-//   window w: chunks [w*W, (w+1)*W) of that permutation, resident together; their samples are
+//   window w: the next W chunks of that permutation (the first window of an epoch: only
+//             first_window_chunks, so the first batch need not wait for W chunks from disk),
+//             resident together; their samples are
 //             visited in a seeded permutation of their own (SeededPermutation(samples, {seed, e,
 //             w, 1})), or in stored order with shuffling off;
 //   the epoch visits window 0, then window 1, ...: every sample exactly once.
@@ -23,7 +25,8 @@ namespace rf {
 
 struct WindowOrderOptions {
   bool shuffle = true;
-  uint32_t window_chunks = 64;  // W
+  uint32_t window_chunks = 64;       // W
+  uint32_t first_window_chunks = 8;  // each epoch's first window (at most W)
   uint64_t seed = 0;
 };
 
@@ -36,7 +39,10 @@ class WindowOrder {
   uint64_t sample_count() const { return first_.back(); }
   uint64_t chunk_count() const { return samples_.size(); }
   uint32_t window_chunks() const { return window_; }
-  uint64_t windows_per_epoch() const { return (chunk_count() + window_ - 1) / window_; }
+  uint64_t windows_per_epoch() const;
+  // Window w's first chunk (an index into the epoch's chunks) and its chunk count.
+  uint64_t WindowStart(uint64_t w) const { return w == 0 ? 0 : first_window_ + (w - 1) * window_; }
+  uint32_t WindowChunks(uint64_t w) const;
 
   // The epoch's chunks in visiting order.
   std::vector<uint64_t> EpochChunks(uint64_t epoch) const;
@@ -62,7 +68,7 @@ class WindowOrder {
  private:
   std::vector<uint32_t> samples_;
   std::vector<uint64_t> first_;  // first_[g]: global index of chunk g's first sample; back(): total
-  uint32_t window_;
+  uint32_t window_, first_window_;
   bool shuffle_;
   uint64_t seed_;
 };
