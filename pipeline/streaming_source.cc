@@ -111,7 +111,7 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
   plan_epoch_ = epoch;
   plan_window_ = w;
   std::vector<uint64_t> plan(
-      epoch_chunks_.begin() + std::min<uint64_t>(epoch_chunks_.size(), w * order_.window_chunks()),
+      epoch_chunks_.begin() + std::min<uint64_t>(epoch_chunks_.size(), order_.WindowStart(w)),
       epoch_chunks_.end());
   for (uint64_t e = epoch + 1; e < options_.epochs; ++e) {
     const std::vector<uint64_t> more = order_.EpochChunks(e);
@@ -188,17 +188,14 @@ void StreamingSource::CopyLoop() {
 
 uint64_t StreamingSource::SeqOf(uint64_t window, uint32_t chunk_in_window) const {
   // Plan positions: the start epoch from window plan_window_, then whole epochs.
-  const uint64_t chunks = order_.chunk_count(), w = order_.window_chunks();
-  uint64_t base = 0;
-  if (epoch_ > plan_epoch_) base = chunks - plan_window_ * w + (epoch_ - plan_epoch_ - 1) * chunks;
-  const uint64_t first = epoch_ == plan_epoch_ ? plan_window_ : 0;
-  return base + (window - first) * w + chunk_in_window;
+  const uint64_t chunks = order_.chunk_count(), skipped = order_.WindowStart(plan_window_);
+  if (epoch_ == plan_epoch_) return order_.WindowStart(window) - skipped + chunk_in_window;
+  return chunks - skipped + (epoch_ - plan_epoch_ - 1) * chunks + order_.WindowStart(window) +
+         chunk_in_window;
 }
 
 Status StreamingSource::EnterWindow(uint64_t w) {
-  const uint64_t first = w * order_.window_chunks();
-  const auto count = static_cast<uint32_t>(
-      std::min<uint64_t>(order_.window_chunks(), epoch_chunks_.size() - first));
+  const uint32_t count = order_.WindowChunks(w);
   const uint64_t last_seq = SeqOf(w, count - 1);
   {
     std::unique_lock lock(mu_);
@@ -286,7 +283,7 @@ Result<Batch> StreamingSource::Next() {
       RF_RETURN_IF_ERROR(EnterWindow(window_ + 1));
     }
     const WindowOrder::Entry e = entries_[entry_++];
-    const uint64_t chunk = epoch_chunks_[window_ * order_.window_chunks() + e.chunk_in_window];
+    const uint64_t chunk = epoch_chunks_[order_.WindowStart(window_) + e.chunk_in_window];
     const uint64_t base = window_slots_[e.chunk_in_window] * slot_bytes;
     refs_[i].sample_offset = base + uint64_t{e.sample} * sample_bytes_;
     refs_[i].label_offset = base + dataset_.LabelsOffset(chunk) + uint64_t{e.sample} * label_bytes_;

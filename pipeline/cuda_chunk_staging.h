@@ -1,0 +1,66 @@
+// CudaChunkStaging: the streaming mode's staging area in device memory (pipeline/chunk_staging.h).
+//
+//   CopyIn    (copy thread)    copy stream k (round robin over K) waits for the slot's "retired"
+//                              event -> cudaMemcpyAsync host slot -> device slot -> records the
+//                              slot's "copied" event -> a host callback hands the ring slot back
+//   AwaitCopy (compute thread) the compute stream waits for "copied" (no host wait)
+//   Retire    (compute thread) records "retired" on the compute stream: the next copy into the
+//                              slot waits for every batch queued before it
+//   Gather    (compute thread) the batch's SampleRefs go to the device through one of 4 pinned
+//                              buffers (the host waits only to reuse one, 4 batches back) and a
+//                              kernel gathers the samples into the batch buffer
+//
+// So host-to-device copies of later chunks run on their own streams while the compute stream
+// trains, and the host ring's slots go back to the reader as soon as their copies land, not after
+// compute. Memory: slots x slot_bytes of device memory, one batch, four ref buffers; nothing per
+// batch.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda_handles.h"
+#include "pipeline/chunk_staging.h"
+
+namespace rf {
+
+class CudaChunkStaging final : public ChunkStaging {
+ public:
+  // compute: the backend's stream, which must outlive the staging. copy_streams >= 1.
+  static Result<std::unique_ptr<CudaChunkStaging>> Create(const StagingLayout& layout,
+                                                          cudaStream_t compute,
+                                                          uint32_t copy_streams);
+  ~CudaChunkStaging() override;
+
+  const StagingLayout& layout() const override { return layout_; }
+  Status CopyIn(uint32_t slot, const uint8_t* src, size_t bytes, ReleaseFn release,
+                void* arg) override;
+  Status AwaitCopy(uint32_t slot) override;
+  Status Retire(uint32_t slot) override;
+  Result<Batch> Gather(const SampleRef* refs, uint32_t n) override;
+  Status Drain() override;
+
+  uint64_t device_bytes() const { return area_.bytes(); }
+
+ private:
+  static constexpr int kRefBuffers = 4;
+  CudaChunkStaging() = default;
+
+  StagingLayout layout_;
+  cudaStream_t compute_ = nullptr;
+  std::vector<cuda::CudaStream> copy_;
+  uint32_t next_copy_ = 0;
+  cuda::DeviceBuffer area_, samples_, labels_;
+  std::vector<cuda::CudaEvent> copied_, retired_;
+  std::vector<uint8_t> retired_recorded_;  // whether retired_[slot] was ever recorded
+  std::array<cuda::PinnedBuffer, kRefBuffers> host_refs_;
+  std::array<cuda::DeviceBuffer, kRefBuffers> device_refs_;
+  std::array<cuda::CudaEvent, kRefBuffers> refs_sent_;
+  std::array<bool, kRefBuffers> refs_pending_{};
+  int next_refs_ = 0;
+};
+
+}  // namespace rf
