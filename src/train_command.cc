@@ -2,10 +2,9 @@
 // another, printing a line per epoch; writes checkpoints and resumes from them bit-exactly (the
 // CPU backend is deterministic and the epoch order is a function of seed and epoch alone).
 //
-// The data path, top to bottom: BatchSource::Next (gather a batch in host memory; for the CUDA
-// backend, copy it to the device: src/train_engine.h) -> Backend::TrainStep. The in-memory
-// source is the only one for now; the streaming pipeline will replace it behind the same
-// interface.
+// The data path, top to bottom: StreamingSource::Next (the window's chunks read, copied where the
+// backend computes and gathered into a batch: pipeline/streaming_source.h, src/train_engine.h)
+// -> Backend::TrainStep. The test split is evaluated from memory after every epoch.
 //
 // SIGINT and SIGTERM only set a flag; the loop checks it after each step, writes the checkpoint
 // and exits 0, so an interrupted run can be resumed.
@@ -22,6 +21,7 @@
 #include <sstream>
 
 #include "io/dataset.h"
+#include "io/units.h"
 #include "kernels/checkpoint.h"
 #include "pipeline/memory_batch_source.h"
 #include "src/commands.h"
@@ -67,8 +67,14 @@ struct TrainArgs {
   uint64_t seed = 1;
   std::string conv = "32,64,128";
   uint32_t hidden = 256;
-  std::string checkpoint, resume, metrics;
+  std::string checkpoint, resume, metrics, dump_order;
   uint64_t checkpoint_every = 0, max_steps = 0;
+  // Streaming.
+  std::string mode = "streaming", shuffle = "window", io = "direct";
+  uint32_t shuffle_window = WindowOrderOptions{}.window_chunks;
+  bool drop_last = false, no_verify = false;
+  uint32_t ring_slots = 16, queue_depth = ReaderOptions{}.queue_depth;
+  std::string read_size = "4MiB";
 };
 
 // Host memory in use, from /proc/self/status (0 where it cannot be read).
@@ -111,8 +117,9 @@ struct RunState {
 class Trainer {
  public:
   Trainer(const TrainArgs& a, const Dataset& train, ModelConfig config, TrainEngine& engine,
-          std::ofstream* metrics)
-      : a_(a),
+          std::ofstream* metrics, std::ofstream* dump_order)
+      : dump_order_(dump_order),
+        a_(a),
         train_(train),
         config_(std::move(config)),
         engine_(engine),
@@ -124,8 +131,12 @@ class Trainer {
   Status Run(RunState s, const SgdConfig& sgd, uint64_t seed);
 
  private:
+  std::ofstream* dump_order_;
+  double first_batch_ms_ = -1;
   Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
-  Status ReportEpoch(const RunState& s, double seconds, uint64_t samples);
+  // t0: the epoch's start; bytes0, wait0: the source's counters then.
+  Status ReportEpoch(const RunState& s, std::chrono::steady_clock::time_point t0, uint64_t samples,
+                     uint64_t bytes0, double wait0);
   Status WriteMetrics(const nlohmann::json& j);
 
   const TrainArgs& a_;
@@ -133,7 +144,7 @@ class Trainer {
   ModelConfig config_;
   TrainEngine& engine_;
   Backend& backend_;
-  BatchSource& source_;
+  StreamingSource& source_;
   BatchSource* test_;
   std::ofstream* metrics_;
 };
@@ -164,8 +175,13 @@ Status Trainer::WriteMetrics(const nlohmann::json& j) {
   return Status::Ok();
 }
 
-Status Trainer::ReportEpoch(const RunState& s, double seconds, uint64_t samples) {
-  const StepStats train = backend_.TakeTrainStats();
+Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_point t0,
+                            uint64_t samples, uint64_t bytes0, double wait0) {
+  const StepStats train = backend_.TakeTrainStats();  // waits for the epoch's last step
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double disk = static_cast<double>(source_.bytes_read() - bytes0) / seconds / 1e9;
+  const double waited = (source_.wait_seconds() - wait0) / seconds;
   nlohmann::json j = {{"event", "epoch"},
                       {"epoch", s.epoch + 1},
                       {"step", s.step},
@@ -173,6 +189,8 @@ Status Trainer::ReportEpoch(const RunState& s, double seconds, uint64_t samples)
                       {"train_accuracy", train.accuracy()},
                       {"samples_per_s", samples / seconds},
                       {"seconds", seconds},
+                      {"disk_gb_per_s", disk},
+                      {"data_wait_share", waited},
                       {"rss_bytes", ResidentBytes()},
                       {"gpu_bytes", engine_.gpu_bytes()}};
   std::string test_part;
@@ -191,11 +209,12 @@ Status Trainer::ReportEpoch(const RunState& s, double seconds, uint64_t samples)
     test_part = buf;
   }
   std::printf(
-      "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, %.0f samples/s, %.1f s, GPU "
-      "memory %.1f MiB, host RSS %.1f MiB\n",
+      "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, %.0f samples/s, %.1f s, disk "
+      "%.2f GB/s, waited for data %.1f%%, GPU memory %.1f MiB, host RSS %.1f MiB\n",
       static_cast<unsigned long long>(s.epoch + 1), static_cast<unsigned long long>(a_.epochs),
       train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), samples / seconds, seconds,
-      j["gpu_bytes"].get<uint64_t>() / 1048576.0, j["rss_bytes"].get<uint64_t>() / 1048576.0);
+      disk, 100 * waited, j["gpu_bytes"].get<uint64_t>() / 1048576.0,
+      j["rss_bytes"].get<uint64_t>() / 1048576.0);
   std::fflush(stdout);
   return WriteMetrics(j);
 }
@@ -205,12 +224,25 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
   bool stopping = a_.max_steps != 0 && s.step >= a_.max_steps;
   if (stopping) stopped_by = "max-steps";
   while (s.epoch < a_.epochs && !stopping) {
-    RF_RETURN_IF_ERROR(source_.StartEpoch(s.epoch, s.next_sample));
     const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t bytes0 = source_.bytes_read();
+    const double wait0 = source_.wait_seconds();
+    RF_RETURN_IF_ERROR(source_.StartEpoch(s.epoch, s.next_sample));
     const uint64_t first_sample = s.next_sample;
+    if (dump_order_ != nullptr) *dump_order_ << "# epoch " << s.epoch + 1 << "\n";
     while (!stopping) {
       RF_ASSIGN_OR_RETURN(Batch b, source_.Next());
       if (b.n == 0) break;
+      if (first_batch_ms_ < 0) {
+        first_batch_ms_ =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        std::printf("first batch after %.1f ms\n", first_batch_ms_);
+        std::fflush(stdout);
+      }
+      if (dump_order_ != nullptr) {
+        for (uint64_t i : source_.batch_samples()) *dump_order_ << i << "\n";
+      }
       RF_RETURN_IF_ERROR(backend_.TrainStep(ToBatchRef(b), sgd));
       ++s.step;
       s.next_sample = source_.position();
@@ -225,9 +257,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
       }
     }
     if (s.next_sample < source_.epoch_samples()) break;  // stopped mid-epoch
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    RF_RETURN_IF_ERROR(ReportEpoch(s, seconds, s.next_sample - first_sample));
+    RF_RETURN_IF_ERROR(ReportEpoch(s, t0, s.next_sample - first_sample, bytes0, wait0));
     ++s.epoch;
     s.next_sample = 0;
   }
@@ -287,9 +317,7 @@ Status Run(const TrainArgs& a) {
 
   BatchSourceOptions so;
   so.batch_size = args.batch_size;
-  so.seed = seed;
-  RF_ASSIGN_OR_RETURN(std::unique_ptr<MemoryBatchSource> source,
-                      MemoryBatchSource::Load(train, so));
+  so.shuffle = false;
   std::unique_ptr<MemoryBatchSource> test_source;
   if (!a.test.empty()) {
     RF_ASSIGN_OR_RETURN(Dataset test, Dataset::Open(a.test));
@@ -299,12 +327,7 @@ Status Run(const TrainArgs& a) {
       return Status::InvalidArgument("--test " + a.test +
                                      " has another shape or class count than " + a.data);
     }
-    so.shuffle = false;
     RF_ASSIGN_OR_RETURN(test_source, MemoryBatchSource::Load(test, so));
-  }
-  if (state.next_sample > source->epoch_samples()) {
-    Status st = Status::Corruption(a.resume, "checkpoint position is past the end of the epoch");
-    return st;
   }
 
   EngineInputs in;
@@ -313,11 +336,30 @@ Status Run(const TrainArgs& a) {
   in.max_batch = args.batch_size;
   in.sample_bytes = h.SampleBytes();
   in.label_bytes = h.LabelBytes();
-  in.train = source.get();
+  in.train = &train;
   in.test = test_source.get();
+  StreamingOptions& so_train = in.streaming;
+  so_train.batch_size = args.batch_size;
+  so_train.drop_last = a.drop_last;
+  so_train.order.shuffle = a.shuffle == "window";
+  so_train.order.window_chunks = a.shuffle_window;
+  so_train.order.seed = seed;
+  so_train.ring_slots = a.ring_slots;
+  so_train.epochs = a.epochs;
+  so_train.feeder.verify = !a.no_verify;
+  so_train.feeder.reader.queue_depth = a.queue_depth;
+  RF_ASSIGN_OR_RETURN(so_train.feeder.reader.mode, ParseIoMode(a.io));
+  RF_ASSIGN_OR_RETURN(const uint64_t read_bytes, ParseByteSize(a.read_size));
+  if (read_bytes == 0 || read_bytes % 4096 != 0 || read_bytes > (1u << 30)) {
+    return Status::InvalidArgument("--read-size must be a multiple of 4 KiB up to 1 GiB");
+  }
+  so_train.feeder.reader.read_bytes = static_cast<uint32_t>(read_bytes);
   RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
                       TrainEngine::Create(a.engine, in, params));
   RF_RETURN_IF_ERROR(engine->backend().SetState(params, momentum));
+  if (state.next_sample > engine->train().epoch_samples()) {
+    return Status::Corruption(a.resume, "checkpoint position is past the end of the epoch");
+  }
 
   std::ofstream metrics;
   if (!a.metrics.empty()) {
@@ -326,14 +368,24 @@ Status Run(const TrainArgs& a) {
   }
   std::printf(
       "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %u%s\nbackend: %s\n"
+      "streaming: %s, %u-chunk shuffle windows (%u staging slots of %s), %u ring slots\n"
       "GPU memory at start: %.1f MiB\n",
       a.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
       DescribeModel(config).c_str(), ParameterCount(config), args.batch_size,
       a.resume.empty() ? "" : (", resumed from " + a.resume).c_str(), engine->description().c_str(),
+      FormatBytes(train.total_bytes()).c_str(), so_train.order.window_chunks,
+      engine->train().staging().layout().slots,
+      FormatBytes(engine->train().staging().layout().slot_bytes).c_str(), a.ring_slots,
       engine->gpu_bytes() / 1048576.0);
   std::fflush(stdout);
   InstallStopHandlers();
-  Trainer t(args, train, config, *engine, a.metrics.empty() ? nullptr : &metrics);
+  std::ofstream dump;
+  if (!a.dump_order.empty()) {
+    dump.open(a.dump_order, std::ios::trunc);
+    if (!dump) return Status::IOError(a.dump_order, "cannot create order file", errno);
+  }
+  Trainer t(args, train, config, *engine, a.metrics.empty() ? nullptr : &metrics,
+            a.dump_order.empty() ? nullptr : &dump);
   return t.Run(state, sgd, seed);
 }
 
@@ -372,7 +424,26 @@ int RunTrainCommand(int argc, char** argv) {
       "continue from this checkpoint (its lr, momentum, weight decay, seed and batch size win; "
       "--conv and --hidden must match it)")("max-steps", po::value(&a.max_steps)->default_value(0),
                                             "stop after this many steps in all (0: no limit)")(
-      "metrics", po::value(&a.metrics), "write one JSON object per epoch and one at the end");
+      "metrics", po::value(&a.metrics), "write one JSON object per epoch and one at the end")(
+      "mode", po::value(&a.mode)->default_value(a.mode),
+      "streaming: read chunks from disk as training goes, in fixed memory")(
+      "shuffle", po::value(&a.shuffle)->default_value(a.shuffle),
+      "window: chunks in a seeded permutation, samples shuffled within windows of resident "
+      "chunks; none: stored order")("shuffle-window",
+                                    po::value(&a.shuffle_window)->default_value(a.shuffle_window),
+                                    "chunks resident together whose samples are shuffled together")(
+      "drop-last", po::bool_switch(&a.drop_last), "skip each epoch's partial last batch")(
+      "ring-slots", po::value(&a.ring_slots)->default_value(a.ring_slots),
+      "host ring slots (one chunk each) the reader fills ahead")(
+      "copy-streams", po::value(&a.engine.copy_streams)->default_value(a.engine.copy_streams),
+      "GPU: host-to-device copy streams")(
+      "queue-depth", po::value(&a.queue_depth)->default_value(a.queue_depth), "reads in flight")(
+      "read-size", po::value(&a.read_size)->default_value(a.read_size),
+      "largest single read (a multiple of 4 KiB)")("io", po::value(&a.io)->default_value(a.io),
+                                                   "direct (O_DIRECT io_uring), buffered, pread")(
+      "no-verify", po::bool_switch(&a.no_verify), "skip the per-chunk checksum")(
+      "dump-order", po::value(&a.dump_order),
+      "write the sample indices each epoch visits, one per line, after a \"# epoch N\" line");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
@@ -397,6 +468,22 @@ int RunTrainCommand(int argc, char** argv) {
   }
   if (a.epochs == 0 || a.batch_size == 0) {
     std::fprintf(stderr, "ringfeed train: --epochs and --batch-size must be >= 1\n");
+    return 2;
+  }
+  if (a.mode != "streaming") {
+    std::fprintf(stderr, "ringfeed train: --mode must be streaming, got \"%s\"\n", a.mode.c_str());
+    return 2;
+  }
+  if (a.shuffle != "window" && a.shuffle != "none") {
+    std::fprintf(stderr, "ringfeed train: --shuffle must be window or none, got \"%s\"\n",
+                 a.shuffle.c_str());
+    return 2;
+  }
+  if (a.shuffle_window == 0 || a.ring_slots < 2 || a.queue_depth == 0 ||
+      a.engine.copy_streams == 0) {
+    std::fprintf(stderr,
+                 "ringfeed train: --shuffle-window, --queue-depth and --copy-streams must be >= 1, "
+                 "--ring-slots >= 2\n");
     return 2;
   }
   Status st = Run(a);

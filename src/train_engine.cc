@@ -5,10 +5,19 @@
 #if RINGFEED_CUDA_BACKEND
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_check.h"
+#include "pipeline/cuda_chunk_staging.h"
 #include "pipeline/device_batch_stager.h"
 #endif
 
 namespace rf {
+
+Status TrainEngine::MakeSources(const EngineInputs& in, const StagingFactory& make_staging,
+                                BatchSource* test) {
+  RF_ASSIGN_OR_RETURN(train_, StreamingSource::Create(*in.train, in.streaming, make_staging));
+  test_ = test;
+  return Status::Ok();
+}
+
 namespace {
 
 class CpuEngine final : public TrainEngine {
@@ -17,9 +26,14 @@ class CpuEngine final : public TrainEngine {
                                                      const Tensors& params) {
     std::unique_ptr<CpuEngine> e(new CpuEngine);
     RF_ASSIGN_OR_RETURN(e->backend_, CpuBackend::Create(in.config, in.norm, in.max_batch, params));
-    e->train_ = in.train;
-    e->test_ = in.test;
     e->description_ = "cpu (im2col + OpenBLAS sgemm)";
+    RF_RETURN_IF_ERROR(e->MakeSources(
+        in,
+        [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
+          RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
+          return std::unique_ptr<ChunkStaging>(std::move(s));
+        },
+        in.test));
     return std::unique_ptr<TrainEngine>(std::move(e));
   }
 };
@@ -42,14 +56,21 @@ class CudaEngine final : public TrainEngine {
     const cudaStream_t stream = backend->stream();
     e->description_ = backend->Describe();
     e->backend_ = std::move(backend);
-    for (BatchSource* host : {in.train, in.test}) {
-      if (host == nullptr) continue;
-      RF_ASSIGN_OR_RETURN(
-          auto stager,
-          DeviceBatchStager::Create(*host, in.max_batch, in.sample_bytes, in.label_bytes, stream));
-      (host == in.train ? e->train_ : e->test_) = stager.get();
-      e->adapters_.push_back(std::move(stager));
+    BatchSource* test = nullptr;
+    if (in.test != nullptr) {
+      RF_ASSIGN_OR_RETURN(e->test_adapter_,
+                          DeviceBatchStager::Create(*in.test, in.max_batch, in.sample_bytes,
+                                                    in.label_bytes, stream));
+      test = e->test_adapter_.get();
     }
+    const uint32_t copy_streams = o.copy_streams;
+    RF_RETURN_IF_ERROR(e->MakeSources(
+        in,
+        [stream, copy_streams](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
+          RF_ASSIGN_OR_RETURN(auto s, CudaChunkStaging::Create(l, stream, copy_streams));
+          return std::unique_ptr<ChunkStaging>(std::move(s));
+        },
+        test));
     return std::unique_ptr<TrainEngine>(std::move(e));
   }
 
@@ -72,10 +93,11 @@ Result<std::unique_ptr<TrainEngine>> TrainEngine::Create(const EngineOptions& o,
   if (o.device != "auto" && o.device != "cuda" && o.device != "cpu") {
     return Status::InvalidArgument("--device must be auto, cuda or cpu, got \"" + o.device + "\"");
   }
-  if (o.precision != "tf32" && o.precision != "fp32" && o.precision != "bf16") {
+  if (o.precision != "bf16" && o.precision != "tf32" && o.precision != "fp32") {
     return Status::InvalidArgument("--precision must be bf16, tf32 or fp32, got \"" + o.precision +
                                    "\"");
   }
+  if (in.train == nullptr) return Status::InvalidArgument("no training dataset");
 #if RINGFEED_CUDA_BACKEND
   if (o.device == "cuda" || (o.device == "auto" && CudaDevicePresent())) {
     if (!CudaDevicePresent()) return Status::InvalidArgument("--device cuda: no CUDA device found");
