@@ -1,10 +1,8 @@
 #include "pipeline/cuda_chunk_staging.h"
 
-#include <cstring>
 #include <string>
 
 #include "kernels/cuda_check.h"
-#include "kernels/cuda_gather.cuh"
 
 namespace rf {
 
@@ -24,10 +22,8 @@ Result<std::unique_ptr<CudaChunkStaging>> CudaChunkStaging::Create(const Staging
   }
   RF_ASSIGN_OR_RETURN(s->area_, cuda::DeviceBuffer::Allocate(layout.slots * layout.slot_bytes,
                                                              "the device staging slots"));
-  RF_ASSIGN_OR_RETURN(s->samples_, cuda::DeviceBuffer::Allocate(
-                                       layout.max_batch * layout.sample_bytes, "a gathered batch"));
-  RF_ASSIGN_OR_RETURN(s->labels_, cuda::DeviceBuffer::Allocate(
-                                      layout.max_batch * layout.label_bytes, "gathered labels"));
+  RF_ASSIGN_OR_RETURN(CudaBatchGather gather, CudaBatchGather::Create(layout, compute));
+  s->gather_ = std::make_unique<CudaBatchGather>(std::move(gather));
   for (uint32_t i = 0; i < layout.slots; ++i) {
     RF_ASSIGN_OR_RETURN(auto copied, cuda::CreateEvent(/*timing=*/false));
     RF_ASSIGN_OR_RETURN(auto retired, cuda::CreateEvent(/*timing=*/false));
@@ -35,13 +31,6 @@ Result<std::unique_ptr<CudaChunkStaging>> CudaChunkStaging::Create(const Staging
     s->retired_.push_back(std::move(retired));
   }
   s->retired_recorded_.assign(layout.slots, 0);
-  const size_t ref_bytes = layout.max_batch * sizeof(SampleRef);
-  for (int i = 0; i < kRefBuffers; ++i) {
-    RF_ASSIGN_OR_RETURN(s->host_refs_[i], cuda::PinnedBuffer::Allocate(ref_bytes, "batch refs"));
-    RF_ASSIGN_OR_RETURN(s->device_refs_[i],
-                        cuda::DeviceBuffer::Allocate(ref_bytes, "device batch refs"));
-    RF_ASSIGN_OR_RETURN(s->refs_sent_[i], cuda::CreateEvent(/*timing=*/false));
-  }
   return s;
 }
 
@@ -77,26 +66,7 @@ Status CudaChunkStaging::Retire(uint32_t slot) {
 }
 
 Result<Batch> CudaChunkStaging::Gather(const SampleRef* refs, uint32_t n) {
-  if (n > layout_.max_batch) return Status::InvalidArgument("batch larger than the staging's");
-  const int i = next_refs_;
-  next_refs_ = (next_refs_ + 1) % kRefBuffers;
-  if (refs_pending_[i]) RF_CUDA_CHECK(cudaEventSynchronize(refs_sent_[i].get()));
-  std::memcpy(host_refs_[i].as<SampleRef>(), refs, n * sizeof(SampleRef));
-  RF_CUDA_CHECK(cudaMemcpyAsync(device_refs_[i].data(), host_refs_[i].as<SampleRef>(),
-                                n * sizeof(SampleRef), cudaMemcpyHostToDevice, compute_));
-  RF_CUDA_CHECK(cudaEventRecord(refs_sent_[i].get(), compute_));
-  refs_pending_[i] = true;
-  static_assert(sizeof(SampleRef) == 2 * sizeof(uint64_t));
-  RF_CUDA_CHECK(cuda::GatherSamples(area_.as<uint8_t>(), device_refs_[i].as<uint64_t>(), n,
-                                    layout_.sample_bytes, layout_.label_bytes,
-                                    samples_.as<uint8_t>(), labels_.as<uint8_t>(), compute_));
-  Batch b;
-  b.samples = samples_.data();
-  b.sample_dtype = layout_.sample_dtype;
-  b.labels = labels_.data();
-  b.label_dtype = layout_.label_dtype;
-  b.n = n;
-  return b;
+  return gather_->Gather(area_.as<uint8_t>(), refs, n);
 }
 
 Status CudaChunkStaging::Drain() {

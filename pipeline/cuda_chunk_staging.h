@@ -6,14 +6,11 @@
 //   AwaitCopy (compute thread) the compute stream waits for "copied" (no host wait)
 //   Retire    (compute thread) records "retired" on the compute stream: the next copy into the
 //                              slot waits for every batch queued before it
-//   Gather    (compute thread) the batch's SampleRefs go to the device through one of 4 pinned
-//                              buffers (the host waits only to reuse one, 4 batches back) and a
-//                              kernel gathers the samples into the batch buffer
+//   Gather    (compute thread) CudaBatchGather (pipeline/cuda_batch_gather.h) from the slots
 //
 // So host-to-device copies of later chunks run on their own streams while the compute stream
 // trains, and the host ring's slots go back to the reader as soon as their copies land, not after
-// compute. Memory: slots x slot_bytes of device memory, one batch, four ref buffers; nothing per
-// batch.
+// compute. Memory: slots x slot_bytes of device memory and the gather's; nothing per batch.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,6 +21,7 @@
 
 #include "kernels/cuda_handles.h"
 #include "pipeline/chunk_staging.h"
+#include "pipeline/cuda_batch_gather.h"
 
 namespace rf {
 
@@ -46,21 +44,16 @@ class CudaChunkStaging final : public ChunkStaging {
   uint64_t device_bytes() const { return area_.bytes(); }
 
  private:
-  static constexpr int kRefBuffers = 4;
   CudaChunkStaging() = default;
 
   StagingLayout layout_;
   cudaStream_t compute_ = nullptr;
   std::vector<cuda::CudaStream> copy_;
   uint32_t next_copy_ = 0;
-  cuda::DeviceBuffer area_, samples_, labels_;
+  cuda::DeviceBuffer area_;
   std::vector<cuda::CudaEvent> copied_, retired_;
   std::vector<uint8_t> retired_recorded_;  // whether retired_[slot] was ever recorded
-  std::array<cuda::PinnedBuffer, kRefBuffers> host_refs_;
-  std::array<cuda::DeviceBuffer, kRefBuffers> device_refs_;
-  std::array<cuda::CudaEvent, kRefBuffers> refs_sent_;
-  std::array<bool, kRefBuffers> refs_pending_{};
-  int next_refs_ = 0;
+  std::unique_ptr<CudaBatchGather> gather_;
 };
 
 }  // namespace rf

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "io/units.h"
+
 namespace rf {
 namespace {
 
@@ -71,6 +73,15 @@ StreamingSource::~StreamingSource() {
 uint64_t StreamingSource::epoch_samples() const {
   const uint64_t n = order_.sample_count(), b = options_.batch_size;
   return options_.drop_last ? n / b * b : n;
+}
+
+std::string StreamingSource::Describe() const {
+  const StagingLayout& l = staging_->layout();
+  return "streaming: " + FormatBytes(dataset_.total_bytes()) + " read as it trains; " +
+         std::to_string(options_.order.window_chunks) + "-chunk shuffle windows, " +
+         std::to_string(l.slots) + " staging slots of " + FormatBytes(l.slot_bytes) + ", " +
+         std::to_string(options_.ring_slots) + " ring slots, " +
+         (options_.feeder.verify ? "checksums verified" : "checksums not verified");
 }
 
 uint64_t StreamingSource::bytes_read() const {

@@ -40,6 +40,7 @@
 #include "pipeline/chunk_feeder.h"
 #include "pipeline/chunk_staging.h"
 #include "pipeline/slot_ring.h"
+#include "pipeline/training_source.h"
 #include "pipeline/window_order.h"
 
 namespace rf {
@@ -57,7 +58,7 @@ struct StreamingOptions {
 using StagingFactory =
     std::function<Result<std::unique_ptr<ChunkStaging>>(const StagingLayout& layout)>;
 
-class StreamingSource final : public BatchSource {
+class StreamingSource final : public TrainingSource {
  public:
   // Fails for a batch size of 0, fewer than 2 ring slots, or what the staging factory refuses.
   static Result<std::unique_ptr<StreamingSource>> Create(const Dataset& dataset,
@@ -75,13 +76,13 @@ class StreamingSource final : public BatchSource {
   Result<Batch> Next() override;
   uint64_t position() const override { return position_; }
 
-  // Global sample indices of the last batch, in batch order (for --dump-order).
-  const std::vector<uint64_t>& batch_samples() const { return batch_samples_; }
+  const std::vector<uint64_t>& batch_samples() const override { return batch_samples_; }
+  uint64_t bytes_read() const override;
+  double wait_seconds() const override { return wait_ns_ * 1e-9; }
+  std::string Describe() const override;
+
   const WindowOrder& order() const { return order_; }
   ChunkStaging& staging() { return *staging_; }
-  // Bytes read from disk, and the time Next() spent blocked waiting for chunks, since Create.
-  uint64_t bytes_read() const;
-  double wait_seconds() const { return wait_ns_ * 1e-9; }
 
  private:
   StreamingSource(const Dataset& d, const StreamingOptions& o, WindowOrder order);

@@ -70,7 +70,9 @@ struct TrainArgs {
   std::string checkpoint, resume, metrics, dump_order;
   uint64_t checkpoint_every = 0, max_steps = 0;
   // Streaming.
-  std::string mode = "streaming", shuffle = "window", io = "direct";
+  std::string shuffle = "window", io = "direct";
+  uint32_t managed_prefetch = 0;
+  bool managed_advise = false, managed_oversubscribe = false;
   uint32_t shuffle_window = WindowOrderOptions{}.window_chunks;
   bool drop_last = false, no_verify = false;
   uint32_t ring_slots = 16, queue_depth = ReaderOptions{}.queue_depth;
@@ -144,7 +146,7 @@ class Trainer {
   ModelConfig config_;
   TrainEngine& engine_;
   Backend& backend_;
-  StreamingSource& source_;
+  TrainingSource& source_;
   BatchSource* test_;
   std::ofstream* metrics_;
 };
@@ -354,6 +356,14 @@ Status Run(const TrainArgs& a) {
     return Status::InvalidArgument("--read-size must be a multiple of 4 KiB up to 1 GiB");
   }
   so_train.feeder.reader.read_bytes = static_cast<uint32_t>(read_bytes);
+  ManagedOptions& mo = in.managed;
+  mo.batch_size = args.batch_size;
+  mo.drop_last = a.drop_last;
+  mo.order = so_train.order;
+  mo.prefetch_batches = a.managed_prefetch;
+  mo.advise = a.managed_advise;
+  mo.oversubscribe = a.managed_oversubscribe;
+  mo.verify = !a.no_verify;
   RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
                       TrainEngine::Create(a.engine, in, params));
   RF_RETURN_IF_ERROR(engine->backend().SetState(params, momentum));
@@ -368,15 +378,11 @@ Status Run(const TrainArgs& a) {
   }
   std::printf(
       "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %u%s\nbackend: %s\n"
-      "streaming: %s, %u-chunk shuffle windows (%u staging slots of %s), %u ring slots\n"
-      "GPU memory at start: %.1f MiB\n",
+      "%s\nGPU memory at start: %.1f MiB\n",
       a.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
       DescribeModel(config).c_str(), ParameterCount(config), args.batch_size,
       a.resume.empty() ? "" : (", resumed from " + a.resume).c_str(), engine->description().c_str(),
-      FormatBytes(train.total_bytes()).c_str(), so_train.order.window_chunks,
-      engine->train().staging().layout().slots,
-      FormatBytes(engine->train().staging().layout().slot_bytes).c_str(), a.ring_slots,
-      engine->gpu_bytes() / 1048576.0);
+      engine->train().Describe().c_str(), engine->gpu_bytes() / 1048576.0);
   std::fflush(stdout);
   InstallStopHandlers();
   std::ofstream dump;
@@ -425,8 +431,15 @@ int RunTrainCommand(int argc, char** argv) {
       "--conv and --hidden must match it)")("max-steps", po::value(&a.max_steps)->default_value(0),
                                             "stop after this many steps in all (0: no limit)")(
       "metrics", po::value(&a.metrics), "write one JSON object per epoch and one at the end")(
-      "mode", po::value(&a.mode)->default_value(a.mode),
-      "streaming: read chunks from disk as training goes, in fixed memory")(
+      "mode", po::value(&a.engine.mode)->default_value(a.engine.mode),
+      "streaming: read chunks from disk as training goes, in fixed memory; managed: load the "
+      "whole dataset into one CUDA managed allocation first (the baseline; GPU only)")(
+      "managed-prefetch", po::value(&a.managed_prefetch)->default_value(0),
+      "managed: prefetch to the GPU the chunks of the batch this many ahead")(
+      "managed-advise", po::bool_switch(&a.managed_advise),
+      "managed: advise read-mostly, preferred on the GPU")(
+      "managed-oversubscribe", po::bool_switch(&a.managed_oversubscribe),
+      "managed: allow a dataset larger than the GPU's free memory (pages through it)")(
       "shuffle", po::value(&a.shuffle)->default_value(a.shuffle),
       "window: chunks in a seeded permutation, samples shuffled within windows of resident "
       "chunks; none: stored order")("shuffle-window",
@@ -468,10 +481,6 @@ int RunTrainCommand(int argc, char** argv) {
   }
   if (a.epochs == 0 || a.batch_size == 0) {
     std::fprintf(stderr, "ringfeed train: --epochs and --batch-size must be >= 1\n");
-    return 2;
-  }
-  if (a.mode != "streaming") {
-    std::fprintf(stderr, "ringfeed train: --mode must be streaming, got \"%s\"\n", a.mode.c_str());
     return 2;
   }
   if (a.shuffle != "window" && a.shuffle != "none") {

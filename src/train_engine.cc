@@ -13,7 +13,8 @@ namespace rf {
 
 Status TrainEngine::MakeSources(const EngineInputs& in, const StagingFactory& make_staging,
                                 BatchSource* test) {
-  RF_ASSIGN_OR_RETURN(train_, StreamingSource::Create(*in.train, in.streaming, make_staging));
+  RF_ASSIGN_OR_RETURN(auto source, StreamingSource::Create(*in.train, in.streaming, make_staging));
+  train_ = std::move(source);
   test_ = test;
   return Status::Ok();
 }
@@ -63,6 +64,12 @@ class CudaEngine final : public TrainEngine {
                                                     in.label_bytes, stream));
       test = e->test_adapter_.get();
     }
+    if (o.mode == "managed") {
+      RF_ASSIGN_OR_RETURN(auto managed, ManagedSource::Create(*in.train, in.managed, stream));
+      e->train_ = std::move(managed);
+      e->test_ = test;
+      return std::unique_ptr<TrainEngine>(std::move(e));
+    }
     const uint32_t copy_streams = o.copy_streams;
     RF_RETURN_IF_ERROR(e->MakeSources(
         in,
@@ -98,6 +105,9 @@ Result<std::unique_ptr<TrainEngine>> TrainEngine::Create(const EngineOptions& o,
                                    "\"");
   }
   if (in.train == nullptr) return Status::InvalidArgument("no training dataset");
+  if (o.mode != "streaming" && o.mode != "managed") {
+    return Status::InvalidArgument("--mode must be streaming or managed, got \"" + o.mode + "\"");
+  }
 #if RINGFEED_CUDA_BACKEND
   if (o.device == "cuda" || (o.device == "auto" && CudaDevicePresent())) {
     if (!CudaDevicePresent()) return Status::InvalidArgument("--device cuda: no CUDA device found");
@@ -108,6 +118,10 @@ Result<std::unique_ptr<TrainEngine>> TrainEngine::Create(const EngineOptions& o,
     return Status::InvalidArgument("--device cuda: this build has no CUDA backend");
   }
 #endif
+  if (o.mode == "managed") {
+    return Status::InvalidArgument(
+        "--mode managed needs a GPU (CUDA managed memory); without one, use --mode streaming");
+  }
   return CpuEngine::Create(in, params);
 }
 

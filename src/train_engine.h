@@ -1,7 +1,8 @@
 // TrainEngine: the backend `ringfeed train` computes with, chosen once from --device, and the
 // batch sources in that backend's memory:
-//   training  the streaming mode's StreamingSource, staging chunks where the backend computes
-//             (host memory for the CPU backend; device memory and copy streams for the CUDA one)
+//   training  streaming mode: a StreamingSource staging chunks where the backend computes (host
+//             memory for the CPU backend; device memory and copy streams for the CUDA one);
+//             managed mode (GPU only): a ManagedSource over one cudaMallocManaged allocation
 //   test      an in-memory source (the test split is small), through a DeviceBatchStager on the
 //             GPU
 // The training loop sees only Backend and BatchSource.
@@ -15,6 +16,7 @@
 #include "io/dataset.h"
 #include "kernels/backend.h"
 #include "pipeline/batch_source.h"
+#include "pipeline/managed_source.h"
 #include "pipeline/streaming_source.h"
 
 namespace rf {
@@ -26,6 +28,7 @@ struct EngineOptions {
   std::string precision = "bf16";
   bool cuda_graph = true;     // CUDA: replay each full batch's forward + backward as a CUDA graph
   uint32_t copy_streams = 2;  // CUDA: host-to-device copy streams of the streaming mode
+  std::string mode = "streaming";  // or "managed"
 };
 
 struct EngineInputs {
@@ -34,6 +37,7 @@ struct EngineInputs {
   uint32_t max_batch = 0;
   const Dataset* train = nullptr;  // must outlive the engine
   StreamingOptions streaming;
+  ManagedOptions managed;
   BatchSource* test = nullptr;  // host batches, optional; must outlive the engine
   size_t sample_bytes = 0, label_bytes = 0;
 };
@@ -47,7 +51,7 @@ class TrainEngine {
   virtual ~TrainEngine() = default;
 
   Backend& backend() { return *backend_; }
-  StreamingSource& train() { return *train_; }
+  TrainingSource& train() { return *train_; }
   BatchSource* test() { return test_; }
   // One line: the backend, its device and math.
   const std::string& description() const { return description_; }
@@ -62,7 +66,7 @@ class TrainEngine {
   std::unique_ptr<Backend> backend_;
   std::string description_;
   // Declared after backend_, so freed first: they may have work queued on its stream.
-  std::unique_ptr<StreamingSource> train_;
+  std::unique_ptr<TrainingSource> train_;
   BatchSource* test_ = nullptr;
   std::unique_ptr<BatchSource> test_adapter_;
 };

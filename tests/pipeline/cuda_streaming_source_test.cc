@@ -56,9 +56,9 @@ TEST(CudaStreamingSource, DeviceBatchesHoldTheWindowOrderEpochAfterEpoch) {
       ASSERT_EQ(cudaMemcpyAsync(samples.data(), b->samples, b->n * 64, cudaMemcpyDeviceToHost,
                                 stream->get()),
                 cudaSuccess);
-      ASSERT_EQ(cudaMemcpyAsync(labels.data(), b->labels, b->n, cudaMemcpyDeviceToHost,
-                                stream->get()),
-                cudaSuccess);
+      ASSERT_EQ(
+          cudaMemcpyAsync(labels.data(), b->labels, b->n, cudaMemcpyDeviceToHost, stream->get()),
+          cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(stream->get()), cudaSuccess);
       for (uint32_t i = 0; i < b->n; ++i) {
         const uint64_t index = testing::SampleIndex(samples.data() + i * 64);

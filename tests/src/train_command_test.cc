@@ -2,10 +2,13 @@
 // leaves a valid checkpoint, real Fashion-MNIST gets learned, and the usage errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "io/dataset_writer.h"
 #include "kernels/checkpoint.h"
@@ -223,6 +226,62 @@ TEST(TrainCommand, CudaDeviceTrainsOrSaysWhyItCannot) {
     EXPECT_TRUE(out == "ringfeed: --device cuda: no CUDA device found\n" ||
                 out == "ringfeed: --device cuda: this build has no CUDA backend\n")
         << out;
+  }
+}
+
+// Where no GPU can be used, --mode managed says so in one line; where one can, it trains.
+TEST(TrainCommand, ManagedModeTrainsOrSaysItNeedsAGpu) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  const int rc = RunCommand(ProgramPath("ringfeed") + " train --data " + data +
+                                " --mode managed --batch-size 32 --conv 4,8 --hidden 16",
+                            &out);
+  if (rc == 0) {
+    EXPECT_NE(out.find("managed: "), std::string::npos) << out;
+    EXPECT_NE(out.find("epoch 1/1: train loss"), std::string::npos) << out;
+  } else {
+    EXPECT_EQ(rc, 2) << out;
+    EXPECT_EQ(out,
+              "ringfeed: --mode managed needs a GPU (CUDA managed memory); without one, use --mode "
+              "streaming\n")
+        << out;
+  }
+}
+
+// --dump-order writes each epoch's visiting order: a permutation of the samples, another each
+// epoch, the same again for the same seed.
+TEST(TrainCommand, DumpOrderWritesAPermutationPerEpoch) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  for (const char* name : {"a", "b"}) {
+    ASSERT_EQ(
+        RunCommand(Train(data, "--epochs 2 --shuffle-window 2 --dump-order " + t.File(name)), &out),
+        0)
+        << out;
+  }
+  std::ifstream a(t.File("a")), b(t.File("b"));
+  const std::string text_a((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
+  const std::string text_b((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text_a, text_b);
+  std::vector<std::vector<uint64_t>> epochs;
+  std::istringstream in(text_a);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("# epoch ", 0) == 0) {
+      epochs.emplace_back();
+    } else {
+      ASSERT_FALSE(epochs.empty());
+      epochs.back().push_back(std::stoull(line));
+    }
+  }
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_NE(epochs[0], epochs[1]);
+  for (auto e : epochs) {
+    std::sort(e.begin(), e.end());
+    ASSERT_EQ(e.size(), 300u);
+    for (uint64_t i = 0; i < 300; ++i) ASSERT_EQ(e[i], i);
   }
 }
 

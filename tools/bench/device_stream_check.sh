@@ -5,7 +5,9 @@
 #      dropped before every disk run, $ROUNDS rounds (default 2) of: reader only (ringfeed read),
 #      compute only (ringfeed-bench-compute at the same batch), one streaming training epoch;
 #   3. one streaming epoch of a 1 GB dataset beside it: GPU memory and host RSS at both sizes;
-#   4. Fashion-MNIST in streaming mode ($EPOCHS epochs, default 15).
+#   4. the managed mode on the same cold file: load time and epoch, plain and with
+#      --managed-prefetch 4 --managed-advise;
+#   5. Fashion-MNIST in both modes ($EPOCHS epochs, default 15).
 # Usage: tools/bench/device_stream_check.sh PKG_DIR FMNIST_DIR OUT_DIR
 set -uo pipefail
 pkg=$(realpath "$1")
@@ -47,7 +49,7 @@ train() {  # train DATASET NAME [flags]: one epoch, cold
   cold
   "$bin/ringfeed" train --data "$d" --epochs 1 --batch-size "$batch" --metrics "$logs/$name.jsonl" \
     "$@" >"$logs/$name.log" 2>&1
-  grep -E "^(first batch|epoch|streaming)" "$logs/$name.log" | sed "s/^/$name: /"
+  grep -E "^(first batch|epoch|streaming|managed)" "$logs/$name.log" | sed "s/^/$name: /"
   grep -E "ringfeed: " "$logs/$name.log"
 }
 
@@ -80,11 +82,19 @@ PY
 echo "== memory at two sizes"
 train "$data/small.rfd" "stream-1GB"
 
-echo "== Fashion-MNIST, streaming"
+echo "== managed, same file, cold"
+train "$data/big.rfd" "managed" --mode managed
+train "$data/big.rfd" "managed-prefetch" --mode managed --managed-prefetch 4 --managed-advise
+train "$data/small.rfd" "managed-1GB" --mode managed
+
+echo "== Fashion-MNIST"
 conv="$bin/ringfeed-convert"
 "$conv" idx --images "$fm/train-images-idx3-ubyte.gz" --labels "$fm/train-labels-idx1-ubyte.gz" \
   -o "$data/fm-train.rfd" >/dev/null
 "$conv" idx --images "$fm/t10k-images-idx3-ubyte.gz" --labels "$fm/t10k-labels-idx1-ubyte.gz" \
   -o "$data/fm-test.rfd" >/dev/null
-"$bin/ringfeed" train --data "$data/fm-train.rfd" --test "$data/fm-test.rfd" --epochs "${EPOCHS:-15}" \
-  --metrics "$logs/fmnist.jsonl" 2>&1 | grep -E "^(first|epoch (1|5|10|15)/|stream|backend|ringfeed)"
+for mode in streaming managed; do
+  "$bin/ringfeed" train --data "$data/fm-train.rfd" --test "$data/fm-test.rfd" \
+    --epochs "${EPOCHS:-15}" --mode $mode --metrics "$logs/fmnist-$mode.jsonl" 2>&1 |
+    grep -E "^(first|epoch (1|5|10|15)/|stream|managed|ringfeed)"
+done

@@ -1,0 +1,51 @@
+#include "pipeline/cuda_batch_gather.h"
+
+#include <cstring>
+
+#include "kernels/cuda_check.h"
+#include "kernels/cuda_gather.cuh"
+
+namespace rf {
+
+Result<CudaBatchGather> CudaBatchGather::Create(const StagingLayout& layout, cudaStream_t compute) {
+  CudaBatchGather g;
+  g.layout_ = layout;
+  g.compute_ = compute;
+  RF_ASSIGN_OR_RETURN(g.samples_, cuda::DeviceBuffer::Allocate(
+                                      layout.max_batch * layout.sample_bytes, "a gathered batch"));
+  RF_ASSIGN_OR_RETURN(g.labels_, cuda::DeviceBuffer::Allocate(layout.max_batch * layout.label_bytes,
+                                                              "gathered labels"));
+  const size_t ref_bytes = layout.max_batch * sizeof(SampleRef);
+  for (int i = 0; i < kRefBuffers; ++i) {
+    RF_ASSIGN_OR_RETURN(g.host_refs_[i], cuda::PinnedBuffer::Allocate(ref_bytes, "batch refs"));
+    RF_ASSIGN_OR_RETURN(g.device_refs_[i],
+                        cuda::DeviceBuffer::Allocate(ref_bytes, "device batch refs"));
+    RF_ASSIGN_OR_RETURN(g.refs_sent_[i], cuda::CreateEvent(/*timing=*/false));
+  }
+  return g;
+}
+
+Result<Batch> CudaBatchGather::Gather(const uint8_t* base, const SampleRef* refs, uint32_t n) {
+  if (n > layout_.max_batch) return Status::InvalidArgument("batch larger than the gather's");
+  const int i = next_;
+  next_ = (next_ + 1) % kRefBuffers;
+  if (refs_pending_[i]) RF_CUDA_CHECK(cudaEventSynchronize(refs_sent_[i].get()));
+  std::memcpy(host_refs_[i].as<SampleRef>(), refs, n * sizeof(SampleRef));
+  RF_CUDA_CHECK(cudaMemcpyAsync(device_refs_[i].data(), host_refs_[i].as<SampleRef>(),
+                                n * sizeof(SampleRef), cudaMemcpyHostToDevice, compute_));
+  RF_CUDA_CHECK(cudaEventRecord(refs_sent_[i].get(), compute_));
+  refs_pending_[i] = true;
+  static_assert(sizeof(SampleRef) == 2 * sizeof(uint64_t));
+  RF_CUDA_CHECK(cuda::GatherSamples(base, device_refs_[i].as<uint64_t>(), n, layout_.sample_bytes,
+                                    layout_.label_bytes, samples_.as<uint8_t>(),
+                                    labels_.as<uint8_t>(), compute_));
+  Batch b;
+  b.samples = samples_.data();
+  b.sample_dtype = layout_.sample_dtype;
+  b.labels = labels_.data();
+  b.label_dtype = layout_.label_dtype;
+  b.n = n;
+  return b;
+}
+
+}  // namespace rf

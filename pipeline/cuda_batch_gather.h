@@ -1,0 +1,41 @@
+// CudaBatchGather: gathers a batch on the GPU from samples scattered over device-readable memory
+// (device staging slots, or a managed dataset), for the streaming and managed modes alike. The
+// batch's SampleRefs go to the device through one of 4 pinned buffers (the host waits only to
+// reuse one, four batches back, which also bounds how far the host runs ahead of the GPU), then
+// one kernel (kernels/cuda_gather.cuh) copies samples and labels into one batch buffer on the
+// compute stream. Memory: one batch and the ref buffers, allocated by Create.
+//
+// Thread safety: none; the compute thread uses it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <memory>
+
+#include "kernels/cuda_handles.h"
+#include "pipeline/chunk_staging.h"
+
+namespace rf {
+
+class CudaBatchGather {
+ public:
+  static Result<CudaBatchGather> Create(const StagingLayout& layout, cudaStream_t compute);
+
+  // A batch of n <= max_batch samples from `base`, valid until the work queued before the next
+  // Gather has run.
+  Result<Batch> Gather(const uint8_t* base, const SampleRef* refs, uint32_t n);
+
+ private:
+  static constexpr int kRefBuffers = 4;
+  StagingLayout layout_;
+  cudaStream_t compute_ = nullptr;
+  cuda::DeviceBuffer samples_, labels_;
+  std::array<cuda::PinnedBuffer, kRefBuffers> host_refs_;
+  std::array<cuda::DeviceBuffer, kRefBuffers> device_refs_;
+  std::array<cuda::CudaEvent, kRefBuffers> refs_sent_;
+  std::array<bool, kRefBuffers> refs_pending_{};
+  int next_ = 0;
+};
+
+}  // namespace rf

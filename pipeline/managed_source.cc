@@ -1,0 +1,223 @@
+#include "pipeline/managed_source.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "io/file.h"
+#include "io/units.h"
+#include "kernels/cuda_check.h"
+
+namespace rf {
+namespace {
+
+// MemAvailable from /proc/meminfo, in bytes (0 where it cannot be read).
+uint64_t HostAvailableBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return 0;
+}
+
+}  // namespace
+
+ManagedSource::ManagedSource(const Dataset& d, const ManagedOptions& o, WindowOrder order)
+    : dataset_(d), options_(o), order_(std::move(order)) {}
+
+ManagedSource::~ManagedSource() {
+  if (compute_ != nullptr) (void)cudaStreamSynchronize(compute_);
+  if (prefetch_stream_) (void)cudaStreamSynchronize(prefetch_stream_.get());
+}
+
+Result<std::unique_ptr<ManagedSource>> ManagedSource::Create(const Dataset& dataset,
+                                                             const ManagedOptions& options,
+                                                             cudaStream_t compute) {
+  if (options.batch_size == 0) return Status::InvalidArgument("batch size must be at least 1");
+  std::vector<uint32_t> samples(dataset.chunk_count());
+  for (size_t g = 0; g < samples.size(); ++g) samples[g] = dataset.chunk(g).entry.sample_count;
+  std::unique_ptr<ManagedSource> s(
+      new ManagedSource(dataset, options, WindowOrder(std::move(samples), options.order)));
+  s->compute_ = compute;
+  RF_CUDA_CHECK(cudaGetDevice(&s->device_));
+  for (size_t g = 0; g < dataset.chunk_count(); ++g) {
+    s->offset_.push_back(s->total_bytes_);
+    s->total_bytes_ += dataset.chunk(g).entry.stored_bytes;
+  }
+  // Safety first: a managed allocation past what the GPU has free can hang a shared GPU.
+  size_t gpu_free = 0, gpu_total = 0;
+  RF_CUDA_CHECK(cudaMemGetInfo(&gpu_free, &gpu_total));
+  const uint64_t host_available = HostAvailableBytes();
+  if (s->total_bytes_ > gpu_free && !options.oversubscribe) {
+    return Status::InvalidArgument(
+        "managed mode: " + dataset.shard_path(0) + " needs " + FormatBytes(s->total_bytes_) +
+        " of managed memory and the GPU has " + FormatBytes(gpu_free) +
+        " free; use --mode streaming, or --managed-oversubscribe to page it through GPU memory "
+        "on purpose");
+  }
+  if (host_available != 0 && s->total_bytes_ > host_available) {
+    return Status::InvalidArgument(
+        "managed mode: " + dataset.shard_path(0) + " needs " + FormatBytes(s->total_bytes_) +
+        " of managed memory and the host has " + FormatBytes(host_available) +
+        " available; use --mode streaming");
+  }
+  void* p = nullptr;
+  RF_CUDA_CHECK(cudaMallocManaged(&p, std::max<uint64_t>(s->total_bytes_, 1), cudaMemAttachGlobal));
+  s->data_.reset(static_cast<uint8_t*>(p));
+  RF_ASSIGN_OR_RETURN(s->prefetch_stream_, cuda::CreateStream());
+  StagingLayout layout;
+  layout.max_batch = options.batch_size;
+  layout.sample_bytes = dataset.header().SampleBytes();
+  layout.label_bytes = dataset.header().LabelBytes();
+  layout.sample_dtype = dataset.header().sample_dtype;
+  layout.label_dtype = dataset.header().label_dtype;
+  RF_ASSIGN_OR_RETURN(CudaBatchGather gather, CudaBatchGather::Create(layout, compute));
+  s->gather_ = std::make_unique<CudaBatchGather>(std::move(gather));
+  s->refs_.resize(options.batch_size);
+  s->prefetched_window_.assign(dataset.chunk_count(), 0);
+  RF_RETURN_IF_ERROR(s->Load());
+  if (options.advise) {
+    const cudaMemLocation gpu{cudaMemLocationTypeDevice, s->device_};
+    RF_CUDA_CHECK(cudaMemAdvise(p, s->total_bytes_, cudaMemAdviseSetReadMostly, gpu));
+    RF_CUDA_CHECK(cudaMemAdvise(p, s->total_bytes_, cudaMemAdviseSetPreferredLocation, gpu));
+    RF_CUDA_CHECK(cudaMemAdvise(p, s->total_bytes_, cudaMemAdviseSetAccessedBy, gpu));
+  }
+  return s;
+}
+
+Status ManagedSource::Load() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Status first_error;
+  auto work = [&] {
+    std::vector<File> files;  // this thread's own descriptors, one per shard
+    for (size_t i = 0; i < dataset_.shard_count(); ++i) {
+      auto f = File::Open(dataset_.shard_path(i), O_RDONLY);
+      if (!f.ok()) {
+        std::lock_guard lock(mu);
+        if (first_error.ok()) first_error = f.status();
+        return;
+      }
+      files.push_back(std::move(f).value());
+    }
+    for (size_t g = next++; g < dataset_.chunk_count(); g = next++) {
+      const ChunkLocation& c = dataset_.chunk(g);
+      uint8_t* dst = data_.get() + offset_[g];
+      Status st = files[c.shard].ReadAt(dst, c.entry.stored_bytes, c.entry.offset);
+      if (st.ok() && options_.verify) st = dataset_.VerifyChunk(g, dst);
+      if (!st.ok()) {
+        std::lock_guard lock(mu);
+        if (first_error.ok()) first_error = st.WithChunk(c.entry.index);
+        next = dataset_.chunk_count();  // the others stop at their next chunk
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < std::max<uint32_t>(1, options_.load_threads); ++i) {
+    threads.emplace_back(work);
+  }
+  for (std::thread& t : threads) t.join();
+  RF_RETURN_IF_ERROR(first_error);
+  loaded_bytes_ = total_bytes_;
+  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
+std::string ManagedSource::Describe() const {
+  return "managed: " + FormatBytes(total_bytes_) +
+         " in one cudaMallocManaged allocation, loaded in " +
+         std::to_string(load_seconds_).substr(0, 5) + " s (" +
+         std::to_string(total_bytes_ / std::max(load_seconds_, 1e-9) / 1e9).substr(0, 5) +
+         " GB/s)" + (options_.verify ? ", checksums verified" : "") +
+         (options_.advise ? ", advised read-mostly on the GPU" : "") +
+         (options_.prefetch_batches
+              ? ", prefetching " + std::to_string(options_.prefetch_batches) + " batches ahead"
+              : "");
+}
+
+uint64_t ManagedSource::epoch_samples() const {
+  const uint64_t n = order_.sample_count(), b = options_.batch_size;
+  return options_.drop_last ? n / b * b : n;
+}
+
+bool ManagedSource::Step(Cursor& c, uint64_t* chunk, uint32_t* sample) {
+  while (c.entry == c.entries.size()) {
+    if (c.window + 1 >= order_.windows_per_epoch()) return false;
+    ++c.window;
+    c.entries = order_.Window(epoch_chunks_, epoch_, c.window);
+    c.entry = 0;
+  }
+  const WindowOrder::Entry e = c.entries[c.entry++];
+  *chunk = epoch_chunks_[order_.WindowStart(c.window) + e.chunk_in_window];
+  *sample = e.sample;
+  return true;
+}
+
+Status ManagedSource::StartEpoch(uint64_t epoch, uint64_t position) {
+  if (position > epoch_samples()) {
+    return Status::InvalidArgument("epoch position " + std::to_string(position) +
+                                   " is past the epoch's " + std::to_string(epoch_samples()) +
+                                   " samples");
+  }
+  epoch_ = epoch;
+  epoch_chunks_ = order_.EpochChunks(epoch);
+  cursor_ = Cursor{0, 0, order_.Window(epoch_chunks_, epoch, 0)};
+  uint64_t chunk = 0;
+  uint32_t sample = 0;
+  for (uint64_t i = 0; i < position; ++i) Step(cursor_, &chunk, &sample);
+  position_ = position;
+  std::fill(prefetched_window_.begin(), prefetched_window_.end(), 0);
+  ahead_ = cursor_;
+  return PrefetchAhead(options_.prefetch_batches * options_.batch_size);
+}
+
+Status ManagedSource::PrefetchAhead(uint32_t samples) {
+  if (options_.prefetch_batches == 0) return Status::Ok();
+  uint64_t chunk = 0;
+  uint32_t sample = 0;
+  for (uint32_t i = 0; i < samples && Step(ahead_, &chunk, &sample); ++i) {
+    if (prefetched_window_[chunk] == ahead_.window + 1) continue;
+    prefetched_window_[chunk] = ahead_.window + 1;
+    const cudaMemLocation gpu{cudaMemLocationTypeDevice, device_};
+    RF_CUDA_CHECK(cudaMemPrefetchAsync(data_.get() + offset_[chunk],
+                                       dataset_.chunk(chunk).entry.stored_bytes, gpu, 0,
+                                       prefetch_stream_.get()));
+  }
+  return Status::Ok();
+}
+
+Result<Batch> ManagedSource::Next() {
+  batch_samples_.clear();
+  const auto n =
+      static_cast<uint32_t>(std::min<uint64_t>(options_.batch_size, epoch_samples() - position_));
+  if (n == 0) {
+    Batch end;
+    return end;
+  }
+  const size_t sample_bytes = dataset_.header().SampleBytes();
+  const size_t label_bytes = dataset_.header().LabelBytes();
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t chunk = 0;
+    uint32_t sample = 0;
+    if (!Step(cursor_, &chunk, &sample)) return Status::Aborted("managed order ended early");
+    refs_[i].sample_offset = offset_[chunk] + uint64_t{sample} * sample_bytes;
+    refs_[i].label_offset =
+        offset_[chunk] + dataset_.LabelsOffset(chunk) + uint64_t{sample} * label_bytes;
+    batch_samples_.push_back(order_.GlobalSample(chunk, sample));
+  }
+  position_ += n;
+  RF_RETURN_IF_ERROR(PrefetchAhead(n));
+  return gather_->Gather(data_.get(), refs_.data(), n);
+}
+
+}  // namespace rf

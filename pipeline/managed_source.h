@@ -1,0 +1,103 @@
+// ManagedSource: the managed-memory mode, ringfeed's predecessor's approach kept as the baseline
+// the streaming mode is measured against. The whole dataset sits in one cudaMallocManaged
+// allocation, read from the files straight into it at Create (threads of pread, no host staging
+// copy; every chunk's checksum verified). Batches are gathered on the GPU from it in WindowOrder
+// (the same order as the streaming mode for the same seed), and page faults migrate the pages the
+// GPU touches.
+//
+// Options, from the CUDA memory notes:
+//   prefetch_batches N  cudaMemPrefetchAsync, on a side stream, of the chunks the batch N ahead
+//                       reads (each chunk once per window)
+//   advise              cudaMemAdvise: read-mostly, preferred location the GPU, accessed by it
+// Safety: Create refuses an allocation larger than the GPU's free memory (unless oversubscribe)
+// or than the host's available memory, naming both sizes: more managed memory than a shared GPU
+// has free can hang it.
+//
+// Thread safety: one thread calls the BatchSource methods.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/dataset.h"
+#include "kernels/cuda_handles.h"
+#include "pipeline/cuda_batch_gather.h"
+#include "pipeline/training_source.h"
+#include "pipeline/window_order.h"
+
+namespace rf {
+
+struct ManagedOptions {
+  uint32_t batch_size = 128;
+  bool drop_last = false;
+  WindowOrderOptions order;
+  uint32_t prefetch_batches = 0;
+  bool advise = false;
+  bool oversubscribe = false;
+  bool verify = true;
+  uint32_t load_threads = 8;
+};
+
+class ManagedSource final : public TrainingSource {
+ public:
+  // `compute` is the backend's stream; it must outlive the source.
+  static Result<std::unique_ptr<ManagedSource>> Create(const Dataset& dataset,
+                                                       const ManagedOptions& options,
+                                                       cudaStream_t compute);
+  ~ManagedSource() override;
+
+  uint64_t sample_count() const override { return order_.sample_count(); }
+  uint64_t epoch_samples() const override;
+  Status StartEpoch(uint64_t epoch, uint64_t position) override;
+  Result<Batch> Next() override;
+  uint64_t position() const override { return position_; }
+
+  const std::vector<uint64_t>& batch_samples() const override { return batch_samples_; }
+  uint64_t bytes_read() const override { return loaded_bytes_; }
+  double wait_seconds() const override { return 0; }  // page faults stall the GPU, not the host
+  std::string Describe() const override;
+
+  double load_seconds() const { return load_seconds_; }
+  const WindowOrder& order() const { return order_; }
+
+ private:
+  struct ManagedFree {
+    void operator()(uint8_t* p) const noexcept { (void)cudaFree(p); }
+  };
+  // Where a window cursor stands: epoch, window, entry within it.
+  struct Cursor {
+    uint64_t window = 0;
+    size_t entry = 0;
+    std::vector<WindowOrder::Entry> entries;
+  };
+
+  ManagedSource(const Dataset& d, const ManagedOptions& o, WindowOrder order);
+  Status Load();
+  // The next sample at `c` (moving into the next window as needed); false past the epoch's end.
+  bool Step(Cursor& c, uint64_t* chunk, uint32_t* sample);
+  Status PrefetchAhead(uint32_t samples);
+
+  const Dataset& dataset_;
+  ManagedOptions options_;
+  WindowOrder order_;
+  std::vector<uint64_t> offset_;  // of each chunk in the managed allocation
+  uint64_t total_bytes_ = 0, loaded_bytes_ = 0;
+  std::unique_ptr<uint8_t, ManagedFree> data_;
+  cuda::CudaStream prefetch_stream_;
+  std::unique_ptr<CudaBatchGather> gather_;
+  cudaStream_t compute_ = nullptr;
+  int device_ = 0;
+  double load_seconds_ = 0;
+
+  uint64_t epoch_ = 0, position_ = 0;
+  std::vector<uint64_t> epoch_chunks_;
+  Cursor cursor_, ahead_;
+  std::vector<uint64_t> prefetched_window_;  // per chunk: 1 + the window it was prefetched for
+  std::vector<SampleRef> refs_;
+  std::vector<uint64_t> batch_samples_;
+};
+
+}  // namespace rf

@@ -1,0 +1,27 @@
+// TrainingSource: what `ringfeed train` trains from, in either mode (StreamingSource,
+// ManagedSource): a BatchSource in the backend's memory that also says which samples its last
+// batch holds, what it read from disk and how long the consumer waited for data. Both visit the
+// samples in WindowOrder (pipeline/window_order.h), so the same seed gives the same batches in
+// either mode.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/batch_source.h"
+
+namespace rf {
+
+class TrainingSource : public BatchSource {
+ public:
+  // Global sample indices of the last batch, in batch order (for --dump-order).
+  virtual const std::vector<uint64_t>& batch_samples() const = 0;
+  // Bytes read from disk, and seconds Next() spent blocked waiting for data, since creation.
+  virtual uint64_t bytes_read() const = 0;
+  virtual double wait_seconds() const = 0;
+  // One line for the start of a run: the mode and its memory.
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace rf

@@ -1,0 +1,101 @@
+// The two modes against each other on the GPU: for the same seed, streaming (device staging) and
+// managed (one managed allocation) hand the backend the same samples in the same batches, so a
+// deterministic backend's loss curve is the same, step for step, to the bit. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda_backend.h"
+#include "pipeline/cuda_chunk_staging.h"
+#include "pipeline/managed_source.h"
+#include "pipeline/streaming_source.h"
+#include "tests/kernels/cuda_test_util.h"
+#include "tests/pipeline/indexed_dataset.h"
+
+namespace rf {
+namespace {
+
+using testing::TempDir;
+
+struct Curve {
+  std::vector<double> losses;
+  std::vector<std::vector<uint64_t>> batches;
+};
+
+Curve Train(TrainingSource& source, CudaBackend& backend, uint64_t epochs) {
+  Curve c;
+  for (uint64_t e = 0; e < epochs; ++e) {
+    EXPECT_TRUE(source.StartEpoch(e, 0).ok());
+    for (;;) {
+      auto b = source.Next();
+      EXPECT_TRUE(b.ok()) << b.status().ToString();
+      if (!b.ok() || b->n == 0) break;
+      EXPECT_TRUE(
+          backend.TrainStep({b->samples, b->sample_dtype, b->labels, b->label_dtype, b->n}, {})
+              .ok());
+      c.losses.push_back(backend.TakeTrainStats().mean_loss());
+      c.batches.push_back(source.batch_samples());
+    }
+  }
+  return c;
+}
+
+TEST(CudaModes, StreamingAndManagedGiveTheSameBatchesAndTheSameLossCurve) {
+  RF_REQUIRE_GPU();
+  TempDir t;
+  auto d = Dataset::Open(testing::MakeIndexedDataset(t, 2500, 1, 4096));
+  ASSERT_TRUE(d.ok());
+  ModelConfig c;
+  c.channels = 1;
+  c.height = c.width = 8;
+  c.classes = 10;
+  c.conv = {8, 16};
+  c.hidden = 32;
+  const Normalization norm{{3.f}, {50.f}};
+  WindowOrderOptions order;
+  order.window_chunks = 5;
+  order.first_window_chunks = 2;
+  order.seed = 11;
+
+  Curve curves[2];
+  for (int mode = 0; mode < 2; ++mode) {
+    auto backend = CudaBackend::Create(c, norm, 64, InitialParameters(c, 2));
+    ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+    const cudaStream_t stream = (*backend)->stream();
+    std::unique_ptr<TrainingSource> source;
+    if (mode == 0) {
+      StreamingOptions o;
+      o.batch_size = 64;
+      o.order = order;
+      o.epochs = 2;
+      o.ring_slots = 4;
+      o.feeder.reader.mode = IoMode::kBuffered;
+      auto s = StreamingSource::Create(
+          *d, o, [stream](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
+            RF_ASSIGN_OR_RETURN(auto st, CudaChunkStaging::Create(l, stream, 2));
+            return std::unique_ptr<ChunkStaging>(std::move(st));
+          });
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      source = std::move(s).value();
+    } else {
+      ManagedOptions o;
+      o.batch_size = 64;
+      o.order = order;
+      o.prefetch_batches = 2;
+      o.advise = true;
+      auto s = ManagedSource::Create(*d, o, stream);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      source = std::move(s).value();
+    }
+    curves[mode] = Train(*source, **backend, 2);
+  }
+  ASSERT_EQ(curves[0].batches.size(), 2u * 40);  // 2500 / 64: 39 full batches and one of 4
+  EXPECT_EQ(curves[0].batches, curves[1].batches);
+  EXPECT_EQ(curves[0].losses, curves[1].losses);
+  for (double l : curves[0].losses) EXPECT_TRUE(std::isfinite(l));
+}
+
+}  // namespace
+}  // namespace rf
