@@ -17,10 +17,8 @@ Result<CudaBatchGather> CudaBatchGather::Create(const StagingLayout& layout, cud
                                                               "gathered labels"));
   const size_t ref_bytes = layout.max_batch * sizeof(SampleRef);
   for (int i = 0; i < kRefBuffers; ++i) {
-    RF_ASSIGN_OR_RETURN(g.host_refs_[i], cuda::PinnedBuffer::Allocate(ref_bytes, "batch refs"));
-    RF_ASSIGN_OR_RETURN(g.device_refs_[i],
-                        cuda::DeviceBuffer::Allocate(ref_bytes, "device batch refs"));
-    RF_ASSIGN_OR_RETURN(g.refs_sent_[i], cuda::CreateEvent(/*timing=*/false));
+    RF_ASSIGN_OR_RETURN(g.refs_[i], cuda::PinnedBuffer::Allocate(ref_bytes, "batch refs"));
+    RF_ASSIGN_OR_RETURN(g.refs_read_[i], cuda::CreateEvent(/*timing=*/false));
   }
   return g;
 }
@@ -29,16 +27,14 @@ Result<Batch> CudaBatchGather::Gather(const uint8_t* base, const SampleRef* refs
   if (n > layout_.max_batch) return Status::InvalidArgument("batch larger than the gather's");
   const int i = next_;
   next_ = (next_ + 1) % kRefBuffers;
-  if (refs_pending_[i]) RF_CUDA_CHECK(cudaEventSynchronize(refs_sent_[i].get()));
-  std::memcpy(host_refs_[i].as<SampleRef>(), refs, n * sizeof(SampleRef));
-  RF_CUDA_CHECK(cudaMemcpyAsync(device_refs_[i].data(), host_refs_[i].as<SampleRef>(),
-                                n * sizeof(SampleRef), cudaMemcpyHostToDevice, compute_));
-  RF_CUDA_CHECK(cudaEventRecord(refs_sent_[i].get(), compute_));
-  refs_pending_[i] = true;
+  if (refs_pending_[i]) RF_CUDA_CHECK(cudaEventSynchronize(refs_read_[i].get()));
+  std::memcpy(refs_[i].as<SampleRef>(), refs, n * sizeof(SampleRef));
   static_assert(sizeof(SampleRef) == 2 * sizeof(uint64_t));
-  RF_CUDA_CHECK(cuda::GatherSamples(base, device_refs_[i].as<uint64_t>(), n, layout_.sample_bytes,
+  RF_CUDA_CHECK(cuda::GatherSamples(base, refs_[i].as<uint64_t>(), n, layout_.sample_bytes,
                                     layout_.label_bytes, samples_.as<uint8_t>(),
                                     labels_.as<uint8_t>(), compute_));
+  RF_CUDA_CHECK(cudaEventRecord(refs_read_[i].get(), compute_));
+  refs_pending_[i] = true;
   Batch b;
   b.samples = samples_.data();
   b.sample_dtype = layout_.sample_dtype;

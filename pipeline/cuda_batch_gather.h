@@ -1,9 +1,10 @@
 // CudaBatchGather: gathers a batch on the GPU from samples scattered over device-readable memory
 // (device staging slots, or a managed dataset), for the streaming and managed modes alike. The
-// batch's SampleRefs go to the device through one of 4 pinned buffers (the host waits only to
-// reuse one, four batches back, which also bounds how far the host runs ahead of the GPU), then
-// one kernel (kernels/cuda_gather.cuh) copies samples and labels into one batch buffer on the
-// compute stream. Memory: one batch and the ref buffers, allocated by Create.
+// batch's SampleRefs are written to one of 4 pinned buffers, which the gather kernel
+// (kernels/cuda_gather.cuh) reads in place over PCIe (pinned memory is device-addressable under
+// unified addressing: no copy node on the compute stream), copying samples and labels into one
+// batch buffer. The host waits only to reuse a ref buffer, four batches back, which also bounds
+// how far it runs ahead of the GPU. Memory: one batch and the ref buffers, allocated by Create.
 //
 // Thread safety: none; the compute thread uses it.
 #pragma once
@@ -31,9 +32,8 @@ class CudaBatchGather {
   StagingLayout layout_;
   cudaStream_t compute_ = nullptr;
   cuda::DeviceBuffer samples_, labels_;
-  std::array<cuda::PinnedBuffer, kRefBuffers> host_refs_;
-  std::array<cuda::DeviceBuffer, kRefBuffers> device_refs_;
-  std::array<cuda::CudaEvent, kRefBuffers> refs_sent_;
+  std::array<cuda::PinnedBuffer, kRefBuffers> refs_;
+  std::array<cuda::CudaEvent, kRefBuffers> refs_read_;  // after the kernel that read refs_[i]
   std::array<bool, kRefBuffers> refs_pending_{};
   int next_ = 0;
 };

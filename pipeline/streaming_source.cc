@@ -32,9 +32,11 @@ uint32_t StreamingSource::StagingSlots(const WindowOrder& order, uint32_t batch_
   const uint64_t per_chunk =
       std::max<uint64_t>(1, order.sample_count() / std::max<uint64_t>(1, chunks));
   // A batch reaching past its windows takes at most ceil(batch / per_chunk) more chunks, and one
-  // more for a short last chunk.
+  // more for a short last chunk. Three windows (the one trained, the next, and the one after
+  // being read) let the reader run a window ahead, so a slow stretch of disk does not stall
+  // compute at once; two would be enough to make progress.
   const uint64_t spill = (batch_size + per_chunk - 1) / per_chunk + 1;
-  return static_cast<uint32_t>(2 * window + spill);
+  return static_cast<uint32_t>(3 * window + spill);
 }
 
 Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(

@@ -16,7 +16,7 @@
 // epoch's first window is read while the current epoch ends.
 //
 // Memory, fixed at Create and independent of the dataset's size: the host ring (ring_slots x
-// the largest chunk), the staging area (StagingSlots(): two windows plus a batch's worth of
+// the largest chunk), the staging area (StagingSlots(): three windows plus a batch's worth of
 // chunks), one batch, one window's order; and the chunk plan (8 bytes per chunk per epoch).
 //
 // Failures: a read error or a checksum mismatch fails the ring with a Status naming file, chunk
@@ -66,7 +66,7 @@ class StreamingSource final : public TrainingSource {
                                                          const StagingFactory& make_staging);
   ~StreamingSource() override;
 
-  // Staging slots for a layout: two windows, plus the chunks one batch can span beyond them.
+  // Staging slots for a layout: three windows, plus the chunks one batch can span beyond them.
   static uint32_t StagingSlots(const WindowOrder& order, uint32_t batch_size);
 
   uint64_t sample_count() const override { return order_.sample_count(); }
