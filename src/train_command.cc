@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -401,8 +402,11 @@ int RunTrainCommand(int argc, char** argv) {
   TrainArgs a;
   std::string cuda_graph;
   po::options_description opts("ringfeed train --data TRAIN.rfd [options]");
-  opts.add_options()("help,h", "show this help")("data", po::value(&a.data), "training dataset")(
-      "test", po::value(&a.test), "test dataset, evaluated after every epoch")(
+  opts.add_options()("help,h", "show this help")(
+      "config", po::value<std::string>(),
+      "read options from this file too, one \"name = value\" per line (the command line wins)")(
+      "data", po::value(&a.data), "training dataset")("test", po::value(&a.test),
+                                                      "test dataset, evaluated after every epoch")(
       "device", po::value(&a.engine.device)->default_value(a.engine.device),
       "auto (the GPU where one is found, else the CPU), cuda or cpu")(
       "precision", po::value(&a.engine.precision)->default_value(a.engine.precision),
@@ -460,6 +464,17 @@ int RunTrainCommand(int argc, char** argv) {
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    // Options from a file come second: the command line wins where both set one.
+    if (vm.count("config")) {
+      const std::string path = vm["config"].as<std::string>();
+      std::ifstream file(path);
+      if (!file) {
+        std::fprintf(stderr, "ringfeed train: cannot read --config %s: %s\n", path.c_str(),
+                     std::strerror(errno));
+        return 2;
+      }
+      po::store(po::parse_config_file(file, opts), vm);
+    }
     po::notify(vm);
   } catch (const po::error& e) {
     std::fprintf(stderr, "ringfeed train: %s (see --help)\n", e.what());

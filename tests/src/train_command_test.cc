@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "io/dataset.h"
 #include "io/dataset_writer.h"
 #include "kernels/checkpoint.h"
 #include "tests/kernels/fashion_mnist.h"
@@ -283,6 +284,58 @@ TEST(TrainCommand, DumpOrderWritesAPermutationPerEpoch) {
     ASSERT_EQ(e.size(), 300u);
     for (uint64_t i = 0; i < 300; ++i) ASSERT_EQ(e[i], i);
   }
+}
+
+// --config reads the same options from a file; the command line wins where both set one.
+TEST(TrainCommand, ConfigFileSetsOptionsAndTheCommandLineWins) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  {
+    std::ofstream f(t.File("train.cfg"));
+    f << "# a comment\nepochs = 2\nbatch-size = 50\nconv = 4,8\nhidden = 16\ndevice = cpu\n";
+  }
+  std::string out;
+  ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data " + data + " --config " +
+                           t.File("train.cfg") + " --batch-size 60",
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("conv 4,8, hidden 16"), std::string::npos) << out;
+  EXPECT_NE(out.find("batch 60"), std::string::npos) << out;
+  EXPECT_NE(out.find("epoch 2/2: train loss"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data " + data + " --config " +
+                           t.File("missing.cfg"),
+                       &out),
+            2);
+  EXPECT_EQ(out, "ringfeed train: cannot read --config " + t.File("missing.cfg") +
+                     ": No such file or directory\n");
+}
+
+// A chunk that fails its checksum mid-training stops the run naming file and chunk, exit 1, and
+// the checkpoint written before it is still whole.
+TEST(TrainCommand, ACorruptChunkStopsTrainingAndLeavesTheCheckpointIntact) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, "--epochs 1 --checkpoint " + t.File("ck")), &out), 0) << out;
+  auto d = Dataset::Open(data);
+  ASSERT_TRUE(d.ok());
+  const uint64_t last = d->chunk_count() - 1;
+  testing::FlipBit(data, d->chunk(last).entry.offset + 10, 1);
+  EXPECT_EQ(RunCommand(Train(data, "--epochs 3 --checkpoint-every 1 --checkpoint " + t.File("ck") +
+                                       " --resume " + t.File("ck")),
+                       &out),
+            1);
+  EXPECT_NE(out.find(data), std::string::npos) << out;
+  EXPECT_NE(out.find("chunk " + std::to_string(last)), std::string::npos) << out;
+  ModelConfig c;
+  c.channels = 1;
+  c.height = c.width = 12;
+  c.classes = 4;
+  c.conv = {4, 8};
+  c.hidden = 16;
+  const auto ck = LoadCheckpoint(t.File("ck"), c);
+  EXPECT_TRUE(ck.ok()) << ck.status().ToString();
 }
 
 TEST(TrainCommand, MissingDataIsAUsageError) {
