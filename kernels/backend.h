@@ -60,6 +60,10 @@ class Backend {
   virtual Status GetState(Tensors* params, Tensors* momentum) = 0;
   virtual Status SetState(const Tensors& params, const Tensors& momentum) = 0;
 
+  // Calls fn(arg) once the work queued so far has run: at once for a synchronous backend, later
+  // and from another thread for the CUDA backend (so fn must not call CUDA). For timelines.
+  virtual Status WhenDone(void (*fn)(void*), void* arg) = 0;
+
   // For checks: the mean loss over the batch and the gradient of every parameter (without weight
   // decay), with no update.
   virtual Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) = 0;

@@ -342,6 +342,11 @@ Status CudaBackend::SetState(const Tensors& params, const Tensors& momentum) {
   return Status::Ok();
 }
 
+Status CudaBackend::WhenDone(void (*fn)(void*), void* arg) {
+  RF_CUDA_CHECK(cudaLaunchHostFunc(stream_, fn, arg));
+  return Status::Ok();
+}
+
 std::string CudaBackend::Describe() const {
   cudaDeviceProp prop{};
   const bool known = cudaGetDeviceProperties(&prop, options_.device) == cudaSuccess;

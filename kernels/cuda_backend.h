@@ -90,6 +90,7 @@ class CudaBackend final : public Backend {
   Status SetState(const Tensors& params, const Tensors& momentum) override;
 
   Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) override;
+  Status WhenDone(void (*fn)(void*), void* arg) override;
 
   cudaStream_t stream() const { return stream_; }
   bool tf32() const { return options_.tf32; }

@@ -2,12 +2,19 @@
 
 #include <algorithm>
 #include <future>
+#include <string>
+
+#include "pipeline/trace.h"
 
 namespace rf {
 
 ChunkFeeder::ChunkFeeder(const Dataset& d, SlotRing& r, std::vector<uint64_t> order,
                          const FeederOptions& o)
-    : dataset_(d), ring_(r), order_(std::move(order)), options_(o) {}
+    : dataset_(d),
+      ring_(r),
+      order_(std::move(order)),
+      options_(o),
+      submitted_ns_(r.slot_count(), 0) {}
 
 Result<std::unique_ptr<ChunkFeeder>> ChunkFeeder::Start(const Dataset& dataset, SlotRing& ring,
                                                         std::vector<uint64_t> order,
@@ -82,6 +89,10 @@ void ChunkFeeder::Run(std::unique_ptr<ChunkReader> reader) {
 
 void ChunkFeeder::Deliver(const ChunkDone& d) {
   const uint64_t bytes = dataset_.chunk(d.chunk).entry.stored_bytes;
+  if (Trace::Active() != nullptr && submitted_ns_[d.slot] != 0) {
+    TraceSpan("read", "read", submitted_ns_[d.slot], Trace::NowNs(),
+              "{\"chunk\":" + std::to_string(d.chunk) + "}");
+  }
   bytes_.fetch_add(bytes, std::memory_order_relaxed);
   if (!options_.verify) {
     ring_.MarkReady(d.slot, d.chunk, bytes);
@@ -104,7 +115,11 @@ void ChunkFeeder::VerifyLoop() {
       d = to_verify_.front();
       to_verify_.pop_front();
     }
-    Status st = dataset_.VerifyChunk(d.chunk, ring_.data(d.slot));
+    Status st;
+    {
+      const Trace::Scope span("verify", "verify");
+      st = dataset_.VerifyChunk(d.chunk, ring_.data(d.slot));
+    }
     if (!st.ok()) {
       ring_.Fail(std::move(st));
       continue;  // keep draining so StopVerifiers returns
@@ -136,6 +151,7 @@ Status ChunkFeeder::Feed(ChunkReader& reader) {
         if (!ring_.status().ok()) return ring_.status();  // the consumer stopped
         break;
       }
+      if (Trace::Active() != nullptr) submitted_ns_[*slot] = Trace::NowNs();
       RF_RETURN_IF_ERROR(reader.Submit(order_[next], *slot));
       ++next;
     }

@@ -70,6 +70,7 @@ class ChunkFeeder {
   const char* backend_ = "";
   IoMode mode_ = IoMode::kDirect;
   std::atomic<uint64_t> bytes_{0};
+  std::vector<uint64_t> submitted_ns_;  // per ring slot, while a trace is active
   std::thread thread_;
   Status status_;
 

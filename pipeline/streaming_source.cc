@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "io/units.h"
+#include "pipeline/trace.h"
 
 namespace rf {
 namespace {
@@ -20,6 +21,7 @@ std::vector<uint32_t> ChunkSamples(const Dataset& d) {
 
 void StreamingSource::ReleaseRingSlot(void* arg) {
   const auto* a = static_cast<const ReleaseArg*>(arg);
+  if (a->copy_start_ns != 0) TraceSpan("copy", "copy", a->copy_start_ns, Trace::NowNs());
   a->ring->Release(a->slot);
 }
 
@@ -178,7 +180,7 @@ void StreamingSource::CopyLoop() {
       break;
     }
     ReleaseArg& arg = release_args_[f->slot];
-    arg = ReleaseArg{ring_.get(), f->slot};
+    arg = ReleaseArg{ring_.get(), f->slot, Trace::Active() != nullptr ? Trace::NowNs() : 0};
     st = staging_->CopyIn(dst, ring_->data(f->slot), f->bytes, &ReleaseRingSlot, &arg);
     if (!st.ok()) {
       ring_->Fail(st);
@@ -213,11 +215,11 @@ Status StreamingSource::EnterWindow(uint64_t w) {
   {
     std::unique_lock lock(mu_);
     if (copied_ <= last_seq) {
-      const auto t0 = std::chrono::steady_clock::now();
+      const uint64_t t0 = Trace::NowNs();
       cv_.wait(lock, [&] { return copied_ > last_seq || copy_done_; });
-      wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+      const uint64_t t1 = Trace::NowNs();
+      wait_ns_ += t1 - t0;
+      TraceSpan("wait for data", "compute", t0, t1);
       if (copied_ <= last_seq) {
         if (!copy_status_.ok()) return copy_status_;
         return ring_->status().ok() ? Status::Aborted("the chunk plan ended before epoch " +

@@ -124,6 +124,7 @@ class StreamingSource final : public TrainingSource {
   struct ReleaseArg {
     SlotRing* ring;
     uint32_t slot;
+    uint64_t copy_start_ns;  // 0 unless a trace is active
   };
   std::vector<ReleaseArg> release_args_;  // one per ring slot
 

@@ -10,6 +10,8 @@
 // and exits 0, so an interrupted run can be resumed.
 #include <signal.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -25,6 +27,7 @@
 #include "io/units.h"
 #include "kernels/checkpoint.h"
 #include "pipeline/memory_batch_source.h"
+#include "pipeline/trace.h"
 #include "src/commands.h"
 #include "src/train_engine.h"
 
@@ -68,7 +71,7 @@ struct TrainArgs {
   uint64_t seed = 1;
   std::string conv = "32,64,128";
   uint32_t hidden = 256;
-  std::string checkpoint, resume, metrics, dump_order;
+  std::string checkpoint, resume, metrics, dump_order, trace;
   uint64_t checkpoint_every = 0, max_steps = 0;
   // Streaming.
   std::string shuffle = "window", io = "direct";
@@ -136,6 +139,17 @@ class Trainer {
  private:
   std::ofstream* dump_order_;
   double first_batch_ms_ = -1;
+  // --trace: each step's span on the "compute" track, from its issue (or the previous step's end)
+  // to the end of its work, which the backend reports through WhenDone.
+  struct StepMark {
+    Trainer* trainer;
+    uint64_t issued_ns;
+  };
+  static void StepDone(void* arg);
+  Status MarkStep();
+  std::array<StepMark, 64> marks_{};  // more than the steps the host can run ahead of the GPU
+  uint64_t marks_used_ = 0;
+  uint64_t last_done_ns_ = 0;  // written by StepDone only
   Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
   // t0: the epoch's start; bytes0, wait0: the source's counters then.
   Status ReportEpoch(const RunState& s, std::chrono::steady_clock::time_point t0, uint64_t samples,
@@ -222,6 +236,19 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
   return WriteMetrics(j);
 }
 
+void Trainer::StepDone(void* arg) {
+  const auto* m = static_cast<const StepMark*>(arg);
+  const uint64_t now = Trace::NowNs();
+  TraceSpan("train step", "compute", std::max(m->issued_ns, m->trainer->last_done_ns_), now);
+  m->trainer->last_done_ns_ = now;
+}
+
+Status Trainer::MarkStep() {
+  StepMark& m = marks_[marks_used_++ % marks_.size()];
+  m = StepMark{this, Trace::NowNs()};
+  return backend_.WhenDone(&Trainer::StepDone, &m);
+}
+
 Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
   std::string stopped_by = "epochs";
   bool stopping = a_.max_steps != 0 && s.step >= a_.max_steps;
@@ -247,6 +274,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
         for (uint64_t i : source_.batch_samples()) *dump_order_ << i << "\n";
       }
       RF_RETURN_IF_ERROR(backend_.TrainStep(ToBatchRef(b), sgd));
+      if (Trace::Active() != nullptr) RF_RETURN_IF_ERROR(MarkStep());
       ++s.step;
       s.next_sample = source_.position();
       if (g_stop_requested.load(std::memory_order_relaxed)) {
@@ -391,9 +419,20 @@ Status Run(const TrainArgs& a) {
     dump.open(a.dump_order, std::ios::trunc);
     if (!dump) return Status::IOError(a.dump_order, "cannot create order file", errno);
   }
+  Trace trace;
+  if (!a.trace.empty()) Trace::Activate(&trace);
   Trainer t(args, train, config, *engine, a.metrics.empty() ? nullptr : &metrics,
             a.dump_order.empty() ? nullptr : &dump);
-  return t.Run(state, sgd, seed);
+  Status st = t.Run(state, sgd, seed);
+  if (!a.trace.empty()) {
+    // Waits for every queued step, so their trace callbacks have run (the run is over: its
+    // statistics are no longer needed).
+    (void)engine->backend().TakeTrainStats();
+    Trace::Activate(nullptr);
+    Status written = trace.Write(a.trace);
+    if (st.ok()) st = written;
+  }
+  return st;
 }
 
 }  // namespace
@@ -459,6 +498,9 @@ int RunTrainCommand(int argc, char** argv) {
       "largest single read (a multiple of 4 KiB)")("io", po::value(&a.io)->default_value(a.io),
                                                    "direct (O_DIRECT io_uring), buffered, pread")(
       "no-verify", po::bool_switch(&a.no_verify), "skip the per-chunk checksum")(
+      "trace", po::value(&a.trace),
+      "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the read, verify, copy and "
+      "compute spans")(
       "dump-order", po::value(&a.dump_order),
       "write the sample indices each epoch visits, one per line, after a \"# epoch N\" line");
   po::variables_map vm;

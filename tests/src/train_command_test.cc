@@ -7,7 +7,9 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "io/dataset.h"
@@ -336,6 +338,35 @@ TEST(TrainCommand, ACorruptChunkStopsTrainingAndLeavesTheCheckpointIntact) {
   c.hidden = 16;
   const auto ck = LoadCheckpoint(t.File("ck"), c);
   EXPECT_TRUE(ck.ok()) << ck.status().ToString();
+}
+
+// --trace writes a Chrome trace with every stage's spans, each row named.
+TEST(TrainCommand, TraceHasReadVerifyCopyAndComputeSpans) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, "--epochs 2 --trace " + t.File("trace.json")), &out), 0) << out;
+  std::ifstream in(t.File("trace.json"));
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::map<std::string, int> spans;
+  std::set<std::string> rows;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++spans[e["cat"].get<std::string>() + "/" + e["name"].get<std::string>()];
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+    } else if (e["ph"] == "M") {
+      rows.insert(e["args"]["name"].get<std::string>());
+    }
+  }
+  auto d = Dataset::Open(data);
+  ASSERT_TRUE(d.ok());
+  const int chunks = static_cast<int>(d->chunk_count());
+  EXPECT_EQ(spans["read/read"], 2 * chunks);
+  EXPECT_EQ(spans["verify/verify"], 2 * chunks);
+  EXPECT_EQ(spans["copy/copy"], 2 * chunks);
+  EXPECT_EQ(spans["compute/train step"], 2 * 10);  // 300 samples in batches of 32: 10 an epoch
+  EXPECT_GE(spans["compute/wait for data"], 1);    // at least the first window
+  EXPECT_EQ(rows, (std::set<std::string>{"read", "verify", "copy", "compute"}));
 }
 
 TEST(TrainCommand, MissingDataIsAUsageError) {
