@@ -1,13 +1,11 @@
-// ringfeed train: trains the model (kernels/model.h) on a dataset with a backend, one epoch after
-// another, printing a line per epoch; writes checkpoints and resumes from them bit-exactly (the
-// CPU backend is deterministic and the epoch order is a function of seed and epoch alone).
+// ringfeed train: its options (command line and --config file), and the run's set-up: the
+// dataset, the model, a resumed checkpoint, the engine (backend and training source:
+// src/train_engine.h), then the loop (src/trainer.h). Checkpoints resume bit-exactly on the CPU:
+// the backend is deterministic and the order a function of seed, window and epoch alone.
 //
-// The data path, top to bottom: StreamingSource::Next (the window's chunks read, copied where the
-// backend computes and gathered into a batch: pipeline/streaming_source.h, src/train_engine.h)
-// -> Backend::TrainStep. The test split is evaluated from memory after every epoch.
-//
-// SIGINT and SIGTERM only set a flag; the loop checks it after each step, writes the checkpoint
-// and exits 0, so an interrupted run can be resumed.
+// The data path, top to bottom: TrainingSource::Next (streaming: the window's chunks read, copied
+// where the backend computes and gathered into a batch, pipeline/streaming_source.h; managed:
+// gathered from one managed allocation, pipeline/managed_source.h) -> Backend::TrainStep.
 #include <signal.h>
 
 #include <algorithm>
@@ -30,6 +28,7 @@
 #include "pipeline/trace.h"
 #include "src/commands.h"
 #include "src/train_engine.h"
+#include "src/trainer.h"
 
 namespace po = boost::program_options;
 
@@ -45,21 +44,6 @@ std::string Shortest(float v) {
     if (std::strtof(buf, nullptr) == v) break;
   }
   return buf;
-}
-
-// Lock-free, so storing to it is async-signal-safe; the handler does nothing else.
-std::atomic<bool> g_stop_requested{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
-
-void RequestStop(int) { g_stop_requested.store(true, std::memory_order_relaxed); }
-
-void InstallStopHandlers() {
-  struct sigaction sa {};
-  sa.sa_handler = RequestStop;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
 }
 
 struct TrainArgs {
@@ -83,16 +67,6 @@ struct TrainArgs {
   std::string read_size = "4MiB";
 };
 
-// Host memory in use, from /proc/self/status (0 where it cannot be read).
-uint64_t ResidentBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "... kB"
-  }
-  return 0;
-}
-
 Result<std::vector<uint32_t>> ParseWidths(const std::string& s) {
   std::vector<uint32_t> out;
   std::stringstream ss(s);
@@ -108,204 +82,6 @@ Result<std::vector<uint32_t>> ParseWidths(const std::string& s) {
   }
   if (out.empty()) return Status::InvalidArgument("--conv is empty");
   return out;
-}
-
-BatchRef ToBatchRef(const Batch& b) {
-  return BatchRef{b.samples, b.sample_dtype, b.labels, b.label_dtype, b.n};
-}
-
-// Everything the loop keeps between steps besides the backend's own state.
-struct RunState {
-  uint64_t epoch = 0, step = 0;
-  uint64_t next_sample = 0;  // in the current epoch's order
-};
-
-class Trainer {
- public:
-  Trainer(const TrainArgs& a, const Dataset& train, ModelConfig config, TrainEngine& engine,
-          std::ofstream* metrics, std::ofstream* dump_order)
-      : dump_order_(dump_order),
-        a_(a),
-        train_(train),
-        config_(std::move(config)),
-        engine_(engine),
-        backend_(engine.backend()),
-        source_(engine.train()),
-        test_(engine.test()),
-        metrics_(metrics) {}
-
-  Status Run(RunState s, const SgdConfig& sgd, uint64_t seed);
-
- private:
-  std::ofstream* dump_order_;
-  double first_batch_ms_ = -1;
-  // --trace: each step's span on the "compute" track, from its issue (or the previous step's end)
-  // to the end of its work, which the backend reports through WhenDone.
-  struct StepMark {
-    Trainer* trainer;
-    uint64_t issued_ns;
-  };
-  static void StepDone(void* arg);
-  Status MarkStep();
-  std::array<StepMark, 64> marks_{};  // more than the steps the host can run ahead of the GPU
-  uint64_t marks_used_ = 0;
-  uint64_t last_done_ns_ = 0;  // written by StepDone only
-  Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
-  // t0: the epoch's start; bytes0, wait0: the source's counters then.
-  Status ReportEpoch(const RunState& s, std::chrono::steady_clock::time_point t0, uint64_t samples,
-                     uint64_t bytes0, double wait0);
-  Status WriteMetrics(const nlohmann::json& j);
-
-  const TrainArgs& a_;
-  const Dataset& train_;
-  ModelConfig config_;
-  TrainEngine& engine_;
-  Backend& backend_;
-  TrainingSource& source_;
-  BatchSource* test_;
-  std::ofstream* metrics_;
-};
-
-Status Trainer::Save(const RunState& s, const SgdConfig& sgd, uint64_t seed) {
-  if (a_.checkpoint.empty()) return Status::Ok();
-  Checkpoint c;
-  c.config = config_;
-  c.sgd = sgd;
-  RF_RETURN_IF_ERROR(backend_.GetState(&c.params, &c.momentum));
-  c.seed = seed;
-  // A finished epoch is stored as the start of the next, so a resume does not begin with an
-  // empty epoch.
-  const bool epoch_done = s.next_sample >= source_.epoch_samples();
-  c.epoch = epoch_done ? s.epoch + 1 : s.epoch;
-  c.next_sample = epoch_done ? 0 : s.next_sample;
-  c.step = s.step;
-  c.batch_size = a_.batch_size;
-  c.dataset_id = train_.header().dataset_id;
-  c.dataset_samples = train_.sample_count();
-  return WriteCheckpoint(a_.checkpoint, c);
-}
-
-Status Trainer::WriteMetrics(const nlohmann::json& j) {
-  if (metrics_ == nullptr) return Status::Ok();
-  *metrics_ << j.dump() << "\n" << std::flush;
-  if (!metrics_->good()) return Status::IOError(a_.metrics, "cannot write metrics", errno);
-  return Status::Ok();
-}
-
-Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_point t0,
-                            uint64_t samples, uint64_t bytes0, double wait0) {
-  const StepStats train = backend_.TakeTrainStats();  // waits for the epoch's last step
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double disk = static_cast<double>(source_.bytes_read() - bytes0) / seconds / 1e9;
-  const double waited = (source_.wait_seconds() - wait0) / seconds;
-  nlohmann::json j = {{"event", "epoch"},
-                      {"epoch", s.epoch + 1},
-                      {"step", s.step},
-                      {"train_loss", train.mean_loss()},
-                      {"train_accuracy", train.accuracy()},
-                      {"samples_per_s", samples / seconds},
-                      {"seconds", seconds},
-                      {"disk_gb_per_s", disk},
-                      {"data_wait_share", waited},
-                      {"rss_bytes", ResidentBytes()},
-                      {"gpu_bytes", engine_.gpu_bytes()}};
-  std::string test_part;
-  if (test_ != nullptr) {
-    RF_RETURN_IF_ERROR(test_->StartEpoch(0, 0));
-    for (;;) {
-      RF_ASSIGN_OR_RETURN(Batch b, test_->Next());
-      if (b.n == 0) break;
-      RF_RETURN_IF_ERROR(backend_.Evaluate(ToBatchRef(b)));
-    }
-    const StepStats eval = backend_.TakeEvalStats();
-    j["test_loss"] = eval.mean_loss();
-    j["test_accuracy"] = eval.accuracy();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, ", test accuracy %.2f%%", 100 * eval.accuracy());
-    test_part = buf;
-  }
-  std::printf(
-      "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, %.0f samples/s, %.1f s, disk "
-      "%.2f GB/s, waited for data %.1f%%, GPU memory %.1f MiB, host RSS %.1f MiB\n",
-      static_cast<unsigned long long>(s.epoch + 1), static_cast<unsigned long long>(a_.epochs),
-      train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), samples / seconds, seconds,
-      disk, 100 * waited, j["gpu_bytes"].get<uint64_t>() / 1048576.0,
-      j["rss_bytes"].get<uint64_t>() / 1048576.0);
-  std::fflush(stdout);
-  return WriteMetrics(j);
-}
-
-void Trainer::StepDone(void* arg) {
-  const auto* m = static_cast<const StepMark*>(arg);
-  const uint64_t now = Trace::NowNs();
-  TraceSpan("train step", "compute", std::max(m->issued_ns, m->trainer->last_done_ns_), now);
-  m->trainer->last_done_ns_ = now;
-}
-
-Status Trainer::MarkStep() {
-  StepMark& m = marks_[marks_used_++ % marks_.size()];
-  m = StepMark{this, Trace::NowNs()};
-  return backend_.WhenDone(&Trainer::StepDone, &m);
-}
-
-Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
-  std::string stopped_by = "epochs";
-  bool stopping = a_.max_steps != 0 && s.step >= a_.max_steps;
-  if (stopping) stopped_by = "max-steps";
-  while (s.epoch < a_.epochs && !stopping) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const uint64_t bytes0 = source_.bytes_read();
-    const double wait0 = source_.wait_seconds();
-    RF_RETURN_IF_ERROR(source_.StartEpoch(s.epoch, s.next_sample));
-    const uint64_t first_sample = s.next_sample;
-    if (dump_order_ != nullptr) *dump_order_ << "# epoch " << s.epoch + 1 << "\n";
-    while (!stopping) {
-      RF_ASSIGN_OR_RETURN(Batch b, source_.Next());
-      if (b.n == 0) break;
-      if (first_batch_ms_ < 0) {
-        first_batch_ms_ =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count();
-        std::printf("first batch after %.1f ms\n", first_batch_ms_);
-        std::fflush(stdout);
-      }
-      if (dump_order_ != nullptr) {
-        for (uint64_t i : source_.batch_samples()) *dump_order_ << i << "\n";
-      }
-      RF_RETURN_IF_ERROR(backend_.TrainStep(ToBatchRef(b), sgd));
-      if (Trace::Active() != nullptr) RF_RETURN_IF_ERROR(MarkStep());
-      ++s.step;
-      s.next_sample = source_.position();
-      if (g_stop_requested.load(std::memory_order_relaxed)) {
-        stopping = true;
-        stopped_by = "signal";
-      } else if (a_.max_steps != 0 && s.step >= a_.max_steps) {
-        stopping = true;
-        stopped_by = "max-steps";
-      } else if (a_.checkpoint_every != 0 && s.step % a_.checkpoint_every == 0) {
-        RF_RETURN_IF_ERROR(Save(s, sgd, seed));
-      }
-    }
-    if (s.next_sample < source_.epoch_samples()) break;  // stopped mid-epoch
-    RF_RETURN_IF_ERROR(ReportEpoch(s, t0, s.next_sample - first_sample, bytes0, wait0));
-    ++s.epoch;
-    s.next_sample = 0;
-  }
-  // After the last epoch (s.epoch == epochs, next_sample 0) Save stores exactly that.
-  RF_RETURN_IF_ERROR(Save(s, sgd, seed));
-  std::printf("ringfeed train: stopped by %s after step %llu (next: epoch %llu, sample %llu)%s%s\n",
-              stopped_by.c_str(), static_cast<unsigned long long>(s.step),
-              static_cast<unsigned long long>(s.epoch + 1),
-              static_cast<unsigned long long>(s.next_sample),
-              a_.checkpoint.empty() ? "" : "; checkpoint written to ", a_.checkpoint.c_str());
-  std::fflush(stdout);
-  return WriteMetrics({{"event", "end"},
-                       {"stopped_by", stopped_by},
-                       {"step", s.step},
-                       {"epoch", s.epoch},
-                       {"next_sample", s.next_sample},
-                       {"checkpoint", a_.checkpoint}});
 }
 
 Status Run(const TrainArgs& a) {
@@ -421,7 +197,14 @@ Status Run(const TrainArgs& a) {
   }
   Trace trace;
   if (!a.trace.empty()) Trace::Activate(&trace);
-  Trainer t(args, train, config, *engine, a.metrics.empty() ? nullptr : &metrics,
+  TrainerOptions to;
+  to.epochs = args.epochs;
+  to.batch_size = args.batch_size;
+  to.checkpoint = args.checkpoint;
+  to.checkpoint_every = args.checkpoint_every;
+  to.max_steps = args.max_steps;
+  to.metrics = args.metrics;
+  Trainer t(to, train, config, *engine, a.metrics.empty() ? nullptr : &metrics,
             a.dump_order.empty() ? nullptr : &dump);
   Status st = t.Run(state, sgd, seed);
   if (!a.trace.empty()) {

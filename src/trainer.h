@@ -1,0 +1,81 @@
+// Trainer: `ringfeed train`'s loop, one epoch after another: take a batch from the training source
+// (src/train_engine.h), train on it, and after every epoch evaluate the test split and print one
+// line (loss, accuracies, samples/s, disk GB/s, the share of time spent waiting for data, GPU and
+// host memory; also as JSON with --metrics). Checkpoints every N steps, at the end, and when
+// SIGINT or SIGTERM arrives: the handler only sets a flag, which the loop checks after each step,
+// so an interrupted run stops cleanly (exit 0) and can be resumed where it stopped.
+//
+// Thread safety: one thread runs it.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "io/dataset.h"
+#include "kernels/checkpoint.h"
+#include "src/train_engine.h"
+#include "src/train_progress.h"
+
+namespace rf {
+
+struct TrainerOptions {
+  uint64_t epochs = 1;
+  uint32_t batch_size = 128;
+  std::string checkpoint;  // empty: none
+  uint64_t checkpoint_every = 0, max_steps = 0;
+  std::string metrics;  // the metrics file's name, for errors
+};
+
+// Everything the loop keeps between steps besides the backend's own state.
+struct RunState {
+  uint64_t epoch = 0, step = 0;
+  uint64_t next_sample = 0;  // in the current epoch's order
+};
+
+// SIGINT and SIGTERM ask the running Trainer to stop after its current step.
+void InstallStopHandlers();
+
+class Trainer {
+ public:
+  // metrics and dump_order may be null.
+  Trainer(const TrainerOptions& o, const Dataset& train, ModelConfig config, TrainEngine& engine,
+          std::ofstream* metrics, std::ofstream* dump_order);
+
+  Status Run(RunState s, const SgdConfig& sgd, uint64_t seed);
+
+ private:
+  // --trace: each step's span on the "compute" track, from its issue (or the previous step's
+  // end) to the end of its work, which the backend reports through WhenDone.
+  struct StepMark {
+    Trainer* trainer;
+    uint64_t issued_ns;
+  };
+  static void StepDone(void* arg);
+  Status MarkStep();
+  Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
+  // t0: the epoch's start; bytes0, wait0: the source's counters then.
+  Status ReportEpoch(const RunState& s, std::chrono::steady_clock::time_point t0, uint64_t samples,
+                     uint64_t bytes0, double wait0);
+  Status WriteMetrics(const nlohmann::json& j);
+
+  const TrainerOptions o_;
+  const Dataset& train_;
+  ModelConfig config_;
+  TrainEngine& engine_;
+  Backend& backend_;
+  TrainingSource& source_;
+  BatchSource* test_;
+  std::ofstream* metrics_;
+  std::ofstream* dump_order_;
+  double first_batch_ms_ = -1;
+  std::array<StepMark, 64> marks_{};  // more than the steps the host can run ahead of the GPU
+  uint64_t marks_used_ = 0;
+  uint64_t last_done_ns_ = 0;  // written by StepDone only
+  TrainProgress progress_;
+};
+
+}  // namespace rf
