@@ -3,6 +3,7 @@
 #include "kernels/cuda_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstddef>
 #include <string>
@@ -146,7 +147,27 @@ Status CudaBackend::Init(const Tensors& initial_params) {
   RF_CUDA_CHECK(cudaMemsetAsync(&state()->step_bad, 0xff, 2 * sizeof(unsigned long long), stream_));
   if (options_.bf16) RF_RETURN_IF_ERROR(FiltersToBf16());  // real filters for the search
   RF_RETURN_IF_ERROR(ChooseAlgorithms());
+  RF_RETURN_IF_ERROR(WarmUp());
   RF_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `ones` and the staging copies die here
+  return Status::Ok();
+}
+
+Status CudaBackend::WarmUp() {
+  // Forward and backward passes of a full batch of zeros (labels 0): lazy kernel loading, the
+  // libraries' first-call set-up and, with cuda_graph, the graph's capture happen here rather
+  // than in the first training steps (about 0.45 s on an H100, measured with --trace). No SGD:
+  // the parameters are untouched; the gradients are overwritten by every backward pass; the
+  // statistics are reset after.
+  const auto t0 = std::chrono::steady_clock::now();
+  RF_CUDA_CHECK(cudaMemsetAsync(input_.data(), 0, input_.bytes(), stream_));
+  RF_CUDA_CHECK(cudaMemsetAsync(labels_.data(), 0, labels_.bytes(), stream_));
+  for (int pass = 0; pass < (options_.cuda_graph ? 2 : 1); ++pass) {  // eager, then captured
+    RF_RETURN_IF_ERROR(ForwardBackward(max_batch_));
+  }
+  RF_CUDA_CHECK(cudaMemsetAsync(&state()->train, 0, sizeof(cuda::DeviceStats), stream_));
+  RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  warm_up_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();
 }
 
@@ -356,7 +377,8 @@ std::string CudaBackend::Describe() const {
                   (options_.tf32 ? "on" : "off") + ", deterministic " +
                   (options_.deterministic ? "on" : "off") + ", cuda graph " +
                   (options_.cuda_graph ? "on" : "off") + ", workspace " +
-                  std::to_string(workspace_.bytes()) + " bytes";
+                  std::to_string(workspace_.bytes()) + " bytes, warm-up " +
+                  std::to_string(static_cast<int>(warm_up_ms_)) + " ms";
   for (const auto& b : blocks_) s += "\n  " + b.Describe();
   return s;
 }

@@ -118,6 +118,7 @@ class CudaBackend final : public Backend {
   Status Init(const Tensors& initial_params);
   Status AllocateBuffers();
   Status ChooseAlgorithms();
+  Status WarmUp();
 
   // Start of every call: an error Take*Stats could not return, the device, a bad label found
   // since (without waiting), and the batch's own checks.
@@ -186,6 +187,7 @@ class CudaBackend final : public Backend {
   cuda::CudaGraphExec graph_;
   bool graph_warmed_ = false;  // a full batch has run eagerly (lazy loading done)
   Status deferred_;            // a failure inside Take*Stats, returned by the next call
+  double warm_up_ms_ = 0;
 };
 
 }  // namespace rf
