@@ -4,7 +4,8 @@
 #   1. synthesize a CIFAR-shaped dataset (learnable: class patterns plus noise),
 #   2. convert the real Fashion-MNIST (Debian's dataset-fashion-mnist) to ringfeed's format,
 #   3. read each through the io_uring reader and report GB/s,
-#   4. train on Fashion-MNIST with the CPU backend ($RINGFEED_EPOCHS epochs, default 1), with the
+#   4. train on Fashion-MNIST with the CPU backend in streaming mode ($RINGFEED_EPOCHS epochs,
+#      default 1), with the
 #      test split evaluated after every epoch.
 # Everything it writes goes under $RINGFEED_WORK (default build/main-job).
 set -euo pipefail
