@@ -5,8 +5,7 @@
 #   2. convert the real Fashion-MNIST (Debian's dataset-fashion-mnist) to ringfeed's format,
 #   3. read each through the io_uring reader and report GB/s,
 #   4. train on Fashion-MNIST with the CPU backend in streaming mode ($RINGFEED_EPOCHS epochs,
-#      default 1), with the
-#      test split evaluated after every epoch.
+#      default 1), with the test split evaluated after every epoch.
 # Everything it writes goes under $RINGFEED_WORK (default build/main-job).
 set -euo pipefail
 cd "$(dirname "$0")/.."
