@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/cuda_bf16_kernels.cuh"
+#include "kernels/cuda_sample_load.cuh"
 
 namespace rf::cuda {
 namespace {
@@ -26,20 +27,6 @@ unsigned Blocks(size_t count) {
        i += size_t{blockDim.x} * gridDim.x)
 
 template <DType D>
-__device__ float LoadStored(const void* base, size_t i) {
-  if constexpr (D == DType::kUInt8) {
-    return static_cast<float>(static_cast<const uint8_t*>(base)[i]);
-  } else if constexpr (D == DType::kFloat16) {
-    return __half2float(__ushort_as_half(static_cast<const unsigned short*>(base)[i]));
-  } else if constexpr (D == DType::kBFloat16) {
-    return __uint_as_float(static_cast<unsigned>(static_cast<const unsigned short*>(base)[i])
-                           << 16);
-  } else {
-    return static_cast<const float*>(base)[i];
-  }
-}
-
-template <DType D>
 __global__ void DecodeNhwcKernel(const void* samples, size_t count, uint32_t channels,
                                  uint32_t out_channels, uint32_t plane, const float* mean,
                                  const float* stddev, bf16* out) {
@@ -49,7 +36,7 @@ __global__ void DecodeNhwcKernel(const void* samples, size_t count, uint32_t cha
     const size_t s = pixel / plane, p = pixel % plane;
     float x = 0.f;
     if (c < channels) {
-      x = (LoadStored<D>(samples, (s * channels + c) * plane + p) - mean[c]) / stddev[c];
+      x = (LoadSample<D>(samples, (s * channels + c) * plane + p) - mean[c]) / stddev[c];
     }
     out[i] = __float2bfloat16_rn(x);
   }
@@ -205,28 +192,10 @@ cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, 
   const uint32_t plane = height * width;
   const size_t count = size_t{n} * out_channels * plane;
   auto* o = static_cast<bf16*>(out);
-  const unsigned blocks = Blocks(count);
-  switch (dtype) {
-    case DType::kUInt8:
-      DecodeNhwcKernel<DType::kUInt8><<<blocks, kThreads, 0, stream>>>(
-          samples, count, channels, out_channels, plane, mean, stddev, o);
-      break;
-    case DType::kFloat16:
-      DecodeNhwcKernel<DType::kFloat16><<<blocks, kThreads, 0, stream>>>(
-          samples, count, channels, out_channels, plane, mean, stddev, o);
-      break;
-    case DType::kBFloat16:
-      DecodeNhwcKernel<DType::kBFloat16><<<blocks, kThreads, 0, stream>>>(
-          samples, count, channels, out_channels, plane, mean, stddev, o);
-      break;
-    case DType::kFloat32:
-      DecodeNhwcKernel<DType::kFloat32><<<blocks, kThreads, 0, stream>>>(
-          samples, count, channels, out_channels, plane, mean, stddev, o);
-      break;
-    default:
-      return cudaErrorInvalidValue;  // the backend checks the dtype before it gets here
-  }
-  return cudaGetLastError();
+  return WithSampleDType(dtype, [&](auto d) {
+    DecodeNhwcKernel<decltype(d)::value><<<Blocks(count), kThreads, 0, stream>>>(
+        samples, count, channels, out_channels, plane, mean, stddev, o);
+  });
 }
 
 cudaError_t BiasReluPoolBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cuda_kernels.cuh"
+#include "kernels/cuda_sample_load.cuh"
 
 namespace rf::cuda {
 namespace {
@@ -17,21 +18,6 @@ constexpr size_t kMaxBlocks = 4096;
 unsigned Blocks(size_t count) {
   return static_cast<unsigned>(
       std::max<size_t>(1, std::min(kMaxBlocks, (count + kThreads - 1) / kThreads)));
-}
-
-template <DType D>
-__device__ float LoadSample(const void* base, size_t i) {
-  if constexpr (D == DType::kUInt8) {
-    return static_cast<float>(static_cast<const uint8_t*>(base)[i]);
-  } else if constexpr (D == DType::kFloat16) {
-    return __half2float(__ushort_as_half(static_cast<const unsigned short*>(base)[i]));
-  } else if constexpr (D == DType::kBFloat16) {
-    // bfloat16 is the top half of a float: exact, as io/dtype.h's BFloat16ToFloat.
-    return __uint_as_float(static_cast<unsigned>(static_cast<const unsigned short*>(base)[i])
-                           << 16);
-  } else {
-    return static_cast<const float*>(base)[i];
-  }
 }
 
 template <DType D>
@@ -193,28 +179,10 @@ cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t
                           size_t plane, const float* mean, const float* stddev, float* out,
                           cudaStream_t stream) {
   const size_t count = size_t{n} * channels * plane;
-  const unsigned blocks = Blocks(count);
-  switch (dtype) {
-    case DType::kUInt8:
-      DecodeSamplesKernel<DType::kUInt8>
-          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, out);
-      break;
-    case DType::kFloat16:
-      DecodeSamplesKernel<DType::kFloat16>
-          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, out);
-      break;
-    case DType::kBFloat16:
-      DecodeSamplesKernel<DType::kBFloat16>
-          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, out);
-      break;
-    case DType::kFloat32:
-      DecodeSamplesKernel<DType::kFloat32>
-          <<<blocks, kThreads, 0, stream>>>(samples, count, channels, plane, mean, stddev, out);
-      break;
-    default:
-      return cudaErrorInvalidValue;  // the backend checks the dtype before it gets here
-  }
-  return cudaGetLastError();
+  return WithSampleDType(dtype, [&](auto d) {
+    DecodeSamplesKernel<decltype(d)::value><<<Blocks(count), kThreads, 0, stream>>>(
+        samples, count, channels, plane, mean, stddev, out);
+  });
 }
 
 cudaError_t DecodeLabels(const void* labels, DType dtype, uint32_t n, uint32_t classes,

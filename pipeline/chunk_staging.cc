@@ -38,13 +38,7 @@ Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, uint32_t n) {
     std::memcpy(labels_.get() + i * layout_.label_bytes, area + refs[i].label_offset,
                 layout_.label_bytes);
   }
-  Batch b;
-  b.samples = samples_.get();
-  b.sample_dtype = layout_.sample_dtype;
-  b.labels = labels_.get();
-  b.label_dtype = layout_.label_dtype;
-  b.n = n;
-  return b;
+  return layout_.BatchAt(samples_.get(), labels_.get(), n);
 }
 
 }  // namespace rf

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "io/dataset.h"
 #include "io/dtype.h"
 #include "io/status.h"
 #include "pipeline/batch_source.h"
@@ -44,7 +45,19 @@ struct StagingLayout {
   uint32_t max_batch = 0;
   size_t sample_bytes = 0, label_bytes = 0;
   DType sample_dtype = DType::kUInt8, label_dtype = DType::kUInt8;
+
+  // A batch of n samples (and labels) of this layout's types at `samples` (and `labels`).
+  Batch BatchAt(const void* samples, const void* labels, uint32_t n) const {
+    return Batch{samples, sample_dtype, labels, label_dtype, n};
+  }
 };
+
+// Sample `sample` of global chunk `chunk`, whose stored bytes start at `chunk_base` of an area.
+inline SampleRef RefTo(const Dataset& d, uint64_t chunk, uint64_t chunk_base, uint32_t sample) {
+  const format::Header& h = d.header();
+  return SampleRef{chunk_base + uint64_t{sample} * h.SampleBytes(),
+                   chunk_base + d.LabelsOffset(chunk) + uint64_t{sample} * h.LabelBytes()};
+}
 
 class ChunkStaging {
  public:

@@ -35,13 +35,7 @@ Result<Batch> CudaBatchGather::Gather(const uint8_t* base, const SampleRef* refs
                                     labels_.as<uint8_t>(), compute_));
   RF_CUDA_CHECK(cudaEventRecord(refs_read_[i].get(), compute_));
   refs_pending_[i] = true;
-  Batch b;
-  b.samples = samples_.data();
-  b.sample_dtype = layout_.sample_dtype;
-  b.labels = labels_.data();
-  b.label_dtype = layout_.label_dtype;
-  b.n = n;
-  return b;
+  return layout_.BatchAt(samples_.data(), labels_.data(), n);
 }
 
 }  // namespace rf

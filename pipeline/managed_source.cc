@@ -204,15 +204,11 @@ Result<Batch> ManagedSource::Next() {
     Batch end;
     return end;
   }
-  const size_t sample_bytes = dataset_.header().SampleBytes();
-  const size_t label_bytes = dataset_.header().LabelBytes();
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t chunk = 0;
     uint32_t sample = 0;
     if (!Step(cursor_, &chunk, &sample)) return Status::Aborted("managed order ended early");
-    refs_[i].sample_offset = offset_[chunk] + uint64_t{sample} * sample_bytes;
-    refs_[i].label_offset =
-        offset_[chunk] + dataset_.LabelsOffset(chunk) + uint64_t{sample} * label_bytes;
+    refs_[i] = RefTo(dataset_, chunk, offset_[chunk], sample);
     batch_samples_.push_back(order_.GlobalSample(chunk, sample));
   }
   position_ += n;

@@ -299,9 +299,7 @@ Result<Batch> StreamingSource::Next() {
     }
     const WindowOrder::Entry e = entries_[entry_++];
     const uint64_t chunk = epoch_chunks_[order_.WindowStart(window_) + e.chunk_in_window];
-    const uint64_t base = window_slots_[e.chunk_in_window] * slot_bytes;
-    refs_[i].sample_offset = base + uint64_t{e.sample} * sample_bytes_;
-    refs_[i].label_offset = base + dataset_.LabelsOffset(chunk) + uint64_t{e.sample} * label_bytes_;
+    refs_[i] = RefTo(dataset_, chunk, window_slots_[e.chunk_in_window] * slot_bytes, e.sample);
     batch_samples_.push_back(order_.GlobalSample(chunk, e.sample));
   }
   position_ += n;
