@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "io/dtype.h"
 #include "io/status.h"
@@ -34,6 +35,19 @@ struct Batch {
   DType label_dtype = DType::kUInt8;
   uint32_t n = 0;  // 0: the epoch is over
 };
+
+// Samples an epoch of `samples` trains on in batches of `batch`: all of them, or with drop_last
+// only the full batches'.
+inline uint64_t EpochSamples(uint64_t samples, uint32_t batch, bool drop_last) {
+  return drop_last ? samples / batch * batch : samples;
+}
+// The check every StartEpoch makes: InvalidArgument when position > epoch_samples.
+inline Status CheckEpochPosition(uint64_t position, uint64_t epoch_samples) {
+  if (position <= epoch_samples) return Status::Ok();
+  return Status::InvalidArgument("epoch position " + std::to_string(position) +
+                                 " is past the epoch's " + std::to_string(epoch_samples) +
+                                 " samples");
+}
 
 class BatchSource {
  public:

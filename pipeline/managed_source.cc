@@ -146,8 +146,7 @@ std::string ManagedSource::Describe() const {
 }
 
 uint64_t ManagedSource::epoch_samples() const {
-  const uint64_t n = order_.sample_count(), b = options_.batch_size;
-  return options_.drop_last ? n / b * b : n;
+  return EpochSamples(order_.sample_count(), options_.batch_size, options_.drop_last);
 }
 
 bool ManagedSource::Step(Cursor& c, uint64_t* chunk, uint32_t* sample) {
@@ -164,11 +163,7 @@ bool ManagedSource::Step(Cursor& c, uint64_t* chunk, uint32_t* sample) {
 }
 
 Status ManagedSource::StartEpoch(uint64_t epoch, uint64_t position) {
-  if (position > epoch_samples()) {
-    return Status::InvalidArgument("epoch position " + std::to_string(position) +
-                                   " is past the epoch's " + std::to_string(epoch_samples()) +
-                                   " samples");
-  }
+  RF_RETURN_IF_ERROR(CheckEpochPosition(position, epoch_samples()));
   epoch_ = epoch;
   epoch_chunks_ = order_.EpochChunks(epoch);
   cursor_ = Cursor{0, 0, order_.Window(epoch_chunks_, epoch, 0)};

@@ -36,15 +36,11 @@ Result<std::unique_ptr<MemoryBatchSource>> MemoryBatchSource::Load(
 }
 
 uint64_t MemoryBatchSource::epoch_samples() const {
-  return opts_.drop_last ? count_ / opts_.batch_size * opts_.batch_size : count_;
+  return EpochSamples(count_, opts_.batch_size, opts_.drop_last);
 }
 
 Status MemoryBatchSource::StartEpoch(uint64_t epoch, uint64_t position) {
-  if (position > epoch_samples()) {
-    return Status::InvalidArgument("epoch position " + std::to_string(position) +
-                                   " is past the epoch's " + std::to_string(epoch_samples()) +
-                                   " samples");
-  }
+  RF_RETURN_IF_ERROR(CheckEpochPosition(position, epoch_samples()));
   if (opts_.shuffle) order_ = EpochOrder(count_, opts_.seed, epoch);
   position_ = position;
   return Status::Ok();

@@ -49,14 +49,12 @@ Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(
   WindowOrder order(ChunkSamples(dataset), options.order);
   std::unique_ptr<StreamingSource> s(new StreamingSource(dataset, options, std::move(order)));
   const format::Header& h = dataset.header();
-  s->sample_bytes_ = h.SampleBytes();
-  s->label_bytes_ = h.LabelBytes();
   StagingLayout layout;
   layout.slots = s->staging_slots_ = StagingSlots(s->order_, options.batch_size);
   layout.slot_bytes = dataset.max_chunk_bytes();
   layout.max_batch = options.batch_size;
-  layout.sample_bytes = s->sample_bytes_;
-  layout.label_bytes = s->label_bytes_;
+  layout.sample_bytes = h.SampleBytes();
+  layout.label_bytes = h.LabelBytes();
   layout.sample_dtype = h.sample_dtype;
   layout.label_dtype = h.label_dtype;
   RF_ASSIGN_OR_RETURN(s->staging_, make_staging(layout));
@@ -75,8 +73,7 @@ StreamingSource::~StreamingSource() {
 }
 
 uint64_t StreamingSource::epoch_samples() const {
-  const uint64_t n = order_.sample_count(), b = options_.batch_size;
-  return options_.drop_last ? n / b * b : n;
+  return EpochSamples(order_.sample_count(), options_.batch_size, options_.drop_last);
 }
 
 std::string StreamingSource::Describe() const {
@@ -111,9 +108,12 @@ void StreamingSource::Stop() {
 Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
   Stop();
   RF_RETURN_IF_ERROR(staging_->Drain());
-  // A fresh ring: the old one has failed (that is how its threads were stopped).
-  RF_ASSIGN_OR_RETURN(
-      ring_, SlotRing::Create(options_.ring_slots, dataset_.max_chunk_bytes(), options_.pin));
+  // A fresh ring unless this one was never fed: a fed one has failed (that is how Stop ends its
+  // threads) or been closed at the end of its plan.
+  if (ring_fed_) {
+    RF_ASSIGN_OR_RETURN(
+        ring_, SlotRing::Create(options_.ring_slots, dataset_.max_chunk_bytes(), options_.pin));
+  }
   epoch_ = epoch;
   epoch_chunks_ = order_.EpochChunks(epoch);
   // The window holding `position`, and where in it.
@@ -146,6 +146,7 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
   entries_.clear();
   entry_ = 0;
   position_ = before;
+  ring_fed_ = true;
   RF_ASSIGN_OR_RETURN(feeder_,
                       ChunkFeeder::Start(dataset_, *ring_, std::move(plan), options_.feeder));
   copier_ = std::thread([this] { CopyLoop(); });
@@ -252,11 +253,7 @@ Status StreamingSource::RetirePending() {
 }
 
 Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
-  if (position > epoch_samples()) {
-    return Status::InvalidArgument("epoch position " + std::to_string(position) +
-                                   " is past the epoch's " + std::to_string(epoch_samples()) +
-                                   " samples");
-  }
+  RF_RETURN_IF_ERROR(CheckEpochPosition(position, epoch_samples()));
   if (epoch >= options_.epochs) {
     return Status::InvalidArgument("epoch " + std::to_string(epoch + 1) +
                                    " is past the streaming plan's " +

@@ -105,10 +105,10 @@ class StreamingSource final : public TrainingSource {
   WindowOrder order_;
   std::unique_ptr<ChunkStaging> staging_;
   uint32_t staging_slots_ = 0;
-  size_t sample_bytes_ = 0, label_bytes_ = 0;
 
   // The pipeline of the current plan.
   std::unique_ptr<SlotRing> ring_;
+  bool ring_fed_ = false;  // a feeder has run on ring_
   std::unique_ptr<ChunkFeeder> feeder_;
   std::thread copier_;
   uint64_t bytes_before_ = 0;  // read by feeders of earlier plans
