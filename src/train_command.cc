@@ -169,8 +169,12 @@ Status Run(const TrainArgs& a) {
   mo.advise = a.managed_advise;
   mo.oversubscribe = a.managed_oversubscribe;
   mo.verify = !a.no_verify;
+  // Set-up: the backend, and the training source (managed mode loads the whole dataset here).
+  const auto setup0 = std::chrono::steady_clock::now();
   RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
                       TrainEngine::Create(a.engine, in, params));
+  const double setup_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count();
   RF_RETURN_IF_ERROR(engine->backend().SetState(params, momentum));
   if (state.next_sample > engine->train().epoch_samples()) {
     return Status::Corruption(a.resume, "checkpoint position is past the end of the epoch");
@@ -180,14 +184,22 @@ Status Run(const TrainArgs& a) {
   if (!a.metrics.empty()) {
     metrics.open(a.metrics, std::ios::trunc);
     if (!metrics) return Status::IOError(a.metrics, "cannot create metrics file", errno);
+    metrics << nlohmann::json{{"event", "start"},
+                              {"mode", a.engine.mode},
+                              {"backend", engine->description()},
+                              {"source", engine->train().Describe()},
+                              {"setup_seconds", setup_seconds},
+                              {"gpu_bytes", engine->gpu_bytes()}}
+                   .dump()
+            << "\n";
   }
   std::printf(
       "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %u%s\nbackend: %s\n"
-      "%s\nGPU memory at start: %.1f MiB\n",
+      "%s\nset up in %.2f s; GPU memory at start: %.1f MiB\n",
       a.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
       DescribeModel(config).c_str(), ParameterCount(config), args.batch_size,
       a.resume.empty() ? "" : (", resumed from " + a.resume).c_str(), engine->description().c_str(),
-      engine->train().Describe().c_str(), engine->gpu_bytes() / 1048576.0);
+      engine->train().Describe().c_str(), setup_seconds, engine->gpu_bytes() / 1048576.0);
   std::fflush(stdout);
   InstallStopHandlers();
   std::ofstream dump;

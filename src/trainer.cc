@@ -18,12 +18,13 @@ static_assert(std::atomic<bool>::is_always_lock_free);
 
 void RequestStop(int) { g_stop_requested.store(true, std::memory_order_relaxed); }
 
-// Host memory in use, from /proc/self/status (0 where it cannot be read).
-uint64_t ResidentBytes() {
+// A host memory figure from /proc/self/status: "VmRSS:" in use now, "VmHWM:" the peak so far
+// (0 where it cannot be read).
+uint64_t ResidentBytes(const std::string& key) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "... kB"
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(key.size())) * 1024;  // "... kB"
   }
   return 0;
 }
@@ -97,7 +98,8 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
                       {"seconds", seconds},
                       {"disk_gb_per_s", disk},
                       {"data_wait_share", waited},
-                      {"rss_bytes", ResidentBytes()},
+                      {"rss_bytes", ResidentBytes("VmRSS:")},
+                      {"peak_rss_bytes", ResidentBytes("VmHWM:")},
                       {"gpu_bytes", engine_.gpu_bytes()}};
   std::string test_part;
   if (test_ != nullptr) {
@@ -197,6 +199,8 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
                        {"step", s.step},
                        {"epoch", s.epoch},
                        {"next_sample", s.next_sample},
+                       {"peak_rss_bytes", ResidentBytes("VmHWM:")},
+                       {"first_batch_ms", first_batch_ms_},
                        {"checkpoint", o_.checkpoint}});
 }
 

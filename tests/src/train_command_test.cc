@@ -161,16 +161,22 @@ TEST(TrainCommand, FashionMnistSliceLowersTheLoss) {
   EXPECT_NE(out.find("epoch 4/4: train loss "), std::string::npos) << out;
   EXPECT_NE(out.find("host RSS "), std::string::npos) << out;
   const auto m = ReadMetrics(t.File("m.jsonl"));
-  ASSERT_EQ(m.size(), 5u);
-  EXPECT_EQ(m[0]["event"], "epoch");
-  EXPECT_EQ(m[3]["step"].get<uint64_t>(), 128u);
-  const double first = m[0]["train_loss"], last = m[3]["train_loss"];
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m[0]["event"], "start");
+  EXPECT_EQ(m[0]["mode"], "streaming");
+  EXPECT_NE(m[0]["source"].get<std::string>().find("streaming: "), std::string::npos);
+  EXPECT_GE(m[0]["setup_seconds"].get<double>(), 0.0);
+  EXPECT_EQ(m[1]["event"], "epoch");
+  EXPECT_EQ(m[4]["step"].get<uint64_t>(), 128u);
+  const double first = m[1]["train_loss"], last = m[4]["train_loss"];
   EXPECT_LT(last, first) << out;
   EXPECT_LT(last, 0.8 * std::log(10.0)) << out;
-  EXPECT_GT(m[3]["test_accuracy"].get<double>(), 0.6) << out;
-  EXPECT_GT(m[3]["rss_bytes"].get<uint64_t>(), 0u);
-  EXPECT_EQ(m[4]["event"], "end");
-  EXPECT_EQ(m[4]["stopped_by"], "epochs");
+  EXPECT_GT(m[4]["test_accuracy"].get<double>(), 0.6) << out;
+  EXPECT_GT(m[4]["rss_bytes"].get<uint64_t>(), 0u);
+  EXPECT_GE(m[4]["peak_rss_bytes"].get<uint64_t>(), m[4]["rss_bytes"].get<uint64_t>());
+  EXPECT_EQ(m[5]["event"], "end");
+  EXPECT_EQ(m[5]["stopped_by"], "epochs");
+  EXPECT_GT(m[5]["first_batch_ms"].get<double>(), 0.0);
 }
 
 TEST(TrainCommand, ResumeWithAnotherModelExitsTwoNamingTheCheckpoint) {
