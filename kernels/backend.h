@@ -60,9 +60,12 @@ class Backend {
   virtual Status GetState(Tensors* params, Tensors* momentum) = 0;
   virtual Status SetState(const Tensors& params, const Tensors& momentum) = 0;
 
-  // Calls fn(arg) once the work queued so far has run: at once for a synchronous backend, later
-  // and from another thread for the CUDA backend (so fn must not call CUDA). For timelines.
-  virtual Status WhenDone(void (*fn)(void*), void* arg) = 0;
+  // For timelines: calls fn(arg, done_ns) with the time the work queued so far finished, in
+  // steady_clock nanoseconds since its epoch, on the calling thread: at once for a synchronous
+  // backend; for the CUDA backend from a later WhenDone or Take*Stats call, once the GPU has got
+  // there (timed by CUDA events, so the stream never waits for the host).
+  using DoneFn = void (*)(void* arg, uint64_t done_ns);
+  virtual Status WhenDone(DoneFn fn, void* arg) = 0;
 
   // For checks: the mean loss over the batch and the gradient of every parameter (without weight
   // decay), with no update.

@@ -21,6 +21,7 @@
 // Thread safety: none; one thread drives a backend (which uses its own workers inside a call).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -53,8 +54,10 @@ class CpuBackend final : public Backend {
   Status SetState(const Tensors& params, const Tensors& momentum) override;
 
   Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) override;
-  Status WhenDone(void (*fn)(void*), void* arg) override {
-    fn(arg);
+  Status WhenDone(DoneFn fn, void* arg) override {
+    fn(arg, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now().time_since_epoch())
+                                      .count()));
     return Status::Ok();
   }
 

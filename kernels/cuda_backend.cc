@@ -318,6 +318,7 @@ StepStats CudaBackend::TakeStats(cuda::DeviceStats* stats) {
                                   cudaMemcpyDeviceToHost, stream_));
     RF_CUDA_CHECK(cudaMemsetAsync(stats, 0, sizeof(cuda::DeviceStats), stream_));
     RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (done_clock_) RF_RETURN_IF_ERROR(done_clock_->Poll(/*wait=*/true));
     return Status::Ok();
   }();
   if (!st.ok()) {
@@ -363,9 +364,12 @@ Status CudaBackend::SetState(const Tensors& params, const Tensors& momentum) {
   return Status::Ok();
 }
 
-Status CudaBackend::WhenDone(void (*fn)(void*), void* arg) {
-  RF_CUDA_CHECK(cudaLaunchHostFunc(stream_, fn, arg));
-  return Status::Ok();
+Status CudaBackend::WhenDone(DoneFn fn, void* arg) {
+  if (!done_clock_) {  // made on first use: only traced runs need it
+    RF_ASSIGN_OR_RETURN(auto clock, cuda::CudaDoneClock::Create(stream_, kDoneMarks));
+    done_clock_ = std::make_unique<cuda::CudaDoneClock>(std::move(clock));
+  }
+  return done_clock_->Mark(fn, arg);
 }
 
 std::string CudaBackend::Describe() const {

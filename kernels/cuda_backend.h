@@ -39,6 +39,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda_conv_block.h"
+#include "kernels/cuda_done_clock.h"
 #include "kernels/cuda_handles.h"
 #include "kernels/cuda_kernels.cuh"
 
@@ -90,7 +91,7 @@ class CudaBackend final : public Backend {
   Status SetState(const Tensors& params, const Tensors& momentum) override;
 
   Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) override;
-  Status WhenDone(void (*fn)(void*), void* arg) override;
+  Status WhenDone(DoneFn fn, void* arg) override;
 
   cudaStream_t stream() const { return stream_; }
   bool tf32() const { return options_.tf32; }
@@ -188,6 +189,9 @@ class CudaBackend final : public Backend {
   bool graph_warmed_ = false;  // a full batch has run eagerly (lazy loading done)
   Status deferred_;            // a failure inside Take*Stats, returned by the next call
   double warm_up_ms_ = 0;
+  // WhenDone's marks: more than the steps the host runs ahead (pipeline/cuda_batch_gather.h).
+  static constexpr uint32_t kDoneMarks = 32;
+  std::unique_ptr<cuda::CudaDoneClock> done_clock_;
 };
 
 }  // namespace rf

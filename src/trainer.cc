@@ -127,11 +127,11 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
   return WriteMetrics(j);
 }
 
-void Trainer::StepDone(void* arg) {
+void Trainer::StepDone(void* arg, uint64_t done_ns) {
   const auto* m = static_cast<const StepMark*>(arg);
-  const uint64_t now = Trace::NowNs();
-  TraceSpan("train step", "compute", std::max(m->issued_ns, m->trainer->last_done_ns_), now);
-  m->trainer->last_done_ns_ = now;
+  const uint64_t start = std::max(m->issued_ns, m->trainer->last_done_ns_);
+  TraceSpan("train step", "compute", start, std::max(start, done_ns));
+  m->trainer->last_done_ns_ = done_ns;
 }
 
 Status Trainer::MarkStep() {

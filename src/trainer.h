@@ -49,12 +49,12 @@ class Trainer {
 
  private:
   // --trace: each step's span on the "compute" track, from its issue (or the previous step's
-  // end) to the end of its work, which the backend reports through WhenDone.
+  // end) to the end of its work, which the backend reports through WhenDone (on this thread).
   struct StepMark {
     Trainer* trainer;
     uint64_t issued_ns;
   };
-  static void StepDone(void* arg);
+  static void StepDone(void* arg, uint64_t done_ns);
   Status MarkStep();
   Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
   // t0: the epoch's start; bytes0, wait0: the source's counters then.
@@ -72,9 +72,9 @@ class Trainer {
   std::ofstream* metrics_;
   std::ofstream* dump_order_;
   double first_batch_ms_ = -1;
-  std::array<StepMark, 64> marks_{};  // more than the steps the host can run ahead of the GPU
+  std::array<StepMark, 64> marks_{};  // more than the backend's pending WhenDone calls
   uint64_t marks_used_ = 0;
-  uint64_t last_done_ns_ = 0;  // written by StepDone only
+  uint64_t last_done_ns_ = 0;
   TrainProgress progress_;
 };
 
