@@ -30,10 +30,11 @@ def load_spans(path):
 
 
 def lanes(spans):
-    """Assigns each span the lowest lane free at its start: [(lane, span)]."""
+    """Assigns each span the lowest lane free at its start: [(lane, span)]. Spans that touch
+    (one ends as the next starts, to within a microsecond of rounding) share a lane."""
     ends, out = [], []
     for s in sorted(spans):
-        lane = next((i for i, end in enumerate(ends) if end <= s[0]), len(ends))
+        lane = next((i for i, end in enumerate(ends) if end <= s[0] + 1e-3), len(ends))
         if lane == len(ends):
             ends.append(s[1])
         else:

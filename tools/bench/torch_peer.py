@@ -279,6 +279,10 @@ def main():
            "workers": args.workers, "batch_size": args.batch_size}
     where = f"{args.workers} workers, batch {args.batch_size}"
 
+    if cuda:  # the CUDA context is made before any clock starts, as ringfeed's is
+        torch.zeros(1, device=dev)
+        torch.cuda.synchronize()
+
     if args.phase in ("loader", "both"):
         r = out["loader"] = run_loader(ds, args, dev, lambda x, y: None)
         print(f"torch loader: {r['samples_per_s']:,.0f} samples/s ({r['samples']:,} samples in "
@@ -300,6 +304,20 @@ def main():
             loss.backward()
             opt.step()
             last["loss"] = loss.detach()
+
+        # Warm-up outside the clock, as ringfeed's backend warms up at creation: lazy kernel
+        # loading and cudnn.benchmark's autotuning take seconds on the first steps. The weights
+        # and optimizer are put back after it, so the timed run starts from the initial model.
+        saved = {k: v.clone() for k, v in model.state_dict().items()}
+        xw = torch.randint(0, 256, (args.batch_size, ds.channels, ds.height, ds.width),
+                           dtype=torch.uint8, device=dev)
+        yw = torch.randint(0, ds.classes, (args.batch_size,), device=dev)
+        for _ in range(20):
+            step(xw, yw)
+        if cuda:
+            torch.cuda.synchronize()
+        model.load_state_dict(saved)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
 
         r = out["train"] = run_loader(ds, args, dev, step)
         r["final_loss"] = round(float(last["loss"]), 5)
