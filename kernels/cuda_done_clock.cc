@@ -34,9 +34,14 @@ Result<CudaDoneClock> CudaDoneClock::Create(cudaStream_t stream, uint32_t capaci
 
 Status CudaDoneClock::Mark(DoneFn fn, void* arg) {
   if (!based_) {
+    // On an idle stream the base event completes as it is recorded: between the two host
+    // readings around record and synchronize, so their midpoint is off by at most half of that
+    // round trip (microseconds).
+    RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const uint64_t before = SteadyNowNs();
     RF_CUDA_CHECK(cudaEventRecord(base_.get(), stream_));
     RF_CUDA_CHECK(cudaEventSynchronize(base_.get()));
-    base_ns_ = SteadyNowNs();
+    base_ns_ = before + (SteadyNowNs() - before) / 2;
     based_ = true;
   }
   const auto capacity = static_cast<uint32_t>(events_.size());

@@ -57,16 +57,17 @@ TEST(CudaDoneClock, ReportsEveryMarkOnceInOrderWithinTheTimeItsWorkRan) {
   ASSERT_TRUE(clock->Poll(/*wait=*/true).ok());
   const uint64_t end = NowNs();
   ASSERT_EQ(seen.order.size(), 12u);
+  // The clock's base is known to within half a synchronize's round trip: allow 100 us.
+  constexpr uint64_t kSlack = 100000;
   for (int i = 0; i < 12; ++i) {
     EXPECT_EQ(seen.order[i], i);
-    // Done after it was queued (less the base's wake-up, well under 1 ms), and by the end.
-    EXPECT_GE(seen.times[i] + 1000000, queued[i]) << i;
-    EXPECT_LE(seen.times[i], end) << i;
+    EXPECT_GE(seen.times[i] + kSlack, queued[i]) << i;  // done after it was queued
+    EXPECT_LE(seen.times[i], end + kSlack) << i;        // and before Poll returned
     if (i > 0) {
       EXPECT_GE(seen.times[i], seen.times[i - 1]) << i;
     }
   }
-  EXPECT_GE(seen.times.front(), start);
+  EXPECT_GE(seen.times.front() + kSlack, start);
   // Ten 256 MiB memsets lie between marks 1 and 11, over a millisecond at HBM speed: the times
   // are the GPU's, not all the moment Poll ran (0.1 ms is a safe floor).
   EXPECT_GT(seen.times.back() - seen.times[1], 100000u);
