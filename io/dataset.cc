@@ -122,6 +122,12 @@ Result<Dataset> Dataset::Open(const std::string& path) {
   return d;
 }
 
+std::vector<uint32_t> Dataset::ChunkSampleCounts() const {
+  std::vector<uint32_t> n(chunks_.size());
+  for (size_t g = 0; g < n.size(); ++g) n[g] = chunks_[g].entry.sample_count;
+  return n;
+}
+
 uint64_t Dataset::total_bytes() const {
   uint64_t t = 0;
   for (uint64_t b : shard_bytes_) t += b;

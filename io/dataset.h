@@ -37,6 +37,8 @@ class Dataset {
   const ChunkLocation& chunk(size_t global) const { return chunks_[global]; }
   uint64_t max_chunk_bytes() const { return max_chunk_bytes_; }
   uint64_t sample_count() const { return header_.total_samples; }
+  // Each global chunk's sample count, in chunk order (what orders over chunks are built from).
+  std::vector<uint32_t> ChunkSampleCounts() const;
 
   // Verifies a chunk's bytes against its checksum; errors name file, chunk and offset.
   Status VerifyChunk(size_t global, const void* data) const;

@@ -42,10 +42,8 @@ Result<std::unique_ptr<ManagedSource>> ManagedSource::Create(const Dataset& data
                                                              const ManagedOptions& options,
                                                              cudaStream_t compute) {
   if (options.batch_size == 0) return Status::InvalidArgument("batch size must be at least 1");
-  std::vector<uint32_t> samples(dataset.chunk_count());
-  for (size_t g = 0; g < samples.size(); ++g) samples[g] = dataset.chunk(g).entry.sample_count;
   std::unique_ptr<ManagedSource> s(
-      new ManagedSource(dataset, options, WindowOrder(std::move(samples), options.order)));
+      new ManagedSource(dataset, options, WindowOrder(dataset.ChunkSampleCounts(), options.order)));
   s->compute_ = compute;
   RF_CUDA_CHECK(cudaGetDevice(&s->device_));
   for (size_t g = 0; g < dataset.chunk_count(); ++g) {

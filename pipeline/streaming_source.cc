@@ -9,16 +9,6 @@
 #include "pipeline/trace.h"
 
 namespace rf {
-namespace {
-
-std::vector<uint32_t> ChunkSamples(const Dataset& d) {
-  std::vector<uint32_t> n(d.chunk_count());
-  for (size_t g = 0; g < n.size(); ++g) n[g] = d.chunk(g).entry.sample_count;
-  return n;
-}
-
-}  // namespace
-
 void StreamingSource::ReleaseRingSlot(void* arg) {
   const auto* a = static_cast<const ReleaseArg*>(arg);
   if (a->copy_start_ns != 0) TraceSpan("copy", "copy", a->copy_start_ns, Trace::NowNs());
@@ -46,7 +36,7 @@ Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(
   if (options.batch_size == 0) return Status::InvalidArgument("batch size must be at least 1");
   if (options.ring_slots < 2) return Status::InvalidArgument("the ring needs at least 2 slots");
   if (dataset.chunk_count() == 0) return Status::InvalidArgument("the dataset has no chunks");
-  WindowOrder order(ChunkSamples(dataset), options.order);
+  WindowOrder order(dataset.ChunkSampleCounts(), options.order);
   std::unique_ptr<StreamingSource> s(new StreamingSource(dataset, options, std::move(order)));
   const format::Header& h = dataset.header();
   StagingLayout layout;

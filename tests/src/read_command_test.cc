@@ -56,6 +56,34 @@ TEST(ReadCommand, DrainsEveryShardAndReportsTheRate) {
   EXPECT_NE(js.find("\"bytes\": " + std::to_string(bytes)), std::string::npos) << js;
 }
 
+TEST(ReadCommand, TrainOrderReadsEveryChunkOnce) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 1);
+  auto d = Dataset::Open(path);
+  ASSERT_TRUE(d.ok());
+  std::string out;
+  ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + path +
+                           " --order train --seed 7 --json " + t.File("r.json"),
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find(std::to_string(d->chunk_count()) + " chunks"), std::string::npos) << out;
+  const auto json = testing::ReadAll(t.File("r.json"));
+  const std::string js(json.begin(), json.end());
+  uint64_t bytes = 0;
+  for (size_t c = 0; c < d->chunk_count(); ++c) bytes += d->chunk(c).entry.stored_bytes;
+  EXPECT_NE(js.find("\"bytes\": " + std::to_string(bytes)), std::string::npos) << js;
+  EXPECT_NE(js.find("\"order\": \"train\""), std::string::npos) << js;
+}
+
+TEST(ReadCommand, UnknownOrderExitsTwoNamingIt) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 1);
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + path + " --order random", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --order must be stored or train, not \"random\"\n");
+}
+
 TEST(ReadCommand, FlippedBitExitsOneWithFileChunkAndOffset) {
   TempDir t;
   const std::string path = MakeDataset(t, 1);
