@@ -72,7 +72,8 @@ def render(trace, png, start_ms=None, window_ms=20.0, title=None):
             label = None if name in seen else name
             seen.add(name)
             ax.broken_barh([(s - start_ms, e - s)], (y + lane * height, height * 0.9),
-                           facecolors=COLORS.get(name, "#dd8452"), label=label)
+                           facecolors=COLORS.get(name, "#dd8452"), edgecolor="white",
+                           linewidth=0.6, label=label)
         ticks.append((y + 0.4, f"{track} ({n} in flight)" if n > 1 else track))
         y += 1.0
     ax.set_yticks([t[0] for t in ticks], [t[1] for t in ticks])
