@@ -21,11 +21,11 @@
 // Thread safety: none; one thread drives a backend (which uses its own workers inside a call).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "io/clock.h"
 #include "kernels/backend.h"
 #include "kernels/cpu_layers.h"
 #include "kernels/cpu_workers.h"
@@ -55,9 +55,7 @@ class CpuBackend final : public Backend {
 
   Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) override;
   Status WhenDone(DoneFn fn, void* arg) override {
-    fn(arg, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                      std::chrono::steady_clock::now().time_since_epoch())
-                                      .count()));
+    fn(arg, SteadyNowNs());
     return Status::Ok();
   }
 

@@ -1,8 +1,8 @@
 #include "kernels/cuda_done_clock.h"
 
-#include <chrono>
 #include <utility>
 
+#include "io/clock.h"
 #include "kernels/cuda_check.h"
 
 namespace rf::cuda {
@@ -10,12 +10,6 @@ namespace {
 
 // Elapsed times are floats of milliseconds, exact to about 1 us up to 16 s.
 constexpr float kRebaseMs = 4000;
-
-uint64_t SteadyNowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 }  // namespace
 

@@ -1,19 +1,9 @@
 #include "pipeline/slot_ring.h"
 
-#include <chrono>
-
+#include "io/clock.h"
 #include "io/format.h"
 
 namespace rf {
-namespace {
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
-}  // namespace
 
 Result<std::unique_ptr<SlotRing>> SlotRing::Create(uint32_t slots, uint64_t slot_bytes,
                                                    PinMode pin) {
@@ -54,9 +44,9 @@ std::optional<uint32_t> SlotRing::AcquireFree() {
   std::unique_lock lock(mu_);
   const uint32_t slot = static_cast<uint32_t>(produce_seq_ % states_.size());
   if (!failed() && states_[slot] != State::kFree) {
-    const uint64_t t0 = NowNs();
+    const uint64_t t0 = SteadyNowNs();
     free_cv_.wait(lock, [&] { return failed() || states_[slot] == State::kFree; });
-    producer_wait_ns_ += NowNs() - t0;
+    producer_wait_ns_ += SteadyNowNs() - t0;
   }
   if (failed()) return std::nullopt;
   return TakeNextFreeLocked();
@@ -87,9 +77,9 @@ std::optional<SlotRing::Filled> SlotRing::AcquireReady() {
   auto ready = [&] { return states_[slot] == State::kReady && filled_[slot].seq == consume_seq_; };
   auto done = [&] { return failed() || (closed_ && consume_seq_ >= produce_seq_); };
   if (!ready() && !done()) {
-    const uint64_t t0 = NowNs();
+    const uint64_t t0 = SteadyNowNs();
     ready_cv_.wait(lock, [&] { return ready() || done(); });
-    consumer_wait_ns_ += NowNs() - t0;
+    consumer_wait_ns_ += SteadyNowNs() - t0;
   }
   if (failed() || !ready()) return std::nullopt;
   states_[slot] = State::kInUse;

@@ -1,9 +1,9 @@
 #include "pipeline/trace.h"
 
-#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "io/clock.h"
 #include "io/file.h"
 
 #if RINGFEED_HAVE_CUDA
@@ -14,11 +14,7 @@ namespace rf {
 
 std::atomic<Trace*> Trace::active_{nullptr};
 
-uint64_t Trace::NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
+uint64_t Trace::NowNs() { return SteadyNowNs(); }
 
 void Trace::Span(const char* name, const char* track, uint64_t start_ns, uint64_t end_ns,
                  std::string args) {

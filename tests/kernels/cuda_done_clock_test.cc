@@ -5,20 +5,14 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <vector>
 
+#include "io/clock.h"
 #include "kernels/cuda_backend.h"
 #include "tests/kernels/cuda_test_util.h"
 
 namespace rf {
 namespace {
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 struct Seen {
   std::vector<int> order;
@@ -47,15 +41,15 @@ TEST(CudaDoneClock, ReportsEveryMarkOnceInOrderWithinTheTimeItsWorkRan) {
   Seen seen;
   std::vector<MarkArg> args(12);
   std::vector<uint64_t> queued(12);
-  const uint64_t start = NowNs();
+  const uint64_t start = SteadyNowNs();
   for (int i = 0; i < 12; ++i) {
     ASSERT_EQ(cudaMemsetAsync(buffer->data(), i, buffer->bytes(), stream->get()), cudaSuccess);
     args[i] = MarkArg{&seen, i};
-    queued[i] = NowNs();
+    queued[i] = SteadyNowNs();
     ASSERT_TRUE(clock->Mark(&Record, &args[i]).ok());
   }
   ASSERT_TRUE(clock->Poll(/*wait=*/true).ok());
-  const uint64_t end = NowNs();
+  const uint64_t end = SteadyNowNs();
   ASSERT_EQ(seen.order.size(), 12u);
   // The clock's base is known to within half a synchronize's round trip: allow 100 us.
   constexpr uint64_t kSlack = 100000;

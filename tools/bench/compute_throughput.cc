@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -25,6 +24,7 @@
 
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_check.h"
+#include "tools/bench/bench_common.h"
 
 namespace rf {
 namespace {
@@ -165,13 +165,7 @@ Flags Parse(int argc, char** argv) {
 
 int Main(int argc, char** argv) {
   const Flags f = Parse(argc, argv);
-  int devices = 0;
-  const cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "ringfeed-bench-compute: no CUDA device found (%s)\n",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    return 1;
-  }
+  if (!HaveCudaDevice("ringfeed-bench-compute")) return 1;
   nlohmann::json results = nlohmann::json::array();
   std::string describe;
   for (uint32_t batch : f.batches) {
@@ -208,12 +202,7 @@ int Main(int argc, char** argv) {
                                 {"warmup", f.warmup},
                                 {"backend", describe},
                                 {"results", results}};
-    std::ofstream out(f.json);
-    out << doc.dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "ringfeed-bench-compute: cannot write %s\n", f.json.c_str());
-      return 1;
-    }
+    if (!WriteBenchJson(f.json, doc, "ringfeed-bench-compute")) return 1;
   }
   return 0;
 }

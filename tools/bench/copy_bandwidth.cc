@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -29,6 +28,7 @@
 #include "io/units.h"
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_handles.h"
+#include "tools/bench/bench_common.h"
 
 namespace rf {
 namespace {
@@ -170,13 +170,7 @@ Flags Parse(int argc, char** argv) {
 
 int Main(int argc, char** argv) {
   const Flags f = Parse(argc, argv);
-  int devices = 0;
-  const cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "ringfeed-bench-h2d: no CUDA device (%s)\n",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    return 1;
-  }
+  if (!HaveCudaDevice("ringfeed-bench-h2d")) return 1;
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) prop.name[0] = '\0';
   Result<std::vector<Measurement>> results = Run(f);
@@ -202,12 +196,7 @@ int Main(int argc, char** argv) {
                                 {"streams", f.streams},
                                 {"repeat", f.repeat},
                                 {"results", json_results}};
-    std::ofstream out(f.json);
-    out << doc.dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "ringfeed-bench-h2d: cannot write %s\n", f.json.c_str());
-      return 1;
-    }
+    if (!WriteBenchJson(f.json, doc, "ringfeed-bench-h2d")) return 1;
   }
   return 0;
 }

@@ -24,7 +24,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -33,6 +32,7 @@
 #include "io/file.h"
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_check.h"
+#include "tools/bench/bench_common.h"
 
 namespace rf {
 namespace {
@@ -203,13 +203,7 @@ Flags Parse(int argc, char** argv) {
 
 int Main(int argc, char** argv) {
   const Flags f = Parse(argc, argv);
-  int devices = 0;
-  const cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "ringfeed-bench-naive: no CUDA device (%s)\n",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    return 1;
-  }
+  if (!HaveCudaDevice("ringfeed-bench-naive")) return 1;
   Result<Report> r = Run(f);
   if (!r.ok()) {
     std::fprintf(stderr, "ringfeed-bench-naive: %s\n", r.status().ToString().c_str());
@@ -240,12 +234,7 @@ int Main(int argc, char** argv) {
                                 {"read_s", r->read_s},
                                 {"copy_s", r->copy_s},
                                 {"step_s", r->step_s}};
-    std::ofstream out(f.json);
-    out << doc.dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "ringfeed-bench-naive: cannot write %s\n", f.json.c_str());
-      return 1;
-    }
+    if (!WriteBenchJson(f.json, doc, "ringfeed-bench-naive")) return 1;
   }
   return 0;
 }

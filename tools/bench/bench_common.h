@@ -1,0 +1,35 @@
+// What the benchmark programs share: the GPU check they start with, and their --json output.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace rf {
+
+// True where a CUDA device can be used; otherwise prints "TOOL: no CUDA device (why)".
+inline bool HaveCudaDevice(const char* tool) {
+  int devices = 0;
+  const cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e == cudaSuccess && devices > 0) return true;
+  std::fprintf(stderr, "%s: no CUDA device (%s)\n", tool,
+               e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+  return false;
+}
+
+// Writes `doc` to `path`, indented; false (after printing "TOOL: cannot write PATH") on failure.
+inline bool WriteBenchJson(const std::string& path, const nlohmann::json& doc, const char* tool) {
+  std::ofstream out(path);
+  out << doc.dump(2) << "\n";
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "%s: cannot write %s\n", tool, path.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace rf
