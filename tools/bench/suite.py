@@ -383,9 +383,13 @@ def table(r):
     if len(rounds) > 1 and stream and bound:
         rows.append(("streaming epoch, median of rounds", sps(stream),
                      "min(median reader, median compute)", ratio(stream, bound), ">= 0.95"))
+    reader_sps = med("reader_train_order_samples_per_s")
     for i, x in enumerate(r.get("compute_bound_rounds", []), 1):
         if "streaming_over_compute" in x:
-            rows.append((f"streaming epoch at batch {x['batch']}, compute-bound, round {i} (waited "
+            # Compute-bound only where the disk (the reader's median) outran the model clearly.
+            bound = ("compute-bound" if reader_sps and reader_sps > 1.1 * x["compute_samples_per_s"]
+                     else f"NOT clearly compute-bound: reader {reader_sps or 0:,.0f}")
+            rows.append((f"streaming epoch at batch {x['batch']}, {bound}, round {i} (waited "
                          f"{100 * x['waited_share']:.1f}%, disk {x['disk_gb_per_s']:.2f} GB/s)",
                          sps(x["streaming_samples_per_s"]),
                          f"compute alone at batch {x['batch']}: "
