@@ -141,7 +141,7 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   for (float v : {c.sgd.lr, c.sgd.momentum, c.sgd.weight_decay}) e.Put(v);
   for (uint64_t v : {c.seed, c.epoch, c.next_sample, c.step}) e.Put(v);
   e.Put(c.batch_size);
-  e.Put<uint32_t>(0);
+  e.Put(c.order_window);
   e.Put(c.dataset_id);
   e.Put(c.dataset_samples);
   e.Put<uint32_t>(shapes.size());
@@ -188,8 +188,7 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
     RF_RETURN_IF_ERROR(d.Get(v, "position"));
   }
   RF_RETURN_IF_ERROR(d.Get(&c.batch_size, "position"));
-  uint32_t reserved = 0;
-  RF_RETURN_IF_ERROR(d.Get(&reserved, "position"));
+  RF_RETURN_IF_ERROR(d.Get(&c.order_window, "position"));
   RF_RETURN_IF_ERROR(d.Get(&c.dataset_id, "position"));
   RF_RETURN_IF_ERROR(d.Get(&c.dataset_samples, "position"));
 

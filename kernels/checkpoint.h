@@ -7,14 +7,16 @@
 //   magic "RFCKPT\0\x1a" (8) | u32 version
 //   model:    u32 channels, height, width, classes | u32 blocks | u32 conv[blocks] | u32 hidden
 //   sgd:      f32 lr, momentum, weight_decay
-//   position: u64 seed, epoch, next_sample, step | u32 batch_size | u32 reserved (0)
+//   position: u64 seed, epoch, next_sample, step | u32 batch_size | u32 order_window
 //             u64 dataset_id, dataset_samples
 //   u32 tensors | per parameter tensor (ParameterShapes order): u64 count, f32[count]
 //                 then the same for each momentum tensor
 //   u64 XXH3-64 of every byte before it
 //
-// The shuffling state is (seed, epoch): the order of an epoch is recomputed from them
-// (pipeline/epoch_order.h), so no generator state is stored. next_sample indexes that order.
+// The shuffling state is (seed, order_window, epoch): the order of an epoch is recomputed from
+// them (pipeline/window_order.h), so no generator state is stored. next_sample indexes that order.
+// order_window is the shuffle window W in chunks, kOrderStored for the stored order, or 0 in
+// files written before it was recorded (the field was reserved, always 0).
 // Writing goes through AtomicOutput (temp name, fsync, rename): a crash mid-write leaves the
 // previous checkpoint in place.
 #pragma once
@@ -37,12 +39,14 @@ struct Checkpoint {
   uint64_t next_sample = 0;  // index, in epoch's order, of the next sample to train on
   uint64_t step = 0;         // training steps taken so far, over all epochs
   uint32_t batch_size = 0;
-  uint64_t dataset_id = 0;  // of the training dataset, so a resume on other data is refused
+  uint32_t order_window = 0;  // W, kOrderStored, or 0: not recorded
+  uint64_t dataset_id = 0;    // of the training dataset, so a resume on other data is refused
   uint64_t dataset_samples = 0;
 };
 
 inline constexpr char kCheckpointMagic[8] = {'R', 'F', 'C', 'K', 'P', 'T', '\0', '\x1a'};
 inline constexpr uint32_t kCheckpointVersion = 1;
+inline constexpr uint32_t kOrderStored = 0xffffffffu;  // order_window of `--shuffle none`
 
 // The bytes of a checkpoint file. Fails with InvalidArgument when the tensors do not match
 // ParameterShapes(c.config).

@@ -100,8 +100,8 @@ Status Run(const TrainArgs& a) {
   norm.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
   norm.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
 
-  // A resumed run takes the optimizer settings, seed and batch size from its checkpoint: the
-  // epoch order and the bit-exact continuation depend on them.
+  // A resumed run takes the optimizer settings, seed, batch size and shuffle (mode and window)
+  // from its checkpoint: the epoch order and the bit-exact continuation depend on them.
   RunState state;
   SgdConfig sgd = a.sgd;
   uint64_t seed = a.seed;
@@ -117,6 +117,12 @@ Status Run(const TrainArgs& a) {
     sgd = c.sgd;
     seed = c.seed;
     args.batch_size = c.batch_size;
+    if (c.order_window == kOrderStored) {
+      args.shuffle = "none";
+    } else if (c.order_window != 0) {
+      args.shuffle = "window";
+      args.shuffle_window = c.order_window;
+    }
     params = std::move(c.params);
     momentum = std::move(c.momentum);
     state = RunState{c.epoch, c.step, c.next_sample};
@@ -148,8 +154,8 @@ Status Run(const TrainArgs& a) {
   StreamingOptions& so_train = in.streaming;
   so_train.batch_size = args.batch_size;
   so_train.drop_last = a.drop_last;
-  so_train.order.shuffle = a.shuffle == "window";
-  so_train.order.window_chunks = a.shuffle_window;
+  so_train.order.shuffle = args.shuffle == "window";
+  so_train.order.window_chunks = args.shuffle_window;
   so_train.order.seed = seed;
   so_train.ring_slots = a.ring_slots;
   so_train.epochs = a.epochs;
@@ -212,6 +218,7 @@ Status Run(const TrainArgs& a) {
   TrainerOptions to;
   to.epochs = args.epochs;
   to.batch_size = args.batch_size;
+  to.order_window = so_train.order.shuffle ? so_train.order.window_chunks : kOrderStored;
   to.checkpoint = args.checkpoint;
   to.checkpoint_every = args.checkpoint_every;
   to.max_steps = args.max_steps;

@@ -70,6 +70,7 @@ Status Trainer::Save(const RunState& s, const SgdConfig& sgd, uint64_t seed) {
   c.next_sample = epoch_done ? 0 : s.next_sample;
   c.step = s.step;
   c.batch_size = o_.batch_size;
+  c.order_window = o_.order_window;
   c.dataset_id = train_.header().dataset_id;
   c.dataset_samples = train_.sample_count();
   return WriteCheckpoint(o_.checkpoint, c);

@@ -25,7 +25,8 @@ namespace rf {
 struct TrainerOptions {
   uint64_t epochs = 1;
   uint32_t batch_size = 128;
-  std::string checkpoint;  // empty: none
+  uint32_t order_window = 0;  // recorded in checkpoints (kernels/checkpoint.h)
+  std::string checkpoint;     // empty: none
   uint64_t checkpoint_every = 0, max_steps = 0;
   std::string metrics;  // the metrics file's name, for errors
 };

@@ -294,6 +294,47 @@ TEST(TrainCommand, DumpOrderWritesAPermutationPerEpoch) {
   }
 }
 
+// The samples an order file lists, without its "# epoch" lines.
+std::vector<uint64_t> OrderSamples(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<uint64_t> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("# ", 0) != 0) out.push_back(std::stoull(line));
+  }
+  return out;
+}
+
+// The checkpoint records the epoch order's shuffle (mode and window): a resume that does not
+// repeat --shuffle/--shuffle-window still continues the same order, skipping and repeating nothing.
+TEST(TrainCommand, ResumeContinuesTheCheckpointsShuffleWithoutItsFlags) {
+  TempDir t;
+  const std::string data = MakeDataset(t);  // 6 chunks: a window of 2 differs from the default
+  std::string out;
+  for (const std::string order : {"--shuffle-window 2", "--shuffle none"}) {
+    SCOPED_TRACE(order);
+    ASSERT_EQ(RunCommand(Train(data, "--epochs 2 " + order + " --dump-order " + t.File("s")), &out),
+              0)
+        << out;
+    // 13 steps: the first epoch (10 steps) and 3 of the second.
+    ASSERT_EQ(RunCommand(Train(data, "--epochs 2 " + order + " --max-steps 13 --checkpoint " +
+                                         t.File("c") + " --dump-order " + t.File("p1")),
+                         &out),
+              0)
+        << out;
+    ASSERT_EQ(RunCommand(Train(data, "--epochs 2 --resume " + t.File("c") + " --dump-order " +
+                                         t.File("p2")),
+                         &out),
+              0)
+        << out;
+    std::vector<uint64_t> resumed = OrderSamples(t.File("p1"));
+    const std::vector<uint64_t> rest = OrderSamples(t.File("p2"));
+    resumed.insert(resumed.end(), rest.begin(), rest.end());
+    EXPECT_EQ(resumed, OrderSamples(t.File("s")));
+    EXPECT_EQ(resumed.size(), 600u);
+  }
+}
+
 // --config reads the same options from a file; the command line wins where both set one.
 TEST(TrainCommand, ConfigFileSetsOptionsAndTheCommandLineWins) {
   TempDir t;
