@@ -75,6 +75,7 @@ class Suite:
         if cold:
             self.cold()
         self.r["commands"].append(" ".join(shlex.quote(c) for c in cmd))
+        read0 = disk_read_bytes()
         t0 = time.monotonic()
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -86,7 +87,10 @@ class Suite:
             rc, text = 127, f"{cmd[0]}: {e}\n"
         with open(os.path.join(self.logs, name + ".log"), "w") as f:
             f.write(text)
-        print(f"  {name}: exit {rc} in {time.monotonic() - t0:.1f} s", flush=True)
+        read = disk_read_bytes() - read0
+        self.r.setdefault("disk_read_bytes", {})[name] = read
+        print(f"  {name}: exit {rc} in {time.monotonic() - t0:.1f} s, {read / 1e9:.2f} GB read "
+              "from disk", flush=True)
         return rc, text
 
     def fail(self, stage, why):
@@ -417,8 +421,10 @@ def table(r):
             p = peer[phase]
             rows.append((f"{what}: after its first batch (which took {p['first_batch_s']:.1f} s)",
                          sps(p["steady_samples_per_s"]), "", "", ""))
-            rows.append((f"{what}: whole {p['seconds']:.0f} s run", sps(p["samples_per_s"]), "", "",
-                         ""))
+            read = r.get("disk_read_bytes", {}).get(f"torch-{phase}")
+            rows.append((f"{what}: whole {p['seconds']:.0f} s run" +
+                         (f" ({read / 1e9:.1f} GB read from disk)" if read else ""),
+                         sps(p["samples_per_s"]), "", "", ""))
     if "train" in peer:
         rows.append(("ringfeed streaming / PyTorch training after its first batch", "", "",
                      ratio(stream, peer["train"]["steady_samples_per_s"]), ">= 6"))
@@ -450,6 +456,22 @@ def table(r):
         rows.append((f"convert {gib(c['input_bytes'])} of predecessor float32 to uint8 .rfd",
                      f"{c['seconds']:.1f} s", "", f"{c['input_gb_per_s']:.2f} GB/s in", ""))
     return rows
+
+
+def disk_read_bytes():
+    """Bytes read from all whole block devices so far (/proc/diskstats; partitions left out so
+    nothing counts twice), to see how much each run really read."""
+    try:
+        disks = set(os.listdir("/sys/block"))
+        total = 0
+        with open("/proc/diskstats") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) > 5 and parts[2] in disks:
+                    total += int(parts[5]) * 512  # sectors read, always 512-byte units
+        return total
+    except OSError:
+        return 0
 
 
 def machine():
@@ -522,6 +544,8 @@ def main():
     p.add_argument("--peer-seconds", type=float, default=20.0,
                    help="how long each PyTorch run and the naive loop run")
     p.add_argument("--no-peer", action="store_true")
+    p.add_argument("--stages", help="only these stages (comma-separated: limits, rounds, modes, "
+                   "peer, timeline); the data is always made")
     p.add_argument("--no-managed", action="store_true")
     a = p.parse_args()
     if a.quick:
@@ -538,6 +562,8 @@ def main():
     print(f"ringfeed bench suite: {s.r['machine']['gpu']}, {gib(a.size)} dataset in "
           f"{a.data_dir}, results in {s.out}", flush=True)
     for stage in (s.make_data, s.limits, s.rounds, s.modes, s.peer, s.timeline):
+        if a.stages and stage.__name__ not in a.stages.split(",") + ["make_data"]:
+            continue
         print(f"== {stage.__name__}", flush=True)
         try:
             stage()
