@@ -40,8 +40,10 @@ Result<uint64_t> ParseByteSize(const std::string& text) {
   else
     return Status::InvalidArgument("'" + text + "': unknown size unit '" + unit + "'");
   const double bytes = v * mult;
-  if (bytes > 1.8e19) return Status::InvalidArgument("'" + text + "' is too large");
-  return static_cast<uint64_t>(std::llround(bytes));
+  if (bytes >= 18446744073709551615.0) {
+    return Status::InvalidArgument("'" + text + "' is too large");
+  }
+  return static_cast<uint64_t>(bytes + 0.5);  // llround would overflow past 2^63
 }
 
 std::string FormatBytes(uint64_t bytes) {
@@ -57,6 +59,20 @@ std::string FormatBytes(uint64_t bytes) {
     std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
   else
     std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
+  return buf;
+}
+
+std::string FormatRate(double bytes_per_second) {
+  static const char* kUnits[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+  double v = bytes_per_second > 0 ? bytes_per_second : 0;
+  int u = 0;
+  while (v >= 999.5 && u < 4) {
+    v /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f %s", v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2, v, kUnits[u]);
+  if (v == 0) std::snprintf(buf, sizeof buf, "0 B/s");
   return buf;
 }
 

@@ -13,5 +13,8 @@ namespace rf {
 Result<uint64_t> ParseByteSize(const std::string& text);
 // "3.21 GiB", "512 KiB", "17 B".
 std::string FormatBytes(uint64_t bytes);
+// A rate in decimal units, with three significant digits: "1.84 GB/s", "12.3 MB/s", "850 kB/s",
+// "0 B/s" (so a slow rate reads as slow, not as "0.00 GB/s").
+std::string FormatRate(double bytes_per_second);
 
 }  // namespace rf

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "io/units.h"
 #include "pipeline/trace.h"
 
 namespace rf {
@@ -119,10 +120,10 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
   }
   std::printf(
       "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, %.0f samples/s, %.1f s, disk "
-      "%.2f GB/s, waited for data %.1f%%, GPU memory %.1f MiB, host RSS %.1f MiB\n",
+      "%s, waited for data %.1f%%, GPU memory %.1f MiB, host RSS %.1f MiB\n",
       static_cast<unsigned long long>(s.epoch + 1), static_cast<unsigned long long>(o_.epochs),
       train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), samples / seconds, seconds,
-      disk, 100 * waited, j["gpu_bytes"].get<uint64_t>() / 1048576.0,
+      FormatRate(disk * 1e9).c_str(), 100 * waited, j["gpu_bytes"].get<uint64_t>() / 1048576.0,
       j["rss_bytes"].get<uint64_t>() / 1048576.0);
   std::fflush(stdout);
   return WriteMetrics(j);
