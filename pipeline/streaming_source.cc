@@ -79,6 +79,11 @@ uint64_t StreamingSource::bytes_read() const {
   return bytes_before_ + (feeder_ ? feeder_->bytes_read() : 0);
 }
 
+double StreamingSource::reader_held_seconds() const {
+  // The feeder blocks in AcquireFree only with no read in flight (pipeline/chunk_feeder.cc).
+  return static_cast<double>(held_before_ns_ + ring_->producer_wait_ns()) * 1e-9;
+}
+
 void StreamingSource::Stop() {
   if (!copier_.joinable() && !feeder_) return;
   {
@@ -101,6 +106,7 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
   // A fresh ring unless this one was never fed: a fed one has failed (that is how Stop ends its
   // threads) or been closed at the end of its plan.
   if (ring_fed_) {
+    held_before_ns_ += ring_->producer_wait_ns();
     RF_ASSIGN_OR_RETURN(
         ring_, SlotRing::Create(options_.ring_slots, dataset_.max_chunk_bytes(), options_.pin));
   }

@@ -79,6 +79,7 @@ class StreamingSource final : public TrainingSource {
   const std::vector<uint64_t>& batch_samples() const override { return batch_samples_; }
   uint64_t bytes_read() const override;
   double wait_seconds() const override { return wait_ns_ * 1e-9; }
+  double reader_held_seconds() const override;
   std::string Describe() const override;
 
   const WindowOrder& order() const { return order_; }
@@ -111,7 +112,8 @@ class StreamingSource final : public TrainingSource {
   bool ring_fed_ = false;  // a feeder has run on ring_
   std::unique_ptr<ChunkFeeder> feeder_;
   std::thread copier_;
-  uint64_t bytes_before_ = 0;  // read by feeders of earlier plans
+  uint64_t bytes_before_ = 0;    // read by feeders of earlier plans
+  uint64_t held_before_ns_ = 0;  // the reader's waits for a free slot in earlier rings
 
   // Shared between the copy thread and the compute thread.
   std::mutex mu_;

@@ -20,6 +20,10 @@ class TrainingSource : public BatchSource {
   // Bytes read from disk, and seconds Next() spent blocked waiting for data, since creation.
   virtual uint64_t bytes_read() const = 0;
   virtual double wait_seconds() const = 0;
+  // Seconds the disk reader sat idle since creation, all its reads done and no free buffer to
+  // read into: the pipeline behind it holding it back. (Fewer reads in flight than the queue
+  // depth is not counted.)
+  virtual double reader_held_seconds() const { return 0; }
   // One line for the start of a run: the mode and its memory.
   virtual std::string Describe() const = 0;
 };

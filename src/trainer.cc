@@ -84,13 +84,19 @@ Status Trainer::WriteMetrics(const nlohmann::json& j) {
   return Status::Ok();
 }
 
+Trainer::SourceCounters Trainer::Counters() const {
+  return SourceCounters{source_.bytes_read(), source_.wait_seconds(),
+                        source_.reader_held_seconds()};
+}
+
 Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_point t0,
-                            uint64_t samples, uint64_t bytes0, double wait0) {
+                            uint64_t samples, const SourceCounters& at_start) {
   const StepStats train = backend_.TakeTrainStats();  // waits for the epoch's last step
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double disk = static_cast<double>(source_.bytes_read() - bytes0) / seconds / 1e9;
-  const double waited = (source_.wait_seconds() - wait0) / seconds;
+  const SourceCounters now = Counters();
+  const double disk = static_cast<double>(now.bytes_read - at_start.bytes_read) / seconds / 1e9;
+  const double waited = (now.wait_s - at_start.wait_s) / seconds;
   nlohmann::json j = {{"event", "epoch"},
                       {"epoch", s.epoch + 1},
                       {"step", s.step},
@@ -100,6 +106,7 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
                       {"seconds", seconds},
                       {"disk_gb_per_s", disk},
                       {"data_wait_share", waited},
+                      {"reader_held_share", (now.reader_held_s - at_start.reader_held_s) / seconds},
                       {"rss_bytes", ResidentBytes("VmRSS:")},
                       {"peak_rss_bytes", ResidentBytes("VmHWM:")},
                       {"gpu_bytes", engine_.gpu_bytes()}};
@@ -148,8 +155,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
   if (stopping) stopped_by = "max-steps";
   while (s.epoch < o_.epochs && !stopping) {
     const auto t0 = std::chrono::steady_clock::now();
-    const uint64_t bytes0 = source_.bytes_read();
-    const double wait0 = source_.wait_seconds();
+    const SourceCounters at_start = Counters();
     RF_RETURN_IF_ERROR(source_.StartEpoch(s.epoch, s.next_sample));
     const uint64_t first_sample = s.next_sample;
     progress_.StartEpoch(s.epoch, o_.epochs, first_sample, source_.epoch_samples());
@@ -184,7 +190,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
     }
     if (s.next_sample < source_.epoch_samples()) break;  // stopped mid-epoch
     progress_.Finish();
-    RF_RETURN_IF_ERROR(ReportEpoch(s, t0, s.next_sample - first_sample, bytes0, wait0));
+    RF_RETURN_IF_ERROR(ReportEpoch(s, t0, s.next_sample - first_sample, at_start));
     ++s.epoch;
     s.next_sample = 0;
   }

@@ -58,9 +58,15 @@ class Trainer {
   static void StepDone(void* arg, uint64_t done_ns);
   Status MarkStep();
   Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
-  // t0: the epoch's start; bytes0, wait0: the source's counters then.
+  // The source's running counters; an epoch reports how far they moved.
+  struct SourceCounters {
+    uint64_t bytes_read = 0;
+    double wait_s = 0, reader_held_s = 0;
+  };
+  SourceCounters Counters() const;
+  // t0 and at_start: the epoch's start and the counters then.
   Status ReportEpoch(const RunState& s, std::chrono::steady_clock::time_point t0, uint64_t samples,
-                     uint64_t bytes0, double wait0);
+                     const SourceCounters& at_start);
   Status WriteMetrics(const nlohmann::json& j);
 
   const TrainerOptions o_;

@@ -161,13 +161,16 @@ TEST(StreamingSource, ACorruptChunkStopsTheEpochNamingFileAndChunk) {
   EXPECT_NE(error.ToString().find("chunk 5"), std::string::npos) << error.ToString();
 }
 
-TEST(StreamingSource, ASlowConsumerOnlySlowsItDown) {
+TEST(StreamingSource, ASlowConsumerOnlySlowsItDownAndHoldsTheReaderBack) {
   TempDir t;
   auto d = Dataset::Open(testing::MakeIndexedDataset(t, 1200, 1, 4096));
   ASSERT_TRUE(d.ok());
   auto s = Source(*d, Options(100, 2, 1));
   ASSERT_TRUE(s->StartEpoch(0, 0).ok());
   EXPECT_EQ(DrainEpoch(*s, nullptr, std::chrono::milliseconds(3)), s->order().EpochSamples(0));
+  // 12 batches, 3 ms each, and 4 ring slots and 9 staging slots for 19 chunks: the reader,
+  // done with what fits, sits idle until windows retire.
+  EXPECT_GT(s->reader_held_seconds(), 0.005);
 }
 
 // A queue that takes its time: every completion waits 2 ms.
@@ -195,11 +198,16 @@ TEST(StreamingSource, ASlowReaderOnlySlowsItDownAndTheWaitIsCounted) {
   ASSERT_TRUE(d.ok());
   StreamingOptions o = Options(100, 2, 1);
   o.feeder.queue_factory = [] { return std::make_unique<SlowQueue>(4); };
+  // More ring slots than the dataset's 19 chunks: a free slot is always there, so the reader is
+  // never held back however its completions bunch up. (With 4 slots, each burst of 4
+  // completions leaves it idle until the consumer frees one.)
+  o.ring_slots = 24;
   auto s = Source(*d, o);
   ASSERT_TRUE(s->StartEpoch(0, 0).ok());
   EXPECT_EQ(DrainEpoch(*s), s->order().EpochSamples(0));
   EXPECT_GT(s->wait_seconds(), 0.0);
   EXPECT_GT(s->bytes_read(), 0u);
+  EXPECT_EQ(s->reader_held_seconds(), 0.0);
 }
 
 TEST(StreamingSource, DestroyingItMidEpochDoesNotHang) {

@@ -174,6 +174,8 @@ TEST(TrainCommand, FashionMnistSliceLowersTheLoss) {
   EXPECT_GT(m[4]["test_accuracy"].get<double>(), 0.6) << out;
   EXPECT_GT(m[4]["rss_bytes"].get<uint64_t>(), 0u);
   EXPECT_GE(m[4]["peak_rss_bytes"].get<uint64_t>(), m[4]["rss_bytes"].get<uint64_t>());
+  EXPECT_GE(m[4]["reader_held_share"].get<double>(), 0.0);
+  EXPECT_LE(m[4]["reader_held_share"].get<double>(), 1.0);
   EXPECT_EQ(m[5]["event"], "end");
   EXPECT_EQ(m[5]["stopped_by"], "epochs");
   EXPECT_GT(m[5]["first_batch_ms"].get<double>(), 0.0);

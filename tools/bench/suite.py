@@ -228,6 +228,7 @@ class Suite:
                 ep = m["epoch"]
                 row.update(streaming_samples_per_s=ep["samples_per_s"],
                            streaming_seconds=ep["seconds"], waited_share=ep["data_wait_share"],
+                           reader_held_share=ep.get("reader_held_share"),
                            disk_gb_per_s=ep["disk_gb_per_s"], gpu_bytes=ep["gpu_bytes"],
                            peak_rss_bytes=m["end"]["peak_rss_bytes"],
                            first_batch_ms=m["end"]["first_batch_ms"])
@@ -378,8 +379,11 @@ def table(r):
                  sps(med("reader_train_order_samples_per_s")), "", "", ""))
     for i, x in enumerate(rounds, 1):
         if "streaming_over_bound" in x:
+            held = x.get("reader_held_share")
+            held = f", reader held back {100 * held:.1f}%" if held is not None else ""
             rows.append((f"streaming epoch, round {i} ({x['bound_by']}-bound; waited "
-                         f"{100 * x['waited_share']:.1f}%, first batch {x['first_batch_ms']:.0f} ms)",
+                         f"{100 * x['waited_share']:.1f}%{held}, first batch "
+                         f"{x['first_batch_ms']:.0f} ms; disk {x['disk_gb_per_s']:.2f} GB/s)",
                          sps(x["streaming_samples_per_s"]),
                          "min(reader in training's order, compute), same round",
                          f"{x['streaming_over_bound']:.3f}", ">= 0.95"))
