@@ -64,7 +64,8 @@ std::string FormatBytes(uint64_t bytes) {
 
 std::string FormatRate(double bytes_per_second) {
   static const char* kUnits[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
-  double v = bytes_per_second > 0 ? bytes_per_second : 0;
+  if (!(bytes_per_second > 0)) return "0 B/s";
+  double v = bytes_per_second;
   int u = 0;
   while (v >= 999.5 && u < 4) {
     v /= 1000;
@@ -72,7 +73,6 @@ std::string FormatRate(double bytes_per_second) {
   }
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.*f %s", v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2, v, kUnits[u]);
-  if (v == 0) std::snprintf(buf, sizeof buf, "0 B/s");
   return buf;
 }
 

@@ -6,9 +6,11 @@
 // Each Mark records a timing event after the work queued so far; the marks' callbacks run, in
 // order and on the caller's thread, from a later Mark or Poll once their events have completed,
 // with the event's time mapped to the host clock: host time = base_ns + (event - base event).
-// The base pair is taken once, at the first Mark, by synchronizing the stream and then one event
-// recorded on it (the host time is known to within half that round trip, microseconds). At
-// most `capacity` marks are pending; a Mark beyond that waits for the oldest.
+// The base pair is taken at the first Mark, by synchronizing the stream and then one event
+// recorded on it (the host time is known to within half that round trip, microseconds); a mark
+// more than a few seconds past the base becomes the new base, as float milliseconds lose
+// microseconds beyond that. At most `capacity` marks are pending; a Mark beyond that waits for
+// the oldest.
 //
 // Thread safety: none; the thread that queues work on the stream uses it.
 #pragma once

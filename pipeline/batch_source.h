@@ -9,6 +9,7 @@
 // Thread safety: none; one thread drives a source.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -40,6 +41,11 @@ struct Batch {
 // only the full batches'.
 inline uint64_t EpochSamples(uint64_t samples, uint32_t batch, bool drop_last) {
   return drop_last ? samples / batch * batch : samples;
+}
+// The size of the batch that starts at `position`: a full batch, the epoch's partial last one, or
+// 0 at the epoch's end.
+inline uint32_t BatchSizeAt(uint64_t position, uint32_t batch, uint64_t epoch_samples) {
+  return static_cast<uint32_t>(std::min<uint64_t>(batch, epoch_samples - position));
 }
 // The check every StartEpoch makes: InvalidArgument when position > epoch_samples.
 inline Status CheckEpochPosition(uint64_t position, uint64_t epoch_samples) {

@@ -191,12 +191,8 @@ Status ManagedSource::PrefetchAhead(uint32_t samples) {
 
 Result<Batch> ManagedSource::Next() {
   batch_samples_.clear();
-  const auto n =
-      static_cast<uint32_t>(std::min<uint64_t>(options_.batch_size, epoch_samples() - position_));
-  if (n == 0) {
-    Batch end;
-    return end;
-  }
+  const uint32_t n = BatchSizeAt(position_, options_.batch_size, epoch_samples());
+  if (n == 0) return Batch{};
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t chunk = 0;
     uint32_t sample = 0;

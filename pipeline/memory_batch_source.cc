@@ -52,7 +52,7 @@ Result<Batch> MemoryBatchSource::Next() {
   b.label_dtype = label_dtype_;
   b.samples = batch_samples_.data();
   b.labels = batch_labels_.data();
-  b.n = static_cast<uint32_t>(std::min<uint64_t>(opts_.batch_size, epoch_samples() - position_));
+  b.n = BatchSizeAt(position_, opts_.batch_size, epoch_samples());
   for (uint32_t i = 0; i < b.n; ++i) {
     const uint64_t at = position_ + i;
     const uint64_t s = order_.empty() ? at : order_[at];

@@ -278,12 +278,8 @@ Result<Batch> StreamingSource::Next() {
   // The batch handed out last has been queued by now: windows it finished can be reused.
   RF_RETURN_IF_ERROR(RetirePending());
   batch_samples_.clear();
-  const auto n =
-      static_cast<uint32_t>(std::min<uint64_t>(options_.batch_size, epoch_samples() - position_));
-  if (n == 0) {
-    Batch end;
-    return end;
-  }
+  const uint32_t n = BatchSizeAt(position_, options_.batch_size, epoch_samples());
+  if (n == 0) return Batch{};
   const uint64_t slot_bytes = staging_->layout().slot_bytes;
   for (uint32_t i = 0; i < n; ++i) {
     if (entry_ == entries_.size()) {  // on to the next window; this one is done after the batch
