@@ -151,4 +151,22 @@ bool FileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+Status CheckOutputsAreNotInputs(const std::vector<std::string>& outputs,
+                                const std::vector<std::string>& inputs) {
+  for (const std::string& in : inputs) {
+    struct stat is;
+    if (::stat(in.c_str(), &is) != 0) continue;
+    for (const std::string& out : outputs) {
+      struct stat os;
+      if (::stat(out.c_str(), &os) != 0) continue;
+      if (os.st_dev == is.st_dev && os.st_ino == is.st_ino) {
+        std::string why = "output " + out + " is the input " + in;
+        if (out != in) why += " (the same file by another name)";
+        return Status::InvalidArgument(why + "; refusing to replace an input: choose another -o");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace rf

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "io/status.h"
 
@@ -78,5 +79,14 @@ class AtomicOutput {
 
 // Does a regular file exist at path?
 bool FileExists(const std::string& path);
+
+// Refuses an output that is one of the inputs, whatever the names say: two paths are the same
+// file when stat(2), which follows symbolic links, gives the same device and inode (so a
+// symlink, a hard link or "./x" for "x" is caught). Call it before creating any output: the
+// rename that commits an output would otherwise replace the input. Outputs that do not exist
+// yet pass; an input that cannot be stat'ed is left to the code that opens it.
+// InvalidArgument naming both paths.
+Status CheckOutputsAreNotInputs(const std::vector<std::string>& outputs,
+                                const std::vector<std::string>& inputs);
 
 }  // namespace rf

@@ -1,5 +1,8 @@
 // The built ringfeed-convert binary: exit codes and the one-line error on stderr.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
@@ -87,6 +90,86 @@ TEST(ConvertCli, SyntheticThenInspectAndVerifyThenAFlippedBitFails) {
   EXPECT_EQ(CountLines(out), 1) << out;
   EXPECT_NE(out.find("ringfeed-convert: " + t.File("s.rfd") + ": chunk 1"), std::string::npos)
       << out;
+}
+
+// Defect: "-o" naming an input printed "wrote" and replaced the input with a dataset (the rename
+// that commits an output replaces whatever has that name). Every way of naming the input is
+// refused before anything is written, and the input keeps its bytes.
+TEST(ConvertCli, AnOutputOntoAnInputIsRefusedAndTheInputKept) {
+  TempDir t;
+  const std::vector<uint8_t> records = testing::PositionalBytes(50, 17);
+  testing::WriteAll(t.File("in.records"), records);
+  testing::WriteAll(t.File("plain.records"), testing::PositionalBytes(50, 16));
+  testing::WriteAll(t.File("labels.bin"), testing::PositionalLabels(50));
+  ASSERT_EQ(::symlink(t.File("in.records").c_str(), t.File("link.rfd").c_str()), 0);
+  ASSERT_EQ(::link(t.File("in.records").c_str(), t.File("hard.rfd").c_str()), 0);
+  const std::string raw = Program() + " raw --records " + t.File("in.records") +
+                          " --shape 1,4,4 --label first --classes 256 -o ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {t.File("in.records"), t.File("in.records")},        // the same name
+      {t.path() + "/./in.records", t.File("in.records")},  // another spelling
+      {t.File("link.rfd"), t.File("in.records")},          // a symlink to it
+      {t.File("hard.rfd"), t.File("in.records")},          // a hard link to it
+  };
+  for (const auto& [output, input] : cases) {
+    std::string out;
+    EXPECT_EQ(RunCommand(raw + output, &out), 1) << output;
+    EXPECT_EQ(CountLines(out), 1) << out;
+    EXPECT_NE(out.find("output " + output + " is the input " + input), std::string::npos) << out;
+    EXPECT_NE(out.find("refusing to replace an input"), std::string::npos) << out;
+  }
+  // A labels file is an input too, and so is the test split's output name.
+  std::string out;
+  EXPECT_EQ(RunCommand(Program() + " raw --records " + t.File("plain.records") +
+                           " --shape 1,4,4 --label file:" + t.File("labels.bin") + " -o " +
+                           t.File("labels.bin"),
+                       &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("output " + t.File("labels.bin") + " is the input"), std::string::npos) << out;
+  ASSERT_EQ(::rename(t.File("labels.bin").c_str(), t.File("d.test.rfd").c_str()), 0);
+  EXPECT_EQ(RunCommand(Program() + " raw --records " + t.File("plain.records") +
+                           " --shape 1,4,4 --label file:" + t.File("d.test.rfd") +
+                           " --test-split 0.5 -o " + t.File("d.rfd"),
+                       &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("output " + t.File("d.test.rfd") + " is the input"), std::string::npos) << out;
+  EXPECT_EQ(testing::ReadAll(t.File("in.records")), records);
+  EXPECT_EQ(testing::ReadAll(t.File("d.test.rfd")), testing::PositionalLabels(50));
+  EXPECT_EQ(testing::FilesIn(t.path()),
+            (std::vector<std::string>{"d.test.rfd", "hard.rfd", "in.records", "link.rfd",
+                                      "plain.records"}));
+}
+
+TEST(ConvertCli, IdxOutputOntoItsImagesIsRefused) {
+  TempDir t;
+  const std::vector<uint8_t> images =
+      testing::IdxBytes(0x08, {3, 2, 2}, std::vector<uint8_t>(12, 7));
+  testing::WriteAll(t.File("imgs"), images);
+  std::string out;
+  EXPECT_EQ(
+      RunCommand(Program() + " idx --images " + t.File("imgs") + " -o " + t.File("imgs"), &out), 1);
+  EXPECT_NE(out.find("is the input"), std::string::npos) << out;
+  EXPECT_EQ(testing::ReadAll(t.File("imgs")), images);
+}
+
+TEST(ConvertCli, ExportOntoItsOwnDatasetIsRefused) {
+  TempDir t;
+  std::string out;
+  ASSERT_EQ(RunCommand(Program() + " synthetic --samples 64 --shape 1,4,4 --classes 4 " +
+                           "--threads 1 -q -o " + t.File("s.bin"),
+                       &out),
+            0)
+      << out;
+  const std::vector<uint8_t> dataset = testing::ReadAll(t.File("s.bin"));
+  // cifar export writes PREFIX.bin: with the prefix "s" that is the dataset itself.
+  EXPECT_EQ(
+      RunCommand(Program() + " export " + t.File("s.bin") + " --format cifar -o " + t.File("s"),
+                 &out),
+      1);
+  EXPECT_NE(out.find("output " + t.File("s.bin") + " is the input"), std::string::npos) << out;
+  EXPECT_EQ(testing::ReadAll(t.File("s.bin")), dataset);
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ Result<ExportSummary> ExportCifar(const Dataset& d, const ExportOptions& o, Prog
   if (o.layout != ExportLayout::kAuto && o.layout != ExportLayout::kNchw) {
     return Status::InvalidArgument("CIFAR records are channel-major: --layout must be nchw");
   }
-  RF_ASSIGN_OR_RETURN(SequentialOutput out, SequentialOutput::Create(o.prefix + ".bin"));
+  RF_ASSIGN_OR_RETURN(SequentialOutput out,
+                      SequentialOutput::Create(ExportPaths(o.format, o.prefix)[0]));
   const uint64_t sb = h.SampleBytes();
   std::vector<uint8_t> records;
   uint64_t done = 0;

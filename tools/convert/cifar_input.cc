@@ -63,6 +63,12 @@ class CifarSource final : public SampleSource {
     return {files_[f].path(), sample * RecordBytes() + label_bytes_ - 1};
   }
 
+  std::vector<std::string> input_paths() const override {
+    std::vector<std::string> p;
+    for (const File& f : files_) p.push_back(f.path());
+    return p;
+  }
+
  private:
   static constexpr uint64_t kRecordsPerRead = 4096;  // ~12 MiB of records per pread
   uint64_t RecordBytes() const { return label_bytes_ + kCifarPixels; }

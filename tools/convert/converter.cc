@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "io/dataset_writer.h"
+#include "io/file.h"
+#include "io/format.h"
 #include "tools/convert/progress.h"
 #include "tools/convert/splitmix.h"
 
@@ -76,6 +78,13 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
   spec.height = shape.height;
   spec.width = shape.width;
   spec.num_classes = classes;
+  std::vector<std::string> outputs;
+  for (uint32_t i = 0; i < opts.shards; ++i) {
+    outputs.push_back(format::ShardPath(out_path, i, opts.shards));
+    if (split) outputs.push_back(format::ShardPath(TestSetPath(out_path), i, opts.shards));
+  }
+  RF_RETURN_IF_ERROR(CheckOutputsAreNotInputs(outputs, source.input_paths()));
+
   WriterOptions wopts;
   wopts.shards = opts.shards;
   wopts.chunk_bytes = opts.chunk_bytes;

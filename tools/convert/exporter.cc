@@ -1,5 +1,6 @@
 #include "tools/convert/exporter.h"
 
+#include "io/file.h"
 #include "tools/convert/byte_order.h"
 #include "tools/convert/dataset_chunks.h"
 #include "tools/convert/sample_layout.h"
@@ -13,6 +14,22 @@ std::optional<ExportFormat> ParseExportFormat(const std::string& name) {
   if (name == "npy") return ExportFormat::kNpy;
   if (name == "predecessor") return ExportFormat::kPredecessor;
   return std::nullopt;
+}
+
+std::vector<std::string> ExportPaths(ExportFormat format, const std::string& prefix) {
+  switch (format) {
+    case ExportFormat::kRaw:
+      return {prefix + ".records", prefix + ".labels"};
+    case ExportFormat::kIdx:
+      return {prefix + "-images.idx", prefix + "-labels.idx"};
+    case ExportFormat::kCifar:
+      return {prefix + ".bin"};
+    case ExportFormat::kNpy:
+      return {prefix + "-images.npy", prefix + "-labels.npy"};
+    case ExportFormat::kPredecessor:
+      return {prefix + "_images.bin", prefix + "_labels.bin"};
+  }
+  return {};
 }
 
 std::optional<ExportLayout> ParseExportLayout(const std::string& name) {
@@ -55,6 +72,9 @@ const uint8_t* SamplesInLayout(const format::Header& h, ExportLayout layout, con
 }
 
 Result<ExportSummary> Export(const Dataset& d, const ExportOptions& o) {
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < d.shard_count(); ++i) inputs.push_back(d.shard_path(i));
+  RF_RETURN_IF_ERROR(CheckOutputsAreNotInputs(ExportPaths(o.format, o.prefix), inputs));
   Progress progress("exporting", d.total_bytes(), o.progress);
   Result<ExportSummary> r = [&]() -> Result<ExportSummary> {
     switch (o.format) {

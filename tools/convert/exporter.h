@@ -52,6 +52,8 @@ struct ExportSummary {
 Result<ExportSummary> Export(const Dataset& dataset, const ExportOptions& options);
 
 std::optional<ExportFormat> ParseExportFormat(const std::string& name);
+// The files a format writes for a prefix (the list in the comment above), samples first.
+std::vector<std::string> ExportPaths(ExportFormat format, const std::string& prefix);
 std::optional<ExportLayout> ParseExportLayout(const std::string& name);
 
 // The format-specific halves (one file each); Export() picks one and reports.

@@ -31,8 +31,10 @@ Result<ExportSummary> ExportIdx(const Dataset& d, const ExportOptions& o, Progre
   // uint8 labels keep IDX's ubyte; wider ones are written as int (0x0C).
   const Elem label_elem = h.label_dtype == DType::kUInt8 ? Elem::kU8 : Elem::kI32;
 
-  RF_ASSIGN_OR_RETURN(SequentialOutput images, SequentialOutput::Create(o.prefix + "-images.idx"));
-  RF_ASSIGN_OR_RETURN(SequentialOutput labels, SequentialOutput::Create(o.prefix + "-labels.idx"));
+  RF_ASSIGN_OR_RETURN(SequentialOutput images,
+                      SequentialOutput::Create(ExportPaths(o.format, o.prefix)[0]));
+  RF_ASSIGN_OR_RETURN(SequentialOutput labels,
+                      SequentialOutput::Create(ExportPaths(o.format, o.prefix)[1]));
   const std::vector<uint8_t> ih = IdxHeaderBytes(*code, ExportShape(h, layout));
   const std::vector<uint8_t> lh = IdxHeaderBytes(*IdxCodeOf(label_elem), {h.total_samples});
   RF_RETURN_IF_ERROR(images.Append(ih.data(), ih.size()));

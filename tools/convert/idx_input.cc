@@ -145,6 +145,12 @@ class IdxSource final : public SampleSource {
     return {labels_->path(), lh_.data_offset + sample * ElemSize(lh_.elem)};
   }
 
+  std::vector<std::string> input_paths() const override {
+    std::vector<std::string> p = {images_->path()};
+    if (labels_) p.push_back(labels_->path());
+    return p;
+  }
+
  private:
   std::unique_ptr<InputStream> images_, labels_;
   IdxHeader ih_, lh_;

@@ -14,8 +14,10 @@ Result<ExportSummary> ExportNpy(const Dataset& d, const ExportOptions& o, Progre
                                " dtype; export a uint8, float16 or float32 dataset");
   }
   const Elem label_elem = o.label_elem.value_or(ElemOf(h.label_dtype));
-  RF_ASSIGN_OR_RETURN(SequentialOutput images, SequentialOutput::Create(o.prefix + "-images.npy"));
-  RF_ASSIGN_OR_RETURN(SequentialOutput labels, SequentialOutput::Create(o.prefix + "-labels.npy"));
+  RF_ASSIGN_OR_RETURN(SequentialOutput images,
+                      SequentialOutput::Create(ExportPaths(o.format, o.prefix)[0]));
+  RF_ASSIGN_OR_RETURN(SequentialOutput labels,
+                      SequentialOutput::Create(ExportPaths(o.format, o.prefix)[1]));
   const std::string ih = FormatNpyHeader(*descr, ExportShape(h, layout));
   const std::string lh = FormatNpyHeader(*NpyDescrOf(label_elem), {h.total_samples});
   RF_RETURN_IF_ERROR(images.Append(ih.data(), ih.size()));

@@ -81,6 +81,12 @@ class NpySource final : public SampleSource {
     return {labels_.path(), lh_.data_offset + sample * ElemSize(lh_.elem)};
   }
 
+  std::vector<std::string> input_paths() const override {
+    std::vector<std::string> p = {images_.path()};
+    if (labels_.is_open()) p.push_back(labels_.path());
+    return p;
+  }
+
  private:
   File images_, labels_;
   NpyHeader ih_, lh_;

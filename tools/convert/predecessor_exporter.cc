@@ -17,8 +17,10 @@ Result<ExportSummary> ExportPredecessor(const Dataset& d, const ExportOptions& o
   const uint64_t features = h.SampleElems();
   const uint64_t n_total = h.total_samples;
   const uint64_t block = std::max<uint64_t>(1, o.memory_budget / (features * 2 * sizeof(float)));
-  RF_ASSIGN_OR_RETURN(SequentialOutput images, SequentialOutput::Create(o.prefix + "_images.bin"));
-  RF_ASSIGN_OR_RETURN(SequentialOutput labels, SequentialOutput::Create(o.prefix + "_labels.bin"));
+  RF_ASSIGN_OR_RETURN(SequentialOutput images,
+                      SequentialOutput::Create(ExportPaths(o.format, o.prefix)[0]));
+  RF_ASSIGN_OR_RETURN(SequentialOutput labels,
+                      SequentialOutput::Create(ExportPaths(o.format, o.prefix)[1]));
   std::vector<float> sample_major(std::min(block, n_total) * features);
   std::vector<float> feature_major(sample_major.size());
   std::vector<uint8_t> label_bytes;

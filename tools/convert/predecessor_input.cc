@@ -46,6 +46,8 @@ class PredecessorSource final : public SampleSource {
     return {labels_.path(), sample * sizeof(int32_t)};
   }
 
+  std::vector<std::string> input_paths() const override { return {images_.path(), labels_.path()}; }
+
  private:
   File images_, labels_;
   SourceShape shape_;

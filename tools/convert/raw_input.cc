@@ -79,6 +79,12 @@ class RawSource final : public SampleSource {
     return {records_.path(), o_.header_bytes + sample * rec};
   }
 
+  std::vector<std::string> input_paths() const override {
+    std::vector<std::string> p = {records_.path()};
+    if (labels_.is_open()) p.push_back(labels_.path());
+    return p;
+  }
+
  private:
   size_t InRecordLabelBytes() const {
     return o_.labels == RawOptions::Labels::kFirst || o_.labels == RawOptions::Labels::kLast

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "io/dtype.h"
 #include "io/status.h"
@@ -48,6 +49,8 @@ class SampleSource {
   // The next block of at most max_samples (>= 1) samples. Data errors name file and offset.
   virtual Result<SampleBlock> Next(uint64_t max_samples) = 0;
   virtual LabelPosition LabelAt(uint64_t sample) const = 0;
+  // Every file the source reads (none for a generator): Convert refuses to write onto them.
+  virtual std::vector<std::string> input_paths() const = 0;
 };
 
 }  // namespace rf::convert

@@ -116,6 +116,8 @@ class SyntheticSource final : public SampleSource {
     return {"synthetic", sample};  // generated labels are always in range
   }
 
+  std::vector<std::string> input_paths() const override { return {}; }
+
  private:
   struct Slot {
     std::vector<uint8_t> samples;
