@@ -4,7 +4,7 @@
 
 namespace rf {
 
-Status CheckBatchRef(const BatchRef& batch, uint32_t max_batch, const char* backend) {
+Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend) {
   if (batch.n == 0 || batch.n > max_batch) {
     return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " samples; the " +
                                    backend + " backend takes 1 to " + std::to_string(max_batch));
@@ -12,8 +12,8 @@ Status CheckBatchRef(const BatchRef& batch, uint32_t max_batch, const char* back
   if (batch.samples == nullptr || batch.labels == nullptr) {
     return Status::InvalidArgument("batch without samples or labels");
   }
-  if (!IsSampleDType(batch.dtype)) {
-    return Status::InvalidArgument("samples of type " + std::string(DTypeName(batch.dtype)) +
+  if (!IsSampleDType(batch.sample_dtype)) {
+    return Status::InvalidArgument("samples of type " + std::string(DTypeName(batch.sample_dtype)) +
                                    " are not a sample type");
   }
   if (!IsLabelDType(batch.label_dtype)) {

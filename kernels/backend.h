@@ -4,9 +4,9 @@
 // The pipeline does not know which one it drives.
 //
 // Memory: a backend allocates everything it needs for batches of up to max_batch samples at
-// creation; no step allocates. A BatchRef points into the backend's memory space: host memory
-// for the CPU backend, device memory for the CUDA backend (where it must stay valid until the
-// work queued on the backend's compute stream has run).
+// creation; no step allocates. A Batch (io/batch.h) points into the backend's memory space: host
+// memory for the CPU backend, device memory for the CUDA backend (where it must stay valid until
+// the work queued on the backend's compute stream has run).
 //
 // Statistics: steps accumulate loss and accuracy where they run (on the device for CUDA, so a
 // step never waits for the GPU); TakeStats() returns and resets the sums (and synchronizes).
@@ -17,19 +17,11 @@
 #include <cstdint>
 #include <memory>
 
-#include "io/dtype.h"
+#include "io/batch.h"
 #include "io/status.h"
 #include "kernels/model.h"
 
 namespace rf {
-
-struct BatchRef {
-  const void* samples = nullptr;  // n samples, row-major C x H x W, in `dtype`
-  DType dtype = DType::kUInt8;
-  const void* labels = nullptr;  // n labels in `label_dtype`
-  DType label_dtype = DType::kUInt8;
-  uint32_t n = 0;
-};
 
 struct StepStats {
   double loss_sum = 0;   // sum over samples of the cross-entropy
@@ -41,7 +33,7 @@ struct StepStats {
 
 // The checks every backend makes of a batch before using it: 1 <= n <= max_batch, samples and
 // labels present, and sample and label types that are such. `backend` names it in the message.
-Status CheckBatchRef(const BatchRef& batch, uint32_t max_batch, const char* backend);
+Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend);
 
 class Backend {
  public:
@@ -49,9 +41,9 @@ class Backend {
   virtual const char* name() const = 0;
 
   // Forward, backward and the SGD update on one batch (n <= max_batch).
-  virtual Status TrainStep(const BatchRef& batch, const SgdConfig& sgd) = 0;
+  virtual Status TrainStep(const Batch& batch, const SgdConfig& sgd) = 0;
   // Forward only; counts into the evaluation statistics.
-  virtual Status Evaluate(const BatchRef& batch) = 0;
+  virtual Status Evaluate(const Batch& batch) = 0;
   // Sums since the last call, for training and evaluation steps respectively.
   virtual StepStats TakeTrainStats() = 0;
   virtual StepStats TakeEvalStats() = 0;
@@ -69,7 +61,7 @@ class Backend {
 
   // For checks: the mean loss over the batch and the gradient of every parameter (without weight
   // decay), with no update.
-  virtual Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) = 0;
+  virtual Status ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) = 0;
 };
 
 }  // namespace rf

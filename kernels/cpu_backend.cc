@@ -101,8 +101,8 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
       std::min(cpu::CpuWorkers::AvailableCpus(), Chunks(max_batch)));
 }
 
-Status CpuBackend::CheckBatch(const BatchRef& batch) const {
-  RF_RETURN_IF_ERROR(CheckBatchRef(batch, max_batch_, "CPU"));
+Status CpuBackend::CheckBatch(const Batch& batch) const {
+  RF_RETURN_IF_ERROR(rf::CheckBatch(batch, max_batch_, "CPU"));
   for (uint32_t i = 0; i < batch.n; ++i) {
     const int64_t label = LoadLabel(batch.label_dtype, batch.labels, i);
     if (label < 0 || label >= config_.classes) {
@@ -114,14 +114,14 @@ Status CpuBackend::CheckBatch(const BatchRef& batch) const {
   return Status::Ok();
 }
 
-void CpuBackend::LoadBatch(const BatchRef& batch) {
+void CpuBackend::LoadBatch(const Batch& batch) {
   const size_t n = batch.n, plane = size_t{config_.height} * config_.width;
   for (size_t img = 0; img < n; ++img) {
     for (size_t c = 0; c < config_.channels; ++c) {
       const size_t src = (img * config_.channels + c) * plane;
       float* dst = input_.data() + (c * n + img) * plane;
       for (size_t p = 0; p < plane; ++p) {
-        dst[p] = (LoadAsFloat(batch.dtype, batch.samples, src + p) - mean_[c]) / stddev_[c];
+        dst[p] = (LoadAsFloat(batch.sample_dtype, batch.samples, src + p) - mean_[c]) / stddev_[c];
       }
     }
   }
@@ -258,7 +258,7 @@ void CpuBackend::BlockBackward(size_t b, uint32_t n, uint32_t chunk) {
   cpu::Col2Im(s, col, blocks_[b - 1].pooled_grad.data() + at);
 }
 
-Status CpuBackend::TrainStep(const BatchRef& batch, const SgdConfig& sgd) {
+Status CpuBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
   RF_RETURN_IF_ERROR(CheckBatch(batch));
   LoadBatch(batch);
   uint64_t correct = 0;
@@ -281,7 +281,7 @@ Status CpuBackend::TrainStep(const BatchRef& batch, const SgdConfig& sgd) {
   return Status::Ok();
 }
 
-Status CpuBackend::Evaluate(const BatchRef& batch) {
+Status CpuBackend::Evaluate(const Batch& batch) {
   RF_RETURN_IF_ERROR(CheckBatch(batch));
   LoadBatch(batch);
   uint64_t correct = 0;
@@ -310,7 +310,7 @@ Status CpuBackend::SetState(const Tensors& params, const Tensors& momentum) {
   return Status::Ok();
 }
 
-Status CpuBackend::ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) {
+Status CpuBackend::ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) {
   RF_RETURN_IF_ERROR(CheckBatch(batch));
   LoadBatch(batch);
   uint64_t correct = 0;

@@ -3,7 +3,7 @@
 // job on machines without a GPU, and the yardstick the CUDA backend is checked against.
 //
 // Memory: Create() allocates every activation, gradient and workspace for batches of up to
-// max_batch samples; TrainStep, Evaluate and ComputeGradients allocate nothing. BatchRef points to
+// max_batch samples; TrainStep, Evaluate and ComputeGradients allocate nothing. Batch points to
 // host memory, read only during the call.
 //
 // Threads: the batch is cut into chunks of kChunkImages images, and each block's work on a chunk
@@ -45,15 +45,15 @@ class CpuBackend final : public Backend {
 
   // Batches are checked before any work: 1 <= n <= max_batch, a sample and a label dtype the
   // backend reads, and every label in [0, classes); a failed check changes nothing.
-  Status TrainStep(const BatchRef& batch, const SgdConfig& sgd) override;
-  Status Evaluate(const BatchRef& batch) override;
+  Status TrainStep(const Batch& batch, const SgdConfig& sgd) override;
+  Status Evaluate(const Batch& batch) override;
   StepStats TakeTrainStats() override;
   StepStats TakeEvalStats() override;
 
   Status GetState(Tensors* params, Tensors* momentum) override;
   Status SetState(const Tensors& params, const Tensors& momentum) override;
 
-  Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) override;
+  Status ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) override;
   Status WhenDone(DoneFn fn, void* arg) override {
     fn(arg, SteadyNowNs());
     return Status::Ok();
@@ -80,10 +80,10 @@ class CpuBackend final : public Backend {
   CpuBackend(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
              const Tensors& initial_params);
 
-  Status CheckBatch(const BatchRef& batch) const;
+  Status CheckBatch(const Batch& batch) const;
   // Decodes, normalizes and transposes the samples into input_ (CNHW), and the labels into
   // labels_. The batch must have passed CheckBatch.
-  void LoadBatch(const BatchRef& batch);
+  void LoadBatch(const Batch& batch);
   // Runs the network on the loaded batch of n samples; returns the summed loss, fills
   // logits_grad_ with the gradient of the MEAN loss w.r.t. the logits and *correct.
   double Forward(uint32_t n, uint64_t* correct);

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "kernels/cuda_bf16_kernels.cuh"
-#include "kernels/cuda_check.h"
+#include "kernels/dnn_check.h"
 
 namespace rf {
 namespace {
@@ -260,8 +260,8 @@ Status CudaBackend::ChooseAlgorithms() {
   return Status::Ok();
 }
 
-Status CudaBackend::CheckBatch(const BatchRef& batch) const {
-  RF_RETURN_IF_ERROR(CheckBatchRef(batch, max_batch_, "CUDA"));
+Status CudaBackend::CheckBatch(const Batch& batch) const {
+  RF_RETURN_IF_ERROR(rf::CheckBatch(batch, max_batch_, "CUDA"));
   if (!GpuReadable(batch.samples) || !GpuReadable(batch.labels)) {
     return Status::InvalidArgument(
         "the batch's samples or labels are in plain host memory; the CUDA backend reads device "
@@ -270,7 +270,7 @@ Status CudaBackend::CheckBatch(const BatchRef& batch) const {
   return Status::Ok();
 }
 
-Status CudaBackend::Begin(const BatchRef* batch) {
+Status CudaBackend::Begin(const Batch* batch) {
   RF_RETURN_IF_ERROR(std::exchange(deferred_, Status::Ok()));
   RF_CUDA_CHECK(cudaSetDevice(options_.device));
   if (batch == nullptr) return Status::Ok();

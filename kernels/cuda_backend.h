@@ -40,8 +40,8 @@
 #include "kernels/backend.h"
 #include "kernels/cuda_conv_block.h"
 #include "kernels/cuda_done_clock.h"
-#include "kernels/cuda_handles.h"
 #include "kernels/cuda_kernels.cuh"
+#include "kernels/dnn_handles.h"
 
 namespace rf {
 
@@ -82,15 +82,15 @@ class CudaBackend final : public Backend {
 
   // Batches are checked on the host before any work: 1 <= n <= max_batch, sample and label
   // dtypes the backend reads, pointers the GPU can read. Labels: see the file comment.
-  Status TrainStep(const BatchRef& batch, const SgdConfig& sgd) override;
-  Status Evaluate(const BatchRef& batch) override;
+  Status TrainStep(const Batch& batch, const SgdConfig& sgd) override;
+  Status Evaluate(const Batch& batch) override;
   StepStats TakeTrainStats() override;
   StepStats TakeEvalStats() override;
 
   Status GetState(Tensors* params, Tensors* momentum) override;
   Status SetState(const Tensors& params, const Tensors& momentum) override;
 
-  Status ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) override;
+  Status ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) override;
   Status WhenDone(DoneFn fn, void* arg) override;
 
   cudaStream_t stream() const { return stream_; }
@@ -123,13 +123,13 @@ class CudaBackend final : public Backend {
 
   // Start of every call: an error Take*Stats could not return, the device, a bad label found
   // since (without waiting), and the batch's own checks.
-  Status Begin(const BatchRef* batch);
-  Status CheckBatch(const BatchRef& batch) const;
+  Status Begin(const Batch* batch);
+  Status CheckBatch(const Batch& batch) const;
   // After every step: queue the copy of the bad-label record that Begin looks at.
   Status EndStep();
   Status ReportBadLabel(bool wait);
   // Sets descriptors for n (when it changed), decodes samples and labels.
-  Status LoadBatch(const BatchRef& batch);
+  Status LoadBatch(const Batch& batch);
   cuda::CudaConvBlock::Buffers BlockArgs(size_t b) const;
   // The network on the loaded batch; adds its statistics to *stats (device memory).
   Status Forward(uint32_t n, cuda::DeviceStats* stats);

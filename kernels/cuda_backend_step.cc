@@ -11,7 +11,7 @@
 
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_bf16_kernels.cuh"
-#include "kernels/cuda_check.h"
+#include "kernels/dnn_check.h"
 
 namespace rf {
 
@@ -45,7 +45,7 @@ Status CudaBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const 
   return Status::Ok();
 }
 
-Status CudaBackend::LoadBatch(const BatchRef& batch) {
+Status CudaBackend::LoadBatch(const Batch& batch) {
   const uint32_t n = batch.n;
   if (n != batch_n_) {
     for (auto& block : blocks_) {
@@ -57,10 +57,10 @@ Status CudaBackend::LoadBatch(const BatchRef& batch) {
   const float* norm = norm_.as<float>();
   if (options_.bf16) {
     RF_CUDA_CHECK(cuda::DecodeSamplesBf16Nhwc(
-        batch.samples, batch.dtype, n, config_.channels, ConvInChannels(0), config_.height,
+        batch.samples, batch.sample_dtype, n, config_.channels, ConvInChannels(0), config_.height,
         config_.width, norm, norm + config_.channels, input_.data(), stream_));
   } else {
-    RF_CUDA_CHECK(cuda::DecodeSamples(batch.samples, batch.dtype, n, config_.channels,
+    RF_CUDA_CHECK(cuda::DecodeSamples(batch.samples, batch.sample_dtype, n, config_.channels,
                                       size_t{config_.height} * config_.width, norm,
                                       norm + config_.channels, input_.as<float>(), stream_));
   }
@@ -182,20 +182,13 @@ Status CudaBackend::ForwardBackward(uint32_t n) {
     RF_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     Status st = Forward(n, &state()->train);
     if (st.ok()) st = Backward(n);
-    cudaGraph_t raw = nullptr;
-    const cudaError_t end = cudaStreamEndCapture(stream_, &raw);  // always leave capture mode
-    const cuda::CudaGraph graph(raw);
-    RF_RETURN_IF_ERROR(st);
-    RF_CUDA_CHECK(end);
-    cudaGraphExec_t exec = nullptr;
-    RF_CUDA_CHECK(cudaGraphInstantiate(&exec, graph.get(), 0));
-    graph_ = cuda::CudaGraphExec(exec);
+    RF_ASSIGN_OR_RETURN(graph_, cuda::EndCaptureAndInstantiate(stream_, st));
   }
   RF_CUDA_CHECK(cudaGraphLaunch(graph_.get(), stream_));
   return Status::Ok();
 }
 
-Status CudaBackend::TrainStep(const BatchRef& batch, const SgdConfig& sgd) {
+Status CudaBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
   RF_RETURN_IF_ERROR(Begin(&batch));
   RF_RETURN_IF_ERROR(LoadBatch(batch));
   RF_RETURN_IF_ERROR(ForwardBackward(batch.n));
@@ -205,14 +198,14 @@ Status CudaBackend::TrainStep(const BatchRef& batch, const SgdConfig& sgd) {
   return EndStep();
 }
 
-Status CudaBackend::Evaluate(const BatchRef& batch) {
+Status CudaBackend::Evaluate(const Batch& batch) {
   RF_RETURN_IF_ERROR(Begin(&batch));
   RF_RETURN_IF_ERROR(LoadBatch(batch));
   RF_RETURN_IF_ERROR(Forward(batch.n, &state()->eval));
   return EndStep();
 }
 
-Status CudaBackend::ComputeGradients(const BatchRef& batch, double* mean_loss, Tensors* grads) {
+Status CudaBackend::ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) {
   RF_RETURN_IF_ERROR(Begin(&batch));
   RF_RETURN_IF_ERROR(LoadBatch(batch));
   RF_CUDA_CHECK(cudaMemsetAsync(&state()->scratch, 0, sizeof(cuda::DeviceStats), stream_));

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "kernels/cuda_bf16_kernels.cuh"
-#include "kernels/cuda_check.h"
+#include "kernels/dnn_check.h"
 
 // Deprecated in cuDNN 9 but present in every 9.x: see kernels/cuda_conv_block.h.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"

@@ -34,10 +34,10 @@
 #include <tuple>
 
 #include "io/status.h"
-#include "kernels/cuda_handles.h"
+#include "kernels/dnn_handles.h"
 
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // see kernels/cuda_handles.h
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // see kernels/dnn_handles.h
 
 namespace rf::cuda {
 

@@ -2,8 +2,8 @@
 
 #include <utility>
 
+#include "cuda/check.h"
 #include "io/clock.h"
-#include "kernels/cuda_check.h"
 
 namespace rf::cuda {
 namespace {

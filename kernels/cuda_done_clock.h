@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/handles.h"
 #include "io/status.h"
-#include "kernels/cuda_handles.h"
 
 namespace rf::cuda {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "io/dtype.h"
+#include "io/batch.h"
 #include "io/status.h"
 
 namespace rf {
@@ -23,18 +23,6 @@ struct BatchSourceOptions {
   bool drop_last = false;  // skip a partial last batch
   bool shuffle = true;     // false: every epoch in stored order (for evaluation)
   uint64_t seed = 0;
-};
-
-// One batch, in the memory the source's consumer computes from: host memory for the CPU
-// backend, device memory for the CUDA backend (DeviceBatchStager, the streaming source). Valid
-// until the next call on the source that made it; for device memory, until the work queued on
-// the consumer's stream before that next call has run.
-struct Batch {
-  const void* samples = nullptr;  // n samples, row-major C x H x W, in sample_dtype
-  DType sample_dtype = DType::kUInt8;
-  const void* labels = nullptr;  // n labels in label_dtype
-  DType label_dtype = DType::kUInt8;
-  uint32_t n = 0;  // 0: the epoch is over
 };
 
 // Samples an epoch of `samples` trains on in batches of `batch`: all of them, or with drop_last

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "kernels/cuda_check.h"
-#include "kernels/cuda_gather.cuh"
+#include "cuda/check.h"
+#include "pipeline/cuda_gather.cuh"
 
 namespace rf {
 

@@ -1,7 +1,7 @@
 // CudaBatchGather: gathers a batch on the GPU from samples scattered over device-readable memory
 // (device staging slots, or a managed dataset), for the streaming and managed modes alike. The
 // batch's SampleRefs are written to one of 16 pinned buffers, which the gather kernel
-// (kernels/cuda_gather.cuh) reads in place over PCIe (pinned memory is device-addressable under
+// (pipeline/cuda_gather.cuh) reads in place over PCIe (pinned memory is device-addressable under
 // unified addressing: no copy node on the compute stream), copying samples and labels into one
 // batch buffer. The host waits only to reuse a ref buffer, 16 batches back, which also bounds
 // how far it runs ahead of the GPU: 16 steps (about 7 ms at batch 256 on an H100) absorb a
@@ -16,7 +16,7 @@
 #include <array>
 #include <memory>
 
-#include "kernels/cuda_handles.h"
+#include "cuda/handles.h"
 #include "pipeline/chunk_staging.h"
 
 namespace rf {

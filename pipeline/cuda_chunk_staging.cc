@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "kernels/cuda_check.h"
+#include "cuda/check.h"
 
 namespace rf {
 

@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/cuda_handles.h"
+#include "cuda/handles.h"
 #include "pipeline/chunk_staging.h"
 #include "pipeline/cuda_batch_gather.h"
 

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/cuda_check.h"
+#include "cuda/check.h"
 
 namespace rf {
 

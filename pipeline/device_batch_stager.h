@@ -22,7 +22,7 @@
 #include <array>
 #include <memory>
 
-#include "kernels/cuda_handles.h"
+#include "cuda/handles.h"
 #include "pipeline/batch_source.h"
 
 namespace rf {

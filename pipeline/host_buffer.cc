@@ -10,11 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "cuda/device.h"
 #include "io/format.h"
-
-#if RINGFEED_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace rf {
 
@@ -25,29 +22,13 @@ Result<PinMode> ParsePinMode(const char* s) {
   return Status::InvalidArgument(std::string("--pinned must be auto, on or off, not '") + s + "'");
 }
 
-bool CudaDevicePresent() {
-#if RINGFEED_HAVE_CUDA
-  static const bool present = [] {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-      (void)cudaGetLastError();  // clear the sticky "no device" error
-      return false;
-    }
-    return n > 0;
-  }();
-  return present;
-#else
-  return false;
-#endif
-}
-
 HostBuffer::~HostBuffer() { Free(); }
 
 HostBuffer::HostBuffer(HostBuffer&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)),
       size_(std::exchange(o.size_, 0)),
       map_bytes_(std::exchange(o.map_bytes_, 0)),
-      pinned_(o.pinned_) {}
+      pin_(std::move(o.pin_)) {}
 
 HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   if (this != &o) {
@@ -55,17 +36,14 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     map_bytes_ = std::exchange(o.map_bytes_, 0);
-    pinned_ = o.pinned_;
+    pin_ = std::move(o.pin_);
   }
   return *this;
 }
 
 void HostBuffer::Free() {
   if (data_ == nullptr) return;
-#if RINGFEED_HAVE_CUDA
-  // A destructor never throws; an error here has nowhere to go.
-  if (pinned_) (void)cudaHostUnregister(data_);
-#endif
+  pin_ = Pin();  // unregistered before the memory goes
   ::munmap(data_, map_bytes_);
   data_ = nullptr;
 }
@@ -127,13 +105,7 @@ Result<HostBuffer> HostBuffer::Allocate(size_t bytes, PinMode pin) {
   std::memset(b.data_, 0, b.map_bytes_);
   if (want_pinned) {
 #if RINGFEED_HAVE_CUDA
-    cudaError_t e = cudaHostRegister(b.data_, b.map_bytes_, cudaHostRegisterPortable);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return Status::InvalidArgument("cudaHostRegister of " + std::to_string(b.map_bytes_) +
-                                     " bytes failed: " + cudaGetErrorString(e));
-    }
-    b.pinned_ = true;
+    RF_ASSIGN_OR_RETURN(b.pin_, cuda::HostRegistration::Register(b.data_, b.map_bytes_));
 #endif
   }
   return b;

@@ -1,5 +1,6 @@
 // HostBuffer: one owner for one block of page-aligned host memory that the reader fills and the
-// copy engine reads: pinned (cudaHostRegister) where a CUDA device is present, so host-to-device
+// copy engine reads: pinned (registered in place, cuda/handles.h's HostRegistration) where a CUDA
+// device is present, so host-to-device
 // copies run at full PCIe speed and asynchronously; plain memory otherwise. Buffers of 2 MiB
 // or more are 2 MiB-aligned and asked for transparent huge pages (see Allocate). Allocated and
 // faulted in once at start; nothing in the data path allocates afterwards.
@@ -12,6 +13,10 @@
 #include <cstdint>
 
 #include "io/status.h"
+
+#if RINGFEED_HAVE_CUDA
+#include "cuda/handles.h"
+#endif
 
 namespace rf {
 
@@ -34,7 +39,7 @@ class HostBuffer {
 
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
-  bool pinned() const { return pinned_; }
+  bool pinned() const { return static_cast<bool>(pin_); }
   // Bytes of the buffer the kernel backs with transparent huge pages now (/proc/self/smaps'
   // AnonHugePages of the mapping); 0 where that cannot be read. For diagnosis: what the
   // huge-page advice got, and whether pinning kept it.
@@ -45,10 +50,14 @@ class HostBuffer {
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   size_t map_bytes_ = 0;  // what is mapped at data_: size_ rounded up to the page size used
-  bool pinned_ = false;
+#if RINGFEED_HAVE_CUDA
+  using Pin = cuda::HostRegistration;
+#else
+  struct Pin {
+    explicit operator bool() const { return false; }
+  };
+#endif
+  Pin pin_;  // Free() unregisters it before unmapping
 };
-
-// Whether this build has CUDA and a device is visible (cached after the first call).
-bool CudaDevicePresent();
 
 }  // namespace rf

@@ -9,9 +9,9 @@
 #include <mutex>
 #include <thread>
 
+#include "cuda/check.h"
 #include "io/file.h"
 #include "io/units.h"
-#include "kernels/cuda_check.h"
 
 namespace rf {
 namespace {
@@ -67,9 +67,9 @@ Result<std::unique_ptr<ManagedSource>> ManagedSource::Create(const Dataset& data
         " of managed memory and the host has " + FormatBytes(host_available) +
         " available; use --mode streaming");
   }
-  void* p = nullptr;
-  RF_CUDA_CHECK(cudaMallocManaged(&p, std::max<uint64_t>(s->total_bytes_, 1), cudaMemAttachGlobal));
-  s->data_.reset(static_cast<uint8_t*>(p));
+  RF_ASSIGN_OR_RETURN(s->data_, cuda::ManagedBuffer::Allocate(
+                                    std::max<uint64_t>(s->total_bytes_, 1), "the dataset"));
+  void* p = s->data_.data();
   RF_ASSIGN_OR_RETURN(s->prefetch_stream_, cuda::CreateStream());
   StagingLayout layout;
   layout.max_batch = options.batch_size;
@@ -109,7 +109,7 @@ Status ManagedSource::Load() {
     }
     for (size_t g = next++; g < dataset_.chunk_count(); g = next++) {
       const ChunkLocation& c = dataset_.chunk(g);
-      uint8_t* dst = data_.get() + offset_[g];
+      uint8_t* dst = data_.as<uint8_t>() + offset_[g];
       Status st = files[c.shard].ReadAt(dst, c.entry.stored_bytes, c.entry.offset);
       if (st.ok() && options_.verify) st = dataset_.VerifyChunk(g, dst);
       if (!st.ok()) {
@@ -182,7 +182,7 @@ Status ManagedSource::PrefetchAhead(uint32_t samples) {
     if (prefetched_window_[chunk] == ahead_.window + 1) continue;
     prefetched_window_[chunk] = ahead_.window + 1;
     const cudaMemLocation gpu{cudaMemLocationTypeDevice, device_};
-    RF_CUDA_CHECK(cudaMemPrefetchAsync(data_.get() + offset_[chunk],
+    RF_CUDA_CHECK(cudaMemPrefetchAsync(data_.as<uint8_t>() + offset_[chunk],
                                        dataset_.chunk(chunk).entry.stored_bytes, gpu, 0,
                                        prefetch_stream_.get()));
   }
@@ -202,7 +202,7 @@ Result<Batch> ManagedSource::Next() {
   }
   position_ += n;
   RF_RETURN_IF_ERROR(PrefetchAhead(n));
-  return gather_->Gather(data_.get(), refs_.data(), n);
+  return gather_->Gather(data_.as<uint8_t>(), refs_.data(), n);
 }
 
 }  // namespace rf

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/handles.h"
 #include "io/dataset.h"
-#include "kernels/cuda_handles.h"
 #include "pipeline/cuda_batch_gather.h"
 #include "pipeline/training_source.h"
 #include "pipeline/window_order.h"
@@ -64,9 +64,6 @@ class ManagedSource final : public TrainingSource {
   const WindowOrder& order() const { return order_; }
 
  private:
-  struct ManagedFree {
-    void operator()(uint8_t* p) const noexcept { (void)cudaFree(p); }
-  };
   // Where a window cursor stands: epoch, window, entry within it.
   struct Cursor {
     uint64_t window = 0;
@@ -85,7 +82,7 @@ class ManagedSource final : public TrainingSource {
   WindowOrder order_;
   std::vector<uint64_t> offset_;  // of each chunk in the managed allocation
   uint64_t total_bytes_ = 0, loaded_bytes_ = 0;
-  std::unique_ptr<uint8_t, ManagedFree> data_;
+  cuda::ManagedBuffer data_;
   cuda::CudaStream prefetch_stream_;
   std::unique_ptr<CudaBatchGather> gather_;
   cudaStream_t compute_ = nullptr;

@@ -1,10 +1,10 @@
 #include "src/train_engine.h"
 
+#include "cuda/device.h"
 #include "kernels/cpu_backend.h"
-#include "pipeline/host_buffer.h"
 #if RINGFEED_CUDA_BACKEND
+#include "cuda/check.h"
 #include "kernels/cuda_backend.h"
-#include "kernels/cuda_check.h"
 #include "pipeline/cuda_chunk_staging.h"
 #include "pipeline/device_batch_stager.h"
 #endif

@@ -30,10 +30,6 @@ uint64_t ResidentBytes(const std::string& key) {
   return 0;
 }
 
-BatchRef ToBatchRef(const Batch& b) {
-  return BatchRef{b.samples, b.sample_dtype, b.labels, b.label_dtype, b.n};
-}
-
 }  // namespace
 
 void InstallStopHandlers() {
@@ -116,7 +112,7 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
     for (;;) {
       RF_ASSIGN_OR_RETURN(Batch b, test_->Next());
       if (b.n == 0) break;
-      RF_RETURN_IF_ERROR(backend_.Evaluate(ToBatchRef(b)));
+      RF_RETURN_IF_ERROR(backend_.Evaluate(b));
     }
     const StepStats eval = backend_.TakeEvalStats();
     j["test_loss"] = eval.mean_loss();
@@ -173,7 +169,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
       if (dump_order_ != nullptr) {
         for (uint64_t i : source_.batch_samples()) *dump_order_ << i << "\n";
       }
-      RF_RETURN_IF_ERROR(backend_.TrainStep(ToBatchRef(b), sgd));
+      RF_RETURN_IF_ERROR(backend_.TrainStep(b, sgd));
       if (Trace::Active() != nullptr) RF_RETURN_IF_ERROR(MarkStep());
       ++s.step;
       s.next_sample = source_.position();

@@ -35,8 +35,8 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   for (uint32_t at = 0; at < data->count; at += batch) {
     const uint32_t n = std::min(batch, data->count - at);
-    const rf::BatchRef b{data->pixels.data() + at * sample_bytes, rf::DType::kUInt8,
-                         data->labels.data() + at, rf::DType::kUInt8, n};
+    const rf::Batch b{data->pixels.data() + at * sample_bytes, rf::DType::kUInt8,
+                      data->labels.data() + at, rf::DType::kUInt8, n};
     const rf::Status st = (*be)->TrainStep(b, rf::SgdConfig{});
     if (!st.ok()) {
       std::fprintf(stderr, "%s\n", st.ToString().c_str());

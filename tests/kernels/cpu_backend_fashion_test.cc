@@ -45,8 +45,8 @@ TEST(CpuBackendFashionMnist, ThreeHundredStepsCutTheLossAndLearnTheClasses) {
   StepStats first, last;
   for (uint32_t step = 0; step < kSteps; ++step) {
     const size_t at = size_t{step} * kBatch % kSamples;
-    const BatchRef batch{data->pixels.data() + at * sample_bytes, DType::kUInt8,
-                         data->labels.data() + at, DType::kUInt8, kBatch};
+    const Batch batch{data->pixels.data() + at * sample_bytes, DType::kUInt8,
+                      data->labels.data() + at, DType::kUInt8, kBatch};
     ASSERT_TRUE((*be)->TrainStep(batch, sgd).ok());
     const StepStats s = (*be)->TakeTrainStats();
     StepStats* window = step < kWindow ? &first : step >= kSteps - kWindow ? &last : nullptr;

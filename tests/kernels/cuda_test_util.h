@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/handles.h"
 #include "kernels/cuda_backend.h"
-#include "kernels/cuda_handles.h"
 #include "tests/kernels/random_batch.h"
 
 namespace rf::testing {
@@ -39,7 +39,7 @@ struct DeviceBatch {
   cuda::DeviceBuffer samples, labels;
   DType dtype = DType::kUInt8, label_dtype = DType::kUInt8;
   uint32_t n = 0;
-  BatchRef ref() const { return {samples.data(), dtype, labels.data(), label_dtype, n}; }
+  Batch ref() const { return {samples.data(), dtype, labels.data(), label_dtype, n}; }
 };
 
 inline DeviceBatch ToDevice(const HostBatch& h) {

@@ -46,7 +46,7 @@ struct HostBatch {
   std::vector<uint8_t> samples, labels;
   DType dtype = DType::kUInt8, label_dtype = DType::kUInt8;
   uint32_t n = 0;
-  BatchRef ref() const { return {samples.data(), dtype, labels.data(), label_dtype, n}; }
+  Batch ref() const { return {samples.data(), dtype, labels.data(), label_dtype, n}; }
 };
 
 // Stores float values (samples) and integer labels in the requested dtypes.

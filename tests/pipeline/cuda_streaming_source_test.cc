@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/cuda_handles.h"
+#include "cuda/handles.h"
 #include "pipeline/cuda_chunk_staging.h"
 #include "pipeline/streaming_source.h"
 #include "tests/kernels/cuda_test_util.h"

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "cuda/device.h"
+
 namespace rf {
 namespace {
 

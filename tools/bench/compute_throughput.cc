@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/check.h"
 #include "kernels/cuda_backend.h"
-#include "kernels/cuda_check.h"
 #include "tools/bench/bench_common.h"
 
 namespace rf {
@@ -64,7 +64,7 @@ Result<Measurement> Measure(uint32_t batch, const Flags& f) {
   std::mt19937_64 rng(batch);
   std::vector<uint8_t> samples(batch * sample_bytes), labels(batch);
   std::vector<cuda::DeviceBuffer> dev_samples, dev_labels;
-  std::vector<BatchRef> refs;
+  std::vector<Batch> refs;
   for (int i = 0; i < kDistinctBatches; ++i) {
     for (uint8_t& v : samples) v = static_cast<uint8_t>(rng());
     for (uint8_t& l : labels) l = static_cast<uint8_t>(rng() % c.classes);

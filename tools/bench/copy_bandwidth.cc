@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "cuda/check.h"
+#include "cuda/handles.h"
 #include "io/units.h"
-#include "kernels/cuda_check.h"
-#include "kernels/cuda_handles.h"
 #include "tools/bench/bench_common.h"
 
 namespace rf {

@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "cuda/check.h"
 #include "io/dataset.h"
 #include "io/file.h"
 #include "kernels/cuda_backend.h"
-#include "kernels/cuda_check.h"
 #include "tools/bench/bench_common.h"
 
 namespace rf {
@@ -87,7 +87,7 @@ Result<Report> Run(const Flags& f) {
   std::vector<uint8_t> labels(size_t{f.batch_size} * label_bytes);
   RF_ASSIGN_OR_RETURN(auto dev_samples, cuda::DeviceBuffer::Allocate(samples.size(), "samples"));
   RF_ASSIGN_OR_RETURN(auto dev_labels, cuda::DeviceBuffer::Allocate(labels.size(), "labels"));
-  const BatchRef ref{dev_samples.data(), h.sample_dtype, dev_labels.data(), h.label_dtype, 0};
+  const Batch ref{dev_samples.data(), h.sample_dtype, dev_labels.data(), h.label_dtype, 0};
   const SgdConfig sgd;
 
   uint64_t end = data.sample_count();
@@ -130,7 +130,7 @@ Result<Report> Run(const Flags& f) {
     if (r.first_batch_ms < 0) r.first_batch_ms = 1000 * Since(t0);
 
     t = Clock::now();
-    BatchRef batch = ref;
+    Batch batch = ref;
     batch.n = n;
     RF_RETURN_IF_ERROR(backend->TrainStep(batch, sgd));
     RF_CUDA_CHECK(cudaStreamSynchronize(stream));

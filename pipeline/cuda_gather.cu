@@ -1,4 +1,4 @@
-#include "kernels/cuda_gather.cuh"
+#include "pipeline/cuda_gather.cuh"
 
 namespace rf::cuda {
 namespace {
