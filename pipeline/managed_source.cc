@@ -31,7 +31,7 @@ uint64_t HostAvailableBytes() {
 }  // namespace
 
 ManagedSource::ManagedSource(const Dataset& d, const ManagedOptions& o, WindowOrder order)
-    : dataset_(d), options_(o), order_(std::move(order)) {}
+    : dataset_(d), options_(o), order_(std::move(order)), cursor_(order_), ahead_(order_) {}
 
 ManagedSource::~ManagedSource() {
   if (compute_ != nullptr) (void)cudaStreamSynchronize(compute_);
@@ -147,27 +147,9 @@ uint64_t ManagedSource::epoch_samples() const {
   return EpochSamples(order_.sample_count(), options_.batch_size, options_.drop_last);
 }
 
-bool ManagedSource::Step(Cursor& c, uint64_t* chunk, uint32_t* sample) {
-  while (c.entry == c.entries.size()) {
-    if (c.window + 1 >= order_.windows_per_epoch()) return false;
-    ++c.window;
-    c.entries = order_.Window(epoch_chunks_, epoch_, c.window);
-    c.entry = 0;
-  }
-  const WindowOrder::Entry e = c.entries[c.entry++];
-  *chunk = epoch_chunks_[order_.WindowStart(c.window) + e.chunk_in_window];
-  *sample = e.sample;
-  return true;
-}
-
 Status ManagedSource::StartEpoch(uint64_t epoch, uint64_t position) {
   RF_RETURN_IF_ERROR(CheckEpochPosition(position, epoch_samples()));
-  epoch_ = epoch;
-  epoch_chunks_ = order_.EpochChunks(epoch);
-  cursor_ = Cursor{0, 0, order_.Window(epoch_chunks_, epoch, 0)};
-  uint64_t chunk = 0;
-  uint32_t sample = 0;
-  for (uint64_t i = 0; i < position; ++i) Step(cursor_, &chunk, &sample);
+  cursor_.Start(epoch, position);
   position_ = position;
   std::fill(prefetched_window_.begin(), prefetched_window_.end(), 0);
   ahead_ = cursor_;
@@ -176,14 +158,13 @@ Status ManagedSource::StartEpoch(uint64_t epoch, uint64_t position) {
 
 Status ManagedSource::PrefetchAhead(uint32_t samples) {
   if (options_.prefetch_batches == 0) return Status::Ok();
-  uint64_t chunk = 0;
-  uint32_t sample = 0;
-  for (uint32_t i = 0; i < samples && Step(ahead_, &chunk, &sample); ++i) {
-    if (prefetched_window_[chunk] == ahead_.window + 1) continue;
-    prefetched_window_[chunk] = ahead_.window + 1;
+  WindowCursor::Sample s;
+  for (uint32_t i = 0; i < samples && ahead_.Step(&s); ++i) {
+    if (prefetched_window_[s.chunk] == ahead_.window() + 1) continue;
+    prefetched_window_[s.chunk] = ahead_.window() + 1;
     const cudaMemLocation gpu{cudaMemLocationTypeDevice, device_};
-    RF_CUDA_CHECK(cudaMemPrefetchAsync(data_.as<uint8_t>() + offset_[chunk],
-                                       dataset_.chunk(chunk).entry.stored_bytes, gpu, 0,
+    RF_CUDA_CHECK(cudaMemPrefetchAsync(data_.as<uint8_t>() + offset_[s.chunk],
+                                       dataset_.chunk(s.chunk).entry.stored_bytes, gpu, 0,
                                        prefetch_stream_.get()));
   }
   return Status::Ok();
@@ -193,12 +174,11 @@ Result<Batch> ManagedSource::Next() {
   batch_samples_.clear();
   const uint32_t n = BatchSizeAt(position_, options_.batch_size, epoch_samples());
   if (n == 0) return Batch{};
+  WindowCursor::Sample s;
   for (uint32_t i = 0; i < n; ++i) {
-    uint64_t chunk = 0;
-    uint32_t sample = 0;
-    if (!Step(cursor_, &chunk, &sample)) return Status::Aborted("managed order ended early");
-    refs_[i] = RefTo(dataset_, chunk, offset_[chunk], sample);
-    batch_samples_.push_back(order_.GlobalSample(chunk, sample));
+    if (!cursor_.Step(&s)) return Status::Aborted("managed order ended early");
+    refs_[i] = RefTo(dataset_, s.chunk, offset_[s.chunk], s.sample);
+    batch_samples_.push_back(order_.GlobalSample(s.chunk, s.sample));
   }
   position_ += n;
   RF_RETURN_IF_ERROR(PrefetchAhead(n));

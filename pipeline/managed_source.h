@@ -64,17 +64,8 @@ class ManagedSource final : public TrainingSource {
   const WindowOrder& order() const { return order_; }
 
  private:
-  // Where a window cursor stands: epoch, window, entry within it.
-  struct Cursor {
-    uint64_t window = 0;
-    size_t entry = 0;
-    std::vector<WindowOrder::Entry> entries;
-  };
-
   ManagedSource(const Dataset& d, const ManagedOptions& o, WindowOrder order);
   Status Load();
-  // The next sample at `c` (moving into the next window as needed); false past the epoch's end.
-  bool Step(Cursor& c, uint64_t* chunk, uint32_t* sample);
   Status PrefetchAhead(uint32_t samples);
 
   const Dataset& dataset_;
@@ -89,9 +80,8 @@ class ManagedSource final : public TrainingSource {
   int device_ = 0;
   double load_seconds_ = 0;
 
-  uint64_t epoch_ = 0, position_ = 0;
-  std::vector<uint64_t> epoch_chunks_;
-  Cursor cursor_, ahead_;
+  uint64_t position_ = 0;
+  WindowCursor cursor_, ahead_;              // the next batch's samples; the prefetcher's
   std::vector<uint64_t> prefetched_window_;  // per chunk: 1 + the window it was prefetched for
   std::vector<SampleRef> refs_;
   std::vector<uint64_t> batch_samples_;

@@ -9,14 +9,9 @@
 #include "pipeline/trace.h"
 
 namespace rf {
-void StreamingSource::ReleaseRingSlot(void* arg) {
-  const auto* a = static_cast<const ReleaseArg*>(arg);
-  if (a->copy_start_ns != 0) TraceSpan("copy", "copy", a->copy_start_ns, Trace::NowNs());
-  a->ring->Release(a->slot);
-}
 
 StreamingSource::StreamingSource(const Dataset& d, const StreamingOptions& o, WindowOrder order)
-    : dataset_(d), options_(o), order_(std::move(order)) {}
+    : dataset_(d), options_(o), order_(std::move(order)), cursor_(order_) {}
 
 uint32_t StreamingSource::StagingSlots(const WindowOrder& order, uint32_t batch_size) {
   const uint64_t chunks = order.chunk_count();
@@ -40,7 +35,7 @@ Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(
   std::unique_ptr<StreamingSource> s(new StreamingSource(dataset, options, std::move(order)));
   const format::Header& h = dataset.header();
   StagingLayout layout;
-  layout.slots = s->staging_slots_ = StagingSlots(s->order_, options.batch_size);
+  layout.slots = StagingSlots(s->order_, options.batch_size);
   layout.slot_bytes = dataset.max_chunk_bytes();
   layout.max_batch = options.batch_size;
   layout.sample_bytes = h.SampleBytes();
@@ -52,8 +47,6 @@ Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(
                       SlotRing::Create(options.ring_slots, dataset.max_chunk_bytes(), options.pin));
   s->refs_.resize(options.batch_size);
   s->batch_samples_.reserve(options.batch_size);
-  s->slot_of_seq_.assign(2 * size_t{s->staging_slots_} + 2, kNoSlot);
-  s->release_args_.resize(options.ring_slots);
   return s;
 }
 
@@ -85,14 +78,9 @@ double StreamingSource::reader_held_seconds() const {
 }
 
 void StreamingSource::Stop() {
-  if (!copier_.joinable() && !feeder_) return;
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  ring_->Fail(Status::Aborted("streaming source stopped"));
-  if (copier_.joinable()) copier_.join();
+  if (!copier_ && !feeder_) return;
+  ring_->Fail(Status::Aborted("streaming source stopped"));  // wakes both stages
+  copier_.reset();
   if (feeder_) {
     bytes_before_ += feeder_->bytes_read();
     (void)feeder_->Join();
@@ -110,140 +98,57 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
     RF_ASSIGN_OR_RETURN(
         ring_, SlotRing::Create(options_.ring_slots, dataset_.max_chunk_bytes(), options_.pin));
   }
-  epoch_ = epoch;
-  epoch_chunks_ = order_.EpochChunks(epoch);
-  // The window holding `position`, and where in it.
-  uint64_t w = 0, before = 0;
-  while (w + 1 < order_.windows_per_epoch() &&
-         before + order_.WindowSamples(epoch_chunks_, w) <= position) {
-    before += order_.WindowSamples(epoch_chunks_, w);
-    ++w;
-  }
+  // The plan: the epoch from the window holding `position`, then every later epoch.
+  cursor_.Start(epoch, position);
   plan_epoch_ = epoch;
-  plan_window_ = w;
+  plan_window_ = cursor_.window();
+  const std::vector<uint64_t>& chunks = cursor_.epoch_chunks();
   std::vector<uint64_t> plan(
-      epoch_chunks_.begin() + std::min<uint64_t>(epoch_chunks_.size(), order_.WindowStart(w)),
-      epoch_chunks_.end());
+      chunks.begin() + std::min<uint64_t>(chunks.size(), order_.WindowStart(plan_window_)),
+      chunks.end());
   for (uint64_t e = epoch + 1; e < options_.epochs; ++e) {
     const std::vector<uint64_t> more = order_.EpochChunks(e);
     plan.insert(plan.end(), more.begin(), more.end());
   }
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = copy_done_ = false;
-    copy_status_ = Status::Ok();
-    copied_ = 0;
-    free_slots_.clear();
-    for (uint32_t s = staging_slots_; s-- > 0;) free_slots_.push_back(s);
-  }
   retire_.clear();
   window_slots_.clear();
-  window_ = w;
-  entries_.clear();
-  entry_ = 0;
-  position_ = before;
   ring_fed_ = true;
   RF_ASSIGN_OR_RETURN(feeder_,
                       ChunkFeeder::Start(dataset_, *ring_, std::move(plan), options_.feeder));
-  copier_ = std::thread([this] { CopyLoop(); });
+  copier_ = ChunkCopier::Start(*ring_, *staging_);
   started_ = true;
-  // Skip the window's samples before `position`, which an earlier run trained on.
-  RF_RETURN_IF_ERROR(EnterWindow(w));
-  entry_ = position - before;
   position_ = position;
-  return Status::Ok();
-}
-
-uint32_t StreamingSource::TakeFreeSlot() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return stopping_ || !free_slots_.empty(); });
-  if (stopping_) return kNoSlot;
-  const uint32_t s = free_slots_.back();
-  free_slots_.pop_back();
-  return s;
-}
-
-void StreamingSource::CopyLoop() {
-  Status st;
-  for (uint64_t seq = 0;; ++seq) {
-    const std::optional<SlotRing::Filled> f = ring_->AcquireReady();
-    if (!f) {
-      st = ring_->status();  // OK: the plan is read to its end
-      break;
-    }
-    const uint32_t dst = TakeFreeSlot();
-    if (dst == kNoSlot) {
-      ring_->Release(f->slot);
-      break;
-    }
-    ReleaseArg& arg = release_args_[f->slot];
-    arg = ReleaseArg{ring_.get(), f->slot, Trace::Active() != nullptr ? Trace::NowNs() : 0};
-    st = staging_->CopyIn(dst, ring_->data(f->slot), f->bytes, &ReleaseRingSlot, &arg);
-    if (!st.ok()) {
-      ring_->Fail(st);
-      break;
-    }
-    {
-      std::lock_guard lock(mu_);
-      slot_of_seq_[seq % slot_of_seq_.size()] = dst;
-      copied_ = seq + 1;
-    }
-    cv_.notify_all();
-  }
-  {
-    std::lock_guard lock(mu_);
-    copy_done_ = true;
-    if (!stopping_) copy_status_ = st;
-  }
-  cv_.notify_all();
+  return AwaitWindow(plan_window_);
 }
 
 uint64_t StreamingSource::SeqOf(uint64_t window, uint32_t chunk_in_window) const {
   // Plan positions: the start epoch from window plan_window_, then whole epochs.
   const uint64_t chunks = order_.chunk_count(), skipped = order_.WindowStart(plan_window_);
-  if (epoch_ == plan_epoch_) return order_.WindowStart(window) - skipped + chunk_in_window;
-  return chunks - skipped + (epoch_ - plan_epoch_ - 1) * chunks + order_.WindowStart(window) +
+  const uint64_t epoch = cursor_.epoch();
+  if (epoch == plan_epoch_) return order_.WindowStart(window) - skipped + chunk_in_window;
+  return chunks - skipped + (epoch - plan_epoch_ - 1) * chunks + order_.WindowStart(window) +
          chunk_in_window;
 }
 
-Status StreamingSource::EnterWindow(uint64_t w) {
+Status StreamingSource::AwaitWindow(uint64_t w) {
   const uint32_t count = order_.WindowChunks(w);
-  const uint64_t last_seq = SeqOf(w, count - 1);
-  {
-    std::unique_lock lock(mu_);
-    if (copied_ <= last_seq) {
-      const uint64_t t0 = Trace::NowNs();
-      cv_.wait(lock, [&] { return copied_ > last_seq || copy_done_; });
-      const uint64_t t1 = Trace::NowNs();
-      wait_ns_ += t1 - t0;
-      TraceSpan("wait for data", "compute", t0, t1);
-      if (copied_ <= last_seq) {
-        if (!copy_status_.ok()) return copy_status_;
-        return ring_->status().ok() ? Status::Aborted("the chunk plan ended before epoch " +
-                                                      std::to_string(epoch_ + 1) + " did")
-                                    : ring_->status();
-      }
-    }
-    window_slots_.resize(count);
-    for (uint32_t k = 0; k < count; ++k) {
-      window_slots_[k] = slot_of_seq_[SeqOf(w, k) % slot_of_seq_.size()];
-    }
+  window_slots_.resize(count);
+  RF_ASSIGN_OR_RETURN(const uint64_t waited,
+                      copier_->AwaitCopied(SeqOf(w, 0), count, window_slots_.data()));
+  if (waited != 0) {
+    wait_ns_ += waited;
+    const uint64_t now = Trace::NowNs();
+    TraceSpan("wait for data", "compute", now - waited, now);
   }
   for (uint32_t slot : window_slots_) RF_RETURN_IF_ERROR(staging_->AwaitCopy(slot));
-  window_ = w;
-  entries_ = order_.Window(epoch_chunks_, epoch_, w);
-  entry_ = 0;
+  if (cursor_.window() != w) cursor_.EnterWindow(w);
   return Status::Ok();
 }
 
 Status StreamingSource::RetirePending() {
   if (retire_.empty()) return Status::Ok();
   for (uint32_t slot : retire_) RF_RETURN_IF_ERROR(staging_->Retire(slot));
-  {
-    std::lock_guard lock(mu_);
-    free_slots_.insert(free_slots_.end(), retire_.begin(), retire_.end());
-  }
-  cv_.notify_all();
+  copier_->Free(retire_);
   retire_.clear();
   return Status::Ok();
 }
@@ -257,21 +162,20 @@ Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
   }
   // The plan goes on into the next epoch where the last one ended exactly.
   const bool continues =
-      started_ && position == 0 && epoch == epoch_ + 1 && position_ == epoch_samples();
+      started_ && position == 0 && epoch == cursor_.epoch() + 1 && position_ == epoch_samples();
   if (!continues) return Restart(epoch, position);
   // The finished epoch's last window, and any windows drop_last skipped (they were copied in all
   // the same, as the plan holds whole epochs): retire them.
   retire_.insert(retire_.end(), window_slots_.begin(), window_slots_.end());
-  for (uint64_t w = window_ + 1; w < order_.windows_per_epoch(); ++w) {
-    RF_RETURN_IF_ERROR(EnterWindow(w));
+  for (uint64_t w = cursor_.window() + 1; w < order_.windows_per_epoch(); ++w) {
+    RF_RETURN_IF_ERROR(AwaitWindow(w));
     retire_.insert(retire_.end(), window_slots_.begin(), window_slots_.end());
   }
   RF_RETURN_IF_ERROR(RetirePending());
   window_slots_.clear();
-  epoch_ = epoch;
-  epoch_chunks_ = order_.EpochChunks(epoch);
+  cursor_.Start(epoch, 0);
   position_ = 0;
-  return EnterWindow(0);
+  return AwaitWindow(0);
 }
 
 Result<Batch> StreamingSource::Next() {
@@ -282,14 +186,13 @@ Result<Batch> StreamingSource::Next() {
   if (n == 0) return Batch{};
   const uint64_t slot_bytes = staging_->layout().slot_bytes;
   for (uint32_t i = 0; i < n; ++i) {
-    if (entry_ == entries_.size()) {  // on to the next window; this one is done after the batch
+    if (cursor_.AtWindowEnd()) {  // on to the next window; this one is done after the batch
       retire_.insert(retire_.end(), window_slots_.begin(), window_slots_.end());
-      RF_RETURN_IF_ERROR(EnterWindow(window_ + 1));
+      RF_RETURN_IF_ERROR(AwaitWindow(cursor_.window() + 1));
     }
-    const WindowOrder::Entry e = entries_[entry_++];
-    const uint64_t chunk = epoch_chunks_[order_.WindowStart(window_) + e.chunk_in_window];
-    refs_[i] = RefTo(dataset_, chunk, window_slots_[e.chunk_in_window] * slot_bytes, e.sample);
-    batch_samples_.push_back(order_.GlobalSample(chunk, e.sample));
+    const WindowCursor::Sample s = cursor_.Take();
+    refs_[i] = RefTo(dataset_, s.chunk, window_slots_[s.chunk_in_window] * slot_bytes, s.sample);
+    batch_samples_.push_back(order_.GlobalSample(s.chunk, s.sample));
   }
   position_ += n;
   return staging_->Gather(refs_.data(), n);

@@ -6,6 +6,7 @@
 //                   (pipeline/chunk_feeder.h)
 //   copy thread     ring slot ready -> a free staging slot -> ChunkStaging::CopyIn (a copy stream
 //                   on the GPU); the ring slot goes back to the reader when the copy has read it
+//                   (pipeline/chunk_copier.h)
 //   compute thread  (the caller of Next) window w's chunks copied -> AwaitCopy (the compute
 //                   stream waits on the copy events, the host does not) -> Gather the batch's
 //                   samples from the staging slots -> the caller's TrainStep; a window's slots are
@@ -27,16 +28,14 @@
 // source's own.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "io/dataset.h"
 #include "pipeline/batch_source.h"
+#include "pipeline/chunk_copier.h"
 #include "pipeline/chunk_feeder.h"
 #include "pipeline/chunk_staging.h"
 #include "pipeline/slot_ring.h"
@@ -89,57 +88,33 @@ class StreamingSource final : public TrainingSource {
   StreamingSource(const Dataset& d, const StreamingOptions& o, WindowOrder order);
   Status Restart(uint64_t epoch, uint64_t position);
   void Stop();
-  void CopyLoop();
-  uint32_t TakeFreeSlot();  // blocks; kNoSlot once stopping
-  // Makes window `w` of the current epoch the one batches are drawn from (its chunks copied).
-  Status EnterWindow(uint64_t w);
+  // Waits until window w of the cursor's epoch is copied in, and makes its staging slots the
+  // ones batches are gathered from (the cursor is already in it or enters it here).
+  Status AwaitWindow(uint64_t w);
   Status RetirePending();
+  // The plan position of a chunk of a window of the cursor's epoch.
   uint64_t SeqOf(uint64_t window, uint32_t chunk_in_window) const;
-  // ChunkStaging's release callback: hands a ring slot back to the reader. It may run on a CUDA
-  // host-callback thread: SlotRing::Release only takes the ring's mutex.
-  static void ReleaseRingSlot(void* arg);
-
-  static constexpr uint32_t kNoSlot = 0xffffffffu;
 
   const Dataset& dataset_;
   StreamingOptions options_;
   WindowOrder order_;
   std::unique_ptr<ChunkStaging> staging_;
-  uint32_t staging_slots_ = 0;
 
-  // The pipeline of the current plan.
+  // The stages of the current plan. The copier is declared after the ring it reads.
   std::unique_ptr<SlotRing> ring_;
   bool ring_fed_ = false;  // a feeder has run on ring_
   std::unique_ptr<ChunkFeeder> feeder_;
-  std::thread copier_;
+  std::unique_ptr<ChunkCopier> copier_;
   uint64_t bytes_before_ = 0;    // read by feeders of earlier plans
   uint64_t held_before_ns_ = 0;  // the reader's waits for a free slot in earlier rings
 
-  // Shared between the copy thread and the compute thread.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<uint32_t> free_slots_;
-  std::vector<uint32_t> slot_of_seq_;  // staging slot of plan position seq, at seq % size
-  uint64_t copied_ = 0;                // plan positions copied in
-  bool copy_done_ = false, stopping_ = false;
-  Status copy_status_;
-  struct ReleaseArg {
-    SlotRing* ring;
-    uint32_t slot;
-    uint64_t copy_start_ns;  // 0 unless a trace is active
-  };
-  std::vector<ReleaseArg> release_args_;  // one per ring slot
-
-  // The compute thread's cursor.
-  uint64_t epoch_ = 0, position_ = 0;
+  // The compute thread's place.
+  WindowCursor cursor_;
+  uint64_t position_ = 0;
   bool started_ = false;
   uint64_t plan_epoch_ = 0, plan_window_ = 0;  // where the current plan starts
-  std::vector<uint64_t> epoch_chunks_;
-  uint64_t window_ = 0;
-  std::vector<WindowOrder::Entry> entries_;
-  size_t entry_ = 0;
-  std::vector<uint32_t> window_slots_;  // staging slot of each chunk of the current window
-  std::vector<uint32_t> retire_;        // slots to retire at the next call
+  std::vector<uint32_t> window_slots_;         // staging slot of each chunk of the current window
+  std::vector<uint32_t> retire_;               // slots to retire at the next call
   std::vector<SampleRef> refs_;
   std::vector<uint64_t> batch_samples_;
   uint64_t wait_ns_ = 0;

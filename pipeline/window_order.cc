@@ -61,16 +61,54 @@ std::vector<WindowOrder::Entry> WindowOrder::Window(const std::vector<uint64_t>&
   return out;
 }
 
+uint64_t WindowOrder::WindowAt(const std::vector<uint64_t>& epoch_chunks, uint64_t position,
+                               uint64_t* before) const {
+  uint64_t w = 0;
+  *before = 0;
+  while (w + 1 < windows_per_epoch() && *before + WindowSamples(epoch_chunks, w) <= position) {
+    *before += WindowSamples(epoch_chunks, w);
+    ++w;
+  }
+  return w;
+}
+
 std::vector<uint64_t> WindowOrder::EpochSamples(uint64_t epoch) const {
-  const std::vector<uint64_t> chunks = EpochChunks(epoch);
   std::vector<uint64_t> out;
   out.reserve(sample_count());
-  for (uint64_t w = 0; w < windows_per_epoch(); ++w) {
-    for (const Entry& e : Window(chunks, epoch, w)) {
-      out.push_back(GlobalSample(chunks[WindowStart(w) + e.chunk_in_window], e.sample));
-    }
-  }
+  WindowCursor c(*this);
+  c.Start(epoch, 0);
+  WindowCursor::Sample s;
+  while (c.Step(&s)) out.push_back(GlobalSample(s.chunk, s.sample));
   return out;
+}
+
+void WindowCursor::Start(uint64_t epoch, uint64_t position) {
+  epoch_ = epoch;
+  epoch_chunks_ = order_->EpochChunks(epoch);
+  uint64_t before = 0;
+  EnterWindow(order_->WindowAt(epoch_chunks_, position, &before));
+  entry_ = std::min<uint64_t>(position - before, entries_.size());
+}
+
+void WindowCursor::EnterWindow(uint64_t w) {
+  window_ = w;
+  entries_ = order_->Window(epoch_chunks_, epoch_, w);
+  entry_ = 0;
+}
+
+WindowCursor::Sample WindowCursor::Take() {
+  const WindowOrder::Entry e = entries_[entry_++];
+  return Sample{epoch_chunks_[order_->WindowStart(window_) + e.chunk_in_window], e.sample,
+                e.chunk_in_window};
+}
+
+bool WindowCursor::Step(Sample* s) {
+  while (AtWindowEnd()) {
+    if (InLastWindow()) return false;
+    EnterWindow(window_ + 1);
+  }
+  *s = Take();
+  return true;
 }
 
 }  // namespace rf

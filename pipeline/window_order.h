@@ -15,9 +15,14 @@
 // a stored position. Only one window's permutation is held at a time (W chunks' samples), so host
 // memory does not grow with the dataset.
 //
-// Thread safety: immutable after construction; Window() may be called from any thread.
+// WindowCursor walks one epoch of a WindowOrder sample by sample, holding one window's
+// permutation at a time: the one walk both modes' sources make.
+//
+// Thread safety: a WindowOrder is immutable after construction; Window() may be called from any
+// thread. A WindowCursor is used by one thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -61,6 +66,11 @@ class WindowOrder {
 
   uint64_t GlobalSample(uint64_t chunk, uint32_t sample) const { return first_[chunk] + sample; }
 
+  // The window of the epoch that holds position `position` of its order (the last window for a
+  // position at or past the epoch's end), and in *before the samples of the windows before it.
+  uint64_t WindowAt(const std::vector<uint64_t>& epoch_chunks, uint64_t position,
+                    uint64_t* before) const;
+
   // The whole epoch as global sample indices (for --dump-order and tests: memory grows with the
   // dataset, so the training path never calls it).
   std::vector<uint64_t> EpochSamples(uint64_t epoch) const;
@@ -71,6 +81,46 @@ class WindowOrder {
   uint32_t window_, first_window_;
   bool shuffle_;
   uint64_t seed_;
+};
+
+// A position in one epoch's order. Start() puts it at a position; Take() hands out the samples
+// after it one by one. The owner of the chunks decides when to move into the next window
+// (AtWindowEnd, EnterWindow: the streaming source waits for the window's chunks first), or lets
+// Step() move on by itself.
+class WindowCursor {
+ public:
+  // `order` must outlive the cursor.
+  explicit WindowCursor(const WindowOrder& order) : order_(&order) {}
+
+  // Epoch `epoch`, at `position` in its order (0: its first sample): the window holding it is
+  // entered and the samples before it skipped.
+  void Start(uint64_t epoch, uint64_t position);
+  // Moves to the start of window w of the current epoch.
+  void EnterWindow(uint64_t w);
+
+  // One sample: global chunk, the sample's index in it, and the chunk's place in its window.
+  struct Sample {
+    uint64_t chunk;
+    uint32_t sample;
+    uint32_t chunk_in_window;
+  };
+  bool AtWindowEnd() const { return entry_ == entries_.size(); }
+  bool InLastWindow() const { return window_ + 1 >= order_->windows_per_epoch(); }
+  // The next sample of the current window; only where !AtWindowEnd().
+  Sample Take();
+  // The next sample, entering the next window where this one is done; false past the epoch's end.
+  bool Step(Sample* s);
+
+  uint64_t epoch() const { return epoch_; }
+  uint64_t window() const { return window_; }
+  const std::vector<uint64_t>& epoch_chunks() const { return epoch_chunks_; }
+
+ private:
+  const WindowOrder* order_;
+  uint64_t epoch_ = 0, window_ = 0;
+  std::vector<uint64_t> epoch_chunks_;
+  std::vector<WindowOrder::Entry> entries_;
+  size_t entry_ = 0;
 };
 
 }  // namespace rf
