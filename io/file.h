@@ -63,7 +63,6 @@ class AtomicOutput {
 
   File& file() { return file_; }
   const std::string& final_path() const { return final_path_; }
-  const std::string& temp_path() const { return temp_path_; }
 
   // fsync, close, rename to the final name, fsync the directory.
   Status Commit();

@@ -75,9 +75,7 @@ class UringQueue final : public IoQueue {
   Status Wait(std::vector<IoCompletion>& out, uint32_t min) override;
   const char* name() const override { return "io_uring"; }
 
-  // The setup flags the kernel accepted (for logs and tests).
-  unsigned setup_flags() const { return ring_.flags(); }
-  bool files_registered() const { return files_registered_; }
+  // Whether the ring's buffers are registered (for logs and tests).
   bool buffers_registered() const { return buffers_registered_; }
 
  private:

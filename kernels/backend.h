@@ -1,7 +1,9 @@
-// Backend: the one small interface the pipeline drives, whatever computes the model.
+// Backend: the one small interface the training loop (src/trainer.h) drives, whatever computes
+// the model.
 //   CpuBackend  (kernels/cpu_backend.h)   the reference; runs the main job where there is no GPU.
 //   CudaBackend (kernels/cuda_backend.h)  cuDNN convolutions, cuBLAS fully connected layers.
-// The pipeline does not know which one it drives.
+// The loop does not know which one it drives; the pipeline (pipeline/) does not know backends at
+// all: it hands batches (io/batch.h) in the memory a backend computes from.
 //
 // Memory: a backend allocates everything it needs for batches of up to max_batch samples at
 // creation; no step allocates. A Batch (io/batch.h) points into the backend's memory space: host
@@ -9,7 +11,8 @@
 // the work queued on the backend's compute stream has run).
 //
 // Statistics: steps accumulate loss and accuracy where they run (on the device for CUDA, so a
-// step never waits for the GPU); TakeStats() returns and resets the sums (and synchronizes).
+// step never waits for the GPU); TakeTrainStats() and TakeEvalStats() return and reset the sums
+// (and synchronize).
 //
 // Thread safety: none; one thread drives a backend.
 #pragma once

@@ -1,10 +1,12 @@
-// BatchSource: what the training loop pulls batches from, one epoch at a time. The in-memory
-// source (pipeline/memory_batch_source.h) is the first implementation; the streaming pipeline
-// (disk -> slot ring -> device) will be the second, behind the same interface.
+// BatchSource: what the training loop pulls batches (io/batch.h) from, one epoch at a time.
+// Implementations: MemoryBatchSource (pipeline/memory_batch_source.h, a dataset loaded into host
+// memory: the test split), DeviceBatchStager (its batches copied to the GPU), and the training
+// sources of pipeline/training_source.h (StreamingSource, ManagedSource).
 //
-// An epoch visits the samples in EpochOrder(sample_count, seed, epoch) (or in stored order when
-// shuffling is off), batch_size at a time; the last batch is partial unless drop_last is set, in
-// which case its samples are skipped for that epoch.
+// An epoch visits every sample once, in the implementation's order (MemoryBatchSource:
+// EpochOrder(sample_count, seed, epoch), or stored order when shuffling is off; the training
+// sources: WindowOrder), batch_size at a time; the last batch is partial unless drop_last is set,
+// in which case its samples are skipped for that epoch.
 //
 // Thread safety: none; one thread drives a source.
 #pragma once

@@ -41,8 +41,6 @@ class CudaChunkStaging final : public ChunkStaging {
   Result<Batch> Gather(const SampleRef* refs, uint32_t n) override;
   Status Drain() override;
 
-  uint64_t device_bytes() const { return area_.bytes(); }
-
  private:
   CudaChunkStaging() = default;
 

@@ -60,7 +60,6 @@ class ManagedSource final : public TrainingSource {
   double wait_seconds() const override { return 0; }  // page faults stall the GPU, not the host
   std::string Describe() const override;
 
-  double load_seconds() const { return load_seconds_; }
   const WindowOrder& order() const { return order_; }
 
  private:
