@@ -20,6 +20,7 @@ Status Status::Unsupported(std::string msg) {
   return Status(Code::kUnsupported, "", std::move(msg), 0);
 }
 Status Status::Aborted(std::string msg) { return Status(Code::kAborted, "", std::move(msg), 0); }
+Status Status::Usage(std::string msg) { return Status(Code::kUsage, "", std::move(msg), 0); }
 
 Status& Status::WithPath(std::string path) {
   path_ = std::move(path);

@@ -3,6 +3,11 @@
 // A Status names what failed in terms a user can act on: the file, the chunk and the byte offset
 // where it applies, and errno for system-call failures. Only main() turns a Status into an exit
 // code and a one-line message; everything below it returns Status or Result<T>.
+//
+// Usage (kUsage) is the one code that means "the command line asks for something that cannot be
+// run" (a bad flag value, flags that contradict each other or the files they name): the programs
+// exit 2 for it and 1 for every other error. InvalidArgument is not a usage error: it is a value
+// the code was handed that is wrong (a bad checkpoint's field, a wrong call), whoever made it.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +27,8 @@ class Status {
     kIOError,
     kInvalidArgument,
     kUnsupported,
-    kAborted
+    kAborted,
+    kUsage
   };
 
   Status() = default;
@@ -33,6 +39,7 @@ class Status {
   static Status InvalidArgument(std::string msg);
   static Status Unsupported(std::string msg);
   static Status Aborted(std::string msg);
+  static Status Usage(std::string msg);
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
@@ -40,6 +47,7 @@ class Status {
   bool IsIOError() const { return code_ == Code::kIOError; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
   bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
+  bool IsUsage() const { return code_ == Code::kUsage; }
 
   // Where the failure is. Each returns *this so a caller that knows more can add it:
   //   return st.WithChunk(7).WithOffset(4096 * 7);
