@@ -1,6 +1,7 @@
 // ringfeed read: drains a dataset through the disk stage alone (io_uring reader -> slot ring ->
 // a consumer that releases each slot at once) and reports the rate. This is the disk-stage
-// figure that training is measured against.
+// figure that training is measured against. Errors go back to main as a CommandStatus
+// (src/commands.h); the read size's rule is the training command's (pipeline/pipeline_config.h).
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
@@ -13,8 +14,10 @@
 #include "io/dataset.h"
 #include "io/units.h"
 #include "pipeline/chunk_feeder.h"
+#include "pipeline/pipeline_config.h"
 #include "pipeline/slot_ring.h"
 #include "pipeline/window_order.h"
+#include "src/command_checks.h"
 #include "src/commands.h"
 
 namespace po = boost::program_options;
@@ -24,10 +27,10 @@ namespace {
 
 struct ReadArgs {
   std::string dataset;
-  std::string io = "direct";
+  std::string io = IoModeName(ReaderOptions{}.mode);
   uint32_t queue_depth = ReaderOptions{}.queue_depth;
-  std::string read_size = "4MiB";
-  uint32_t slots = 16;
+  std::string read_size = ReadSizeText(ReaderOptions{}.read_bytes);
+  uint32_t slots = StreamingOptions{}.ring_slots;
   bool no_verify = false;
   std::string register_buffers = "on";
   std::string pinned = "auto";
@@ -64,18 +67,26 @@ Result<ReadReport> Drain(const Dataset& d, std::vector<uint64_t> order, const Fe
 
 Status Run(const ReadArgs& a) {
   FeederOptions fo;
-  RF_ASSIGN_OR_RETURN(fo.reader.mode, ParseIoMode(a.io));
-  RF_ASSIGN_OR_RETURN(uint64_t read_bytes, ParseByteSize(a.read_size));
-  if (read_bytes == 0 || read_bytes % 4096 != 0 || read_bytes > (1u << 30))
-    return Status::InvalidArgument("--read-size must be a multiple of 4 KiB, at most 1 GiB");
-  fo.reader.read_bytes = static_cast<uint32_t>(read_bytes);
+  Result<IoMode> io = ParseIoMode(a.io);
+  if (!io.ok()) return Status::Usage("--io: " + io.status().message());
+  fo.reader.mode = *io;
+  RF_ASSIGN_OR_RETURN(fo.reader.read_bytes, ParseReadSize(a.read_size));
   fo.reader.queue_depth = a.queue_depth;
   fo.verify = !a.no_verify;
   if (a.register_buffers != "on" && a.register_buffers != "off")
-    return Status::InvalidArgument("--register-buffers must be on or off");
+    return Status::Usage("--register-buffers must be on or off");
   fo.reader.register_buffers = a.register_buffers == "on";
-  RF_ASSIGN_OR_RETURN(PinMode pin, ParsePinMode(a.pinned.c_str()));
+  Result<PinMode> pin = ParsePinMode(a.pinned.c_str());
+  if (!pin.ok()) return Status::Usage(pin.status().message());
+  if (a.order != "train" && a.order != "stored") {
+    return Status::Usage("--order must be stored or train, not \"" + a.order + "\"");
+  }
   RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(a.dataset));
+  if (!a.json.empty()) {
+    std::vector<std::string> shards;
+    for (size_t s = 0; s < d.shard_count(); ++s) shards.push_back(d.shard_path(s));
+    RF_RETURN_IF_ERROR(CheckOutputIsNotInput("--json", a.json, "DATASET", shards));
+  }
   // The chunks in stored order, or in the order the first epoch of `ringfeed train --seed S`
   // reads them with its default window shuffle: the reader-alone rate a shuffled epoch is bound
   // by, where the disk reads scattered 4 MiB chunks more slowly than a sequential run.
@@ -85,16 +96,14 @@ Status Run(const ReadArgs& a) {
     WindowOrderOptions wo;
     wo.seed = a.seed;
     order = WindowOrder(d.ChunkSampleCounts(), wo).EpochChunks(0);
-  } else if (a.order != "stored") {
-    return Status::InvalidArgument("--order must be stored or train, not \"" + a.order + "\"");
   }
   RF_ASSIGN_OR_RETURN(std::unique_ptr<SlotRing> ring,
-                      SlotRing::Create(a.slots, d.max_chunk_bytes(), pin));
+                      SlotRing::Create(a.slots, d.max_chunk_bytes(), *pin));
 
   nlohmann::json runs = nlohmann::json::array();
   for (uint32_t pass = 0; pass < a.passes; ++pass) {
     if (pass > 0) {
-      RF_ASSIGN_OR_RETURN(ring, SlotRing::Create(a.slots, d.max_chunk_bytes(), pin));
+      RF_ASSIGN_OR_RETURN(ring, SlotRing::Create(a.slots, d.max_chunk_bytes(), *pin));
     }
     std::string backend;
     RF_ASSIGN_OR_RETURN(ReadReport r, Drain(d, order, fo, *ring, &backend));
@@ -139,7 +148,7 @@ Status Run(const ReadArgs& a) {
 
 }  // namespace
 
-int RunReadCommand(int argc, char** argv) {
+CommandStatus RunReadCommand(int argc, char** argv) {
   ReadArgs a;
   po::options_description opts("ringfeed read DATASET [options]");
   opts.add_options()("help,h", "show this help")(
@@ -147,7 +156,7 @@ int RunReadCommand(int argc, char** argv) {
       "direct (io_uring, O_DIRECT), buffered (io_uring, page cache) or pread")(
       "queue-depth", po::value(&a.queue_depth)->default_value(a.queue_depth), "reads in flight")(
       "read-size", po::value(&a.read_size)->default_value(a.read_size),
-      "largest single read (a multiple of 4KiB)")(
+      "largest single read (a multiple of 4 KiB up to 1 GiB)")(
       "slots", po::value(&a.slots)->default_value(a.slots), "ring slots (one chunk each)")(
       "no-verify", po::bool_switch(&a.no_verify), "skip the per-chunk checksum")(
       "register-buffers", po::value(&a.register_buffers)->default_value(a.register_buffers),
@@ -158,7 +167,8 @@ int RunReadCommand(int argc, char** argv) {
       "order", po::value(&a.order)->default_value(a.order),
       "stored (sequential) or train (the chunk order of a training epoch, default shuffle)")(
       "seed", po::value(&a.seed)->default_value(a.seed), "the training seed, for --order train")(
-      "json", po::value(&a.json), "also write the figures to this JSON file");
+      "json", po::value(&a.json),
+      "also write the figures to this JSON file (not one of the dataset's files)");
   po::options_description hidden;
   hidden.add_options()("dataset", po::value(&a.dataset));
   po::options_description all;
@@ -170,27 +180,18 @@ int RunReadCommand(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    std::fprintf(stderr, "ringfeed read: %s (see --help)\n", e.what());
-    return 2;
+    return {Status::Usage(std::string(e.what()) + " (see --help)"), "ringfeed read"};
   }
   if (vm.count("help")) {
     std::cout << opts << "\n";
-    return 0;
+    return {};
   }
-  if (a.dataset.empty()) {
-    std::fprintf(stderr, "ringfeed read: no DATASET given (see --help)\n");
-    return 2;
-  }
+  if (a.dataset.empty()) return {Status::Usage("no DATASET given (see --help)"), "ringfeed read"};
   if (a.passes == 0 || a.slots < 2 || a.queue_depth == 0) {
-    std::fprintf(stderr, "ringfeed read: --passes and --queue-depth must be >= 1, --slots >= 2\n");
-    return 2;
+    return {Status::Usage("--passes and --queue-depth must be >= 1, --slots >= 2"),
+            "ringfeed read"};
   }
-  Status st = Run(a);
-  if (!st.ok()) {
-    std::fprintf(stderr, "ringfeed: %s\n", st.ToString().c_str());
-    return st.IsInvalidArgument() ? 2 : 1;  // a bad flag is a usage error
-  }
-  return 0;
+  return {Run(a)};
 }
 
 }  // namespace rf

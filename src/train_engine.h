@@ -5,7 +5,8 @@
 //             managed mode (GPU only): a ManagedSource over one cudaMallocManaged allocation
 //   test      an in-memory source (the test split is small), through a DeviceBatchStager on the
 //             GPU
-// The training loop sees only Backend and BatchSource.
+// The training loop sees only Backend and BatchSource. The mode, device and precision are chosen
+// here, once, from EngineOptions.
 #pragma once
 
 #include <cstdint>
@@ -17,35 +18,55 @@
 #include "kernels/backend.h"
 #include "pipeline/batch_source.h"
 #include "pipeline/managed_source.h"
+#include "pipeline/pipeline_config.h"
 #include "pipeline/streaming_source.h"
 
 namespace rf {
 
+// GPU math. kBf16: the conv blocks' activations and filters in bfloat16 on the tensor cores,
+// float32 elsewhere (kernels/cuda_backend.h); kTf32: float32 with TF32 tensor-core products;
+// kFp32: full float32.
+enum class Precision { kBf16, kTf32, kFp32 };
+
+// "bf16", "tf32", "fp32"; anything else is a Usage error naming --precision.
+inline Result<Precision> ParsePrecision(const std::string& s) {
+  if (s == "bf16") return Precision::kBf16;
+  if (s == "tf32") return Precision::kTf32;
+  if (s == "fp32") return Precision::kFp32;
+  return Status::Usage("--precision must be bf16, tf32 or fp32, got \"" + s + "\"");
+}
+inline const char* PrecisionName(Precision p) {
+  return p == Precision::kFp32 ? "fp32" : p == Precision::kTf32 ? "tf32" : "bf16";
+}
+
+// Made from a TrainConfig in one place (DeriveTrainComponents, src/train_config.h); the defaults
+// of precision and cuda_graph are the config's.
 struct EngineOptions {
-  std::string device = "auto";  // auto (CUDA where a GPU is found), cuda, cpu
-  // CUDA: "bf16" (bf16 conv blocks on the tensor cores, float32 elsewhere: kernels/
-  // cuda_backend.h), "tf32" (float32 with TF32 tensor-core math) or "fp32" (full float32).
-  std::string precision = "bf16";
-  bool cuda_graph = true;     // CUDA: replay each full batch's forward + backward as a CUDA graph
-  uint32_t copy_streams = 2;  // CUDA: host-to-device copy streams of the streaming mode
-  std::string mode = "streaming";  // or "managed"
+  DeviceKind device = DeviceKind::kAuto;
+  PipelineMode mode = PipelineMode::kStreaming;
+  Precision precision = Precision::kBf16;  // CUDA only
+  bool cuda_graph = true;  // CUDA: replay each full batch's forward + backward as a CUDA graph
+  uint32_t copy_streams = kDefaultCopyStreams;  // CUDA: host-to-device copy streams (streaming)
+  // The batch size: the backend's buffers and the test stager hold this many samples. Every
+  // source's batch size equals it (Create refuses options where they differ).
+  uint32_t max_batch = 0;
+  StreamingOptions streaming;  // streaming mode
+  ManagedOptions managed;      // managed mode
 };
 
+// What the run has opened: the model, its input normalization, and the datasets.
 struct EngineInputs {
   ModelConfig config;
   Normalization norm;
-  uint32_t max_batch = 0;
   const Dataset* train = nullptr;  // must outlive the engine
-  StreamingOptions streaming;
-  ManagedOptions managed;
-  BatchSource* test = nullptr;  // host batches, optional; must outlive the engine
+  BatchSource* test = nullptr;     // host batches, optional; must outlive the engine
   size_t sample_bytes = 0, label_bytes = 0;
 };
 
 class TrainEngine {
  public:
-  // InvalidArgument for an unknown --device or precision, or cuda where this build or machine
-  // has none.
+  // Usage where the options ask for a GPU this build or machine lacks (--device cuda, managed
+  // mode); InvalidArgument where the sources' batch sizes differ from max_batch.
   static Result<std::unique_ptr<TrainEngine>> Create(const EngineOptions& options,
                                                      const EngineInputs& in, const Tensors& params);
   virtual ~TrainEngine() = default;
@@ -61,7 +82,8 @@ class TrainEngine {
  protected:
   TrainEngine() = default;
   // The training source, staged by `make_staging`; the test source as `test` (or null).
-  Status MakeSources(const EngineInputs& in, const StagingFactory& make_staging, BatchSource* test);
+  Status MakeSources(const EngineOptions& o, const EngineInputs& in,
+                     const StagingFactory& make_staging, BatchSource* test);
 
   std::unique_ptr<Backend> backend_;
   std::string description_;

@@ -22,9 +22,11 @@
 
 namespace rf {
 
+// Made from a TrainConfig (DeriveTrainComponents, src/train_config.h), whose epochs,
+// checkpoint_every and max_steps default to these.
 struct TrainerOptions {
   uint64_t epochs = 1;
-  uint32_t batch_size = 128;
+  uint32_t batch_size = 0;    // the config's batch size; recorded in checkpoints
   uint32_t order_window = 0;  // recorded in checkpoints (kernels/checkpoint.h)
   std::string checkpoint;     // empty: none
   uint64_t checkpoint_every = 0, max_steps = 0;

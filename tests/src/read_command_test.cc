@@ -124,6 +124,32 @@ TEST(ReadCommand, BadFlagExitsTwo) {
   EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " frobnicate", &out), 2);
 }
 
+TEST(ReadCommand, JsonOntoTheDatasetExitsTwoAndLeavesItUnchanged) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 2);
+  auto d = Dataset::Open(path);
+  ASSERT_TRUE(d.ok());
+  const std::string shard = d->shard_path(1);
+  const std::vector<uint8_t> before = testing::ReadAll(shard);
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + path + " --json " + shard, &out), 2);
+  EXPECT_EQ(out, "ringfeed: --json " + shard + " is DATASET's file " + shard +
+                     "; refusing to overwrite an input\n");
+  EXPECT_EQ(testing::ReadAll(shard), before);
+}
+
+// The read size has one rule and one message, the training command's.
+TEST(ReadCommand, ReadSizeOffTheRuleExitsTwo) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 1);
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + path + " --read-size 5000", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --read-size must be a multiple of 4 KiB up to 1 GiB, got 5000\n");
+  EXPECT_EQ(
+      RunCommand(ProgramPath("ringfeed") + " train --data " + path + " --read-size 5000", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --read-size must be a multiple of 4 KiB up to 1 GiB, got 5000\n");
+}
+
 TEST(ReadCommand, HelpListsEveryOptionWithItsDefault) {
   std::string out;
   ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read --help", &out), 0);

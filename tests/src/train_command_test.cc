@@ -1,5 +1,6 @@
 // `ringfeed train` as a user runs it: resuming from a checkpoint continues bit-exactly, SIGINT
-// leaves a valid checkpoint, real Fashion-MNIST gets learned, and the usage errors.
+// leaves a valid checkpoint, real Fashion-MNIST gets learned. (Its errors and exit codes:
+// train_command_errors_test.cc.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,42 +17,17 @@
 #include "io/dataset_writer.h"
 #include "kernels/checkpoint.h"
 #include "tests/kernels/fashion_mnist.h"
+#include "tests/src/train_command_testing.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
 namespace {
 
+using testing::MakeDataset;
 using testing::ProgramPath;
 using testing::RunCommand;
 using testing::TempDir;
-
-// 300 samples of 1x12x12 in 4 classes; pixels encode the index, and the class sets a bright
-// quadrant so the model has something to learn.
-std::string MakeDataset(const TempDir& t) {
-  DatasetSpec spec;
-  spec.height = spec.width = 12;
-  spec.num_classes = 4;
-  WriterOptions o;
-  o.chunk_bytes = 8192;
-  auto w = DatasetWriter::Create(t.File("s.rfd"), spec, o);
-  EXPECT_TRUE(w.ok());
-  std::vector<uint8_t> s(144);
-  for (uint32_t i = 0; i < 300; ++i) {
-    const uint8_t label = static_cast<uint8_t>(i % 4);
-    for (uint32_t k = 0; k < 144; ++k) {
-      const bool lit = (k / 12 < 6) == (label < 2) && (k % 12 < 6) == (label % 2 == 0);
-      s[k] = static_cast<uint8_t>((i * 7 + k) % 64 + (lit ? 150 : 0));
-    }
-    EXPECT_TRUE((*w)->Append(s.data(), &label, 1).ok());
-  }
-  EXPECT_TRUE((*w)->Finish().ok());
-  return t.File("s.rfd");
-}
-
-std::string Train(const std::string& data, const std::string& extra) {
-  return ProgramPath("ringfeed") + " train --data " + data +
-         " --device cpu --batch-size 32 --conv 4,8 --hidden 16 --seed 9 " + extra;
-}
+using testing::Train;
 
 bool SameBits(const Tensors& a, const Tensors& b) {
   if (a.t.size() != b.t.size()) return false;
@@ -179,45 +155,6 @@ TEST(TrainCommand, FashionMnistSliceLowersTheLoss) {
   EXPECT_EQ(m[5]["event"], "end");
   EXPECT_EQ(m[5]["stopped_by"], "epochs");
   EXPECT_GT(m[5]["first_batch_ms"].get<double>(), 0.0);
-}
-
-TEST(TrainCommand, ResumeWithAnotherModelExitsTwoNamingTheCheckpoint) {
-  TempDir t;
-  const std::string data = MakeDataset(t);
-  std::string out;
-  ASSERT_EQ(RunCommand(Train(data, "--max-steps 2 --checkpoint " + t.File("a")), &out), 0) << out;
-  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data " + data +
-                           " --conv 4,8 --hidden 17 --resume " + t.File("a"),
-                       &out),
-            2);
-  EXPECT_EQ(out, "ringfeed: " + t.File("a") +
-                     ": checkpoint is of model 1x12x12, 4 classes, conv 4,8, hidden 16; asked "
-                     "for 1x12x12, 4 classes, conv 4,8, hidden 17\n");
-}
-
-TEST(TrainCommand, DamagedCheckpointExitsOneNamingFileAndOffset) {
-  TempDir t;
-  const std::string data = MakeDataset(t);
-  std::string out;
-  ASSERT_EQ(RunCommand(Train(data, "--max-steps 2 --checkpoint " + t.File("a")), &out), 0) << out;
-  testing::Truncate(t.File("a"), 100);
-  EXPECT_EQ(RunCommand(Train(data, "--resume " + t.File("a")), &out), 1);
-  EXPECT_EQ(
-      out.rfind("ringfeed: " + t.File("a") + ": at byte 100: checkpoint: file is truncated", 0), 0u)
-      << out;
-}
-
-TEST(TrainCommand, UnknownDeviceOrPrecisionIsAUsageError) {
-  TempDir t;
-  const std::string data = MakeDataset(t);
-  const std::string train = ProgramPath("ringfeed") + " train --data " + data;
-  std::string out;
-  EXPECT_EQ(RunCommand(train + " --device tpu", &out), 2);
-  EXPECT_EQ(out, "ringfeed: --device must be auto, cuda or cpu, got \"tpu\"\n");
-  EXPECT_EQ(RunCommand(train + " --precision fp8", &out), 2);
-  EXPECT_EQ(out, "ringfeed: --precision must be bf16, tf32 or fp32, got \"fp8\"\n");
-  EXPECT_EQ(RunCommand(train + " --cuda-graph maybe", &out), 2);
-  EXPECT_EQ(out, "ringfeed train: --cuda-graph must be on or off, got \"maybe\"\n");
 }
 
 // Where no GPU can be used (no CUDA build, or no device), --device cuda says so; where one can,
@@ -416,13 +353,6 @@ TEST(TrainCommand, TraceHasReadVerifyCopyAndComputeSpans) {
   EXPECT_EQ(spans["compute/train step"], 2 * 10);  // 300 samples in batches of 32: 10 an epoch
   EXPECT_GE(spans["compute/wait for data"], 1);    // at least the first window
   EXPECT_EQ(rows, (std::set<std::string>{"read", "verify", "copy", "compute"}));
-}
-
-TEST(TrainCommand, MissingDataIsAUsageError) {
-  std::string out;
-  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --epochs 1", &out), 2);
-  EXPECT_NE(out.find("no --data given"), std::string::npos) << out;
-  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data x.rfd --conv 8,x", &out), 2);
 }
 
 }  // namespace

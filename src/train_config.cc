@@ -1,0 +1,104 @@
+#include "src/train_config.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "src/command_checks.h"
+
+namespace rf {
+
+Status TrainConfig::Validate() const {
+  RF_RETURN_IF_ERROR(pipeline.Validate());
+  if (epochs < 1) return Status::Usage("--epochs must be >= 1, got 0");
+  if (conv.empty()) return Status::Usage("--conv is empty");
+  for (uint32_t w : conv) {
+    if (w == 0) return Status::Usage("--conv wants positive channel counts, got 0");
+  }
+  if (hidden < 1) return Status::Usage("--hidden must be >= 1, got 0");
+  return Status::Ok();
+}
+
+Result<std::vector<uint32_t>> ParseConvWidths(const std::string& s) {
+  std::vector<uint32_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v == 0 || v > 65536) {
+      return Status::Usage("--conv wants comma-separated channel counts, got \"" + s + "\"");
+    }
+    out.push_back(static_cast<uint32_t>(v));
+  }
+  if (out.empty()) return Status::Usage("--conv is empty");
+  return out;
+}
+
+std::string ConvWidthsText(const std::vector<uint32_t>& widths) {
+  std::string s;
+  for (uint32_t w : widths) s += (s.empty() ? "" : ",") + std::to_string(w);
+  return s;
+}
+
+Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config) {
+  if (c.batch_size == 0) return Status::Corruption(config->resume, "checkpoint has batch size 0");
+  PipelineConfig& p = config->pipeline;
+  config->sgd = c.sgd;
+  p.seed = c.seed;
+  p.batch_size = c.batch_size;
+  if (c.order_window == kOrderStored) {
+    p.shuffle = ShuffleMode::kNone;
+  } else if (c.order_window != 0) {  // 0: written before the window was recorded
+    p.shuffle = ShuffleMode::kWindow;
+    p.shuffle_window = c.order_window;
+  }
+  return Status::Ok();
+}
+
+TrainComponents DeriveTrainComponents(const TrainConfig& c) {
+  const PipelineConfig& p = c.pipeline;
+  TrainComponents out;
+
+  EngineOptions& e = out.engine;
+  e.device = p.device;
+  e.mode = p.mode;
+  e.precision = c.precision;
+  e.cuda_graph = c.cuda_graph;
+  e.copy_streams = p.streaming.copy_streams;
+  e.max_batch = p.batch_size;
+  e.streaming = StreamingOptionsFor(p, c.epochs);
+  e.managed = ManagedOptionsFor(p);
+
+  out.test.batch_size = p.batch_size;
+  out.test.shuffle = false;  // evaluation: stored order, every sample
+  out.test.drop_last = false;
+
+  TrainerOptions& t = out.trainer;
+  t.epochs = c.epochs;
+  t.batch_size = p.batch_size;
+  t.order_window = p.shuffle == ShuffleMode::kWindow ? p.shuffle_window : kOrderStored;
+  t.checkpoint = c.checkpoint;
+  t.checkpoint_every = c.checkpoint_every;
+  t.max_steps = c.max_steps;
+  t.metrics = c.metrics;
+  return out;
+}
+
+Status CheckTrainOutputs(const TrainConfig& c, const std::vector<std::string>& data_shards,
+                         const std::vector<std::string>& test_shards) {
+  const std::pair<const char*, const std::string*> outputs[] = {{"--checkpoint", &c.checkpoint},
+                                                                {"--metrics", &c.metrics},
+                                                                {"--dump-order", &c.dump_order},
+                                                                {"--trace", &c.trace}};
+  for (const auto& [flag, path] : outputs) {
+    if (path->empty()) continue;
+    RF_RETURN_IF_ERROR(CheckOutputIsNotInput(flag, *path, "--data", data_shards));
+    RF_RETURN_IF_ERROR(CheckOutputIsNotInput(flag, *path, "--test", test_shards));
+    if (path != &c.checkpoint && !c.resume.empty()) {
+      RF_RETURN_IF_ERROR(CheckOutputIsNotInput(flag, *path, "--resume", {c.resume}));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace rf

@@ -1,0 +1,74 @@
+// TrainConfig: everything one `ringfeed train` run is asked to do, typed and validated. The
+// command line (and --config file) is read into one once (src/train_flags.h); a resumed
+// checkpoint adjusts it in one place (ApplyCheckpoint); every component's options are derived
+// from it in one place (DeriveTrainComponents), so the batch size, the order and the I/O settings
+// each exist once.
+//
+// The pipeline-facing part (dataset, batch size, shuffle, seed, drop_last, mode, I/O, device) is
+// a PipelineConfig (pipeline/pipeline_config.h), which a library's loader shares without src/;
+// the rest (test split, model, SGD, epochs, checkpoints, output files) is the trainer's.
+//
+// Errors are Status::Usage (exit 2) for what the command line asks, naming the flag.
+//
+// Thread safety: plain values and functions of them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/status.h"
+#include "kernels/checkpoint.h"
+#include "kernels/model.h"
+#include "pipeline/batch_source.h"
+#include "pipeline/pipeline_config.h"
+#include "src/train_engine.h"
+#include "src/trainer.h"
+
+namespace rf {
+
+struct TrainConfig {
+  PipelineConfig pipeline;
+  std::string test;  // the test split, evaluated after every epoch; empty: none
+  // The model: the input shape and classes come from the dataset.
+  std::vector<uint32_t> conv = ModelConfig{}.conv;  // output channels of each conv block
+  uint32_t hidden = ModelConfig{}.hidden;
+  SgdConfig sgd;
+  uint64_t epochs = TrainerOptions{}.epochs;  // >= 1
+  Precision precision = EngineOptions{}.precision;
+  bool cuda_graph = EngineOptions{}.cuda_graph;
+  // Files. Inputs: resume. Outputs: the others (none of them may be an input: CheckTrainOutputs).
+  std::string checkpoint, resume, metrics, dump_order, trace;
+  uint64_t checkpoint_every = TrainerOptions{}.checkpoint_every;  // steps; 0: at the end only
+  uint64_t max_steps = TrainerOptions{}.max_steps;                // 0: no limit
+
+  // Usage errors: PipelineConfig::Validate's, epochs below 1, no conv block, a zero width.
+  Status Validate() const;
+};
+
+// "32,64,128" <-> {32, 64, 128}. Usage naming --conv for anything but positive counts.
+Result<std::vector<uint32_t>> ParseConvWidths(const std::string& s);
+std::string ConvWidthsText(const std::vector<uint32_t>& widths);
+
+// A resumed run continues its checkpoint's order and optimizer exactly: the checkpoint's seed,
+// batch size, SGD settings and shuffle (mode and window; files from before the window was recorded
+// keep the config's) replace the config's. Corruption naming config->resume for a checkpoint
+// whose batch size is 0.
+Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config);
+
+// Every component's options, from one config.
+struct TrainComponents {
+  EngineOptions engine;     // backend, mode, and the training source's options
+  BatchSourceOptions test;  // the test split: stored order, every sample
+  TrainerOptions trainer;   // the loop, checkpoints
+};
+TrainComponents DeriveTrainComponents(const TrainConfig& c);
+
+// The run's outputs (--checkpoint, --metrics, --dump-order, --trace) against its inputs: Usage
+// naming both when an output is the same file (by any name: io/file.h's CheckOutputsAreNotInputs)
+// as a shard of --data (`data_shards`) or --test (`test_shards`), or, for all but --checkpoint,
+// as --resume (a checkpoint replacing the one it resumed from is how runs continue).
+Status CheckTrainOutputs(const TrainConfig& c, const std::vector<std::string>& data_shards,
+                         const std::vector<std::string>& test_shards);
+
+}  // namespace rf

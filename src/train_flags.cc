@@ -1,0 +1,206 @@
+#include "src/train_flags.h"
+
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace po = boost::program_options;
+
+namespace rf {
+namespace {
+
+// A float as the shortest text that reads back as the same float ("0.01", not "0.00999999978"),
+// for --help.
+std::string Shortest(float v) {
+  char buf[32];
+  for (int digits = 1; digits < 10; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
+    if (std::strtof(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+constexpr char kRefusedHelp[] =
+    "Options that would do nothing are refused (exit 2), not ignored:\n"
+    "  --mode managed    refuses --io, --read-size, --queue-depth, --ring-slots, --copy-streams\n"
+    "  --mode streaming  refuses --managed-prefetch, --managed-advise, --managed-oversubscribe\n"
+    "  --device cpu      refuses --copy-streams, --precision, --cuda-graph\n"
+    "(with --device auto on a machine without a GPU, the GPU options are ignored).\n"
+    "--resume takes the seed, batch size, SGD settings and shuffle from the checkpoint.\n"
+    "--checkpoint, --metrics, --dump-order and --trace may not name a file of --data or --test.\n"
+    "Exit status: 0 trained (or stopped by SIGINT/SIGTERM), 1 a data, file or run-time error,\n"
+    "2 a usage error.\n";
+
+// Options that would do nothing with `value` of `setting`: the first one given, as Usage.
+Status RefuseGiven(const std::set<std::string>& given, std::initializer_list<const char*> options,
+                   const std::string& setting, const char* why) {
+  for (const char* o : options) {
+    if (given.count(o) != 0) {
+      return Status::Usage("--" + std::string(o) + " does nothing with " + setting + " (" + why +
+                           "); leave it out");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
+  TrainFlags f;
+  TrainConfig& c = f.config;
+  PipelineConfig& p = c.pipeline;
+  f.mode = PipelineModeName(p.mode);
+  f.device = DeviceKindName(p.device);
+  f.precision = PrecisionName(c.precision);
+  f.shuffle = ShuffleModeName(p.shuffle);
+  f.io = IoModeName(p.streaming.io);
+  f.read_size = ReadSizeText(p.streaming.read_bytes);
+  f.conv = ConvWidthsText(c.conv);
+  std::string cuda_graph = c.cuda_graph ? "on" : "off";
+  bool no_verify = !p.verify;
+
+  po::options_description opts("ringfeed train --data TRAIN.rfd [options]");
+  // clang-format off
+  opts.add_options()
+    ("help,h", "show this help")
+    ("config", po::value<std::string>(),
+     "read options from this file too, one \"name = value\" per line (the command line wins)")
+    ("data", po::value(&p.data), "training dataset")
+    ("test", po::value(&c.test), "test dataset, evaluated after every epoch")
+    ("device", po::value(&f.device)->default_value(f.device),
+     "auto (the GPU where one is found, else the CPU), cuda or cpu")
+    ("precision", po::value(&f.precision)->default_value(f.precision),
+     "GPU math: bf16 (bf16 conv blocks on the tensor cores, float32 master weights and fully "
+     "connected layers), tf32 (float32, TF32 tensor cores) or fp32 (full float32 products); not "
+     "with --device cpu")
+    ("cuda-graph", po::value(&cuda_graph)->default_value(cuda_graph),
+     "on|off: replay each full batch's forward and backward pass as one CUDA graph; not with "
+     "--device cpu")
+    ("epochs", po::value(&c.epochs)->default_value(c.epochs), "epochs to train (in all)")
+    ("batch-size", po::value(&p.batch_size)->default_value(p.batch_size), "samples per step")
+    ("lr", po::value(&c.sgd.lr)->default_value(c.sgd.lr, Shortest(c.sgd.lr)),
+     "SGD learning rate")
+    ("momentum", po::value(&c.sgd.momentum)->default_value(c.sgd.momentum,
+                                                           Shortest(c.sgd.momentum)),
+     "SGD momentum")
+    ("weight-decay", po::value(&c.sgd.weight_decay)->default_value(c.sgd.weight_decay,
+                                                                   Shortest(c.sgd.weight_decay)),
+     "L2 weight decay")
+    ("seed", po::value(&p.seed)->default_value(p.seed),
+     "seeds the initial parameters and the epoch order")
+    ("conv", po::value(&f.conv)->default_value(f.conv), "output channels of each conv block")
+    ("hidden", po::value(&c.hidden)->default_value(c.hidden), "width of the hidden layer")
+    ("checkpoint", po::value(&c.checkpoint),
+     "write a checkpoint here at the end, on SIGINT/SIGTERM and every --checkpoint-every steps "
+     "(its directory must be writable)")
+    ("checkpoint-every", po::value(&c.checkpoint_every)->default_value(c.checkpoint_every),
+     "steps between checkpoints (0: only at the end)")
+    ("resume", po::value(&c.resume),
+     "continue from this checkpoint (its lr, momentum, weight decay, seed, batch size and "
+     "shuffle win; --conv and --hidden must match it)")
+    ("max-steps", po::value(&c.max_steps)->default_value(c.max_steps),
+     "stop after this many steps in all (0: no limit)")
+    ("metrics", po::value(&c.metrics), "write one JSON object per epoch and one at the end")
+    ("mode", po::value(&f.mode)->default_value(f.mode),
+     "streaming: read chunks from disk as training goes, in fixed memory; managed: load the "
+     "whole dataset into one CUDA managed allocation first (the baseline; GPU only)")
+    ("managed-prefetch", po::value(&p.managed.prefetch_batches)
+                             ->default_value(p.managed.prefetch_batches),
+     "managed only: prefetch to the GPU the chunks of the batch this many ahead")
+    ("managed-advise", po::bool_switch(&p.managed.advise),
+     "managed only: advise read-mostly, preferred on the GPU")
+    ("managed-oversubscribe", po::bool_switch(&p.managed.oversubscribe),
+     "managed only: allow a dataset larger than the GPU's free memory (pages through it)")
+    ("shuffle", po::value(&f.shuffle)->default_value(f.shuffle),
+     "window: chunks in a seeded permutation, samples shuffled within windows of resident "
+     "chunks; none: stored order")
+    ("shuffle-window", po::value(&p.shuffle_window)->default_value(p.shuffle_window),
+     "chunks resident together whose samples are shuffled together")
+    ("drop-last", po::bool_switch(&p.drop_last), "skip each epoch's partial last batch")
+    ("ring-slots", po::value(&p.streaming.ring_slots)->default_value(p.streaming.ring_slots),
+     "streaming only: host ring slots (one chunk each) the reader fills ahead")
+    ("copy-streams",
+     po::value(&p.streaming.copy_streams)->default_value(p.streaming.copy_streams),
+     "streaming on a GPU only: host-to-device copy streams")
+    ("queue-depth", po::value(&p.streaming.queue_depth)->default_value(p.streaming.queue_depth),
+     "streaming only: reads in flight")
+    ("read-size", po::value(&f.read_size)->default_value(f.read_size),
+     "streaming only: largest single read (a multiple of 4 KiB up to 1 GiB)")
+    ("io", po::value(&f.io)->default_value(f.io),
+     "streaming only: direct (O_DIRECT io_uring), buffered, pread")
+    ("no-verify", po::bool_switch(&no_verify), "skip the per-chunk checksum")
+    ("trace", po::value(&c.trace),
+     "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the read, verify, copy and "
+     "compute spans")
+    ("dump-order", po::value(&c.dump_order),
+     "write the sample indices each epoch visits, one per line, after a \"# epoch N\" line");
+  // clang-format on
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    // Options from a file come second: the command line wins where both set one.
+    if (vm.count("config")) {
+      const std::string path = vm["config"].as<std::string>();
+      std::ifstream file(path);
+      if (!file) {
+        return Status::Usage("cannot read --config " + path + ": " + std::strerror(errno));
+      }
+      po::store(po::parse_config_file(file, opts), vm);
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return Status::Usage(std::string(e.what()) + " (see --help)");
+  }
+  if (vm.count("help")) {
+    std::ostringstream help;
+    help << opts << "\n" << kRefusedHelp;
+    f.help = true;
+    f.help_text = help.str();
+    return f;
+  }
+  if (cuda_graph != "on" && cuda_graph != "off") {
+    return Status::Usage("--cuda-graph must be on or off, got \"" + cuda_graph + "\"");
+  }
+  c.cuda_graph = cuda_graph == "on";
+  p.verify = !no_verify;
+  for (const auto& [name, value] : vm) {
+    if (!value.defaulted()) f.given.insert(name);
+  }
+  return f;
+}
+
+Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& f) {
+  TrainConfig c = f.config;
+  PipelineConfig& p = c.pipeline;
+  RF_ASSIGN_OR_RETURN(p.device, ParseDeviceKind(f.device));
+  RF_ASSIGN_OR_RETURN(c.precision, ParsePrecision(f.precision));
+  RF_ASSIGN_OR_RETURN(p.mode, ParsePipelineMode(f.mode));
+  RF_ASSIGN_OR_RETURN(p.shuffle, ParseShuffleMode(f.shuffle));
+  Result<IoMode> io = ParseIoMode(f.io);
+  if (!io.ok()) return Status::Usage("--io: " + io.status().message());
+  p.streaming.io = *io;
+  RF_ASSIGN_OR_RETURN(p.streaming.read_bytes, ParseReadSize(f.read_size));
+  RF_ASSIGN_OR_RETURN(c.conv, ParseConvWidths(f.conv));
+
+  if (p.mode == PipelineMode::kManaged) {
+    RF_RETURN_IF_ERROR(RefuseGiven(f.given,
+                                   {"io", "read-size", "queue-depth", "ring-slots", "copy-streams"},
+                                   "--mode managed", "it sets the streaming reader and ring"));
+  } else {
+    RF_RETURN_IF_ERROR(RefuseGiven(f.given,
+                                   {"managed-prefetch", "managed-advise", "managed-oversubscribe"},
+                                   "--mode streaming", "managed mode only"));
+  }
+  if (p.device == DeviceKind::kCpu) {
+    RF_RETURN_IF_ERROR(RefuseGiven(f.given, {"copy-streams", "precision", "cuda-graph"},
+                                   "--device cpu", "GPU only"));
+  }
+  RF_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+}  // namespace rf

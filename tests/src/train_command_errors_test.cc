@@ -1,0 +1,149 @@
+// `ringfeed train`'s errors as a user meets them: one line on stderr, exit 2 for a usage error (a
+// bad or contradictory flag, flags that disagree with a checkpoint, an output onto an input) and
+// 1 for a data or file error (a damaged or foreign checkpoint, a directory that takes no files).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "io/dataset.h"
+#include "kernels/checkpoint.h"
+#include "tests/src/train_command_testing.h"
+#include "tests/testing/temp_dir.h"
+
+namespace rf {
+namespace {
+
+using testing::MakeDataset;
+using testing::ProgramPath;
+using testing::RunCommand;
+using testing::TempDir;
+using testing::Train;
+
+TEST(TrainCommand, ResumeWithAnotherModelExitsTwoNamingTheCheckpoint) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, "--max-steps 2 --checkpoint " + t.File("a")), &out), 0) << out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data " + data +
+                           " --conv 4,8 --hidden 17 --resume " + t.File("a"),
+                       &out),
+            2);
+  EXPECT_EQ(out, "ringfeed: " + t.File("a") +
+                     ": checkpoint is of model 1x12x12, 4 classes, conv 4,8, hidden 16; asked "
+                     "for 1x12x12, 4 classes, conv 4,8, hidden 17\n");
+}
+
+TEST(TrainCommand, DamagedCheckpointExitsOneNamingFileAndOffset) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, "--max-steps 2 --checkpoint " + t.File("a")), &out), 0) << out;
+  testing::Truncate(t.File("a"), 100);
+  EXPECT_EQ(RunCommand(Train(data, "--resume " + t.File("a")), &out), 1);
+  EXPECT_EQ(
+      out.rfind("ringfeed: " + t.File("a") + ": at byte 100: checkpoint: file is truncated", 0), 0u)
+      << out;
+}
+
+TEST(TrainCommand, UnknownDeviceOrPrecisionIsAUsageError) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  const std::string train = ProgramPath("ringfeed") + " train --data " + data;
+  std::string out;
+  EXPECT_EQ(RunCommand(train + " --device tpu", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --device must be auto, cuda or cpu, got \"tpu\"\n");
+  EXPECT_EQ(RunCommand(train + " --precision fp8", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --precision must be bf16, tf32 or fp32, got \"fp8\"\n");
+  EXPECT_EQ(RunCommand(train + " --cuda-graph maybe", &out), 2);
+  EXPECT_EQ(out, "ringfeed train: --cuda-graph must be on or off, got \"maybe\"\n");
+}
+
+// A checkpoint that is whole but does not belong to the run is a data error (exit 1), not a usage
+// error: one of another dataset, one whose position is past the epoch's end.
+TEST(TrainCommand, CheckpointOfAnotherDatasetOrPastTheEpochExitsOne) {
+  TempDir t, other;
+  const std::string data = MakeDataset(t), smaller = MakeDataset(other, 200);
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, "--max-steps 2 --checkpoint " + t.File("a")), &out), 0) << out;
+  EXPECT_EQ(RunCommand(Train(smaller, "--resume " + t.File("a")), &out), 1);
+  EXPECT_EQ(out, "ringfeed: " + t.File("a") + ": checkpoint was trained on another dataset than " +
+                     smaller + "\n");
+  auto c = ReadCheckpoint(t.File("a"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  c->next_sample = 301;
+  ASSERT_TRUE(WriteCheckpoint(t.File("past"), *c).ok());
+  EXPECT_EQ(RunCommand(Train(data, "--resume " + t.File("past")), &out), 1);
+  EXPECT_EQ(out.rfind("ringfeed: " + t.File("past") +
+                          ": checkpoint position is past the end of the epoch\n",
+                      0),
+            0u)
+      << out;
+}
+
+// No output may replace an input: each output flag onto the dataset is refused before anything
+// is written, and the dataset keeps its bytes (and still trains).
+TEST(TrainCommand, OutputOntoTheDataExitsTwoAndLeavesItUnchanged) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  const std::vector<uint8_t> before = testing::ReadAll(data);
+  std::string out;
+  for (const std::string flag : {"--checkpoint", "--metrics", "--dump-order", "--trace"}) {
+    SCOPED_TRACE(flag);
+    EXPECT_EQ(RunCommand(Train(data, flag + " " + data), &out), 2);
+    EXPECT_EQ(out, "ringfeed: " + flag + " " + data + " is --data's file " + data +
+                       "; refusing to overwrite an input\n");
+  }
+  ASSERT_EQ(::symlink(data.c_str(), t.File("link").c_str()), 0);
+  EXPECT_EQ(RunCommand(Train(data, "--test " + data + " --checkpoint " + t.File("link")), &out), 2);
+  EXPECT_NE(out.find("(the same file by another name)"), std::string::npos) << out;
+  EXPECT_EQ(testing::ReadAll(data), before);
+  ASSERT_EQ(RunCommand(Train(data, "--max-steps 1"), &out), 0) << out;
+}
+
+// A checkpoint that could never be written stops the run at its start, not at its first
+// checkpoint.
+TEST(TrainCommand, CheckpointInAMissingDirectoryExitsOneBeforeTraining) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  EXPECT_EQ(RunCommand(Train(data, "--checkpoint " + t.File("gone/c.ckpt")), &out), 1);
+  EXPECT_EQ(out, "ringfeed: " + t.File("gone") + ": cannot create files in the directory of " +
+                     "--checkpoint " + t.File("gone/c.ckpt") +
+                     ": No such file or directory (errno 2)\n");
+}
+
+// A flag that would do nothing in the chosen mode is refused naming it (before the mode's own
+// needs, such as a GPU, are looked at), as is a value off its rule.
+TEST(TrainCommand, FlagThatDoesNothingOrBadValueExitsTwoNamingIt) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  const std::string train = ProgramPath("ringfeed") + " train --data " + data;
+  std::string out;
+  EXPECT_EQ(RunCommand(train + " --mode managed --ring-slots 4", &out), 2);
+  EXPECT_EQ(out,
+            "ringfeed: --ring-slots does nothing with --mode managed (it sets the streaming reader "
+            "and ring); leave it out\n");
+  EXPECT_EQ(RunCommand(train + " --managed-prefetch 2", &out), 2);
+  EXPECT_EQ(out,
+            "ringfeed: --managed-prefetch does nothing with --mode streaming (managed mode only); "
+            "leave it out\n");
+  EXPECT_EQ(RunCommand(train + " --device cpu --cuda-graph off", &out), 2);
+  EXPECT_EQ(out,
+            "ringfeed: --cuda-graph does nothing with --device cpu (GPU only); leave it out\n");
+  EXPECT_EQ(RunCommand(train + " --batch-size 0", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --batch-size must be >= 1, got 0\n");
+  EXPECT_EQ(RunCommand(train + " --read-size 5000", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --read-size must be a multiple of 4 KiB up to 1 GiB, got 5000\n");
+}
+
+TEST(TrainCommand, MissingDataIsAUsageError) {
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --epochs 1", &out), 2);
+  EXPECT_NE(out.find("no --data given"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data x.rfd --conv 8,x", &out), 2);
+}
+
+}  // namespace
+}  // namespace rf

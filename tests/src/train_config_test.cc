@@ -1,0 +1,386 @@
+// The training configuration without running training: the command line parsed once into a typed
+// TrainConfig (src/train_flags.h), its validation, a resumed checkpoint's overrides, the options
+// every component derives from it (src/train_config.h), and the checks on the run's files.
+#include "src/train_config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "pipeline/managed_source.h"
+#include "src/command_checks.h"
+#include "src/train_flags.h"
+#include "tests/testing/temp_dir.h"
+
+namespace rf {
+namespace {
+
+using testing::TempDir;
+
+Result<TrainConfig> Parse(std::vector<std::string> args) {
+  Result<TrainFlags> flags = ReadTrainFlags(args);
+  if (!flags.ok()) return flags.status();
+  return TrainConfigFromFlags(*flags);
+}
+
+// The Usage message a command line is refused with ("" where it is accepted).
+std::string Refusal(std::vector<std::string> args) {
+  Result<TrainConfig> c = Parse(std::move(args));
+  if (c.ok()) return "";
+  EXPECT_TRUE(c.status().IsUsage()) << c.status().ToString();
+  return c.status().ToString();
+}
+
+TEST(TrainConfig, DefaultsComeFromTheComponentsOwnOptions) {
+  Result<TrainConfig> c = Parse({"--data", "d.rfd"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const PipelineConfig& p = c->pipeline;
+  EXPECT_EQ(p.data, "d.rfd");
+  EXPECT_EQ(p.mode, PipelineMode::kStreaming);
+  EXPECT_EQ(p.device, DeviceKind::kAuto);
+  EXPECT_EQ(p.batch_size, StreamingOptions{}.batch_size);
+  EXPECT_EQ(p.drop_last, StreamingOptions{}.drop_last);
+  EXPECT_EQ(p.shuffle, ShuffleMode::kWindow);
+  EXPECT_EQ(p.shuffle_window, WindowOrderOptions{}.window_chunks);
+  EXPECT_EQ(p.seed, 1u);
+  EXPECT_TRUE(p.verify);
+  EXPECT_EQ(p.streaming.io, ReaderOptions{}.mode);
+  EXPECT_EQ(p.streaming.queue_depth, ReaderOptions{}.queue_depth);
+  EXPECT_EQ(p.streaming.read_bytes, ReaderOptions{}.read_bytes);
+  EXPECT_EQ(p.streaming.ring_slots, StreamingOptions{}.ring_slots);
+  EXPECT_EQ(p.streaming.copy_streams, kDefaultCopyStreams);
+  EXPECT_EQ(p.managed.prefetch_batches, ManagedOptions{}.prefetch_batches);
+  EXPECT_EQ(p.managed.advise, ManagedOptions{}.advise);
+  EXPECT_EQ(p.managed.oversubscribe, ManagedOptions{}.oversubscribe);
+  EXPECT_EQ(c->precision, Precision::kBf16);
+  EXPECT_TRUE(c->cuda_graph);
+  EXPECT_EQ(c->epochs, TrainerOptions{}.epochs);
+  EXPECT_EQ(c->conv, ModelConfig{}.conv);
+  EXPECT_EQ(c->hidden, ModelConfig{}.hidden);
+  EXPECT_EQ(c->sgd.lr, SgdConfig{}.lr);
+  EXPECT_EQ(c->sgd.momentum, SgdConfig{}.momentum);
+  EXPECT_EQ(c->sgd.weight_decay, SgdConfig{}.weight_decay);
+  EXPECT_EQ(c->checkpoint_every, 0u);
+  EXPECT_EQ(c->max_steps, 0u);
+
+  // And they come through the derivation unchanged where the config does not set them.
+  const TrainComponents d = DeriveTrainComponents(*c);
+  const StreamingOptions& s = d.engine.streaming;
+  EXPECT_EQ(s.feeder.reader.read_bytes, ReaderOptions{}.read_bytes);
+  EXPECT_EQ(s.feeder.reader.max_retries, ReaderOptions{}.max_retries);
+  EXPECT_EQ(s.feeder.reader.register_buffers, ReaderOptions{}.register_buffers);
+  EXPECT_EQ(s.feeder.verify_threads, FeederOptions{}.verify_threads);
+  EXPECT_EQ(s.order.first_window_chunks, WindowOrderOptions{}.first_window_chunks);
+  EXPECT_EQ(d.engine.managed.load_threads, ManagedOptions{}.load_threads);
+  EXPECT_EQ(d.engine.copy_streams, kDefaultCopyStreams);
+  EXPECT_EQ(d.engine.precision, Precision::kBf16);
+}
+
+TEST(TrainConfig, EveryOptionReachesItsComponent) {
+  Result<TrainConfig> c =
+      Parse({"--data",       "d.rfd", "--batch-size",     "77", "--epochs",           "3",
+             "--seed",       "5",     "--shuffle-window", "9",  "--drop-last",        "--no-verify",
+             "--io",         "pread", "--queue-depth",    "3",  "--read-size",        "64KiB",
+             "--ring-slots", "5",     "--copy-streams",   "4",  "--precision",        "tf32",
+             "--cuda-graph", "off",   "--checkpoint",     "ck", "--checkpoint-every", "6",
+             "--max-steps",  "11",    "--metrics",        "m"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const TrainComponents d = DeriveTrainComponents(*c);
+  const EngineOptions& e = d.engine;
+  // One batch size, everywhere: the backend's largest batch and every source's.
+  EXPECT_EQ(e.max_batch, 77u);
+  EXPECT_EQ(e.streaming.batch_size, 77u);
+  EXPECT_EQ(e.managed.batch_size, 77u);
+  EXPECT_EQ(d.test.batch_size, 77u);
+  EXPECT_EQ(d.trainer.batch_size, 77u);
+  // The order: the same for both modes.
+  for (const WindowOrderOptions* o : {&e.streaming.order, &e.managed.order}) {
+    EXPECT_TRUE(o->shuffle);
+    EXPECT_EQ(o->window_chunks, 9u);
+    EXPECT_EQ(o->seed, 5u);
+  }
+  EXPECT_TRUE(e.streaming.drop_last);
+  EXPECT_TRUE(e.managed.drop_last);
+  EXPECT_FALSE(e.streaming.feeder.verify);
+  EXPECT_FALSE(e.managed.verify);
+  EXPECT_EQ(e.streaming.feeder.reader.mode, IoMode::kPread);
+  EXPECT_EQ(e.streaming.feeder.reader.queue_depth, 3u);
+  EXPECT_EQ(e.streaming.feeder.reader.read_bytes, 65536u);
+  EXPECT_EQ(e.streaming.ring_slots, 5u);
+  EXPECT_EQ(e.streaming.epochs, 3u);
+  EXPECT_EQ(e.copy_streams, 4u);
+  EXPECT_EQ(e.precision, Precision::kTf32);
+  EXPECT_FALSE(e.cuda_graph);
+  // The test split: every sample, in stored order.
+  EXPECT_FALSE(d.test.shuffle);
+  EXPECT_FALSE(d.test.drop_last);
+  EXPECT_EQ(d.trainer.epochs, 3u);
+  EXPECT_EQ(d.trainer.order_window, 9u);
+  EXPECT_EQ(d.trainer.checkpoint, "ck");
+  EXPECT_EQ(d.trainer.checkpoint_every, 6u);
+  EXPECT_EQ(d.trainer.max_steps, 11u);
+  EXPECT_EQ(d.trainer.metrics, "m");
+}
+
+TEST(TrainConfig, ManagedModeTakesItsOwnOptions) {
+  Result<TrainConfig> c =
+      Parse({"--data", "d.rfd", "--mode", "managed", "--device", "cuda", "--managed-prefetch", "2",
+             "--managed-advise", "--managed-oversubscribe", "--shuffle", "none"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const TrainComponents d = DeriveTrainComponents(*c);
+  EXPECT_EQ(d.engine.mode, PipelineMode::kManaged);
+  EXPECT_EQ(d.engine.device, DeviceKind::kCuda);
+  EXPECT_EQ(d.engine.managed.prefetch_batches, 2u);
+  EXPECT_TRUE(d.engine.managed.advise);
+  EXPECT_TRUE(d.engine.managed.oversubscribe);
+  EXPECT_FALSE(d.engine.managed.order.shuffle);
+  EXPECT_EQ(d.trainer.order_window, kOrderStored);
+}
+
+TEST(TrainConfig, ReadSizeIsOneRuleWithOneMessage) {
+  for (uint64_t ok : {uint64_t{4096}, uint64_t{4} << 20, uint64_t{1} << 30}) {
+    EXPECT_TRUE(CheckReadSize(ok).ok()) << ok;
+  }
+  for (uint64_t bad : {uint64_t{0}, uint64_t{4095}, uint64_t{6000}, (uint64_t{1} << 30) + 4096}) {
+    const Status st = CheckReadSize(bad);
+    EXPECT_TRUE(st.IsUsage()) << bad;
+    EXPECT_EQ(st.ToString(),
+              "--read-size must be a multiple of 4 KiB up to 1 GiB, got " + std::to_string(bad));
+  }
+  Result<uint32_t> parsed = ParseReadSize("256KiB");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, 256u << 10);
+  EXPECT_EQ(ReadSizeText(ReaderOptions{}.read_bytes), "4MiB");
+  EXPECT_EQ(ReadSizeText(65536), "64KiB");
+  // The training command's flag goes through the same rule and message.
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "6000"}), CheckReadSize(6000).ToString());
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "2GiB"}),
+            CheckReadSize(uint64_t{2} << 30).ToString());
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "lots"}),
+            "--read-size: 'lots' is not a byte size (like 4MiB or 65536)");
+}
+
+TEST(TrainConfig, ManagedModeRefusesEveryStreamingOnlyFlagNamingIt) {
+  const std::vector<std::pair<std::string, std::string>> flags = {{"--io", "pread"},
+                                                                  {"--read-size", "8MiB"},
+                                                                  {"--queue-depth", "4"},
+                                                                  {"--ring-slots", "4"},
+                                                                  {"--copy-streams", "3"}};
+  for (const auto& [flag, value] : flags) {
+    SCOPED_TRACE(flag);
+    EXPECT_EQ(Refusal({"--data", "d.rfd", "--mode", "managed", flag, value}),
+              flag +
+                  " does nothing with --mode managed (it sets the streaming reader and ring); "
+                  "leave it out");
+    EXPECT_EQ(Refusal({"--data", "d.rfd", flag, value}), "");  // streaming: it does something
+  }
+  // Given at its default value is still given.
+  EXPECT_NE(Refusal({"--data", "d.rfd", "--mode", "managed", "--io", "direct"}), "");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--mode", "managed"}), "");
+}
+
+TEST(TrainConfig, StreamingModeRefusesTheManagedFlags) {
+  for (std::vector<std::string> flag : {std::vector<std::string>{"--managed-prefetch", "1"},
+                                        {"--managed-advise"},
+                                        {"--managed-oversubscribe"}}) {
+    SCOPED_TRACE(flag[0]);
+    std::vector<std::string> args = {"--data", "d.rfd"};
+    args.insert(args.end(), flag.begin(), flag.end());
+    EXPECT_EQ(Refusal(args), flag[0] +
+                                 " does nothing with --mode streaming (managed mode only); leave "
+                                 "it out");
+    args.insert(args.end(), {"--mode", "managed"});
+    EXPECT_EQ(Refusal(args), "");
+  }
+}
+
+TEST(TrainConfig, CpuDeviceRefusesTheGpuFlags) {
+  for (std::vector<std::string> flag : {std::vector<std::string>{"--copy-streams", "2"},
+                                        {"--precision", "fp32"},
+                                        {"--cuda-graph", "off"}}) {
+    SCOPED_TRACE(flag[0]);
+    std::vector<std::string> args = {"--data", "d.rfd", "--device", "cpu"};
+    args.insert(args.end(), flag.begin(), flag.end());
+    EXPECT_EQ(Refusal(args), flag[0] + " does nothing with --device cpu (GPU only); leave it out");
+    args[3] = "auto";  // auto may find a GPU: the flag may matter
+    EXPECT_EQ(Refusal(args), "");
+  }
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--device", "cpu", "--mode", "managed"}),
+            "--mode managed needs a GPU (CUDA managed memory); without one, use --mode streaming");
+}
+
+TEST(TrainConfig, OptionsFromAConfigFileCountAsGiven) {
+  TempDir t;
+  std::ofstream(t.File("a.cfg")) << "mode = managed\nqueue-depth = 4\n";
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--config", t.File("a.cfg")}),
+            "--queue-depth does nothing with --mode managed (it sets the streaming reader and "
+            "ring); leave it out");
+}
+
+TEST(TrainConfig, BadValuesAreUsageErrorsNamingTheFlag) {
+  EXPECT_EQ(Refusal({"--epochs", "1"}), "no --data given (see --help)");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--batch-size", "0"}), "--batch-size must be >= 1, got 0");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--epochs", "0"}), "--epochs must be >= 1, got 0");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--ring-slots", "1"}), "--ring-slots must be >= 2, got 1");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--shuffle-window", "0"}),
+            "--shuffle-window must be >= 1, got 0");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--queue-depth", "0"}),
+            "--queue-depth must be >= 1, got 0");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--copy-streams", "0"}),
+            "--copy-streams must be >= 1, got 0");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--mode", "paged"}),
+            "--mode must be streaming or managed, got \"paged\"");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--shuffle", "full"}),
+            "--shuffle must be window or none, got \"full\"");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--io", "mmap"}),
+            "--io: unknown I/O mode \"mmap\": expected direct, buffered or pread");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--conv", "8,,16"}),
+            "--conv wants comma-separated channel counts, got \"8,,16\"");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--cuda-graph", "yes"}),
+            "--cuda-graph must be on or off, got \"yes\"");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--no-such-flag"}),
+            "unrecognised option '--no-such-flag' (see --help)");
+}
+
+TEST(TrainConfig, HelpListsEveryOptionWithItsDefaultAndWhatIsRefused) {
+  Result<TrainFlags> f = ReadTrainFlags({"--help"});
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(f->help);
+  for (const char* o :
+       {"--batch-size arg (=128)",
+        "--read-size arg (=4MiB)",
+        "--queue-depth arg (=8)",
+        "--ring-slots arg (=16)",
+        "--copy-streams arg (=2)",
+        "--io arg (=direct)",
+        "--mode arg (=streaming)",
+        "--device arg (=auto)",
+        "--precision arg (=bf16)",
+        "--cuda-graph arg (=on)",
+        "--shuffle arg (=window)",
+        "--shuffle-window arg (=64)",
+        "--epochs arg (=1)",
+        "--lr arg (=0.01)",
+        "--momentum arg (=0.9)",
+        "--weight-decay arg (=0.0005)",
+        "--seed arg (=1)",
+        "--conv arg (=32,64,128)",
+        "--hidden arg (=256)",
+        "--managed-prefetch arg (=0)",
+        "--checkpoint-every arg (=0)",
+        "--max-steps arg (=0)",
+        "--managed-advise",
+        "--managed-oversubscribe",
+        "--drop-last",
+        "--no-verify",
+        "--trace arg",
+        "--dump-order arg",
+        "--metrics arg",
+        "--resume arg",
+        "--config arg",
+        "--test arg",
+        "--mode managed    refuses --io, --read-size, --queue-depth, --ring-slots, --copy-streams",
+        "--device cpu      refuses --copy-streams, --precision, --cuda-graph"}) {
+    EXPECT_NE(f->help_text.find(o), std::string::npos) << o << "\n" << f->help_text;
+  }
+}
+
+TEST(TrainConfig, ResumeTakesSeedBatchSizeSgdAndShuffleFromTheCheckpoint) {
+  Result<TrainConfig> parsed = Parse({"--data", "d.rfd", "--resume", "r.ckpt", "--batch-size", "10",
+                                      "--seed", "2", "--lr", "0.2", "--shuffle-window", "4"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  Checkpoint ck;
+  ck.seed = 42;
+  ck.batch_size = 33;
+  ck.sgd = SgdConfig{0.5f, 0.25f, 0.125f};
+  ck.order_window = 7;
+
+  TrainConfig c = *parsed;
+  ASSERT_TRUE(ApplyCheckpoint(ck, &c).ok());
+  EXPECT_EQ(c.pipeline.seed, 42u);
+  EXPECT_EQ(c.pipeline.batch_size, 33u);
+  EXPECT_EQ(c.sgd.lr, 0.5f);
+  EXPECT_EQ(c.sgd.momentum, 0.25f);
+  EXPECT_EQ(c.sgd.weight_decay, 0.125f);
+  EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kWindow);
+  EXPECT_EQ(c.pipeline.shuffle_window, 7u);
+  const TrainComponents d = DeriveTrainComponents(c);
+  EXPECT_EQ(d.engine.max_batch, 33u);
+  EXPECT_EQ(d.engine.streaming.batch_size, 33u);
+  EXPECT_EQ(d.engine.streaming.order.seed, 42u);
+  EXPECT_EQ(d.engine.streaming.order.window_chunks, 7u);
+  EXPECT_EQ(d.trainer.order_window, 7u);
+  EXPECT_EQ(d.trainer.batch_size, 33u);
+
+  ck.order_window = kOrderStored;  // --shuffle none
+  c = *parsed;
+  ASSERT_TRUE(ApplyCheckpoint(ck, &c).ok());
+  EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kNone);
+  EXPECT_FALSE(DeriveTrainComponents(c).engine.streaming.order.shuffle);
+  EXPECT_EQ(DeriveTrainComponents(c).trainer.order_window, kOrderStored);
+
+  ck.order_window = 0;  // a file from before the window was recorded: the flags' shuffle stays
+  c = *parsed;
+  ASSERT_TRUE(ApplyCheckpoint(ck, &c).ok());
+  EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kWindow);
+  EXPECT_EQ(c.pipeline.shuffle_window, 4u);
+
+  ck.batch_size = 0;
+  c = *parsed;
+  const Status st = ApplyCheckpoint(ck, &c);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_EQ(st.ToString(), "r.ckpt: checkpoint has batch size 0");
+}
+
+TEST(TrainConfig, OutputsOntoInputsAreRefusedNamingBoth) {
+  TempDir t;
+  const std::string data = t.File("d.rfd"), test = t.File("t.rfd"), resume = t.File("r.ckpt");
+  for (const std::string& f : {data, test, resume}) std::ofstream(f) << "x";
+  ASSERT_EQ(::symlink(data.c_str(), t.File("link").c_str()), 0);
+  TrainConfig c;
+  c.resume = resume;
+  auto refusal = [&](std::string TrainConfig::*field, const std::string& path) {
+    TrainConfig o = c;
+    o.*field = path;
+    const Status st = CheckTrainOutputs(o, {data}, {test});
+    if (st.ok()) return std::string();
+    EXPECT_TRUE(st.IsUsage()) << st.ToString();
+    return st.ToString();
+  };
+  EXPECT_EQ(refusal(&TrainConfig::checkpoint, data), "--checkpoint " + data + " is --data's file " +
+                                                         data + "; refusing to overwrite an input");
+  EXPECT_EQ(refusal(&TrainConfig::metrics, test),
+            "--metrics " + test + " is --test's file " + test + "; refusing to overwrite an input");
+  EXPECT_EQ(refusal(&TrainConfig::trace, t.File("link")),
+            "--trace " + t.File("link") + " is --data's file " + data +
+                " (the same file by another name); refusing to overwrite an input");
+  EXPECT_EQ(refusal(&TrainConfig::dump_order, t.path() + "/./d.rfd"),
+            "--dump-order " + t.path() + "/./d.rfd is --data's file " + data +
+                " (the same file by another name); refusing to overwrite an input");
+  EXPECT_EQ(
+      refusal(&TrainConfig::metrics, resume),
+      "--metrics " + resume + " is --resume's file " + resume + "; refusing to overwrite an input");
+  // A checkpoint replacing the one it resumed from is how a run continues.
+  EXPECT_EQ(refusal(&TrainConfig::checkpoint, resume), "");
+  // Outputs that do not exist yet, or are other files, pass.
+  EXPECT_EQ(refusal(&TrainConfig::checkpoint, t.File("new.ckpt")), "");
+  EXPECT_EQ(refusal(&TrainConfig::metrics, t.File("m.jsonl")), "");
+}
+
+TEST(CommandChecks, CheckpointDirectoryMustTakeFiles) {
+  TempDir t;
+  EXPECT_TRUE(CheckDirectoryWritable("--checkpoint", t.File("ck")).ok());
+  // The probe file is gone again.
+  EXPECT_TRUE(std::filesystem::is_empty(t.path()));
+  const Status st = CheckDirectoryWritable("--checkpoint", t.File("no/such/ck"));
+  EXPECT_TRUE(st.IsIOError()) << st.ToString();
+  EXPECT_FALSE(st.IsUsage());
+  EXPECT_EQ(st.ToString(), t.File("no/such") + ": cannot create files in the directory of " +
+                               "--checkpoint " + t.File("no/such/ck") +
+                               ": No such file or directory (errno 2)");
+}
+
+}  // namespace
+}  // namespace rf
