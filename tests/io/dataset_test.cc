@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "io/dataset_writer.h"
+#include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
@@ -14,40 +15,22 @@ namespace {
 
 using testing::TempDir;
 
-// Sample i is 2x3x5 uint8 whose first 8 bytes hold i (little-endian) and whose other bytes are
-// (i + k) & 0xff; its label is i % 7. Any misplaced sample shows.
-constexpr uint32_t kC = 2, kH = 3, kW = 5, kElems = kC * kH * kW;
-void MakeSample(uint64_t i, uint8_t* out) {
-  for (uint32_t k = 0; k < kElems; ++k) out[k] = static_cast<uint8_t>(i + k);
-  std::memcpy(out, &i, 8);
-}
+// Positional samples of 2x3x5 uint8 with labels i % 7, in chunks of 4 KiB: any misplaced sample
+// shows.
+constexpr uint32_t kElems = 2 * 3 * 5, kClasses = 7;
 
-std::vector<std::string> WriteDataset(const std::string& path, uint64_t n, uint32_t shards,
-                                      uint64_t chunk_bytes = 4096) {
-  DatasetSpec spec;
-  spec.channels = kC;
-  spec.height = kH;
-  spec.width = kW;
-  spec.num_classes = 7;
-  WriterOptions opts;
-  opts.shards = shards;
-  opts.chunk_bytes = chunk_bytes;
-  auto w = DatasetWriter::Create(path, spec, opts);
-  EXPECT_TRUE(w.ok()) << w.status().ToString();
-  std::vector<uint8_t> s(kElems * 11);
-  std::vector<uint8_t> l(11);
-  for (uint64_t i = 0; i < n;) {
-    uint64_t take = std::min<uint64_t>(11, n - i);
-    for (uint64_t j = 0; j < take; ++j) {
-      MakeSample(i + j, &s[j * kElems]);
-      l[j] = static_cast<uint8_t>((i + j) % 7);
-    }
-    EXPECT_TRUE((*w)->Append(s.data(), l.data(), take).ok());
-    i += take;
-  }
-  Status st = (*w)->Finish();
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return (*w)->paths();
+// Writes n samples to `path` in `shards` shards; returns the files written, in shard order.
+std::vector<std::string> WriteDataset(const std::string& path, uint64_t n, uint32_t shards) {
+  std::vector<std::string> files;
+  testing::WritePositionalDataset(path, n,
+                                  {.channels = 2,
+                                   .height = 3,
+                                   .width = 5,
+                                   .classes = kClasses,
+                                   .shards = shards,
+                                   .chunk_bytes = 4096},
+                                  &files);
+  return files;
 }
 
 void ExpectEverySampleInPlace(const Dataset& d) {
@@ -59,9 +42,9 @@ void ExpectEverySampleInPlace(const Dataset& d) {
     ASSERT_EQ(e.first_sample, next);
     for (uint32_t j = 0; j < e.sample_count; ++j) {
       uint8_t want[kElems];
-      MakeSample(next, want);
+      testing::PositionalSample(next, want, kElems);
       ASSERT_EQ(std::memcmp(&buf[j * kElems], want, kElems), 0) << "sample " << next;
-      ASSERT_EQ(d.Label(c, buf.data(), j), static_cast<int64_t>(next % 7));
+      ASSERT_EQ(d.Label(c, buf.data(), j), testing::PositionalLabel(next, kClasses));
       ++next;
     }
   }

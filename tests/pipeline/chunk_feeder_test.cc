@@ -3,15 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstring>
 #include <numeric>
 #include <random>
 #include <thread>
 
-#include "io/dataset_writer.h"
 #include "io/sync_queue.h"
 #include "tests/io/fake_io_queue.h"
-#include "tests/pipeline/indexed_dataset.h"
+#include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
@@ -19,20 +17,16 @@ namespace {
 
 using testing::TempDir;
 
-using testing::kSampleWords;
-
-std::string MakeDataset(const TempDir& t, uint64_t n, uint32_t shards) {
-  return testing::MakeIndexedDataset(t, n, shards);
-}
+// The samples of testing::WritePositionalDataset's default shape: 1x8x8 uint8.
+constexpr uint32_t kSampleBytes = 64;
 
 // Checks a delivered chunk holds exactly its own samples.
 void ExpectChunkContents(const Dataset& d, uint64_t chunk, const uint8_t* data) {
   const auto& e = d.chunk(chunk).entry;
   for (uint32_t j = 0; j < e.sample_count; ++j) {
-    uint64_t v;
-    std::memcpy(&v, data + j * kSampleWords * 8, 8);
-    ASSERT_EQ(v, e.first_sample + j) << "chunk " << chunk;
-    ASSERT_EQ(d.Label(chunk, data, j), static_cast<int64_t>((e.first_sample + j) % 10));
+    ASSERT_EQ(testing::SampleIndex(data + j * kSampleBytes), e.first_sample + j)
+        << "chunk " << chunk;
+    ASSERT_EQ(d.Label(chunk, data, j), testing::PositionalLabel(e.first_sample + j));
   }
 }
 
@@ -69,7 +63,7 @@ class FeederModes : public ::testing::TestWithParam<IoMode> {};
 
 TEST_P(FeederModes, DeliversEveryChunkInScheduledOrderWithEverySampleInPlace) {
   TempDir t;
-  auto d = Dataset::Open(MakeDataset(t, 3000, 3));
+  auto d = Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 3000, {.shards = 3}));
   ASSERT_TRUE(d.ok());
   auto ring = Ring(4, *d);
   std::vector<uint64_t> order = InOrder(*d);
@@ -94,7 +88,7 @@ INSTANTIATE_TEST_SUITE_P(AllModes, FeederModes,
 
 TEST(ChunkFeeder, CorruptChunkStopsTheConsumerWithFileChunkAndOffset) {
   TempDir t;
-  const std::string path = MakeDataset(t, 2000, 1);
+  const std::string path = testing::WritePositionalDataset(t.File("f.rfd"), 2000);
   auto d = Dataset::Open(path);
   ASSERT_TRUE(d.ok());
   const auto& bad = d->chunk(5).entry;
@@ -116,7 +110,7 @@ TEST(ChunkFeeder, CorruptChunkStopsTheConsumerWithFileChunkAndOffset) {
 
 TEST(ChunkFeeder, ReadErrorReachesTheConsumerNamingFileChunkOffsetAndErrno) {
   TempDir t;
-  const std::string path = MakeDataset(t, 2000, 1);
+  const std::string path = testing::WritePositionalDataset(t.File("f.rfd"), 2000);
   auto d = Dataset::Open(path);
   ASSERT_TRUE(d.ok());
   const uint64_t at = d->chunk(3).entry.offset;
@@ -139,7 +133,7 @@ TEST(ChunkFeeder, ReadErrorReachesTheConsumerNamingFileChunkOffsetAndErrno) {
 
 TEST(ChunkFeeder, ConsumerFailureStopsTheFeeder) {
   TempDir t;
-  auto d = Dataset::Open(MakeDataset(t, 3000, 2));
+  auto d = Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 3000, {.shards = 2}));
   ASSERT_TRUE(d.ok());
   auto ring = Ring(3, *d);
   auto feeder = ChunkFeeder::Start(*d, *ring, InOrder(*d), {});
@@ -156,7 +150,7 @@ TEST(ChunkFeeder, ConsumerFailureStopsTheFeeder) {
 
 TEST(ChunkFeeder, SlowConsumerHoldsTheReaderBack) {
   TempDir t;
-  auto d = Dataset::Open(MakeDataset(t, 1500, 1));
+  auto d = Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1500));
   ASSERT_TRUE(d.ok());
   auto ring = Ring(2, *d);
   auto feeder = ChunkFeeder::Start(*d, *ring, InOrder(*d), {});
@@ -189,7 +183,7 @@ class SlowQueue final : public IoQueue {
 
 TEST(ChunkFeeder, SlowReaderMakesTheConsumerWaitAndLosesNothing) {
   TempDir t;
-  auto d = Dataset::Open(MakeDataset(t, 1500, 1));
+  auto d = Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1500));
   ASSERT_TRUE(d.ok());
   FeederOptions fo;
   fo.queue_factory = [] { return std::make_unique<SlowQueue>(4); };
@@ -204,7 +198,7 @@ TEST(ChunkFeeder, SlowReaderMakesTheConsumerWaitAndLosesNothing) {
 
 TEST(ChunkFeeder, DestroyingARunningFeederDoesNotHang) {
   TempDir t;
-  auto d = Dataset::Open(MakeDataset(t, 3000, 1));
+  auto d = Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 3000));
   ASSERT_TRUE(d.ok());
   auto ring = Ring(2, *d);
   {
@@ -218,7 +212,7 @@ TEST(ChunkFeeder, DestroyingARunningFeederDoesNotHang) {
 
 TEST(ChunkFeeder, ChunksLargerThanASlotAreRefused) {
   TempDir t;
-  auto d = Dataset::Open(MakeDataset(t, 1000, 1));
+  auto d = Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1000));
   ASSERT_TRUE(d.ok());
   auto ring = SlotRing::Create(2, 4096, PinMode::kOff);
   ASSERT_TRUE(ring.ok());

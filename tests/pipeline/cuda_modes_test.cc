@@ -11,8 +11,9 @@
 #include "pipeline/cuda_chunk_staging.h"
 #include "pipeline/managed_source.h"
 #include "pipeline/streaming_source.h"
-#include "tests/kernels/cuda_test_util.h"
-#include "tests/pipeline/indexed_dataset.h"
+#include "tests/testing/positional_data.h"
+#include "tests/testing/require_gpu.h"
+#include "tests/testing/temp_dir.h"
 
 namespace rf {
 namespace {
@@ -45,7 +46,8 @@ Curve Train(TrainingSource& source, CudaBackend& backend, uint64_t epochs) {
 TEST(CudaModes, StreamingAndManagedGiveTheSameBatchesAndTheSameLossCurve) {
   RF_REQUIRE_GPU();
   TempDir t;
-  auto d = Dataset::Open(testing::MakeIndexedDataset(t, 2500, 1, 4096));
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 2500, {.chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
   ModelConfig c;
   c.channels = 1;

@@ -10,8 +10,9 @@
 #include "cuda/handles.h"
 #include "pipeline/cuda_chunk_staging.h"
 #include "pipeline/streaming_source.h"
-#include "tests/kernels/cuda_test_util.h"
-#include "tests/pipeline/indexed_dataset.h"
+#include "tests/testing/positional_data.h"
+#include "tests/testing/require_gpu.h"
+#include "tests/testing/temp_dir.h"
 
 namespace rf {
 namespace {
@@ -39,7 +40,8 @@ StagingFactory DeviceStaging(cudaStream_t stream) {
 TEST(CudaStreamingSource, DeviceBatchesHoldTheWindowOrderEpochAfterEpoch) {
   RF_REQUIRE_GPU();
   TempDir t;
-  auto d = Dataset::Open(testing::MakeIndexedDataset(t, 3001, 1, 4096));
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 3001, {.chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
   auto stream = cuda::CreateStream();
   ASSERT_TRUE(stream.ok());
@@ -73,7 +75,8 @@ TEST(CudaStreamingSource, DeviceBatchesHoldTheWindowOrderEpochAfterEpoch) {
 
 // Device memory taken by a source over `samples` samples after one epoch (free before - after).
 size_t DeviceBytesFor(const TempDir& t, uint64_t samples, const char* name) {
-  auto d = Dataset::Open(testing::MakeIndexedDataset(t, samples, 1, 4096, name));
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File(name), samples, {.chunk_bytes = 4096}));
   EXPECT_TRUE(d.ok());
   auto stream = cuda::CreateStream();
   EXPECT_TRUE(stream.ok());

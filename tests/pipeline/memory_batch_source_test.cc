@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "io/dataset_writer.h"
 #include "pipeline/epoch_order.h"
+#include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
@@ -18,27 +18,12 @@ using testing::TempDir;
 
 constexpr uint32_t kSamples = 1000;
 
-// 1000 samples of 2x4x4 uint8 with uint16 labels: bytes 0-1 hold the index (LE), the rest
-// index-derived; the uint16 label is the index too. Small chunks so the dataset has many.
+// 1000 positional samples of 2x4x4 uint8 with uint16 labels, 1000 classes (so the label is the
+// index too). Small chunks so the dataset has many.
 std::string MakeDataset(const TempDir& t) {
-  DatasetSpec spec;
-  spec.channels = 2;
-  spec.height = spec.width = 4;
-  spec.label_dtype = DType::kUInt16;
-  WriterOptions o;
-  o.chunk_bytes = 8192;
-  auto w = DatasetWriter::Create(t.File("m.rfd"), spec, o);
-  EXPECT_TRUE(w.ok());
-  std::vector<uint8_t> s(32);
-  for (uint32_t i = 0; i < kSamples; ++i) {
-    s[0] = static_cast<uint8_t>(i);
-    s[1] = static_cast<uint8_t>(i >> 8);
-    for (size_t k = 2; k < s.size(); ++k) s[k] = static_cast<uint8_t>(i * 31 + k);
-    const uint16_t l = static_cast<uint16_t>(i);
-    EXPECT_TRUE((*w)->Append(s.data(), &l, 1).ok());
-  }
-  EXPECT_TRUE((*w)->Finish().ok());
-  return t.File("m.rfd");
+  return testing::WritePositionalDataset(
+      t.File("m.rfd"), kSamples,
+      {.channels = 2, .height = 4, .width = 4, .classes = kSamples, .label_dtype = DType::kUInt16});
 }
 
 // The sample indices of one epoch from `position`, checking each sample's bytes and label.
@@ -54,7 +39,7 @@ std::vector<uint64_t> Drain(BatchSource& src, uint64_t epoch, uint64_t position,
     const auto* s = static_cast<const uint8_t*>(b->samples);
     const auto* l = static_cast<const uint16_t*>(b->labels);
     for (uint32_t i = 0; i < b->n; ++i) {
-      const uint32_t idx = s[32 * i] | (s[32 * i + 1] << 8);
+      const uint64_t idx = testing::SampleIndex(s + 32 * i);
       EXPECT_EQ(l[i], idx);
       EXPECT_EQ(s[32 * i + 31], static_cast<uint8_t>(idx * 31 + 31));
       seen.push_back(idx);

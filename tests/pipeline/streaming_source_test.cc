@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "io/sync_queue.h"
-#include "tests/pipeline/indexed_dataset.h"
+#include "tests/testing/positional_data.h"
+#include "tests/testing/temp_dir.h"
 
 namespace rf {
 namespace {
@@ -69,7 +70,8 @@ std::vector<uint64_t> DrainEpoch(StreamingSource& s, Status* error = nullptr,
 
 TEST(StreamingSource, EveryEpochDeliversItsWindowOrderExactly) {
   TempDir t;
-  auto d = Dataset::Open(testing::MakeIndexedDataset(t, 3001, 1, 4096));  // 63 per chunk
+  auto d = Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 3001,
+                                                         {.chunk_bytes = 4096}));  // 63 per chunk
   ASSERT_TRUE(d.ok());
   for (uint32_t window : {1u, 4u, 64u}) {
     auto s = Source(*d, Options(50, window, 3));
@@ -83,7 +85,8 @@ TEST(StreamingSource, EveryEpochDeliversItsWindowOrderExactly) {
 
 TEST(StreamingSource, OrderDoesNotDependOnRingQueueOrReadSettings) {
   TempDir t;
-  auto d = Dataset::Open(testing::MakeIndexedDataset(t, 2000, 2, 4096));
+  auto d = Dataset::Open(
+      testing::WritePositionalDataset(t.File("f.rfd"), 2000, {.shards = 2, .chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
   std::vector<std::vector<uint64_t>> runs;
   for (auto [slots, depth, read] :
@@ -108,7 +111,8 @@ TEST(StreamingSource, OrderDoesNotDependOnRingQueueOrReadSettings) {
 
 TEST(StreamingSource, ResumedSourceContinuesTheSameOrderFromTheSamePosition) {
   TempDir t;
-  auto d = Dataset::Open(testing::MakeIndexedDataset(t, 1500, 1, 4096));
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1500, {.chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
   auto whole = Source(*d, Options(32, 3, 3));
   ASSERT_TRUE(whole->StartEpoch(1, 0).ok());
@@ -128,7 +132,8 @@ TEST(StreamingSource, ResumedSourceContinuesTheSameOrderFromTheSamePosition) {
 
 TEST(StreamingSource, DropLastSkipsThePartialBatchAndTheNextEpochStartsClean) {
   TempDir t;
-  auto d = Dataset::Open(testing::MakeIndexedDataset(t, 1000, 1, 4096));
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1000, {.chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
   StreamingOptions o = Options(96, 2, 3);
   o.drop_last = true;
@@ -144,7 +149,8 @@ TEST(StreamingSource, DropLastSkipsThePartialBatchAndTheNextEpochStartsClean) {
 
 TEST(StreamingSource, ACorruptChunkStopsTheEpochNamingFileAndChunk) {
   TempDir t;
-  const std::string path = testing::MakeIndexedDataset(t, 2000, 1, 4096);
+  const std::string path =
+      testing::WritePositionalDataset(t.File("f.rfd"), 2000, {.chunk_bytes = 4096});
   auto d = Dataset::Open(path);
   ASSERT_TRUE(d.ok());
   const auto& c5 = d->chunk(5).entry;
@@ -163,7 +169,8 @@ TEST(StreamingSource, ACorruptChunkStopsTheEpochNamingFileAndChunk) {
 
 TEST(StreamingSource, ASlowConsumerOnlySlowsItDownAndHoldsTheReaderBack) {
   TempDir t;
-  auto d = Dataset::Open(testing::MakeIndexedDataset(t, 1200, 1, 4096));
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1200, {.chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
   auto s = Source(*d, Options(100, 2, 1));
   ASSERT_TRUE(s->StartEpoch(0, 0).ok());
@@ -194,7 +201,8 @@ class SlowQueue final : public IoQueue {
 
 TEST(StreamingSource, ASlowReaderOnlySlowsItDownAndTheWaitIsCounted) {
   TempDir t;
-  auto d = Dataset::Open(testing::MakeIndexedDataset(t, 1200, 1, 4096));
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1200, {.chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
   StreamingOptions o = Options(100, 2, 1);
   o.feeder.queue_factory = [] { return std::make_unique<SlowQueue>(4); };
@@ -212,7 +220,8 @@ TEST(StreamingSource, ASlowReaderOnlySlowsItDownAndTheWaitIsCounted) {
 
 TEST(StreamingSource, DestroyingItMidEpochDoesNotHang) {
   TempDir t;
-  auto d = Dataset::Open(testing::MakeIndexedDataset(t, 3000, 1, 4096));
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 3000, {.chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
   for (int batches : {0, 1, 5}) {
     auto s = Source(*d, Options(64, 2, 5));

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "io/dataset.h"
+#include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
 
@@ -17,7 +18,7 @@ constexpr uint64_t kPixels = 3072;
 
 // Records first..first+n of a CIFAR file: label byte(s), then the positional sample.
 std::vector<uint8_t> CifarRecords(uint64_t first, uint64_t n, bool cifar100 = false) {
-  const auto samples = testing::PositionalBytes(first + n, kPixels);
+  const auto samples = testing::PositionalSamples(first + n, kPixels);
   std::vector<uint8_t> out;
   for (uint64_t i = first; i < first + n; ++i) {
     if (cifar100) out.push_back(static_cast<uint8_t>(i % 20));  // coarse

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
 
@@ -97,9 +98,9 @@ TEST(ConvertCli, SyntheticThenInspectAndVerifyThenAFlippedBitFails) {
 // refused before anything is written, and the input keeps its bytes.
 TEST(ConvertCli, AnOutputOntoAnInputIsRefusedAndTheInputKept) {
   TempDir t;
-  const std::vector<uint8_t> records = testing::PositionalBytes(50, 17);
+  const std::vector<uint8_t> records = testing::PositionalSamples(50, 17);
   testing::WriteAll(t.File("in.records"), records);
-  testing::WriteAll(t.File("plain.records"), testing::PositionalBytes(50, 16));
+  testing::WriteAll(t.File("plain.records"), testing::PositionalSamples(50, 16));
   testing::WriteAll(t.File("labels.bin"), testing::PositionalLabels(50));
   ASSERT_EQ(::symlink(t.File("in.records").c_str(), t.File("link.rfd").c_str()), 0);
   ASSERT_EQ(::link(t.File("in.records").c_str(), t.File("hard.rfd").c_str()), 0);

@@ -12,31 +12,6 @@
 
 namespace rf::testing {
 
-std::vector<uint8_t> PositionalBytes(uint64_t n, uint64_t sample_bytes) {
-  std::vector<uint8_t> v(n * sample_bytes);
-  for (uint64_t i = 0; i < n; ++i) {
-    uint8_t* s = &v[i * sample_bytes];
-    for (uint64_t k = 0; k < sample_bytes; ++k) s[k] = static_cast<uint8_t>(i * 7 + k);
-    const uint32_t idx = static_cast<uint32_t>(i);
-    std::memcpy(s, &idx, std::min<uint64_t>(4, sample_bytes));
-  }
-  return v;
-}
-
-std::vector<float> PositionalFloats(uint64_t n, uint64_t elems) {
-  std::vector<float> v(n * elems);
-  for (uint64_t i = 0; i < n; ++i) {
-    for (uint64_t k = 0; k < elems; ++k) v[i * elems + k] = static_cast<float>(i * 1000 + k);
-  }
-  return v;
-}
-
-std::vector<uint8_t> PositionalLabels(uint64_t n) {
-  std::vector<uint8_t> v(n);
-  for (uint64_t i = 0; i < n; ++i) v[i] = PositionalLabel(i);
-  return v;
-}
-
 std::vector<uint8_t> IdxBytes(uint8_t type, const std::vector<uint32_t>& dims,
                               const std::vector<uint8_t>& payload) {
   std::vector<uint8_t> out = {0, 0, type, static_cast<uint8_t>(dims.size())};

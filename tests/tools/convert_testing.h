@@ -1,5 +1,6 @@
-// Helpers for the ringfeed-convert tests: input files whose every sample encodes its own index,
-// in each input format, and a way to run a subcommand in-process.
+// Helpers for the ringfeed-convert tests: input files in each input format (of positional data,
+// tests/testing/positional_data.h, so every sample encodes its own index), and a way to run a
+// subcommand in-process.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,15 +12,6 @@
 #include "io/status.h"
 
 namespace rf::testing {
-
-// n samples of `sample_bytes` bytes: sample i holds i (little-endian, 4 bytes) and then
-// (i * 7 + k) & 0xff at byte k, so any misplaced or reordered sample shows.
-std::vector<uint8_t> PositionalBytes(uint64_t n, uint64_t sample_bytes);
-// n samples of `elems` floats: element k of sample i is i * 1000 + k (exact in float32).
-std::vector<float> PositionalFloats(uint64_t n, uint64_t elems);
-// Label of sample i in the test inputs.
-inline uint8_t PositionalLabel(uint64_t i) { return static_cast<uint8_t>(i % 10); }
-std::vector<uint8_t> PositionalLabels(uint64_t n);
 
 // An IDX file: header (type code, big-endian dims) then payload, which must already be
 // big-endian for multi-byte types.

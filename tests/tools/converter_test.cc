@@ -6,6 +6,7 @@
 #include <set>
 
 #include "io/dataset.h"
+#include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
 
@@ -21,7 +22,7 @@ constexpr uint32_t kN = 1000, kH = 6, kW = 6;
 
 void WriteIdx(const TempDir& t) {
   WriteAll(t.File("i.idx"),
-           testing::IdxBytes(0x08, {kN, kH, kW}, testing::PositionalBytes(kN, kH * kW)));
+           testing::IdxBytes(0x08, {kN, kH, kW}, testing::PositionalSamples(kN, kH * kW)));
   WriteAll(t.File("l.idx"), testing::IdxBytes(0x08, {kN}, testing::PositionalLabels(kN)));
 }
 

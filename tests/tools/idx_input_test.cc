@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "io/dataset.h"
+#include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
 
@@ -16,7 +17,7 @@ using testing::WriteAll;
 constexpr uint32_t kN = 257, kH = 5, kW = 7;
 
 std::vector<uint8_t> Images() {
-  return testing::IdxBytes(0x08, {kN, kH, kW}, testing::PositionalBytes(kN, kH * kW));
+  return testing::IdxBytes(0x08, {kN, kH, kW}, testing::PositionalSamples(kN, kH * kW));
 }
 std::vector<uint8_t> Labels(uint32_t n = kN) {
   return testing::IdxBytes(0x08, {n}, testing::PositionalLabels(n));

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "io/dataset.h"
+#include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
 #include "tools/convert/npy_header.h"
@@ -36,7 +37,7 @@ TEST(NpyHeader, OneDimensionalShapeHasATrailingComma) {
 
 TEST(NpyInput, Uint8ImagesAndLabelsRoundTripByteExact) {
   TempDir t;
-  const auto samples = testing::PositionalBytes(kN, 4 * 6);
+  const auto samples = testing::PositionalSamples(kN, 4 * 6);
   const auto labels = testing::PositionalLabels(kN);
   const auto x = testing::NpyBytes("|u1", {kN, 4, 6}, samples.data(), samples.size());
   const auto y = testing::NpyBytes("|u1", {kN}, labels.data(), labels.size());
@@ -78,7 +79,7 @@ TEST(NpyInput, Float32NchwWithInt64LabelsRoundTripsByteExact) {
 TEST(NpyInput, NhwcIsStoredChannelMajorAndExportsBackAsNhwc) {
   TempDir t;
   constexpr uint32_t kC = 3, kH = 2, kW = 5;
-  const auto hwc = testing::PositionalBytes(kN, kC * kH * kW);
+  const auto hwc = testing::PositionalSamples(kN, kC * kH * kW);
   const auto x = testing::NpyBytes("|u1", {kN, kH, kW, kC}, hwc.data(), hwc.size());
   WriteAll(t.File("x.npy"), x);
   Status st = Convert(
@@ -105,7 +106,7 @@ class NpyErrors : public ::testing::Test {
   // Writes x.npy with the header text replaced: `from` -> `to`.
   void WriteEdited(const std::string& from, const std::string& to,
                    const std::string& descr = "|u1") {
-    const auto samples = testing::PositionalBytes(kN, 8);
+    const auto samples = testing::PositionalSamples(kN, 8);
     auto x = testing::NpyBytes(descr, {kN, 2, 4}, samples.data(), samples.size());
     std::string s(x.begin(), x.end());
     const size_t at = s.find(from);

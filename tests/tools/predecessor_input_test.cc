@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "io/dataset.h"
+#include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "io/dataset.h"
+#include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
 
@@ -19,7 +20,7 @@ constexpr uint64_t kN = 211, kBytes = 2 * 3 * 4;
 
 TEST(RawInput, LabelFileRoundTripsByteExact) {
   TempDir t;
-  const auto records = testing::PositionalBytes(kN, kBytes);
+  const auto records = testing::PositionalSamples(kN, kBytes);
   std::vector<uint16_t> labels(kN);
   for (uint64_t i = 0; i < kN; ++i) labels[i] = static_cast<uint16_t>(i * 3);  // wider than a byte
   WriteAll(t.File("r.bin"), records);
@@ -40,7 +41,7 @@ TEST(RawInput, LabelFileRoundTripsByteExact) {
 // sample.
 void CheckInRecordLabels(bool first) {
   TempDir t;
-  const auto samples = testing::PositionalBytes(kN, kBytes);
+  const auto samples = testing::PositionalSamples(kN, kBytes);
   std::vector<uint8_t> file(16, 0xEE);
   for (uint64_t i = 0; i < kN; ++i) {
     const int32_t label = static_cast<int32_t>(i % 10);
@@ -73,7 +74,7 @@ TEST(RawInput, LabelLastKeepsEverySample) { CheckInRecordLabels(false); }
 
 TEST(RawInput, PartialRecordNamesWhereItStarts) {
   TempDir t;
-  auto records = testing::PositionalBytes(kN, kBytes + 1);
+  auto records = testing::PositionalSamples(kN, kBytes + 1);
   records.resize(records.size() - 5);
   WriteAll(t.File("r.bin"), records);
   EXPECT_TRUE(FailsWith(Convert({"raw", "--records", t.File("r.bin"), "--shape", "2,3,4", "-o",
@@ -86,7 +87,7 @@ TEST(RawInput, PartialRecordNamesWhereItStarts) {
 
 TEST(RawInput, LabelFileOfTheWrongLengthIsNamed) {
   TempDir t;
-  WriteAll(t.File("r.bin"), testing::PositionalBytes(kN, kBytes));
+  WriteAll(t.File("r.bin"), testing::PositionalSamples(kN, kBytes));
   WriteAll(t.File("l.bin"), testing::PositionalLabels(kN - 1));
   EXPECT_TRUE(
       FailsWith(Convert({"raw", "--records", t.File("r.bin"), "--shape", "2,3,4", "--label",
