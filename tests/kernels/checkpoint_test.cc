@@ -3,13 +3,13 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-
+#include "tests/testing/bit_identical.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
 namespace {
 
+using testing::BitIdentical;
 using testing::TempDir;
 
 ModelConfig SmallConfig() {
@@ -45,17 +45,6 @@ Checkpoint Numbered() {
   return c;
 }
 
-bool SameBits(const Tensors& a, const Tensors& b) {
-  if (a.t.size() != b.t.size()) return false;
-  for (size_t i = 0; i < a.t.size(); ++i) {
-    if (a.t[i].size() != b.t[i].size() ||
-        std::memcmp(a.t[i].data(), b.t[i].data(), a.t[i].size() * sizeof(float)) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
 TEST(Checkpoint, RoundTripsEveryFieldExactly) {
   TempDir t;
   const Checkpoint c = Numbered();
@@ -69,8 +58,8 @@ TEST(Checkpoint, RoundTripsEveryFieldExactly) {
   EXPECT_EQ(r->sgd.lr, 0.05f);
   EXPECT_EQ(r->sgd.momentum, 0.8f);
   EXPECT_EQ(r->sgd.weight_decay, 1e-4f);
-  EXPECT_TRUE(SameBits(r->params, c.params));
-  EXPECT_TRUE(SameBits(r->momentum, c.momentum));
+  EXPECT_TRUE(BitIdentical(r->params, c.params));
+  EXPECT_TRUE(BitIdentical(r->momentum, c.momentum));
   EXPECT_EQ(r->seed, c.seed);
   EXPECT_EQ(r->epoch, 3u);
   EXPECT_EQ(r->next_sample, 640u);

@@ -1,21 +1,25 @@
-// CpuBackend's contract apart from the gradients themselves (cpu_backend_gradient_test.cc): state
-// round trips, the torch SGD rule, determinism and checkpoint continuation, evaluation, the input
-// dtypes and normalization, and the checks on its arguments.
+// What CpuBackend does beyond the Backend contract it shares with the CUDA backend
+// (backend_contract_test.cc) and apart from the gradients themselves
+// (cpu_backend_gradient_test.cc): the torch SGD rule, checkpoint continuation and thread-count
+// independence, the input dtypes and normalization, and its own checks of a batch's labels and
+// dtypes.
 #include "kernels/cpu_backend.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>
 
-#include <cmath>
-#include <cstring>
 #include <memory>
 
 #include "tests/kernels/random_batch.h"
+#include "tests/testing/bit_identical.h"
 
 namespace rf {
 namespace {
 
+using testing::BitIdentical;
 using testing::HostBatch;
+using testing::Numbered;
+using testing::ParamsOf;
 using testing::RandomBatch;
 using testing::TinyConfig;
 using testing::TinyNormalization;
@@ -27,57 +31,6 @@ std::unique_ptr<CpuBackend> MakeBackend(uint32_t max_batch = 8, uint64_t seed = 
                                InitialParameters(c, seed));
   EXPECT_TRUE(be.ok()) << be.status().ToString();
   return be.ok() ? std::move(*be) : nullptr;
-}
-
-// Tensors filled with distinct values that encode tensor and position.
-Tensors Numbered(const ModelConfig& c, float scale) {
-  Tensors t = ZerosLike(c);
-  for (size_t i = 0; i < t.t.size(); ++i) {
-    for (size_t j = 0; j < t.t[i].size(); ++j) t.t[i][j] = scale * (1000.f * i + j + 1);
-  }
-  return t;
-}
-
-bool BitIdentical(const Tensors& a, const Tensors& b) {
-  if (a.t.size() != b.t.size()) return false;
-  for (size_t i = 0; i < a.t.size(); ++i) {
-    if (a.t[i].size() != b.t[i].size()) return false;
-    if (std::memcmp(a.t[i].data(), b.t[i].data(), a.t[i].size() * sizeof(float)) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
-Tensors Params(CpuBackend& be) {
-  Tensors p;
-  EXPECT_TRUE(be.GetState(&p, nullptr).ok());
-  return p;
-}
-
-TEST(CpuBackendState, GetStateReturnsExactlyWhatSetStateStored) {
-  auto be = MakeBackend();
-  const ModelConfig c = TinyConfig();
-  const Tensors params = Numbered(c, 1e-3f), momentum = Numbered(c, -7e-4f);
-  ASSERT_TRUE(be->SetState(params, momentum).ok());
-  Tensors p, m;
-  ASSERT_TRUE(be->GetState(&p, &m).ok());
-  EXPECT_TRUE(BitIdentical(p, params));
-  EXPECT_TRUE(BitIdentical(m, momentum));
-}
-
-TEST(CpuBackendState, SetStateRejectsAWrongSizedTensorAndKeepsTheOldState) {
-  auto be = MakeBackend();
-  const ModelConfig c = TinyConfig();
-  const Tensors before = Params(*be);
-  Tensors bad = Numbered(c, 1.f);
-  bad.t[ParameterShapes(c).size() - 3].pop_back();  // fc1.bias
-  const Status st = be->SetState(bad, ZerosLike(c));
-  ASSERT_TRUE(st.IsInvalidArgument());
-  EXPECT_NE(st.message().find("parameters tensor fc1.bias has 4 values; expected 5"),
-            std::string::npos)
-      << st.message();
-  EXPECT_TRUE(BitIdentical(Params(*be), before));
 }
 
 TEST(CpuBackendSgd, TrainStepAppliesTorchSgdToEveryParameter) {
@@ -108,22 +61,6 @@ TEST(CpuBackendSgd, TrainStepAppliesTorchSgdToEveryParameter) {
   EXPECT_EQ(s.samples, 6u);
   EXPECT_DOUBLE_EQ(s.mean_loss(), loss);
   EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // taking resets
-}
-
-TEST(CpuBackendDeterminism, SameBatchesGiveBitIdenticalParameters) {
-  auto a = MakeBackend(), b = MakeBackend();
-  const ModelConfig c = TinyConfig();
-  for (uint32_t step = 0; step < 6; ++step) {
-    const HostBatch batch = RandomBatch(c, step % 2 ? 8 : 5, 100 + step);  // full and partial
-    ASSERT_TRUE(a->TrainStep(batch.ref(), SgdConfig{}).ok());
-    ASSERT_TRUE(b->TrainStep(batch.ref(), SgdConfig{}).ok());
-  }
-  Tensors pa, ma, pb, mb;
-  ASSERT_TRUE(a->GetState(&pa, &ma).ok());
-  ASSERT_TRUE(b->GetState(&pb, &mb).ok());
-  EXPECT_FALSE(BitIdentical(pa, InitialParameters(c, 3)));  // training did move them
-  EXPECT_TRUE(BitIdentical(pa, pb));
-  EXPECT_TRUE(BitIdentical(ma, mb));
 }
 
 TEST(CpuBackendDeterminism, RestoredCheckpointContinuesBitExact) {
@@ -184,31 +121,6 @@ TEST(CpuBackendDeterminism, OneThreadAndAllThreadsGiveBitIdenticalParameters) {
   EXPECT_TRUE(BitIdentical(m1, m2));
 }
 
-TEST(CpuBackendEvaluate, CountsCorrectPredictionsAndLeavesParametersAlone) {
-  const ModelConfig c = TinyConfig();
-  auto be = MakeBackend();
-  // fc2 all zero and its bias (0, 2, 1): every sample's logits are (0, 2, 1), so class 1 wins
-  // and the loss of a sample labelled y is log(1 + e^2 + e^1) - bias[y].
-  Tensors p = InitialParameters(c, 3);
-  const size_t fc2w = p.t.size() - 2, fc2b = p.t.size() - 1;
-  std::fill(p.t[fc2w].begin(), p.t[fc2w].end(), 0.f);
-  p.t[fc2b] = {0.f, 2.f, 1.f};
-  ASSERT_TRUE(be->SetState(p, ZerosLike(c)).ok());
-  testing::RandomData d = testing::DrawData(c, 7, 5);
-  d.labels = {1, 0, 1, 2, 1, 1, 0};  // four 1s: four correct
-  const HostBatch batch = testing::MakeBatch(d.values, DType::kUInt8, d.labels, DType::kUInt16);
-
-  ASSERT_TRUE(be->Evaluate(batch.ref()).ok());
-  const StepStats s = be->TakeEvalStats();
-  EXPECT_EQ(s.samples, 7u);
-  EXPECT_EQ(s.correct, 4u);
-  const double lse = std::log(1 + std::exp(2.0) + std::exp(1.0));
-  EXPECT_NEAR(s.loss_sum, 4 * (lse - 2) + 2 * lse + (lse - 1), 1e-5);
-  EXPECT_TRUE(BitIdentical(Params(*be), p));
-  EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // evaluation is not training
-  EXPECT_EQ(be->TakeEvalStats().samples, 0u);   // taking resets
-}
-
 // The same values stored as uint8, float16, bfloat16 or float32 (all exact for whole numbers up
 // to 255), with labels in any label type, are the same batch.
 TEST(CpuBackendInput, EverySampleAndLabelDTypeGivesTheSameGradients) {
@@ -258,52 +170,19 @@ TEST(CpuBackendInput, NormalizesPerChannelAndTreatsZeroStdAsOne) {
   EXPECT_TRUE(BitIdentical(g1, g2));
 }
 
-TEST(CpuBackendCreate, RejectsNormalizationOfTheWrongLength) {
-  const ModelConfig c = TinyConfig();
-  const Normalization one{{0.f}, {1.f}};
-  auto be = CpuBackend::Create(c, one, 8, InitialParameters(c, 1));
-  ASSERT_FALSE(be.ok());
-  EXPECT_TRUE(be.status().IsInvalidArgument());
-  EXPECT_NE(be.status().message().find("1 means and 1 stds; the input has 2 channels"),
-            std::string::npos)
-      << be.status().message();
-}
-
-TEST(CpuBackendCreate, RejectsInitialParametersOfAnotherModel) {
-  ModelConfig other = TinyConfig();
-  other.hidden = 6;
-  auto be = CpuBackend::Create(TinyConfig(), TinyNormalization(TinyConfig()), 8,
-                               InitialParameters(other, 1));
-  ASSERT_FALSE(be.ok());
-  EXPECT_NE(be.status().message().find("initial parameters tensor fc1.weight has 96 values; "
-                                       "expected 80"),
-            std::string::npos)
-      << be.status().message();
-}
-
-TEST(CpuBackendBatch, RejectsMoreSamplesThanMaxBatch) {
-  auto be = MakeBackend(4);
-  const HostBatch batch = RandomBatch(TinyConfig(), 5, 1);
-  const Status st = be->TrainStep(batch.ref(), SgdConfig{});
-  ASSERT_TRUE(st.IsInvalidArgument());
-  EXPECT_NE(st.message().find("batch of 5 samples; the CPU backend takes 1 to 4"),
-            std::string::npos)
-      << st.message();
-}
-
 TEST(CpuBackendBatch, RejectsALabelOutsideTheClassesAndChangesNothing) {
   const ModelConfig c = TinyConfig();
   auto be = MakeBackend();
   testing::RandomData d = testing::DrawData(c, 3, 1);
   d.labels = {0, 3, 1};  // 3 classes: 3 is out of range
   const HostBatch batch = testing::MakeBatch(d.values, DType::kUInt8, d.labels, DType::kInt32);
-  const Tensors before = Params(*be);
+  const Tensors before = ParamsOf(*be);
   const Status st = be->TrainStep(batch.ref(), SgdConfig{});
   ASSERT_TRUE(st.IsInvalidArgument());
   EXPECT_NE(st.message().find("label 3 of sample 1 in the batch is outside [0, 3)"),
             std::string::npos)
       << st.message();
-  EXPECT_TRUE(BitIdentical(Params(*be), before));
+  EXPECT_TRUE(BitIdentical(ParamsOf(*be), before));
   EXPECT_EQ(be->TakeTrainStats().samples, 0u);
 }
 

@@ -1,23 +1,27 @@
-// CudaBackend's contract apart from agreeing with the CPU backend (cuda_backend_vs_cpu_test.cc):
-// argument checks (these run without a GPU: Create checks before any CUDA call), state round
-// trips, evaluation, bad labels, determinism, the CUDA graph, and no memory growth over steps.
-// Every test that needs the GPU skips where none is found.
+// What CudaBackend does beyond the Backend contract it shares with the CPU backend
+// (backend_contract_test.cc) and apart from agreeing with it (cuda_backend_vs_cpu_test.cc): its
+// own argument checks (these run without a GPU: Create checks before any CUDA call), batches in
+// host memory, bad labels found on the GPU, determinism in every precision, the CUDA graph, and
+// no memory growth over steps. Every test that needs the GPU skips where none is found.
 #include "kernels/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <memory>
 #include <string>
 
 #include "tests/kernels/cuda_test_util.h"
+#include "tests/testing/bit_identical.h"
+#include "tests/testing/require_gpu.h"
 
 namespace rf {
 namespace {
 
+using testing::BitIdentical;
 using testing::DeviceBatch;
 using testing::HostBatch;
+using testing::ParamsOf;
 using testing::TinyConfig;
 using testing::TinyNormalization;
 
@@ -26,31 +30,6 @@ std::unique_ptr<CudaBackend> MakeBackend(const CudaBackendOptions& o = {}, uint3
   auto be = CudaBackend::Create(c, TinyNormalization(c), max_batch, InitialParameters(c, 3), o);
   EXPECT_TRUE(be.ok()) << be.status().ToString();
   return be.ok() ? std::move(*be) : nullptr;
-}
-
-Tensors Numbered(const ModelConfig& c, float scale) {
-  Tensors t = ZerosLike(c);
-  for (size_t i = 0; i < t.t.size(); ++i) {
-    for (size_t j = 0; j < t.t[i].size(); ++j) t.t[i][j] = scale * (1000.f * i + j + 1);
-  }
-  return t;
-}
-
-bool BitIdentical(const Tensors& a, const Tensors& b) {
-  if (a.t.size() != b.t.size()) return false;
-  for (size_t i = 0; i < a.t.size(); ++i) {
-    if (a.t[i].size() != b.t[i].size() ||
-        std::memcmp(a.t[i].data(), b.t[i].data(), a.t[i].size() * sizeof(float)) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
-Tensors Params(CudaBackend& be) {
-  Tensors p;
-  EXPECT_TRUE(be.GetState(&p, nullptr).ok());
-  return p;
 }
 
 // --- Create: argument checks, which need no GPU ---------------------------------------------
@@ -71,28 +50,6 @@ TEST(CudaBackendCreate, RejectsZeroMaxBatch) {
   auto be = CudaBackend::Create(c, TinyNormalization(c), 0, InitialParameters(c, 1));
   ASSERT_FALSE(be.ok());
   EXPECT_NE(be.status().message().find("the CUDA backend needs max_batch >= 1"), std::string::npos)
-      << be.status().message();
-}
-
-TEST(CudaBackendCreate, RejectsNormalizationOfTheWrongLength) {
-  const ModelConfig c = TinyConfig();
-  auto be = CudaBackend::Create(c, Normalization{{0.f}, {1.f}}, 8, InitialParameters(c, 1));
-  ASSERT_FALSE(be.ok());
-  EXPECT_TRUE(be.status().IsInvalidArgument());
-  EXPECT_NE(be.status().message().find("1 means and 1 stds; the input has 2 channels"),
-            std::string::npos)
-      << be.status().message();
-}
-
-TEST(CudaBackendCreate, RejectsInitialParametersOfAnotherModel) {
-  ModelConfig other = TinyConfig();
-  other.hidden = 6;
-  auto be = CudaBackend::Create(TinyConfig(), TinyNormalization(TinyConfig()), 8,
-                                InitialParameters(other, 1));
-  ASSERT_FALSE(be.ok());
-  EXPECT_NE(be.status().message().find("initial parameters tensor fc1.weight has 96 values; "
-                                       "expected 80"),
-            std::string::npos)
       << be.status().message();
 }
 
@@ -120,17 +77,6 @@ TEST(CudaBackendCreate, NamesTheFailingCallWhereTheDeviceDoesNotExist) {
 
 // --- Batches --------------------------------------------------------------------------------
 
-TEST(CudaBackendBatch, RejectsMoreSamplesThanMaxBatch) {
-  RF_REQUIRE_GPU();
-  auto be = MakeBackend({}, 4);
-  const DeviceBatch batch = testing::ToDevice(testing::RandomBatch(TinyConfig(), 5, 1));
-  const Status st = be->TrainStep(batch.ref(), SgdConfig{});
-  ASSERT_TRUE(st.IsInvalidArgument());
-  EXPECT_NE(st.message().find("batch of 5 samples; the CUDA backend takes 1 to 4"),
-            std::string::npos)
-      << st.message();
-}
-
 TEST(CudaBackendBatch, RejectsSamplesInPlainHostMemory) {
   RF_REQUIRE_GPU();
   auto be = MakeBackend();
@@ -148,11 +94,11 @@ TEST(CudaBackendBatch, ReportsABadLabelAndAppliesNothingOfItsBatch) {
   d.labels = {0, 3, 1};  // 3 classes: 3 is out of range
   const DeviceBatch bad =
       testing::ToDevice(testing::MakeBatch(d.values, DType::kUInt8, d.labels, DType::kInt32));
-  const Tensors before = Params(*be);
+  const Tensors before = ParamsOf(*be);
   const Status queued = be->TrainStep(bad.ref(), SgdConfig{});  // queued; the GPU finds it
   ASSERT_TRUE(queued.ok()) << queued.ToString();
   EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // waits: the batch counted nothing
-  EXPECT_TRUE(BitIdentical(Params(*be), before));
+  EXPECT_TRUE(BitIdentical(ParamsOf(*be), before));
   const DeviceBatch good = testing::ToDevice(testing::RandomBatch(c, 3, 2));
   const Status st = be->TrainStep(good.ref(), SgdConfig{});
   ASSERT_TRUE(st.IsInvalidArgument());
@@ -163,63 +109,6 @@ TEST(CudaBackendBatch, ReportsABadLabelAndAppliesNothingOfItsBatch) {
   // ComputeGradients waits for its own batch, so it reports it.
   const Status own = be->ComputeGradients(bad.ref(), nullptr, nullptr);
   EXPECT_TRUE(own.IsInvalidArgument()) << own.ToString();
-}
-
-// --- State ----------------------------------------------------------------------------------
-
-TEST(CudaBackendState, GetStateReturnsExactlyWhatSetStateStored) {
-  RF_REQUIRE_GPU();
-  auto be = MakeBackend();
-  const ModelConfig c = TinyConfig();
-  const Tensors params = Numbered(c, 1e-3f), momentum = Numbered(c, -7e-4f);
-  ASSERT_TRUE(be->SetState(params, momentum).ok());
-  Tensors p, m;
-  ASSERT_TRUE(be->GetState(&p, &m).ok());
-  EXPECT_TRUE(BitIdentical(p, params));
-  EXPECT_TRUE(BitIdentical(m, momentum));
-}
-
-TEST(CudaBackendState, SetStateRejectsAWrongSizedTensorAndKeepsTheOldState) {
-  RF_REQUIRE_GPU();
-  auto be = MakeBackend();
-  const ModelConfig c = TinyConfig();
-  const Tensors before = Params(*be);
-  Tensors bad = Numbered(c, 1.f);
-  bad.t[ParameterShapes(c).size() - 3].pop_back();  // fc1.bias
-  const Status st = be->SetState(bad, ZerosLike(c));
-  ASSERT_TRUE(st.IsInvalidArgument());
-  EXPECT_NE(st.message().find("parameters tensor fc1.bias has 4 values; expected 5"),
-            std::string::npos)
-      << st.message();
-  EXPECT_TRUE(BitIdentical(Params(*be), before));
-}
-
-// --- Evaluation -----------------------------------------------------------------------------
-
-TEST(CudaBackendEvaluate, CountsCorrectPredictionsAndLeavesParametersAlone) {
-  RF_REQUIRE_GPU();
-  const ModelConfig c = TinyConfig();
-  auto be = MakeBackend();
-  // fc2 all zero and its bias (0, 2, 1): every sample's logits are (0, 2, 1), so class 1 wins.
-  Tensors p = InitialParameters(c, 3);
-  const size_t fc2w = p.t.size() - 2, fc2b = p.t.size() - 1;
-  std::fill(p.t[fc2w].begin(), p.t[fc2w].end(), 0.f);
-  p.t[fc2b] = {0.f, 2.f, 1.f};
-  ASSERT_TRUE(be->SetState(p, ZerosLike(c)).ok());
-  testing::RandomData d = testing::DrawData(c, 7, 5);
-  d.labels = {1, 0, 1, 2, 1, 1, 0};  // four 1s: four correct
-  const DeviceBatch batch =
-      testing::ToDevice(testing::MakeBatch(d.values, DType::kUInt8, d.labels, DType::kUInt16));
-
-  ASSERT_TRUE(be->Evaluate(batch.ref()).ok());
-  const StepStats s = be->TakeEvalStats();
-  EXPECT_EQ(s.samples, 7u);
-  EXPECT_EQ(s.correct, 4u);
-  const double lse = std::log(1 + std::exp(2.0) + std::exp(1.0));
-  EXPECT_NEAR(s.loss_sum, 4 * (lse - 2) + 2 * lse + (lse - 1), 1e-5);
-  EXPECT_TRUE(BitIdentical(Params(*be), p));
-  EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // evaluation is not training
-  EXPECT_EQ(be->TakeEvalStats().samples, 0u);   // taking resets
 }
 
 // --- Determinism and the CUDA graph ---------------------------------------------------------
@@ -233,10 +122,11 @@ Tensors TrainSome(const CudaBackendOptions& o, const ModelConfig& c) {
     EXPECT_TRUE(be->TrainStep(batch.ref(), SgdConfig{}).ok());
     (void)be->TakeTrainStats();  // waits, so the batch's memory may be freed
   }
-  return Params(*be);
+  return ParamsOf(*be);
 }
 
-TEST(CudaBackendDeterminism, SameBatchesGiveBitIdenticalParameters) {
+// Every precision on both models (the contract test covers the CPU's pattern of steps).
+TEST(CudaBackendDeterminism, SameBatchesGiveBitIdenticalParametersInEveryPrecision) {
   RF_REQUIRE_GPU();
   for (const bool bf16 : {false, true}) {
     CudaBackendOptions o;

@@ -14,6 +14,7 @@
 #include "kernels/cpu_backend.h"
 #include "kernels/cuda_backend.h"
 #include "tests/kernels/cuda_test_util.h"
+#include "tests/testing/require_gpu.h"
 
 namespace rf {
 namespace {

@@ -10,6 +10,7 @@
 #include "io/clock.h"
 #include "kernels/cuda_backend.h"
 #include "tests/kernels/cuda_test_util.h"
+#include "tests/testing/require_gpu.h"
 
 namespace rf {
 namespace {

@@ -1,13 +1,11 @@
-// Helpers for the CUDA backend's tests: whether a GPU is there (every GPU test skips where none
-// is), host batches copied to device memory, and the per-tensor relative error the comparisons
-// with the CPU backend use.
+// Helpers for the CUDA backend's tests: host batches copied to device memory, and the per-tensor
+// relative error the comparisons with the CPU backend use.
 #pragma once
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <string>
 #include <vector>
 
 #include "cuda/handles.h"
@@ -15,24 +13,6 @@
 #include "tests/kernels/random_batch.h"
 
 namespace rf::testing {
-
-// Empty where a GPU can be used; otherwise why not. Asked once: without a driver every call
-// fails the same way.
-inline const std::string& NoGpuReason() {
-  static const std::string reason = [] {
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
-    if (n == 0) return std::string("no CUDA device");
-    return std::string();
-  }();
-  return reason;
-}
-
-#define RF_REQUIRE_GPU()                                                                     \
-  do {                                                                                       \
-    if (!::rf::testing::NoGpuReason().empty()) GTEST_SKIP() << ::rf::testing::NoGpuReason(); \
-  } while (0)
 
 // A batch in device memory, copied from a host batch.
 struct DeviceBatch {

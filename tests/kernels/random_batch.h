@@ -1,6 +1,8 @@
 // Host batches of reproducible random samples and labels for backend tests, in any sample and
-// label dtype, and the tiny model the exhaustive checks run on.
+// label dtype, the tiny model the exhaustive checks run on, and tensors for state checks.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include "io/dtype.h"
 #include "kernels/backend.h"
 #include "kernels/model.h"
+#include "tests/testing/test_rng.h"
 
 namespace rf::testing {
 
@@ -23,23 +26,6 @@ inline ModelConfig TinyConfig() {
   c.hidden = 5;
   return c;
 }
-
-// splitmix64, as in model.cc: the same draws on every platform.
-class TestRng {
- public:
-  explicit TestRng(uint64_t seed) : s_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  uint32_t Below(uint32_t n) { return static_cast<uint32_t>(Next() % n); }
-
- private:
-  uint64_t s_;
-};
 
 // Owns a batch's bytes; ref() points into them.
 struct HostBatch {
@@ -90,6 +76,23 @@ inline HostBatch RandomBatch(const ModelConfig& c, uint32_t n, uint64_t seed,
                              DType dtype = DType::kUInt8) {
   const RandomData d = DrawData(c, n, seed);
   return MakeBatch(d.values, dtype, d.labels, DType::kUInt8);
+}
+
+// Tensors shaped for `c` whose every value encodes its tensor and position (times `scale`), so a
+// misplaced one shows.
+inline Tensors Numbered(const ModelConfig& c, float scale) {
+  Tensors t = ZerosLike(c);
+  for (size_t i = 0; i < t.t.size(); ++i) {
+    for (size_t j = 0; j < t.t[i].size(); ++j) t.t[i][j] = scale * (1000.f * i + j + 1);
+  }
+  return t;
+}
+
+// A backend's parameters (GetState's first half).
+inline Tensors ParamsOf(Backend& be) {
+  Tensors p;
+  EXPECT_TRUE(be.GetState(&p, nullptr).ok());
+  return p;
 }
 
 // A normalization that maps [0, 255] to roughly [-1, 1] with different numbers per channel.
