@@ -178,6 +178,7 @@ Status CudaBackend::ForwardBackward(uint32_t n) {
     RF_RETURN_IF_ERROR(Forward(n, &state()->train));
     return Backward(n);
   }
+  const bool replay = static_cast<bool>(graph_);
   if (!graph_) {
     RF_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     Status st = Forward(n, &state()->train);
@@ -185,6 +186,7 @@ Status CudaBackend::ForwardBackward(uint32_t n) {
     RF_ASSIGN_OR_RETURN(graph_, cuda::EndCaptureAndInstantiate(stream_, st));
   }
   RF_CUDA_CHECK(cudaGraphLaunch(graph_.get(), stream_));
+  if (replay) ++graph_replays_;
   return Status::Ok();
 }
 

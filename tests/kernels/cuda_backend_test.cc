@@ -113,15 +113,22 @@ TEST(CudaBackendBatch, ReportsABadLabelAndAppliesNothingOfItsBatch) {
 
 // --- Determinism and the CUDA graph ---------------------------------------------------------
 
-// Full and partial batches (the descriptors change size in between), over several steps.
-Tensors TrainSome(const CudaBackendOptions& o, const ModelConfig& c) {
+// TrainSome's steps: full batches but every third (the descriptors change size in between).
+constexpr uint32_t kTrainSomeSteps = 8;
+constexpr uint64_t kTrainSomeFullBatches = kTrainSomeSteps - (kTrainSomeSteps + 2) / 3;
+
+// Parameters after kTrainSomeSteps steps; `graph_replays`, where given, gets the backend's count
+// of steps that replayed the CUDA graph.
+Tensors TrainSome(const CudaBackendOptions& o, const ModelConfig& c,
+                  uint64_t* graph_replays = nullptr) {
   auto be = MakeBackend(o, 8, c);
   if (be == nullptr) return {};
-  for (uint32_t step = 0; step < 8; ++step) {
+  for (uint32_t step = 0; step < kTrainSomeSteps; ++step) {
     const DeviceBatch batch = testing::ToDevice(testing::RandomBatch(c, step % 3 ? 8 : 5, step));
     EXPECT_TRUE(be->TrainStep(batch.ref(), SgdConfig{}).ok());
     (void)be->TakeTrainStats();  // waits, so the batch's memory may be freed
   }
+  if (graph_replays != nullptr) *graph_replays = be->graph_replays();
   return ParamsOf(*be);
 }
 
@@ -139,14 +146,23 @@ TEST(CudaBackendDeterminism, SameBatchesGiveBitIdenticalParametersInEveryPrecisi
   }
 }
 
+// The graph is captured in Create's warm-up, so with cuda_graph every full batch replays it (the
+// partial ones run eagerly); without it, none does. The count is what makes this test fail if
+// the graph never ran: equal parameters alone would also come from eager steps.
 TEST(CudaBackendGraph, ReplayGivesTheSameParametersAsEagerSteps) {
   RF_REQUIRE_GPU();
+  static_assert(kTrainSomeFullBatches == 5);  // steps 1, 2, 4, 5, 7
   for (const bool bf16 : {false, true}) {
     CudaBackendOptions eager, graph;
     eager.bf16 = graph.bf16 = bf16;
     graph.cuda_graph = true;
     for (const ModelConfig& c : {TinyConfig(), testing::CifarConfig()}) {
-      EXPECT_TRUE(BitIdentical(TrainSome(graph, c), TrainSome(eager, c))) << "bf16 " << bf16;
+      uint64_t graph_replays = 0, eager_replays = 1;
+      EXPECT_TRUE(
+          BitIdentical(TrainSome(graph, c, &graph_replays), TrainSome(eager, c, &eager_replays)))
+          << "bf16 " << bf16;
+      EXPECT_EQ(graph_replays, kTrainSomeFullBatches) << "bf16 " << bf16;
+      EXPECT_EQ(eager_replays, 0u) << "bf16 " << bf16;
     }
   }
 }
