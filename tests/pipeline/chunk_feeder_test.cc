@@ -98,7 +98,17 @@ TEST(ChunkFeeder, CorruptChunkStopsTheConsumerWithFileChunkAndOffset) {
   ASSERT_TRUE(feeder.ok());
   Consumed c = Consume(*d, *ring);
   Status st = (*feeder)->Join();
-  EXPECT_EQ(c.chunks, (std::vector<uint64_t>{0, 1, 2, 3, 4}));
+  // The chunks before the bad one, in order and intact (Consume checks every sample), and never
+  // the bad one or any after it. Not necessarily all of 0..4: chunk 4 may still be in its
+  // checksum on the other verify thread when chunk 5 fails the ring, and a failed ring hands out
+  // nothing more (once in about 20 runs under load).
+  // At least 0..2: with 3 ring slots, chunk 5 is read only into the slot chunk 2 was released
+  // from.
+  std::vector<uint64_t> before_bad = {0, 1, 2, 3, 4};
+  ASSERT_GE(c.chunks.size(), 3u);
+  ASSERT_LE(c.chunks.size(), before_bad.size());
+  before_bad.resize(c.chunks.size());
+  EXPECT_EQ(c.chunks, before_bad);
   ASSERT_TRUE(c.status.IsCorruption());
   EXPECT_EQ(
       c.status.ToString().rfind(
