@@ -36,7 +36,10 @@ Result<std::vector<uint32_t>> ParseConvWidths(const std::string& s) {
 
 std::string ConvWidthsText(const std::vector<uint32_t>& widths) {
   std::string s;
-  for (uint32_t w : widths) s += (s.empty() ? "" : ",") + std::to_string(w);
+  for (uint32_t w : widths) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(w);
+  }
   return s;
 }
 
