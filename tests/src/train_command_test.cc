@@ -18,6 +18,7 @@
 #include "kernels/checkpoint.h"
 #include "tests/kernels/fashion_mnist.h"
 #include "tests/src/train_command_testing.h"
+#include "tests/testing/bit_identical.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
@@ -28,17 +29,6 @@ using testing::ProgramPath;
 using testing::RunCommand;
 using testing::TempDir;
 using testing::Train;
-
-bool SameBits(const Tensors& a, const Tensors& b) {
-  if (a.t.size() != b.t.size()) return false;
-  for (size_t i = 0; i < a.t.size(); ++i) {
-    if (a.t[i].size() != b.t[i].size() ||
-        std::memcmp(a.t[i].data(), b.t[i].data(), a.t[i].size() * sizeof(float)) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
 
 std::vector<nlohmann::json> ReadMetrics(const std::string& path) {
   std::vector<nlohmann::json> out;
@@ -78,9 +68,9 @@ TEST(TrainCommand, ResumedRunEndsBitIdenticalToAStraightRun) {
   EXPECT_EQ(c->step, 25u);
   EXPECT_EQ(c->epoch, a->epoch);
   EXPECT_EQ(c->next_sample, a->next_sample);
-  EXPECT_TRUE(SameBits(a->params, c->params));
-  EXPECT_TRUE(SameBits(a->momentum, c->momentum));
-  EXPECT_FALSE(SameBits(a->params, b->params));  // the resumed run did train
+  EXPECT_TRUE(testing::BitIdentical(a->params, c->params));
+  EXPECT_TRUE(testing::BitIdentical(a->momentum, c->momentum));
+  EXPECT_FALSE(testing::BitIdentical(a->params, b->params));  // the resumed run did train
 }
 
 TEST(TrainCommand, SigintFinishesTheStepWritesACheckpointAndExitsZero) {
