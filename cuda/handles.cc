@@ -35,15 +35,13 @@ Status AllocationFailure(const char* call, size_t bytes, const char* what, cudaE
                          " failed: " + Describe(e));
 }
 
-Result<HostRegistration> HostRegistration::Register(void* p, size_t bytes) {
+Result<HostRegistration> RegisterHost(void* p, size_t bytes) {
   const cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
   if (e != cudaSuccess) {
     return Status::Aborted("cudaHostRegister of " + std::to_string(bytes) +
                            " bytes failed: " + Describe(e));
   }
-  HostRegistration r;
-  r.p_ = p;
-  return r;
+  return HostRegistration(p);
 }
 
 }  // namespace rf::cuda

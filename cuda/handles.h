@@ -157,31 +157,11 @@ using ManagedBuffer = Memory<ManagedAlloc>;
 // portable to every context) for as long as the registration lives, so host-to-device copies
 // from it run asynchronously at full speed. The registration must die before the memory is
 // freed.
-class HostRegistration {
- public:
-  HostRegistration() = default;
-  ~HostRegistration() { Reset(); }
-  HostRegistration(HostRegistration&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  HostRegistration& operator=(HostRegistration&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      p_ = std::exchange(o.p_, nullptr);
-    }
-    return *this;
-  }
-  HostRegistration(const HostRegistration&) = delete;
-  HostRegistration& operator=(const HostRegistration&) = delete;
-
-  // Aborted "cudaHostRegister of N bytes failed: ..." where it fails (no device, a limit).
-  static Result<HostRegistration> Register(void* p, size_t bytes);
-  explicit operator bool() const { return p_ != nullptr; }
-
- private:
-  void Reset() noexcept {
-    if (p_ != nullptr) (void)cudaHostUnregister(p_);
-    p_ = nullptr;
-  }
-  void* p_ = nullptr;
+struct HostUnregister {
+  void operator()(void* p) const noexcept { (void)cudaHostUnregister(p); }
 };
+using HostRegistration = UniqueHandle<void*, HostUnregister>;
+// Aborted "cudaHostRegister of N bytes failed: ..." where it fails (no device, a limit).
+Result<HostRegistration> RegisterHost(void* p, size_t bytes);
 
 }  // namespace rf::cuda

@@ -105,7 +105,7 @@ Result<HostBuffer> HostBuffer::Allocate(size_t bytes, PinMode pin) {
   std::memset(b.data_, 0, b.map_bytes_);
   if (want_pinned) {
 #if RINGFEED_HAVE_CUDA
-    RF_ASSIGN_OR_RETURN(b.pin_, cuda::HostRegistration::Register(b.data_, b.map_bytes_));
+    RF_ASSIGN_OR_RETURN(b.pin_, cuda::RegisterHost(b.data_, b.map_bytes_));
 #endif
   }
   return b;

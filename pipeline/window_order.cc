@@ -63,13 +63,12 @@ std::vector<WindowOrder::Entry> WindowOrder::Window(const std::vector<uint64_t>&
 
 uint64_t WindowOrder::WindowAt(const std::vector<uint64_t>& epoch_chunks, uint64_t position,
                                uint64_t* before) const {
-  uint64_t w = 0;
   *before = 0;
-  while (w + 1 < windows_per_epoch() && *before + WindowSamples(epoch_chunks, w) <= position) {
-    *before += WindowSamples(epoch_chunks, w);
-    ++w;
+  for (uint64_t w = 0;; ++w) {
+    const uint64_t n = WindowSamples(epoch_chunks, w);
+    if (w + 1 == windows_per_epoch() || *before + n > position) return w;
+    *before += n;
   }
-  return w;
 }
 
 std::vector<uint64_t> WindowOrder::EpochSamples(uint64_t epoch) const {
