@@ -36,9 +36,9 @@ bool SameDataset(const format::Header& a, const format::Header& b) {
   return a.dataset_id == b.dataset_id && a.shard_count == b.shard_count &&
          a.sample_dtype == b.sample_dtype && a.label_dtype == b.label_dtype &&
          a.channels == b.channels && a.height == b.height && a.width == b.width &&
-         a.num_classes == b.num_classes && a.total_samples == b.total_samples &&
-         a.total_chunks == b.total_chunks && a.chunk_samples == b.chunk_samples &&
-         a.mean == b.mean && a.stddev == b.stddev;
+         a.Shape() == b.Shape() && a.num_classes == b.num_classes &&
+         a.total_samples == b.total_samples && a.total_chunks == b.total_chunks &&
+         a.chunk_samples == b.chunk_samples && a.mean == b.mean && a.stddev == b.stddev;
 }
 
 // Finds a shard of the dataset named `base` when `base` itself is not a file.

@@ -11,15 +11,21 @@ namespace rf {
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& path,
                                                              const DatasetSpec& spec,
                                                              const WriterOptions& opts) {
-  if (!IsSampleDType(spec.sample_dtype))
-    return Status::InvalidArgument("sample dtype must be uint8, float16, bfloat16 or float32");
+  if (!IsSampleDType(spec.sample_dtype)) {
+    return Status::InvalidArgument(
+        "sample dtype must be uint8, uint16, int32, int64, float16, bfloat16 or float32");
+  }
   if (!IsLabelDType(spec.label_dtype))
     return Status::InvalidArgument("label dtype must be uint8, uint16 or int32");
-  if (spec.channels == 0 || spec.channels > format::kMaxChannels || spec.height == 0 ||
-      spec.width == 0) {
-    return Status::InvalidArgument("sample shape must be C,H,W with 1 <= C <= " +
-                                   std::to_string(format::kMaxChannels) + " and H, W >= 1");
-  }
+  if (!spec.has_labels && (spec.label_dtype != DType::kUInt8 || spec.num_classes != 0))
+    return Status::InvalidArgument("a dataset without labels has uint8 labels and 0 classes");
+  format::Header header;
+  header.sample_dtype = spec.sample_dtype;
+  header.label_dtype = spec.label_dtype;
+  const std::vector<uint64_t> shape =
+      spec.shape.empty() ? std::vector<uint64_t>{spec.channels, spec.height, spec.width}
+                         : spec.shape;
+  RF_RETURN_IF_ERROR(format::SetSampleShape(shape, &header));
   if (opts.shards == 0 || opts.shards > 99999)
     return Status::InvalidArgument("shard count must be between 1 and 99999");
 
@@ -27,10 +33,10 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   w->path_ = path;
   w->spec_ = spec;
   w->opts_ = opts;
+  w->header_ = header;
   if (w->opts_.dataset_id == 0)
     w->opts_.dataset_id = std::random_device{}() * 0x9e3779b97f4a7c15ull | 1;
-  w->sample_bytes_ =
-      uint64_t{spec.channels} * spec.height * spec.width * DTypeSize(spec.sample_dtype);
+  w->sample_bytes_ = header.SampleBytes();
   const uint64_t per_sample = w->sample_bytes_ + DTypeSize(spec.label_dtype);
   w->chunk_samples_ = static_cast<uint32_t>(
       std::clamp<uint64_t>(opts.chunk_bytes / per_sample, 1, uint64_t{1} << 31));
@@ -47,8 +53,8 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   RF_ASSIGN_OR_RETURN(w->writes_, ChunkWriteQueue::Create(3, w->chunk_capacity_));
   w->chunk_ = w->writes_->Acquire();
   w->pending_labels_.resize(size_t{w->chunk_samples_} * DTypeSize(spec.label_dtype));
-  w->sum_.assign(spec.channels, 0.0);
-  w->sumsq_.assign(spec.channels, 0.0);
+  w->sum_.assign(header.channels, 0.0);
+  w->sumsq_.assign(header.channels, 0.0);
 
   for (uint32_t s = 0; s < opts.shards; ++s) {
     RF_ASSIGN_OR_RETURN(AtomicOutput out,
@@ -67,10 +73,12 @@ std::vector<std::string> DatasetWriter::paths() const {
 }
 
 void DatasetWriter::Accumulate(const void* samples, uint64_t n) {
-  const uint64_t plane = uint64_t{spec_.height} * spec_.width;
+  if (!IsImageDType(spec_.sample_dtype)) return;  // ids: no statistics (io/format.h)
+  const uint32_t channels = header_.channels;
+  const uint64_t plane = uint64_t{header_.height} * header_.width;
   for (uint64_t i = 0; i < n; ++i) {
-    for (uint32_t c = 0; c < spec_.channels; ++c) {
-      const uint64_t base = (i * spec_.channels + c) * plane;
+    for (uint32_t c = 0; c < channels; ++c) {
+      const uint64_t base = (i * channels + c) * plane;
       if (spec_.sample_dtype == DType::kUInt8) {
         // Integer sums vectorize and are exact.
         const uint8_t* p = static_cast<const uint8_t*>(samples) + base;
@@ -98,8 +106,13 @@ void DatasetWriter::Accumulate(const void* samples, uint64_t n) {
 Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n) {
   if (finished_) return Status::InvalidArgument("append after finish");
   const size_t lb = DTypeSize(spec_.label_dtype);
+  if ((labels == nullptr) == spec_.has_labels) {
+    return Status::InvalidArgument(spec_.has_labels
+                                       ? "samples appended without their labels"
+                                       : "labels appended to a dataset without labels");
+  }
   // Labels are checked before anything is written, so a bad one names its sample exactly.
-  for (uint64_t i = 0; i < n; ++i) {
+  for (uint64_t i = 0; labels != nullptr && i < n; ++i) {
     const int64_t v = LoadLabel(spec_.label_dtype, labels, i);
     if (v < 0 || (spec_.num_classes != 0 && v >= spec_.num_classes)) {
       return Status::InvalidArgument("label " + std::to_string(v) + " of sample " +
@@ -114,11 +127,15 @@ Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n
   while (n > 0) {
     const uint32_t take = static_cast<uint32_t>(std::min<uint64_t>(n, chunk_samples_ - in_chunk_));
     std::memcpy(chunk_ + in_chunk_ * sample_bytes_, sp, take * sample_bytes_);
-    std::memcpy(pending_labels_.data() + in_chunk_ * lb, lp, take * lb);
+    if (lp != nullptr) {
+      std::memcpy(pending_labels_.data() + in_chunk_ * lb, lp, take * lb);
+      lp += take * lb;
+    } else {
+      std::memset(pending_labels_.data() + in_chunk_ * lb, 0, take * lb);
+    }
     in_chunk_ += take;
     samples_ += take;
     sp += take * sample_bytes_;
-    lp += take * lb;
     n -= take;
     if (in_chunk_ == chunk_samples_) RF_RETURN_IF_ERROR(FlushChunk());
   }
@@ -126,6 +143,7 @@ Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n
 }
 
 Status DatasetWriter::SetNumClasses(uint32_t n) {
+  if (!spec_.has_labels) return Status::InvalidArgument("a dataset without labels has 0 classes");
   if (n == 0 || max_label_ >= int64_t{n}) {
     return Status::InvalidArgument("cannot set " + std::to_string(n) + " classes: label " +
                                    std::to_string(max_label_) + " was written");
@@ -167,21 +185,22 @@ Status DatasetWriter::Finish() {
   RF_RETURN_IF_ERROR(writes_->Drain());
   if (samples_ == 0) return Status::InvalidArgument("no samples to write: " + path_);
 
-  format::Header h;
+  format::Header h = header_;
   h.dataset_id = opts_.dataset_id;
   h.shard_count = static_cast<uint32_t>(shards_.size());
-  h.sample_dtype = spec_.sample_dtype;
-  h.label_dtype = spec_.label_dtype;
-  h.channels = spec_.channels;
-  h.height = spec_.height;
-  h.width = spec_.width;
-  h.num_classes =
-      spec_.num_classes != 0 ? spec_.num_classes : static_cast<uint32_t>(max_label_ + 1);
+  h.num_classes = !spec_.has_labels        ? 0
+                  : spec_.num_classes != 0 ? spec_.num_classes
+                                           : static_cast<uint32_t>(max_label_ + 1);
   h.total_samples = samples_;
   h.total_chunks = chunks_;
   h.chunk_samples = chunk_samples_;
-  const double per_channel = static_cast<double>(samples_) * spec_.height * spec_.width;
-  for (uint32_t c = 0; c < spec_.channels; ++c) {
+  const double per_channel = static_cast<double>(samples_) * h.height * h.width;
+  for (uint32_t c = 0; c < h.channels; ++c) {
+    if (!IsImageDType(h.sample_dtype)) {  // ids: the identity normalization (io/format.h)
+      h.mean[c] = 0.f;
+      h.stddev[c] = 1.f;
+      continue;
+    }
     const double mean = sum_[c] / per_channel;
     const double var = std::max(0.0, sumsq_[c] / per_channel - mean * mean);
     h.mean[c] = static_cast<float>(mean);

@@ -27,8 +27,13 @@ namespace rf {
 struct DatasetSpec {
   DType sample_dtype = DType::kUInt8;
   DType label_dtype = DType::kUInt8;
+  // The sample shape, outermost first, 1 to 4 dims (io/format.h); empty: channels, height, width.
+  std::vector<uint64_t> shape;
   uint32_t channels = 1, height = 1, width = 1;
   uint32_t num_classes = 0;  // 0: one more than the largest label written
+  // false: the samples have no labels. Append then takes no labels (nullptr), the chunks hold
+  // uint8 zeros, and the header says 0 classes; label_dtype must be uint8 and num_classes 0.
+  bool has_labels = true;
 };
 
 struct WriterOptions {
@@ -44,13 +49,15 @@ class DatasetWriter {
                                                        const WriterOptions& options);
   ~DatasetWriter();
 
-  // Appends n samples (row-major C x H x W each, in the sample dtype) and their n labels (in
-  // the label dtype). Labels must lie in [0, num_classes) when num_classes was given.
+  // Appends n samples (row-major, the spec's shape each, in the sample dtype) and their n labels
+  // (in the label dtype; nullptr for a spec without labels). Labels must lie in
+  // [0, num_classes) when num_classes was given.
   Status Append(const void* samples, const void* labels, uint64_t n);
   // Writes indices and headers and renames every shard into place. Fails on an empty dataset.
   Status Finish();
   // Sets the class count Finish() writes when Create() was given 0, e.g. so that a train and a
-  // test split get the same inferred count. Fails if a label already appended is >= n.
+  // test split get the same inferred count. Fails if a label already appended is >= n, and for a
+  // spec without labels.
   Status SetNumClasses(uint32_t n);
   int64_t max_label() const { return max_label_; }  // -1 before the first label
 
@@ -68,6 +75,8 @@ class DatasetWriter {
   std::string path_;
   DatasetSpec spec_;
   WriterOptions opts_;
+  // The fields fixed at Create: dtypes, shape and its image view. Finish fills in the rest.
+  format::Header header_;
   uint64_t sample_bytes_ = 0;
   uint32_t chunk_samples_ = 0;
 
@@ -91,7 +100,8 @@ class DatasetWriter {
   uint64_t bytes_ = 0;
   int64_t max_label_ = -1;
 
-  // Per-channel sums of the stored values, for the header's mean and std.
+  // Per-channel sums of the stored values, for the header's mean and std (intensity dtypes only:
+  // io/format.h).
   std::vector<double> sum_, sumsq_;
   bool finished_ = false;
 };

@@ -16,6 +16,8 @@ size_t DTypeSize(DType t) {
     case DType::kFloat32:
     case DType::kInt32:
       return 4;
+    case DType::kInt64:
+      return 8;
   }
   return 0;
 }
@@ -34,6 +36,8 @@ std::string_view DTypeName(DType t) {
       return "uint16";
     case DType::kInt32:
       return "int32";
+    case DType::kInt64:
+      return "int64";
   }
   return "unknown";
 }
@@ -45,15 +49,20 @@ std::optional<DType> ParseDType(std::string_view n) {
   if (n == "float32" || n == "fp32" || n == "f32" || n == "float") return DType::kFloat32;
   if (n == "uint16" || n == "u16") return DType::kUInt16;
   if (n == "int32" || n == "i32") return DType::kInt32;
+  if (n == "int64" || n == "i64") return DType::kInt64;
   return std::nullopt;
 }
 
-bool IsSampleDType(DType t) {
-  return t == DType::kUInt8 || t == DType::kFloat16 || t == DType::kBFloat16 ||
-         t == DType::kFloat32;
-}
+bool IsSampleDType(DType t) { return IsIntegerDType(t) || IsImageDType(t); }
 bool IsLabelDType(DType t) {
   return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kInt32;
+}
+bool IsIntegerDType(DType t) {
+  return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kInt32 || t == DType::kInt64;
+}
+bool IsImageDType(DType t) {
+  return t == DType::kUInt8 || t == DType::kFloat16 || t == DType::kBFloat16 ||
+         t == DType::kFloat32;
 }
 
 float HalfToFloat(uint16_t h) {
@@ -109,6 +118,11 @@ int64_t LoadLabel(DType t, const void* base, size_t i) {
       std::memcpy(&v, p + 2 * i, 2);
       return v;
     }
+    case DType::kInt64: {
+      int64_t v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return v;
+    }
     default: {
       int32_t v;
       std::memcpy(&v, p + 4 * i, 4);
@@ -129,6 +143,11 @@ float LoadAsFloat(DType t, const void* base, size_t i) {
     case DType::kInt32: {
       int32_t v;
       std::memcpy(&v, static_cast<const char*>(base) + 4 * i, 4);
+      return static_cast<float>(v);
+    }
+    case DType::kInt64: {
+      int64_t v;
+      std::memcpy(&v, static_cast<const char*>(base) + 8 * i, 8);
       return static_cast<float>(v);
     }
     case DType::kFloat16:
@@ -165,6 +184,18 @@ void StoreFromFloat(DType t, const float* in, void* out, size_t n) {
       for (size_t i = 0; i < n; ++i)
         o[i] =
             static_cast<int32_t>(std::clamp<double>(std::nearbyint(in[i]), INT32_MIN, INT32_MAX));
+      return;
+    }
+    case DType::kInt64: {
+      // 2^63 is exact as a float; anything at or beyond it (and NaN) has no int64 to round to.
+      auto* o = static_cast<int64_t*>(out);
+      for (size_t i = 0; i < n; ++i) {
+        const float r = std::nearbyint(in[i]);
+        o[i] = std::isnan(r)  ? 0
+               : r >= 0x1p63f ? INT64_MAX
+               : r < -0x1p63f ? INT64_MIN
+                              : static_cast<int64_t>(r);
+      }
       return;
     }
     case DType::kFloat16: {

@@ -19,13 +19,23 @@ enum class DType : uint32_t {
   kFloat32 = 4,
   kUInt16 = 5,
   kInt32 = 6,
+  kInt64 = 7,
 };
 
 size_t DTypeSize(DType t);
 std::string_view DTypeName(DType t);
 std::optional<DType> ParseDType(std::string_view name);  // "uint8", "float16", "bf16", ...
-bool IsSampleDType(DType t);                             // uint8, float16, bfloat16, float32
-bool IsLabelDType(DType t);                              // uint8, uint16, int32
+// uint8, uint16, int32, int64, float16, bfloat16, float32.
+bool IsSampleDType(DType t);
+// uint8, uint16, int32 (int64 labels would need the model's label decoders to read them; every
+// label is below num_classes, a uint32, anyway).
+bool IsLabelDType(DType t);
+bool IsIntegerDType(DType t);  // uint8, uint16, int32, int64
+// The sample dtypes whose values are intensities: uint8, float16, bfloat16, float32. These are
+// what the model reads, what --scale applies to and what the writer computes per-channel mean and
+// std of. The other sample dtypes (uint16, int32, int64) hold ids, such as a language model's
+// token ids: stored exactly as given, never scaled or normalized.
+bool IsImageDType(DType t);
 
 inline float BFloat16ToFloat(uint16_t h) { return std::bit_cast<float>(uint32_t{h} << 16); }
 // Round to nearest even; NaN stays NaN.
@@ -38,7 +48,7 @@ inline uint16_t FloatToBFloat16(float f) {
 float HalfToFloat(uint16_t h);
 uint16_t FloatToHalf(float f);  // round to nearest even, saturating to inf
 
-// Reads label i of an array of label dtype t (uint8, uint16 or int32).
+// Reads element i of an array of integer dtype t (a label dtype, or int64).
 int64_t LoadLabel(DType t, const void* base, size_t i);
 // Reads element i of an array of type t as float.
 float LoadAsFloat(DType t, const void* base, size_t i);

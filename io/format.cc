@@ -1,5 +1,6 @@
 #include "io/format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +32,8 @@ enum HeaderOffset : size_t {
   kOffFileSize = 96,
   kOffMean = 128,
   kOffStd = kOffMean + 4 * kMaxChannels,
+  kOffNdim = kOffStd + 4 * kMaxChannels,  // 640; 0 in files written before it
+  kOffDims = kOffNdim + 4,                // 644: kMaxDims uint32s, 0 past ndim
   kOffChecksum = kHeaderBytes - 8,
 };
 
@@ -50,6 +53,68 @@ Status Bad(const std::string& path, const std::string& what) {
 }
 
 }  // namespace
+
+std::vector<uint64_t> Header::Shape() const {
+  if (ndim == 0) return {channels, height, width};
+  return std::vector<uint64_t>(dims.begin(), dims.begin() + std::min(ndim, kMaxDims));
+}
+
+std::string ShapeText(const std::vector<uint64_t>& shape) {
+  std::string s;
+  for (uint64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
+Status CheckSampleShape(const std::vector<uint64_t>& shape, DType sample_dtype) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("sample shape " + ShapeText(shape) + ": " + why);
+  };
+  if (shape.empty() || shape.size() > kMaxDims) {
+    return bad(std::to_string(shape.size()) + " dimensions; a sample has 1 to " +
+               std::to_string(kMaxDims));
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return bad("dimension " + std::to_string(i) + " is 0");
+    if (shape[i] > UINT32_MAX) return bad("dimension " + std::to_string(i) + " is 2^32 or more");
+  }
+  if (shape.size() == 3 && shape[0] > kMaxChannels) {
+    return bad(std::to_string(shape[0]) + " channels; a C,H,W sample has at most " +
+               std::to_string(kMaxChannels));
+  }
+  // Dims below 2^32 and at most 4 of them: the product is checked factor by factor, so a shape
+  // whose size wraps 64 bits cannot pass for a small one.
+  uint64_t bytes = DTypeSize(sample_dtype);
+  for (uint64_t d : shape) {
+    if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > kMaxSampleBytes) {
+      return bad("samples larger than " + std::to_string(kMaxSampleBytes >> 30) +
+                 " GiB (a chunk holds at least one)");
+    }
+  }
+  // The image view's height folds the leading dims; it must fit its uint32.
+  if (shape.size() != 3 && bytes / DTypeSize(sample_dtype) / shape.back() > UINT32_MAX) {
+    return bad("more than 2^32-1 rows of " + std::to_string(shape.back()));
+  }
+  return Status::Ok();
+}
+
+Status SetSampleShape(const std::vector<uint64_t>& shape, Header* h) {
+  RF_RETURN_IF_ERROR(CheckSampleShape(shape, h->sample_dtype));
+  h->ndim = static_cast<uint32_t>(shape.size());
+  h->dims.fill(0);
+  for (size_t i = 0; i < shape.size(); ++i) h->dims[i] = static_cast<uint32_t>(shape[i]);
+  if (shape.size() == 3) {
+    h->channels = h->dims[0];
+    h->height = h->dims[1];
+    h->width = h->dims[2];
+  } else {
+    uint64_t rows = 1;
+    for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+    h->channels = 1;
+    h->height = static_cast<uint32_t>(rows);
+    h->width = h->dims[shape.size() - 1];
+  }
+  return Status::Ok();
+}
 
 ChunkLayout LayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes) {
   ChunkLayout l;
@@ -88,6 +153,10 @@ void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
     Put<float>(out, kOffMean + 4 * c, h.mean[c]);
     Put<float>(out, kOffStd + 4 * c, h.stddev[c]);
   }
+  const std::vector<uint64_t> shape = h.Shape();
+  Put<uint32_t>(out, kOffNdim, static_cast<uint32_t>(shape.size()));
+  for (size_t i = 0; i < shape.size(); ++i)
+    Put<uint32_t>(out, kOffDims + 4 * i, static_cast<uint32_t>(shape[i]));
   Put<uint64_t>(out, kOffChecksum, Checksum(out, kOffChecksum));
 }
 
@@ -131,6 +200,8 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     h.mean[c] = Get<float>(in, kOffMean + 4 * c);
     h.stddev[c] = Get<float>(in, kOffStd + 4 * c);
   }
+  h.ndim = Get<uint32_t>(in, kOffNdim);
+  for (uint32_t i = 0; i < kMaxDims; ++i) h.dims[i] = Get<uint32_t>(in, kOffDims + 4 * i);
 
   auto field = [&](size_t off, const std::string& what) {
     return std::move(Bad(path, "bad header: " + what).WithOffset(off));
@@ -144,12 +215,44 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
   if (!IsLabelDType(h.label_dtype))
     return field(kOffLabelDType,
                  "unknown label dtype " + std::to_string(static_cast<uint32_t>(h.label_dtype)));
-  if (h.channels == 0 || h.channels > kMaxChannels || h.height == 0 || h.width == 0)
-    return field(kOffChannels, "sample shape " + std::to_string(h.channels) + "x" +
-                                   std::to_string(h.height) + "x" + std::to_string(h.width));
-  if (h.SampleBytes() > (uint64_t{1} << 32))
-    return field(kOffChannels, "samples larger than 4 GiB");
-  if (h.num_classes == 0) return field(kOffNumClasses, "zero classes");
+  // The shape, before anything is sized from it (SampleBytes() below and every reader's).
+  if (h.ndim > kMaxDims) {
+    return field(kOffNdim, "sample shape of " + std::to_string(h.ndim) +
+                               " dimensions; a sample has 1 to " + std::to_string(kMaxDims));
+  }
+  for (uint32_t i = h.ndim; i < kMaxDims; ++i) {
+    if (h.dims[i] != 0) {
+      return field(kOffDims + 4 * i, "dimension " + std::to_string(i) + " is set in a shape of " +
+                                         std::to_string(h.ndim) + " dimensions");
+    }
+  }
+  if (h.ndim == 0) {
+    // Written before the shape was recorded: the image view is the 3-dim shape.
+    if (Status st = CheckSampleShape(h.Shape(), h.sample_dtype); !st.ok())
+      return field(kOffChannels, st.message());
+    h.ndim = 3;
+    h.dims = {h.channels, h.height, h.width, 0};
+  } else {
+    const std::vector<uint64_t> shape = h.Shape();
+    for (uint32_t i = 0; i < h.ndim; ++i) {
+      if (h.dims[i] == 0)
+        return field(kOffDims + 4 * i, "sample shape " + ShapeText(shape) + ": dimension " +
+                                           std::to_string(i) + " is 0");
+    }
+    Header view;
+    view.sample_dtype = h.sample_dtype;
+    if (Status st = SetSampleShape(shape, &view); !st.ok()) return field(kOffDims, st.message());
+    if (view.channels != h.channels || view.height != h.height || view.width != h.width) {
+      return field(kOffChannels, "image view " + ShapeText({h.channels, h.height, h.width}) +
+                                     " does not match the sample shape " + ShapeText(shape) +
+                                     " (expected " +
+                                     ShapeText({view.channels, view.height, view.width}) + ")");
+    }
+  }
+  if (h.num_classes == 0 && h.label_dtype != DType::kUInt8) {
+    return field(kOffLabelDType, "a dataset without labels (0 classes) stores uint8 labels, not " +
+                                     std::string(DTypeName(h.label_dtype)));
+  }
   if (h.chunk_samples == 0) return field(kOffChunkSamples, "zero samples per chunk");
   const uint64_t want_chunks = (h.total_samples + h.chunk_samples - 1) / h.chunk_samples;
   if (h.total_chunks != want_chunks)

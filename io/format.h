@@ -9,12 +9,36 @@
 // and every chunk starts at a multiple of 4096 and is a multiple of 4096 long, so it can be read
 // with O_DIRECT straight into a registered buffer. A chunk is self-contained:
 //
-//   [ samples: n x C x H x W, sample dtype ][ pad to 64 ][ labels: n, label dtype ][ zero pad ]
+//   [ samples: n x shape, sample dtype ][ pad to 64 ][ labels: n, label dtype ][ zero pad ]
 //
 // Global chunk g holds samples [g * chunk_samples, ...) and lives in shard g % shard_count.
 // All integers are little-endian. The header ends with an XXH3-64 of its first 4088 bytes; the
 // index ends with an XXH3-64 of its entries; each chunk entry carries the XXH3-64 of the chunk's
 // whole stored extent (padding included, so a flipped bit anywhere in it is caught).
+//
+// The sample shape. Every sample of a dataset has one shape of 1 to 4 dimensions (ndim, dims),
+// stored row-major, outermost dimension first. The header also keeps the image view of it that
+// the model and the per-channel statistics use, channels x height x width, with
+// channels * height * width = the shape's element count:
+//
+//   3 dims (C, H, W)          channels = C, height = H, width = W (an image; C <= kMaxChannels)
+//   1, 2 or 4 dims (..., W)   channels = 1, width = the last dim, height = the product of the
+//                             others (1 for one dim): (2048) is 1 x 1 x 2048, (H, W) 1 x H x W
+//
+// Files written before the shape was recorded have ndim 0 there; they read as the 3-dim shape
+// (channels, height, width), which is what they meant. A shape is refused (DecodeHeader, and
+// CheckSampleShape for writers) with ndim outside 1..4, a zero or 2^32-or-larger dim, or a sample
+// larger than kMaxSampleBytes: a chunk holds at least one sample and is read whole into one ring
+// slot, so that bounds a sample (the byte size is computed without overflow).
+//
+// Sample dtypes (io/dtype.h): uint8, float16, bfloat16, float32 hold intensities; uint16, int32,
+// int64 hold ids (token ids), stored exactly as given. The per-channel mean and std are the
+// stored values' statistics for intensities; for ids the writer leaves them at mean 0, std 1 (a
+// float mean of token ids means nothing, and int64 ids do not survive a float sum).
+//
+// Labels. num_classes >= 1: every label is below it. num_classes 0: the dataset has no labels
+// (token sequences usually have none); every stored label is then a uint8 0, so the chunk layout
+// is the same as with labels and every reader works unchanged.
 #pragma once
 
 #include <array>
@@ -32,6 +56,8 @@ inline constexpr uint64_t kAlign = 4096;
 inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr uint32_t kVersion = 1;
 inline constexpr uint32_t kMaxChannels = 64;
+inline constexpr uint32_t kMaxDims = 4;
+inline constexpr uint64_t kMaxSampleBytes = uint64_t{1} << 32;
 inline constexpr size_t kIndexEntryBytes = 48;
 inline constexpr uint64_t kLabelAlign = 64;
 inline constexpr char kMagic[8] = {'R', 'F', 'E', 'E', 'D', 'D', 'S', '\x1a'};
@@ -46,8 +72,15 @@ struct Header {
   uint32_t shard_count = 1;
   DType sample_dtype = DType::kUInt8;
   DType label_dtype = DType::kUInt8;
+  // The image view of the sample shape (the mapping above).
   uint32_t channels = 0, height = 0, width = 0;
-  uint32_t num_classes = 0;
+  // The sample shape, dims[0..ndim). 0 here (a header built field by field, or one of a file
+  // written before the shape was recorded) means the 3-dim shape (channels, height, width):
+  // EncodeHeader writes it so, and DecodeHeader always returns ndim 1 to 4. Set a shape with
+  // SetSampleShape, which keeps the image view in step.
+  uint32_t ndim = 0;
+  std::array<uint32_t, kMaxDims> dims{};
+  uint32_t num_classes = 0;    // 0: no labels (above)
   uint64_t total_samples = 0;  // in the whole dataset
   uint64_t total_chunks = 0;   // in the whole dataset
   uint32_t chunk_samples = 0;  // samples in every chunk but the dataset's last
@@ -59,10 +92,23 @@ struct Header {
   std::array<float, kMaxChannels> mean{};
   std::array<float, kMaxChannels> stddev{};
 
+  // The sample shape, outermost dimension first: dims[0..ndim), or {channels, height, width}
+  // where ndim is 0.
+  std::vector<uint64_t> Shape() const;
   uint64_t SampleElems() const { return uint64_t{channels} * height * width; }
   uint64_t SampleBytes() const { return SampleElems() * DTypeSize(sample_dtype); }
   size_t LabelBytes() const { return DTypeSize(label_dtype); }
+  bool HasLabels() const { return num_classes != 0; }
 };
+
+// InvalidArgument naming the shape where it cannot be stored with this sample dtype (the rules
+// above: 1 to 4 dims, each 1 to 2^32-1, 3-dim shapes at most kMaxChannels channels, at most
+// kMaxSampleBytes a sample).
+Status CheckSampleShape(const std::vector<uint64_t>& shape, DType sample_dtype);
+// Checks the shape against h->sample_dtype, then sets ndim, dims and the image view.
+Status SetSampleShape(const std::vector<uint64_t>& shape, Header* h);
+// "3x32x32", "2048".
+std::string ShapeText(const std::vector<uint64_t>& shape);
 
 struct ChunkEntry {
   uint64_t index = 0;         // global chunk number

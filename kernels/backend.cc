@@ -12,9 +12,10 @@ Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend) {
   if (batch.samples == nullptr || batch.labels == nullptr) {
     return Status::InvalidArgument("batch without samples or labels");
   }
-  if (!IsSampleDType(batch.sample_dtype)) {
+  if (!IsImageDType(batch.sample_dtype)) {
     return Status::InvalidArgument("samples of type " + std::string(DTypeName(batch.sample_dtype)) +
-                                   " are not a sample type");
+                                   " are not one the model reads (uint8, float16, bfloat16, "
+                                   "float32)");
   }
   if (!IsLabelDType(batch.label_dtype)) {
     return Status::InvalidArgument("labels of type " + std::string(DTypeName(batch.label_dtype)) +

@@ -186,13 +186,15 @@ TEST(CpuBackendBatch, RejectsALabelOutsideTheClassesAndChangesNothing) {
   EXPECT_EQ(be->TakeTrainStats().samples, 0u);
 }
 
-TEST(CpuBackendBatch, RejectsALabelDTypeAsSamples) {
+// int32 is a sample dtype of the format (ids, such as token ids) but not one the model decodes.
+TEST(CpuBackendBatch, RejectsIdSamplesItCannotDecode) {
   auto be = MakeBackend();
   HostBatch batch = RandomBatch(TinyConfig(), 2, 1);
   batch.dtype = DType::kInt32;
   const Status st = be->Evaluate(batch.ref());
   ASSERT_TRUE(st.IsInvalidArgument());
-  EXPECT_NE(st.message().find("samples of type int32 are not a sample type"), std::string::npos)
+  EXPECT_NE(st.message().find("samples of type int32 are not one the model reads"),
+            std::string::npos)
       << st.message();
 }
 

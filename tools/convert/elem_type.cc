@@ -111,6 +111,8 @@ std::optional<DType> ElemAsDType(Elem e) {
       return DType::kUInt16;
     case Elem::kI32:
       return DType::kInt32;
+    case Elem::kI64:
+      return DType::kInt64;
     case Elem::kF16:
       return DType::kFloat16;
     case Elem::kBF16:
@@ -136,6 +138,8 @@ Elem ElemOf(DType t) {
       return Elem::kU16;
     case DType::kInt32:
       return Elem::kI32;
+    case DType::kInt64:
+      return Elem::kI64;
   }
   return Elem::kU8;
 }
