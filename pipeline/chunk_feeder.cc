@@ -8,27 +8,35 @@
 
 namespace rf {
 
-ChunkFeeder::ChunkFeeder(const Dataset& d, SlotRing& r, std::vector<uint64_t> order,
-                         const FeederOptions& o)
+ChunkFeeder::ChunkFeeder(const Dataset& d, SlotRing& r, ChunkPlan plan, const FeederOptions& o)
     : dataset_(d),
       ring_(r),
-      order_(std::move(order)),
+      plan_(std::move(plan)),
       options_(o),
       submitted_ns_(r.slot_count(), 0) {}
 
 Result<std::unique_ptr<ChunkFeeder>> ChunkFeeder::Start(const Dataset& dataset, SlotRing& ring,
                                                         std::vector<uint64_t> order,
                                                         const FeederOptions& options) {
+  for (uint64_t c : order) {
+    if (c >= dataset.chunk_count())
+      return Status::InvalidArgument("chunk " + std::to_string(c) + " is not in the dataset");
+  }
+  ChunkPlan plan = [order = std::move(order), next = size_t{0}]() mutable {
+    return next < order.size() ? std::optional<uint64_t>(order[next++]) : std::nullopt;
+  };
+  return Start(dataset, ring, std::move(plan), options);
+}
+
+Result<std::unique_ptr<ChunkFeeder>> ChunkFeeder::Start(const Dataset& dataset, SlotRing& ring,
+                                                        ChunkPlan plan,
+                                                        const FeederOptions& options) {
   if (dataset.max_chunk_bytes() > ring.slot_bytes()) {
     return Status::InvalidArgument("ring slots of " + std::to_string(ring.slot_bytes()) +
                                    " bytes cannot hold chunks of " +
                                    std::to_string(dataset.max_chunk_bytes()) + " bytes");
   }
-  for (uint64_t c : order) {
-    if (c >= dataset.chunk_count())
-      return Status::InvalidArgument("chunk " + std::to_string(c) + " is not in the dataset");
-  }
-  std::unique_ptr<ChunkFeeder> f(new ChunkFeeder(dataset, ring, std::move(order), options));
+  std::unique_ptr<ChunkFeeder> f(new ChunkFeeder(dataset, ring, std::move(plan), options));
   // The reader is created on the feeder thread; the start waits to hear whether that worked.
   std::promise<Status> created;
   std::future<Status> created_future = created.get_future();
@@ -141,10 +149,25 @@ void ChunkFeeder::StopVerifiers() {
 Status ChunkFeeder::Feed(ChunkReader& reader) {
   std::vector<ChunkDone> done;
   done.reserve(ring_.slot_count());
-  size_t next = 0;
+  // The plan's next chunk, taken from it but not yet submitted (a plain value and a flag rather
+  // than an optional: GCC 12 reports the optional's value as maybe uninitialized).
+  uint64_t next = 0;
+  bool have_next = false, plan_done = false;
   for (;;) {
     // Put every free slot to work. Block for one only when nothing is in flight.
-    while (next < order_.size()) {
+    while (!plan_done) {
+      if (!have_next) {
+        const std::optional<uint64_t> c = plan_();
+        if (!c.has_value()) {
+          plan_done = true;
+          break;
+        }
+        if (*c >= dataset_.chunk_count()) {
+          return Status::InvalidArgument("chunk " + std::to_string(*c) + " is not in the dataset");
+        }
+        next = *c;
+        have_next = true;
+      }
       std::optional<uint32_t> slot =
           reader.outstanding() == 0 ? ring_.AcquireFree() : ring_.TryAcquireFree();
       if (!slot) {
@@ -152,8 +175,8 @@ Status ChunkFeeder::Feed(ChunkReader& reader) {
         break;
       }
       if (Trace::Active() != nullptr) submitted_ns_[*slot] = Trace::NowNs();
-      RF_RETURN_IF_ERROR(reader.Submit(order_[next], *slot));
-      ++next;
+      RF_RETURN_IF_ERROR(reader.Submit(next, *slot));
+      have_next = false;
     }
     if (reader.outstanding() == 0) return Status::Ok();
     done.clear();

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -36,14 +37,24 @@ struct FeederOptions {
   std::function<std::unique_ptr<IoQueue>()> queue_factory;
 };
 
+// The chunks to read, in delivery order, one at a time: the next global chunk number, or
+// std::nullopt where the plan ends. Called on the feeder thread only, once per chunk, just before
+// the chunk's read is submitted, so a plan can be generated as the reads go and can be endless:
+// the ring's free slots bound how far ahead of the consumer it is asked.
+using ChunkPlan = std::function<std::optional<uint64_t>()>;
+
 class ChunkFeeder {
  public:
   // Starts reading `order` (global chunk numbers, in delivery order) into `ring`. `dataset` and
-  // `ring` must outlive the feeder. Fails, without starting, if the reader cannot be set up or a
-  // chunk does not fit a slot.
+  // `ring` must outlive the feeder. Fails, without starting, if the reader cannot be set up, a
+  // chunk does not fit a slot or is not in the dataset.
   static Result<std::unique_ptr<ChunkFeeder>> Start(const Dataset& dataset, SlotRing& ring,
                                                     std::vector<uint64_t> order,
                                                     const FeederOptions& options);
+  // The same, reading the chunks `plan` gives. A chunk not in the dataset fails the ring (with
+  // InvalidArgument) when the plan gives it.
+  static Result<std::unique_ptr<ChunkFeeder>> Start(const Dataset& dataset, SlotRing& ring,
+                                                    ChunkPlan plan, const FeederOptions& options);
   // Stops a running feeder (failing the ring with Aborted) and joins it.
   ~ChunkFeeder();
 
@@ -55,7 +66,7 @@ class ChunkFeeder {
   uint64_t bytes_read() const { return bytes_.load(std::memory_order_relaxed); }
 
  private:
-  ChunkFeeder(const Dataset& d, SlotRing& r, std::vector<uint64_t> order, const FeederOptions& o);
+  ChunkFeeder(const Dataset& d, SlotRing& r, ChunkPlan plan, const FeederOptions& o);
   void Run(std::unique_ptr<ChunkReader> reader);
   Status Feed(ChunkReader& reader);
   // Hands a read chunk on: to the verifiers, or straight to the consumer.
@@ -65,7 +76,7 @@ class ChunkFeeder {
 
   const Dataset& dataset_;
   SlotRing& ring_;
-  std::vector<uint64_t> order_;
+  ChunkPlan plan_;  // the feeder thread's alone once started
   FeederOptions options_;
   const char* backend_ = "";
   IoMode mode_ = IoMode::kDirect;

@@ -233,5 +233,49 @@ TEST(ChunkFeeder, ChunksLargerThanASlotAreRefused) {
       << feeder.status().message();
 }
 
+TEST(ChunkFeeder, AnEndlessPlanIsAskedOnlyAsFarAsTheFreeSlotsReach) {
+  TempDir t;
+  auto d = Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1500));
+  ASSERT_TRUE(d.ok());
+  auto ring = Ring(3, *d);
+  uint64_t asked = 0;  // the feeder thread's; read after Join
+  ChunkPlan endless = [&asked, n = d->chunk_count()]() -> std::optional<uint64_t> {
+    return (asked++ * 7) % n;
+  };
+  auto feeder = ChunkFeeder::Start(*d, *ring, std::move(endless), {});
+  ASSERT_TRUE(feeder.ok()) << feeder.status().ToString();
+  std::vector<uint64_t> got;
+  while (got.size() < 40) {
+    auto f = ring->AcquireReady();
+    ASSERT_TRUE(f);
+    ExpectChunkContents(*d, f->chunk, ring->data(f->slot));
+    got.push_back(f->chunk);
+    ring->Release(f->slot);
+  }
+  ring->Fail(Status::Aborted("enough"));
+  EXPECT_EQ((*feeder)->Join().message(), "enough");
+  for (uint64_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], (i * 7) % d->chunk_count());
+  // The 40 handed out, at most one per ring slot beyond them, and the one taken but not read.
+  EXPECT_LE(asked, 40u + 3 + 1);
+}
+
+TEST(ChunkFeeder, APlanChunkNotInTheDatasetFailsTheRingNamingIt) {
+  TempDir t;
+  auto d = Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1500));
+  ASSERT_TRUE(d.ok());
+  auto ring = Ring(3, *d);
+  const uint64_t bad = d->chunk_count();
+  ChunkPlan plan = [next = uint64_t{0}, bad]() mutable -> std::optional<uint64_t> {
+    return next < 2 ? next++ : bad;
+  };
+  auto feeder = ChunkFeeder::Start(*d, *ring, std::move(plan), {});
+  ASSERT_TRUE(feeder.ok());
+  Consumed c = Consume(*d, *ring);
+  EXPECT_LE(c.chunks.size(), 2u);
+  ASSERT_TRUE(c.status.IsInvalidArgument()) << c.status.ToString();
+  EXPECT_EQ(c.status.message(), "chunk " + std::to_string(bad) + " is not in the dataset");
+  EXPECT_EQ((*feeder)->Join().ToString(), c.status.ToString());
+}
+
 }  // namespace
 }  // namespace rf
