@@ -11,13 +11,13 @@ Result<FashionMnist> LoadFashionMnist(const std::string& dir, const std::string&
                       convert::OpenIdxSource(dir + "/" + prefix + "-images-idx3-ubyte.gz",
                                              dir + "/" + prefix + "-labels-idx1-ubyte.gz"));
   const convert::SourceShape& s = src->shape();
-  if (s.elem != convert::Elem::kU8 || s.channels != 1) {
+  if (s.elem != convert::Elem::kU8 || s.dims.size() != 3 || s.dims[0] != 1) {
     return Status::Corruption(dir, "Fashion-MNIST images are not 1-channel uint8");
   }
   FashionMnist d;
   d.count = static_cast<uint32_t>(limit != 0 && limit < s.samples ? limit : s.samples);
-  d.rows = s.height;
-  d.cols = s.width;
+  d.rows = static_cast<uint32_t>(s.dims[1]);
+  d.cols = static_cast<uint32_t>(s.dims[2]);
   d.pixels.reserve(size_t{d.count} * d.rows * d.cols);
   d.labels.reserve(d.count);
   while (d.labels.size() < d.count) {

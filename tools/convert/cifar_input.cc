@@ -13,9 +13,7 @@ class CifarSource final : public SampleSource {
  public:
   CifarSource(std::vector<File> files, std::vector<uint64_t> counts, bool cifar100)
       : files_(std::move(files)), counts_(std::move(counts)), label_bytes_(cifar100 ? 2 : 1) {
-    shape_.channels = 3;
-    shape_.height = 32;
-    shape_.width = 32;
+    shape_.dims = {3, 32, 32};
     shape_.elem = Elem::kU8;
     shape_.label_dtype = DType::kUInt8;
     shape_.num_classes = cifar100 ? 100 : 10;
@@ -57,10 +55,15 @@ class CifarSource final : public SampleSource {
     return b;
   }
 
-  LabelPosition LabelAt(uint64_t sample) const override {
+  InputPosition LabelAt(uint64_t sample) const override {
     size_t f = 0;
     while (f + 1 < counts_.size() && sample >= counts_[f]) sample -= counts_[f++];
     return {files_[f].path(), sample * RecordBytes() + label_bytes_ - 1};
+  }
+
+  InputPosition SampleAt(uint64_t sample) const override {
+    const InputPosition label = LabelAt(sample);
+    return {label.path, label.offset + 1};
   }
 
   std::vector<std::string> input_paths() const override {

@@ -37,8 +37,9 @@ void AddCommonConvertOptions(po::options_description& options, CommonConvertFlag
   add("output,o", po::value(&f.output)->required(), "the dataset to write (OUT.rfd)");
   if (with_dtype) {
     add("dtype", po::value(&f.dtype),
-        "stored sample dtype: uint8, float16, bfloat16 or float32 (default: the input's own "
-        "where it is one of these, else float32)");
+        "stored sample dtype: uint8, float16, bfloat16, float32 (intensities), or uint16, int32, "
+        "int64 (ids such as token ids: integer input only, stored exactly) (default: the input's "
+        "own where it is one of these, int64 for uint32/uint64 input, else float32)");
   }
   if (with_scale) {
     add("scale", po::value(&f.scale),
@@ -61,9 +62,10 @@ void AddCommonConvertOptions(po::options_description& options, CommonConvertFlag
   add("quiet,q", po::bool_switch(&f.quiet), "no progress bar and no summary line");
 }
 
-ConvertOptions ToConvertOptions(const CommonConvertFlags& f, const std::string& dtype_flag) {
+ConvertOptions ToConvertOptions(const CommonConvertFlags& f, const std::string& dtype_flag,
+                                DTypeKind dtype_kind) {
   ConvertOptions o;
-  if (!f.dtype.empty()) o.sample_dtype = ParseDTypeFlag(dtype_flag, f.dtype, true);
+  if (!f.dtype.empty()) o.sample_dtype = ParseDTypeFlag(dtype_flag, f.dtype, dtype_kind);
   if (f.scale != 0) o.scale = f.scale;
   o.chunk_bytes = ParseSizeFlag("--chunk-size", f.chunk_size);
   if (o.chunk_bytes == 0) throw UsageError("--chunk-size must be positive");
@@ -80,31 +82,64 @@ ConvertOptions ToConvertOptions(const CommonConvertFlags& f, const std::string& 
   return o;
 }
 
-ShapeFlag ParseShape(const std::string& flag, const std::string& text) {
-  ShapeFlag s;
-  uint32_t* parts[3] = {&s.channels, &s.height, &s.width};
+namespace {
+
+// 1 to 4 comma-separated positive integers of at most 9 digits (every dim below 2^32; the
+// product is checked where the dtype is known), or nothing.
+std::optional<std::vector<uint64_t>> SplitDims(const std::string& text) {
+  std::vector<uint64_t> dims;
+  if (text.empty() || text.back() == ',') return std::nullopt;
   std::istringstream in(text);
   std::string item;
-  int n = 0;
   while (std::getline(in, item, ',')) {
-    if (n == 3 || item.empty() || item.find_first_not_of("0123456789") != std::string::npos ||
-        item.size() > 9 || std::stoul(item) == 0) {
-      n = 4;
-      break;
+    if (dims.size() == 4 || item.empty() || item.size() > 9 ||
+        item.find_first_not_of("0123456789") != std::string::npos || std::stoul(item) == 0) {
+      return std::nullopt;
     }
-    *parts[n++] = static_cast<uint32_t>(std::stoul(item));
+    dims.push_back(std::stoul(item));
   }
-  if (n != 3) throw UsageError(flag + " must be C,H,W with positive integers, not '" + text + "'");
-  return s;
+  return dims;
 }
 
-DType ParseDTypeFlag(const std::string& flag, const std::string& text, bool sample) {
-  std::optional<DType> t = ParseDType(text);
-  if (sample && (!t || !IsSampleDType(*t))) {
-    throw UsageError(flag + " must be uint8, float16, bfloat16 or float32, not '" + text + "'");
+}  // namespace
+
+std::vector<uint64_t> ParseShape(const std::string& flag, const std::string& text) {
+  std::optional<std::vector<uint64_t>> d = SplitDims(text);
+  if (!d) {
+    throw UsageError(flag + " must be 1 to 4 comma-separated positive integers (C,H,W for an " +
+                     "image), not '" + text + "'");
   }
-  if (!sample && (!t || !IsLabelDType(*t))) {
-    throw UsageError(flag + " must be uint8, uint16 or int32, not '" + text + "'");
+  return *d;
+}
+
+ShapeFlag ParseImageShape(const std::string& flag, const std::string& text) {
+  std::optional<std::vector<uint64_t>> d = SplitDims(text);
+  if (!d || d->size() != 3) {
+    throw UsageError(flag + " must be C,H,W with positive integers, not '" + text + "'");
+  }
+  const auto dim = [&](size_t i) { return static_cast<uint32_t>((*d)[i]); };
+  return {dim(0), dim(1), dim(2)};
+}
+
+DType ParseDTypeFlag(const std::string& flag, const std::string& text, DTypeKind kind) {
+  const std::optional<DType> t = ParseDType(text);
+  switch (kind) {
+    case DTypeKind::kSample:
+      if (!t || !IsSampleDType(*t)) {
+        throw UsageError(flag + " must be uint8, uint16, int32, int64, float16, bfloat16 or " +
+                         "float32, not '" + text + "'");
+      }
+      break;
+    case DTypeKind::kImage:
+      if (!t || !IsImageDType(*t)) {
+        throw UsageError(flag + " must be uint8, float16, bfloat16 or float32, not '" + text + "'");
+      }
+      break;
+    case DTypeKind::kLabel:
+      if (!t || !IsLabelDType(*t)) {
+        throw UsageError(flag + " must be uint8, uint16 or int32, not '" + text + "'");
+      }
+      break;
   }
   return *t;
 }

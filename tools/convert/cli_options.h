@@ -40,15 +40,22 @@ struct CommonConvertFlags {
 };
 void AddCommonConvertOptions(po::options_description& options, CommonConvertFlags& flags,
                              bool with_dtype, bool with_scale);
-// Checks the common flags and builds the converter's options.
-ConvertOptions ToConvertOptions(const CommonConvertFlags& flags, const std::string& dtype_flag);
+// Which dtypes a flag takes: any sample dtype, the intensity ones alone (io/dtype.h's
+// IsImageDType: what a generator of images makes), or a label dtype.
+enum class DTypeKind { kSample, kImage, kLabel };
 
+// Checks the common flags and builds the converter's options.
+ConvertOptions ToConvertOptions(const CommonConvertFlags& flags, const std::string& dtype_flag,
+                                DTypeKind dtype_kind = DTypeKind::kSample);
+
+// A sample shape: 1 to 4 comma-separated positive dims ("2048", "3,32,32").
+std::vector<uint64_t> ParseShape(const std::string& flag, const std::string& text);
+// An image shape, exactly "C,H,W".
 struct ShapeFlag {
   uint32_t channels = 0, height = 0, width = 0;
 };
-ShapeFlag ParseShape(const std::string& flag, const std::string& text);  // "C,H,W"
-// A stored sample dtype (sample=true) or a label dtype.
-DType ParseDTypeFlag(const std::string& flag, const std::string& text, bool sample);
+ShapeFlag ParseImageShape(const std::string& flag, const std::string& text);
+DType ParseDTypeFlag(const std::string& flag, const std::string& text, DTypeKind kind);
 uint64_t ParseSizeFlag(const std::string& flag, const std::string& text);
 
 // The report line of a finished conversion, and the file list.

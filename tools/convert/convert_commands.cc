@@ -30,7 +30,7 @@ Status RunIdxCommand(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("idx options");
   desc.add_options()("images", po::value(&images)->required(),
                      "IDX images file (N,H,W or N,C,H,W; plain or gzipped)")(
-      "labels", po::value(&labels), "IDX labels file (N); without it every label is 0");
+      "labels", po::value(&labels), "IDX labels file (N); without it the dataset has no labels");
   AddCommonConvertOptions(desc, f, true, true);
   po::variables_map vm;
   if (!ParseCommandLine("idx", "--images F [--labels F] -o OUT.rfd [options]", desc, nullptr, args,
@@ -66,10 +66,12 @@ Status RunNpyCommand(const std::vector<std::string>& args, std::ostream& out) {
   std::string images, labels, layout = "nchw";
   po::options_description desc("npy options");
   desc.add_options()("images", po::value(&images)->required(),
-                     "images .npy: (N,H,W), (N,C,H,W), or (N,H,W,C) with --layout nhwc")(
-      "labels", po::value(&labels), "labels .npy: (N,) integers; without it every label is 0")(
+                     "samples .npy of shape (N, d1, ..., dk), k = 1 to 4, kept as the sample "
+                     "shape ((N,C,H,W) images, (N,2048) token rows), or (N,H,W,C) with --layout "
+                     "nhwc")("labels", po::value(&labels),
+                             "labels .npy: (N,) integers; without it the dataset has no labels")(
       "layout", po::value(&layout)->default_value(layout),
-      "layout of 4-d images: nchw, or nhwc (transposed to C,H,W per sample)");
+      "nchw (samples as they are), or nhwc: (N,H,W,C) images transposed to C,H,W per sample");
   AddCommonConvertOptions(desc, f, true, true);
   po::variables_map vm;
   if (!ParseCommandLine("npy", "--images X.npy [--labels Y.npy] -o OUT.rfd [options]", desc,
@@ -89,31 +91,30 @@ Status RunRawCommand(const std::vector<std::string>& args, std::ostream& out) {
   uint64_t header_bytes = 0;
   po::options_description desc("raw options");
   desc.add_options()("records", po::value(&records)->required(), "the records file")(
-      "shape", po::value(&shape)->required(), "sample shape C,H,W")(
+      "shape", po::value(&shape)->required(),
+      "sample shape: 1 to 4 comma-separated dims (C,H,W for an image, 2048 for a token row)")(
       "dtype", po::value(&dtype)->default_value(dtype),
-      "element type in the records: uint8, float16, bfloat16 or float32")(
+      "element type in the records: uint8, uint16, int32, int64, float16, bfloat16 or float32")(
       "label-dtype", po::value(&label_dtype)->default_value(label_dtype),
       "label type: uint8, uint16 or int32 (also the stored label dtype)")(
       "label", po::value(&label)->default_value(label),
-      "where labels are: first or last in each record, none (all 0), or file:PATH (a file of "
-      "N labels)")("header-bytes", po::value(&header_bytes)->default_value(0),
-                   "bytes to skip at the start of the records file");
+      "where labels are: first or last in each record, none (the dataset has no labels), or "
+      "file:PATH (a file of N labels)")("header-bytes", po::value(&header_bytes)->default_value(0),
+                                        "bytes to skip at the start of the records file");
   AddCommonConvertOptions(desc, f, false, true);
   desc.add_options()("out-dtype", po::value(&f.dtype),
-                     "stored sample dtype (default: --dtype): uint8, float16, bfloat16, float32");
+                     "stored sample dtype (default: --dtype): uint8, uint16, int32, int64, "
+                     "float16, bfloat16, float32");
   po::variables_map vm;
-  if (!ParseCommandLine("raw", "--records F --shape C,H,W [--dtype T] -o OUT.rfd [options]", desc,
-                        nullptr, args, vm, out)) {
+  if (!ParseCommandLine("raw", "--records F --shape D1[,D2...] [--dtype T] -o OUT.rfd [options]",
+                        desc, nullptr, args, vm, out)) {
     return Status::Ok();
   }
   RawOptions r;
   r.records_path = records;
-  const ShapeFlag s = ParseShape("--shape", shape);
-  r.channels = s.channels;
-  r.height = s.height;
-  r.width = s.width;
-  r.elem = ElemOf(ParseDTypeFlag("--dtype", dtype, true));
-  r.label_dtype = ParseDTypeFlag("--label-dtype", label_dtype, false);
+  r.shape = ParseShape("--shape", shape);
+  r.elem = ElemOf(ParseDTypeFlag("--dtype", dtype, DTypeKind::kSample));
+  r.label_dtype = ParseDTypeFlag("--label-dtype", label_dtype, DTypeKind::kLabel);
   if (label == "first") {
     r.labels = RawOptions::Labels::kFirst;
   } else if (label == "last") {
@@ -145,7 +146,7 @@ Status RunPredecessorCommand(const std::vector<std::string>& args, std::ostream&
                         desc, nullptr, args, vm, out)) {
     return Status::Ok();
   }
-  const ShapeFlag s = ParseShape("--shape", shape);
+  const ShapeFlag s = ParseImageShape("--shape", shape);
   const ConvertOptions o = ToConvertOptions(f, "--dtype");
   return ConvertAndReport(OpenPredecessorSource(images, labels, s.channels, s.height, s.width), f,
                           o, out);
@@ -173,8 +174,8 @@ Status RunSyntheticCommand(const std::vector<std::string>& args, std::ostream& o
                         nullptr, args, vm, out)) {
     return Status::Ok();
   }
-  ConvertOptions o = ToConvertOptions(f, "--dtype");
-  const ShapeFlag s = ParseShape("--shape", shape);
+  ConvertOptions o = ToConvertOptions(f, "--dtype", DTypeKind::kImage);
+  const ShapeFlag s = ParseImageShape("--shape", shape);
   so.channels = s.channels;
   so.height = s.height;
   so.width = s.width;

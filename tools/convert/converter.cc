@@ -68,22 +68,45 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
   const SourceShape& shape = source.shape();
   const DType stored = opts.sample_dtype.value_or(DefaultSampleDType(shape.elem));
   const float scale = opts.scale.value_or(DefaultScale(shape.elem, stored));
+  const bool labeled = shape.has_labels;
   const uint32_t classes = opts.num_classes != 0 ? opts.num_classes : shape.num_classes;
   const bool split = opts.test_fraction > 0;
+  const std::vector<std::string> inputs = source.input_paths();
+  const std::string input = inputs.empty() ? "input" : inputs.front();
+
+  // What the input cannot become, before any file is created.
+  if (Status st = format::CheckSampleShape(shape.dims, stored); !st.ok()) {
+    return std::move(st.WithPath(input));
+  }
+  const bool ids = !IsImageDType(stored);  // elem_type.h: copied exactly, never scaled
+  if (ids && ElemIsFloat(shape.elem)) {
+    return Status::InvalidArgument(input + ": " + std::string(ElemName(shape.elem)) +
+                                   " samples cannot be stored as " +
+                                   std::string(DTypeName(stored)) +
+                                   " ids (integer input only; store floats as float32, float16, "
+                                   "bfloat16 or uint8)");
+  }
+  if (ids && scale != 1.f) {
+    return Status::InvalidArgument("--scale does not apply to " + std::string(DTypeName(stored)) +
+                                   " ids, which are stored exactly");
+  }
+  if (!labeled && opts.num_classes != 0) {
+    return Status::InvalidArgument("--classes " + std::to_string(opts.num_classes) +
+                                   " given, but " + input + " comes without labels");
+  }
 
   DatasetSpec spec;
   spec.sample_dtype = stored;
-  spec.label_dtype = shape.label_dtype;
-  spec.channels = shape.channels;
-  spec.height = shape.height;
-  spec.width = shape.width;
-  spec.num_classes = classes;
+  spec.label_dtype = labeled ? shape.label_dtype : DType::kUInt8;
+  spec.shape = shape.dims;
+  spec.num_classes = labeled ? classes : 0;
+  spec.has_labels = labeled;
   std::vector<std::string> outputs;
   for (uint32_t i = 0; i < opts.shards; ++i) {
     outputs.push_back(format::ShardPath(out_path, i, opts.shards));
     if (split) outputs.push_back(format::ShardPath(TestSetPath(out_path), i, opts.shards));
   }
-  RF_RETURN_IF_ERROR(CheckOutputsAreNotInputs(outputs, source.input_paths()));
+  RF_RETURN_IF_ERROR(CheckOutputsAreNotInputs(outputs, inputs));
 
   WriterOptions wopts;
   wopts.shards = opts.shards;
@@ -101,7 +124,7 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
   const bool passthrough = ElemAsDType(shape.elem) == stored && scale == 1.f;
   const uint64_t block = BlockSamples(shape, stored, opts.memory_budget);
   const uint64_t out_sample_bytes = shape.SampleElems() * DTypeSize(stored);
-  const size_t label_bytes = DTypeSize(shape.label_dtype);
+  const size_t label_bytes = DTypeSize(spec.label_dtype);
   std::vector<uint8_t> converted(passthrough ? 0 : block * out_sample_bytes);
   std::vector<uint8_t> labels(block * label_bytes);
   const int64_t max_label = classes != 0 ? int64_t{classes} - 1 : MaxLabelOf(shape.label_dtype);
@@ -111,10 +134,10 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
   for (;;) {
     RF_ASSIGN_OR_RETURN(SampleBlock b, source.Next(block));
     if (b.count == 0) break;
-    for (uint64_t i = 0; i < b.count; ++i) {
+    for (uint64_t i = 0; labeled && i < b.count; ++i) {
       const int64_t v = b.labels[i];
       if (v < 0 || v > max_label) {
-        const LabelPosition at = source.LabelAt(b.first + i);
+        const InputPosition at = source.LabelAt(b.first + i);
         std::string why = "label " + std::to_string(v) + " of sample " +
                           std::to_string(b.first + i) + " is outside [0, " +
                           std::to_string(max_label + 1) + ")";
@@ -125,12 +148,29 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
     }
     const uint8_t* samples = b.samples;
     if (!passthrough) {
-      ConvertElems(shape.elem, b.samples, stored, scale, converted.data(),
-                   b.count * shape.SampleElems());
+      const uint64_t elems = b.count * shape.SampleElems();
+      if (ids) {
+        const uint64_t bad =
+            ConvertIntegers(shape.elem, b.samples, stored, converted.data(), elems);
+        if (bad != elems) {
+          const uint64_t sample = b.first + bad / shape.SampleElems();
+          const InputPosition at = source.SampleAt(sample);
+          return std::move(
+              Status::Corruption(at.path, "value " + IntegerText(shape.elem, b.samples, bad) +
+                                              " (element " +
+                                              std::to_string(bad % shape.SampleElems()) +
+                                              " of sample " + std::to_string(sample) +
+                                              ") does not fit " + std::string(DTypeName(stored)))
+                  .WithOffset(at.offset));
+        }
+      } else {
+        ConvertElems(shape.elem, b.samples, stored, scale, converted.data(), elems);
+      }
       samples = converted.data();
     }
+    const uint8_t* block_labels = labeled ? labels.data() : nullptr;
     if (!split) {
-      RF_RETURN_IF_ERROR(train->Append(samples, labels.data(), b.count));
+      RF_RETURN_IF_ERROR(train->Append(samples, block_labels, b.count));
     } else {
       // Append runs of consecutive samples bound for the same dataset.
       uint64_t i = 0;
@@ -142,8 +182,8 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
           ++j;
         }
         DatasetWriter& w = to_test ? *test : *train;
-        RF_RETURN_IF_ERROR(
-            w.Append(samples + i * out_sample_bytes, &labels[i * label_bytes], j - i));
+        RF_RETURN_IF_ERROR(w.Append(samples + i * out_sample_bytes,
+                                    labeled ? &labels[i * label_bytes] : nullptr, j - i));
         i = j;
       }
     }
@@ -157,14 +197,14 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
   }
 
   ConvertSummary s;
-  s.num_classes = classes;
-  if (split && classes == 0) {
+  s.num_classes = labeled ? classes : 0;  // no labels: 0 classes in both halves
+  if (labeled && split && classes == 0) {
     // Both halves get the class count of the whole input.
     const int64_t top = std::max(train->max_label(), test->max_label());
     s.num_classes = static_cast<uint32_t>(top + 1);
     RF_RETURN_IF_ERROR(train->SetNumClasses(s.num_classes));
     RF_RETURN_IF_ERROR(test->SetNumClasses(s.num_classes));
-  } else if (classes == 0) {
+  } else if (labeled && classes == 0) {
     s.num_classes = static_cast<uint32_t>(train->max_label() + 1);
   }
   if (split && (train->samples_written() == 0 || test->samples_written() == 0)) {

@@ -1,6 +1,8 @@
 // Convert: drains a SampleSource into a ringfeed dataset (and, with a test split, a second one),
-// converting samples to the stored dtype (the rule in elem_type.h), checking every label, and
-// keeping memory bounded by one block of samples plus the writers' chunk buffers.
+// keeping the source's sample shape, converting samples to the stored dtype (the rules in
+// elem_type.h: intensities scaled, ids copied exactly), checking every label, and keeping memory
+// bounded by one block of samples plus the writers' chunk buffers. A source without labels makes
+// a dataset without labels (0 classes; --classes is then refused).
 //
 // The test split: sample i goes to the test set when a seeded hash of i falls below the
 // fraction, so the split is the same on every run and machine, whatever the block sizes. The

@@ -146,7 +146,9 @@ Elem ElemOf(DType t) {
 
 DType DefaultSampleDType(Elem e) {
   std::optional<DType> t = ElemAsDType(e);
-  return t && IsSampleDType(*t) ? *t : DType::kFloat32;
+  if (t && IsSampleDType(*t)) return *t;
+  if (e == Elem::kU32 || e == Elem::kU64) return DType::kInt64;
+  return DType::kFloat32;
 }
 
 float DefaultScale(Elem in, DType out) {
@@ -230,6 +232,37 @@ void ConvertElems(Elem in, const void* src, DType out, float scale, void* dst, s
     for (size_t i = 0; i < m; ++i) tmp[i] = LoadAsFloat(in, src, base + i) * scale;
     StoreFromFloat(out, tmp, static_cast<char*>(dst) + base * out_size, m);
   }
+}
+
+size_t ConvertIntegers(Elem in, const void* src, DType out, void* dst, size_t n) {
+  int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  switch (out) {
+    case DType::kUInt8:
+      lo = 0, hi = 255;
+      break;
+    case DType::kUInt16:
+      lo = 0, hi = 65535;
+      break;
+    case DType::kInt32:
+      lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+      break;
+    default:
+      break;
+  }
+  const Elem to = ElemOf(out);
+  for (size_t i = 0; i < n; ++i) {
+    // LoadInteger saturates uint64 at INT64_MAX, which would pass for a fitting value.
+    if (in == Elem::kU64 && Load<uint64_t>(src, i) > uint64_t{INT64_MAX}) return i;
+    const int64_t v = LoadInteger(in, src, i);
+    if (v < lo || v > hi) return i;
+    StoreInteger(to, v, dst, i);
+  }
+  return n;
+}
+
+std::string IntegerText(Elem e, const void* base, size_t i) {
+  if (e == Elem::kU64) return std::to_string(Load<uint64_t>(base, i));
+  return std::to_string(LoadInteger(e, base, i));
 }
 
 }  // namespace rf::convert

@@ -41,6 +41,13 @@ std::optional<ExportLayout> ParseExportLayout(const std::string& name) {
 }
 
 Result<ExportLayout> ResolveLayout(const format::Header& h, ExportLayout layout) {
+  const std::vector<uint64_t> shape = h.Shape();
+  if (shape.size() != 3) {
+    if (layout == ExportLayout::kAuto || layout == ExportLayout::kNchw) return ExportLayout::kNchw;
+    return Status::InvalidArgument(
+        std::string("--layout ") + (layout == ExportLayout::kNhw ? "nhw" : "nhwc") +
+        " applies to C,H,W samples; this dataset's have shape " + format::ShapeText(shape));
+  }
   if (layout == ExportLayout::kAuto) {
     return h.channels == 1 ? ExportLayout::kNhw : ExportLayout::kNchw;
   }
@@ -57,8 +64,11 @@ std::vector<uint64_t> ExportShape(const format::Header& h, ExportLayout layout) 
       return {h.total_samples, h.height, h.width};
     case ExportLayout::kNhwc:
       return {h.total_samples, h.height, h.width, h.channels};
-    default:
-      return {h.total_samples, h.channels, h.height, h.width};
+    default: {
+      std::vector<uint64_t> shape = {h.total_samples};
+      for (uint64_t d : h.Shape()) shape.push_back(d);
+      return shape;
+    }
   }
 }
 

@@ -9,10 +9,14 @@
 //   cifar        PREFIX.bin: per sample one label byte, then the sample (uint8 samples)
 //   npy          PREFIX-images.npy + PREFIX-labels.npy with the header numpy writes
 //   predecessor  PREFIX_images.bin (float32, feature-major) + PREFIX_labels.bin (int32)
+//                (intensity dtypes only: ids would not survive float32)
 //
-// Layout (raw, idx, npy): nchw writes (N,C,H,W); nhw writes (N,H,W) and needs C = 1; nhwc
-// transposes each sample to H,W,C. The default is nhw for one channel, nchw otherwise, which
-// gives back the bytes of an IDX or .npy input exactly.
+// A dataset without labels exports labels of 0 (uint8 unless --label-dtype says otherwise).
+//
+// Layout (raw, idx, npy): nchw writes the samples as stored, (N, shape...): (N,C,H,W) for a
+// C,H,W dataset, (N,2048) for token rows. For C,H,W datasets only: nhw writes (N,H,W) and needs
+// C = 1; nhwc transposes each sample to H,W,C. The default is nhw for one channel of a C,H,W
+// dataset, nchw otherwise, which gives back the bytes of an IDX or .npy input exactly.
 #pragma once
 
 #include <cstdint>

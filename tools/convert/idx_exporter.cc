@@ -25,7 +25,7 @@ Result<ExportSummary> ExportIdx(const Dataset& d, const ExportOptions& o, Progre
   const std::optional<uint8_t> code = IdxCodeOf(sample_elem);
   if (!code) {
     return Status::Unsupported("IDX has no " + std::string(DTypeName(h.sample_dtype)) +
-                               " type; export a uint8 or float32 dataset");
+                               " type; export it as raw or npy");
   }
   if (h.total_samples > UINT32_MAX) return Status::Unsupported("IDX counts are 32-bit");
   // uint8 labels keep IDX's ubyte; wider ones are written as int (0x0C).

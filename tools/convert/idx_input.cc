@@ -100,9 +100,9 @@ class IdxSource final : public SampleSource {
       : images_(std::move(images)), labels_(std::move(labels)), ih_(ih), lh_(lh) {
     const auto& d = ih_.dims;
     shape_.samples = d[0];
-    shape_.channels = d.size() == 4 ? d[1] : 1;
-    shape_.height = d.size() >= 3 ? d[d.size() - 2] : 1;
-    shape_.width = d.back();
+    // IDX holds images: (N,H,W) and (N,D) are one channel, C,H,W as ever.
+    shape_.dims = {d.size() == 4 ? d[1] : 1, d.size() >= 3 ? d[d.size() - 2] : 1, d.back()};
+    shape_.has_labels = labels_ != nullptr;
     shape_.elem = ih_.elem;
     shape_.label_dtype = labels_ && lh_.elem == Elem::kU8 ? DType::kUInt8
                          : labels_                        ? DType::kInt32
@@ -140,9 +140,13 @@ class IdxSource final : public SampleSource {
     return b;
   }
 
-  LabelPosition LabelAt(uint64_t sample) const override {
+  InputPosition LabelAt(uint64_t sample) const override {
     if (!labels_) return {images_->path(), ih_.data_offset + sample * shape_.SampleBytes()};
     return {labels_->path(), lh_.data_offset + sample * ElemSize(lh_.elem)};
+  }
+
+  InputPosition SampleAt(uint64_t sample) const override {
+    return {images_->path(), ih_.data_offset + sample * shape_.SampleBytes()};
   }
 
   std::vector<std::string> input_paths() const override {

@@ -20,14 +20,24 @@ std::string DescribeDataset(const Dataset& d) {
   std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(h.dataset_id));
   out << "format:       version " << h.version << ", dataset id " << id << "\n";
   out << "samples:      " << h.total_samples << "\n";
-  out << "shape:        " << h.channels << " x " << h.height << " x " << h.width << " ("
-      << h.SampleBytes() << " bytes per sample)\n";
-  out << "sample dtype: " << DTypeName(h.sample_dtype) << "\n";
-  out << "label dtype:  " << DTypeName(h.label_dtype) << "\n";
-  out << "classes:      " << h.num_classes << "\n";
+  std::string shape;
+  for (uint64_t v : h.Shape()) shape += (shape.empty() ? "" : " x ") + std::to_string(v);
+  out << "shape:        " << shape << " (" << h.SampleBytes() << " bytes per sample)\n";
+  out << "sample dtype: " << DTypeName(h.sample_dtype)
+      << (IsImageDType(h.sample_dtype) ? "" : " (ids, stored exactly)") << "\n";
+  if (h.HasLabels()) {
+    out << "label dtype:  " << DTypeName(h.label_dtype) << "\n";
+    out << "classes:      " << h.num_classes << "\n";
+  } else {
+    out << "labels:       no labels (0 classes; every stored label is 0)\n";
+  }
   out << "chunks:       " << h.total_chunks << " (" << h.chunk_samples
       << " samples each but the last; largest " << FormatBytes(d.max_chunk_bytes()) << ")\n";
   out << "shards:       " << h.shard_count << "\n";
+  if (!IsImageDType(h.sample_dtype)) {
+    out << "mean, std:    none for ids (stored as 0 and 1)\n";
+    return out.str();
+  }
   out << "mean:        ";
   for (uint32_t c = 0; c < h.channels; ++c) out << " " << h.mean[c];
   out << "\nstd:         ";

@@ -10,8 +10,8 @@
 
 namespace rf::convert {
 
-// Several lines: files and sizes, shape, dtypes, classes, samples, chunks, shards, chunk size,
-// per-channel mean and std.
+// Several lines: files and sizes, shape, dtypes, classes (or "no labels"), samples, chunks,
+// shards, chunk size, per-channel mean and std (or why there are none: ids).
 std::string DescribeDataset(const Dataset& dataset);
 
 struct VerifyReport {

@@ -208,7 +208,15 @@ Result<NpyHeader> ReadNpyHeader(const File& file, uint64_t file_size) {
   RF_RETURN_IF_ERROR(file.ReadAt(text.data(), header_len, text_at));
   RF_ASSIGN_OR_RETURN(NpyHeader h, DictParser(text, path, text_at).Parse());
   h.data_offset = text_at + header_len;
-  const uint64_t want = h.Elems() * ElemSize(h.elem);
+  // Factor by factor: a shape whose size wraps 64 bits must not pass for one the file matches.
+  uint64_t want = ElemSize(h.elem);
+  for (uint64_t d : h.shape) {
+    if (__builtin_mul_overflow(want, d, &want)) {
+      return std::move(Status::Corruption(path, "shape " + h.ShapeText() + " of '" + h.descr +
+                                                    "' is larger than 2^64 bytes")
+                           .WithOffset(h.shape_offset));
+    }
+  }
   if (file_size - h.data_offset != want) {
     return std::move(Status::Corruption(path, "data is " +
                                                   std::to_string(file_size - h.data_offset) +

@@ -20,20 +20,12 @@ class NpySource final : public SampleSource {
     const auto& s = ih_.shape;
     shape_.samples = s[0];
     shape_.elem = ih_.elem;
-    if (s.size() == 2) {
-      shape_.width = static_cast<uint32_t>(s[1]);
-    } else if (s.size() == 3) {
-      shape_.height = static_cast<uint32_t>(s[1]);
-      shape_.width = static_cast<uint32_t>(s[2]);
-    } else if (nhwc) {
-      shape_.height = static_cast<uint32_t>(s[1]);
-      shape_.width = static_cast<uint32_t>(s[2]);
-      shape_.channels = static_cast<uint32_t>(s[3]);
+    if (nhwc) {
+      shape_.dims = {s[3], s[1], s[2]};  // (N,H,W,C), checked by OpenNpySource
     } else {
-      shape_.channels = static_cast<uint32_t>(s[1]);
-      shape_.height = static_cast<uint32_t>(s[2]);
-      shape_.width = static_cast<uint32_t>(s[3]);
+      shape_.dims.assign(s.begin() + 1, s.end());
     }
+    shape_.has_labels = labels_.is_open();
     if (labels_.is_open()) {
       const std::optional<DType> own = ElemAsDType(lh_.elem);
       shape_.label_dtype = own && IsLabelDType(*own) ? *own : DType::kInt32;
@@ -52,10 +44,11 @@ class NpySource final : public SampleSource {
     RF_RETURN_IF_ERROR(images_.ReadAt(raw_.data(), raw_.size(), ih_.data_offset + next_ * bytes));
     if (ih_.big_endian) SwapBytes(raw_.data(), ElemSize(ih_.elem), n * shape_.SampleElems());
     const uint8_t* samples = raw_.data();
-    if (nhwc_ && ih_.shape.size() == 4) {
+    if (nhwc_) {
       chw_.resize(raw_.size());
-      HwcToChw(raw_.data(), chw_.data(), n, shape_.channels, shape_.height, shape_.width,
-               ElemSize(ih_.elem));
+      const auto& d = shape_.dims;
+      HwcToChw(raw_.data(), chw_.data(), n, static_cast<uint32_t>(d[0]),
+               static_cast<uint32_t>(d[1]), static_cast<uint32_t>(d[2]), ElemSize(ih_.elem));
       samples = chw_.data();
     }
     labels_out_.assign(n, 0);
@@ -75,10 +68,14 @@ class NpySource final : public SampleSource {
     return b;
   }
 
-  LabelPosition LabelAt(uint64_t sample) const override {
+  InputPosition LabelAt(uint64_t sample) const override {
     if (!labels_.is_open())
       return {images_.path(), ih_.data_offset + sample * shape_.SampleBytes()};
     return {labels_.path(), lh_.data_offset + sample * ElemSize(lh_.elem)};
+  }
+
+  InputPosition SampleAt(uint64_t sample) const override {
+    return {images_.path(), ih_.data_offset + sample * shape_.SampleBytes()};
   }
 
   std::vector<std::string> input_paths() const override {
@@ -109,8 +106,11 @@ Result<std::unique_ptr<SampleSource>> OpenNpySource(const std::string& images_pa
   RF_ASSIGN_OR_RETURN(File images, File::Open(images_path, O_RDONLY));
   RF_ASSIGN_OR_RETURN(uint64_t isize, images.Size());
   RF_ASSIGN_OR_RETURN(NpyHeader ih, ReadNpyHeader(images, isize));
-  if (ih.shape.size() < 2 || ih.shape.size() > 4) {
-    return ShapeError(images_path, ih, "images need (N,D), (N,H,W) or (N,C,H,W) / (N,H,W,C)");
+  if (ih.shape.size() < 2 || ih.shape.size() > 5) {
+    return ShapeError(images_path, ih, "samples need shape (N, d1, ..., dk) with k = 1 to 4");
+  }
+  if (nhwc && ih.shape.size() != 4) {
+    return ShapeError(images_path, ih, "--layout nhwc needs images of shape (N,H,W,C)");
   }
   for (size_t i = 1; i < ih.shape.size(); ++i) {
     if (ih.shape[i] == 0 || ih.shape[i] > UINT32_MAX) {

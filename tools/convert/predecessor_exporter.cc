@@ -11,6 +11,10 @@ namespace rf::convert {
 Result<ExportSummary> ExportPredecessor(const Dataset& d, const ExportOptions& o,
                                         Progress& progress) {
   const format::Header& h = d.header();
+  if (!IsImageDType(h.sample_dtype)) {
+    return Status::Unsupported("the predecessor's files hold float32 images; this dataset stores " +
+                               std::string(DTypeName(h.sample_dtype)) + " ids");
+  }
   if (o.layout != ExportLayout::kAuto && o.layout != ExportLayout::kNchw) {
     return Status::InvalidArgument("predecessor features are C,H,W-ordered: --layout must be nchw");
   }

@@ -42,8 +42,13 @@ class PredecessorSource final : public SampleSource {
     return b;
   }
 
-  LabelPosition LabelAt(uint64_t sample) const override {
+  InputPosition LabelAt(uint64_t sample) const override {
     return {labels_.path(), sample * sizeof(int32_t)};
+  }
+
+  // Feature 0 of the sample (the others are N floats apart).
+  InputPosition SampleAt(uint64_t sample) const override {
+    return {images_.path(), sample * sizeof(float)};
   }
 
   std::vector<std::string> input_paths() const override { return {images_.path(), labels_.path()}; }
@@ -76,9 +81,7 @@ Result<std::unique_ptr<SampleSource>> OpenPredecessorSource(const std::string& i
                                                             uint32_t channels, uint32_t height,
                                                             uint32_t width) {
   SourceShape shape;
-  shape.channels = channels;
-  shape.height = height;
-  shape.width = width;
+  shape.dims = {channels, height, width};
   shape.elem = Elem::kF32;
   shape.label_dtype = DType::kInt32;
   const uint64_t sample_bytes = shape.SampleBytes();

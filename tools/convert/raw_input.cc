@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/file.h"
+#include "io/format.h"
 
 namespace rf::convert {
 namespace {
@@ -15,12 +16,11 @@ class RawSource final : public SampleSource {
  public:
   RawSource(const RawOptions& o, File records, File labels, uint64_t samples)
       : o_(o), records_(std::move(records)), labels_(std::move(labels)) {
-    shape_.channels = o.channels;
-    shape_.height = o.height;
-    shape_.width = o.width;
+    shape_.dims = o.shape;
     shape_.elem = o.elem;
     shape_.samples = samples;
-    shape_.label_dtype = o.labels == RawOptions::Labels::kNone ? DType::kUInt8 : o.label_dtype;
+    shape_.has_labels = o.labels != RawOptions::Labels::kNone;
+    shape_.label_dtype = shape_.has_labels ? o.label_dtype : DType::kUInt8;
   }
 
   const SourceShape& shape() const override { return shape_; }
@@ -63,7 +63,7 @@ class RawSource final : public SampleSource {
     return b;
   }
 
-  LabelPosition LabelAt(uint64_t sample) const override {
+  InputPosition LabelAt(uint64_t sample) const override {
     const uint64_t sb = shape_.SampleBytes();
     const uint64_t rec = sb + InRecordLabelBytes();
     switch (o_.labels) {
@@ -77,6 +77,12 @@ class RawSource final : public SampleSource {
         break;
     }
     return {records_.path(), o_.header_bytes + sample * rec};
+  }
+
+  InputPosition SampleAt(uint64_t sample) const override {
+    const uint64_t rec = shape_.SampleBytes() + InRecordLabelBytes();
+    const uint64_t label_first = o_.labels == RawOptions::Labels::kFirst ? InRecordLabelBytes() : 0;
+    return {records_.path(), o_.header_bytes + sample * rec + label_first};
   }
 
   std::vector<std::string> input_paths() const override {
@@ -105,7 +111,15 @@ class RawSource final : public SampleSource {
 Result<std::unique_ptr<SampleSource>> OpenRawSource(const RawOptions& o) {
   RF_ASSIGN_OR_RETURN(File records, File::Open(o.records_path, O_RDONLY));
   RF_ASSIGN_OR_RETURN(uint64_t size, records.Size());
-  const uint64_t sb = uint64_t{o.channels} * o.height * o.width * ElemSize(o.elem);
+  const std::optional<DType> stored = ElemAsDType(o.elem);
+  if (!stored) {
+    return Status::InvalidArgument("raw records of " + std::string(ElemName(o.elem)) +
+                                   " are not supported");
+  }
+  // The shape is checked before the record size is computed from it (no overflow).
+  RF_RETURN_IF_ERROR(format::CheckSampleShape(o.shape, *stored));
+  uint64_t sb = ElemSize(o.elem);
+  for (uint64_t d : o.shape) sb *= d;
   const bool in_record =
       o.labels == RawOptions::Labels::kFirst || o.labels == RawOptions::Labels::kLast;
   const uint64_t rec = sb + (in_record ? DTypeSize(o.label_dtype) : 0);

@@ -1,11 +1,12 @@
-// Raw input: a file of fixed-size records after an optional header, each record a C x H x W
-// sample of one element type with its label first, last, in a separate file of N labels, or
-// absent (every label 0).
+// Raw input: a file of fixed-size records after an optional header, each record a sample of one
+// shape (1 to 4 dims, row-major) and one element type with its label first, last, in a separate
+// file of N labels, or absent (the dataset has no labels).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "io/dtype.h"
 #include "io/status.h"
@@ -16,8 +17,8 @@ namespace rf::convert {
 struct RawOptions {
   enum class Labels { kFirst, kLast, kNone, kFile };
   std::string records_path;
-  uint32_t channels = 1, height = 1, width = 1;
-  Elem elem = Elem::kU8;
+  std::vector<uint64_t> shape = {1, 1, 1};  // the sample shape, outermost first
+  Elem elem = Elem::kU8;                    // one with a stored dtype (ElemAsDType)
   DType label_dtype = DType::kUInt8;
   Labels labels = Labels::kFirst;
   std::string labels_path;  // with kFile

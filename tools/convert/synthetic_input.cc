@@ -49,9 +49,7 @@ void GenerateU8(const SyntheticOptions& o, const uint8_t* tmpl, uint64_t index, 
 class SyntheticSource final : public SampleSource {
  public:
   explicit SyntheticSource(const SyntheticOptions& o) : o_(o) {
-    shape_.channels = o.channels;
-    shape_.height = o.height;
-    shape_.width = o.width;
+    shape_.dims = {o.channels, o.height, o.width};
     shape_.elem = ElemOf(o.dtype);
     shape_.samples = o.samples;
     shape_.num_classes = o.classes;
@@ -112,9 +110,10 @@ class SyntheticSource final : public SampleSource {
     return b;
   }
 
-  LabelPosition LabelAt(uint64_t sample) const override {
+  InputPosition LabelAt(uint64_t sample) const override {
     return {"synthetic", sample};  // generated labels are always in range
   }
+  InputPosition SampleAt(uint64_t sample) const override { return {"synthetic", sample}; }
 
   std::vector<std::string> input_paths() const override { return {}; }
 
@@ -232,7 +231,7 @@ void SyntheticTemplate(const SyntheticOptions& o, uint32_t label, uint8_t* out) 
 Result<std::unique_ptr<SampleSource>> MakeSyntheticSource(const SyntheticOptions& o) {
   if (o.samples == 0) return Status::InvalidArgument("--samples must be at least 1");
   if (o.classes == 0) return Status::InvalidArgument("--classes must be at least 1");
-  if (!IsSampleDType(o.dtype)) {
+  if (!IsImageDType(o.dtype)) {
     return Status::InvalidArgument("--dtype must be uint8, float16, bfloat16 or float32");
   }
   if (o.channels == 0 || o.height == 0 || o.width == 0) {
