@@ -137,6 +137,9 @@ std::string ManagedSource::Describe() const {
          std::to_string(load_seconds_).substr(0, 5) + " s (" +
          std::to_string(total_bytes_ / std::max(load_seconds_, 1e-9) / 1e9).substr(0, 5) +
          " GB/s)" + (options_.verify ? ", checksums verified" : "") +
+         (order_.world_size() > 1 ? ", training rank " + std::to_string(order_.rank()) + " of " +
+                                        std::to_string(order_.world_size()) + "'s part"
+                                  : "") +
          (options_.advise ? ", advised read-mostly on the GPU" : "") +
          (options_.prefetch_batches
               ? ", prefetching " + std::to_string(options_.prefetch_batches) + " batches ahead"
@@ -144,7 +147,7 @@ std::string ManagedSource::Describe() const {
 }
 
 uint64_t ManagedSource::epoch_samples() const {
-  return EpochSamples(order_.sample_count(), options_.batch_size, options_.drop_last);
+  return EpochSamples(order_.EpochSampleCount(), options_.batch_size, options_.drop_last);
 }
 
 Status ManagedSource::StartEpoch(uint64_t epoch, uint64_t position) {

@@ -5,6 +5,11 @@
 // (the same order as the streaming mode for the same seed), and page faults migrate the pages the
 // GPU touches.
 //
+// Ranks (options.order.rank / world_size): batches follow the rank's part of WindowOrder, as in
+// the streaming mode, but every rank still loads the WHOLE dataset: managed mode is the
+// single-GPU baseline, not a way to shard a dataset (the streaming mode reads only the rank's
+// chunks). sample_count() is the dataset's; epoch_samples() the rank's.
+//
 // Options, from the CUDA memory notes:
 //   prefetch_batches N  cudaMemPrefetchAsync, on a side stream, of the chunks the batch N ahead
 //                       reads (each chunk once per window)

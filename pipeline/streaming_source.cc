@@ -14,10 +14,15 @@ StreamingSource::StreamingSource(const Dataset& d, const StreamingOptions& o, Wi
     : dataset_(d), options_(o), order_(std::move(order)), cursor_(order_) {}
 
 uint32_t StreamingSource::StagingSlots(const WindowOrder& order, uint32_t batch_size) {
-  const uint64_t chunks = order.chunk_count();
-  const uint64_t window = std::min<uint64_t>(order.window_chunks(), chunks);
-  const uint64_t per_chunk =
-      std::max<uint64_t>(1, order.sample_count() / std::max<uint64_t>(1, chunks));
+  // The largest window: W, or the rank's whole epoch where that is smaller, or the last window
+  // where the shared chunks make it larger than W.
+  const uint64_t window =
+      std::max<uint64_t>(std::min<uint64_t>(order.window_chunks(), order.epoch_chunk_count()),
+                         order.max_window_chunks());
+  // The dataset's mean chunk, at most a full one: the windows a batch passes through whole are
+  // never the last, so they hold dealt (full) chunks only.
+  const uint64_t per_chunk = std::max<uint64_t>(
+      1, order.sample_count() / std::max<uint64_t>(1, order.dataset_chunk_count()));
   // A batch reaching past its windows takes at most ceil(batch / per_chunk) more chunks, and one
   // more for a short last chunk. Three windows (the one trained, the next, and the one after
   // being read) let the reader run a window ahead, so a slow stretch of disk does not stall
@@ -56,12 +61,19 @@ StreamingSource::~StreamingSource() {
 }
 
 uint64_t StreamingSource::epoch_samples() const {
-  return EpochSamples(order_.sample_count(), options_.batch_size, options_.drop_last);
+  return EpochSamples(order_.EpochSampleCount(), options_.batch_size, options_.drop_last);
 }
 
 std::string StreamingSource::Describe() const {
   const StagingLayout& l = staging_->layout();
-  return "streaming: " + FormatBytes(dataset_.total_bytes()) + " read as it trains; " +
+  const std::string reads =
+      order_.world_size() == 1
+          ? FormatBytes(dataset_.total_bytes())
+          : "rank " + std::to_string(order_.rank()) + " of " + std::to_string(order_.world_size()) +
+                ": " + std::to_string(order_.epoch_chunk_count()) + " of " +
+                std::to_string(order_.dataset_chunk_count()) + " chunks an epoch (" +
+                std::to_string(order_.shared_chunk_count()) + " shared)";
+  return "streaming: " + reads + " read as it trains; " +
          std::to_string(options_.order.window_chunks) + "-chunk shuffle windows, " +
          std::to_string(l.slots) + " staging slots of " + FormatBytes(l.slot_bytes) + ", " +
          std::to_string(options_.ring_slots) + " ring slots, " +
@@ -122,8 +134,9 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
 }
 
 uint64_t StreamingSource::SeqOf(uint64_t window, uint32_t chunk_in_window) const {
-  // Plan positions: the start epoch from window plan_window_, then whole epochs.
-  const uint64_t chunks = order_.chunk_count(), skipped = order_.WindowStart(plan_window_);
+  // Plan positions: the start epoch from window plan_window_, then whole epochs (of this rank's
+  // chunks).
+  const uint64_t chunks = order_.epoch_chunk_count(), skipped = order_.WindowStart(plan_window_);
   const uint64_t epoch = cursor_.epoch();
   if (epoch == plan_epoch_) return order_.WindowStart(window) - skipped + chunk_in_window;
   return chunks - skipped + (epoch - plan_epoch_ - 1) * chunks + order_.WindowStart(window) +

@@ -16,6 +16,11 @@
 // only. The chunk plan is every epoch from the start to the last one, back to back, so the next
 // epoch's first window is read while the current epoch ends.
 //
+// Ranks (options.order.rank / world_size): the source delivers this rank's part of every epoch
+// and its plan holds this rank's chunks only (WindowOrder::EpochChunks: its dealt chunks plus the
+// epoch's shared ones), so each rank reads about 1/N of the dataset. sample_count() stays the
+// dataset's; epoch_samples() is the rank's (the same on every rank).
+//
 // Memory, fixed at Create and independent of the dataset's size: the host ring (ring_slots x
 // the largest chunk), the staging area (StagingSlots(): three windows plus a batch's worth of
 // chunks), one batch, one window's order; and the chunk plan (8 bytes per chunk per epoch).
@@ -59,13 +64,15 @@ using StagingFactory =
 
 class StreamingSource final : public TrainingSource {
  public:
-  // Fails for a batch size of 0, fewer than 2 ring slots, or what the staging factory refuses.
+  // Fails for a batch size of 0, fewer than 2 ring slots, an empty dataset, or what the staging
+  // factory refuses.
   static Result<std::unique_ptr<StreamingSource>> Create(const Dataset& dataset,
                                                          const StreamingOptions& options,
                                                          const StagingFactory& make_staging);
   ~StreamingSource() override;
 
-  // Staging slots for a layout: three windows, plus the chunks one batch can span beyond them.
+  // Staging slots for a layout: three of its largest windows (the last one holds the shared
+  // chunks too), plus the chunks one batch can span beyond them.
   static uint32_t StagingSlots(const WindowOrder& order, uint32_t batch_size);
 
   uint64_t sample_count() const override { return order_.sample_count(); }

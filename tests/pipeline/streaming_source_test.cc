@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -228,6 +229,40 @@ TEST(StreamingSource, DestroyingItMidEpochDoesNotHang) {
     ASSERT_TRUE(s->StartEpoch(0, 0).ok());
     for (int i = 0; i < batches; ++i) ASSERT_TRUE(s->Next().ok());
   }  // each destructor returns: the test finishing is the assertion
+}
+
+TEST(StreamingSource, EachRankDeliversItsOwnPartAndReadsOnlyItsChunks) {
+  TempDir t;
+  // 47 chunks of 63 samples and one of 40: 23 dealt to each of 2 ranks, 1 full one and the
+  // short one shared (103 samples: 52 each, one padded).
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 3001, {.chunk_bytes = 4096}));
+  ASSERT_TRUE(d.ok());
+  for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+    std::vector<uint64_t> all;
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      StreamingOptions o = Options(50, 4, epoch + 1);
+      o.order.rank = rank;
+      o.order.world_size = 2;
+      auto s = Source(*d, o);
+      ASSERT_NE(s, nullptr);
+      EXPECT_EQ(s->sample_count(), 3001u);
+      EXPECT_EQ(s->epoch_samples(), 23u * 63 + 52);
+      ASSERT_TRUE(s->StartEpoch(epoch, 0).ok());
+      const std::vector<uint64_t> seen = DrainEpoch(*s);
+      EXPECT_EQ(seen, s->order().EpochSamples(epoch)) << "rank " << rank << " epoch " << epoch;
+      all.insert(all.end(), seen.begin(), seen.end());
+      // The plan ends with this epoch: what was read is this rank's chunks, each once.
+      uint64_t bytes = 0;
+      for (uint64_t c : s->order().EpochChunks(epoch)) bytes += d->chunk(c).entry.stored_bytes;
+      EXPECT_EQ(s->bytes_read(), bytes) << "rank " << rank << " epoch " << epoch;
+      EXPECT_LT(bytes, d->total_bytes() * 6 / 10);
+    }
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(all.size(), 3002u);
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    EXPECT_EQ(all.size(), 3001u) << "epoch " << epoch;
+  }
 }
 
 }  // namespace
