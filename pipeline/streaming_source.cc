@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -110,18 +111,22 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
     RF_ASSIGN_OR_RETURN(
         ring_, SlotRing::Create(options_.ring_slots, dataset_.max_chunk_bytes(), options_.pin));
   }
-  // The plan: the epoch from the window holding `position`, then every later epoch.
+  // The plan: the epoch from the window holding `position`, then every later epoch up to
+  // options_.epochs (endless where that is 0), each epoch's chunks made on the feeder thread when
+  // the reads reach it (WindowOrder is immutable; order_ outlives the feeder, Stop joins it).
   cursor_.Start(epoch, position);
   plan_epoch_ = epoch;
   plan_window_ = cursor_.window();
-  const std::vector<uint64_t>& chunks = cursor_.epoch_chunks();
-  std::vector<uint64_t> plan(
-      chunks.begin() + std::min<uint64_t>(chunks.size(), order_.WindowStart(plan_window_)),
-      chunks.end());
-  for (uint64_t e = epoch + 1; e < options_.epochs; ++e) {
-    const std::vector<uint64_t> more = order_.EpochChunks(e);
-    plan.insert(plan.end(), more.begin(), more.end());
-  }
+  ChunkPlan plan = [order = &order_, epochs = options_.epochs, epoch,
+                    chunks = cursor_.epoch_chunks(),
+                    next = order_.WindowStart(plan_window_)]() mutable -> std::optional<uint64_t> {
+    while (next >= chunks.size()) {  // a rank's epoch holds at least one chunk
+      if (epochs != 0 && epoch + 1 >= epochs) return std::nullopt;
+      chunks = order->EpochChunks(++epoch);
+      next = 0;
+    }
+    return chunks[next++];
+  };
   retire_.clear();
   window_slots_.clear();
   ring_fed_ = true;
@@ -168,7 +173,7 @@ Status StreamingSource::RetirePending() {
 
 Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
   RF_RETURN_IF_ERROR(CheckEpochPosition(position, epoch_samples()));
-  if (epoch >= options_.epochs) {
+  if (options_.epochs != 0 && epoch >= options_.epochs) {
     return Status::InvalidArgument("epoch " + std::to_string(epoch + 1) +
                                    " is past the streaming plan's " +
                                    std::to_string(options_.epochs));

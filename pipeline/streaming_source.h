@@ -14,7 +14,12 @@
 //
 // The order is WindowOrder's (pipeline/window_order.h): a function of the seed, W and the epoch
 // only. The chunk plan is every epoch from the start to the last one, back to back, so the next
-// epoch's first window is read while the current epoch ends.
+// epoch's first window is read while the current epoch ends; the feeder thread makes each epoch's
+// chunk list when its reads reach that epoch. With epochs == 0 (a library loader that does not
+// know how many epochs its caller will run) the plan has no end: StartEpoch(e + 1, 0) after
+// epoch e continues it without a restart, whatever e. The cost: when the caller stops, the
+// reader has read up to ring_slots + StagingSlots() chunks ahead that nothing trains on (a fixed
+// count ends the plan with its last epoch instead).
 //
 // Ranks (options.order.rank / world_size): the source delivers this rank's part of every epoch
 // and its plan holds this rank's chunks only (WindowOrder::EpochChunks: its dealt chunks plus the
@@ -23,7 +28,8 @@
 //
 // Memory, fixed at Create and independent of the dataset's size: the host ring (ring_slots x
 // the largest chunk), the staging area (StagingSlots(): three windows plus a batch's worth of
-// chunks), one batch, one window's order; and the chunk plan (8 bytes per chunk per epoch).
+// chunks), one batch, one window's order; and two epochs' chunk lists, the compute thread's and
+// the feeder's (8 bytes per dataset chunk each).
 //
 // Failures: a read error or a checksum mismatch fails the ring with a Status naming file, chunk
 // and offset; Next() returns it. Nothing waits forever: the destructor fails the ring and wakes
@@ -56,7 +62,8 @@ struct StreamingOptions {
   uint32_t ring_slots = 16;  // host ring slots, one chunk each
   PinMode pin = PinMode::kAuto;
   FeederOptions feeder;
-  uint64_t epochs = 1;  // the plan reads up to (not including) this epoch
+  // The plan reads up to (not including) this epoch; 0: no end (StartEpoch takes any epoch).
+  uint64_t epochs = 1;
 };
 
 using StagingFactory =
@@ -78,6 +85,7 @@ class StreamingSource final : public TrainingSource {
   uint64_t sample_count() const override { return order_.sample_count(); }
   uint64_t epoch_samples() const override;
   // Continues the plan where the last epoch ended, or restarts the pipeline at (epoch, position).
+  // InvalidArgument for an epoch at or past a fixed options.epochs.
   Status StartEpoch(uint64_t epoch, uint64_t position) override;
   Result<Batch> Next() override;
   uint64_t position() const override { return position_; }

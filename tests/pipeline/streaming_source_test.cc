@@ -259,10 +259,62 @@ TEST(StreamingSource, EachRankDeliversItsOwnPartAndReadsOnlyItsChunks) {
       EXPECT_LT(bytes, d->total_bytes() * 6 / 10);
     }
     std::sort(all.begin(), all.end());
-    EXPECT_EQ(all.size(), 3002u);
+    ASSERT_EQ(all.size(), 3002u);
     all.erase(std::unique(all.begin(), all.end()), all.end());
     EXPECT_EQ(all.size(), 3001u) << "epoch " << epoch;
   }
+}
+
+TEST(StreamingSource, DropLastCutsEveryRanksEpochToTheSameWholeBatches) {
+  TempDir t;
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 3001, {.chunk_bytes = 4096}));
+  ASSERT_TRUE(d.ok());
+  for (uint32_t rank = 0; rank < 3; ++rank) {
+    StreamingOptions o = Options(64, 4, 2);
+    o.drop_last = true;
+    o.order.rank = rank;
+    o.order.world_size = 3;
+    auto s = Source(*d, o);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->order().EpochSampleCount(), 1001u);  // ceil(3001 / 3)
+    EXPECT_EQ(s->epoch_samples(), 960u);
+    for (uint64_t e = 0; e < 2; ++e) {
+      ASSERT_TRUE(s->StartEpoch(e, 0).ok());
+      const std::vector<uint64_t> order = s->order().EpochSamples(e);
+      EXPECT_EQ(DrainEpoch(*s), std::vector<uint64_t>(order.begin(), order.begin() + 960))
+          << "rank " << rank << " epoch " << e;
+    }
+  }
+}
+
+TEST(StreamingSource, OpenEndedEpochsRunOnWithoutAFixedCount) {
+  TempDir t;
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1000, {.chunk_bytes = 4096}));
+  ASSERT_TRUE(d.ok());
+  for (uint32_t world : {1u, 3u}) {
+    StreamingOptions o = Options(64, 2, 0);
+    o.order.rank = world - 1;
+    o.order.world_size = world;
+    auto s = Source(*d, o);
+    ASSERT_NE(s, nullptr);
+    for (uint64_t e = 0; e < 5; ++e) {
+      ASSERT_TRUE(s->StartEpoch(e, 0).ok()) << e;
+      EXPECT_EQ(DrainEpoch(*s), s->order().EpochSamples(e)) << "world " << world << " epoch " << e;
+    }
+    // A jump (a resumed run) restarts the plan there, and it runs on from it.
+    ASSERT_TRUE(s->StartEpoch(9, 100).ok());
+    const std::vector<uint64_t> epoch9 = s->order().EpochSamples(9);
+    EXPECT_EQ(DrainEpoch(*s), std::vector<uint64_t>(epoch9.begin() + 100, epoch9.end()));
+    ASSERT_TRUE(s->StartEpoch(10, 0).ok());
+    EXPECT_EQ(DrainEpoch(*s), s->order().EpochSamples(10)) << "world " << world;
+  }
+  // A fixed count still ends the plan: an epoch past it is refused.
+  auto fixed = Source(*d, Options(64, 2, 2));
+  Status st = fixed->StartEpoch(2, 0);
+  EXPECT_TRUE(st.IsInvalidArgument());
+  EXPECT_EQ(st.message(), "epoch 3 is past the streaming plan's 2");
 }
 
 }  // namespace
