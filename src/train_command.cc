@@ -16,6 +16,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "io/dataset.h"
 #include "kernels/checkpoint.h"
@@ -40,8 +42,31 @@ std::vector<std::string> ShardPaths(const Dataset& d) {
   return out;
 }
 
+// Usage naming the dataset where the CNN cannot train it. It trains images: samples of 3 dims
+// (C,H,W) or 2 (H,W, one channel: how an .npy of (N,H,W) is stored), of a dtype it decodes
+// (uint8, float16, bfloat16, float32; not ids such as token rows), with labels of 2 or more
+// classes.
+Status CheckTrainable(const std::string& flag, const std::string& path, const format::Header& h) {
+  const std::vector<uint64_t> shape = h.Shape();
+  std::string why;
+  if (!IsImageDType(h.sample_dtype)) {
+    why = "its samples are " + std::string(DTypeName(h.sample_dtype)) +
+          " ids; the CNN trains uint8, float16, bfloat16 or float32 images";
+  } else if (shape.size() != 2 && shape.size() != 3) {
+    why = "its samples have shape " + format::ShapeText(shape) +
+          "; the CNN trains images of shape C,H,W or H,W";
+  } else if (!h.HasLabels()) {
+    why = "it has no labels; the CNN trains a classifier";
+  } else if (h.num_classes < 2) {
+    why = "it has 1 class; the CNN needs 2 or more";
+  }
+  if (why.empty()) return Status::Ok();
+  return Status::Usage(flag + " " + path + ": cannot train on it: " + why);
+}
+
 // The datasets the run reads: the training split, and the test split where --test names one
-// (Usage where its shape or classes are not the training split's).
+// (Usage where either cannot be trained on, or the test split's shape or classes are not the
+// training split's).
 struct RunData {
   Dataset train;
   std::optional<Dataset> test;
@@ -50,8 +75,10 @@ struct RunData {
 Result<RunData> OpenData(const TrainConfig& c) {
   RunData d;
   RF_ASSIGN_OR_RETURN(d.train, Dataset::Open(c.pipeline.data));
+  RF_RETURN_IF_ERROR(CheckTrainable("--data", c.pipeline.data, d.train.header()));
   if (c.test.empty()) return d;
   RF_ASSIGN_OR_RETURN(d.test, Dataset::Open(c.test));
+  RF_RETURN_IF_ERROR(CheckTrainable("--test", c.test, d.test->header()));
   const format::Header &h = d.train.header(), &t = d.test->header();
   if (t.channels != h.channels || t.height != h.height || t.width != h.width ||
       t.num_classes != h.num_classes) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/dataset.h"
+#include "io/dataset_writer.h"
 #include "kernels/checkpoint.h"
 #include "tests/src/train_command_testing.h"
 #include "tests/testing/temp_dir.h"
@@ -100,6 +101,54 @@ TEST(TrainCommand, OutputOntoTheDataExitsTwoAndLeavesItUnchanged) {
   EXPECT_NE(out.find("(the same file by another name)"), std::string::npos) << out;
   EXPECT_EQ(testing::ReadAll(data), before);
   ASSERT_EQ(RunCommand(Train(data, "--max-steps 1"), &out), 0) << out;
+}
+
+// A dataset of n samples of `shape` in `dtype` (zeros), with labels i % 4 or none.
+std::string WriteShaped(const TempDir& t, const std::string& name, std::vector<uint64_t> shape,
+                        DType dtype, bool labels) {
+  DatasetSpec spec;
+  spec.sample_dtype = dtype;
+  spec.shape = std::move(shape);
+  spec.has_labels = labels;
+  auto w = DatasetWriter::Create(t.File(name), spec, {});
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  uint64_t bytes = DTypeSize(dtype);
+  for (uint64_t d : spec.shape) bytes *= d;
+  const std::vector<uint8_t> sample(bytes);
+  for (uint8_t i = 0; i < 40; ++i) {
+    const uint8_t label = i % 4;
+    EXPECT_TRUE((*w)->Append(sample.data(), labels ? &label : nullptr, 1).ok());
+  }
+  EXPECT_TRUE((*w)->Finish().ok());
+  return t.File(name);
+}
+
+// What the CNN cannot train (token rows, other shapes, no labels) is a usage error naming the
+// dataset and why, before anything is set up.
+TEST(TrainCommand, DatasetTheCnnCannotTrainExitsTwoNamingItAndWhy) {
+  TempDir t;
+  const std::string tokens = WriteShaped(t, "tok.rfd", {2048}, DType::kUInt16, false);
+  std::string out;
+  EXPECT_EQ(RunCommand(Train(tokens, ""), &out), 2);
+  EXPECT_EQ(out, "ringfeed: --data " + tokens +
+                     ": cannot train on it: its samples are uint16 ids; the CNN trains uint8, "
+                     "float16, bfloat16 or float32 images\n");
+  const std::string volumes = WriteShaped(t, "vol.rfd", {2, 4, 12, 12}, DType::kFloat32, true);
+  EXPECT_EQ(RunCommand(Train(volumes, ""), &out), 2);
+  EXPECT_EQ(out, "ringfeed: --data " + volumes +
+                     ": cannot train on it: its samples have shape 2x4x12x12; the CNN trains "
+                     "images of shape C,H,W or H,W\n");
+  const std::string unlabeled = WriteShaped(t, "nl.rfd", {1, 12, 12}, DType::kUInt8, false);
+  EXPECT_EQ(RunCommand(Train(unlabeled, ""), &out), 2);
+  EXPECT_EQ(out, "ringfeed: --data " + unlabeled +
+                     ": cannot train on it: it has no labels; the CNN trains a classifier\n");
+  // The test split too; and an (H,W) dataset, one channel, trains.
+  const std::string plane = WriteShaped(t, "hw.rfd", {12, 12}, DType::kUInt8, true);
+  EXPECT_EQ(RunCommand(Train(plane, "--test " + tokens), &out), 2);
+  EXPECT_EQ(out.rfind("ringfeed: --test " + tokens + ": cannot train on it: its samples are", 0),
+            0u)
+      << out;
+  EXPECT_EQ(RunCommand(Train(plane, "--max-steps 1"), &out), 0) << out;
 }
 
 // A checkpoint that could never be written stops the run at its start, not at its first
