@@ -78,13 +78,21 @@ void ChunkCopier::Loop() {
   cv_.notify_all();
 }
 
-Result<uint64_t> ChunkCopier::AwaitCopied(uint64_t first, uint32_t count, uint32_t* slots) {
+Result<uint64_t> ChunkCopier::AwaitCopied(uint64_t first, uint32_t count, uint32_t* slots,
+                                          const std::function<Status()>& poll) {
   const uint64_t last = first + count - 1;
   uint64_t waited = 0;
   std::unique_lock lock(mu_);
   if (copied_ <= last) {
     const uint64_t t0 = Trace::NowNs();
-    cv_.wait(lock, [&] { return copied_ > last || done_; });
+    const auto ready = [&] { return copied_ > last || done_; };
+    if (!poll) cv_.wait(lock, ready);
+    while (poll && !cv_.wait_for(lock, kPollInterval, ready)) {
+      lock.unlock();
+      Status st = poll();
+      lock.lock();
+      if (!st.ok()) return st;
+    }
     waited = Trace::NowNs() - t0;
     if (copied_ <= last) {
       if (!status_.ok()) return status_;

@@ -17,8 +17,10 @@
 // thread: it only takes the ring's mutex.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -41,8 +43,12 @@ class ChunkCopier {
 
   // Blocks until plan positions first .. first + count - 1 are copied in, then writes their
   // staging slots to slots[0 .. count-1] and returns the nanoseconds it blocked. Fails with the
-  // copy's or the ring's error, or Aborted where the plan ended before those positions.
-  Result<uint64_t> AwaitCopied(uint64_t first, uint32_t count, uint32_t* slots);
+  // copy's or the ring's error, or Aborted where the plan ended before those positions. `poll`,
+  // where set, is called every kPollInterval while it blocks; a status other than OK from it ends
+  // the wait and is returned (the copier goes on: the positions can be awaited again).
+  static constexpr std::chrono::milliseconds kPollInterval{100};
+  Result<uint64_t> AwaitCopied(uint64_t first, uint32_t count, uint32_t* slots,
+                               const std::function<Status()>& poll = {});
   // Hands staging slots back for later chunks (after ChunkStaging::Retire).
   void Free(const std::vector<uint32_t>& slots);
 

@@ -88,6 +88,15 @@ std::string ReadSizeText(uint32_t bytes) {
   return std::to_string(bytes);
 }
 
+Status CheckRank(uint32_t rank, uint32_t world_size) {
+  if (world_size < 1) return AtLeast("--world-size", 1, world_size);
+  if (rank >= world_size) {
+    return Status::Usage("--rank must be < --world-size (" + std::to_string(world_size) +
+                         "), got " + std::to_string(rank));
+  }
+  return Status::Ok();
+}
+
 Status PipelineConfig::Validate() const {
   if (data.empty()) return Status::Usage("no --data given (see --help)");
   if (batch_size < 1) return AtLeast("--batch-size", 1, batch_size);
@@ -96,6 +105,7 @@ Status PipelineConfig::Validate() const {
   if (streaming.ring_slots < 2) return AtLeast("--ring-slots", 2, streaming.ring_slots);
   if (streaming.copy_streams < 1) return AtLeast("--copy-streams", 1, streaming.copy_streams);
   RF_RETURN_IF_ERROR(CheckReadSize(streaming.read_bytes));
+  RF_RETURN_IF_ERROR(CheckRank(rank, world_size));
   if (mode == PipelineMode::kManaged && device == DeviceKind::kCpu) {
     return Status::Usage(
         "--mode managed needs a GPU (CUDA managed memory); without one, use --mode streaming");
@@ -108,6 +118,8 @@ WindowOrderOptions OrderOptionsFor(const PipelineConfig& c) {
   o.shuffle = c.shuffle == ShuffleMode::kWindow;
   o.window_chunks = c.shuffle_window;
   o.seed = c.seed;
+  o.rank = c.rank;
+  o.world_size = c.world_size;
   return o;
 }
 

@@ -51,6 +51,10 @@ Result<uint32_t> ParseReadSize(const std::string& text);
 // A read size as a command line writes it: "4MiB", "64KiB", or plain bytes.
 std::string ReadSizeText(uint32_t bytes);
 
+// A rank of a world, one rule for every command: world_size >= 1, rank < world_size. Usage:
+// "--world-size must be >= 1, got 0", "--rank must be < --world-size (4), got 4".
+Status CheckRank(uint32_t rank, uint32_t world_size);
+
 // Host-to-device copy streams of the CUDA staging (which takes the count as an argument).
 inline constexpr uint32_t kDefaultCopyStreams = 2;
 
@@ -78,13 +82,17 @@ struct PipelineConfig {
   bool drop_last = StreamingOptions{}.drop_last;
   ShuffleMode shuffle = ShuffleMode::kWindow;
   uint32_t shuffle_window = WindowOrderOptions{}.window_chunks;  // chunks; >= 1
-  uint64_t seed = 1;                     // the epoch order (and, for training, the initial weights)
-  bool verify = FeederOptions{}.verify;  // check every chunk's XXH3
-  StreamingConfig streaming;             // streaming mode only
-  ManagedConfig managed;                 // managed mode only
+  uint64_t seed = 1;  // the epoch order (and, for training, the initial weights)
+  // This rank's part of every epoch (WindowOrder's partition; the streaming mode reads only the
+  // rank's chunks): rank < world_size.
+  uint32_t rank = WindowOrderOptions{}.rank;
+  uint32_t world_size = WindowOrderOptions{}.world_size;  // >= 1
+  bool verify = FeederOptions{}.verify;                   // check every chunk's XXH3
+  StreamingConfig streaming;                              // streaming mode only
+  ManagedConfig managed;                                  // managed mode only
 
-  // Usage errors: no dataset, a count below its minimum, a read size off the rule, managed mode
-  // on the CPU.
+  // Usage errors: no dataset, a count below its minimum, a read size off the rule, a rank off
+  // CheckRank's rule, managed mode on the CPU.
   Status Validate() const;
 };
 

@@ -129,6 +129,7 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
   };
   retire_.clear();
   window_slots_.clear();
+  failure_ = Status::Ok();
   ring_fed_ = true;
   RF_ASSIGN_OR_RETURN(feeder_,
                       ChunkFeeder::Start(dataset_, *ring_, std::move(plan), options_.feeder));
@@ -151,12 +152,16 @@ uint64_t StreamingSource::SeqOf(uint64_t window, uint32_t chunk_in_window) const
 Status StreamingSource::AwaitWindow(uint64_t w) {
   const uint32_t count = order_.WindowChunks(w);
   window_slots_.resize(count);
-  RF_ASSIGN_OR_RETURN(const uint64_t waited,
-                      copier_->AwaitCopied(SeqOf(w, 0), count, window_slots_.data()));
-  if (waited != 0) {
-    wait_ns_ += waited;
+  Result<uint64_t> waited =
+      copier_->AwaitCopied(SeqOf(w, 0), count, window_slots_.data(), options_.poll);
+  if (!waited.ok()) {
+    failure_ = waited.status();  // the cursor may be mid-batch: only a restart goes on from here
+    return failure_;
+  }
+  if (*waited != 0) {
+    wait_ns_ += *waited;
     const uint64_t now = Trace::NowNs();
-    TraceSpan("wait for data", "compute", now - waited, now);
+    TraceSpan("wait for data", "compute", now - *waited, now);
   }
   for (uint32_t slot : window_slots_) RF_RETURN_IF_ERROR(staging_->AwaitCopy(slot));
   if (cursor_.window() != w) cursor_.EnterWindow(w);
@@ -179,8 +184,8 @@ Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
                                    std::to_string(options_.epochs));
   }
   // The plan goes on into the next epoch where the last one ended exactly.
-  const bool continues =
-      started_ && position == 0 && epoch == cursor_.epoch() + 1 && position_ == epoch_samples();
+  const bool continues = started_ && failure_.ok() && position == 0 &&
+                         epoch == cursor_.epoch() + 1 && position_ == epoch_samples();
   if (!continues) return Restart(epoch, position);
   // The finished epoch's last window, and any windows drop_last skipped (they were copied in all
   // the same, as the plan holds whole epochs): retire them.
@@ -197,6 +202,7 @@ Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
 }
 
 Result<Batch> StreamingSource::Next() {
+  if (!failure_.ok()) return failure_;
   // The batch handed out last has been queued by now: windows it finished can be reused.
   RF_RETURN_IF_ERROR(RetirePending());
   batch_samples_.clear();

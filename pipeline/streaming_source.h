@@ -64,6 +64,11 @@ struct StreamingOptions {
   FeederOptions feeder;
   // The plan reads up to (not including) this epoch; 0: no end (StartEpoch takes any epoch).
   uint64_t epochs = 1;
+  // Called about every ChunkCopier::kPollInterval on the consumer's thread while StartEpoch or
+  // Next waits for data; a status other than OK ends the wait and the call returns it (the Python
+  // binding raises KeyboardInterrupt this way). The source is then where a failed read leaves it:
+  // StartEpoch restarts it.
+  std::function<Status()> poll;
 };
 
 using StagingFactory =
@@ -127,6 +132,7 @@ class StreamingSource final : public TrainingSource {
   WindowCursor cursor_;
   uint64_t position_ = 0;
   bool started_ = false;
+  Status failure_;  // a wait for data failed (a read error, a poll): Next returns it until Restart
   uint64_t plan_epoch_ = 0, plan_window_ = 0;  // where the current plan starts
   std::vector<uint32_t> window_slots_;         // staging slot of each chunk of the current window
   std::vector<uint32_t> retire_;               // slots to retire at the next call

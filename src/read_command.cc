@@ -8,7 +8,6 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <numeric>
 
 #include "io/chunk_reader.h"
 #include "io/dataset.h"
@@ -37,6 +36,8 @@ struct ReadArgs {
   uint32_t passes = 1;
   std::string order = "stored";
   uint64_t seed = 1;
+  uint32_t rank = WindowOrderOptions{}.rank;
+  uint32_t world_size = WindowOrderOptions{}.world_size;
   std::string json;
 };
 
@@ -81,6 +82,7 @@ Status Run(const ReadArgs& a) {
   if (a.order != "train" && a.order != "stored") {
     return Status::Usage("--order must be stored or train, not \"" + a.order + "\"");
   }
+  RF_RETURN_IF_ERROR(CheckRank(a.rank, a.world_size));
   RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(a.dataset));
   if (!a.json.empty()) {
     std::vector<std::string> shards;
@@ -89,14 +91,14 @@ Status Run(const ReadArgs& a) {
   }
   // The chunks in stored order, or in the order the first epoch of `ringfeed train --seed S`
   // reads them with its default window shuffle: the reader-alone rate a shuffled epoch is bound
-  // by, where the disk reads scattered 4 MiB chunks more slowly than a sequential run.
-  std::vector<uint64_t> order(d.chunk_count());
-  std::iota(order.begin(), order.end(), 0);
-  if (a.order == "train") {
-    WindowOrderOptions wo;
-    wo.seed = a.seed;
-    order = WindowOrder(d.ChunkSampleCounts(), wo).EpochChunks(0);
-  }
+  // by, where the disk reads scattered 4 MiB chunks more slowly than a sequential run. With
+  // --world-size N, only the chunks rank --rank reads in that epoch (WindowOrder's partition).
+  WindowOrderOptions wo;
+  wo.shuffle = a.order == "train";
+  wo.seed = a.seed;
+  wo.rank = a.rank;
+  wo.world_size = a.world_size;
+  const std::vector<uint64_t> order = WindowOrder(d.ChunkSampleCounts(), wo).EpochChunks(0);
   RF_ASSIGN_OR_RETURN(std::unique_ptr<SlotRing> ring,
                       SlotRing::Create(a.slots, d.max_chunk_bytes(), *pin));
 
@@ -137,6 +139,8 @@ Status Run(const ReadArgs& a) {
                         {"pinned", ring->pinned()},
                         {"verify", fo.verify},
                         {"order", a.order},
+                        {"rank", a.rank},
+                        {"world_size", a.world_size},
                         {"register_buffers", fo.reader.register_buffers},
                         {"runs", runs}};
     std::ofstream out(a.json);
@@ -167,6 +171,10 @@ CommandStatus RunReadCommand(int argc, char** argv) {
       "order", po::value(&a.order)->default_value(a.order),
       "stored (sequential) or train (the chunk order of a training epoch, default shuffle)")(
       "seed", po::value(&a.seed)->default_value(a.seed), "the training seed, for --order train")(
+      "rank", po::value(&a.rank)->default_value(a.rank),
+      "read only the chunks this rank reads in the epoch (with --world-size)")(
+      "world-size", po::value(&a.world_size)->default_value(a.world_size),
+      "ranks the epoch is partitioned over")(
       "json", po::value(&a.json),
       "also write the figures to this JSON file (not one of the dataset's files)");
   po::options_description hidden;

@@ -181,10 +181,12 @@ TEST(StreamingSource, ASlowConsumerOnlySlowsItDownAndHoldsTheReaderBack) {
   EXPECT_GT(s->reader_held_seconds(), 0.005);
 }
 
-// A queue that takes its time: every completion waits 2 ms.
+// A queue that takes its time: every completion waits `delay` (2 ms unless told).
 class SlowQueue final : public IoQueue {
  public:
-  explicit SlowQueue(uint32_t capacity) : inner_(capacity) {}
+  explicit SlowQueue(uint32_t capacity,
+                     std::chrono::milliseconds delay = std::chrono::milliseconds(2))
+      : inner_(capacity), delay_(delay) {}
   const char* name() const override { return "slow"; }
   uint32_t capacity() const override { return inner_.capacity(); }
   Status RegisterFiles(std::span<const int> fds) override { return inner_.RegisterFiles(fds); }
@@ -192,12 +194,13 @@ class SlowQueue final : public IoQueue {
   void Prepare(const IoRequest& r) override { inner_.Prepare(r); }
   Status Submit() override { return inner_.Submit(); }
   Status Wait(std::vector<IoCompletion>& out, uint32_t min) override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(delay_);
     return inner_.Wait(out, min);
   }
 
  private:
   SyncQueue inner_;
+  std::chrono::milliseconds delay_;
 };
 
 TEST(StreamingSource, ASlowReaderOnlySlowsItDownAndTheWaitIsCounted) {
@@ -217,6 +220,29 @@ TEST(StreamingSource, ASlowReaderOnlySlowsItDownAndTheWaitIsCounted) {
   EXPECT_GT(s->wait_seconds(), 0.0);
   EXPECT_GT(s->bytes_read(), 0u);
   EXPECT_EQ(s->reader_held_seconds(), 0.0);
+}
+
+TEST(StreamingSource, APollThatInterruptsEndsTheWaitAndAStartEpochRecovers) {
+  TempDir t;
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 400, {.chunk_bytes = 4096}));
+  ASSERT_TRUE(d.ok());
+  StreamingOptions o = Options(100, 2, 1);
+  // 300 ms a completion: the first window is still being read at the first poll (100 ms).
+  o.feeder.queue_factory = [] {
+    return std::make_unique<SlowQueue>(4, std::chrono::milliseconds(300));
+  };
+  int polls = 0;
+  o.poll = [&polls] { return ++polls == 1 ? Status::Aborted("interrupted") : Status::Ok(); };
+  auto s = Source(*d, o);
+  const Status interrupted = s->StartEpoch(0, 0);
+  EXPECT_EQ(interrupted.ToString(), Status::Aborted("interrupted").ToString());
+  EXPECT_EQ(polls, 1);
+  Result<Batch> after = s->Next();  // stopped where it was: nothing but the interruption
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.status().ToString(), interrupted.ToString());
+  ASSERT_TRUE(s->StartEpoch(0, 0).ok());  // polls from here on let it go on
+  EXPECT_EQ(DrainEpoch(*s), s->order().EpochSamples(0));
 }
 
 TEST(StreamingSource, DestroyingItMidEpochDoesNotHang) {

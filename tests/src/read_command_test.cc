@@ -5,6 +5,7 @@
 
 #include "io/dataset.h"
 #include "io/dataset_writer.h"
+#include "pipeline/window_order.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
@@ -74,6 +75,59 @@ TEST(ReadCommand, TrainOrderReadsEveryChunkOnce) {
   for (size_t c = 0; c < d->chunk_count(); ++c) bytes += d->chunk(c).entry.stored_bytes;
   EXPECT_NE(js.find("\"bytes\": " + std::to_string(bytes)), std::string::npos) << js;
   EXPECT_NE(js.find("\"order\": \"train\""), std::string::npos) << js;
+}
+
+// With --world-size, the chunks one rank reads in the epoch: its dealt ones and the shared ones
+// (pipeline/window_order.h), in either order; the ranks' reads cover the dataset.
+TEST(ReadCommand, WorldSizeReadsOnlyTheRanksChunks) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 2);
+  auto d = Dataset::Open(path);
+  ASSERT_TRUE(d.ok());
+  for (const char* order : {"stored", "train"}) {
+    uint64_t all = 0;
+    for (uint32_t rank = 0; rank < 3; ++rank) {
+      WindowOrderOptions o;
+      o.shuffle = std::string(order) == "train";
+      o.seed = 7;
+      o.rank = rank;
+      o.world_size = 3;
+      uint64_t bytes = 0;
+      for (uint64_t c : WindowOrder(d->ChunkSampleCounts(), o).EpochChunks(0)) {
+        bytes += d->chunk(c).entry.stored_bytes;
+      }
+      all += bytes;
+      std::string out;
+      ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + path + " --order " + order +
+                               " --seed 7 --world-size 3 --rank " + std::to_string(rank) +
+                               " --json " + t.File("r.json"),
+                           &out),
+                0)
+          << out;
+      const auto json = testing::ReadAll(t.File("r.json"));
+      const std::string js(json.begin(), json.end());
+      EXPECT_NE(js.find("\"bytes\": " + std::to_string(bytes) + ","), std::string::npos)
+          << order << " rank " << rank << "\n"
+          << js;
+      EXPECT_NE(js.find("\"world_size\": 3"), std::string::npos) << js;
+    }
+    uint64_t dataset = 0;  // every chunk once; the shared ones are read by every rank
+    for (size_t c = 0; c < d->chunk_count(); ++c) dataset += d->chunk(c).entry.stored_bytes;
+    EXPECT_GE(all, dataset);
+    EXPECT_LE(all, dataset + 2 * 3 * d->chunk(0).entry.stored_bytes);
+  }
+}
+
+// The rank has one rule and one message, the pipeline configuration's.
+TEST(ReadCommand, RankPastTheWorldSizeExitsTwo) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 1);
+  std::string out;
+  EXPECT_EQ(
+      RunCommand(ProgramPath("ringfeed") + " read " + path + " --world-size 2 --rank 2", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --rank must be < --world-size (2), got 2\n");
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + path + " --world-size 0", &out), 2);
+  EXPECT_EQ(out, "ringfeed: --world-size must be >= 1, got 0\n");
 }
 
 TEST(ReadCommand, UnknownOrderExitsTwoNamingIt) {
