@@ -1,0 +1,61 @@
+#include "pipeline/cuda_batch_decode.h"
+
+#include <string>
+#include <vector>
+
+#include "cuda/check.h"
+#include "pipeline/cuda_decode.cuh"
+#include "pipeline/decode_dtypes.h"
+
+namespace rf {
+
+Result<std::unique_ptr<CudaBatchDecoder>> CudaBatchDecoder::Create(const DecodeSpec& spec) {
+  RF_RETURN_IF_ERROR(spec.Validate());
+  std::unique_ptr<CudaBatchDecoder> d(new CudaBatchDecoder);
+  d->spec_ = spec;
+  if (spec.normalize) {
+    std::vector<float> norm(spec.mean.begin(), spec.mean.end());
+    for (uint32_t c = 0; c < spec.channels; ++c) norm.push_back(spec.divisor(c));
+    const size_t bytes = norm.size() * sizeof(float);
+    RF_ASSIGN_OR_RETURN(d->norm_,
+                        cuda::DeviceBuffer::Allocate(bytes, "the decode's means and divisors"));
+    RF_CUDA_CHECK(cudaMemcpy(d->norm_.data(), norm.data(), bytes, cudaMemcpyHostToDevice));
+  }
+  return d;
+}
+
+Status CudaBatchDecoder::Decode(const void* stored, const void* labels, DType label_dtype,
+                                uint32_t n, void* out, int64_t* labels_out,
+                                cudaStream_t stream) const {
+  if (n == 0) return Status::Ok();
+  if (!decode::VisitDType(decode::IntegerDTypes{}, label_dtype, [](auto) {})) {
+    return Status::InvalidArgument("cannot decode labels of dtype " +
+                                   std::string(DTypeName(label_dtype)) + " (" +
+                                   std::to_string(static_cast<uint32_t>(label_dtype)) + ")");
+  }
+  if (stored == nullptr || labels == nullptr || out == nullptr || labels_out == nullptr) {
+    return Status::InvalidArgument("a batch decode needs its samples, labels and both outputs");
+  }
+  const uint64_t plane = uint64_t{spec_.height} * spec_.width;
+  const uint64_t total = uint64_t{n} * spec_.channels * plane;
+  if (total >= (uint64_t{1} << 31)) {
+    return Status::InvalidArgument("a batch of " + std::to_string(total) +
+                                   " elements is too large to decode (at most 2^31 - 1)");
+  }
+  cuda::DecodeArgs args;
+  args.stored = spec_.stored;
+  args.output = spec_.output;
+  args.channels_last = spec_.layout == SampleLayout::kNHWC;
+  args.normalize = spec_.normalize;
+  args.channels = spec_.channels;
+  args.plane = static_cast<uint32_t>(plane);
+  if (spec_.normalize) {
+    args.mean = norm_.as<float>();
+    args.divisor = norm_.as<float>() + spec_.channels;
+  }
+  RF_CUDA_CHECK(cuda::DecodeSamples(args, stored, n, out, stream));
+  RF_CUDA_CHECK(cuda::DecodeLabels(label_dtype, labels, n, labels_out, stream));
+  return Status::Ok();
+}
+
+}  // namespace rf

@@ -1,0 +1,52 @@
+// CudaBatchDecoder: the batch decode of pipeline/batch_decode.h on the GPU, for the library
+// loader's CUDA device. Decode queues, on the caller's stream, the decode of a gathered batch in
+// device memory into the caller's output buffers (cuda_decode.cuh's kernels); its result equals
+// DecodeSamplesOnHost's and DecodeLabelsOnHost's bit for bit, for every spec Validate accepts
+// and every input, NaNs included.
+//
+// Memory: Create validates the spec and copies the per-channel means and divisors (stddev, 0
+// taken as 1, divided by as the host does, never multiplied by a reciprocal) into a small device
+// buffer of its own, on the current device; Decode allocates nothing and never waits for the GPU,
+// so it can be captured in a CUDA graph. The decoder must outlive the work queued with it.
+//
+// Thread safety: Decode reads the decoder only; any thread may call it, on any stream of the
+// device the decoder was made on.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "cuda/handles.h"
+#include "io/dtype.h"
+#include "io/status.h"
+#include "pipeline/batch_decode.h"
+
+namespace rf {
+
+class CudaBatchDecoder {
+ public:
+  // The spec's Validate error where it refuses it; Aborted where the device buffer cannot be
+  // made.
+  static Result<std::unique_ptr<CudaBatchDecoder>> Create(const DecodeSpec& spec);
+
+  const DecodeSpec& spec() const { return spec_; }
+
+  // Queues, on `stream`, the decode of n samples at `stored` (device memory, n * C * H * W
+  // elements of spec().stored) into `out` (n * spec().OutputSampleBytes() bytes), and the
+  // widening of n labels of `label_dtype` at `labels` into `labels_out`. Every array is device
+  // memory aligned to its element size; `out` overlaps neither input. InvalidArgument for a
+  // label dtype that is no integer dtype, a missing array or a batch of 2^31 elements or more;
+  // Aborted for a failed launch. n = 0 queues nothing.
+  Status Decode(const void* stored, const void* labels, DType label_dtype, uint32_t n, void* out,
+                int64_t* labels_out, cudaStream_t stream) const;
+
+ private:
+  CudaBatchDecoder() = default;
+
+  DecodeSpec spec_;
+  cuda::DeviceBuffer norm_;  // normalize only: the C means, then the C divisors
+};
+
+}  // namespace rf
