@@ -1,6 +1,7 @@
 // The two modes against each other on the GPU: for the same seed, streaming (device staging) and
 // managed (one managed allocation) hand the backend the same samples in the same batches, so a
-// deterministic backend's loss curve is the same, step for step, to the bit. Skips without a GPU.
+// deterministic backend's loss curve is the same, step for step, to the bit; for one rank of
+// several too. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -43,12 +44,8 @@ Curve Train(TrainingSource& source, CudaBackend& backend, uint64_t epochs) {
   return c;
 }
 
-TEST(CudaModes, StreamingAndManagedGiveTheSameBatchesAndTheSameLossCurve) {
-  RF_REQUIRE_GPU();
-  TempDir t;
-  auto d =
-      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 2500, {.chunk_bytes = 4096}));
-  ASSERT_TRUE(d.ok());
+// Curves of the two modes for rank `rank` of `world_size`.
+void ExpectSameCurves(const Dataset& d, uint32_t rank, uint32_t world_size, size_t batches) {
   ModelConfig c;
   c.channels = 1;
   c.height = c.width = 8;
@@ -60,6 +57,8 @@ TEST(CudaModes, StreamingAndManagedGiveTheSameBatchesAndTheSameLossCurve) {
   order.window_chunks = 5;
   order.first_window_chunks = 2;
   order.seed = 11;
+  order.rank = rank;
+  order.world_size = world_size;
 
   Curve curves[2];
   for (int mode = 0; mode < 2; ++mode) {
@@ -75,7 +74,7 @@ TEST(CudaModes, StreamingAndManagedGiveTheSameBatchesAndTheSameLossCurve) {
       o.ring_slots = 4;
       o.feeder.reader.mode = IoMode::kBuffered;
       auto s = StreamingSource::Create(
-          *d, o, [stream](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
+          d, o, [stream](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
             RF_ASSIGN_OR_RETURN(auto st, CudaChunkStaging::Create(l, stream, 2));
             return std::unique_ptr<ChunkStaging>(std::move(st));
           });
@@ -87,16 +86,36 @@ TEST(CudaModes, StreamingAndManagedGiveTheSameBatchesAndTheSameLossCurve) {
       o.order = order;
       o.prefetch_batches = 2;
       o.advise = true;
-      auto s = ManagedSource::Create(*d, o, stream);
+      auto s = ManagedSource::Create(d, o, stream);
       ASSERT_TRUE(s.ok()) << s.status().ToString();
       source = std::move(s).value();
     }
     curves[mode] = Train(*source, **backend, 2);
   }
-  ASSERT_EQ(curves[0].batches.size(), 2u * 40);  // 2500 / 64: 39 full batches and one of 4
+  ASSERT_EQ(curves[0].batches.size(), batches);
   EXPECT_EQ(curves[0].batches, curves[1].batches);
   EXPECT_EQ(curves[0].losses, curves[1].losses);
   for (double l : curves[0].losses) EXPECT_TRUE(std::isfinite(l));
+}
+
+TEST(CudaModes, StreamingAndManagedGiveTheSameBatchesAndTheSameLossCurve) {
+  RF_REQUIRE_GPU();
+  TempDir t;
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 2500, {.chunk_bytes = 4096}));
+  ASSERT_TRUE(d.ok());
+  ExpectSameCurves(*d, 0, 1, 2u * 40);  // 2500 / 64: 39 full batches and one of 4
+}
+
+TEST(CudaModes, StreamingAndManagedGiveARankTheSameBatches) {
+  RF_REQUIRE_GPU();
+  TempDir t;
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 2500, {.chunk_bytes = 4096}));
+  ASSERT_TRUE(d.ok());
+  // 39 chunks of 63 and one of 43 over 3 ranks: 13 chunks each and 15 of the 43 shared
+  // samples, 834 a rank: 13 full batches and one of 2.
+  ExpectSameCurves(*d, 1, 3, 2u * 14);
 }
 
 }  // namespace
