@@ -164,4 +164,26 @@ using HostRegistration = UniqueHandle<void*, HostUnregister>;
 // Aborted "cudaHostRegister of N bytes failed: ..." where it fails (no device, a limit).
 Result<HostRegistration> RegisterHost(void* p, size_t bytes);
 
+// The calling thread's current device set to `device` for the guard's lifetime, then restored:
+// for CUDA calls made on threads the caller does not own (a consumer's thread releasing a batch),
+// where the thread's own current device must not change.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device)
+      (void)cudaSetDevice(device);
+    else
+      previous_ = -1;  // nothing to restore
+  }
+  ~ScopedDevice() {
+    if (previous_ >= 0) (void)cudaSetDevice(previous_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
 }  // namespace rf::cuda

@@ -63,14 +63,11 @@ TrainComponents DeriveTrainComponents(const TrainConfig& c) {
   TrainComponents out;
 
   EngineOptions& e = out.engine;
-  e.device = p.device;
-  e.mode = p.mode;
   e.precision = c.precision;
   e.cuda_graph = c.cuda_graph;
-  e.copy_streams = p.streaming.copy_streams;
-  e.max_batch = p.batch_size;
-  e.streaming = StreamingOptionsFor(p, c.epochs);
-  e.managed = ManagedOptionsFor(p);
+  e.loader.pipeline = p;
+  e.loader.epochs = c.epochs;
+  e.loader.output_buffers = 0;  // the backends decode the stored samples themselves
 
   out.test.batch_size = p.batch_size;
   out.test.shuffle = false;  // evaluation: stored order, every sample

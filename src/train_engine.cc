@@ -5,16 +5,19 @@
 #if RINGFEED_CUDA_BACKEND
 #include "cuda/check.h"
 #include "kernels/cuda_backend.h"
-#include "pipeline/cuda_chunk_staging.h"
 #include "pipeline/device_batch_stager.h"
 #endif
 
 namespace rf {
 
-Status TrainEngine::MakeSources(const EngineOptions& o, const EngineInputs& in,
-                                const StagingFactory& make_staging, BatchSource* test) {
-  RF_ASSIGN_OR_RETURN(auto source, StreamingSource::Create(*in.train, o.streaming, make_staging));
-  train_ = std::move(source);
+Status TrainEngine::MakeSources(const EngineOptions& o, const EngineInputs& in, DeviceKind device,
+                                void* stream, BatchSource* test) {
+  LoaderOptions lo = o.loader;
+  lo.pipeline.device = device;
+  lo.gpu = device == DeviceKind::kCuda ? 0 : -1;
+  lo.stream = stream;
+  lo.output_buffers = 0;  // the backends decode for themselves
+  RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, lo));
   test_ = test;
   return Status::Ok();
 }
@@ -26,15 +29,10 @@ class CpuEngine final : public TrainEngine {
   static Result<std::unique_ptr<TrainEngine>> Create(const EngineOptions& o, const EngineInputs& in,
                                                      const Tensors& params) {
     std::unique_ptr<CpuEngine> e(new CpuEngine);
-    RF_ASSIGN_OR_RETURN(e->backend_, CpuBackend::Create(in.config, in.norm, o.max_batch, params));
+    RF_ASSIGN_OR_RETURN(
+        e->backend_, CpuBackend::Create(in.config, in.norm, o.loader.pipeline.batch_size, params));
     e->description_ = "cpu (im2col + OpenBLAS sgemm)";
-    RF_RETURN_IF_ERROR(e->MakeSources(
-        o, in,
-        [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
-          RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
-          return std::unique_ptr<ChunkStaging>(std::move(s));
-        },
-        in.test));
+    RF_RETURN_IF_ERROR(e->MakeSources(o, in, DeviceKind::kCpu, nullptr, in.test));
     return std::unique_ptr<TrainEngine>(std::move(e));
   }
 };
@@ -52,32 +50,20 @@ class CudaEngine final : public TrainEngine {
     bo.tf32 = o.precision != Precision::kFp32;
     bo.bf16 = o.precision == Precision::kBf16;
     bo.cuda_graph = o.cuda_graph;
+    const uint32_t max_batch = o.loader.pipeline.batch_size;
     RF_ASSIGN_OR_RETURN(auto backend,
-                        CudaBackend::Create(in.config, in.norm, o.max_batch, params, bo));
+                        CudaBackend::Create(in.config, in.norm, max_batch, params, bo));
     const cudaStream_t stream = backend->stream();
     e->description_ = backend->Describe();
     e->backend_ = std::move(backend);
     BatchSource* test = nullptr;
     if (in.test != nullptr) {
-      RF_ASSIGN_OR_RETURN(e->test_adapter_,
-                          DeviceBatchStager::Create(*in.test, o.max_batch, in.sample_bytes,
-                                                    in.label_bytes, stream));
+      RF_ASSIGN_OR_RETURN(
+          e->test_adapter_,
+          DeviceBatchStager::Create(*in.test, max_batch, in.sample_bytes, in.label_bytes, stream));
       test = e->test_adapter_.get();
     }
-    if (o.mode == PipelineMode::kManaged) {
-      RF_ASSIGN_OR_RETURN(auto managed, ManagedSource::Create(*in.train, o.managed, stream));
-      e->train_ = std::move(managed);
-      e->test_ = test;
-      return std::unique_ptr<TrainEngine>(std::move(e));
-    }
-    const uint32_t copy_streams = o.copy_streams;
-    RF_RETURN_IF_ERROR(e->MakeSources(
-        o, in,
-        [stream, copy_streams](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
-          RF_ASSIGN_OR_RETURN(auto s, CudaChunkStaging::Create(l, stream, copy_streams));
-          return std::unique_ptr<ChunkStaging>(std::move(s));
-        },
-        test));
+    RF_RETURN_IF_ERROR(e->MakeSources(o, in, DeviceKind::kCuda, stream, test));
     return std::unique_ptr<TrainEngine>(std::move(e));
   }
 
@@ -98,24 +84,18 @@ Result<std::unique_ptr<TrainEngine>> TrainEngine::Create(const EngineOptions& o,
                                                          const EngineInputs& in,
                                                          const Tensors& params) {
   if (in.train == nullptr) return Status::InvalidArgument("no training dataset");
-  if (o.max_batch == 0 || o.streaming.batch_size != o.max_batch ||
-      o.managed.batch_size != o.max_batch) {
-    return Status::InvalidArgument("engine options: the sources' batch sizes (" +
-                                   std::to_string(o.streaming.batch_size) + ", " +
-                                   std::to_string(o.managed.batch_size) +
-                                   ") must equal max_batch " + std::to_string(o.max_batch));
-  }
+  const DeviceKind device = o.loader.pipeline.device;
 #if RINGFEED_CUDA_BACKEND
-  if (o.device == DeviceKind::kCuda || (o.device == DeviceKind::kAuto && CudaDevicePresent())) {
+  if (device == DeviceKind::kCuda || (device == DeviceKind::kAuto && CudaDevicePresent())) {
     if (!CudaDevicePresent()) return Status::Usage("--device cuda: no CUDA device found");
     return CudaEngine::Create(o, in, params);
   }
 #else
-  if (o.device == DeviceKind::kCuda) {
+  if (device == DeviceKind::kCuda) {
     return Status::Usage("--device cuda: this build has no CUDA backend");
   }
 #endif
-  if (o.mode == PipelineMode::kManaged) {
+  if (o.loader.pipeline.mode == PipelineMode::kManaged) {
     return Status::Usage(
         "--mode managed needs a GPU (CUDA managed memory); without one, use --mode streaming");
   }

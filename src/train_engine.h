@@ -1,8 +1,9 @@
 // TrainEngine: the backend `ringfeed train` computes with, chosen once from --device, and the
 // batch sources in that backend's memory:
-//   training  streaming mode: a StreamingSource staging chunks where the backend computes (host
-//             memory for the CPU backend; device memory and copy streams for the CUDA one);
-//             managed mode (GPU only): a ManagedSource over one cudaMallocManaged allocation
+//   training  the library's Loader (pipeline/loader.h) on the backend's device and stream, at its
+//             raw level: streaming mode stages chunks where the backend computes (host memory for
+//             the CPU backend; device memory and copy streams for the CUDA one); managed mode (GPU
+//             only) gathers from one cudaMallocManaged allocation
 //   test      an in-memory source (the test split is small), through a DeviceBatchStager on the
 //             GPU
 // The training loop sees only Backend and BatchSource. The mode, device and precision are chosen
@@ -17,9 +18,8 @@
 #include "io/dataset.h"
 #include "kernels/backend.h"
 #include "pipeline/batch_source.h"
-#include "pipeline/managed_source.h"
+#include "pipeline/loader.h"
 #include "pipeline/pipeline_config.h"
-#include "pipeline/streaming_source.h"
 
 namespace rf {
 
@@ -42,16 +42,12 @@ inline const char* PrecisionName(Precision p) {
 // Made from a TrainConfig in one place (DeriveTrainComponents, src/train_config.h); the defaults
 // of precision and cuda_graph are the config's.
 struct EngineOptions {
-  DeviceKind device = DeviceKind::kAuto;
-  PipelineMode mode = PipelineMode::kStreaming;
   Precision precision = Precision::kBf16;  // CUDA only
   bool cuda_graph = true;  // CUDA: replay each full batch's forward + backward as a CUDA graph
-  uint32_t copy_streams = kDefaultCopyStreams;  // CUDA: host-to-device copy streams (streaming)
-  // The batch size: the backend's buffers and the test stager hold this many samples. Every
-  // source's batch size equals it (Create refuses options where they differ).
-  uint32_t max_batch = 0;
-  StreamingOptions streaming;  // streaming mode
-  ManagedOptions managed;      // managed mode
+  // The training data's pipeline (its device and mode choose the backend's): the library's
+  // loader at its raw level (output_buffers 0: the backends decode the stored samples
+  // themselves). Its batch size is the backend's largest batch.
+  LoaderOptions loader;
 };
 
 // What the run has opened: the model, its input normalization, and the datasets.
@@ -66,13 +62,13 @@ struct EngineInputs {
 class TrainEngine {
  public:
   // Usage where the options ask for a GPU this build or machine lacks (--device cuda, managed
-  // mode); InvalidArgument where the sources' batch sizes differ from max_batch.
+  // mode).
   static Result<std::unique_ptr<TrainEngine>> Create(const EngineOptions& options,
                                                      const EngineInputs& in, const Tensors& params);
   virtual ~TrainEngine() = default;
 
   Backend& backend() { return *backend_; }
-  TrainingSource& train() { return *train_; }
+  TrainingSource& train() { return loader_->source(); }
   BatchSource* test() { return test_; }
   // One line: the backend, its device and math.
   const std::string& description() const { return description_; }
@@ -81,14 +77,15 @@ class TrainEngine {
 
  protected:
   TrainEngine() = default;
-  // The training source, staged by `make_staging`; the test source as `test` (or null).
-  Status MakeSources(const EngineOptions& o, const EngineInputs& in,
-                     const StagingFactory& make_staging, BatchSource* test);
+  // The training loader over `in.train`, on `stream` (a cudaStream_t; null on the host); the test
+  // source as `test` (or null).
+  Status MakeSources(const EngineOptions& o, const EngineInputs& in, DeviceKind device,
+                     void* stream, BatchSource* test);
 
   std::unique_ptr<Backend> backend_;
   std::string description_;
   // Declared after backend_, so freed first: they may have work queued on its stream.
-  std::unique_ptr<TrainingSource> train_;
+  std::unique_ptr<Loader> loader_;
   BatchSource* test_ = nullptr;
   std::unique_ptr<BatchSource> test_adapter_;
 };

@@ -67,14 +67,16 @@ TEST(TrainConfig, DefaultsComeFromTheComponentsOwnOptions) {
 
   // And they come through the derivation unchanged where the config does not set them.
   const TrainComponents d = DeriveTrainComponents(*c);
-  const StreamingOptions& s = d.engine.streaming;
+  const StreamingOptions s = StreamingOptionsFor(d.engine.loader.pipeline, d.engine.loader.epochs);
   EXPECT_EQ(s.feeder.reader.read_bytes, ReaderOptions{}.read_bytes);
   EXPECT_EQ(s.feeder.reader.max_retries, ReaderOptions{}.max_retries);
   EXPECT_EQ(s.feeder.reader.register_buffers, ReaderOptions{}.register_buffers);
   EXPECT_EQ(s.feeder.verify_threads, FeederOptions{}.verify_threads);
   EXPECT_EQ(s.order.first_window_chunks, WindowOrderOptions{}.first_window_chunks);
-  EXPECT_EQ(d.engine.managed.load_threads, ManagedOptions{}.load_threads);
-  EXPECT_EQ(d.engine.copy_streams, kDefaultCopyStreams);
+  EXPECT_EQ(ManagedOptionsFor(d.engine.loader.pipeline).load_threads,
+            ManagedOptions{}.load_threads);
+  EXPECT_EQ(d.engine.loader.pipeline.streaming.copy_streams, kDefaultCopyStreams);
+  EXPECT_EQ(d.engine.loader.output_buffers, 0u);  // the backends decode for themselves
   EXPECT_EQ(d.engine.precision, Precision::kBf16);
 }
 
@@ -89,28 +91,31 @@ TEST(TrainConfig, EveryOptionReachesItsComponent) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const TrainComponents d = DeriveTrainComponents(*c);
   const EngineOptions& e = d.engine;
+  // Every source's options derive from the engine's loader config, in one place.
+  const StreamingOptions streaming = StreamingOptionsFor(e.loader.pipeline, e.loader.epochs);
+  const ManagedOptions managed = ManagedOptionsFor(e.loader.pipeline);
   // One batch size, everywhere: the backend's largest batch and every source's.
-  EXPECT_EQ(e.max_batch, 77u);
-  EXPECT_EQ(e.streaming.batch_size, 77u);
-  EXPECT_EQ(e.managed.batch_size, 77u);
+  EXPECT_EQ(e.loader.pipeline.batch_size, 77u);
+  EXPECT_EQ(streaming.batch_size, 77u);
+  EXPECT_EQ(managed.batch_size, 77u);
   EXPECT_EQ(d.test.batch_size, 77u);
   EXPECT_EQ(d.trainer.batch_size, 77u);
   // The order: the same for both modes.
-  for (const WindowOrderOptions* o : {&e.streaming.order, &e.managed.order}) {
+  for (const WindowOrderOptions* o : {&streaming.order, &managed.order}) {
     EXPECT_TRUE(o->shuffle);
     EXPECT_EQ(o->window_chunks, 9u);
     EXPECT_EQ(o->seed, 5u);
   }
-  EXPECT_TRUE(e.streaming.drop_last);
-  EXPECT_TRUE(e.managed.drop_last);
-  EXPECT_FALSE(e.streaming.feeder.verify);
-  EXPECT_FALSE(e.managed.verify);
-  EXPECT_EQ(e.streaming.feeder.reader.mode, IoMode::kPread);
-  EXPECT_EQ(e.streaming.feeder.reader.queue_depth, 3u);
-  EXPECT_EQ(e.streaming.feeder.reader.read_bytes, 65536u);
-  EXPECT_EQ(e.streaming.ring_slots, 5u);
-  EXPECT_EQ(e.streaming.epochs, 3u);
-  EXPECT_EQ(e.copy_streams, 4u);
+  EXPECT_TRUE(streaming.drop_last);
+  EXPECT_TRUE(managed.drop_last);
+  EXPECT_FALSE(streaming.feeder.verify);
+  EXPECT_FALSE(managed.verify);
+  EXPECT_EQ(streaming.feeder.reader.mode, IoMode::kPread);
+  EXPECT_EQ(streaming.feeder.reader.queue_depth, 3u);
+  EXPECT_EQ(streaming.feeder.reader.read_bytes, 65536u);
+  EXPECT_EQ(streaming.ring_slots, 5u);
+  EXPECT_EQ(streaming.epochs, 3u);
+  EXPECT_EQ(e.loader.pipeline.streaming.copy_streams, 4u);
   EXPECT_EQ(e.precision, Precision::kTf32);
   EXPECT_FALSE(e.cuda_graph);
   // The test split: every sample, in stored order.
@@ -130,12 +135,13 @@ TEST(TrainConfig, ManagedModeTakesItsOwnOptions) {
              "--managed-advise", "--managed-oversubscribe", "--shuffle", "none"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const TrainComponents d = DeriveTrainComponents(*c);
-  EXPECT_EQ(d.engine.mode, PipelineMode::kManaged);
-  EXPECT_EQ(d.engine.device, DeviceKind::kCuda);
-  EXPECT_EQ(d.engine.managed.prefetch_batches, 2u);
-  EXPECT_TRUE(d.engine.managed.advise);
-  EXPECT_TRUE(d.engine.managed.oversubscribe);
-  EXPECT_FALSE(d.engine.managed.order.shuffle);
+  EXPECT_EQ(d.engine.loader.pipeline.mode, PipelineMode::kManaged);
+  EXPECT_EQ(d.engine.loader.pipeline.device, DeviceKind::kCuda);
+  const ManagedOptions managed = ManagedOptionsFor(d.engine.loader.pipeline);
+  EXPECT_EQ(managed.prefetch_batches, 2u);
+  EXPECT_TRUE(managed.advise);
+  EXPECT_TRUE(managed.oversubscribe);
+  EXPECT_FALSE(managed.order.shuffle);
   EXPECT_EQ(d.trainer.order_window, kOrderStored);
 }
 
@@ -307,10 +313,11 @@ TEST(TrainConfig, ResumeTakesSeedBatchSizeSgdAndShuffleFromTheCheckpoint) {
   EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kWindow);
   EXPECT_EQ(c.pipeline.shuffle_window, 7u);
   const TrainComponents d = DeriveTrainComponents(c);
-  EXPECT_EQ(d.engine.max_batch, 33u);
-  EXPECT_EQ(d.engine.streaming.batch_size, 33u);
-  EXPECT_EQ(d.engine.streaming.order.seed, 42u);
-  EXPECT_EQ(d.engine.streaming.order.window_chunks, 7u);
+  const StreamingOptions streaming = StreamingOptionsFor(d.engine.loader.pipeline, 1);
+  EXPECT_EQ(d.engine.loader.pipeline.batch_size, 33u);
+  EXPECT_EQ(streaming.batch_size, 33u);
+  EXPECT_EQ(streaming.order.seed, 42u);
+  EXPECT_EQ(streaming.order.window_chunks, 7u);
   EXPECT_EQ(d.trainer.order_window, 7u);
   EXPECT_EQ(d.trainer.batch_size, 33u);
 
@@ -318,7 +325,7 @@ TEST(TrainConfig, ResumeTakesSeedBatchSizeSgdAndShuffleFromTheCheckpoint) {
   c = *parsed;
   ASSERT_TRUE(ApplyCheckpoint(ck, &c).ok());
   EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kNone);
-  EXPECT_FALSE(DeriveTrainComponents(c).engine.streaming.order.shuffle);
+  EXPECT_FALSE(OrderOptionsFor(DeriveTrainComponents(c).engine.loader.pipeline).shuffle);
   EXPECT_EQ(DeriveTrainComponents(c).trainer.order_window, kOrderStored);
 
   ck.order_window = 0;  // a file from before the window was recorded: the flags' shuffle stays

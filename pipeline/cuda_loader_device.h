@@ -1,0 +1,47 @@
+// CudaLoaderDevice: a Loader's batches on one GPU (pipeline/loader_device.h). Its stream (its own,
+// or the caller's) is the one the streaming source gathers on, the managed source gathers on, the
+// decoder decodes on and the output pool marks batches ready on. The device is made current on
+// the creating thread; the pipeline's own threads make it current themselves.
+//
+// Thread safety: the loader's thread only.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+#include "cuda/handles.h"
+#include "pipeline/cuda_batch_decode.h"
+#include "pipeline/loader_device.h"
+
+namespace rf {
+
+class CudaLoaderDevice final : public LoaderDevice {
+ public:
+  // gpu -1: the calling thread's current device. stream null: one of its own.
+  static Result<std::unique_ptr<CudaLoaderDevice>> Create(int gpu, void* stream);
+  ~CudaLoaderDevice() override;  // waits for the work queued on the stream
+
+  int gpu() const override { return gpu_; }
+  cudaStream_t stream() const { return stream_; }
+  StagingFactory Staging(const PipelineConfig& c) override;
+  Result<std::unique_ptr<TrainingSource>> Managed(const Dataset& d,
+                                                  const PipelineConfig& c) override;
+  Result<std::shared_ptr<OutputPool>> MakePool(size_t sample_bytes, uint32_t batch,
+                                               uint32_t buffers) override;
+  Status PrepareDecode(const DecodeSpec& spec) override;
+  Status Decode(const Batch& stored, void* out, int64_t* labels) override;
+  Status Drain() override;
+  std::string Describe() const override;
+
+ private:
+  CudaLoaderDevice() = default;
+
+  int gpu_ = 0;
+  cuda::CudaStream own_stream_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<CudaBatchDecoder> decoder_;
+};
+
+}  // namespace rf

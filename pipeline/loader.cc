@@ -1,0 +1,145 @@
+#include "pipeline/loader.h"
+
+#include <utility>
+
+#include "io/clock.h"
+#include "pipeline/loader_device.h"
+#include "pipeline/output_pool.h"
+#include "pipeline/streaming_source.h"
+
+namespace rf {
+namespace {
+
+// The decode a loader's options ask of this dataset.
+DecodeSpec DecodeFor(const format::Header& h, const OutputOptions& o) {
+  DecodeSpec s;
+  s.stored = h.sample_dtype;
+  s.output = o.dtype;
+  s.layout = o.layout;
+  s.normalize = o.normalize;
+  s.channels = h.channels;
+  s.height = h.height;
+  s.width = h.width;
+  s.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
+  s.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
+  return s;
+}
+
+// One sample's output shape: the stored shape, or for images (C, H, W) in NCHW, (H, W, C) in
+// NHWC. Usage for NHWC on samples that are not images.
+Result<std::vector<int64_t>> SampleShape(const format::Header& h, SampleLayout layout) {
+  const std::vector<uint64_t> stored = h.Shape();
+  std::vector<int64_t> shape(stored.begin(), stored.end());
+  if (layout == SampleLayout::kNCHW) return shape;
+  if (shape.size() != 3) {
+    return Status::Usage("layout NHWC needs image samples (C, H, W); this dataset's are " +
+                         format::ShapeText(stored));
+  }
+  return std::vector<int64_t>{shape[1], shape[2], shape[0]};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& options) {
+  RF_RETURN_IF_ERROR(options.pipeline.Validate());
+  std::unique_ptr<Loader> l(new Loader);
+  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(options.pipeline.data));
+  l->owned_dataset_ = std::make_unique<Dataset>(std::move(d));
+  RF_RETURN_IF_ERROR(l->Build(*l->owned_dataset_, options));
+  return l;
+}
+
+Result<std::unique_ptr<Loader>> Loader::Create(const Dataset& dataset,
+                                               const LoaderOptions& options) {
+  RF_RETURN_IF_ERROR(options.pipeline.Validate());
+  std::unique_ptr<Loader> l(new Loader);
+  RF_RETURN_IF_ERROR(l->Build(dataset, options));
+  return l;
+}
+
+Loader::~Loader() {
+  // The source first: its threads stop and its staging drains; then the device's stream drains.
+  source_.reset();
+  if (device_) (void)device_->Drain();
+}
+
+Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
+  dataset_ = &dataset;
+  options_ = options;
+  const format::Header& h = dataset.header();
+  const bool decoded = options.output_buffers > 0;
+  if (decoded) {
+    decode_ = DecodeFor(h, options.output);
+    RF_RETURN_IF_ERROR(decode_.Validate());
+    RF_ASSIGN_OR_RETURN(sample_shape_, SampleShape(h, options.output.layout));
+  }
+  RF_ASSIGN_OR_RETURN(device_,
+                      MakeLoaderDevice(options.pipeline.device, options.gpu, options.stream));
+  gpu_device_ = device_->gpu();
+  if (options.pipeline.mode == PipelineMode::kManaged) {
+    RF_ASSIGN_OR_RETURN(source_, device_->Managed(dataset, options.pipeline));
+  } else {
+    StreamingOptions so = StreamingOptionsFor(options.pipeline, options.epochs);
+    so.poll = options.poll;
+    RF_ASSIGN_OR_RETURN(auto s,
+                        StreamingSource::Create(dataset, so, device_->Staging(options.pipeline)));
+    source_ = std::move(s);
+  }
+  if (decoded) {
+    RF_RETURN_IF_ERROR(device_->PrepareDecode(decode_));
+    const uint32_t batch = options.pipeline.batch_size;
+    RF_ASSIGN_OR_RETURN(pool_, device_->MakePool(decode_.OutputSampleBytes() * batch, batch,
+                                                 options.output_buffers));
+  }
+  return Status::Ok();
+}
+
+uint64_t Loader::batches_per_epoch() const {
+  const uint64_t b = options_.pipeline.batch_size;
+  return (epoch_samples() + b - 1) / b;
+}
+
+Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
+  RF_RETURN_IF_ERROR(source_->StartEpoch(epoch, position));
+  epoch_ = epoch;
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
+  if (!pool_) {
+    return Status::Usage("this loader serves its raw source only (opened with output_buffers 0)");
+  }
+  if (first_next_ns_ == 0) first_next_ns_ = SteadyNowNs();
+  const uint64_t position = source_->position();
+  RF_ASSIGN_OR_RETURN(const Batch stored, source_->Next());
+  if (stored.n == 0) return std::shared_ptr<LoadedBatch>();
+  std::vector<int64_t> shape;
+  shape.reserve(sample_shape_.size() + 1);
+  shape.push_back(stored.n);
+  shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+  // The buffer is free of earlier readers from here on (its next writes are ordered after them);
+  // the decode writes it, and the batch is ready once that has run.
+  RF_ASSIGN_OR_RETURN(std::shared_ptr<LoadedBatch> out,
+                      pool_->Acquire(stored.n, decode_.output, std::move(shape)));
+  RF_RETURN_IF_ERROR(device_->Decode(stored, out->samples(), out->labels()));
+  RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
+  out->indices_ = source_->batch_samples();
+  out->epoch_ = epoch_;
+  out->position_ = position;
+  ++batches_;
+  return out;
+}
+
+LoaderStats Loader::stats() const {
+  LoaderStats s;
+  s.bytes_read = source_->bytes_read();
+  s.seconds = first_next_ns_ == 0 ? 0 : (SteadyNowNs() - first_next_ns_) * 1e-9;
+  s.wait_seconds = source_->wait_seconds();
+  s.reader_held_seconds = source_->reader_held_seconds();
+  s.batches = batches_;
+  return s;
+}
+
+std::string Loader::Describe() const { return device_->Describe() + ", " + source_->Describe(); }
+
+}  // namespace rf

@@ -1,0 +1,194 @@
+// Loader: the library's one public interface to the data pipeline. `ringfeed train`, the Python
+// package and every data-parallel rank open a dataset through it; there is no second pipeline.
+//
+//   Loader::Open(options)           opens the dataset and builds the pipeline once: the epoch
+//                                   order (WindowOrder, this rank's part), the source (streaming:
+//                                   io_uring reader -> pinned ring -> staging on the GPU or in
+//                                   host memory; managed: one cudaMallocManaged allocation) and,
+//                                   for decoded batches, the decoder and the output pool
+//   StartEpoch(epoch, position)     where the next batch comes from (position: the index in the
+//                                   epoch's order of the next sample; 0 for a fresh epoch)
+//   Next()                          the next batch, decoded into the output dtype and layout, in
+//                                   a buffer of its own; null at the epoch's end
+//   source()                        the raw level: the TrainingSource itself, batches in the
+//                                   stored dtype valid until its next call (`ringfeed train`'s
+//                                   backends decode for themselves)
+//
+// A decoded batch (LoadedBatch) owns its buffer through a shared_ptr: it stays valid, unchanged,
+// for as long as any holder keeps it, whatever the loader does meanwhile, even after the loader is
+// destroyed. When the last holder lets go, the buffer goes back to the loader's pool.
+//
+// Memory, fixed at Open whatever the dataset's size: the source's (StreamingSource: the ring,
+// ring_slots x the largest chunk, pinned where a GPU is; the staging area, three shuffle windows
+// of chunks, on the GPU or in host memory), the decoder's, and output_buffers decoded batches. A
+// consumer that holds more than output_buffers batches at once makes the pool allocate one more
+// buffer per extra batch held; buffers are never freed before the loader and its batches are.
+//
+// GPU streams and events (device == kCuda). The loader has one stream of its own (or uses the
+// caller's: options.stream). On it, Next() queues the gather of the batch from the staging slots,
+// the decode into the batch's buffer, and records the batch's `ready` event; the host does not
+// wait. A consumer on another stream calls LoadedBatch::WaitOn(stream): that stream waits for
+// `ready` (cudaStreamWaitEvent, no host synchronization) and is remembered, so that when the batch
+// is released the loader's stream waits for the work that stream had queued by then before the
+// buffer is written again. Memory the consumer reads on streams it did not name is the consumer's
+// business (as with any DLPack producer).
+//
+// Errors: a read error, a checksum mismatch or a bad position comes back as a Status naming file,
+// chunk and offset; after a data error the loader stays failed until StartEpoch restarts it.
+//
+// Thread safety: one thread at a time calls a Loader's methods (the Python binding holds the
+// loader's lock). LoadedBatch's methods and its release may run on any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/dataset.h"
+#include "io/dtype.h"
+#include "io/status.h"
+#include "pipeline/batch_decode.h"
+#include "pipeline/pipeline_config.h"
+#include "pipeline/training_source.h"
+
+namespace rf {
+
+class OutputPool;    // pipeline/output_pool.h
+class LoaderDevice;  // pipeline/loader_device.h
+
+// How batches come out of Next(): the decode (pipeline/batch_decode.h) from the stored samples.
+struct OutputOptions {
+  DType dtype = DType::kFloat32;  // float32, bfloat16, float16, or the stored dtype itself
+  SampleLayout layout = SampleLayout::kNCHW;
+  bool normalize = true;  // (x - mean[c]) / std[c] with the dataset header's statistics
+};
+
+struct LoaderOptions {
+  PipelineConfig pipeline;  // the dataset, mode, device, batch, order, rank, reader
+  OutputOptions output;
+  // Decoded batches the loader keeps ready for the consumer (the buffers the pool starts with);
+  // 0: the raw level only (source(); Next() refused), with no decoder and no pool.
+  uint32_t output_buffers = 4;
+  // Epochs the streaming read plan covers; 0: no fixed number (the plan goes on as epochs come).
+  uint64_t epochs = 0;
+  // CUDA: the GPU (-1: the opening thread's current device, as torch.cuda.set_device sets it).
+  int gpu = -1;
+  // CUDA: the stream batches are produced on (a cudaStream_t); null: the loader's own stream.
+  // Must outlive the loader.
+  void* stream = nullptr;
+  // Called about every 100 ms while StartEpoch or Next waits for data (streaming mode); a status
+  // other than OK ends the wait and is returned. The loader must then be restarted by StartEpoch.
+  std::function<Status()> poll;
+};
+
+// What the loader reads, and how fast.
+struct LoaderStats {
+  uint64_t bytes_read = 0;         // from disk, since Open
+  double seconds = 0;              // since the first batch was asked for
+  double wait_seconds = 0;         // Next() blocked waiting for data
+  double reader_held_seconds = 0;  // the reader idle for want of a free ring slot
+  uint64_t batches = 0;            // decoded batches handed out
+};
+
+// One decoded batch: n samples in `dtype`, shaped `shape` ({n, C, H, W} or {n, H, W, C} for
+// images; {n, d1, ...} otherwise), and n int64 labels; host memory, or memory of GPU `device`.
+class LoadedBatch {
+ public:
+  ~LoadedBatch();  // hands the buffer back to the pool (any thread)
+  LoadedBatch(const LoadedBatch&) = delete;
+  LoadedBatch& operator=(const LoadedBatch&) = delete;
+
+  void* samples() const { return samples_; }
+  int64_t* labels() const { return labels_; }
+  uint32_t size() const { return n_; }
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  bool on_gpu() const { return gpu_device_ >= 0; }
+  int gpu_device() const { return gpu_device_; }  // -1 on the host
+  // Global sample indices, in batch order; and where the batch sits in its epoch.
+  const std::vector<uint64_t>& indices() const { return indices_; }
+  uint64_t epoch() const { return epoch_; }
+  uint64_t position() const { return position_; }  // of its first sample
+
+  // GPU: makes `stream` (a cudaStream_t; null = the legacy default stream) wait until the batch is
+  // written, without a host wait, and remembers it for the release (above). Host: nothing.
+  Status WaitOn(void* stream);
+  // GPU: blocks the calling thread until the batch is written. Host: nothing.
+  Status Synchronize();
+
+ private:
+  friend class OutputPool;
+  friend class Loader;
+  LoadedBatch() = default;
+
+  std::shared_ptr<OutputPool> pool_;  // keeps the buffer's memory alive
+  uint32_t slot_ = 0;
+  void* samples_ = nullptr;
+  int64_t* labels_ = nullptr;
+  uint32_t n_ = 0;
+  DType dtype_ = DType::kFloat32;
+  std::vector<int64_t> shape_;
+  int gpu_device_ = -1;
+  std::vector<uint64_t> indices_;
+  uint64_t epoch_ = 0, position_ = 0;
+};
+
+class Loader {
+ public:
+  // Opens options.pipeline.data and builds the pipeline. Usage errors for options that do not fit
+  // each other or the dataset (a decode the dataset's dtype cannot take, managed mode on the CPU,
+  // device cuda without a GPU); the dataset's own errors as Dataset::Open gives them.
+  static Result<std::unique_ptr<Loader>> Open(const LoaderOptions& options);
+  // The same over a dataset the caller has opened; it must outlive the loader.
+  static Result<std::unique_ptr<Loader>> Create(const Dataset& dataset,
+                                                const LoaderOptions& options);
+  // Stops the pipeline's threads and reads and waits for the work queued on its stream. Batches
+  // handed out stay valid.
+  ~Loader();
+
+  const Dataset& dataset() const { return *dataset_; }
+  const LoaderOptions& options() const { return options_; }
+  bool on_gpu() const { return gpu_device_ >= 0; }
+  int gpu_device() const { return gpu_device_; }
+  // The output shape of one sample ({C, H, W}, {H, W, C}, or the stored shape).
+  const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
+
+  // Samples and batches of an epoch for this rank (the same for every epoch and rank).
+  uint64_t epoch_samples() const { return source_->epoch_samples(); }
+  uint64_t batches_per_epoch() const;
+
+  Status StartEpoch(uint64_t epoch, uint64_t position);
+  // The next decoded batch of the epoch started last; null once the epoch is over.
+  Result<std::shared_ptr<LoadedBatch>> Next();
+  uint64_t epoch() const { return epoch_; }
+  uint64_t position() const { return source_->position(); }
+
+  // The raw level (stored-dtype batches; `ringfeed train`). Not to be mixed with Next().
+  TrainingSource& source() { return *source_; }
+
+  LoaderStats stats() const;
+  // One line: the mode, device and memory.
+  std::string Describe() const;
+
+ private:
+  Loader() = default;
+  Status Build(const Dataset& dataset, const LoaderOptions& options);
+
+  std::unique_ptr<Dataset> owned_dataset_;
+  const Dataset* dataset_ = nullptr;
+  LoaderOptions options_;
+  int gpu_device_ = -1;
+  std::vector<int64_t> sample_shape_;
+  DecodeSpec decode_;
+  std::unique_ptr<LoaderDevice> device_;
+  std::shared_ptr<OutputPool> pool_;
+  // Declared after device_ (whose stream it uses), so destroyed first.
+  std::unique_ptr<TrainingSource> source_;
+  uint64_t epoch_ = 0;
+  uint64_t batches_ = 0;
+  uint64_t first_next_ns_ = 0;
+};
+
+}  // namespace rf

@@ -1,0 +1,63 @@
+#include "pipeline/loader_device.h"
+
+#include "cuda/device.h"
+#include "pipeline/chunk_staging.h"
+#if RINGFEED_HAVE_CUDA
+#include "pipeline/cuda_loader_device.h"
+#endif
+
+namespace rf {
+namespace {
+
+class HostLoaderDevice final : public LoaderDevice {
+ public:
+  int gpu() const override { return -1; }
+  StagingFactory Staging(const PipelineConfig&) override {
+    return [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
+      RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
+      return std::unique_ptr<ChunkStaging>(std::move(s));
+    };
+  }
+  Result<std::unique_ptr<TrainingSource>> Managed(const Dataset&, const PipelineConfig&) override {
+    return Status::Usage(
+        "mode managed needs a GPU (CUDA managed memory); without one, use mode streaming");
+  }
+  Result<std::shared_ptr<OutputPool>> MakePool(size_t sample_bytes, uint32_t batch,
+                                               uint32_t buffers) override {
+    RF_ASSIGN_OR_RETURN(auto pool, HostOutputPool::Create(sample_bytes, batch, buffers));
+    return std::shared_ptr<OutputPool>(std::move(pool));
+  }
+  Status PrepareDecode(const DecodeSpec& spec) override {
+    spec_ = spec;
+    return Status::Ok();
+  }
+  Status Decode(const Batch& stored, void* out, int64_t* labels) override {
+    DecodeSamplesOnHost(spec_, stored.samples, stored.n, out);
+    DecodeLabelsOnHost(stored.label_dtype, stored.labels, stored.n, labels);
+    return Status::Ok();
+  }
+  Status Drain() override { return Status::Ok(); }
+  std::string Describe() const override { return "cpu"; }
+
+ private:
+  DecodeSpec spec_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<LoaderDevice>> MakeLoaderDevice(DeviceKind kind, int gpu, void* stream) {
+#if RINGFEED_HAVE_CUDA
+  if (kind == DeviceKind::kCuda || (kind == DeviceKind::kAuto && CudaDevicePresent())) {
+    if (!CudaDevicePresent()) return Status::Usage("device cuda: no CUDA device found");
+    RF_ASSIGN_OR_RETURN(auto d, CudaLoaderDevice::Create(gpu, stream));
+    return std::unique_ptr<LoaderDevice>(std::move(d));
+  }
+#else
+  (void)gpu;
+  (void)stream;
+  if (kind == DeviceKind::kCuda) return Status::Usage("device cuda: this build has no CUDA");
+#endif
+  return std::unique_ptr<LoaderDevice>(new HostLoaderDevice);
+}
+
+}  // namespace rf

@@ -1,0 +1,54 @@
+// LoaderDevice: where a Loader (pipeline/loader.h) puts its batches, chosen once at Open. It
+// makes the device-specific parts of the one pipeline:
+//
+//   HostLoaderDevice (here)                  host memory: HostChunkStaging, DecodeSamplesOnHost on
+//                                            the caller's thread, a HostOutputPool
+//   CudaLoaderDevice (cuda_loader_device.h)  one GPU: CudaChunkStaging (copy streams), the managed
+//                                            mode's source, CudaBatchDecoder on the stream, a
+//                                            CudaOutputPool
+//
+// The stream: the GPU device's work goes on one stream (the loader's own, or the caller's).
+//
+// Thread safety: the loader's thread only.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "io/batch.h"
+#include "io/dataset.h"
+#include "io/status.h"
+#include "pipeline/batch_decode.h"
+#include "pipeline/output_pool.h"
+#include "pipeline/pipeline_config.h"
+#include "pipeline/streaming_source.h"
+#include "pipeline/training_source.h"
+
+namespace rf {
+
+class LoaderDevice {
+ public:
+  virtual ~LoaderDevice() = default;
+
+  virtual int gpu() const = 0;  // -1: host memory
+  // The staging area of the streaming source.
+  virtual StagingFactory Staging(const PipelineConfig& c) = 0;
+  // The managed mode's source (Usage error on the host).
+  virtual Result<std::unique_ptr<TrainingSource>> Managed(const Dataset& d,
+                                                          const PipelineConfig& c) = 0;
+  virtual Result<std::shared_ptr<OutputPool>> MakePool(size_t sample_bytes, uint32_t batch,
+                                                       uint32_t buffers) = 0;
+  // Decodes `stored` (a batch from the source) into out / labels per `spec` (queued, on a GPU).
+  virtual Status PrepareDecode(const DecodeSpec& spec) = 0;
+  virtual Status Decode(const Batch& stored, void* out, int64_t* labels) = 0;
+  // Waits for the work queued so far.
+  virtual Status Drain() = 0;
+  virtual std::string Describe() const = 0;
+};
+
+// The device for `kind`: kCpu the host; kCuda GPU `gpu` (-1: the calling thread's current
+// device), Usage error where the build or the machine has none; kAuto a GPU where one is found.
+// `stream` (a cudaStream_t, or null for a stream of the device's own) must outlive the device.
+Result<std::unique_ptr<LoaderDevice>> MakeLoaderDevice(DeviceKind kind, int gpu, void* stream);
+
+}  // namespace rf

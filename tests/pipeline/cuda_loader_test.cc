@@ -1,0 +1,160 @@
+// Loader on a GPU against the host loader, which is its reference: for the same options the
+// batches hold the same samples and labels, decoded to the same bits, in streaming and managed
+// mode; a consumer on its own stream reads a batch only after it is written (LoadedBatch::WaitOn,
+// no host wait); a held batch stays valid and unchanged through later batches and the loader's
+// end. Skips without a GPU.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "cuda/handles.h"
+#include "pipeline/loader.h"
+#include "tests/testing/positional_data.h"
+#include "tests/testing/require_gpu.h"
+#include "tests/testing/temp_dir.h"
+
+namespace rf {
+namespace {
+
+using testing::TempDir;
+
+LoaderOptions Options(const std::string& path, DeviceKind device) {
+  LoaderOptions o;
+  o.pipeline.data = path;
+  o.pipeline.device = device;
+  o.pipeline.batch_size = 40;
+  o.pipeline.shuffle_window = 4;
+  o.pipeline.seed = 3;
+  o.pipeline.streaming.ring_slots = 4;
+  o.pipeline.streaming.io = IoMode::kBuffered;
+  o.output_buffers = 3;
+  o.epochs = 2;
+  return o;
+}
+
+struct HostCopy {
+  std::vector<uint8_t> samples;
+  std::vector<int64_t> labels;
+  std::vector<uint64_t> indices;
+};
+
+// A batch's bytes, copied to the host on `stream` after making it wait for the batch.
+HostCopy Fetch(LoadedBatch& b, size_t sample_bytes, cudaStream_t stream) {
+  HostCopy c;
+  c.samples.resize(b.size() * sample_bytes);
+  c.labels.resize(b.size());
+  c.indices = b.indices();
+  if (!b.on_gpu()) {
+    std::memcpy(c.samples.data(), b.samples(), c.samples.size());
+    std::memcpy(c.labels.data(), b.labels(), c.labels.size() * sizeof(int64_t));
+    return c;
+  }
+  EXPECT_TRUE(b.WaitOn(stream).ok());
+  EXPECT_EQ(cudaMemcpyAsync(c.samples.data(), b.samples(), c.samples.size(), cudaMemcpyDeviceToHost,
+                            stream),
+            cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(c.labels.data(), b.labels(), c.labels.size() * sizeof(int64_t),
+                            cudaMemcpyDeviceToHost, stream),
+            cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  return c;
+}
+
+std::vector<HostCopy> Epochs(const LoaderOptions& o, cudaStream_t stream) {
+  std::vector<HostCopy> out;
+  Result<std::unique_ptr<Loader>> l = Loader::Open(o);
+  EXPECT_TRUE(l.ok()) << l.status().ToString();
+  if (!l.ok()) return out;
+  const size_t bytes = (*l)->dataset().header().SampleElems() * DTypeSize(o.output.dtype);
+  for (uint64_t e = 0; e < 2; ++e) {
+    EXPECT_TRUE((*l)->StartEpoch(e, 0).ok());
+    for (;;) {
+      Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
+      EXPECT_TRUE(b.ok()) << b.status().ToString();
+      if (!b.ok() || *b == nullptr) break;
+      EXPECT_EQ((*b)->on_gpu(), o.pipeline.device == DeviceKind::kCuda);
+      out.push_back(Fetch(**b, bytes, stream));
+    }
+  }
+  return out;
+}
+
+void ExpectSame(const std::vector<HostCopy>& want, const std::vector<HostCopy>& got) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(want[k].indices, got[k].indices) << "batch " << k;
+    ASSERT_EQ(want[k].labels, got[k].labels) << "batch " << k;
+    ASSERT_TRUE(want[k].samples == got[k].samples) << "batch " << k << ": decoded bytes differ";
+  }
+}
+
+class CudaLoader : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RF_REQUIRE_GPU();
+    testing::PositionalDatasetOptions po;
+    po.channels = 3;
+    po.height = 6;
+    po.width = 5;
+    po.chunk_bytes = 4096;
+    path_ = testing::WritePositionalDataset(dir_.File("d.rfd"), 1500, po);
+    Result<cuda::CudaStream> s = cuda::CreateStream();
+    ASSERT_TRUE(s.ok());
+    stream_ = std::move(*s);
+  }
+  TempDir dir_;
+  std::string path_;
+  cuda::CudaStream stream_;
+};
+
+TEST_F(CudaLoader, EqualsTheHostLoaderBitForBitInEveryOutput) {
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    for (SampleLayout layout : {SampleLayout::kNCHW, SampleLayout::kNHWC}) {
+      LoaderOptions host = Options(path_, DeviceKind::kCpu),
+                    gpu = Options(path_, DeviceKind::kCuda);
+      host.output.dtype = gpu.output.dtype = dtype;
+      host.output.layout = gpu.output.layout = layout;
+      SCOPED_TRACE(std::string(DTypeName(dtype)) +
+                   (layout == SampleLayout::kNHWC ? " NHWC" : " NCHW"));
+      ExpectSame(Epochs(host, stream_.get()), Epochs(gpu, stream_.get()));
+    }
+  }
+  LoaderOptions host = Options(path_, DeviceKind::kCpu), gpu = Options(path_, DeviceKind::kCuda);
+  host.output.dtype = gpu.output.dtype = DType::kUInt8;
+  host.output.normalize = gpu.output.normalize = false;
+  ExpectSame(Epochs(host, stream_.get()), Epochs(gpu, stream_.get()));
+}
+
+TEST_F(CudaLoader, ManagedModeGivesTheStreamingBatches) {
+  LoaderOptions streaming = Options(path_, DeviceKind::kCuda), managed = streaming;
+  managed.pipeline.mode = PipelineMode::kManaged;
+  ExpectSame(Epochs(streaming, stream_.get()), Epochs(managed, stream_.get()));
+}
+
+TEST_F(CudaLoader, AHeldBatchOutlivesLaterBatchesAndTheLoader) {
+  LoaderOptions o = Options(path_, DeviceKind::kCuda);
+  o.output_buffers = 1;
+  Result<std::unique_ptr<Loader>> l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  const size_t bytes = (*l)->dataset().header().SampleElems() * sizeof(float);
+  ASSERT_TRUE((*l)->StartEpoch(0, 0).ok());
+  Result<std::shared_ptr<LoadedBatch>> first = (*l)->Next();
+  ASSERT_TRUE(first.ok() && *first != nullptr);
+  std::shared_ptr<LoadedBatch> held = *first;
+  const HostCopy before = Fetch(*held, bytes, stream_.get());
+  for (int k = 0; k < 20; ++k) {  // the pool of one grows by one: the held buffer is never reused
+    Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
+    ASSERT_TRUE(b.ok() && *b != nullptr);
+    ASSERT_NE((*b)->samples(), held->samples());
+  }
+  l->reset();
+  const HostCopy after = Fetch(*held, bytes, stream_.get());
+  EXPECT_TRUE(before.samples == after.samples);
+  EXPECT_EQ(before.labels, after.labels);
+}
+
+}  // namespace
+}  // namespace rf

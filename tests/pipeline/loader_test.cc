@@ -1,0 +1,237 @@
+// Loader on the host (the CPU loader): decoded batches carry every sample of an epoch once, with
+// the right values, shape and labels; a held batch outlives later batches and the loader; a
+// restart at a position continues the uninterrupted order; a consumer holding more batches than
+// the pool has never blocks the loader; errors name file and chunk.
+#include "pipeline/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "tests/testing/positional_data.h"
+#include "tests/testing/temp_dir.h"
+
+namespace rf {
+namespace {
+
+using testing::PositionalLabel;
+using testing::PositionalSample;
+using testing::TempDir;
+
+constexpr uint64_t kSamples = 1000;
+
+LoaderOptions HostOptions(const std::string& path, uint32_t batch) {
+  LoaderOptions o;
+  o.pipeline.data = path;
+  o.pipeline.device = DeviceKind::kCpu;
+  o.pipeline.batch_size = batch;
+  o.pipeline.shuffle_window = 3;
+  o.pipeline.seed = 11;
+  o.pipeline.streaming.ring_slots = 4;
+  o.pipeline.streaming.io = IoMode::kBuffered;  // temp directories may be on tmpfs (no O_DIRECT)
+  o.output.normalize = false;
+  o.output_buffers = 2;
+  o.epochs = 3;
+  return o;
+}
+
+std::unique_ptr<Loader> Open(const LoaderOptions& o) {
+  Result<std::unique_ptr<Loader>> l = Loader::Open(o);
+  EXPECT_TRUE(l.ok()) << l.status().ToString();
+  return l.ok() ? std::move(l).value() : nullptr;
+}
+
+// The sample index a float32 NCHW batch's sample j encodes (its first 8 values are its bytes).
+uint64_t FloatSampleIndex(const LoadedBatch& b, uint32_t j, size_t sample_elems) {
+  const float* s = static_cast<const float*>(b.samples()) + j * sample_elems;
+  uint8_t bytes[8];
+  for (int k = 0; k < 8; ++k) bytes[k] = static_cast<uint8_t>(s[k]);
+  return testing::SampleIndex(bytes);
+}
+
+// Every batch of the current epoch, checking each sample's content against the index the loader
+// says it holds, and its label.
+std::vector<uint64_t> DrainEpoch(Loader& l, size_t sample_elems) {
+  std::vector<uint64_t> seen;
+  const uint64_t start = l.position();
+  for (;;) {
+    Result<std::shared_ptr<LoadedBatch>> b = l.Next();
+    if (!b.ok()) {
+      ADD_FAILURE() << b.status().ToString();
+      break;
+    }
+    if (*b == nullptr) break;
+    const LoadedBatch& batch = **b;
+    EXPECT_FALSE(batch.on_gpu());
+    EXPECT_EQ(batch.shape()[0], batch.size());
+    EXPECT_EQ(batch.indices().size(), batch.size());
+    EXPECT_EQ(batch.position(), start + seen.size());
+    for (uint32_t j = 0; j < batch.size(); ++j) {
+      const uint64_t i = batch.indices()[j];
+      EXPECT_EQ(FloatSampleIndex(batch, j, sample_elems), i);
+      EXPECT_EQ(batch.labels()[j], PositionalLabel(i));
+      seen.push_back(i);
+    }
+  }
+  return seen;
+}
+
+TEST(Loader, AnEpochDeliversEverySampleOnceDecodedAsFloats) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
+  auto l = Open(HostOptions(path, 32));
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->sample_shape(), (std::vector<int64_t>{1, 8, 8}));
+  EXPECT_EQ(l->batches_per_epoch(), (kSamples + 31) / 32);
+  for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+    ASSERT_TRUE(l->StartEpoch(epoch, 0).ok());
+    std::vector<uint64_t> seen = DrainEpoch(*l, 64);
+    ASSERT_EQ(seen.size(), kSamples);
+    std::sort(seen.begin(), seen.end());
+    for (uint64_t i = 0; i < kSamples; ++i) ASSERT_EQ(seen[i], i);
+  }
+  EXPECT_EQ(l->stats().batches, 2 * l->batches_per_epoch());
+  EXPECT_GT(l->stats().bytes_read, 0u);
+}
+
+TEST(Loader, NormalizedChannelsLastBFloat16IsTheFormulaRounded) {
+  TempDir dir;
+  testing::PositionalDatasetOptions po;
+  po.channels = 3;
+  po.height = 4;
+  po.width = 2;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), 200, po);
+  LoaderOptions o = HostOptions(path, 16);
+  o.output.dtype = DType::kBFloat16;
+  o.output.layout = SampleLayout::kNHWC;
+  o.output.normalize = true;
+  auto l = Open(o);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->sample_shape(), (std::vector<int64_t>{4, 2, 3}));
+  const format::Header& h = l->dataset().header();
+  ASSERT_TRUE(l->StartEpoch(0, 0).ok());
+  Result<std::shared_ptr<LoadedBatch>> b = l->Next();
+  ASSERT_TRUE(b.ok() && *b != nullptr);
+  const LoadedBatch& batch = **b;
+  EXPECT_EQ(batch.dtype(), DType::kBFloat16);
+  EXPECT_EQ(batch.shape(), (std::vector<int64_t>{16, 4, 2, 3}));
+  const uint16_t* out = static_cast<const uint16_t*>(batch.samples());
+  uint8_t stored[24];
+  for (uint32_t j = 0; j < batch.size(); ++j) {
+    PositionalSample(batch.indices()[j], stored, sizeof stored);
+    for (uint32_t c = 0; c < 3; ++c) {
+      for (uint32_t p = 0; p < 8; ++p) {  // pixel p = y * 2 + x
+        const float x =
+            (float(stored[c * 8 + p]) - h.mean[c]) / (h.stddev[c] == 0 ? 1 : h.stddev[c]);
+        ASSERT_EQ(out[(j * 8 + p) * 3 + c], FloatToBFloat16(x)) << "sample " << j << " c " << c;
+      }
+    }
+  }
+}
+
+TEST(Loader, AHeldBatchOutlivesLaterBatchesAndTheLoader) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
+  auto l = Open(HostOptions(path, 50));
+  ASSERT_NE(l, nullptr);
+  ASSERT_TRUE(l->StartEpoch(0, 0).ok());
+  Result<std::shared_ptr<LoadedBatch>> first = l->Next();
+  ASSERT_TRUE(first.ok() && *first != nullptr);
+  const std::shared_ptr<LoadedBatch> held = *first;
+  const size_t bytes = held->size() * 64 * sizeof(float);
+  const std::vector<uint8_t> copy(static_cast<const uint8_t*>(held->samples()),
+                                  static_cast<const uint8_t*>(held->samples()) + bytes);
+  // The pool has 2 buffers: holding one while 19 more pass through reuses the other only.
+  std::vector<std::shared_ptr<LoadedBatch>> more;
+  for (int k = 0; k < 19; ++k) {
+    Result<std::shared_ptr<LoadedBatch>> b = l->Next();
+    ASSERT_TRUE(b.ok() && *b != nullptr);
+    if (k < 4) more.push_back(*b);  // holding five at once: the pool grows, nothing blocks
+  }
+  EXPECT_EQ(std::memcmp(held->samples(), copy.data(), bytes), 0);
+  l.reset();
+  EXPECT_EQ(std::memcmp(held->samples(), copy.data(), bytes), 0);
+  for (uint32_t j = 0; j < held->size(); ++j) {
+    EXPECT_EQ(FloatSampleIndex(*held, j, 64), held->indices()[j]);
+  }
+}
+
+TEST(Loader, AStartAtAPositionContinuesTheUninterruptedOrder) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
+  auto whole = Open(HostOptions(path, 24));
+  ASSERT_NE(whole, nullptr);
+  ASSERT_TRUE(whole->StartEpoch(1, 0).ok());
+  const std::vector<uint64_t> order = DrainEpoch(*whole, 64);
+  ASSERT_EQ(order.size(), kSamples);
+  for (uint64_t position : {uint64_t{24} * 7, uint64_t{24} * 30}) {
+    auto resumed = Open(HostOptions(path, 24));
+    ASSERT_NE(resumed, nullptr);
+    ASSERT_TRUE(resumed->StartEpoch(1, position).ok());
+    const std::vector<uint64_t> rest = DrainEpoch(*resumed, 64);
+    ASSERT_EQ(rest.size(), kSamples - position);
+    EXPECT_TRUE(std::equal(rest.begin(), rest.end(), order.begin() + position));
+  }
+}
+
+TEST(Loader, ARawLoaderRefusesDecodedBatches) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), 100);
+  LoaderOptions o = HostOptions(path, 10);
+  o.output_buffers = 0;
+  auto l = Open(o);
+  ASSERT_NE(l, nullptr);
+  ASSERT_TRUE(l->StartEpoch(0, 0).ok());
+  Result<std::shared_ptr<LoadedBatch>> b = l->Next();
+  ASSERT_FALSE(b.ok());
+  EXPECT_TRUE(b.status().IsUsage());
+  EXPECT_NE(b.status().message().find("raw source only"), std::string::npos);
+  Result<Batch> raw = l->source().Next();  // the raw level serves stored batches
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(raw->n, 10u);
+  EXPECT_EQ(raw->sample_dtype, DType::kUInt8);
+}
+
+TEST(Loader, ADecodeTheDatasetCannotTakeIsAUsageError) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), 100);
+  LoaderOptions o = HostOptions(path, 10);
+  o.output.dtype = DType::kUInt8;
+  o.output.normalize = true;  // normalized values are not bytes
+  Result<std::unique_ptr<Loader>> l = Loader::Open(o);
+  ASSERT_FALSE(l.ok());
+  EXPECT_TRUE(l.status().IsUsage()) << l.status().ToString();
+  EXPECT_NE(l.status().message().find("normalize"), std::string::npos) << l.status().ToString();
+}
+
+TEST(Loader, ACorruptChunkFailsTheBatchNamingFileAndChunk) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
+  {
+    Result<Dataset> d = Dataset::Open(path);
+    ASSERT_TRUE(d.ok());
+    testing::FlipBit(path, d->chunk(2).entry.offset + 10, 1);
+  }
+  LoaderOptions o = HostOptions(path, 32);
+  o.pipeline.shuffle = ShuffleMode::kNone;
+  auto l = Open(o);
+  ASSERT_NE(l, nullptr);
+  Status error = l->StartEpoch(0, 0);
+  while (error.ok()) {
+    Result<std::shared_ptr<LoadedBatch>> b = l->Next();
+    if (!b.ok())
+      error = b.status();
+    else if (*b == nullptr)
+      break;
+  }
+  ASSERT_FALSE(error.ok()) << "the corrupt chunk was delivered";
+  EXPECT_NE(error.ToString().find(path), std::string::npos) << error.ToString();
+  EXPECT_NE(error.ToString().find("chunk 2"), std::string::npos) << error.ToString();
+}
+
+}  // namespace
+}  // namespace rf
