@@ -61,7 +61,11 @@ std::vector<uint64_t> Header::Shape() const {
 
 std::string ShapeText(const std::vector<uint64_t>& shape) {
   std::string s;
-  for (uint64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+  for (uint64_t d : shape) {
+    if (!s.empty())
+      s += 'x';  // appended apart: GCC 12's -Wrestrict misfires on "x" + string at -O3
+    s += std::to_string(d);
+  }
   return s;
 }
 

@@ -21,7 +21,10 @@ std::string DescribeDataset(const Dataset& d) {
   out << "format:       version " << h.version << ", dataset id " << id << "\n";
   out << "samples:      " << h.total_samples << "\n";
   std::string shape;
-  for (uint64_t v : h.Shape()) shape += (shape.empty() ? "" : " x ") + std::to_string(v);
+  for (uint64_t v : h.Shape()) {
+    if (!shape.empty()) shape += " x ";  // apart: GCC 12's -Wrestrict misfires on "x" + string
+    shape += std::to_string(v);
+  }
   out << "shape:        " << shape << " (" << h.SampleBytes() << " bytes per sample)\n";
   out << "sample dtype: " << DTypeName(h.sample_dtype)
       << (IsImageDType(h.sample_dtype) ? "" : " (ids, stored exactly)") << "\n";
