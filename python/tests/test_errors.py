@@ -1,0 +1,140 @@
+"""Errors: a damaged dataset raises DataError naming the file, the chunk and the byte offset; files
+that cannot be read raise OSError; options that cannot be run raise UsageError naming the option;
+`data` as a list or a pattern must be one dataset's every shard."""
+
+import os
+import shutil
+
+import pytest
+
+import ringfeed
+from conftest import epoch_indices, open_loader
+
+CHUNK = 4096  # the positional dataset's chunks (4 KiB each, after the 4 KiB header)
+
+
+def damaged_copy(datasets, tmp_path, offset):
+    path = str(tmp_path / "damaged.rfd")
+    shutil.copyfile(datasets.positional(), path)
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0x01]))
+    return path
+
+
+@pytest.mark.parametrize("chunk", [0, 5, 15])
+def test_corrupt_chunk_raises_data_error_naming_file_chunk_and_offset(datasets, tmp_path, chunk):
+    offset = CHUNK * (1 + chunk)
+    path = damaged_copy(datasets, tmp_path, offset + 123)
+    loader = open_loader(path, 16)
+    with pytest.raises(ringfeed.DataError) as raised:
+        epoch_indices(loader)
+    e = raised.value
+    assert isinstance(e, ValueError)
+    message = str(e)
+    assert path in message and f"chunk {chunk} " in message and f"at byte {offset}" in message
+    assert (e.path, e.chunk, e.offset) == (path, chunk, offset)
+    # The loader stays failed on that chunk: the next iteration restarts and meets it again.
+    with pytest.raises(ringfeed.DataError, match=f"chunk {chunk} "):
+        epoch_indices(loader)
+
+
+def test_corrupt_chunk_without_verify_is_read_as_is(datasets, tmp_path):
+    path = damaged_copy(datasets, tmp_path, CHUNK + 60 * 3 + 1)  # sample 3's byte 1
+    loader = open_loader(path, 1000, verify=False, shuffle="none")
+    samples, _ = next(iter(loader))
+    assert samples.numpy()[3].reshape(-1)[1] == 1  # sample 3 encodes 3: its byte 1 was 0
+
+
+def test_corrupt_header_raises_data_error_when_opening(datasets, tmp_path):
+    path = damaged_copy(datasets, tmp_path, 100)
+    with pytest.raises(ringfeed.DataError) as raised:
+        open_loader(path)
+    assert path in str(raised.value) and raised.value.path == path
+
+
+def test_missing_file_raises_file_not_found(tmp_path):
+    path = str(tmp_path / "absent.rfd")
+    with pytest.raises(FileNotFoundError) as raised:
+        open_loader(path)
+    assert raised.value.filename == path and path in str(raised.value)
+
+
+def test_pattern_matching_nothing_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        open_loader(str(tmp_path / "nothing-*.rfd"))
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(batch_size=0), "batch_size must be an integer from 1"),
+        (dict(batch_size="8"), "batch_size must be an integer from 1"),
+        (dict(dtype="int8"), "unknown dtype 'int8'"),
+        (dict(dtype="float32", normalize="yes"), "normalize must be True or False"),
+        (dict(layout="NCWH"), "layout must be 'NCHW' or 'NHWC'"),
+        (dict(shuffle="full"), 'shuffle must be window or none, got "full"'),
+        (dict(shuffle_window=0), "shuffle_window must be an integer from 1"),
+        (dict(mode="fast"), 'mode must be streaming or managed, got "fast"'),
+        (dict(mode="managed"), "managed needs a GPU"),
+        (dict(io="aio"), "unknown I/O mode"),
+        (dict(read_size="3KiB"), "read-size must be a multiple of 4 KiB"),
+        (dict(read_size=5000), "read-size must be a multiple of 4 KiB"),
+        (dict(read_size="lots"), "not a byte size"),
+        (dict(device="tpu"), "device must be 'cuda', 'cuda:N', 'cpu' or None"),
+        (dict(rank=2, world_size=2), r"rank must be below world_size \(2\), got 2"),
+        (dict(rank=0, world_size=0), "world_size must be an integer from 1"),
+        (dict(rank=-1, world_size=2), "rank must be an integer from 0"),
+        (dict(ring_slots=1), "ring_slots must be an integer from 2"),
+        (dict(queue_depth=0), "queue_depth must be an integer from 1"),
+        (dict(prefetch=0), "prefetch must be an integer from 1"),
+        (dict(seed=-1), "seed must be an integer from 0"),
+        (dict(verify=1), "verify must be True or False"),
+    ])
+def test_bad_options_raise_usage_error(datasets, options, message):
+    options = {"batch_size": 8, **options}
+    with pytest.raises(ringfeed.UsageError, match=message):
+        open_loader(datasets.positional(), **options)
+
+
+def test_cuda_without_a_gpu_is_a_usage_error(datasets):
+    if ringfeed.cuda_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ringfeed.UsageError):
+        open_loader(datasets.positional(), device="cuda")
+
+
+def test_data_of_another_type_is_a_usage_error():
+    with pytest.raises(ringfeed.UsageError, match="data must be a path"):
+        ringfeed.Loader(42, 8)
+
+
+def test_shards_as_list_pattern_or_base(datasets):
+    base = datasets.positional(shards=3)
+    shards = list(open_loader(base).dataset.paths)
+    assert [os.path.basename(s) for s in shards] == [
+        f"positional-1000-3-4KiB-{i:05d}-of-00003.rfd" for i in range(3)]
+    expect = epoch_indices(open_loader(base))
+    assert epoch_indices(open_loader(shards)) == expect
+    assert epoch_indices(open_loader(list(reversed(shards)))) == expect
+    pattern = os.path.join(os.path.dirname(base), "positional-1000-3-4KiB-*-of-00003.rfd")
+    assert epoch_indices(open_loader(pattern)) == expect
+    assert epoch_indices(open_loader(shards[1])) == expect  # any one shard names the dataset
+
+
+def test_a_list_must_be_every_shard_of_one_dataset(datasets):
+    shards = list(open_loader(datasets.positional(shards=3)).dataset.paths)
+    with pytest.raises(ringfeed.UsageError, match=r"missing shards: \[.*-00002-of-00003.rfd'\]"):
+        open_loader(shards[:2])
+    other = datasets.positional(n=999)
+    with pytest.raises(ringfeed.UsageError, match="not shards of"):
+        open_loader(shards + [other])
+    with pytest.raises(ringfeed.UsageError, match="names a file twice"):
+        open_loader(shards + shards[:1])
+    with pytest.raises(ringfeed.UsageError, match="one or more str paths"):
+        open_loader([])
+    pattern = shards[0].replace("-00000-of-", "-0000[01]-of-")
+    with pytest.raises(ringfeed.UsageError, match="missing shards"):
+        open_loader(pattern)
