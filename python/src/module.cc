@@ -1,0 +1,527 @@
+// ringfeed._ringfeed: the bindings under the Python package (python/ringfeed/). Thin: each binding
+// calls the library (pipeline/loader.h, io/dataset.h) or dlpack_export.h and converts values; the
+// epoch protocol, option defaults and state dicts are the package's Python (python/ringfeed/
+// loader.py), reached by its pytest suite.
+//
+//   _Dataset     an opened dataset (rf::Dataset): the header's fields
+//   _Loader      one rf::Loader over a _Dataset: start_epoch, next, stats
+//   Tensor       a decoded batch's samples or labels, exported through DLPack
+//   DataError, UsageError   the exceptions a Status becomes (RaiseStatus, the one place)
+//
+// The GIL is released around every call that can block (opening a dataset or a loader, StartEpoch,
+// Next, closing). A loader is used by one thread at a time (loader.h): each _Loader call takes the
+// loader's mutex, with the GIL released while it waits, so a second Python thread blocks there
+// instead of deadlocking on the GIL. Ctrl-C: the loader's poll (LoaderOptions::poll) runs Python's
+// signal handlers about every 100 ms of a wait for data; a KeyboardInterrupt ends the wait and is
+// raised from the call.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cerrno>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/device.h"
+#include "io/dataset.h"
+#include "io/dtype.h"
+#include "io/format.h"
+#include "io/status.h"
+#include "pipeline/batch_decode.h"
+#include "pipeline/loader.h"
+#include "pipeline/pipeline_config.h"
+#include "python/src/dlpack_export.h"
+
+namespace py = pybind11;
+
+namespace rf::python {
+namespace {
+
+// --- Errors ----------------------------------------------------------------------------------
+
+// A failed Status on its way out of a binding; the translator registered in the module turns it
+// into the Python exception (RaiseStatus). `buffer`: raise BufferError (the array API's error for
+// an export that cannot be made) instead of the code's own exception.
+struct StatusError {
+  Status status;
+  bool buffer = false;
+};
+
+[[noreturn]] void Throw(Status s, bool buffer = false) { throw StatusError{std::move(s), buffer}; }
+void Check(const Status& s) {
+  if (!s.ok()) Throw(s);
+}
+template <typename T>
+T Take(Result<T> r) {
+  if (!r.ok()) Throw(r.status());
+  return std::move(r).value();
+}
+
+PyObject* g_data_error = nullptr;   // ringfeed.DataError(ValueError)
+PyObject* g_usage_error = nullptr;  // ringfeed.UsageError(ValueError)
+
+py::object OptionalInt(std::optional<uint64_t> v) {
+  return v ? py::object(py::int_(*v)) : py::object(py::none());
+}
+
+// Sets the Python error for `s`: the one place a Status becomes an exception.
+//   kCorruption          DataError: bad data (a checksum mismatch, a damaged header or index)
+//   kUsage, kUnsupported UsageError: options that cannot be run (here, or on this machine/build)
+//   kNotFound, kIOError  OSError, made from errno so it is FileNotFoundError, PermissionError, ...
+//   kInvalidArgument     ValueError
+//   kAborted, others     RuntimeError
+// DataError and OSError carry .path (OSError: .filename), .chunk and .offset (None where the
+// Status has none); the message is Status::ToString(), which names all three.
+void RaiseStatus(const Status& s, bool buffer) {
+  const std::string text = s.ToString();
+  if (buffer) {
+    PyErr_SetString(PyExc_BufferError, text.c_str());
+    return;
+  }
+  py::object exc;
+  switch (s.code()) {
+    case Status::Code::kCorruption:
+      exc = py::reinterpret_borrow<py::object>(g_data_error)(text);
+      exc.attr("path") = s.path().empty() ? py::object(py::none()) : py::object(py::str(s.path()));
+      break;
+    case Status::Code::kNotFound:
+    case Status::Code::kIOError: {
+      const int err = s.err() != 0 ? s.err() : (s.IsNotFound() ? ENOENT : EIO);
+      // OSError(errno, text) is the errno's own subclass.
+      exc = py::reinterpret_borrow<py::object>(PyExc_OSError)(err, text);
+      if (!s.path().empty()) exc.attr("filename") = py::str(s.path());
+      break;
+    }
+    case Status::Code::kUsage:
+    case Status::Code::kUnsupported:
+      PyErr_SetString(g_usage_error, text.c_str());
+      return;
+    case Status::Code::kInvalidArgument:
+      PyErr_SetString(PyExc_ValueError, text.c_str());
+      return;
+    default:
+      PyErr_SetString(PyExc_RuntimeError, text.c_str());
+      return;
+  }
+  exc.attr("chunk") = OptionalInt(s.chunk());
+  exc.attr("offset") = OptionalInt(s.offset());
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+}
+
+bool InterpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+// --- DLPack ----------------------------------------------------------------------------------
+
+// The capsule's destructor: a capsule a consumer took is renamed "used_dltensor" and is the
+// consumer's to delete; one still named "dltensor" was never consumed, so its tensor is deleted
+// here (the DLPack rule). Runs with the GIL held; keeps any exception being raised.
+void DeleteUnconsumedCapsule(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, "used_dltensor")) return;
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject* raised = PyErr_GetRaisedException();
+#else
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+#endif
+  auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (t != nullptr) {
+    if (t->deleter != nullptr) t->deleter(t);
+  } else {
+    PyErr_WriteUnraisable(capsule);
+  }
+#if PY_VERSION_HEX >= 0x030C0000
+  PyErr_SetRaisedException(raised);
+#else
+  PyErr_Restore(type, value, traceback);
+#endif
+}
+
+// A batch's samples or labels, as Python sees them: a small array-like that exports DLPack.
+struct Tensor {
+  std::shared_ptr<LoadedBatch> batch;
+  BatchPart part;
+
+  DType dtype() const { return part == BatchPart::kSamples ? batch->dtype() : DType::kInt64; }
+  void* data() const {
+    return part == BatchPart::kSamples ? batch->samples() : static_cast<void*>(batch->labels());
+  }
+  std::vector<int64_t> shape() const {
+    if (part == BatchPart::kSamples) return batch->shape();
+    return {static_cast<int64_t>(batch->size())};
+  }
+  std::string device() const {
+    return batch->on_gpu() ? "cuda:" + std::to_string(batch->gpu_device()) : "cpu";
+  }
+};
+
+py::capsule DlpackCapsule(const Tensor& t, py::object stream, py::object /*max_version*/,
+                          py::object dl_device, py::object copy) {
+  DlpackRequest r;
+  if (!stream.is_none()) r.stream = stream.cast<int64_t>();
+  if (!dl_device.is_none()) {
+    auto d = dl_device.cast<std::pair<int, int>>();
+    r.dl_device = DLDevice{static_cast<DLDeviceType>(d.first), d.second};
+  }
+  if (!copy.is_none()) r.copy = copy.cast<bool>();
+  const Status st = PrepareExport(*t.batch, r);
+  if (!st.ok()) Throw(st, /*buffer=*/true);
+  DLManagedTensor* m = ExportBatch(t.batch, t.part);
+  PyObject* capsule = PyCapsule_New(m, "dltensor", DeleteUnconsumedCapsule);
+  if (capsule == nullptr) {
+    m->deleter(m);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::capsule>(capsule);
+}
+
+// --- The loader ------------------------------------------------------------------------------
+
+// LoaderOptions::poll: called about every 100 ms on the calling thread while StartEpoch or Next
+// waits for data, with the GIL released. Runs Python's pending signal handlers; where one raised
+// (Ctrl-C's KeyboardInterrupt) the wait ends, and the exception, left set, is what the binding
+// raises (RaiseIfPythonError).
+Status CheckSignals() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return Status::Ok();
+  return Status::Aborted("interrupted by a signal");
+}
+
+// After a call the poll may have ended: the exception a signal handler raised, if any.
+void RaiseIfPythonError() {
+  if (PyErr_Occurred() != nullptr) throw py::error_already_set();
+}
+
+// One rf::Loader and the dataset it reads (declared first, so destroyed after the loader).
+class NativeLoader {
+ public:
+  NativeLoader(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options)
+      : dataset_(std::move(dataset)) {
+    auto r = [&] {
+      py::gil_scoped_release unlocked;
+      return Loader::Create(*dataset_, options);
+    }();
+    loader_ = Take(std::move(r));
+  }
+  ~NativeLoader() {
+    if (InterpreterFinalizing()) {
+      loader_.reset();
+      return;
+    }
+    Close();
+  }
+
+  // Runs f(loader) under the loader's mutex with the GIL released; Usage error once closed.
+  template <typename F>
+  auto Locked(F&& f) {
+    py::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!loader_) Throw(Status::Usage("the loader is closed"));
+    return f(*loader_);
+  }
+
+  // Stops the loader's threads and frees what it holds but the batches handed out.
+  void Close() {
+    py::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    loader_.reset();
+  }
+
+  void StartEpoch(uint64_t epoch, uint64_t position) {
+    const Status st = Locked([&](Loader& l) { return l.StartEpoch(epoch, position); });
+    RaiseIfPythonError();
+    Check(st);
+  }
+
+  py::object Next() {
+    auto r = Locked([](Loader& l) { return l.Next(); });
+    RaiseIfPythonError();
+    // A signal that came as Next returned raises here too (the batch goes back to the pool).
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    std::shared_ptr<LoadedBatch> b = Take(std::move(r));
+    if (!b) return py::none();
+    return py::make_tuple(Tensor{b, BatchPart::kSamples}, Tensor{b, BatchPart::kLabels});
+  }
+
+ private:
+  std::shared_ptr<const Dataset> dataset_;
+  std::mutex mu_;
+  std::unique_ptr<Loader> loader_;
+};
+
+// A Usage error for an option the library parses with another code (ParseIoMode's
+// InvalidArgument): every value handed to the loader's constructor is an option.
+template <typename T>
+T Option(Result<T> r) {
+  if (!r.ok() && !r.status().IsUsage()) Throw(Status::Usage(r.status().ToString()));
+  return Take(std::move(r));
+}
+
+LoaderOptions MakeOptions(const Dataset& d, uint32_t batch_size, const std::string& device, int gpu,
+                          const std::string& dtype, SampleLayout layout, bool normalize,
+                          const std::string& shuffle, uint32_t shuffle_window, uint64_t seed,
+                          bool drop_last, uint32_t rank, uint32_t world_size,
+                          const std::string& mode, const std::string& io, uint32_t queue_depth,
+                          const std::string& read_size, uint32_t ring_slots, uint32_t copy_streams,
+                          bool verify, uint32_t output_buffers, uint32_t managed_prefetch,
+                          bool managed_advise, bool managed_oversubscribe) {
+  LoaderOptions o;
+  PipelineConfig& p = o.pipeline;
+  p.data = d.shard_path(0);
+  p.mode = Option(ParsePipelineMode(mode));
+  p.device = Option(ParseDeviceKind(device));
+  p.batch_size = batch_size;
+  p.drop_last = drop_last;
+  p.shuffle = Option(ParseShuffleMode(shuffle));
+  p.shuffle_window = shuffle_window;
+  p.seed = seed;
+  p.rank = rank;
+  p.world_size = world_size;
+  p.verify = verify;
+  p.streaming.io = Option(ParseIoMode(io));
+  p.streaming.queue_depth = queue_depth;
+  p.streaming.read_bytes = Option(ParseReadSize(read_size));
+  p.streaming.ring_slots = ring_slots;
+  p.streaming.copy_streams = copy_streams;
+  p.managed.prefetch_batches = managed_prefetch;
+  p.managed.advise = managed_advise;
+  p.managed.oversubscribe = managed_oversubscribe;
+  const std::optional<DType> t = ParseDType(dtype);
+  if (!t) Throw(Status::Usage("dtype: unknown dtype '" + dtype + "'"));
+  o.output.dtype = *t;
+  o.output.layout = layout;
+  o.output.normalize = normalize;
+  o.output_buffers = output_buffers;
+  o.gpu = gpu;
+  o.poll = CheckSignals;
+  return o;
+}
+
+py::dict StatsDict(const LoaderStats& s) {
+  py::dict d;
+  d["bytes_read"] = s.bytes_read;
+  d["seconds"] = s.seconds;
+  d["wait_seconds"] = s.wait_seconds;
+  d["reader_held_seconds"] = s.reader_held_seconds;
+  d["batches"] = s.batches;
+  return d;
+}
+
+std::vector<float> PerChannel(const std::array<float, format::kMaxChannels>& v, uint32_t c) {
+  return std::vector<float>(v.begin(), v.begin() + c);
+}
+
+}  // namespace
+}  // namespace rf::python
+
+PYBIND11_MODULE(_ringfeed, m) {
+  using namespace rf;          // NOLINT: the module's body is all bindings of rf's names
+  using namespace rf::python;  // NOLINT
+
+  m.doc() = "ringfeed's native layer (pipeline/loader.h). Use the `ringfeed` package instead.";
+
+  g_data_error = PyErr_NewExceptionWithDoc(
+      "ringfeed.DataError",
+      "A dataset's bytes are bad: a chunk failing its checksum, a damaged header or index. A "
+      "ValueError. The message names the file, the chunk and the byte offset; so do the "
+      "attributes .path, .chunk and .offset (None where not known).",
+      PyExc_ValueError, nullptr);
+  g_usage_error = PyErr_NewExceptionWithDoc(
+      "ringfeed.UsageError",
+      "Options that cannot be run: a bad value, options that contradict each other, the "
+      "dataset or this machine (device='cuda' without a GPU). A ValueError.",
+      PyExc_ValueError, nullptr);
+  if (g_data_error == nullptr || g_usage_error == nullptr) throw py::error_already_set();
+  m.attr("DataError") = py::handle(g_data_error);
+  m.attr("UsageError") = py::handle(g_usage_error);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      RaiseStatus(e.status, e.buffer);
+    }
+  });
+
+  m.def("cuda_available", &CudaDevicePresent,
+        "Whether this build has CUDA and a GPU is visible (the default device is then 'cuda').");
+  m.def(
+      "dtype_name",
+      [](const std::string& name) -> std::optional<std::string> {
+        const std::optional<DType> t = ParseDType(name);
+        if (!t) return std::nullopt;
+        return std::string(DTypeName(*t));
+      },
+      py::arg("name"), "The dtype's own name ('bf16' -> 'bfloat16'), or None for no dtype.");
+  m.def("shard_base", &format::ShardBase, py::arg("path"),
+        "The base name a shard file name came from ('d.rfd' for 'd-00001-of-00004.rfd'), or '' "
+        "where the name is no shard name.");
+  m.def("shard_path", &format::ShardPath, py::arg("base"), py::arg("index"), py::arg("count"),
+        "Shard `index` of `count` of base name `base`: 'd-00001-of-00004.rfd'.");
+
+  py::enum_<SampleLayout>(m, "SampleLayout", "How a batch's samples are laid out.")
+      .value("NCHW", SampleLayout::kNCHW, "channels first, as stored")
+      .value("NHWC", SampleLayout::kNHWC, "channels last");
+
+  py::class_<Dataset, std::shared_ptr<Dataset>>(
+      m, "_Dataset", "An opened, checked dataset: every shard's header and chunk index.")
+      .def(py::init([](const std::string& path) {
+             auto r = [&] {
+               py::gil_scoped_release unlocked;
+               return Dataset::Open(path);
+             }();
+             return std::make_shared<Dataset>(Take(std::move(r)));
+           }),
+           py::arg("path"))
+      .def_property_readonly("samples", &Dataset::sample_count)
+      .def_property_readonly("shape", [](const Dataset& d) { return d.header().Shape(); })
+      .def_property_readonly("dtype",
+                             [](const Dataset& d) { return DTypeName(d.header().sample_dtype); })
+      .def_property_readonly("is_image",
+                             [](const Dataset& d) { return IsImageDType(d.header().sample_dtype); })
+      .def_property_readonly("label_dtype",
+                             [](const Dataset& d) { return DTypeName(d.header().label_dtype); })
+      .def_property_readonly("classes", [](const Dataset& d) { return d.header().num_classes; })
+      .def_property_readonly("channels", [](const Dataset& d) { return d.header().channels; })
+      .def_property_readonly(
+          "mean", [](const Dataset& d) { return PerChannel(d.header().mean, d.header().channels); })
+      .def_property_readonly(
+          "std",
+          [](const Dataset& d) { return PerChannel(d.header().stddev, d.header().channels); })
+      .def_property_readonly("id", [](const Dataset& d) { return d.header().dataset_id; })
+      .def_property_readonly("chunks", &Dataset::chunk_count)
+      .def_property_readonly("total_bytes", &Dataset::total_bytes)
+      .def_property_readonly("shard_paths", [](const Dataset& d) {
+        std::vector<std::string> v;
+        for (size_t i = 0; i < d.shard_count(); ++i) v.push_back(d.shard_path(i));
+        return v;
+      });
+
+  py::class_<Tensor>(m, "Tensor",
+                     "One batch's samples or labels, in the loader's buffer (no copy). Export "
+                     "it with torch.from_dlpack(t), numpy.from_dlpack(t) (host memory) or any "
+                     "DLPack consumer; the buffer stays valid, unchanged, while this object or "
+                     "any tensor made from it lives, even after the loader is gone.")
+      .def_property_readonly(
+          "shape",
+          [](const Tensor& t) {
+            const std::vector<int64_t> s = t.shape();
+            py::tuple out(s.size());
+            for (size_t i = 0; i < s.size(); ++i) out[i] = py::int_(s[i]);
+            return out;
+          },
+          "The shape: (n, C, H, W) or (n, H, W, C) for images, (n, ...) otherwise; (n,) for "
+          "labels.")
+      .def_property_readonly(
+          "dtype", [](const Tensor& t) { return std::string(DTypeName(t.dtype())); },
+          "The element type as a string: 'float32', 'bfloat16', 'float16', 'uint8', ...; labels "
+          "are 'int64'.")
+      .def_property_readonly("device", &Tensor::device, "'cpu' or 'cuda:N'.")
+      .def_property_readonly(
+          "data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data()); },
+          "The buffer's address (what torch.from_dlpack(t).data_ptr() gives).")
+      .def_property_readonly(
+          "nbytes",
+          [](const Tensor& t) {
+            size_t n = DTypeSize(t.dtype());
+            for (int64_t d : t.shape()) n *= static_cast<size_t>(d);
+            return n;
+          },
+          "Bytes of the buffer the tensor views.")
+      .def_property_readonly(
+          "epoch", [](const Tensor& t) { return t.batch->epoch(); }, "The batch's epoch.")
+      .def_property_readonly(
+          "position", [](const Tensor& t) { return t.batch->position(); },
+          "Where the batch's first sample sits in its epoch's order (for this rank).")
+      .def_property_readonly(
+          "indices", [](const Tensor& t) { return t.batch->indices(); },
+          "The dataset indices of the batch's samples, in batch order.")
+      .def("__dlpack__", &DlpackCapsule, py::kw_only(), py::arg("stream") = py::none(),
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
+           py::arg("copy") = py::none(),
+           "The array API's export: a 'dltensor' capsule (DLPack 0.6, whatever max_version asks) "
+           "viewing the buffer. stream (CUDA): the consumer's stream, made to wait for the batch "
+           "without a host wait: None or 1 the legacy default stream, 2 the per-thread default "
+           "stream, -1 no wait, any other int a cudaStream_t; host memory takes None or -1. "
+           "dl_device may only name the tensor's own device, and copy=True is refused: "
+           "BufferError.")
+      .def(
+          "__dlpack_device__",
+          [](const Tensor& t) {
+            const DLDevice d = DlpackDeviceOf(*t.batch);
+            return py::make_tuple(static_cast<int>(d.device_type), d.device_id);
+          },
+          "(2, gpu) for kDLCUDA, (1, 0) for kDLCPU.")
+      .def(
+          "numpy",
+          [](py::object self) {
+            const Tensor& t = self.cast<const Tensor&>();
+            if (t.batch->on_gpu()) {
+              throw py::type_error("numpy(): the tensor is on " + t.device() +
+                                   "; use torch.from_dlpack (or another GPU array library)");
+            }
+            if (t.dtype() == DType::kBFloat16) {
+              throw py::type_error("numpy(): numpy has no bfloat16; use torch.from_dlpack");
+            }
+            return py::module_::import("numpy").attr("from_dlpack")(self);
+          },
+          "A numpy array viewing the buffer (host memory only; no bfloat16 in numpy).")
+      .def("__repr__", [](const Tensor& t) {
+        std::string s = "ringfeed.Tensor(shape=(";
+        const std::vector<int64_t> shape = t.shape();
+        for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+        if (shape.size() == 1) s += ",";
+        return s + "), dtype=" + std::string(DTypeName(t.dtype())) + ", device='" + t.device() +
+               "')";
+      });
+
+  py::class_<NativeLoader>(m, "_Loader", "One rf::Loader over a _Dataset (see ringfeed.Loader).")
+      .def(py::init([](std::shared_ptr<Dataset> d, uint32_t batch_size, const std::string& device,
+                       int gpu, const std::string& dtype, SampleLayout layout, bool normalize,
+                       const std::string& shuffle, uint32_t shuffle_window, uint64_t seed,
+                       bool drop_last, uint32_t rank, uint32_t world_size, const std::string& mode,
+                       const std::string& io, uint32_t queue_depth, const std::string& read_size,
+                       uint32_t ring_slots, uint32_t copy_streams, bool verify,
+                       uint32_t output_buffers, uint32_t managed_prefetch, bool managed_advise,
+                       bool managed_oversubscribe) {
+             const LoaderOptions o = MakeOptions(
+                 *d, batch_size, device, gpu, dtype, layout, normalize, shuffle, shuffle_window,
+                 seed, drop_last, rank, world_size, mode, io, queue_depth, read_size, ring_slots,
+                 copy_streams, verify, output_buffers, managed_prefetch, managed_advise,
+                 managed_oversubscribe);
+             return std::make_unique<NativeLoader>(std::move(d), o);
+           }),
+           py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("device"),
+           py::arg("gpu"), py::arg("dtype"), py::arg("layout"), py::arg("normalize"),
+           py::arg("shuffle"), py::arg("shuffle_window"), py::arg("seed"), py::arg("drop_last"),
+           py::arg("rank"), py::arg("world_size"), py::arg("mode"), py::arg("io"),
+           py::arg("queue_depth"), py::arg("read_size"), py::arg("ring_slots"),
+           py::arg("copy_streams"), py::arg("verify"), py::arg("output_buffers"),
+           py::arg("managed_prefetch"), py::arg("managed_advise"), py::arg("managed_oversubscribe"))
+      .def("start_epoch", &NativeLoader::StartEpoch, py::arg("epoch"), py::arg("position"),
+           "Loader::StartEpoch: the next batches come from `epoch` at `position`.")
+      .def("next", &NativeLoader::Next,
+           "Loader::Next: (samples, labels) of the next batch, or None at the epoch's end.")
+      .def("close", &NativeLoader::Close, "Stops the loader (batches handed out stay valid).")
+      .def("epoch_samples",
+           [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.epoch_samples(); }); })
+      .def(
+          "batches_per_epoch",
+          [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.batches_per_epoch(); }); })
+      .def("gpu_device",
+           [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.gpu_device(); }); })
+      .def("sample_shape",
+           [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.sample_shape(); }); })
+      .def("describe",
+           [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.Describe(); }); })
+      .def("stats", [](NativeLoader& n) {
+        return StatsDict(n.Locked([](Loader& l) { return l.stats(); }));
+      });
+}
