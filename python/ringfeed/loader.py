@@ -163,13 +163,24 @@ def _device_option(device: Any) -> Tuple[str, int]:
 class Loader:
     """Batches of a ringfeed dataset, read from disk as training goes, in fixed memory.
 
-    ``for samples, labels in loader:`` yields one epoch of batches (see the module's help for the
-    epoch protocol). ``samples`` and ``labels`` are :class:`ringfeed.Tensor` objects viewing the
-    loader's own buffers: hand them to ``torch.from_dlpack`` (no copy; on the GPU the current
-    stream waits for the batch, the host does not), ``numpy.from_dlpack`` or ``.numpy()`` (host
-    memory). A batch stays valid, unchanged, for as long as it or anything made from it is held,
-    whatever the loader does meanwhile and even after the loader is gone; holding more than
-    ``prefetch`` batches at once makes the loader allocate a buffer per extra batch held.
+    ``for samples, labels in loader:`` yields the rest of the current epoch. ``samples`` and
+    ``labels`` are :class:`ringfeed.Tensor` objects viewing the loader's own buffers: hand them to
+    ``torch.from_dlpack`` (no copy; on the GPU the current stream waits for the batch, the host
+    does not), ``numpy.from_dlpack`` or ``.numpy()`` (host memory). A batch stays valid,
+    unchanged, for as long as it or anything made from it is held, whatever the loader does
+    meanwhile and even after the loader is gone; holding more than ``prefetch`` batches at once
+    makes the loader allocate a buffer per extra batch held.
+
+    Epochs: the loader is at ``epoch`` and ``position`` (samples of this rank's epoch handed out
+    so far). An iteration continues from there (the epoch's start, where a ``break`` left it, or a
+    restored state) to the epoch's end; as the epoch's last batch is handed out, ``epoch`` moves
+    on by one and ``position`` returns to 0. ``set_epoch(e)`` makes the next iteration epoch e
+    from its start; ``len(loader)`` is the batches per epoch for this rank. The order is a
+    function of the dataset, seed, shuffle, shuffle_window, epoch, rank and world_size only.
+
+    Checkpoints: ``state_dict()`` is a JSON-able dict of the epoch, the position and what the
+    order depends on; ``load_state_dict(state)`` on a loader with the same options continues with
+    exactly the batches the saved loader would have handed out next.
 
     Arguments (all but the first two keyword-only):
 
