@@ -12,6 +12,10 @@ packages=(
   libopenblas-dev               # CPU training backend (sgemm)
   zlib1g-dev                    # gzipped IDX input
   libgtest-dev                  # tests
+  python3-dev pybind11-dev      # the Python package's extension (python/)
+  libdlpack-dev                 # dlpack/dlpack.h: batches exported to torch/numpy
+  python3-numpy python3-pytest  # the Python package's tests
+  python3-torch                 # ... which check zero-copy export to torch (CPU build)
   dataset-fashion-mnist         # the real data the main job and the tests convert
 )
 
