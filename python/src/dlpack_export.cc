@@ -19,9 +19,19 @@ struct ExportContext {
 void DeleteExport(DLManagedTensor* self) { delete static_cast<ExportContext*>(self->manager_ctx); }
 
 std::string DeviceText(DLDevice d) {
-  if (d.device_type == kDLCPU) return "(kDLCPU=1, " + std::to_string(d.device_id) + ")";
-  if (d.device_type == kDLCUDA) return "(kDLCUDA=2, " + std::to_string(d.device_id) + ")";
-  return "(" + std::to_string(d.device_type) + ", " + std::to_string(d.device_id) + ")";
+  // Appended piece by piece: GCC 12's -Wrestrict misfires on "..." + std::string at -O3.
+  std::string s = "(";
+  if (d.device_type == kDLCPU) {
+    s += "kDLCPU=1";
+  } else if (d.device_type == kDLCUDA) {
+    s += "kDLCUDA=2";
+  } else {
+    s += std::to_string(d.device_type);
+  }
+  s += ", ";
+  s += std::to_string(d.device_id);
+  s += ")";
+  return s;
 }
 
 }  // namespace

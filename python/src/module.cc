@@ -159,7 +159,10 @@ struct Tensor {
     return {static_cast<int64_t>(batch->size())};
   }
   std::string device() const {
-    return batch->on_gpu() ? "cuda:" + std::to_string(batch->gpu_device()) : "cpu";
+    if (!batch->on_gpu()) return "cpu";
+    std::string s = "cuda:";  // appended apart: GCC 12's -Wrestrict misfires on "..." + string
+    s += std::to_string(batch->gpu_device());
+    return s;
   }
 };
 
