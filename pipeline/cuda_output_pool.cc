@@ -49,6 +49,12 @@ Status CudaOutputPool::WaitOn(uint32_t slot, void* stream) {
   std::lock_guard<std::mutex> lock(mu_);
   PerBuffer& b = buffers_[slot];
   RF_CUDA_CHECK(cudaStreamWaitEvent(s, b.ready.get(), 0));
+  if (s == cudaStreamPerThread) {
+    // The waiting thread's own default stream: the release may come on another thread, whose
+    // cudaStreamPerThread is another stream, so the reuse waits for the whole device instead.
+    b.sync_device = true;
+    return Status::Ok();
+  }
   if (s != producer_ && std::find(b.consumers.begin(), b.consumers.end(), s) == b.consumers.end()) {
     b.consumers.push_back(s);
   }

@@ -9,7 +9,8 @@
 // so a buffer is rewritten only after every read a consumer queued on a stream it named, and the
 // host never waits. A consumer stream must still exist when the batch is released (as with any
 // DLPack producer); if recording on it fails, the next reuse synchronizes the whole device
-// instead.
+// instead, as it does for a consumer that named cudaStreamPerThread (whose meaning depends on
+// the thread that records on it).
 //
 // Thread safety: as OutputPool. Calls made on a consumer's thread set the pool's device for
 // their duration only (cuda::ScopedDevice).

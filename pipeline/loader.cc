@@ -100,6 +100,9 @@ uint64_t Loader::batches_per_epoch() const {
 }
 
 Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
+  // The clock of stats() starts here, so the wait for the first window (in StartEpoch) is inside
+  // the time it is a share of.
+  if (first_next_ns_ == 0) first_next_ns_ = SteadyNowNs();
   RF_RETURN_IF_ERROR(source_->StartEpoch(epoch, position));
   epoch_ = epoch;
   return Status::Ok();

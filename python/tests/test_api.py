@@ -35,8 +35,6 @@ def test_stats_count_what_was_read(datasets):
     assert s["wait_share"] >= 0
 
 
-@pytest.mark.xfail(reason="Loader::stats: `seconds` starts at the first Next, but the source's "
-                   "wait_seconds include StartEpoch's wait for the first window", strict=False)
 def test_wait_share_is_at_most_one(datasets):
     loader = open_loader(datasets.positional(), shuffle_window=16)
     for _ in loader:
