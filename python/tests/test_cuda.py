@@ -58,3 +58,41 @@ def test_gpu_batch_outlives_the_loader(datasets):
     del samples, loader
     gc.collect()
     assert torch.equal(x, expect)
+
+
+def test_a_slow_consumer_stream_never_reads_a_rewritten_buffer(datasets):
+    """The consumer's stream lags far behind the host (a spin kernel before each read), while the
+    loader, two buffers deep, keeps decoding ahead: a buffer handed back must not be rewritten
+    before the reads queued on the consumer's stream have run (the release event)."""
+    path = datasets.positional()
+    expect = [torch.from_dlpack(s).double().sum().item()
+              for s, _ in open_loader(path, dtype="float32", normalize=False)]
+    loader = open_loader(path, device="cuda", dtype="float32", normalize=False, prefetch=2)
+    stream = torch.cuda.Stream()
+    sums = []
+    with torch.cuda.stream(stream):
+        for samples, _ in loader:
+            x = torch.from_dlpack(samples)
+            torch.cuda._sleep(2_000_000)  # ~1 ms of GPU time on this stream before the read
+            sums.append(x.double().sum())
+            del x, samples  # released while the read is still queued
+    torch.cuda.synchronize()
+    assert [s.item() for s in sums] == expect
+
+
+@pytest.mark.parametrize("library", ["cupy", "jax"])
+def test_other_frameworks_take_the_batches_without_a_copy(datasets, library):
+    lib = pytest.importorskip(library)
+    path = datasets.positional()
+    samples, labels = next(iter(open_loader(path, device="cuda", dtype="float32")))
+    expect = torch.from_dlpack(samples).cpu().numpy()
+    if library == "cupy":
+        x = lib.from_dlpack(samples)
+        assert x.data.ptr == samples.data_ptr
+        got = lib.asnumpy(x)
+    else:
+        import jax.dlpack
+        x = jax.dlpack.from_dlpack(samples)
+        got = jax.device_get(x)
+    assert got.shape == tuple(samples.shape)
+    assert (got == expect).all()

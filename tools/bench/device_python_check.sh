@@ -22,6 +22,7 @@ work=${RINGFEED_DATA:-/var/tmp/ringfeed-python}
 mkdir -p "$logs" "$work"
 trap 'tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$logs"' EXIT
 export NCCL_NVLS_ENABLE=0
+export XLA_PYTHON_CLIENT_PREALLOCATE=false  # JAX (a test imports it) takes GPU memory as it needs it
 
 echo "== machine"
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader
