@@ -187,22 +187,15 @@ def self_check(ds, images_path, labels_path):
 
 
 def build_model(ds):
-    """ringfeed's default model (kernels/model.h), with its He-uniform init and zero biases."""
-    nn = torch.nn
-    layers, cin, h, w = [], ds.channels, ds.height, ds.width
-    for cout in (32, 64, 128):
-        layers += [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2, 2)]
-        cin, h, w = cout, h // 2, w // 2
-    if h < 1 or w < 1:
-        sys.exit(f"torch_peer: {ds.height}x{ds.width} samples are too small for 3 pooling blocks")
-    layers += [nn.Flatten(), nn.Linear(cin * h * w, 256), nn.ReLU(inplace=True),
-               nn.Linear(256, ds.classes)]
-    model = nn.Sequential(*layers)
-    for m in model.modules():
-        if isinstance(m, (nn.Conv2d, nn.Linear)):
-            nn.init.kaiming_uniform_(m.weight, nonlinearity="relu")  # +-sqrt(6 / fan_in)
-            nn.init.zeros_(m.bias)
-    return model
+    """ringfeed's default model (kernels/model.h), with its He-uniform init and zero biases: the
+    examples' definition (examples/ringfeed_cnn.py), for this Dataset's shape."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
+                                    os.pardir, "examples"))
+    import ringfeed_cnn
+    try:
+        return ringfeed_cnn.build_model(ds.channels, ds.height, ds.width, ds.classes)
+    except ValueError as e:
+        sys.exit(f"torch_peer: {e}")
 
 
 def warm_up_workers(ds, args, dev):
