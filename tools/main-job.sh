@@ -6,7 +6,9 @@
 #   3. read each through the io_uring reader and report GB/s,
 #   4. train on Fashion-MNIST with the CPU backend in streaming mode ($RINGFEED_EPOCHS epochs,
 #      default 1), with the test split evaluated after every epoch,
-#   5. read one epoch of it through the installed Python package (`import ringfeed`).
+#   5. read one epoch of it through the installed Python package (`import ringfeed`),
+#   6. train ringfeed's CNN in PyTorch on the CPU through the package for 300 steps
+#      (examples/torch_train.py), printing the loss and the test accuracy.
 # Everything it writes goes under $RINGFEED_WORK (default build/main-job).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,3 +44,6 @@ n = sum(samples.shape[0] for samples, _ in loader)
 gbps = loader.stats()["disk_gbps"]
 print(f"ringfeed (Python, {ringfeed.__file__}): {n} samples in {len(loader)} batches, {gbps:.2f} GB/s")
 EOF
+/usr/bin/python3 examples/torch_train.py --data "$work/fashion-mnist-train.rfd" \
+  --test "$work/fashion-mnist-test.rfd" --device cpu --steps 300 --print-every 50 \
+  --threads "$(nproc)"
