@@ -52,7 +52,7 @@ echo "== python tests"
 pytest_path=""
 python3 -c "import pytest" 2>/dev/null || pytest_path=":$pkg/pytest"
 PYTHONPATH=$site$pytest_path RINGFEED_CONVERT=$pkg/bin/ringfeed-convert \
-  python3 -m pytest -q -p no:cacheprovider python/tests -rs >"$logs/pytest.log" 2>&1
+  python3 -m pytest -q -p no:cacheprovider ${PYTEST_FILES:-python/tests} -rs >"$logs/pytest.log" 2>&1
 echo "pytest exit $?"; tail -15 "$logs/pytest.log"
 fi
 
@@ -76,11 +76,12 @@ make_data() {  # GB path
   ls -l "$2"
 }
 make_data "${BIG_GB:-9.2}" "$work/big.rfd"
-make_data "${SMALL_GB:-2}" "$work/small.rfd"
+[ "${MEMORY:-1}" = 1 ] && make_data "${SMALL_GB:-2}" "$work/small.rfd"
 
 echo "== benchmarks (cold, interleaved, ${REPEATS:-2} rounds)"
 python3 tools/bench/python_loader.py --data "$work/big.rfd" --ringfeed "$pkg/bin/ringfeed" \
   --batch-size 256 --seconds "${SECONDS_PER_PHASE:-15}" --repeats "${REPEATS:-2}" --drop-caches \
+  --phases "${PHASES:-read,loader,train_ringfeed,train_torch,compute_only}" \
   --json "$out/python_loader.json" 2>&1 | tee "$logs/python_loader.log" | grep -vE '^\s*$'
 
 [ "${MEMORY:-1}" = 1 ] || exit 0
