@@ -16,7 +16,8 @@ ringfeed.UsageError for the errors. Datasets are made by `ringfeed-convert`.
 """
 
 from ._ringfeed import DataError, Tensor, UsageError, cuda_available
-from .loader import DatasetInfo, Loader
+from .loader import DatasetInfo, Loader, dataset_info
 
-__all__ = ["DataError", "DatasetInfo", "Loader", "Tensor", "UsageError", "cuda_available"]
+__all__ = ["DataError", "DatasetInfo", "Loader", "Tensor", "UsageError", "cuda_available",
+           "dataset_info"]
 __version__ = "0.1.0"

@@ -65,6 +65,18 @@ class DatasetInfo(NamedTuple):
     paths: Tuple[str, ...]
 
 
+def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
+    return DatasetInfo(samples=d.samples, shape=tuple(d.shape), dtype=d.dtype, classes=d.classes,
+                       mean=tuple(d.mean), std=tuple(d.std), label_dtype=d.label_dtype, id=d.id,
+                       paths=tuple(d.shard_paths))
+
+
+def dataset_info(data: Union[PathLike, Sequence[PathLike]]) -> DatasetInfo:
+    """A dataset's header (:class:`DatasetInfo`) without a loader: the files are opened and
+    checked (header and chunk index), no chunk is read. `data` as for :class:`Loader`."""
+    return _info(_open_dataset(data))
+
+
 def _open_dataset(data: Union[PathLike, Sequence[PathLike]]) -> "_ringfeed._Dataset":
     """Opens `data`: one .rfd file, any one shard, the shards' base name, a glob pattern of
     shard files, or a list of them. A pattern or a list must name every shard of one dataset
@@ -341,10 +353,7 @@ class Loader:
     @property
     def dataset(self) -> DatasetInfo:
         """The dataset's header (:class:`DatasetInfo`)."""
-        d = self._dataset
-        return DatasetInfo(samples=d.samples, shape=tuple(d.shape), dtype=d.dtype,
-                           classes=d.classes, mean=tuple(d.mean), std=tuple(d.std),
-                           label_dtype=d.label_dtype, id=d.id, paths=tuple(d.shard_paths))
+        return _info(self._dataset)
 
     @property
     def device(self) -> str:

@@ -73,3 +73,16 @@ def test_errors_are_value_errors():
     assert issubclass(ringfeed.DataError, ValueError)
     assert issubclass(ringfeed.UsageError, ValueError)
     assert ringfeed.DataError.__module__ == "ringfeed"
+
+
+def test_dataset_info_reads_the_header_without_a_loader(datasets, tmp_path):
+    path = datasets.positional()
+    info = ringfeed.dataset_info(path)
+    assert info == open_loader(path).dataset
+    assert info.samples > 0 and len(info.paths) == 1
+    bad = tmp_path / "bad.rfd"
+    data = bytearray(open(path, "rb").read())
+    data[100] ^= 0x10  # inside the checksummed header
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ringfeed.DataError, match="bad.rfd"):
+        ringfeed.dataset_info(str(bad))
