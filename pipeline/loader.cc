@@ -22,6 +22,10 @@ DecodeSpec DecodeFor(const format::Header& h, const OutputOptions& o) {
   s.width = h.width;
   s.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
   s.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
+  if (!o.mean.empty() || !o.stddev.empty()) {  // DecodeSpec::Validate checks their counts
+    s.mean = o.mean;
+    s.stddev = o.stddev;
+  }
   return s;
 }
 
@@ -69,7 +73,11 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
   const format::Header& h = dataset.header();
   const bool decoded = options.output_buffers > 0;
   if (decoded) {
-    decode_ = DecodeFor(h, options.output);
+    const OutputOptions& out = options.output;
+    if (!out.normalize && (!out.mean.empty() || !out.stddev.empty())) {
+      return Status::Usage("mean and std: given with normalize off, they would do nothing");
+    }
+    decode_ = DecodeFor(h, out);
     RF_RETURN_IF_ERROR(decode_.Validate());
     RF_ASSIGN_OR_RETURN(sample_shape_, SampleShape(h, options.output.layout));
   }

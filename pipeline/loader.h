@@ -63,6 +63,9 @@ struct OutputOptions {
   DType dtype = DType::kFloat32;  // float32, bfloat16, float16, or the stored dtype itself
   SampleLayout layout = SampleLayout::kNCHW;
   bool normalize = true;  // (x - mean[c]) / std[c] with the dataset header's statistics
+  // Statistics to normalize with instead of the header's (one per channel; both or neither): a
+  // test split normalized as its training split was.
+  std::vector<float> mean, stddev;
 };
 
 struct LoaderOptions {

@@ -1,5 +1,5 @@
 # Type stubs of the extension ringfeed._ringfeed (python/src/module.cc).
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 class DataError(ValueError):
     """A dataset's bytes are bad; the message names the file, the chunk and the byte offset."""
@@ -72,6 +72,8 @@ class _Loader:
         dtype: str,
         layout: SampleLayout,
         normalize: bool,
+        mean: Sequence[float],
+        std: Sequence[float],
         shuffle: str,
         shuffle_window: int,
         seed: int,

@@ -207,6 +207,9 @@ class Loader:
     layout: 'NCHW' (as stored) or 'NHWC' (channels last), for image data.
     normalize: (x - mean[c]) / std[c] with the header's per-channel statistics (in float32, a
         std of 0 taken as 1). None: True for a float output, False otherwise.
+    mean, std: per-channel statistics to normalize with instead of the header's (both or
+        neither, one value per channel), e.g. a test split normalized as its training split:
+        ``mean=train.dataset.mean, std=train.dataset.std``.
     shuffle: 'window' (chunks in a seeded permutation per epoch, and the samples of
         shuffle_window chunks resident together in a seeded permutation of their own) or 'none'
         (stored order).
@@ -248,6 +251,8 @@ class Loader:
         dtype: Optional[str] = None,
         layout: str = "NCHW",
         normalize: Optional[bool] = None,
+        mean: Optional[Sequence[float]] = None,
+        std: Optional[Sequence[float]] = None,
         shuffle: str = "window",
         shuffle_window: int = 64,
         seed: int = 0,
@@ -298,6 +303,14 @@ class Loader:
         if normalize is None:
             normalize = canonical in _FLOAT_OUTPUTS
         normalize = _bool_option("normalize", normalize)
+        if (mean is None) != (std is None):
+            raise UsageError("mean and std: give both or neither")
+        try:
+            mean = [float(v) for v in (mean if mean is not None else ())]
+            std = [float(v) for v in (std if std is not None else ())]
+        except (TypeError, ValueError):
+            raise UsageError(f"mean and std must be sequences of numbers, got {mean!r}, "
+                             f"{std!r}") from None
 
         self._dataset = dataset
         self._batch_size = batch_size
@@ -315,6 +328,8 @@ class Loader:
             dtype=canonical,
             layout=getattr(_ringfeed.SampleLayout, layout_text),
             normalize=normalize,
+            mean=mean,
+            std=std,
             shuffle=self._shuffle,
             shuffle_window=shuffle_window,
             seed=seed,

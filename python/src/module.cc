@@ -270,6 +270,7 @@ T Option(Result<T> r) {
 
 LoaderOptions MakeOptions(const Dataset& d, uint32_t batch_size, const std::string& device, int gpu,
                           const std::string& dtype, SampleLayout layout, bool normalize,
+                          const std::vector<float>& mean, const std::vector<float>& stddev,
                           const std::string& shuffle, uint32_t shuffle_window, uint64_t seed,
                           bool drop_last, uint32_t rank, uint32_t world_size,
                           const std::string& mode, const std::string& io, uint32_t queue_depth,
@@ -302,6 +303,8 @@ LoaderOptions MakeOptions(const Dataset& d, uint32_t batch_size, const std::stri
   o.output.dtype = *t;
   o.output.layout = layout;
   o.output.normalize = normalize;
+  o.output.mean = mean;
+  o.output.stddev = stddev;
   o.output_buffers = output_buffers;
   o.gpu = gpu;
   o.poll = CheckSignals;
@@ -488,6 +491,7 @@ PYBIND11_MODULE(_ringfeed, m) {
   py::class_<NativeLoader>(m, "_Loader", "One rf::Loader over a _Dataset (see ringfeed.Loader).")
       .def(py::init([](std::shared_ptr<Dataset> d, uint32_t batch_size, const std::string& device,
                        int gpu, const std::string& dtype, SampleLayout layout, bool normalize,
+                       const std::vector<float>& mean, const std::vector<float>& stddev,
                        const std::string& shuffle, uint32_t shuffle_window, uint64_t seed,
                        bool drop_last, uint32_t rank, uint32_t world_size, const std::string& mode,
                        const std::string& io, uint32_t queue_depth, const std::string& read_size,
@@ -495,19 +499,20 @@ PYBIND11_MODULE(_ringfeed, m) {
                        uint32_t output_buffers, uint32_t managed_prefetch, bool managed_advise,
                        bool managed_oversubscribe) {
              const LoaderOptions o = MakeOptions(
-                 *d, batch_size, device, gpu, dtype, layout, normalize, shuffle, shuffle_window,
-                 seed, drop_last, rank, world_size, mode, io, queue_depth, read_size, ring_slots,
-                 copy_streams, verify, output_buffers, managed_prefetch, managed_advise,
-                 managed_oversubscribe);
+                 *d, batch_size, device, gpu, dtype, layout, normalize, mean, stddev, shuffle,
+                 shuffle_window, seed, drop_last, rank, world_size, mode, io, queue_depth,
+                 read_size, ring_slots, copy_streams, verify, output_buffers, managed_prefetch,
+                 managed_advise, managed_oversubscribe);
              return std::make_unique<NativeLoader>(std::move(d), o);
            }),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("device"),
            py::arg("gpu"), py::arg("dtype"), py::arg("layout"), py::arg("normalize"),
-           py::arg("shuffle"), py::arg("shuffle_window"), py::arg("seed"), py::arg("drop_last"),
-           py::arg("rank"), py::arg("world_size"), py::arg("mode"), py::arg("io"),
-           py::arg("queue_depth"), py::arg("read_size"), py::arg("ring_slots"),
-           py::arg("copy_streams"), py::arg("verify"), py::arg("output_buffers"),
-           py::arg("managed_prefetch"), py::arg("managed_advise"), py::arg("managed_oversubscribe"))
+           py::arg("mean"), py::arg("std"), py::arg("shuffle"), py::arg("shuffle_window"),
+           py::arg("seed"), py::arg("drop_last"), py::arg("rank"), py::arg("world_size"),
+           py::arg("mode"), py::arg("io"), py::arg("queue_depth"), py::arg("read_size"),
+           py::arg("ring_slots"), py::arg("copy_streams"), py::arg("verify"),
+           py::arg("output_buffers"), py::arg("managed_prefetch"), py::arg("managed_advise"),
+           py::arg("managed_oversubscribe"))
       .def("start_epoch", &NativeLoader::StartEpoch, py::arg("epoch"), py::arg("position"),
            "Loader::StartEpoch: the next batches come from `epoch` at `position`.")
       .def("next", &NativeLoader::Next,

@@ -86,3 +86,19 @@ def test_dataset_info_reads_the_header_without_a_loader(datasets, tmp_path):
     bad.write_bytes(bytes(data))
     with pytest.raises(ringfeed.DataError, match="bad.rfd"):
         ringfeed.dataset_info(str(bad))
+
+
+def test_given_statistics_normalize_instead_of_the_headers(datasets):
+    import numpy as np
+    path = datasets.positional()
+    raw = next(iter(open_loader(path, dtype="float32", normalize=False)))[0].numpy().copy()
+    c = len(ringfeed.dataset_info(path).mean)
+    got = next(iter(open_loader(path, dtype="float32", normalize=True, mean=[10.0] * c,
+                                std=[2.0] * c)))[0]
+    assert np.array_equal(got.numpy(), ((raw - np.float32(10)) / np.float32(2)).astype(np.float32))
+    with pytest.raises(ringfeed.UsageError, match="both or neither"):
+        open_loader(path, mean=[1.0] * c)
+    with pytest.raises(ringfeed.UsageError, match="normalize"):
+        open_loader(path, mean=[1.0] * (c + 1), std=[1.0] * (c + 1), normalize=True)
+    with pytest.raises(ringfeed.UsageError, match="normalize off"):
+        open_loader(path, mean=[1.0] * c, std=[1.0] * c, normalize=False)

@@ -133,6 +133,37 @@ TEST(Loader, NormalizedChannelsLastBFloat16IsTheFormulaRounded) {
   }
 }
 
+TEST(Loader, GivenStatisticsNormalizeInsteadOfTheHeaders) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), 100);
+  LoaderOptions o = HostOptions(path, 10);
+  o.output.normalize = true;
+  o.output.mean = {100.f};
+  o.output.stddev = {4.f};
+  auto l = Open(o);
+  ASSERT_NE(l, nullptr);
+  ASSERT_TRUE(l->StartEpoch(0, 0).ok());
+  Result<std::shared_ptr<LoadedBatch>> b = l->Next();
+  ASSERT_TRUE(b.ok() && *b != nullptr);
+  uint8_t stored[64];
+  PositionalSample((*b)->indices()[3], stored, sizeof stored);
+  const float* out = static_cast<const float*>((*b)->samples()) + 3 * 64;
+  for (int k = 0; k < 64; ++k) ASSERT_EQ(out[k], (float(stored[k]) - 100.f) / 4.f) << k;
+
+  o.output.mean = {1.f, 2.f};  // two channels' statistics for a one-channel dataset
+  o.output.stddev = {1.f, 1.f};
+  Result<std::unique_ptr<Loader>> wrong = Loader::Open(o);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_TRUE(wrong.status().IsUsage()) << wrong.status().ToString();
+
+  o.output.mean = {1.f};  // statistics with normalize off would do nothing
+  o.output.stddev = {1.f};
+  o.output.normalize = false;
+  Result<std::unique_ptr<Loader>> unused = Loader::Open(o);
+  ASSERT_FALSE(unused.ok());
+  EXPECT_NE(unused.status().message().find("normalize off"), std::string::npos);
+}
+
 TEST(Loader, AHeldBatchOutlivesLaterBatchesAndTheLoader) {
   TempDir dir;
   const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
