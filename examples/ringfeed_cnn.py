@@ -91,27 +91,17 @@ def model_input(samples: ringfeed.Tensor, layout: str, chw: Tuple[int, int, int]
 
 @torch.no_grad()
 def evaluate(model: nn.Module, loader: ringfeed.Loader, chw: Tuple[int, int, int],
-             mean: torch.Tensor, std: torch.Tensor, cuda: bool) -> Tuple[int, int]:
-    """(correct, count) over one epoch of `loader` (float32, NCHW, not normalized). The test set
-    is normalized here with the training set's statistics, as the model was trained: the loader's
-    normalize=True would use the test set's own header."""
+             cuda: bool) -> Tuple[int, int]:
+    """(correct, count) over one epoch of `loader` (float32, NCHW, normalized as the training
+    set: the test loader is opened with the training set's mean= and std=)."""
     model.eval()
-    correct = torch.zeros((), dtype=torch.int64, device=mean.device)
-    count = 0
+    correct, count = None, 0
     for samples, labels in loader:
-        x = (model_input(samples, "NCHW", chw) - mean) / std
+        x = model_input(samples, "NCHW", chw)
         y = torch.from_dlpack(labels)
-        with torch.autocast(device_type=mean.device.type, dtype=torch.bfloat16, enabled=cuda):
-            correct += (model(x).argmax(1) == y).sum()
+        with torch.autocast(device_type=x.device.type, dtype=torch.bfloat16, enabled=cuda):
+            right = (model(x).argmax(1) == y).sum()
+        correct = right if correct is None else correct + right
         count += y.numel()
     model.train()
-    return int(correct), count
-
-
-def channel_stats(info: ringfeed.DatasetInfo, device: torch.device) -> Tuple[torch.Tensor, ...]:
-    """The header's per-channel mean and std as 1,C,1,1 tensors (a std of 0 taken as 1, as the
-    loader takes it)."""
-    mean = torch.tensor(info.mean, dtype=torch.float32, device=device).view(1, -1, 1, 1)
-    std = torch.tensor([s if s != 0 else 1.0 for s in info.std], dtype=torch.float32,
-                       device=device).view(1, -1, 1, 1)
-    return mean, std
+    return int(correct) if correct is not None else 0, count

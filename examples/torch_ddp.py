@@ -75,7 +75,6 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
     if len(set(counts)) != 1:
         raise RuntimeError(f"ranks have different epochs (batches, samples): {counts}")
     test = torch_train.open_test(args, dev, info) if rank == 0 else None
-    mean, std = ringfeed_cnn.channel_stats(info, dev)
 
     torch.manual_seed(args.seed)
     model = ringfeed_cnn.build_model(*chw, info.classes).to(dev)
@@ -149,7 +148,7 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
                     f"{correct / max(seen, 1):.2%}, {seen / secs:,.0f} samples/s over {world} "
                     f"ranks")
             if test is not None:
-                right, count = ringfeed_cnn.evaluate(model, test, chw, mean, std, cuda)
+                right, count = ringfeed_cnn.evaluate(model, test, chw, cuda)
                 line += f", test accuracy {right / count:.2%} ({count} samples)"
             print(line, flush=True)
         checkpoint()

@@ -95,11 +95,12 @@ def save_checkpoint(path: str, state: dict) -> None:
 
 def open_test(args: argparse.Namespace, dev: torch.device, info) -> "ringfeed.Loader":
     """The --test loader (None without one): the whole test set in stored order, float32 NCHW,
-    not normalized (evaluate normalizes it with the training set's statistics)."""
+    normalized with the training set's statistics (mean=, std=), as the model was trained."""
     if not args.test:
         return None
     test = ringfeed.Loader(args.test, args.batch_size, device=dev.type, dtype="float32",
-                           normalize=False, shuffle="none", io=args.io, rank=0, world_size=1)
+                           normalize=True, mean=info.mean, std=info.std, shuffle="none",
+                           io=args.io, rank=0, world_size=1)
     if test.dataset.shape != info.shape or test.dataset.classes != info.classes:
         raise ringfeed.UsageError(f"--test {args.test}: samples of shape {test.dataset.shape} in "
                                   f"{test.dataset.classes} classes; --data has {info.shape} in "
@@ -138,7 +139,6 @@ def main() -> int:
     options = ringfeed_cnn.loader_options(info, cuda)
     train = ringfeed.Loader(args.data, args.batch_size, seed=args.seed, io=args.io, **options)
     test = open_test(args, dev, info)
-    mean, std = ringfeed_cnn.channel_stats(info, dev)
 
     torch.manual_seed(args.seed)
     try:
@@ -196,7 +196,7 @@ def main() -> int:
                 + f": loss {float(loss_sum) / max(seen, 1):.4f}, train accuracy "
                 f"{int(correct) / max(seen, 1):.2%}, {seen / secs:,.0f} samples/s")
         if test is not None:
-            right, count = ringfeed_cnn.evaluate(model, test, chw, mean, std, cuda)
+            right, count = ringfeed_cnn.evaluate(model, test, chw, cuda)
             line += f", test accuracy {right / count:.2%} ({count} samples)"
         print(line, flush=True)
         checkpoint()
