@@ -16,6 +16,7 @@ Result<std::unique_ptr<CudaChunkStaging>> CudaChunkStaging::Create(const Staging
   std::unique_ptr<CudaChunkStaging> s(new CudaChunkStaging());
   s->layout_ = layout;
   s->compute_ = compute;
+  RF_CUDA_CHECK(cudaGetDevice(&s->device_));
   for (uint32_t k = 0; k < copy_streams; ++k) {
     RF_ASSIGN_OR_RETURN(auto stream, cuda::CreateStream());
     s->copy_.push_back(std::move(stream));
@@ -42,6 +43,9 @@ Status CudaChunkStaging::CopyIn(uint32_t slot, const uint8_t* src, size_t bytes,
     return Status::InvalidArgument("chunk of " + std::to_string(bytes) +
                                    " bytes does not fit staging slot " + std::to_string(slot));
   }
+  // The copy thread is not the creating one, and a new thread's current device is 0: make the
+  // staging's own device current there (a no-op after the first call, and on one GPU).
+  RF_CUDA_CHECK(cudaSetDevice(device_));
   const cudaStream_t stream = copy_[next_copy_++ % copy_.size()].get();
   // The source orders Retire before this on the host, so the event holds the last retirement.
   if (retired_recorded_[slot]) {

@@ -45,6 +45,7 @@ class CudaChunkStaging final : public ChunkStaging {
   CudaChunkStaging() = default;
 
   StagingLayout layout_;
+  int device_ = 0;  // current at Create; CopyIn makes it current on the copy thread
   cudaStream_t compute_ = nullptr;
   std::vector<cuda::CudaStream> copy_;
   uint32_t next_copy_ = 0;

@@ -1,7 +1,10 @@
 // CudaLoaderDevice: a Loader's batches on one GPU (pipeline/loader_device.h). Its stream (its own,
 // or the caller's) is the one the streaming source gathers on, the managed source gathers on, the
 // decoder decodes on and the output pool marks batches ready on. The device is made current on
-// the creating thread; the pipeline's own threads make it current themselves.
+// the creating thread, which must keep it current while it drives the loader (as
+// torch.cuda.set_device leaves a data-parallel rank's thread); the pipeline's own copy thread
+// makes it current itself (CudaChunkStaging::CopyIn), and calls on consumers' threads set it for
+// their duration (CudaOutputPool).
 //
 // Thread safety: the loader's thread only.
 #pragma once

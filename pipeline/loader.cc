@@ -110,7 +110,7 @@ uint64_t Loader::batches_per_epoch() const {
 Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
   // The clock of stats() starts here, so the wait for the first window (in StartEpoch) is inside
   // the time it is a share of.
-  if (first_next_ns_ == 0) first_next_ns_ = SteadyNowNs();
+  if (clock_start_ns_ == 0) clock_start_ns_ = SteadyNowNs();
   RF_RETURN_IF_ERROR(source_->StartEpoch(epoch, position));
   epoch_ = epoch;
   return Status::Ok();
@@ -120,7 +120,7 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
   if (!pool_) {
     return Status::Usage("this loader serves its raw source only (opened with output_buffers 0)");
   }
-  if (first_next_ns_ == 0) first_next_ns_ = SteadyNowNs();
+  if (clock_start_ns_ == 0) clock_start_ns_ = SteadyNowNs();
   const uint64_t position = source_->position();
   RF_ASSIGN_OR_RETURN(const Batch stored, source_->Next());
   if (stored.n == 0) return std::shared_ptr<LoadedBatch>();
@@ -144,7 +144,7 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
 LoaderStats Loader::stats() const {
   LoaderStats s;
   s.bytes_read = source_->bytes_read();
-  s.seconds = first_next_ns_ == 0 ? 0 : (SteadyNowNs() - first_next_ns_) * 1e-9;
+  s.seconds = clock_start_ns_ == 0 ? 0 : (SteadyNowNs() - clock_start_ns_) * 1e-9;
   s.wait_seconds = source_->wait_seconds();
   s.reader_held_seconds = source_->reader_held_seconds();
   s.batches = batches_;

@@ -191,7 +191,7 @@ class Loader {
   std::unique_ptr<TrainingSource> source_;
   uint64_t epoch_ = 0;
   uint64_t batches_ = 0;
-  uint64_t first_next_ns_ = 0;  // the first StartEpoch or Next: stats()'s clock
+  uint64_t clock_start_ns_ = 0;  // the first StartEpoch or Next: stats()'s clock
 };
 
 }  // namespace rf
