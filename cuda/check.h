@@ -35,8 +35,8 @@ inline std::string Describe(cudaError_t e) {
 // CMake build, and the build machine's directories mean nothing to whoever reads the message.
 inline const char* SourcePath(const char* file) {
   const std::string_view f(file);
-  for (const char* dir :
-       {"/cuda/", "/kernels/", "/pipeline/", "/io/", "/src/", "/python/", "/tools/", "/tests/"}) {
+  for (const char* dir : {"/cuda/", "/kernels/", "/pipeline/", "/dist/", "/io/", "/src/",
+                          "/python/", "/tools/", "/tests/"}) {
     const size_t at = f.rfind(dir);
     if (at != std::string_view::npos) return file + at + 1;
   }

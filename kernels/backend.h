@@ -22,6 +22,7 @@
 
 #include "io/batch.h"
 #include "io/status.h"
+#include "kernels/gradient_reducer.h"
 #include "kernels/model.h"
 
 namespace rf {
@@ -63,8 +64,20 @@ class Backend {
   virtual Status WhenDone(DoneFn fn, void* arg) = 0;
 
   // For checks: the mean loss over the batch and the gradient of every parameter (without weight
-  // decay), with no update.
+  // decay), with no update. The rank's own gradient: the reducer is not called.
   virtual Status ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) = 0;
+
+  // Data-parallel training (kernels/gradient_reducer.h): each TrainStep hands its gradient to
+  // `reducer` between the backward pass and the update, so the update applies the mean over the
+  // ranks. Null (the default): the rank's own gradient, as on one GPU. The reducer must outlive
+  // the backend's steps. A backend allocates what the reduction needs here, not per step.
+  virtual Status SetGradientReducer(GradientReducer* reducer) {
+    reducer_ = reducer;
+    return Status::Ok();
+  }
+
+ protected:
+  GradientReducer* reducer_ = nullptr;
 };
 
 }  // namespace rf

@@ -30,7 +30,8 @@ Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what) {
 Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config,
                                                        const Normalization& norm,
                                                        uint32_t max_batch,
-                                                       const Tensors& initial_params) {
+                                                       const Tensors& initial_params,
+                                                       unsigned threads) {
   RF_RETURN_IF_ERROR(config.Validate());
   if (max_batch == 0) return Status::InvalidArgument("the CPU backend needs max_batch >= 1");
   // OpenBLAS takes int sizes; the widest matrix is the first block's col, pixels columns wide.
@@ -46,11 +47,12 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
   }
   RF_RETURN_IF_ERROR(CheckShapes(config, initial_params, "initial parameters"));
   cpu::UseSingleThreadedBlas();
-  return std::unique_ptr<CpuBackend>(new CpuBackend(config, norm, max_batch, initial_params));
+  return std::unique_ptr<CpuBackend>(
+      new CpuBackend(config, norm, max_batch, initial_params, threads));
 }
 
 CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
-                       const Tensors& initial_params)
+                       const Tensors& initial_params, unsigned threads)
     : config_(config),
       mean_(norm.mean),
       stddev_(norm.stddev),
@@ -98,7 +100,7 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
   logits_grad_.resize(b * config.classes);
   // No more workers than chunks of the largest batch: the rest would only wait.
   workers_ = std::make_unique<cpu::CpuWorkers>(
-      std::min(cpu::CpuWorkers::AvailableCpus(), Chunks(max_batch)));
+      std::min(threads != 0 ? threads : cpu::CpuWorkers::AvailableCpus(), Chunks(max_batch)));
 }
 
 Status CpuBackend::CheckBatch(const Batch& batch) const {
@@ -264,6 +266,7 @@ Status CpuBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
   uint64_t correct = 0;
   const double loss = Forward(batch.n, &correct);
   Backward(batch.n);
+  RF_RETURN_IF_ERROR(ReduceGradients());
   // torch.optim.SGD (dampening 0, no Nesterov): g += wd * w; v = momentum * v + g; w -= lr * v.
   for (size_t t = 0; t < params_.t.size(); ++t) {
     float* w = params_.t[t].data();
@@ -278,6 +281,27 @@ Status CpuBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
   train_stats_.loss_sum += loss;
   train_stats_.correct += correct;
   train_stats_.samples += batch.n;
+  return Status::Ok();
+}
+
+Status CpuBackend::SetGradientReducer(GradientReducer* reducer) {
+  reducer_ = reducer;
+  size_t count = 0;
+  for (const auto& t : grads_.t) count += t.size();
+  reduce_buf_.assign(reducer != nullptr ? count : 0, 0.f);
+  return Status::Ok();
+}
+
+Status CpuBackend::ReduceGradients() {
+  if (reducer_ == nullptr) return Status::Ok();
+  float* at = reduce_buf_.data();
+  for (const auto& t : grads_.t) at = std::copy(t.begin(), t.end(), at);
+  RF_RETURN_IF_ERROR(reducer_->MeanOverRanks(reduce_buf_.data(), reduce_buf_.size(), nullptr));
+  const float* from = reduce_buf_.data();
+  for (auto& t : grads_.t) {
+    std::copy_n(from, t.size(), t.begin());
+    from += t.size();
+  }
   return Status::Ok();
 }
 

@@ -36,10 +36,12 @@ class CpuBackend final : public Backend {
  public:
   // Fails with InvalidArgument when the config is invalid, max_batch is 0, the normalization
   // does not have one mean and one std per channel, or initial_params do not match
-  // ParameterShapes(config). Momentum starts at zero.
+  // ParameterShapes(config). Momentum starts at zero. threads: CPUs to use (0: every CPU this
+  // process may run on); results do not depend on it.
   static Result<std::unique_ptr<CpuBackend>> Create(const ModelConfig& config,
                                                     const Normalization& norm, uint32_t max_batch,
-                                                    const Tensors& initial_params);
+                                                    const Tensors& initial_params,
+                                                    unsigned threads = 0);
 
   const char* name() const override { return "cpu"; }
 
@@ -54,6 +56,8 @@ class CpuBackend final : public Backend {
   Status SetState(const Tensors& params, const Tensors& momentum) override;
 
   Status ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) override;
+  // Sizes the flat buffer the gradient tensors are reduced through (one call per step).
+  Status SetGradientReducer(GradientReducer* reducer) override;
   Status WhenDone(DoneFn fn, void* arg) override {
     fn(arg, SteadyNowNs());
     return Status::Ok();
@@ -78,7 +82,7 @@ class CpuBackend final : public Backend {
   };
 
   CpuBackend(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
-             const Tensors& initial_params);
+             const Tensors& initial_params, unsigned threads);
 
   Status CheckBatch(const Batch& batch) const;
   // Decodes, normalizes and transposes the samples into input_ (CNHW), and the labels into
@@ -93,6 +97,8 @@ class CpuBackend final : public Backend {
   void BlockForward(size_t b, uint32_t n, uint32_t chunk);
   void BlockBackward(size_t b, uint32_t n, uint32_t chunk);
   static uint32_t Chunks(uint32_t n) { return (n + kChunkImages - 1) / kChunkImages; }
+  // With a reducer: grads_ -> reduce_buf_ -> the mean over the ranks -> grads_.
+  Status ReduceGradients();
   // Block b's shape for chunk `chunk` of a batch of n.
   cpu::ConvShape ChunkShape(size_t b, uint32_t n, uint32_t chunk) const;
 
@@ -110,6 +116,7 @@ class CpuBackend final : public Backend {
   uint32_t flat_;  // inputs of fc1
 
   Tensors params_, momentum_, grads_;
+  std::vector<float> reduce_buf_;  // every gradient tensor back to back, for the reducer
 
   std::vector<float> input_;  // [C][N][H][W], normalized
   std::vector<int32_t> labels_;

@@ -194,6 +194,11 @@ Status CudaBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
   RF_RETURN_IF_ERROR(Begin(&batch));
   RF_RETURN_IF_ERROR(LoadBatch(batch));
   RF_RETURN_IF_ERROR(ForwardBackward(batch.n));
+  // Data-parallel: the flat gradient buffer (its gaps are zeros on every rank) becomes the mean
+  // over the ranks on this stream, between the backward pass and the update.
+  if (reducer_ != nullptr) {
+    RF_RETURN_IF_ERROR(reducer_->MeanOverRanks(grads_.as<float>(), padded_count_, stream_));
+  }
   RF_CUDA_CHECK(cuda::SgdMomentum(padded_count_, sgd.lr, sgd.momentum, sgd.weight_decay,
                                   grads_.as<float>(), params_.as<float>(), momentum_.as<float>(),
                                   &state()->step_bad, stream_));
