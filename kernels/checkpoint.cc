@@ -144,6 +144,15 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   e.Put(c.order_window);
   e.Put(c.dataset_id);
   e.Put(c.dataset_samples);
+  if (c.world_size == 0 || c.stretches.size() > kMaxCheckpointStretches) {
+    return Status::InvalidArgument("checkpoint: world size 0 or too many stretches");
+  }
+  e.Put(c.world_size);
+  e.Put<uint32_t>(c.stretches.size());
+  for (const CheckpointStretch& st : c.stretches) {
+    e.Put(st.world_size);
+    e.Put(st.position);
+  }
   e.Put<uint32_t>(shapes.size());
   for (const auto& t : c.params.t) e.PutFloats(t);
   for (const auto& t : c.momentum.t) e.PutFloats(t);
@@ -160,7 +169,7 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
   }
   uint32_t version = 0;
   RF_RETURN_IF_ERROR(d.Get(&version, "version"));
-  if (version != kCheckpointVersion) {
+  if (version != 1 && version != kCheckpointVersion) {
     return d.Error(8, "unsupported version " + std::to_string(version) + " (this build reads " +
                           std::to_string(kCheckpointVersion) + ")");
   }
@@ -191,6 +200,22 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
   RF_RETURN_IF_ERROR(d.Get(&c.order_window, "position"));
   RF_RETURN_IF_ERROR(d.Get(&c.dataset_id, "position"));
   RF_RETURN_IF_ERROR(d.Get(&c.dataset_samples, "position"));
+  if (version >= 2) {
+    const uint64_t ranks_at = d.at();
+    uint32_t stretches = 0;
+    RF_RETURN_IF_ERROR(d.Get(&c.world_size, "ranks"));
+    RF_RETURN_IF_ERROR(d.Get(&stretches, "ranks"));
+    if (c.world_size == 0 || stretches > kMaxCheckpointStretches) {
+      return d.Error(ranks_at, "world size " + std::to_string(c.world_size) + " with " +
+                                   std::to_string(stretches) + " stretches");
+    }
+    c.stretches.resize(stretches);
+    for (CheckpointStretch& st : c.stretches) {
+      RF_RETURN_IF_ERROR(d.Get(&st.world_size, "ranks"));
+      RF_RETURN_IF_ERROR(d.Get(&st.position, "ranks"));
+      if (st.world_size == 0) return d.Error(d.at() - 12, "a stretch of world size 0");
+    }
+  }
 
   const std::vector<ParamShape> shapes = ParameterShapes(m);
   uint32_t tensors = 0;
@@ -228,22 +253,31 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
   return out.Commit();
 }
 
-Result<Checkpoint> ReadCheckpoint(const std::string& path) {
+Result<std::vector<uint8_t>> ReadCheckpointBytes(const std::string& path) {
   RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
   RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
   std::vector<uint8_t> bytes(size);
   RF_RETURN_IF_ERROR(f.ReadAt(bytes.data(), bytes.size(), 0));
+  return bytes;
+}
+
+Result<Checkpoint> ReadCheckpoint(const std::string& path) {
+  RF_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadCheckpointBytes(path));
   return DecodeCheckpoint(bytes.data(), bytes.size(), path);
+}
+
+Status CheckCheckpointModel(const Checkpoint& c, const ModelConfig& requested,
+                            const std::string& path) {
+  if (SameModel(c.config, requested)) return Status::Ok();
+  Status st = Status::InvalidArgument("checkpoint is of model " + DescribeModel(c.config) +
+                                      "; asked for " + DescribeModel(requested));
+  st.WithPath(path);
+  return st;
 }
 
 Result<Checkpoint> LoadCheckpoint(const std::string& path, const ModelConfig& requested) {
   RF_ASSIGN_OR_RETURN(Checkpoint c, ReadCheckpoint(path));
-  if (!SameModel(c.config, requested)) {
-    Status st = Status::InvalidArgument("checkpoint is of model " + DescribeModel(c.config) +
-                                        "; asked for " + DescribeModel(requested));
-    st.WithPath(path);
-    return st;
-  }
+  RF_RETURN_IF_ERROR(CheckCheckpointModel(c, requested, path));
   return c;
 }
 

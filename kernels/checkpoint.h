@@ -2,13 +2,14 @@
 // backend-independent file (parameters and momentum are host copies, so a checkpoint written from
 // the CPU backend loads in the CUDA backend and back).
 //
-// File layout (version 1, all integers and floats little-endian):
+// File layout (version 2, all integers and floats little-endian):
 //
 //   magic "RFCKPT\0\x1a" (8) | u32 version
 //   model:    u32 channels, height, width, classes | u32 blocks | u32 conv[blocks] | u32 hidden
 //   sgd:      f32 lr, momentum, weight_decay
 //   position: u64 seed, epoch, next_sample, step | u32 batch_size | u32 order_window
 //             u64 dataset_id, dataset_samples
+//   ranks:    u32 world_size | u32 stretches | per stretch: u32 world_size, u64 position
 //   u32 tensors | per parameter tensor (ParameterShapes order): u64 count, f32[count]
 //                 then the same for each momentum tensor
 //   u64 XXH3-64 of every byte before it
@@ -17,6 +18,10 @@
 // them (pipeline/window_order.h), so no generator state is stored. next_sample indexes that order.
 // order_window is the shuffle window W in chunks, kOrderStored for the stored order, or 0 in
 // files written before it was recorded (the field was reserved, always 0).
+// A data-parallel run records the world size it ran at (next_sample is then each rank's position
+// in its part of the epoch) and, where the epoch was begun by runs at other world sizes, their
+// stretches (pipeline/window_order.h's EpochStretch), oldest first; version 1 files (written before
+// ranks) read as world size 1 with none.
 // Writing goes through AtomicOutput (temp name, fsync, rename): a crash mid-write leaves the
 // previous checkpoint in place.
 #pragma once
@@ -30,6 +35,12 @@
 
 namespace rf {
 
+// One stretch of an epoch trained at one world size (pipeline/window_order.h's EpochStretch).
+struct CheckpointStretch {
+  uint32_t world_size = 1;
+  uint64_t position = 0;
+};
+
 struct Checkpoint {
   ModelConfig config;
   SgdConfig sgd;
@@ -42,11 +53,14 @@ struct Checkpoint {
   uint32_t order_window = 0;  // W, kOrderStored, or 0: not recorded
   uint64_t dataset_id = 0;    // of the training dataset, so a resume on other data is refused
   uint64_t dataset_samples = 0;
+  uint32_t world_size = 1;                   // ranks of the run that wrote it
+  std::vector<CheckpointStretch> stretches;  // of `epoch`, by earlier runs at other world sizes
 };
 
 inline constexpr char kCheckpointMagic[8] = {'R', 'F', 'C', 'K', 'P', 'T', '\0', '\x1a'};
-inline constexpr uint32_t kCheckpointVersion = 1;
-inline constexpr uint32_t kOrderStored = 0xffffffffu;  // order_window of `--shuffle none`
+inline constexpr uint32_t kCheckpointVersion = 2;
+inline constexpr uint32_t kMaxCheckpointStretches = 1024;  // more is a damaged file
+inline constexpr uint32_t kOrderStored = 0xffffffffu;      // order_window of `--shuffle none`
 
 // The bytes of a checkpoint file. Fails with InvalidArgument when the tensors do not match
 // ParameterShapes(c.config).
@@ -60,7 +74,13 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
 Status WriteCheckpoint(const std::string& path, const Checkpoint& c);
 // Reads and validates a checkpoint file (errors as DecodeCheckpoint, or IOError/NotFound).
 Result<Checkpoint> ReadCheckpoint(const std::string& path);
-// ReadCheckpoint, then InvalidArgument naming the file when its model is not `requested`.
+// A checkpoint file's bytes, unchecked (DecodeCheckpoint checks them; a data-parallel run reads
+// the file on rank 0 and hands the bytes to the others).
+Result<std::vector<uint8_t>> ReadCheckpointBytes(const std::string& path);
+// InvalidArgument naming `path` when the checkpoint's model is not `requested`.
+Status CheckCheckpointModel(const Checkpoint& c, const ModelConfig& requested,
+                            const std::string& path);
+// ReadCheckpoint, then CheckCheckpointModel.
 Result<Checkpoint> LoadCheckpoint(const std::string& path, const ModelConfig& requested);
 
 // "1x28x28, 10 classes, conv 8,16, hidden 32": for messages.

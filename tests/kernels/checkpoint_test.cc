@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
+#include "io/checksum.h"
 #include "tests/testing/bit_identical.h"
 #include "tests/testing/temp_dir.h"
 
@@ -42,6 +46,8 @@ Checkpoint Numbered() {
   c.batch_size = 64;
   c.dataset_id = 0xfeedfacecafebeefull;
   c.dataset_samples = 60000;
+  c.world_size = 3;
+  c.stretches = {{4, 100}, {2, 250}};
   return c;
 }
 
@@ -67,8 +73,61 @@ TEST(Checkpoint, RoundTripsEveryFieldExactly) {
   EXPECT_EQ(r->batch_size, 64u);
   EXPECT_EQ(r->dataset_id, c.dataset_id);
   EXPECT_EQ(r->dataset_samples, 60000u);
+  EXPECT_EQ(r->world_size, 3u);
+  ASSERT_EQ(r->stretches.size(), 2u);
+  EXPECT_EQ(r->stretches[0].world_size, 4u);
+  EXPECT_EQ(r->stretches[0].position, 100u);
+  EXPECT_EQ(r->stretches[1].world_size, 2u);
+  EXPECT_EQ(r->stretches[1].position, 250u);
   // No temporary file is left beside it.
   EXPECT_EQ(testing::ReadAll(t.File("c.ckpt")).size(), EncodeCheckpoint(c)->size());
+}
+
+// Version 1 (before data-parallel runs) had no ranks block: such files read as one rank.
+TEST(Checkpoint, ReadsVersion1FilesAsOneRank) {
+  Checkpoint c = Numbered();
+  c.world_size = 1;
+  c.stretches.clear();
+  Result<std::vector<uint8_t>> encoded = EncodeCheckpoint(c);
+  ASSERT_TRUE(encoded.ok());
+  std::vector<uint8_t> b = std::move(encoded).value();
+  // magic, version, model (4 dims, block count, 2 widths, hidden), sgd, position (4 u64, 2 u32,
+  // 2 u64): the ranks block (world size, stretch count) follows.
+  const size_t ranks_at = 8 + 4 + (4 * 4 + 4 + 2 * 4 + 4) + 3 * 4 + (4 * 8 + 2 * 4 + 2 * 8);
+  uint32_t world = 0, count = 9;
+  std::memcpy(&world, b.data() + ranks_at, 4);
+  std::memcpy(&count, b.data() + ranks_at + 4, 4);
+  ASSERT_EQ(world, 1u);
+  ASSERT_EQ(count, 0u);
+  b.erase(b.begin() + ranks_at, b.begin() + ranks_at + 8);
+  const uint32_t v1 = 1;
+  std::memcpy(b.data() + 8, &v1, 4);
+  const uint64_t sum = Checksum(b.data(), b.size() - 8);
+  std::memcpy(b.data() + b.size() - 8, &sum, 8);
+  auto r = DecodeCheckpoint(b.data(), b.size(), "old.ckpt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->world_size, 1u);
+  EXPECT_TRUE(r->stretches.empty());
+  EXPECT_EQ(r->next_sample, 640u);
+  EXPECT_TRUE(BitIdentical(r->params, c.params));
+}
+
+TEST(Checkpoint, RefusesAWorldSizeOfZeroNamingTheOffset) {
+  Checkpoint c = Numbered();
+  Result<std::vector<uint8_t>> encoded = EncodeCheckpoint(c);
+  ASSERT_TRUE(encoded.ok());
+  std::vector<uint8_t> b = std::move(encoded).value();
+  const size_t ranks_at = 8 + 4 + (4 * 4 + 4 + 2 * 4 + 4) + 3 * 4 + (4 * 8 + 2 * 4 + 2 * 8);
+  std::memset(b.data() + ranks_at, 0, 4);
+  const uint64_t sum = Checksum(b.data(), b.size() - 8);
+  std::memcpy(b.data() + b.size() - 8, &sum, 8);
+  auto r = DecodeCheckpoint(b.data(), b.size(), "z.ckpt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption());
+  EXPECT_NE(r.status().ToString().find("world size 0 with 2 stretches"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().ToString().find(std::to_string(ranks_at)), std::string::npos)
+      << r.status().ToString();
 }
 
 TEST(Checkpoint, ReplacesAnOlderFileWhole) {
