@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "io/chunk_reader.h"
 #include "io/status.h"
@@ -87,9 +88,11 @@ struct PipelineConfig {
   // rank's chunks): rank < world_size.
   uint32_t rank = WindowOrderOptions{}.rank;
   uint32_t world_size = WindowOrderOptions{}.world_size;  // >= 1
-  bool verify = FeederOptions{}.verify;                   // check every chunk's XXH3
-  StreamingConfig streaming;                              // streaming mode only
-  ManagedConfig managed;                                  // managed mode only
+  uint64_t resumed_epoch = 0;                             // see WindowOrderOptions
+  std::vector<EpochStretch> stretches;
+  bool verify = FeederOptions{}.verify;  // check every chunk's XXH3
+  StreamingConfig streaming;             // streaming mode only
+  ManagedConfig managed;                 // managed mode only
 
   // Usage errors: no dataset, a count below its minimum, a read size off the rule, a rank off
   // CheckRank's rule, managed mode on the CPU.

@@ -54,6 +54,13 @@
 
 namespace rf {
 
+// One stretch of an epoch trained at one world size: each of its world_size ranks took the first
+// `position` samples of its part.
+struct EpochStretch {
+  uint32_t world_size = 1;
+  uint64_t position = 0;
+};
+
 struct WindowOrderOptions {
   bool shuffle = true;
   uint32_t window_chunks = 64;       // W
@@ -61,6 +68,9 @@ struct WindowOrderOptions {
   uint64_t seed = 0;
   uint32_t rank = 0;        // this rank, < world_size
   uint32_t world_size = 1;  // N: ranks sharing each epoch (1: the whole epoch is this one's)
+  // The epoch `resumed_epoch` was begun by earlier runs at other world sizes: `stretches`.
+  uint64_t resumed_epoch = 0;
+  std::vector<EpochStretch> stretches;
 };
 
 class WindowOrder {

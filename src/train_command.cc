@@ -6,6 +6,12 @@
 // created, and the loop (src/trainer.h) run. Checkpoints resume bit-exactly on the CPU: the
 // backend is deterministic and the order a function of seed, window and epoch alone.
 //
+// Data-parallel: started by mpirun, every rank runs this same command; the World (dist/world.h)
+// says which rank it is. Each rank trains on its part of every epoch; rank 0 reads a --resume
+// checkpoint and hands it to the others, prints, and writes the outputs that are one file
+// (--checkpoint, --metrics); --dump-order and --trace are per rank (PATH.rankR). An error on any
+// rank is printed with its rank and ends the whole job (World::Abort), so no rank waits for it.
+//
 // The data path, top to bottom: TrainingSource::Next (streaming: the window's chunks read, copied
 // where the backend computes and gathered into a batch, pipeline/streaming_source.h; managed:
 // gathered from one managed allocation, pipeline/managed_source.h) -> Backend::TrainStep.
@@ -19,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/world.h"
 #include "io/dataset.h"
 #include "kernels/checkpoint.h"
 #include "pipeline/memory_batch_source.h"
@@ -109,29 +116,47 @@ struct StartPoint {
   RunState state;
 };
 
-Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, TrainConfig* c) {
+// The --resume checkpoint's bytes: read by rank 0, handed to the others (a multi-machine job's
+// checkpoint lies on rank 0's machine).
+Result<std::vector<uint8_t>> CheckpointBytes(const std::string& path, World& world) {
+  Result<std::vector<uint8_t>> bytes = std::vector<uint8_t>{};
+  if (world.rank() == 0) bytes = ReadCheckpointBytes(path);
+  if (world.size() == 1) return bytes;
+  constexpr uint64_t kFailed = ~uint64_t{0};
+  uint64_t size = bytes.ok() ? bytes->size() : kFailed;
+  RF_RETURN_IF_ERROR(world.Broadcast(&size, sizeof size, 0));
+  if (size == kFailed) {
+    if (world.rank() == 0) return bytes.status();
+    return Status::Aborted("rank 0 could not read --resume " + path);
+  }
+  bytes->resize(size);
+  RF_RETURN_IF_ERROR(world.Broadcast(bytes->data(), size, 0));
+  return bytes;
+}
+
+Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& world,
+                         TrainConfig* c) {
   if (c->resume.empty()) {
     return StartPoint{InitialParameters(model, c->pipeline.seed), ZerosLike(model), RunState{}};
   }
-  Result<Checkpoint> loaded = LoadCheckpoint(c->resume, model);
-  if (!loaded.ok()) {
-    // LoadCheckpoint's one InvalidArgument: the file is of another model than the one asked for.
-    const Status& st = loaded.status();
-    return st.IsInvalidArgument() ? AsUsage(st) : st;
-  }
-  Checkpoint& ck = *loaded;
+  RF_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, CheckpointBytes(c->resume, world));
+  RF_ASSIGN_OR_RETURN(Checkpoint ck, DecodeCheckpoint(bytes.data(), bytes.size(), c->resume));
+  // The one InvalidArgument: the file is of another model than the one asked for.
+  if (Status st = CheckCheckpointModel(ck, model, c->resume); !st.ok()) return AsUsage(st);
   if (ck.dataset_id != train.header().dataset_id || ck.dataset_samples != train.sample_count()) {
     return Status::Corruption(c->resume,
                               "checkpoint was trained on another dataset than " + c->pipeline.data);
   }
-  RF_RETURN_IF_ERROR(ApplyCheckpoint(ck, c));
+  uint64_t position = 0;
+  RF_RETURN_IF_ERROR(ApplyCheckpoint(ck, c, &position));
   return StartPoint{std::move(ck.params), std::move(ck.momentum),
-                    RunState{ck.epoch, ck.step, ck.next_sample}};
+                    RunState{ck.epoch, ck.step, position}};
 }
 
 // Builds the engine from the config's components and runs the loop, with the run's output files.
-Status Train(const TrainConfig& c, const TrainComponents& parts, const Dataset& train,
-             BatchSource* test, const ModelConfig& model, StartPoint start) {
+Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, BatchSource* test,
+             const ModelConfig& model, StartPoint start, World& world) {
+  const bool lead = world.rank() == 0;
   const format::Header& h = train.header();
   EngineInputs in;
   in.config = model;
@@ -141,6 +166,7 @@ Status Train(const TrainConfig& c, const TrainComponents& parts, const Dataset& 
   in.label_bytes = h.LabelBytes();
   in.train = &train;
   in.test = test;
+  parts.engine.world = &world;
   // Set-up: the backend, and the training source (managed mode loads the whole dataset here).
   const auto setup0 = std::chrono::steady_clock::now();
   RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
@@ -153,7 +179,7 @@ Status Train(const TrainConfig& c, const TrainComponents& parts, const Dataset& 
   }
 
   std::ofstream metrics;
-  if (!c.metrics.empty()) {
+  if (lead && !c.metrics.empty()) {
     metrics.open(c.metrics, std::ios::trunc);
     if (!metrics) return Status::IOError(c.metrics, "cannot create metrics file", errno);
     metrics << nlohmann::json{{"event", "start"},
@@ -161,18 +187,28 @@ Status Train(const TrainConfig& c, const TrainComponents& parts, const Dataset& 
                               {"backend", engine->description()},
                               {"source", engine->train().Describe()},
                               {"setup_seconds", setup_seconds},
+                              {"world_size", world.size()},
                               {"gpu_bytes", engine->gpu_bytes()}}
                    .dump()
             << "\n";
   }
-  std::printf(
-      "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %u%s\nbackend: %s\n"
-      "%s\nset up in %.2f s; GPU memory at start: %.1f MiB\n",
-      c.pipeline.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
-      DescribeModel(model).c_str(), ParameterCount(model), c.pipeline.batch_size,
-      c.resume.empty() ? "" : (", resumed from " + c.resume).c_str(), engine->description().c_str(),
-      engine->train().Describe().c_str(), setup_seconds, engine->gpu_bytes() / 1048576.0);
-  std::fflush(stdout);
+  if (lead) {
+    const std::string batch =
+        world.size() == 1
+            ? std::to_string(c.pipeline.batch_size)
+            : std::to_string(c.pipeline.batch_size) + " a rank (" +
+                  std::to_string(uint64_t{c.pipeline.batch_size} * world.size()) + " a step)";
+    std::printf(
+        "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %s%s\nbackend: %s\n"
+        "%s%s%s\nset up in %.2f s; GPU memory at start: %.1f MiB\n",
+        c.pipeline.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
+        DescribeModel(model).c_str(), ParameterCount(model), batch.c_str(),
+        c.resume.empty() ? "" : (", resumed from " + c.resume).c_str(),
+        engine->description().c_str(), engine->reduction().empty() ? "" : "ranks: ",
+        engine->reduction().empty() ? "" : (engine->reduction() + "\n").c_str(),
+        engine->train().Describe().c_str(), setup_seconds, engine->gpu_bytes() / 1048576.0);
+    std::fflush(stdout);
+  }
   InstallStopHandlers();
   std::ofstream dump;
   if (!c.dump_order.empty()) {
@@ -181,7 +217,7 @@ Status Train(const TrainConfig& c, const TrainComponents& parts, const Dataset& 
   }
   Trace trace;
   if (!c.trace.empty()) Trace::Activate(&trace);
-  Trainer t(parts.trainer, train, model, *engine, c.metrics.empty() ? nullptr : &metrics,
+  Trainer t(parts.trainer, train, model, *engine, world, metrics.is_open() ? &metrics : nullptr,
             c.dump_order.empty() ? nullptr : &dump);
   Status st = t.Run(start.state, c.sgd, c.pipeline.seed);
   if (!c.trace.empty()) {
@@ -195,23 +231,33 @@ Status Train(const TrainConfig& c, const TrainComponents& parts, const Dataset& 
   return st;
 }
 
-Status Run(TrainConfig c) {
+// Several ranks: PATH.rankR, so the ranks' files do not collide.
+std::string PerRank(const std::string& path, const World& world) {
+  if (path.empty() || world.size() == 1) return path;
+  return path + ".rank" + std::to_string(world.rank());
+}
+
+Status Run(TrainConfig c, World& world) {
+  c.pipeline.rank = world.rank();
+  c.pipeline.world_size = world.size();
+  c.dump_order = PerRank(c.dump_order, world);
+  c.trace = PerRank(c.trace, world);
   RF_ASSIGN_OR_RETURN(RunData data, OpenData(c));
   // Before anything is written: no output may replace an input, and the checkpoint's directory
   // must take files (or the run would be lost at its first checkpoint).
   RF_RETURN_IF_ERROR(CheckTrainOutputs(
       c, ShardPaths(data.train), data.test ? ShardPaths(*data.test) : std::vector<std::string>{}));
-  if (!c.checkpoint.empty())
+  if (!c.checkpoint.empty() && world.rank() == 0)  // rank 0 writes it
     RF_RETURN_IF_ERROR(CheckDirectoryWritable("--checkpoint", c.checkpoint));
   RF_ASSIGN_OR_RETURN(const ModelConfig model, ModelFor(c, data.train.header()));
-  RF_ASSIGN_OR_RETURN(StartPoint start, Start(model, data.train, &c));
+  RF_ASSIGN_OR_RETURN(StartPoint start, Start(model, data.train, world, &c));
   // The config is final here (a checkpoint has adjusted it): every component's options from it.
   const TrainComponents parts = DeriveTrainComponents(c);
   std::unique_ptr<MemoryBatchSource> test_source;
-  if (data.test) {
+  if (data.test && world.rank() == 0) {  // rank 0 evaluates
     RF_ASSIGN_OR_RETURN(test_source, MemoryBatchSource::Load(*data.test, parts.test));
   }
-  return Train(c, parts, data.train, test_source.get(), model, std::move(start));
+  return Train(c, parts, data.train, test_source.get(), model, std::move(start), world);
 }
 
 }  // namespace
@@ -225,7 +271,16 @@ CommandStatus RunTrainCommand(int argc, char** argv) {
   }
   Result<TrainConfig> config = TrainConfigFromFlags(*flags);
   if (!config.ok()) return {config.status()};
-  return {Run(std::move(config).value())};
+  Result<std::unique_ptr<World>> world = OpenWorld();
+  if (!world.ok()) return {world.status()};
+  Status st = Run(std::move(config).value(), **world);
+  if (!st.ok() && (*world)->size() > 1) {
+    // The other ranks may be waiting for this one in a collective: end them all.
+    std::fprintf(stderr, "ringfeed train: rank %u of %u: %s\n", (*world)->rank(), (*world)->size(),
+                 st.ToString().c_str());
+    (*world)->Abort(st.IsUsage() ? 2 : 1);
+  }
+  return {st};
 }
 
 }  // namespace rf

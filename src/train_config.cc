@@ -15,6 +15,7 @@ Status TrainConfig::Validate() const {
     if (w == 0) return Status::Usage("--conv wants positive channel counts, got 0");
   }
   if (hidden < 1) return Status::Usage("--hidden must be >= 1, got 0");
+  if (!(rank_timeout >= 0)) return Status::Usage("--rank-timeout must be >= 0 seconds");
   return Status::Ok();
 }
 
@@ -43,7 +44,7 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths) {
   return s;
 }
 
-Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config) {
+Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position) {
   if (c.batch_size == 0) return Status::Corruption(config->resume, "checkpoint has batch size 0");
   PipelineConfig& p = config->pipeline;
   config->sgd = c.sgd;
@@ -54,6 +55,15 @@ Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config) {
   } else if (c.order_window != 0) {  // 0: written before the window was recorded
     p.shuffle = ShuffleMode::kWindow;
     p.shuffle_window = c.order_window;
+  }
+  p.resumed_epoch = c.epoch;
+  p.stretches.clear();
+  for (const CheckpointStretch& st : c.stretches)
+    p.stretches.push_back({st.world_size, st.position});
+  *position = c.next_sample;
+  if (c.world_size != p.world_size && (c.next_sample != 0 || !c.stretches.empty())) {
+    p.stretches.push_back({c.world_size, c.next_sample});
+    *position = 0;
   }
   return Status::Ok();
 }
@@ -68,6 +78,7 @@ TrainComponents DeriveTrainComponents(const TrainConfig& c) {
   e.loader.pipeline = p;
   e.loader.epochs = c.epochs;
   e.loader.output_buffers = 0;  // the backends decode the stored samples themselves
+  e.gpu = c.gpu;
 
   out.test.batch_size = p.batch_size;
   out.test.shuffle = false;  // evaluation: stored order, every sample
@@ -81,6 +92,9 @@ TrainComponents DeriveTrainComponents(const TrainConfig& c) {
   t.checkpoint_every = c.checkpoint_every;
   t.max_steps = c.max_steps;
   t.metrics = c.metrics;
+  t.resumed_epoch = p.resumed_epoch;
+  for (const EpochStretch& st : p.stretches) t.stretches.push_back({st.world_size, st.position});
+  t.rank_timeout_s = c.rank_timeout;
   return out;
 }
 

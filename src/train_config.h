@@ -41,6 +41,10 @@ struct TrainConfig {
   std::string checkpoint, resume, metrics, dump_order, trace;
   uint64_t checkpoint_every = TrainerOptions{}.checkpoint_every;  // steps; 0: at the end only
   uint64_t max_steps = TrainerOptions{}.max_steps;                // 0: no limit
+  // Data-parallel (the ranks come from mpirun: dist/world.h; pipeline.rank and world_size are
+  // set from the World, not from flags).
+  int gpu = -1;               // this rank's GPU; -1: its local rank modulo the GPUs visible
+  double rank_timeout = 600;  // seconds without a finished step before the job ends; 0: never
 
   // Usage errors: PipelineConfig::Validate's, epochs below 1, no conv block, a zero width.
   Status Validate() const;
@@ -51,10 +55,18 @@ Result<std::vector<uint32_t>> ParseConvWidths(const std::string& s);
 std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 
 // A resumed run continues its checkpoint's order and optimizer exactly: the checkpoint's seed,
-// batch size, SGD settings and shuffle (mode and window; files from before the window was recorded
-// keep the config's) replace the config's. Corruption naming config->resume for a checkpoint
-// whose batch size is 0.
-Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config);
+// batch size (per rank), SGD settings and shuffle (mode and window; files from before the window
+// was recorded keep the config's) replace the config's. Corruption naming config->resume for a
+// checkpoint whose batch size is 0.
+//
+// Where the run has config->pipeline.world_size ranks:
+//   the checkpoint's world size   the interrupted epoch continues at the checkpoint's position
+//                                 (*position = c.next_sample): the same samples in the same
+//                                 order as the uninterrupted run;
+//   another world size            the samples the checkpoint's ranks had not trained in that
+//                                 epoch are shared by this run's ranks, each exactly once
+//                                 (pipeline/window_order.h's stretches); *position = 0.
+Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position);
 
 // Every component's options, from one config.
 struct TrainComponents {

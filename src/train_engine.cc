@@ -1,9 +1,16 @@
 #include "src/train_engine.h"
 
+#include <algorithm>
+
 #include "cuda/device.h"
+#include "dist/host_reducer.h"
 #include "kernels/cpu_backend.h"
+#include "kernels/cpu_workers.h"
 #if RINGFEED_CUDA_BACKEND
 #include "cuda/check.h"
+#if RINGFEED_NCCL
+#include "dist/nccl_reducer.h"
+#endif
 #include "kernels/cuda_backend.h"
 #include "pipeline/device_batch_stager.h"
 #endif
@@ -14,7 +21,7 @@ Status TrainEngine::MakeSources(const EngineOptions& o, const EngineInputs& in, 
                                 void* stream, BatchSource* test) {
   LoaderOptions lo = o.loader;
   lo.pipeline.device = device;
-  lo.gpu = device == DeviceKind::kCuda ? 0 : -1;
+  lo.gpu = device == DeviceKind::kCuda ? o.gpu : -1;
   lo.stream = stream;
   lo.output_buffers = 0;  // the backends decode for themselves
   RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, lo));
@@ -24,14 +31,25 @@ Status TrainEngine::MakeSources(const EngineOptions& o, const EngineInputs& in, 
 
 namespace {
 
+bool DataParallel(const EngineOptions& o) { return o.world != nullptr && o.world->size() > 1; }
+
 class CpuEngine final : public TrainEngine {
  public:
   static Result<std::unique_ptr<TrainEngine>> Create(const EngineOptions& o, const EngineInputs& in,
                                                      const Tensors& params) {
     std::unique_ptr<CpuEngine> e(new CpuEngine);
+    // The ranks on one machine share its CPUs.
+    const unsigned local_ranks = o.world != nullptr ? o.world->local_size() : 1;
+    const unsigned threads = std::max(1u, cpu::CpuWorkers::AvailableCpus() / local_ranks);
     RF_ASSIGN_OR_RETURN(
-        e->backend_, CpuBackend::Create(in.config, in.norm, o.loader.pipeline.batch_size, params));
-    e->description_ = "cpu (im2col + OpenBLAS sgemm)";
+        e->backend_,
+        CpuBackend::Create(in.config, in.norm, o.loader.pipeline.batch_size, params, threads));
+    e->description_ = "cpu (im2col + OpenBLAS sgemm, " + std::to_string(threads) + " threads)";
+    if (DataParallel(o)) {
+      e->reducer_ = std::make_unique<HostReducer>(*o.world);
+      RF_RETURN_IF_ERROR(e->backend_->SetGradientReducer(e->reducer_.get()));
+      e->reduction_ = "gradients averaged over " + o.world->Describe();
+    }
     RF_RETURN_IF_ERROR(e->MakeSources(o, in, DeviceKind::kCpu, nullptr, in.test));
     return std::unique_ptr<TrainEngine>(std::move(e));
   }
@@ -43,19 +61,43 @@ class CudaEngine final : public TrainEngine {
   static Result<std::unique_ptr<TrainEngine>> Create(const EngineOptions& o, const EngineInputs& in,
                                                      const Tensors& params) {
     std::unique_ptr<CudaEngine> e(new CudaEngine);
-    RF_CUDA_CHECK(cudaSetDevice(0));
+    int devices = 0;
+    RF_CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (o.gpu >= devices) {
+      return Status::Usage("--gpu " + std::to_string(o.gpu) + ": this machine has " +
+                           std::to_string(devices) + " GPUs (0 to " + std::to_string(devices - 1) +
+                           ")");
+    }
+    const int gpu = o.gpu >= 0 ? o.gpu
+                               : static_cast<int>((o.world != nullptr ? o.world->local_rank() : 0) %
+                                                  static_cast<uint32_t>(devices));
+    RF_CUDA_CHECK(cudaSetDevice(gpu));
     size_t total = 0;
     RF_CUDA_CHECK(cudaMemGetInfo(&e->free_at_start_, &total));
     CudaBackendOptions bo;
     bo.tf32 = o.precision != Precision::kFp32;
     bo.bf16 = o.precision == Precision::kBf16;
     bo.cuda_graph = o.cuda_graph;
+    bo.device = gpu;
     const uint32_t max_batch = o.loader.pipeline.batch_size;
     RF_ASSIGN_OR_RETURN(auto backend,
                         CudaBackend::Create(in.config, in.norm, max_batch, params, bo));
     const cudaStream_t stream = backend->stream();
     e->description_ = backend->Describe();
     e->backend_ = std::move(backend);
+    if (DataParallel(o)) {
+#if RINGFEED_NCCL
+      RF_ASSIGN_OR_RETURN(auto nccl, NcclReducer::Create(*o.world, gpu));
+      e->nccl_ = nccl.get();
+      e->reduction_ = "gradients averaged by " + nccl->Describe() + " over " + o.world->Describe();
+      e->reducer_ = std::move(nccl);
+      RF_RETURN_IF_ERROR(e->backend_->SetGradientReducer(e->reducer_.get()));
+#else
+      return Status::Usage(
+          "several ranks on GPUs need NCCL, which this build lacks; use "
+          "--device cpu or one rank");
+#endif
+    }
     BatchSource* test = nullptr;
     if (in.test != nullptr) {
       RF_ASSIGN_OR_RETURN(
@@ -63,7 +105,9 @@ class CudaEngine final : public TrainEngine {
           DeviceBatchStager::Create(*in.test, max_batch, in.sample_bytes, in.label_bytes, stream));
       test = e->test_adapter_.get();
     }
-    RF_RETURN_IF_ERROR(e->MakeSources(o, in, DeviceKind::kCuda, stream, test));
+    EngineOptions on_gpu = o;
+    on_gpu.gpu = gpu;
+    RF_RETURN_IF_ERROR(e->MakeSources(on_gpu, in, DeviceKind::kCuda, stream, test));
     return std::unique_ptr<TrainEngine>(std::move(e));
   }
 
@@ -72,9 +116,20 @@ class CudaEngine final : public TrainEngine {
     if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
     return free_at_start_ > free ? free_at_start_ - free : 0;
   }
+#if RINGFEED_NCCL
+  Status CollectiveError() const override {
+    return nccl_ != nullptr ? nccl_->AsyncError() : Status::Ok();
+  }
+  void AbortCollectives() override {
+    if (nccl_ != nullptr) nccl_->Abort();
+  }
+#endif
 
  private:
   size_t free_at_start_ = 0;
+#if RINGFEED_NCCL
+  NcclReducer* nccl_ = nullptr;  // reducer_, where it is NCCL
+#endif
 };
 #endif
 

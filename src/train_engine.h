@@ -8,6 +8,11 @@
 //             GPU
 // The training loop sees only Backend and BatchSource. The mode, device and precision are chosen
 // here, once, from EngineOptions.
+//
+// Data-parallel (a World of more than one rank): the engine gives the backend its gradient
+// reducer (dist/): NCCL on the rank's GPU for the CUDA backend, the World's MPI collectives for
+// the CPU one; the training loader reads the rank's part of every epoch (the pipeline config's
+// rank and world size). The CPU backend of each rank uses its share of the machine's CPUs.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/world.h"
 #include "io/dataset.h"
 #include "kernels/backend.h"
 #include "pipeline/batch_source.h"
@@ -48,6 +54,11 @@ struct EngineOptions {
   // loader at its raw level (output_buffers 0: the backends decode the stored samples
   // themselves). Its batch size is the backend's largest batch.
   LoaderOptions loader;
+  // CUDA: the GPU this rank computes on (an index into the visible devices); -1: the rank's
+  // local rank modulo the visible devices.
+  int gpu = -1;
+  // The job's ranks; null or a world of one: no gradient reduction. Must outlive the engine.
+  World* world = nullptr;
 };
 
 // What the run has opened: the model, its input normalization, and the datasets.
@@ -74,6 +85,14 @@ class TrainEngine {
   const std::string& description() const { return description_; }
   // GPU memory this run holds (cudaMemGetInfo: free at start minus free now); 0 on the CPU.
   virtual uint64_t gpu_bytes() const { return 0; }
+  // Data-parallel: one line naming how gradients are reduced ("" on one rank).
+  const std::string& reduction() const { return reduction_; }
+  // The gradient reduction's asynchronous failure (NCCL's: a peer gone), without blocking, from
+  // any thread; OK where there is none or it cannot fail that way.
+  virtual Status CollectiveError() const { return Status::Ok(); }
+  // Ends pending collectives (NCCL's kernels waiting for a peer) before the job is ended; any
+  // thread.
+  virtual void AbortCollectives() {}
 
  protected:
   TrainEngine() = default;
@@ -82,8 +101,10 @@ class TrainEngine {
   Status MakeSources(const EngineOptions& o, const EngineInputs& in, DeviceKind device,
                      void* stream, BatchSource* test);
 
+  // Declared before backend_, so freed after it: the backend's queued steps use it.
+  std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<Backend> backend_;
-  std::string description_;
+  std::string description_, reduction_;
   // Declared after backend_, so freed first: they may have work queued on its stream.
   std::unique_ptr<Loader> loader_;
   BatchSource* test_ = nullptr;

@@ -31,6 +31,11 @@ constexpr char kRefusedHelp[] =
     "  --device cpu      refuses --copy-streams, --precision, --cuda-graph\n"
     "(with --device auto on a machine without a GPU, the GPU options are ignored).\n"
     "--resume takes the seed, batch size, SGD settings and shuffle from the checkpoint.\n"
+    "Data-parallel: mpirun -np N ringfeed train ... starts N ranks, one GPU each; every rank\n"
+    "reads its own part of each epoch, the gradients are averaged (NCCL on GPUs, MPI on CPUs),\n"
+    "and rank 0 prints and writes the one checkpoint. The learning rate is not scaled. A\n"
+    "checkpoint resumes at any rank count: at another one, each sample its epoch had left is\n"
+    "trained exactly once. With several ranks, --dump-order and --trace write PATH.rankR.\n"
     "--checkpoint, --metrics, --dump-order and --trace may not name a file of --data or --test.\n"
     "Exit status: 0 trained (or stopped by SIGINT/SIGTERM), 1 a data, file or run-time error,\n"
     "2 a usage error.\n";
@@ -80,8 +85,15 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
     ("cuda-graph", po::value(&cuda_graph)->default_value(cuda_graph),
      "on|off: replay each full batch's forward and backward pass as one CUDA graph; not with "
      "--device cpu")
+    ("gpu", po::value(&c.gpu)->default_value(c.gpu),
+     "the GPU to train on; -1: the rank's local rank (under mpirun) modulo the GPUs visible, so "
+     "one process per GPU")
+    ("rank-timeout", po::value(&c.rank_timeout)->default_value(c.rank_timeout),
+     "under mpirun: end the job when no step has finished for this many seconds (a rank stuck "
+     "in a collective); 0: never")
     ("epochs", po::value(&c.epochs)->default_value(c.epochs), "epochs to train (in all)")
-    ("batch-size", po::value(&p.batch_size)->default_value(p.batch_size), "samples per step")
+    ("batch-size", po::value(&p.batch_size)->default_value(p.batch_size),
+     "samples per step on each rank (under mpirun, a step trains ranks x this many)")
     ("lr", po::value(&c.sgd.lr)->default_value(c.sgd.lr, Shortest(c.sgd.lr)),
      "SGD learning rate")
     ("momentum", po::value(&c.sgd.momentum)->default_value(c.sgd.momentum,
@@ -196,7 +208,7 @@ Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& f) {
                                    "--mode streaming", "managed mode only"));
   }
   if (p.device == DeviceKind::kCpu) {
-    RF_RETURN_IF_ERROR(RefuseGiven(f.given, {"copy-streams", "precision", "cuda-graph"},
+    RF_RETURN_IF_ERROR(RefuseGiven(f.given, {"copy-streams", "precision", "cuda-graph", "gpu"},
                                    "--device cpu", "GPU only"));
   }
   RF_RETURN_IF_ERROR(c.Validate());

@@ -17,6 +17,13 @@ class TrainProgress {
  public:
   TrainProgress() : draw_(isatty(STDERR_FILENO) == 1) {}
 
+  // Data-parallel: the bar shows the rate of all `ranks` (each rank's times their count), and
+  // only rank 0 (`draws`) draws it.
+  void SetRanks(uint32_t ranks, bool draws) {
+    ranks_ = ranks;
+    draw_ = draw_ && draws;
+  }
+
   void StartEpoch(uint64_t epoch, uint64_t epochs, uint64_t first, uint64_t total) {
     epoch_ = epoch;
     epochs_ = epochs;
@@ -31,7 +38,7 @@ class TrainProgress {
     if (now - last_ < std::chrono::milliseconds(100)) return;
     last_ = now;
     const double seconds = std::chrono::duration<double>(now - start_).count();
-    const double rate = seconds > 0 ? (done - first_) / seconds : 0;
+    const double rate = seconds > 0 ? (done - first_) / seconds : 0;  // this rank's
     const double left = rate > 0 ? (total_ - done) / rate : 0;
     const int filled = static_cast<int>(30.0 * done / total_);
     char bar[31];
@@ -39,8 +46,8 @@ class TrainProgress {
     bar[30] = '\0';
     std::fprintf(stderr, "\repoch %llu/%llu [%s] %3.0f%% %.0fK samples/s, %.0f s left   ",
                  static_cast<unsigned long long>(epoch_ + 1),
-                 static_cast<unsigned long long>(epochs_), bar, 100.0 * done / total_, rate / 1e3,
-                 left);
+                 static_cast<unsigned long long>(epochs_), bar, 100.0 * done / total_,
+                 rate * ranks_ / 1e3, left);
     std::fflush(stderr);
     drawn_ = true;
   }
@@ -55,6 +62,7 @@ class TrainProgress {
 
  private:
   bool draw_, drawn_ = false;
+  uint32_t ranks_ = 1;
   uint64_t epoch_ = 0, epochs_ = 0, first_ = 0, total_ = 0;
   std::chrono::steady_clock::time_point start_, last_;
 };

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 #include "io/units.h"
 #include "pipeline/trace.h"
@@ -42,35 +44,84 @@ void InstallStopHandlers() {
 }
 
 Trainer::Trainer(const TrainerOptions& o, const Dataset& train, ModelConfig config,
-                 TrainEngine& engine, std::ofstream* metrics, std::ofstream* dump_order)
+                 TrainEngine& engine, World& world, std::ofstream* metrics,
+                 std::ofstream* dump_order)
     : o_(o),
       train_(train),
       config_(std::move(config)),
       engine_(engine),
+      world_(world),
       backend_(engine.backend()),
       source_(engine.train()),
       test_(engine.test()),
       metrics_(metrics),
-      dump_order_(dump_order) {}
+      dump_order_(dump_order) {
+  if (world_.size() > 1) {
+    // The training thread may be blocked behind the collective that failed: report from here,
+    // free the GPU from kernels waiting for peers, and end the process (mpirun ends the rest).
+    TrainEngine* e = &engine_;
+    const std::string who = "ringfeed train: rank " + std::to_string(world_.rank()) + " of " +
+                            std::to_string(world_.size()) + ": ";
+    watchdog_ = std::make_unique<RankWatchdog>(
+        o_.rank_timeout_s, [e] { return e->CollectiveError(); },
+        [e, who](const std::string& why) {
+          std::fprintf(stderr, "%s%s\n", who.c_str(), why.c_str());
+          std::fflush(nullptr);
+          e->AbortCollectives();
+          std::_Exit(1);
+        });
+  }
+  progress_.SetRanks(world_.size(), lead());
+}
+
+Status Trainer::CheckRanksAgree(const RunState& s) {
+  if (world_.size() == 1) return Status::Ok();
+  uint64_t lo[3] = {s.epoch, s.step, s.next_sample}, hi[3] = {s.epoch, s.step, s.next_sample};
+  RF_RETURN_IF_ERROR(world_.AllReduceMin(lo, 3));
+  RF_RETURN_IF_ERROR(world_.AllReduceMax(hi, 3));
+  if (std::equal(lo, lo + 3, hi)) return Status::Ok();
+  return Status::Aborted("the ranks disagree on the training position (steps " +
+                         std::to_string(lo[1]) + " to " + std::to_string(hi[1]) + ")");
+}
+
+Result<bool> Trainer::AgreeStop(bool local) {
+  if (world_.size() == 1) return local;
+  uint64_t any = local ? 1 : 0;
+  RF_RETURN_IF_ERROR(world_.AllReduceMax(&any, 1));
+  return any != 0;
+}
 
 Status Trainer::Save(const RunState& s, const SgdConfig& sgd, uint64_t seed) {
   if (o_.checkpoint.empty()) return Status::Ok();
-  Checkpoint c;
-  c.config = config_;
-  c.sgd = sgd;
-  RF_RETURN_IF_ERROR(backend_.GetState(&c.params, &c.momentum));
-  c.seed = seed;
-  // A finished epoch is stored as the start of the next, so a resume does not begin with an
-  // empty epoch.
-  const bool epoch_done = s.next_sample >= source_.epoch_samples();
-  c.epoch = epoch_done ? s.epoch + 1 : s.epoch;
-  c.next_sample = epoch_done ? 0 : s.next_sample;
-  c.step = s.step;
-  c.batch_size = o_.batch_size;
-  c.order_window = o_.order_window;
-  c.dataset_id = train_.header().dataset_id;
-  c.dataset_samples = train_.sample_count();
-  return WriteCheckpoint(o_.checkpoint, c);
+  RF_RETURN_IF_ERROR(CheckRanksAgree(s));
+  Status written = Status::Ok();
+  if (lead()) {  // every rank holds the same parameters and momentum: rank 0 writes them
+    Checkpoint c;
+    c.config = config_;
+    c.sgd = sgd;
+    RF_RETURN_IF_ERROR(backend_.GetState(&c.params, &c.momentum));
+    c.seed = seed;
+    // A finished epoch is stored as the start of the next, so a resume does not begin with an
+    // empty epoch.
+    const bool epoch_done = s.next_sample >= source_.epoch_samples();
+    c.epoch = epoch_done ? s.epoch + 1 : s.epoch;
+    c.next_sample = epoch_done ? 0 : s.next_sample;
+    c.step = s.step;
+    c.batch_size = o_.batch_size;
+    c.order_window = o_.order_window;
+    c.dataset_id = train_.header().dataset_id;
+    c.dataset_samples = train_.sample_count();
+    c.world_size = world_.size();
+    if (!epoch_done && s.epoch == o_.resumed_epoch) c.stretches = o_.stretches;
+    written = WriteCheckpoint(o_.checkpoint, c);
+  }
+  if (world_.size() == 1) return written;
+  uint64_t ok = written.ok() ? 1 : 0;
+  RF_RETURN_IF_ERROR(world_.Broadcast(&ok, sizeof ok, 0));
+  if (ok == 0 && !lead()) {
+    return Status::Aborted("rank 0 could not write the checkpoint " + o_.checkpoint);
+  }
+  return written;
 }
 
 Status Trainer::WriteMetrics(const nlohmann::json& j) {
@@ -87,25 +138,73 @@ Trainer::SourceCounters Trainer::Counters() const {
 
 Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_point t0,
                             uint64_t samples, const SourceCounters& at_start) {
-  const StepStats train = backend_.TakeTrainStats();  // waits for the epoch's last step
+  const StepStats local = backend_.TakeTrainStats();  // waits for the epoch's last step
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const SourceCounters now = Counters();
-  const double disk = static_cast<double>(now.bytes_read - at_start.bytes_read) / seconds / 1e9;
-  const double waited = (now.wait_s - at_start.wait_s) / seconds;
+  RankFigures mine;
+  mine.samples = static_cast<double>(samples);
+  mine.seconds = seconds;
+  mine.disk_bytes = static_cast<double>(now.bytes_read - at_start.bytes_read);
+  mine.wait_s = now.wait_s - at_start.wait_s;
+  mine.held_s = now.reader_held_s - at_start.reader_held_s;
+  mine.rss_bytes = static_cast<double>(ResidentBytes("VmRSS:"));
+  mine.gpu_bytes = static_cast<double>(engine_.gpu_bytes());
+  // Loss and accuracy over every rank's samples.
+  double sums[3] = {local.loss_sum, static_cast<double>(local.correct),
+                    static_cast<double>(local.samples)};
+  RF_RETURN_IF_ERROR(world_.AllReduceSum(sums, 3));
+  StepStats train;
+  train.loss_sum = sums[0];
+  train.correct = static_cast<uint64_t>(sums[1]);
+  train.samples = static_cast<uint64_t>(sums[2]);
+  std::vector<RankFigures> ranks(world_.size());
+  RF_RETURN_IF_ERROR(world_.Gather(&mine, sizeof mine, ranks.data(), 0));
+  if (watchdog_) watchdog_->Beat();
+  if (!lead()) return Status::Ok();
+
+  // Over the ranks: samples in all over the slowest rank's time; disk rates add up; the rank
+  // that waited longest for data is the one the others waited for.
+  double all_samples = 0, slowest_s = 0, disk = 0, held = 0;
+  size_t most_waiting = 0;
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const RankFigures& f = ranks[r];
+    all_samples += f.samples;
+    slowest_s = std::max(slowest_s, f.seconds);
+    disk += f.disk_bytes / f.seconds / 1e9;
+    held += f.held_s / f.seconds / ranks.size();
+    if (f.wait_s / f.seconds > ranks[most_waiting].wait_s / ranks[most_waiting].seconds) {
+      most_waiting = r;
+    }
+    per_rank.push_back({{"rank", r},
+                        {"samples_per_s", f.samples / f.seconds},
+                        {"disk_gb_per_s", f.disk_bytes / f.seconds / 1e9},
+                        {"data_wait_share", f.wait_s / f.seconds},
+                        {"reader_held_share", f.held_s / f.seconds},
+                        {"rss_bytes", static_cast<uint64_t>(f.rss_bytes)},
+                        {"gpu_bytes", static_cast<uint64_t>(f.gpu_bytes)}});
+  }
+  const RankFigures& worst = ranks[most_waiting];
+  const double waited = worst.wait_s / worst.seconds;
   nlohmann::json j = {{"event", "epoch"},
                       {"epoch", s.epoch + 1},
                       {"step", s.step},
                       {"train_loss", train.mean_loss()},
                       {"train_accuracy", train.accuracy()},
-                      {"samples_per_s", samples / seconds},
-                      {"seconds", seconds},
+                      {"samples_per_s", all_samples / slowest_s},
+                      {"seconds", slowest_s},
                       {"disk_gb_per_s", disk},
                       {"data_wait_share", waited},
-                      {"reader_held_share", (now.reader_held_s - at_start.reader_held_s) / seconds},
-                      {"rss_bytes", ResidentBytes("VmRSS:")},
+                      {"reader_held_share", held},
+                      {"rss_bytes", static_cast<uint64_t>(mine.rss_bytes)},
                       {"peak_rss_bytes", ResidentBytes("VmHWM:")},
-                      {"gpu_bytes", engine_.gpu_bytes()}};
+                      {"gpu_bytes", static_cast<uint64_t>(mine.gpu_bytes)}};
+  if (world_.size() > 1) {
+    j["world_size"] = world_.size();
+    j["slowest_rank"] = most_waiting;
+    j["ranks"] = per_rank;
+  }
   std::string test_part;
   if (test_ != nullptr) {
     RF_RETURN_IF_ERROR(test_->StartEpoch(0, 0));
@@ -121,13 +220,33 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
     std::snprintf(buf, sizeof buf, ", test accuracy %.2f%%", 100 * eval.accuracy());
     test_part = buf;
   }
+  // One rank: "disk 1.8 GB/s, waited for data 0.4%". Several: the sum of the disk rates and the
+  // range, and the rank that waited longest, named.
+  std::string io_part;
+  char buf[256];
+  if (world_.size() == 1) {
+    std::snprintf(buf, sizeof buf, "disk %s, waited for data %.1f%%",
+                  FormatRate(disk * 1e9).c_str(), 100 * waited);
+  } else {
+    double lo = 1e300, hi = 0;
+    for (const RankFigures& f : ranks) {
+      lo = std::min(lo, f.disk_bytes / f.seconds);
+      hi = std::max(hi, f.disk_bytes / f.seconds);
+    }
+    std::snprintf(buf, sizeof buf,
+                  "disk %s in all (%s to %s a rank), waited for data %.1f%% (rank %zu, the "
+                  "slowest)",
+                  FormatRate(disk * 1e9).c_str(), FormatRate(lo).c_str(), FormatRate(hi).c_str(),
+                  100 * waited, most_waiting);
+  }
+  io_part = buf;
   std::printf(
-      "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, %.0f samples/s, %.1f s, disk "
-      "%s, waited for data %.1f%%, GPU memory %.1f MiB, host RSS %.1f MiB\n",
+      "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, %.0f samples/s, %.1f s, %s, "
+      "GPU memory %.1f MiB, host RSS %.1f MiB%s\n",
       static_cast<unsigned long long>(s.epoch + 1), static_cast<unsigned long long>(o_.epochs),
-      train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), samples / seconds, seconds,
-      FormatRate(disk * 1e9).c_str(), 100 * waited, j["gpu_bytes"].get<uint64_t>() / 1048576.0,
-      j["rss_bytes"].get<uint64_t>() / 1048576.0);
+      train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), all_samples / slowest_s,
+      slowest_s, io_part.c_str(), mine.gpu_bytes / 1048576.0, mine.rss_bytes / 1048576.0,
+      world_.size() > 1 ? " (rank 0's)" : "");
   std::fflush(stdout);
   return WriteMetrics(j);
 }
@@ -163,8 +282,11 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
         first_batch_ms_ =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count();
-        std::printf("first batch after %.1f ms\n", first_batch_ms_);
-        std::fflush(stdout);
+        if (lead()) {
+          std::printf("first batch after %.1f ms%s\n", first_batch_ms_,
+                      world_.size() > 1 ? " (rank 0)" : "");
+          std::fflush(stdout);
+        }
       }
       if (dump_order_ != nullptr) {
         for (uint64_t i : source_.batch_samples()) *dump_order_ << i << "\n";
@@ -174,7 +296,10 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
       ++s.step;
       s.next_sample = source_.position();
       progress_.Update(s.next_sample);
-      if (g_stop_requested.load(std::memory_order_relaxed)) {
+      if (watchdog_) watchdog_->Beat();
+      RF_ASSIGN_OR_RETURN(const bool signalled,
+                          AgreeStop(g_stop_requested.load(std::memory_order_relaxed)));
+      if (signalled) {
         stopping = true;
         stopped_by = "signal";
       } else if (o_.max_steps != 0 && s.step >= o_.max_steps) {
@@ -192,6 +317,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
   }
   // After the last epoch (s.epoch == epochs, next_sample 0) Save stores exactly that.
   RF_RETURN_IF_ERROR(Save(s, sgd, seed));
+  if (!lead()) return Status::Ok();
   std::printf("ringfeed train: stopped by %s after step %llu (next: epoch %llu, sample %llu)%s%s\n",
               stopped_by.c_str(), static_cast<unsigned long long>(s.step),
               static_cast<unsigned long long>(s.epoch + 1),

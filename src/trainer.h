@@ -5,6 +5,19 @@
 // SIGINT or SIGTERM arrives: the handler only sets a flag, which the loop checks after each step,
 // so an interrupted run stops cleanly (exit 0) and can be resumed where it stopped.
 //
+// Data-parallel (a World of N > 1 ranks; every rank runs a Trainer in step with the others):
+//   - every rank takes the same number of steps of the same size each epoch (the pipeline gives
+//     every rank as many samples: window_order.h), so no rank waits for a step another will not
+//     take; the backend averages the gradients (src/train_engine.h);
+//   - a stop (a signal on any rank, --max-steps) is agreed after each step, so all ranks stop
+//     after the same one;
+//   - checkpoints: the ranks confirm they are at the same step and position, rank 0 writes the
+//     one file (every rank holds the same parameters), and tells the others whether it could;
+//   - rank 0 alone prints (the epoch's figures summed or combined over ranks: loss and accuracy
+//     over every rank's samples, samples/s in all, each rank's disk rate and waited-for-data
+//     share, the slowest rank named), writes --metrics (with each rank's figures) and evaluates
+//     the test split.
+//
 // Thread safety: one thread runs it.
 #pragma once
 
@@ -12,9 +25,13 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "dist/rank_watchdog.h"
+#include "dist/world.h"
 #include "io/dataset.h"
 #include "kernels/checkpoint.h"
 #include "src/train_engine.h"
@@ -31,6 +48,12 @@ struct TrainerOptions {
   std::string checkpoint;     // empty: none
   uint64_t checkpoint_every = 0, max_steps = 0;
   std::string metrics;  // the metrics file's name, for errors
+  // The epoch begun by earlier runs at other world sizes, and their stretches (recorded again by
+  // this run's checkpoints of that epoch: pipeline/window_order.h).
+  uint64_t resumed_epoch = 0;
+  std::vector<CheckpointStretch> stretches;
+  // Data-parallel: seconds without a finished step before the job is ended (0: never).
+  double rank_timeout_s = 0;
 };
 
 // Everything the loop keeps between steps besides the backend's own state.
@@ -44,9 +67,9 @@ void InstallStopHandlers();
 
 class Trainer {
  public:
-  // metrics and dump_order may be null.
+  // metrics and dump_order may be null (metrics is rank 0's alone). `world` must outlive it.
   Trainer(const TrainerOptions& o, const Dataset& train, ModelConfig config, TrainEngine& engine,
-          std::ofstream* metrics, std::ofstream* dump_order);
+          World& world, std::ofstream* metrics, std::ofstream* dump_order);
 
   Status Run(RunState s, const SgdConfig& sgd, uint64_t seed);
 
@@ -60,6 +83,16 @@ class Trainer {
   static void StepDone(void* arg, uint64_t done_ns);
   Status MarkStep();
   Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
+  // Whether any rank asks to stop after this step (`local`: this one does).
+  Result<bool> AgreeStop(bool local);
+  // Data-parallel: InvalidArgument unless every rank is at `s`.
+  Status CheckRanksAgree(const RunState& s);
+  // Data-parallel: the epoch's per-rank figures, gathered on rank 0.
+  struct RankFigures {
+    double samples = 0, seconds = 0, disk_bytes = 0, wait_s = 0, held_s = 0;
+    double rss_bytes = 0, gpu_bytes = 0;
+  };
+  bool lead() const { return world_.rank() == 0; }
   // The source's running counters; an epoch reports how far they moved.
   struct SourceCounters {
     uint64_t bytes_read = 0;
@@ -75,6 +108,8 @@ class Trainer {
   const Dataset& train_;
   ModelConfig config_;
   TrainEngine& engine_;
+  World& world_;
+  std::unique_ptr<RankWatchdog> watchdog_;  // data-parallel runs only
   Backend& backend_;
   TrainingSource& source_;
   BatchSource* test_;

@@ -302,9 +302,10 @@ TEST(TrainConfig, ResumeTakesSeedBatchSizeSgdAndShuffleFromTheCheckpoint) {
   ck.batch_size = 33;
   ck.sgd = SgdConfig{0.5f, 0.25f, 0.125f};
   ck.order_window = 7;
+  uint64_t position = 0;
 
   TrainConfig c = *parsed;
-  ASSERT_TRUE(ApplyCheckpoint(ck, &c).ok());
+  ASSERT_TRUE(ApplyCheckpoint(ck, &c, &position).ok());
   EXPECT_EQ(c.pipeline.seed, 42u);
   EXPECT_EQ(c.pipeline.batch_size, 33u);
   EXPECT_EQ(c.sgd.lr, 0.5f);
@@ -323,22 +324,78 @@ TEST(TrainConfig, ResumeTakesSeedBatchSizeSgdAndShuffleFromTheCheckpoint) {
 
   ck.order_window = kOrderStored;  // --shuffle none
   c = *parsed;
-  ASSERT_TRUE(ApplyCheckpoint(ck, &c).ok());
+  ASSERT_TRUE(ApplyCheckpoint(ck, &c, &position).ok());
   EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kNone);
   EXPECT_FALSE(OrderOptionsFor(DeriveTrainComponents(c).engine.loader.pipeline).shuffle);
   EXPECT_EQ(DeriveTrainComponents(c).trainer.order_window, kOrderStored);
 
   ck.order_window = 0;  // a file from before the window was recorded: the flags' shuffle stays
   c = *parsed;
-  ASSERT_TRUE(ApplyCheckpoint(ck, &c).ok());
+  ASSERT_TRUE(ApplyCheckpoint(ck, &c, &position).ok());
   EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kWindow);
   EXPECT_EQ(c.pipeline.shuffle_window, 4u);
 
   ck.batch_size = 0;
   c = *parsed;
-  const Status st = ApplyCheckpoint(ck, &c);
+  const Status st = ApplyCheckpoint(ck, &c, &position);
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_EQ(st.ToString(), "r.ckpt: checkpoint has batch size 0");
+}
+
+// A checkpoint of epoch 3 at sample 40 of each of 2 ranks, which began that epoch after 4 ranks
+// had each trained 10 of theirs.
+Checkpoint RanksCheckpoint() {
+  Checkpoint ck;
+  ck.batch_size = 8;
+  ck.epoch = 3;
+  ck.next_sample = 40;
+  ck.world_size = 2;
+  ck.stretches = {{4, 10}};
+  return ck;
+}
+
+TEST(TrainConfig, ResumeAtTheCheckpointsWorldSizeContinuesItsPosition) {
+  Result<TrainConfig> parsed = Parse({"--data", "d.rfd", "--resume", "r.ckpt"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  TrainConfig c = *parsed;
+  c.pipeline.world_size = 2;
+  uint64_t position = 0;
+  ASSERT_TRUE(ApplyCheckpoint(RanksCheckpoint(), &c, &position).ok());
+  EXPECT_EQ(position, 40u);
+  EXPECT_EQ(c.pipeline.resumed_epoch, 3u);
+  ASSERT_EQ(c.pipeline.stretches.size(), 1u);
+  EXPECT_EQ(c.pipeline.stretches[0].world_size, 4u);
+  EXPECT_EQ(c.pipeline.stretches[0].position, 10u);
+  // The trainer records them again in its checkpoints of that epoch.
+  const TrainComponents d = DeriveTrainComponents(c);
+  EXPECT_EQ(d.trainer.resumed_epoch, 3u);
+  ASSERT_EQ(d.trainer.stretches.size(), 1u);
+  EXPECT_EQ(d.trainer.stretches[0].world_size, 4u);
+  EXPECT_EQ(OrderOptionsFor(d.engine.loader.pipeline).stretches.size(), 1u);
+}
+
+TEST(TrainConfig, ResumeAtAnotherWorldSizeSharesWhatTheCheckpointsRanksLeft) {
+  Result<TrainConfig> parsed = Parse({"--data", "d.rfd", "--resume", "r.ckpt"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  TrainConfig c = *parsed;
+  c.pipeline.world_size = 3;
+  uint64_t position = 99;
+  ASSERT_TRUE(ApplyCheckpoint(RanksCheckpoint(), &c, &position).ok());
+  EXPECT_EQ(position, 0u);  // the epoch's remainder starts afresh for the 3 ranks
+  EXPECT_EQ(c.pipeline.resumed_epoch, 3u);
+  ASSERT_EQ(c.pipeline.stretches.size(), 2u);
+  EXPECT_EQ(c.pipeline.stretches[1].world_size, 2u);
+  EXPECT_EQ(c.pipeline.stretches[1].position, 40u);
+
+  // At an epoch's start there is nothing to share: an ordinary epoch at any world size.
+  Checkpoint fresh = RanksCheckpoint();
+  fresh.next_sample = 0;
+  fresh.stretches.clear();
+  c = *parsed;
+  c.pipeline.world_size = 3;
+  ASSERT_TRUE(ApplyCheckpoint(fresh, &c, &position).ok());
+  EXPECT_EQ(position, 0u);
+  EXPECT_TRUE(c.pipeline.stretches.empty());
 }
 
 TEST(TrainConfig, OutputsOntoInputsAreRefusedNamingBoth) {
