@@ -12,6 +12,7 @@ packages=(
   libopenblas-dev               # CPU training backend (sgemm)
   zlib1g-dev                    # gzipped IDX input
   libgtest-dev                  # tests
+  openmpi-bin libopenmpi-dev    # data-parallel runs (mpirun; the MPI plugin) and their tests
   python3-dev pybind11-dev      # the Python package's extension (python/)
   libdlpack-dev                 # dlpack/dlpack.h: batches exported to torch/numpy
   python3-numpy python3-pytest  # the Python package's tests
