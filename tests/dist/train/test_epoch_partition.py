@@ -1,0 +1,58 @@
+"""Every sample exactly once per epoch over the ranks of `mpirun -np N ringfeed train`, read from
+each rank's --dump-order file (pipeline/window_order.h's partition, end to end); the order a
+function of the seed; and a run without mpirun is one rank writing the plain --dump-order file."""
+
+import json
+
+import pytest
+
+import ranks_harness as h
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_each_epoch_visits_every_sample_once_over_the_ranks(uninterrupted, ranks):
+    run, _ = uninterrupted.get(ranks)
+    assert len(run.orders) == ranks
+    for r, order in enumerate(run.orders):
+        assert sorted(order) == [1, 2], f"rank {r}'s epochs: {sorted(order)}"
+    for epoch in (1, 2):
+        h.check_full_epoch([o[epoch] for o in run.orders], h.SAMPLES,
+                           f"{ranks} ranks, epoch {epoch}")
+    # Shuffled afresh each epoch, and each rank's part differs from the others'.
+    assert run.orders[0][1] != run.orders[0][2]
+    assert run.orders[0][1] != run.orders[1][1]
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_same_seed_repeats_order_files_and_checkpoint_bit_for_bit(uninterrupted, ranks):
+    first, first_ckpt = uninterrupted.get(ranks)
+    again, again_ckpt = uninterrupted.get(ranks, name="again")
+    for r in range(ranks):
+        assert again.order_files[r].read_bytes() == first.order_files[r].read_bytes(), (
+            f"rank {r}: {again.order_files[r]} differs from {first.order_files[r]}")
+    # The CPU backend is deterministic and the gradient mean the same bits on every rank.
+    assert again_ckpt.read_bytes() == first_ckpt.read_bytes()
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_another_seed_gives_another_order(uninterrupted, ranks):
+    first, _ = uninterrupted.get(ranks, seed=7)
+    other, _ = uninterrupted.get(ranks, seed=8)
+    for epoch in (1, 2):
+        h.check_full_epoch([o[epoch] for o in other.orders], h.SAMPLES,
+                           f"{ranks} ranks, seed 8, epoch {epoch}")
+        for r in range(ranks):
+            assert other.orders[r][epoch] != first.orders[r][epoch], f"rank {r}, epoch {epoch}"
+
+
+def test_without_mpirun_runs_as_one_rank_writing_the_plain_order_file(positional, tmp_path):
+    dump, metrics = tmp_path / "order", tmp_path / "metrics.jsonl"
+    run = h.train(None, positional, "--epochs", "2", "--batch-size", str(h.BATCH), "--seed", "7",
+                  "--metrics", str(metrics), dump=dump).check_ok()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.jsonl", "order"]
+    start = json.loads(metrics.read_text().splitlines()[0])
+    assert (start["event"], start["world_size"]) == ("start", 1)
+    # One rank: every sample once an epoch, no padding; and the batch is not "a rank"'s.
+    for epoch in (1, 2):
+        h.check_full_epoch([run.orders[0][epoch]], h.SAMPLES, f"alone, epoch {epoch}")
+    assert f"batch {h.BATCH}\n" in run.stdout
