@@ -84,8 +84,11 @@ Status Trainer::CheckRanksAgree(const RunState& s) {
                          std::to_string(lo[1]) + " to " + std::to_string(hi[1]) + ")");
 }
 
-Result<bool> Trainer::AgreeStop(bool local) {
+Result<bool> Trainer::AgreeStop(uint64_t step, bool local) {
   if (world_.size() == 1) return local;
+  // Asked every kStopAgreementSteps steps only: each ask is a host round trip between the ranks
+  // (tens of microseconds on one machine, more between machines), which every step would pay.
+  if (step % kStopAgreementSteps != 0) return false;
   uint64_t any = local ? 1 : 0;
   RF_RETURN_IF_ERROR(world_.AllReduceMax(&any, 1));
   return any != 0;
@@ -298,7 +301,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
       progress_.Update(s.next_sample);
       if (watchdog_) watchdog_->Beat();
       RF_ASSIGN_OR_RETURN(const bool signalled,
-                          AgreeStop(g_stop_requested.load(std::memory_order_relaxed)));
+                          AgreeStop(s.step, g_stop_requested.load(std::memory_order_relaxed)));
       if (signalled) {
         stopping = true;
         stopped_by = "signal";

@@ -9,8 +9,8 @@
 //   - every rank takes the same number of steps of the same size each epoch (the pipeline gives
 //     every rank as many samples: window_order.h), so no rank waits for a step another will not
 //     take; the backend averages the gradients (src/train_engine.h);
-//   - a stop (a signal on any rank, --max-steps) is agreed after each step, so all ranks stop
-//     after the same one;
+//   - a stop is the same step on every rank: --max-steps counts the same steps everywhere, and a
+//     signal on any rank is agreed on every kStopAgreementSteps steps;
 //   - checkpoints: the ranks confirm they are at the same step and position, rank 0 writes the
 //     one file (every rank holds the same parameters), and tells the others whether it could;
 //   - rank 0 alone prints (the epoch's figures summed or combined over ranks: loss and accuracy
@@ -83,8 +83,11 @@ class Trainer {
   static void StepDone(void* arg, uint64_t done_ns);
   Status MarkStep();
   Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
-  // Whether any rank asks to stop after this step (`local`: this one does).
-  Result<bool> AgreeStop(bool local);
+  // Whether any rank asks to stop after step `step` (`local`: this one does). With several ranks
+  // they agree every kStopAgreementSteps steps (the same steps on every rank), so a signal stops
+  // the job within that many steps.
+  static constexpr uint64_t kStopAgreementSteps = 16;
+  Result<bool> AgreeStop(uint64_t step, bool local);
   // Data-parallel: InvalidArgument unless every rank is at `s`.
   Status CheckRanksAgree(const RunState& s);
   // Data-parallel: the epoch's per-rank figures, gathered on rank 0.

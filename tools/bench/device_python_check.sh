@@ -82,6 +82,7 @@ echo "== benchmarks (cold, interleaved, ${REPEATS:-2} rounds)"
 python3 tools/bench/python_loader.py --data "$work/big.rfd" --ringfeed "$pkg/bin/ringfeed" \
   --batch-size 256 --seconds "${SECONDS_PER_PHASE:-15}" --repeats "${REPEATS:-2}" --drop-caches \
   --phases "${PHASES:-read,loader,train_ringfeed,train_torch,compute_only}" \
+  --loader-epochs "${LOADER_EPOCHS:-0}" \
   --json "$out/python_loader.json" 2>&1 | tee "$logs/python_loader.log" | grep -vE '^\s*$'
 
 [ "${MEMORY:-1}" = 1 ] || exit 0
