@@ -3,12 +3,12 @@
 // epoch, split over this run's ranks.
 //
 // Built once, at WindowOrder's construction, in O(dataset chunks + ranks of every stretch) time
-// and without a list of samples: the lists L_k of the levels are kept as runs of index ranges
-// (one per rank of the level below), and only this rank's slice is mapped down to stretch 0's
-// windows, where it becomes pieces: runs of entries of one window of one old rank. Kept: the
-// pieces (this rank's windows of the epoch: old rank, old window, entry ranges) and the samples
-// per rank of each level. The pieces' chunks and entries are made when the epoch is walked
-// (Chunks, Window), from a deal of stretch 0's epoch, as an ordinary epoch's are.
+// besides the padding lookups below, and without a list of samples: the lists L_k of the levels are
+// kept as runs of index ranges (one per rank of the level below), and only this rank's slice is
+// mapped down to stretch 0's windows, where it becomes pieces: runs of entries of one window of one
+// old rank. Kept: the pieces (this rank's windows of the epoch: old rank, old window, entry ranges)
+// and the samples per rank of each level. The pieces' chunks and entries are made when the epoch is
+// walked (Chunks, Window), from a deal of stretch 0's epoch, as an ordinary epoch's are.
 //
 // The padding an old rank of stretch 0 holds (its share of the shared stream wraps) is at a place
 // of its last window that only that window's permutation tells; it is found for the old ranks
