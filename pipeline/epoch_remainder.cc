@@ -79,6 +79,34 @@ class EpochRemainder::Builder {
     Emit(levels_.size(), 0, q - s);
   }
 
+  // Pieces that are part of their old window keep only the chunks their entries read.
+  void TrimParts() {
+    std::vector<uint64_t> chunks;
+    for (Piece& p : out_.pieces_) {
+      if (p.samples < bounds_[p.old_window + 1] - bounds_[p.old_window]) {
+        chunks.clear();
+        old_.AppendWindowChunks(deal_, p.old_rank, p.old_window, &chunks);
+        const std::vector<WindowEntry> entries =
+            old_.Window(chunks.data(), out_.epoch_, p.old_rank, p.old_window);
+        std::vector<bool> read(chunks.size(), false);
+        for (size_t i = p.first_range; i < p.first_range + p.ranges; ++i) {
+          for (uint64_t e = out_.ranges_[i].first; e < out_.ranges_[i].second; ++e) {
+            read[entries[e].chunk_in_window] = true;
+          }
+        }
+        Part part{chunks, {}};
+        for (uint32_t c = 0; c < read.size(); ++c) {
+          if (read[c]) part.kept.push_back(c);
+        }
+        p.part = out_.parts_.size();
+        out_.parts_.push_back(std::move(part));
+      }
+    }
+    for (size_t w = 0; w < out_.pieces_.size(); ++w) {
+      out_.max_window_chunks_ = std::max<uint64_t>(out_.max_window_chunks_, out_.WindowChunks(w));
+    }
+  }
+
  private:
   // L_k (k >= 1) is the concatenation of its segments: segment j is entries start[j] ..
   // start[j] + offset[j + 1] - offset[j] - 1 of L_{k-1}; for L1, segment r is old rank r's order
@@ -148,8 +176,7 @@ class EpochRemainder::Builder {
     std::vector<Piece>& pieces = out_.pieces_;
     auto& ranges = out_.ranges_;
     if (pieces.empty() || pieces.back().old_rank != r || pieces.back().old_window != w) {
-      pieces.push_back({r, w, 0, ranges.size(), 0});
-      out_.max_window_chunks_ = std::max<uint64_t>(out_.max_window_chunks_, old_.WindowChunks(w));
+      pieces.push_back({r, w, 0, ranges.size(), 0, kWhole});
     }
     Piece& p = pieces.back();
     p.samples += end - begin;
@@ -176,6 +203,13 @@ EpochRemainder::EpochRemainder(std::shared_ptr<const ChunkTable> table, const Wi
       epoch_(o.resumed_epoch) {
   Builder b(*this, o);
   b.EmitRank(o.world_size, o.rank);
+  b.TrimParts();
+}
+
+uint32_t EpochRemainder::WindowChunks(uint64_t w) const {
+  const Piece& p = pieces_[w];
+  if (p.part == kWhole) return old_.WindowChunks(p.old_window);
+  return static_cast<uint32_t>(parts_[p.part].kept.size());
 }
 
 uint64_t EpochRemainder::BatchSpanChunks(uint32_t batch) const {
@@ -197,18 +231,32 @@ void EpochRemainder::Chunks(std::vector<uint64_t>* chunks, std::vector<uint64_t>
   chunks->clear();
   starts->assign(1, 0);
   for (const Piece& p : pieces_) {
-    old_.AppendWindowChunks(deal, p.old_rank, p.old_window, chunks);
+    if (p.part == kWhole) {
+      old_.AppendWindowChunks(deal, p.old_rank, p.old_window, chunks);
+    } else {
+      for (uint32_t c : parts_[p.part].kept) chunks->push_back(parts_[p.part].window[c]);
+    }
     starts->push_back(chunks->size());
   }
 }
 
 std::vector<WindowEntry> EpochRemainder::Window(const uint64_t* window_chunks, uint64_t w) const {
   const Piece& p = pieces_[w];
-  const std::vector<WindowEntry> all = old_.Window(window_chunks, epoch_, p.old_rank, p.old_window);
+  const Part* part = p.part == kWhole ? nullptr : &parts_[p.part];
+  // Part of a window: its entries are the old window's, and their chunks the kept ones.
+  const std::vector<WindowEntry> all =
+      old_.Window(part ? part->window.data() : window_chunks, epoch_, p.old_rank, p.old_window);
   std::vector<WindowEntry> out;
   out.reserve(p.samples);
   for (size_t i = p.first_range; i < p.first_range + p.ranges; ++i) {
     out.insert(out.end(), all.begin() + ranges_[i].first, all.begin() + ranges_[i].second);
+  }
+  if (part != nullptr) {
+    for (WindowEntry& e : out) {
+      e.chunk_in_window = static_cast<uint32_t>(
+          std::lower_bound(part->kept.begin(), part->kept.end(), e.chunk_in_window) -
+          part->kept.begin());
+    }
   }
   return out;
 }

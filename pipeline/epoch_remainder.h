@@ -10,6 +10,13 @@
 // and the samples per rank of each level. The pieces' chunks and entries are made when the epoch is
 // walked (Chunks, Window), from a deal of stretch 0's epoch, as an ordinary epoch's are.
 //
+// A piece that is part of its old window (at the edges of a slice, where a stretch stopped, or
+// where a padding entry is left out) holds only the chunks its entries take samples from, in the
+// window's order: a few entries of a large old window read a few chunks, and a batch over many
+// such pieces holds few staging slots. Those pieces' entries are looked at once, here (one window
+// permutation each), and their old window's chunk list is kept (O(W) each; they are at most a few
+// per rank of every stretch).
+//
 // The padding an old rank of stretch 0 holds (its share of the shared stream wraps) is at a place
 // of its last window that only that window's permutation tells; it is found for the old ranks
 // whose last window this rank's slice reaches, and for every old rank where p0 falls inside the
@@ -47,10 +54,11 @@ class EpochRemainder {
   const std::vector<uint64_t>& level_samples() const { return level_samples_; }
   uint64_t samples() const { return level_samples_.back(); }
 
-  // This rank's windows of the epoch (pieces), in visiting order.
+  // This rank's windows of the epoch (pieces), in visiting order; a window's chunks are its old
+  // window's, or for part of one, those its entries take samples from.
   uint64_t window_count() const { return pieces_.size(); }
   uint64_t WindowSamples(uint64_t w) const { return pieces_[w].samples; }
-  uint32_t WindowChunks(uint64_t w) const { return old_.WindowChunks(pieces_[w].old_window); }
+  uint32_t WindowChunks(uint64_t w) const;
   uint64_t max_window_chunks() const { return max_window_chunks_; }
   // The most chunks the windows that `batch` consecutive samples touch hold together.
   uint64_t BatchSpanChunks(uint32_t batch) const;
@@ -69,13 +77,21 @@ class EpochRemainder {
     uint64_t old_window;
     uint64_t samples;
     size_t first_range, ranges;  // into ranges_
+    size_t part;                 // into parts_, or kWhole: the whole old window's chunks
   };
+  // The chunks of a piece that is part of its old window.
+  struct Part {
+    std::vector<uint64_t> window;  // the old window's chunks
+    std::vector<uint32_t> kept;    // places in it of the chunks the piece reads, ascending
+  };
+  static constexpr size_t kWhole = ~size_t{0};
 
   WorldOrder old_;  // stretch 0's world
   uint64_t epoch_;
   std::vector<uint64_t> level_samples_;
   std::vector<Piece> pieces_;
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // [begin, end) of an old window's entries
+  std::vector<Part> parts_;
   uint64_t max_window_chunks_ = 0;
 };
 

@@ -30,8 +30,9 @@ uint32_t StreamingSource::StagingSlots(const WindowOrder& order, uint32_t batch_
   // being read) let the reader run a window ahead, so a slow stretch of disk does not stall
   // compute at once; two would be enough to make progress.
   const uint64_t spill = (batch_size + per_chunk - 1) / per_chunk + 1;
-  // A resumed epoch's windows may hold few samples each and whole old windows of chunks: a batch
-  // holds every window it takes samples from, and the reader needs room for the next window.
+  // A resumed epoch's windows may hold few samples for many chunks (an old rank's last window
+  // with the shared chunks of a larger world): a batch holds every window it takes samples from,
+  // and the reader needs room for the next window.
   const uint64_t resumed = order.ResumedBatchSpanChunks(batch_size);
   return static_cast<uint32_t>(
       std::max<uint64_t>(3 * window + spill, resumed == 0 ? 0 : resumed + window));

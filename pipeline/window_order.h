@@ -55,10 +55,10 @@
 // repeats.
 //   An entry keeps its place in its old window's shuffled order: the rank's epoch is a sequence
 // of pieces, each a run of entries of one window of one rank of stretch 0, and each piece is a
-// window of the resumed epoch, whose chunks are that old window's (read whole). Consecutive
-// pieces of one old window are one window. So reads stay whole-chunk, and a rank reads the old
-// windows its slice touches: about its share of the remaining chunks. Every other epoch is
-// ordinary.
+// window of the resumed epoch, whose chunks are that old window's (read whole), or, for a piece
+// that is only part of its old window, those its entries take samples from. Consecutive pieces
+// of one old window are one window. So reads stay whole-chunk, and a rank reads the old windows
+// its slice touches: about its share of the remaining chunks. Every other epoch is ordinary.
 //
 // EpochLayout: one epoch of this rank, its chunks in visiting order with its windows back to back
 // (an ordinary epoch's windows are WindowStart/WindowChunks; a resumed epoch's are its pieces').

@@ -188,25 +188,29 @@ TEST(StreamingSource, APlanRunsOnFromTheResumedEpochIntoAnOrdinaryOne) {
   }
 }
 
-TEST(StreamingSource, ABatchOverManySmallPiecesOfLargeOldWindowsGetsStagingForAll) {
+TEST(StreamingSource, ABatchOverManySmallOldWindowsGetsStagingForAll) {
   TempDir t;
   auto d = Dataset::Open(
       testing::WritePositionalDataset(t.File("f.rfd"), kSamples, {.chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
-  // 4 old ranks of 751 samples stopped two short: each leaves 1 or 2 samples (one may be its
-  // padding), in its last window of 7 chunks (3 dealt, 4 shared), all in one batch of the one
-  // new rank: 4 windows of 7 chunks held at once. Three of the largest windows and a batch's
-  // spill would be 24 slots: the batch would wait forever for its fourth window.
-  StreamingOptions o = Options(64, 1, 0, 1);
-  o.order.stretches = {{4, 749}};
+  // 8 old ranks: 5 chunks dealt to each, and 8 shared (481 samples, 61 each), so each one's last
+  // window holds 9 chunks (1 dealt) for 124 samples. Stopped where the last windows start, they
+  // leave 8 such windows (less 7 padding entries) to the one new rank: a batch of 512 takes
+  // samples from 6 of them, 54 chunks held at once, more than three of the largest windows and a
+  // batch's spill (27 + 10): with that many slots the batch would wait forever for its last one.
+  const uint32_t batch = 512;
+  StreamingOptions o = Options(batch, 1, 0, 1);
+  o.order.stretches = {{8, 4 * 63}};
   auto s = Source(*d, o);
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->order().Layout(0).window_count(), 4u);
-  EXPECT_EQ(s->order().ResumedBatchSpanChunks(64), 4u * 7);
-  EXPECT_GE(StreamingSource::StagingSlots(s->order(), 64), 4u * 7);
+  EXPECT_EQ(s->order().Layout(0).window_count(), 8u);
+  EXPECT_EQ(s->order().max_window_chunks(), 9u);
+  EXPECT_GT(s->order().ResumedBatchSpanChunks(batch), 3u * 9 + 10);
+  EXPECT_GE(StreamingSource::StagingSlots(s->order(), batch),
+            s->order().ResumedBatchSpanChunks(batch));
   ASSERT_TRUE(s->StartEpoch(0, 0).ok());
   const std::vector<uint64_t> seen = DrainEpoch(*s);
-  EXPECT_GE(seen.size(), 5u);  // 8 less at most 3 padding entries
+  EXPECT_EQ(seen.size(), 8u * 124 - 7);
   EXPECT_EQ(seen, s->order().EpochSamples(0));
 }
 

@@ -2,8 +2,9 @@
 // (or at N1, stopped again, and resumed at M) visits exactly what window_order.h says: checked
 // against a slow reference built from whole epoch lists, and against the promise it serves, every
 // sample the earlier stretches left exactly once plus fewer than M repeats, the same count on
-// every rank; each rank reads the old windows its pieces come from, each run of them once; the
-// epochs around it are ordinary.
+// every rank; each rank reads the old windows its pieces come from, each run of them once (of a
+// run that is part of its window, only the chunks it takes samples from); the epochs around it
+// are ordinary.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -34,9 +35,9 @@ struct Ref {
 // Stretch 0's world: each old rank's order, its padding position (or none), its window edges.
 struct OldWorld {
   std::vector<std::vector<uint64_t>> order;
-  std::vector<uint64_t> pad;                  // kNone: no padding entry
-  std::vector<std::vector<uint64_t>> bounds;  // bounds[r][w]: samples before window w
-  std::vector<std::vector<uint32_t>> chunks;  // chunks[r][w]: window w's chunk count
+  std::vector<uint64_t> pad;                               // kNone: no padding entry
+  std::vector<std::vector<uint64_t>> bounds;               // bounds[r][w]: samples before window w
+  std::vector<std::vector<std::vector<uint64_t>>> chunks;  // chunks[r][w]: window w's chunks
   static constexpr uint64_t kNone = ~uint64_t{0};
 
   // The old window an entry is in.
@@ -74,10 +75,18 @@ OldWorld Old(const std::vector<uint32_t>& layout, WindowOrderOptions o, uint32_t
     w.chunks.emplace_back();
     for (uint64_t i = 0; i < l.window_count(); ++i) {
       w.bounds[r].push_back(w.bounds[r].back() + order.WindowSamples(l, i));
-      w.chunks[r].push_back(l.WindowChunks(i));
+      const auto first = l.chunks().begin() + l.WindowStart(i);
+      w.chunks[r].emplace_back(first, first + l.WindowChunks(i));
     }
   }
   return w;
+}
+
+// The chunk holding a sample.
+uint64_t ChunkOf(const std::vector<uint32_t>& layout, uint64_t sample) {
+  uint64_t c = 0;
+  for (; sample >= layout[c]; ++c) sample -= layout[c];
+  return c;
 }
 
 // One level's split of a list over `world` ranks: rank j's slice, padded from the list's start.
@@ -162,20 +171,34 @@ void CheckResumed(const std::vector<uint32_t>& layout, WindowOrderOptions o, uin
     ASSERT_EQ(mine, expected) << name << ", rank " << j;
     EXPECT_EQ(order.EpochSampleCount(epoch), ref[0].size()) << name << ": the same on every rank";
     for (uint64_t s : mine) ++resumed[s];
-    // Its windows: each run of entries of one old window is one window holding that window's
-    // chunks, so the rank reads those windows and nothing else.
-    uint64_t runs = 0, chunks = 0;
+    // Its windows: each run of entries of one old window is one window, holding that window's
+    // chunks, or where the run is part of the window, the chunks its samples are in; so the rank
+    // reads those and nothing else.
+    std::vector<std::vector<Ref>> runs;
     for (size_t i = 0; i < ref[j].size(); ++i) {
       const Ref& e = ref[j][i];
-      const uint64_t w = old.WindowOf(e);
-      if (i == 0 || e.rank != ref[j][i - 1].rank || w != old.WindowOf(ref[j][i - 1])) {
-        ++runs;
-        chunks += old.chunks[e.rank][w];
+      if (i == 0 || e.rank != ref[j][i - 1].rank ||
+          old.WindowOf(e) != old.WindowOf(ref[j][i - 1])) {
+        runs.emplace_back();
       }
+      runs.back().push_back(e);
     }
     const EpochLayout l = order.Layout(epoch);
-    EXPECT_EQ(l.window_count(), runs) << name << ", rank " << j;
-    EXPECT_EQ(l.chunks().size(), chunks) << name << ", rank " << j;
+    ASSERT_EQ(l.window_count(), runs.size()) << name << ", rank " << j;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const Ref& e = runs[k][0];
+      const uint64_t w = old.WindowOf(e);
+      std::set<uint64_t> expected;
+      if (runs[k].size() == old.bounds[e.rank][w + 1] - old.bounds[e.rank][w]) {
+        expected.insert(old.chunks[e.rank][w].begin(), old.chunks[e.rank][w].end());
+      } else {
+        for (const Ref& x : runs[k]) expected.insert(ChunkOf(layout, old.order[x.rank][x.pos]));
+      }
+      const auto first = l.chunks().begin() + l.WindowStart(k);
+      EXPECT_EQ(std::set<uint64_t>(first, first + l.WindowChunks(k)), expected)
+          << name << ", rank " << j << ", window " << k;
+      EXPECT_EQ(l.WindowChunks(k), expected.size()) << name << ", rank " << j << ", window " << k;
+    }
     // Started anywhere, the walk goes on as from the epoch's start.
     for (uint64_t p : {uint64_t{1}, mine.size() / 2, mine.size() - 1}) {
       if (p >= mine.size()) continue;
