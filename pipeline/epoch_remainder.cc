@@ -10,8 +10,8 @@ constexpr uint64_t kUnknown = ~uint64_t{0};
 
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-// Entries a rank of a level with `world` ranks and `q` per rank takes from a list of `total`
-// before its padding: min(q, total - rank * q), or 0.
+// Entries of a list of `total` that rank `rank` of a level of `q` per rank takes before its
+// padding: min(q, total - rank * q), or 0.
 uint64_t SliceLength(uint64_t total, uint64_t q, uint64_t rank) {
   return total > rank * q ? std::min(q, total - rank * q) : 0;
 }
