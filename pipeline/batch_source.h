@@ -50,12 +50,14 @@ class BatchSource {
   virtual ~BatchSource() = default;
 
   virtual uint64_t sample_count() const = 0;
-  // Samples an epoch trains on: sample_count(), less a partial last batch with drop_last.
+  // Samples the epoch StartEpoch began last (epoch 0 before any) trains on: sample_count() (a
+  // rank's part of it in the training sources, whose resumed epoch may hold fewer, see
+  // pipeline/window_order.h), less a partial last batch with drop_last.
   virtual uint64_t epoch_samples() const = 0;
 
   // Starts epoch `epoch` at `position`, the index in the epoch's order of the first sample to
   // deliver (0 for a fresh epoch; a checkpoint's next_sample on resume). InvalidArgument when
-  // position > epoch_samples().
+  // position is past that epoch's samples.
   virtual Status StartEpoch(uint64_t epoch, uint64_t position) = 0;
   // The next batch of the current epoch; n == 0 once the epoch is over.
   virtual Result<Batch> Next() = 0;

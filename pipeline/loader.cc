@@ -48,6 +48,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& options) {
   RF_RETURN_IF_ERROR(options.pipeline.Validate());
   std::unique_ptr<Loader> l(new Loader);
   RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(options.pipeline.data));
+  RF_RETURN_IF_ERROR(options.pipeline.ValidateFor(d.ChunkSampleCounts()));
   l->owned_dataset_ = std::make_unique<Dataset>(std::move(d));
   RF_RETURN_IF_ERROR(l->Build(*l->owned_dataset_, options));
   return l;
@@ -55,7 +56,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& options) {
 
 Result<std::unique_ptr<Loader>> Loader::Create(const Dataset& dataset,
                                                const LoaderOptions& options) {
-  RF_RETURN_IF_ERROR(options.pipeline.Validate());
+  RF_RETURN_IF_ERROR(options.pipeline.ValidateFor(dataset.ChunkSampleCounts()));
   std::unique_ptr<Loader> l(new Loader);
   RF_RETURN_IF_ERROR(l->Build(dataset, options));
   return l;

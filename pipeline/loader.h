@@ -142,7 +142,8 @@ class Loader {
  public:
   // Opens options.pipeline.data and builds the pipeline. Usage errors for options that do not fit
   // each other or the dataset (a decode the dataset's dtype cannot take, managed mode on the CPU,
-  // device cuda without a GPU); the dataset's own errors as Dataset::Open gives them.
+  // device cuda without a GPU, stretches the dataset cannot have had: PipelineConfig::
+  // ValidateFor); the dataset's own errors as Dataset::Open gives them.
   static Result<std::unique_ptr<Loader>> Open(const LoaderOptions& options);
   // The same over a dataset the caller has opened; it must outlive the loader.
   static Result<std::unique_ptr<Loader>> Create(const Dataset& dataset,
@@ -158,7 +159,8 @@ class Loader {
   // The output shape of one sample ({C, H, W}, {H, W, C}, or the stored shape).
   const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
 
-  // Samples and batches of an epoch for this rank (the same for every epoch and rank).
+  // Samples and batches for this rank of the epoch StartEpoch began last (epoch 0 before any):
+  // the same for every rank, and for every epoch but a resumed one (options.pipeline.stretches).
   uint64_t epoch_samples() const { return source_->epoch_samples(); }
   uint64_t batches_per_epoch() const;
 

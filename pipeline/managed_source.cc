@@ -146,12 +146,15 @@ std::string ManagedSource::Describe() const {
               : "");
 }
 
-uint64_t ManagedSource::epoch_samples() const {
-  return EpochSamples(order_.EpochSampleCount(), options_.batch_size, options_.drop_last);
+uint64_t ManagedSource::epoch_samples() const { return EpochSamplesOf(epoch_); }
+
+uint64_t ManagedSource::EpochSamplesOf(uint64_t epoch) const {
+  return EpochSamples(order_.EpochSampleCount(epoch), options_.batch_size, options_.drop_last);
 }
 
 Status ManagedSource::StartEpoch(uint64_t epoch, uint64_t position) {
-  RF_RETURN_IF_ERROR(CheckEpochPosition(position, epoch_samples()));
+  RF_RETURN_IF_ERROR(CheckEpochPosition(position, EpochSamplesOf(epoch)));
+  epoch_ = epoch;
   cursor_.Start(epoch, position);
   position_ = position;
   std::fill(prefetched_window_.begin(), prefetched_window_.end(), 0);

@@ -8,7 +8,8 @@
 // Ranks (options.order.rank / world_size): batches follow the rank's part of WindowOrder, as in
 // the streaming mode, but every rank still loads the WHOLE dataset: managed mode is the
 // single-GPU baseline, not a way to shard a dataset (the streaming mode reads only the rank's
-// chunks). sample_count() is the dataset's; epoch_samples() the rank's.
+// chunks). sample_count() is the dataset's; epoch_samples() the rank's, of the epoch StartEpoch
+// began (a resumed epoch's, options.order.stretches, may differ from the others').
 //
 // Options, from the CUDA memory notes:
 //   prefetch_batches N  cudaMemPrefetchAsync, on a side stream, of the chunks the batch N ahead
@@ -71,6 +72,7 @@ class ManagedSource final : public TrainingSource {
   ManagedSource(const Dataset& d, const ManagedOptions& o, WindowOrder order);
   Status Load();
   Status PrefetchAhead(uint32_t samples);
+  uint64_t EpochSamplesOf(uint64_t epoch) const;
 
   const Dataset& dataset_;
   ManagedOptions options_;
@@ -84,7 +86,7 @@ class ManagedSource final : public TrainingSource {
   int device_ = 0;
   double load_seconds_ = 0;
 
-  uint64_t position_ = 0;
+  uint64_t epoch_ = 0, position_ = 0;
   WindowCursor cursor_, ahead_;              // the next batch's samples; the prefetcher's
   std::vector<uint64_t> prefetched_window_;  // per chunk: 1 + the window it was prefetched for
   std::vector<SampleRef> refs_;

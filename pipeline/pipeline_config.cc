@@ -1,6 +1,7 @@
 #include "pipeline/pipeline_config.h"
 
 #include "io/units.h"
+#include "pipeline/epoch_remainder.h"
 #if RINGFEED_HAVE_CUDA
 #include "pipeline/managed_source.h"
 #endif
@@ -110,7 +111,18 @@ Status PipelineConfig::Validate() const {
     return Status::Usage(
         "--mode managed needs a GPU (CUDA managed memory); without one, use --mode streaming");
   }
+  for (size_t k = 0; k < stretches.size(); ++k) {
+    if (stretches[k].world_size < 1) {
+      return Status::Usage("stretch " + std::to_string(k + 1) + " of epoch " +
+                           std::to_string(resumed_epoch + 1) + ": world size must be >= 1, got 0");
+    }
+  }
   return Status::Ok();
+}
+
+Status PipelineConfig::ValidateFor(const std::vector<uint32_t>& chunk_samples) const {
+  RF_RETURN_IF_ERROR(Validate());
+  return CheckStretches(chunk_samples, OrderOptionsFor(*this));
 }
 
 WindowOrderOptions OrderOptionsFor(const PipelineConfig& c) {
@@ -120,6 +132,8 @@ WindowOrderOptions OrderOptionsFor(const PipelineConfig& c) {
   o.seed = c.seed;
   o.rank = c.rank;
   o.world_size = c.world_size;
+  o.resumed_epoch = c.resumed_epoch;
+  o.stretches = c.stretches;
   return o;
 }
 

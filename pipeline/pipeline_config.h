@@ -88,15 +88,23 @@ struct PipelineConfig {
   // rank's chunks): rank < world_size.
   uint32_t rank = WindowOrderOptions{}.rank;
   uint32_t world_size = WindowOrderOptions{}.world_size;  // >= 1
-  uint64_t resumed_epoch = 0;                             // see WindowOrderOptions
-  std::vector<EpochStretch> stretches;
-  bool verify = FeederOptions{}.verify;  // check every chunk's XXH3
-  StreamingConfig streaming;             // streaming mode only
-  ManagedConfig managed;                 // managed mode only
+  bool verify = FeederOptions{}.verify;                   // check every chunk's XXH3
+  StreamingConfig streaming;                              // streaming mode only
+  ManagedConfig managed;                                  // managed mode only
+  // Epoch resumed_epoch was begun by earlier runs at other world sizes (a checkpoint's stretches,
+  // oldest first): this run's ranks share what they left (WindowOrderOptions, the same fields).
+  // Empty: no epoch is resumed. Each stretch's world_size >= 1, and its position at most its
+  // stretch's samples per rank (ValidateFor: that needs the dataset).
+  uint64_t resumed_epoch = WindowOrderOptions{}.resumed_epoch;
+  std::vector<EpochStretch> stretches = {};
 
   // Usage errors: no dataset, a count below its minimum, a read size off the rule, a rank off
-  // CheckRank's rule, managed mode on the CPU.
+  // CheckRank's rule, managed mode on the CPU, a stretch of world size 0.
   Status Validate() const;
+  // Validate, and what needs the dataset's chunk layout (chunk_samples, Dataset::
+  // ChunkSampleCounts): a stretch's position past its stretch's samples per rank (Usage, naming
+  // the stretch; CheckStretches in pipeline/epoch_remainder.h). Loader::Open and Create call it.
+  Status ValidateFor(const std::vector<uint32_t>& chunk_samples) const;
 };
 
 // The epoch order's options (the same for both modes, so both visit the same batches).

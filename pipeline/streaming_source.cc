@@ -16,7 +16,8 @@ StreamingSource::StreamingSource(const Dataset& d, const StreamingOptions& o, Wi
 
 uint32_t StreamingSource::StagingSlots(const WindowOrder& order, uint32_t batch_size) {
   // The largest window: W, or the rank's whole epoch where that is smaller, or the last window
-  // where the shared chunks make it larger than W.
+  // where the shared chunks make it larger than W, or a resumed epoch's largest (an earlier
+  // stretch's window, which may be larger than this world's).
   const uint64_t window =
       std::max<uint64_t>(std::min<uint64_t>(order.window_chunks(), order.epoch_chunk_count()),
                          order.max_window_chunks());
@@ -29,7 +30,12 @@ uint32_t StreamingSource::StagingSlots(const WindowOrder& order, uint32_t batch_
   // being read) let the reader run a window ahead, so a slow stretch of disk does not stall
   // compute at once; two would be enough to make progress.
   const uint64_t spill = (batch_size + per_chunk - 1) / per_chunk + 1;
-  return static_cast<uint32_t>(3 * window + spill);
+  // A resumed epoch's windows may hold few samples for many chunks (an old rank's last window
+  // with the shared chunks of a larger world): a batch holds every window it takes samples from,
+  // and the reader needs room for the next window.
+  const uint64_t resumed = order.ResumedBatchSpanChunks(batch_size);
+  return static_cast<uint32_t>(
+      std::max<uint64_t>(3 * window + spill, resumed == 0 ? 0 : resumed + window));
 }
 
 Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(
@@ -61,8 +67,10 @@ StreamingSource::~StreamingSource() {
   if (staging_) (void)staging_->Drain();  // queued work may still read the staging area
 }
 
-uint64_t StreamingSource::epoch_samples() const {
-  return EpochSamples(order_.EpochSampleCount(), options_.batch_size, options_.drop_last);
+uint64_t StreamingSource::epoch_samples() const { return EpochSamplesOf(epoch_); }
+
+uint64_t StreamingSource::EpochSamplesOf(uint64_t epoch) const {
+  return EpochSamples(order_.EpochSampleCount(epoch), options_.batch_size, options_.drop_last);
 }
 
 std::string StreamingSource::Describe() const {
@@ -74,11 +82,16 @@ std::string StreamingSource::Describe() const {
                 ": " + std::to_string(order_.epoch_chunk_count()) + " of " +
                 std::to_string(order_.dataset_chunk_count()) + " chunks an epoch (" +
                 std::to_string(order_.shared_chunk_count()) + " shared)";
+  const std::string resumed =
+      order_.IsResumed(options_.order.resumed_epoch)
+          ? "; epoch " + std::to_string(options_.order.resumed_epoch + 1) + " resumed after " +
+                std::to_string(options_.order.stretches.size()) + " earlier stretch(es)"
+          : "";
   return "streaming: " + reads + " read as it trains; " +
          std::to_string(options_.order.window_chunks) + "-chunk shuffle windows, " +
          std::to_string(l.slots) + " staging slots of " + FormatBytes(l.slot_bytes) + ", " +
          std::to_string(options_.ring_slots) + " ring slots, " +
-         (options_.feeder.verify ? "checksums verified" : "checksums not verified");
+         (options_.feeder.verify ? "checksums verified" : "checksums not verified") + resumed;
 }
 
 uint64_t StreamingSource::bytes_read() const {
@@ -115,12 +128,13 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
   // options_.epochs (endless where that is 0), each epoch's chunks made on the feeder thread when
   // the reads reach it (WindowOrder is immutable; order_ outlives the feeder, Stop joins it).
   cursor_.Start(epoch, position);
-  plan_epoch_ = epoch;
-  plan_window_ = cursor_.window();
+  plan_skipped_ = cursor_.layout().WindowStart(cursor_.window());
+  epoch_offset_ = 0;
   ChunkPlan plan = [order = &order_, epochs = options_.epochs, epoch,
                     chunks = cursor_.epoch_chunks(),
-                    next = order_.WindowStart(plan_window_)]() mutable -> std::optional<uint64_t> {
-    while (next >= chunks.size()) {  // a rank's epoch holds at least one chunk
+                    next = plan_skipped_]() mutable -> std::optional<uint64_t> {
+    // An ordinary epoch holds at least one chunk; a resumed one may hold none (nothing was left).
+    while (next >= chunks.size()) {
       if (epochs != 0 && epoch + 1 >= epochs) return std::nullopt;
       chunks = order->EpochChunks(++epoch);
       next = 0;
@@ -136,22 +150,23 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
   copier_ = ChunkCopier::Start(*ring_, *staging_);
   started_ = true;
   position_ = position;
-  return AwaitWindow(plan_window_);
+  return AwaitWindow(cursor_.window());
 }
 
 uint64_t StreamingSource::SeqOf(uint64_t window, uint32_t chunk_in_window) const {
-  // Plan positions: the start epoch from window plan_window_, then whole epochs (of this rank's
-  // chunks).
-  const uint64_t chunks = order_.epoch_chunk_count(), skipped = order_.WindowStart(plan_window_);
-  const uint64_t epoch = cursor_.epoch();
-  if (epoch == plan_epoch_) return order_.WindowStart(window) - skipped + chunk_in_window;
-  return chunks - skipped + (epoch - plan_epoch_ - 1) * chunks + order_.WindowStart(window) +
-         chunk_in_window;
+  // Plan positions: the start epoch from the window holding the start position (plan_skipped_
+  // chunks in), then whole epochs of this rank's chunks (epoch_offset_ from the start epoch's
+  // first chunk to the cursor epoch's).
+  return epoch_offset_ + cursor_.layout().WindowStart(window) + chunk_in_window - plan_skipped_;
 }
 
 Status StreamingSource::AwaitWindow(uint64_t w) {
-  const uint32_t count = order_.WindowChunks(w);
+  const uint32_t count = cursor_.layout().WindowChunks(w);
   window_slots_.resize(count);
+  if (count == 0) {  // a resumed epoch with nothing left: no windows, nothing to wait for
+    if (cursor_.window() != w) cursor_.EnterWindow(w);
+    return Status::Ok();
+  }
   Result<uint64_t> waited =
       copier_->AwaitCopied(SeqOf(w, 0), count, window_slots_.data(), options_.poll);
   if (!waited.ok()) {
@@ -177,7 +192,7 @@ Status StreamingSource::RetirePending() {
 }
 
 Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
-  RF_RETURN_IF_ERROR(CheckEpochPosition(position, epoch_samples()));
+  RF_RETURN_IF_ERROR(CheckEpochPosition(position, EpochSamplesOf(epoch)));
   if (options_.epochs != 0 && epoch >= options_.epochs) {
     return Status::InvalidArgument("epoch " + std::to_string(epoch + 1) +
                                    " is past the streaming plan's " +
@@ -186,16 +201,18 @@ Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
   // The plan goes on into the next epoch where the last one ended exactly.
   const bool continues = started_ && failure_.ok() && position == 0 &&
                          epoch == cursor_.epoch() + 1 && position_ == epoch_samples();
+  epoch_ = epoch;
   if (!continues) return Restart(epoch, position);
   // The finished epoch's last window, and any windows drop_last skipped (they were copied in all
   // the same, as the plan holds whole epochs): retire them.
   retire_.insert(retire_.end(), window_slots_.begin(), window_slots_.end());
-  for (uint64_t w = cursor_.window() + 1; w < order_.windows_per_epoch(); ++w) {
+  for (uint64_t w = cursor_.window() + 1; w < cursor_.layout().window_count(); ++w) {
     RF_RETURN_IF_ERROR(AwaitWindow(w));
     retire_.insert(retire_.end(), window_slots_.begin(), window_slots_.end());
   }
   RF_RETURN_IF_ERROR(RetirePending());
   window_slots_.clear();
+  epoch_offset_ += cursor_.epoch_chunks().size();
   cursor_.Start(epoch, 0);
   position_ = 0;
   return AwaitWindow(0);

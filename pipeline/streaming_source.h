@@ -24,12 +24,15 @@
 // Ranks (options.order.rank / world_size): the source delivers this rank's part of every epoch
 // and its plan holds this rank's chunks only (WindowOrder::EpochChunks: its dealt chunks plus the
 // epoch's shared ones), so each rank reads about 1/N of the dataset. sample_count() stays the
-// dataset's; epoch_samples() is the rank's (the same on every rank).
+// dataset's; epoch_samples() is the rank's (the same on every rank) of the epoch StartEpoch
+// began. A resumed epoch (options.order.stretches) is this rank's share of what earlier runs at
+// other world sizes left of it: its plan holds the windows of those runs' ranks that its share
+// comes from, whole, each once (pipeline/window_order.h); the epochs after it are ordinary.
 //
 // Memory, fixed at Create and independent of the dataset's size: the host ring (ring_slots x
 // the largest chunk), the staging area (StagingSlots(): three windows plus a batch's worth of
-// chunks), one batch, one window's order; and two epochs' chunk lists, the compute thread's and
-// the feeder's (8 bytes per dataset chunk each).
+// chunks, or more for a resumed epoch's windows), one batch, one window's order; and two epochs'
+// chunk lists, the compute thread's and the feeder's (8 bytes per dataset chunk each).
 //
 // Failures: a read error or a checksum mismatch fails the ring with a Status naming file, chunk
 // and offset; Next() returns it. Nothing waits forever: the destructor fails the ring and wakes
@@ -84,13 +87,18 @@ class StreamingSource final : public TrainingSource {
   ~StreamingSource() override;
 
   // Staging slots for a layout: three of its largest windows (the last one holds the shared
-  // chunks too), plus the chunks one batch can span beyond them.
+  // chunks too), plus the chunks one batch can span beyond them; and at least, with a resumed
+  // epoch, the chunks of the windows one batch of it can take samples from plus one window more
+  // (WindowOrder::ResumedBatchSpanChunks: fewer and a batch would wait for chunks no slot is free
+  // for).
   static uint32_t StagingSlots(const WindowOrder& order, uint32_t batch_size);
 
   uint64_t sample_count() const override { return order_.sample_count(); }
+  // Of the epoch StartEpoch began last (epoch 0 before any).
   uint64_t epoch_samples() const override;
   // Continues the plan where the last epoch ended, or restarts the pipeline at (epoch, position).
-  // InvalidArgument for an epoch at or past a fixed options.epochs.
+  // InvalidArgument for an epoch at or past a fixed options.epochs, or for a position past that
+  // epoch's samples.
   Status StartEpoch(uint64_t epoch, uint64_t position) override;
   Result<Batch> Next() override;
   uint64_t position() const override { return position_; }
@@ -114,6 +122,7 @@ class StreamingSource final : public TrainingSource {
   Status RetirePending();
   // The plan position of a chunk of a window of the cursor's epoch.
   uint64_t SeqOf(uint64_t window, uint32_t chunk_in_window) const;
+  uint64_t EpochSamplesOf(uint64_t epoch) const;
 
   const Dataset& dataset_;
   StreamingOptions options_;
@@ -130,12 +139,14 @@ class StreamingSource final : public TrainingSource {
 
   // The compute thread's place.
   WindowCursor cursor_;
-  uint64_t position_ = 0;
+  uint64_t epoch_ = 0, position_ = 0;
   bool started_ = false;
   Status failure_;  // a wait for data failed (a read error, a poll): Next returns it until Restart
-  uint64_t plan_epoch_ = 0, plan_window_ = 0;  // where the current plan starts
-  std::vector<uint32_t> window_slots_;         // staging slot of each chunk of the current window
-  std::vector<uint32_t> retire_;               // slots to retire at the next call
+  // Plan positions: the plan starts plan_skipped_ chunks into its first epoch, and the cursor's
+  // epoch starts epoch_offset_ chunks after that epoch's first chunk.
+  uint64_t plan_skipped_ = 0, epoch_offset_ = 0;
+  std::vector<uint32_t> window_slots_;  // staging slot of each chunk of the current window
+  std::vector<uint32_t> retire_;        // slots to retire at the next call
   std::vector<SampleRef> refs_;
   std::vector<uint64_t> batch_samples_;
   uint64_t wait_ns_ = 0;

@@ -33,14 +33,35 @@
 //                chunk contributing only the rank's samples.
 //
 // So every rank's epoch holds EpochSampleCount() = floor(F/N) * full + ceil(S/N) samples, the
-// same for every rank and every epoch, and over the ranks every sample comes exactly once per
-// epoch except that ceil(S/N) * N - S (< N) of the ranks repeat one sample each (the padding:
+// same for every rank and every ordinary epoch, and over the ranks every sample comes exactly once
+// per epoch except that ceil(S/N) * N - S (< N) of the ranks repeat one sample each (the padding:
 // stream[0], stream[1], ... in turn; no rank sees a sample twice in one epoch). That is the least
 // padding equal counts allow: the dealt part is a multiple of N, so the padding equals
 // ceil(T/N) * N - T for the dataset's T samples, and it is zero exactly where N divides T.
 // With world_size 1 every chunk is dealt to rank 0 and nothing is shared: the order is the one
 // above, bit for bit.
 //
+// A resumed epoch (options.stretches not empty; pipeline/epoch_remainder.h builds it): epoch
+// resumed_epoch was begun by earlier runs at other world sizes, the stretches, oldest first. Each
+// rank of stretch 0 (world N0) took the first p0 samples of its ordinary order; what they left,
+// rank 0's rest, then rank 1's, ..., without the padding repeats, is the list L1. Each later
+// stretch k (world Nk) split L_k: with R = |L_k| and q = ceil(R / Nk), its rank j took
+// L_k[j*q, min((j+1)*q, R)) padded with L_k[0], L_k[1], ... to q entries (each short rank's
+// padding starts at L_k[0]), and trained the first p_k of them; what they left, in rank order and
+// without padding, is L_{k+1}. This run is the next level: its rank takes its slice of the last
+// list the same way, so every rank trains EpochSampleCount(resumed_epoch) = q samples, and over
+// this run's ranks every sample no stretch trained comes exactly once (and so does one a stretch
+// trained only as a padding repeat: its own entry is left), plus q * world_size - R (< world_size)
+// repeats.
+//   An entry keeps its place in its old window's shuffled order: the rank's epoch is a sequence
+// of pieces, each a run of entries of one window of one rank of stretch 0, and each piece is a
+// window of the resumed epoch, whose chunks are that old window's (read whole), or, for a piece
+// that is only part of its old window, those its entries take samples from. Consecutive pieces
+// of one old window are one window. So reads stay whole-chunk, and a rank reads the old windows
+// its slice touches: about its share of the remaining chunks. Every other epoch is ordinary.
+//
+// EpochLayout: one epoch of this rank, its chunks in visiting order with its windows back to back
+// (an ordinary epoch's windows are WindowStart/WindowChunks; a resumed epoch's are its pieces').
 // WindowCursor walks one epoch of a WindowOrder sample by sample, holding one window's
 // permutation at a time: the one walk both modes' sources make.
 //
@@ -48,14 +69,18 @@
 // any thread. A WindowCursor is used by one thread.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "pipeline/world_order.h"
 
 namespace rf {
 
 // One stretch of an epoch trained at one world size: each of its world_size ranks took the first
-// `position` samples of its part.
+// `position` samples of its part (positions are in the rank's order of that stretch).
 struct EpochStretch {
   uint32_t world_size = 1;
   uint64_t position = 0;
@@ -68,78 +93,121 @@ struct WindowOrderOptions {
   uint64_t seed = 0;
   uint32_t rank = 0;        // this rank, < world_size
   uint32_t world_size = 1;  // N: ranks sharing each epoch (1: the whole epoch is this one's)
-  // The epoch `resumed_epoch` was begun by earlier runs at other world sizes: `stretches`.
+  // The epoch `resumed_epoch` was begun by earlier runs at other world sizes: `stretches`, oldest
+  // first. This run's ranks share, each exactly once, the samples those stretches left; every
+  // other epoch is ordinary. Empty: no epoch is resumed.
   uint64_t resumed_epoch = 0;
-  std::vector<EpochStretch> stretches;
+  std::vector<EpochStretch> stretches = {};
+};
+
+// The stretches a checkpoint of epoch `epoch` taken at (world_size, position) records, given the
+// run's own options: where epoch == options.resumed_epoch and there are stretches, they plus
+// {world_size, position}; otherwise just {world_size, position}.
+std::vector<EpochStretch> StretchesAt(const WindowOrderOptions& options, uint64_t epoch,
+                                      uint32_t world_size, uint64_t position);
+
+class EpochRemainder;  // pipeline/epoch_remainder.h
+
+// One epoch of one rank: its chunks in visiting order, windows back to back. Made by
+// WindowOrder::Layout; 8 bytes per chunk the rank reads, and 8 per window.
+class EpochLayout {
+ public:
+  EpochLayout() = default;  // epoch 0 with no windows
+
+  uint64_t epoch() const { return epoch_; }
+  bool resumed() const { return resumed_; }
+  const std::vector<uint64_t>& chunks() const { return chunks_; }
+  uint64_t window_count() const { return starts_.size() - 1; }
+  // Window w's first chunk (an index into chunks(); chunks().size() from window_count() on) and
+  // its chunk count (0 past the last window).
+  uint64_t WindowStart(uint64_t w) const { return starts_[std::min(w, window_count())]; }
+  uint32_t WindowChunks(uint64_t w) const {
+    return w < window_count() ? static_cast<uint32_t>(starts_[w + 1] - starts_[w]) : 0;
+  }
+
+ private:
+  friend class WindowOrder;
+  uint64_t epoch_ = 0;
+  bool resumed_ = false;
+  std::vector<uint64_t> chunks_;
+  std::vector<uint64_t> starts_ = {0};  // window w: chunks_[starts_[w] .. starts_[w + 1])
 };
 
 class WindowOrder {
  public:
   // chunk_samples[g]: the samples of global chunk g, which holds samples first(g) .. first(g) +
   // chunk_samples[g] - 1 (chunks hold consecutive samples, in order). A world_size of 0 counts
-  // as 1 and a rank past it as the last one (PipelineConfig::Validate refuses both).
+  // as 1 and a rank past it as the last one; a stretch's world_size of 0 as 1 and a position past
+  // its stretch's samples per rank as that count (PipelineConfig::Validate and CheckStretches,
+  // pipeline/epoch_remainder.h, refuse them).
   WindowOrder(std::vector<uint32_t> chunk_samples, const WindowOrderOptions& options);
 
   // The dataset's: every rank's sample and chunk numbers are global.
-  uint64_t sample_count() const { return first_.back(); }
-  uint64_t dataset_chunk_count() const { return samples_.size(); }
+  uint64_t sample_count() const { return table_->sample_count(); }
+  uint64_t dataset_chunk_count() const { return table_->samples.size(); }
   uint32_t rank() const { return rank_; }
-  uint32_t world_size() const { return world_; }
+  uint32_t world_size() const { return world_.world_size(); }
 
-  // This rank's, the same in every epoch: the chunks it reads (dealt, then shared), the shared
-  // ones among them, and the samples it trains on (all of sample_count() with world_size 1).
-  uint64_t epoch_chunk_count() const { return dealt_ + shared_; }
-  uint64_t shared_chunk_count() const { return shared_; }
-  uint64_t EpochSampleCount() const;
+  // This rank's in an ordinary epoch (the same in every one): the chunks it reads (dealt, then
+  // shared), the shared ones among them, and the samples it trains on (all of sample_count() with
+  // world_size 1).
+  uint64_t epoch_chunk_count() const { return world_.dealt() + world_.shared(); }
+  uint64_t shared_chunk_count() const { return world_.shared(); }
+  uint64_t EpochSampleCount() const { return world_.RankSamples(); }
+  // The samples this rank trains on in epoch `epoch`: EpochSampleCount() but in a resumed epoch.
+  uint64_t EpochSampleCount(uint64_t epoch) const;
+  // Whether `epoch` is the resumed one (options.stretches not empty, epoch == resumed_epoch).
+  bool IsResumed(uint64_t epoch) const;
 
-  uint32_t window_chunks() const { return window_; }
-  uint64_t windows_per_epoch() const;
-  // The most chunks any window holds (the last one, with the shared chunks, may exceed W).
+  uint32_t window_chunks() const { return world_.window_chunks(); }
+  // An ordinary epoch's windows: their count, window w's first chunk (an index into the epoch's
+  // chunks) and its chunk count.
+  uint64_t windows_per_epoch() const { return world_.windows(); }
+  uint64_t WindowStart(uint64_t w) const { return world_.WindowStart(w); }
+  uint32_t WindowChunks(uint64_t w) const { return world_.WindowChunks(w); }
+  // The most chunks any window of any epoch holds (an ordinary epoch's last one, with the shared
+  // chunks, may exceed W; a resumed epoch's are its stretch 0's windows).
   uint64_t max_window_chunks() const;
-  // Window w's first chunk (an index into the epoch's chunks) and its chunk count.
-  uint64_t WindowStart(uint64_t w) const { return w == 0 ? 0 : first_window_ + (w - 1) * window_; }
-  uint32_t WindowChunks(uint64_t w) const;
+  // The most chunks the windows that `batch` consecutive samples of the resumed epoch touch hold
+  // together (0 without a resumed epoch): its windows may be few samples each and many chunks,
+  // and a batch holds every window it takes samples from.
+  uint64_t ResumedBatchSpanChunks(uint32_t batch) const;
 
-  // This rank's chunks of the epoch, in visiting order (epoch_chunk_count() of them).
-  std::vector<uint64_t> EpochChunks(uint64_t epoch) const;
+  // This rank's epoch: its chunks and windows. A resumed epoch's costs a deal of stretch 0's
+  // epoch (8 bytes per dataset chunk, while it runs).
+  EpochLayout Layout(uint64_t epoch) const;
+  // This rank's chunks of the epoch, in visiting order (Layout(epoch).chunks()).
+  std::vector<uint64_t> EpochChunks(uint64_t epoch) const { return Layout(epoch).chunks(); }
 
   // One sample of a window: which of the window's chunks (0 .. WindowChunks-1, in visiting order)
   // and which sample of that chunk.
-  struct Entry {
-    uint32_t chunk_in_window;
-    uint32_t sample;
-  };
-  // Window w of an epoch whose chunks are `epoch_chunks` (from EpochChunks), in visiting order.
+  using Entry = WindowEntry;
+  // Window w of an epoch's layout, in visiting order; and the samples this rank visits in it.
+  std::vector<Entry> Window(const EpochLayout& layout, uint64_t window) const;
+  uint64_t WindowSamples(const EpochLayout& layout, uint64_t window) const;
+  // The same for an ordinary epoch whose chunks are `epoch_chunks` (from EpochChunks).
   std::vector<Entry> Window(const std::vector<uint64_t>& epoch_chunks, uint64_t epoch,
                             uint64_t window) const;
-  // Samples this rank visits in window w.
   uint64_t WindowSamples(const std::vector<uint64_t>& epoch_chunks, uint64_t window) const;
 
-  uint64_t GlobalSample(uint64_t chunk, uint32_t sample) const { return first_[chunk] + sample; }
+  uint64_t GlobalSample(uint64_t chunk, uint32_t sample) const {
+    return table_->first[chunk] + sample;
+  }
 
   // The window of the epoch that holds position `position` of its order (the last window for a
-  // position at or past the epoch's end), and in *before the samples of the windows before it.
-  uint64_t WindowAt(const std::vector<uint64_t>& epoch_chunks, uint64_t position,
-                    uint64_t* before) const;
+  // position at or past the epoch's end; 0 for an epoch without windows), and in *before the
+  // samples of the windows before it.
+  uint64_t WindowAt(const EpochLayout& layout, uint64_t position, uint64_t* before) const;
 
   // This rank's whole epoch as global sample indices (for --dump-order and tests: memory grows
   // with the dataset, so the training path never calls it).
   std::vector<uint64_t> EpochSamples(uint64_t epoch) const;
 
  private:
-  bool IsFull(uint64_t chunk) const { return samples_[chunk] == full_samples_; }
-
-  std::vector<uint32_t> samples_;
-  std::vector<uint64_t> first_;  // first_[g]: global index of chunk g's first sample; back(): total
-  uint32_t window_, first_window_;
-  bool shuffle_;
-  uint64_t seed_;
-  uint32_t rank_, world_;
-  uint32_t full_samples_ = 0;    // the largest chunk's samples
-  uint64_t dealt_total_ = 0;     // full chunks dealt out per epoch, over all ranks
-  uint64_t dealt_ = 0;           // chunks dealt to each rank per epoch
-  uint64_t shared_ = 0;          // shared chunks per epoch
-  uint64_t shared_samples_ = 0;  // S: their samples
+  std::shared_ptr<const ChunkTable> table_;
+  WorldOrder world_;  // this run's world
+  uint32_t rank_;
+  std::shared_ptr<const EpochRemainder> remainder_;  // the resumed epoch, if any
 };
 
 // A position in one epoch's order. Start() puts it at a position; Take() hands out the samples
@@ -164,20 +232,21 @@ class WindowCursor {
     uint32_t chunk_in_window;
   };
   bool AtWindowEnd() const { return entry_ == entries_.size(); }
-  bool InLastWindow() const { return window_ + 1 >= order_->windows_per_epoch(); }
+  bool InLastWindow() const { return window_ + 1 >= layout_.window_count(); }
   // The next sample of the current window; only where !AtWindowEnd().
   Sample Take();
   // The next sample, entering the next window where this one is done; false past the epoch's end.
   bool Step(Sample* s);
 
-  uint64_t epoch() const { return epoch_; }
+  uint64_t epoch() const { return layout_.epoch(); }
   uint64_t window() const { return window_; }
-  const std::vector<uint64_t>& epoch_chunks() const { return epoch_chunks_; }
+  const EpochLayout& layout() const { return layout_; }
+  const std::vector<uint64_t>& epoch_chunks() const { return layout_.chunks(); }
 
  private:
   const WindowOrder* order_;
-  uint64_t epoch_ = 0, window_ = 0;
-  std::vector<uint64_t> epoch_chunks_;
+  uint64_t window_ = 0;
+  EpochLayout layout_;
   std::vector<WindowOrder::Entry> entries_;
   size_t entry_ = 0;
 };

@@ -29,6 +29,7 @@
 #include "io/dataset.h"
 #include "kernels/checkpoint.h"
 #include "pipeline/memory_batch_source.h"
+#include "pipeline/window_order.h"
 #include "pipeline/trace.h"
 #include "src/command_checks.h"
 #include "src/commands.h"
@@ -174,7 +175,12 @@ Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, 
   const double setup_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count();
   RF_RETURN_IF_ERROR(engine->backend().SetState(start.params, start.momentum));
-  if (start.state.next_sample > engine->train().epoch_samples()) {
+  // The epoch the run starts in may be one resumed at another world size: its own count.
+  const uint64_t start_epoch_samples = EpochSamples(
+      WindowOrder(train.ChunkSampleCounts(), OrderOptionsFor(c.pipeline))
+          .EpochSampleCount(start.state.epoch),
+      c.pipeline.batch_size, c.pipeline.drop_last);
+  if (start.state.next_sample > start_epoch_samples) {
     return Status::Corruption(c.resume, "checkpoint position is past the end of the epoch");
   }
 

@@ -98,6 +98,37 @@ TEST(Loader, AnEpochDeliversEverySampleOnceDecodedAsFloats) {
   EXPECT_GT(l->stats().bytes_read, 0u);
 }
 
+TEST(Loader, AResumedEpochHasItsOwnBatchCountAndStretchesThatCannotBeAreRefused) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
+  LoaderOptions o = HostOptions(path, 32);
+  o.pipeline.rank = 1;
+  o.pipeline.world_size = 2;
+  o.pipeline.resumed_epoch = 1;
+  o.pipeline.stretches = {{3, 100}};  // 3 ranks of ceil(1000 / 3) = 334 trained 100 each
+  auto l = Open(o);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->batches_per_epoch(), 16u);  // epoch 0's: 500 samples
+  const WindowOrder order(l->dataset().ChunkSampleCounts(), OrderOptionsFor(o.pipeline));
+  ASSERT_TRUE(l->StartEpoch(1, 0).ok());
+  const uint64_t resumed = order.EpochSampleCount(1);
+  // 3 * 234 left, less the padding entries among them (2 of the 3 ranks pad), over 2 ranks.
+  EXPECT_GE(resumed, 350u);
+  EXPECT_LE(resumed, 351u);
+  EXPECT_EQ(l->epoch_samples(), resumed);
+  EXPECT_EQ(l->batches_per_epoch(), (resumed + 31) / 32);
+  EXPECT_EQ(DrainEpoch(*l, 64), order.EpochSamples(1));
+  ASSERT_TRUE(l->StartEpoch(2, 0).ok());
+  EXPECT_EQ(l->batches_per_epoch(), 16u);
+  EXPECT_EQ(DrainEpoch(*l, 64), order.EpochSamples(2));
+  o.pipeline.stretches = {{3, 335}};
+  Result<std::unique_ptr<Loader>> bad = Loader::Open(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.status().IsUsage());
+  EXPECT_EQ(bad.status().message(),
+            "stretch 1 of epoch 2 (world size 3): position 335 is past its 334 samples per rank");
+}
+
 TEST(Loader, NormalizedChannelsLastBFloat16IsTheFormulaRounded) {
   TempDir dir;
   testing::PositionalDatasetOptions po;

@@ -1,8 +1,11 @@
 // PipelineConfig's rank rule (one rule and one message for every command) and the rank reaching
-// the order of both modes through OrderOptionsFor.
+// the order of both modes through OrderOptionsFor; a resumed epoch's stretches likewise, refused
+// where no run could have trained them.
 #include "pipeline/pipeline_config.h"
 
 #include <gtest/gtest.h>
+
+#include <vector>
 
 #if RINGFEED_HAVE_CUDA
 #include "pipeline/managed_source.h"
@@ -47,6 +50,51 @@ TEST(PipelineConfig, RankReachesTheOrderOfBothModes) {
   // The defaults: one rank, the whole epoch.
   EXPECT_EQ(PipelineConfig{}.rank, 0u);
   EXPECT_EQ(PipelineConfig{}.world_size, 1u);
+}
+
+TEST(PipelineConfig, StretchesOffTheRuleAreUsageErrorsNamingTheStretch) {
+  PipelineConfig c = Config(1, 2);
+  c.resumed_epoch = 3;
+  c.stretches = {{4, 10}, {0, 5}};
+  const Status zero = c.Validate();
+  EXPECT_TRUE(zero.IsUsage());
+  EXPECT_EQ(zero.message(), "stretch 2 of epoch 4: world size must be >= 1, got 0");
+  // 10 chunks of 13 at 4 ranks: 2 dealt to each, and 2 shared (26 samples, 7 each): 33 per rank.
+  const std::vector<uint32_t> layout(10, 13);
+  c.stretches = {{4, 33}};
+  EXPECT_TRUE(c.ValidateFor(layout).ok());
+  c.stretches = {{4, 34}};
+  const Status past = c.ValidateFor(layout);
+  EXPECT_TRUE(past.IsUsage());
+  EXPECT_EQ(past.message(),
+            "stretch 1 of epoch 4 (world size 4): position 34 is past its 33 samples per rank");
+  // Stopped at 0, stretch 1 leaves all 130 samples (its 2 padding entries left out): 44 per rank
+  // of 3 for stretch 2.
+  c.stretches = {{4, 0}, {3, 44}};
+  EXPECT_TRUE(c.ValidateFor(layout).ok());
+  c.stretches = {{4, 0}, {3, 45}};
+  EXPECT_EQ(c.ValidateFor(layout).message(),
+            "stretch 2 of epoch 4 (world size 3): position 45 is past its 44 samples per rank");
+  // ValidateFor is Validate first.
+  c.stretches = {{0, 0}};
+  EXPECT_EQ(c.ValidateFor(layout).message(),
+            "stretch 1 of epoch 4: world size must be >= 1, got 0");
+}
+
+TEST(PipelineConfig, StretchesReachTheOrderOfBothModes) {
+  PipelineConfig c = Config(2, 5);
+  c.resumed_epoch = 7;
+  c.stretches = {{3, 100}, {4, 20}};
+  for (const WindowOrderOptions& o : {OrderOptionsFor(c), StreamingOptionsFor(c, 0).order}) {
+    EXPECT_EQ(o.resumed_epoch, 7u);
+    ASSERT_EQ(o.stretches.size(), 2u);
+    EXPECT_EQ(o.stretches[1].world_size, 4u);
+    EXPECT_EQ(o.stretches[1].position, 20u);
+  }
+#if RINGFEED_HAVE_CUDA
+  EXPECT_EQ(ManagedOptionsFor(c).order.stretches.size(), 2u);
+#endif
+  EXPECT_TRUE(PipelineConfig{}.stretches.empty());  // no epoch resumed
 }
 
 }  // namespace

@@ -1,0 +1,167 @@
+#include "pipeline/world_order.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "pipeline/epoch_order.h"
+
+namespace rf {
+
+ChunkTable::ChunkTable(std::vector<uint32_t> chunk_samples) : samples(std::move(chunk_samples)) {
+  first.assign(samples.size() + 1, 0);
+  for (size_t g = 0; g < samples.size(); ++g) first[g + 1] = first[g] + samples[g];
+  if (!samples.empty()) full_samples = *std::max_element(samples.begin(), samples.end());
+  full_chunks = static_cast<uint64_t>(std::count(samples.begin(), samples.end(), full_samples));
+}
+
+WorldOrder::WorldOrder(std::shared_ptr<const ChunkTable> table, bool shuffle,
+                       uint32_t window_chunks, uint32_t first_window_chunks, uint64_t seed,
+                       uint32_t world_size)
+    : table_(std::move(table)),
+      window_(std::max<uint32_t>(1, window_chunks)),
+      first_window_(std::clamp<uint32_t>(first_window_chunks, 1, window_)),
+      shuffle_(shuffle),
+      seed_(seed),
+      world_(std::max<uint32_t>(1, world_size)) {
+  const uint64_t chunks = table_->samples.size();
+  if (world_ == 1) {  // every chunk is rank 0's, whatever its size: the single-rank order
+    dealt_total_ = dealt_ = chunks;
+    return;
+  }
+  dealt_ = table_->full_chunks / world_;
+  dealt_total_ = dealt_ * world_;
+  shared_ = chunks - dealt_total_;
+  shared_samples_ = table_->sample_count() - dealt_total_ * table_->full_samples;
+}
+
+uint64_t WorldOrder::RankSamples() const {
+  if (world_ == 1) return table_->sample_count();
+  return dealt_ * table_->full_samples + (shared_samples_ + world_ - 1) / world_;
+}
+
+bool WorldOrder::HasPadding(uint32_t rank) const {
+  if (shared_samples_ == 0) return false;
+  const uint64_t take = (shared_samples_ + world_ - 1) / world_;
+  return rank + (take - 1) * world_ >= shared_samples_;
+}
+
+uint64_t WorldOrder::windows() const {
+  if (dealt_ <= first_window_) return 1;
+  return 1 + (dealt_ - first_window_ + window_ - 1) / window_;
+}
+
+uint64_t WorldOrder::max_window_chunks() const {
+  const uint64_t last = windows() - 1;
+  // Windows between the first and the last hold exactly W chunks.
+  return std::max<uint64_t>({WindowChunks(0), WindowChunks(last), last >= 2 ? window_ : 0});
+}
+
+uint32_t WorldOrder::WindowChunks(uint64_t w) const {
+  const uint64_t n = windows();
+  if (w >= n) return 0;
+  const uint64_t start = WindowStart(w);
+  const uint64_t dealt =
+      start >= dealt_ ? 0 : std::min<uint64_t>(dealt_ - start, w == 0 ? first_window_ : window_);
+  return static_cast<uint32_t>(dealt + (w + 1 == n ? shared_ : 0));
+}
+
+EpochDeal WorldOrder::Deal(uint64_t epoch) const {
+  std::vector<uint64_t> chunks;
+  if (shuffle_) {
+    chunks = EpochOrder(table_->samples.size(), seed_, epoch);
+  } else {
+    chunks.resize(table_->samples.size());
+    std::iota(chunks.begin(), chunks.end(), uint64_t{0});
+  }
+  EpochDeal deal;
+  if (world_ == 1) {
+    deal.dealt = std::move(chunks);
+    return deal;
+  }
+  // The first dealt_total_ full chunks go round-robin; the rest to every rank, after its own.
+  deal.dealt.reserve(dealt_total_);
+  deal.shared.reserve(shared_);
+  for (uint64_t g : chunks) {
+    if (table_->IsFull(g) && deal.dealt.size() < dealt_total_) {
+      deal.dealt.push_back(g);
+    } else {
+      deal.shared.push_back(g);
+    }
+  }
+  return deal;
+}
+
+std::vector<uint64_t> WorldOrder::RankChunks(const EpochDeal& deal, uint32_t rank) const {
+  std::vector<uint64_t> chunks;
+  chunks.reserve(dealt_ + shared_);
+  for (uint64_t i = 0; i < dealt_ + shared_; ++i) chunks.push_back(RankChunk(deal, rank, i));
+  return chunks;
+}
+
+void WorldOrder::AppendWindowChunks(const EpochDeal& deal, uint32_t rank, uint64_t w,
+                                    std::vector<uint64_t>* out) const {
+  const uint64_t start = WindowStart(w), count = WindowChunks(w);
+  for (uint64_t i = start; i < start + count; ++i) out->push_back(RankChunk(deal, rank, i));
+}
+
+uint64_t WorldOrder::WindowSamples(const uint64_t* window_chunks, uint64_t w) const {
+  const bool last = w + 1 == windows();
+  const uint64_t dealt = WindowChunks(w) - (last ? shared_ : 0);
+  uint64_t n = 0;
+  for (uint64_t i = 0; i < dealt; ++i) n += table_->samples[window_chunks[i]];
+  if (last) n += (shared_samples_ + world_ - 1) / world_;
+  return n;
+}
+
+std::vector<WindowEntry> WorldOrder::Window(const uint64_t* window_chunks, uint64_t epoch,
+                                            uint32_t rank, uint64_t w, uint64_t* padding_at) const {
+  const std::vector<uint32_t>& samples = table_->samples;
+  std::vector<WindowEntry> stored;
+  stored.reserve(WindowSamples(window_chunks, w));
+  const bool last = w + 1 == windows();
+  const uint64_t dealt = WindowChunks(w) - (last ? shared_ : 0);
+  for (uint64_t i = 0; i < dealt; ++i) {
+    for (uint32_t s = 0; s < samples[window_chunks[i]]; ++s) {
+      stored.push_back({static_cast<uint32_t>(i), s});
+    }
+  }
+  uint64_t padding = kNoPadding;  // its index in `stored`
+  if (last && shared_samples_ != 0) {
+    // The rank's share of the shared stream (the shared chunks' samples back to back, in
+    // visiting order): stream[j mod S] for j = rank, rank + N, ... < ceil(S/N) * N. Only the
+    // last j can reach S ((ceil(S/N) - 1) * N < S), so the stream wraps at most once: the
+    // padding sample, from a chunk of this same window.
+    const uint64_t s_total = shared_samples_, take = (s_total + world_ - 1) / world_;
+    const uint64_t* shared = window_chunks + dealt;
+    uint64_t k = 0, chunk_first = 0;  // shared chunk k holds stream[chunk_first ...]
+    for (uint64_t i = 0; i < take; ++i) {
+      uint64_t j = rank + i * world_;
+      if (j >= s_total) {
+        j %= s_total;
+        k = chunk_first = 0;
+        padding = stored.size();
+      }
+      while (j >= chunk_first + samples[shared[k]]) {
+        chunk_first += samples[shared[k]];
+        ++k;
+      }
+      stored.push_back({static_cast<uint32_t>(dealt + k), static_cast<uint32_t>(j - chunk_first)});
+    }
+  }
+  if (!shuffle_) {
+    if (padding_at != nullptr) *padding_at = padding;
+    return stored;
+  }
+  const std::vector<uint64_t> perm =
+      world_ == 1 ? SeededPermutation(stored.size(), {seed_, epoch, w, 1})
+                  : SeededPermutation(stored.size(), {seed_, epoch, w, 1, rank});
+  std::vector<WindowEntry> out(stored.size());
+  if (padding_at != nullptr) *padding_at = kNoPadding;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    out[i] = stored[perm[i]];
+    if (perm[i] == padding && padding_at != nullptr) *padding_at = i;
+  }
+  return out;
+}
+
+}  // namespace rf

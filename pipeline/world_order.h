@@ -1,0 +1,105 @@
+// WorldOrder: WindowOrder's ordinary epochs (pipeline/window_order.h states the order and the
+// rank partition) at one world size, for ANY of its ranks: the rank is an argument, not a member.
+// So the remainder of an epoch begun at another world size (pipeline/epoch_remainder.h) walks the
+// old ranks' orders with one object for their world and one deal of the epoch's chunks, without
+// an order or a chunk list per old rank.
+//
+//   ChunkTable  the dataset's chunk layout, shared (read-only) by every order built over it
+//   EpochDeal   one epoch's chunks at one world size: the dealt full chunks of all ranks in
+//               permutation order (rank r's i-th is dealt[i * N + r]) and the shared ones
+//
+// Thread safety: immutable after construction; any thread may call the methods.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+namespace rf {
+
+struct ChunkTable {
+  // chunk_samples[g]: the samples of global chunk g (chunks hold consecutive samples, in order).
+  explicit ChunkTable(std::vector<uint32_t> chunk_samples);
+
+  uint64_t sample_count() const { return first.back(); }
+  bool IsFull(uint64_t chunk) const { return samples[chunk] == full_samples; }
+
+  std::vector<uint32_t> samples;
+  std::vector<uint64_t> first;  // first[g]: global index of chunk g's first sample; back(): total
+  uint32_t full_samples = 0;    // the largest chunk's samples
+  uint64_t full_chunks = 0;     // chunks holding full_samples
+};
+
+// One sample of a window: which of the window's chunks (0 .. chunks - 1, in visiting order) and
+// which sample of that chunk.
+struct WindowEntry {
+  uint32_t chunk_in_window;
+  uint32_t sample;
+};
+
+struct EpochDeal {
+  std::vector<uint64_t> dealt;   // every rank's dealt chunks, in permutation order
+  std::vector<uint64_t> shared;  // every rank reads them, in permutation order
+};
+
+class WorldOrder {
+ public:
+  static constexpr uint64_t kNoPadding = std::numeric_limits<uint64_t>::max();
+
+  // A world_size of 0 counts as 1; a window of 0 chunks as 1; the first window is clamped to
+  // [1, window_chunks].
+  WorldOrder(std::shared_ptr<const ChunkTable> table, bool shuffle, uint32_t window_chunks,
+             uint32_t first_window_chunks, uint64_t seed, uint32_t world_size);
+
+  const ChunkTable& table() const { return *table_; }
+  uint32_t world_size() const { return world_; }
+  uint32_t window_chunks() const { return window_; }
+
+  // Per rank and epoch, the same for every rank and every ordinary epoch.
+  uint64_t dealt() const { return dealt_; }    // chunks dealt to the rank
+  uint64_t shared() const { return shared_; }  // shared chunks (each rank reads them all)
+  uint64_t RankSamples() const;                // samples the rank trains on
+  // Whether the rank's share of the shared stream wraps: its last window then holds one padding
+  // entry, a repeat of a sample another rank trains on.
+  bool HasPadding(uint32_t rank) const;
+
+  uint64_t windows() const;
+  uint64_t WindowStart(uint64_t w) const { return w == 0 ? 0 : first_window_ + (w - 1) * window_; }
+  uint32_t WindowChunks(uint64_t w) const;  // 0 past the last window
+  uint64_t max_window_chunks() const;
+
+  // Epoch `epoch`'s chunks at this world size (one permutation of the dataset's chunks).
+  EpochDeal Deal(uint64_t epoch) const;
+  // Chunk i of the rank's epoch (dealt, then shared).
+  uint64_t RankChunk(const EpochDeal& deal, uint32_t rank, uint64_t i) const {
+    return i < dealt_ ? deal.dealt[i * world_ + rank] : deal.shared[i - dealt_];
+  }
+  // The rank's epoch chunks in visiting order (dealt() + shared() of them).
+  std::vector<uint64_t> RankChunks(const EpochDeal& deal, uint32_t rank) const;
+  // Appends window w's chunks of the rank's epoch to *out.
+  void AppendWindowChunks(const EpochDeal& deal, uint32_t rank, uint64_t w,
+                          std::vector<uint64_t>* out) const;
+
+  // Window w of a rank's epoch; `window_chunks` points at its WindowChunks(w) chunks (the last
+  // window's shared chunks are its final shared() ones). The samples it visits (the same for
+  // every rank but in a world of one, where they depend on which chunks the window holds):
+  uint64_t WindowSamples(const uint64_t* window_chunks, uint64_t w) const;
+  // Its entries in visiting order; *padding_at (where given) gets the index of the padding entry
+  // (HasPadding, last window), or kNoPadding.
+  std::vector<WindowEntry> Window(const uint64_t* window_chunks, uint64_t epoch, uint32_t rank,
+                                  uint64_t w, uint64_t* padding_at = nullptr) const;
+
+ private:
+  std::shared_ptr<const ChunkTable> table_;
+  uint32_t window_, first_window_;
+  bool shuffle_;
+  uint64_t seed_;
+  uint32_t world_;
+  uint64_t dealt_total_ = 0;     // full chunks dealt out per epoch, over all ranks
+  uint64_t dealt_ = 0;           // chunks dealt to each rank per epoch
+  uint64_t shared_ = 0;          // shared chunks per epoch
+  uint64_t shared_samples_ = 0;  // S: their samples
+};
+
+}  // namespace rf

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Packs what the GPU-machine scripts (tools/bench/device_*_check.sh) need from a static build
+# (cmake -DRINGFEED_STATIC_DEPS=ON) into one archive to carry there: bin/ (ringfeed, the MPI
+# plugin, ringfeed-convert), tests/ (the named test executables), lib/ (the position-independent
+# static libraries the Python extension is built from there, with Debian's liburing, xxhash and
+# zlib archives) and include/dlpack.
+# Usage: tools/bench/package_device.sh BUILD_DIR OUT.tar.xz [TEST...]
+set -euo pipefail
+build=$(realpath "$1")
+archive=$(realpath -m "$2")
+shift 2
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+pkg=$stage/pkg
+mkdir -p "$pkg/bin" "$pkg/tests" "$pkg/lib" "$pkg/include/dlpack"
+cp "$build/bin/ringfeed" "$build/bin/ringfeed-convert" "$pkg/bin/"
+[ -f "$build/bin/libringfeed_mpi.so" ] && cp "$build/bin/libringfeed_mpi.so" "$pkg/bin/"
+for t in "$@"; do cp "$build/tests/$t" "$pkg/tests/"; done
+for l in python/librf_dlpack_export pipeline/librf_loader pipeline/librf_cuda_pipeline \
+         pipeline/librf_pipeline cuda/librf_cuda io/librf_io; do
+  cp "$build/$l.a" "$pkg/lib/"
+done
+for l in liburing libxxhash libz; do cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"; done
+cp /usr/include/dlpack/dlpack.h "$pkg/include/dlpack/"
+tar -C "$stage" -cJf "$archive" pkg
+ls -l "$archive"
