@@ -12,11 +12,6 @@ import ranks_harness as h
 
 STOP = 13  # steps: inside the first epoch at 2 ranks (32 steps) and at 3 (21)
 
-NOT_MERGED = pytest.mark.xfail(
-    strict=False, reason="the pipeline's use of a checkpoint's stretches (resuming an epoch at "
-    "another world size) is built in another branch, not yet merged")
-
-
 def first_run(positional, tmp_path, ranks: int) -> h.Run:
     """Epoch 1 of `ranks` ranks stopped after STOP steps (tmp_path/stopped.ckpt)."""
     return h.train(ranks, positional, "--epochs", "2", "--batch-size", str(h.BATCH), "--seed",
@@ -54,7 +49,6 @@ def check_next_epoch_is_ordinary(run: h.Run, uninterrupted, ranks: int) -> None:
         assert run.orders[r][2] == at_m.orders[r][2], f"epoch 2, rank {r}"
 
 
-@NOT_MERGED
 @pytest.mark.parametrize("before,after", [(2, 3), (3, 2)])
 def test_resume_at_other_world_size_trains_each_remaining_sample_once(
         uninterrupted, positional, tmp_path, before, after):
@@ -76,7 +70,6 @@ def test_resume_at_other_world_size_trains_each_remaining_sample_once(
     check_next_epoch_is_ordinary(resumed, uninterrupted, after)
 
 
-@NOT_MERGED
 def test_resume_after_two_world_size_changes_trains_each_remaining_sample_once(
         uninterrupted, positional, tmp_path):
     # 2 ranks train STOP steps of epoch 1; 3 ranks MORE steps of what they left; 2 ranks the rest.
