@@ -26,6 +26,10 @@ ChunkCopier::~ChunkCopier() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // No more copies are queued now; wait for those queued (on the GPU: their host callbacks, which
+  // read release_args_, run in stream order after the copies). Nothing to do with the error: the
+  // source that stops its copier drains and reports again.
+  (void)staging_.Drain();
 }
 
 void ChunkCopier::ReleaseRingSlot(void* arg) {

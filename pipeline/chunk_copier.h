@@ -10,7 +10,9 @@
 // area's size ahead of the slots the compute side has freed.
 //
 // Lifetime: the ring and the staging area must outlive the copier. To stop it early, fail the
-// ring (its AcquireReady returns then) and destroy the copier, which wakes and joins the thread.
+// ring (its AcquireReady returns then) and destroy the copier, which wakes and joins the thread,
+// then drains the staging area: each queued copy's release callback reads an argument the copier
+// owns (release_args_), so the copier outlives every callback it queued.
 //
 // Thread safety: AwaitCopied and Free are called from one thread (the compute thread); the
 // copier's own thread does the rest. The release callback may run on a CUDA host-callback

@@ -156,5 +156,23 @@ TEST_F(CudaLoader, AHeldBatchOutlivesLaterBatchesAndTheLoader) {
   EXPECT_EQ(before.labels, after.labels);
 }
 
+// Regression: a loader destroyed while copies it queued were still in flight freed the copier's
+// release arguments before their host callbacks ran, and a callback then crashed the process
+// (seen from Python: a loader dropped right after its first batch). An open-ended plan keeps the
+// copier busy at the moment of destruction; hundreds of rounds catch the race.
+TEST_F(CudaLoader, DestroyedRightAfterItsFirstBatchLeavesNoCopyCallbackBehind) {
+  LoaderOptions o = Options(path_, DeviceKind::kCuda);
+  o.epochs = 0;  // open-ended: the reader and copier run on ahead
+  for (int round = 0; round < 300; ++round) {
+    Result<std::unique_ptr<Loader>> l = Loader::Open(o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    ASSERT_TRUE((*l)->StartEpoch(0, 0).ok());
+    Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
+    ASSERT_TRUE(b.ok() && *b != nullptr);
+    ASSERT_EQ((*b)->size(), 40u);
+    l->reset();  // with the batch still held
+  }
+}
+
 }  // namespace
 }  // namespace rf

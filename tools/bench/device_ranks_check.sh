@@ -64,9 +64,10 @@ train() {  # label ranks cold|warm extra...
     [ -n "${!v:-}" ] && pass+=(-x "$v")
   done
   [ "$ranks" -gt 0 ] && cmd=(mpirun --oversubscribe -np "$ranks" "${pass[@]}" "${cmd[@]}")
-  local t0=$(date +%s.%N)
+  local t0=$(date +%s%N)
   "${cmd[@]}" >"$logs/$label.log" 2>&1; local rc=$?
-  echo "$label (rc $rc, $(echo "$(date +%s.%N) - $t0" | bc) s): $(grep -E '^epoch' "$logs/$label.log" | tail -1)"
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  echo "$label (rc $rc, $ms ms): $(grep -E '^epoch' "$logs/$label.log" | tail -1)"
   [ $rc = 0 ] || tail -20 "$logs/$label.log"
 }
 cat "$data" >/dev/null  # warm
