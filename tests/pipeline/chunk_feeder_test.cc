@@ -165,7 +165,9 @@ TEST(ChunkFeeder, SlowConsumerHoldsTheReaderBack) {
   auto ring = Ring(2, *d);
   auto feeder = ChunkFeeder::Start(*d, *ring, InOrder(*d), {});
   ASSERT_TRUE(feeder.ok());
-  Consumed c = Consume(*d, *ring, std::chrono::microseconds(2000));
+  // 10 ms a chunk: far longer than a chunk's read even on a loaded machine (at 2 ms, a CI machine
+  // busy with other builds once made the reader as slow as the consumer).
+  Consumed c = Consume(*d, *ring, std::chrono::microseconds(10000));
   EXPECT_TRUE((*feeder)->Join().ok());
   EXPECT_EQ(c.chunks.size(), d->chunk_count());
   // The feeder waited for free slots; the consumer hardly waited for data.
