@@ -56,9 +56,36 @@ std::string FindAnyShard(const std::string& base) {
   return found;
 }
 
+// Corruption where a shard's header and its file name disagree on which shard it is: shards
+// renamed or swapped, or a header whose shard count does not match the files written.
+Status CheckShardName(const std::string& path, const format::Header& h) {
+  std::string base;
+  uint32_t index = 0, count = 0;
+  const bool named = format::ParseShardName(path, &base, &index, &count);
+  if (!named && h.shard_count == 1) return Status::Ok();
+  if (!named) {
+    return std::move(Status::Corruption(path, "header says shard " + std::to_string(h.shard_index) +
+                                                  " of " + std::to_string(h.shard_count) +
+                                                  " but the file name is not a shard name")
+                         .WithOffset(format::kShardFieldsOffset));
+  }
+  if (index == h.shard_index && count == h.shard_count) return Status::Ok();
+  return std::move(Status::Corruption(path, "header says shard " + std::to_string(h.shard_index) +
+                                                " of " + std::to_string(h.shard_count) +
+                                                ", the file name shard " + std::to_string(index) +
+                                                " of " + std::to_string(count) +
+                                                " (shards renamed or swapped?)")
+                       .WithOffset(format::kShardFieldsOffset));
+}
+
 }  // namespace
 
 Result<Dataset> Dataset::Open(const std::string& path) {
+  if (IsDirectory(path)) {
+    return std::move(Status::InvalidArgument("a directory, not a dataset (a .rfd file, or the "
+                                             "base name of its shards)")
+                         .WithPath(path));
+  }
   std::string first = path;
   if (!FileExists(path)) {
     first = FindAnyShard(path);
@@ -66,6 +93,7 @@ Result<Dataset> Dataset::Open(const std::string& path) {
       return Status::NotFound(path, "no such dataset (no file, no shards)", ENOENT);
   }
   RF_ASSIGN_OR_RETURN(OpenedShard s0, OpenShard(first));
+  RF_RETURN_IF_ERROR(CheckShardName(first, s0.header));
   const uint32_t n = s0.header.shard_count;
   std::vector<OpenedShard> shards;
   std::vector<std::string> paths;
@@ -74,11 +102,6 @@ Result<Dataset> Dataset::Open(const std::string& path) {
     shards.push_back(std::move(s0));
   } else {
     const std::string base = format::ShardBase(first);
-    if (base.empty()) {
-      return Status::Corruption(
-          first, "header says shard " + std::to_string(s0.header.shard_index) + " of " +
-                     std::to_string(n) + " but the file name is not a shard name");
-    }
     for (uint32_t i = 0; i < n; ++i) {
       std::string p = format::ShardPath(base, i, n);
       if (p == first) {
@@ -88,13 +111,13 @@ Result<Dataset> Dataset::Open(const std::string& path) {
       }
       auto si = OpenShard(p);
       if (!si.ok()) return si.status();
+      RF_RETURN_IF_ERROR(CheckShardName(p, si->header));
       paths.push_back(p);
       shards.push_back(std::move(si.value()));
     }
   }
-  for (uint32_t i = 0; i < n; ++i) {
-    const format::Header& h = shards[i].header;
-    if (h.shard_index != i || !SameDataset(h, shards[0].header)) {
+  for (uint32_t i = 1; i < n; ++i) {
+    if (!SameDataset(shards[i].header, shards[0].header)) {
       return std::move(
           Status::Corruption(paths[i], "shard does not belong to the dataset of " + paths[0])
               .WithOffset(0));
@@ -136,7 +159,27 @@ uint64_t Dataset::total_bytes() const {
 
 Status Dataset::VerifyChunk(size_t global, const void* data) const {
   const ChunkLocation& c = chunks_[global];
-  return format::VerifyChunk(c.entry, data, shard_paths_[c.shard]);
+  RF_RETURN_IF_ERROR(format::VerifyChunk(c.entry, data, shard_paths_[c.shard]));
+  return CheckLabels(global, data);
+}
+
+Status Dataset::CheckLabels(size_t global, const void* data) const {
+  if (!header_.HasLabels()) return Status::Ok();
+  const ChunkLocation& c = chunks_[global];
+  const uint64_t labels_at = LabelsOffset(global);
+  const char* labels = static_cast<const char*>(data) + labels_at;
+  for (uint32_t i = 0; i < c.entry.sample_count; ++i) {
+    const int64_t v = LoadLabel(header_.label_dtype, labels, i);
+    if (v >= 0 && v < int64_t{header_.num_classes}) continue;
+    return std::move(
+        Status::Corruption(shard_paths_[c.shard],
+                           "label " + std::to_string(v) + " of sample " +
+                               std::to_string(c.entry.first_sample + i) + " is outside [0, " +
+                               std::to_string(header_.num_classes) + "), the header's class count")
+            .WithChunk(c.entry.index)
+            .WithOffset(c.entry.offset + labels_at + i * header_.LabelBytes()));
+  }
+  return Status::Ok();
 }
 
 Status Dataset::ReadChunk(size_t global, void* buf) const {

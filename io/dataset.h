@@ -40,8 +40,14 @@ class Dataset {
   // Each global chunk's sample count, in chunk order (what orders over chunks are built from).
   std::vector<uint32_t> ChunkSampleCounts() const;
 
-  // Verifies a chunk's bytes against its checksum; errors name file, chunk and offset.
+  // Verifies a chunk's bytes against its checksum, then its labels (CheckLabels); errors name
+  // file, chunk and offset.
   Status VerifyChunk(size_t global, const void* data) const;
+  // That every label of a chunk lies in [0, num_classes) (nothing to check without labels): a
+  // file whose checksums hold can still carry labels its header's class count does not allow.
+  // Corruption naming file, chunk, the global sample and the label's byte offset in the file.
+  // Cheap beside the checksum (one label per sample), so readers run it even without verify.
+  Status CheckLabels(size_t global, const void* data) const;
   // Reads and verifies one chunk with plain pread (tools and tests; not the fast path).
   Status ReadChunk(size_t global, void* buf) const;
 

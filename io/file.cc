@@ -124,7 +124,20 @@ Result<AtomicOutput> AtomicOutput::Create(const std::string& path) {
   AtomicOutput out;
   out.final_path_ = path;
   out.temp_path_ = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  RF_ASSIGN_OR_RETURN(out.file_, File::Open(out.temp_path_, O_RDWR | O_CREAT | O_TRUNC, 0644));
+  Result<File> f = File::Open(out.temp_path_, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  if (!f.ok()) {
+    // Named by the user's path: the temporary name is ours, not something they asked for.
+    std::string dir = ".";
+    if (auto slash = path.rfind('/'); slash != std::string::npos)
+      dir = slash == 0 ? "/" : path.substr(0, slash);
+    const int err = f.status().err();
+    return Status::IOError(path,
+                           err == ENOENT
+                               ? "cannot create the file: its directory " + dir + " does not exist"
+                               : "cannot create the file in " + dir,
+                           err);
+  }
+  out.file_ = std::move(f).value();
   return out;
 }
 
@@ -149,6 +162,11 @@ Status AtomicOutput::Commit() {
 bool FileExists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 Status CheckOutputsAreNotInputs(const std::vector<std::string>& outputs,

@@ -78,6 +78,8 @@ class AtomicOutput {
 
 // Does a regular file exist at path?
 bool FileExists(const std::string& path);
+// Is path a directory (after following symbolic links)?
+bool IsDirectory(const std::string& path);
 
 // Refuses an output that is one of the inputs, whatever the names say: two paths are the same
 // file when stat(2), which follows symbolic links, gives the same device and inode (so a

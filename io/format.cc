@@ -128,6 +128,32 @@ ChunkLayout LayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes) {
   return l;
 }
 
+bool CheckedLayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes, ChunkLayout* out) {
+  uint64_t samples = 0, labels = 0;
+  if (__builtin_mul_overflow(n, sample_bytes, &samples) ||
+      __builtin_mul_overflow(n, uint64_t{label_bytes}, &labels)) {
+    return false;
+  }
+  // Each rounding adds less than kAlign; keeping every sum below 2^63 leaves room for them.
+  constexpr uint64_t kLimit = uint64_t{1} << 62;
+  if (samples > kLimit || labels > kLimit) return false;
+  *out = LayoutFor(n, sample_bytes, label_bytes);
+  return true;
+}
+
+uint64_t MaxClassesFor(DType label_dtype) {
+  switch (label_dtype) {
+    case DType::kUInt8:
+      return uint64_t{1} << 8;
+    case DType::kUInt16:
+      return uint64_t{1} << 16;
+    case DType::kInt32:
+      return uint64_t{1} << 31;
+    default:
+      return 0;  // not a label dtype
+  }
+}
+
 uint64_t IndexStoredBytes(uint64_t chunks) {
   return RoundUp(chunks * kIndexEntryBytes + 8, kAlign);
 }
@@ -257,8 +283,27 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     return field(kOffLabelDType, "a dataset without labels (0 classes) stores uint8 labels, not " +
                                      std::string(DTypeName(h.label_dtype)));
   }
+  // Readers size per-class buffers (the model's last layer) from num_classes.
+  if (h.num_classes > MaxClassesFor(h.label_dtype)) {
+    return field(kOffNumClasses, std::to_string(h.num_classes) + " classes; " +
+                                     std::string(DTypeName(h.label_dtype)) +
+                                     " labels name at most " +
+                                     std::to_string(MaxClassesFor(h.label_dtype)));
+  }
+  if (h.total_samples == 0)
+    return field(kOffTotalSamples, "no samples (the writer never writes an empty dataset)");
   if (h.chunk_samples == 0) return field(kOffChunkSamples, "zero samples per chunk");
-  const uint64_t want_chunks = (h.total_samples + h.chunk_samples - 1) / h.chunk_samples;
+  // A chunk of chunk_samples samples (or all of them, if fewer) must have a size: with a forged
+  // chunk_samples x sample size it could wrap 64 bits to a small one.
+  ChunkLayout full;
+  if (!CheckedLayoutFor(std::min<uint64_t>(h.chunk_samples, h.total_samples), h.SampleBytes(),
+                        h.LabelBytes(), &full)) {
+    return field(kOffChunkSamples, "chunks of " + std::to_string(h.chunk_samples) + " samples of " +
+                                       std::to_string(h.SampleBytes()) + " bytes overflow 64 bits");
+  }
+  // Rounded up without overflow (total_samples + chunk_samples - 1 could wrap).
+  const uint64_t want_chunks =
+      h.total_samples / h.chunk_samples + (h.total_samples % h.chunk_samples != 0 ? 1 : 0);
   if (h.total_chunks != want_chunks)
     return field(kOffTotalChunks, std::to_string(h.total_samples) + " samples in chunks of " +
                                       std::to_string(h.chunk_samples) + " make " +
@@ -273,7 +318,9 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     return field(kOffShardSamples, "more samples in the shard than in the dataset");
   if (h.index_offset % kAlign != 0 || h.index_offset < kHeaderBytes)
     return field(kOffIndexOffset, "index offset " + std::to_string(h.index_offset));
-  if (h.file_size != h.index_offset + IndexStoredBytes(h.shard_chunks))
+  // The index ends the file: compared by subtraction, as index_offset + its size could wrap.
+  if (h.index_offset > h.file_size ||
+      h.file_size - h.index_offset != IndexStoredBytes(h.shard_chunks))
     return field(kOffFileSize, "file size " + std::to_string(h.file_size) +
                                    " does not match the index at " +
                                    std::to_string(h.index_offset));
@@ -350,10 +397,21 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
       return bad(std::to_string(e.sample_count) + " samples, expected " +
                  std::to_string(want_count));
     if (e.first_sample != e.index * h.chunk_samples) return bad("wrong first sample");
-    if (e.offset % kAlign != 0 || e.offset < next_offset) return bad("misplaced chunk offset");
-    if (e.stored_bytes != LayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes()).stored_bytes)
+    if (e.offset % kAlign != 0 || e.offset < next_offset) {
+      return bad("misplaced chunk offset " + std::to_string(e.offset) +
+                 " (a multiple of 4096 at or after byte " + std::to_string(next_offset) +
+                 ", where the one before it ends)");
+    }
+    ChunkLayout layout;
+    if (!CheckedLayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes(), &layout) ||
+        e.stored_bytes != layout.stored_bytes)
       return bad("stored size does not match its sample count");
-    if (e.offset + e.stored_bytes > h.index_offset) return bad("chunk runs into the index");
+    // Compared by subtraction: offset + stored_bytes could wrap past 2^64 to a small number.
+    if (e.offset > h.index_offset || e.stored_bytes > h.index_offset - e.offset) {
+      return bad("chunk at byte " + std::to_string(e.offset) + " of " +
+                 std::to_string(e.stored_bytes) + " bytes runs past the index at byte " +
+                 std::to_string(h.index_offset));
+    }
     next_offset = e.offset + e.stored_bytes;
     samples += e.sample_count;
   }
@@ -385,11 +443,21 @@ std::string ShardPath(const std::string& base, uint32_t index, uint32_t count) {
   return stem + suffix + (has_ext ? ext : "");
 }
 
-std::string ShardBase(const std::string& shard_path) {
+bool ParseShardName(const std::string& shard_path, std::string* base, uint32_t* index,
+                    uint32_t* count) {
   static const std::regex re(R"(^(.*)-(\d{5})-of-(\d{5})(\.rfd)?$)");
   std::smatch m;
-  if (!std::regex_match(shard_path, m, re)) return "";
-  return m[1].str() + m[4].str();
+  if (!std::regex_match(shard_path, m, re)) return false;
+  *base = m[1].str() + m[4].str();
+  *index = static_cast<uint32_t>(std::stoul(m[2].str()));
+  *count = static_cast<uint32_t>(std::stoul(m[3].str()));
+  return true;
+}
+
+std::string ShardBase(const std::string& shard_path) {
+  std::string base;
+  uint32_t index = 0, count = 0;
+  return ParseShardName(shard_path, &base, &index, &count) ? base : "";
 }
 
 }  // namespace rf::format

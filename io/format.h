@@ -62,6 +62,8 @@ inline constexpr size_t kIndexEntryBytes = 48;
 inline constexpr uint64_t kLabelAlign = 64;
 inline constexpr char kMagic[8] = {'R', 'F', 'E', 'E', 'D', 'D', 'S', '\x1a'};
 inline constexpr const char* kExtension = ".rfd";
+// Where the header's shard index and count lie (u32 each), for errors about them.
+inline constexpr uint64_t kShardFieldsOffset = 24;
 
 constexpr uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -126,20 +128,34 @@ struct ChunkLayout {
   uint64_t stored_bytes;
 };
 ChunkLayout LayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes);
+// LayoutFor, or false where a size would overflow 64 bits (sizes read from a file: DecodeHeader
+// and DecodeIndex use it, so a forged chunk_samples x sample size cannot wrap to a small chunk).
+bool CheckedLayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes, ChunkLayout* out);
+
+// The most classes labels of this label dtype can name (every value from 0 to its largest):
+// 256 for uint8, 65536 for uint16, 2^31 for int32. A header's num_classes above it is refused.
+uint64_t MaxClassesFor(DType label_dtype);
 
 // Index bytes of a file with `chunks` chunks, padding included.
 uint64_t IndexStoredBytes(uint64_t chunks);
 
 void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]);
 // Checks magic, version, checksum and that every field is in range and consistent with the
-// others. `path` names the file in errors.
+// others. `path` names the file in errors, with the offset of the field at fault. A header it
+// accepts sizes nothing that overflows 64 bits: the sample shape (at most kMaxSampleBytes), a
+// chunk of chunk_samples samples, the chunk count, the index and the file size are each computed
+// with overflow checks; num_classes is at most MaxClassesFor(label_dtype); total_samples >= 1.
+// What it cannot know (that the file holds the chunks it claims) DecodeIndex and CheckFileSize
+// check, so a reader allocates nothing from a forged header before those pass.
 Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path);
 // Checks that the header's size fields agree with the real file size.
 Status CheckFileSize(const Header& h, uint64_t actual_size, const std::string& path);
 
 std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries);
-// Decodes and validates the index of the file described by h: entry numbering, alignment,
-// bounds, sizes and sample counts.
+// Decodes and validates the index of the file described by h (a header DecodeHeader accepted):
+// entry numbering, alignment, bounds, sizes and sample counts. Every chunk lies after the header
+// and the chunk before it, and ends at or before the index (offset + stored_bytes computed
+// without overflow), so chunks neither overlap nor run past the file.
 Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, size_t n,
                                             const std::string& path);
 
@@ -150,5 +166,8 @@ Status VerifyChunk(const ChunkEntry& e, const void* data, const std::string& pat
 std::string ShardPath(const std::string& base, uint32_t index, uint32_t count);
 // The base a shard file name came from, or "" if the name is not a shard name.
 std::string ShardBase(const std::string& shard_path);
+// What a shard file name says: its base, index and count; false if the name is not a shard name.
+bool ParseShardName(const std::string& shard_path, std::string* base, uint32_t* index,
+                    uint32_t* count);
 
 }  // namespace rf::format

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 
 #include <bit>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "io/checksum.h"
@@ -89,6 +91,13 @@ class Decoder {
   uint64_t at_ = 0;
   const std::string& path_;
 };
+
+// A float for messages, NaN and infinities included ("nan", "inf", "-0.5").
+std::string FloatText(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
+  return buf;
+}
 
 bool SameModel(const ModelConfig& a, const ModelConfig& b) {
   return a.channels == b.channels && a.height == b.height && a.width == b.width &&
@@ -190,9 +199,11 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
     return d.Error(model_at, "invalid model (" + st.message() + ")");
   }
 
+  const uint64_t sgd_at = d.at();
   for (float* v : {&c.sgd.lr, &c.sgd.momentum, &c.sgd.weight_decay}) {
     RF_RETURN_IF_ERROR(d.Get(v, "sgd"));
   }
+  const uint64_t position_at = d.at();
   for (uint64_t* v : {&c.seed, &c.epoch, &c.next_sample, &c.step}) {
     RF_RETURN_IF_ERROR(d.Get(v, "position"));
   }
@@ -242,7 +253,24 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
   if (Checksum(data, payload) != stored) {
     return d.Error(payload, "checksum mismatch (the file is damaged)");
   }
-  if (c.batch_size == 0) return d.Error(model_at, "batch size 0");
+  // Fields a run cannot have written, in a file whose checksum holds (forged, or written by a
+  // broken build): each refused at its own offset before anything trains from it.
+  const auto finite = [](float v) { return std::isfinite(v); };
+  if (!finite(c.sgd.lr)) return d.Error(sgd_at, "learning rate " + FloatText(c.sgd.lr));
+  if (!finite(c.sgd.momentum) || c.sgd.momentum < 0)
+    return d.Error(sgd_at + 4, "momentum " + FloatText(c.sgd.momentum));
+  if (!finite(c.sgd.weight_decay) || c.sgd.weight_decay < 0)
+    return d.Error(sgd_at + 8, "weight decay " + FloatText(c.sgd.weight_decay));
+  if (c.epoch > kMaxCheckpointEpoch) {
+    return d.Error(position_at + 8, "epoch " + std::to_string(c.epoch) + " (at most " +
+                                        std::to_string(kMaxCheckpointEpoch) + ")");
+  }
+  if (c.dataset_samples != 0 && c.next_sample > c.dataset_samples) {
+    return d.Error(position_at + 16, "next sample " + std::to_string(c.next_sample) +
+                                         " is past the dataset's " +
+                                         std::to_string(c.dataset_samples) + " samples");
+  }
+  if (c.batch_size == 0) return d.Error(position_at + 32, "batch size 0");
   return c;
 }
 

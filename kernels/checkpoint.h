@@ -61,13 +61,19 @@ inline constexpr char kCheckpointMagic[8] = {'R', 'F', 'C', 'K', 'P', 'T', '\0',
 inline constexpr uint32_t kCheckpointVersion = 2;
 inline constexpr uint32_t kMaxCheckpointStretches = 1024;  // more is a damaged file
 inline constexpr uint32_t kOrderStored = 0xffffffffu;      // order_window of `--shuffle none`
+// No run trains 2^32 epochs: a larger epoch is a damaged or forged file.
+inline constexpr uint64_t kMaxCheckpointEpoch = 0xffffffffu;
 
 // The bytes of a checkpoint file. Fails with InvalidArgument when the tensors do not match
 // ParameterShapes(c.config).
 Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c);
 // Parses and validates checkpoint bytes; errors are Corruption naming `path` and the byte offset
-// (truncation, bad magic or version, an invalid model, tensor sizes that do not match the model,
-// trailing bytes, checksum mismatch).
+// (truncation, bad magic or version, an invalid model (ModelConfig::Validate: its size too),
+// tensor sizes that do not match the model, trailing bytes, checksum mismatch), and, in a file
+// whose checksum holds, fields no run writes: a learning rate that is not finite, a momentum or
+// weight decay that is negative or not finite, an epoch above kMaxCheckpointEpoch, a next sample
+// past dataset_samples, a batch size or world size of 0. Nothing is allocated from a size the
+// file claims before the bytes for it are known to be there.
 Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::string& path);
 
 // Writes atomically: the file at `path` is either the old one or the complete new one.

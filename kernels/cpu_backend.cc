@@ -35,9 +35,11 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
   RF_RETURN_IF_ERROR(config.Validate());
   if (max_batch == 0) return Status::InvalidArgument("the CPU backend needs max_batch >= 1");
   // OpenBLAS takes int sizes; the widest matrix is the first block's col, pixels columns wide.
-  if (uint64_t{max_batch} * config.height * config.width > INT_MAX) {
-    return Status::InvalidArgument("max_batch " + std::to_string(max_batch) +
-                                   " is too large for the CPU backend at this input size");
+  // (Each factor is below 2^32 and height x width at most 2^32, so the product cannot wrap.)
+  if (uint64_t{max_batch} * (uint64_t{config.height} * config.width) > INT_MAX) {
+    return Status::InvalidArgument("batch size " + std::to_string(max_batch) +
+                                   " is too large for the CPU backend at this input size "
+                                   "(batch x height x width must stay below 2^31)");
   }
   if (norm.mean.size() != config.channels || norm.stddev.size() != config.channels) {
     return Status::InvalidArgument("normalization has " + std::to_string(norm.mean.size()) +

@@ -60,9 +60,13 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const ModelConfig& conf
   // cuDNN's legacy descriptors take int sizes and strides: the largest activation is the first
   // block's (or the input, with more channels than the first block).
   const uint64_t widest = std::max((config.channels + 7) / 8 * 8, config.conv[0]);
-  if (uint64_t{max_batch} * widest * config.height * config.width > INT_MAX) {
-    return Status::InvalidArgument("max_batch " + std::to_string(max_batch) +
-                                   " is too large for the CUDA backend at this input size");
+  uint64_t elems = 0;  // checked: batch x widest x height x width can exceed 2^64
+  if (__builtin_mul_overflow(uint64_t{max_batch} * widest, uint64_t{config.height} * config.width,
+                             &elems) ||
+      elems > INT_MAX) {
+    return Status::InvalidArgument("batch size " + std::to_string(max_batch) +
+                                   " is too large for the CUDA backend at this input size "
+                                   "(batch x channels x height x width must stay below 2^31)");
   }
   if (norm.mean.size() != config.channels || norm.stddev.size() != config.channels) {
     return Status::InvalidArgument("normalization has " + std::to_string(norm.mean.size()) +

@@ -48,6 +48,41 @@ Status ModelConfig::Validate() const {
                                    std::to_string(height) + "x" + std::to_string(width) +
                                    " input to nothing; use fewer blocks");
   }
+  // The size, each product checked: a factor count from a flag or a file must not wrap.
+  const std::string limit = "more than " + std::to_string(kMaxModelParameters) + " parameters";
+  uint64_t flat = 0;
+  if (__builtin_mul_overflow(uint64_t{conv.back()}, uint64_t{HeightAfter(last)}, &flat) ||
+      __builtin_mul_overflow(flat, uint64_t{WidthAfter(last)}, &flat) ||
+      flat > kMaxModelParameters) {
+    return Status::InvalidArgument(
+        "the last conv block's output (" + std::to_string(conv.back()) + " x " +
+        std::to_string(HeightAfter(last)) + " x " + std::to_string(WidthAfter(last)) +
+        ", the hidden layer's inputs) makes the model " + limit + "; use a smaller --conv");
+  }
+  uint64_t total = 0;
+  uint64_t in = channels;
+  auto add = [&](const std::string& name, std::initializer_list<uint64_t> dims) {
+    uint64_t n = 1;
+    bool wrapped = false;
+    for (uint64_t d : dims) wrapped = wrapped || __builtin_mul_overflow(n, d, &n);
+    if (!wrapped && n <= kMaxModelParameters && total + n <= kMaxModelParameters) {
+      total += n;
+      return Status::Ok();
+    }
+    std::string text;
+    for (uint64_t d : dims) text += (text.empty() ? "" : " x ") + std::to_string(d);
+    return Status::InvalidArgument("the model is too large: " + name + " (" + text + ") makes it " +
+                                   limit + "; use a smaller --hidden or --conv");
+  };
+  for (size_t i = 0; i < conv.size(); ++i) {
+    RF_RETURN_IF_ERROR(add("conv" + std::to_string(i) + ".weight", {conv[i], in, 9}));
+    RF_RETURN_IF_ERROR(add("conv" + std::to_string(i) + ".bias", {conv[i]}));
+    in = conv[i];
+  }
+  RF_RETURN_IF_ERROR(add("fc1.weight", {hidden, flat}));
+  RF_RETURN_IF_ERROR(add("fc1.bias", {hidden}));
+  RF_RETURN_IF_ERROR(add("fc2.weight", {classes, hidden}));
+  RF_RETURN_IF_ERROR(add("fc2.bias", {classes}));
   return Status::Ok();
 }
 

@@ -28,9 +28,18 @@ struct ModelConfig {
   uint32_t HeightAfter(int block) const;
   uint32_t WidthAfter(int block) const;
   // Inputs of the first fully connected layer: last conv channels x H x W after the last pool.
+  // (Validate checks that it fits.)
   uint32_t FlatFeatures() const;
-  Status Validate() const;  // every pooled size >= 1, counts > 0
+  // InvalidArgument unless: every count > 0, at least 2 classes, every pooled size >= 1, and the
+  // model's size computed without overflow: FlatFeatures() and every parameter tensor, and their
+  // sum, at most kMaxModelParameters (the backends' BLAS and cuDNN calls take int sizes). So a
+  // model it accepts sizes nothing that wraps, whatever its fields came from (flags or a file).
+  Status Validate() const;
 };
+
+// The most parameters a model may have (2^31 - 1: 8 GiB of float32 per copy, and the largest
+// count the BLAS and cuDNN calls can take).
+inline constexpr uint64_t kMaxModelParameters = 0x7fffffffu;
 
 // One parameter tensor. Order and layout are fixed and shared by every backend:
 //   for each block i: conv{i}.weight [out, in, 3, 3], conv{i}.bias [out]

@@ -103,6 +103,12 @@ void ChunkFeeder::Deliver(const ChunkDone& d) {
   }
   bytes_.fetch_add(bytes, std::memory_order_relaxed);
   if (!options_.verify) {
+    // No checksum, but the labels still: a label the model cannot take would stop training
+    // later with a message that names no file (Dataset::CheckLabels is one pass over them).
+    if (Status st = dataset_.CheckLabels(d.chunk, ring_.data(d.slot)); !st.ok()) {
+      ring_.Fail(std::move(st));
+      return;
+    }
     ring_.MarkReady(d.slot, d.chunk, bytes);
     return;
   }

@@ -111,7 +111,8 @@ Status ManagedSource::Load() {
       const ChunkLocation& c = dataset_.chunk(g);
       uint8_t* dst = data_.as<uint8_t>() + offset_[g];
       Status st = files[c.shard].ReadAt(dst, c.entry.stored_bytes, c.entry.offset);
-      if (st.ok() && options_.verify) st = dataset_.VerifyChunk(g, dst);
+      if (st.ok())
+        st = options_.verify ? dataset_.VerifyChunk(g, dst) : dataset_.CheckLabels(g, dst);
       if (!st.ok()) {
         std::lock_guard lock(mu);
         if (first_error.ok()) first_error = st.WithChunk(c.entry.index);

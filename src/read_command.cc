@@ -18,6 +18,7 @@
 #include "pipeline/window_order.h"
 #include "src/command_checks.h"
 #include "src/commands.h"
+#include "src/unsigned_flags.h"
 
 namespace po = boost::program_options;
 
@@ -185,7 +186,12 @@ CommandStatus RunReadCommand(int argc, char** argv) {
   pos.add("dataset", 1);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    const po::parsed_options given =
+        po::command_line_parser(argc, argv).options(all).positional(pos).run();
+    if (auto negative = NegativeUnsignedFlag(given, all)) {
+      return {Status::Usage(*negative), "ringfeed read"};
+    }
+    po::store(given, vm);
     po::notify(vm);
   } catch (const po::error& e) {
     return {Status::Usage(std::string(e.what()) + " (see --help)"), "ringfeed read"};

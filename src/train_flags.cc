@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "src/unsigned_flags.h"
+
 namespace po = boost::program_options;
 
 namespace rf {
@@ -153,7 +155,9 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
   // clang-format on
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    const po::parsed_options given = po::command_line_parser(args).options(opts).run();
+    if (auto negative = NegativeUnsignedFlag(given, opts)) return Status::Usage(*negative);
+    po::store(given, vm);
     // Options from a file come second: the command line wins where both set one.
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
@@ -161,7 +165,11 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
       if (!file) {
         return Status::Usage("cannot read --config " + path + ": " + std::strerror(errno));
       }
-      po::store(po::parse_config_file(file, opts), vm);
+      const po::parsed_options from_file = po::parse_config_file(file, opts);
+      if (auto negative = NegativeUnsignedFlag(from_file, opts)) {
+        return Status::Usage(*negative + " (in --config " + path + ")");
+      }
+      po::store(from_file, vm);
     }
     po::notify(vm);
   } catch (const po::error& e) {

@@ -73,9 +73,17 @@ TEST(TrainCommand, CheckpointOfAnotherDatasetOrPastTheEpochExitsOne) {
                      smaller + "\n");
   auto c = ReadCheckpoint(t.File("a"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // Past the dataset: the decoder refuses it (kernels/checkpoint.h).
   c->next_sample = 301;
   ASSERT_TRUE(WriteCheckpoint(t.File("past"), *c).ok());
   EXPECT_EQ(RunCommand(Train(data, "--resume " + t.File("past")), &out), 1);
+  EXPECT_EQ(out, "ringfeed: " + t.File("past") +
+                     ": at byte 72: checkpoint: next sample 301 is past the dataset's 300 "
+                     "samples\n");
+  // Inside the dataset but past this run's epoch (--drop-last trains 288 of the 300).
+  c->next_sample = 290;
+  ASSERT_TRUE(WriteCheckpoint(t.File("past"), *c).ok());
+  EXPECT_EQ(RunCommand(Train(data, "--drop-last --resume " + t.File("past")), &out), 1);
   EXPECT_EQ(out.rfind("ringfeed: " + t.File("past") +
                           ": checkpoint position is past the end of the epoch\n",
                       0),

@@ -2,7 +2,9 @@
 
 #include <sstream>
 
+#include "io/format.h"
 #include "io/units.h"
+#include "src/unsigned_flags.h"
 #include "tools/convert/commands.h"
 #include "tools/convert/progress.h"
 
@@ -18,7 +20,11 @@ bool ParseCommandLine(const std::string& command, const std::string& usage,
     po::command_line_parser parser(args);
     parser.options(options);
     if (positional) parser.positional(*positional);
-    po::store(parser.run(), vm);
+    const po::parsed_options given = parser.run();
+    if (auto negative = NegativeUnsignedFlag(given, options)) {
+      throw UsageError(command + ": " + *negative);
+    }
+    po::store(given, vm);
     if (vm.count("help")) {
       out << "Usage: ringfeed-convert " << command << " " << usage << "\n" << options;
       return false;
@@ -46,8 +52,9 @@ void AddCommonConvertOptions(po::options_description& options, CommonConvertFlag
         "stored = input * scale (default: 255 when float input is stored as uint8, else 1); "
         "uint8 rounds to nearest and clamps to 0..255");
   }
-  add("chunk-size", po::value(&f.chunk_size)->default_value(f.chunk_size),
-      "target stored chunk size (suffixes KiB, MiB, GiB)");
+  add("chunk-size", po::value(&f.chunk_size)->default_value(f.chunk_size, "4MiB"),
+      "target stored chunk size (suffixes KiB, MiB, GiB): at least 4KiB and one sample with its "
+      "label (by default, a sample larger than 4MiB makes chunks of one sample)");
   add("shards", po::value(&f.shards)->default_value(f.shards), "number of shard files");
   add("classes", po::value(&f.classes)->default_value(f.classes),
       "number of classes; every label must be below it (0: known from the format, or one more "
@@ -67,8 +74,17 @@ ConvertOptions ToConvertOptions(const CommonConvertFlags& f, const std::string& 
   ConvertOptions o;
   if (!f.dtype.empty()) o.sample_dtype = ParseDTypeFlag(dtype_flag, f.dtype, dtype_kind);
   if (f.scale != 0) o.scale = f.scale;
-  o.chunk_bytes = ParseSizeFlag("--chunk-size", f.chunk_size);
-  if (o.chunk_bytes == 0) throw UsageError("--chunk-size must be positive");
+  if (!f.chunk_size.empty()) {
+    o.chunk_bytes = ParseSizeFlag("--chunk-size", f.chunk_size);
+    // Chunks are stored in 4 KiB blocks: a smaller target only makes every chunk one block of
+    // mostly padding (--chunk-size 1 made a chunk per sample).
+    if (*o.chunk_bytes < format::kAlign) {
+      throw UsageError(
+          "--chunk-size must be at least 4KiB (chunks are stored in 4096-byte "
+          "blocks), not '" +
+          f.chunk_size + "'");
+    }
+  }
   if (f.shards == 0 || f.shards > 99999) throw UsageError("--shards must be 1 to 99999");
   o.shards = f.shards;
   o.num_classes = f.classes;

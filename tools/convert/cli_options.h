@@ -29,8 +29,8 @@ bool ParseCommandLine(const std::string& command, const std::string& usage,
 struct CommonConvertFlags {
   std::string output;
   std::string dtype;
-  float scale = 0;  // 0: the default rule
-  std::string chunk_size = "4MiB";
+  float scale = 0;         // 0: the default rule
+  std::string chunk_size;  // empty: ConvertOptions' default (4 MiB)
   uint32_t shards = 1;
   uint32_t classes = 0;
   double test_split = 0;

@@ -4,7 +4,8 @@
 //
 // Errors come back two ways, and main() turns each into its exit code: a command line that
 // cannot be run throws UsageError (exit 2); a failure of the work itself is the returned Status
-// (exit 1), naming file and offset where it applies.
+// (exit 1), naming file and offset where it applies, except Status::Usage (exit 2): flags that
+// only the input shows to be wrong (--classes, --chunk-size against the sample's size).
 #pragma once
 
 #include <ostream>

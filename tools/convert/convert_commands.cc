@@ -179,7 +179,7 @@ Status RunSyntheticCommand(const std::vector<std::string>& args, std::ostream& o
   so.channels = s.channels;
   so.height = s.height;
   so.width = s.width;
-  if (f.classes == 0) throw UsageError("--classes must be at least 1 for synthetic data");
+  if (f.classes < 2) throw UsageError("--classes must be at least 2 for synthetic data");
   if (so.samples == 0) throw UsageError("--samples must be at least 1");
   if (so.threads == 0) throw UsageError("--threads must be at least 1");
   if (order != "random" && order != "sorted") {

@@ -94,6 +94,25 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
     return Status::InvalidArgument("--classes " + std::to_string(opts.num_classes) +
                                    " given, but " + input + " comes without labels");
   }
+  // A labelled dataset of one class trains nothing (ringfeed train refuses it), and one of more
+  // classes than its labels can name would be refused by every reader (format::DecodeHeader).
+  if (labeled && opts.num_classes == 1) {
+    return Status::Usage("--classes 1: a labelled dataset needs 2 or more classes");
+  }
+  if (labeled && opts.num_classes > format::MaxClassesFor(shape.label_dtype)) {
+    return Status::Usage("--classes " + std::to_string(opts.num_classes) + ": " +
+                         std::string(DTypeName(shape.label_dtype)) + " labels name at most " +
+                         std::to_string(format::MaxClassesFor(shape.label_dtype)) + " classes");
+  }
+  // CheckSampleShape above bounds the sample, so its stored size does not wrap.
+  const uint64_t one_sample =
+      shape.SampleElems() * DTypeSize(stored) + (labeled ? DTypeSize(shape.label_dtype) : 1);
+  if (opts.chunk_bytes && *opts.chunk_bytes < one_sample) {
+    return Status::Usage("--chunk-size " + std::to_string(*opts.chunk_bytes) +
+                         " bytes is smaller than one sample (" + format::ShapeText(shape.dims) +
+                         " " + std::string(DTypeName(stored)) +
+                         " and its label: " + std::to_string(one_sample) + " bytes)");
+  }
 
   DatasetSpec spec;
   spec.sample_dtype = stored;
@@ -110,7 +129,7 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
 
   WriterOptions wopts;
   wopts.shards = opts.shards;
-  wopts.chunk_bytes = opts.chunk_bytes;
+  wopts.chunk_bytes = opts.chunk_bytes.value_or(kDefaultChunkBytes);
   wopts.dataset_id = opts.dataset_id;
   RF_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> train,
                       DatasetWriter::Create(out_path, spec, wopts));

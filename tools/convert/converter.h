@@ -23,12 +23,19 @@
 
 namespace rf::convert {
 
+inline constexpr uint64_t kDefaultChunkBytes = 4 << 20;
+
 struct ConvertOptions {
   std::optional<DType> sample_dtype;  // default: DefaultSampleDType(input)
   std::optional<float> scale;         // default: DefaultScale(input, stored)
-  uint64_t chunk_bytes = 4 << 20;
+  // Target stored chunk size (--chunk-size). Given, it must hold at least one sample and its
+  // label (Usage otherwise); by default, kDefaultChunkBytes, which a larger sample stretches to
+  // one sample a chunk.
+  std::optional<uint64_t> chunk_bytes;
   uint32_t shards = 1;
-  uint32_t num_classes = 0;  // 0: the source's count if it knows one, else inferred from labels
+  // 0: the source's count if it knows one, else inferred from labels. Given, at least 2 and at
+  // most what the label dtype can name (format::MaxClassesFor); Usage otherwise.
+  uint32_t num_classes = 0;
   double test_fraction = 0;  // in [0, 1)
   uint64_t split_seed = 0;
   uint64_t memory_budget = 256 << 20;  // for the block of samples being converted

@@ -1,6 +1,7 @@
 #include "tools/convert/idx_input.h"
 
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "tools/convert/byte_order.h"
@@ -17,6 +18,15 @@ struct IdxHeader {
   uint64_t Elems() const {
     uint64_t n = 1;
     for (uint32_t d : dims) n *= d;
+    return n;
+  }
+  // The payload's bytes, or nullopt where they pass 2^64 (forged dims must not wrap to a size
+  // that matches the file).
+  std::optional<uint64_t> PayloadBytes() const {
+    uint64_t n = ElemSize(elem);
+    for (uint32_t d : dims) {
+      if (__builtin_mul_overflow(n, uint64_t{d}, &n)) return std::nullopt;
+    }
     return n;
   }
   std::string DimsText() const {
@@ -71,8 +81,15 @@ Result<IdxHeader> ReadIdxHeader(InputStream& in, uint32_t min_dims, uint32_t max
     }
   }
   h.data_offset = 4 + raw.size();
+  const std::optional<uint64_t> payload = h.PayloadBytes();
+  if (!payload || *payload > UINT64_MAX - h.data_offset) {
+    return std::move(Status::Corruption(path, "dims " + h.DimsText() + " of " +
+                                                  std::string(ElemName(h.elem)) +
+                                                  " are larger than 2^64 bytes")
+                         .WithOffset(4));
+  }
   if (std::optional<uint64_t> size = in.size()) {
-    const uint64_t want = h.data_offset + h.Elems() * ElemSize(h.elem);
+    const uint64_t want = h.data_offset + *payload;
     if (*size != want) {
       return std::move(Status::Corruption(path, "file size " + std::to_string(*size) +
                                                     " disagrees with the header: dims " +

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "io/file.h"
+#include "io/format.h"
 
 namespace rf::convert {
 namespace {
@@ -84,6 +85,10 @@ Result<std::unique_ptr<SampleSource>> OpenPredecessorSource(const std::string& i
   shape.dims = {channels, height, width};
   shape.elem = Elem::kF32;
   shape.label_dtype = DType::kInt32;
+  // Before the sample size divides anything: --shape 64,536870912,536870912 wraps it to 0.
+  if (Status st = format::CheckSampleShape(shape.dims, DType::kFloat32); !st.ok()) {
+    return Status::Usage("--shape: " + st.message());
+  }
   const uint64_t sample_bytes = shape.SampleBytes();
   RF_ASSIGN_OR_RETURN(File images, File::Open(images_path, O_RDONLY));
   RF_ASSIGN_OR_RETURN(uint64_t isize, images.Size());

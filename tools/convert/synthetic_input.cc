@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/format.h"
 #include "tools/convert/splitmix.h"
 
 namespace rf::convert {
@@ -17,7 +18,9 @@ namespace {
 
 __extension__ typedef unsigned __int128 Uint128;  // exact sample * classes
 
-constexpr uint32_t kTemplateWeight = 96;  // of 256; the rest is noise
+constexpr uint32_t kTemplateWeight = 96;                   // of 256; the rest is noise
+constexpr uint64_t kMaxTemplateBytes = uint64_t{4} << 30;  // one uint8 template per class
+constexpr uint32_t kMaxThreads = 1024;
 constexpr uint64_t kTemplateStream = 0x7e3a5c1f00000000ull;
 constexpr uint64_t kLabelSalt = 0xa0761d6478bd642full;
 
@@ -236,6 +239,28 @@ Result<std::unique_ptr<SampleSource>> MakeSyntheticSource(const SyntheticOptions
   }
   if (o.channels == 0 || o.height == 0 || o.width == 0) {
     return Status::InvalidArgument("--shape needs C,H,W all at least 1");
+  }
+  // Everything the source allocates is sized from these, so each size is checked before it is
+  // computed: the sample (64 x 2^29 x 2^29 wrapped to 0 elements and crashed; 3 x 999999999 x
+  // 999999999 threw length_error), one template per class, one block per thread.
+  const std::vector<uint64_t> shape = {o.channels, o.height, o.width};
+  if (Status st = format::CheckSampleShape(shape, o.dtype); !st.ok()) {
+    return Status::Usage("--shape: " + st.message());
+  }
+  if (o.classes > format::MaxClassesFor(DType::kInt32)) {
+    return Status::Usage("--classes " + std::to_string(o.classes) + ": at most " +
+                         std::to_string(format::MaxClassesFor(DType::kInt32)));
+  }
+  const uint64_t elems = uint64_t{o.channels} * o.height * o.width;  // checked above
+  if (static_cast<Uint128>(o.classes) * elems > kMaxTemplateBytes) {
+    return Status::Usage("--classes " + std::to_string(o.classes) + " with samples of " +
+                         format::ShapeText(shape) +
+                         ": the generator keeps a template per class, more than " +
+                         std::to_string(kMaxTemplateBytes >> 30) + " GiB of them");
+  }
+  if (o.threads > kMaxThreads) {
+    return Status::Usage("--threads " + std::to_string(o.threads) + ": at most " +
+                         std::to_string(kMaxThreads));
   }
   return std::unique_ptr<SampleSource>(new SyntheticSource(o));
 }

@@ -35,6 +35,9 @@ struct SyntheticOptions {
   uint64_t block_bytes = 4 << 20;  // samples per block: block_bytes / sample bytes (at least 1)
 };
 
+// Usage, naming the flag, for a shape CheckSampleShape refuses, more classes than int32 labels
+// name, templates (one uint8 sample per class) over 4 GiB, or more than 1024 threads: each is
+// checked before anything is sized from it.
 Result<std::unique_ptr<SampleSource>> MakeSyntheticSource(const SyntheticOptions& options);
 
 // A dataset id that is a function of every option that shapes the output (threads excepted),

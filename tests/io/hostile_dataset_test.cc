@@ -1,0 +1,158 @@
+// Whole datasets a hostile user (or a careless one) hands Dataset::Open: forged fields with every
+// checksum recomputed (tests/testing/forged_dataset.h), shards renamed or swapped, a directory,
+// labels the header's class count does not allow. Each is refused naming the file, and the chunk
+// and byte offset where they apply, before anything is allocated from the forged value.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/dataset.h"
+#include "tests/testing/forged_dataset.h"
+#include "tests/testing/positional_data.h"
+#include "tests/testing/temp_dir.h"
+
+namespace rf {
+namespace {
+
+using testing::TempDir;
+
+// 400 positional samples of 2x3x5 uint8, labels i % 7, in chunks of 130 (4 KiB stored).
+std::vector<std::string> WriteDataset(const std::string& path, uint32_t shards = 1) {
+  std::vector<std::string> files;
+  testing::WritePositionalDataset(
+      path, 400,
+      {.channels = 2, .height = 3, .width = 5, .classes = 7, .shards = shards, .chunk_bytes = 4096},
+      &files);
+  return files;
+}
+
+std::string OpenError(const std::string& path) {
+  Result<Dataset> d = Dataset::Open(path);
+  return d.ok() ? "opened" : d.status().ToString();
+}
+
+TEST(HostileDataset, AChunkOffsetPastTheFileIsRefusedNamingFileChunkAndEntry) {
+  TempDir t;
+  const std::string p = WriteDataset(t.File("o.rfd"))[0];
+  testing::ForgeIndex(p, [](std::vector<format::ChunkEntry>* e) {
+    (*e)[2].offset = ~uint64_t{0} - format::kAlign + 1;  // + stored_bytes wraps to 0
+  });
+  EXPECT_EQ(OpenError(p), p + ": chunk 2 at byte 20576: bad chunk index entry: chunk at byte "
+                              "18446744073709547520 of 4096 bytes runs past the index at byte "
+                              "20480");
+}
+
+// A file of nothing but a header whose index "wraps" to end at byte 4096: it passed the file
+// size check and was read at offset 2^64-4096.
+TEST(HostileDataset, AHeaderOnlyFileWithAWrappingIndexIsRefused) {
+  TempDir t;
+  format::Header h;
+  h.channels = h.height = h.width = 1;
+  h.num_classes = 2;
+  h.total_samples = h.shard_samples = 100;
+  h.chunk_samples = 1;
+  h.total_chunks = h.shard_chunks = 100;
+  h.index_offset = ~uint64_t{0} - format::kAlign + 1;
+  h.file_size = h.index_offset + format::IndexStoredBytes(100);  // 4096
+  std::vector<uint8_t> file(format::kHeaderBytes);
+  format::EncodeHeader(h, file.data());
+  testing::WriteAll(t.File("w.rfd"), file);
+  EXPECT_EQ(OpenError(t.File("w.rfd")),
+            t.File("w.rfd") +
+                ": at byte 96: bad header: file size 4096 does not match the "
+                "index at 18446744073709547520");
+}
+
+TEST(HostileDataset, ForgedClassCountIsRefusedBeforeTheIndexIsRead) {
+  TempDir t;
+  const std::string p = WriteDataset(t.File("c.rfd"))[0];
+  testing::ForgeHeader(p, [](format::Header* h) { h->num_classes = 0xffffffffu; });
+  EXPECT_EQ(OpenError(p), p + ": at byte 52: bad header: 4294967295 classes; uint8 labels name at "
+                              "most 256");
+}
+
+// Issue 15, defect 12: swapped shards named the same file twice ("x-00000...: shard does not
+// belong to the dataset of x-00000...").
+TEST(HostileDataset, SwappedShardsAreNamedAsSwapped) {
+  TempDir t;
+  const std::vector<std::string> f = WriteDataset(t.File("s.rfd"), 2);
+  ASSERT_EQ(f.size(), 2u);
+  std::filesystem::rename(f[0], t.File("tmp"));
+  std::filesystem::rename(f[1], f[0]);
+  std::filesystem::rename(t.File("tmp"), f[1]);
+  for (const std::string& open : {t.File("s.rfd"), f[0], f[1]}) {
+    const std::string err = OpenError(open);
+    EXPECT_TRUE(err == f[0] +
+                           ": at byte 24: header says shard 1 of 2, the file name shard 0 of 2 "
+                           "(shards renamed or swapped?)" ||
+                err == f[1] +
+                           ": at byte 24: header says shard 0 of 2, the file name shard 1 of 2 "
+                           "(shards renamed or swapped?)")
+        << "opening " << open << ": " << err;
+  }
+}
+
+// A shard count that does not match the files present: the shards of a 2-shard dataset renamed
+// as 3 shards, and a single-file dataset given a shard's name.
+TEST(HostileDataset, AShardCountThatDoesNotMatchTheFileNamesIsRefused) {
+  TempDir t;
+  const std::vector<std::string> f = WriteDataset(t.File("n.rfd"), 2);
+  std::filesystem::rename(f[0], t.File("n-00000-of-00003.rfd"));
+  std::filesystem::rename(f[1], t.File("n-00001-of-00003.rfd"));
+  EXPECT_EQ(OpenError(t.File("n.rfd")),
+            t.File("n-00000-of-00003.rfd") +
+                ": at byte 24: header says shard 0 of 2, the file name shard 0 of 3 (shards "
+                "renamed or swapped?)");
+
+  const std::string one = WriteDataset(t.File("one.rfd"))[0];
+  std::filesystem::rename(one, t.File("one-00000-of-00002.rfd"));
+  EXPECT_EQ(OpenError(t.File("one-00000-of-00002.rfd")),
+            t.File("one-00000-of-00002.rfd") +
+                ": at byte 24: header says shard 0 of 1, the file name shard 0 of 2 (shards "
+                "renamed or swapped?)");
+}
+
+// Issue 15, defect 12: a directory as the dataset said "No such file".
+TEST(HostileDataset, ADirectoryIsNamedAsADirectory) {
+  TempDir t;
+  EXPECT_EQ(OpenError(t.path()), t.path() +
+                                     ": a directory, not a dataset (a .rfd file, or the "
+                                     "base name of its shards)");
+}
+
+// Issue 15, defect 10: labels at or beyond the class count in a file whose checksums hold.
+TEST(HostileDataset, ALabelOutsideTheClassCountIsRefusedNamingFileChunkSampleAndOffset) {
+  TempDir t;
+  const std::string p = WriteDataset(t.File("l.rfd"))[0];
+  testing::ForgeLabel(p, 2, 3, 200);
+  auto d = Dataset::Open(p);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->chunk(2).entry.first_sample, 260u);
+  std::vector<uint8_t> buf(d->max_chunk_bytes());
+  EXPECT_TRUE(d->ReadChunk(0, buf.data()).ok());
+  const Status st = d->ReadChunk(2, buf.data());
+  ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+  const uint64_t at = d->chunk(2).entry.offset + d->LabelsOffset(2) + 3;
+  EXPECT_EQ(st.ToString(), p + ": chunk 2 at byte " + std::to_string(at) +
+                               ": label 200 of sample 263 is outside [0, 7), the header's class "
+                               "count");
+  EXPECT_EQ(d->CheckLabels(2, buf.data()).ToString(), st.ToString());
+}
+
+TEST(HostileDataset, ANegativeInt32LabelIsRefused) {
+  TempDir t;
+  const std::string p = testing::WritePositionalDataset(
+      t.File("n.rfd"), 50, {.classes = 5, .label_dtype = DType::kInt32, .chunk_bytes = 4096});
+  testing::ForgeLabel(p, 0, 7, -1);
+  auto d = Dataset::Open(p);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  std::vector<uint8_t> buf(d->max_chunk_bytes());
+  const Status st = d->ReadChunk(0, buf.data());
+  EXPECT_NE(st.ToString().find(": label -1 of sample 7 is outside [0, 5)"), std::string::npos)
+      << st.ToString();
+}
+
+}  // namespace
+}  // namespace rf

@@ -1,0 +1,72 @@
+#include "tests/testing/forged_dataset.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "io/checksum.h"
+#include "tests/testing/temp_dir.h"
+
+namespace rf::testing {
+namespace {
+
+format::Header HeaderOf(const std::vector<uint8_t>& bytes, const std::string& path) {
+  auto h = format::DecodeHeader(bytes.data(), bytes.size(), path);
+  EXPECT_TRUE(h.ok()) << h.status().ToString();
+  return h.ok() ? *h : format::Header{};
+}
+
+std::vector<format::ChunkEntry> IndexOf(const std::vector<uint8_t>& bytes, const format::Header& h,
+                                        const std::string& path) {
+  auto e =
+      format::DecodeIndex(h, bytes.data() + h.index_offset, bytes.size() - h.index_offset, path);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? *e : std::vector<format::ChunkEntry>{};
+}
+
+void PutIndex(std::vector<uint8_t>* bytes, const format::Header& h,
+              const std::vector<format::ChunkEntry>& entries) {
+  const std::vector<uint8_t> index = format::EncodeIndex(entries);
+  ASSERT_LE(h.index_offset + index.size(), bytes->size());
+  std::memcpy(bytes->data() + h.index_offset, index.data(), index.size());
+}
+
+}  // namespace
+
+void ForgeHeader(const std::string& path, const std::function<void(format::Header*)>& edit) {
+  std::vector<uint8_t> bytes = ReadAll(path);
+  format::Header h = HeaderOf(bytes, path);
+  edit(&h);
+  format::EncodeHeader(h, bytes.data());
+  WriteAll(path, bytes);
+}
+
+void ForgeIndex(const std::string& path,
+                const std::function<void(std::vector<format::ChunkEntry>*)>& edit) {
+  std::vector<uint8_t> bytes = ReadAll(path);
+  const format::Header h = HeaderOf(bytes, path);
+  std::vector<format::ChunkEntry> entries = IndexOf(bytes, h, path);
+  const size_t n = entries.size();
+  edit(&entries);
+  ASSERT_EQ(entries.size(), n) << "ForgeIndex may not change the entry count";
+  PutIndex(&bytes, h, entries);
+  WriteAll(path, bytes);
+}
+
+void ForgeLabel(const std::string& path, size_t chunk, uint32_t i, int64_t value) {
+  std::vector<uint8_t> bytes = ReadAll(path);
+  const format::Header h = HeaderOf(bytes, path);
+  std::vector<format::ChunkEntry> entries = IndexOf(bytes, h, path);
+  ASSERT_LT(chunk, entries.size());
+  format::ChunkEntry& e = entries[chunk];
+  ASSERT_LT(i, e.sample_count);
+  const uint64_t labels_at =
+      e.offset + format::LayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes()).labels_offset;
+  // Little-endian: the low LabelBytes() bytes of the value are the label.
+  std::memcpy(bytes.data() + labels_at + i * h.LabelBytes(), &value, h.LabelBytes());
+  e.checksum = Checksum(bytes.data() + e.offset, e.stored_bytes);
+  PutIndex(&bytes, h, entries);
+  WriteAll(path, bytes);
+}
+
+}  // namespace rf::testing

@@ -1,0 +1,29 @@
+// Forging a dataset file the way a hostile user (or a broken writer) would: a field changed and
+// every checksum recomputed, so the damage passes the checksums and only the readers' own checks
+// of the fields can refuse it. For the tests of those checks (io, tools, src) and the fuzz seeds.
+//
+// Each edits a single file of a dataset in place (one shard: its own header and index).
+// A failure adds a test failure.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "io/format.h"
+
+namespace rf::testing {
+
+// Decodes the file's header, lets `edit` change any field, and writes it back with a valid
+// checksum (EncodeHeader's: the sample shape written is h.Shape()).
+void ForgeHeader(const std::string& path, const std::function<void(format::Header*)>& edit);
+// The same for the chunk index: decoded, edited, re-encoded with a valid index checksum. (The
+// edit may not change the entry count.)
+void ForgeIndex(const std::string& path,
+                const std::function<void(std::vector<format::ChunkEntry>*)>& edit);
+// Sets label `i` of chunk `chunk` (the file's chunk, in index order) to `value` in the file's
+// label dtype, and recomputes that chunk's checksum in the index.
+void ForgeLabel(const std::string& path, size_t chunk, uint32_t i, int64_t value);
+
+}  // namespace rf::testing

@@ -1,0 +1,81 @@
+// Dataset::Open on forged files, one dataset or its shards: the fuzzer's bytes edit the header
+// and index fields of a valid dataset's files (or replace a file whole: the raw mode), can swap
+// or drop shard files, and the harness recomputes the checksums it is asked to (chunks, index,
+// header), so the forgery reaches the checks behind them. An opened dataset is then read whole,
+// as `ringfeed-convert verify` reads it. What opens must describe chunks that lie inside their
+// files; nothing may be allocated from a size the files do not hold (run.sh's -malloc_limit_mb).
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/dataset.h"
+#include "tools/fuzz/fuzz_common.h"
+#include "tools/fuzz/header_checks.h"
+
+using namespace rf;
+using namespace rf::fuzz;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  const uint8_t mode = in.ConsumeIntegral<uint8_t>();
+  const std::vector<DatasetFiles>& sets = ValidDatasets();
+  const DatasetFiles& set = sets[mode % sets.size()];
+  std::vector<std::vector<uint8_t>> files = set.bytes;
+  std::vector<std::string> names = set.names;
+  const bool by_base = in.ConsumeBool();
+  if (mode & 0x80) {
+    files[0] = in.ConsumeRemainingBytes<uint8_t>();  // raw: a file of the fuzzer's bytes
+  } else {
+    for (int round = 0; round < 3 && in.remaining_bytes() > 0; ++round) {
+      std::vector<uint8_t>& f = files[in.ConsumeIntegralInRange<size_t>(0, files.size() - 1)];
+      std::vector<Field> fields = HeaderFields();
+      for (const Field& x : IndexFields(f)) fields.push_back(x);
+      ApplyEdits(in, fields, 4, &f);
+    }
+    for (std::vector<uint8_t>& f : files) {
+      if ((mode & 0x04) == 0) FixChunkChecksums(&f);
+      if ((mode & 0x08) == 0) FixIndexChecksum(&f);
+      if ((mode & 0x10) == 0) FixHeaderChecksum(&f);
+    }
+  }
+  if ((mode & 0x20) && files.size() == 2) std::swap(names[0], names[1]);
+  if ((mode & 0x40) && files.size() == 2) files.pop_back();
+
+  const std::string& dir = ScratchDir();
+  for (const std::string& n : set.names) std::filesystem::remove(dir + "/" + n);
+  for (size_t i = 0; i < files.size(); ++i) WriteFile(dir + "/" + names[i], files[i]);
+  const std::string path = by_base ? set.base : dir + "/" + names[0];
+
+  Result<Dataset> d = Dataset::Open(path);
+  if (!d.ok()) return 0;
+  const format::Header& h = d->header();
+  CheckAcceptedHeader(h);
+  RF_FUZZ_CHECK(d->chunk_count() == h.total_chunks);
+  RF_FUZZ_CHECK(d->shard_count() == h.shard_count && d->shard_count() <= files.size());
+  uint64_t largest_file = 0, samples = 0;
+  for (size_t s = 0; s < d->shard_count(); ++s)
+    largest_file = std::max(largest_file, d->shard_bytes(s));
+  RF_FUZZ_CHECK(d->max_chunk_bytes() <= largest_file);
+  for (size_t g = 0; g < d->chunk_count(); ++g) {
+    const ChunkLocation& c = d->chunk(g);
+    RF_FUZZ_CHECK(c.entry.index == g && c.entry.first_sample == samples);
+    RF_FUZZ_CHECK(c.entry.offset <= d->shard_bytes(c.shard) &&
+                  c.entry.stored_bytes <= d->shard_bytes(c.shard) - c.entry.offset);
+    samples += c.entry.sample_count;
+  }
+  RF_FUZZ_CHECK(samples == h.total_samples);
+  // Read it whole, as verify does: every chunk that passes has every label in range.
+  std::vector<uint8_t> buf(d->max_chunk_bytes());
+  for (size_t g = 0; g < d->chunk_count(); ++g) {
+    if (!d->ReadChunk(g, buf.data()).ok()) continue;
+    RF_FUZZ_CHECK(d->LabelsOffset(g) + uint64_t{d->chunk(g).entry.sample_count} * h.LabelBytes() <=
+                  d->chunk(g).entry.stored_bytes);
+    for (uint32_t i = 0; h.HasLabels() && i < d->chunk(g).entry.sample_count; ++i) {
+      const int64_t label = d->Label(g, buf.data(), i);
+      RF_FUZZ_CHECK(label >= 0 && label < int64_t{h.num_classes});
+    }
+  }
+  return 0;
+}

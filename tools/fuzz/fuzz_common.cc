@@ -1,0 +1,346 @@
+#include "tools/fuzz/fuzz_common.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "io/checksum.h"
+#include "io/dataset_writer.h"
+#include "io/format.h"
+#include "kernels/checkpoint.h"
+
+namespace rf::fuzz {
+namespace {
+
+// Where a forged value is most likely to slip past a check: around 0, the dtype and alignment
+// boundaries, and the 32- and 64-bit limits (an offset near 2^64 that wraps).
+constexpr uint64_t kEdgeValues[] = {0,
+                                    1,
+                                    2,
+                                    3,
+                                    4,
+                                    8,
+                                    63,
+                                    64,
+                                    255,
+                                    256,
+                                    257,
+                                    4095,
+                                    4096,
+                                    4097,
+                                    65535,
+                                    65536,
+                                    65537,
+                                    0x7fffffffull,
+                                    0x80000000ull,
+                                    0xffffffffull,
+                                    0x100000000ull,
+                                    0x100000001ull,
+                                    uint64_t{1} << 40,
+                                    uint64_t{1} << 62,
+                                    uint64_t{1} << 63,
+                                    ~uint64_t{0} - 4095,
+                                    ~uint64_t{0} - 1,
+                                    ~uint64_t{0}};
+
+DatasetFiles WriteValid(const std::string& name, const DatasetSpec& spec, uint32_t shards,
+                        uint64_t samples) {
+  const std::string base = ScratchDir() + "/" + name;
+  WriterOptions o;
+  o.shards = shards;
+  o.chunk_bytes = 4096;
+  o.dataset_id = 0x5eed0000 + samples;
+  auto w = DatasetWriter::Create(base, spec, o);
+  RF_FUZZ_CHECK(w.ok());
+  format::Header view;
+  view.sample_dtype = spec.sample_dtype;
+  RF_FUZZ_CHECK(format::SetSampleShape(spec.shape, &view).ok());
+  const uint64_t sample_bytes = view.SampleBytes();
+  std::vector<uint8_t> sample(sample_bytes);
+  for (uint64_t i = 0; i < samples; ++i) {
+    for (uint64_t k = 0; k < sample_bytes; ++k) sample[k] = static_cast<uint8_t>(i * 31 + k);
+    if (spec.sample_dtype == DType::kFloat32) {
+      for (uint64_t k = 0; k < sample_bytes / 4; ++k) {
+        const float v = static_cast<float>(i) + 0.25f * static_cast<float>(k);
+        std::memcpy(&sample[4 * k], &v, 4);
+      }
+    }
+    const int64_t label = spec.has_labels ? static_cast<int64_t>(i % spec.num_classes) : 0;
+    RF_FUZZ_CHECK(
+        (*w)->Append(sample.data(), spec.has_labels ? static_cast<const void*>(&label) : nullptr, 1)
+            .ok());
+  }
+  RF_FUZZ_CHECK((*w)->Finish().ok());
+  DatasetFiles d;
+  d.base = base;
+  for (const std::string& p : (*w)->paths()) {
+    std::ifstream f(p, std::ios::binary);
+    d.names.push_back(std::filesystem::path(p).filename());
+    d.bytes.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    std::filesystem::remove(p);  // the targets write their own copies
+  }
+  return d;
+}
+
+}  // namespace
+
+const std::string& ScratchDir() {
+  static const std::string dir = [] {
+    std::string root = "/dev/shm";
+    if (::access(root.c_str(), W_OK) != 0) {
+      const char* tmp = std::getenv("TMPDIR");
+      root = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+    }
+    std::string tmpl = root + "/ringfeed-fuzz.XXXXXX";
+    RF_FUZZ_CHECK(::mkdtemp(tmpl.data()) != nullptr);
+    static const std::string made = tmpl;
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(made, ec);
+    });
+    return tmpl;
+  }();
+  return dir;
+}
+
+void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  RF_FUZZ_CHECK(f != nullptr);
+  RF_FUZZ_CHECK(bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+  RF_FUZZ_CHECK(std::fclose(f) == 0);
+}
+
+const std::vector<Field>& HeaderFields() {
+  static const std::vector<Field> fields = [] {
+    std::vector<Field> f = {
+        {"magic", 0, 8},          {"version", 8, 4},        {"header_bytes", 12, 4},
+        {"dataset_id", 16, 8},    {"shard_index", 24, 4},   {"shard_count", 28, 4},
+        {"sample_dtype", 32, 4},  {"label_dtype", 36, 4},   {"channels", 40, 4},
+        {"height", 44, 4},        {"width", 48, 4},         {"num_classes", 52, 4},
+        {"total_samples", 56, 8}, {"total_chunks", 64, 8},  {"chunk_samples", 72, 4},
+        {"shard_chunks", 76, 4},  {"shard_samples", 80, 8}, {"index_offset", 88, 8},
+        {"file_size", 96, 8},     {"mean[0]", 128, 4},      {"std[0]", 384, 4},
+        {"mean[2]", 136, 4},      {"std[2]", 392, 4},       {"ndim", 640, 4},
+        {"dims[0]", 644, 4},      {"dims[1]", 648, 4},      {"dims[2]", 652, 4},
+        {"dims[3]", 656, 4},
+    };
+    // The table against the encoder: a header of distinct values puts each where it says.
+    format::Header h;
+    h.dataset_id = 0x1111111111111111ull;
+    h.shard_index = 0x22;
+    h.shard_count = 0x33;
+    h.num_classes = 0x44;
+    h.total_samples = 0x5555555555ull;
+    h.total_chunks = 0x6666666666ull;
+    h.chunk_samples = 0x77;
+    h.shard_chunks = 0x88;
+    h.shard_samples = 0x9999999999ull;
+    h.index_offset = 0xaaaaaaaaaaull;
+    h.file_size = 0xbbbbbbbbbbull;
+    h.channels = 3;
+    h.height = 0xcc;
+    h.width = 0xdd;
+    std::vector<uint8_t> b(format::kHeaderBytes);
+    format::EncodeHeader(h, b.data());
+    const uint64_t want[] = {h.dataset_id,    h.shard_index,  h.shard_count,   h.num_classes,
+                             h.total_samples, h.total_chunks, h.chunk_samples, h.shard_chunks,
+                             h.shard_samples, h.index_offset, h.file_size,     h.height,
+                             h.width};
+    const char* names[] = {"dataset_id",    "shard_index",  "shard_count",   "num_classes",
+                           "total_samples", "total_chunks", "chunk_samples", "shard_chunks",
+                           "shard_samples", "index_offset", "file_size",     "height",
+                           "width"};
+    for (size_t i = 0; i < std::size(want); ++i) {
+      for (const Field& x : f) {
+        if (std::strcmp(x.name, names[i]) == 0)
+          RF_FUZZ_CHECK(GetField(b, x.offset, x.width) == want[i]);
+      }
+    }
+    return f;
+  }();
+  return fields;
+}
+
+std::vector<Field> IndexFields(const std::vector<uint8_t>& file) {
+  const uint64_t at = GetField(file, 88, 8);
+  uint64_t entries = GetField(file, 76, 4);
+  if (at >= file.size()) return {};
+  entries = std::min<uint64_t>(entries, (file.size() - at) / format::kIndexEntryBytes);
+  std::vector<Field> f;
+  for (uint64_t i = 0; i < entries; ++i) {
+    const uint64_t e = at + i * format::kIndexEntryBytes;
+    f.push_back({"index", e, 8});
+    f.push_back({"first_sample", e + 8, 8});
+    f.push_back({"offset", e + 16, 8});
+    f.push_back({"stored_bytes", e + 24, 8});
+    f.push_back({"sample_count", e + 32, 4});
+    f.push_back({"checksum", e + 40, 8});
+  }
+  return f;
+}
+
+const std::vector<DatasetFiles>& ValidDatasets() {
+  static const std::vector<DatasetFiles> sets = [] {
+    std::vector<DatasetFiles> s;
+    DatasetSpec images;
+    images.shape = {3, 4, 5};
+    images.num_classes = 10;
+    s.push_back(WriteValid("images.rfd", images, 1, 100));
+    s.push_back(WriteValid("shards.rfd", images, 2, 200));
+    DatasetSpec tokens;
+    tokens.sample_dtype = DType::kInt64;
+    tokens.shape = {16};
+    tokens.has_labels = false;
+    s.push_back(WriteValid("tokens.rfd", tokens, 1, 40));
+    DatasetSpec floats;
+    floats.sample_dtype = DType::kFloat32;
+    floats.label_dtype = DType::kInt32;
+    floats.shape = {6, 7};
+    floats.num_classes = 300;
+    s.push_back(WriteValid("floats.rfd", floats, 1, 50));
+    return s;
+  }();
+  return sets;
+}
+
+const std::vector<uint8_t>& ValidCheckpoint() {
+  static const std::vector<uint8_t> bytes = [] {
+    Checkpoint c;
+    c.config.channels = 1;
+    c.config.height = c.config.width = 8;
+    c.config.classes = 3;
+    c.config.conv = {2, 3};
+    c.config.hidden = 5;
+    c.params = InitialParameters(c.config, 7);
+    c.momentum = ZerosLike(c.config);
+    c.epoch = 1;
+    c.next_sample = 10;
+    c.step = 12;
+    c.batch_size = 4;
+    c.dataset_samples = 40;
+    c.world_size = 2;
+    c.stretches = {{3, 6}};
+    auto b = EncodeCheckpoint(c);
+    RF_FUZZ_CHECK(b.ok());
+    return *b;
+  }();
+  return bytes;
+}
+
+const std::vector<Field>& CheckpointFields() {
+  // kernels/checkpoint.h's layout for ValidCheckpoint's two conv blocks and one stretch.
+  static const std::vector<Field> fields = {
+      {"magic", 0, 8},
+      {"version", 8, 4},
+      {"channels", 12, 4},
+      {"height", 16, 4},
+      {"width", 20, 4},
+      {"classes", 24, 4},
+      {"blocks", 28, 4},
+      {"conv[0]", 32, 4},
+      {"conv[1]", 36, 4},
+      {"hidden", 40, 4},
+      {"lr", 44, 4},
+      {"momentum", 48, 4},
+      {"weight_decay", 52, 4},
+      {"seed", 56, 8},
+      {"epoch", 64, 8},
+      {"next_sample", 72, 8},
+      {"step", 80, 8},
+      {"batch_size", 88, 4},
+      {"order_window", 92, 4},
+      {"dataset_id", 96, 8},
+      {"dataset_samples", 104, 8},
+      {"world_size", 112, 4},
+      {"stretches", 116, 4},
+      {"stretch.world_size", 120, 4},
+      {"stretch.position", 124, 8},
+      {"tensors", 132, 4},
+      {"tensor[0].count", 136, 8},
+  };
+  return fields;
+}
+
+uint64_t GetField(const std::vector<uint8_t>& bytes, size_t offset, size_t width) {
+  if (offset > bytes.size() || width > bytes.size() - offset) return 0;
+  uint64_t v = 0;
+  std::memcpy(&v, bytes.data() + offset, width);  // little-endian, as every target
+  return v;
+}
+
+void PutField(std::vector<uint8_t>* bytes, size_t offset, size_t width, uint64_t value) {
+  if (offset > bytes->size() || width > bytes->size() - offset) return;
+  std::memcpy(bytes->data() + offset, &value, width);
+}
+
+void ApplyEdits(FuzzedDataProvider& in, const std::vector<Field>& fields, size_t max_edits,
+                std::vector<uint8_t>* bytes) {
+  for (size_t e = 0; e < max_edits && in.remaining_bytes() > 0; ++e) {
+    switch (in.ConsumeIntegralInRange<int>(0, 5)) {
+      case 0:  // a field to an edge value, or that value plus a small step
+      case 1: {
+        const Field& f = fields[in.ConsumeIntegralInRange<size_t>(0, fields.size() - 1)];
+        uint64_t v = in.PickValueInArray(kEdgeValues);
+        v += in.ConsumeIntegralInRange<int64_t>(-2, 2);
+        PutField(bytes, f.offset, f.width, v);
+        break;
+      }
+      case 2: {  // a field to the input's own value
+        const Field& f = fields[in.ConsumeIntegralInRange<size_t>(0, fields.size() - 1)];
+        PutField(bytes, f.offset, f.width, in.ConsumeIntegral<uint64_t>());
+        break;
+      }
+      case 3: {  // any bytes, anywhere
+        if (bytes->empty()) break;
+        const size_t at = in.ConsumeIntegralInRange<size_t>(0, bytes->size() - 1);
+        const std::vector<uint8_t> v = in.ConsumeBytes<uint8_t>(
+            in.ConsumeIntegralInRange<size_t>(1, std::min<size_t>(16, bytes->size() - at)));
+        std::copy(v.begin(), v.end(), bytes->begin() + static_cast<ptrdiff_t>(at));
+        break;
+      }
+      case 4:  // cut
+        bytes->resize(in.ConsumeIntegralInRange<size_t>(0, bytes->size()));
+        break;
+      case 5:  // extend
+        bytes->resize(bytes->size() + in.ConsumeIntegralInRange<size_t>(1, 8192),
+                      in.ConsumeIntegral<uint8_t>());
+        break;
+    }
+  }
+}
+
+void FixHeaderChecksum(std::vector<uint8_t>* file) {
+  if (file->size() < format::kHeaderBytes) return;
+  PutField(file, format::kHeaderBytes - 8, 8, Checksum(file->data(), format::kHeaderBytes - 8));
+}
+
+void FixIndexChecksum(std::vector<uint8_t>* file) {
+  const uint64_t chunks = GetField(*file, 76, 4);
+  const uint64_t at = GetField(*file, 88, 8);
+  const uint64_t body = chunks * format::kIndexEntryBytes;
+  if (file->size() < format::kHeaderBytes || at > file->size() || body + 8 > file->size() - at) {
+    return;
+  }
+  PutField(file, at + body, 8, Checksum(file->data() + at, body));
+}
+
+void FixChunkChecksums(std::vector<uint8_t>* file) {
+  const uint64_t chunks = GetField(*file, 76, 4);
+  const uint64_t at = GetField(*file, 88, 8);
+  if (file->size() < format::kHeaderBytes || at > file->size() ||
+      chunks * format::kIndexEntryBytes > file->size() - at) {
+    return;
+  }
+  for (uint64_t i = 0; i < chunks; ++i) {
+    const uint64_t e = at + i * format::kIndexEntryBytes;
+    const uint64_t offset = GetField(*file, e + 16, 8), stored = GetField(*file, e + 24, 8);
+    if (offset > file->size() || stored > file->size() - offset) continue;
+    PutField(file, e + 40, 8, Checksum(file->data() + offset, stored));
+  }
+}
+
+}  // namespace rf::fuzz

@@ -1,0 +1,80 @@
+// What the fuzz targets share: the valid files they start from (written by the real writers),
+// the table of where each header field lies, edits of those fields driven by the fuzzer's bytes,
+// and the checksum repairs that make an edited file pass its checksums, so that the fuzzer's
+// mutations reach the checks behind them (a structure-aware harness). See tools/fuzz/README.md.
+//
+// Thread safety: none; libFuzzer runs one input at a time.
+#pragma once
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+// A decoder accepted what its contract says it refuses: stop, so the fuzzer records the input.
+#define RF_FUZZ_CHECK(cond)                                                                   \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
+      std::fprintf(stderr, "fuzz invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+      std::abort();                                                                           \
+    }                                                                                         \
+  } while (0)
+
+namespace rf::fuzz {
+
+// A field of a file: where it lies and how wide it is (1, 2, 4 or 8 bytes, little-endian).
+struct Field {
+  const char* name;
+  size_t offset;
+  size_t width;
+};
+
+// The dataset header's fields (io/format.cc's offsets, checked against EncodeHeader on first use).
+const std::vector<Field>& HeaderFields();
+// The fields of the chunk index entries of `file` (where its header places them, as many as lie
+// inside the file).
+std::vector<Field> IndexFields(const std::vector<uint8_t>& file);
+
+// The files of small valid datasets, written once by DatasetWriter into a temporary directory:
+// 0: one file of 3x4x5 uint8 images, 10 classes, 100 samples in 4 KiB chunks;
+// 1: the same in 2 shards; 2: one file of 16-token int64 rows without labels, in 2 chunks;
+// 3: one file of 2-dim 6x7 float32 samples, int32 labels of 300 classes.
+// Each is a list of (file name, bytes), shard order.
+struct DatasetFiles {
+  std::string base;  // the name the dataset is opened by
+  std::vector<std::string> names;
+  std::vector<std::vector<uint8_t>> bytes;
+};
+const std::vector<DatasetFiles>& ValidDatasets();
+
+// A valid checkpoint (1x8x8, 3 classes, conv 2,3, hidden 5; world size 2 with one stretch), and
+// where its fields lie.
+const std::vector<uint8_t>& ValidCheckpoint();
+const std::vector<Field>& CheckpointFields();
+
+// Applies up to `max_edits` edits the input asks for to `bytes`: a field of `fields` set to an
+// edge value (0, 1, 2^31, 2^32, 2^63, 2^64-1, ...) or to the input's own bytes, any byte
+// overwritten, or the buffer cut or extended. Stops when the input runs out.
+void ApplyEdits(FuzzedDataProvider& in, const std::vector<Field>& fields, size_t max_edits,
+                std::vector<uint8_t>* bytes);
+
+// Little-endian field access within a buffer (false / 0 where it does not fit).
+uint64_t GetField(const std::vector<uint8_t>& bytes, size_t offset, size_t width);
+void PutField(std::vector<uint8_t>* bytes, size_t offset, size_t width, uint64_t value);
+
+// Checksum repairs, as a forger makes them: the header's over its first 4088 bytes; the index's
+// over its entries (where the header's index_offset and shard_chunks place it inside the file);
+// every chunk's, for the entries whose extent lies inside the file. Each a no-op where the
+// fields it needs do not fit.
+void FixHeaderChecksum(std::vector<uint8_t>* file);
+void FixIndexChecksum(std::vector<uint8_t>* file);
+void FixChunkChecksums(std::vector<uint8_t>* file);
+
+// A directory of this process's own under /dev/shm (or $TMPDIR), removed at exit.
+const std::string& ScratchDir();
+void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes);
+
+}  // namespace rf::fuzz

@@ -1,0 +1,35 @@
+// What every header DecodeHeader accepts must satisfy (its contract in io/format.h): the fuzz
+// targets check it of each header they get accepted, so an accepted hostile header stops the
+// fuzzer as a crash would.
+#pragma once
+
+#include "io/format.h"
+#include "tools/fuzz/fuzz_common.h"
+
+namespace rf::fuzz {
+
+inline void CheckAcceptedHeader(const format::Header& h) {
+  RF_FUZZ_CHECK(h.ndim >= 1 && h.ndim <= format::kMaxDims);
+  RF_FUZZ_CHECK(h.SampleElems() >= 1);
+  RF_FUZZ_CHECK(h.SampleBytes() >= 1 && h.SampleBytes() <= format::kMaxSampleBytes);
+  uint64_t elems = 1;
+  for (uint64_t d : h.Shape()) {
+    RF_FUZZ_CHECK(d >= 1 && !__builtin_mul_overflow(elems, d, &elems));
+  }
+  RF_FUZZ_CHECK(elems == h.SampleElems());
+  RF_FUZZ_CHECK(IsSampleDType(h.sample_dtype) && IsLabelDType(h.label_dtype));
+  RF_FUZZ_CHECK(h.num_classes <= format::MaxClassesFor(h.label_dtype));
+  RF_FUZZ_CHECK(h.shard_count >= 1 && h.shard_index < h.shard_count);
+  RF_FUZZ_CHECK(h.total_samples >= 1 && h.chunk_samples >= 1);
+  RF_FUZZ_CHECK(h.total_chunks == h.total_samples / h.chunk_samples +
+                                      (h.total_samples % h.chunk_samples != 0 ? 1 : 0));
+  RF_FUZZ_CHECK(h.shard_samples <= h.total_samples);
+  format::ChunkLayout full;
+  RF_FUZZ_CHECK(format::CheckedLayoutFor(h.chunk_samples, h.SampleBytes(), h.LabelBytes(), &full));
+  RF_FUZZ_CHECK(full.stored_bytes % format::kAlign == 0 && full.stored_bytes >= format::kAlign);
+  RF_FUZZ_CHECK(h.index_offset >= format::kHeaderBytes && h.index_offset % format::kAlign == 0);
+  RF_FUZZ_CHECK(h.index_offset <= h.file_size);
+  RF_FUZZ_CHECK(h.file_size - h.index_offset == format::IndexStoredBytes(h.shard_chunks));
+}
+
+}  // namespace rf::fuzz

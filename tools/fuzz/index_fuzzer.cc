@@ -1,0 +1,52 @@
+// DecodeIndex on forged chunk indices: the fuzzer's bytes set fields of a valid index (chunk
+// numbers, offsets near 2^64, overlapping or unaligned extents, sizes, sample counts) and of its
+// header; the harness recomputes both checksums. Whatever is accepted lies inside the file, in
+// order, without overlap, aligned, and accounts for the shard's samples.
+#include <cstdint>
+#include <vector>
+
+#include "io/format.h"
+#include "tools/fuzz/fuzz_common.h"
+#include "tools/fuzz/header_checks.h"
+
+using namespace rf;
+using namespace rf::fuzz;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  const std::vector<DatasetFiles>& sets = ValidDatasets();
+  const DatasetFiles& set = sets[in.ConsumeIntegralInRange<size_t>(0, sets.size() - 1)];
+  std::vector<uint8_t> file = set.bytes[in.ConsumeIntegralInRange<size_t>(0, set.bytes.size() - 1)];
+  const uint8_t flags = in.ConsumeIntegral<uint8_t>();
+  std::vector<Field> fields = IndexFields(file);
+  if (flags & 1) {  // the header's size fields too
+    for (const Field& f : HeaderFields()) fields.push_back(f);
+  }
+  ApplyEdits(in, fields, 6, &file);
+  if ((flags & 2) == 0) FixIndexChecksum(&file);
+  FixHeaderChecksum(&file);
+  Result<format::Header> h = format::DecodeHeader(file.data(), file.size(), "fuzz.rfd");
+  if (!h.ok()) return 0;
+  CheckAcceptedHeader(*h);
+  // As Dataset::Open calls it: the bytes from index_offset on, where the file holds them.
+  if (h->index_offset > file.size()) return 0;
+  auto entries = format::DecodeIndex(*h, file.data() + h->index_offset,
+                                     file.size() - h->index_offset, "fuzz.rfd");
+  if (!entries.ok()) return 0;
+  RF_FUZZ_CHECK(entries->size() == h->shard_chunks);
+  uint64_t next = format::kHeaderBytes, samples = 0;
+  for (const format::ChunkEntry& e : *entries) {
+    RF_FUZZ_CHECK(e.offset % format::kAlign == 0 && e.offset >= next);
+    RF_FUZZ_CHECK(e.offset <= h->index_offset && e.stored_bytes <= h->index_offset - e.offset);
+    RF_FUZZ_CHECK(e.stored_bytes % format::kAlign == 0 && e.stored_bytes > 0);
+    RF_FUZZ_CHECK(e.sample_count >= 1 && e.sample_count <= h->chunk_samples);
+    RF_FUZZ_CHECK(e.index < h->total_chunks && e.index % h->shard_count == h->shard_index);
+    const format::ChunkLayout l =
+        format::LayoutFor(e.sample_count, h->SampleBytes(), h->LabelBytes());
+    RF_FUZZ_CHECK(l.stored_bytes == e.stored_bytes && l.payload_bytes <= e.stored_bytes);
+    next = e.offset + e.stored_bytes;
+    samples += e.sample_count;
+  }
+  RF_FUZZ_CHECK(samples == h->shard_samples);
+  return 0;
+}

@@ -1,0 +1,67 @@
+// fuzz_seeds DIR: writes the seed corpus of every fuzz target under DIR/<target>/, from the same
+// valid files the targets start from (written by the real DatasetWriter and EncodeCheckpoint, so
+// the seeds follow the format as it is, not as a committed file once was).
+//
+//   header_raw, checkpoint_raw   whole valid headers and checkpoints (the raw targets' input)
+//   dataset                      each valid dataset file in the target's raw mode, and a few
+//                                edit programs
+//   header, index, checkpoint    edit programs (the empty input is the valid file itself)
+//
+// FuzzedDataProvider takes integers from the input's end and bytes from its front, so a seed is
+// [bytes...][choices, last one first].
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/format.h"
+#include "tools/fuzz/fuzz_common.h"
+
+using namespace rf;
+using namespace rf::fuzz;
+
+namespace {
+
+void Seed(const std::string& dir, const std::string& name, const std::vector<uint8_t>& bytes) {
+  std::filesystem::create_directories(dir);
+  WriteFile(dir + "/" + name, bytes);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_seeds DIR\n");
+    return 2;
+  }
+  const std::string root = argv[1];
+  const std::vector<DatasetFiles>& sets = ValidDatasets();
+  int n = 0;
+  for (size_t s = 0; s < sets.size(); ++s) {
+    for (size_t f = 0; f < sets[s].bytes.size(); ++f) {
+      const std::vector<uint8_t>& file = sets[s].bytes[f];
+      const std::string tag = std::to_string(s) + "-" + std::to_string(f);
+      Seed(root + "/header_raw", "valid-" + tag,
+           std::vector<uint8_t>(file.begin(), file.begin() + format::kHeaderBytes));
+      // Raw mode (0x80) of dataset set s, opened by the file's own name (bool false).
+      std::vector<uint8_t> raw = file;
+      raw.push_back(0);
+      raw.push_back(static_cast<uint8_t>(0x80 | s));
+      Seed(root + "/dataset", "raw-" + tag, raw);
+      ++n;
+    }
+    // Edit programs: the set, opened by its base name, one field edit of each kind.
+    for (uint8_t kind = 0; kind < 3; ++kind) {
+      Seed(
+          root + "/dataset", "edit-" + std::to_string(s) + "-" + std::to_string(kind),
+          {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 5, kind, 0, 1, static_cast<uint8_t>(s)});
+    }
+    Seed(root + "/header", "set-" + std::to_string(s), {1, 0, static_cast<uint8_t>(s)});
+    Seed(root + "/index", "set-" + std::to_string(s), {1, 0, static_cast<uint8_t>(s)});
+  }
+  Seed(root + "/checkpoint_raw", "valid", ValidCheckpoint());
+  Seed(root + "/checkpoint", "valid", {0});
+  Seed(root + "/checkpoint", "edit", {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 3, 0, 0});
+  std::printf("fuzz_seeds: %d dataset files, 1 checkpoint, under %s\n", n, root.c_str());
+  return 0;
+}
