@@ -18,6 +18,7 @@ packages=(
   python3-numpy python3-pytest  # the Python package's tests
   python3-torch                 # ... which check zero-copy export to torch (CPU build)
   dataset-fashion-mnist         # the real data the main job and the tests convert
+  clang libclang-rt-14-dev      # tools/fuzz/run.sh: libFuzzer (clang's runtime is not pulled in)
 )
 
 missing=()

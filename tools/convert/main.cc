@@ -4,6 +4,7 @@
 //
 // Exit codes: 0 success, 1 a data or file error, 2 a command line that cannot be run. Every
 // failure is one line on stderr: "ringfeed-convert: <file>: at byte <offset>: <what>".
+#include <exception>
 #include <iostream>
 #include <new>
 #include <string>
@@ -26,6 +27,10 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::cerr << "ringfeed-convert: out of memory (--memory-budget bounds the block of samples "
                  "being converted)\n";
+    return 1;
+  } catch (const std::exception& e) {
+    // Nothing below throws on purpose (as ringfeed's main): one line, not an abort.
+    std::cerr << "ringfeed-convert: " << e.what() << "\n";
     return 1;
   }
 }

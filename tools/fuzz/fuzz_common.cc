@@ -277,6 +277,10 @@ void PutField(std::vector<uint8_t>* bytes, size_t offset, size_t width, uint64_t
   std::memcpy(bytes->data() + offset, &value, width);
 }
 
+uint64_t EdgeValue(FuzzedDataProvider& in) {
+  return in.PickValueInArray(kEdgeValues) + in.ConsumeIntegralInRange<int64_t>(-2, 2);
+}
+
 void ApplyEdits(FuzzedDataProvider& in, const std::vector<Field>& fields, size_t max_edits,
                 std::vector<uint8_t>* bytes) {
   for (size_t e = 0; e < max_edits && in.remaining_bytes() > 0; ++e) {
@@ -284,9 +288,7 @@ void ApplyEdits(FuzzedDataProvider& in, const std::vector<Field>& fields, size_t
       case 0:  // a field to an edge value, or that value plus a small step
       case 1: {
         const Field& f = fields[in.ConsumeIntegralInRange<size_t>(0, fields.size() - 1)];
-        uint64_t v = in.PickValueInArray(kEdgeValues);
-        v += in.ConsumeIntegralInRange<int64_t>(-2, 2);
-        PutField(bytes, f.offset, f.width, v);
+        PutField(bytes, f.offset, f.width, EdgeValue(in));
         break;
       }
       case 2: {  // a field to the input's own value

@@ -55,6 +55,9 @@ const std::vector<DatasetFiles>& ValidDatasets();
 const std::vector<uint8_t>& ValidCheckpoint();
 const std::vector<Field>& CheckpointFields();
 
+// An edge value (0, 1, 2^31, 2^32, 2^63, 2^64-1, ...), give or take 2.
+uint64_t EdgeValue(FuzzedDataProvider& in);
+
 // Applies up to `max_edits` edits the input asks for to `bytes`: a field of `fields` set to an
 // edge value (0, 1, 2^31, 2^32, 2^63, 2^64-1, ...) or to the input's own bytes, any byte
 // overwritten, or the buffer cut or extended. Stops when the input runs out.

@@ -28,7 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint64_t total = GetField(header, 56, 8), per = GetField(header, 72, 4);
     const uint64_t count = GetField(header, 28, 4), index = GetField(header, 24, 4);
     if (per != 0 && count != 0) {
-      const uint64_t chunks = total / per + (total % per != 0 ? 1 : 0);
+      // Exactly, or by the rounding formula a reader might use, which wraps near 2^64 (a
+      // forger who knows it makes the counts agree with the wrapped value).
+      const uint64_t chunks =
+          (flags & 8) ? (total + per - 1) / per : total / per + (total % per != 0 ? 1 : 0);
       PutField(&header, 64, 8, chunks);
       const uint64_t mine = chunks / count + (index < chunks % count ? 1 : 0);
       PutField(&header, 76, 4, mine);
