@@ -2,13 +2,103 @@
 # The README's test command: installs what ringfeed needs, builds it with warnings as errors,
 # installs the Python package (`import ringfeed` works afterwards), and runs every test (GPU
 # tests skip themselves where no GPU is found; the Python tests run against the build tree).
+#
+#   tools/test.sh                      the above, in build/ (RINGFEED_BUILD_DIR)
+#   tools/test.sh --sanitize           both sanitizer runs below, one after the other
+#   tools/test.sh --sanitize=address   AddressSanitizer + UndefinedBehaviorSanitizer: the whole
+#                                      suite, built with CUDA OFF (no CUDA header reachable), in
+#                                      build-asan/
+#   tools/test.sh --sanitize=thread    ThreadSanitizer: the threaded suites (ctest labels io,
+#                                      pipeline and dist: the reader, ring, feeder, staging and
+#                                      copier threads, the ranks and their watchdog), in
+#                                      build-tsan/
+#
+# A sanitizer finding fails its test: ASan and TSan halt on the first report, UBSan is built
+# without recovery. Suppressions (tools/sanitizers/) name third-party libraries only.
+# Extra ctest arguments go after `--`, e.g. `tools/test.sh --sanitize=thread -- -R Feeder`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
+
+sanitize=""
+while (($#)); do
+  case "$1" in
+    --sanitize) sanitize="address thread" ;;
+    --sanitize=address | --sanitize=address,undefined) sanitize="address" ;;
+    --sanitize=thread) sanitize="thread" ;;
+    --) shift; break ;;
+    *) echo "usage: tools/test.sh [--sanitize[=address|thread]] [-- CTEST_ARGS...]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
 tools/install-deps.sh
-build=${RINGFEED_BUILD_DIR:-build}
-cmake -S . -B "$build" -DRINGFEED_WERROR=ON
-cmake --build "$build" -j"$(nproc)"
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-$sudo cmake --install "$build" --component python
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)"
+jobs=$(nproc)
+
+if [ -z "$sanitize" ]; then
+  build=${RINGFEED_BUILD_DIR:-build}
+  cmake -S . -B "$build" -DRINGFEED_WERROR=ON
+  cmake --build "$build" -j"$jobs"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo cmake --install "$build" --component python
+  ctest --test-dir "$build" --output-on-failure -j"$jobs" "$@"
+  exit 0
+fi
+
+# Sanitizer builds: -O1 (ASan's and TSan's own advice: fast enough, stacks still exact) with
+# assertions on, CUDA OFF (device code cannot be instrumented; compute-sanitizer covers it on
+# the GPU machine).
+sanitizer_build() {  # <dir> <sanitizers> [targets...] (none: all)
+  local dir=$1 san=$2
+  shift 2
+  cmake -S . -B "$dir" -DRINGFEED_WERROR=ON -DRINGFEED_CUDA=OFF -DRINGFEED_SANITIZE="$san" \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g"
+  # Defect 13: a CUDA-OFF build compiles with no CUDA include directory, so an unguarded CUDA
+  # header anywhere fails the build instead of being found in /usr/local/cuda.
+  if grep -Eq -- '-(I|isystem) *[^ ]*cuda[^ ]*/include' "$dir/compile_commands.json"; then
+    echo "test.sh: a CUDA include directory is on a CUDA-OFF build's command lines" >&2
+    exit 1
+  fi
+  if (($#)); then
+    cmake --build "$dir" -j"$jobs" --target "$@"
+  else
+    cmake --build "$dir" -j"$jobs"
+  fi
+  # ... and the compiler's own record of every header each file included names none.
+  local found
+  found=$(find "$dir" -name '*.o.d' -print0 |
+    xargs -0 -r grep -lE '(/usr/local/cuda|cuda_runtime|cudnn|cublas|nccl)[^ ]*\.h' || true)
+  if [ -n "$found" ]; then
+    echo "test.sh: a CUDA-OFF build included a CUDA header, in:" >&2
+    echo "$found" >&2
+    exit 1
+  fi
+}
+
+sup=$root/tools/sanitizers
+status=0
+for s in $sanitize; do
+  case "$s" in
+    address)
+      dir=${RINGFEED_BUILD_DIR:-build}-asan
+      sanitizer_build "$dir" address,undefined
+      # Leak checking is on except in the processes mpirun starts (Open MPI's leaks cannot be
+      # told apart: tests/dist/CMakeLists.txt) and in python_tests, which preloads the ASan
+      # runtime into the interpreter (python/CMakeLists.txt).
+      ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1 \
+      UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" || status=1
+      ;;
+    thread)
+      dir=${RINGFEED_BUILD_DIR:-build}-tsan
+      sanitizer_build "$dir" thread tests_io tests_pipeline tests_dist  # and the MPI plugin
+      # Three times over (a test stops at its first failure): a race shows only in some
+      # interleavings, and these suites take half a minute.
+      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$sup/tsan.supp \
+        ctest --test-dir "$dir" --output-on-failure -j"$jobs" -L '^(io|pipeline|dist)$' \
+        --repeat until-fail:3 "$@" || status=1
+      ;;
+  esac
+done
+exit $status

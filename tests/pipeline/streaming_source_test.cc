@@ -7,12 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
 #include "io/sync_queue.h"
+#include "pipeline/trace.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 
@@ -243,6 +247,69 @@ TEST(StreamingSource, APollThatInterruptsEndsTheWaitAndAStartEpochRecovers) {
   EXPECT_EQ(after.status().ToString(), interrupted.ToString());
   ASSERT_TRUE(s->StartEpoch(0, 0).ok());  // polls from here on let it go on
   EXPECT_EQ(DrainEpoch(*s), s->order().EpochSamples(0));
+}
+
+// A queue whose completions wait until `open` is set: a disk that answers only once told to.
+class GatedQueue final : public IoQueue {
+ public:
+  GatedQueue(uint32_t capacity, const std::atomic<bool>& open) : inner_(capacity), open_(open) {}
+  const char* name() const override { return "gated"; }
+  uint32_t capacity() const override { return inner_.capacity(); }
+  Status RegisterFiles(std::span<const int> fds) override { return inner_.RegisterFiles(fds); }
+  Status RegisterBuffers(std::span<const iovec> b) override { return inner_.RegisterBuffers(b); }
+  void Prepare(const IoRequest& r) override { inner_.Prepare(r); }
+  Status Submit() override { return inner_.Submit(); }
+  Status Wait(std::vector<IoCompletion>& out, uint32_t min) override {
+    while (!open_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return inner_.Wait(out, min);
+  }
+
+ private:
+  SyncQueue inner_;
+  const std::atomic<bool>& open_;
+};
+
+// The compute side's wait for data is counted and traced as a "wait for data" span on the
+// "compute" row. Not left to timing: no read completes until the first poll, and the source
+// polls only while it waits for a window, so it waits at least one poll interval.
+TEST(StreamingSource, TheWaitForDataIsCountedAndTracedOnTheComputeRow) {
+  TempDir t;
+  auto d =
+      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 400, {.chunk_bytes = 4096}));
+  ASSERT_TRUE(d.ok());
+  std::atomic<bool> open{false};
+  StreamingOptions o = Options(100, 2, 1);
+  o.feeder.queue_factory = [&open] { return std::make_unique<GatedQueue>(4, open); };
+  o.poll = [&open] {
+    open.store(true);
+    return Status::Ok();
+  };
+  Trace trace;
+  Trace::Activate(&trace);
+  auto s = Source(*d, o);
+  ASSERT_NE(s, nullptr);
+  const Status started = s->StartEpoch(0, 0);
+  EXPECT_TRUE(started.ok()) << started.ToString();
+  if (started.ok()) {
+    EXPECT_EQ(DrainEpoch(*s), s->order().EpochSamples(0));
+  }
+  const double waited = s->wait_seconds();
+  s.reset();
+  Trace::Activate(nullptr);
+  EXPECT_GE(waited, 0.1);  // ChunkCopier::kPollInterval
+  ASSERT_TRUE(trace.Write(t.File("trace.json")).ok());
+  std::ifstream in(t.File("trace.json"));
+  const nlohmann::json j = nlohmann::json::parse(in);
+  int waits = 0;
+  double waited_us = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X" || e["name"] != "wait for data") continue;
+    EXPECT_EQ(e["cat"], "compute");
+    ++waits;
+    waited_us += e["dur"].get<double>();
+  }
+  EXPECT_GE(waits, 1);
+  EXPECT_NEAR(waited_us * 1e-6, waited, 1e-6);  // the spans are the waits counted
 }
 
 TEST(StreamingSource, DestroyingItMidEpochDoesNotHang) {

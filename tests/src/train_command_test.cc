@@ -341,7 +341,15 @@ TEST(TrainCommand, TraceHasReadVerifyCopyAndComputeSpans) {
   EXPECT_EQ(spans["verify/verify"], 2 * chunks);
   EXPECT_EQ(spans["copy/copy"], 2 * chunks);
   EXPECT_EQ(spans["compute/train step"], 2 * 10);  // 300 samples in batches of 32: 10 an epoch
-  EXPECT_GE(spans["compute/wait for data"], 1);    // at least the first window
+  // Whether the compute thread waits for data at all is timing: the copier may have the first
+  // window in before the trainer asks (seen under AddressSanitizer on a loaded machine). Where
+  // it waits, the span is on the compute row; pipeline_streaming_source_test makes it wait and
+  // checks the span (StreamingSource.TheWaitForDataIsCountedAndTracedOnTheComputeRow).
+  for (const auto& span : spans) {
+    if (span.first.ends_with("/wait for data")) {
+      EXPECT_EQ(span.first, "compute/wait for data");
+    }
+  }
   EXPECT_EQ(rows, (std::set<std::string>{"read", "verify", "copy", "compute"}));
 }
 

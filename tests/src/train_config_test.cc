@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pipeline/managed_source.h"
 #include "src/command_checks.h"
 #include "src/train_flags.h"
 #include "tests/testing/temp_dir.h"
+#if RINGFEED_HAVE_CUDA
+#include "pipeline/managed_source.h"  // CUDA headers: the managed mode is built with CUDA only
+#endif
 
 namespace rf {
 namespace {
@@ -51,9 +53,11 @@ TEST(TrainConfig, DefaultsComeFromTheComponentsOwnOptions) {
   EXPECT_EQ(p.streaming.read_bytes, ReaderOptions{}.read_bytes);
   EXPECT_EQ(p.streaming.ring_slots, StreamingOptions{}.ring_slots);
   EXPECT_EQ(p.streaming.copy_streams, kDefaultCopyStreams);
+#if RINGFEED_HAVE_CUDA
   EXPECT_EQ(p.managed.prefetch_batches, ManagedOptions{}.prefetch_batches);
   EXPECT_EQ(p.managed.advise, ManagedOptions{}.advise);
   EXPECT_EQ(p.managed.oversubscribe, ManagedOptions{}.oversubscribe);
+#endif
   EXPECT_EQ(c->precision, Precision::kBf16);
   EXPECT_TRUE(c->cuda_graph);
   EXPECT_EQ(c->epochs, TrainerOptions{}.epochs);
@@ -73,8 +77,10 @@ TEST(TrainConfig, DefaultsComeFromTheComponentsOwnOptions) {
   EXPECT_EQ(s.feeder.reader.register_buffers, ReaderOptions{}.register_buffers);
   EXPECT_EQ(s.feeder.verify_threads, FeederOptions{}.verify_threads);
   EXPECT_EQ(s.order.first_window_chunks, WindowOrderOptions{}.first_window_chunks);
+#if RINGFEED_HAVE_CUDA
   EXPECT_EQ(ManagedOptionsFor(d.engine.loader.pipeline).load_threads,
             ManagedOptions{}.load_threads);
+#endif
   EXPECT_EQ(d.engine.loader.pipeline.streaming.copy_streams, kDefaultCopyStreams);
   EXPECT_EQ(d.engine.loader.output_buffers, 0u);  // the backends decode for themselves
   EXPECT_EQ(d.engine.precision, Precision::kBf16);
@@ -93,23 +99,26 @@ TEST(TrainConfig, EveryOptionReachesItsComponent) {
   const EngineOptions& e = d.engine;
   // Every source's options derive from the engine's loader config, in one place.
   const StreamingOptions streaming = StreamingOptionsFor(e.loader.pipeline, e.loader.epochs);
-  const ManagedOptions managed = ManagedOptionsFor(e.loader.pipeline);
   // One batch size, everywhere: the backend's largest batch and every source's.
   EXPECT_EQ(e.loader.pipeline.batch_size, 77u);
   EXPECT_EQ(streaming.batch_size, 77u);
-  EXPECT_EQ(managed.batch_size, 77u);
   EXPECT_EQ(d.test.batch_size, 77u);
   EXPECT_EQ(d.trainer.batch_size, 77u);
   // The order: the same for both modes.
-  for (const WindowOrderOptions* o : {&streaming.order, &managed.order}) {
-    EXPECT_TRUE(o->shuffle);
-    EXPECT_EQ(o->window_chunks, 9u);
-    EXPECT_EQ(o->seed, 5u);
-  }
+  EXPECT_TRUE(streaming.order.shuffle);
+  EXPECT_EQ(streaming.order.window_chunks, 9u);
+  EXPECT_EQ(streaming.order.seed, 5u);
   EXPECT_TRUE(streaming.drop_last);
-  EXPECT_TRUE(managed.drop_last);
   EXPECT_FALSE(streaming.feeder.verify);
+#if RINGFEED_HAVE_CUDA
+  const ManagedOptions managed = ManagedOptionsFor(e.loader.pipeline);
+  EXPECT_EQ(managed.batch_size, 77u);
+  EXPECT_EQ(managed.order.shuffle, streaming.order.shuffle);
+  EXPECT_EQ(managed.order.window_chunks, streaming.order.window_chunks);
+  EXPECT_EQ(managed.order.seed, streaming.order.seed);
+  EXPECT_TRUE(managed.drop_last);
   EXPECT_FALSE(managed.verify);
+#endif
   EXPECT_EQ(streaming.feeder.reader.mode, IoMode::kPread);
   EXPECT_EQ(streaming.feeder.reader.queue_depth, 3u);
   EXPECT_EQ(streaming.feeder.reader.read_bytes, 65536u);
@@ -137,11 +146,16 @@ TEST(TrainConfig, ManagedModeTakesItsOwnOptions) {
   const TrainComponents d = DeriveTrainComponents(*c);
   EXPECT_EQ(d.engine.loader.pipeline.mode, PipelineMode::kManaged);
   EXPECT_EQ(d.engine.loader.pipeline.device, DeviceKind::kCuda);
+  EXPECT_EQ(d.engine.loader.pipeline.managed.prefetch_batches, 2u);
+  EXPECT_TRUE(d.engine.loader.pipeline.managed.advise);
+  EXPECT_TRUE(d.engine.loader.pipeline.managed.oversubscribe);
+#if RINGFEED_HAVE_CUDA
   const ManagedOptions managed = ManagedOptionsFor(d.engine.loader.pipeline);
   EXPECT_EQ(managed.prefetch_batches, 2u);
   EXPECT_TRUE(managed.advise);
   EXPECT_TRUE(managed.oversubscribe);
   EXPECT_FALSE(managed.order.shuffle);
+#endif
   EXPECT_EQ(d.trainer.order_window, kOrderStored);
 }
 
