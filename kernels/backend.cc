@@ -24,4 +24,11 @@ Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend) {
   return Status::Ok();
 }
 
+Status NonFiniteLossError(const std::string& when) {
+  return Status::Aborted(
+      "the training loss is not finite (NaN or infinite), " + when +
+      ": the run diverged; that batch changed no parameters. Lower --lr, or look for extreme "
+      "values in the data");
+}
+
 }  // namespace rf

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "io/batch.h"
 #include "io/status.h"
@@ -39,12 +40,20 @@ struct StepStats {
 // labels present, and sample and label types that are such. `backend` names it in the message.
 Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend);
 
+// What TrainStep returns for a batch whose loss is not finite (NaN or infinite: the run
+// diverged). That batch's update is not applied, so the parameters stay those of the last
+// finite step. `when` says where it was found (the CUDA backend finds it a step or two later).
+Status NonFiniteLossError(const std::string& when);
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
 
-  // Forward, backward and the SGD update on one batch (n <= max_batch).
+  // Forward, backward and the SGD update on one batch (n <= max_batch). A batch whose loss is not
+  // finite changes nothing and fails with NonFiniteLossError: at once on the CPU; on the GPU,
+  // without waiting for it, from a TrainStep soon after (or the next Take*Stats' caller's next
+  // call). The gradient reducer is called either way, so every rank takes part in each step.
   virtual Status TrainStep(const Batch& batch, const SgdConfig& sgd) = 0;
   // Forward only; counts into the evaluation statistics.
   virtual Status Evaluate(const Batch& batch) = 0;

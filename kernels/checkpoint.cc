@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -115,6 +116,14 @@ Status CheckTensors(const Tensors& t, const std::vector<ParamShape>& shapes, con
       return Status::InvalidArgument(std::string("checkpoint ") + what + " " + shapes[i].name +
                                      ": " + std::to_string(t.t[i].size()) + " values, expected " +
                                      std::to_string(shapes[i].count()));
+    }
+    // A diverged run's state: refused, so the last good checkpoint stays the file on disk.
+    const auto bad =
+        std::find_if(t.t[i].begin(), t.t[i].end(), [](float v) { return !std::isfinite(v); });
+    if (bad != t.t[i].end()) {
+      return Status::Aborted(std::string("checkpoint ") + what + " " + shapes[i].name + ": value " +
+                             std::to_string(bad - t.t[i].begin()) + " is " + FloatText(*bad) +
+                             " (the run diverged); not written");
     }
   }
   return Status::Ok();
@@ -235,11 +244,20 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
     return d.Error(d.at() - 4, std::to_string(tensors) + " tensors; the model has " +
                                    std::to_string(shapes.size()));
   }
+  Status nonfinite = Status::Ok();  // a forged value; reported once the checksum holds
   for (Tensors* t : {&c.params, &c.momentum}) {
     const char* kind = t == &c.params ? "parameter " : "momentum ";
     t->t.resize(shapes.size());
     for (size_t i = 0; i < shapes.size(); ++i) {
       RF_RETURN_IF_ERROR(d.GetFloats(&t->t[i], shapes[i].count(), kind + shapes[i].name));
+      const auto bad =
+          std::find_if(t->t[i].begin(), t->t[i].end(), [](float v) { return !std::isfinite(v); });
+      if (bad != t->t[i].end() && nonfinite.ok()) {
+        const uint64_t k = bad - t->t[i].begin();
+        nonfinite = d.Error(
+            d.at() - 4 * (t->t[i].size() - k),
+            kind + shapes[i].name + " value " + std::to_string(k) + " is " + FloatText(*bad));
+      }
     }
   }
 
@@ -271,6 +289,7 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
                                          std::to_string(c.dataset_samples) + " samples");
   }
   if (c.batch_size == 0) return d.Error(position_at + 32, "batch size 0");
+  RF_RETURN_IF_ERROR(nonfinite);
   return c;
 }
 

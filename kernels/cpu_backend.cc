@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -268,7 +269,8 @@ Status CpuBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
   uint64_t correct = 0;
   const double loss = Forward(batch.n, &correct);
   Backward(batch.n);
-  RF_RETURN_IF_ERROR(ReduceGradients());
+  RF_RETURN_IF_ERROR(ReduceGradients());  // every rank takes part, whatever its own loss
+  if (!std::isfinite(loss)) return NonFiniteLossError("in this batch");
   // torch.optim.SGD (dampening 0, no Nesterov): g += wd * w; v = momentum * v + g; w -= lr * v.
   for (size_t t = 0; t < params_.t.size(); ++t) {
     float* w = params_.t[t].data();

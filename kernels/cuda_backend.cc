@@ -308,6 +308,8 @@ Status CudaBackend::ReportBadLabel(bool wait) {
   if (record == cuda::kNoBadLabel) return Status::Ok();
   host()->sticky_bad = cuda::kNoBadLabel;
   RF_CUDA_CHECK(cudaMemsetAsync(&state()->sticky_bad, 0xff, sizeof(unsigned long long), stream_));
+  if (record == cuda::kNonFiniteLoss)
+    return NonFiniteLossError("found on the GPU after it was queued");
   const auto label = static_cast<int32_t>(static_cast<uint32_t>(record & 0xffffffffu));
   return Status::InvalidArgument(
       "label " + std::to_string(label) + " of sample " + std::to_string(record >> 32) +

@@ -117,7 +117,7 @@ Status CudaBackend::Forward(uint32_t n, cuda::DeviceStats* stats) {
       n, config_.classes, logits_.as<float>(), labels_.as<int32_t>(), 1.f / static_cast<float>(n),
       logits_grad_.as<float>(), row_loss_.as<double>(), row_correct_.as<uint32_t>(), stream_));
   RF_CUDA_CHECK(cuda::AccumulateStats(n, row_loss_.as<double>(), row_correct_.as<uint32_t>(),
-                                      &state()->step_bad, stats, stream_));
+                                      &state()->step_bad, &state()->sticky_bad, stats, stream_));
   return Status::Ok();
 }
 

@@ -122,8 +122,8 @@ __global__ void SoftmaxCrossEntropyKernel(uint32_t n, uint32_t classes, const fl
 }
 
 __global__ void AccumulateStatsKernel(uint32_t n, const double* row_loss,
-                                      const uint32_t* row_correct,
-                                      const unsigned long long* step_bad, DeviceStats* stats) {
+                                      const uint32_t* row_correct, unsigned long long* step_bad,
+                                      unsigned long long* sticky_bad, DeviceStats* stats) {
   __shared__ double loss[kThreads];
   __shared__ unsigned long long hits[kThreads];
   const uint32_t t = threadIdx.x;
@@ -143,7 +143,10 @@ __global__ void AccumulateStatsKernel(uint32_t n, const double* row_loss,
     }
     __syncthreads();
   }
-  if (t == 0 && *step_bad == kNoBadLabel) {
+  if (t == 0 && *step_bad == kNoBadLabel && !isfinite(loss[0])) {
+    *step_bad = kNonFiniteLoss;
+    atomicMin(sticky_bad, kNonFiniteLoss);
+  } else if (t == 0 && *step_bad == kNoBadLabel) {
     stats->loss_sum += loss[0];
     stats->correct += hits[0];
     stats->samples += n;
@@ -230,9 +233,10 @@ cudaError_t SoftmaxCrossEntropy(uint32_t n, uint32_t classes, const float* logit
 }
 
 cudaError_t AccumulateStats(uint32_t n, const double* row_loss, const uint32_t* row_correct,
-                            const unsigned long long* step_bad, DeviceStats* stats,
-                            cudaStream_t stream) {
-  AccumulateStatsKernel<<<1, kThreads, 0, stream>>>(n, row_loss, row_correct, step_bad, stats);
+                            unsigned long long* step_bad, unsigned long long* sticky_bad,
+                            DeviceStats* stats, cudaStream_t stream) {
+  AccumulateStatsKernel<<<1, kThreads, 0, stream>>>(n, row_loss, row_correct, step_bad, sticky_bad,
+                                                    stats);
   return cudaGetLastError();
 }
 

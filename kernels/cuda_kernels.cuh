@@ -28,6 +28,9 @@ struct DeviceStats {
 // A bad label, recorded on the device as (sample index << 32) | (label as uint32) and combined
 // with atomicMin, so the lowest sample index wins whatever the thread order. kNoBadLabel: none.
 constexpr unsigned long long kNoBadLabel = ~0ull;
+// The record of a batch whose loss is not finite (a diverged run): above every label record (no
+// batch has 2^32 - 1 samples), so a bad label in the same batch is the one reported.
+constexpr unsigned long long kNonFiniteLoss = ~0ull - 1;
 
 // out[i] = (sample[i] - mean[c]) / stddev[c] for the n x channels x plane values of a batch
 // (NCHW, c the channel of element i), read as `dtype` (uint8, float16, bfloat16 or float32).
@@ -60,10 +63,12 @@ cudaError_t SoftmaxCrossEntropy(uint32_t n, uint32_t classes, const float* logit
                                 uint32_t* row_correct, cudaStream_t stream);
 
 // Adds the n rows' loss and correct counts, and n samples, to *stats, unless *step_bad records a
-// bad label in this batch (which then counts nothing). One block, fixed summation order.
+// bad label in this batch (which then counts nothing). One block, fixed summation order. A batch
+// whose loss sum is not finite counts nothing either and is recorded as kNonFiniteLoss in
+// *step_bad (so SgdMomentum leaves the parameters as they were) and, by atomicMin, *sticky_bad.
 cudaError_t AccumulateStats(uint32_t n, const double* row_loss, const uint32_t* row_correct,
-                            const unsigned long long* step_bad, DeviceStats* stats,
-                            cudaStream_t stream);
+                            unsigned long long* step_bad, unsigned long long* sticky_bad,
+                            DeviceStats* stats, cudaStream_t stream);
 
 // torch.optim.SGD over one flat buffer of `count` floats (a multiple of 4, 16-byte aligned):
 // g' = g + weight_decay * w; v = momentum * v + g'; w -= lr * v. Each product and sum is rounded

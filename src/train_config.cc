@@ -1,7 +1,10 @@
 #include "src/train_config.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "src/command_checks.h"
 
@@ -16,6 +19,15 @@ Status TrainConfig::Validate() const {
   }
   if (hidden < 1) return Status::Usage("--hidden must be >= 1, got 0");
   if (!(rank_timeout >= 0)) return Status::Usage("--rank-timeout must be >= 0 seconds");
+  // Written as !(x >= 0) so that NaN fails too.
+  const std::pair<const char*, float> rates[] = {
+      {"--lr", sgd.lr}, {"--momentum", sgd.momentum}, {"--weight-decay", sgd.weight_decay}};
+  for (const auto& [flag, v] : rates) {
+    if (!(v >= 0) || !std::isfinite(v)) {
+      return Status::Usage(std::string(flag) + " must be a finite number >= 0, got " +
+                           std::to_string(v));
+    }
+  }
   return Status::Ok();
 }
 

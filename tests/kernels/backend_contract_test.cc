@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -85,11 +86,14 @@ template <class Kind>
 class BackendEvaluate : public ::testing::Test {};
 template <class Kind>
 class BackendDeterminism : public ::testing::Test {};
+template <class Kind>
+class BackendDivergence : public ::testing::Test {};
 TYPED_TEST_SUITE(BackendCreate, Kinds, KindNames);
 TYPED_TEST_SUITE(BackendBatch, Kinds, KindNames);
 TYPED_TEST_SUITE(BackendState, Kinds, KindNames);
 TYPED_TEST_SUITE(BackendEvaluate, Kinds, KindNames);
 TYPED_TEST_SUITE(BackendDeterminism, Kinds, KindNames);
+TYPED_TEST_SUITE(BackendDivergence, Kinds, KindNames);
 
 // --- Create: argument checks, before any device call ------------------------------------------
 
@@ -213,6 +217,41 @@ TYPED_TEST(BackendDeterminism, SameBatchesGiveBitIdenticalParameters) {
   EXPECT_FALSE(BitIdentical(pa, InitialParameters(c, 3)));  // training did move them
   EXPECT_TRUE(BitIdentical(pa, pb));
   EXPECT_TRUE(BitIdentical(ma, mb));
+}
+
+// --- Divergence -------------------------------------------------------------------------------
+
+// A batch whose loss is not finite (an infinite input value: what a diverged run or a bad sample
+// gives) fails, at once on the CPU and by the next call on the GPU, and changes no parameter, no
+// momentum and no statistic: the state stays that of the last finite step, and training goes on
+// from it if the caller chooses.
+TYPED_TEST(BackendDivergence, ANonFiniteLossFailsAndChangesNothing) {
+  RF_REQUIRE_BACKEND();
+  const ModelConfig c = TinyConfig();
+  auto be = MakeBackend<TypeParam>();
+  ASSERT_NE(be, nullptr);
+  const auto good = TypeParam::Place(RandomBatch(c, 8, 21, DType::kFloat32));
+  ASSERT_TRUE(be->TrainStep(good.ref(), SgdConfig{}).ok());
+  ASSERT_EQ(be->TakeTrainStats().samples, 8u);
+  Tensors p1, m1;
+  ASSERT_TRUE(be->GetState(&p1, &m1).ok());
+
+  RandomData d = DrawData(c, 8, 22);
+  d.values[5] = std::numeric_limits<float>::infinity();
+  const auto bad = TypeParam::Place(MakeBatch(d.values, DType::kFloat32, d.labels, DType::kUInt8));
+  Status st = be->TrainStep(bad.ref(), SgdConfig{});
+  EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // waits for the GPU: its finding is in by now
+  if (st.ok()) st = be->TrainStep(good.ref(), SgdConfig{});  // the GPU's, reported by this call
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("the training loss is not finite"), std::string::npos)
+      << st.message();
+  Tensors p2, m2;
+  ASSERT_TRUE(be->GetState(&p2, &m2).ok());
+  EXPECT_TRUE(BitIdentical(p2, p1));
+  EXPECT_TRUE(BitIdentical(m2, m1));
+
+  ASSERT_TRUE(be->TrainStep(good.ref(), SgdConfig{}).ok());  // reported once; finite steps go on
+  EXPECT_EQ(be->TakeTrainStats().samples, 8u);
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "io/checksum.h"
@@ -232,6 +235,48 @@ TEST(Checkpoint, EncodeRefusesTensorsOfAnotherModel) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsInvalidArgument());
   EXPECT_NE(r.status().message().find("momentum"), std::string::npos) << r.status().message();
+}
+
+// A diverged run's state is not written (the last good checkpoint stays on disk), and a file
+// whose checksum holds but whose tensors are not finite (forged) is refused at the value's offset.
+TEST(Checkpoint, NonFiniteTensorsAreNeitherWrittenNorRead) {
+  TempDir t;
+  const std::string path = t.File("c.ckpt");
+  ASSERT_TRUE(WriteCheckpoint(path, Numbered()).ok());
+  const std::vector<uint8_t> before = testing::ReadAll(path);
+  Checkpoint c = Numbered();
+  c.momentum.t[1][2] = std::numeric_limits<float>::quiet_NaN();
+  const Status st = WriteCheckpoint(path, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("momentum " + ParameterShapes(c.config)[1].name + ": value 2 is nan"),
+            std::string::npos)
+      << st.message();
+  EXPECT_EQ(testing::ReadAll(path), before);
+
+  // Forged: the encoder's bytes with the value replaced and the checksum made to agree.
+  auto encoded = EncodeCheckpoint(Numbered());
+  ASSERT_TRUE(encoded.ok());
+  std::vector<uint8_t> bytes = std::move(*encoded);
+  const float good = Numbered().params.t[0][3];
+  size_t at = 0;
+  for (size_t i = 0; i + 4 <= bytes.size(); ++i) {
+    if (std::memcmp(&bytes[i], &good, 4) == 0) {
+      at = i;
+      break;
+    }
+  }
+  ASSERT_NE(at, 0u);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::memcpy(&bytes[at], &inf, 4);
+  const size_t payload = bytes.size() - 8;
+  const uint64_t sum = Checksum(bytes.data(), payload);
+  std::memcpy(&bytes[payload], &sum, 8);
+  auto r = DecodeCheckpoint(bytes.data(), bytes.size(), "forged.ckpt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("at byte " + std::to_string(at)), std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().ToString().find("value 3 is inf"), std::string::npos)
+      << r.status().ToString();
 }
 
 TEST(Checkpoint, MissingFileIsAnErrorNamingIt) {

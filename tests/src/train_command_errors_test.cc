@@ -171,6 +171,28 @@ TEST(TrainCommand, CheckpointInAMissingDirectoryExitsOneBeforeTraining) {
                      ": No such file or directory (errno 2)\n");
 }
 
+// A diverging run (defect 11: it used to train to "loss -nan", exit 0, and write a NaN
+// checkpoint) stops at its first non-finite loss with exit 1 and one line saying so; the
+// checkpoints it wrote before are finite (the reader refuses any other) and the last stays.
+TEST(TrainCommand, DivergingRunExitsOneAndKeepsItsLastFiniteCheckpoint) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  const std::string ckpt = t.File("c.ckpt");
+  std::string out;
+  EXPECT_EQ(
+      RunCommand(Train(data, "--lr 1e30 --epochs 5 --checkpoint " + ckpt + " --checkpoint-every 1"),
+                 &out),
+      1);
+  EXPECT_NE(out.find("ringfeed: the training loss is not finite (NaN or infinite), in this batch: "
+                     "the run diverged"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("nan,"), std::string::npos) << out;  // no epoch line with a NaN loss
+  auto c = ReadCheckpoint(ckpt);
+  ASSERT_TRUE(c.ok()) << c.status().ToString() << "\n" << out;
+  EXPECT_GE(c->step, 1u);
+}
+
 // A flag that would do nothing in the chosen mode is refused naming it (before the mode's own
 // needs, such as a GPU, are looked at), as is a value off its rule.
 TEST(TrainCommand, FlagThatDoesNothingOrBadValueExitsTwoNamingIt) {

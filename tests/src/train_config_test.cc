@@ -260,6 +260,12 @@ TEST(TrainConfig, BadValuesAreUsageErrorsNamingTheFlag) {
             "--conv wants comma-separated channel counts, got \"8,,16\"");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--cuda-graph", "yes"}),
             "--cuda-graph must be on or off, got \"yes\"");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--lr", "nan"}),
+            "--lr must be a finite number >= 0, got nan");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--momentum", "inf"}),
+            "--momentum must be a finite number >= 0, got inf");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--weight-decay", "-0.5"}),
+            "--weight-decay must be a finite number >= 0, got -0.500000");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--no-such-flag"}),
             "unrecognised option '--no-such-flag' (see --help)");
 }

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The GPU code under NVIDIA's compute-sanitizer, on a GPU machine in one call (issue 15):
+#   memcheck (out-of-bounds and misaligned accesses, leaks), racecheck (shared-memory hazards),
+#   synccheck (barrier misuse) and initcheck (reads of device memory never written)
+#   over each CUDA test executable named in $TESTS, and over `ringfeed train` for a few steps in
+#   each GPU mode (streaming float32 with and without the CUDA graph, streaming bf16, managed).
+# Runs $PAR of them at once (one GPU; each is small), each under a $LIMIT s timeout. Prints one
+# line per (tool, program): its error summary, exit status and time; the full logs go to
+# OUT_DIR/sanitizer-logs.tar.gz. Exit 1 where any run reported an error or did not finish.
+# Usage: TESTS="kernels_cuda_backend_test ..." tools/bench/device_sanitizer_check.sh PKG OUT
+#   PKG holds bin/ and tests/ of a static build (tools/bench/package_device.sh).
+set -uo pipefail
+pkg=$(realpath "$1")
+out=$(realpath -m "$2")
+logs=$out/sanitizer-logs
+work=${RINGFEED_DATA:-/var/tmp/ringfeed-sanitizer}
+mkdir -p "$logs" "$work"
+trap 'tar -C "$out" -czf "$out/sanitizer-logs.tar.gz" sanitizer-logs && rm -rf "$logs"' EXIT
+export NCCL_NVLS_ENABLE=0
+
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+[ -x "$cs" ] || { echo "no compute-sanitizer on this machine" >&2; exit 1; }
+echo "== $("$cs" --version | tail -1); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+
+data=$work/small.rfd
+"$pkg/bin/ringfeed-convert" synthetic -o "$data" --samples 8192 --shape 3,32,32 --classes 10 \
+  --seed 7 >"$logs/convert.log" 2>&1 || { cat "$logs/convert.log"; exit 1; }
+
+# Jobs: "tool name command...", one a line.
+jobs=$work/jobs.txt
+: >"$jobs"
+train="$pkg/bin/ringfeed train --data $data --batch-size 128 --max-steps 12 --epochs 1"
+for tool in memcheck racecheck synccheck initcheck; do
+  for t in ${TESTS:-}; do echo "$tool $t $pkg/tests/$t" >>"$jobs"; done
+  echo "$tool train-graph $train --cuda-graph on" >>"$jobs"
+  echo "$tool train-eager $train --cuda-graph off" >>"$jobs"
+  echo "$tool train-bf16 $train --precision bf16" >>"$jobs"
+  echo "$tool train-managed $train --mode managed" >>"$jobs"
+done
+
+run_one() {  # tool name command...
+  local tool=$1 name=$2
+  shift 2
+  local log=$logs/$tool-$name.log extra=()
+  case "$tool" in
+    memcheck) extra=(--leak-check full) ;;
+    racecheck) extra=(--racecheck-report all) ;;
+  esac
+  local t0=$SECONDS
+  timeout "${LIMIT:-300}" "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 97 \
+    --print-limit 20 "$@" >"$log" 2>&1
+  local rc=$?
+  local summary
+  summary=$(grep -Eo '(ERROR|RACECHECK) SUMMARY: .*' "$log" | tail -1)
+  local verdict=ok
+  if [ $rc -eq 124 ]; then verdict="TIMEOUT"
+  elif [ $rc -eq 97 ]; then verdict="ERRORS"
+  elif [ $rc -ne 0 ]; then verdict="FAILED (exit $rc)"
+  fi
+  printf '%-10s %-40s %-18s %4d s  %s\n' "$tool" "$name" "$verdict" $((SECONDS - t0)) \
+    "${summary:-no summary}"
+}
+export -f run_one
+export cs logs
+xargs -P "${PAR:-4}" -L 1 bash -c 'run_one "$@"' _ <"$jobs" | tee "$out/sanitizer-summary.txt"
+
+echo "== findings (the first of each kind, from every log that has one)"
+for log in "$logs"/*.log; do
+  if grep -qE '^========= (Invalid|Program hit|Race|Barrier|Uninitialized|Leaked|Error)' "$log"; then
+    echo "-- $(basename "$log")"
+    grep -E -A6 '^========= (Invalid|Program hit|Race|Barrier|Uninitialized|Leaked|Error)' "$log" |
+      head -24
+  fi
+done
+! grep -qvE ' ok +[0-9]+ s' "$out/sanitizer-summary.txt"
