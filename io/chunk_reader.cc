@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "io/faulty_io_queue.h"
 #include "io/file.h"
 #include "io/sync_queue.h"
 #include "io/uring_queue.h"
@@ -109,6 +110,7 @@ struct ChunkReader::Impl {
     req.offset = r.offset;
     req.buf_index = fixed_buffers ? static_cast<int>(r.slot) : -1;
     req.user_data = idx;
+    req.chunk = slots[r.slot].chunk;
     queue->Prepare(req);
     ++unsubmitted;
   }
@@ -288,6 +290,7 @@ Result<std::unique_ptr<ChunkReader>> ChunkReader::Create(const Dataset& dataset,
     }
   }
   if (!queue) queue = std::make_unique<SyncQueue>(opts.queue_depth);
+  RF_ASSIGN_OR_RETURN(queue, WrapWithFaultsFromEnv(std::move(queue)));
   return CreateWithQueue(dataset, buffers, opts, std::move(queue));
 }
 

@@ -12,6 +12,10 @@
 // the caller's to verify (Dataset::VerifyChunk), so that verification can run off the I/O
 // thread.
 //
+// Faults: Create() wraps its queue in a FaultyIoQueue where RINGFEED_FAULTS is set
+// (io/faulty_io_queue.h, io/fault_plan.h), so whole-program tests can plant read errors; a
+// malformed spec fails Create() with Usage.
+//
 // Modes: kDirect (O_DIRECT, the default: the page cache is bypassed, reads land straight in the
 // buffers), kBuffered (through the page cache). Where io_uring cannot be set up, the reader
 // falls back to pread and says so once on stderr; where a file system refuses O_DIRECT, it
