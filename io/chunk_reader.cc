@@ -181,8 +181,8 @@ struct ChunkReader::Impl {
         }
         // Nothing of the failed read is kept: the retry reads the same bytes into the same
         // place, and only its success counts them.
-        std::this_thread::sleep_for(
-            std::chrono::milliseconds(ReaderOptions::kEioBackoffMs << r.eio_retries));
+        std::this_thread::sleep_for(std::chrono::milliseconds(
+            ReaderOptions::kEioBackoffMs << std::min<uint32_t>(r.eio_retries, 10)));
         ++r.eio_retries;
         Issue(idx);
         return Status::Ok();

@@ -59,8 +59,8 @@ struct ReaderOptions {
   uint32_t queue_depth = 8;        // reads in flight
   uint32_t read_bytes = 4u << 20;  // largest single read; a multiple of 4096
   uint32_t max_retries = 16;       // per read, for -EAGAIN / -EINTR
-  // Per read, for -EIO: retry k waits kEioBackoffMs << (k - 1) first (1, 2, 4 ms), on the I/O
-  // thread (the kernel goes on with the other reads in flight meanwhile).
+  // Per read, for -EIO: retry k waits kEioBackoffMs << min(k - 1, 10) first (1, 2, 4 ms), on the
+  // I/O thread (the kernel goes on with the other reads in flight meanwhile).
   uint32_t max_eio_retries = 3;
   static constexpr uint32_t kEioBackoffMs = 1;
   // Register the buffers with io_uring once (IORING_OP_READ_FIXED) instead of letting the kernel
