@@ -32,18 +32,22 @@ TEST_F(ChunkReaderTest, CompletesShortReadsByResubmittingTheRest) {
   EXPECT_EQ(fake->requests(), PlainReadCount(kReadBytes) + 4);
 }
 
-TEST_F(ChunkReaderTest, RetriesEAgainAndEIntrUpToMaxRetries) {
+TEST_F(ChunkReaderTest, RetriesEAgainEIntrAndEioUpToTheirLimits) {
   AlignedBuffers bufs(4, kChunkBytes);
   FakeIoQueue* fake;
   ReaderOptions o = Buffered();
   o.max_retries = 4;
+  o.max_eio_retries = 2;
   auto r = WithFake(&fake, bufs, o);
   fake->ErrorAtRequest(0, EAGAIN);
   fake->ErrorAtRequest(2, EINTR);
+  fake->ErrorAtRequest(3, EIO);
   const auto& c5 = dataset_->chunk(5);
   fake->ErrorAtOffset(c5.shard, c5.entry.offset, EAGAIN, /*times=*/4);  // exactly the limit
+  const auto& c7 = dataset_->chunk(7);
+  fake->ErrorAtOffset(c7.shard, c7.entry.offset, EIO, /*times=*/2);  // exactly the limit
   EXPECT_EQ(ReadAndCheckAll(*r, *dataset_, bufs), "");
-  EXPECT_EQ(fake->faults_fired(), 6u);
+  EXPECT_EQ(fake->faults_fired(), 9u);
 }
 
 TEST_F(ChunkReaderTest, FailsWithClearMessageWhenEAgainOutlastsMaxRetries) {
@@ -84,19 +88,6 @@ TEST_F(ChunkReaderTest, ReportsEioWithShardPathChunkOffsetAndErrno) {
   // The failure is sticky: the reader does not pretend to go on.
   EXPECT_EQ(r->Submit(0, 0).ToString(), st.ToString());
   EXPECT_EQ(r->Wait(done, 1).ToString(), st.ToString());
-}
-
-TEST_F(ChunkReaderTest, RetriesEioUpToMaxEioRetriesAndReadsTheRightBytes) {
-  AlignedBuffers bufs(4, kChunkBytes);
-  FakeIoQueue* fake;
-  ReaderOptions o = Buffered();
-  o.max_eio_retries = 2;
-  auto r = WithFake(&fake, bufs, o);
-  const auto& c7 = dataset_->chunk(7);
-  fake->ErrorAtOffset(c7.shard, c7.entry.offset, EIO, /*times=*/2);  // exactly the limit
-  fake->ErrorAtRequest(0, EIO);
-  EXPECT_EQ(ReadAndCheckAll(*r, *dataset_, bufs), "");
-  EXPECT_EQ(fake->faults_fired(), 3u);
 }
 
 // EBADF (like EINVAL or EFAULT) is no device hiccup: retrying cannot help, so it fails at once.

@@ -53,6 +53,40 @@ class FaultyIoQueueTest : public ChunkReaderTest, public ::testing::WithParamInt
     ChunkReaderTest::SetUp();
   }
 
+  // Reads every chunk once through a fault layer following `spec`: "" or what went wrong
+  // (ReadAndCheckAll). *fired: the requests it answered with a fault.
+  std::string ReadAllThrough(const std::string& spec, const ReaderOptions& o, uint64_t* fired) {
+    AlignedBuffers bufs(4, kChunkBytes);
+    FaultyIoQueue* q = nullptr;
+    auto r = WithFaults(spec, bufs, o, &q);  // destroyed before bufs
+    if (r == nullptr) return "no reader";
+    const std::string result = ReadAndCheckAll(*r, *dataset_, bufs);
+    *fired = q->faults_fired();
+    return result;
+  }
+
+  // Submits chunks 0 to 3, one read each, through a fault layer following `spec`, and waits
+  // for them `min` at a time, checking each as it lands: the order they completed in.
+  std::vector<uint64_t> CompletionOrder(const std::string& spec, uint32_t min) {
+    AlignedBuffers bufs(4, kChunkBytes);
+    FaultyIoQueue* q = nullptr;
+    auto r = WithFaults(spec, bufs, WholeChunkReads(), &q);
+    std::vector<uint64_t> order;
+    if (r == nullptr) return order;
+    for (uint32_t s = 0; s < 4; ++s) EXPECT_TRUE(r->Submit(s, s).ok());
+    std::vector<ChunkDone> done;
+    while (done.size() < 4) {
+      Status st = r->Wait(done, min);
+      EXPECT_TRUE(st.ok()) << st.ToString();
+      if (!st.ok()) break;
+    }
+    for (const ChunkDone& d : done) {
+      order.push_back(d.chunk);
+      EXPECT_EQ(CheckChunk(*dataset_, d.chunk, bufs.data(d.slot)), "");
+    }
+    return order;
+  }
+
   // One read a chunk, so a chunk's requests are one read's attempts.
   static ReaderOptions WholeChunkReads() {
     ReaderOptions o = Buffered();
@@ -62,94 +96,61 @@ class FaultyIoQueueTest : public ChunkReaderTest, public ::testing::WithParamInt
 };
 
 TEST_P(FaultyIoQueueTest, ShortReadsAreContinued) {
-  AlignedBuffers bufs(4, kChunkBytes);
-  FaultyIoQueue* q;
-  auto r = WithFaults(
-      "read:short=100@chunk=3;read:short=4096@chunk=5,times=3;read:short=1@chunk=9,"
-      "attempt=2",
-      bufs, Buffered(), &q);
-  ASSERT_NE(r, nullptr);
-  EXPECT_EQ(ReadAndCheckAll(*r, *dataset_, bufs), "");
-  EXPECT_EQ(q->faults_fired(), 5u);
+  uint64_t fired = 0;
+  EXPECT_EQ(ReadAllThrough("read:short=100@chunk=3;read:short=4096@chunk=5,times=3;"
+                           "read:short=1@chunk=9,attempt=2",
+                           Buffered(), &fired),
+            "");
+  EXPECT_EQ(fired, 5u);
 }
 
 TEST_P(FaultyIoQueueTest, EAgainAndEIntrAreRetried) {
-  AlignedBuffers bufs(4, kChunkBytes);
-  FaultyIoQueue* q;
-  auto r = WithFaults("read:eagain@chunk=2,times=5;read:eintr@chunk=11,times=3", bufs,
-                      WholeChunkReads(), &q);
-  ASSERT_NE(r, nullptr);
-  EXPECT_EQ(ReadAndCheckAll(*r, *dataset_, bufs), "");
-  EXPECT_EQ(q->faults_fired(), 8u);
+  uint64_t fired = 0;
+  EXPECT_EQ(ReadAllThrough("read:eagain@chunk=2,times=5;read:eintr@chunk=11,times=3",
+                           WholeChunkReads(), &fired),
+            "");
+  EXPECT_EQ(fired, 8u);
 }
 
 // Each failed attempt fills the destination with 0xa5 first; the chunk must still come out as
 // the file's bytes, so nothing of a failed attempt survives into a batch.
 TEST_P(FaultyIoQueueTest, TransientEioIsRetriedAndTheChunkHoldsTheFilesBytes) {
-  AlignedBuffers bufs(4, kChunkBytes);
-  FaultyIoQueue* q;
-  auto r =
-      WithFaults("read:eio@chunk=4,times=2;read:eio@chunk=30,times=3", bufs, WholeChunkReads(), &q);
-  ASSERT_NE(r, nullptr);
-  EXPECT_EQ(ReadAndCheckAll(*r, *dataset_, bufs), "");
-  EXPECT_EQ(q->faults_fired(), 5u);
+  uint64_t fired = 0;
+  EXPECT_EQ(ReadAllThrough("read:eio@chunk=4,times=2;read:eio@chunk=30,times=3", WholeChunkReads(),
+                           &fired),
+            "");
+  EXPECT_EQ(fired, 5u);
 }
 
+// (That the reader then stays failed: chunk_reader_faults_test.cc.)
 TEST_P(FaultyIoQueueTest, PersistentEioStopsNamingFileChunkOffsetAndAttempts) {
-  AlignedBuffers bufs(4, kChunkBytes);
-  FaultyIoQueue* q;
-  auto r = WithFaults("read:eio@chunk=5,times=always", bufs, WholeChunkReads(), &q);
-  ASSERT_NE(r, nullptr);
+  uint64_t fired = 0;
   const auto& c5 = dataset_->chunk(5);
-  EXPECT_EQ(ReadAndCheckAll(*r, *dataset_, bufs),
+  EXPECT_EQ(ReadAllThrough("read:eio@chunk=5,times=always", WholeChunkReads(), &fired),
             dataset_->shard_path(c5.shard) + ": chunk 5 at byte " +
                 std::to_string(c5.entry.offset) +
                 ": read failed after 4 attempts: Input/output error (errno 5)");
-  EXPECT_EQ(q->faults_fired(), 4u);  // the read and its 3 retries, then no more
-  // The reader stays failed.
-  std::vector<ChunkDone> done;
-  EXPECT_TRUE(r->Wait(done, 1).IsIOError());
-  EXPECT_TRUE(r->Submit(0, 0).IsIOError());
+  EXPECT_EQ(fired, 4u);  // the read and its 3 retries, then no more
 }
 
 TEST_P(FaultyIoQueueTest, ReorderedCompletionsLoseNothing) {
-  AlignedBuffers bufs(4, kChunkBytes);
-  FaultyIoQueue* q;
-  auto r = WithFaults("read:reorder", bufs, WholeChunkReads(), &q);
-  ASSERT_NE(r, nullptr);
   // Four chunks in flight come back out of their submission order, each whole.
-  for (uint32_t s = 0; s < 4; ++s) ASSERT_TRUE(r->Submit(s, s).ok());
-  std::vector<ChunkDone> done;
-  ASSERT_TRUE(r->Wait(done, 4).ok());
-  std::vector<uint64_t> order;
-  for (const ChunkDone& d : done) {
-    order.push_back(d.chunk);
-    EXPECT_EQ(CheckChunk(*dataset_, d.chunk, bufs.data(d.slot)), "");
-  }
+  std::vector<uint64_t> order = CompletionOrder("read:reorder", 4);
   EXPECT_NE(order, (std::vector<uint64_t>{0, 1, 2, 3}));
   std::sort(order.begin(), order.end());
   EXPECT_EQ(order, (std::vector<uint64_t>{0, 1, 2, 3}));
   // And the whole dataset, with chunks cut into several reads.
-  AlignedBuffers more(4, kChunkBytes);
-  auto all = WithFaults("read:reorder", more, Buffered(), &q);
-  ASSERT_NE(all, nullptr);
-  EXPECT_EQ(ReadAndCheckAll(*all, *dataset_, more), "");
+  uint64_t fired = 0;
+  EXPECT_EQ(ReadAllThrough("read:reorder", Buffered(), &fired), "");
 }
 
 // A slow read holds back its own chunk only: the chunks submitted with it come first, and then
 // it comes, whole. (The order, not the time, is checked: the delay only has to outlast reads
 // from the page cache.)
 TEST_P(FaultyIoQueueTest, ADelayedReadHoldsBackOnlyItsChunk) {
-  AlignedBuffers bufs(4, kChunkBytes);
-  FaultyIoQueue* q;
-  auto r = WithFaults("read:delay=300ms@chunk=1", bufs, WholeChunkReads(), &q);
-  ASSERT_NE(r, nullptr);
-  for (uint32_t s = 0; s < 4; ++s) ASSERT_TRUE(r->Submit(s, s).ok());
-  std::vector<ChunkDone> done;
-  while (done.size() < 4) ASSERT_TRUE(r->Wait(done, 1).ok());
-  EXPECT_EQ(done.back().chunk, 1u);
-  for (const ChunkDone& d : done) EXPECT_EQ(CheckChunk(*dataset_, d.chunk, bufs.data(d.slot)), "");
-  EXPECT_EQ(q->faults_fired(), 1u);
+  const std::vector<uint64_t> order = CompletionOrder("read:delay=300ms@chunk=1", 1);
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order.back(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(OverEachQueue, FaultyIoQueueTest,
