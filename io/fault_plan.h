@@ -26,7 +26,10 @@
 // every continuation of a short read is one more, and a chunk cut into several reads counts
 // each. So `read:eio@chunk=5,times=2` fails the first two requests for chunk 5 and no more (a
 // transient error the reader's retries get past); `read:eio@chunk=5,times=always` fails every
-// one (a bad sector). Where several rules match a request the first in the spec applies.
+// one (a bad sector). Where several rules match a request the first in the spec applies. The
+// streaming source keeps one reader from epoch to epoch (so `ringfeed train` counts over the
+// whole run) and makes a new one, counting afresh, where it restarts (a start at a position
+// other than where the last epoch ended, or after a failure).
 //
 // Examples:
 //   RINGFEED_FAULTS='read:eio@chunk=5,times=always'
