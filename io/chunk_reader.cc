@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <utility>
 
+#include "io/faulty_io_queue.h"
 #include "io/file.h"
 #include "io/sync_queue.h"
 #include "io/uring_queue.h"
@@ -58,7 +61,8 @@ struct ChunkReader::Impl {
     uint32_t len = 0;
     uint64_t offset = 0;  // in the file
     uint8_t* buf = nullptr;
-    uint32_t retries = 0;
+    uint32_t retries = 0;      // -EAGAIN / -EINTR in a row
+    uint32_t eio_retries = 0;  // -EIO, over the read's whole life
   };
 
   const Dataset* dataset = nullptr;
@@ -106,6 +110,7 @@ struct ChunkReader::Impl {
     req.offset = r.offset;
     req.buf_index = fixed_buffers ? static_cast<int>(r.slot) : -1;
     req.user_data = idx;
+    req.chunk = slots[r.slot].chunk;
     queue->Prepare(req);
     ++unsubmitted;
   }
@@ -118,8 +123,10 @@ struct ChunkReader::Impl {
           static_cast<uint32_t>(std::min<uint64_t>(options.read_bytes, s.size - s.issued));
       uint32_t idx = free_reads.back();
       free_reads.pop_back();
-      reads[idx] = Read{slot, len, s.offset + s.issued,
-                        static_cast<uint8_t*>(buffers[slot].iov_base) + s.issued, 0};
+      reads[idx] = Read{.slot = slot,
+                        .len = len,
+                        .offset = s.offset + s.issued,
+                        .buf = static_cast<uint8_t*>(buffers[slot].iov_base) + s.issued};
       s.issued += len;
       if (s.issued == s.size) {
         backlog_head = (backlog_head + 1) % backlog.size();
@@ -145,6 +152,11 @@ struct ChunkReader::Impl {
 
   const std::string& PathOf(const Slot& s) const { return files[s.file].path(); }
 
+  // The IOError of read `r` of slot `s`: its file, chunk and byte offset, `what`, and errno.
+  Status ReadError(const Slot& s, const Read& r, const std::string& what, int err) const {
+    return std::move(Status::IOError(PathOf(s), what, err).WithChunk(s.chunk).WithOffset(r.offset));
+  }
+
   // Handles one completion: finishes, continues or retries its read.
   // The caller has already taken it off `submitted`.
   Status Complete(const IoCompletion& c, std::vector<ChunkDone>& done, uint32_t* got) {
@@ -155,19 +167,27 @@ struct ChunkReader::Impl {
       int err = -c.res;
       if (err == EAGAIN || err == EINTR) {
         if (r.retries >= options.max_retries) {
-          return std::move(
-              Status::IOError(PathOf(s),
-                              "read still failing after " + std::to_string(r.retries) + " retries",
-                              err)
-                  .WithChunk(s.chunk)
-                  .WithOffset(r.offset));
+          return ReadError(
+              s, r, "read still failing after " + std::to_string(r.retries) + " retries", err);
         }
         ++r.retries;
         Issue(idx);
         return Status::Ok();
       }
-      return std::move(
-          Status::IOError(PathOf(s), "read failed", err).WithChunk(s.chunk).WithOffset(r.offset));
+      if (err == EIO) {
+        if (r.eio_retries >= options.max_eio_retries) {
+          return ReadError(
+              s, r, "read failed after " + std::to_string(r.eio_retries + 1) + " attempts", err);
+        }
+        // Nothing of the failed read is kept: the retry reads the same bytes into the same
+        // place, and only its success counts them.
+        std::this_thread::sleep_for(std::chrono::milliseconds(
+            ReaderOptions::kEioBackoffMs << std::min<uint32_t>(r.eio_retries, 10)));
+        ++r.eio_retries;
+        Issue(idx);
+        return Status::Ok();
+      }
+      return ReadError(s, r, "read failed", err);
     }
     if (c.res == 0) {
       // The dataset was validated at open, so the file shrank since, or lies about its size.
@@ -270,6 +290,7 @@ Result<std::unique_ptr<ChunkReader>> ChunkReader::Create(const Dataset& dataset,
     }
   }
   if (!queue) queue = std::make_unique<SyncQueue>(opts.queue_depth);
+  RF_ASSIGN_OR_RETURN(queue, WrapWithFaultsFromEnv(std::move(queue)));
   return CreateWithQueue(dataset, buffers, opts, std::move(queue));
 }
 

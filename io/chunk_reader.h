@@ -2,10 +2,19 @@
 //
 // A chunk is split into reads of at most `read_bytes`; at most `queue_depth` reads are in
 // flight, spread over every shard file, so N shards on N drives are read in parallel. A short
-// read is normal: the rest is resubmitted. -EAGAIN and -EINTR are retried (a bounded number of
-// times). Any other error ends the chunk with a Status naming the file, chunk, byte offset and
-// errno. Chunks complete in any order; checksums are the caller's to verify
-// (Dataset::VerifyChunk), so that verification can run off the I/O thread.
+// read is normal: the rest is resubmitted. -EAGAIN and -EINTR are retried at once (a bounded
+// number of times). -EIO is retried a few times after a short backoff (a transient device or
+// transport error: a cable, a path failover, a drive's internal retry that timed out); a read
+// that then succeeds overwrites whatever the failed one left, so its bytes are the file's. Any
+// other error (EBADF, EINVAL, EFAULT, ...: a bug or a setup problem that a retry cannot fix) and
+// an -EIO that outlasts its retries end the chunk with a Status naming the file, chunk, byte
+// offset and errno, and how many attempts were made. Chunks complete in any order; checksums are
+// the caller's to verify (Dataset::VerifyChunk), so that verification can run off the I/O
+// thread.
+//
+// Faults: Create() wraps its queue in a FaultyIoQueue where RINGFEED_FAULTS is set
+// (io/faulty_io_queue.h, io/fault_plan.h), so whole-program tests can plant read errors; a
+// malformed spec fails Create() with Usage.
 //
 // Modes: kDirect (O_DIRECT, the default: the page cache is bypassed, reads land straight in the
 // buffers), kBuffered (through the page cache). Where io_uring cannot be set up, the reader
@@ -50,6 +59,10 @@ struct ReaderOptions {
   uint32_t queue_depth = 8;        // reads in flight
   uint32_t read_bytes = 4u << 20;  // largest single read; a multiple of 4096
   uint32_t max_retries = 16;       // per read, for -EAGAIN / -EINTR
+  // Per read, for -EIO: retry k waits kEioBackoffMs << min(k - 1, 10) first (1, 2, 4 ms), on the
+  // I/O thread (the kernel goes on with the other reads in flight meanwhile).
+  uint32_t max_eio_retries = 3;
+  static constexpr uint32_t kEioBackoffMs = 1;
   // Register the buffers with io_uring once (IORING_OP_READ_FIXED) instead of letting the kernel
   // pin the pages of every read. Off falls back to plain reads into the same buffers.
   bool register_buffers = true;

@@ -2,7 +2,8 @@
 //   UringQueue (io/uring_queue.h)  io_uring through liburing; registered files and buffers.
 //   SyncQueue  (io/sync_queue.h)   pread(2), completing each request at Submit(); the fallback
 //                                  where io_uring is unavailable.
-// Tests substitute a fake that injects short reads, -EAGAIN, -EINTR and -EIO.
+// FaultyIoQueue (io/faulty_io_queue.h) wraps any of them and answers chosen reads with faults
+// (RINGFEED_FAULTS); tests also substitute a fake (tests/io/fake_io_queue.h).
 //
 // Completions carry the raw result (bytes read, or -errno). Negative errno never leaves io/:
 // ChunkReader turns it into a Status.
@@ -27,6 +28,10 @@ struct IoRequest {
   uint64_t offset = 0;
   int buf_index = -1;  // registered buffer holding buf, or -1
   uint64_t user_data = 0;
+  // The global chunk the read belongs to (ChunkReader sets it), or kNoChunk. The queues read
+  // without it; FaultyIoQueue picks its faults by it.
+  static constexpr uint64_t kNoChunk = UINT64_MAX;
+  uint64_t chunk = kNoChunk;
 };
 
 struct IoCompletion {

@@ -29,8 +29,8 @@
 #include "io/dataset.h"
 #include "kernels/checkpoint.h"
 #include "pipeline/memory_batch_source.h"
-#include "pipeline/window_order.h"
 #include "pipeline/trace.h"
+#include "pipeline/window_order.h"
 #include "src/command_checks.h"
 #include "src/commands.h"
 #include "src/train_config.h"
@@ -154,6 +154,31 @@ Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& 
                     RunState{ck.epoch, ck.step, position}};
 }
 
+// `word` as one shell word: as it is where that is safe, else in single quotes.
+std::string ShellWord(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_-+=./,:@%") == std::string::npos;
+  if (plain) return word;
+  std::string out = "'";
+  for (char ch : word) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+// The command line `args` (after "train") with its --resume, if any, replaced by --resume
+// `checkpoint`: what continues the run from its emergency checkpoint.
+std::string ResumeCommand(const std::vector<std::string>& args, const std::string& checkpoint) {
+  std::string cmd = "ringfeed train";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--resume") {
+      ++i;  // and its value
+    } else if (args[i].rfind("--resume=", 0) != 0) {
+      cmd += " " + ShellWord(args[i]);
+    }
+  }
+  return cmd + " --resume " + ShellWord(checkpoint);
+}
+
 // Builds the engine from the config's components and runs the loop, with the run's output files.
 Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, BatchSource* test,
              const ModelConfig& model, StartPoint start, World& world) {
@@ -176,10 +201,10 @@ Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, 
       std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count();
   RF_RETURN_IF_ERROR(engine->backend().SetState(start.params, start.momentum));
   // The epoch the run starts in may be one resumed at another world size: its own count.
-  const uint64_t start_epoch_samples = EpochSamples(
-      WindowOrder(train.ChunkSampleCounts(), OrderOptionsFor(c.pipeline))
-          .EpochSampleCount(start.state.epoch),
-      c.pipeline.batch_size, c.pipeline.drop_last);
+  const uint64_t start_epoch_samples =
+      EpochSamples(WindowOrder(train.ChunkSampleCounts(), OrderOptionsFor(c.pipeline))
+                       .EpochSampleCount(start.state.epoch),
+                   c.pipeline.batch_size, c.pipeline.drop_last);
   if (start.state.next_sample > start_epoch_samples) {
     return Status::Corruption(c.resume, "checkpoint position is past the end of the epoch");
   }
@@ -243,7 +268,8 @@ std::string PerRank(const std::string& path, const World& world) {
   return path + ".rank" + std::to_string(world.rank());
 }
 
-Status Run(TrainConfig c, World& world) {
+// `args`: the command line after "train", for the command that resumes an emergency checkpoint.
+Status Run(TrainConfig c, const std::vector<std::string>& args, World& world) {
   c.pipeline.rank = world.rank();
   c.pipeline.world_size = world.size();
   c.dump_order = PerRank(c.dump_order, world);
@@ -258,7 +284,8 @@ Status Run(TrainConfig c, World& world) {
   RF_ASSIGN_OR_RETURN(const ModelConfig model, ModelFor(c, data.train.header()));
   RF_ASSIGN_OR_RETURN(StartPoint start, Start(model, data.train, world, &c));
   // The config is final here (a checkpoint has adjusted it): every component's options from it.
-  const TrainComponents parts = DeriveTrainComponents(c);
+  TrainComponents parts = DeriveTrainComponents(c);
+  if (!c.checkpoint.empty()) parts.trainer.resume_command = ResumeCommand(args, c.checkpoint);
   std::unique_ptr<MemoryBatchSource> test_source;
   if (data.test && world.rank() == 0) {  // rank 0 evaluates
     RF_ASSIGN_OR_RETURN(test_source, MemoryBatchSource::Load(*data.test, parts.test));
@@ -269,7 +296,8 @@ Status Run(TrainConfig c, World& world) {
 }  // namespace
 
 CommandStatus RunTrainCommand(int argc, char** argv) {
-  Result<TrainFlags> flags = ReadTrainFlags(std::vector<std::string>(argv + 1, argv + argc));
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  Result<TrainFlags> flags = ReadTrainFlags(args);
   if (!flags.ok()) return {flags.status(), "ringfeed train"};
   if (flags->help) {
     std::cout << flags->help_text;
@@ -279,7 +307,7 @@ CommandStatus RunTrainCommand(int argc, char** argv) {
   if (!config.ok()) return {config.status()};
   Result<std::unique_ptr<World>> world = OpenWorld();
   if (!world.ok()) return {world.status()};
-  Status st = Run(std::move(config).value(), **world);
+  Status st = Run(std::move(config).value(), args, **world);
   if (!st.ok() && (*world)->size() > 1) {
     // The other ranks may be waiting for this one in a collective: end them all.
     std::fprintf(stderr, "ringfeed train: rank %u of %u: %s\n", (*world)->rank(), (*world)->size(),

@@ -127,6 +127,36 @@ Status Trainer::Save(const RunState& s, const SgdConfig& sgd, uint64_t seed) {
   return written;
 }
 
+Status Trainer::StopOnDataError(const RunState& s, const SgdConfig& sgd, uint64_t seed,
+                                Status error) {
+  if (o_.checkpoint.empty() || world_.size() > 1) return error;
+  // The backend holds the state after step s.step (GetState waits for queued steps), and
+  // s.next_sample is the position after that step's batch: the failed batch was never trained.
+  Status saved = Save(s, sgd, seed);
+  if (!saved.ok()) {
+    std::fprintf(stderr, "ringfeed train: no emergency checkpoint: %s\n", saved.ToString().c_str());
+    return error;
+  }
+  std::printf(
+      "ringfeed train: stopped by a data error after step %llu (next: epoch %llu, sample %llu); "
+      "emergency checkpoint written to %s\n",
+      static_cast<unsigned long long>(s.step), static_cast<unsigned long long>(s.epoch + 1),
+      static_cast<unsigned long long>(s.next_sample), o_.checkpoint.c_str());
+  if (!o_.resume_command.empty()) {
+    std::printf("ringfeed train: to resume once the data reads again: %s\n",
+                o_.resume_command.c_str());
+  }
+  std::fflush(stdout);
+  (void)WriteMetrics({{"event", "end"},
+                      {"stopped_by", "data error"},
+                      {"error", error.ToString()},
+                      {"step", s.step},
+                      {"epoch", s.epoch},
+                      {"next_sample", s.next_sample},
+                      {"checkpoint", o_.checkpoint}});
+  return error;
+}
+
 Status Trainer::WriteMetrics(const nlohmann::json& j) {
   if (metrics_ == nullptr) return Status::Ok();
   *metrics_ << j.dump() << "\n" << std::flush;
@@ -274,12 +304,16 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
   while (s.epoch < o_.epochs && !stopping) {
     const auto t0 = std::chrono::steady_clock::now();
     const SourceCounters at_start = Counters();
-    RF_RETURN_IF_ERROR(source_.StartEpoch(s.epoch, s.next_sample));
+    if (Status st = source_.StartEpoch(s.epoch, s.next_sample); !st.ok()) {
+      return StopOnDataError(s, sgd, seed, st);
+    }
     const uint64_t first_sample = s.next_sample;
     progress_.StartEpoch(s.epoch, o_.epochs, first_sample, source_.epoch_samples());
     if (dump_order_ != nullptr) *dump_order_ << "# epoch " << s.epoch + 1 << "\n";
     while (!stopping) {
-      RF_ASSIGN_OR_RETURN(Batch b, source_.Next());
+      Result<Batch> next = source_.Next();
+      if (!next.ok()) return StopOnDataError(s, sgd, seed, next.status());
+      const Batch b = std::move(next).value();
       if (b.n == 0) break;
       if (first_batch_ms_ < 0) {
         first_batch_ms_ =

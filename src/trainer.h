@@ -5,6 +5,17 @@
 // SIGINT or SIGTERM arrives: the handler only sets a flag, which the loop checks after each step,
 // so an interrupted run stops cleanly (exit 0) and can be resumed where it stopped.
 //
+// A data error (the training source fails: a read that outlasted its retries, a chunk that fails
+// its checksum) stops the run with that error. On one rank with --checkpoint, the loop first
+// writes an emergency checkpoint of the last completed step: the parameters and momentum after
+// it, and the position just past its batch, so that a resume trains exactly the samples this
+// run had not; it prints where it is and the command that resumes. The error is still returned
+// (the run exits 1).
+//   Not with several ranks: the checkpoint needs every rank at the same step, and a rank whose
+//   read failed cannot make the others stop there (they may be inside a collective, or a step
+//   ahead). The job ends as for any rank's error (World::Abort, naming rank, file, chunk and
+//   offset) and resumes from the last periodic checkpoint.
+//
 // Data-parallel (a World of N > 1 ranks; every rank runs a Trainer in step with the others):
 //   - every rank takes the same number of steps of the same size each epoch (the pipeline gives
 //     every rank as many samples: window_order.h), so no rank waits for a step another will not
@@ -54,6 +65,9 @@ struct TrainerOptions {
   std::vector<CheckpointStretch> stretches;
   // Data-parallel: seconds without a finished step before the job is ended (0: never).
   double rank_timeout_s = 0;
+  // The command that resumes from `checkpoint`, printed after an emergency checkpoint ("" :
+  // none printed).
+  std::string resume_command;
 };
 
 // Everything the loop keeps between steps besides the backend's own state.
@@ -83,6 +97,9 @@ class Trainer {
   static void StepDone(void* arg, uint64_t done_ns);
   Status MarkStep();
   Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
+  // The training source failed with `error` after the steps `s` counts: writes the emergency
+  // checkpoint where one can be written (see above), and returns `error`.
+  Status StopOnDataError(const RunState& s, const SgdConfig& sgd, uint64_t seed, Status error);
   // Whether any rank asks to stop after step `step` (`local`: this one does). With several ranks
   // they agree every kStopAgreementSteps steps (the same steps on every rank), so a signal stops
   // the job within that many steps.

@@ -1,6 +1,8 @@
 // ChunkReader under planted faults: short reads are completed by resubmitting the rest, -EAGAIN
-// and -EINTR are retried up to max_retries, and anything else (EAGAIN beyond the limit, EIO, a
-// file shrunk underneath) fails with a message naming the shard, chunk, byte offset and errno.
+// and -EINTR are retried up to max_retries, -EIO up to max_eio_retries, and anything else (EAGAIN
+// or EIO beyond the limit, EBADF, a file shrunk underneath) fails with a message naming the
+// shard, chunk, byte offset and errno. (The same faults through the shipped fault layer, over
+// real queues: faulty_io_queue_test.cc.)
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -30,18 +32,22 @@ TEST_F(ChunkReaderTest, CompletesShortReadsByResubmittingTheRest) {
   EXPECT_EQ(fake->requests(), PlainReadCount(kReadBytes) + 4);
 }
 
-TEST_F(ChunkReaderTest, RetriesEAgainAndEIntrUpToMaxRetries) {
+TEST_F(ChunkReaderTest, RetriesEAgainEIntrAndEioUpToTheirLimits) {
   AlignedBuffers bufs(4, kChunkBytes);
   FakeIoQueue* fake;
   ReaderOptions o = Buffered();
   o.max_retries = 4;
+  o.max_eio_retries = 2;
   auto r = WithFake(&fake, bufs, o);
   fake->ErrorAtRequest(0, EAGAIN);
   fake->ErrorAtRequest(2, EINTR);
+  fake->ErrorAtRequest(3, EIO);
   const auto& c5 = dataset_->chunk(5);
   fake->ErrorAtOffset(c5.shard, c5.entry.offset, EAGAIN, /*times=*/4);  // exactly the limit
+  const auto& c7 = dataset_->chunk(7);
+  fake->ErrorAtOffset(c7.shard, c7.entry.offset, EIO, /*times=*/2);  // exactly the limit
   EXPECT_EQ(ReadAndCheckAll(*r, *dataset_, bufs), "");
-  EXPECT_EQ(fake->faults_fired(), 6u);
+  EXPECT_EQ(fake->faults_fired(), 9u);
 }
 
 TEST_F(ChunkReaderTest, FailsWithClearMessageWhenEAgainOutlastsMaxRetries) {
@@ -67,7 +73,7 @@ TEST_F(ChunkReaderTest, ReportsEioWithShardPathChunkOffsetAndErrno) {
   const auto& c5 = dataset_->chunk(5);
   ASSERT_EQ(c5.shard, 2u);
   const uint64_t at = c5.entry.offset + kReadBytes;
-  fake->ErrorAtOffset(c5.shard, at, EIO);
+  fake->ErrorAtOffset(c5.shard, at, EIO, FakeIoQueue::kAlways);
   for (uint32_t s = 0; s < 4; ++s) ASSERT_TRUE(r->Submit(4 + s, s).ok());
   std::vector<ChunkDone> done;
   Status st = r->Wait(done, 4);
@@ -77,10 +83,24 @@ TEST_F(ChunkReaderTest, ReportsEioWithShardPathChunkOffsetAndErrno) {
   EXPECT_EQ(st.offset(), at);
   EXPECT_EQ(st.err(), EIO);
   EXPECT_EQ(st.ToString(), dataset_->shard_path(2) + ": chunk 5 at byte " + std::to_string(at) +
-                               ": read failed: Input/output error (errno 5)");
+                               ": read failed after 4 attempts: Input/output error (errno 5)");
+  EXPECT_EQ(fake->faults_fired(), 4u);  // the read and its 3 retries
   // The failure is sticky: the reader does not pretend to go on.
   EXPECT_EQ(r->Submit(0, 0).ToString(), st.ToString());
   EXPECT_EQ(r->Wait(done, 1).ToString(), st.ToString());
+}
+
+// EBADF (like EINVAL or EFAULT) is no device hiccup: retrying cannot help, so it fails at once.
+TEST_F(ChunkReaderTest, FailsAtOnceOnAnErrorARetryCannotFix) {
+  AlignedBuffers bufs(4, kChunkBytes);
+  FakeIoQueue* fake;
+  auto r = WithFake(&fake, bufs, Buffered());
+  const auto& c1 = dataset_->chunk(1);
+  fake->ErrorAtOffset(c1.shard, c1.entry.offset, EBADF);  // once: a retry would succeed
+  EXPECT_EQ(ReadAndCheckAll(*r, *dataset_, bufs),
+            dataset_->shard_path(c1.shard) + ": chunk 1 at byte " +
+                std::to_string(c1.entry.offset) + ": read failed: Bad file descriptor (errno 9)");
+  EXPECT_EQ(fake->faults_fired(), 1u);
 }
 
 TEST_F(ChunkReaderTest, ReportsFileShrunkUnderneathAsUnexpectedEndOfFile) {

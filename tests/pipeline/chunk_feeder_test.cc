@@ -139,7 +139,8 @@ TEST(ChunkFeeder, ReadErrorReachesTheConsumerNamingFileChunkOffsetAndErrno) {
   (void)(*feeder)->Join();
   EXPECT_LE(c.chunks.size(), 3u);
   EXPECT_EQ(c.status.ToString(), path + ": chunk 3 at byte " + std::to_string(at) +
-                                     ": read failed: Input/output error (errno 5)");
+                                     ": read failed after 4 attempts: Input/output error "
+                                     "(errno 5)");
 }
 
 TEST(ChunkFeeder, ConsumerFailureStopsTheFeeder) {

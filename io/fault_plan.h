@@ -1,0 +1,91 @@
+// FaultPlan: which reads a FaultyIoQueue (io/faulty_io_queue.h) answers with a fault, parsed from
+// a short text spec. Test-only machinery: a run sets RINGFEED_FAULTS to the spec, and every chunk
+// reader the process creates (ringfeed train, ringfeed read, the Python loader) reads through a
+// FaultyIoQueue following it. Unset or empty, nothing is parsed or wrapped.
+//
+// The grammar (no spaces):
+//   spec   := rule { ';' rule }
+//   rule   := 'read:' kind [ '@' cond { ',' cond } ]  |  'read:reorder'
+//   kind   := 'eio' | 'eagain' | 'eintr'     the read fails with -EIO, -EAGAIN or -EINTR, and
+//                                            its destination is scribbled on (as a failed
+//                                            device read may leave it)
+//           | 'short=' BYTES                 the read returns at most BYTES (> 0); with O_DIRECT
+//                                            make it a multiple of 4096, as the kernel would
+//           | 'delay=' N ('ms' | 's')        the read's completion is held back N ms (or s)
+//                                            after it completed; other reads go on meanwhile
+//   cond   := 'chunk=' N                     only reads of global chunk N (default: every chunk)
+//           | 'attempt=' N                   only the N-th request for the chunk (from 1)
+//           | 'times=' N | 'times=always'    the first N requests for the chunk (default 1), or
+//                                            every one
+//           | 'after=' N                     every request for the chunk after the first N (a
+//                                            chunk read once an epoch fails from epoch N + 1 on)
+//   (one of attempt=, times= and after= at most)
+//   'read:reorder' holds completions back and hands each batch of them over newest first.
+//
+// Requests for a chunk are counted per queue (one per chunk reader) from 1: every retry and
+// every continuation of a short read is one more, and a chunk cut into several reads counts
+// each. So `read:eio@chunk=5,times=2` fails the first two requests for chunk 5 and no more (a
+// transient error the reader's retries get past); `read:eio@chunk=5,times=always` fails every
+// one (a bad sector). Where several rules match a request the first in the spec applies. The
+// streaming source keeps one reader from epoch to epoch (so `ringfeed train` counts over the
+// whole run) and makes a new one, counting afresh, where it restarts (a start at a position
+// other than where the last epoch ended, or after a failure).
+//
+// Examples:
+//   RINGFEED_FAULTS='read:eio@chunk=5,times=always'
+//   RINGFEED_FAULTS='read:short=4096@chunk=2;read:delay=200ms@chunk=3;read:reorder'
+//
+// A malformed spec is a Usage error naming RINGFEED_FAULTS, the rule and what is wrong.
+//
+// Thread safety: a plan is a value; Match is const.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/status.h"
+
+namespace rf {
+
+// The environment variable the shipped programs read their fault plan from.
+inline constexpr const char* kFaultsEnv = "RINGFEED_FAULTS";
+
+struct ReadFault {
+  enum class Kind { kError, kShort, kDelay };
+  static constexpr uint32_t kAlways = UINT32_MAX;
+
+  Kind kind = Kind::kError;
+  int err = 0;                         // kError: the errno (EIO, EAGAIN, EINTR)
+  uint32_t short_bytes = 0;            // kShort
+  std::chrono::milliseconds delay{0};  // kDelay
+  std::optional<uint64_t> chunk;       // none: every chunk
+  // Fires on requests first..last for the chunk (1-based, inclusive; last kAlways: no end).
+  uint32_t first = 1, last = 1;
+
+  bool Matches(uint64_t chunk_number, uint32_t attempt) const {
+    return (!chunk || *chunk == chunk_number) && attempt >= first && attempt <= last;
+  }
+};
+
+struct FaultPlan {
+  std::vector<ReadFault> reads;  // in the spec's order
+  bool reorder = false;
+
+  bool empty() const { return reads.empty() && !reorder; }
+  // The first fault for the `attempt`-th request (from 1) for `chunk`, or null.
+  const ReadFault* Match(uint64_t chunk, uint32_t attempt) const;
+  // The plan in the spec's grammar, one rule a ';' (for the line a wrapped run prints).
+  std::string ToString() const;
+};
+
+// Parses a spec in the grammar above ("" is the empty plan); Usage naming RINGFEED_FAULTS where
+// it is malformed.
+Result<FaultPlan> ParseFaultPlan(const std::string& spec);
+
+// RINGFEED_FAULTS's plan, or std::nullopt where it is unset or empty.
+Result<std::optional<FaultPlan>> FaultPlanFromEnv();
+
+}  // namespace rf
