@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <glob.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "io/file.h"
@@ -41,8 +42,8 @@ bool SameDataset(const format::Header& a, const format::Header& b) {
          a.chunk_samples == b.chunk_samples && a.mean == b.mean && a.stddev == b.stddev;
 }
 
-// Finds a shard of the dataset named `base` when `base` itself is not a file.
-std::string FindAnyShard(const std::string& base) {
+// The shard files of every count under the dataset name `base`, sorted.
+std::vector<std::string> ShardFilesNamed(const std::string& base) {
   std::string stem = base;
   const std::string ext = format::kExtension;
   bool has_ext = stem.size() > ext.size() && stem.ends_with(ext);
@@ -50,10 +51,34 @@ std::string FindAnyShard(const std::string& base) {
   std::string pattern =
       stem + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]" + (has_ext ? ext : "");
   glob_t g{};
-  std::string found;
-  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0) found = g.gl_pathv[0];
+  std::vector<std::string> found;
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    found.assign(g.gl_pathv, g.gl_pathv + g.gl_pathc);
   ::globfree(&g);
   return found;
+}
+
+// Refuses a dataset name under which more than one dataset exists: the file itself beside
+// shards of it, or shards of more than one count. Names one file of each.
+Status CheckOneDatasetNamed(const std::string& name) {
+  std::vector<std::string> sets;  // one file of each dataset: the file, or a shard of each count
+  std::vector<uint32_t> counts;
+  if (FileExists(name)) sets.push_back(name);
+  for (const std::string& f : ShardFilesNamed(name)) {
+    std::string base;
+    uint32_t index = 0, count = 0;
+    if (!format::ParseShardName(f, &base, &index, &count)) continue;
+    if (std::find(counts.begin(), counts.end(), count) != counts.end()) continue;
+    counts.push_back(count);
+    sets.push_back(f + " (" + std::to_string(count) + " shards)");
+  }
+  if (sets.size() <= 1) return Status::Ok();
+  std::string which;
+  for (const std::string& s : sets) which += (which.empty() ? "" : ", ") + s;
+  return std::move(Status::InvalidArgument(std::to_string(sets.size()) +
+                                           " datasets have this name: " + which +
+                                           "; remove the stale one(s) or name one shard")
+                       .WithPath(name));
 }
 
 // Corruption where a shard's header and its file name disagree on which shard it is: shards
@@ -87,10 +112,14 @@ Result<Dataset> Dataset::Open(const std::string& path) {
                          .WithPath(path));
   }
   std::string first = path;
-  if (!FileExists(path)) {
-    first = FindAnyShard(path);
-    if (first.empty())
-      return Status::NotFound(path, "no such dataset (no file, no shards)", ENOENT);
+  if (format::ShardBase(path).empty()) {  // not one shard's name: a file or a base name
+    RF_RETURN_IF_ERROR(CheckOneDatasetNamed(path));
+    if (!FileExists(path)) {
+      const std::vector<std::string> shards = ShardFilesNamed(path);
+      if (shards.empty())
+        return Status::NotFound(path, "no such dataset (no file, no shards)", ENOENT);
+      first = shards.front();
+    }
   }
   RF_ASSIGN_OR_RETURN(OpenedShard s0, OpenShard(first));
   RF_RETURN_IF_ERROR(CheckShardName(first, s0.header));
@@ -110,6 +139,13 @@ Result<Dataset> Dataset::Open(const std::string& path) {
         continue;
       }
       auto si = OpenShard(p);
+      if (!si.ok() && si.status().IsNotFound() && !FileExists(p)) {
+        return Status::NotFound(p,
+                                "shard " + std::to_string(i) + " of " + std::to_string(n) +
+                                    " is missing: an incomplete dataset (an interrupted "
+                                    "conversion?); convert it again",
+                                ENOENT);
+      }
       if (!si.ok()) return si.status();
       RF_RETURN_IF_ERROR(CheckShardName(p, si->header));
       paths.push_back(p);
@@ -143,6 +179,20 @@ Result<Dataset> Dataset::Open(const std::string& path) {
     }
   }
   return d;
+}
+
+std::vector<std::string> DatasetFilesNamed(const std::string& name) {
+  std::vector<std::string> files;
+  if (FileExists(name)) files.push_back(name);
+  for (std::string& f : ShardFilesNamed(name)) files.push_back(std::move(f));
+  return files;
+}
+
+bool IsDatasetFileNamed(std::string_view file, std::string_view name) {
+  if (file == name) return true;
+  std::string base;
+  uint32_t index = 0, count = 0;
+  return format::ParseShardName(std::string(file), &base, &index, &count) && base == name;
 }
 
 std::vector<uint32_t> Dataset::ChunkSampleCounts() const {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/format.h"
@@ -24,6 +25,10 @@ class Dataset {
   // `path` is a single-file dataset, any one shard of a sharded dataset, or the base name the
   // shards were written under ("data.rfd" for "data-00000-of-00004.rfd", ...). Every shard is
   // opened and checked: header, file size, index, and that the shards belong together.
+  // A name that is not one shard's must name one dataset: where "data.rfd" and shards of it, or
+  // shards of two counts, exist side by side (one of them stale), it is refused naming each
+  // (InvalidArgument), never resolved silently. A set whose shard is missing is refused naming
+  // the missing shard (NotFound).
   static Result<Dataset> Open(const std::string& path);
 
   // Dataset-wide fields. Per-shard fields (shard_index, shard_samples, ...) are shard 0's.
@@ -63,5 +68,12 @@ class Dataset {
   std::vector<ChunkLocation> chunks_;
   uint64_t max_chunk_bytes_ = 0;
 };
+
+// The files that exist under the dataset name `name` ("data.rfd": the file itself and every
+// "data-NNNNN-of-MMMMM.rfd", of any count), sorted. More than one dataset among them makes the
+// name ambiguous (Dataset::Open); the converter removes the ones its new dataset replaces.
+std::vector<std::string> DatasetFilesNamed(const std::string& name);
+// Whether the file name (no directory) `file` is `name` or a shard name of it.
+bool IsDatasetFileNamed(std::string_view file, std::string_view name);
 
 }  // namespace rf

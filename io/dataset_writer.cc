@@ -1,10 +1,14 @@
 #include "io/dataset_writer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+
+#include "io/dataset.h"
 
 namespace rf {
 
@@ -56,9 +60,13 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   w->sum_.assign(header.channels, 0.0);
   w->sumsq_.assign(header.channels, 0.0);
 
+  const std::string name = BaseNameOf(path);
+  RemoveStaleTemporaries(DirectoryOf(path),
+                         [&name](std::string_view n) { return IsDatasetFileNamed(n, name); });
   for (uint32_t s = 0; s < opts.shards; ++s) {
-    RF_ASSIGN_OR_RETURN(AtomicOutput out,
-                        AtomicOutput::Create(format::ShardPath(path, s, opts.shards)));
+    RF_ASSIGN_OR_RETURN(
+        AtomicOutput out,
+        AtomicOutput::Create(format::ShardPath(path, s, opts.shards), AtomicOutput::Stale::kLeave));
     w->shards_.push_back(Shard{std::move(out), format::kHeaderBytes, {}});
   }
   return w;
@@ -205,6 +213,14 @@ Status DatasetWriter::Finish() {
     const double var = std::max(0.0, sumsq_[c] / per_channel - mean * mean);
     h.mean[c] = static_cast<float>(mean);
     h.stddev[c] = static_cast<float>(std::sqrt(var));
+    // Every reader refuses such a header; better no dataset than one nothing can open. (The
+    // converter refuses NaN and Inf earlier, naming the sample.)
+    if (!std::isfinite(h.mean[c]) || !std::isfinite(h.stddev[c])) {
+      return std::move(
+          Status::InvalidArgument("the statistics of channel " + std::to_string(c) +
+                                  " are not finite: the samples hold NaN or infinite values")
+              .WithPath(path_));
+    }
   }
   for (uint32_t i = 0; i < shards_.size(); ++i) {
     Shard& s = shards_[i];
@@ -220,8 +236,27 @@ Status DatasetWriter::Finish() {
     format::EncodeHeader(h, head);
     RF_RETURN_IF_ERROR(s.out.file().WriteAt(head, sizeof head, 0));
   }
-  for (Shard& s : shards_) RF_RETURN_IF_ERROR(s.out.Commit());
+  RF_RETURN_IF_ERROR(CommitShards());
   finished_ = true;
+  return Status::Ok();
+}
+
+Status DatasetWriter::CommitShards() {
+  // Everything that can fail for lack of space or a bad disk happens here, before any rename.
+  for (Shard& s : shards_) RF_RETURN_IF_ERROR(s.out.Prepare());
+  // Shard 0 last: until it is in place the set is incomplete under its final names, and readers
+  // say so; a rename failing part-way takes back the shards already renamed.
+  for (size_t i = shards_.size(); i-- > 0;) {
+    Status st = shards_[i].out.Commit();
+    if (st.ok()) continue;
+    for (size_t j = i + 1; j < shards_.size(); ++j) ::unlink(shards_[j].out.final_path().c_str());
+    return st;
+  }
+  const std::vector<std::string> ours = paths();
+  for (const std::string& f : DatasetFilesNamed(path_)) {
+    if (std::find(ours.begin(), ours.end(), f) != ours.end()) continue;
+    if (::unlink(f.c_str()) == 0) removed_.push_back(f);
+  }
   return Status::Ok();
 }
 

@@ -3,8 +3,17 @@
 //
 // Every shard is written under a temporary name; Finish() writes the indices and headers
 // (the header goes last: it holds the sample count and the channel statistics, known only at
-// the end), fsyncs, and renames every shard into place. A writer destroyed before Finish()
-// removes its temporary files, so an interrupted conversion leaves nothing that looks finished.
+// the end), fsyncs and closes every shard, and only then renames them into place, shard 0 last.
+// A writer destroyed before Finish() removes its temporary files, and a failure in Finish
+// (ENOSPC, EIO: always in the fsync stage, before any rename) leaves no final name, so an
+// interrupted or failed conversion leaves nothing that looks finished: a crash during the
+// renames leaves shards without shard 0, which readers refuse by name (io/dataset.h).
+//
+// The name is the new dataset's alone once Finish() returns: any other dataset of the same name
+// (the single file "data.rfd" beside new shards of it, shards of another count) is removed, but
+// only after the new one is committed, so the old data is never lost before the new is safe
+// (removed() lists them). Create() removes the temporaries of earlier writers of this name
+// whose process is gone (io/file.h RemoveStaleTemporaries).
 //
 // Chunks go round-robin to the shards (global chunk g to shard g % shards), so reading the
 // chunks in order reads all drives at once.
@@ -66,11 +75,15 @@ class DatasetWriter {
   uint64_t bytes_written() const { return bytes_; }
   // The files Finish() produced (final names), in shard order.
   std::vector<std::string> paths() const;
+  // The files of other datasets of the same name that Finish() removed.
+  const std::vector<std::string>& removed() const { return removed_; }
 
  private:
   DatasetWriter() = default;
   Status FlushChunk();
   void Accumulate(const void* samples, uint64_t n);
+  // Prepares every shard, renames them into place (shard 0 last), removes what they replace.
+  Status CommitShards();
 
   std::string path_;
   DatasetSpec spec_;
@@ -104,6 +117,7 @@ class DatasetWriter {
   // io/format.h).
   std::vector<double> sum_, sumsq_;
   bool finished_ = false;
+  std::vector<std::string> removed_;
 };
 
 }  // namespace rf

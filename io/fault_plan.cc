@@ -113,7 +113,32 @@ Status ParseCondition(std::string_view rule, std::string_view cond, bool* counte
   return Status::Ok();
 }
 
+// "write:ERROR@path=TEXT" or "fsync:ERROR@path=TEXT".
+Result<FileFault> ParseFileRule(std::string_view rule) {
+  FileFault f;
+  f.op = rule.starts_with("write:") ? FileFault::Op::kWrite : FileFault::Op::kFsync;
+  const std::string_view body = rule.substr(6);
+  const size_t at = body.find("@path=");
+  if (at == std::string_view::npos || at + 6 == body.size()) {
+    return Bad(rule, "expected " + std::string(rule.substr(0, 6)) + "ERROR@path=TEXT");
+  }
+  const std::string_view error = body.substr(0, at);
+  f.err = error == "enospc" ? ENOSPC : error == "eio" ? EIO : error == "efbig" ? EFBIG : 0;
+  if (f.err == 0) {
+    return Bad(rule, "unknown error \"" + std::string(error) + "\": expected enospc, eio or efbig");
+  }
+  f.path_part = std::string(body.substr(at + 6));
+  return f;
+}
+
 }  // namespace
+
+int FaultPlan::FileError(FileFault::Op op, const std::string& path) const {
+  for (const FileFault& f : files) {
+    if (f.op == op && path.find(f.path_part) != std::string::npos) return f.err;
+  }
+  return 0;
+}
 
 const ReadFault* FaultPlan::Match(uint64_t chunk, uint32_t attempt) const {
   for (const ReadFault& f : reads) {
@@ -149,6 +174,12 @@ std::string FaultPlan::ToString() const {
     }
   }
   if (reorder) out += out.empty() ? "read:reorder" : ";read:reorder";
+  for (const FileFault& f : files) {
+    if (!out.empty()) out += ';';
+    out += f.op == FileFault::Op::kWrite ? "write:" : "fsync:";
+    out += f.err == ENOSPC ? "enospc" : f.err == EIO ? "eio" : "efbig";
+    out += "@path=" + f.path_part;
+  }
   return out;
 }
 
@@ -157,11 +188,14 @@ Result<FaultPlan> ParseFaultPlan(const std::string& spec) {
   if (spec.empty()) return plan;
   for (std::string_view rule : Split(spec, ';')) {
     std::string_view body;
-    if (rule.starts_with("write:")) {
-      return Bad(rule, "write faults are not implemented; only read: rules");
+    if (rule.starts_with("write:") || rule.starts_with("fsync:")) {
+      RF_ASSIGN_OR_RETURN(FileFault f, ParseFileRule(rule));
+      plan.files.push_back(std::move(f));
+      continue;
     }
     if (!rule.starts_with("read:") || (body = rule.substr(5)).empty()) {
-      return Bad(rule, "expected read:KIND[@CONDITIONS]");
+      return Bad(rule,
+                 "expected read:KIND[@CONDITIONS], write:ERROR@path=TEXT or fsync:ERROR@path=TEXT");
     }
     if (body == "reorder") {
       plan.reorder = true;

@@ -1,11 +1,14 @@
-// FaultPlan: which reads a FaultyIoQueue (io/faulty_io_queue.h) answers with a fault, parsed from
-// a short text spec. Test-only machinery: a run sets RINGFEED_FAULTS to the spec, and every chunk
-// reader the process creates (ringfeed train, ringfeed read, the Python loader) reads through a
-// FaultyIoQueue following it. Unset or empty, nothing is parsed or wrapped.
+// FaultPlan: which reads a FaultyIoQueue (io/faulty_io_queue.h) answers with a fault, and which
+// writes and fsyncs of a File (io/file.h) fail, parsed from a short text spec. Test-only
+// machinery: a run sets RINGFEED_FAULTS to the spec, and every chunk reader the process creates
+// (ringfeed train, ringfeed read, the Python loader) reads through a FaultyIoQueue following its
+// read rules, and every File write or fsync follows its write and fsync rules. Unset or empty,
+// nothing is parsed or wrapped.
 //
 // The grammar (no spaces):
 //   spec   := rule { ';' rule }
 //   rule   := 'read:' kind [ '@' cond { ',' cond } ]  |  'read:reorder'
+//           | ('write:' | 'fsync:') error '@path=' TEXT
 //   kind   := 'eio' | 'eagain' | 'eintr'     the read fails with -EIO, -EAGAIN or -EINTR, and
 //                                            its destination is scribbled on (as a failed
 //                                            device read may leave it)
@@ -21,6 +24,10 @@
 //                                            chunk read once an epoch fails from epoch N + 1 on)
 //   (one of attempt=, times= and after= at most)
 //   'read:reorder' holds completions back and hands each batch of them over newest first.
+//   error  := 'enospc' | 'eio' | 'efbig'     every write (pwrite) or fsync of a File whose path
+//                                            (for an AtomicOutput, the final path the user gave)
+//                                            contains TEXT fails with that errno (a full disk, a
+//                                            failing disk, a file size limit)
 //
 // Requests for a chunk are counted per queue (one per chunk reader) from 1: every retry and
 // every continuation of a short read is one more, and a chunk cut into several reads counts
@@ -34,10 +41,12 @@
 // Examples:
 //   RINGFEED_FAULTS='read:eio@chunk=5,times=always'
 //   RINGFEED_FAULTS='read:short=4096@chunk=2;read:delay=200ms@chunk=3;read:reorder'
+//   RINGFEED_FAULTS='fsync:eio@path=run.ckpt;write:enospc@path=-00001-of-'
 //
-// A malformed spec is a Usage error naming RINGFEED_FAULTS, the rule and what is wrong.
+// A malformed spec is a Usage error naming RINGFEED_FAULTS, the rule and what is wrong (from the
+// readers; a File's write finds no rule in a malformed spec).
 //
-// Thread safety: a plan is a value; Match is const.
+// Thread safety: a plan is a value; Match and FileError are const.
 #pragma once
 
 #include <chrono>
@@ -70,13 +79,26 @@ struct ReadFault {
   }
 };
 
+// A write or fsync rule.
+struct FileFault {
+  enum class Op { kWrite, kFsync };
+  Op op = Op::kWrite;
+  int err = 0;            // ENOSPC, EIO or EFBIG
+  std::string path_part;  // fails Files whose path contains this
+};
+
 struct FaultPlan {
   std::vector<ReadFault> reads;  // in the spec's order
   bool reorder = false;
+  std::vector<FileFault> files;  // in the spec's order
 
-  bool empty() const { return reads.empty() && !reorder; }
+  // Whether readers have anything to inject (only then is a reader's queue wrapped).
+  bool has_read_faults() const { return !reads.empty() || reorder; }
+  bool empty() const { return !has_read_faults() && files.empty(); }
   // The first fault for the `attempt`-th request (from 1) for `chunk`, or null.
   const ReadFault* Match(uint64_t chunk, uint32_t attempt) const;
+  // The errno of the first rule failing `op` on the File at `path`, or 0.
+  int FileError(FileFault::Op op, const std::string& path) const;
   // The plan in the spec's grammar, one rule a ';' (for the line a wrapped run prints).
   std::string ToString() const;
 };

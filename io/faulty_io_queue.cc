@@ -116,7 +116,7 @@ Status FaultyIoQueue::Wait(std::vector<IoCompletion>& out, uint32_t min) {
 
 Result<std::unique_ptr<IoQueue>> WrapWithFaultsFromEnv(std::unique_ptr<IoQueue> queue) {
   RF_ASSIGN_OR_RETURN(std::optional<FaultPlan> plan, FaultPlanFromEnv());
-  if (!plan) return queue;
+  if (!plan || !plan->has_read_faults()) return queue;
   static std::atomic<bool> said{false};
   if (!said.exchange(true)) {
     std::fprintf(stderr, "ringfeed: %s is set: injecting read faults (%s)\n", kFaultsEnv,

@@ -3,7 +3,23 @@
 //
 // AtomicOutput: a file written under a temporary name, made durable with fsync and given its
 // final name by rename(2) only on Commit(), so a reader never sees a half-written file. A
-// destroyed, uncommitted AtomicOutput removes its temporary file.
+// destroyed, uncommitted AtomicOutput removes its temporary file. Every step is checked (each
+// write, the fsync, the close, the rename and the directory's fsync), and every error names the
+// final path the user asked for, never the temporary name: a full disk (ENOSPC), a file size
+// limit (EFBIG) or EIO fails the output, removes the temporary file and leaves any earlier file
+// of the final name byte for byte as it was. WriteFileAtomically writes a whole file this way;
+// io/sequential_output.h streams one.
+//
+// Temporary names are "<path>.tmp.<pid>.<n>". A process killed while writing leaves its
+// temporary behind; the next AtomicOutput of the same final name removes those whose process is
+// gone (RemoveStaleTemporaries), never a live process's. The pid is this machine's: on a file
+// system shared between machines, a temporary of a live process on another machine whose pid is
+// free here would be taken for stale.
+//
+// Fault injection, for tests only: RINGFEED_FAULTS's `write:` and `fsync:` rules
+// (io/fault_plan.h) make every pwrite or fsync of a File whose path (for an AtomicOutput, the
+// final path) contains the rule's text fail with its errno (ENOSPC, EIO or EFBIG). The variable
+// is read at each call, so a test may set and unset it; unset, the cost is one getenv a write.
 //
 // Thread safety: a File may be used by several threads for ReadAt/WriteAt (pread/pwrite carry
 // their own offset); opening, closing and moving are not thread safe.
@@ -12,7 +28,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "io/status.h"
@@ -35,6 +54,8 @@ class File {
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
   bool is_open() const { return fd_ >= 0; }
+  // Gives up ownership: returns the descriptor (the caller closes it); the File is closed.
+  int Release() { return std::exchange(fd_, -1); }
 
   Result<uint64_t> Size() const;
   // Reads exactly n bytes at offset, looping over short reads and EINTR. Reaching end of file
@@ -58,13 +79,22 @@ class AtomicOutput {
   AtomicOutput(AtomicOutput&&) noexcept;
   AtomicOutput& operator=(AtomicOutput&&) noexcept;
 
-  // Creates "<path>.tmp.<pid>.<n>" in the same directory as path.
-  static Result<AtomicOutput> Create(const std::string& path);
+  enum class Stale { kRemove, kLeave };
+  // Creates "<path>.tmp.<pid>.<n>" in the same directory as path, first removing that name's
+  // stale temporaries (RemoveStaleTemporaries), unless `stale` is kLeave: a caller creating many
+  // outputs of one family (a dataset's shards) scans the directory once itself. Its file() names
+  // path in its errors.
+  static Result<AtomicOutput> Create(const std::string& path, Stale stale = Stale::kRemove);
 
   File& file() { return file_; }
   const std::string& final_path() const { return final_path_; }
 
-  // fsync, close, rename to the final name, fsync the directory.
+  // fsync and close: everything that can fail for lack of space or a bad disk, with the file
+  // still under its temporary name. Outputs committed together (a dataset's shards) prepare
+  // them all before renaming any.
+  Status Prepare();
+  // Prepare() if not done yet, rename to the final name, fsync the directory. After a failed
+  // Prepare the output cannot be committed; it is removed on destruction.
   Status Commit();
 
  private:
@@ -73,8 +103,27 @@ class AtomicOutput {
   File file_;
   std::string final_path_;
   std::string temp_path_;
+  bool prepared_ = false;
   bool committed_ = false;
 };
+
+// Writes n bytes as the whole file at path through an AtomicOutput: written, fsynced, closed and
+// renamed, or (on any error, naming path) not at all.
+Status WriteFileAtomically(const std::string& path, const void* data, size_t n);
+inline Status WriteFileAtomically(const std::string& path, std::string_view text) {
+  return WriteFileAtomically(path, text.data(), text.size());
+}
+
+// Removes, in directory dir, the temporary files "<NAME>.tmp.<pid>.<n>" of AtomicOutputs whose
+// process is gone, for every NAME where is_ours(NAME): no process has that pid, or the process
+// that has it started after the file was last written (the pid was reused). A live writer's
+// temporaries, and this process's, are kept. Returns the paths removed. Errors are ignored: a
+// temporary that cannot be removed is as harmless as before.
+std::vector<std::string> RemoveStaleTemporaries(
+    const std::string& dir, const std::function<bool(std::string_view name)>& is_ours);
+// The directory part of a path ("." for a bare name) and the name part.
+std::string DirectoryOf(const std::string& path);
+std::string BaseNameOf(const std::string& path);
 
 // Does a regular file exist at path?
 bool FileExists(const std::string& path);

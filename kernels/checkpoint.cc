@@ -295,9 +295,7 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
 
 Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
   RF_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, EncodeCheckpoint(c));
-  RF_ASSIGN_OR_RETURN(AtomicOutput out, AtomicOutput::Create(path));
-  RF_RETURN_IF_ERROR(out.file().WriteAt(bytes.data(), bytes.size(), 0));
-  return out.Commit();
+  return WriteFileAtomically(path, bytes.data(), bytes.size());
 }
 
 Result<std::vector<uint8_t>> ReadCheckpointBytes(const std::string& path) {

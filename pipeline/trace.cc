@@ -51,9 +51,7 @@ Status Trace::Write(const std::string& path) const {
   }
   const std::string text =
       nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n";
-  RF_ASSIGN_OR_RETURN(AtomicOutput out, AtomicOutput::Create(path));
-  RF_RETURN_IF_ERROR(out.file().WriteAt(text.data(), text.size(), 0));
-  return out.Commit();
+  return WriteFileAtomically(path, text);
 }
 
 void TraceSpan(const char* name, const char* track, uint64_t start_ns, uint64_t end_ns,

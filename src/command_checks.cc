@@ -21,10 +21,7 @@ Status CheckOutputIsNotInput(const std::string& output_flag, const std::string& 
 }
 
 Status CheckDirectoryWritable(const std::string& flag, const std::string& path) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "."
-                          : slash == 0               ? "/"
-                                                     : path.substr(0, slash);
+  const std::string dir = DirectoryOf(path);
   std::string probe = dir + "/.ringfeed-write-check.XXXXXX";
   const int fd = ::mkstemp(probe.data());
   if (fd < 0) {

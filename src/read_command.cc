@@ -5,12 +5,12 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "io/chunk_reader.h"
 #include "io/dataset.h"
+#include "io/file.h"
 #include "io/units.h"
 #include "pipeline/chunk_feeder.h"
 #include "pipeline/pipeline_config.h"
@@ -144,9 +144,7 @@ Status Run(const ReadArgs& a) {
                         {"world_size", a.world_size},
                         {"register_buffers", fo.reader.register_buffers},
                         {"runs", runs}};
-    std::ofstream out(a.json);
-    out << j.dump(2) << "\n";
-    if (!out.good()) return Status::IOError(a.json, "cannot write", errno);
+    RF_RETURN_IF_ERROR(WriteFileAtomically(a.json, j.dump(2) + "\n"));
   }
   return Status::Ok();
 }

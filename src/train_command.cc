@@ -17,7 +17,6 @@
 // gathered from one managed allocation, pipeline/managed_source.h) -> Backend::TrainStep.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -209,19 +208,21 @@ Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, 
     return Status::Corruption(c.resume, "checkpoint position is past the end of the epoch");
   }
 
-  std::ofstream metrics;
+  // --metrics and --dump-order go to a temporary name and are committed when the run ends
+  // (io/sequential_output.h): a write error fails the run naming the file, and an earlier file
+  // of the name stays intact until then.
+  std::optional<SequentialOutput> metrics;
   if (lead && !c.metrics.empty()) {
-    metrics.open(c.metrics, std::ios::trunc);
-    if (!metrics) return Status::IOError(c.metrics, "cannot create metrics file", errno);
-    metrics << nlohmann::json{{"event", "start"},
-                              {"mode", PipelineModeName(c.pipeline.mode)},
-                              {"backend", engine->description()},
-                              {"source", engine->train().Describe()},
-                              {"setup_seconds", setup_seconds},
-                              {"world_size", world.size()},
-                              {"gpu_bytes", engine->gpu_bytes()}}
-                   .dump()
-            << "\n";
+    RF_ASSIGN_OR_RETURN(metrics, SequentialOutput::Create(c.metrics, 64 << 10));
+    RF_RETURN_IF_ERROR(metrics->Append(nlohmann::json{{"event", "start"},
+                                                      {"mode", PipelineModeName(c.pipeline.mode)},
+                                                      {"backend", engine->description()},
+                                                      {"source", engine->train().Describe()},
+                                                      {"setup_seconds", setup_seconds},
+                                                      {"world_size", world.size()},
+                                                      {"gpu_bytes", engine->gpu_bytes()}}
+                                           .dump() +
+                                       "\n"));
   }
   if (lead) {
     const std::string batch =
@@ -241,16 +242,22 @@ Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, 
     std::fflush(stdout);
   }
   InstallStopHandlers();
-  std::ofstream dump;
+  std::optional<SequentialOutput> dump;
   if (!c.dump_order.empty()) {
-    dump.open(c.dump_order, std::ios::trunc);
-    if (!dump) return Status::IOError(c.dump_order, "cannot create order file", errno);
+    RF_ASSIGN_OR_RETURN(dump, SequentialOutput::Create(c.dump_order));
   }
   Trace trace;
   if (!c.trace.empty()) Trace::Activate(&trace);
-  Trainer t(parts.trainer, train, model, *engine, world, metrics.is_open() ? &metrics : nullptr,
-            c.dump_order.empty() ? nullptr : &dump);
+  Trainer t(parts.trainer, train, model, *engine, world, metrics ? &*metrics : nullptr,
+            dump ? &*dump : nullptr);
   Status st = t.Run(start.state, c.sgd, c.pipeline.seed);
+  // Committed whatever the run's outcome (a run stopped by a data error still reports how far
+  // it got), unless writing them is what failed: the first error wins.
+  for (std::optional<SequentialOutput>* out : {&metrics, &dump}) {
+    if (!*out) continue;
+    Status committed = (*out)->Commit();
+    if (st.ok()) st = committed;
+  }
   if (!c.trace.empty()) {
     // Waits for every queued step, so their trace callbacks have run (the run is over: its
     // statistics are no longer needed).

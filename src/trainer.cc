@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <vector>
 
 #include "io/units.h"
@@ -44,8 +45,8 @@ void InstallStopHandlers() {
 }
 
 Trainer::Trainer(const TrainerOptions& o, const Dataset& train, ModelConfig config,
-                 TrainEngine& engine, World& world, std::ofstream* metrics,
-                 std::ofstream* dump_order)
+                 TrainEngine& engine, World& world, SequentialOutput* metrics,
+                 SequentialOutput* dump_order)
     : o_(o),
       train_(train),
       config_(std::move(config)),
@@ -159,9 +160,7 @@ Status Trainer::StopOnDataError(const RunState& s, const SgdConfig& sgd, uint64_
 
 Status Trainer::WriteMetrics(const nlohmann::json& j) {
   if (metrics_ == nullptr) return Status::Ok();
-  *metrics_ << j.dump() << "\n" << std::flush;
-  if (!metrics_->good()) return Status::IOError(o_.metrics, "cannot write metrics", errno);
-  return Status::Ok();
+  return metrics_->Append(j.dump() + "\n");
 }
 
 Trainer::SourceCounters Trainer::Counters() const {
@@ -309,7 +308,8 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
     }
     const uint64_t first_sample = s.next_sample;
     progress_.StartEpoch(s.epoch, o_.epochs, first_sample, source_.epoch_samples());
-    if (dump_order_ != nullptr) *dump_order_ << "# epoch " << s.epoch + 1 << "\n";
+    if (dump_order_ != nullptr)
+      RF_RETURN_IF_ERROR(dump_order_->Append("# epoch " + std::to_string(s.epoch + 1) + "\n"));
     while (!stopping) {
       Result<Batch> next = source_.Next();
       if (!next.ok()) return StopOnDataError(s, sgd, seed, next.status());
@@ -326,7 +326,8 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
         }
       }
       if (dump_order_ != nullptr) {
-        for (uint64_t i : source_.batch_samples()) *dump_order_ << i << "\n";
+        for (uint64_t i : source_.batch_samples())
+          RF_RETURN_IF_ERROR(dump_order_->Append(std::to_string(i) + "\n"));
       }
       RF_RETURN_IF_ERROR(backend_.TrainStep(b, sgd));
       if (Trace::Active() != nullptr) RF_RETURN_IF_ERROR(MarkStep());

@@ -35,7 +35,6 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -44,6 +43,7 @@
 #include "dist/rank_watchdog.h"
 #include "dist/world.h"
 #include "io/dataset.h"
+#include "io/sequential_output.h"
 #include "kernels/checkpoint.h"
 #include "src/train_engine.h"
 #include "src/train_progress.h"
@@ -81,9 +81,10 @@ void InstallStopHandlers();
 
 class Trainer {
  public:
-  // metrics and dump_order may be null (metrics is rank 0's alone). `world` must outlive it.
+  // metrics and dump_order may be null (metrics is rank 0's alone); the caller commits them
+  // after Run. `world` must outlive it.
   Trainer(const TrainerOptions& o, const Dataset& train, ModelConfig config, TrainEngine& engine,
-          World& world, std::ofstream* metrics, std::ofstream* dump_order);
+          World& world, SequentialOutput* metrics, SequentialOutput* dump_order);
 
   Status Run(RunState s, const SgdConfig& sgd, uint64_t seed);
 
@@ -133,8 +134,8 @@ class Trainer {
   Backend& backend_;
   TrainingSource& source_;
   BatchSource* test_;
-  std::ofstream* metrics_;
-  std::ofstream* dump_order_;
+  SequentialOutput* metrics_;
+  SequentialOutput* dump_order_;
   double first_batch_ms_ = -1;
   std::array<StepMark, 64> marks_{};  // more than the backend's pending WhenDone calls
   uint64_t marks_used_ = 0;

@@ -67,13 +67,37 @@ TEST(FaultPlan, MatchesByChunkAndAttemptFirstRuleFirst) {
   EXPECT_TRUE(Parse("").empty());
 }
 
+// Write and fsync rules sit in the same spec as read rules: each fails only its own operation on
+// paths holding its text, and a plan of file rules alone leaves the readers unwrapped.
+TEST(FaultPlan, WriteAndFsyncRulesFailTheirOperationOnTheirPaths) {
+  const FaultPlan p =
+      Parse("read:eio@chunk=2;write:enospc@path=-00001-of-;fsync:eio@path=run.ckpt");
+  ASSERT_EQ(p.reads.size(), 1u);
+  ASSERT_EQ(p.files.size(), 2u);
+  EXPECT_EQ(p.FileError(FileFault::Op::kWrite, "/d/x-00001-of-00002.rfd"), ENOSPC);
+  EXPECT_EQ(p.FileError(FileFault::Op::kFsync, "/d/x-00001-of-00002.rfd"), 0);
+  EXPECT_EQ(p.FileError(FileFault::Op::kFsync, "/d/run.ckpt"), EIO);
+  EXPECT_EQ(p.FileError(FileFault::Op::kWrite, "/d/run.ckpt"), 0);
+  EXPECT_EQ(p.ToString(),
+            "read:eio@chunk=2,times=1;write:enospc@path=-00001-of-;fsync:eio@path=run.ckpt");
+  EXPECT_EQ(Parse(p.ToString()).ToString(), p.ToString());
+  const FaultPlan files = Parse("write:efbig@path=a");
+  EXPECT_FALSE(files.has_read_faults());
+  EXPECT_FALSE(files.empty());
+  EXPECT_EQ(files.FileError(FileFault::Op::kWrite, "a"), EFBIG);
+}
+
 TEST(FaultPlan, MalformedSpecsAreUsageErrorsNamingTheRule) {
   const std::pair<const char*, const char*> bad[] = {
       {"read:eoi",
        "RINGFEED_FAULTS: rule \"read:eoi\": unknown read fault \"eoi\": expected "
        "eio, eagain, eintr, short=BYTES, delay=TIME or reorder"},
-      {"eio@chunk=1", "RINGFEED_FAULTS: rule \"eio@chunk=1\": expected read:KIND[@CONDITIONS]"},
-      {"read:eio;", "RINGFEED_FAULTS: rule \"\": expected read:KIND[@CONDITIONS]"},
+      {"eio@chunk=1",
+       "RINGFEED_FAULTS: rule \"eio@chunk=1\": expected read:KIND[@CONDITIONS], "
+       "write:ERROR@path=TEXT or fsync:ERROR@path=TEXT"},
+      {"read:eio;",
+       "RINGFEED_FAULTS: rule \"\": expected read:KIND[@CONDITIONS], write:ERROR@path=TEXT or "
+       "fsync:ERROR@path=TEXT"},
       {"read:eio@chunk=x",
        "RINGFEED_FAULTS: rule \"read:eio@chunk=x\": chunk= takes a chunk "
        "number"},
@@ -104,9 +128,12 @@ TEST(FaultPlan, MalformedSpecsAreUsageErrorsNamingTheRule) {
       {"read:eio@chunk=1@chunk=2",
        "RINGFEED_FAULTS: rule \"read:eio@chunk=1@chunk=2\": more than "
        "one '@'"},
-      {"write:enospc",
-       "RINGFEED_FAULTS: rule \"write:enospc\": write faults are not "
-       "implemented; only read: rules"},
+      {"write:enospc", "RINGFEED_FAULTS: rule \"write:enospc\": expected write:ERROR@path=TEXT"},
+      {"fsync:eio@path=",
+       "RINGFEED_FAULTS: rule \"fsync:eio@path=\": expected fsync:ERROR@path=TEXT"},
+      {"write:full@path=x",
+       "RINGFEED_FAULTS: rule \"write:full@path=x\": unknown error \"full\": expected enospc, "
+       "eio or efbig"},
   };
   for (const auto& [spec, message] : bad) {
     Result<FaultPlan> p = ParseFaultPlan(spec);

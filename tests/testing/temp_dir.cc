@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -47,6 +48,15 @@ void FlipBit(const std::string& path, uint64_t offset, int bit) {
   f.write(&c, 1);
 }
 
+std::vector<std::string> FilesIn(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 void Truncate(const std::string& path, uint64_t size) { std::filesystem::resize_file(path, size); }
 
 int RunCommand(const std::string& cmd, std::string* output) {
@@ -59,6 +69,10 @@ int RunCommand(const std::string& cmd, std::string* output) {
   int st = ::pclose(p);
   if (output) *output = out;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+std::string WithFileSizeLimit(uint64_t bytes, const std::string& cmd) {
+  return "prlimit --fsize=" + std::to_string(bytes) + " sh -c \"trap '' XFSZ; exec " + cmd + "\"";
 }
 
 std::string ProgramPath(const std::string& name) {

@@ -93,13 +93,4 @@ Status Convert(const std::vector<std::string>& args, std::string* out) {
   return ::testing::AssertionSuccess();
 }
 
-std::vector<std::string> FilesIn(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    names.push_back(e.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 }  // namespace rf::testing

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/status.h"
+#include "tests/testing/temp_dir.h"
 
 namespace rf::testing {
 
@@ -29,8 +30,5 @@ std::vector<uint8_t> NpyBytes(const std::string& descr, const std::vector<uint64
 Status Convert(const std::vector<std::string>& args, std::string* out = nullptr);
 // The status failed and its one-line message contains `fragment`.
 ::testing::AssertionResult FailsWith(const Status& st, const std::string& fragment);
-
-// The names in a directory, sorted.
-std::vector<std::string> FilesIn(const std::string& dir);
 
 }  // namespace rf::testing

@@ -4,9 +4,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "io/file.h"
 
 namespace rf {
 
@@ -20,13 +21,12 @@ inline bool HaveCudaDevice(const char* tool) {
   return false;
 }
 
-// Writes `doc` to `path`, indented; false (after printing "TOOL: cannot write PATH") on failure.
+// Writes `doc` to `path`, indented, atomically (io/file.h); false (after printing "TOOL: <the
+// error, naming PATH>") on failure.
 inline bool WriteBenchJson(const std::string& path, const nlohmann::json& doc, const char* tool) {
-  std::ofstream out(path);
-  out << doc.dump(2) << "\n";
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "%s: cannot write %s\n", tool, path.c_str());
+  const Status st = WriteFileAtomically(path, doc.dump(2) + "\n");
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s: %s\n", tool, st.ToString().c_str());
     return false;
   }
   return true;

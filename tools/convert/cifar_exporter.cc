@@ -1,7 +1,7 @@
 // cifar export: PREFIX.bin, per sample one label byte then the sample's bytes (C x H x W).
+#include "io/sequential_output.h"
 #include "tools/convert/dataset_chunks.h"
 #include "tools/convert/exporter.h"
-#include "tools/convert/sequential_output.h"
 
 namespace rf::convert {
 

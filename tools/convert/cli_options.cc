@@ -174,6 +174,8 @@ void PrintConvertSummary(const ConvertSummary& s, bool quiet, std::ostream& out)
             " test samples)";
   }
   out << SummaryLine(what, s.samples + s.test_samples, s.chunks, s.bytes, s.seconds) << "\n";
+  for (const std::string& f : s.removed)
+    out << "removed " << f << " (an older dataset of the same name)\n";
 }
 
 }  // namespace rf::convert

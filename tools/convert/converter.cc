@@ -38,6 +38,24 @@ void StoreLabel(DType t, int64_t v, void* base, size_t i) {
   }
 }
 
+// Refuses NaN and infinite values among a block's `elems` values (of type `elem`: the input's,
+// or the stored ones, where a finite input overflows the stored dtype), naming the sample, its
+// element and where the sample starts in the input: a dataset holding them has no finite
+// channel statistics, so no reader could open it.
+Status CheckFinite(const SampleSource& source, const SampleBlock& b, Elem elem, const void* values,
+                   uint64_t elems, const std::string& stored_as) {
+  const uint64_t bad = FirstNonFinite(elem, values, elems);
+  if (bad == elems) return Status::Ok();
+  const uint64_t per_sample = source.shape().SampleElems();
+  const uint64_t sample = b.first + bad / per_sample;
+  const InputPosition at = source.SampleAt(sample);
+  std::string why = "sample " + std::to_string(sample) + " (which starts here) holds a";
+  why += stored_as.empty() ? " NaN or infinite value" : " value that overflows " + stored_as;
+  why += " at element " + std::to_string(bad % per_sample) +
+         "; a dataset needs finite samples for its channel statistics";
+  return std::move(Status::Corruption(at.path, why).WithOffset(at.offset));
+}
+
 uint64_t ChunksOf(const DatasetWriter& w) {
   return (w.samples_written() + w.chunk_samples() - 1) / w.chunk_samples();
 }
@@ -165,6 +183,8 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
       }
       StoreLabel(shape.label_dtype, v, labels.data(), i);
     }
+    RF_RETURN_IF_ERROR(
+        CheckFinite(source, b, shape.elem, b.samples, b.count * shape.SampleElems(), ""));
     const uint8_t* samples = b.samples;
     if (!passthrough) {
       const uint64_t elems = b.count * shape.SampleElems();
@@ -184,6 +204,8 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
         }
       } else {
         ConvertElems(shape.elem, b.samples, stored, scale, converted.data(), elems);
+        RF_RETURN_IF_ERROR(CheckFinite(source, b, ElemOf(stored), converted.data(), elems,
+                                       std::string(DTypeName(stored))));
       }
       samples = converted.data();
     }
@@ -240,11 +262,13 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
   s.chunks = ChunksOf(*train);
   s.bytes = train->bytes_written();
   s.paths = train->paths();
+  s.removed = train->removed();
   if (test) {
     s.test_samples = test->samples_written();
     s.chunks += ChunksOf(*test);
     s.bytes += test->bytes_written();
     for (const std::string& p : test->paths()) s.paths.push_back(p);
+    for (const std::string& p : test->removed()) s.removed.push_back(p);
   }
   s.seconds = progress.Seconds();
   return s;

@@ -9,7 +9,9 @@
 // test set is written to TestSetPath(out): "data.rfd" -> "data.test.rfd" (a name without
 // ".rfd" gets ".test.rfd" appended). Both datasets get the same class count.
 //
-// Nothing is left behind on failure: the writers remove their temporary files.
+// Nothing is left behind on failure: the writers remove their temporary files. NaN and infinite
+// samples are refused, naming the sample and where it starts in the input; so are finite ones
+// that overflow the stored dtype (1e6 as float16).
 #pragma once
 
 #include <cstdint>
@@ -54,6 +56,9 @@ struct ConvertSummary {
   uint32_t num_classes = 0;
   double seconds = 0;
   std::vector<std::string> paths;  // every file written, main dataset first
+  // Files of older datasets of the same names, removed once the new ones were committed
+  // (io/dataset_writer.h): a name holds one dataset.
+  std::vector<std::string> removed;
 };
 
 Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path,

@@ -1,6 +1,7 @@
 #include "tools/convert/elem_type.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -232,6 +233,16 @@ void ConvertElems(Elem in, const void* src, DType out, float scale, void* dst, s
     for (size_t i = 0; i < m; ++i) tmp[i] = LoadAsFloat(in, src, base + i) * scale;
     StoreFromFloat(out, tmp, static_cast<char*>(dst) + base * out_size, m);
   }
+}
+
+size_t FirstNonFinite(Elem e, const void* src, size_t n) {
+  if (!ElemIsFloat(e)) return n;
+  for (size_t i = 0; i < n; ++i) {
+    // float64 is checked as itself: a finite value beyond float's range is the output check's.
+    const double v = e == Elem::kF64 ? Load<double>(src, i) : LoadAsFloat(e, src, i);
+    if (!std::isfinite(v)) return i;
+  }
+  return n;
 }
 
 size_t ConvertIntegers(Elem in, const void* src, DType out, void* dst, size_t n) {

@@ -54,6 +54,9 @@ void ConvertElems(Elem in, const void* src, DType out, float scale, void* dst, s
 // index of the first element `out` cannot hold (dst is written below it only), or n when every
 // one fits. src and dst must not overlap.
 size_t ConvertIntegers(Elem in, const void* src, DType out, void* dst, size_t n);
+// The index of the first of n elements that is NaN or infinite, or n when all are finite (and
+// for integer types).
+size_t FirstNonFinite(Elem e, const void* src, size_t n);
 // Element i of an integer array as decimal text (uint64 values above INT64_MAX too).
 std::string IntegerText(Elem e, const void* base, size_t i);
 

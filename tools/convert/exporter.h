@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "io/dataset.h"
+#include "io/sequential_output.h"
 #include "io/status.h"
 #include "tools/convert/elem_type.h"
 #include "tools/convert/progress.h"
-#include "tools/convert/sequential_output.h"
 
 namespace rf::convert {
 

@@ -1,8 +1,8 @@
 // idx export: PREFIX-images.idx + PREFIX-labels.idx, uncompressed, big-endian.
+#include "io/sequential_output.h"
 #include "tools/convert/byte_order.h"
 #include "tools/convert/exporter.h"
 #include "tools/convert/idx_input.h"
-#include "tools/convert/sequential_output.h"
 
 namespace rf::convert {
 namespace {

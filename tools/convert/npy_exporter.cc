@@ -1,7 +1,7 @@
 // npy export: PREFIX-images.npy + PREFIX-labels.npy, headers as numpy writes them.
+#include "io/sequential_output.h"
 #include "tools/convert/exporter.h"
 #include "tools/convert/npy_header.h"
-#include "tools/convert/sequential_output.h"
 
 namespace rf::convert {
 

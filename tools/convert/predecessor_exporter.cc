@@ -1,10 +1,10 @@
 // predecessor export: PREFIX_images.bin (float32, feature-major: feature f of sample s at
 // f * N + s) + PREFIX_labels.bin (int32). Samples are gathered into blocks of K (sized by the
 // memory budget), transposed, and written with one pwrite per feature per block.
+#include "io/sequential_output.h"
 #include "tools/convert/dataset_chunks.h"
 #include "tools/convert/exporter.h"
 #include "tools/convert/predecessor_input.h"
-#include "tools/convert/sequential_output.h"
 
 namespace rf::convert {
 

@@ -1,6 +1,6 @@
 // raw export: PREFIX.records (samples in the stored dtype) + PREFIX.labels.
+#include "io/sequential_output.h"
 #include "tools/convert/exporter.h"
-#include "tools/convert/sequential_output.h"
 
 namespace rf::convert {
 

@@ -1,8 +1,8 @@
-#include "tools/convert/sequential_output.h"
+#include "io/sequential_output.h"
 
 #include <algorithm>
 
-namespace rf::convert {
+namespace rf {
 
 Result<SequentialOutput> SequentialOutput::Create(const std::string& path, size_t buffer_bytes) {
   SequentialOutput s;
@@ -12,19 +12,25 @@ Result<SequentialOutput> SequentialOutput::Create(const std::string& path, size_
   return s;
 }
 
+Status SequentialOutput::Keep(Status st) {
+  if (!st.ok() && failed_.ok()) failed_ = st;
+  return st;
+}
+
 Status SequentialOutput::Flush() {
   if (buf_.empty()) return Status::Ok();
-  RF_RETURN_IF_ERROR(out_.file().WriteAt(buf_.data(), buf_.size(), offset_));
+  RF_RETURN_IF_ERROR(Keep(out_.file().WriteAt(buf_.data(), buf_.size(), offset_)));
   offset_ += buf_.size();
   buf_.clear();
   return Status::Ok();
 }
 
 Status SequentialOutput::Append(const void* data, size_t n) {
+  RF_RETURN_IF_ERROR(failed_);
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {
     if (buf_.empty() && n >= capacity_) {  // large writes skip the copy
-      RF_RETURN_IF_ERROR(out_.file().WriteAt(p, n, offset_));
+      RF_RETURN_IF_ERROR(Keep(out_.file().WriteAt(p, n, offset_)));
       offset_ += n;
       return Status::Ok();
     }
@@ -38,12 +44,14 @@ Status SequentialOutput::Append(const void* data, size_t n) {
 }
 
 Status SequentialOutput::WriteAt(const void* data, size_t n, uint64_t offset) {
-  return out_.file().WriteAt(data, n, offset);
+  RF_RETURN_IF_ERROR(failed_);
+  return Keep(out_.file().WriteAt(data, n, offset));
 }
 
 Status SequentialOutput::Commit() {
+  RF_RETURN_IF_ERROR(failed_);
   RF_RETURN_IF_ERROR(Flush());
-  return out_.Commit();
+  return Keep(out_.Commit());
 }
 
-}  // namespace rf::convert
+}  // namespace rf

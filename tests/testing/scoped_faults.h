@@ -1,0 +1,32 @@
+// ScopedFaults: sets RINGFEED_FAULTS (io/fault_plan.h: test-only fault injection) for one scope;
+// kWriteFaults: the write and fsync faults the writers' tests plant, each with the end of the
+// one-line error it makes (after the path).
+#pragma once
+
+#include <cstdlib>
+#include <string>
+
+namespace rf::testing {
+
+class ScopedFaults {
+ public:
+  explicit ScopedFaults(const std::string& faults) {
+    ::setenv("RINGFEED_FAULTS", faults.c_str(), 1);
+  }
+  ~ScopedFaults() { ::unsetenv("RINGFEED_FAULTS"); }
+  ScopedFaults(const ScopedFaults&) = delete;
+  ScopedFaults& operator=(const ScopedFaults&) = delete;
+};
+
+struct InjectedFault {
+  const char* fault;    // a RINGFEED_FAULTS entry without its "@path=..."
+  const char* message;  // what Status::ToString() says after the path
+};
+inline constexpr InjectedFault kWriteFaults[] = {
+    {"write:enospc", ": at byte 0: write failed: No space left on device (errno 28)"},
+    {"write:eio", ": at byte 0: write failed: Input/output error (errno 5)"},
+    {"fsync:eio", ": fsync failed: Input/output error (errno 5)"},
+    {"fsync:enospc", ": fsync failed: No space left on device (errno 28)"},
+};
+
+}  // namespace rf::testing
