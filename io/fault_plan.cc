@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <mutex>
 #include <string_view>
 
 namespace rf {
@@ -216,9 +217,29 @@ Result<FaultPlan> ParseFaultPlan(const std::string& spec) {
   return plan;
 }
 
+namespace {
+
+std::mutex test_spec_mu;
+std::optional<std::string> test_spec;  // guarded by test_spec_mu
+
+}  // namespace
+
+void SetFaultSpecForTesting(std::optional<std::string> spec) {
+  std::lock_guard<std::mutex> lock(test_spec_mu);
+  test_spec = std::move(spec);
+}
+
 Result<std::optional<FaultPlan>> FaultPlanFromEnv() {
-  const char* spec = std::getenv(kFaultsEnv);
-  if (spec == nullptr || *spec == '\0') return std::optional<FaultPlan>{};
+  std::string spec;
+  {
+    std::lock_guard<std::mutex> lock(test_spec_mu);
+    if (test_spec) {
+      spec = *test_spec;
+    } else if (const char* env = std::getenv(kFaultsEnv)) {
+      spec = env;
+    }
+  }
+  if (spec.empty()) return std::optional<FaultPlan>{};
   RF_ASSIGN_OR_RETURN(FaultPlan plan, ParseFaultPlan(spec));
   return std::optional<FaultPlan>(std::move(plan));
 }

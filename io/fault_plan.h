@@ -107,7 +107,14 @@ struct FaultPlan {
 // it is malformed.
 Result<FaultPlan> ParseFaultPlan(const std::string& spec);
 
-// RINGFEED_FAULTS's plan, or std::nullopt where it is unset or empty.
+// The plan in force, or std::nullopt where there is none: a test's (SetFaultSpecForTesting)
+// where one is set, else RINGFEED_FAULTS's (unset or empty: none). Safe from any thread; read at
+// each call, so a plan set mid-run applies to the next request, write or fsync.
 Result<std::optional<FaultPlan>> FaultPlanFromEnv();
+
+// Test-only: makes `spec` the plan in force for this process, in place of RINGFEED_FAULTS
+// (std::nullopt: back to the environment's). Tests plant faults through this, never setenv:
+// setenv while another thread (a writer's, a reader's) reads the environment is a data race.
+void SetFaultSpecForTesting(std::optional<std::string> spec);
 
 }  // namespace rf

@@ -19,13 +19,11 @@
 namespace rf {
 namespace {
 
-// The errno RINGFEED_FAULTS (io/fault_plan.h) injects into `op` on `path`, or 0. Read at each
-// call, so a test may set and unset it; unset, the cost is one getenv.
+// The errno the fault plan in force (io/fault_plan.h) injects into `op` on `path`, or 0. Read at
+// each call, so a test may plant and remove faults; with none, the cost is a lock and a getenv.
 int InjectedError(FileFault::Op op, const std::string& path) {
-  const char* env = std::getenv(kFaultsEnv);
-  if (env == nullptr || *env == '\0') return 0;
-  const Result<FaultPlan> plan = ParseFaultPlan(env);
-  return plan.ok() ? plan->FileError(op, path) : 0;
+  Result<std::optional<FaultPlan>> plan = FaultPlanFromEnv();
+  return plan.ok() && plan->has_value() ? (*plan)->FileError(op, path) : 0;
 }
 
 // When the process `pid` started, in seconds since the epoch (from /proc), if it can be told.

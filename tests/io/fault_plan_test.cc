@@ -159,5 +159,22 @@ TEST(FaultPlan, ComesFromTheEnvironmentOnlyWhereSet) {
   ::unsetenv(kFaultsEnv);
 }
 
+// What tests plant replaces the environment's plan (the empty spec: no faults at all), until it
+// is removed.
+TEST(FaultPlan, ATestsPlanStandsInForTheEnvironmentsUntilRemoved) {
+  ::setenv(kFaultsEnv, "read:eio@chunk=3", 1);
+  SetFaultSpecForTesting("fsync:eio@path=x");
+  auto planted = FaultPlanFromEnv();
+  ASSERT_TRUE(planted.ok() && planted->has_value());
+  EXPECT_EQ((*planted)->ToString(), "fsync:eio@path=x");
+  SetFaultSpecForTesting("");
+  EXPECT_FALSE(FaultPlanFromEnv()->has_value());
+  SetFaultSpecForTesting(std::nullopt);
+  auto env = FaultPlanFromEnv();
+  ASSERT_TRUE(env.ok() && env->has_value());
+  EXPECT_EQ((*env)->ToString(), "read:eio@chunk=3,times=1");
+  ::unsetenv(kFaultsEnv);
+}
+
 }  // namespace
 }  // namespace rf

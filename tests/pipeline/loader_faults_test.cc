@@ -4,7 +4,6 @@
 // labels); a persistent EIO fails the batch naming file, chunk, byte offset and attempts, and
 // never hands out a batch of wrong data.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstring>
 #include <memory>
@@ -12,22 +11,15 @@
 #include <vector>
 
 #include "io/dataset.h"
-#include "io/fault_plan.h"
 #include "pipeline/loader.h"
 #include "tests/testing/positional_data.h"
+#include "tests/testing/scoped_faults.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
 namespace {
 
 using testing::TempDir;
-
-// Sets RINGFEED_FAULTS for its lifetime (the loaders read it as their readers are created).
-class ScopedFaults {
- public:
-  explicit ScopedFaults(const std::string& spec) { ::setenv(kFaultsEnv, spec.c_str(), 1); }
-  ~ScopedFaults() { ::unsetenv(kFaultsEnv); }
-};
 
 struct EpochBatches {
   std::vector<std::vector<uint64_t>> indices;
@@ -37,7 +29,7 @@ struct EpochBatches {
 
 // Every batch of epoch 1 of a host loader of batches of 20 (the positional samples are 1x8x8).
 EpochBatches Load(const std::string& path, const std::string& faults) {
-  ScopedFaults env(faults);
+  testing::ScopedFaults env(faults);
   LoaderOptions o;
   o.pipeline.data = path;
   o.pipeline.device = DeviceKind::kCpu;

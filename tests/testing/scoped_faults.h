@@ -1,19 +1,19 @@
-// ScopedFaults: sets RINGFEED_FAULTS (io/fault_plan.h: test-only fault injection) for one scope;
+// ScopedFaults: plants a fault plan (io/fault_plan.h's grammar) for one scope, through
+// SetFaultSpecForTesting (not setenv: the writers' and readers' threads read it meanwhile);
 // kWriteFaults: the write and fsync faults the writers' tests plant, each with the end of the
 // one-line error it makes (after the path).
 #pragma once
 
-#include <cstdlib>
 #include <string>
+
+#include "io/fault_plan.h"
 
 namespace rf::testing {
 
 class ScopedFaults {
  public:
-  explicit ScopedFaults(const std::string& faults) {
-    ::setenv("RINGFEED_FAULTS", faults.c_str(), 1);
-  }
-  ~ScopedFaults() { ::unsetenv("RINGFEED_FAULTS"); }
+  explicit ScopedFaults(const std::string& faults) { SetFaultSpecForTesting(faults); }
+  ~ScopedFaults() { SetFaultSpecForTesting(std::nullopt); }
   ScopedFaults(const ScopedFaults&) = delete;
   ScopedFaults& operator=(const ScopedFaults&) = delete;
 };
