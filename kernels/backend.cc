@@ -26,7 +26,7 @@ Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend) {
 
 Status NonFiniteLossError(const std::string& when) {
   return Status::Aborted(
-      "the training loss is not finite (NaN or infinite), " + when +
+      "the training loss or its gradient is not finite (NaN or infinite), " + when +
       ": the run diverged; that batch changed no parameters. Lower --lr, or look for extreme "
       "values in the data");
 }

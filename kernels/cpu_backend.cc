@@ -270,7 +270,11 @@ Status CpuBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
   const double loss = Forward(batch.n, &correct);
   Backward(batch.n);
   RF_RETURN_IF_ERROR(ReduceGradients());  // every rank takes part, whatever its own loss
-  if (!std::isfinite(loss)) return NonFiniteLossError("in this batch");
+  const auto finite = [](const std::vector<float>& t) {
+    return std::all_of(t.begin(), t.end(), [](float g) { return std::isfinite(g); });
+  };
+  if (!std::isfinite(loss) || !std::all_of(grads_.t.begin(), grads_.t.end(), finite))
+    return NonFiniteLossError("in this batch");
   // torch.optim.SGD (dampening 0, no Nesterov): g += wd * w; v = momentum * v + g; w -= lr * v.
   for (size_t t = 0; t < params_.t.size(); ++t) {
     float* w = params_.t[t].data();
