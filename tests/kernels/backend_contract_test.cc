@@ -127,7 +127,7 @@ TYPED_TEST(BackendBatch, RejectsMoreSamplesThanMaxBatch) {
   auto be = MakeBackend<TypeParam>(4);
   ASSERT_NE(be, nullptr);
   const auto batch = TypeParam::Place(RandomBatch(TinyConfig(), 5, 1));
-  const Status st = be->TrainStep(batch.ref(), SgdConfig{});
+  const Status st = be->TrainStep(batch.ref(), OptimizerConfig{});
   ASSERT_TRUE(st.IsInvalidArgument());
   EXPECT_NE(st.message().find(std::string("batch of 5 samples; the ") + TypeParam::kName +
                               " backend takes 1 to 4"),
@@ -206,8 +206,8 @@ TYPED_TEST(BackendDeterminism, SameBatchesGiveBitIdenticalParameters) {
   for (uint32_t step = 0; step < 6; ++step) {
     const auto batch =
         TypeParam::Place(RandomBatch(c, step % 2 ? 8 : 5, 100 + step));  // full, partial
-    ASSERT_TRUE(a->TrainStep(batch.ref(), SgdConfig{}).ok());
-    ASSERT_TRUE(b->TrainStep(batch.ref(), SgdConfig{}).ok());
+    ASSERT_TRUE(a->TrainStep(batch.ref(), OptimizerConfig{}).ok());
+    ASSERT_TRUE(b->TrainStep(batch.ref(), OptimizerConfig{}).ok());
     (void)a->TakeTrainStats();  // waits (the CUDA backend queues steps), so the batch may go
     (void)b->TakeTrainStats();
   }
@@ -231,7 +231,7 @@ TYPED_TEST(BackendDivergence, ANonFiniteLossFailsAndChangesNothing) {
   auto be = MakeBackend<TypeParam>();
   ASSERT_NE(be, nullptr);
   const auto good = TypeParam::Place(RandomBatch(c, 8, 21, DType::kFloat32));
-  ASSERT_TRUE(be->TrainStep(good.ref(), SgdConfig{}).ok());
+  ASSERT_TRUE(be->TrainStep(good.ref(), OptimizerConfig{}).ok());
   ASSERT_EQ(be->TakeTrainStats().samples, 8u);
   Tensors p1, m1;
   ASSERT_TRUE(be->GetState(&p1, &m1).ok());
@@ -239,9 +239,10 @@ TYPED_TEST(BackendDivergence, ANonFiniteLossFailsAndChangesNothing) {
   RandomData d = DrawData(c, 8, 22);
   d.values[5] = std::numeric_limits<float>::infinity();
   const auto bad = TypeParam::Place(MakeBatch(d.values, DType::kFloat32, d.labels, DType::kUInt8));
-  Status st = be->TrainStep(bad.ref(), SgdConfig{});
+  Status st = be->TrainStep(bad.ref(), OptimizerConfig{});
   EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // waits for the GPU: its finding is in by now
-  if (st.ok()) st = be->TrainStep(good.ref(), SgdConfig{});  // the GPU's, reported by this call
+  if (st.ok())
+    st = be->TrainStep(good.ref(), OptimizerConfig{});  // the GPU's, reported by this call
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("the training loss is not finite"), std::string::npos)
       << st.message();
@@ -250,7 +251,8 @@ TYPED_TEST(BackendDivergence, ANonFiniteLossFailsAndChangesNothing) {
   EXPECT_TRUE(BitIdentical(p2, p1));
   EXPECT_TRUE(BitIdentical(m2, m1));
 
-  ASSERT_TRUE(be->TrainStep(good.ref(), SgdConfig{}).ok());  // reported once; finite steps go on
+  ASSERT_TRUE(
+      be->TrainStep(good.ref(), OptimizerConfig{}).ok());  // reported once; finite steps go on
   EXPECT_EQ(be->TakeTrainStats().samples, 8u);
 }
 

@@ -17,9 +17,9 @@ inline void CheckAcceptedCheckpoint(const Checkpoint& c) {
     RF_FUZZ_CHECK(c.params.t[i].size() == shapes[i].count());
     RF_FUZZ_CHECK(c.momentum.t[i].size() == shapes[i].count());
   }
-  RF_FUZZ_CHECK(std::isfinite(c.sgd.lr));
-  RF_FUZZ_CHECK(std::isfinite(c.sgd.momentum) && c.sgd.momentum >= 0);
-  RF_FUZZ_CHECK(std::isfinite(c.sgd.weight_decay) && c.sgd.weight_decay >= 0);
+  RF_FUZZ_CHECK(std::isfinite(c.optimizer.lr));
+  RF_FUZZ_CHECK(std::isfinite(c.optimizer.momentum) && c.optimizer.momentum >= 0);
+  RF_FUZZ_CHECK(std::isfinite(c.optimizer.weight_decay) && c.optimizer.weight_decay >= 0);
   RF_FUZZ_CHECK(c.epoch <= kMaxCheckpointEpoch);
   RF_FUZZ_CHECK(c.batch_size >= 1 && c.world_size >= 1);
   RF_FUZZ_CHECK(c.dataset_samples == 0 || c.next_sample <= c.dataset_samples);
