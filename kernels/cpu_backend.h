@@ -10,11 +10,11 @@
 // (im2col, sgemm, pooling, and their backward passes) is one task for CpuWorkers, one thread per
 // CPU this process may use. OpenBLAS itself is pinned to one thread per call (process-wide).
 //
-// Determinism: results are bit-identical for the same parameters, momentum and batch, whatever
-// the thread count. The chunking depends only on the batch size; each task is a fixed sequence of
-// float operations whichever thread runs it; the weight gradients of the chunks are summed in
-// chunk order. (With OpenBLAS's own threading they were not: on one CPU one and two OpenBLAS
-// threads gave different losses.) A checkpoint restored with SetState therefore continues
+// Determinism: results are bit-identical for the same parameters, optimizer state and batch,
+// whatever the thread count. The chunking depends only on the batch size; each task is a fixed
+// sequence of float operations whichever thread runs it; the weight gradients of the chunks are
+// summed in chunk order. (With OpenBLAS's own threading they were not: on one CPU one and two
+// OpenBLAS threads gave different losses.) A checkpoint restored with SetState therefore continues
 // bit-exactly on any machine with the same OpenBLAS kernel; across CPU models (AVX2 vs AVX-512
 // kernels) results agree only to rounding.
 //
@@ -36,8 +36,8 @@ class CpuBackend final : public Backend {
  public:
   // Fails with InvalidArgument when the config is invalid, max_batch is 0, the normalization
   // does not have one mean and one std per channel, or initial_params do not match
-  // ParameterShapes(config). Momentum starts at zero. threads: CPUs to use (0: every CPU this
-  // process may run on); results do not depend on it.
+  // ParameterShapes(config). The optimizer state starts at zero. threads: CPUs to use (0: every CPU
+  // this process may run on); results do not depend on it.
   static Result<std::unique_ptr<CpuBackend>> Create(const ModelConfig& config,
                                                     const Normalization& norm, uint32_t max_batch,
                                                     const Tensors& initial_params,

@@ -7,8 +7,8 @@
 //
 // A data error (the training source fails: a read that outlasted its retries, a chunk that fails
 // its checksum) stops the run with that error. On one rank with --checkpoint, the loop first
-// writes an emergency checkpoint of the last completed step: the parameters and momentum after
-// it, and the position just past its batch, so that a resume trains exactly the samples this
+// writes an emergency checkpoint of the last completed step: the parameters and optimizer state
+// after it, and the position just past its batch, so that a resume trains exactly the samples this
 // run had not; it prints where it is and the command that resumes. The error is still returned
 // (the run exits 1).
 //   Not with several ranks: the checkpoint needs every rank at the same step, and a rank whose
