@@ -1,7 +1,8 @@
 // CudaBackend: the model (kernels/model.h) on one NVIDIA GPU. Convolution blocks run through
 // cuDNN's legacy API (kernels/cuda_conv_block.h), the fully connected layers through cuBLAS,
-// and decoding, softmax cross-entropy, statistics and SGD through our own kernels
-// (kernels/cuda_kernels.cuh). It computes the same function as CpuBackend, to float rounding.
+// and decoding, softmax cross-entropy, statistics and the SGD or AdamW update through our own
+// kernels (kernels/cuda_kernels.cuh). It computes the same function as CpuBackend, to float
+// rounding.
 //
 // Memory: Create() allocates everything for batches of up to max_batch samples: every activation
 // and gradient, one cuDNN workspace sized for the largest chosen algorithm, a fixed cuBLAS

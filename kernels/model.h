@@ -1,9 +1,9 @@
 // The model ringfeed trains, described independently of any backend: a small CNN of N blocks
 // (3x3 convolution with padding 1, bias, ReLU, 2x2 max-pool with stride 2, rounding down),
-// then fully connected -> ReLU -> fully connected, trained with softmax cross-entropy and SGD
-// with momentum and weight decay. The same description drives the CUDA backend (cuDNN, cuBLAS)
-// and the CPU reference backend (im2col + OpenBLAS sgemm), so both compute the same function
-// and a checkpoint of one loads in the other.
+// then fully connected -> ReLU -> fully connected, trained with softmax cross-entropy (label
+// smoothing optional) and SGD with momentum and weight decay or AdamW (OptimizerConfig). The same
+// description drives the CUDA backend (cuDNN, cuBLAS) and the CPU reference backend (im2col +
+// OpenBLAS sgemm), so both compute the same function and a checkpoint of one loads in the other.
 #pragma once
 
 #include <array>
