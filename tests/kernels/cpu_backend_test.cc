@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -113,6 +114,49 @@ TEST(CpuBackendAdamW, TrainStepAppliesTorchAdamWWithBiasCorrectionAndDecoupledDe
       v.t[k] = state.t[w.t.size() + k];
     }
   }
+}
+
+// Through the whole backend: a TrainStep with label smoothing reports the smoothed loss and moves
+// the weights along its gradient. With plain SGD at lr 1 (no momentum, no decay) the step is
+// w - g, checked against central differences of the loss that lr-0 steps report.
+TEST(CpuBackendLabelSmoothing, TrainStepFollowsTheGradientOfTheSmoothedLoss) {
+  auto be = MakeBackend();
+  const ModelConfig c = TinyConfig();
+  const Tensors w0 = InitialParameters(c, 3);
+  const HostBatch batch = RandomBatch(c, 8, 55);
+  OptimizerConfig probe{0.f, 0.f, 0.f};  // lr 0: reports the loss, changes nothing
+  probe.label_smoothing = 0.2f;
+  const auto smoothed_loss = [&](const Tensors& w) {
+    EXPECT_TRUE(be->SetState(w, ZerosLike(c)).ok());
+    EXPECT_TRUE(be->TrainStep(batch.ref(), probe).ok());
+    return be->TakeTrainStats().mean_loss();
+  };
+  OptimizerConfig unit = probe;
+  unit.lr = 1.f;
+  ASSERT_TRUE(be->SetState(w0, ZerosLike(c)).ok());
+  Tensors plain;
+  double plain_loss = 0;
+  ASSERT_TRUE(be->ComputeGradients(batch.ref(), &plain_loss, &plain).ok());
+  ASSERT_TRUE(be->TrainStep(batch.ref(), unit).ok());
+  Tensors w1;
+  ASSERT_TRUE(be->GetState(&w1, nullptr).ok());
+  EXPECT_GT(std::abs(be->TakeTrainStats().mean_loss() - plain_loss), 1e-3);  // it is smoothed
+
+  const size_t fc2w = w0.t.size() - 2, fc2b = w0.t.size() - 1;
+  double moved_from_plain = 0;
+  for (const size_t t : {fc2w, fc2b}) {
+    for (size_t i = 0; i < w0.t[t].size(); ++i) {
+      const double g = static_cast<double>(w0.t[t][i]) - w1.t[t][i];
+      Tensors up = w0, down = w0;
+      up.t[t][i] += 1e-2f;
+      down.t[t][i] -= 1e-2f;
+      const double fd = (smoothed_loss(up) - smoothed_loss(down)) /
+                        (static_cast<double>(up.t[t][i]) - down.t[t][i]);
+      EXPECT_NEAR(g, fd, 2e-4) << "tensor " << t << " index " << i;
+      moved_from_plain = std::max(moved_from_plain, std::abs(g - plain.t[t][i]));
+    }
+  }
+  EXPECT_GT(moved_from_plain, 1e-3);  // the smoothed gradient is not the plain one
 }
 
 TEST(CpuBackendDeterminism, RestoredCheckpointContinuesBitExact) {
