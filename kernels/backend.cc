@@ -70,7 +70,7 @@ Tensors OptimizerStateZeros(const ModelConfig& c, OptimizerKind kind) {
 
 Status NonFiniteLossError(const std::string& when) {
   return Status::Aborted(
-      "the training loss is not finite (NaN or infinite), " + when +
+      "the training loss or its gradient is not finite (NaN or infinite), " + when +
       ": the run diverged; that batch changed no parameters. Lower --lr, or look for extreme "
       "values in the data");
 }

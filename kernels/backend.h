@@ -50,9 +50,10 @@ Result<size_t> CheckStateShapes(const ModelConfig& c, const Tensors& state);
 // Zero state for `kind`: OptimizerSlots(kind) slots.
 Tensors OptimizerStateZeros(const ModelConfig& c, OptimizerKind kind);
 
-// What TrainStep returns for a batch whose loss is not finite (NaN or infinite: the run
-// diverged). That batch's update is not applied, so the parameters stay those of the last
-// finite step. `when` says where it was found (the CUDA backend finds it a step or two later).
+// What TrainStep returns for a batch whose loss or gradient is not finite (NaN or infinite: the
+// run diverged; a ReLU can hide an infinite value from the loss, not from the gradient). That
+// batch's update is not applied, so the parameters stay those of the last finite step. `when` says
+// where it was found (the CUDA backend finds it a step or two later).
 Status NonFiniteLossError(const std::string& when);
 
 class Backend {

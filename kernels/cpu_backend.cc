@@ -251,7 +251,11 @@ Status CpuBackend::TrainStep(const Batch& batch, const OptimizerConfig& opt) {
   const double loss = Forward(batch.n, &correct, opt.label_smoothing);
   Backward(batch.n);
   RF_RETURN_IF_ERROR(ReduceGradients());  // every rank takes part, whatever its own loss
-  if (!std::isfinite(loss)) return NonFiniteLossError("in this batch");
+  const auto finite = [](const std::vector<float>& t) {
+    return std::all_of(t.begin(), t.end(), [](float g) { return std::isfinite(g); });
+  };
+  if (!std::isfinite(loss) || !std::all_of(grads_.t.begin(), grads_.t.end(), finite))
+    return NonFiniteLossError("in this batch");
   slots_ = OptimizerSlots(opt.kind);
   if (opt.kind == OptimizerKind::kAdamW) {
     ApplyAdamW(opt);

@@ -140,11 +140,19 @@ class CudaBackend final : public Backend {
   // Sets descriptors for n (when it changed), decodes samples and labels.
   Status LoadBatch(const Batch& batch);
   cuda::CudaConvBlock::Buffers BlockArgs(size_t b) const;
-  // The network on the loaded batch; adds its statistics to *stats (device memory). The loss is
-  // label-smoothed by *smoothing (device memory: DeviceState's smoothing_train for training,
-  // smoothing_none, always 0, otherwise).
+  // The network on the loaded batch; adds its statistics to *stats (device memory; null: adds
+  // nothing yet, TrainStep's FinishGradients does). The loss is label-smoothed by *smoothing
+  // (device memory: DeviceState's smoothing_train for training, smoothing_none, always 0,
+  // otherwise).
   Status Forward(uint32_t n, cuda::DeviceStats* stats, const float* smoothing);
   Status Backward(uint32_t n);
+  // The forward pass's loss and hits into *stats, unless the step is recorded bad (or its loss
+  // sum is not finite, which it then records).
+  Status CountStep(uint32_t n, cuda::DeviceStats* stats);
+  // TrainStep's, after the backward pass (and the mean over the ranks, where there are ranks):
+  // records the step bad where the gradient is not finite, then counts it (CountStep) unless it
+  // is bad. Inside the step's CUDA graph where there is no reducer.
+  Status FinishGradients(uint32_t n);
   const float* FcInput() const;
   // bf16 mode: the conv blocks' float32 master filters -> their bf16 copies.
   Status FiltersToBf16();

@@ -117,9 +117,20 @@ Status CudaBackend::Forward(uint32_t n, cuda::DeviceStats* stats, const float* s
       cuda::SoftmaxCrossEntropy(n, config_.classes, logits_.as<float>(), labels_.as<int32_t>(),
                                 1.f / static_cast<float>(n), smoothing, logits_grad_.as<float>(),
                                 row_loss_.as<double>(), row_correct_.as<uint32_t>(), stream_));
+  if (stats != nullptr) RF_RETURN_IF_ERROR(CountStep(n, stats));
+  return Status::Ok();
+}
+
+Status CudaBackend::CountStep(uint32_t n, cuda::DeviceStats* stats) {
   RF_CUDA_CHECK(cuda::AccumulateStats(n, row_loss_.as<double>(), row_correct_.as<uint32_t>(),
                                       &state()->step_bad, &state()->sticky_bad, stats, stream_));
   return Status::Ok();
+}
+
+Status CudaBackend::FinishGradients(uint32_t n) {
+  RF_CUDA_CHECK(cuda::CheckFinite(padded_count_, grads_.as<float>(), &state()->step_bad,
+                                  &state()->sticky_bad, stream_));
+  return CountStep(n, &state()->train);
 }
 
 Status CudaBackend::Backward(uint32_t n) {
@@ -176,14 +187,16 @@ Status CudaBackend::ForwardBackward(uint32_t n) {
   // libraries' first-call setup happen outside the capture.
   if (!options_.cuda_graph || n != max_batch_ || !graph_warmed_) {
     graph_warmed_ = graph_warmed_ || n == max_batch_;
-    RF_RETURN_IF_ERROR(Forward(n, &state()->train, &state()->smoothing_train));
-    return Backward(n);
+    RF_RETURN_IF_ERROR(Forward(n, nullptr, &state()->smoothing_train));
+    RF_RETURN_IF_ERROR(Backward(n));
+    return reducer_ == nullptr ? FinishGradients(n) : Status::Ok();
   }
   const bool replay = static_cast<bool>(graph_);
   if (!graph_) {
     RF_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    Status st = Forward(n, &state()->train, &state()->smoothing_train);
+    Status st = Forward(n, nullptr, &state()->smoothing_train);
     if (st.ok()) st = Backward(n);
+    if (st.ok() && reducer_ == nullptr) st = FinishGradients(n);
     RF_ASSIGN_OR_RETURN(graph_, cuda::EndCaptureAndInstantiate(stream_, st));
   }
   RF_CUDA_CHECK(cudaGraphLaunch(graph_.get(), stream_));
@@ -211,6 +224,7 @@ Status CudaBackend::TrainStep(const Batch& batch, const OptimizerConfig& opt) {
   // over the ranks on this stream, between the backward pass and the update.
   if (reducer_ != nullptr) {
     RF_RETURN_IF_ERROR(reducer_->MeanOverRanks(grads_.as<float>(), padded_count_, stream_));
+    RF_RETURN_IF_ERROR(FinishGradients(batch.n));  // the mean's: every rank decides alike
   }
   // The update's arguments (the scheduled lr among them) are launch arguments, queued anew each
   // step: outside the CUDA graph.

@@ -166,6 +166,20 @@ __global__ void AccumulateStatsKernel(uint32_t n, const double* row_loss,
   }
 }
 
+__global__ void CheckFiniteKernel(size_t count4, const float4* values, unsigned long long* step_bad,
+                                  unsigned long long* sticky_bad) {
+  bool bad = false;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count4;
+       i += size_t{blockDim.x} * gridDim.x) {
+    const float4 v = values[i];
+    bad |= !isfinite(v.x) || !isfinite(v.y) || !isfinite(v.z) || !isfinite(v.w);
+  }
+  if (__syncthreads_or(bad) && threadIdx.x == 0) {
+    atomicMin(step_bad, kNonFiniteLoss);
+    atomicMin(sticky_bad, kNonFiniteLoss);
+  }
+}
+
 __device__ float SgdOne(float w, float g, float& v, float lr, float momentum, float wd) {
   const float gi = __fadd_rn(g, __fmul_rn(wd, w));
   v = __fadd_rn(__fmul_rn(momentum, v), gi);
@@ -277,6 +291,15 @@ cudaError_t AccumulateStats(uint32_t n, const double* row_loss, const uint32_t* 
                             DeviceStats* stats, cudaStream_t stream) {
   AccumulateStatsKernel<<<1, kThreads, 0, stream>>>(n, row_loss, row_correct, step_bad, sticky_bad,
                                                     stats);
+  return cudaGetLastError();
+}
+
+cudaError_t CheckFinite(size_t count, const float* values, unsigned long long* step_bad,
+                        unsigned long long* sticky_bad, cudaStream_t stream) {
+  if (count % 4 != 0) return cudaErrorInvalidValue;  // the backend pads every tensor
+  const size_t count4 = count / 4;
+  CheckFiniteKernel<<<Blocks(count4), kThreads, 0, stream>>>(
+      count4, reinterpret_cast<const float4*>(values), step_bad, sticky_bad);
   return cudaGetLastError();
 }
 

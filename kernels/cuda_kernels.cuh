@@ -28,8 +28,8 @@ struct DeviceStats {
 // A bad label, recorded on the device as (sample index << 32) | (label as uint32) and combined
 // with atomicMin, so the lowest sample index wins whatever the thread order. kNoBadLabel: none.
 constexpr unsigned long long kNoBadLabel = ~0ull;
-// The record of a batch whose loss is not finite (a diverged run): above every label record (no
-// batch has 2^32 - 1 samples), so a bad label in the same batch is the one reported.
+// The record of a batch whose loss or gradient is not finite (a diverged run): above every label
+// record (no batch has 2^32 - 1 samples), so a bad label in the same batch is the one reported.
 constexpr unsigned long long kNonFiniteLoss = ~0ull - 1;
 
 // out[i] = (sample[i] - mean[c]) / stddev[c] for the n x channels x plane values of a batch
@@ -72,10 +72,17 @@ cudaError_t AccumulateStats(uint32_t n, const double* row_loss, const uint32_t* 
                             unsigned long long* step_bad, unsigned long long* sticky_bad,
                             DeviceStats* stats, cudaStream_t stream);
 
+// Records kNonFiniteLoss in *step_bad and *sticky_bad (atomicMin: a bad label's record stays)
+// where any of the `count` floats (a multiple of 4, 16-byte aligned) is NaN or infinite: a
+// gradient that a ReLU or a pooling window hid from the loss (an infinite input that some
+// convolution algorithms turn into NaN, which ReLU maps to 0) still stops the step.
+cudaError_t CheckFinite(size_t count, const float* values, unsigned long long* step_bad,
+                        unsigned long long* sticky_bad, cudaStream_t stream);
+
 // torch.optim.SGD over one flat buffer of `count` floats (a multiple of 4, 16-byte aligned):
 // g' = g + weight_decay * w; v = momentum * v + g'; w -= lr * v. Each product and sum is rounded
 // separately (no fused multiply-add), as the CPU backend's loop, so both give the same bits for
-// the same inputs. Does nothing when *step_bad records a bad label in this batch.
+// the same inputs. Does nothing when *step_bad records a bad label or a non-finite step.
 cudaError_t SgdMomentum(size_t count, float lr, float momentum, float weight_decay,
                         const float* grad, float* weights, float* velocity,
                         const unsigned long long* step_bad, cudaStream_t stream);

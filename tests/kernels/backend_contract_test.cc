@@ -60,11 +60,13 @@ struct KindNames {
   }
 };
 
-// The tiny model, normalized, from InitialParameters(c, 3); null after a test failure.
+// The tiny model, normalized, from InitialParameters(c, 3) (or `params`); null after a test
+// failure.
 template <class Kind>
-std::unique_ptr<Backend> MakeBackend(uint32_t max_batch = 8) {
+std::unique_ptr<Backend> MakeBackend(uint32_t max_batch = 8, const Tensors* params = nullptr) {
   const ModelConfig c = TinyConfig();
-  auto be = Kind::Create(c, TinyNormalization(c), max_batch, InitialParameters(c, 3));
+  auto be = Kind::Create(c, TinyNormalization(c), max_batch,
+                         params != nullptr ? *params : InitialParameters(c, 3));
   EXPECT_TRUE(be.ok()) << be.status().ToString();
   if (!be.ok()) return nullptr;
   return std::move(*be);
@@ -301,30 +303,27 @@ TYPED_TEST(BackendDeterminism, RestoredAdamWStateContinuesBitExact) {
 
 // --- Divergence -------------------------------------------------------------------------------
 
-// A batch whose loss is not finite (an infinite input value: what a diverged run or a bad sample
-// gives) fails, at once on the CPU and by the next call on the GPU, and changes no parameter, no
-// momentum and no statistic: the state stays that of the last finite step, and training goes on
-// from it if the caller chooses.
-TYPED_TEST(BackendDivergence, ANonFiniteLossFailsAndChangesNothing) {
-  RF_REQUIRE_BACKEND();
+// A batch whose loss or gradient is not finite fails, at once on the CPU and by the next call on
+// the GPU, and changes no parameter, no momentum and no statistic: the state stays that of the
+// last finite step, and training goes on from it if the caller chooses. `bad` holds an infinite
+// input value (what a diverged run or a bad sample gives).
+template <class Kind>
+void ExpectTheNonFiniteStepFailsAndChangesNothing(Backend* be, const RandomData& bad) {
   const ModelConfig c = TinyConfig();
-  auto be = MakeBackend<TypeParam>();
-  ASSERT_NE(be, nullptr);
-  const auto good = TypeParam::Place(RandomBatch(c, 8, 21, DType::kFloat32));
+  const auto good = Kind::Place(RandomBatch(c, 8, 21, DType::kFloat32));
   ASSERT_TRUE(be->TrainStep(good.ref(), OptimizerConfig{}).ok());
   ASSERT_EQ(be->TakeTrainStats().samples, 8u);
   Tensors p1, m1;
   ASSERT_TRUE(be->GetState(&p1, &m1).ok());
 
-  RandomData d = DrawData(c, 8, 22);
-  d.values[5] = std::numeric_limits<float>::infinity();
-  const auto bad = TypeParam::Place(MakeBatch(d.values, DType::kFloat32, d.labels, DType::kUInt8));
-  Status st = be->TrainStep(bad.ref(), OptimizerConfig{});
+  const auto placed =
+      Kind::Place(MakeBatch(bad.values, DType::kFloat32, bad.labels, DType::kUInt8));
+  Status st = be->TrainStep(placed.ref(), OptimizerConfig{});
   EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // waits for the GPU: its finding is in by now
   if (st.ok())
     st = be->TrainStep(good.ref(), OptimizerConfig{});  // the GPU's, reported by this call
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("the training loss is not finite"), std::string::npos)
+  EXPECT_NE(st.message().find("the training loss or its gradient is not finite"), std::string::npos)
       << st.message();
   Tensors p2, m2;
   ASSERT_TRUE(be->GetState(&p2, &m2).ok());
@@ -334,6 +333,44 @@ TYPED_TEST(BackendDivergence, ANonFiniteLossFailsAndChangesNothing) {
   ASSERT_TRUE(
       be->TrainStep(good.ref(), OptimizerConfig{}).ok());  // reported once; finite steps go on
   EXPECT_EQ(be->TakeTrainStats().samples, 8u);
+}
+
+TYPED_TEST(BackendDivergence, ANonFiniteLossFailsAndChangesNothing) {
+  RF_REQUIRE_BACKEND();
+  RandomData d = DrawData(TinyConfig(), 8, 22);
+  d.values[5] = std::numeric_limits<float>::infinity();
+  auto be = MakeBackend<TypeParam>();
+  ASSERT_NE(be, nullptr);
+  ExpectTheNonFiniteStepFailsAndChangesNothing<TypeParam>(be.get(), d);
+}
+
+// The same where the loss is finite: with every first-layer filter weight negative, the infinite
+// input value makes -infinity (or NaN, through a Winograd or FFT convolution), which the ReLU and
+// the pooling turn into finite values, so only the gradient (infinity times zero) shows it. The
+// GPU once trained such a step whenever cuDNN chose a transform algorithm (found under
+// compute-sanitizer, which changes the timings cuDNN chooses by).
+TYPED_TEST(BackendDivergence, ANonFiniteGradientBehindAFiniteLossFailsAndChangesNothing) {
+  RF_REQUIRE_BACKEND();
+  const ModelConfig c = TinyConfig();
+  Tensors params = InitialParameters(c, 3);
+  for (float& w : params.t[0]) w = -std::fabs(w) - 0.01f;  // block 0's filters
+  RandomData d = DrawData(c, 8, 22);
+  d.values[5] = std::numeric_limits<float>::infinity();
+  auto be = MakeBackend<TypeParam>(8, &params);
+  ASSERT_NE(be, nullptr);
+  // The case this is: a finite loss over a gradient that is not.
+  const auto placed =
+      TypeParam::Place(MakeBatch(d.values, DType::kFloat32, d.labels, DType::kUInt8));
+  double loss = 0;
+  Tensors grads;
+  ASSERT_TRUE(be->ComputeGradients(placed.ref(), &loss, &grads).ok());
+  EXPECT_TRUE(std::isfinite(loss)) << loss;
+  bool all_finite = true;
+  for (const auto& t : grads.t) {
+    for (float g : t) all_finite = all_finite && std::isfinite(g);
+  }
+  EXPECT_FALSE(all_finite);
+  ExpectTheNonFiniteStepFailsAndChangesNothing<TypeParam>(be.get(), d);
 }
 
 }  // namespace

@@ -183,7 +183,8 @@ TEST(TrainCommand, DivergingRunExitsOneAndKeepsItsLastFiniteCheckpoint) {
       RunCommand(Train(data, "--lr 1e30 --epochs 5 --checkpoint " + ckpt + " --checkpoint-every 1"),
                  &out),
       1);
-  EXPECT_NE(out.find("ringfeed: the training loss is not finite (NaN or infinite), in this batch: "
+  EXPECT_NE(out.find("ringfeed: the training loss or its gradient is not finite (NaN or infinite), "
+                     "in this batch: "
                      "the run diverged"),
             std::string::npos)
       << out;
