@@ -1,6 +1,8 @@
 #include "kernels/backend.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace rf {
 
@@ -22,6 +24,48 @@ Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend) {
                                    " are not a label type");
   }
   return Status::Ok();
+}
+
+Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what) {
+  const std::vector<ParamShape> shapes = ParameterShapes(c);
+  if (t.t.size() != shapes.size()) {
+    return Status::InvalidArgument(std::string(what) + " has " + std::to_string(t.t.size()) +
+                                   " tensors; the model has " + std::to_string(shapes.size()));
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (t.t[i].size() != shapes[i].count()) {
+      return Status::InvalidArgument(std::string(what) + " tensor " + shapes[i].name + " has " +
+                                     std::to_string(t.t[i].size()) + " values; expected " +
+                                     std::to_string(shapes[i].count()));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<size_t> CheckStateShapes(const ModelConfig& c, const Tensors& state) {
+  const std::vector<ParamShape> shapes = ParameterShapes(c);
+  const size_t slots = state.t.size() / shapes.size();
+  if (state.t.size() % shapes.size() != 0 || slots < 1 || slots > kMaxOptimizerSlots) {
+    return Status::InvalidArgument("optimizer state has " + std::to_string(state.t.size()) +
+                                   " tensors; the model's optimizers keep 1 or " +
+                                   std::to_string(kMaxOptimizerSlots) + " per parameter tensor (" +
+                                   std::to_string(shapes.size()) + ")");
+  }
+  for (size_t slot = 0; slot < slots; ++slot) {
+    Tensors one;
+    one.t.assign(state.t.begin() + slot * shapes.size(),
+                 state.t.begin() + (slot + 1) * shapes.size());
+    RF_RETURN_IF_ERROR(CheckShapes(c, one, "optimizer state"));
+  }
+  return slots;
+}
+
+Tensors OptimizerStateZeros(const ModelConfig& c, OptimizerKind kind) {
+  Tensors t;
+  for (size_t slot = 0; slot < OptimizerSlots(kind); ++slot) {
+    for (auto& z : ZerosLike(c).t) t.t.push_back(std::move(z));
+  }
+  return t;
 }
 
 Status NonFiniteLossError(const std::string& when) {

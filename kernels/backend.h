@@ -40,6 +40,16 @@ struct StepStats {
 // labels present, and sample and label types that are such. `backend` names it in the message.
 Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend);
 
+// InvalidArgument naming `what` unless `t` holds one tensor per ParameterShapes(c) entry, each of
+// the right size.
+Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what);
+// Optimizer state (see Backend::GetState): 1 to kMaxOptimizerSlots slots of ParameterShapes(c)
+// tensors. Returns the slot count, or InvalidArgument.
+inline constexpr size_t kMaxOptimizerSlots = 2;
+Result<size_t> CheckStateShapes(const ModelConfig& c, const Tensors& state);
+// Zero state for `kind`: OptimizerSlots(kind) slots.
+Tensors OptimizerStateZeros(const ModelConfig& c, OptimizerKind kind);
+
 // What TrainStep returns for a batch whose loss or gradient is not finite (NaN or infinite: the
 // run diverged; a ReLU can hide an infinite value from the loss, not from the gradient). That
 // batch's update is not applied, so the parameters stay those of the last finite step. `when` says
@@ -51,20 +61,26 @@ class Backend {
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
 
-  // Forward, backward and the SGD update on one batch (n <= max_batch). A batch whose loss is not
-  // finite changes nothing and fails with NonFiniteLossError: at once on the CPU; on the GPU,
-  // without waiting for it, from a TrainStep soon after (or the next Take*Stats' caller's next
-  // call). The gradient reducer is called either way, so every rank takes part in each step.
-  virtual Status TrainStep(const Batch& batch, const SgdConfig& sgd) = 0;
-  // Forward only; counts into the evaluation statistics.
+  // Forward, backward and the update `opt` describes (kernels/model.h: SGD or AdamW at opt.lr,
+  // the loss label-smoothed by opt.label_smoothing) on one batch (n <= max_batch). A batch whose
+  // loss is not finite changes nothing and fails with NonFiniteLossError: at once on the CPU; on
+  // the GPU, without waiting for it, from a TrainStep soon after (or the next Take*Stats' caller's
+  // next call). The gradient reducer is called either way, so every rank takes part in each step.
+  virtual Status TrainStep(const Batch& batch, const OptimizerConfig& opt) = 0;
+  // Forward only, with the plain cross-entropy (no label smoothing); counts into the evaluation
+  // statistics.
   virtual Status Evaluate(const Batch& batch) = 0;
   // Sums since the last call, for training and evaluation steps respectively.
   virtual StepStats TakeTrainStats() = 0;
   virtual StepStats TakeEvalStats() = 0;
 
-  // Parameters and momentum, as host tensors in ParameterShapes order.
-  virtual Status GetState(Tensors* params, Tensors* momentum) = 0;
-  virtual Status SetState(const Tensors& params, const Tensors& momentum) = 0;
+  // Parameters, as host tensors in ParameterShapes order, and the optimizer state: the same
+  // tensors once per slot (OptimizerSlots: SGD's velocity; AdamW's first moments, then its
+  // second moments). GetState returns the slots of the optimizer of the last TrainStep (or, before
+  // any, of the last SetState; 1 at creation); SetState takes 1 or 2 slots and zeroes a slot not
+  // given (InvalidArgument for shapes that do not fit: CheckStateShapes).
+  virtual Status GetState(Tensors* params, Tensors* optimizer_state) = 0;
+  virtual Status SetState(const Tensors& params, const Tensors& optimizer_state) = 0;
 
   // For timelines: calls fn(arg, done_ns) with the time the work queued so far finished, in
   // steady_clock nanoseconds since its epoch, on the calling thread: at once for a synchronous

@@ -145,7 +145,21 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   RF_RETURN_IF_ERROR(c.config.Validate());
   const std::vector<ParamShape> shapes = ParameterShapes(c.config);
   RF_RETURN_IF_ERROR(CheckTensors(c.params, shapes, "parameters"));
-  RF_RETURN_IF_ERROR(CheckTensors(c.momentum, shapes, "momentum"));
+  {
+    const size_t slots = OptimizerSlots(c.optimizer.kind);
+    if (c.momentum.t.size() != slots * shapes.size()) {
+      return Status::InvalidArgument(
+          "checkpoint momentum (optimizer state): " + std::to_string(c.momentum.t.size()) +
+          " tensors; " + std::to_string(slots) + " slot(s) of the model's " +
+          std::to_string(shapes.size()) + " expected");
+    }
+    for (size_t slot = 0; slot < slots; ++slot) {
+      Tensors one;
+      one.t.assign(c.momentum.t.begin() + slot * shapes.size(),
+                   c.momentum.t.begin() + (slot + 1) * shapes.size());
+      RF_RETURN_IF_ERROR(CheckTensors(one, shapes, slot == 0 ? "momentum" : "second moment"));
+    }
+  }
   if (c.config.conv.size() > kMaxBlocks) return Status::InvalidArgument("too many conv blocks");
 
   Encoder e;
@@ -156,7 +170,7 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   e.Put<uint32_t>(m.conv.size());
   for (uint32_t v : m.conv) e.Put(v);
   e.Put(m.hidden);
-  for (float v : {c.sgd.lr, c.sgd.momentum, c.sgd.weight_decay}) e.Put(v);
+  for (float v : {c.optimizer.lr, c.optimizer.momentum, c.optimizer.weight_decay}) e.Put(v);
   for (uint64_t v : {c.seed, c.epoch, c.next_sample, c.step}) e.Put(v);
   e.Put(c.batch_size);
   e.Put(c.order_window);
@@ -171,6 +185,13 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
     e.Put(st.world_size);
     e.Put(st.position);
   }
+  const OptimizerConfig& o = c.optimizer;
+  e.Put(static_cast<uint32_t>(o.kind));
+  for (float v : {o.beta1, o.beta2, o.eps, o.label_smoothing}) e.Put(v);
+  e.Put(static_cast<uint32_t>(c.schedule.kind));
+  e.Put(c.schedule.warmup_epochs);
+  e.Put(c.schedule_span.steps_per_epoch);
+  e.Put(c.schedule_span.epochs);
   e.Put<uint32_t>(shapes.size());
   for (const auto& t : c.params.t) e.PutFloats(t);
   for (const auto& t : c.momentum.t) e.PutFloats(t);
@@ -187,7 +208,7 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
   }
   uint32_t version = 0;
   RF_RETURN_IF_ERROR(d.Get(&version, "version"));
-  if (version != 1 && version != kCheckpointVersion) {
+  if (version < 1 || version > kCheckpointVersion) {
     return d.Error(8, "unsupported version " + std::to_string(version) + " (this build reads " +
                           std::to_string(kCheckpointVersion) + ")");
   }
@@ -209,7 +230,7 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
   }
 
   const uint64_t sgd_at = d.at();
-  for (float* v : {&c.sgd.lr, &c.sgd.momentum, &c.sgd.weight_decay}) {
+  for (float* v : {&c.optimizer.lr, &c.optimizer.momentum, &c.optimizer.weight_decay}) {
     RF_RETURN_IF_ERROR(d.Get(v, "sgd"));
   }
   const uint64_t position_at = d.at();
@@ -237,6 +258,30 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
     }
   }
 
+  uint64_t optimizer_at = 0;
+  uint32_t optimizer_kind = 0, schedule_kind = 0;
+  if (version >= 3) {
+    optimizer_at = d.at();
+    OptimizerConfig& o = c.optimizer;
+    RF_RETURN_IF_ERROR(d.Get(&optimizer_kind, "optimizer"));
+    for (float* v : {&o.beta1, &o.beta2, &o.eps, &o.label_smoothing}) {
+      RF_RETURN_IF_ERROR(d.Get(v, "optimizer"));
+    }
+    RF_RETURN_IF_ERROR(d.Get(&schedule_kind, "schedule"));
+    RF_RETURN_IF_ERROR(d.Get(&c.schedule.warmup_epochs, "schedule"));
+    RF_RETURN_IF_ERROR(d.Get(&c.schedule_span.steps_per_epoch, "schedule"));
+    RF_RETURN_IF_ERROR(d.Get(&c.schedule_span.epochs, "schedule"));
+    // An unknown kind is refused here, before it sizes the state read below.
+    if (optimizer_kind > static_cast<uint32_t>(OptimizerKind::kAdamW)) {
+      return d.Error(optimizer_at, "unknown optimizer " + std::to_string(optimizer_kind));
+    }
+    if (schedule_kind > static_cast<uint32_t>(LrScheduleKind::kOneCycle)) {
+      return d.Error(optimizer_at + 20, "unknown lr schedule " + std::to_string(schedule_kind));
+    }
+    c.optimizer.kind = static_cast<OptimizerKind>(optimizer_kind);
+    c.schedule.kind = static_cast<LrScheduleKind>(schedule_kind);
+  }
+
   const std::vector<ParamShape> shapes = ParameterShapes(m);
   uint32_t tensors = 0;
   RF_RETURN_IF_ERROR(d.Get(&tensors, "tensor count"));
@@ -245,19 +290,22 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
                                    std::to_string(shapes.size()));
   }
   Status nonfinite = Status::Ok();  // a forged value; reported once the checksum holds
-  for (Tensors* t : {&c.params, &c.momentum}) {
-    const char* kind = t == &c.params ? "parameter " : "momentum ";
-    t->t.resize(shapes.size());
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      RF_RETURN_IF_ERROR(d.GetFloats(&t->t[i], shapes[i].count(), kind + shapes[i].name));
-      const auto bad =
-          std::find_if(t->t[i].begin(), t->t[i].end(), [](float v) { return !std::isfinite(v); });
-      if (bad != t->t[i].end() && nonfinite.ok()) {
-        const uint64_t k = bad - t->t[i].begin();
-        nonfinite = d.Error(
-            d.at() - 4 * (t->t[i].size() - k),
-            kind + shapes[i].name + " value " + std::to_string(k) + " is " + FloatText(*bad));
-      }
+  const size_t slots = OptimizerSlots(c.optimizer.kind);
+  c.params.t.resize(shapes.size());
+  c.momentum.t.resize(slots * shapes.size());
+  for (size_t at = 0; at < (1 + slots) * shapes.size(); ++at) {
+    const size_t i = at % shapes.size();
+    const std::string kind = at < shapes.size()       ? "parameter "
+                             : at < 2 * shapes.size() ? "momentum "
+                                                      : "second moment ";
+    std::vector<float>& t = at < shapes.size() ? c.params.t[i] : c.momentum.t[at - shapes.size()];
+    RF_RETURN_IF_ERROR(d.GetFloats(&t, shapes[i].count(), kind + shapes[i].name));
+    const auto bad = std::find_if(t.begin(), t.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != t.end() && nonfinite.ok()) {
+      const uint64_t k = bad - t.begin();
+      nonfinite =
+          d.Error(d.at() - 4 * (t.size() - k),
+                  kind + shapes[i].name + " value " + std::to_string(k) + " is " + FloatText(*bad));
     }
   }
 
@@ -274,11 +322,25 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
   // Fields a run cannot have written, in a file whose checksum holds (forged, or written by a
   // broken build): each refused at its own offset before anything trains from it.
   const auto finite = [](float v) { return std::isfinite(v); };
-  if (!finite(c.sgd.lr)) return d.Error(sgd_at, "learning rate " + FloatText(c.sgd.lr));
-  if (!finite(c.sgd.momentum) || c.sgd.momentum < 0)
-    return d.Error(sgd_at + 4, "momentum " + FloatText(c.sgd.momentum));
-  if (!finite(c.sgd.weight_decay) || c.sgd.weight_decay < 0)
-    return d.Error(sgd_at + 8, "weight decay " + FloatText(c.sgd.weight_decay));
+  if (!finite(c.optimizer.lr)) return d.Error(sgd_at, "learning rate " + FloatText(c.optimizer.lr));
+  if (!finite(c.optimizer.momentum) || c.optimizer.momentum < 0)
+    return d.Error(sgd_at + 4, "momentum " + FloatText(c.optimizer.momentum));
+  if (!finite(c.optimizer.weight_decay) || c.optimizer.weight_decay < 0)
+    return d.Error(sgd_at + 8, "weight decay " + FloatText(c.optimizer.weight_decay));
+  if (version >= 3) {
+    const OptimizerConfig& o = c.optimizer;
+    const auto unit = [&](float v) { return finite(v) && v >= 0 && v < 1; };
+    if (!unit(o.beta1)) return d.Error(optimizer_at + 4, "beta1 " + FloatText(o.beta1));
+    if (!unit(o.beta2)) return d.Error(optimizer_at + 8, "beta2 " + FloatText(o.beta2));
+    if (!finite(o.eps) || !(o.eps > 0))
+      return d.Error(optimizer_at + 12, "eps " + FloatText(o.eps));
+    if (!unit(o.label_smoothing)) {
+      return d.Error(optimizer_at + 16, "label smoothing " + FloatText(o.label_smoothing));
+    }
+    if (!finite(c.schedule.warmup_epochs) || c.schedule.warmup_epochs < 0) {
+      return d.Error(optimizer_at + 24, "warmup epochs " + FloatText(c.schedule.warmup_epochs));
+    }
+  }
   if (c.epoch > kMaxCheckpointEpoch) {
     return d.Error(position_at + 8, "epoch " + std::to_string(c.epoch) + " (at most " +
                                         std::to_string(kMaxCheckpointEpoch) + ")");

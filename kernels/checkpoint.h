@@ -2,17 +2,26 @@
 // backend-independent file (parameters and momentum are host copies, so a checkpoint written from
 // the CPU backend loads in the CUDA backend and back).
 //
-// File layout (version 2, all integers and floats little-endian):
+// File layout (version 3, all integers and floats little-endian):
 //
 //   magic "RFCKPT\0\x1a" (8) | u32 version
-//   model:    u32 channels, height, width, classes | u32 blocks | u32 conv[blocks] | u32 hidden
-//   sgd:      f32 lr, momentum, weight_decay
-//   position: u64 seed, epoch, next_sample, step | u32 batch_size | u32 order_window
-//             u64 dataset_id, dataset_samples
-//   ranks:    u32 world_size | u32 stretches | per stretch: u32 world_size, u64 position
+//   model:     u32 channels, height, width, classes | u32 blocks | u32 conv[blocks] | u32 hidden
+//   sgd:       f32 lr, momentum, weight_decay     (lr: the base lr the schedule scales)
+//   position:  u64 seed, epoch, next_sample, step | u32 batch_size | u32 order_window
+//              u64 dataset_id, dataset_samples
+//   ranks:     u32 world_size | u32 stretches | per stretch: u32 world_size, u64 position
+//   optimizer: u32 kind (0 SGD, 1 AdamW) | f32 beta1, beta2, eps | f32 label_smoothing   (v3)
+//   schedule:  u32 kind (LrScheduleKind) | f32 warmup_epochs | u64 steps_per_epoch, epochs (v3)
 //   u32 tensors | per parameter tensor (ParameterShapes order): u64 count, f32[count]
-//                 then the same for each momentum tensor
+//                 then the same for each optimizer state tensor: OptimizerSlots(kind) slots of
+//                 `tensors` tensors (SGD: momentum; AdamW: first moments, then second moments)
 //   u64 XXH3-64 of every byte before it
+//
+// AdamW's bias corrections count its updates: one per step, so `step` is that count (the next
+// update is number step + 1). The schedule's span (steps per epoch, epochs) is the one the run
+// began with; a resumed run keeps it, so it computes the same lr for every step (0 in files
+// before version 3: not recorded). Version 1 and 2 files read as SGD, no label smoothing, the
+// constant schedule.
 //
 // The shuffling state is (seed, order_window, epoch): the order of an epoch is recomputed from
 // them (pipeline/window_order.h), so no generator state is stored. next_sample indexes that order.
@@ -31,6 +40,7 @@
 #include <vector>
 
 #include "io/status.h"
+#include "kernels/lr_schedule.h"
 #include "kernels/model.h"
 
 namespace rf {
@@ -43,8 +53,12 @@ struct CheckpointStretch {
 
 struct Checkpoint {
   ModelConfig config;
-  SgdConfig sgd;
-  Tensors params, momentum;  // both in ParameterShapes(config) order and sizes
+  OptimizerConfig optimizer;  // lr: the base learning rate the schedule scales
+  LrScheduleConfig schedule;
+  LrScheduleSpan schedule_span;  // {0, 0}: not recorded (files before version 3)
+  // Parameters in ParameterShapes(config) order and sizes; the optimizer state as
+  // Backend::GetState gives it: OptimizerSlots(optimizer.kind) slots of such tensors.
+  Tensors params, momentum;
   uint64_t seed = 0;
   uint64_t epoch = 0;        // the epoch to continue (0-based)
   uint64_t next_sample = 0;  // index, in epoch's order, of the next sample to train on
@@ -58,7 +72,7 @@ struct Checkpoint {
 };
 
 inline constexpr char kCheckpointMagic[8] = {'R', 'F', 'C', 'K', 'P', 'T', '\0', '\x1a'};
-inline constexpr uint32_t kCheckpointVersion = 2;
+inline constexpr uint32_t kCheckpointVersion = 3;
 inline constexpr uint32_t kMaxCheckpointStretches = 1024;  // more is a damaged file
 inline constexpr uint32_t kOrderStored = 0xffffffffu;      // order_window of `--shuffle none`
 // No run trains 2^32 epochs: a larger epoch is a damaged or forged file.
@@ -71,7 +85,9 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c);
 // (truncation, bad magic or version, an invalid model (ModelConfig::Validate: its size too),
 // tensor sizes that do not match the model, trailing bytes, checksum mismatch), and, in a file
 // whose checksum holds, fields no run writes: a learning rate that is not finite, a momentum or
-// weight decay that is negative or not finite, an epoch above kMaxCheckpointEpoch, a next sample
+// weight decay that is negative or not finite, an unknown optimizer or schedule, betas outside
+// [0, 1), an eps that is not positive and finite, a label smoothing outside [0, 1), a warmup
+// that is negative or not finite, an epoch above kMaxCheckpointEpoch, a next sample
 // past dataset_samples, a batch size or world size of 0. Nothing is allocated from a size the
 // file claims before the bytes for it are known to be there.
 Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::string& path);

@@ -7,27 +7,6 @@
 #include <utility>
 
 namespace rf {
-namespace {
-
-// Checks that `t` holds one tensor per ParameterShapes(c) entry, each of the right size.
-Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what) {
-  const std::vector<ParamShape> shapes = ParameterShapes(c);
-  if (t.t.size() != shapes.size()) {
-    return Status::InvalidArgument(std::string(what) + " has " + std::to_string(t.t.size()) +
-                                   " tensors; the model has " + std::to_string(shapes.size()));
-  }
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    if (t.t[i].size() != shapes[i].count()) {
-      return Status::InvalidArgument(std::string(what) + " tensor " + shapes[i].name + " has " +
-                                     std::to_string(t.t[i].size()) + " values; expected " +
-                                     std::to_string(shapes[i].count()));
-    }
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config,
                                                        const Normalization& norm,
                                                        uint32_t max_batch,
@@ -62,8 +41,10 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
       max_batch_(max_batch),
       flat_(config.FlatFeatures()),
       params_(initial_params),
-      momentum_(ZerosLike(config)),
       grads_(ZerosLike(config)) {
+  for (size_t slot = 0; slot < kMaxOptimizerSlots; ++slot) {
+    for (auto& t : ZerosLike(config).t) state_.t.push_back(std::move(t));
+  }
   for (float& s : stddev_) {
     if (s == 0.f) s = 1.f;  // a constant channel: centre it, do not divide by zero
   }
@@ -135,7 +116,7 @@ void CpuBackend::LoadBatch(const Batch& batch) {
   }
 }
 
-double CpuBackend::Forward(uint32_t n, uint64_t* correct) {
+double CpuBackend::Forward(uint32_t n, uint64_t* correct, double smoothing) {
   for (size_t b = 0; b < blocks_.size(); ++b) {
     workers_->ParallelFor(Chunks(n),
                           [&](size_t chunk) { BlockForward(b, n, static_cast<uint32_t>(chunk)); });
@@ -160,7 +141,7 @@ double CpuBackend::Forward(uint32_t n, uint64_t* correct) {
             hidden, 0.f, logits_.data(), classes);
   cpu::AddColumnBias(n, classes, params_.t[Fc2Bias()].data(), false, logits_.data());
   return cpu::SoftmaxCrossEntropy(n, classes, logits_.data(), labels_.data(), 1.f / n,
-                                  logits_grad_.data(), correct);
+                                  logits_grad_.data(), correct, smoothing);
 }
 
 void CpuBackend::Backward(uint32_t n) {
@@ -263,11 +244,11 @@ void CpuBackend::BlockBackward(size_t b, uint32_t n, uint32_t chunk) {
   cpu::Col2Im(s, col, blocks_[b - 1].pooled_grad.data() + at);
 }
 
-Status CpuBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
+Status CpuBackend::TrainStep(const Batch& batch, const OptimizerConfig& opt) {
   RF_RETURN_IF_ERROR(CheckBatch(batch));
   LoadBatch(batch);
   uint64_t correct = 0;
-  const double loss = Forward(batch.n, &correct);
+  const double loss = Forward(batch.n, &correct, opt.label_smoothing);
   Backward(batch.n);
   RF_RETURN_IF_ERROR(ReduceGradients());  // every rank takes part, whatever its own loss
   const auto finite = [](const std::vector<float>& t) {
@@ -275,16 +256,11 @@ Status CpuBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
   };
   if (!std::isfinite(loss) || !std::all_of(grads_.t.begin(), grads_.t.end(), finite))
     return NonFiniteLossError("in this batch");
-  // torch.optim.SGD (dampening 0, no Nesterov): g += wd * w; v = momentum * v + g; w -= lr * v.
-  for (size_t t = 0; t < params_.t.size(); ++t) {
-    float* w = params_.t[t].data();
-    float* v = momentum_.t[t].data();
-    const float* g = grads_.t[t].data();
-    for (size_t i = 0; i < params_.t[t].size(); ++i) {
-      const float gi = g[i] + sgd.weight_decay * w[i];
-      v[i] = sgd.momentum * v[i] + gi;
-      w[i] -= sgd.lr * v[i];
-    }
+  slots_ = OptimizerSlots(opt.kind);
+  if (opt.kind == OptimizerKind::kAdamW) {
+    ApplyAdamW(opt);
+  } else {
+    ApplySgd(opt);
   }
   train_stats_.loss_sum += loss;
   train_stats_.correct += correct;
@@ -317,7 +293,7 @@ Status CpuBackend::Evaluate(const Batch& batch) {
   RF_RETURN_IF_ERROR(CheckBatch(batch));
   LoadBatch(batch);
   uint64_t correct = 0;
-  eval_stats_.loss_sum += Forward(batch.n, &correct);
+  eval_stats_.loss_sum += Forward(batch.n, &correct, 0);
   eval_stats_.correct += correct;
   eval_stats_.samples += batch.n;
   return Status::Ok();
@@ -326,19 +302,62 @@ Status CpuBackend::Evaluate(const Batch& batch) {
 StepStats CpuBackend::TakeTrainStats() { return std::exchange(train_stats_, StepStats{}); }
 StepStats CpuBackend::TakeEvalStats() { return std::exchange(eval_stats_, StepStats{}); }
 
-Status CpuBackend::GetState(Tensors* params, Tensors* momentum) {
+// torch.optim.SGD (dampening 0, no Nesterov): g += wd * w; v = momentum * v + g; w -= lr * v.
+void CpuBackend::ApplySgd(const OptimizerConfig& opt) {
+  for (size_t t = 0; t < params_.t.size(); ++t) {
+    float* w = params_.t[t].data();
+    float* v = state_.t[t].data();
+    const float* g = grads_.t[t].data();
+    for (size_t i = 0; i < params_.t[t].size(); ++i) {
+      const float gi = g[i] + opt.weight_decay * w[i];
+      v[i] = opt.momentum * v[i] + gi;
+      w[i] -= opt.lr * v[i];
+    }
+  }
+}
+
+// torch.optim.AdamW, in the order kernels/model.h states (the CUDA kernel rounds the same way).
+void CpuBackend::ApplyAdamW(const OptimizerConfig& opt) {
+  const AdamWFactors f = OptimizerFactors(opt);
+  const size_t tensors = params_.t.size();
+  for (size_t t = 0; t < tensors; ++t) {
+    float* w = params_.t[t].data();
+    float* m = state_.t[t].data();
+    float* v = state_.t[tensors + t].data();
+    const float* g = grads_.t[t].data();
+    for (size_t i = 0; i < params_.t[t].size(); ++i) {
+      const float wi = w[i] * f.decay;
+      m[i] = opt.beta1 * m[i] + f.one_minus_beta1 * g[i];
+      v[i] = opt.beta2 * v[i] + f.one_minus_beta2 * (g[i] * g[i]);
+      const float denom = std::sqrt(v[i]) / f.sqrt_bc2 + opt.eps;
+      w[i] = wi - f.step_size * (m[i] / denom);
+    }
+  }
+}
+
+Status CpuBackend::GetState(Tensors* params, Tensors* optimizer_state) {
   if (params != nullptr) *params = params_;
-  if (momentum != nullptr) *momentum = momentum_;
+  if (optimizer_state != nullptr) {
+    const size_t count = slots_ * params_.t.size();
+    optimizer_state->t.assign(state_.t.begin(), state_.t.begin() + count);
+  }
   return Status::Ok();
 }
 
-Status CpuBackend::SetState(const Tensors& params, const Tensors& momentum) {
+Status CpuBackend::SetState(const Tensors& params, const Tensors& optimizer_state) {
   RF_RETURN_IF_ERROR(CheckShapes(config_, params, "parameters"));
-  RF_RETURN_IF_ERROR(CheckShapes(config_, momentum, "momentum"));
+  RF_ASSIGN_OR_RETURN(const size_t slots, CheckStateShapes(config_, optimizer_state));
   for (size_t t = 0; t < params_.t.size(); ++t) {
     std::copy(params.t[t].begin(), params.t[t].end(), params_.t[t].begin());
-    std::copy(momentum.t[t].begin(), momentum.t[t].end(), momentum_.t[t].begin());
   }
+  for (size_t t = 0; t < state_.t.size(); ++t) {
+    if (t < optimizer_state.t.size()) {
+      std::copy(optimizer_state.t[t].begin(), optimizer_state.t[t].end(), state_.t[t].begin());
+    } else {
+      std::fill(state_.t[t].begin(), state_.t[t].end(), 0.f);  // a slot not given starts at 0
+    }
+  }
+  slots_ = slots;
   return Status::Ok();
 }
 
@@ -346,7 +365,7 @@ Status CpuBackend::ComputeGradients(const Batch& batch, double* mean_loss, Tenso
   RF_RETURN_IF_ERROR(CheckBatch(batch));
   LoadBatch(batch);
   uint64_t correct = 0;
-  const double loss = Forward(batch.n, &correct);
+  const double loss = Forward(batch.n, &correct, 0);
   Backward(batch.n);
   if (mean_loss != nullptr) *mean_loss = loss / batch.n;
   if (grads != nullptr) *grads = grads_;

@@ -10,11 +10,11 @@
 // (im2col, sgemm, pooling, and their backward passes) is one task for CpuWorkers, one thread per
 // CPU this process may use. OpenBLAS itself is pinned to one thread per call (process-wide).
 //
-// Determinism: results are bit-identical for the same parameters, momentum and batch, whatever
-// the thread count. The chunking depends only on the batch size; each task is a fixed sequence of
-// float operations whichever thread runs it; the weight gradients of the chunks are summed in
-// chunk order. (With OpenBLAS's own threading they were not: on one CPU one and two OpenBLAS
-// threads gave different losses.) A checkpoint restored with SetState therefore continues
+// Determinism: results are bit-identical for the same parameters, optimizer state and batch,
+// whatever the thread count. The chunking depends only on the batch size; each task is a fixed
+// sequence of float operations whichever thread runs it; the weight gradients of the chunks are
+// summed in chunk order. (With OpenBLAS's own threading they were not: on one CPU one and two
+// OpenBLAS threads gave different losses.) A checkpoint restored with SetState therefore continues
 // bit-exactly on any machine with the same OpenBLAS kernel; across CPU models (AVX2 vs AVX-512
 // kernels) results agree only to rounding.
 //
@@ -36,8 +36,8 @@ class CpuBackend final : public Backend {
  public:
   // Fails with InvalidArgument when the config is invalid, max_batch is 0, the normalization
   // does not have one mean and one std per channel, or initial_params do not match
-  // ParameterShapes(config). Momentum starts at zero. threads: CPUs to use (0: every CPU this
-  // process may run on); results do not depend on it.
+  // ParameterShapes(config). The optimizer state starts at zero. threads: CPUs to use (0: every CPU
+  // this process may run on); results do not depend on it.
   static Result<std::unique_ptr<CpuBackend>> Create(const ModelConfig& config,
                                                     const Normalization& norm, uint32_t max_batch,
                                                     const Tensors& initial_params,
@@ -47,13 +47,13 @@ class CpuBackend final : public Backend {
 
   // Batches are checked before any work: 1 <= n <= max_batch, a sample and a label dtype the
   // backend reads, and every label in [0, classes); a failed check changes nothing.
-  Status TrainStep(const Batch& batch, const SgdConfig& sgd) override;
+  Status TrainStep(const Batch& batch, const OptimizerConfig& opt) override;
   Status Evaluate(const Batch& batch) override;
   StepStats TakeTrainStats() override;
   StepStats TakeEvalStats() override;
 
-  Status GetState(Tensors* params, Tensors* momentum) override;
-  Status SetState(const Tensors& params, const Tensors& momentum) override;
+  Status GetState(Tensors* params, Tensors* optimizer_state) override;
+  Status SetState(const Tensors& params, const Tensors& optimizer_state) override;
 
   Status ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) override;
   // Sizes the flat buffer the gradient tensors are reduced through (one call per step).
@@ -88,9 +88,13 @@ class CpuBackend final : public Backend {
   // Decodes, normalizes and transposes the samples into input_ (CNHW), and the labels into
   // labels_. The batch must have passed CheckBatch.
   void LoadBatch(const Batch& batch);
-  // Runs the network on the loaded batch of n samples; returns the summed loss, fills
-  // logits_grad_ with the gradient of the MEAN loss w.r.t. the logits and *correct.
-  double Forward(uint32_t n, uint64_t* correct);
+  // Runs the network on the loaded batch of n samples; returns the summed loss (label smoothing
+  // `smoothing`), fills logits_grad_ with the gradient of the MEAN loss w.r.t. the logits and
+  // *correct.
+  double Forward(uint32_t n, uint64_t* correct, double smoothing);
+  // The update, from grads_ (kernels/model.h's OptimizerConfig states each).
+  void ApplySgd(const OptimizerConfig& opt);
+  void ApplyAdamW(const OptimizerConfig& opt);
   // Backpropagates logits_grad_ into grads_ (without weight decay).
   void Backward(uint32_t n);
   // Block b's work on chunk `chunk` of a batch of n, forward and backward.
@@ -115,7 +119,11 @@ class CpuBackend final : public Backend {
   uint32_t max_batch_;
   uint32_t flat_;  // inputs of fc1
 
-  Tensors params_, momentum_, grads_;
+  Tensors params_, grads_;
+  // Optimizer state: kMaxOptimizerSlots slots of ParameterShapes tensors, allocated once; the first
+  // slots_ are in use (SGD's velocity; AdamW's first, then second moments).
+  Tensors state_;
+  size_t slots_ = 1;
   std::vector<float> reduce_buf_;  // every gradient tensor back to back, for the reducer
 
   std::vector<float> input_;  // [C][N][H][W], normalized

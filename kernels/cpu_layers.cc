@@ -170,7 +170,9 @@ void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t stride, uin
 }
 
 double SoftmaxCrossEntropy(size_t n, size_t classes, const float* logits, const int32_t* labels,
-                           float scale, float* grad, uint64_t* correct) {
+                           float scale, float* grad, uint64_t* correct, double smoothing) {
+  // The target q = (1 - E) * onehot + E / K; with E = 0 exactly the one-hot (same bits as ever).
+  const double off = smoothing / static_cast<double>(classes), on = 1.0 - smoothing + off;
   double loss_sum = 0;
   uint64_t hits = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -186,10 +188,18 @@ double SoftmaxCrossEntropy(size_t n, size_t classes, const float* logits, const 
     for (size_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(z[c]) - top);
     const double log_sum = std::log(sum);
     const auto label = static_cast<size_t>(labels[i]);
-    loss_sum += log_sum - (static_cast<double>(z[label]) - top);
+    double row = log_sum - (static_cast<double>(z[label]) - top);
+    if (smoothing != 0) {
+      // -sum_c q_c log p_c = (1 - E) * row + E * (log_sum - mean_c (z_c - top)).
+      double shifted = 0;
+      for (size_t c = 0; c < classes; ++c) shifted += static_cast<double>(z[c]) - top;
+      row =
+          (1.0 - smoothing) * row + smoothing * (log_sum - shifted / static_cast<double>(classes));
+    }
+    loss_sum += row;
     for (size_t c = 0; c < classes; ++c) {
       const double p = std::exp(static_cast<double>(z[c]) - top - log_sum);
-      g[c] = static_cast<float>((p - (c == label ? 1.0 : 0.0)) * scale);
+      g[c] = static_cast<float>((p - (c == label ? on : off)) * scale);
     }
     if (best == label) ++hits;
   }

@@ -73,10 +73,11 @@ void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t stride, uin
                              const float* pooled, const float* pooled_grad, const uint32_t* argmax,
                              float* conv_grad, double* bias_grad_sum);
 
-// Per row of logits [n, classes]: the cross-entropy against labels[i] (in double, through a
-// stable log-sum-exp), whether the arg-max is the label, and grad = (softmax - onehot) * scale.
+// Per row of logits [n, classes]: the cross-entropy against the target q = (1 - smoothing) *
+// onehot(labels[i]) + smoothing / classes (in double, through a stable log-sum-exp), whether the
+// arg-max is the label, and grad = (softmax - q) * scale. Smoothing 0 is the plain cross-entropy.
 // Returns the sum of the losses; *correct receives the count of correct rows.
 double SoftmaxCrossEntropy(size_t n, size_t classes, const float* logits, const int32_t* labels,
-                           float scale, float* grad, uint64_t* correct);
+                           float scale, float* grad, uint64_t* correct, double smoothing = 0);
 
 }  // namespace rf::cpu

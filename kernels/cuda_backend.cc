@@ -22,22 +22,6 @@ constexpr size_t kAlignFloats = 64;
 // lazily (in a step, or during graph capture).
 constexpr size_t kCublasWorkspace = size_t{32} << 20;
 
-Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what) {
-  const std::vector<ParamShape> shapes = ParameterShapes(c);
-  if (t.t.size() != shapes.size()) {
-    return Status::InvalidArgument(std::string(what) + " has " + std::to_string(t.t.size()) +
-                                   " tensors; the model has " + std::to_string(shapes.size()));
-  }
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    if (t.t[i].size() != shapes[i].count()) {
-      return Status::InvalidArgument(std::string(what) + " tensor " + shapes[i].name + " has " +
-                                     std::to_string(t.t[i].size()) + " values; expected " +
-                                     std::to_string(shapes[i].count()));
-    }
-  }
-  return Status::Ok();
-}
-
 // Whether a kernel can read `p`: device, managed or pinned host memory (not plain host memory).
 bool GpuReadable(const void* p) {
   cudaPointerAttributes a{};
@@ -137,7 +121,7 @@ Status CudaBackend::Init(const Tensors& initial_params) {
   }
   RF_RETURN_IF_ERROR(AllocateBuffers());
 
-  // The initial state: parameters as given, momentum and gradients (gaps included) zero.
+  // The initial state: parameters as given, optimizer state and gradients (gaps included) zero.
   RF_RETURN_IF_ERROR(SetState(initial_params, ZerosLike(config_)));
   RF_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_));
   RF_CUDA_CHECK(cudaMemcpyAsync(norm_.as<float>(), mean_.data(), mean_.size() * sizeof(float),
@@ -181,6 +165,7 @@ Status CudaBackend::AllocateBuffers() {
   RF_ASSIGN_OR_RETURN(params_, DeviceBuffer::Allocate(padded_count_ * f, "parameters"));
   RF_ASSIGN_OR_RETURN(grads_, DeviceBuffer::Allocate(padded_count_ * f, "gradients"));
   RF_ASSIGN_OR_RETURN(momentum_, DeviceBuffer::Allocate(padded_count_ * f, "momentum"));
+  RF_ASSIGN_OR_RETURN(second_moment_, DeviceBuffer::Allocate(padded_count_ * f, "second moment"));
   const size_t input = b * ConvInChannels(0) * config_.height * config_.width;
   RF_ASSIGN_OR_RETURN(input_, DeviceBuffer::Allocate(input * a, "the decoded input"));
   RF_ASSIGN_OR_RETURN(labels_, DeviceBuffer::Allocate(b * sizeof(int32_t), "labels"));
@@ -342,35 +327,49 @@ StepStats CudaBackend::TakeStats(cuda::DeviceStats* stats) {
 StepStats CudaBackend::TakeTrainStats() { return TakeStats(&state()->train); }
 StepStats CudaBackend::TakeEvalStats() { return TakeStats(&state()->eval); }
 
-Status CudaBackend::GetState(Tensors* params, Tensors* momentum) {
+Status CudaBackend::GetState(Tensors* params, Tensors* optimizer_state) {
   RF_RETURN_IF_ERROR(Begin(nullptr));
-  for (auto [out, src] : {std::pair{params, &params_}, std::pair{momentum, &momentum_}}) {
+  // Parameters into *params; then each slot in use, appended to *optimizer_state.
+  const cuda::DeviceBuffer* slots[] = {&momentum_, &second_moment_};
+  if (optimizer_state != nullptr) optimizer_state->t.clear();
+  for (size_t k = 0; k <= slots_; ++k) {
+    Tensors* out = k == 0 ? params : optimizer_state;
+    const cuda::DeviceBuffer* src = k == 0 ? &params_ : slots[k - 1];
     if (out == nullptr) continue;
     RF_CUDA_CHECK(cudaMemcpyAsync(host_stage_.data(), src->data(), src->bytes(),
                                   cudaMemcpyDeviceToHost, stream_));
     RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    out->t.resize(shapes_.size());
+    if (k <= 1) out->t.clear();
     for (size_t t = 0; t < shapes_.size(); ++t) {
       const float* from = host_stage_.data() + offsets_[t];
-      out->t[t].assign(from, from + shapes_[t].count());
+      out->t.emplace_back(from, from + shapes_[t].count());
     }
   }
   return Status::Ok();
 }
 
-Status CudaBackend::SetState(const Tensors& params, const Tensors& momentum) {
+Status CudaBackend::SetState(const Tensors& params, const Tensors& optimizer_state) {
   RF_RETURN_IF_ERROR(Begin(nullptr));
   RF_RETURN_IF_ERROR(CheckShapes(config_, params, "parameters"));
-  RF_RETURN_IF_ERROR(CheckShapes(config_, momentum, "momentum"));
-  for (auto [in, dst] : {std::pair{&params, &params_}, std::pair{&momentum, &momentum_}}) {
+  RF_ASSIGN_OR_RETURN(const size_t slots, CheckStateShapes(config_, optimizer_state));
+  const cuda::DeviceBuffer* buffers[] = {&params_, &momentum_, &second_moment_};
+  for (size_t k = 0; k < 3; ++k) {
+    const cuda::DeviceBuffer* dst = buffers[k];
+    if (k > slots) {  // a slot not given starts at zero
+      RF_CUDA_CHECK(cudaMemsetAsync(dst->data(), 0, dst->bytes(), stream_));
+      continue;
+    }
     for (size_t t = 0; t < shapes_.size(); ++t) {
-      std::copy(in->t[t].begin(), in->t[t].end(), host_stage_.begin() + offsets_[t]);
+      const std::vector<float>& in =
+          k == 0 ? params.t[t] : optimizer_state.t[(k - 1) * shapes_.size() + t];
+      std::copy(in.begin(), in.end(), host_stage_.begin() + offsets_[t]);
     }
     RF_CUDA_CHECK(cudaMemcpyAsync(dst->data(), host_stage_.data(), dst->bytes(),
                                   cudaMemcpyHostToDevice, stream_));
-    // host_stage_ is reused for the momentum: wait until the copy has read it.
+    // host_stage_ is reused for the next buffer: wait until the copy has read it.
     RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
+  slots_ = slots;
   return Status::Ok();
 }
 

@@ -1,11 +1,13 @@
 // CudaBackend: the model (kernels/model.h) on one NVIDIA GPU. Convolution blocks run through
 // cuDNN's legacy API (kernels/cuda_conv_block.h), the fully connected layers through cuBLAS,
-// and decoding, softmax cross-entropy, statistics and SGD through our own kernels
-// (kernels/cuda_kernels.cuh). It computes the same function as CpuBackend, to float rounding.
+// and decoding, softmax cross-entropy, statistics and the SGD or AdamW update through our own
+// kernels (kernels/cuda_kernels.cuh). It computes the same function as CpuBackend, to float
+// rounding.
 //
 // Memory: Create() allocates everything for batches of up to max_batch samples: every activation
 // and gradient, one cuDNN workspace sized for the largest chosen algorithm, a fixed cuBLAS
-// workspace, and three flat buffers (parameters, gradients, momentum) laid out in
+// workspace, and four flat buffers (parameters, gradients, and the optimizer state: momentum or
+// AdamW's first moment, and AdamW's second moment) laid out in
 // ParameterShapes order with each tensor starting on a 256-byte boundary (the gaps stay zero),
 // so GetState/SetState are one copy each and SGD is one kernel. TrainStep, Evaluate and
 // ComputeGradients allocate nothing on the device; descriptors for another batch size are
@@ -58,7 +60,9 @@ struct CudaBackendOptions {
   // works) and deterministic max-pooling.
   bool deterministic = true;
   // Capture forward + backward of full batches (n == max_batch) in a CUDA graph after the first
-  // one, and replay it; decoding and the SGD update stay outside (their arguments change).
+  // one, and replay it; decoding and the optimizer update stay outside (their arguments change:
+  // the scheduled lr and AdamW's bias corrections reach the update kernel as launch arguments
+  // each step, never through the graph).
   bool cuda_graph = false;
   // The largest cuDNN workspace an algorithm may use.
   size_t workspace_limit = size_t{256} << 20;
@@ -82,13 +86,13 @@ class CudaBackend final : public Backend {
 
   // Batches are checked on the host before any work: 1 <= n <= max_batch, sample and label
   // dtypes the backend reads, pointers the GPU can read. Labels: see the file comment.
-  Status TrainStep(const Batch& batch, const SgdConfig& sgd) override;
+  Status TrainStep(const Batch& batch, const OptimizerConfig& opt) override;
   Status Evaluate(const Batch& batch) override;
   StepStats TakeTrainStats() override;
   StepStats TakeEvalStats() override;
 
-  Status GetState(Tensors* params, Tensors* momentum) override;
-  Status SetState(const Tensors& params, const Tensors& momentum) override;
+  Status GetState(Tensors* params, Tensors* optimizer_state) override;
+  Status SetState(const Tensors& params, const Tensors& optimizer_state) override;
 
   Status ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) override;
   Status WhenDone(DoneFn fn, void* arg) override;
@@ -106,11 +110,13 @@ class CudaBackend final : public Backend {
   struct DeviceState {
     cuda::DeviceStats train, eval, scratch;
     unsigned long long step_bad, sticky_bad;
+    float smoothing_train, smoothing_none;  // label smoothing of the training loss; 0
   };
   // The pinned host copy of what the host reads back.
   struct HostState {
     cuda::DeviceStats stats;
     unsigned long long sticky_bad;
+    float smoothing;  // the source of smoothing_train's copy
   };
   struct BlockBuffers {
     cuda::DeviceBuffer act, pooled, pooled_grad;
@@ -135,8 +141,10 @@ class CudaBackend final : public Backend {
   Status LoadBatch(const Batch& batch);
   cuda::CudaConvBlock::Buffers BlockArgs(size_t b) const;
   // The network on the loaded batch; adds its statistics to *stats (device memory; null: adds
-  // nothing yet, TrainStep's FinishGradients does).
-  Status Forward(uint32_t n, cuda::DeviceStats* stats);
+  // nothing yet, TrainStep's FinishGradients does). The loss is label-smoothed by *smoothing
+  // (device memory: DeviceState's smoothing_train for training, smoothing_none, always 0,
+  // otherwise).
+  Status Forward(uint32_t n, cuda::DeviceStats* stats, const float* smoothing);
   Status Backward(uint32_t n);
   // The forward pass's loss and hits into *stats, unless the step is recorded bad (or its loss
   // sum is not finite, which it then records).
@@ -158,6 +166,8 @@ class CudaBackend final : public Backend {
   }
   // Forward + Backward for TrainStep, through the CUDA graph where it applies.
   Status ForwardBackward(uint32_t n);
+  // Copies the training loss's label smoothing to the device where it changed.
+  Status SetSmoothing(float smoothing);
   Status Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
               const float* b, int ldb, float* c, int ldc);
   StepStats TakeStats(cuda::DeviceStats* stats);
@@ -185,6 +195,11 @@ class CudaBackend final : public Backend {
   std::vector<cuda::CudaConvBlock> blocks_;
   std::vector<BlockBuffers> block_buffers_;
   cuda::DeviceBuffer params_, grads_, momentum_;
+  cuda::DeviceBuffer second_moment_;  // AdamW's v (momentum_ holds its m)
+  size_t slots_ = 1;                  // optimizer state slots in use (Backend::GetState)
+  // The training loss's label smoothing as last copied to DeviceState::smoothing_train (the
+  // captured graph reads it there, so it is never baked into the graph).
+  float smoothing_ = 0.f;
   cuda::DeviceBuffer input_, labels_, act_grad_;
   // bf16 mode: fc1's float input and its gradient ([n][flat], C, H, W order), and the conv
   // blocks' bias-gradient scratch.

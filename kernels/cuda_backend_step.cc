@@ -1,6 +1,6 @@
 // CudaBackend's step: decode -> conv blocks (cuDNN) -> fc1 -> ReLU -> fc2 (cuBLAS) -> softmax
-// cross-entropy and statistics -> backward in reverse -> SGD, all queued on the one compute
-// stream with no host synchronization (TrainStep, Evaluate) and no allocation.
+// cross-entropy and statistics -> backward in reverse -> SGD or AdamW, all queued on the one
+// compute stream with no host synchronization (TrainStep, Evaluate) and no allocation.
 //
 // Row-major activations [n][features] are column-major [features][n] to cuBLAS, so every fully
 // connected product below is written for column-major operands; the comment on each gives the
@@ -85,7 +85,7 @@ const float* CudaBackend::FcInput() const {
   return options_.bf16 ? fc_in_.as<float>() : block_buffers_.back().pooled.as<float>();
 }
 
-Status CudaBackend::Forward(uint32_t n, cuda::DeviceStats* stats) {
+Status CudaBackend::Forward(uint32_t n, cuda::DeviceStats* stats, const float* smoothing) {
   void* ws = workspace_.data();
   const size_t ws_bytes = workspace_.bytes();
   if (options_.bf16) RF_RETURN_IF_ERROR(FiltersToBf16());  // SGD changed the float masters
@@ -113,9 +113,10 @@ Status CudaBackend::Forward(uint32_t n, cuda::DeviceStats* stats) {
   RF_CUDA_CHECK(
       cuda::AddBiasRelu(n, config_.classes, Param(fc1 + 3), false, logits_.as<float>(), stream_));
   // The gradient of the MEAN loss: scaled by 1 / n.
-  RF_CUDA_CHECK(cuda::SoftmaxCrossEntropy(
-      n, config_.classes, logits_.as<float>(), labels_.as<int32_t>(), 1.f / static_cast<float>(n),
-      logits_grad_.as<float>(), row_loss_.as<double>(), row_correct_.as<uint32_t>(), stream_));
+  RF_CUDA_CHECK(
+      cuda::SoftmaxCrossEntropy(n, config_.classes, logits_.as<float>(), labels_.as<int32_t>(),
+                                1.f / static_cast<float>(n), smoothing, logits_grad_.as<float>(),
+                                row_loss_.as<double>(), row_correct_.as<uint32_t>(), stream_));
   if (stats != nullptr) RF_RETURN_IF_ERROR(CountStep(n, stats));
   return Status::Ok();
 }
@@ -186,14 +187,14 @@ Status CudaBackend::ForwardBackward(uint32_t n) {
   // libraries' first-call setup happen outside the capture.
   if (!options_.cuda_graph || n != max_batch_ || !graph_warmed_) {
     graph_warmed_ = graph_warmed_ || n == max_batch_;
-    RF_RETURN_IF_ERROR(Forward(n, nullptr));
+    RF_RETURN_IF_ERROR(Forward(n, nullptr, &state()->smoothing_train));
     RF_RETURN_IF_ERROR(Backward(n));
     return reducer_ == nullptr ? FinishGradients(n) : Status::Ok();
   }
   const bool replay = static_cast<bool>(graph_);
   if (!graph_) {
     RF_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    Status st = Forward(n, nullptr);
+    Status st = Forward(n, nullptr, &state()->smoothing_train);
     if (st.ok()) st = Backward(n);
     if (st.ok() && reducer_ == nullptr) st = FinishGradients(n);
     RF_ASSIGN_OR_RETURN(graph_, cuda::EndCaptureAndInstantiate(stream_, st));
@@ -203,8 +204,20 @@ Status CudaBackend::ForwardBackward(uint32_t n) {
   return Status::Ok();
 }
 
-Status CudaBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
+Status CudaBackend::SetSmoothing(float smoothing) {
+  if (smoothing == smoothing_) return Status::Ok();
+  // Rare (a run's first step): wait until no queued copy still reads the pinned source.
+  RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  host()->smoothing = smoothing;
+  RF_CUDA_CHECK(cudaMemcpyAsync(&state()->smoothing_train, &host()->smoothing, sizeof(float),
+                                cudaMemcpyHostToDevice, stream_));
+  smoothing_ = smoothing;
+  return Status::Ok();
+}
+
+Status CudaBackend::TrainStep(const Batch& batch, const OptimizerConfig& opt) {
   RF_RETURN_IF_ERROR(Begin(&batch));
+  RF_RETURN_IF_ERROR(SetSmoothing(opt.label_smoothing));
   RF_RETURN_IF_ERROR(LoadBatch(batch));
   RF_RETURN_IF_ERROR(ForwardBackward(batch.n));
   // Data-parallel: the flat gradient buffer (its gaps are zeros on every rank) becomes the mean
@@ -213,16 +226,28 @@ Status CudaBackend::TrainStep(const Batch& batch, const SgdConfig& sgd) {
     RF_RETURN_IF_ERROR(reducer_->MeanOverRanks(grads_.as<float>(), padded_count_, stream_));
     RF_RETURN_IF_ERROR(FinishGradients(batch.n));  // the mean's: every rank decides alike
   }
-  RF_CUDA_CHECK(cuda::SgdMomentum(padded_count_, sgd.lr, sgd.momentum, sgd.weight_decay,
-                                  grads_.as<float>(), params_.as<float>(), momentum_.as<float>(),
-                                  &state()->step_bad, stream_));
+  // The update's arguments (the scheduled lr among them) are launch arguments, queued anew each
+  // step: outside the CUDA graph.
+  slots_ = OptimizerSlots(opt.kind);
+  if (opt.kind == OptimizerKind::kAdamW) {
+    const AdamWFactors f = OptimizerFactors(opt);
+    cuda::AdamWArgs a{f.decay,           opt.beta1,   f.one_minus_beta1, opt.beta2,
+                      f.one_minus_beta2, f.step_size, f.sqrt_bc2,        opt.eps};
+    RF_CUDA_CHECK(cuda::AdamW(padded_count_, a, grads_.as<float>(), params_.as<float>(),
+                              momentum_.as<float>(), second_moment_.as<float>(), &state()->step_bad,
+                              stream_));
+  } else {
+    RF_CUDA_CHECK(cuda::SgdMomentum(padded_count_, opt.lr, opt.momentum, opt.weight_decay,
+                                    grads_.as<float>(), params_.as<float>(), momentum_.as<float>(),
+                                    &state()->step_bad, stream_));
+  }
   return EndStep();
 }
 
 Status CudaBackend::Evaluate(const Batch& batch) {
   RF_RETURN_IF_ERROR(Begin(&batch));
   RF_RETURN_IF_ERROR(LoadBatch(batch));
-  RF_RETURN_IF_ERROR(Forward(batch.n, &state()->eval));
+  RF_RETURN_IF_ERROR(Forward(batch.n, &state()->eval, &state()->smoothing_none));
   return EndStep();
 }
 
@@ -230,7 +255,7 @@ Status CudaBackend::ComputeGradients(const Batch& batch, double* mean_loss, Tens
   RF_RETURN_IF_ERROR(Begin(&batch));
   RF_RETURN_IF_ERROR(LoadBatch(batch));
   RF_CUDA_CHECK(cudaMemsetAsync(&state()->scratch, 0, sizeof(cuda::DeviceStats), stream_));
-  RF_RETURN_IF_ERROR(Forward(batch.n, &state()->scratch));
+  RF_RETURN_IF_ERROR(Forward(batch.n, &state()->scratch, &state()->smoothing_none));
   RF_RETURN_IF_ERROR(Backward(batch.n));
   RF_CUDA_CHECK(cudaMemcpyAsync(&host()->stats, &state()->scratch, sizeof(cuda::DeviceStats),
                                 cudaMemcpyDeviceToHost, stream_));

@@ -76,8 +76,9 @@ constexpr uint32_t kNoIndex = 0xffffffffu;
 
 // One warp per row: lanes stride over the classes, then combine with shuffles.
 __global__ void SoftmaxCrossEntropyKernel(uint32_t n, uint32_t classes, const float* logits,
-                                          const int32_t* labels, float scale, float* grad,
-                                          double* row_loss, uint32_t* row_correct) {
+                                          const int32_t* labels, float scale,
+                                          const float* smoothing, float* grad, double* row_loss,
+                                          uint32_t* row_correct) {
   const uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   const uint32_t lane = threadIdx.x % 32;
   if (row >= n) return;  // the whole warp leaves together: row is the same for all its lanes
@@ -111,12 +112,24 @@ __global__ void SoftmaxCrossEntropyKernel(uint32_t n, uint32_t classes, const fl
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
   const double log_sum = log(sum);
   const auto label = static_cast<uint32_t>(labels[row]);
+  // The target q = (1 - E) * onehot + E / K, as the CPU backend (kernels/cpu_layers.h).
+  const double e = *smoothing;
+  const double off = e / static_cast<double>(classes), on = 1.0 - e + off;
   for (uint32_t c = lane; c < classes; c += 32) {
     const double p = exp(static_cast<double>(z[c]) - top - log_sum);
-    g[c] = static_cast<float>((p - (c == label ? 1.0 : 0.0)) * scale);
+    g[c] = static_cast<float>((p - (c == label ? on : off)) * scale);
+  }
+  double row_value = log_sum - (static_cast<double>(z[label]) - top);
+  if (e != 0) {  // uniform across the warp: every lane read the same *smoothing
+    double shifted = 0;
+    for (uint32_t c = lane; c < classes; c += 32) shifted += static_cast<double>(z[c]) - top;
+    for (int offset = 16; offset > 0; offset /= 2) {
+      shifted += __shfl_xor_sync(0xffffffffu, shifted, offset);
+    }
+    row_value = (1.0 - e) * row_value + e * (log_sum - shifted / static_cast<double>(classes));
   }
   if (lane == 0) {
-    row_loss[row] = log_sum - (static_cast<double>(z[label]) - top);
+    row_loss[row] = row_value;
     row_correct[row] = best_at == label ? 1u : 0u;
   }
 }
@@ -190,6 +203,32 @@ __global__ void SgdMomentumKernel(size_t count4, float lr, float momentum, float
   }
 }
 
+// One AdamW element, each operation rounded as the CPU backend's loop (kernels/model.h).
+__device__ float AdamWOne(float w, float g, float& m, float& v, const AdamWArgs& a) {
+  const float wi = __fmul_rn(w, a.decay);
+  m = __fadd_rn(__fmul_rn(a.beta1, m), __fmul_rn(a.one_minus_beta1, g));
+  v = __fadd_rn(__fmul_rn(a.beta2, v), __fmul_rn(a.one_minus_beta2, __fmul_rn(g, g)));
+  const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), a.sqrt_bc2), a.eps);
+  return __fsub_rn(wi, __fmul_rn(a.step_size, __fdiv_rn(m, denom)));
+}
+
+__global__ void AdamWKernel(size_t count4, AdamWArgs a, const float4* grad, float4* weights,
+                            float4* first, float4* second, const unsigned long long* step_bad) {
+  if (*step_bad != kNoBadLabel) return;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count4;
+       i += size_t{blockDim.x} * gridDim.x) {
+    const float4 g = grad[i];
+    float4 w = weights[i], m = first[i], v = second[i];
+    w.x = AdamWOne(w.x, g.x, m.x, v.x, a);
+    w.y = AdamWOne(w.y, g.y, m.y, v.y, a);
+    w.z = AdamWOne(w.z, g.z, m.z, v.z, a);
+    w.w = AdamWOne(w.w, g.w, m.w, v.w, a);
+    weights[i] = w;
+    first[i] = m;
+    second[i] = v;
+  }
+}
+
 }  // namespace
 
 cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t channels,
@@ -238,11 +277,12 @@ cudaError_t ReluBackward(size_t count, const float* out, float* grad, cudaStream
 }
 
 cudaError_t SoftmaxCrossEntropy(uint32_t n, uint32_t classes, const float* logits,
-                                const int32_t* labels, float scale, float* grad, double* row_loss,
-                                uint32_t* row_correct, cudaStream_t stream) {
+                                const int32_t* labels, float scale, const float* smoothing,
+                                float* grad, double* row_loss, uint32_t* row_correct,
+                                cudaStream_t stream) {
   constexpr uint32_t kRowsPerBlock = kThreads / 32;
   SoftmaxCrossEntropyKernel<<<(n + kRowsPerBlock - 1) / kRowsPerBlock, kThreads, 0, stream>>>(
-      n, classes, logits, labels, scale, grad, row_loss, row_correct);
+      n, classes, logits, labels, scale, smoothing, grad, row_loss, row_correct);
   return cudaGetLastError();
 }
 
@@ -271,6 +311,17 @@ cudaError_t SgdMomentum(size_t count, float lr, float momentum, float weight_dec
   SgdMomentumKernel<<<Blocks(count4), kThreads, 0, stream>>>(
       count4, lr, momentum, weight_decay, reinterpret_cast<const float4*>(grad),
       reinterpret_cast<float4*>(weights), reinterpret_cast<float4*>(velocity), step_bad);
+  return cudaGetLastError();
+}
+
+cudaError_t AdamW(size_t count, const AdamWArgs& args, const float* grad, float* weights,
+                  float* first_moment, float* second_moment, const unsigned long long* step_bad,
+                  cudaStream_t stream) {
+  if (count % 4 != 0) return cudaErrorInvalidValue;  // the backend pads every tensor
+  const size_t count4 = count / 4;
+  AdamWKernel<<<Blocks(count4), kThreads, 0, stream>>>(
+      count4, args, reinterpret_cast<const float4*>(grad), reinterpret_cast<float4*>(weights),
+      reinterpret_cast<float4*>(first_moment), reinterpret_cast<float4*>(second_moment), step_bad);
   return cudaGetLastError();
 }
 

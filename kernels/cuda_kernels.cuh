@@ -55,12 +55,14 @@ cudaError_t AddBiasRelu(uint32_t rows, uint32_t cols, const float* bias, bool re
 cudaError_t ReluBackward(size_t count, const float* out, float* grad, cudaStream_t stream);
 
 // Per row of logits[n][classes], as the CPU backend (kernels/cpu_layers.h) computes it: the
-// cross-entropy against labels[i] through a double log-sum-exp, into row_loss[i]; whether the
-// arg-max (the first of equal maxima) is the label, into row_correct[i]; and
-// grad = (softmax - onehot) * scale.
+// cross-entropy against q = (1 - E) * onehot(labels[i]) + E / classes, E = *smoothing (device
+// memory, so a captured graph reads the current value), through a double log-sum-exp, into
+// row_loss[i]; whether the arg-max (the first of equal maxima) is the label, into
+// row_correct[i]; and grad = (softmax - q) * scale.
 cudaError_t SoftmaxCrossEntropy(uint32_t n, uint32_t classes, const float* logits,
-                                const int32_t* labels, float scale, float* grad, double* row_loss,
-                                uint32_t* row_correct, cudaStream_t stream);
+                                const int32_t* labels, float scale, const float* smoothing,
+                                float* grad, double* row_loss, uint32_t* row_correct,
+                                cudaStream_t stream);
 
 // Adds the n rows' loss and correct counts, and n samples, to *stats, unless *step_bad records a
 // bad label in this batch (which then counts nothing). One block, fixed summation order. A batch
@@ -84,5 +86,18 @@ cudaError_t CheckFinite(size_t count, const float* values, unsigned long long* s
 cudaError_t SgdMomentum(size_t count, float lr, float momentum, float weight_decay,
                         const float* grad, float* weights, float* velocity,
                         const unsigned long long* step_bad, cudaStream_t stream);
+
+// torch.optim.AdamW over one flat buffer of `count` floats (a multiple of 4, 16-byte aligned),
+// with the factors kernels/model.h's OptimizerFactors computes on the host each step:
+//   w *= decay; m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g g;
+//   w -= step_size * m / (sqrt(v) / sqrt_bc2 + eps)
+// each operation rounded separately, as the CPU backend's loop. Does nothing when *step_bad
+// records a bad label in this batch.
+struct AdamWArgs {
+  float decay, beta1, one_minus_beta1, beta2, one_minus_beta2, step_size, sqrt_bc2, eps;
+};
+cudaError_t AdamW(size_t count, const AdamWArgs& args, const float* grad, float* weights,
+                  float* first_moment, float* second_moment, const unsigned long long* step_bad,
+                  cudaStream_t stream);
 
 }  // namespace rf::cuda

@@ -136,4 +136,17 @@ Tensors InitialParameters(const ModelConfig& c, uint64_t seed) {
   return t;
 }
 
+AdamWFactors OptimizerFactors(const OptimizerConfig& o) {
+  const double t = static_cast<double>(o.adam_step == 0 ? 1 : o.adam_step);
+  const double bc1 = 1 - std::pow(static_cast<double>(o.beta1), t);
+  const double bc2 = 1 - std::pow(static_cast<double>(o.beta2), t);
+  AdamWFactors f;
+  f.decay = static_cast<float>(1 - static_cast<double>(o.lr) * o.weight_decay);
+  f.one_minus_beta1 = static_cast<float>(1 - static_cast<double>(o.beta1));
+  f.one_minus_beta2 = static_cast<float>(1 - static_cast<double>(o.beta2));
+  f.step_size = static_cast<float>(o.lr / bc1);
+  f.sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
+  return f;
+}
+
 }  // namespace rf

@@ -1,9 +1,9 @@
 // The model ringfeed trains, described independently of any backend: a small CNN of N blocks
 // (3x3 convolution with padding 1, bias, ReLU, 2x2 max-pool with stride 2, rounding down),
-// then fully connected -> ReLU -> fully connected, trained with softmax cross-entropy and SGD
-// with momentum and weight decay. The same description drives the CUDA backend (cuDNN, cuBLAS)
-// and the CPU reference backend (im2col + OpenBLAS sgemm), so both compute the same function
-// and a checkpoint of one loads in the other.
+// then fully connected -> ReLU -> fully connected, trained with softmax cross-entropy (label
+// smoothing optional) and SGD with momentum and weight decay or AdamW (OptimizerConfig). The same
+// description drives the CUDA backend (cuDNN, cuBLAS) and the CPU reference backend (im2col +
+// OpenBLAS sgemm), so both compute the same function and a checkpoint of one loads in the other.
 #pragma once
 
 #include <array>
@@ -70,10 +70,43 @@ struct Normalization {
   std::vector<float> mean, stddev;
 };
 
-struct SgdConfig {
+// The optimizer a training step applies after the backward pass, and the loss it differentiates.
+enum class OptimizerKind : uint32_t { kSgd = 0, kAdamW = 1 };
+// Tensors of optimizer state per parameter tensor: SGD's velocity; AdamW's first and second
+// moments.
+inline size_t OptimizerSlots(OptimizerKind k) { return k == OptimizerKind::kAdamW ? 2 : 1; }
+
+// What a training step does besides forward and backward. The trainer passes one per step, with
+// lr from the schedule (kernels/lr_schedule.h) and adam_step set.
+//
+// SGD (torch.optim.SGD, dampening 0, no Nesterov):
+//   g' = g + weight_decay * w;  v = momentum * v + g';  w -= lr * v
+// AdamW (torch.optim.AdamW, amsgrad off), t = adam_step:
+//   w *= 1 - lr * weight_decay                      (decoupled: not through the moments)
+//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
+//   w -= (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// with every product, quotient and sum rounded to float in that order on both backends (the
+// factors lr * weight_decay, lr / (1 - beta1^t) and sqrt(1 - beta2^t) are computed on the host
+// once per step: OptimizerFactors).
+// Label smoothing E: the training loss is the cross-entropy against (1 - E) * onehot + E / K
+// (K classes); evaluation reports the plain cross-entropy.
+struct OptimizerConfig {
   float lr = 0.01f;
-  float momentum = 0.9f;
-  float weight_decay = 5e-4f;  // added to the gradient of every parameter, as torch.optim.SGD
+  float momentum = 0.9f;       // SGD only
+  float weight_decay = 5e-4f;  // SGD: added to the gradient; AdamW: decoupled, scaled by lr
+  OptimizerKind kind = OptimizerKind::kSgd;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // AdamW only
+  float label_smoothing = 0.f;                      // 0 <= E < 1
+  uint64_t adam_step = 1;  // AdamW: this update's 1-based count t, for the bias corrections
 };
+
+// AdamW's per-step factors (see OptimizerConfig), computed in double and rounded to float once.
+struct AdamWFactors {
+  float decay;  // 1 - lr * weight_decay
+  float one_minus_beta1, one_minus_beta2;
+  float step_size;  // lr / (1 - beta1^t)
+  float sqrt_bc2;   // sqrt(1 - beta2^t)
+};
+AdamWFactors OptimizerFactors(const OptimizerConfig& o);
 
 }  // namespace rf

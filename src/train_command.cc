@@ -109,8 +109,9 @@ Result<ModelConfig> ModelFor(const TrainConfig& c, const format::Header& h) {
 }
 
 // Where training starts: fresh parameters, or a checkpoint's, which also sets the config's seed,
-// batch size, SGD and shuffle (ApplyCheckpoint). A checkpoint of another model is a usage error
-// (the flags disagree with it); a damaged one, or one of another dataset, a data error.
+// batch size, optimizer, lr schedule and shuffle (ApplyCheckpoint). A checkpoint of another model
+// is a usage error (the flags disagree with it); a damaged one, or one of another dataset, a data
+// error.
 struct StartPoint {
   Tensors params, momentum;
   RunState state;
@@ -137,7 +138,8 @@ Result<std::vector<uint8_t>> CheckpointBytes(const std::string& path, World& wor
 Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& world,
                          TrainConfig* c) {
   if (c->resume.empty()) {
-    return StartPoint{InitialParameters(model, c->pipeline.seed), ZerosLike(model), RunState{}};
+    return StartPoint{InitialParameters(model, c->pipeline.seed),
+                      OptimizerStateZeros(model, c->optimizer.kind), RunState{}};
   }
   RF_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, CheckpointBytes(c->resume, world));
   RF_ASSIGN_OR_RETURN(Checkpoint ck, DecodeCheckpoint(bytes.data(), bytes.size(), c->resume));
@@ -207,6 +209,9 @@ Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, 
   if (start.state.next_sample > start_epoch_samples) {
     return Status::Corruption(c.resume, "checkpoint position is past the end of the epoch");
   }
+  // The schedule spans ordinary epochs at this world size (or the span its checkpoint recorded).
+  parts.trainer.schedule_span = ScheduleSpanFor(
+      c, WindowOrder(train.ChunkSampleCounts(), OrderOptionsFor(c.pipeline)).EpochSampleCount());
 
   // --metrics and --dump-order go to a temporary name and are committed when the run ends
   // (io/sequential_output.h): a write error fails the run naming the file, and an earlier file
@@ -250,7 +255,7 @@ Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, 
   if (!c.trace.empty()) Trace::Activate(&trace);
   Trainer t(parts.trainer, train, model, *engine, world, metrics ? &*metrics : nullptr,
             dump ? &*dump : nullptr);
-  Status st = t.Run(start.state, c.sgd, c.pipeline.seed);
+  Status st = t.Run(start.state, c.optimizer, c.pipeline.seed);
   // Committed whatever the run's outcome (a run stopped by a data error still reports how far
   // it got), unless writing them is what failed: the first error wins.
   for (std::optional<SequentialOutput>* out : {&metrics, &dump}) {

@@ -1,5 +1,6 @@
 #include "src/train_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -20,11 +21,26 @@ Status TrainConfig::Validate() const {
   if (hidden < 1) return Status::Usage("--hidden must be >= 1, got 0");
   if (!(rank_timeout >= 0)) return Status::Usage("--rank-timeout must be >= 0 seconds");
   // Written as !(x >= 0) so that NaN fails too.
-  const std::pair<const char*, float> rates[] = {
-      {"--lr", sgd.lr}, {"--momentum", sgd.momentum}, {"--weight-decay", sgd.weight_decay}};
+  const std::pair<const char*, float> rates[] = {{"--lr", optimizer.lr},
+                                                 {"--momentum", optimizer.momentum},
+                                                 {"--weight-decay", optimizer.weight_decay},
+                                                 {"--warmup-epochs", schedule.warmup_epochs},
+                                                 {"--eps", optimizer.eps}};
   for (const auto& [flag, v] : rates) {
     if (!(v >= 0) || !std::isfinite(v)) {
       return Status::Usage(std::string(flag) + " must be a finite number >= 0, got " +
+                           std::to_string(v));
+    }
+  }
+  if (!(optimizer.eps > 0)) return Status::Usage("--eps must be > 0, got 0");
+  // Fractions in [0, 1): 1 would make the target uniform (smoothing) or never forget (betas).
+  const std::pair<const char*, float> fractions[] = {
+      {"--label-smoothing", optimizer.label_smoothing},
+      {"--beta1", optimizer.beta1},
+      {"--beta2", optimizer.beta2}};
+  for (const auto& [flag, v] : fractions) {
+    if (!(v >= 0 && v < 1)) {  // NaN fails too
+      return Status::Usage(std::string(flag) + " must be a number in [0, 1), got " +
                            std::to_string(v));
     }
   }
@@ -59,7 +75,9 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths) {
 Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position) {
   if (c.batch_size == 0) return Status::Corruption(config->resume, "checkpoint has batch size 0");
   PipelineConfig& p = config->pipeline;
-  config->sgd = c.sgd;
+  config->optimizer = c.optimizer;
+  config->schedule = c.schedule;
+  config->schedule_span = c.schedule_span;
   p.seed = c.seed;
   p.batch_size = c.batch_size;
   if (c.order_window == kOrderStored) {
@@ -78,6 +96,13 @@ Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* posit
     *position = 0;
   }
   return Status::Ok();
+}
+
+LrScheduleSpan ScheduleSpanFor(const TrainConfig& c, uint64_t epoch_samples) {
+  if (c.schedule_span.steps_per_epoch != 0 && c.schedule_span.epochs != 0) return c.schedule_span;
+  const uint64_t batch = std::max<uint32_t>(c.pipeline.batch_size, 1);
+  const uint64_t samples = EpochSamples(epoch_samples, c.pipeline.batch_size, c.pipeline.drop_last);
+  return LrScheduleSpan{std::max<uint64_t>((samples + batch - 1) / batch, 1), c.epochs};
 }
 
 TrainComponents DeriveTrainComponents(const TrainConfig& c) {
@@ -101,6 +126,8 @@ TrainComponents DeriveTrainComponents(const TrainConfig& c) {
   t.batch_size = p.batch_size;
   t.order_window = p.shuffle == ShuffleMode::kWindow ? p.shuffle_window : kOrderStored;
   t.checkpoint = c.checkpoint;
+  t.schedule = c.schedule;
+  t.schedule_span = c.schedule_span;
   t.checkpoint_every = c.checkpoint_every;
   t.max_steps = c.max_steps;
   t.metrics = c.metrics;

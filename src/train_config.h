@@ -19,6 +19,7 @@
 
 #include "io/status.h"
 #include "kernels/checkpoint.h"
+#include "kernels/lr_schedule.h"
 #include "kernels/model.h"
 #include "pipeline/batch_source.h"
 #include "pipeline/pipeline_config.h"
@@ -33,7 +34,11 @@ struct TrainConfig {
   // The model: the input shape and classes come from the dataset.
   std::vector<uint32_t> conv = ModelConfig{}.conv;  // output channels of each conv block
   uint32_t hidden = ModelConfig{}.hidden;
-  SgdConfig sgd;
+  OptimizerConfig optimizer;  // lr: the base learning rate the schedule scales
+  LrScheduleConfig schedule;
+  // The steps the schedule spans: from a resumed checkpoint, else {0, 0} until the run computes
+  // it from the training data (ScheduleSpanFor).
+  LrScheduleSpan schedule_span;
   uint64_t epochs = TrainerOptions{}.epochs;  // >= 1
   Precision precision = EngineOptions{}.precision;
   bool cuda_graph = EngineOptions{}.cuda_graph;
@@ -46,7 +51,11 @@ struct TrainConfig {
   int gpu = -1;               // this rank's GPU; -1: its local rank modulo the GPUs visible
   double rank_timeout = 600;  // seconds without a finished step before the job ends; 0: never
 
-  // Usage errors: PipelineConfig::Validate's, epochs below 1, no conv block, a zero width.
+  // Usage errors: PipelineConfig::Validate's, epochs below 1, no conv block, a zero width, and
+  // optimizer settings out of range or not finite (--lr, --momentum, --weight-decay,
+  // --warmup-epochs
+  // >= 0; --label-smoothing in [0, 1); --beta1, --beta2 in [0, 1); --eps > 0), each naming its
+  // flag.
   Status Validate() const;
 };
 
@@ -55,8 +64,10 @@ Result<std::vector<uint32_t>> ParseConvWidths(const std::string& s);
 std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 
 // A resumed run continues its checkpoint's order and optimizer exactly: the checkpoint's seed,
-// batch size (per rank), SGD settings and shuffle (mode and window; files from before the window
-// was recorded keep the config's) replace the config's. Corruption naming config->resume for a
+// batch size (per rank), optimizer (kind, lr, momentum, weight decay, betas, eps, label
+// smoothing), lr schedule with its warmup and span (files before version 3: SGD, constant, span
+// not recorded) and shuffle (mode and window; files from before the window was recorded keep the
+// config's) replace the config's. Corruption naming config->resume for a
 // checkpoint whose batch size is 0.
 //
 // Where the run has config->pipeline.world_size ranks:
@@ -67,6 +78,11 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 //                                 epoch are shared by this run's ranks, each exactly once
 //                                 (pipeline/window_order.h's stretches); *position = 0.
 Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position);
+
+// The steps the schedule spans for a run of `c` on a dataset whose ordinary epoch gives each rank
+// `epoch_samples` samples: c.schedule_span where recorded, else {ceil(EpochSamples(...) /
+// batch size), c.epochs}.
+LrScheduleSpan ScheduleSpanFor(const TrainConfig& c, uint64_t epoch_samples);
 
 // Every component's options, from one config.
 struct TrainComponents {

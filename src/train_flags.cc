@@ -32,7 +32,17 @@ constexpr char kRefusedHelp[] =
     "  --mode streaming  refuses --managed-prefetch, --managed-advise, --managed-oversubscribe\n"
     "  --device cpu      refuses --copy-streams, --precision, --cuda-graph\n"
     "(with --device auto on a machine without a GPU, the GPU options are ignored).\n"
-    "--resume takes the seed, batch size, SGD settings and shuffle from the checkpoint.\n"
+    "  --optimizer sgd   refuses --beta1, --beta2, --eps\n"
+    "  --optimizer adamw refuses --momentum\n"
+    "--resume takes the seed, batch size, optimizer settings (--optimizer, --lr, --momentum,\n"
+    "--weight-decay, --beta1, --beta2, --eps, --label-smoothing), the lr schedule (with its\n"
+    "warmup and the steps it spans) and shuffle from the checkpoint.\n"
+    "Schedules (s: the step, 0-based; T: steps per epoch x --epochs; W: warmup steps):\n"
+    "  warmup    b * (s + 1) / W for s < W (not onecycle)\n"
+    "  step      b, x0.1 from step floor(0.5 T), x0.01 from floor(0.75 T)\n"
+    "  cosine    b * (1 + cos(pi (s - W) / (T - W))) / 2 after warmup\n"
+    "  onecycle  linear from b/25 up to b over U = W (or 0.3 T) steps, then cosine down to\n"
+    "            b/250000 at the end\n"
     "Data-parallel: mpirun -np N ringfeed train ... starts N ranks, one GPU each; every rank\n"
     "reads its own part of each epoch, the gradients are averaged (NCCL on GPUs, MPI on CPUs),\n"
     "and rank 0 prints and writes the one checkpoint. The learning rate is not scaled. A\n"
@@ -67,6 +77,8 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
   f.io = IoModeName(p.streaming.io);
   f.read_size = ReadSizeText(p.streaming.read_bytes);
   f.conv = ConvWidthsText(c.conv);
+  f.optimizer = c.optimizer.kind == OptimizerKind::kAdamW ? "adamw" : "sgd";
+  f.lr_schedule = LrScheduleName(c.schedule.kind);
   std::string cuda_graph = c.cuda_graph ? "on" : "off";
   bool no_verify = !p.verify;
 
@@ -96,14 +108,38 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
     ("epochs", po::value(&c.epochs)->default_value(c.epochs), "epochs to train (in all)")
     ("batch-size", po::value(&p.batch_size)->default_value(p.batch_size),
      "samples per step on each rank (under mpirun, a step trains ranks x this many)")
-    ("lr", po::value(&c.sgd.lr)->default_value(c.sgd.lr, Shortest(c.sgd.lr)),
-     "SGD learning rate")
-    ("momentum", po::value(&c.sgd.momentum)->default_value(c.sgd.momentum,
-                                                           Shortest(c.sgd.momentum)),
+    ("optimizer", po::value(&f.optimizer)->default_value(f.optimizer),
+     "sgd (with --momentum and --weight-decay, as torch.optim.SGD) or adamw (decoupled weight "
+     "decay, as torch.optim.AdamW)")
+    ("lr", po::value(&c.optimizer.lr)->default_value(c.optimizer.lr, Shortest(c.optimizer.lr)),
+     "base learning rate (the schedule scales it each step)")
+    ("lr-schedule", po::value(&f.lr_schedule)->default_value(f.lr_schedule),
+     "constant, step (x0.1 at 50% and 75% of training), cosine (to 0 at the end) or onecycle "
+     "(see below)")
+    ("warmup-epochs", po::value(&c.schedule.warmup_epochs)
+                          ->default_value(c.schedule.warmup_epochs,
+                                          Shortest(c.schedule.warmup_epochs)),
+     "linear warmup from lr/W to lr over this many epochs (fractions allowed; counted in W steps); "
+     "with onecycle, the rise to the peak")
+    ("label-smoothing", po::value(&c.optimizer.label_smoothing)
+                            ->default_value(c.optimizer.label_smoothing,
+                                            Shortest(c.optimizer.label_smoothing)),
+     "E in [0, 1): train against (1 - E) * onehot + E / classes (the test loss stays plain)")
+    ("beta1", po::value(&c.optimizer.beta1)->default_value(c.optimizer.beta1,
+                                                            Shortest(c.optimizer.beta1)),
+     "AdamW: decay of the first moment")
+    ("beta2", po::value(&c.optimizer.beta2)->default_value(c.optimizer.beta2,
+                                                            Shortest(c.optimizer.beta2)),
+     "AdamW: decay of the second moment")
+    ("eps", po::value(&c.optimizer.eps)->default_value(c.optimizer.eps, Shortest(c.optimizer.eps)),
+     "AdamW: added to the denominator")
+    ("momentum", po::value(&c.optimizer.momentum)->default_value(c.optimizer.momentum,
+                                                           Shortest(c.optimizer.momentum)),
      "SGD momentum")
-    ("weight-decay", po::value(&c.sgd.weight_decay)->default_value(c.sgd.weight_decay,
-                                                                   Shortest(c.sgd.weight_decay)),
-     "L2 weight decay")
+    ("weight-decay", po::value(&c.optimizer.weight_decay)->default_value(c.optimizer.weight_decay,
+                                                                   Shortest(c.optimizer.weight_decay)),
+     "weight decay: SGD adds weight_decay * w to the gradient; AdamW multiplies w by "
+     "1 - lr * weight_decay each step")
     ("seed", po::value(&p.seed)->default_value(p.seed),
      "seeds the initial parameters and the epoch order")
     ("conv", po::value(&f.conv)->default_value(f.conv), "output channels of each conv block")
@@ -114,7 +150,7 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
     ("checkpoint-every", po::value(&c.checkpoint_every)->default_value(c.checkpoint_every),
      "steps between checkpoints (0: only at the end)")
     ("resume", po::value(&c.resume),
-     "continue from this checkpoint (its lr, momentum, weight decay, seed, batch size and "
+     "continue from this checkpoint (its optimizer settings, lr schedule, seed, batch size and "
      "shuffle win; --conv and --hidden must match it)")
     ("max-steps", po::value(&c.max_steps)->default_value(c.max_steps),
      "stop after this many steps in all (0: no limit)")
@@ -205,6 +241,17 @@ Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& f) {
   p.streaming.io = *io;
   RF_ASSIGN_OR_RETURN(p.streaming.read_bytes, ParseReadSize(f.read_size));
   RF_ASSIGN_OR_RETURN(c.conv, ParseConvWidths(f.conv));
+  RF_ASSIGN_OR_RETURN(c.schedule.kind, ParseLrSchedule(f.lr_schedule));
+  if (f.optimizer == "adamw") {
+    c.optimizer.kind = OptimizerKind::kAdamW;
+    RF_RETURN_IF_ERROR(RefuseGiven(f.given, {"momentum"}, "--optimizer adamw", "SGD only"));
+  } else if (f.optimizer == "sgd") {
+    c.optimizer.kind = OptimizerKind::kSgd;
+    RF_RETURN_IF_ERROR(
+        RefuseGiven(f.given, {"beta1", "beta2", "eps"}, "--optimizer sgd", "AdamW only"));
+  } else {
+    return Status::Usage("--optimizer must be sgd or adamw, got \"" + f.optimizer + "\"");
+  }
 
   if (p.mode == PipelineMode::kManaged) {
     RF_RETURN_IF_ERROR(RefuseGiven(f.given,

@@ -35,6 +35,7 @@ struct TrainFlags {
   TrainConfig config;
   // The options still to be parsed, as written.
   std::string mode, device, precision, shuffle, io, read_size, conv;
+  std::string optimizer, lr_schedule;
   std::set<std::string> given;  // long names of the options given, not defaulted
 };
 

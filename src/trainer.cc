@@ -95,14 +95,16 @@ Result<bool> Trainer::AgreeStop(uint64_t step, bool local) {
   return any != 0;
 }
 
-Status Trainer::Save(const RunState& s, const SgdConfig& sgd, uint64_t seed) {
+Status Trainer::Save(const RunState& s, const OptimizerConfig& opt, uint64_t seed) {
   if (o_.checkpoint.empty()) return Status::Ok();
   RF_RETURN_IF_ERROR(CheckRanksAgree(s));
   Status written = Status::Ok();
   if (lead()) {  // every rank holds the same parameters and momentum: rank 0 writes them
     Checkpoint c;
     c.config = config_;
-    c.sgd = sgd;
+    c.optimizer = opt;
+    c.schedule = o_.schedule;
+    c.schedule_span = o_.schedule_span;
     RF_RETURN_IF_ERROR(backend_.GetState(&c.params, &c.momentum));
     c.seed = seed;
     // A finished epoch is stored as the start of the next, so a resume does not begin with an
@@ -128,12 +130,12 @@ Status Trainer::Save(const RunState& s, const SgdConfig& sgd, uint64_t seed) {
   return written;
 }
 
-Status Trainer::StopOnDataError(const RunState& s, const SgdConfig& sgd, uint64_t seed,
+Status Trainer::StopOnDataError(const RunState& s, const OptimizerConfig& opt, uint64_t seed,
                                 Status error) {
   if (o_.checkpoint.empty() || world_.size() > 1) return error;
   // The backend holds the state after step s.step (GetState waits for queued steps), and
   // s.next_sample is the position after that step's batch: the failed batch was never trained.
-  Status saved = Save(s, sgd, seed);
+  Status saved = Save(s, opt, seed);
   if (!saved.ok()) {
     std::fprintf(stderr, "ringfeed train: no emergency checkpoint: %s\n", saved.ToString().c_str());
     return error;
@@ -224,6 +226,7 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
                       {"step", s.step},
                       {"train_loss", train.mean_loss()},
                       {"train_accuracy", train.accuracy()},
+                      {"lr", last_lr_},
                       {"samples_per_s", all_samples / slowest_s},
                       {"seconds", slowest_s},
                       {"disk_gb_per_s", disk},
@@ -273,12 +276,12 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
   }
   io_part = buf;
   std::printf(
-      "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, %.0f samples/s, %.1f s, %s, "
-      "GPU memory %.1f MiB, host RSS %.1f MiB%s\n",
+      "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, lr %.6g, %.0f samples/s, %.1f s, "
+      "%s, GPU memory %.1f MiB, host RSS %.1f MiB%s\n",
       static_cast<unsigned long long>(s.epoch + 1), static_cast<unsigned long long>(o_.epochs),
-      train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), all_samples / slowest_s,
-      slowest_s, io_part.c_str(), mine.gpu_bytes / 1048576.0, mine.rss_bytes / 1048576.0,
-      world_.size() > 1 ? " (rank 0's)" : "");
+      train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), last_lr_,
+      all_samples / slowest_s, slowest_s, io_part.c_str(), mine.gpu_bytes / 1048576.0,
+      mine.rss_bytes / 1048576.0, world_.size() > 1 ? " (rank 0's)" : "");
   std::fflush(stdout);
   return WriteMetrics(j);
 }
@@ -296,7 +299,8 @@ Status Trainer::MarkStep() {
   return backend_.WhenDone(&Trainer::StepDone, &m);
 }
 
-Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
+Status Trainer::Run(RunState s, const OptimizerConfig& opt, uint64_t seed) {
+  OptimizerConfig step_opt = opt;
   std::string stopped_by = "epochs";
   bool stopping = o_.max_steps != 0 && s.step >= o_.max_steps;
   if (stopping) stopped_by = "max-steps";
@@ -304,7 +308,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
     const auto t0 = std::chrono::steady_clock::now();
     const SourceCounters at_start = Counters();
     if (Status st = source_.StartEpoch(s.epoch, s.next_sample); !st.ok()) {
-      return StopOnDataError(s, sgd, seed, st);
+      return StopOnDataError(s, opt, seed, st);
     }
     const uint64_t first_sample = s.next_sample;
     progress_.StartEpoch(s.epoch, o_.epochs, first_sample, source_.epoch_samples());
@@ -312,7 +316,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
       RF_RETURN_IF_ERROR(dump_order_->Append("# epoch " + std::to_string(s.epoch + 1) + "\n"));
     while (!stopping) {
       Result<Batch> next = source_.Next();
-      if (!next.ok()) return StopOnDataError(s, sgd, seed, next.status());
+      if (!next.ok()) return StopOnDataError(s, opt, seed, next.status());
       const Batch b = std::move(next).value();
       if (b.n == 0) break;
       if (first_batch_ms_ < 0) {
@@ -329,7 +333,11 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
         for (uint64_t i : source_.batch_samples())
           RF_RETURN_IF_ERROR(dump_order_->Append(std::to_string(i) + "\n"));
       }
-      RF_RETURN_IF_ERROR(backend_.TrainStep(b, sgd));
+      // The step's lr, from its index alone: a resumed run continues the schedule exactly.
+      step_opt.lr = static_cast<float>(ScheduledLr(opt.lr, s.step, o_.schedule_span, o_.schedule));
+      step_opt.adam_step = s.step + 1;
+      last_lr_ = step_opt.lr;
+      RF_RETURN_IF_ERROR(backend_.TrainStep(b, step_opt));
       if (Trace::Active() != nullptr) RF_RETURN_IF_ERROR(MarkStep());
       ++s.step;
       s.next_sample = source_.position();
@@ -344,7 +352,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
         stopping = true;
         stopped_by = "max-steps";
       } else if (o_.checkpoint_every != 0 && s.step % o_.checkpoint_every == 0) {
-        RF_RETURN_IF_ERROR(Save(s, sgd, seed));
+        RF_RETURN_IF_ERROR(Save(s, opt, seed));
       }
     }
     if (s.next_sample < source_.epoch_samples()) break;  // stopped mid-epoch
@@ -354,7 +362,7 @@ Status Trainer::Run(RunState s, const SgdConfig& sgd, uint64_t seed) {
     s.next_sample = 0;
   }
   // After the last epoch (s.epoch == epochs, next_sample 0) Save stores exactly that.
-  RF_RETURN_IF_ERROR(Save(s, sgd, seed));
+  RF_RETURN_IF_ERROR(Save(s, opt, seed));
   if (!lead()) return Status::Ok();
   std::printf("ringfeed train: stopped by %s after step %llu (next: epoch %llu, sample %llu)%s%s\n",
               stopped_by.c_str(), static_cast<unsigned long long>(s.step),

@@ -7,8 +7,8 @@
 //
 // A data error (the training source fails: a read that outlasted its retries, a chunk that fails
 // its checksum) stops the run with that error. On one rank with --checkpoint, the loop first
-// writes an emergency checkpoint of the last completed step: the parameters and momentum after
-// it, and the position just past its batch, so that a resume trains exactly the samples this
+// writes an emergency checkpoint of the last completed step: the parameters and optimizer state
+// after it, and the position just past its batch, so that a resume trains exactly the samples this
 // run had not; it prints where it is and the command that resumes. The error is still returned
 // (the run exits 1).
 //   Not with several ranks: the checkpoint needs every rank at the same step, and a rank whose
@@ -45,6 +45,7 @@
 #include "io/dataset.h"
 #include "io/sequential_output.h"
 #include "kernels/checkpoint.h"
+#include "kernels/lr_schedule.h"
 #include "src/train_engine.h"
 #include "src/train_progress.h"
 
@@ -57,6 +58,9 @@ struct TrainerOptions {
   uint32_t batch_size = 0;    // the config's batch size; recorded in checkpoints
   uint32_t order_window = 0;  // recorded in checkpoints (kernels/checkpoint.h)
   std::string checkpoint;     // empty: none
+  // The lr schedule and the steps it spans (kernels/lr_schedule.h); recorded in checkpoints.
+  LrScheduleConfig schedule;
+  LrScheduleSpan schedule_span;
   uint64_t checkpoint_every = 0, max_steps = 0;
   std::string metrics;  // the metrics file's name, for errors
   // The epoch begun by earlier runs at other world sizes, and their stretches (recorded again by
@@ -86,7 +90,9 @@ class Trainer {
   Trainer(const TrainerOptions& o, const Dataset& train, ModelConfig config, TrainEngine& engine,
           World& world, SequentialOutput* metrics, SequentialOutput* dump_order);
 
-  Status Run(RunState s, const SgdConfig& sgd, uint64_t seed);
+  // `opt.lr` is the base lr; each step trains at the schedule's lr for its index (adam_step set
+  // from the step count).
+  Status Run(RunState s, const OptimizerConfig& opt, uint64_t seed);
 
  private:
   // --trace: each step's span on the "compute" track, from its issue (or the previous step's
@@ -97,10 +103,11 @@ class Trainer {
   };
   static void StepDone(void* arg, uint64_t done_ns);
   Status MarkStep();
-  Status Save(const RunState& s, const SgdConfig& sgd, uint64_t seed);
+  Status Save(const RunState& s, const OptimizerConfig& opt, uint64_t seed);
   // The training source failed with `error` after the steps `s` counts: writes the emergency
   // checkpoint where one can be written (see above), and returns `error`.
-  Status StopOnDataError(const RunState& s, const SgdConfig& sgd, uint64_t seed, Status error);
+  Status StopOnDataError(const RunState& s, const OptimizerConfig& opt, uint64_t seed,
+                         Status error);
   // Whether any rank asks to stop after step `step` (`local`: this one does). With several ranks
   // they agree every kStopAgreementSteps steps (the same steps on every rank), so a signal stops
   // the job within that many steps.
@@ -137,6 +144,7 @@ class Trainer {
   SequentialOutput* metrics_;
   SequentialOutput* dump_order_;
   double first_batch_ms_ = -1;
+  double last_lr_ = 0;                // the lr of the last step taken, for the epoch's line
   std::array<StepMark, 64> marks_{};  // more than the backend's pending WhenDone calls
   uint64_t marks_used_ = 0;
   uint64_t last_done_ns_ = 0;

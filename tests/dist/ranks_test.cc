@@ -178,7 +178,7 @@ TEST(HostReducer, CpuBackendStepAppliesTheMeanOfTheRanksLocalGradients) {
   const std::vector<float> mean = MeanOfLocalGradients(**alone, batch, &local);
   HostReducer reducer(W());
   ASSERT_TRUE((*ranked)->SetGradientReducer(&reducer).ok());
-  const Status step = (*ranked)->TrainStep(batch.ref(), SgdConfig{1.f, 0.f, 0.f});
+  const Status step = (*ranked)->TrainStep(batch.ref(), OptimizerConfig{1.f, 0.f, 0.f});
   Tensors after;
   ASSERT_TRUE((*ranked)->GetState(&after, nullptr).ok());
   std::vector<float> flat;
@@ -245,7 +245,7 @@ TEST(NcclReducer, CudaBackendStepAppliesTheMeanOfTheRanksLocalGradients) {
   Batch b = host.ref();
   b.samples = samples->data();
   b.labels = labels->data();
-  const Status step = (*ranked)->TrainStep(b, SgdConfig{1.f, 0.f, 0.f});
+  const Status step = (*ranked)->TrainStep(b, OptimizerConfig{1.f, 0.f, 0.f});
   Tensors after;
   const Status state = (*ranked)->GetState(&after, nullptr);
   std::vector<float> flat;

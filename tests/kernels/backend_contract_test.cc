@@ -129,7 +129,7 @@ TYPED_TEST(BackendBatch, RejectsMoreSamplesThanMaxBatch) {
   auto be = MakeBackend<TypeParam>(4);
   ASSERT_NE(be, nullptr);
   const auto batch = TypeParam::Place(RandomBatch(TinyConfig(), 5, 1));
-  const Status st = be->TrainStep(batch.ref(), SgdConfig{});
+  const Status st = be->TrainStep(batch.ref(), OptimizerConfig{});
   ASSERT_TRUE(st.IsInvalidArgument());
   EXPECT_NE(st.message().find(std::string("batch of 5 samples; the ") + TypeParam::kName +
                               " backend takes 1 to 4"),
@@ -166,6 +166,49 @@ TYPED_TEST(BackendState, SetStateRejectsAWrongSizedTensorAndKeepsTheOldState) {
             std::string::npos)
       << st.message();
   EXPECT_TRUE(BitIdentical(ParamsOf(*be), before));
+}
+
+// AdamW keeps two slots (first moments, then second moments): GetState returns what SetState
+// stored, a slot not given starts at zero, and a third slot is refused.
+TYPED_TEST(BackendState, AdamWStateHasTwoSlotsAndASlotNotGivenStartsAtZero) {
+  RF_REQUIRE_BACKEND();
+  const ModelConfig c = TinyConfig();
+  const Tensors params = Numbered(c, 1e-3f);
+  Tensors two = Numbered(c, -7e-4f);
+  for (const auto& t : Numbered(c, 3e-4f).t) two.t.push_back(t);
+  auto a = MakeBackend<TypeParam>(), b = MakeBackend<TypeParam>();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->SetState(params, two).ok());
+  Tensors p, m;
+  ASSERT_TRUE(a->GetState(&p, &m).ok());
+  EXPECT_TRUE(BitIdentical(m, two));
+
+  Tensors three = two;
+  for (const auto& t : ZerosLike(c).t) three.t.push_back(t);
+  const Status st = a->SetState(params, three);
+  EXPECT_TRUE(st.IsInvalidArgument()) << st.ToString();
+  EXPECT_NE(st.message().find("optimizer state has 24 tensors"), std::string::npos) << st.message();
+
+  // a: the second slot overwritten by a one-slot SetState; b: given as zeros. One AdamW step
+  // must then agree to the bit.
+  Tensors first(two);
+  first.t.resize(ParameterShapes(c).size());
+  Tensors first_and_zeros = first;
+  for (const auto& t : ZerosLike(c).t) first_and_zeros.t.push_back(t);
+  ASSERT_TRUE(a->SetState(params, first).ok());
+  ASSERT_TRUE(b->SetState(params, first_and_zeros).ok());
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::kAdamW;
+  const auto batch = TypeParam::Place(RandomBatch(c, 8, 77));
+  ASSERT_TRUE(a->TrainStep(batch.ref(), adam).ok());
+  ASSERT_TRUE(b->TrainStep(batch.ref(), adam).ok());
+  Tensors pa, ma, pb, mb;
+  ASSERT_TRUE(a->GetState(&pa, &ma).ok());
+  ASSERT_TRUE(b->GetState(&pb, &mb).ok());
+  ASSERT_EQ(ma.t.size(), 2 * ParameterShapes(c).size());  // the step's optimizer's slots
+  EXPECT_TRUE(BitIdentical(pa, pb));
+  EXPECT_TRUE(BitIdentical(ma, mb));
 }
 
 // --- Evaluation -------------------------------------------------------------------------------
@@ -208,8 +251,8 @@ TYPED_TEST(BackendDeterminism, SameBatchesGiveBitIdenticalParameters) {
   for (uint32_t step = 0; step < 6; ++step) {
     const auto batch =
         TypeParam::Place(RandomBatch(c, step % 2 ? 8 : 5, 100 + step));  // full, partial
-    ASSERT_TRUE(a->TrainStep(batch.ref(), SgdConfig{}).ok());
-    ASSERT_TRUE(b->TrainStep(batch.ref(), SgdConfig{}).ok());
+    ASSERT_TRUE(a->TrainStep(batch.ref(), OptimizerConfig{}).ok());
+    ASSERT_TRUE(b->TrainStep(batch.ref(), OptimizerConfig{}).ok());
     (void)a->TakeTrainStats();  // waits (the CUDA backend queues steps), so the batch may go
     (void)b->TakeTrainStats();
   }
@@ -219,6 +262,43 @@ TYPED_TEST(BackendDeterminism, SameBatchesGiveBitIdenticalParameters) {
   EXPECT_FALSE(BitIdentical(pa, InitialParameters(c, 3)));  // training did move them
   EXPECT_TRUE(BitIdentical(pa, pb));
   EXPECT_TRUE(BitIdentical(ma, mb));
+}
+
+// AdamW with label smoothing and a changing lr, stopped after 3 steps and restored into another
+// backend: the 3 steps after end bit-identical to 6 straight steps (moments and step count
+// carried over).
+TYPED_TEST(BackendDeterminism, RestoredAdamWStateContinuesBitExact) {
+  RF_REQUIRE_BACKEND();
+  const ModelConfig c = TinyConfig();
+  auto straight = MakeBackend<TypeParam>(), first = MakeBackend<TypeParam>();
+  auto second = MakeBackend<TypeParam>();
+  ASSERT_TRUE(straight && first && second);
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::kAdamW;
+  adam.label_smoothing = 0.1f;
+  adam.weight_decay = 0.01f;
+  for (uint32_t step = 0; step < 6; ++step) {
+    const auto batch = TypeParam::Place(RandomBatch(c, step % 2 ? 8 : 5, 300 + step));
+    adam.lr = 1e-3f * static_cast<float>(6 - step);
+    adam.adam_step = step + 1;
+    ASSERT_TRUE(straight->TrainStep(batch.ref(), adam).ok());
+    (void)straight->TakeTrainStats();  // waits, so the batch may go
+    Backend& half = step < 3 ? *first : *second;
+    ASSERT_TRUE(half.TrainStep(batch.ref(), adam).ok());
+    (void)half.TakeTrainStats();
+    if (step == 2) {
+      Tensors p, m;
+      ASSERT_TRUE(first->GetState(&p, &m).ok());
+      ASSERT_EQ(m.t.size(), 2 * p.t.size());
+      ASSERT_TRUE(second->SetState(p, m).ok());
+    }
+  }
+  Tensors p1, m1, p2, m2;
+  ASSERT_TRUE(straight->GetState(&p1, &m1).ok());
+  ASSERT_TRUE(second->GetState(&p2, &m2).ok());
+  EXPECT_FALSE(BitIdentical(p1, InitialParameters(c, 3)));
+  EXPECT_TRUE(BitIdentical(p1, p2));
+  EXPECT_TRUE(BitIdentical(m1, m2));
 }
 
 // --- Divergence -------------------------------------------------------------------------------
@@ -231,16 +311,17 @@ template <class Kind>
 void ExpectTheNonFiniteStepFailsAndChangesNothing(Backend* be, const RandomData& bad) {
   const ModelConfig c = TinyConfig();
   const auto good = Kind::Place(RandomBatch(c, 8, 21, DType::kFloat32));
-  ASSERT_TRUE(be->TrainStep(good.ref(), SgdConfig{}).ok());
+  ASSERT_TRUE(be->TrainStep(good.ref(), OptimizerConfig{}).ok());
   ASSERT_EQ(be->TakeTrainStats().samples, 8u);
   Tensors p1, m1;
   ASSERT_TRUE(be->GetState(&p1, &m1).ok());
 
   const auto placed =
       Kind::Place(MakeBatch(bad.values, DType::kFloat32, bad.labels, DType::kUInt8));
-  Status st = be->TrainStep(placed.ref(), SgdConfig{});
+  Status st = be->TrainStep(placed.ref(), OptimizerConfig{});
   EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // waits for the GPU: its finding is in by now
-  if (st.ok()) st = be->TrainStep(good.ref(), SgdConfig{});  // the GPU's, reported by this call
+  if (st.ok())
+    st = be->TrainStep(good.ref(), OptimizerConfig{});  // the GPU's, reported by this call
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("the training loss or its gradient is not finite"), std::string::npos)
       << st.message();
@@ -249,7 +330,8 @@ void ExpectTheNonFiniteStepFailsAndChangesNothing(Backend* be, const RandomData&
   EXPECT_TRUE(BitIdentical(p2, p1));
   EXPECT_TRUE(BitIdentical(m2, m1));
 
-  ASSERT_TRUE(be->TrainStep(good.ref(), SgdConfig{}).ok());  // reported once; finite steps go on
+  ASSERT_TRUE(
+      be->TrainStep(good.ref(), OptimizerConfig{}).ok());  // reported once; finite steps go on
   EXPECT_EQ(be->TakeTrainStats().samples, 8u);
 }
 

@@ -19,6 +19,24 @@ namespace {
 using testing::BitIdentical;
 using testing::TempDir;
 
+// Version 3's optimizer and schedule block: u32 kind, 4 f32, u32 kind, f32 warmup, 2 u64.
+constexpr size_t kVersion3Block = 4 + 4 * 4 + 4 + 4 + 2 * 8;
+// Where SmallConfig's ranks block starts: magic, version, model (4 dims, block count, 2 widths,
+// hidden), sgd, position (4 u64, 2 u32, 2 u64).
+constexpr size_t kRanksAt = 8 + 4 + (4 * 4 + 4 + 2 * 4 + 4) + 3 * 4 + (4 * 8 + 2 * 4 + 2 * 8);
+
+std::vector<uint8_t> Encoded(const Checkpoint& c) {
+  Result<std::vector<uint8_t>> encoded = EncodeCheckpoint(c);
+  EXPECT_TRUE(encoded.ok()) << encoded.status().ToString();
+  return encoded.ok() ? std::move(encoded).value() : std::vector<uint8_t>(16);
+}
+
+// Recomputes the checksum of edited bytes, as a writer of that content would have.
+void Reseal(std::vector<uint8_t>* b) {
+  const uint64_t sum = Checksum(b->data(), b->size() - 8);
+  std::memcpy(b->data() + b->size() - 8, &sum, 8);
+}
+
 ModelConfig SmallConfig() {
   ModelConfig c;
   c.channels = 1;
@@ -33,7 +51,7 @@ ModelConfig SmallConfig() {
 Checkpoint Numbered() {
   Checkpoint c;
   c.config = SmallConfig();
-  c.sgd = SgdConfig{0.05f, 0.8f, 1e-4f};
+  c.optimizer = OptimizerConfig{0.05f, 0.8f, 1e-4f};
   c.params = ZerosLike(c.config);
   c.momentum = ZerosLike(c.config);
   for (size_t i = 0; i < c.params.t.size(); ++i) {
@@ -64,9 +82,9 @@ TEST(Checkpoint, RoundTripsEveryFieldExactly) {
   EXPECT_EQ(r->config.hidden, 7u);
   EXPECT_EQ(r->config.height, 12u);
   EXPECT_EQ(r->config.classes, 4u);
-  EXPECT_EQ(r->sgd.lr, 0.05f);
-  EXPECT_EQ(r->sgd.momentum, 0.8f);
-  EXPECT_EQ(r->sgd.weight_decay, 1e-4f);
+  EXPECT_EQ(r->optimizer.lr, 0.05f);
+  EXPECT_EQ(r->optimizer.momentum, 0.8f);
+  EXPECT_EQ(r->optimizer.weight_decay, 1e-4f);
   EXPECT_TRUE(BitIdentical(r->params, c.params));
   EXPECT_TRUE(BitIdentical(r->momentum, c.momentum));
   EXPECT_EQ(r->seed, c.seed);
@@ -91,12 +109,11 @@ TEST(Checkpoint, ReadsVersion1FilesAsOneRank) {
   Checkpoint c = Numbered();
   c.world_size = 1;
   c.stretches.clear();
-  Result<std::vector<uint8_t>> encoded = EncodeCheckpoint(c);
-  ASSERT_TRUE(encoded.ok());
-  std::vector<uint8_t> b = std::move(encoded).value();
+  std::vector<uint8_t> b = Encoded(c);
   // magic, version, model (4 dims, block count, 2 widths, hidden), sgd, position (4 u64, 2 u32,
   // 2 u64): the ranks block (world size, stretch count) follows.
-  const size_t ranks_at = 8 + 4 + (4 * 4 + 4 + 2 * 4 + 4) + 3 * 4 + (4 * 8 + 2 * 4 + 2 * 8);
+  const size_t ranks_at = kRanksAt;
+  b.erase(b.begin() + ranks_at + 8, b.begin() + ranks_at + 8 + kVersion3Block);
   uint32_t world = 0, count = 9;
   std::memcpy(&world, b.data() + ranks_at, 4);
   std::memcpy(&count, b.data() + ranks_at + 4, 4);
@@ -105,8 +122,7 @@ TEST(Checkpoint, ReadsVersion1FilesAsOneRank) {
   b.erase(b.begin() + ranks_at, b.begin() + ranks_at + 8);
   const uint32_t v1 = 1;
   std::memcpy(b.data() + 8, &v1, 4);
-  const uint64_t sum = Checksum(b.data(), b.size() - 8);
-  std::memcpy(b.data() + b.size() - 8, &sum, 8);
+  Reseal(&b);
   auto r = DecodeCheckpoint(b.data(), b.size(), "old.ckpt");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->world_size, 1u);
@@ -115,15 +131,80 @@ TEST(Checkpoint, ReadsVersion1FilesAsOneRank) {
   EXPECT_TRUE(BitIdentical(r->params, c.params));
 }
 
+// Version 3's optimizer and schedule, and AdamW's two state slots, come back exactly.
+TEST(Checkpoint, RoundTripsTheOptimizerScheduleAndAdamWStateExactly) {
+  TempDir t;
+  Checkpoint c = Numbered();
+  c.optimizer.kind = OptimizerKind::kAdamW;
+  c.optimizer.beta1 = 0.85f;
+  c.optimizer.beta2 = 0.995f;
+  c.optimizer.eps = 3e-7f;
+  c.optimizer.label_smoothing = 0.1f;
+  c.schedule = LrScheduleConfig{LrScheduleKind::kCosine, 0.75f};
+  c.schedule_span = LrScheduleSpan{37, 5};
+  const Tensors first = c.momentum;
+  for (const auto& m : first.t) {
+    c.momentum.t.push_back(m);
+    for (float& v : c.momentum.t.back()) v = -v / 7;  // the second moments, distinct values
+  }
+  ASSERT_TRUE(WriteCheckpoint(t.File("c.ckpt"), c).ok());
+  auto r = LoadCheckpoint(t.File("c.ckpt"), SmallConfig());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->optimizer.kind, OptimizerKind::kAdamW);
+  EXPECT_EQ(r->optimizer.lr, 0.05f);
+  EXPECT_EQ(r->optimizer.beta1, 0.85f);
+  EXPECT_EQ(r->optimizer.beta2, 0.995f);
+  EXPECT_EQ(r->optimizer.eps, 3e-7f);
+  EXPECT_EQ(r->optimizer.label_smoothing, 0.1f);
+  EXPECT_EQ(r->schedule.kind, LrScheduleKind::kCosine);
+  EXPECT_EQ(r->schedule.warmup_epochs, 0.75f);
+  EXPECT_EQ(r->schedule_span.steps_per_epoch, 37u);
+  EXPECT_EQ(r->schedule_span.epochs, 5u);
+  EXPECT_EQ(r->step, 1234u);  // AdamW's update count for the bias corrections
+  EXPECT_TRUE(BitIdentical(r->params, c.params));
+  ASSERT_EQ(r->momentum.t.size(), 2 * c.params.t.size());
+  EXPECT_TRUE(BitIdentical(r->momentum, c.momentum));
+  // An AdamW checkpoint with one slot of state is refused on writing.
+  c.momentum = first;
+  EXPECT_FALSE(EncodeCheckpoint(c).ok());
+}
+
+// Version 2 files (before optimizers and schedules) read as SGD, no label smoothing, the constant
+// schedule, span not recorded.
+TEST(Checkpoint, ReadsVersion2FilesAsSgdWithTheConstantSchedule) {
+  Checkpoint c = Numbered();
+  std::vector<uint8_t> b = Encoded(c);
+  // The ranks block with its two stretches, then version 3's block: cut it out.
+  const size_t ranks_at = kRanksAt;
+  const size_t v3_at = ranks_at + 8 + 2 * 12;
+  uint32_t kind = 9;
+  std::memcpy(&kind, b.data() + v3_at, 4);
+  ASSERT_EQ(kind, 0u);  // SGD: the block is where the layout says
+  b.erase(b.begin() + v3_at, b.begin() + v3_at + kVersion3Block);
+  const uint32_t v2 = 2;
+  std::memcpy(b.data() + 8, &v2, 4);
+  Reseal(&b);
+  auto r = DecodeCheckpoint(b.data(), b.size(), "v2.ckpt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->optimizer.kind, OptimizerKind::kSgd);
+  EXPECT_EQ(r->optimizer.lr, 0.05f);
+  EXPECT_EQ(r->optimizer.momentum, 0.8f);
+  EXPECT_EQ(r->optimizer.label_smoothing, 0.f);
+  EXPECT_EQ(r->schedule.kind, LrScheduleKind::kConstant);
+  EXPECT_EQ(r->schedule.warmup_epochs, 0.f);
+  EXPECT_EQ(r->schedule_span.steps_per_epoch, 0u);
+  EXPECT_EQ(r->world_size, 3u);
+  ASSERT_EQ(r->stretches.size(), 2u);
+  EXPECT_TRUE(BitIdentical(r->params, c.params));
+  EXPECT_TRUE(BitIdentical(r->momentum, c.momentum));
+}
+
 TEST(Checkpoint, RefusesAWorldSizeOfZeroNamingTheOffset) {
   Checkpoint c = Numbered();
-  Result<std::vector<uint8_t>> encoded = EncodeCheckpoint(c);
-  ASSERT_TRUE(encoded.ok());
-  std::vector<uint8_t> b = std::move(encoded).value();
-  const size_t ranks_at = 8 + 4 + (4 * 4 + 4 + 2 * 4 + 4) + 3 * 4 + (4 * 8 + 2 * 4 + 2 * 8);
+  std::vector<uint8_t> b = Encoded(c);
+  const size_t ranks_at = kRanksAt;
   std::memset(b.data() + ranks_at, 0, 4);
-  const uint64_t sum = Checksum(b.data(), b.size() - 8);
-  std::memcpy(b.data() + b.size() - 8, &sum, 8);
+  Reseal(&b);
   auto r = DecodeCheckpoint(b.data(), b.size(), "z.ckpt");
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsCorruption());

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     const uint32_t n = std::min(batch, data->count - at);
     const rf::Batch b{data->pixels.data() + at * sample_bytes, rf::DType::kUInt8,
                       data->labels.data() + at, rf::DType::kUInt8, n};
-    const rf::Status st = (*be)->TrainStep(b, rf::SgdConfig{});
+    const rf::Status st = (*be)->TrainStep(b, rf::OptimizerConfig{});
     if (!st.ok()) {
       std::fprintf(stderr, "%s\n", st.ToString().c_str());
       return 1;

@@ -40,7 +40,7 @@ TEST(CpuBackendFashionMnist, ThreeHundredStepsCutTheLossAndLearnTheClasses) {
   auto be = CpuBackend::Create(c, norm, kBatch, InitialParameters(c, 1));
   ASSERT_TRUE(be.ok()) << be.status().ToString();
 
-  const SgdConfig sgd{0.01f, 0.9f, 5e-4f};
+  const OptimizerConfig sgd{0.01f, 0.9f, 5e-4f};
   const size_t sample_bytes = size_t{c.height} * c.width;
   StepStats first, last;
   for (uint32_t step = 0; step < kSteps; ++step) {

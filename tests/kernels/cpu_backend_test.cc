@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "tests/kernels/random_batch.h"
@@ -44,7 +46,7 @@ TEST(CpuBackendSgd, TrainStepAppliesTorchSgdToEveryParameter) {
   double loss = 0;
   ASSERT_TRUE(be->ComputeGradients(batch.ref(), &loss, &g).ok());
 
-  const SgdConfig sgd{0.05f, 0.9f, 1e-2f};
+  const OptimizerConfig sgd{0.05f, 0.9f, 1e-2f};
   ASSERT_TRUE(be->TrainStep(batch.ref(), sgd).ok());
   Tensors w1, v1;
   ASSERT_TRUE(be->GetState(&w1, &v1).ok());
@@ -63,15 +65,109 @@ TEST(CpuBackendSgd, TrainStepAppliesTorchSgdToEveryParameter) {
   EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // taking resets
 }
 
+// Two AdamW steps (so the bias corrections of t = 1 and t = 2 are both checked), each against
+// torch.optim.AdamW's update written out here from the gradient ComputeGradients gives.
+TEST(CpuBackendAdamW, TrainStepAppliesTorchAdamWWithBiasCorrectionAndDecoupledDecay) {
+  auto be = MakeBackend();
+  const ModelConfig c = TinyConfig();
+  Tensors w = InitialParameters(c, 3);
+  OptimizerConfig adam{0.01f, 0.f, 0.1f};
+  adam.kind = OptimizerKind::kAdamW;
+  adam.beta1 = 0.8f;
+  adam.beta2 = 0.95f;
+  adam.eps = 1e-6f;
+  ASSERT_TRUE(be->SetState(w, OptimizerStateZeros(c, OptimizerKind::kAdamW)).ok());
+  Tensors m = ZerosLike(c), v = ZerosLike(c);
+  for (uint64_t t = 1; t <= 2; ++t) {
+    const HostBatch batch = RandomBatch(c, 6, 40 + t);
+    Tensors g;
+    double loss = 0;
+    ASSERT_TRUE(be->ComputeGradients(batch.ref(), &loss, &g).ok());
+    adam.adam_step = t;
+    ASSERT_TRUE(be->TrainStep(batch.ref(), adam).ok());
+    Tensors w1, state;
+    ASSERT_TRUE(be->GetState(&w1, &state).ok());
+    ASSERT_EQ(state.t.size(), 2 * w.t.size());  // first moments, then second moments
+    const double bc1 = 1 - std::pow(0.8, static_cast<double>(t));
+    const double bc2 = 1 - std::pow(0.95, static_cast<double>(t));
+    for (size_t k = 0; k < w.t.size(); ++k) {
+      for (size_t i = 0; i < w.t[k].size(); ++i) {
+        const double gi = g.t[k][i];
+        // The terms may cancel: float rounding is relative to their sizes, not the sum's.
+        const double m_scale = 0.8 * std::abs(m.t[k][i]) + 0.2 * std::abs(gi);
+        m.t[k][i] = static_cast<float>(0.8 * m.t[k][i] + 0.2 * gi);
+        v.t[k][i] = static_cast<float>(0.95 * v.t[k][i] + 0.05 * gi * gi);
+        const double mhat = m.t[k][i] / bc1, vhat = v.t[k][i] / bc2;
+        const double want = w.t[k][i] * (1 - 0.01 * 0.1) - 0.01 * mhat / (std::sqrt(vhat) + 1e-6);
+        ASSERT_NEAR(state.t[k][i], m.t[k][i], 1e-6 * m_scale + 1e-12)
+            << "m, step " << t << " tensor " << k << " index " << i;
+        ASSERT_NEAR(state.t[w.t.size() + k][i], v.t[k][i], 1e-5 * std::abs(v.t[k][i]) + 1e-15)
+            << "v, step " << t << " tensor " << k << " index " << i;
+        // Each step moves a weight by about lr: a few float roundings of that are 1e-8.
+        ASSERT_NEAR(w1.t[k][i], want, 1e-6) << "w, step " << t << " tensor " << k << " i " << i;
+      }
+    }
+    // Follow the backend's own state, so the next step's expectation starts from its floats.
+    w = w1;
+    for (size_t k = 0; k < w.t.size(); ++k) {
+      m.t[k] = state.t[k];
+      v.t[k] = state.t[w.t.size() + k];
+    }
+  }
+}
+
+// Through the whole backend: a TrainStep with label smoothing reports the smoothed loss and moves
+// the weights along its gradient. With plain SGD at lr 1 (no momentum, no decay) the step is
+// w - g, checked against central differences of the loss that lr-0 steps report.
+TEST(CpuBackendLabelSmoothing, TrainStepFollowsTheGradientOfTheSmoothedLoss) {
+  auto be = MakeBackend();
+  const ModelConfig c = TinyConfig();
+  const Tensors w0 = InitialParameters(c, 3);
+  const HostBatch batch = RandomBatch(c, 8, 55);
+  OptimizerConfig probe{0.f, 0.f, 0.f};  // lr 0: reports the loss, changes nothing
+  probe.label_smoothing = 0.2f;
+  const auto smoothed_loss = [&](const Tensors& w) {
+    EXPECT_TRUE(be->SetState(w, ZerosLike(c)).ok());
+    EXPECT_TRUE(be->TrainStep(batch.ref(), probe).ok());
+    return be->TakeTrainStats().mean_loss();
+  };
+  OptimizerConfig unit = probe;
+  unit.lr = 1.f;
+  ASSERT_TRUE(be->SetState(w0, ZerosLike(c)).ok());
+  Tensors plain;
+  double plain_loss = 0;
+  ASSERT_TRUE(be->ComputeGradients(batch.ref(), &plain_loss, &plain).ok());
+  ASSERT_TRUE(be->TrainStep(batch.ref(), unit).ok());
+  Tensors w1;
+  ASSERT_TRUE(be->GetState(&w1, nullptr).ok());
+  EXPECT_GT(std::abs(be->TakeTrainStats().mean_loss() - plain_loss), 1e-3);  // it is smoothed
+
+  const size_t fc2w = w0.t.size() - 2, fc2b = w0.t.size() - 1;
+  double moved_from_plain = 0;
+  for (const size_t t : {fc2w, fc2b}) {
+    for (size_t i = 0; i < w0.t[t].size(); ++i) {
+      const double g = static_cast<double>(w0.t[t][i]) - w1.t[t][i];
+      Tensors up = w0, down = w0;
+      up.t[t][i] += 1e-2f;
+      down.t[t][i] -= 1e-2f;
+      const double fd = (smoothed_loss(up) - smoothed_loss(down)) /
+                        (static_cast<double>(up.t[t][i]) - down.t[t][i]);
+      EXPECT_NEAR(g, fd, 2e-4) << "tensor " << t << " index " << i;
+      moved_from_plain = std::max(moved_from_plain, std::abs(g - plain.t[t][i]));
+    }
+  }
+  EXPECT_GT(moved_from_plain, 1e-3);  // the smoothed gradient is not the plain one
+}
+
 TEST(CpuBackendDeterminism, RestoredCheckpointContinuesBitExact) {
   const ModelConfig c = TinyConfig();
   auto straight = MakeBackend(), first_half = MakeBackend();
   auto second_half = MakeBackend(8, /*seed=*/99);  // different start, overwritten by SetState
   for (uint32_t step = 0; step < 8; ++step) {
     const HostBatch batch = RandomBatch(c, 8, 200 + step);
-    ASSERT_TRUE(straight->TrainStep(batch.ref(), SgdConfig{}).ok());
+    ASSERT_TRUE(straight->TrainStep(batch.ref(), OptimizerConfig{}).ok());
     if (step < 4) {
-      ASSERT_TRUE(first_half->TrainStep(batch.ref(), SgdConfig{}).ok());
+      ASSERT_TRUE(first_half->TrainStep(batch.ref(), OptimizerConfig{}).ok());
     }
     if (step == 3) {
       Tensors p, m;
@@ -79,7 +175,7 @@ TEST(CpuBackendDeterminism, RestoredCheckpointContinuesBitExact) {
       ASSERT_TRUE(second_half->SetState(p, m).ok());
     }
     if (step >= 4) {
-      ASSERT_TRUE(second_half->TrainStep(batch.ref(), SgdConfig{}).ok());
+      ASSERT_TRUE(second_half->TrainStep(batch.ref(), OptimizerConfig{}).ok());
     }
   }
   Tensors p1, m1, p2, m2;
@@ -111,8 +207,8 @@ TEST(CpuBackendDeterminism, OneThreadAndAllThreadsGiveBitIdenticalParameters) {
   const ModelConfig c = TinyConfig();
   for (uint32_t step = 0; step < 4; ++step) {
     const HostBatch batch = RandomBatch(c, step % 2 ? 48 : 37, 300 + step);
-    ASSERT_TRUE(single->TrainStep(batch.ref(), SgdConfig{}).ok());
-    ASSERT_TRUE(many->TrainStep(batch.ref(), SgdConfig{}).ok());
+    ASSERT_TRUE(single->TrainStep(batch.ref(), OptimizerConfig{}).ok());
+    ASSERT_TRUE(many->TrainStep(batch.ref(), OptimizerConfig{}).ok());
   }
   Tensors p1, m1, p2, m2;
   ASSERT_TRUE(single->GetState(&p1, &m1).ok());
@@ -177,7 +273,7 @@ TEST(CpuBackendBatch, RejectsALabelOutsideTheClassesAndChangesNothing) {
   d.labels = {0, 3, 1};  // 3 classes: 3 is out of range
   const HostBatch batch = testing::MakeBatch(d.values, DType::kUInt8, d.labels, DType::kInt32);
   const Tensors before = ParamsOf(*be);
-  const Status st = be->TrainStep(batch.ref(), SgdConfig{});
+  const Status st = be->TrainStep(batch.ref(), OptimizerConfig{});
   ASSERT_TRUE(st.IsInvalidArgument());
   EXPECT_NE(st.message().find("label 3 of sample 1 in the batch is outside [0, 3)"),
             std::string::npos)

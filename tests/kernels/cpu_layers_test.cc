@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 namespace rf::cpu {
@@ -118,6 +119,63 @@ TEST(CpuSoftmaxCrossEntropy, IsFiniteForHugeLogits) {
   EXPECT_EQ(loss, 2.0 * double{1e30f});  // -log softmax_1 = z_0 - z_1
   EXPECT_EQ(correct, 0u);
   EXPECT_EQ(grad, (std::vector<float>{0.5f, -0.5f, 0.f}));
+}
+
+// Label smoothing against the definition, computed here in double from the logits: the loss is
+// -sum_c q_c log p_c with q = (1 - E) onehot + E / K, and the gradient (p - q) * scale.
+TEST(CpuSoftmaxCrossEntropy, LabelSmoothingMatchesTheHandComputedLossAndGradient) {
+  const std::vector<float> logits = {1.f, 2.f, 0.f};
+  const int32_t label = 0;
+  const double e = 0.3;
+  const double z[3] = {1, 2, 0};
+  const double norm = std::exp(1.0) + std::exp(2.0) + std::exp(0.0);
+  const double q[3] = {0.7 + 0.1, 0.1, 0.1};
+  double want = 0;
+  for (int c = 0; c < 3; ++c) want -= q[c] * std::log(std::exp(z[c]) / norm);
+  std::vector<float> grad(3);
+  uint64_t correct = 7;
+  const double loss =
+      SoftmaxCrossEntropy(1, 3, logits.data(), &label, 0.5f, grad.data(), &correct, e);
+  EXPECT_NEAR(loss, want, 1e-12);
+  EXPECT_NEAR(loss, 1.4076059644443801, 1e-12);  // the same, evaluated once by hand
+  EXPECT_EQ(correct, 0u);                        // the arg-max is class 1
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_FLOAT_EQ(grad[c], static_cast<float>((std::exp(z[c]) / norm - q[c]) * 0.5)) << c;
+  }
+  // Smoothing 0 is the plain cross-entropy, bit for bit.
+  std::vector<float> plain(3), zero(3);
+  const double l0 = SoftmaxCrossEntropy(1, 3, logits.data(), &label, 0.5f, plain.data(), &correct);
+  const double l1 =
+      SoftmaxCrossEntropy(1, 3, logits.data(), &label, 0.5f, zero.data(), &correct, 0.0);
+  EXPECT_EQ(l0, l1);
+  EXPECT_EQ(plain, zero);
+  EXPECT_NEAR(l0, std::log(norm) - 1.0, 1e-12);
+}
+
+// The smoothed gradient against central differences of the smoothed loss, logit by logit.
+TEST(CpuSoftmaxCrossEntropy, LabelSmoothingGradientMatchesCentralDifferences) {
+  constexpr size_t kRows = 3, kClasses = 5;
+  constexpr double kSmoothing = 0.15;
+  std::vector<float> logits(kRows * kClasses);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = 0.37f * static_cast<float>(i % 7) - 1.1f;
+  const std::vector<int32_t> labels = {4, 0, 2};
+  std::vector<float> grad(logits.size()), scratch(logits.size());
+  uint64_t correct = 0;
+  SoftmaxCrossEntropy(kRows, kClasses, logits.data(), labels.data(), 1.f, grad.data(), &correct,
+                      kSmoothing);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    std::vector<float> up = logits, down = logits;
+    up[i] += 1e-2f;
+    down[i] -= 1e-2f;
+    const double lu = SoftmaxCrossEntropy(kRows, kClasses, up.data(), labels.data(), 1.f,
+                                          scratch.data(), &correct, kSmoothing);
+    const double ld = SoftmaxCrossEntropy(kRows, kClasses, down.data(), labels.data(), 1.f,
+                                          scratch.data(), &correct, kSmoothing);
+    const double fd = (lu - ld) / (static_cast<double>(up[i]) - down[i]);
+    // The loss is smooth in the logits: the central difference is exact to O(h^2) (~1e-5 here);
+    // leaving the smoothing out of the gradient would be off by E / K = 0.03.
+    EXPECT_NEAR(grad[i], fd, 1e-4) << "logit " << i;
+  }
 }
 
 }  // namespace

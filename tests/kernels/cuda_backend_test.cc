@@ -95,17 +95,17 @@ TEST(CudaBackendBatch, ReportsABadLabelAndAppliesNothingOfItsBatch) {
   const DeviceBatch bad =
       testing::ToDevice(testing::MakeBatch(d.values, DType::kUInt8, d.labels, DType::kInt32));
   const Tensors before = ParamsOf(*be);
-  const Status queued = be->TrainStep(bad.ref(), SgdConfig{});  // queued; the GPU finds it
+  const Status queued = be->TrainStep(bad.ref(), OptimizerConfig{});  // queued; the GPU finds it
   ASSERT_TRUE(queued.ok()) << queued.ToString();
   EXPECT_EQ(be->TakeTrainStats().samples, 0u);  // waits: the batch counted nothing
   EXPECT_TRUE(BitIdentical(ParamsOf(*be), before));
   const DeviceBatch good = testing::ToDevice(testing::RandomBatch(c, 3, 2));
-  const Status st = be->TrainStep(good.ref(), SgdConfig{});
+  const Status st = be->TrainStep(good.ref(), OptimizerConfig{});
   ASSERT_TRUE(st.IsInvalidArgument());
   EXPECT_NE(st.message().find("label 3 of sample 1 in the batch is outside [0, 3)"),
             std::string::npos)
       << st.message();
-  EXPECT_TRUE(be->TrainStep(good.ref(), SgdConfig{}).ok());  // reported once, then cleared
+  EXPECT_TRUE(be->TrainStep(good.ref(), OptimizerConfig{}).ok());  // reported once, then cleared
   // ComputeGradients waits for its own batch, so it reports it.
   const Status own = be->ComputeGradients(bad.ref(), nullptr, nullptr);
   EXPECT_TRUE(own.IsInvalidArgument()) << own.ToString();
@@ -119,13 +119,21 @@ constexpr uint64_t kTrainSomeFullBatches = kTrainSomeSteps - (kTrainSomeSteps + 
 
 // Parameters after kTrainSomeSteps steps; `graph_replays`, where given, gets the backend's count
 // of steps that replayed the CUDA graph.
+// With `scheduled`, the steps use it with an lr that changes every step (as a schedule's does)
+// and adam_step counting them.
 Tensors TrainSome(const CudaBackendOptions& o, const ModelConfig& c,
-                  uint64_t* graph_replays = nullptr) {
+                  uint64_t* graph_replays = nullptr, const OptimizerConfig* scheduled = nullptr) {
   auto be = MakeBackend(o, 8, c);
   if (be == nullptr) return {};
   for (uint32_t step = 0; step < kTrainSomeSteps; ++step) {
     const DeviceBatch batch = testing::ToDevice(testing::RandomBatch(c, step % 3 ? 8 : 5, step));
-    EXPECT_TRUE(be->TrainStep(batch.ref(), SgdConfig{}).ok());
+    OptimizerConfig opt;
+    if (scheduled != nullptr) {
+      opt = *scheduled;
+      opt.lr = scheduled->lr * static_cast<float>(step + 1) / kTrainSomeSteps;
+      opt.adam_step = step + 1;
+    }
+    EXPECT_TRUE(be->TrainStep(batch.ref(), opt).ok());
     (void)be->TakeTrainStats();  // waits, so the batch's memory may be freed
   }
   if (graph_replays != nullptr) *graph_replays = be->graph_replays();
@@ -167,6 +175,34 @@ TEST(CudaBackendGraph, ReplayGivesTheSameParametersAsEagerSteps) {
   }
 }
 
+// The update's lr (changed every step by the schedule) and AdamW's bias corrections are launch
+// arguments outside the graph, and the label smoothing is read from device memory: replaying the
+// graph must follow each step's values exactly as eager steps do.
+TEST(CudaBackendGraph, ScheduledLrAdamWAndLabelSmoothingReplayAsEagerSteps) {
+  RF_REQUIRE_GPU();
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::kAdamW;
+  adam.lr = 2e-3f;
+  adam.weight_decay = 0.01f;
+  adam.label_smoothing = 0.1f;
+  CudaBackendOptions eager, graph;
+  graph.cuda_graph = true;
+  OptimizerConfig sgd;
+  sgd.lr = 0.05f;
+  sgd.label_smoothing = 0.2f;
+  for (const OptimizerConfig& opt : {adam, sgd}) {
+    uint64_t graph_replays = 0;
+    const Tensors g = TrainSome(graph, TinyConfig(), &graph_replays, &opt);
+    const Tensors e = TrainSome(eager, TinyConfig(), nullptr, &opt);
+    EXPECT_TRUE(BitIdentical(g, e)) << "adamw " << (opt.kind == OptimizerKind::kAdamW);
+    EXPECT_EQ(graph_replays, kTrainSomeFullBatches);
+    // And the schedule mattered: a constant lr ends elsewhere.
+    OptimizerConfig constant = opt;
+    constant.lr = opt.lr / 2;
+    EXPECT_FALSE(BitIdentical(g, TrainSome(eager, TinyConfig(), nullptr, &constant)));
+  }
+}
+
 // --- Memory ---------------------------------------------------------------------------------
 
 // Nothing allocates per step: the device's free memory after 1000 steps is what it was after 10
@@ -186,7 +222,7 @@ TEST(CudaBackendMemory, FreeMemoryAfter1000StepsEqualsFreeMemoryAfter10) {
     size_t free_after_10 = 0, free_after_1000 = 0, total = 0;
     for (int step = 1; step <= 1000; ++step) {
       // Every 7th batch is partial, so descriptor changes are exercised too.
-      ASSERT_TRUE(be->TrainStep((step % 7 ? full : part).ref(), SgdConfig{}).ok());
+      ASSERT_TRUE(be->TrainStep((step % 7 ? full : part).ref(), OptimizerConfig{}).ok());
       if (step % 50 == 0) {
         ASSERT_TRUE(be->Evaluate(part.ref()).ok());
       }

@@ -80,7 +80,7 @@ TEST(CudaDoneClock, BackendRunsEveryWhenDoneCallbackByTheTimeStatsAreTaken) {
   Seen seen;
   std::vector<MarkArg> args(40);  // more than the backend's 32 pending marks
   for (int i = 0; i < 40; ++i) {
-    ASSERT_TRUE((*be)->TrainStep(batch.ref(), SgdConfig{}).ok());
+    ASSERT_TRUE((*be)->TrainStep(batch.ref(), OptimizerConfig{}).ok());
     args[i] = MarkArg{&seen, i};
     ASSERT_TRUE((*be)->WhenDone(&Record, &args[i]).ok());
   }

@@ -18,7 +18,9 @@ namespace {
 // 1x12x12, 4 classes, conv 3,5, hidden 7. Its fields lie at: model 12 (channels, height, width,
 // classes, block count, the two widths at 32 and 36, hidden at 40), sgd 44 (lr, momentum 48,
 // weight decay 52), position 56 (seed, epoch 64, next sample 72, step 80, batch size 88, order
-// window 92, dataset id 96, dataset samples 104), ranks 112.
+// window 92, dataset id 96, dataset samples 104), ranks 112, optimizer 120 (kind, beta1 124,
+// beta2 128, eps 132, label smoothing 136), schedule 140 (kind, warmup epochs 144, steps per
+// epoch 148, epochs 156).
 Checkpoint Valid() {
   Checkpoint c;
   c.config.channels = 1;
@@ -26,7 +28,7 @@ Checkpoint Valid() {
   c.config.classes = 4;
   c.config.conv = {3, 5};
   c.config.hidden = 7;
-  c.sgd = SgdConfig{0.05f, 0.9f, 5e-4f};
+  c.optimizer = OptimizerConfig{0.05f, 0.9f, 5e-4f};
   c.params = ZerosLike(c.config);
   c.momentum = ZerosLike(c.config);
   c.epoch = 2;
@@ -71,28 +73,59 @@ TEST(HostileCheckpoint, AnEpochNoRunReachesIsRefused) {
 
 TEST(HostileCheckpoint, ALearningRateThatIsNotFiniteIsRefused) {
   Checkpoint c = Valid();
-  c.sgd.lr = std::numeric_limits<float>::quiet_NaN();
+  c.optimizer.lr = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(Refusal(c), "h.ckpt: at byte 44: checkpoint: learning rate nan");
-  c.sgd.lr = std::numeric_limits<float>::infinity();
+  c.optimizer.lr = std::numeric_limits<float>::infinity();
   EXPECT_EQ(Refusal(c), "h.ckpt: at byte 44: checkpoint: learning rate inf");
-  c.sgd.lr = -std::numeric_limits<float>::infinity();
+  c.optimizer.lr = -std::numeric_limits<float>::infinity();
   EXPECT_EQ(Refusal(c), "h.ckpt: at byte 44: checkpoint: learning rate -inf");
 }
 
 TEST(HostileCheckpoint, ANegativeOrNaNMomentumOrWeightDecayIsRefused) {
   Checkpoint c = Valid();
-  c.sgd.momentum = -0.5f;
+  c.optimizer.momentum = -0.5f;
   EXPECT_EQ(Refusal(c), "h.ckpt: at byte 48: checkpoint: momentum -0.5");
-  c.sgd.momentum = std::numeric_limits<float>::quiet_NaN();
+  c.optimizer.momentum = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(Refusal(c), "h.ckpt: at byte 48: checkpoint: momentum nan");
   c = Valid();
-  c.sgd.weight_decay = -1.f;
+  c.optimizer.weight_decay = -1.f;
   EXPECT_EQ(Refusal(c), "h.ckpt: at byte 52: checkpoint: weight decay -1");
-  c.sgd.weight_decay = std::numeric_limits<float>::infinity();
+  c.optimizer.weight_decay = std::numeric_limits<float>::infinity();
   EXPECT_EQ(Refusal(c), "h.ckpt: at byte 52: checkpoint: weight decay inf");
   c = Valid();
-  c.sgd.momentum = 0.f;  // plain SGD
-  c.sgd.weight_decay = 0.f;
+  c.optimizer.momentum = 0.f;  // plain SGD
+  c.optimizer.weight_decay = 0.f;
+  EXPECT_EQ(Refusal(c), "accepted");
+}
+
+TEST(HostileCheckpoint, AnUnknownOptimizerOrScheduleIsRefusedBeforeItSizesTheState) {
+  std::vector<uint8_t> b = Encode(Valid());
+  Patch(&b, 120, 7);
+  EXPECT_EQ(Refusal(b), "h.ckpt: at byte 120: checkpoint: unknown optimizer 7");
+  b = Encode(Valid());
+  Patch(&b, 140, 9);
+  EXPECT_EQ(Refusal(b), "h.ckpt: at byte 140: checkpoint: unknown lr schedule 9");
+}
+
+TEST(HostileCheckpoint, AdamWAndScheduleSettingsNoRunWritesAreRefused) {
+  Checkpoint c = Valid();
+  c.optimizer.label_smoothing = 1.f;
+  EXPECT_EQ(Refusal(c), "h.ckpt: at byte 136: checkpoint: label smoothing 1");
+  c = Valid();
+  c.optimizer.beta1 = -0.1f;
+  EXPECT_EQ(Refusal(c), "h.ckpt: at byte 124: checkpoint: beta1 -0.1");
+  c = Valid();
+  c.optimizer.beta2 = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(Refusal(c), "h.ckpt: at byte 128: checkpoint: beta2 nan");
+  c = Valid();
+  c.optimizer.eps = 0.f;
+  EXPECT_EQ(Refusal(c), "h.ckpt: at byte 132: checkpoint: eps 0");
+  c = Valid();
+  c.schedule.warmup_epochs = -1.f;
+  EXPECT_EQ(Refusal(c), "h.ckpt: at byte 144: checkpoint: warmup epochs -1");
+  c = Valid();
+  c.optimizer.label_smoothing = 0.5f;
+  c.schedule.warmup_epochs = 0.5f;
   EXPECT_EQ(Refusal(c), "accepted");
 }
 

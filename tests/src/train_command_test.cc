@@ -73,6 +73,61 @@ TEST(TrainCommand, ResumedRunEndsBitIdenticalToAStraightRun) {
   EXPECT_FALSE(testing::BitIdentical(a->params, b->params));  // the resumed run did train
 }
 
+// The same with AdamW, a cosine schedule after a fractional warmup and label smoothing: the
+// resumed run is given none of those flags and must take them, the schedule's span, both AdamW
+// moments and its step count from the checkpoint to end bit-identical.
+TEST(TrainCommand, ResumedAdamWCosineSmoothedRunEndsBitIdenticalToAStraightRun) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  const std::string opts =
+      "--epochs 3 --optimizer adamw --lr 0.003 --weight-decay 0.01 --lr-schedule cosine "
+      "--warmup-epochs 0.5 --label-smoothing 0.1 ";
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, opts + "--checkpoint " + t.File("a") + " --metrics " +
+                                       t.File("m.jsonl")),
+                       &out),
+            0)
+      << out;
+  ASSERT_EQ(RunCommand(Train(data, opts + "--max-steps 13 --checkpoint " + t.File("b")), &out), 0)
+      << out;
+  ASSERT_EQ(
+      RunCommand(Train(data, "--epochs 3 --resume " + t.File("b") + " --checkpoint " + t.File("c")),
+                 &out),
+      0)
+      << out;
+  auto a = ReadCheckpoint(t.File("a"));
+  auto b = ReadCheckpoint(t.File("b"));
+  auto c = ReadCheckpoint(t.File("c"));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(b->optimizer.kind, OptimizerKind::kAdamW);
+  EXPECT_EQ(b->optimizer.label_smoothing, 0.1f);
+  EXPECT_EQ(b->schedule.kind, LrScheduleKind::kCosine);
+  EXPECT_EQ(b->schedule.warmup_epochs, 0.5f);
+  EXPECT_EQ(b->schedule_span.steps_per_epoch, 10u);
+  EXPECT_EQ(b->schedule_span.epochs, 3u);
+  EXPECT_EQ(b->momentum.t.size(), 2 * b->params.t.size());
+  EXPECT_EQ(a->step, 30u);
+  EXPECT_EQ(c->step, 30u);
+  EXPECT_EQ(c->optimizer.kind, OptimizerKind::kAdamW);
+  EXPECT_TRUE(testing::BitIdentical(a->params, c->params));
+  EXPECT_TRUE(testing::BitIdentical(a->momentum, c->momentum));
+  EXPECT_FALSE(testing::BitIdentical(a->params, b->params));  // the resumed run did train
+
+  // Each epoch's record and line carry the lr of its last step: W = ceil(0.5 * 10) = 5 warmup
+  // steps, then 0.003 * (1 + cos(pi * (s - 5) / 25)) / 2; epoch 1 ends at step 9, epoch 2 at 19.
+  const std::vector<nlohmann::json> m = ReadMetrics(t.File("m.jsonl"));
+  std::vector<double> lrs;
+  for (const auto& j : m) {
+    if (j["event"] == "epoch") lrs.push_back(j["lr"].get<double>());
+  }
+  ASSERT_EQ(lrs.size(), 3u);
+  const double pi = std::acos(-1.0);
+  EXPECT_NEAR(lrs[0], 0.003 * (1 + std::cos(pi * 4 / 25)) / 2, 1e-9);
+  EXPECT_NEAR(lrs[1], 0.003 * (1 + std::cos(pi * 14 / 25)) / 2, 1e-9);
+  EXPECT_NEAR(lrs[2], 0.003 * (1 + std::cos(pi * 24 / 25)) / 2, 1e-9);
+  EXPECT_NE(out.find(", lr "), std::string::npos) << out;
+}
+
 TEST(TrainCommand, SigintFinishesTheStepWritesACheckpointAndExitsZero) {
   TempDir t;
   const std::string data = MakeDataset(t);

@@ -63,9 +63,9 @@ TEST(TrainConfig, DefaultsComeFromTheComponentsOwnOptions) {
   EXPECT_EQ(c->epochs, TrainerOptions{}.epochs);
   EXPECT_EQ(c->conv, ModelConfig{}.conv);
   EXPECT_EQ(c->hidden, ModelConfig{}.hidden);
-  EXPECT_EQ(c->sgd.lr, SgdConfig{}.lr);
-  EXPECT_EQ(c->sgd.momentum, SgdConfig{}.momentum);
-  EXPECT_EQ(c->sgd.weight_decay, SgdConfig{}.weight_decay);
+  EXPECT_EQ(c->optimizer.lr, OptimizerConfig{}.lr);
+  EXPECT_EQ(c->optimizer.momentum, OptimizerConfig{}.momentum);
+  EXPECT_EQ(c->optimizer.weight_decay, OptimizerConfig{}.weight_decay);
   EXPECT_EQ(c->checkpoint_every, 0u);
   EXPECT_EQ(c->max_steps, 0u);
 
@@ -270,6 +270,59 @@ TEST(TrainConfig, BadValuesAreUsageErrorsNamingTheFlag) {
             "unrecognised option '--no-such-flag' (see --help)");
 }
 
+TEST(TrainConfig, OptimizerScheduleAndSmoothingFlagsReachTheConfig) {
+  Result<TrainConfig> c =
+      Parse({"--data", "d.rfd", "--optimizer", "adamw", "--lr-schedule", "onecycle",
+             "--warmup-epochs", "1.5", "--label-smoothing", "0.1", "--beta1", "0.8", "--beta2",
+             "0.99", "--eps", "1e-6", "--weight-decay", "0.05"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->optimizer.kind, OptimizerKind::kAdamW);
+  EXPECT_EQ(c->schedule.kind, LrScheduleKind::kOneCycle);
+  EXPECT_EQ(c->schedule.warmup_epochs, 1.5f);
+  EXPECT_EQ(c->optimizer.label_smoothing, 0.1f);
+  EXPECT_EQ(c->optimizer.beta1, 0.8f);
+  EXPECT_EQ(c->optimizer.beta2, 0.99f);
+  EXPECT_EQ(c->optimizer.eps, 1e-6f);
+  EXPECT_EQ(c->optimizer.weight_decay, 0.05f);
+  const TrainComponents d = DeriveTrainComponents(*c);
+  EXPECT_EQ(d.trainer.schedule.kind, LrScheduleKind::kOneCycle);
+  EXPECT_EQ(d.trainer.schedule.warmup_epochs, 1.5f);
+  // Defaults: SGD, constant, no warmup, no smoothing.
+  c = Parse({"--data", "d.rfd"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->optimizer.kind, OptimizerKind::kSgd);
+  EXPECT_EQ(c->schedule.kind, LrScheduleKind::kConstant);
+  EXPECT_EQ(c->schedule.warmup_epochs, 0.f);
+  EXPECT_EQ(c->optimizer.label_smoothing, 0.f);
+}
+
+TEST(TrainConfig, OptimizerFlagsOutOfRangeOrForTheOtherOptimizerAreRefusedNamingThem) {
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--optimizer", "adam"}),
+            "--optimizer must be sgd or adamw, got \"adam\"");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--lr-schedule", "linear"}),
+            "--lr-schedule must be constant, step, cosine or onecycle, got \"linear\"");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--warmup-epochs", "nan"}),
+            "--warmup-epochs must be a finite number >= 0, got nan");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--warmup-epochs", "-1"}),
+            "--warmup-epochs must be a finite number >= 0, got -1.000000");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--label-smoothing", "1"}),
+            "--label-smoothing must be a number in [0, 1), got 1.000000");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--label-smoothing", "nan"}),
+            "--label-smoothing must be a number in [0, 1), got nan");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--optimizer", "adamw", "--beta2", "1"}),
+            "--beta2 must be a number in [0, 1), got 1.000000");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--optimizer", "adamw", "--beta1", "inf"}),
+            "--beta1 must be a number in [0, 1), got inf");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--optimizer", "adamw", "--eps", "0"}),
+            "--eps must be > 0, got 0");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--optimizer", "adamw", "--momentum", "0.5"}),
+            "--momentum does nothing with --optimizer adamw (SGD only); leave it out");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--beta1", "0.5"}),
+            "--beta1 does nothing with --optimizer sgd (AdamW only); leave it out");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--eps", "1e-6"}),
+            "--eps does nothing with --optimizer sgd (AdamW only); leave it out");
+}
+
 TEST(TrainConfig, HelpListsEveryOptionWithItsDefaultAndWhatIsRefused) {
   Result<TrainFlags> f = ReadTrainFlags({"--help"});
   ASSERT_TRUE(f.ok());
@@ -291,6 +344,14 @@ TEST(TrainConfig, HelpListsEveryOptionWithItsDefaultAndWhatIsRefused) {
         "--lr arg (=0.01)",
         "--momentum arg (=0.9)",
         "--weight-decay arg (=0.0005)",
+        "--optimizer arg (=sgd)",
+        "--lr-schedule arg (=constant)",
+        "--warmup-epochs arg (=0)",
+        "--label-smoothing arg (=0)",
+        "--beta1 arg (=0.9)",
+        "--beta2 arg (=0.999)",
+        "--eps arg (=1e-08)",
+        "--optimizer adamw refuses --momentum",
         "--seed arg (=1)",
         "--conv arg (=32,64,128)",
         "--hidden arg (=256)",
@@ -320,17 +381,32 @@ TEST(TrainConfig, ResumeTakesSeedBatchSizeSgdAndShuffleFromTheCheckpoint) {
   Checkpoint ck;
   ck.seed = 42;
   ck.batch_size = 33;
-  ck.sgd = SgdConfig{0.5f, 0.25f, 0.125f};
+  ck.optimizer = OptimizerConfig{0.5f, 0.25f, 0.125f};
   ck.order_window = 7;
   uint64_t position = 0;
 
+  ck.optimizer.kind = OptimizerKind::kAdamW;
+  ck.optimizer.beta2 = 0.98f;
+  ck.optimizer.label_smoothing = 0.2f;
+  ck.schedule = LrScheduleConfig{LrScheduleKind::kStep, 2.5f};
+  ck.schedule_span = LrScheduleSpan{17, 6};
+
   TrainConfig c = *parsed;
   ASSERT_TRUE(ApplyCheckpoint(ck, &c, &position).ok());
+  EXPECT_EQ(c.optimizer.kind, OptimizerKind::kAdamW);
+  EXPECT_EQ(c.optimizer.beta2, 0.98f);
+  EXPECT_EQ(c.optimizer.label_smoothing, 0.2f);
+  EXPECT_EQ(c.schedule.kind, LrScheduleKind::kStep);
+  EXPECT_EQ(c.schedule.warmup_epochs, 2.5f);
+  // The recorded span wins over one computed from this run's data and epochs.
+  EXPECT_EQ(ScheduleSpanFor(c, 1000).steps_per_epoch, 17u);
+  EXPECT_EQ(ScheduleSpanFor(c, 1000).epochs, 6u);
+  EXPECT_EQ(DeriveTrainComponents(c).trainer.schedule_span.steps_per_epoch, 17u);
   EXPECT_EQ(c.pipeline.seed, 42u);
   EXPECT_EQ(c.pipeline.batch_size, 33u);
-  EXPECT_EQ(c.sgd.lr, 0.5f);
-  EXPECT_EQ(c.sgd.momentum, 0.25f);
-  EXPECT_EQ(c.sgd.weight_decay, 0.125f);
+  EXPECT_EQ(c.optimizer.lr, 0.5f);
+  EXPECT_EQ(c.optimizer.momentum, 0.25f);
+  EXPECT_EQ(c.optimizer.weight_decay, 0.125f);
   EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kWindow);
   EXPECT_EQ(c.pipeline.shuffle_window, 7u);
   const TrainComponents d = DeriveTrainComponents(c);
@@ -372,6 +448,15 @@ Checkpoint RanksCheckpoint() {
   ck.world_size = 2;
   ck.stretches = {{4, 10}};
   return ck;
+}
+
+TEST(TrainConfig, ScheduleSpanIsTheStepsOfAnOrdinaryEpochTimesTheEpochs) {
+  Result<TrainConfig> c = Parse({"--data", "d.rfd", "--batch-size", "32", "--epochs", "4"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(ScheduleSpanFor(*c, 300).steps_per_epoch, 10u);  // 9 full batches and one of 12
+  EXPECT_EQ(ScheduleSpanFor(*c, 300).epochs, 4u);
+  c->pipeline.drop_last = true;
+  EXPECT_EQ(ScheduleSpanFor(*c, 300).steps_per_epoch, 9u);
 }
 
 TEST(TrainConfig, ResumeAtTheCheckpointsWorldSizeContinuesItsPosition) {

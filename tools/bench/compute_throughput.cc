@@ -77,7 +77,7 @@ Result<Measurement> Measure(uint32_t batch, const Flags& f) {
     dev_labels.push_back(std::move(l));
   }
 
-  const SgdConfig sgd;
+  const OptimizerConfig sgd;
   for (uint32_t i = 0; i < f.warmup; ++i) {
     RF_RETURN_IF_ERROR(backend->TrainStep(refs[i % kDistinctBatches], sgd));
   }

@@ -88,7 +88,7 @@ Result<Report> Run(const Flags& f) {
   RF_ASSIGN_OR_RETURN(auto dev_samples, cuda::DeviceBuffer::Allocate(samples.size(), "samples"));
   RF_ASSIGN_OR_RETURN(auto dev_labels, cuda::DeviceBuffer::Allocate(labels.size(), "labels"));
   const Batch ref{dev_samples.data(), h.sample_dtype, dev_labels.data(), h.label_dtype, 0};
-  const SgdConfig sgd;
+  const OptimizerConfig sgd;
 
   uint64_t end = data.sample_count();
   if (f.max_samples != 0) end = std::min(end, f.max_samples);

@@ -1,5 +1,6 @@
 // DecodeCheckpoint on forged checkpoints: the fuzzer's bytes set fields of a valid checkpoint
-// (the model's sizes, several at once, SGD settings, position, ranks, tensor counts), cut or
+// (the model's sizes, several at once, SGD settings, position, ranks, optimizer and schedule,
+// tensor counts), cut or
 // extend it, and the
 // harness recomputes the checksum, so the forgery reaches the field checks. Whatever is accepted
 // meets the checkpoint's contract.
@@ -40,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     m.conv = {static_cast<uint32_t>(GetField(bytes, 32, 4)),
               static_cast<uint32_t>(GetField(bytes, 36, 4))};
     m.hidden = static_cast<uint32_t>(GetField(bytes, 40, 4));
-    PutField(&bytes, 136, 8, ParameterShapes(m)[0].count());
+    PutField(&bytes, 180, 8, ParameterShapes(m)[0].count());
   }
   ApplyEdits(in, CheckpointFields(), 6, &bytes);
   if ((flags & 1) == 0 && bytes.size() >= 8) {

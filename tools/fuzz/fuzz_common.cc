@@ -259,8 +259,17 @@ const std::vector<Field>& CheckpointFields() {
       {"stretches", 116, 4},
       {"stretch.world_size", 120, 4},
       {"stretch.position", 124, 8},
-      {"tensors", 132, 4},
-      {"tensor[0].count", 136, 8},
+      {"optimizer", 132, 4},
+      {"beta1", 136, 4},
+      {"beta2", 140, 4},
+      {"eps", 144, 4},
+      {"label_smoothing", 148, 4},
+      {"schedule", 152, 4},
+      {"warmup_epochs", 156, 4},
+      {"steps_per_epoch", 160, 8},
+      {"schedule_epochs", 168, 8},
+      {"tensors", 176, 4},
+      {"tensor[0].count", 180, 8},
   };
   return fields;
 }
