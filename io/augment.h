@@ -162,4 +162,19 @@ struct AugmentBatch {
   const uint64_t* indices = nullptr;  // n global sample indices; read only where params.enabled()
 };
 
+// For kernels, one thread per output element: the element of a stored batch (n samples, each
+// channels x height x width, channels first) that element (sample s, channel c, pixel p = y *
+// width + x) of the augmented output reads, true and *from its index; or false where that output
+// is 0. Draws sample s's transform on every call (one to a few Philox blocks: cheap next to the
+// memory traffic, and no pass of its own).
+RF_HOST_DEVICE inline bool AugmentedElement(const AugmentBatch& a, uint32_t channels,
+                                            uint32_t height, uint32_t width, uint64_t s, uint32_t c,
+                                            uint32_t p, uint64_t* from) {
+  const SampleTransform t = DrawTransform(a.params, a.seed, a.epoch, a.indices[s], height, width);
+  uint32_t src = 0;
+  if (!SourcePixel(t, height, width, p / width, p % width, &src)) return false;
+  *from = (s * channels + c) * (uint64_t{height} * width) + src;
+  return true;
+}
+
 }  // namespace rf

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/augment_spec.h"
 #include "src/unsigned_flags.h"
 
 namespace po = boost::program_options;
@@ -67,6 +68,7 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
   f.io = IoModeName(p.streaming.io);
   f.read_size = ReadSizeText(p.streaming.read_bytes);
   f.conv = ConvWidthsText(c.conv);
+  f.augment = AugmentSpecText(c.augment);
   std::string cuda_graph = c.cuda_graph ? "on" : "off";
   bool no_verify = !p.verify;
 
@@ -107,6 +109,11 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
     ("seed", po::value(&p.seed)->default_value(p.seed),
      "seeds the initial parameters and the epoch order")
     ("conv", po::value(&f.conv)->default_value(f.conv), "output channels of each conv block")
+    ("augment", po::value(&f.augment)->default_value(f.augment),
+     "augment the training split: a comma list of crop:P (random crop, P pixels of zero "
+     "padding), flip (random horizontal flip), erase:P (random erasing, probability P), e.g. "
+     "crop:4,flip; none: off. Each sample's transform depends on the seed, the epoch and its "
+     "index only (a resumed run gives --augment again: the checkpoint does not hold it)")
     ("hidden", po::value(&c.hidden)->default_value(c.hidden), "width of the hidden layer")
     ("checkpoint", po::value(&c.checkpoint),
      "write a checkpoint here at the end, on SIGINT/SIGTERM and every --checkpoint-every steps "
@@ -205,6 +212,7 @@ Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& f) {
   p.streaming.io = *io;
   RF_ASSIGN_OR_RETURN(p.streaming.read_bytes, ParseReadSize(f.read_size));
   RF_ASSIGN_OR_RETURN(c.conv, ParseConvWidths(f.conv));
+  RF_ASSIGN_OR_RETURN(c.augment, ParseAugmentSpec(f.augment));
 
   if (p.mode == PipelineMode::kManaged) {
     RF_RETURN_IF_ERROR(RefuseGiven(f.given,
