@@ -221,6 +221,7 @@ Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, 
                                                       {"source", engine->train().Describe()},
                                                       {"setup_seconds", setup_seconds},
                                                       {"world_size", world.size()},
+                                                      {"augment", AugmentSpecText(c.augment)},
                                                       {"gpu_bytes", engine->gpu_bytes()}}
                                            .dump() +
                                        "\n"));

@@ -81,12 +81,16 @@ TEST(TrainCommand, AnAugmentedResumedRunEndsBitIdenticalToAStraightRun) {
   const std::string data = MakeDataset(t);
   const std::string augment = " --augment crop:2,flip,erase:0.5";
   std::string out;
-  ASSERT_EQ(
-      RunCommand(Train(data, "--epochs 5 --max-steps 25 --checkpoint " + t.File("a") + augment),
-                 &out),
-      0)
+  ASSERT_EQ(RunCommand(Train(data, "--epochs 5 --max-steps 25 --checkpoint " + t.File("a") +
+                                       " --metrics " + t.File("m.jsonl") + augment),
+                       &out),
+            0)
       << out;
   EXPECT_NE(out.find(", augment crop:2,flip,erase:0.5"), std::string::npos) << out;
+  const auto m = ReadMetrics(t.File("m.jsonl"));
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.front()["event"], "start");
+  EXPECT_EQ(m.front()["augment"], "crop:2,flip,erase:0.5");
   ASSERT_EQ(
       RunCommand(Train(data, "--epochs 5 --max-steps 13 --checkpoint " + t.File("b") + augment),
                  &out),
