@@ -44,6 +44,12 @@ Curve Train(TrainingSource& source, CudaBackend& backend, uint64_t epochs) {
   return c;
 }
 
+// The suite's dataset: 2500 positional samples (1x8x8) in 4 KiB chunks of 63.
+Result<Dataset> OpenPositional(TempDir& t) {
+  return Dataset::Open(
+      testing::WritePositionalDataset(t.File("f.rfd"), 2500, {.chunk_bytes = 4096}));
+}
+
 // Curves of the two modes for rank `rank` of `world_size`, trained with `augment`; returns the
 // streaming mode's.
 Curve ExpectSameCurves(const Dataset& d, uint32_t rank, uint32_t world_size, size_t batches,
@@ -108,8 +114,7 @@ Curve ExpectSameCurves(const Dataset& d, uint32_t rank, uint32_t world_size, siz
 TEST(CudaModes, StreamingAndManagedGiveTheSameBatchesAndTheSameLossCurve) {
   RF_REQUIRE_GPU();
   TempDir t;
-  auto d =
-      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 2500, {.chunk_bytes = 4096}));
+  auto d = OpenPositional(t);
   ASSERT_TRUE(d.ok());
   ExpectSameCurves(*d, 0, 1, 2u * 40);  // 2500 / 64: 39 full batches and one of 4
 }
@@ -117,8 +122,7 @@ TEST(CudaModes, StreamingAndManagedGiveTheSameBatchesAndTheSameLossCurve) {
 TEST(CudaModes, StreamingAndManagedGiveARankTheSameBatches) {
   RF_REQUIRE_GPU();
   TempDir t;
-  auto d =
-      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 2500, {.chunk_bytes = 4096}));
+  auto d = OpenPositional(t);
   ASSERT_TRUE(d.ok());
   // 39 chunks of 63 and one of 43 over 3 ranks: 13 chunks each and 15 of the 43 shared
   // samples, 834 a rank: 13 full batches and one of 2.
@@ -132,8 +136,7 @@ TEST(CudaModes, StreamingAndManagedGiveARankTheSameBatches) {
 TEST(CudaModes, AugmentedTrainingGivesTheSameLossCurveInBothModes) {
   RF_REQUIRE_GPU();
   TempDir t;
-  auto d =
-      Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 2500, {.chunk_bytes = 4096}));
+  auto d = OpenPositional(t);
   ASSERT_TRUE(d.ok());
   Result<AugmentParams> augment = ParseAugmentSpec("crop:2,flip,erase:0.5");
   ASSERT_TRUE(augment.ok());
