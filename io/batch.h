@@ -10,7 +10,9 @@
 
 #include <cstdint>
 
+#include "io/augment.h"
 #include "io/dtype.h"
+#include "io/status.h"
 
 namespace rf {
 
@@ -20,6 +22,30 @@ struct Batch {
   const void* labels = nullptr;  // n labels in label_dtype
   DType label_dtype = DType::kUInt8;
   uint32_t n = 0;  // from a source, 0: the epoch is over
+  // Which samples these are, for augmentation (io/augment.h keys each sample's transform by them):
+  // the n samples' global indices in the dataset, in batch order, in the same memory as `samples`
+  // and valid as long; and the epoch the batch belongs to. The training sources (streaming and
+  // managed) fill them in; null where a source does not (the evaluation split's, never augmented).
+  const uint64_t* sample_indices = nullptr;
+  uint64_t epoch = 0;
 };
+
+// How `batch` is augmented under `params` and the run's `seed`, for a decode: nothing where params
+// are all off; else the params, seed, and the batch's epoch and sample indices, or InvalidArgument
+// where the batch carries no indices.
+inline Result<AugmentBatch> AugmentationOf(const Batch& batch, const AugmentParams& params,
+                                           uint64_t seed) {
+  AugmentBatch a;
+  if (!params.enabled()) return a;
+  if (batch.sample_indices == nullptr) {
+    return Status::InvalidArgument(
+        "augmentation needs each sample's global index, and this batch carries none");
+  }
+  a.params = params;
+  a.seed = seed;
+  a.epoch = batch.epoch;
+  a.indices = batch.sample_indices;
+  return a;
+}
 
 }  // namespace rf

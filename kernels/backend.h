@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "io/augment.h"
 #include "io/batch.h"
 #include "io/status.h"
 #include "kernels/gradient_reducer.h"
@@ -102,8 +103,27 @@ class Backend {
     return Status::Ok();
   }
 
+  // Augmentation (io/augment.h) of what TrainStep and ComputeGradients compute from: each sample
+  // decoded through the transform `params` draws for (seed, batch.epoch, its global index in
+  // batch.sample_indices), inside the backend's decode (no pass of its own). Evaluate never
+  // augments. Off until called (and with params all off). With it on, a batch without
+  // sample_indices fails with InvalidArgument.
+  void SetAugmentation(const AugmentParams& params, uint64_t seed) {
+    augment_ = params;
+    augment_seed_ = seed;
+  }
+
  protected:
+  // What a training batch is decoded with: the parameters, seed, epoch and indices (params off:
+  // no augmentation); InvalidArgument where augmentation is on and the batch does not say which
+  // samples it holds.
+  Result<AugmentBatch> TrainAugmentation(const Batch& batch) const {
+    return AugmentationOf(batch, augment_, augment_seed_);
+  }
+
   GradientReducer* reducer_ = nullptr;
+  AugmentParams augment_;
+  uint64_t augment_seed_ = 0;
 };
 
 }  // namespace rf

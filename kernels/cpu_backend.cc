@@ -100,14 +100,35 @@ Status CpuBackend::CheckBatch(const Batch& batch) const {
   return Status::Ok();
 }
 
-void CpuBackend::LoadBatch(const Batch& batch) {
+void CpuBackend::LoadBatch(const Batch& batch, const AugmentBatch& augment) {
   const size_t n = batch.n, plane = size_t{config_.height} * config_.width;
+  const uint32_t height = config_.height, width = config_.width;
   for (size_t img = 0; img < n; ++img) {
+    SampleTransform t;  // the identity where augmentation is off
+    if (augment.params.enabled()) {
+      t = DrawTransform(augment.params, augment.seed, augment.epoch, augment.indices[img], height,
+                        width);
+    }
     for (size_t c = 0; c < config_.channels; ++c) {
       const size_t src = (img * config_.channels + c) * plane;
       float* dst = input_.data() + (c * n + img) * plane;
-      for (size_t p = 0; p < plane; ++p) {
-        dst[p] = (LoadAsFloat(batch.sample_dtype, batch.samples, src + p) - mean_[c]) / stddev_[c];
+      if (!augment.params.enabled()) {
+        for (size_t p = 0; p < plane; ++p) {
+          dst[p] =
+              (LoadAsFloat(batch.sample_dtype, batch.samples, src + p) - mean_[c]) / stddev_[c];
+        }
+        continue;
+      }
+      // The same expression, from the pixel the transform says (0 where it says none).
+      for (uint32_t y = 0; y < height; ++y) {
+        for (uint32_t x = 0; x < width; ++x) {
+          uint32_t from = 0;
+          dst[size_t{y} * width + x] =
+              SourcePixel(t, height, width, y, x, &from)
+                  ? (LoadAsFloat(batch.sample_dtype, batch.samples, src + from) - mean_[c]) /
+                        stddev_[c]
+                  : 0.f;
+        }
       }
     }
   }
@@ -246,7 +267,8 @@ void CpuBackend::BlockBackward(size_t b, uint32_t n, uint32_t chunk) {
 
 Status CpuBackend::TrainStep(const Batch& batch, const OptimizerConfig& opt) {
   RF_RETURN_IF_ERROR(CheckBatch(batch));
-  LoadBatch(batch);
+  RF_ASSIGN_OR_RETURN(const AugmentBatch augment, TrainAugmentation(batch));
+  LoadBatch(batch, augment);
   uint64_t correct = 0;
   const double loss = Forward(batch.n, &correct, opt.label_smoothing);
   Backward(batch.n);
@@ -291,7 +313,7 @@ Status CpuBackend::ReduceGradients() {
 
 Status CpuBackend::Evaluate(const Batch& batch) {
   RF_RETURN_IF_ERROR(CheckBatch(batch));
-  LoadBatch(batch);
+  LoadBatch(batch, AugmentBatch{});  // evaluation is never augmented
   uint64_t correct = 0;
   eval_stats_.loss_sum += Forward(batch.n, &correct, 0);
   eval_stats_.correct += correct;
@@ -363,7 +385,8 @@ Status CpuBackend::SetState(const Tensors& params, const Tensors& optimizer_stat
 
 Status CpuBackend::ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) {
   RF_RETURN_IF_ERROR(CheckBatch(batch));
-  LoadBatch(batch);
+  RF_ASSIGN_OR_RETURN(const AugmentBatch augment, TrainAugmentation(batch));
+  LoadBatch(batch, augment);
   uint64_t correct = 0;
   const double loss = Forward(batch.n, &correct, 0);
   Backward(batch.n);

@@ -85,9 +85,10 @@ class CpuBackend final : public Backend {
              const Tensors& initial_params, unsigned threads);
 
   Status CheckBatch(const Batch& batch) const;
-  // Decodes, normalizes and transposes the samples into input_ (CNHW), and the labels into
-  // labels_. The batch must have passed CheckBatch.
-  void LoadBatch(const Batch& batch);
+  // Decodes, normalizes and transposes the samples into input_ (CNHW), each through its
+  // augmentation where `augment` has one on, and the labels into labels_. The batch must have
+  // passed CheckBatch.
+  void LoadBatch(const Batch& batch, const AugmentBatch& augment);
   // Runs the network on the loaded batch of n samples; returns the summed loss (label smoothing
   // `smoothing`), fills logits_grad_ with the gradient of the MEAN loss w.r.t. the logits and
   // *correct.

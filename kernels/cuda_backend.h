@@ -138,7 +138,7 @@ class CudaBackend final : public Backend {
   Status EndStep();
   Status ReportBadLabel(bool wait);
   // Sets descriptors for n (when it changed), decodes samples and labels.
-  Status LoadBatch(const Batch& batch);
+  Status LoadBatch(const Batch& batch, const AugmentBatch& augment);
   cuda::CudaConvBlock::Buffers BlockArgs(size_t b) const;
   // The network on the loaded batch; adds its statistics to *stats (device memory; null: adds
   // nothing yet, TrainStep's FinishGradients does). The loss is label-smoothed by *smoothing

@@ -45,7 +45,7 @@ Status CudaBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const 
   return Status::Ok();
 }
 
-Status CudaBackend::LoadBatch(const Batch& batch) {
+Status CudaBackend::LoadBatch(const Batch& batch, const AugmentBatch& augment) {
   const uint32_t n = batch.n;
   if (n != batch_n_) {
     for (auto& block : blocks_) {
@@ -58,11 +58,11 @@ Status CudaBackend::LoadBatch(const Batch& batch) {
   if (options_.bf16) {
     RF_CUDA_CHECK(cuda::DecodeSamplesBf16Nhwc(
         batch.samples, batch.sample_dtype, n, config_.channels, ConvInChannels(0), config_.height,
-        config_.width, norm, norm + config_.channels, input_.data(), stream_));
+        config_.width, norm, norm + config_.channels, augment, input_.data(), stream_));
   } else {
     RF_CUDA_CHECK(cuda::DecodeSamples(batch.samples, batch.sample_dtype, n, config_.channels,
-                                      size_t{config_.height} * config_.width, norm,
-                                      norm + config_.channels, input_.as<float>(), stream_));
+                                      config_.height, config_.width, norm, norm + config_.channels,
+                                      augment, input_.as<float>(), stream_));
   }
   RF_CUDA_CHECK(cuda::DecodeLabels(batch.labels, batch.label_dtype, n, config_.classes,
                                    labels_.as<int32_t>(), &state()->step_bad, &state()->sticky_bad,
@@ -216,9 +216,10 @@ Status CudaBackend::SetSmoothing(float smoothing) {
 }
 
 Status CudaBackend::TrainStep(const Batch& batch, const OptimizerConfig& opt) {
+  RF_ASSIGN_OR_RETURN(const AugmentBatch augment, TrainAugmentation(batch));
   RF_RETURN_IF_ERROR(Begin(&batch));
   RF_RETURN_IF_ERROR(SetSmoothing(opt.label_smoothing));
-  RF_RETURN_IF_ERROR(LoadBatch(batch));
+  RF_RETURN_IF_ERROR(LoadBatch(batch, augment));
   RF_RETURN_IF_ERROR(ForwardBackward(batch.n));
   // Data-parallel: the flat gradient buffer (its gaps are zeros on every rank) becomes the mean
   // over the ranks on this stream, between the backward pass and the update.
@@ -246,14 +247,15 @@ Status CudaBackend::TrainStep(const Batch& batch, const OptimizerConfig& opt) {
 
 Status CudaBackend::Evaluate(const Batch& batch) {
   RF_RETURN_IF_ERROR(Begin(&batch));
-  RF_RETURN_IF_ERROR(LoadBatch(batch));
+  RF_RETURN_IF_ERROR(LoadBatch(batch, AugmentBatch{}));  // evaluation is never augmented
   RF_RETURN_IF_ERROR(Forward(batch.n, &state()->eval, &state()->smoothing_none));
   return EndStep();
 }
 
 Status CudaBackend::ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) {
+  RF_ASSIGN_OR_RETURN(const AugmentBatch augment, TrainAugmentation(batch));
   RF_RETURN_IF_ERROR(Begin(&batch));
-  RF_RETURN_IF_ERROR(LoadBatch(batch));
+  RF_RETURN_IF_ERROR(LoadBatch(batch, augment));
   RF_CUDA_CHECK(cudaMemsetAsync(&state()->scratch, 0, sizeof(cuda::DeviceStats), stream_));
   RF_RETURN_IF_ERROR(Forward(batch.n, &state()->scratch, &state()->smoothing_none));
   RF_RETURN_IF_ERROR(Backward(batch.n));

@@ -28,15 +28,21 @@ unsigned Blocks(size_t count) {
 
 template <DType D>
 __global__ void DecodeNhwcKernel(const void* samples, size_t count, uint32_t channels,
-                                 uint32_t out_channels, uint32_t plane, const float* mean,
-                                 const float* stddev, bf16* out) {
+                                 uint32_t out_channels, uint32_t height, uint32_t width,
+                                 const float* mean, const float* stddev, AugmentBatch augment,
+                                 bf16* out) {
+  const uint32_t plane = height * width;
   RF_GRID_STRIDE(i, count) {  // i indexes the [s][p][c] output, c < out_channels
     const auto c = static_cast<uint32_t>(i % out_channels);
     const size_t pixel = i / out_channels;  // s * plane + p
     const size_t s = pixel / plane, p = pixel % plane;
     float x = 0.f;
-    if (c < channels) {
-      x = (LoadSample<D>(samples, (s * channels + c) * plane + p) - mean[c]) / stddev[c];
+    uint64_t from = (s * channels + c) * plane + p;
+    const bool read = c < channels && (!augment.params.enabled() ||
+                                       AugmentedElement(augment, channels, height, width, s, c,
+                                                        static_cast<uint32_t>(p), &from));
+    if (read) {
+      x = (LoadSample<D>(samples, from) - mean[c]) / stddev[c];
     }
     out[i] = __float2bfloat16_rn(x);
   }
@@ -186,15 +192,14 @@ __global__ void FlatToNhwcKernel(size_t count, uint32_t plane, uint32_t channels
 
 cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, uint32_t channels,
                                   uint32_t out_channels, uint32_t height, uint32_t width,
-                                  const float* mean, const float* stddev, void* out,
-                                  cudaStream_t stream) {
+                                  const float* mean, const float* stddev,
+                                  const AugmentBatch& augment, void* out, cudaStream_t stream) {
   if (out_channels < channels) return cudaErrorInvalidValue;
-  const uint32_t plane = height * width;
-  const size_t count = size_t{n} * out_channels * plane;
+  const size_t count = size_t{n} * out_channels * height * width;
   auto* o = static_cast<bf16*>(out);
   return WithSampleDType(dtype, [&](auto d) {
     DecodeNhwcKernel<decltype(d)::value><<<Blocks(count), kThreads, 0, stream>>>(
-        samples, count, channels, out_channels, plane, mean, stddev, o);
+        samples, count, channels, out_channels, height, width, mean, stddev, augment, o);
   });
 }
 

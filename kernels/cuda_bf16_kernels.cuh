@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "io/augment.h"
 #include "io/dtype.h"
 
 namespace rf::cuda {
@@ -27,10 +28,13 @@ namespace rf::cuda {
 // out[s][h][w][c] = bf16((sample[s][c][h][w] - mean[c]) / stddev[c]) for c < channels, and 0
 // for channels <= c < out_channels: the first block's input is padded to a multiple of 8
 // channels, which cuDNN's tensor-core kernels need (their fallbacks are several times slower).
+// Where `augment` has augmentation on, pixel (h, w) reads the sample pixel io/augment.h's
+// transform says instead (0 in every channel where it says none); augment.indices in device
+// memory. The value before the rounding to bf16 is the CPU backend's, bit for bit.
 cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, uint32_t channels,
                                   uint32_t out_channels, uint32_t height, uint32_t width,
-                                  const float* mean, const float* stddev, void* out,
-                                  cudaStream_t stream);
+                                  const float* mean, const float* stddev,
+                                  const AugmentBatch& augment, void* out, cudaStream_t stream);
 
 // pooled[n][H/2][W/2][C] = max over each 2x2 window of relu(y + bias[c]), y bf16 [n][H][W][C].
 cudaError_t BiasReluPoolBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,

@@ -22,12 +22,20 @@ unsigned Blocks(size_t count) {
 
 template <DType D>
 __global__ void DecodeSamplesKernel(const void* samples, size_t count, uint32_t channels,
-                                    size_t plane, const float* mean, const float* stddev,
-                                    float* out) {
+                                    uint32_t height, uint32_t width, const float* mean,
+                                    const float* stddev, AugmentBatch augment, float* out) {
+  const size_t plane = size_t{height} * width;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
        i += size_t{blockDim.x} * gridDim.x) {
     const auto c = static_cast<uint32_t>((i / plane) % channels);
-    out[i] = (LoadSample<D>(samples, i) - mean[c]) / stddev[c];
+    uint64_t from = i;
+    if (augment.params.enabled() &&
+        !AugmentedElement(augment, channels, height, width, i / plane / channels, c,
+                          static_cast<uint32_t>(i % plane), &from)) {
+      out[i] = 0.f;
+      continue;
+    }
+    out[i] = (LoadSample<D>(samples, from) - mean[c]) / stddev[c];
   }
 }
 
@@ -232,12 +240,12 @@ __global__ void AdamWKernel(size_t count4, AdamWArgs a, const float4* grad, floa
 }  // namespace
 
 cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t channels,
-                          size_t plane, const float* mean, const float* stddev, float* out,
-                          cudaStream_t stream) {
-  const size_t count = size_t{n} * channels * plane;
+                          uint32_t height, uint32_t width, const float* mean, const float* stddev,
+                          const AugmentBatch& augment, float* out, cudaStream_t stream) {
+  const size_t count = size_t{n} * channels * height * width;
   return WithSampleDType(dtype, [&](auto d) {
     DecodeSamplesKernel<decltype(d)::value><<<Blocks(count), kThreads, 0, stream>>>(
-        samples, count, channels, plane, mean, stddev, out);
+        samples, count, channels, height, width, mean, stddev, augment, out);
   });
 }
 

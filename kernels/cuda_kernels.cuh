@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "io/augment.h"
 #include "io/dtype.h"
 
 namespace rf::cuda {
@@ -32,13 +33,15 @@ constexpr unsigned long long kNoBadLabel = ~0ull;
 // record (no batch has 2^32 - 1 samples), so a bad label in the same batch is the one reported.
 constexpr unsigned long long kNonFiniteLoss = ~0ull - 1;
 
-// out[i] = (sample[i] - mean[c]) / stddev[c] for the n x channels x plane values of a batch
-// (NCHW, c the channel of element i), read as `dtype` (uint8, float16, bfloat16 or float32).
-// stddev must already have 0 replaced by 1. Same float operations as the CPU backend: the
-// decoded input is bit-identical to its.
+// out[i] = (sample[i] - mean[c]) / stddev[c] for the n x channels x height x width values of a
+// batch (NCHW, c the channel of element i), read as `dtype` (uint8, float16, bfloat16 or float32).
+// stddev must already have 0 replaced by 1. Where `augment` has augmentation on, element i reads
+// the sample element io/augment.h's transform says instead (and is 0 where it says none);
+// augment.indices in device memory. Same float operations as the CPU backend: the decoded input
+// is bit-identical to its.
 cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t channels,
-                          size_t plane, const float* mean, const float* stddev, float* out,
-                          cudaStream_t stream);
+                          uint32_t height, uint32_t width, const float* mean, const float* stddev,
+                          const AugmentBatch& augment, float* out, cudaStream_t stream);
 
 // out[i] = labels[i] as int32 (labels in uint8, uint16 or int32). A label outside [0, classes)
 // becomes 0 in `out` (so later kernels index safely) and is recorded, by atomicMin, in both

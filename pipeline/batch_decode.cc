@@ -58,23 +58,74 @@ typename E::Type FromFloat(float x) {
 
 // Samples of dtype In decoded into Out. Each channel plane is read contiguously; NCHW writes it
 // contiguously too (step a constant 1, so the loop vectorizes), NHWC `channels` elements apart.
-template <typename In, typename Out, bool kNormalize, SampleLayout kLayout>
-void DecodeTyped(const DecodeSpec& s, const void* in, uint32_t n, void* out) {
+// With kAugment each output pixel reads the stored pixel its sample's transform says (the same
+// expression), or is the output dtype's 0 where it says none.
+template <typename In, typename Out, bool kNormalize, SampleLayout kLayout, bool kAugment>
+void DecodeTyped(const DecodeSpec& s, const void* in, uint32_t n, void* out,
+                 const AugmentBatch& a) {
   using InT = typename In::Type;
   const size_t channels = s.channels, plane = size_t{s.height} * s.width;
   constexpr bool kChannelsLast = kLayout == SampleLayout::kNHWC;
   const size_t step = kChannelsLast ? channels : 1;
   for (size_t img = 0; img < n; ++img) {
+    SampleTransform t;
+    if constexpr (kAugment) {
+      t = DrawTransform(a.params, a.seed, a.epoch, a.indices[img], s.height, s.width);
+    }
     for (uint32_t c = 0; c < channels; ++c) {
       const float mean = kNormalize ? s.mean[c] : 0.f;
       const float divisor = kNormalize ? s.divisor(c) : 1.f;
       const size_t from = (img * channels + c) * plane;
       const size_t to = kChannelsLast ? img * channels * plane + c : from;
       for (size_t p = 0; p < plane; ++p) {
-        float x = ToFloat<In>(LoadAt<InT>(in, from + p));
+        size_t src = p;
+        if constexpr (kAugment) {
+          uint32_t pixel = 0;
+          const auto p32 = static_cast<uint32_t>(p);
+          if (!SourcePixel(t, s.height, s.width, p32 / s.width, p32 % s.width, &pixel)) {
+            StoreAt(out, to + p * step, FromFloat<Out>(0.f));
+            continue;
+          }
+          src = pixel;
+        }
+        float x = ToFloat<In>(LoadAt<InT>(in, from + src));
         // CpuBackend::LoadBatch's expression, operation for operation.
         if constexpr (kNormalize) x = (x - mean) / divisor;
         StoreAt(out, to + p * step, FromFloat<Out>(x));
+      }
+    }
+  }
+}
+
+// DecodeTyped in the spec's layout.
+template <typename In, typename Out, bool kNormalize, bool kAugment>
+void DecodeInLayout(const DecodeSpec& s, const void* in, uint32_t n, void* out,
+                    const AugmentBatch& a) {
+  if (s.layout == SampleLayout::kNCHW) {
+    DecodeTyped<In, Out, kNormalize, SampleLayout::kNCHW, kAugment>(s, in, n, out, a);
+  } else {
+    DecodeTyped<In, Out, kNormalize, SampleLayout::kNHWC, kAugment>(s, in, n, out, a);
+  }
+}
+
+// The stored dtype itself under augmentation: each element from where its transform says, or all
+// bits zero (0 in every dtype) where it says none; NCHW or NHWC.
+template <typename T>
+void PassThroughAugmented(const DecodeSpec& s, const void* in, uint32_t n, void* out,
+                          const AugmentBatch& a) {
+  const size_t channels = s.channels, plane = size_t{s.height} * s.width;
+  const bool channels_last = s.layout == SampleLayout::kNHWC;
+  for (size_t img = 0; img < n; ++img) {
+    const SampleTransform t =
+        DrawTransform(a.params, a.seed, a.epoch, a.indices[img], s.height, s.width);
+    const size_t base = img * channels * plane;
+    for (size_t c = 0; c < channels; ++c) {
+      for (uint32_t p = 0; p < plane; ++p) {
+        uint32_t src = 0;
+        const T v = SourcePixel(t, s.height, s.width, p / s.width, p % s.width, &src)
+                        ? LoadAt<T>(in, base + c * plane + src)
+                        : T{0};
+        StoreAt(out, channels_last ? base + p * channels + c : base + c * plane + p, v);
       }
     }
   }
@@ -94,8 +145,22 @@ void TransposeToChannelsLast(size_t channels, size_t plane, const void* in, uint
 }
 
 // The stored dtype itself, without normalize: the bytes as they are, or transposed.
-void PassThrough(const DecodeSpec& s, const void* in, uint32_t n, void* out) {
+void PassThrough(const DecodeSpec& s, const void* in, uint32_t n, void* out,
+                 const AugmentBatch& a) {
   const size_t plane = size_t{s.height} * s.width, size = DTypeSize(s.stored);
+  if (a.params.enabled()) {
+    switch (size) {
+      case 1:
+        return PassThroughAugmented<uint8_t>(s, in, n, out, a);
+      case 2:
+        return PassThroughAugmented<uint16_t>(s, in, n, out, a);
+      case 4:
+        return PassThroughAugmented<uint32_t>(s, in, n, out, a);
+      case 8:
+        return PassThroughAugmented<uint64_t>(s, in, n, out, a);
+    }
+    return;
+  }
   if (s.layout == SampleLayout::kNCHW) {
     std::memcpy(out, in, n * s.channels * plane * size);
     return;
@@ -169,19 +234,20 @@ size_t DecodeSpec::OutputSampleBytes() const {
   return size_t{channels} * height * width * DTypeSize(output);
 }
 
-void DecodeSamplesOnHost(const DecodeSpec& s, const void* stored, uint32_t n, void* out) {
-  if (s.output == s.stored && !s.normalize) return PassThrough(s, stored, n, out);
+void DecodeSamplesOnHost(const DecodeSpec& s, const void* stored, uint32_t n, void* out,
+                         const AugmentBatch& augment) {
+  if (s.output == s.stored && !s.normalize) return PassThrough(s, stored, n, out, augment);
   VisitSampleDType(s.stored, [&](auto in_dtype) {
     VisitDType(FloatDTypes{}, s.output, [&](auto out_dtype) {
       using In = decltype(in_dtype);
       using Out = decltype(out_dtype);
-      const bool nchw = s.layout == SampleLayout::kNCHW;
+      const bool augmented = augment.params.enabled();
       if (s.normalize) {
-        nchw ? DecodeTyped<In, Out, true, SampleLayout::kNCHW>(s, stored, n, out)
-             : DecodeTyped<In, Out, true, SampleLayout::kNHWC>(s, stored, n, out);
+        augmented ? DecodeInLayout<In, Out, true, true>(s, stored, n, out, augment)
+                  : DecodeInLayout<In, Out, true, false>(s, stored, n, out, augment);
       } else {
-        nchw ? DecodeTyped<In, Out, false, SampleLayout::kNCHW>(s, stored, n, out)
-             : DecodeTyped<In, Out, false, SampleLayout::kNHWC>(s, stored, n, out);
+        augmented ? DecodeInLayout<In, Out, false, true>(s, stored, n, out, augment)
+                  : DecodeInLayout<In, Out, false, false>(s, stored, n, out, augment);
       }
     });
   });

@@ -11,6 +11,10 @@
 //            FloatToBFloat16 and FloatToHalf). Without normalize a float output holds the stored
 //            value (uint8 255 -> 255.0f); an output of the stored dtype itself, without normalize,
 //            is the stored bytes (NCHW) or the same elements transposed (NHWC), bit for bit.
+//            Augmentation (io/augment.h), where the spec has it on, is fused into the same loop:
+//            each output pixel reads the stored pixel its sample's transform says, or is 0 (the
+//            output dtype's zero, after normalization) where it says none; the same transform and
+//            the same zeros as the training backends' decode.
 //   labels   always int64 (what torch's losses take).
 //
 // Two implementations of the same function: DecodeSamplesOnHost below (the CPU loader, on the
@@ -26,6 +30,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "io/augment.h"
+#include "io/batch.h"
 #include "io/dtype.h"
 #include "io/status.h"
 
@@ -43,6 +49,10 @@ struct DecodeSpec {
   bool normalize = true;  // (x - mean[c]) / stddev[c] in float32, stddev 0 taken as 1
   uint32_t channels = 1, height = 1, width = 1;
   std::vector<float> mean, stddev;  // per channel; read only where normalize is set
+  // Augmentation of every sample (off by default), its draws keyed by `seed` and each batch's
+  // epoch and sample indices (io/augment.h).
+  AugmentParams augment;
+  uint64_t seed = 0;
 
   // Ok, or why this decode cannot run: a Usage error naming the Python/CLI option to change
   // ("dtype": an output other than a float dtype or the stored one; "normalize": normalize with an
@@ -55,11 +65,18 @@ struct DecodeSpec {
   // Channel c's divisor: stddev[c], or 1 where it is 0 (a constant channel is centred, not divided
   // by zero), as CpuBackend does. Normalize only.
   float divisor(uint32_t c) const { return stddev[c] == 0.f ? 1.f : stddev[c]; }
+  // The augmentation of `batch` (a source's) under this spec: io/batch.h's AugmentationOf.
+  Result<AugmentBatch> AugmentFor(const Batch& batch) const {
+    return AugmentationOf(batch, augment, seed);
+  }
 };
 
 // Decodes n samples of `spec` (which Validate accepted) from `stored` (n * C * H * W elements of
-// spec.stored) into `out` (n * spec.OutputSampleBytes() bytes). Neither array need be aligned.
-void DecodeSamplesOnHost(const DecodeSpec& spec, const void* stored, uint32_t n, void* out);
+// spec.stored) into `out` (n * spec.OutputSampleBytes() bytes), each through its transform where
+// `augment` (spec.AugmentFor(batch); host memory) has augmentation on. Neither array need be
+// aligned.
+void DecodeSamplesOnHost(const DecodeSpec& spec, const void* stored, uint32_t n, void* out,
+                         const AugmentBatch& augment = AugmentBatch{});
 
 // Widens n labels of an integer dtype (decode_dtypes.h's IntegerDTypes: uint8, uint16, int32,
 // int64) to int64. `labels` need not be aligned. A label_dtype that is no integer dtype (a caller's

@@ -29,7 +29,7 @@ Status HostChunkStaging::CopyIn(uint32_t slot, const uint8_t* src, size_t bytes,
   return Status::Ok();
 }
 
-Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, uint32_t n) {
+Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) {
   if (n > layout_.max_batch) return Status::InvalidArgument("batch larger than the staging's");
   const uint8_t* area = area_.data();
   for (uint32_t i = 0; i < n; ++i) {
@@ -38,7 +38,9 @@ Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, uint32_t n) {
     std::memcpy(labels_.get() + i * layout_.label_bytes, area + refs[i].label_offset,
                 layout_.label_bytes);
   }
-  return layout_.BatchAt(samples_.get(), labels_.get(), n);
+  Batch b = layout_.BatchAt(samples_.get(), labels_.get(), n);
+  b.sample_indices = indices;  // host memory already, valid until the next Gather (the contract)
+  return b;
 }
 
 }  // namespace rf

@@ -12,7 +12,7 @@
 //   copy thread:    CopyIn(slot, host chunk) -- the host memory is handed back through `release`
 //                   as soon as the copy has read it
 //   compute thread: AwaitCopy(slot) before the first batch that reads the slot;
-//                   Gather(refs) -> a batch in the backend's memory;
+//                   Gather(refs, indices) -> a batch in the backend's memory;
 //                   Retire(slot) once no batch queued from now on reads it: the next CopyIn into
 //                   it must not overwrite it before the work queued so far has run.
 //
@@ -72,8 +72,10 @@ class ChunkStaging {
   virtual Status AwaitCopy(uint32_t slot) = 0;
   virtual Status Retire(uint32_t slot) = 0;
   // A batch of n <= max_batch samples, valid until the next Gather (device memory: until the work
-  // queued before the next Gather has run).
-  virtual Result<Batch> Gather(const SampleRef* refs, uint32_t n) = 0;
+  // queued before the next Gather has run). `indices` (host memory, n global sample indices) become
+  // the batch's sample_indices, in its memory; the caller keeps them unchanged until the next
+  // Gather and sets the batch's epoch.
+  virtual Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) = 0;
   // Waits until every copy and every batch queued so far has run (and every release called).
   virtual Status Drain() = 0;
 };
@@ -89,7 +91,7 @@ class HostChunkStaging final : public ChunkStaging {
                 void* arg) override;
   Status AwaitCopy(uint32_t) override { return Status::Ok(); }
   Status Retire(uint32_t) override { return Status::Ok(); }
-  Result<Batch> Gather(const SampleRef* refs, uint32_t n) override;
+  Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) override;
   Status Drain() override { return Status::Ok(); }
 
  private:

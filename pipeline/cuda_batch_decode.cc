@@ -25,8 +25,8 @@ Result<std::unique_ptr<CudaBatchDecoder>> CudaBatchDecoder::Create(const DecodeS
 }
 
 Status CudaBatchDecoder::Decode(const void* stored, const void* labels, DType label_dtype,
-                                uint32_t n, void* out, int64_t* labels_out,
-                                cudaStream_t stream) const {
+                                uint32_t n, void* out, int64_t* labels_out, cudaStream_t stream,
+                                const AugmentBatch& augment) const {
   if (n == 0) return Status::Ok();
   if (!decode::VisitDType(decode::IntegerDTypes{}, label_dtype, [](auto) {})) {
     return Status::InvalidArgument("cannot decode labels of dtype " +
@@ -49,6 +49,9 @@ Status CudaBatchDecoder::Decode(const void* stored, const void* labels, DType la
   args.normalize = spec_.normalize;
   args.channels = spec_.channels;
   args.plane = static_cast<uint32_t>(plane);
+  args.height = spec_.height;
+  args.width = spec_.width;
+  args.augment = augment;
   if (spec_.normalize) {
     args.mean = norm_.as<float>();
     args.divisor = norm_.as<float>() + spec_.channels;

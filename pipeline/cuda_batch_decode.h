@@ -38,9 +38,12 @@ class CudaBatchDecoder {
   // widening of n labels of `label_dtype` at `labels` into `labels_out`. Every array is device
   // memory aligned to its element size; `out` overlaps neither input. InvalidArgument for a
   // label dtype that is no integer dtype, a missing array or a batch of 2^31 elements or more;
-  // Aborted for a failed launch. n = 0 queues nothing.
+  // Aborted for a failed launch. n = 0 queues nothing. Where `augment` (spec().AugmentFor(batch);
+  // its indices in device memory) has augmentation on, each sample goes through its transform
+  // inside the same kernel.
   Status Decode(const void* stored, const void* labels, DType label_dtype, uint32_t n, void* out,
-                int64_t* labels_out, cudaStream_t stream) const;
+                int64_t* labels_out, cudaStream_t stream,
+                const AugmentBatch& augment = AugmentBatch{}) const;
 
  private:
   CudaBatchDecoder() = default;

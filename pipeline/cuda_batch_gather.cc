@@ -15,7 +15,9 @@ Result<CudaBatchGather> CudaBatchGather::Create(const StagingLayout& layout, cud
                                       layout.max_batch * layout.sample_bytes, "a gathered batch"));
   RF_ASSIGN_OR_RETURN(g.labels_, cuda::DeviceBuffer::Allocate(layout.max_batch * layout.label_bytes,
                                                               "gathered labels"));
-  const size_t ref_bytes = layout.max_batch * sizeof(SampleRef);
+  RF_ASSIGN_OR_RETURN(g.indices_, cuda::DeviceBuffer::Allocate(layout.max_batch * sizeof(uint64_t),
+                                                               "gathered indices"));
+  const size_t ref_bytes = layout.max_batch * (sizeof(SampleRef) + sizeof(uint64_t));
   for (int i = 0; i < kRefBuffers; ++i) {
     RF_ASSIGN_OR_RETURN(g.refs_[i], cuda::PinnedBuffer::Allocate(ref_bytes, "batch refs"));
     RF_ASSIGN_OR_RETURN(g.refs_read_[i], cuda::CreateEvent(/*timing=*/false));
@@ -23,19 +25,24 @@ Result<CudaBatchGather> CudaBatchGather::Create(const StagingLayout& layout, cud
   return g;
 }
 
-Result<Batch> CudaBatchGather::Gather(const uint8_t* base, const SampleRef* refs, uint32_t n) {
+Result<Batch> CudaBatchGather::Gather(const uint8_t* base, const SampleRef* refs,
+                                      const uint64_t* indices, uint32_t n) {
   if (n > layout_.max_batch) return Status::InvalidArgument("batch larger than the gather's");
   const int i = next_;
   next_ = (next_ + 1) % kRefBuffers;
   if (refs_pending_[i]) RF_CUDA_CHECK(cudaEventSynchronize(refs_read_[i].get()));
   std::memcpy(refs_[i].as<SampleRef>(), refs, n * sizeof(SampleRef));
   static_assert(sizeof(SampleRef) == 2 * sizeof(uint64_t));
-  RF_CUDA_CHECK(cuda::GatherSamples(base, refs_[i].as<uint64_t>(), n, layout_.sample_bytes,
-                                    layout_.label_bytes, samples_.as<uint8_t>(),
-                                    labels_.as<uint8_t>(), compute_));
+  uint64_t* pinned_indices = refs_[i].as<uint64_t>() + 2 * size_t{layout_.max_batch};
+  std::memcpy(pinned_indices, indices, n * sizeof(uint64_t));
+  RF_CUDA_CHECK(cuda::GatherSamples(
+      base, refs_[i].as<uint64_t>(), pinned_indices, n, layout_.sample_bytes, layout_.label_bytes,
+      samples_.as<uint8_t>(), labels_.as<uint8_t>(), indices_.as<uint64_t>(), compute_));
   RF_CUDA_CHECK(cudaEventRecord(refs_read_[i].get(), compute_));
   refs_pending_[i] = true;
-  return layout_.BatchAt(samples_.data(), labels_.data(), n);
+  Batch b = layout_.BatchAt(samples_.data(), labels_.data(), n);
+  b.sample_indices = indices_.as<uint64_t>();
+  return b;
 }
 
 }  // namespace rf

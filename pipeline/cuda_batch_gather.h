@@ -26,14 +26,17 @@ class CudaBatchGather {
   static Result<CudaBatchGather> Create(const StagingLayout& layout, cudaStream_t compute);
 
   // A batch of n <= max_batch samples from `base`, valid until the work queued before the next
-  // Gather has run.
-  Result<Batch> Gather(const uint8_t* base, const SampleRef* refs, uint32_t n);
+  // Gather has run; its sample_indices (device memory) are a copy of `indices` (host memory, n
+  // global sample indices), made by the gather kernel itself.
+  Result<Batch> Gather(const uint8_t* base, const SampleRef* refs, const uint64_t* indices,
+                       uint32_t n);
 
  private:
   static constexpr int kRefBuffers = 16;
   StagingLayout layout_;
   cudaStream_t compute_ = nullptr;
-  cuda::DeviceBuffer samples_, labels_;
+  cuda::DeviceBuffer samples_, labels_, indices_;
+  // Each ref buffer: max_batch SampleRefs, then max_batch global sample indices.
   std::array<cuda::PinnedBuffer, kRefBuffers> refs_;
   std::array<cuda::CudaEvent, kRefBuffers> refs_read_;  // after the kernel that read refs_[i]
   std::array<bool, kRefBuffers> refs_pending_{};

@@ -69,8 +69,8 @@ Status CudaChunkStaging::Retire(uint32_t slot) {
   return Status::Ok();
 }
 
-Result<Batch> CudaChunkStaging::Gather(const SampleRef* refs, uint32_t n) {
-  return gather_->Gather(area_.as<uint8_t>(), refs, n);
+Result<Batch> CudaChunkStaging::Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) {
+  return gather_->Gather(area_.as<uint8_t>(), refs, indices, n);
 }
 
 Status CudaChunkStaging::Drain() {

@@ -38,7 +38,7 @@ class CudaChunkStaging final : public ChunkStaging {
                 void* arg) override;
   Status AwaitCopy(uint32_t slot) override;
   Status Retire(uint32_t slot) override;
-  Result<Batch> Gather(const SampleRef* refs, uint32_t n) override;
+  Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) override;
   Status Drain() override;
 
  private:

@@ -85,6 +85,21 @@ __device__ inline uint32_t ChannelsFirstIndex(uint32_t o, uint32_t channels, uin
   return (img * channels + c) * plane + (pixel - img * plane);
 }
 
+// Under augmentation, where element `from` of the stored batch (channels first; channel c) is
+// read from instead: true with *from the element the sample's transform says, false where the
+// output is 0. Without augmentation, true and *from unchanged.
+__device__ inline bool AugmentSource(const AugmentBatch& a, uint32_t channels, uint32_t plane,
+                                     uint32_t height, uint32_t width, uint32_t c, uint32_t* from) {
+  if (!a.params.enabled()) return true;
+  uint64_t src = 0;
+  if (!AugmentedElement(a, channels, height, width, *from / plane / channels, c, *from % plane,
+                        &src)) {
+    return false;
+  }
+  *from = static_cast<uint32_t>(src);
+  return true;
+}
+
 // One thread per output element, consecutive threads on consecutive output elements: the writes
 // (the larger side: a float32 is four uint8s) coalesce in both layouts. NHWC's reads then fall in
 // `channels` runs per warp, one in each channel plane; a batch of a few MB stays in L2, so every
@@ -92,31 +107,40 @@ __device__ inline uint32_t ChannelsFirstIndex(uint32_t o, uint32_t channels, uin
 template <typename In, typename Out, bool kChannelsLast, bool kNormalize>
 __global__ void __launch_bounds__(kThreads)
     DecodeKernel(const typename In::Type* __restrict__ in, uint32_t total, uint32_t channels,
-                 uint32_t plane, const float* __restrict__ mean, const float* __restrict__ divisor,
+                 uint32_t plane, uint32_t height, uint32_t width, const float* __restrict__ mean,
+                 const float* __restrict__ divisor, AugmentBatch augment,
                  typename Out::Type* __restrict__ out) {
   const uint32_t stride = gridDim.x * kThreads;
   for (uint32_t o = blockIdx.x * kThreads + threadIdx.x; o < total; o += stride) {
     uint32_t from = o, c = 0;
     if constexpr (kChannelsLast) {
       from = ChannelsFirstIndex(o, channels, plane, &c);
-    } else if constexpr (kNormalize) {
+    } else {
       c = (o / plane) % channels;
     }
-    float x = ReadFloat<In>(in[from]);
-    if constexpr (kNormalize) x = Normalize(x, mean[c], divisor[c]);
+    // The host's 0.f where the transform reads nothing (not normalized: 0 in normalized space).
+    float x = 0.f;
+    if (AugmentSource(augment, channels, plane, height, width, c, &from)) {
+      x = ReadFloat<In>(in[from]);
+      if constexpr (kNormalize) x = Normalize(x, mean[c], divisor[c]);
+    }
     out[o] = WriteFloat<Out>(x);
   }
 }
 
-// NCHW -> NHWC of elements of T, unchanged (the stored dtype without normalize).
+// Elements of T unchanged (the stored dtype without normalize): NCHW -> NHWC, and under
+// augmentation each from where its transform says, all bits zero (0 in every dtype) where it says
+// none, in either layout.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    ChannelsLastKernel(const T* __restrict__ in, uint32_t total, uint32_t channels, uint32_t plane,
-                       T* __restrict__ out) {
+    PassThroughKernel(const T* __restrict__ in, uint32_t total, uint32_t channels, uint32_t plane,
+                      uint32_t height, uint32_t width, bool channels_last, AugmentBatch augment,
+                      T* __restrict__ out) {
   const uint32_t stride = gridDim.x * kThreads;
   for (uint32_t o = blockIdx.x * kThreads + threadIdx.x; o < total; o += stride) {
-    uint32_t c;
-    out[o] = in[ChannelsFirstIndex(o, channels, plane, &c)];
+    uint32_t from = o, c = (o / plane) % channels;
+    if (channels_last) from = ChannelsFirstIndex(o, channels, plane, &c);
+    out[o] = AugmentSource(augment, channels, plane, height, width, c, &from) ? in[from] : T{0};
   }
 }
 
@@ -133,9 +157,9 @@ template <typename In, typename Out>
 void LaunchDecode(const DecodeArgs& a, const void* in, uint32_t total, void* out,
                   cudaStream_t stream) {
   const auto launch = [&](auto kernel) {
-    kernel<<<Blocks(total), kThreads, 0, stream>>>(static_cast<const typename In::Type*>(in), total,
-                                                   a.channels, a.plane, a.mean, a.divisor,
-                                                   static_cast<typename Out::Type*>(out));
+    kernel<<<Blocks(total), kThreads, 0, stream>>>(
+        static_cast<const typename In::Type*>(in), total, a.channels, a.plane, a.height, a.width,
+        a.mean, a.divisor, a.augment, static_cast<typename Out::Type*>(out));
   };
   if (a.channels_last) {
     if (a.normalize) {
@@ -153,10 +177,11 @@ void LaunchDecode(const DecodeArgs& a, const void* in, uint32_t total, void* out
 }
 
 template <typename T>
-void LaunchChannelsLast(const DecodeArgs& a, const void* in, uint32_t total, void* out,
-                        cudaStream_t stream) {
-  ChannelsLastKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
-      static_cast<const T*>(in), total, a.channels, a.plane, static_cast<T*>(out));
+void LaunchPassThrough(const DecodeArgs& a, const void* in, uint32_t total, void* out,
+                       cudaStream_t stream) {
+  PassThroughKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
+      static_cast<const T*>(in), total, a.channels, a.plane, a.height, a.width, a.channels_last,
+      a.augment, static_cast<T*>(out));
 }
 
 }  // namespace
@@ -167,21 +192,21 @@ cudaError_t DecodeSamples(const DecodeArgs& a, const void* in, uint32_t n, void*
   if (total == 0) return cudaSuccess;
   if (a.output == a.stored && !a.normalize) {
     const size_t size = DTypeSize(a.stored);
-    if (!a.channels_last) {
+    if (!a.channels_last && !a.augment.params.enabled()) {
       return cudaMemcpyAsync(out, in, total * size, cudaMemcpyDeviceToDevice, stream);
     }
     switch (size) {
       case 1:
-        LaunchChannelsLast<uint8_t>(a, in, total, out, stream);
+        LaunchPassThrough<uint8_t>(a, in, total, out, stream);
         break;
       case 2:
-        LaunchChannelsLast<uint16_t>(a, in, total, out, stream);
+        LaunchPassThrough<uint16_t>(a, in, total, out, stream);
         break;
       case 4:
-        LaunchChannelsLast<uint32_t>(a, in, total, out, stream);
+        LaunchPassThrough<uint32_t>(a, in, total, out, stream);
         break;
       case 8:
-        LaunchChannelsLast<uint64_t>(a, in, total, out, stream);
+        LaunchPassThrough<uint64_t>(a, in, total, out, stream);
         break;
       default:
         return cudaErrorInvalidValue;

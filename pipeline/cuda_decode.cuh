@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "io/augment.h"
 #include "io/dtype.h"
 
 namespace rf::cuda {
@@ -22,6 +23,10 @@ struct DecodeArgs {
   bool channels_last = false;  // NHWC output
   bool normalize = false;
   uint32_t channels = 1, plane = 1;  // plane: height * width
+  uint32_t height = 1, width = 1;
+  // Augmentation (io/augment.h; indices in device memory): each output element reads the stored
+  // element its sample's transform says, or is the output dtype's 0 where it says none.
+  AugmentBatch augment;
   // Normalize only: `channels` floats each, the means and the divisors (stddev, 0 replaced by 1).
   const float* mean = nullptr;
   const float* divisor = nullptr;

@@ -5,9 +5,11 @@ namespace {
 
 constexpr int kThreads = 128;
 
-__global__ void GatherKernel(const uint8_t* base, const uint64_t* refs, size_t sample_bytes,
-                             size_t label_bytes, bool vector, uint8_t* samples, uint8_t* labels) {
+__global__ void GatherKernel(const uint8_t* base, const uint64_t* refs, const uint64_t* indices_in,
+                             size_t sample_bytes, size_t label_bytes, bool vector, uint8_t* samples,
+                             uint8_t* labels, uint64_t* indices_out) {
   const uint32_t i = blockIdx.x;
+  if (threadIdx.x == 0) indices_out[i] = indices_in[i];
   const uint8_t* src = base + refs[2 * i];
   uint8_t* dst = samples + i * sample_bytes;
   if (vector) {  // sample_bytes, both offsets and both bases are multiples of 16
@@ -24,16 +26,16 @@ __global__ void GatherKernel(const uint8_t* base, const uint64_t* refs, size_t s
 
 }  // namespace
 
-cudaError_t GatherSamples(const uint8_t* base, const uint64_t* refs, uint32_t n,
-                          size_t sample_bytes, size_t label_bytes, uint8_t* samples,
-                          uint8_t* labels, cudaStream_t stream) {
+cudaError_t GatherSamples(const uint8_t* base, const uint64_t* refs, const uint64_t* indices_in,
+                          uint32_t n, size_t sample_bytes, size_t label_bytes, uint8_t* samples,
+                          uint8_t* labels, uint64_t* indices_out, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if (label_bytes > kThreads) return cudaErrorInvalidValue;
   // Sample offsets are slot or chunk starts (4096-aligned) plus multiples of sample_bytes.
   const bool vector = sample_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(base) % 16 == 0 &&
                       reinterpret_cast<uintptr_t>(samples) % 16 == 0;
-  GatherKernel<<<n, kThreads, 0, stream>>>(base, refs, sample_bytes, label_bytes, vector, samples,
-                                           labels);
+  GatherKernel<<<n, kThreads, 0, stream>>>(base, refs, indices_in, sample_bytes, label_bytes,
+                                           vector, samples, labels, indices_out);
   return cudaGetLastError();
 }
 

@@ -13,9 +13,10 @@ namespace rf::cuda {
 
 // refs[i] = {byte offset of sample i in `base`, byte offset of its label in `base`} (memory the
 // GPU can read: device or pinned host memory; the layout of pipeline/chunk_staging.h's
-// SampleRef).
-cudaError_t GatherSamples(const uint8_t* base, const uint64_t* refs, uint32_t n,
-                          size_t sample_bytes, size_t label_bytes, uint8_t* samples,
-                          uint8_t* labels, cudaStream_t stream);
+// SampleRef). indices_in (memory the GPU can read, n global sample indices) is copied to
+// indices_out alongside.
+cudaError_t GatherSamples(const uint8_t* base, const uint64_t* refs, const uint64_t* indices_in,
+                          uint32_t n, size_t sample_bytes, size_t label_bytes, uint8_t* samples,
+                          uint8_t* labels, uint64_t* indices_out, cudaStream_t stream);
 
 }  // namespace rf::cuda

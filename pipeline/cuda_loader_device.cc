@@ -60,8 +60,9 @@ Status CudaLoaderDevice::PrepareDecode(const DecodeSpec& spec) {
 }
 
 Status CudaLoaderDevice::Decode(const Batch& stored, void* out, int64_t* labels) {
+  RF_ASSIGN_OR_RETURN(const AugmentBatch augment, decoder_->spec().AugmentFor(stored));
   return decoder_->Decode(stored.samples, stored.labels, stored.label_dtype, stored.n, out, labels,
-                          stream_);
+                          stream_, augment);
 }
 
 Status CudaLoaderDevice::Drain() {

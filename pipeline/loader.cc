@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "io/augment_spec.h"
 #include "io/clock.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/output_pool.h"
@@ -10,8 +11,9 @@
 namespace rf {
 namespace {
 
-// The decode a loader's options ask of this dataset.
-DecodeSpec DecodeFor(const format::Header& h, const OutputOptions& o) {
+// The decode a loader's options ask of this dataset (augment: o.augment parsed).
+DecodeSpec DecodeFor(const format::Header& h, const OutputOptions& o, const AugmentParams& augment,
+                     uint64_t seed) {
   DecodeSpec s;
   s.stored = h.sample_dtype;
   s.output = o.dtype;
@@ -20,6 +22,8 @@ DecodeSpec DecodeFor(const format::Header& h, const OutputOptions& o) {
   s.channels = h.channels;
   s.height = h.height;
   s.width = h.width;
+  s.augment = augment;
+  s.seed = seed;
   s.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
   s.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
   if (!o.mean.empty() || !o.stddev.empty()) {  // DecodeSpec::Validate checks their counts
@@ -78,7 +82,8 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
     if (!out.normalize && (!out.mean.empty() || !out.stddev.empty())) {
       return Status::Usage("mean and std: given with normalize off, they would do nothing");
     }
-    decode_ = DecodeFor(h, out);
+    RF_ASSIGN_OR_RETURN(const AugmentParams augment, ParseAugmentSpec(out.augment));
+    decode_ = DecodeFor(h, out, augment, options.pipeline.seed);
     RF_RETURN_IF_ERROR(decode_.Validate());
     RF_ASSIGN_OR_RETURN(sample_shape_, SampleShape(h, options.output.layout));
   }

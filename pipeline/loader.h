@@ -66,6 +66,11 @@ struct OutputOptions {
   // Statistics to normalize with instead of the header's (one per channel; both or neither): a
   // test split normalized as its training split was.
   std::vector<float> mean, stddev;
+  // Data augmentation, an --augment spec (io/augment_spec.h: "crop:4,flip,erase:0.5"; "" or
+  // "none": off), fused into the decode; each sample's transform keyed by the pipeline's seed, the
+  // epoch and the sample's global index, so the same on the host and the GPU, and on resume. Leave
+  // it off for a test split.
+  std::string augment;
 };
 
 struct LoaderOptions {

@@ -32,7 +32,8 @@ class HostLoaderDevice final : public LoaderDevice {
     return Status::Ok();
   }
   Status Decode(const Batch& stored, void* out, int64_t* labels) override {
-    DecodeSamplesOnHost(spec_, stored.samples, stored.n, out);
+    RF_ASSIGN_OR_RETURN(const AugmentBatch augment, spec_.AugmentFor(stored));
+    DecodeSamplesOnHost(spec_, stored.samples, stored.n, out, augment);
     DecodeLabelsOnHost(stored.label_dtype, stored.labels, stored.n, labels);
     return Status::Ok();
   }

@@ -189,7 +189,10 @@ Result<Batch> ManagedSource::Next() {
   }
   position_ += n;
   RF_RETURN_IF_ERROR(PrefetchAhead(n));
-  return gather_->Gather(data_.as<uint8_t>(), refs_.data(), n);
+  RF_ASSIGN_OR_RETURN(Batch b,
+                      gather_->Gather(data_.as<uint8_t>(), refs_.data(), batch_samples_.data(), n));
+  b.epoch = epoch_;
+  return b;
 }
 
 }  // namespace rf

@@ -236,7 +236,9 @@ Result<Batch> StreamingSource::Next() {
     batch_samples_.push_back(order_.GlobalSample(s.chunk, s.sample));
   }
   position_ += n;
-  return staging_->Gather(refs_.data(), n);
+  RF_ASSIGN_OR_RETURN(Batch b, staging_->Gather(refs_.data(), batch_samples_.data(), n));
+  b.epoch = epoch_;
+  return b;
 }
 
 }  // namespace rf

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "dist/world.h"
+#include "io/augment_spec.h"
 #include "io/dataset.h"
 #include "kernels/checkpoint.h"
 #include "pipeline/memory_batch_source.h"
@@ -225,16 +226,18 @@ Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, 
                                                       {"source", engine->train().Describe()},
                                                       {"setup_seconds", setup_seconds},
                                                       {"world_size", world.size()},
+                                                      {"augment", AugmentSpecText(c.augment)},
                                                       {"gpu_bytes", engine->gpu_bytes()}}
                                            .dump() +
                                        "\n"));
   }
   if (lead) {
     const std::string batch =
-        world.size() == 1
-            ? std::to_string(c.pipeline.batch_size)
-            : std::to_string(c.pipeline.batch_size) + " a rank (" +
-                  std::to_string(uint64_t{c.pipeline.batch_size} * world.size()) + " a step)";
+        (world.size() == 1
+             ? std::to_string(c.pipeline.batch_size)
+             : std::to_string(c.pipeline.batch_size) + " a rank (" +
+                   std::to_string(uint64_t{c.pipeline.batch_size} * world.size()) + " a step)") +
+        (c.augment.enabled() ? ", augment " + AugmentSpecText(c.augment) : "");
     std::printf(
         "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %s%s\nbackend: %s\n"
         "%s%s%s\nset up in %.2f s; GPU memory at start: %.1f MiB\n",

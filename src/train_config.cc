@@ -112,6 +112,7 @@ TrainComponents DeriveTrainComponents(const TrainConfig& c) {
   EngineOptions& e = out.engine;
   e.precision = c.precision;
   e.cuda_graph = c.cuda_graph;
+  e.augment = c.augment;
   e.loader.pipeline = p;
   e.loader.epochs = c.epochs;
   e.loader.output_buffers = 0;  // the backends decode the stored samples themselves

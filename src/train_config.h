@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "io/augment.h"
 #include "io/status.h"
 #include "kernels/checkpoint.h"
 #include "kernels/lr_schedule.h"
@@ -42,6 +43,9 @@ struct TrainConfig {
   uint64_t epochs = TrainerOptions{}.epochs;  // >= 1
   Precision precision = EngineOptions{}.precision;
   bool cuda_graph = EngineOptions{}.cuda_graph;
+  // Data augmentation of the training split (--augment; io/augment_spec.h), keyed by the seed:
+  // never the test split's. Not in the checkpoint: a resumed run takes it from its command line.
+  AugmentParams augment;
   // Files. Inputs: resume. Outputs: the others (none of them may be an input: CheckTrainOutputs).
   std::string checkpoint, resume, metrics, dump_order, trace;
   uint64_t checkpoint_every = TrainerOptions{}.checkpoint_every;  // steps; 0: at the end only

@@ -26,6 +26,9 @@ Status TrainEngine::MakeSources(const EngineOptions& o, const EngineInputs& in, 
   lo.output_buffers = 0;  // the backends decode for themselves
   RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, lo));
   test_ = test;
+  // The training batches carry their samples' indices and epoch; the backend draws each sample's
+  // transform from them inside its decode. Evaluate never augments.
+  backend_->SetAugmentation(o.augment, lo.pipeline.seed);
   return Status::Ok();
 }
 

@@ -50,6 +50,9 @@ inline const char* PrecisionName(Precision p) {
 struct EngineOptions {
   Precision precision = Precision::kBf16;  // CUDA only
   bool cuda_graph = true;  // CUDA: replay each full batch's forward + backward as a CUDA graph
+  // Augmentation of the training batches (Backend::SetAugmentation), keyed by the loader's seed;
+  // the test split is never augmented.
+  AugmentParams augment;
   // The training data's pipeline (its device and mode choose the backend's): the library's
   // loader at its raw level (output_buffers 0: the backends decode the stored samples
   // themselves). Its batch size is the backend's largest batch.

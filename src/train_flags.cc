@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/augment_spec.h"
 #include "src/unsigned_flags.h"
 
 namespace po = boost::program_options;
@@ -79,6 +80,7 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
   f.conv = ConvWidthsText(c.conv);
   f.optimizer = c.optimizer.kind == OptimizerKind::kAdamW ? "adamw" : "sgd";
   f.lr_schedule = LrScheduleName(c.schedule.kind);
+  f.augment = AugmentSpecText(c.augment);
   std::string cuda_graph = c.cuda_graph ? "on" : "off";
   bool no_verify = !p.verify;
 
@@ -143,6 +145,11 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
     ("seed", po::value(&p.seed)->default_value(p.seed),
      "seeds the initial parameters and the epoch order")
     ("conv", po::value(&f.conv)->default_value(f.conv), "output channels of each conv block")
+    ("augment", po::value(&f.augment)->default_value(f.augment),
+     "augment the training split: a comma list of crop:P (random crop, P pixels of zero "
+     "padding), flip (random horizontal flip), erase:P (random erasing, probability P), e.g. "
+     "crop:4,flip; none: off. Each sample's transform depends on the seed, the epoch and its "
+     "index only (a resumed run gives --augment again: the checkpoint does not hold it)")
     ("hidden", po::value(&c.hidden)->default_value(c.hidden), "width of the hidden layer")
     ("checkpoint", po::value(&c.checkpoint),
      "write a checkpoint here at the end, on SIGINT/SIGTERM and every --checkpoint-every steps "
@@ -252,6 +259,7 @@ Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& f) {
   } else {
     return Status::Usage("--optimizer must be sgd or adamw, got \"" + f.optimizer + "\"");
   }
+  RF_ASSIGN_OR_RETURN(c.augment, ParseAugmentSpec(f.augment));
 
   if (p.mode == PipelineMode::kManaged) {
     RF_RETURN_IF_ERROR(RefuseGiven(f.given,

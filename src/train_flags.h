@@ -34,7 +34,7 @@ struct TrainFlags {
   // Numbers, paths and switches, as given or defaulted (TrainConfig's defaults).
   TrainConfig config;
   // The options still to be parsed, as written.
-  std::string mode, device, precision, shuffle, io, read_size, conv;
+  std::string mode, device, precision, shuffle, io, read_size, conv, augment;
   std::string optimizer, lr_schedule;
   std::set<std::string> given;  // long names of the options given, not defaulted
 };

@@ -15,6 +15,7 @@ packages=(
   openmpi-bin libopenmpi-dev    # data-parallel runs (mpirun; the MPI plugin) and their tests
   python3-dev pybind11-dev      # the Python package's extension (python/)
   libdlpack-dev                 # dlpack/dlpack.h: batches exported to torch/numpy
+  librandom123-dev              # Random123's Philox: augmentation's draws, host and GPU alike
   python3-numpy python3-pytest  # the Python package's tests
   python3-torch                 # ... which check zero-copy export to torch (CPU build)
   dataset-fashion-mnist         # the real data the main job and the tests convert

@@ -74,6 +74,7 @@ class _Loader:
         normalize: bool,
         mean: Sequence[float],
         std: Sequence[float],
+        augment: str,
         shuffle: str,
         shuffle_window: int,
         seed: int,

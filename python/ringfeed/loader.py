@@ -210,6 +210,14 @@ class Loader:
     mean, std: per-channel statistics to normalize with instead of the header's (both or
         neither, one value per channel), e.g. a test split normalized as its training split:
         ``mean=train.dataset.mean, std=train.dataset.std``.
+    augment: data augmentation, as ``ringfeed train --augment``: a comma list of 'crop:P'
+        (random crop with P pixels of zero padding), 'flip' (random horizontal flip) and
+        'erase:P' (random erasing with probability P), e.g. ``augment="crop:4,flip"``; None or
+        'none': off. Fused into the decode (on the GPU, in the same kernel); each sample's
+        transform depends only on seed, the epoch and the sample's index in the dataset, so it
+        is the same on the CPU and the GPU, whatever the batch size or rank, and after
+        load_state_dict. Zero filled pixels are 0 in the output (after normalization). Leave it
+        off for a test split.
     shuffle: 'window' (chunks in a seeded permutation per epoch, and the samples of
         shuffle_window chunks resident together in a seeded permutation of their own) or 'none'
         (stored order).
@@ -253,6 +261,7 @@ class Loader:
         normalize: Optional[bool] = None,
         mean: Optional[Sequence[float]] = None,
         std: Optional[Sequence[float]] = None,
+        augment: Optional[str] = None,
         shuffle: str = "window",
         shuffle_window: int = 64,
         seed: int = 0,
@@ -312,6 +321,8 @@ class Loader:
             raise UsageError(f"mean and std must be sequences of numbers, got {mean!r}, "
                              f"{std!r}") from None
 
+        augment = "none" if augment is None else _str_option("augment", augment)
+
         self._dataset = dataset
         self._batch_size = batch_size
         self._seed = seed
@@ -330,6 +341,7 @@ class Loader:
             normalize=normalize,
             mean=mean,
             std=std,
+            augment=augment,
             shuffle=self._shuffle,
             shuffle_window=shuffle_window,
             seed=seed,

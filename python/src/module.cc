@@ -271,12 +271,13 @@ T Option(Result<T> r) {
 LoaderOptions MakeOptions(const Dataset& d, uint32_t batch_size, const std::string& device, int gpu,
                           const std::string& dtype, SampleLayout layout, bool normalize,
                           const std::vector<float>& mean, const std::vector<float>& stddev,
-                          const std::string& shuffle, uint32_t shuffle_window, uint64_t seed,
-                          bool drop_last, uint32_t rank, uint32_t world_size,
-                          const std::string& mode, const std::string& io, uint32_t queue_depth,
-                          const std::string& read_size, uint32_t ring_slots, uint32_t copy_streams,
-                          bool verify, uint32_t output_buffers, uint32_t managed_prefetch,
-                          bool managed_advise, bool managed_oversubscribe) {
+                          const std::string& augment, const std::string& shuffle,
+                          uint32_t shuffle_window, uint64_t seed, bool drop_last, uint32_t rank,
+                          uint32_t world_size, const std::string& mode, const std::string& io,
+                          uint32_t queue_depth, const std::string& read_size, uint32_t ring_slots,
+                          uint32_t copy_streams, bool verify, uint32_t output_buffers,
+                          uint32_t managed_prefetch, bool managed_advise,
+                          bool managed_oversubscribe) {
   LoaderOptions o;
   PipelineConfig& p = o.pipeline;
   p.data = d.shard_path(0);
@@ -305,6 +306,7 @@ LoaderOptions MakeOptions(const Dataset& d, uint32_t batch_size, const std::stri
   o.output.normalize = normalize;
   o.output.mean = mean;
   o.output.stddev = stddev;
+  o.output.augment = augment;  // parsed, and refused, by the Loader (io/augment_spec.h)
   o.output_buffers = output_buffers;
   o.gpu = gpu;
   o.poll = CheckSignals;
@@ -492,25 +494,25 @@ PYBIND11_MODULE(_ringfeed, m) {
       .def(py::init([](std::shared_ptr<Dataset> d, uint32_t batch_size, const std::string& device,
                        int gpu, const std::string& dtype, SampleLayout layout, bool normalize,
                        const std::vector<float>& mean, const std::vector<float>& stddev,
-                       const std::string& shuffle, uint32_t shuffle_window, uint64_t seed,
-                       bool drop_last, uint32_t rank, uint32_t world_size, const std::string& mode,
-                       const std::string& io, uint32_t queue_depth, const std::string& read_size,
-                       uint32_t ring_slots, uint32_t copy_streams, bool verify,
-                       uint32_t output_buffers, uint32_t managed_prefetch, bool managed_advise,
-                       bool managed_oversubscribe) {
+                       const std::string& augment, const std::string& shuffle,
+                       uint32_t shuffle_window, uint64_t seed, bool drop_last, uint32_t rank,
+                       uint32_t world_size, const std::string& mode, const std::string& io,
+                       uint32_t queue_depth, const std::string& read_size, uint32_t ring_slots,
+                       uint32_t copy_streams, bool verify, uint32_t output_buffers,
+                       uint32_t managed_prefetch, bool managed_advise, bool managed_oversubscribe) {
              const LoaderOptions o = MakeOptions(
-                 *d, batch_size, device, gpu, dtype, layout, normalize, mean, stddev, shuffle,
-                 shuffle_window, seed, drop_last, rank, world_size, mode, io, queue_depth,
+                 *d, batch_size, device, gpu, dtype, layout, normalize, mean, stddev, augment,
+                 shuffle, shuffle_window, seed, drop_last, rank, world_size, mode, io, queue_depth,
                  read_size, ring_slots, copy_streams, verify, output_buffers, managed_prefetch,
                  managed_advise, managed_oversubscribe);
              return std::make_unique<NativeLoader>(std::move(d), o);
            }),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("device"),
            py::arg("gpu"), py::arg("dtype"), py::arg("layout"), py::arg("normalize"),
-           py::arg("mean"), py::arg("std"), py::arg("shuffle"), py::arg("shuffle_window"),
-           py::arg("seed"), py::arg("drop_last"), py::arg("rank"), py::arg("world_size"),
-           py::arg("mode"), py::arg("io"), py::arg("queue_depth"), py::arg("read_size"),
-           py::arg("ring_slots"), py::arg("copy_streams"), py::arg("verify"),
+           py::arg("mean"), py::arg("std"), py::arg("augment"), py::arg("shuffle"),
+           py::arg("shuffle_window"), py::arg("seed"), py::arg("drop_last"), py::arg("rank"),
+           py::arg("world_size"), py::arg("mode"), py::arg("io"), py::arg("queue_depth"),
+           py::arg("read_size"), py::arg("ring_slots"), py::arg("copy_streams"), py::arg("verify"),
            py::arg("output_buffers"), py::arg("managed_prefetch"), py::arg("managed_advise"),
            py::arg("managed_oversubscribe"))
       .def("start_epoch", &NativeLoader::StartEpoch, py::arg("epoch"), py::arg("position"),

@@ -96,3 +96,28 @@ def test_other_frameworks_take_the_batches_without_a_copy(datasets, library):
         got = jax.device_get(x)
     assert got.shape == tuple(samples.shape)
     assert (got == expect).all()
+
+
+@pytest.mark.parametrize("mode", ["streaming", "managed"])
+@pytest.mark.parametrize("spec", ["crop:1", "flip", "erase:0.7", "crop:2,flip,erase:0.5"])
+@pytest.mark.parametrize("dtype, layout, normalize", [("float32", "NCHW", True),
+                                                      ("bfloat16", "NHWC", True),
+                                                      ("uint8", "NHWC", False)])
+def test_gpu_augmented_batches_equal_the_cpu_loader(datasets, mode, spec, dtype, layout,
+                                                    normalize):
+    """The GPU decode kernel draws each sample's transform from its global index (gathered to the
+    device with the batch): the CPU loader's augmented bits, in both modes."""
+    path = datasets.positional()
+    options = dict(batch_size=64, dtype=dtype, normalize=normalize, layout=layout, augment=spec)
+    cpu = [(torch.from_dlpack(s).clone(), s.indices) for s, _ in open_loader(path, **options)]
+    gpu = open_loader(path, device="cuda", mode=mode, **options)
+    plain = [torch.from_dlpack(s).clone()
+             for s, _ in open_loader(path, **{**options, "augment": None})]
+    assert any(not torch.equal(bits(p), bits(c)) for p, (c, _) in zip(plain, cpu))
+    for (expect, indices), (samples, _) in zip(cpu, gpu):
+        assert samples.indices == indices
+        got = torch.from_dlpack(samples).cpu()
+        if got.dtype == torch.bfloat16:
+            assert torch.equal(got.view(torch.int16), expect.view(torch.int16))
+        else:
+            assert torch.equal(bits(got), bits(expect))

@@ -1,8 +1,8 @@
 // Loader on a GPU against the host loader, which is its reference: for the same options the
 // batches hold the same samples and labels, decoded to the same bits, in streaming and managed
-// mode; a consumer on its own stream reads a batch only after it is written (LoadedBatch::WaitOn,
-// no host wait); a held batch stays valid and unchanged through later batches and the loader's
-// end. Skips without a GPU.
+// mode, augmented or not; a consumer on its own stream reads a batch only after it is written
+// (LoadedBatch::WaitOn, no host wait); a held batch stays valid and unchanged through later batches
+// and the loader's end. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -132,6 +132,48 @@ TEST_F(CudaLoader, ManagedModeGivesTheStreamingBatches) {
   LoaderOptions streaming = Options(path_, DeviceKind::kCuda), managed = streaming;
   managed.pipeline.mode = PipelineMode::kManaged;
   ExpectSame(Epochs(streaming, stream_.get()), Epochs(managed, stream_.get()));
+}
+
+// Augmentation (OutputOptions::augment) is fused into the GPU decode kernel and keyed by each
+// sample's global index, which the gather copies to the device with the batch: every spec, every
+// output kind, in streaming and managed mode, gives the host loader's bits.
+TEST_F(CudaLoader, AugmentedBatchesEqualTheHostLoadersInEveryOutputAndMode) {
+  struct Output {
+    DType dtype;
+    SampleLayout layout;
+    bool normalize;
+  };
+  for (const char* spec : {"crop:2", "flip", "erase:0.7", "crop:3,flip,erase:0.5"}) {
+    for (const Output& k : {Output{DType::kFloat32, SampleLayout::kNCHW, true},
+                            Output{DType::kFloat32, SampleLayout::kNHWC, false},
+                            Output{DType::kBFloat16, SampleLayout::kNHWC, true},
+                            Output{DType::kUInt8, SampleLayout::kNCHW, false},
+                            Output{DType::kUInt8, SampleLayout::kNHWC, false}}) {
+      for (PipelineMode mode : {PipelineMode::kStreaming, PipelineMode::kManaged}) {
+        SCOPED_TRACE(std::string(spec) + " " + std::string(DTypeName(k.dtype)) +
+                     (k.layout == SampleLayout::kNHWC ? " NHWC" : " NCHW") +
+                     (mode == PipelineMode::kManaged ? " managed" : " streaming"));
+        LoaderOptions host = Options(path_, DeviceKind::kCpu),
+                      gpu = Options(path_, DeviceKind::kCuda);
+        host.output.augment = gpu.output.augment = spec;
+        host.output.dtype = gpu.output.dtype = k.dtype;
+        host.output.layout = gpu.output.layout = k.layout;
+        host.output.normalize = gpu.output.normalize = k.normalize;
+        gpu.pipeline.mode = mode;
+        const std::vector<HostCopy> want = Epochs(host, stream_.get());
+        ExpectSame(want, Epochs(gpu, stream_.get()));
+        // ... and the augmentation did something.
+        LoaderOptions plain = host;
+        plain.output.augment = "";
+        const std::vector<HostCopy> unaugmented = Epochs(plain, stream_.get());
+        ASSERT_EQ(unaugmented.size(), want.size());
+        bool differs = false;
+        for (size_t b = 0; b < want.size(); ++b)
+          differs |= want[b].samples != unaugmented[b].samples;
+        EXPECT_TRUE(differs);
+      }
+    }
+  }
 }
 
 TEST_F(CudaLoader, AHeldBatchOutlivesLaterBatchesAndTheLoader) {

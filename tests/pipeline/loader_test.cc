@@ -12,38 +12,21 @@
 #include <numeric>
 #include <vector>
 
+#include "tests/pipeline/loader_testing.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
 namespace {
 
+using testing::HostOptions;
 using testing::PositionalLabel;
 using testing::PositionalSample;
 using testing::TempDir;
 
 constexpr uint64_t kSamples = 1000;
 
-LoaderOptions HostOptions(const std::string& path, uint32_t batch) {
-  LoaderOptions o;
-  o.pipeline.data = path;
-  o.pipeline.device = DeviceKind::kCpu;
-  o.pipeline.batch_size = batch;
-  o.pipeline.shuffle_window = 3;
-  o.pipeline.seed = 11;
-  o.pipeline.streaming.ring_slots = 4;
-  o.pipeline.streaming.io = IoMode::kBuffered;  // temp directories may be on tmpfs (no O_DIRECT)
-  o.output.normalize = false;
-  o.output_buffers = 2;
-  o.epochs = 3;
-  return o;
-}
-
-std::unique_ptr<Loader> Open(const LoaderOptions& o) {
-  Result<std::unique_ptr<Loader>> l = Loader::Open(o);
-  EXPECT_TRUE(l.ok()) << l.status().ToString();
-  return l.ok() ? std::move(l).value() : nullptr;
-}
+std::unique_ptr<Loader> Open(const LoaderOptions& o) { return testing::OpenLoader(o); }
 
 // The sample index a float32 NCHW batch's sample j encodes (its first 8 values are its bytes).
 uint64_t FloatSampleIndex(const LoadedBatch& b, uint32_t j, size_t sample_elems) {

@@ -48,6 +48,20 @@ TEST(TrainCommand, DamagedCheckpointExitsOneNamingFileAndOffset) {
       << out;
 }
 
+TEST(TrainCommand, ABadAugmentSpecIsAUsageErrorNamingTheOption) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  EXPECT_EQ(RunCommand(Train(data, "--augment crop:4,spin"), &out), 2);
+  EXPECT_EQ(out,
+            "ringfeed: --augment: 'spin': unknown transform 'spin' (expected a comma list of "
+            "crop:P, flip, erase:P, e.g. crop:4,flip)\n");
+  EXPECT_EQ(RunCommand(Train(data, "--augment erase:2"), &out), 2);
+  EXPECT_NE(out.find("--augment: 'erase:2': erase needs a probability in (0, 1]"),
+            std::string::npos)
+      << out;
+}
+
 TEST(TrainCommand, UnknownDeviceOrPrecisionIsAUsageError) {
   TempDir t;
   const std::string data = MakeDataset(t);

@@ -128,6 +128,51 @@ TEST(TrainCommand, ResumedAdamWCosineSmoothedRunEndsBitIdenticalToAStraightRun) 
   EXPECT_NE(out.find(", lr "), std::string::npos) << out;
 }
 
+// With --augment each sample's transform depends on (seed, epoch, sample index) only: a run
+// interrupted mid-epoch and resumed (giving --augment again: the checkpoint does not hold it)
+// trains on the same augmented samples and ends bit-identical to the straight run.
+TEST(TrainCommand, AnAugmentedResumedRunEndsBitIdenticalToAStraightRun) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  const std::string augment = " --augment crop:2,flip,erase:0.5";
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, "--epochs 5 --max-steps 25 --checkpoint " + t.File("a") +
+                                       " --metrics " + t.File("m.jsonl") + augment),
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find(", augment crop:2,flip,erase:0.5"), std::string::npos) << out;
+  const auto m = ReadMetrics(t.File("m.jsonl"));
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.front()["event"], "start");
+  EXPECT_EQ(m.front()["augment"], "crop:2,flip,erase:0.5");
+  ASSERT_EQ(
+      RunCommand(Train(data, "--epochs 5 --max-steps 13 --checkpoint " + t.File("b") + augment),
+                 &out),
+      0)
+      << out;
+  ASSERT_EQ(RunCommand(Train(data, "--epochs 5 --max-steps 25 --resume " + t.File("b") +
+                                       " --checkpoint " + t.File("c") + augment),
+                       &out),
+            0)
+      << out;
+  ASSERT_EQ(
+      RunCommand(Train(data, "--epochs 5 --max-steps 25 --checkpoint " + t.File("plain")), &out), 0)
+      << out;
+  auto a = ReadCheckpoint(t.File("a"));
+  auto b = ReadCheckpoint(t.File("b"));
+  auto c = ReadCheckpoint(t.File("c"));
+  auto plain = ReadCheckpoint(t.File("plain"));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && plain.ok());
+  EXPECT_EQ(b->next_sample, 96u);  // the break falls mid-epoch
+  EXPECT_EQ(c->step, a->step);
+  EXPECT_EQ(c->epoch, a->epoch);
+  EXPECT_EQ(c->next_sample, a->next_sample);
+  EXPECT_TRUE(testing::BitIdentical(a->params, c->params));
+  EXPECT_TRUE(testing::BitIdentical(a->momentum, c->momentum));
+  EXPECT_FALSE(testing::BitIdentical(a->params, plain->params));  // augmentation changed training
+}
+
 TEST(TrainCommand, SigintFinishesTheStepWritesACheckpointAndExitsZero) {
   TempDir t;
   const std::string data = MakeDataset(t);

@@ -3,7 +3,8 @@
 #   memcheck (out-of-bounds and misaligned accesses, leaks), racecheck (shared-memory hazards),
 #   synccheck (barrier misuse) and initcheck (reads of device memory never written)
 #   over each CUDA test executable named in $TESTS, and over `ringfeed train` for a few steps in
-#   each GPU mode (streaming float32 with and without the CUDA graph, streaming bf16, managed).
+#   each GPU mode (streaming float32 with and without the CUDA graph, streaming bf16, managed) and
+#   with augmentation, AdamW, label smoothing and a schedule (float32 and bf16).
 # Runs $PAR of them at once (one GPU; each is small), each under a $LIMIT s timeout. Prints one
 # line per (tool, program): its error summary, exit status and time; the full logs go to
 # OUT_DIR/sanitizer-logs.tar.gz. Exit 1 where any run reported an error or did not finish.
@@ -56,6 +57,10 @@ for tool in ${TOOLS:-memcheck racecheck synccheck initcheck}; do
   echo "$tool train-eager - $train --cuda-graph off" >>"$jobs"
   echo "$tool train-bf16 - $train --precision bf16" >>"$jobs"
   echo "$tool train-managed - $train --mode managed" >>"$jobs"
+  # Augmentation in the fused decode (float32 and bf16), AdamW, label smoothing and a schedule.
+  more="--augment crop:4,flip,erase:0.5 --optimizer adamw --label-smoothing 0.1 --lr-schedule cosine"
+  echo "$tool train-augment - $train $more" >>"$jobs"
+  echo "$tool train-augment-bf16 - $train $more --precision bf16" >>"$jobs"
 done
 
 run_one() {  # tool name shard(I/K or -) command...

@@ -1,0 +1,27 @@
+// The --augment option (`ringfeed train --augment SPEC`, the Python Loader's augment="SPEC"): one
+// parser, so both accept and refuse the same texts with the same messages.
+//
+//   SPEC := ITEM (',' ITEM)*      each transform at most once, in any order; "" or "none": none
+//   ITEM := 'crop:' P             random crop with zero padding of P pixels, 1 <= P <= 1024
+//         | 'flip'                random horizontal flip, probability 1/2
+//         | 'erase:' p            random erasing with probability p, 0 < p <= 1
+//
+// What the transforms do is io/augment.h's.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "io/augment.h"
+#include "io/status.h"
+
+namespace rf {
+
+// The parameters SPEC asks for, or a Usage error naming --augment, the item and what is wrong.
+Result<AugmentParams> ParseAugmentSpec(std::string_view spec);
+
+// The canonical text of `p` ("crop:4,flip,erase:0.5"; "none" where nothing is on), which
+// ParseAugmentSpec reads back to the same parameters.
+std::string AugmentSpecText(const AugmentParams& p);
+
+}  // namespace rf
