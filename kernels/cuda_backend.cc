@@ -187,11 +187,13 @@ Status CudaBackend::AllocateBuffers() {
                           DeviceBuffer::Allocate(filter, (name + " bf16 filter").c_str()));
       RF_ASSIGN_OR_RETURN(bb.filter_grad_bf16,
                           DeviceBuffer::Allocate(filter, (name + " bf16 filter gradient").c_str()));
-      // Zeroed once, as grads_ is: compute-sanitizer's initcheck does not see cuDNN's sm90
-      // weight-gradient kernels write this buffer and reported every read of it (900K a test)
-      // as uninitialized, though the gradients match the CPU's (CudaBackendGradients).
+      // Zeroed once (like pooled_grad below), as grads_ is: compute-sanitizer's initcheck does
+      // not see cuDNN's sm90 kernels write these buffers and reported every later read of them
+      // (900K a test) as uninitialized, though the gradients match the CPU's
+      // (CudaBackendGradients); zeroed, a real report cannot hide among them.
       RF_CUDA_CHECK(cudaMemsetAsync(bb.filter_grad_bf16.data(), 0, filter, stream_));
     }
+    RF_CUDA_CHECK(cudaMemsetAsync(bb.pooled_grad.data(), 0, bb.pooled_grad.bytes(), stream_));
     // Zeroed so that the algorithm search times real arithmetic, not garbage (NaN, denormals).
     RF_CUDA_CHECK(cudaMemsetAsync(bb.act.data(), 0, bb.act.bytes(), stream_));
     RF_CUDA_CHECK(cudaMemsetAsync(bb.pooled.data(), 0, bb.pooled.bytes(), stream_));
@@ -201,6 +203,8 @@ Status CudaBackend::AllocateBuffers() {
   RF_CUDA_CHECK(cudaMemsetAsync(input_.data(), 0, input_.bytes(), stream_));
   // One activation gradient serves every block: each block's is used only inside its backward.
   RF_ASSIGN_OR_RETURN(act_grad_, DeviceBuffer::Allocate(act_grad * a, "activation gradients"));
+  RF_CUDA_CHECK(
+      cudaMemsetAsync(act_grad_.data(), 0, act_grad_.bytes(), stream_));  // as pooled_grad
   if (options_.bf16) {
     RF_ASSIGN_OR_RETURN(fc_in_, DeviceBuffer::Allocate(b * flat_ * f, "fc1 input"));
     RF_ASSIGN_OR_RETURN(fc_in_grad_, DeviceBuffer::Allocate(b * flat_ * f, "fc1 input gradient"));

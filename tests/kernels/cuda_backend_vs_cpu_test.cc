@@ -184,9 +184,10 @@ TEST(CudaBackendSgd, TrainStepMatchesTheCpuBackend) {
   EXPECT_NEAR(gs.loss_sum, cs.loss_sum, 1e-5 * cs.loss_sum);
 }
 
-// Two AdamW steps with label smoothing from the same parameters: both backends smooth the loss
-// and apply the same AdamW rule (kernels/model.h) to gradients that agree to 1e-3, so the
-// updates, both moments and the (smoothed) losses agree to about that.
+// AdamW with label smoothing from the same parameters: both backends smooth the loss alike and
+// their moments agree as their gradients do, and the GPU applies the AdamW rule of kernels/model.h
+// exactly (it was first written to compare two steps' parameters with the CPU's, which AdamW's
+// sign-like first step makes fail on rounding alone: 0.5-7% on the GPU machine).
 TEST(CudaBackendAdamW, TrainStepsWithLabelSmoothingMatchTheCpuBackend) {
   RF_REQUIRE_GPU();
   const ModelConfig c = testing::CifarConfig();
@@ -199,34 +200,53 @@ TEST(CudaBackendAdamW, TrainStepsWithLabelSmoothingMatchTheCpuBackend) {
   adam.lr = 1e-3f;
   adam.weight_decay = 0.05f;
   adam.label_smoothing = 0.1f;
-  double cpu_loss = 0, gpu_loss = 0;
-  for (uint64_t step = 1; step <= 2; ++step) {
-    const HostBatch host = testing::RandomBatch(c, 16, 30 + step);
-    const DeviceBatch dev = testing::ToDevice(host);
-    adam.adam_step = step;
-    ASSERT_TRUE(cpu->TrainStep(host.ref(), adam).ok());
-    ASSERT_TRUE(gpu->TrainStep(dev.ref(), adam).ok());
-    cpu_loss += cpu->TakeTrainStats().loss_sum;
-    gpu_loss += gpu->TakeTrainStats().loss_sum;  // waits: the batch may be freed
-  }
-  EXPECT_NEAR(gpu_loss, cpu_loss, 1e-5 * cpu_loss);
-  Tensors cw, cs, gw, gs;
-  ASSERT_TRUE(cpu->GetState(&cw, &cs).ok());
-  ASSERT_TRUE(gpu->GetState(&gw, &gs).ok());
   const std::vector<ParamShape> shapes = ParameterShapes(c);
-  ASSERT_EQ(cs.t.size(), 2 * shapes.size());
-  ASSERT_EQ(gs.t.size(), 2 * shapes.size());
-  for (size_t t = 0; t < shapes.size(); ++t) {
-    std::vector<float> cpu_step(w0.t[t].size()), gpu_step(w0.t[t].size());
-    for (size_t i = 0; i < w0.t[t].size(); ++i) {
-      cpu_step[i] = cw.t[t][i] - w0.t[t][i];
-      gpu_step[i] = gw.t[t][i] - w0.t[t][i];
-    }
-    EXPECT_LT(RelError(gpu_step, cpu_step), kGradientTolerance) << shapes[t].name;
-    EXPECT_LT(RelError(gs.t[t], cs.t[t]), kGradientTolerance) << "m " << shapes[t].name;
-    EXPECT_LT(RelError(gs.t[shapes.size() + t], cs.t[shapes.size() + t]), kGradientTolerance)
+  const size_t tensors = shapes.size();
+  // Step 1 on both backends: the smoothed loss and AdamW's moments (linear and quadratic in the
+  // gradient) agree to the gradients' tolerance. The parameters themselves are not compared with
+  // the CPU's: AdamW's first step moves each by about lr * sign(g), so a gradient that rounding
+  // leaves within 1e-7 of 0 may step either way, and after that the backends part.
+  const HostBatch host = testing::RandomBatch(c, 16, 31);
+  const DeviceBatch dev = testing::ToDevice(host);
+  ASSERT_TRUE(cpu->TrainStep(host.ref(), adam).ok());
+  ASSERT_TRUE(gpu->TrainStep(dev.ref(), adam).ok());
+  const double cpu_loss = cpu->TakeTrainStats().loss_sum;
+  const double gpu_loss = gpu->TakeTrainStats().loss_sum;  // waits: the batch may be freed
+  EXPECT_NEAR(gpu_loss, cpu_loss, 1e-5 * cpu_loss);
+  Tensors cw, cs, gw1, gs1;
+  ASSERT_TRUE(cpu->GetState(&cw, &cs).ok());
+  ASSERT_TRUE(gpu->GetState(&gw1, &gs1).ok());
+  ASSERT_EQ(cs.t.size(), 2 * tensors);
+  ASSERT_EQ(gs1.t.size(), 2 * tensors);
+  for (size_t t = 0; t < tensors; ++t) {
+    EXPECT_LT(RelError(gs1.t[t], cs.t[t]), kGradientTolerance) << "m " << shapes[t].name;
+    EXPECT_LT(RelError(gs1.t[tensors + t], cs.t[tensors + t]), kGradientTolerance)
         << "v " << shapes[t].name;
   }
+  // Each GPU update is AdamW's (decoupled decay, both bias corrections) of the GPU's own
+  // moments, at t = 1 and, from the GPU's own state, at t = 2.
+  const auto expect_update = [&](const Tensors& before, const Tensors& after,
+                                 const Tensors& moments, uint64_t t_count) {
+    OptimizerConfig o = adam;
+    o.adam_step = t_count;
+    const AdamWFactors f = OptimizerFactors(o);
+    for (size_t t = 0; t < tensors; ++t) {
+      std::vector<float> expected(before.t[t].size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        const float denom = std::sqrt(moments.t[tensors + t][i]) / f.sqrt_bc2 + o.eps;
+        expected[i] = before.t[t][i] * f.decay - f.step_size * (moments.t[t][i] / denom);
+      }
+      EXPECT_LT(RelError(after.t[t], expected), 1e-6) << "t " << t_count << " " << shapes[t].name;
+    }
+  };
+  expect_update(w0, gw1, gs1, 1);
+  adam.adam_step = 2;
+  const DeviceBatch dev2 = testing::ToDevice(testing::RandomBatch(c, 16, 32));
+  ASSERT_TRUE(gpu->TrainStep(dev2.ref(), adam).ok());
+  gpu->TakeTrainStats();
+  Tensors gw2, gs2;
+  ASSERT_TRUE(gpu->GetState(&gw2, &gs2).ok());
+  expect_update(gw1, gw2, gs2, 2);
 }
 
 // A learnable task, not an easy one (the class brightens one quadrant of one channel by a fifth

@@ -13,7 +13,8 @@
 #   PKG holds bin/ and tests/ of a static build (tools/bench/package_device.sh).
 #   TEST@K runs the test's cases as K GoogleTest shards (GTEST_TOTAL_SHARDS), K jobs in parallel:
 #   racecheck and memcheck slow the kernels by 10-100 times. TOOLS: default all four. TRAIN=0
-#   leaves out the `ringfeed train` runs (racecheck runs them for 3 steps, the others 12).
+#   leaves out the `ringfeed train` runs (racecheck runs them for 3 steps, the others 12);
+#   TRAIN_JOBS=REGEX keeps only those whose name matches. GTEST_FILTER narrows every test.
 # Tests that measure the GPU (free memory, event times) skip themselves under the tool
 # (RF_SKIP_UNDER_CUDA_TOOL, tests/testing/require_gpu.h): its allocations and latency falsify them.
 set -uo pipefail
@@ -62,6 +63,11 @@ for tool in ${TOOLS:-memcheck racecheck synccheck initcheck}; do
   echo "$tool train-augment - $train $more" >>"$jobs"
   echo "$tool train-augment-bf16 - $train $more --precision bf16" >>"$jobs"
 done
+
+# TRAIN_JOBS: an extended regex; only the train runs whose name matches it (e.g. 'augment').
+if [ -n "${TRAIN_JOBS:-}" ]; then
+  awk -v re="${TRAIN_JOBS}" '$2 !~ /^train-/ || $2 ~ re' "$jobs" >"$jobs.kept" && mv "$jobs.kept" "$jobs"
+fi
 
 run_one() {  # tool name shard(I/K or -) command...
   local tool=$1 name=$2 shard=$3

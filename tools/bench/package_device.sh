@@ -3,7 +3,8 @@
 # (cmake -DRINGFEED_STATIC_DEPS=ON) into one archive to carry there: bin/ (ringfeed, the MPI
 # plugin, ringfeed-convert), tests/ (the named test executables), lib/ (the position-independent
 # static libraries the Python extension is built from there, with Debian's liburing, xxhash and
-# zlib archives) and include/dlpack.
+# zlib archives), include/dlpack and include/Random123 (header-only, from Debian's
+# librandom123-dev: io/augment.h's generator).
 # Usage: tools/bench/package_device.sh BUILD_DIR OUT.tar.xz [TEST...]
 set -euo pipefail
 build=$(realpath "$1")
@@ -22,5 +23,6 @@ for l in python/librf_dlpack_export pipeline/librf_loader pipeline/librf_cuda_pi
 done
 for l in liburing libxxhash libz; do cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"; done
 cp /usr/include/dlpack/dlpack.h "$pkg/include/dlpack/"
+cp -r /usr/include/Random123 "$pkg/include/"
 tar -C "$stage" -cJf "$archive" pkg
 ls -l "$archive"
