@@ -10,7 +10,7 @@
 namespace rf {
 namespace {
 
-constexpr uint32_t kMaxCropPad = 1024;
+constexpr uint32_t kMaxCropPad = kMaxAugmentCropPad;
 constexpr double kTwo32 = 4294967296.0;
 
 Status Bad(std::string_view item, const std::string& why) {

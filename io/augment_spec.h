@@ -17,6 +17,11 @@
 
 namespace rf {
 
+// The largest crop padding SPEC may ask for, and AugmentParams::erase_threshold for p = 1: the
+// bounds a decoded checkpoint's augmentation is held to as well (kernels/checkpoint.h).
+inline constexpr uint32_t kMaxAugmentCropPad = 1024;
+inline constexpr uint64_t kAugmentEraseAlways = uint64_t{1} << 32;
+
 // The parameters SPEC asks for, or a Usage error naming --augment, the item and what is wrong.
 Result<AugmentParams> ParseAugmentSpec(std::string_view spec);
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "io/augment_spec.h"
 #include "io/checksum.h"
 #include "io/file.h"
 
@@ -192,6 +193,10 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   e.Put(c.schedule.warmup_epochs);
   e.Put(c.schedule_span.steps_per_epoch);
   e.Put(c.schedule_span.epochs);
+  const AugmentParams augment = c.augment.value_or(AugmentParams{});
+  e.Put(augment.crop_pad);
+  e.Put(augment.flip);
+  e.Put(augment.erase_threshold);
   e.Put<uint32_t>(shapes.size());
   for (const auto& t : c.params.t) e.PutFloats(t);
   for (const auto& t : c.momentum.t) e.PutFloats(t);
@@ -271,6 +276,11 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
     RF_RETURN_IF_ERROR(d.Get(&c.schedule.warmup_epochs, "schedule"));
     RF_RETURN_IF_ERROR(d.Get(&c.schedule_span.steps_per_epoch, "schedule"));
     RF_RETURN_IF_ERROR(d.Get(&c.schedule_span.epochs, "schedule"));
+    AugmentParams augment;
+    RF_RETURN_IF_ERROR(d.Get(&augment.crop_pad, "augmentation"));
+    RF_RETURN_IF_ERROR(d.Get(&augment.flip, "augmentation"));
+    RF_RETURN_IF_ERROR(d.Get(&augment.erase_threshold, "augmentation"));
+    c.augment = augment;
     // An unknown kind is refused here, before it sizes the state read below.
     if (optimizer_kind > static_cast<uint32_t>(OptimizerKind::kAdamW)) {
       return d.Error(optimizer_at, "unknown optimizer " + std::to_string(optimizer_kind));
@@ -339,6 +349,17 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
     }
     if (!finite(c.schedule.warmup_epochs) || c.schedule.warmup_epochs < 0) {
       return d.Error(optimizer_at + 24, "warmup epochs " + FloatText(c.schedule.warmup_epochs));
+    }
+    if (c.augment->crop_pad > kMaxAugmentCropPad) {
+      return d.Error(optimizer_at + 44,
+                     "augmentation crop padding " + std::to_string(c.augment->crop_pad));
+    }
+    if (c.augment->flip > 1) {
+      return d.Error(optimizer_at + 48, "augmentation flip " + std::to_string(c.augment->flip));
+    }
+    if (c.augment->erase_threshold > kAugmentEraseAlways) {
+      return d.Error(optimizer_at + 52,
+                     "augmentation erase threshold " + std::to_string(c.augment->erase_threshold));
     }
   }
   if (c.epoch > kMaxCheckpointEpoch) {

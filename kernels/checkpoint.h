@@ -12,6 +12,7 @@
 //   ranks:     u32 world_size | u32 stretches | per stretch: u32 world_size, u64 position
 //   optimizer: u32 kind (0 SGD, 1 AdamW) | f32 beta1, beta2, eps | f32 label_smoothing   (v3)
 //   schedule:  u32 kind (LrScheduleKind) | f32 warmup_epochs | u64 steps_per_epoch, epochs (v3)
+//   augment:   u32 crop_pad | u32 flip | u64 erase_threshold (io/augment.h's AugmentParams)   (v3)
 //   u32 tensors | per parameter tensor (ParameterShapes order): u64 count, f32[count]
 //                 then the same for each optimizer state tensor: OptimizerSlots(kind) slots of
 //                 `tensors` tensors (SGD: momentum; AdamW: first moments, then second moments)
@@ -21,7 +22,7 @@
 // update is number step + 1). The schedule's span (steps per epoch, epochs) is the one the run
 // began with; a resumed run keeps it, so it computes the same lr for every step (0 in files
 // before version 3: not recorded). Version 1 and 2 files read as SGD, no label smoothing, the
-// constant schedule.
+// constant schedule, with the augmentation not recorded (a resume keeps --augment's).
 //
 // The shuffling state is (seed, order_window, epoch): the order of an epoch is recomputed from
 // them (pipeline/window_order.h), so no generator state is stored. next_sample indexes that order.
@@ -36,9 +37,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "io/augment.h"
 #include "io/status.h"
 #include "kernels/lr_schedule.h"
 #include "kernels/model.h"
@@ -56,6 +59,9 @@ struct Checkpoint {
   OptimizerConfig optimizer;  // lr: the base learning rate the schedule scales
   LrScheduleConfig schedule;
   LrScheduleSpan schedule_span;  // {0, 0}: not recorded (files before version 3)
+  // The training split's augmentation (--augment), keyed by the seed, epoch and sample index, so
+  // a resumed run continues it exactly; nullopt: not recorded (files before version 3).
+  std::optional<AugmentParams> augment;
   // Parameters in ParameterShapes(config) order and sizes; the optimizer state as
   // Backend::GetState gives it: OptimizerSlots(optimizer.kind) slots of such tensors.
   Tensors params, momentum;
@@ -87,9 +93,9 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c);
 // whose checksum holds, fields no run writes: a learning rate that is not finite, a momentum or
 // weight decay that is negative or not finite, an unknown optimizer or schedule, betas outside
 // [0, 1), an eps that is not positive and finite, a label smoothing outside [0, 1), a warmup
-// that is negative or not finite, an epoch above kMaxCheckpointEpoch, a next sample
-// past dataset_samples, a batch size or world size of 0. Nothing is allocated from a size the
-// file claims before the bytes for it are known to be there.
+// that is negative or not finite, an augmentation --augment cannot ask for, an epoch above
+// kMaxCheckpointEpoch, a next sample past dataset_samples, a batch size or world size of 0. Nothing
+// is allocated from a size the file claims before the bytes for it are known to be there.
 Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::string& path);
 
 // Writes atomically: the file at `path` is either the old one or the complete new one.

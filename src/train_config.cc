@@ -78,6 +78,7 @@ Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* posit
   config->optimizer = c.optimizer;
   config->schedule = c.schedule;
   config->schedule_span = c.schedule_span;
+  if (c.augment) config->augment = *c.augment;  // files before version 3 keep --augment's
   p.seed = c.seed;
   p.batch_size = c.batch_size;
   if (c.order_window == kOrderStored) {
@@ -129,6 +130,7 @@ TrainComponents DeriveTrainComponents(const TrainConfig& c) {
   t.checkpoint = c.checkpoint;
   t.schedule = c.schedule;
   t.schedule_span = c.schedule_span;
+  t.augment = c.augment;
   t.checkpoint_every = c.checkpoint_every;
   t.max_steps = c.max_steps;
   t.metrics = c.metrics;

@@ -69,10 +69,10 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 
 // A resumed run continues its checkpoint's order and optimizer exactly: the checkpoint's seed,
 // batch size (per rank), optimizer (kind, lr, momentum, weight decay, betas, eps, label
-// smoothing), lr schedule with its warmup and span (files before version 3: SGD, constant, span
-// not recorded) and shuffle (mode and window; files from before the window was recorded keep the
-// config's) replace the config's. Corruption naming config->resume for a
-// checkpoint whose batch size is 0.
+// smoothing), lr schedule with its warmup and span, augmentation (files before version 3: SGD,
+// constant, span not recorded, the config's augmentation) and shuffle (mode and window; files from
+// before the window was recorded keep the config's) replace the config's. Corruption naming
+// config->resume for a checkpoint whose batch size is 0.
 //
 // Where the run has config->pipeline.world_size ranks:
 //   the checkpoint's world size   the interrupted epoch continues at the checkpoint's position

@@ -61,6 +61,7 @@ struct TrainerOptions {
   // The lr schedule and the steps it spans (kernels/lr_schedule.h); recorded in checkpoints.
   LrScheduleConfig schedule;
   LrScheduleSpan schedule_span;
+  AugmentParams augment;  // the training split's (--augment); recorded in checkpoints
   uint64_t checkpoint_every = 0, max_steps = 0;
   std::string metrics;  // the metrics file's name, for errors
   // The epoch begun by earlier runs at other world sizes, and their stretches (recorded again by

@@ -19,8 +19,9 @@ namespace {
 using testing::BitIdentical;
 using testing::TempDir;
 
-// Version 3's optimizer and schedule block: u32 kind, 4 f32, u32 kind, f32 warmup, 2 u64.
-constexpr size_t kVersion3Block = 4 + 4 * 4 + 4 + 4 + 2 * 8;
+// Version 3's optimizer, schedule and augmentation block: u32 kind, 4 f32, u32 kind, f32 warmup,
+// 2 u64, 2 u32, u64.
+constexpr size_t kVersion3Block = 4 + 4 * 4 + 4 + 4 + 2 * 8 + 2 * 4 + 8;
 // Where SmallConfig's ranks block starts: magic, version, model (4 dims, block count, 2 widths,
 // hidden), sgd, position (4 u64, 2 u32, 2 u64).
 constexpr size_t kRanksAt = 8 + 4 + (4 * 4 + 4 + 2 * 4 + 4) + 3 * 4 + (4 * 8 + 2 * 4 + 2 * 8);
@@ -142,6 +143,7 @@ TEST(Checkpoint, RoundTripsTheOptimizerScheduleAndAdamWStateExactly) {
   c.optimizer.label_smoothing = 0.1f;
   c.schedule = LrScheduleConfig{LrScheduleKind::kCosine, 0.75f};
   c.schedule_span = LrScheduleSpan{37, 5};
+  c.augment = AugmentParams{4, 1, uint64_t{1} << 31};  // crop:4,flip,erase:0.5
   const Tensors first = c.momentum;
   for (const auto& m : first.t) {
     c.momentum.t.push_back(m);
@@ -160,6 +162,10 @@ TEST(Checkpoint, RoundTripsTheOptimizerScheduleAndAdamWStateExactly) {
   EXPECT_EQ(r->schedule.warmup_epochs, 0.75f);
   EXPECT_EQ(r->schedule_span.steps_per_epoch, 37u);
   EXPECT_EQ(r->schedule_span.epochs, 5u);
+  ASSERT_TRUE(r->augment.has_value());
+  EXPECT_EQ(r->augment->crop_pad, 4u);
+  EXPECT_EQ(r->augment->flip, 1u);
+  EXPECT_EQ(r->augment->erase_threshold, uint64_t{1} << 31);
   EXPECT_EQ(r->step, 1234u);  // AdamW's update count for the bias corrections
   EXPECT_TRUE(BitIdentical(r->params, c.params));
   ASSERT_EQ(r->momentum.t.size(), 2 * c.params.t.size());
@@ -193,6 +199,7 @@ TEST(Checkpoint, ReadsVersion2FilesAsSgdWithTheConstantSchedule) {
   EXPECT_EQ(r->schedule.kind, LrScheduleKind::kConstant);
   EXPECT_EQ(r->schedule.warmup_epochs, 0.f);
   EXPECT_EQ(r->schedule_span.steps_per_epoch, 0u);
+  EXPECT_FALSE(r->augment.has_value());  // not recorded: a resume keeps --augment's
   EXPECT_EQ(r->world_size, 3u);
   ASSERT_EQ(r->stretches.size(), 2u);
   EXPECT_TRUE(BitIdentical(r->params, c.params));

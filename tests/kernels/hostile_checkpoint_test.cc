@@ -129,6 +129,19 @@ TEST(HostileCheckpoint, AdamWAndScheduleSettingsNoRunWritesAreRefused) {
   EXPECT_EQ(Refusal(c), "accepted");
 }
 
+// An augmentation --augment cannot ask for (io/augment_spec.h's bounds), each at its offset.
+TEST(HostileCheckpoint, AnAugmentationNoRunAsksForIsRefused) {
+  Checkpoint c = Valid();
+  c.augment = AugmentParams{1025, 0, 0};
+  EXPECT_EQ(Refusal(c), "h.ckpt: at byte 164: checkpoint: augmentation crop padding 1025");
+  c.augment = AugmentParams{0, 2, 0};
+  EXPECT_EQ(Refusal(c), "h.ckpt: at byte 168: checkpoint: augmentation flip 2");
+  c.augment = AugmentParams{0, 0, (uint64_t{1} << 32) + 1};
+  EXPECT_EQ(Refusal(c), "h.ckpt: at byte 172: checkpoint: augmentation erase threshold 4294967297");
+  c.augment = AugmentParams{1024, 1, uint64_t{1} << 32};  // crop:1024,flip,erase:1
+  EXPECT_EQ(Refusal(c), "accepted");
+}
+
 TEST(HostileCheckpoint, ABatchSizeOfZeroIsRefusedAtItsOwnOffset) {
   Checkpoint c = Valid();
   c.batch_size = 0;

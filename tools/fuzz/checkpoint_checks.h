@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "io/augment_spec.h"
 #include "kernels/checkpoint.h"
 #include "tools/fuzz/fuzz_common.h"
 
@@ -29,6 +30,10 @@ inline void CheckAcceptedCheckpoint(const Checkpoint& c) {
   }
   RF_FUZZ_CHECK(std::isfinite(c.optimizer.eps) && c.optimizer.eps > 0);
   RF_FUZZ_CHECK(std::isfinite(c.schedule.warmup_epochs) && c.schedule.warmup_epochs >= 0);
+  if (c.augment) {
+    RF_FUZZ_CHECK(c.augment->crop_pad <= kMaxAugmentCropPad && c.augment->flip <= 1 &&
+                  c.augment->erase_threshold <= kAugmentEraseAlways);
+  }
   RF_FUZZ_CHECK(std::isfinite(c.optimizer.lr));
   RF_FUZZ_CHECK(std::isfinite(c.optimizer.momentum) && c.optimizer.momentum >= 0);
   RF_FUZZ_CHECK(std::isfinite(c.optimizer.weight_decay) && c.optimizer.weight_decay >= 0);

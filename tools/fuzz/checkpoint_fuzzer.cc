@@ -1,9 +1,7 @@
 // DecodeCheckpoint on forged checkpoints: the fuzzer's bytes set fields of a valid checkpoint
-// (the model's sizes, several at once, SGD settings, position, ranks, optimizer and schedule,
-// tensor counts), cut or
-// extend it, and the
-// harness recomputes the checksum, so the forgery reaches the field checks. Whatever is accepted
-// meets the checkpoint's contract.
+// (the model's sizes, several at once, SGD settings, position, ranks, optimizer, schedule,
+// augmentation, tensor counts), cut or extend it, and the harness recomputes the checksum, so the
+// forgery reaches the field checks. Whatever is accepted meets the checkpoint's contract.
 #include <cstdint>
 #include <vector>
 
@@ -41,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     m.conv = {static_cast<uint32_t>(GetField(bytes, 32, 4)),
               static_cast<uint32_t>(GetField(bytes, 36, 4))};
     m.hidden = static_cast<uint32_t>(GetField(bytes, 40, 4));
-    PutField(&bytes, 180, 8, ParameterShapes(m)[0].count());
+    PutField(&bytes, 196, 8, ParameterShapes(m)[0].count());
   }
   ApplyEdits(in, CheckpointFields(), 6, &bytes);
   if ((flags & 1) == 0 && bytes.size() >= 8) {

@@ -268,8 +268,11 @@ const std::vector<Field>& CheckpointFields() {
       {"warmup_epochs", 156, 4},
       {"steps_per_epoch", 160, 8},
       {"schedule_epochs", 168, 8},
-      {"tensors", 176, 4},
-      {"tensor[0].count", 180, 8},
+      {"augment_crop_pad", 176, 4},
+      {"augment_flip", 180, 4},
+      {"augment_erase_threshold", 184, 8},
+      {"tensors", 192, 4},
+      {"tensor[0].count", 196, 8},
   };
   return fields;
 }
