@@ -87,9 +87,11 @@ std::string StreamingSource::Describe() const {
           ? "; epoch " + std::to_string(options_.order.resumed_epoch + 1) + " resumed after " +
                 std::to_string(options_.order.stretches.size()) + " earlier stretch(es)"
           : "";
-  return "streaming: " + reads + " read as it trains; " +
-         std::to_string(options_.order.window_chunks) + "-chunk shuffle windows, " +
-         std::to_string(l.slots) + " staging slots of " + FormatBytes(l.slot_bytes) + ", " +
+  const std::string order = options_.order.shuffle ? std::to_string(options_.order.window_chunks) +
+                                                         "-chunk shuffle windows, "
+                                                   : "stored order, ";
+  return "streaming: " + reads + " read as it trains; " + order + std::to_string(l.slots) +
+         " staging slots of " + FormatBytes(l.slot_bytes) + ", " +
          std::to_string(options_.ring_slots) + " ring slots, " +
          (options_.feeder.verify ? "checksums verified" : "checksums not verified") + resumed;
 }

@@ -357,6 +357,10 @@ TEST(TrainCommand, ResumeContinuesTheCheckpointsShuffleWithoutItsFlags) {
                          &out),
               0)
         << out;
+    // The run says which order it follows (it once said "64-chunk shuffle windows" for none).
+    const std::string said =
+        order == "--shuffle none" ? "; stored order, " : "; 2-chunk shuffle windows, ";
+    EXPECT_NE(out.find(said), std::string::npos) << out;
     std::vector<uint64_t> resumed = OrderSamples(t.File("p1"));
     const std::vector<uint64_t> rest = OrderSamples(t.File("p2"));
     resumed.insert(resumed.end(), rest.begin(), rest.end());
