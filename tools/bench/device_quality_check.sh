@@ -29,6 +29,13 @@
 #   ROUNDS [2]  BATCH [256]  HOT_GB [2]  HOT_EPOCHS [3]  GB [8]  SPEED_AUGMENT [crop:4,flip,erase:0.5]
 #   RINGFEED_DATA: where the datasets are written [/var/tmp/ringfeed-quality]
 # e.g. CONFIGS='baseline=;aug=--augment crop:2,flip' REPEAT=aug PARTS=accuracy tools/bench/...
+# Through the device tool (not yet timed on a GPU; estimated at a few minutes): here, first
+#   tools/bench/package_device.sh build-static .carry/pkg.tar.xz && tools/bench/carry_fmnist.sh
+# then run with carry [".carry/pkg.tar.xz", ".carry/fmnist"]:
+#   mkdir -p /tmp/rf && tar -C /tmp/rf -xJf .carry/pkg.tar.xz &&
+#     tools/bench/device_quality_check.sh /tmp/rf/pkg .carry/fmnist "$OUT"
+# Tried on the CPU (no GPU): DEVICE=cpu EPOCHS=1 HOT_GB=0.01 GB=0.01 and a few thousand samples
+# of Fashion-MNIST run the whole script in about a minute.
 set -uo pipefail
 pkg=$(realpath "$1")
 fm=$(realpath "$2")
