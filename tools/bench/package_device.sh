@@ -9,6 +9,7 @@
 set -euo pipefail
 build=$(realpath "$1")
 archive=$(realpath -m "$2")
+mkdir -p "$(dirname "$archive")"
 shift 2
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
