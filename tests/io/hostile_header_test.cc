@@ -143,6 +143,12 @@ TEST(HostileHeader, AChunkWhoseSizeOverflowsIsRefused) {
   EXPECT_EQ(Refusal(h),
             "x.rfd: at byte 72: bad header: chunks of 4294967295 samples of "
             "4294967296 bytes overflow 64 bits");
+  // The same chunk size behind a dataset of one sample (found by tools/fuzz's header target: a
+  // header whose every chunk fits, while the size its chunk_samples names does not).
+  h.total_samples = h.shard_samples = 1;
+  EXPECT_EQ(Refusal(h),
+            "x.rfd: at byte 72: bad header: chunks of 4294967295 samples of "
+            "4294967296 bytes overflow 64 bits");
 }
 
 // index_offset + the index's size wrapped: an index "at" 2^64-4096 of 8192 bytes ends at 4096,
