@@ -5,9 +5,9 @@
 #   2. tests/dist_ranks_test alone and under `mpirun -np R` for R up to the GPU count (the NCCL
 #      test needs a GPU a rank on a machine) and the C++ test executables named in $TESTS;
 #   3. `ringfeed train` on a synthetic CIFAR-shaped dataset: one process, and under mpirun with
-#      1 and (where there are 2 GPUs) 2 ranks, $EPOCHS epochs each, page cache warm (compute-bound)
-#      then cold (disk-bound); with 2 GPUs also over sockets (NCCL_P2P_DISABLE=1,
-#      NCCL_SHM_DISABLE=1), as between machines.
+#      1 and (where there are 2 GPUs) 2 ranks, $EPOCHS epochs each, page cache warm and read
+#      through it (--io buffered: compute-bound), then cold with O_DIRECT (disk-bound); with
+#      2 GPUs also over sockets (NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1), as between machines.
 # Usage: tools/bench/device_ranks_check.sh PKG_DIR OUT_DIR
 #   PKG_DIR holds bin/ (ringfeed, libringfeed_mpi.so, ringfeed-convert) and tests/ of a static
 #   build. Logs go to OUT_DIR/ranks-logs.tar.gz.
@@ -47,6 +47,17 @@ for r in $(seq 1 "$gpus"); do
     -x NCCL_NVLS_ENABLE ${LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH} "$pkg/tests/dist_ranks_test"
 done
 for t in ${TESTS:-}; do run_test "$t" "$pkg/tests/$t"; done
+# The end-to-end tests of `mpirun -np N ringfeed train` (every sample once per epoch across ranks,
+# resume at the same and at another world size, a killed or failing rank) on the GPUs: NCCL.
+if [ "$gpus" -ge 2 ] && [ "${E2E:-1}" = 1 ]; then
+  pytest_path=""
+  python3 -c "import pytest" 2>/dev/null || pytest_path=$pkg/pytest
+  PYTHONPATH=$pytest_path RINGFEED_TEST_DEVICE=cuda RINGFEED_BIN=$pkg/bin MPIEXEC=$(command -v mpirun) \
+    timeout 400 python3 -m pytest -q -p no:cacheprovider tests/dist/train \
+    --ignore=tests/dist/train/test_accuracy_fashion.py >"$logs/e2e-cuda.log" 2>&1
+  echo "e2e on the GPUs (pytest exit $?): $(tail -1 "$logs/e2e-cuda.log")"
+  grep -E '^(FAILED|ERROR)' "$logs/e2e-cuda.log" | head
+fi
 
 [ "${TRAIN:-1}" = 1 ] || exit 0
 echo "== training"
@@ -57,6 +68,7 @@ ls -l "$data"
 train() {  # label ranks cold|warm extra...
   local label=$1 ranks=$2 cache=$3; shift 3
   [ "$cache" = cold ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
+  [ "$cache" = warm ] && set -- --io buffered "$@"
   local cmd=("$pkg/bin/ringfeed" train --data "$data" --epochs "${EPOCHS:-2}" --batch-size 256
              --metrics "$logs/$label.jsonl" "$@")
   local pass=()

@@ -30,6 +30,9 @@ CHUNK_SIZE = "8KiB"
 BATCH = 16
 MODEL = ["--conv", "4,8", "--hidden", "16"]
 WINDOW = ["--shuffle-window", "4"]
+# The backend the runs train on: the CPU (MPI for the gradient mean) unless RINGFEED_TEST_DEVICE
+# says cuda, as tools/bench/device_ranks_check.sh does on a machine with a GPU a rank (NCCL).
+DEVICE = os.environ.get("RINGFEED_TEST_DEVICE", "cpu")
 
 
 def bin_dir() -> Path:
@@ -181,7 +184,7 @@ def launcher(ranks: Optional[int]) -> List[str]:
 def train_command(ranks: Optional[int], data: Path, *flags: str,
                   model: Sequence[str] = MODEL, window: Sequence[str] = WINDOW) -> List[str]:
     return [*launcher(ranks), str(bin_dir() / "ringfeed"), "train", "--data", str(data),
-            "--device", "cpu", *model, *window, *flags]
+            "--device", DEVICE, *model, *window, *flags]
 
 
 def env_alone() -> Dict[str, str]:
