@@ -1,6 +1,7 @@
 // NcclReducer: the GradientReducer (kernels/gradient_reducer.h) for gradients in GPU memory (the
 // CUDA backend): one ncclAllReduce with ncclAvg per step, queued on the backend's compute stream
-// between its backward pass and its update, so the host never waits for it. NCCL's ring and tree
+// between its backward pass and its update, so the host never waits for it; the backend captures
+// it into its step's CUDA graph (NCCL supports capture in one GPU a process). NCCL's ring and tree
 // all-reduce leave the same bits on every rank. The gradient is reduced in float32 in every
 // precision: the CUDA backend's gradients are float32 (bf16 mode keeps float32 master weights and
 // gradients), and this model's gradient (about a megabyte) is latency-bound, not bandwidth-bound.
@@ -16,7 +17,8 @@
 // frees the GPU from those kernels) before the job is ended.
 //
 // Ownership and lifetime: owns the communicator; the destructor destroys it (after the stream's
-// work), or does nothing after Abort. The World must outlive Create only.
+// work), or does nothing after Abort. Destroy it after every CUDA graph that captured its
+// reduction (the backend that uses it): ncclCommDestroy waits until those graphs are gone. The World must outlive Create only.
 // Thread safety: MeanOverRanks on the backend's thread; AsyncError and Abort from any thread.
 #pragma once
 

@@ -97,7 +97,8 @@ class Backend {
   // Data-parallel training (kernels/gradient_reducer.h): each TrainStep hands its gradient to
   // `reducer` between the backward pass and the update, so the update applies the mean over the
   // ranks. Null (the default): the rank's own gradient, as on one GPU. The reducer must outlive
-  // the backend's steps. A backend allocates what the reduction needs here, not per step.
+  // the backend (a CUDA backend's step graph holds the reduction). A backend allocates what the
+  // reduction needs here, not per step.
   virtual Status SetGradientReducer(GradientReducer* reducer) {
     reducer_ = reducer;
     return Status::Ok();

@@ -151,8 +151,11 @@ class CudaBackend final : public Backend {
   Status CountStep(uint32_t n, cuda::DeviceStats* stats);
   // TrainStep's, after the backward pass (and the mean over the ranks, where there are ranks):
   // records the step bad where the gradient is not finite, then counts it (CountStep) unless it
-  // is bad. Inside the step's CUDA graph where there is no reducer.
+  // is bad.
   Status FinishGradients(uint32_t n);
+  // Forward, Backward, the mean over the ranks (where there is a reducer) and FinishGradients:
+  // what a training step's CUDA graph holds.
+  Status Gradients(uint32_t n);
   const float* FcInput() const;
   // bf16 mode: the conv blocks' float32 master filters -> their bf16 copies.
   Status FiltersToBf16();
@@ -164,7 +167,7 @@ class CudaBackend final : public Backend {
   uint32_t ConvInChannels(size_t b) const {
     return b == 0 && options_.bf16 ? (config_.channels + 7) / 8 * 8 : InChannels(b);
   }
-  // Forward + Backward for TrainStep, through the CUDA graph where it applies.
+  // Gradients for TrainStep, through the CUDA graph where it applies.
   Status ForwardBackward(uint32_t n);
   // Copies the training loss's label smoothing to the device where it changed.
   Status SetSmoothing(float smoothing);
@@ -212,7 +215,8 @@ class CudaBackend final : public Backend {
   bool bad_copy_pending_ = false;
   uint32_t batch_n_ = 0;  // the batch size the descriptors are set for
   cuda::CudaGraphExec graph_;
-  bool graph_warmed_ = false;   // a full batch has run eagerly (lazy loading done)
+  bool graph_warmed_ = false;                 // a full batch has run eagerly (lazy loading done)
+  GradientReducer* graph_reducer_ = nullptr;  // the reducer graph_ was captured with
   uint64_t graph_replays_ = 0;  // launches of graph_ after the one that follows its capture
   Status deferred_;             // a failure inside Take*Stats, returned by the next call
   double warm_up_ms_ = 0;

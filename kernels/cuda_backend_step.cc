@@ -181,23 +181,34 @@ Status CudaBackend::Backward(uint32_t n) {
   return Status::Ok();
 }
 
+Status CudaBackend::Gradients(uint32_t n) {
+  RF_RETURN_IF_ERROR(Forward(n, nullptr, &state()->smoothing_train));
+  RF_RETURN_IF_ERROR(Backward(n));
+  // Data-parallel: the flat gradient buffer (its gaps are zeros on every rank) becomes the mean
+  // over the ranks on this stream, between the backward pass and the update; the finite check
+  // then looks at the mean, so every rank decides alike.
+  if (reducer_ != nullptr) {
+    RF_RETURN_IF_ERROR(reducer_->MeanOverRanks(grads_.as<float>(), padded_count_, stream_));
+  }
+  return FinishGradients(n);
+}
+
 Status CudaBackend::ForwardBackward(uint32_t n) {
   // The graph holds the pointers and sizes of a full batch; other sizes (an epoch's last batch)
   // run eagerly. The first full batch also runs eagerly, so that lazy kernel loading and the
-  // libraries' first-call setup happen outside the capture.
+  // libraries' first-call setup happen outside the capture. The ranks' all-reduce is captured
+  // with the rest (NCCL supports capture; every rank captures at the same step, as NCCL asks,
+  // since every rank's batches have the same sizes step for step).
   if (!options_.cuda_graph || n != max_batch_ || !graph_warmed_) {
     graph_warmed_ = graph_warmed_ || n == max_batch_;
-    RF_RETURN_IF_ERROR(Forward(n, nullptr, &state()->smoothing_train));
-    RF_RETURN_IF_ERROR(Backward(n));
-    return reducer_ == nullptr ? FinishGradients(n) : Status::Ok();
+    return Gradients(n);
   }
+  if (graph_ && graph_reducer_ != reducer_) graph_ = cuda::CudaGraphExec();  // captured without it
   const bool replay = static_cast<bool>(graph_);
   if (!graph_) {
+    graph_reducer_ = reducer_;
     RF_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    Status st = Forward(n, nullptr, &state()->smoothing_train);
-    if (st.ok()) st = Backward(n);
-    if (st.ok() && reducer_ == nullptr) st = FinishGradients(n);
-    RF_ASSIGN_OR_RETURN(graph_, cuda::EndCaptureAndInstantiate(stream_, st));
+    RF_ASSIGN_OR_RETURN(graph_, cuda::EndCaptureAndInstantiate(stream_, Gradients(n)));
   }
   RF_CUDA_CHECK(cudaGraphLaunch(graph_.get(), stream_));
   if (replay) ++graph_replays_;
@@ -221,12 +232,6 @@ Status CudaBackend::TrainStep(const Batch& batch, const OptimizerConfig& opt) {
   RF_RETURN_IF_ERROR(SetSmoothing(opt.label_smoothing));
   RF_RETURN_IF_ERROR(LoadBatch(batch, augment));
   RF_RETURN_IF_ERROR(ForwardBackward(batch.n));
-  // Data-parallel: the flat gradient buffer (its gaps are zeros on every rank) becomes the mean
-  // over the ranks on this stream, between the backward pass and the update.
-  if (reducer_ != nullptr) {
-    RF_RETURN_IF_ERROR(reducer_->MeanOverRanks(grads_.as<float>(), padded_count_, stream_));
-    RF_RETURN_IF_ERROR(FinishGradients(batch.n));  // the mean's: every rank decides alike
-  }
   // The update's arguments (the scheduled lr among them) are launch arguments, queued anew each
   // step: outside the CUDA graph.
   slots_ = OptimizerSlots(opt.kind);

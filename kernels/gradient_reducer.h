@@ -7,7 +7,8 @@
 //   - host memory (stream null): on return `grads` holds the mean over the ranks of their values;
 //   - GPU memory (stream a cudaStream_t): the reduction is queued on `stream` after the work
 //     queued there so far, and `grads` holds the mean once the stream gets there; the host does
-//     not wait;
+//     not wait; `stream` may be capturing a CUDA graph (every rank capturing at the same step),
+//     and the reduction then runs at each replay of it;
 //   - the result is the same bits on every rank, so ranks that start from the same parameters
 //     apply the same update and stay identical (no parameter broadcast is ever needed).
 // Errors: a failed collective comes back as Status::Aborted naming the call; the run cannot go

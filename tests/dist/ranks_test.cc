@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -204,16 +205,20 @@ TEST(HostReducer, CpuBackendStepAppliesTheMeanOfTheRanksLocalGradients) {
 }
 
 #if RINGFEED_TEST_NCCL
-// The same on GPUs through NCCL, one GPU a rank (skipped where this machine has fewer GPUs than
-// ranks on it): the reduced gradient is the ranks' mean within float rounding (NCCL sums in its
-// own order), and the same bits on every rank.
-TEST(NcclReducer, CudaBackendStepAppliesTheMeanOfTheRanksLocalGradients) {
+// Whether every rank's machine has a GPU for each of its ranks (a collective: every rank asks).
+bool EveryRankHasItsGpu() {
   int devices = 0;
   const bool usable = CudaDevicePresent() && cudaGetDeviceCount(&devices) == cudaSuccess &&
                       static_cast<uint32_t>(devices) >= W().local_size();
   uint64_t all_usable = usable ? 1 : 0;
-  ASSERT_TRUE(W().AllReduceMin(&all_usable, 1).ok());
-  if (all_usable == 0) GTEST_SKIP() << "fewer GPUs than ranks on a machine";
+  return W().AllReduceMin(&all_usable, 1).ok() && all_usable == 1;
+}
+
+// The same on GPUs through NCCL, one GPU a rank (skipped where this machine has fewer GPUs than
+// ranks on it): the reduced gradient is the ranks' mean within float rounding (NCCL sums in its
+// own order), and the same bits on every rank.
+TEST(NcclReducer, CudaBackendStepAppliesTheMeanOfTheRanksLocalGradients) {
+  if (!EveryRankHasItsGpu()) GTEST_SKIP() << "fewer GPUs than ranks on a machine";
   const int gpu = static_cast<int>(W().local_rank());
   ASSERT_EQ(cudaSetDevice(gpu), cudaSuccess);
   const ModelConfig c = TinyConfig();
@@ -225,13 +230,13 @@ TEST(NcclReducer, CudaBackendStepAppliesTheMeanOfTheRanksLocalGradients) {
   ASSERT_TRUE(alone.ok());
   Status local;
   const std::vector<float> mean = MeanOfLocalGradients(**alone, host, &local);
+  auto nccl = NcclReducer::Create(W(), gpu);  // outlives the backend
+  ASSERT_TRUE(nccl.ok()) << nccl.status().ToString();
   CudaBackendOptions o;
   o.device = gpu;
   o.tf32 = false;
   auto ranked = CudaBackend::Create(c, TinyNormalization(c), 16, start, o);
   ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
-  auto nccl = NcclReducer::Create(W(), gpu);
-  ASSERT_TRUE(nccl.ok()) << nccl.status().ToString();
   ASSERT_TRUE((*ranked)->SetGradientReducer(nccl->get()).ok());
   auto samples = cuda::DeviceBuffer::Allocate(host.samples.size(), "samples");
   auto labels = cuda::DeviceBuffer::Allocate(host.labels.size(), "labels");
@@ -264,6 +269,120 @@ TEST(NcclReducer, CudaBackendStepAppliesTheMeanOfTheRanksLocalGradients) {
     EXPECT_EQ(
         std::memcmp(everyone.data() + k * flat.size(), flat.data(), flat.size() * sizeof(float)), 0)
         << "rank " << k;
+  }
+}
+
+// Whole batches, as training runs them: the first step captures the backend's CUDA graph again
+// with the NCCL all-reduce inside it, the rest replay that graph.
+// Every rank ends where the CPU backend's ranks end (the MPI mean) within float rounding, with
+// the same bits as every other rank. Then one rank alone gets an infinite input: the mean over
+// the ranks is not finite, so every rank (not only that one) refuses the step and keeps its
+// parameters, since the check looks at the mean.
+TEST(NcclReducer, GraphReplayedStepsApplyTheMeanAndEveryRankRefusesANonFiniteMean) {
+  if (!EveryRankHasItsGpu()) GTEST_SKIP() << "fewer GPUs than ranks on a machine";
+  const int gpu = static_cast<int>(W().local_rank());
+  ASSERT_EQ(cudaSetDevice(gpu), cudaSuccess);
+  constexpr uint32_t kBatch = 16, kSteps = 4;
+  const ModelConfig c = TinyConfig();
+  const Tensors start = InitialParameters(c, 5);
+  const OptimizerConfig sgd{0.05f, 0.9f, 0.f};
+  std::vector<testing::HostBatch> batches;
+  for (uint32_t s = 0; s < kSteps; ++s) {
+    batches.push_back(RandomBatch(c, kBatch, 300 + 10 * s + W().rank(), DType::kFloat32));
+  }
+  // The reference: the CPU backend's ranks, the mean through MPI.
+  auto cpu = CpuBackend::Create(c, TinyNormalization(c), kBatch, start);
+  ASSERT_TRUE(cpu.ok());
+  HostReducer host_reducer(W());
+  ASSERT_TRUE((*cpu)->SetGradientReducer(&host_reducer).ok());
+  Status cpu_steps;
+  for (const auto& b : batches) {
+    if (cpu_steps.ok()) cpu_steps = (*cpu)->TrainStep(b.ref(), sgd);
+  }
+  Tensors want;
+  ASSERT_TRUE(cpu_steps.ok()) << cpu_steps.ToString();
+  ASSERT_TRUE((*cpu)->GetState(&want, nullptr).ok());
+
+  // The communicator outlives the backend: ncclCommDestroy waits for the graphs that captured
+  // its all-reduce to be destroyed.
+  auto nccl = NcclReducer::Create(W(), gpu);
+  ASSERT_TRUE(nccl.ok()) << nccl.status().ToString();
+  CudaBackendOptions o;
+  o.device = gpu;
+  o.tf32 = false;
+  o.cuda_graph = true;
+  auto ranked = CudaBackend::Create(c, TinyNormalization(c), kBatch, start, o);
+  ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
+  ASSERT_TRUE((*ranked)->SetGradientReducer(nccl->get()).ok());
+  auto samples = cuda::DeviceBuffer::Allocate(batches[0].samples.size(), "samples");
+  auto labels = cuda::DeviceBuffer::Allocate(batches[0].labels.size(), "labels");
+  ASSERT_TRUE(samples.ok() && labels.ok());
+  auto step_on = [&](const testing::HostBatch& host) {
+    // The previous step's kernels still read the buffers: copy behind them.
+    if (cudaStreamSynchronize((*ranked)->stream()) != cudaSuccess) {
+      return Status::Aborted("cudaStreamSynchronize");
+    }
+    if (cudaMemcpy(samples->data(), host.samples.data(), host.samples.size(),
+                   cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMemcpy(labels->data(), host.labels.data(), host.labels.size(),
+                   cudaMemcpyHostToDevice) != cudaSuccess) {
+      return Status::Aborted("cudaMemcpy");
+    }
+    Batch b = host.ref();
+    b.samples = samples->data();
+    b.labels = labels->data();
+    return (*ranked)->TrainStep(b, sgd);
+  };
+  Status gpu_steps;
+  for (const auto& b : batches) {
+    if (gpu_steps.ok()) gpu_steps = step_on(b);
+  }
+  Tensors got;
+  const Status state = (*ranked)->GetState(&got, nullptr);
+  std::vector<float> flat;
+  for (const auto& t : got.t) flat.insert(flat.end(), t.begin(), t.end());
+  std::vector<float> everyone(flat.size() * W().size());
+  const Status gathered = W().AllGather(flat.data(), flat.size() * sizeof(float), everyone.data());
+  const uint64_t replays = (*ranked)->graph_replays();
+
+  // The non-finite step: the last rank's input holds an infinity; the others' are finite.
+  testing::HostBatch bad = RandomBatch(c, kBatch, 400 + W().rank(), DType::kFloat32);
+  if (W().rank() + 1 == W().size()) {
+    const float inf = std::numeric_limits<float>::infinity();
+    std::memcpy(bad.samples.data() + 5 * sizeof(float), &inf, sizeof inf);
+  }
+  Status refused = step_on(bad);
+  if (refused.ok()) refused = step_on(batches[0]);  // the GPU's finding, reported by this call
+  Tensors kept;
+  const Status kept_state = (*ranked)->GetState(&kept, nullptr);
+
+  ASSERT_TRUE(gpu_steps.ok()) << gpu_steps.ToString();
+  ASSERT_TRUE(state.ok() && gathered.ok() && kept_state.ok());
+  // The graph the backend captured at its creation (without a reducer) is captured again, with
+  // the all-reduce, by the first step; the other steps replay it.
+  EXPECT_EQ(replays, kSteps - 1) << "steps 2 on replay the graph the first step captured";
+  size_t i = 0;
+  for (const auto& t : want.t) {
+    for (float w : t) {
+      ASSERT_NEAR(flat[i], w, 1e-4f + 1e-3f * std::fabs(w)) << "value " << i;
+      ++i;
+    }
+  }
+  for (uint32_t k = 0; k < W().size(); ++k) {
+    EXPECT_EQ(
+        std::memcmp(everyone.data() + k * flat.size(), flat.data(), flat.size() * sizeof(float)), 0)
+        << "rank " << k;
+  }
+  ASSERT_FALSE(refused.ok()) << "rank " << W().rank();
+  EXPECT_NE(refused.message().find("the training loss or its gradient is not finite"),
+            std::string::npos)
+      << refused.message();
+  size_t j = 0;
+  for (const auto& t : kept.t) {
+    for (float v : t) {
+      ASSERT_EQ(v, flat[j]) << "rank " << W().rank() << " changed value " << j;
+      ++j;
+    }
   }
 }
 #endif
