@@ -29,7 +29,7 @@ class Uninterrupted:
         key = (ranks, seed, name)
         if key not in self._runs:
             d = self.root / f"n{ranks}-s{seed}-{name}"
-            d.mkdir()
+            d.mkdir(exist_ok=True)  # a run skipped before it started may come again
             ckpt = d / "final.ckpt"
             run = h.train(ranks, self.data, "--epochs", str(self.EPOCHS), "--batch-size",
                           str(h.BATCH), "--seed", str(seed), "--checkpoint", str(ckpt),

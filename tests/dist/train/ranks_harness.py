@@ -175,9 +175,13 @@ class Run:
 
 
 def launcher(ranks: Optional[int]) -> List[str]:
-    """None: the process alone (a world of one); N: under mpirun with N ranks."""
+    """None: the process alone (a world of one); N: under mpirun with N ranks (on GPUs, skips the
+    test where the machine has fewer than N: ringfeed takes one GPU a rank)."""
     if ranks is None:
         return []
+    gpus = int(os.environ.get("RINGFEED_TEST_GPUS", "0"))
+    if DEVICE != "cpu" and ranks > gpus:
+        pytest.skip(f"{ranks} ranks on {gpus} GPUs (RINGFEED_TEST_GPUS): one GPU a rank")
     return [mpiexec(), "--oversubscribe", "-np", str(ranks)]
 
 
