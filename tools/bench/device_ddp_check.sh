@@ -6,7 +6,8 @@
 #   2. a synthetic CIFAR-shaped file of $SAMPLES samples (default 1M, 3.08 GB);
 #   3. $ROUNDS rounds (default 2), interleaved, page cache dropped before each run: DDP on 2 GPUs
 #      fed by DataLoader + DistributedSampler and by ringfeed.Loader, and ringfeed.Loader on 1 GPU;
-#      one run of DataLoader on 1 GPU (capped at $TORCH1_STEPS steps);
+#      one run of DataLoader on 1 GPU (capped at $TORCH1_STEPS steps); in each round also
+#      `ringfeed train` (its own CNN in C++) on 2 GPUs under mpirun, one epoch;
 #   4. compute alone (one batch on each GPU) on 1 and 2 GPUs; the gradient all-reduce alone over
 #      NVLink and over sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, as between machines).
 # Usage: tools/bench/device_ddp_check.sh PKG_DIR OUT_DIR   (PKG_DIR: tools/bench/package_device.sh)
@@ -42,10 +43,18 @@ bench() {  # label nproc cold|warm phase extra...
   echo "$label (rc $rc): $(grep -E '^\{' "$logs/$label.log" | tail -1)"
   [ $rc = 0 ] || tail -15 "$logs/$label.log"
 }
+train() {  # label: `ringfeed train` on 2 GPUs (mpirun), cold, its own CNN, one epoch
+  sync; echo 3 >/proc/sys/vm/drop_caches
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun --oversubscribe \
+    -np 2 -x NCCL_NVLS_ENABLE -x RINGFEED_MPI_PLUGIN="$pkg/bin/libringfeed_mpi.so" \
+    "$pkg/bin/ringfeed" train --data "$data" --epochs 1 --batch-size 256 >"$logs/$1.log" 2>&1
+  echo "$1 (rc $?): $(grep -E '^epoch' "$logs/$1.log" | tail -1)"
+}
 for round in $(seq 1 "${ROUNDS:-2}"); do
   bench "torch-2gpu-cold-$round" 2 cold torch
   bench "ringfeed-2gpu-cold-$round" 2 cold ringfeed
   bench "ringfeed-1gpu-cold-$round" 1 cold ringfeed
+  train "ringfeed-train-2gpu-cold-$round"
 done
 bench torch-1gpu-cold 1 cold torch --max-steps "${TORCH1_STEPS:-1500}"
 bench compute-1gpu 1 warm compute --steps 400

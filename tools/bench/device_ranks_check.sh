@@ -52,7 +52,7 @@ for t in ${TESTS:-}; do run_test "$t" "$pkg/tests/$t"; done
 if [ "$gpus" -ge 2 ] && [ "${E2E:-1}" = 1 ]; then
   pytest_path=""
   python3 -c "import pytest" 2>/dev/null || pytest_path=$pkg/pytest
-  PYTHONPATH=$pytest_path RINGFEED_TEST_DEVICE=cuda RINGFEED_BIN=$pkg/bin MPIEXEC=$(command -v mpirun) \
+  PYTHONPATH=$pytest_path RINGFEED_TEST_DEVICE=cuda RINGFEED_TEST_GPUS=$gpus RINGFEED_BIN=$pkg/bin MPIEXEC=$(command -v mpirun) \
     timeout 400 python3 -m pytest -q -p no:cacheprovider tests/dist/train \
     --ignore=tests/dist/train/test_accuracy_fashion.py >"$logs/e2e-cuda.log" 2>&1
   echo "e2e on the GPUs (pytest exit $?): $(tail -1 "$logs/e2e-cuda.log")"
