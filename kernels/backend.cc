@@ -26,8 +26,9 @@ Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend) {
   return Status::Ok();
 }
 
-Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what) {
-  const std::vector<ParamShape> shapes = ParameterShapes(c);
+namespace {
+
+Status CheckAgainst(const std::vector<ParamShape>& shapes, const Tensors& t, const char* what) {
   if (t.t.size() != shapes.size()) {
     return Status::InvalidArgument(std::string(what) + " has " + std::to_string(t.t.size()) +
                                    " tensors; the model has " + std::to_string(shapes.size()));
@@ -40,6 +41,16 @@ Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what) {
     }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what) {
+  return CheckAgainst(ParameterShapes(c), t, what);
+}
+
+Status CheckRunningStatShapes(const ModelConfig& c, const Tensors& t) {
+  return CheckAgainst(RunningStatShapes(c), t, "batch norm statistics");
 }
 
 Result<size_t> CheckStateShapes(const ModelConfig& c, const Tensors& state) {

@@ -44,6 +44,9 @@ Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend);
 // InvalidArgument naming `what` unless `t` holds one tensor per ParameterShapes(c) entry, each of
 // the right size.
 Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what);
+// InvalidArgument unless `t` holds one tensor per RunningStatShapes(c) entry, each of the right
+// size.
+Status CheckRunningStatShapes(const ModelConfig& c, const Tensors& t);
 // Optimizer state (see Backend::GetState): 1 to kMaxOptimizerSlots slots of ParameterShapes(c)
 // tensors. Returns the slot count, or InvalidArgument.
 inline constexpr size_t kMaxOptimizerSlots = 2;
@@ -82,6 +85,17 @@ class Backend {
   // given (InvalidArgument for shapes that do not fit: CheckStateShapes).
   virtual Status GetState(Tensors* params, Tensors* optimizer_state) = 0;
   virtual Status SetState(const Tensors& params, const Tensors& optimizer_state) = 0;
+  // Batch normalization's running statistics (kernels/model.h: RunningStatShapes order), as the
+  // last TrainStep left them; none for a model without batch norm. SetRunningStats:
+  // InvalidArgument where the tensors do not fit RunningStatShapes.
+  virtual Status GetRunningStats(Tensors* stats) {
+    stats->t.clear();
+    return Status::Ok();
+  }
+  virtual Status SetRunningStats(const Tensors& stats) {
+    return stats.t.empty() ? Status::Ok()
+                           : Status::InvalidArgument("this model has no batch normalization");
+  }
 
   // For timelines: calls fn(arg, done_ns) with the time the work queued so far finished, in
   // steady_clock nanoseconds since its epoch, on the calling thread: at once for a synchronous

@@ -103,7 +103,8 @@ std::string FloatText(float v) {
 
 bool SameModel(const ModelConfig& a, const ModelConfig& b) {
   return a.channels == b.channels && a.height == b.height && a.width == b.width &&
-         a.classes == b.classes && a.conv == b.conv && a.hidden == b.hidden;
+         a.classes == b.classes && a.conv == b.conv && a.hidden == b.hidden &&
+         a.batch_norm == b.batch_norm;
 }
 
 Status CheckTensors(const Tensors& t, const std::vector<ParamShape>& shapes, const char* what) {
@@ -139,7 +140,7 @@ std::string DescribeModel(const ModelConfig& c) {
     if (i > 0) s += ',';
     s += std::to_string(c.conv[i]);
   }
-  return s + ", hidden " + std::to_string(c.hidden);
+  return s + ", hidden " + std::to_string(c.hidden) + (c.batch_norm ? ", batch norm" : "");
 }
 
 Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
@@ -162,6 +163,8 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
     }
   }
   if (c.config.conv.size() > kMaxBlocks) return Status::InvalidArgument("too many conv blocks");
+  RF_RETURN_IF_ERROR(
+      CheckTensors(c.running_stats, RunningStatShapes(c.config), "batch norm statistics"));
 
   Encoder e;
   for (char m : kCheckpointMagic) e.Put(m);
@@ -197,9 +200,11 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   e.Put(augment.crop_pad);
   e.Put(augment.flip);
   e.Put(augment.erase_threshold);
+  e.Put<uint32_t>(m.batch_norm ? 1 : 0);
   e.Put<uint32_t>(shapes.size());
   for (const auto& t : c.params.t) e.PutFloats(t);
   for (const auto& t : c.momentum.t) e.PutFloats(t);
+  for (const auto& t : c.running_stats.t) e.PutFloats(t);
   e.Put<uint64_t>(Checksum(e.bytes().data(), e.bytes().size()));
   return std::move(e.bytes());
 }
@@ -291,6 +296,15 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
     c.optimizer.kind = static_cast<OptimizerKind>(optimizer_kind);
     c.schedule.kind = static_cast<LrScheduleKind>(schedule_kind);
   }
+  if (version >= 4) {
+    uint32_t batch_norm = 0;
+    RF_RETURN_IF_ERROR(d.Get(&batch_norm, "batch norm"));
+    if (batch_norm > 1) return d.Error(d.at() - 4, "batch norm flag " + std::to_string(batch_norm));
+    m.batch_norm = batch_norm == 1;
+    if (Status st = m.Validate(); !st.ok()) {
+      return d.Error(model_at, "invalid model (" + st.message() + ")");
+    }
+  }
 
   const std::vector<ParamShape> shapes = ParameterShapes(m);
   uint32_t tensors = 0;
@@ -316,6 +330,23 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
       nonfinite =
           d.Error(d.at() - 4 * (t.size() - k),
                   kind + shapes[i].name + " value " + std::to_string(k) + " is " + FloatText(*bad));
+    }
+  }
+
+  const std::vector<ParamShape> stat_shapes = RunningStatShapes(m);
+  c.running_stats.t.resize(stat_shapes.size());
+  for (size_t i = 0; i < stat_shapes.size(); ++i) {
+    std::vector<float>& t = c.running_stats.t[i];
+    RF_RETURN_IF_ERROR(d.GetFloats(&t, stat_shapes[i].count(), stat_shapes[i].name));
+    const bool variance = i >= m.conv.size();
+    const auto bad = std::find_if(t.begin(), t.end(), [variance](float v) {
+      return !std::isfinite(v) || (variance && v < 0);
+    });
+    if (bad != t.end() && nonfinite.ok()) {
+      const uint64_t k = bad - t.begin();
+      nonfinite =
+          d.Error(d.at() - 4 * (t.size() - k),
+                  stat_shapes[i].name + " value " + std::to_string(k) + " is " + FloatText(*bad));
     }
   }
 

@@ -2,7 +2,7 @@
 // backend-independent file (parameters and momentum are host copies, so a checkpoint written from
 // the CPU backend loads in the CUDA backend and back).
 //
-// File layout (version 3, all integers and floats little-endian):
+// File layout (version 4, all integers and floats little-endian):
 //
 //   magic "RFCKPT\0\x1a" (8) | u32 version
 //   model:     u32 channels, height, width, classes | u32 blocks | u32 conv[blocks] | u32 hidden
@@ -13,9 +13,11 @@
 //   optimizer: u32 kind (0 SGD, 1 AdamW) | f32 beta1, beta2, eps | f32 label_smoothing   (v3)
 //   schedule:  u32 kind (LrScheduleKind) | f32 warmup_epochs | u64 steps_per_epoch, epochs (v3)
 //   augment:   u32 crop_pad | u32 flip | u64 erase_threshold (io/augment.h's AugmentParams)   (v3)
-//   u32 tensors | per parameter tensor (ParameterShapes order): u64 count, f32[count]
+//   u32 batch_norm (0 or 1: the model's; its parameter tensors follow from it) (v4) u32 tensors |
+//   per parameter tensor (ParameterShapes order): u64 count, f32[count]
 //                 then the same for each optimizer state tensor: OptimizerSlots(kind) slots of
 //                 `tensors` tensors (SGD: momentum; AdamW: first moments, then second moments)
+//                 then, with batch_norm, the running statistics (RunningStatShapes order)   (v4)
 //   u64 XXH3-64 of every byte before it
 //
 // AdamW's bias corrections count its updates: one per step, so `step` is that count (the next
@@ -65,6 +67,8 @@ struct Checkpoint {
   // Parameters in ParameterShapes(config) order and sizes; the optimizer state as
   // Backend::GetState gives it: OptimizerSlots(optimizer.kind) slots of such tensors.
   Tensors params, momentum;
+  // Batch norm's running statistics in RunningStatShapes(config) order (none without it).
+  Tensors running_stats;
   uint64_t seed = 0;
   uint64_t epoch = 0;        // the epoch to continue (0-based)
   uint64_t next_sample = 0;  // index, in epoch's order, of the next sample to train on
@@ -78,7 +82,7 @@ struct Checkpoint {
 };
 
 inline constexpr char kCheckpointMagic[8] = {'R', 'F', 'C', 'K', 'P', 'T', '\0', '\x1a'};
-inline constexpr uint32_t kCheckpointVersion = 3;
+inline constexpr uint32_t kCheckpointVersion = 4;
 inline constexpr uint32_t kMaxCheckpointStretches = 1024;  // more is a damaged file
 inline constexpr uint32_t kOrderStored = 0xffffffffu;      // order_window of `--shuffle none`
 // No run trains 2^32 epochs: a larger epoch is a damaged or forged file.
@@ -93,7 +97,8 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c);
 // whose checksum holds, fields no run writes: a learning rate that is not finite, a momentum or
 // weight decay that is negative or not finite, an unknown optimizer or schedule, betas outside
 // [0, 1), an eps that is not positive and finite, a label smoothing outside [0, 1), a warmup
-// that is negative or not finite, an augmentation --augment cannot ask for, an epoch above
+// that is negative or not finite, an augmentation --augment cannot ask for, a batch norm flag
+// other than 0 or 1, a running statistic that is not finite or a negative variance, an epoch above
 // kMaxCheckpointEpoch, a next sample past dataset_samples, a batch size or world size of 0. Nothing
 // is allocated from a size the file claims before the bytes for it are known to be there.
 Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::string& path);

@@ -41,7 +41,8 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
       max_batch_(max_batch),
       flat_(config.FlatFeatures()),
       params_(initial_params),
-      grads_(ZerosLike(config)) {
+      grads_(ZerosLike(config)),
+      running_(InitialRunningStats(config)) {
   for (size_t slot = 0; slot < kMaxOptimizerSlots; ++slot) {
     for (auto& t : ZerosLike(config).t) state_.t.push_back(std::move(t));
   }
@@ -71,6 +72,10 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
     blk.argmax.resize(pooled);
     blk.weight_grad_parts.resize(size_t{chunks} * blk.shape.out_channels * in * 9);
     blk.bias_grad_parts.resize(size_t{chunks} * blk.shape.out_channels);
+    if (config.batch_norm) {
+      for (auto* v : {&blk.bn_mean, &blk.bn_var, &blk.bn_invstd}) v->resize(blk.shape.out_channels);
+      norm_.resize(std::max(norm_.size(), out));
+    }
     col_size = std::max(col_size, size_t{in} * 9 * b * plane);
     blocks_.push_back(std::move(blk));
     in = config.conv[i];
@@ -139,8 +144,21 @@ void CpuBackend::LoadBatch(const Batch& batch, const AugmentBatch& augment) {
 
 double CpuBackend::Forward(uint32_t n, uint64_t* correct, double smoothing) {
   for (size_t b = 0; b < blocks_.size(); ++b) {
+    if (!config_.batch_norm) {  // one pass per chunk: the tail reads what the conv just wrote
+      workers_->ParallelFor(Chunks(n), [&](size_t chunk) {
+        ConvForward(b, n, static_cast<uint32_t>(chunk));
+        TailForward(b, n, static_cast<uint32_t>(chunk), blocks_[b].out.data());
+      });
+      continue;
+    }
+    // Batch norm needs every chunk's output of a channel before it can normalize any of them.
     workers_->ParallelFor(Chunks(n),
-                          [&](size_t chunk) { BlockForward(b, n, static_cast<uint32_t>(chunk)); });
+                          [&](size_t chunk) { ConvForward(b, n, static_cast<uint32_t>(chunk)); });
+    workers_->ParallelFor(blocks_[b].shape.out_channels,
+                          [&](size_t c) { NormForward(b, n, static_cast<uint32_t>(c)); });
+    workers_->ParallelFor(Chunks(n), [&](size_t chunk) {
+      TailForward(b, n, static_cast<uint32_t>(chunk), norm_.data());
+    });
   }
 
   // The last pooled output, [C][N][h*w], as fc1's input rows [N][C*h*w].
@@ -192,8 +210,19 @@ void CpuBackend::Backward(uint32_t n) {
 
   const uint32_t chunks = Chunks(n);
   for (size_t b = blocks_.size(); b-- > 0;) {
-    workers_->ParallelFor(chunks,
-                          [&](size_t chunk) { BlockBackward(b, n, static_cast<uint32_t>(chunk)); });
+    if (!config_.batch_norm) {
+      workers_->ParallelFor(chunks, [&](size_t chunk) {
+        TailBackward(b, n, static_cast<uint32_t>(chunk));
+        ConvBackward(b, n, static_cast<uint32_t>(chunk));
+      });
+    } else {
+      workers_->ParallelFor(
+          chunks, [&](size_t chunk) { TailBackward(b, n, static_cast<uint32_t>(chunk)); });
+      workers_->ParallelFor(blocks_[b].shape.out_channels,
+                            [&](size_t c) { NormBackward(b, n, static_cast<uint32_t>(c)); });
+      workers_->ParallelFor(
+          chunks, [&](size_t chunk) { ConvBackward(b, n, static_cast<uint32_t>(chunk)); });
+    }
     // Sum the chunks' shares in chunk order, so the result does not depend on which thread ran
     // which chunk; slices of the weight tensor are spread over the workers.
     Block& blk = blocks_[b];
@@ -224,33 +253,81 @@ cpu::ConvShape CpuBackend::ChunkShape(size_t b, uint32_t n, uint32_t chunk) cons
   return s;
 }
 
-void CpuBackend::BlockForward(size_t b, uint32_t n, uint32_t chunk) {
+void CpuBackend::ConvForward(size_t b, uint32_t n, uint32_t chunk) {
   Block& blk = blocks_[b];
   const cpu::ConvShape s = ChunkShape(b, n, chunk);
   // Offsets of the chunk's first image: in a CNHW tensor's channel 0, and in col's row 0.
-  const size_t first = size_t{chunk} * kChunkImages;
-  const size_t at = first * s.height * s.width, pooled_at = first * (s.height / 2) * (s.width / 2);
+  const size_t at = size_t{chunk} * kChunkImages * s.height * s.width;
   const float* in = (b == 0 ? input_.data() : blocks_[b - 1].pooled.data()) + at;
   float* col = col_.data() + at;
-  float* out = blk.out.data() + at;
   cpu::Im2Col(s, in, col);
   cpu::Gemm(false, false, s.out_channels, s.pixels(), s.col_rows(), params_.t[ConvWeight(b)].data(),
-            s.col_rows(), col, s.ld(), 0.f, out, s.ld());
-  cpu::BiasReluMaxPool(s.out_channels, s.n, n, s.height, s.width, out,
+            s.col_rows(), col, s.ld(), 0.f, blk.out.data() + at, s.ld());
+}
+
+void CpuBackend::TailForward(size_t b, uint32_t n, uint32_t chunk, const float* z) {
+  Block& blk = blocks_[b];
+  const cpu::ConvShape s = ChunkShape(b, n, chunk);
+  const size_t first = size_t{chunk} * kChunkImages;
+  const size_t at = first * s.height * s.width, pooled_at = first * (s.height / 2) * (s.width / 2);
+  cpu::BiasReluMaxPool(s.out_channels, s.n, n, s.height, s.width, z + at,
                        params_.t[ConvBias(b)].data(), blk.pooled.data() + pooled_at,
                        blk.argmax.data() + pooled_at);
 }
 
-void CpuBackend::BlockBackward(size_t b, uint32_t n, uint32_t chunk) {
+void CpuBackend::NormForward(size_t b, uint32_t n, uint32_t c) {
+  Block& blk = blocks_[b];
+  const size_t m = size_t{n} * blk.shape.height * blk.shape.width;
+  const float* x = blk.out.data() + c * m;
+  float* z = norm_.data() + c * m;
+  const float scale = params_.t[BnScale(b)][c];
+  if (evaluating_) {
+    const size_t k = blocks_.size() + b;  // running_: the blocks' means, then their variances
+    cpu::BatchNormChannelApply(m, x, running_.t[b][c], running_.t[k][c], scale, z);
+    return;
+  }
+  cpu::BatchNormChannelStats(m, x, &blk.bn_mean[c], &blk.bn_var[c]);
+  blk.bn_invstd[c] = cpu::BatchNormChannelApply(m, x, blk.bn_mean[c], blk.bn_var[c], scale, z);
+}
+
+void CpuBackend::NormBackward(size_t b, uint32_t n, uint32_t c) {
+  Block& blk = blocks_[b];
+  const size_t m = size_t{n} * blk.shape.height * blk.shape.width;
+  cpu::BatchNormChannelBackward(m, blk.out.data() + c * m, blk.bn_mean[c], blk.bn_invstd[c],
+                                params_.t[BnScale(b)][c], blk.out_grad.data() + c * m,
+                                &grads_.t[BnScale(b)][c]);
+}
+
+void CpuBackend::UpdateRunningStats(uint32_t n) {
+  for (size_t b = 0; b < blocks_.size() && config_.batch_norm; ++b) {
+    const Block& blk = blocks_[b];
+    const double m = static_cast<double>(n) * blk.shape.height * blk.shape.width;
+    const float unbias = m > 1 ? static_cast<float>(m / (m - 1)) : 1.f;
+    float* mean = running_.t[b].data();
+    float* var = running_.t[blocks_.size() + b].data();
+    for (uint32_t c = 0; c < blk.shape.out_channels; ++c) {
+      mean[c] += kBatchNormMomentum * (blk.bn_mean[c] - mean[c]);
+      var[c] += kBatchNormMomentum * (blk.bn_var[c] * unbias - var[c]);
+    }
+  }
+}
+
+void CpuBackend::TailBackward(size_t b, uint32_t n, uint32_t chunk) {
   Block& blk = blocks_[b];
   const cpu::ConvShape s = ChunkShape(b, n, chunk);
   const size_t first = size_t{chunk} * kChunkImages;
   const size_t at = first * s.height * s.width, pooled_at = first * (s.height / 2) * (s.width / 2);
-  float* out_grad = blk.out_grad.data() + at;
   cpu::BiasReluMaxPoolBackward(s.out_channels, s.n, n, s.height, s.width,
                                blk.pooled.data() + pooled_at, blk.pooled_grad.data() + pooled_at,
-                               blk.argmax.data() + pooled_at, out_grad,
+                               blk.argmax.data() + pooled_at, blk.out_grad.data() + at,
                                blk.bias_grad_parts.data() + size_t{chunk} * s.out_channels);
+}
+
+void CpuBackend::ConvBackward(size_t b, uint32_t n, uint32_t chunk) {
+  Block& blk = blocks_[b];
+  const cpu::ConvShape s = ChunkShape(b, n, chunk);
+  const size_t at = size_t{chunk} * kChunkImages * s.height * s.width;
+  const float* out_grad = blk.out_grad.data() + at;
   // The forward pass's col was overwritten by later blocks: rebuild it (cheap next to the
   // sgemm) rather than keep one per block.
   const float* in = (b == 0 ? input_.data() : blocks_[b - 1].pooled.data()) + at;
@@ -284,6 +361,7 @@ Status CpuBackend::TrainStep(const Batch& batch, const OptimizerConfig& opt) {
   } else {
     ApplySgd(opt);
   }
+  UpdateRunningStats(batch.n);
   train_stats_.loss_sum += loss;
   train_stats_.correct += correct;
   train_stats_.samples += batch.n;
@@ -315,7 +393,10 @@ Status CpuBackend::Evaluate(const Batch& batch) {
   RF_RETURN_IF_ERROR(CheckBatch(batch));
   LoadBatch(batch, AugmentBatch{});  // evaluation is never augmented
   uint64_t correct = 0;
-  eval_stats_.loss_sum += Forward(batch.n, &correct, 0);
+  evaluating_ = true;  // batch norm by the running statistics
+  const double loss = Forward(batch.n, &correct, 0);
+  evaluating_ = false;
+  eval_stats_.loss_sum += loss;
   eval_stats_.correct += correct;
   eval_stats_.samples += batch.n;
   return Status::Ok();
@@ -380,6 +461,17 @@ Status CpuBackend::SetState(const Tensors& params, const Tensors& optimizer_stat
     }
   }
   slots_ = slots;
+  return Status::Ok();
+}
+
+Status CpuBackend::GetRunningStats(Tensors* stats) {
+  *stats = running_;
+  return Status::Ok();
+}
+
+Status CpuBackend::SetRunningStats(const Tensors& stats) {
+  RF_RETURN_IF_ERROR(CheckRunningStatShapes(config_, stats));
+  running_ = stats;
   return Status::Ok();
 }
 

@@ -54,6 +54,8 @@ class CpuBackend final : public Backend {
 
   Status GetState(Tensors* params, Tensors* optimizer_state) override;
   Status SetState(const Tensors& params, const Tensors& optimizer_state) override;
+  Status GetRunningStats(Tensors* stats) override;
+  Status SetRunningStats(const Tensors& stats) override;
 
   Status ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) override;
   // Sizes the flat buffer the gradient tensors are reduced through (one call per step).
@@ -70,8 +72,10 @@ class CpuBackend final : public Backend {
 
   // One conv block's buffers, sized for max_batch; each CNHW (see kernels/cpu_layers.h).
   struct Block {
-    cpu::ConvShape shape;            // channels and size; n and stride are set per call
-    std::vector<float> out;          // the convolution before its bias: [Cout][N][H][W]
+    cpu::ConvShape shape;    // channels and size; n and stride are set per call
+    std::vector<float> out;  // the convolution before its bias: [Cout][N][H][W]
+    // Batch norm: the statistics the last forward pass normalized each channel with.
+    std::vector<float> bn_mean, bn_var, bn_invstd;
     std::vector<float> pooled;       // ReLU(pool(out) + bias): [Cout][N][H/2][W/2]
     std::vector<uint32_t> argmax;    // per pooled element, its source index in the `out` plane
     std::vector<float> out_grad;     // gradient w.r.t. out
@@ -98,9 +102,19 @@ class CpuBackend final : public Backend {
   void ApplyAdamW(const OptimizerConfig& opt);
   // Backpropagates logits_grad_ into grads_ (without weight decay).
   void Backward(uint32_t n);
-  // Block b's work on chunk `chunk` of a batch of n, forward and backward.
-  void BlockForward(size_t b, uint32_t n, uint32_t chunk);
-  void BlockBackward(size_t b, uint32_t n, uint32_t chunk);
+  // Block b's work on chunk `chunk` of a batch of n: the convolution into `out`, and the tail
+  // (+ bias, ReLU, pool) from `z` (out, or with batch norm norm_); backward, the tail's gradient
+  // into out_grad, and the convolution's from it.
+  void ConvForward(size_t b, uint32_t n, uint32_t chunk);
+  void TailForward(size_t b, uint32_t n, uint32_t chunk, const float* z);
+  void TailBackward(size_t b, uint32_t n, uint32_t chunk);
+  void ConvBackward(size_t b, uint32_t n, uint32_t chunk);
+  // Batch norm of block b's channel c over the batch of n, out -> norm_ (with the batch's
+  // statistics, or the running ones while evaluating), and its backward pass on out_grad.
+  void NormForward(size_t b, uint32_t n, uint32_t c);
+  void NormBackward(size_t b, uint32_t n, uint32_t c);
+  // After an applied training step: the running statistics move toward the batch's.
+  void UpdateRunningStats(uint32_t n);
   static uint32_t Chunks(uint32_t n) { return (n + kChunkImages - 1) / kChunkImages; }
   // With a reducer: grads_ -> reduce_buf_ -> the mean over the ranks -> grads_.
   Status ReduceGradients();
@@ -114,6 +128,7 @@ class CpuBackend final : public Backend {
   size_t Fc1Bias() const { return Fc1Weight() + 1; }
   size_t Fc2Weight() const { return Fc1Weight() + 2; }
   size_t Fc2Bias() const { return Fc1Weight() + 3; }
+  size_t BnScale(size_t block) const { return Fc1Weight() + 4 + block; }
 
   ModelConfig config_;
   std::vector<float> mean_, stddev_;  // per channel; stddev 0 already replaced by 1
@@ -126,6 +141,10 @@ class CpuBackend final : public Backend {
   Tensors state_;
   size_t slots_ = 1;
   std::vector<float> reduce_buf_;  // every gradient tensor back to back, for the reducer
+
+  Tensors running_;          // batch norm's running statistics (RunningStatShapes)
+  bool evaluating_ = false;  // Forward normalizes with running_, not the batch's statistics
+  std::vector<float> norm_;  // batch norm's output, the largest block's [Cout][N][H][W]
 
   std::vector<float> input_;  // [C][N][H][W], normalized
   std::vector<int32_t> labels_;

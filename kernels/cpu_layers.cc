@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/model.h"
+
 namespace rf::cpu {
 namespace {
 
@@ -205,6 +207,45 @@ double SoftmaxCrossEntropy(size_t n, size_t classes, const float* logits, const 
   }
   *correct = hits;
   return loss_sum;
+}
+
+float BatchNormChannelStats(size_t m, const float* x, float* mean, float* var) {
+  double sum = 0;
+  for (size_t i = 0; i < m; ++i) sum += x[i];
+  const double mu = sum / static_cast<double>(m);
+  double sq = 0;
+  for (size_t i = 0; i < m; ++i) {
+    const double d = x[i] - mu;
+    sq += d * d;
+  }
+  *mean = static_cast<float>(mu);
+  *var = static_cast<float>(sq / static_cast<double>(m));
+  return 1.f / std::sqrt(*var + kBatchNormEps);
+}
+
+float BatchNormChannelApply(size_t m, const float* x, float mean, float var, float scale,
+                            float* z) {
+  const float invstd = 1.f / std::sqrt(var + kBatchNormEps);
+  const float k = scale * invstd;
+  for (size_t i = 0; i < m; ++i) z[i] = (x[i] - mean) * k;
+  return invstd;
+}
+
+void BatchNormChannelBackward(size_t m, const float* x, float mean, float invstd, float scale,
+                              float* dz, float* scale_grad) {
+  double sum = 0, dot = 0;
+  for (size_t i = 0; i < m; ++i) {
+    sum += dz[i];
+    dot += static_cast<double>(dz[i]) * ((x[i] - mean) * invstd);
+  }
+  const float mean_dz = static_cast<float>(sum / static_cast<double>(m));
+  const float mean_dot = static_cast<float>(dot / static_cast<double>(m));
+  const float k = scale * invstd;
+  for (size_t i = 0; i < m; ++i) {
+    const float xhat = (x[i] - mean) * invstd;
+    dz[i] = k * (dz[i] - mean_dz - xhat * mean_dot);
+  }
+  *scale_grad = static_cast<float>(dot);
 }
 
 }  // namespace rf::cpu

@@ -73,6 +73,21 @@ void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t stride, uin
                              const float* pooled, const float* pooled_grad, const uint32_t* argmax,
                              float* conv_grad, double* bias_grad_sum);
 
+// Batch normalization of one channel's m values x (contiguous: a CNHW channel over the batch).
+// Training: *mean and *var receive the values' mean and biased variance (sums in double, in
+// order). Then, with those (training) or the given running ones (evaluation):
+//   z[i] = scale * (x[i] - mean) * invstd,  invstd = 1 / sqrt(var + eps)
+// (the shift is the conv block's bias, added by BiasReluMaxPool). Returns invstd.
+float BatchNormChannelStats(size_t m, const float* x, float* mean, float* var);
+float BatchNormChannelApply(size_t m, const float* x, float mean, float var, float scale, float* z);
+// Its backward pass for training-mode statistics: dz (the gradient w.r.t. z) becomes the gradient
+// w.r.t. x in place,
+//   dx = scale * invstd * (dz - sum(dz) / m - xhat * sum(dz * xhat) / m),  xhat = (x - mean)
+//   invstd,
+// and *scale_grad receives sum(dz * xhat) (sums in double, in order).
+void BatchNormChannelBackward(size_t m, const float* x, float mean, float invstd, float scale,
+                              float* dz, float* scale_grad);
+
 // Per row of logits [n, classes]: the cross-entropy against the target q = (1 - smoothing) *
 // onehot(labels[i]) + smoothing / classes (in double, through a stable log-sum-exp), whether the
 // arg-max is the label, and grad = (softmax - q) * scale. Smoothing 0 is the plain cross-entropy.

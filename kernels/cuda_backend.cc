@@ -40,6 +40,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const ModelConfig& conf
                                                          const Tensors& initial_params,
                                                          const CudaBackendOptions& options) {
   RF_RETURN_IF_ERROR(config.Validate());
+  if (config.batch_norm) {
+    return Status::Unsupported(
+        "batch normalization runs on the CPU backend only so far (--device cpu); the CUDA "
+        "backend does not have it yet");
+  }
   if (max_batch == 0) return Status::InvalidArgument("the CUDA backend needs max_batch >= 1");
   // cuDNN's legacy descriptors take int sizes and strides: the largest activation is the first
   // block's (or the input, with more channels than the first block).

@@ -75,7 +75,8 @@ class CudaBackend final : public Backend {
   // Fails with InvalidArgument for what CpuBackend::Create rejects (config, max_batch 0,
   // normalization length, initial parameter shapes) and for tensors too large for cuDNN's int
   // sizes; with Aborted, naming the call, where the GPU or a library fails (no device, out of
-  // memory, no algorithm). Argument checks come before any CUDA call.
+  // memory, no algorithm); with Unsupported for a model with batch_norm (not on the GPU yet).
+  // Argument checks come before any CUDA call.
   static Result<std::unique_ptr<CudaBackend>> Create(const ModelConfig& config,
                                                      const Normalization& norm, uint32_t max_batch,
                                                      const Tensors& initial_params,

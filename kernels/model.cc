@@ -1,5 +1,6 @@
 #include "kernels/model.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace rf {
@@ -83,6 +84,9 @@ Status ModelConfig::Validate() const {
   RF_RETURN_IF_ERROR(add("fc1.bias", {hidden}));
   RF_RETURN_IF_ERROR(add("fc2.weight", {classes, hidden}));
   RF_RETURN_IF_ERROR(add("fc2.bias", {classes}));
+  for (size_t i = 0; batch_norm && i < conv.size(); ++i) {
+    RF_RETURN_IF_ERROR(add("bn" + std::to_string(i) + ".scale", {conv[i]}));
+  }
   return Status::Ok();
 }
 
@@ -104,7 +108,32 @@ std::vector<ParamShape> ParameterShapes(const ModelConfig& c) {
   s.push_back({"fc1.bias", {c.hidden}});
   s.push_back({"fc2.weight", {c.classes, c.hidden}});
   s.push_back({"fc2.bias", {c.classes}});
+  if (c.batch_norm) {
+    for (size_t i = 0; i < c.conv.size(); ++i) {
+      s.push_back({"bn" + std::to_string(i) + ".scale", {c.conv[i]}});
+    }
+  }
   return s;
+}
+
+std::vector<ParamShape> RunningStatShapes(const ModelConfig& c) {
+  std::vector<ParamShape> s;
+  if (!c.batch_norm) return s;
+  for (const char* what : {".running_mean", ".running_var"}) {
+    for (size_t i = 0; i < c.conv.size(); ++i) {
+      s.push_back({"bn" + std::to_string(i) + what, {c.conv[i]}});
+    }
+  }
+  return s;
+}
+
+Tensors InitialRunningStats(const ModelConfig& c) {
+  Tensors t;
+  const std::vector<ParamShape> shapes = RunningStatShapes(c);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    t.t.emplace_back(shapes[i].count(), i < c.conv.size() ? 0.f : 1.f);
+  }
+  return t;
 }
 
 size_t ParameterCount(const ModelConfig& c) {
@@ -124,7 +153,10 @@ Tensors InitialParameters(const ModelConfig& c, uint64_t seed) {
   const std::vector<ParamShape> shapes = ParameterShapes(c);
   uint64_t state = seed;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    if (shapes[i].dims.size() == 1) continue;  // biases start at zero
+    if (shapes[i].dims.size() == 1) {  // biases start at zero, batch-norm scales at one
+      if (shapes[i].name.rfind("bn", 0) == 0) std::fill(t.t[i].begin(), t.t[i].end(), 1.f);
+      continue;
+    }
     size_t fan_in = 1;
     for (size_t d = 1; d < shapes[i].dims.size(); ++d) fan_in *= shapes[i].dims[d];
     const double bound = std::sqrt(6.0 / static_cast<double>(fan_in));

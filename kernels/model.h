@@ -1,5 +1,6 @@
 // The model ringfeed trains, described independently of any backend: a small CNN of N blocks
-// (3x3 convolution with padding 1, bias, ReLU, 2x2 max-pool with stride 2, rounding down),
+// (3x3 convolution with padding 1, bias, ReLU, 2x2 max-pool with stride 2, rounding down; with
+// batch_norm, batch normalization between the convolution and the ReLU),
 // then fully connected -> ReLU -> fully connected, trained with softmax cross-entropy (label
 // smoothing optional) and SGD with momentum and weight decay or AdamW (OptimizerConfig). The same
 // description drives the CUDA backend (cuDNN, cuBLAS) and the CPU reference backend (im2col +
@@ -23,6 +24,17 @@ struct ModelConfig {
   // Output channels of each conv block, and the width of the hidden fully connected layer.
   std::vector<uint32_t> conv = {32, 64, 128};
   uint32_t hidden = 256;
+  // Batch normalization after each convolution (per channel over the batch and the plane):
+  //   training:   z = scale * (x - mean_B) / sqrt(var_B + eps) + bias, with the batch's mean and
+  //               (biased) variance, each step moving the running statistics
+  //               r_mean += momentum * (mean_B - r_mean), r_var += momentum * (var_B' - r_var),
+  //               var_B' the unbiased variance (m / (m - 1) var_B, m = batch x plane);
+  //   evaluation: the same with the running statistics (start: mean 0, variance 1).
+  // The conv block's bias is then the normalization's shift (added after it, as without it); its
+  // scale is a parameter tensor of its own (ParameterShapes). eps and momentum: below (PyTorch's
+  // BatchNorm2d defaults). Under data parallelism each rank normalizes by its own batch and
+  // keeps its own running statistics (rank 0's go into checkpoints and evaluation).
+  bool batch_norm = false;
 
   // Spatial size after block i's pooling (i = -1: the input).
   uint32_t HeightAfter(int block) const;
@@ -41,9 +53,13 @@ struct ModelConfig {
 // count the BLAS and cuDNN calls can take).
 inline constexpr uint64_t kMaxModelParameters = 0x7fffffffu;
 
+inline constexpr float kBatchNormEps = 1e-5f;
+inline constexpr float kBatchNormMomentum = 0.1f;
+
 // One parameter tensor. Order and layout are fixed and shared by every backend:
 //   for each block i: conv{i}.weight [out, in, 3, 3], conv{i}.bias [out]
 //   fc1.weight [hidden, flat], fc1.bias [hidden], fc2.weight [classes, hidden], fc2.bias [classes]
+//   with batch_norm, then for each block i: bn{i}.scale [out]
 // (row-major; "flat" is the last block's output in C, H, W order).
 struct ParamShape {
   std::string name;
@@ -60,9 +76,15 @@ struct Tensors {
 };
 
 // Deterministic initialization, the same on every backend: weights uniform in
-// +-sqrt(6 / fan_in) (He-uniform), biases zero.
+// +-sqrt(6 / fan_in) (He-uniform), biases zero, batch-norm scales one.
 Tensors InitialParameters(const ModelConfig& c, uint64_t seed);
 Tensors ZerosLike(const ModelConfig& c);
+
+// Batch normalization's running statistics (not parameters: no gradient, no optimizer state):
+// with batch_norm, bn{i}.running_mean [out] for each block, then bn{i}.running_var [out] for each
+// block; none without it. InitialRunningStats: means 0, variances 1.
+std::vector<ParamShape> RunningStatShapes(const ModelConfig& c);
+Tensors InitialRunningStats(const ModelConfig& c);
 
 // How stored samples become the network's float input: x = (v - mean[c]) / std[c] per channel
 // (std 0 is treated as 1), with the dataset header's statistics.

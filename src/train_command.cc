@@ -108,6 +108,7 @@ Result<ModelConfig> ModelFor(const TrainConfig& c, const format::Header& h) {
   m.classes = h.num_classes;
   m.conv = c.conv;
   m.hidden = c.hidden;
+  m.batch_norm = c.batch_norm;
   if (Status st = m.Validate(); !st.ok()) return AsUsage(st);
   return m;
 }
@@ -118,6 +119,7 @@ Result<ModelConfig> ModelFor(const TrainConfig& c, const format::Header& h) {
 // error.
 struct StartPoint {
   Tensors params, momentum;
+  Tensors running_stats;  // batch norm's (none without it)
   RunState state;
 };
 
@@ -143,7 +145,8 @@ Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& 
                          TrainConfig* c) {
   if (c->resume.empty()) {
     return StartPoint{InitialParameters(model, c->pipeline.seed),
-                      OptimizerStateZeros(model, c->optimizer.kind), RunState{}};
+                      OptimizerStateZeros(model, c->optimizer.kind), InitialRunningStats(model),
+                      RunState{}};
   }
   RF_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, CheckpointBytes(c->resume, world));
   RF_ASSIGN_OR_RETURN(Checkpoint ck, DecodeCheckpoint(bytes.data(), bytes.size(), c->resume));
@@ -155,7 +158,7 @@ Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& 
   }
   uint64_t position = 0;
   RF_RETURN_IF_ERROR(ApplyCheckpoint(ck, c, &position));
-  return StartPoint{std::move(ck.params), std::move(ck.momentum),
+  return StartPoint{std::move(ck.params), std::move(ck.momentum), std::move(ck.running_stats),
                     RunState{ck.epoch, ck.step, position}};
 }
 
@@ -224,6 +227,7 @@ Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, 
   const double setup_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count();
   RF_RETURN_IF_ERROR(engine->backend().SetState(start.params, start.momentum));
+  RF_RETURN_IF_ERROR(engine->backend().SetRunningStats(start.running_stats));
   // The epoch the run starts in may be one resumed at another world size: its own count.
   const uint64_t start_epoch_samples =
       EpochSamples(WindowOrder(train.ChunkSampleCounts(), OrderOptionsFor(c.pipeline))

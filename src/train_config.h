@@ -35,6 +35,7 @@ struct TrainConfig {
   // The model: the input shape and classes come from the dataset.
   std::vector<uint32_t> conv = ModelConfig{}.conv;  // output channels of each conv block
   uint32_t hidden = ModelConfig{}.hidden;
+  bool batch_norm = false;    // --batch-norm: after each convolution (kernels/model.h)
   OptimizerConfig optimizer;  // lr: the base learning rate the schedule scales
   LrScheduleConfig schedule;
   // The steps the schedule spans: from a resumed checkpoint, else {0, 0} until the run computes

@@ -151,6 +151,9 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
      "crop:4,flip; none: off. Each sample's transform depends on the seed, the epoch and its "
      "index only (a resumed run gives --augment again: the checkpoint does not hold it)")
     ("hidden", po::value(&c.hidden)->default_value(c.hidden), "width of the hidden layer")
+    ("batch-norm", po::bool_switch(&c.batch_norm),
+     "batch normalization after each convolution: the batch's statistics in training, running "
+     "ones (kept in checkpoints) in evaluation; CPU backend only so far")
     ("checkpoint", po::value(&c.checkpoint),
      "write a checkpoint here at the end, on SIGINT/SIGTERM and every --checkpoint-every steps "
      "(its directory must be writable)")
@@ -158,7 +161,7 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
      "steps between checkpoints (0: only at the end)")
     ("resume", po::value(&c.resume),
      "continue from this checkpoint (its optimizer settings, lr schedule, seed, batch size and "
-     "shuffle win; --conv and --hidden must match it)")
+     "shuffle win; --conv, --hidden and --batch-norm must match it)")
     ("max-steps", po::value(&c.max_steps)->default_value(c.max_steps),
      "stop after this many steps in all (0: no limit)")
     ("metrics", po::value(&c.metrics), "write one JSON object per epoch and one at the end")

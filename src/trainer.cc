@@ -107,6 +107,7 @@ Status Trainer::Save(const RunState& s, const OptimizerConfig& opt, uint64_t see
     c.schedule_span = o_.schedule_span;
     c.augment = o_.augment;
     RF_RETURN_IF_ERROR(backend_.GetState(&c.params, &c.momentum));
+    RF_RETURN_IF_ERROR(backend_.GetRunningStats(&c.running_stats));
     c.seed = seed;
     // A finished epoch is stored as the start of the next, so a resume does not begin with an
     // empty epoch.

@@ -20,8 +20,9 @@ using testing::BitIdentical;
 using testing::TempDir;
 
 // Version 3's optimizer, schedule and augmentation block: u32 kind, 4 f32, u32 kind, f32 warmup,
-// 2 u64, 2 u32, u64.
+// 2 u64, 2 u32, u64; then version 4's batch norm flag (u32).
 constexpr size_t kVersion3Block = 4 + 4 * 4 + 4 + 4 + 2 * 8 + 2 * 4 + 8;
+constexpr size_t kSinceVersion3 = kVersion3Block + 4;
 // Where SmallConfig's ranks block starts: magic, version, model (4 dims, block count, 2 widths,
 // hidden), sgd, position (4 u64, 2 u32, 2 u64).
 constexpr size_t kRanksAt = 8 + 4 + (4 * 4 + 4 + 2 * 4 + 4) + 3 * 4 + (4 * 8 + 2 * 4 + 2 * 8);
@@ -114,7 +115,7 @@ TEST(Checkpoint, ReadsVersion1FilesAsOneRank) {
   // magic, version, model (4 dims, block count, 2 widths, hidden), sgd, position (4 u64, 2 u32,
   // 2 u64): the ranks block (world size, stretch count) follows.
   const size_t ranks_at = kRanksAt;
-  b.erase(b.begin() + ranks_at + 8, b.begin() + ranks_at + 8 + kVersion3Block);
+  b.erase(b.begin() + ranks_at + 8, b.begin() + ranks_at + 8 + kSinceVersion3);
   uint32_t world = 0, count = 9;
   std::memcpy(&world, b.data() + ranks_at, 4);
   std::memcpy(&count, b.data() + ranks_at + 4, 4);
@@ -186,7 +187,7 @@ TEST(Checkpoint, ReadsVersion2FilesAsSgdWithTheConstantSchedule) {
   uint32_t kind = 9;
   std::memcpy(&kind, b.data() + v3_at, 4);
   ASSERT_EQ(kind, 0u);  // SGD: the block is where the layout says
-  b.erase(b.begin() + v3_at, b.begin() + v3_at + kVersion3Block);
+  b.erase(b.begin() + v3_at, b.begin() + v3_at + kSinceVersion3);
   const uint32_t v2 = 2;
   std::memcpy(b.data() + 8, &v2, 4);
   Reseal(&b);
@@ -204,6 +205,67 @@ TEST(Checkpoint, ReadsVersion2FilesAsSgdWithTheConstantSchedule) {
   ASSERT_EQ(r->stretches.size(), 2u);
   EXPECT_TRUE(BitIdentical(r->params, c.params));
   EXPECT_TRUE(BitIdentical(r->momentum, c.momentum));
+}
+
+// Version 3 files (before batch norm) read as models without it.
+TEST(Checkpoint, ReadsVersion3FilesAsModelsWithoutBatchNorm) {
+  Checkpoint c = Numbered();
+  std::vector<uint8_t> b = Encoded(c);
+  const size_t flag_at = kRanksAt + 8 + 2 * 12 + kVersion3Block;
+  uint32_t flag = 9;
+  std::memcpy(&flag, b.data() + flag_at, 4);
+  ASSERT_EQ(flag, 0u);  // the flag is where the layout says
+  b.erase(b.begin() + flag_at, b.begin() + flag_at + 4);
+  const uint32_t v3 = 3;
+  std::memcpy(b.data() + 8, &v3, 4);
+  Reseal(&b);
+  auto r = DecodeCheckpoint(b.data(), b.size(), "v3.ckpt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->config.batch_norm);
+  EXPECT_TRUE(r->running_stats.t.empty());
+  EXPECT_TRUE(BitIdentical(r->params, c.params));
+}
+
+// With batch norm: the scales are parameters (with their optimizer state), the running
+// statistics come back bit for bit, and a negative running variance is refused at its offset.
+TEST(Checkpoint, BatchNormScalesAndRunningStatisticsRoundTrip) {
+  Checkpoint c = Numbered();
+  c.config.batch_norm = true;
+  c.params = InitialParameters(c.config, 4);
+  c.momentum = ZerosLike(c.config);
+  c.running_stats = InitialRunningStats(c.config);
+  ASSERT_EQ(c.running_stats.t.size(), 2 * c.config.conv.size());
+  for (size_t i = 0; i < c.running_stats.t.size(); ++i) {
+    for (size_t k = 0; k < c.running_stats.t[i].size(); ++k) {
+      c.running_stats.t[i][k] = 0.25f * static_cast<float>(i + 1) + 0.001f * static_cast<float>(k);
+    }
+  }
+  std::vector<uint8_t> b = Encoded(c);
+  auto r = DecodeCheckpoint(b.data(), b.size(), "bn.ckpt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->config.batch_norm);
+  EXPECT_TRUE(BitIdentical(r->params, c.params));
+  EXPECT_EQ(r->params.t.back().size(), c.config.conv.back());  // bn{last}.scale
+  EXPECT_EQ(r->params.t.back()[0], 1.f);                       // scales start at one
+  EXPECT_TRUE(BitIdentical(r->running_stats, c.running_stats));
+
+  // The last running variance's first value: 8 checksum bytes and the tensor's values from the
+  // end, after its u64 count.
+  const size_t last = c.running_stats.t.back().size();
+  const size_t at = b.size() - 8 - 4 * last;
+  const float negative = -1.f;
+  std::memcpy(b.data() + at, &negative, 4);
+  Reseal(&b);
+  auto bad = DecodeCheckpoint(b.data(), b.size(), "bn.ckpt");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("at byte " + std::to_string(at)), std::string::npos)
+      << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find("running_var"), std::string::npos)
+      << bad.status().ToString();
+
+  // Encoding refuses statistics that do not fit the model.
+  c.running_stats.t.pop_back();
+  EXPECT_FALSE(EncodeCheckpoint(c).ok());
 }
 
 TEST(Checkpoint, RefusesAWorldSizeOfZeroNamingTheOffset) {

@@ -14,6 +14,12 @@
 // dropped (0.07 to 0.26), col2im shifting the wrong way (0.16 to 0.55), the sum loss instead of
 // the mean (0.75). A tolerance of 1e-2 passes the correct code with a 10x or larger margin and
 // fails each of those.
+// Batch norm couples every sample: a conv0 weight moves the loss by little, so the float forward
+// pass's rounding weighs more (about 1e-3 of the gradient per entry at 3e-4; one kink in 37
+// samples adds some): the correct code measured 0.0134 at most. Its planted bugs: the mean term
+// of the normalization's backward pass dropped (0.27 to 1.3 on every tensor before it), the xhat
+// term dropped (0.44 to 1.0), the scale's gradient summing dz instead of dz * xhat (0.30 to 0.53).
+// It is checked at 3e-2.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,13 +45,15 @@ Tensors TinyParameters(const ModelConfig& c) {
   const std::vector<ParamShape> shapes = ParameterShapes(c);
   for (size_t t = 0; t < shapes.size(); ++t) {
     if (shapes[t].dims.size() != 1) continue;
-    for (float& b : p.t[t]) b = static_cast<float>(0.2 * (rng.Uniform() - 0.5));
+    const bool scale = shapes[t].name.rfind("bn", 0) == 0;  // batch-norm scales: around one
+    for (float& b : p.t[t]) b = static_cast<float>((scale ? 1 : 0) + 0.2 * (rng.Uniform() - 0.5));
   }
   return p;
 }
 
-double MeanLoss(CpuBackend& be, const HostBatch& batch, const Tensors& params) {
-  const Tensors zeros = ZerosLike(TinyConfig());
+double MeanLoss(CpuBackend& be, const ModelConfig& c, const HostBatch& batch,
+                const Tensors& params) {
+  const Tensors zeros = ZerosLike(c);
   EXPECT_TRUE(be.SetState(params, zeros).ok());
   double loss = 0;
   EXPECT_TRUE(be.ComputeGradients(batch.ref(), &loss, nullptr).ok());
@@ -53,8 +61,8 @@ double MeanLoss(CpuBackend& be, const HostBatch& batch, const Tensors& params) {
 }
 
 void ExpectGradientsMatchCentralDifferences(const HostBatch& batch, const Normalization& norm,
-                                            float eps) {
-  const ModelConfig c = TinyConfig();
+                                            float eps, const ModelConfig& c = TinyConfig(),
+                                            double tolerance = kTolerance) {
   const Tensors params = TinyParameters(c);
   auto be = CpuBackend::Create(c, norm, batch.n, params);
   ASSERT_TRUE(be.ok()) << be.status().ToString();
@@ -76,10 +84,10 @@ void ExpectGradientsMatchCentralDifferences(const HostBatch& batch, const Normal
       Tensors q = params;
       q.t[t][i] = params.t[t][i] + eps;
       const float up = q.t[t][i];
-      const double loss_up = MeanLoss(**be, batch, q);
+      const double loss_up = MeanLoss(**be, c, batch, q);
       q.t[t][i] = params.t[t][i] - eps;
       const float down = q.t[t][i];
-      const double loss_down = MeanLoss(**be, batch, q);
+      const double loss_down = MeanLoss(**be, c, batch, q);
       // Divide by the step actually taken: w +- eps rounds in float.
       const double fd = (loss_up - loss_down) / (static_cast<double>(up) - down);
       const double g = grads.t[t][i];
@@ -89,7 +97,7 @@ void ExpectGradientsMatchCentralDifferences(const HostBatch& batch, const Normal
     const double rel = std::sqrt(diff2) / std::sqrt(grad2);
     // A tensor whose sampled gradient is all zero would pass vacuously.
     EXPECT_GT(std::sqrt(grad2), 1e-4) << shapes[t].name;
-    EXPECT_LT(rel, kTolerance) << shapes[t].name << ": |fd - g| / |g| = " << rel;
+    EXPECT_LT(rel, tolerance) << shapes[t].name << ": |fd - g| / |g| = " << rel;
   }
 }
 
@@ -116,6 +124,18 @@ TEST(CpuBackendGradient, MatchesCentralDifferencesForABatchOfSeveralChunks) {
   const ModelConfig c = TinyConfig();
   ExpectGradientsMatchCentralDifferences(testing::RandomBatch(c, 37, 23, DType::kUInt8),
                                          testing::TinyNormalization(c), 3e-4f);
+}
+
+// Batch normalization after each convolution (the batch's statistics, as in training): its scale
+// and shift (the conv bias) and everything before it, through the normalization's backward pass
+// (which couples every sample of the batch). A batch of several chunks: the statistics span them.
+TEST(CpuBackendGradient, MatchesCentralDifferencesWithBatchNorm) {
+  ModelConfig c = TinyConfig();
+  c.batch_norm = true;
+  ExpectGradientsMatchCentralDifferences(testing::RandomBatch(c, 5, 24, DType::kUInt8),
+                                         testing::TinyNormalization(c), 3e-4f, c, 3e-2);
+  ExpectGradientsMatchCentralDifferences(testing::RandomBatch(c, 37, 25, DType::kUInt8),
+                                         testing::TinyNormalization(c), 3e-4f, c, 3e-2);
 }
 
 }  // namespace

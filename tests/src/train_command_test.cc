@@ -128,6 +128,40 @@ TEST(TrainCommand, ResumedAdamWCosineSmoothedRunEndsBitIdenticalToAStraightRun) 
   EXPECT_NE(out.find(", lr "), std::string::npos) << out;
 }
 
+// With --batch-norm the running statistics are state too: the checkpoint holds them, so a run
+// interrupted mid-epoch and resumed ends bit-identical to the straight run, statistics included.
+// The flag must be given again (like --conv and --hidden: it shapes the model), and a run that
+// forgets it is refused naming the model.
+TEST(TrainCommand, ABatchNormResumedRunEndsBitIdenticalStatisticsIncluded) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  const std::string opts = "--epochs 3 --batch-norm ";
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, opts + "--checkpoint " + t.File("a")), &out), 0) << out;
+  EXPECT_NE(out.find("batch norm"), std::string::npos) << out;  // the model line says it
+  ASSERT_EQ(RunCommand(Train(data, opts + "--max-steps 13 --checkpoint " + t.File("b")), &out), 0)
+      << out;
+  ASSERT_EQ(RunCommand(Train(data, opts + "--resume " + t.File("b") + " --checkpoint " +
+                                       t.File("c")),
+                       &out),
+            0)
+      << out;
+  auto a = ReadCheckpoint(t.File("a"));
+  auto b = ReadCheckpoint(t.File("b"));
+  auto c = ReadCheckpoint(t.File("c"));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_TRUE(b->config.batch_norm);
+  ASSERT_EQ(b->running_stats.t.size(), 2 * b->config.conv.size());
+  EXPECT_FALSE(testing::BitIdentical(b->running_stats, InitialRunningStats(b->config)));
+  EXPECT_TRUE(testing::BitIdentical(a->params, c->params));
+  EXPECT_TRUE(testing::BitIdentical(a->momentum, c->momentum));
+  EXPECT_TRUE(testing::BitIdentical(a->running_stats, c->running_stats));
+  EXPECT_FALSE(testing::BitIdentical(a->running_stats, b->running_stats));  // it went on
+
+  EXPECT_EQ(RunCommand(Train(data, "--epochs 3 --resume " + t.File("b")), &out), 2) << out;
+  EXPECT_NE(out.find("batch norm"), std::string::npos) << out;
+}
+
 // With --augment each sample's transform depends on (seed, epoch, sample index) only: a run
 // interrupted mid-epoch and resumed (without --augment: the checkpoint holds it) trains on the
 // same augmented samples and ends bit-identical to the straight run.

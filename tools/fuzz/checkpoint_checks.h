@@ -21,6 +21,14 @@ inline void CheckAcceptedCheckpoint(const Checkpoint& c) {
       RF_FUZZ_CHECK(c.momentum.t[k * shapes.size() + i].size() == shapes[i].count());
     }
   }
+  const std::vector<ParamShape> stats = RunningStatShapes(c.config);
+  RF_FUZZ_CHECK(c.running_stats.t.size() == stats.size());
+  for (size_t i = 0; i < stats.size(); ++i) {
+    RF_FUZZ_CHECK(c.running_stats.t[i].size() == stats[i].count());
+    for (float v : c.running_stats.t[i]) {
+      RF_FUZZ_CHECK(std::isfinite(v) && (i < c.config.conv.size() || v >= 0));
+    }
+  }
   RF_FUZZ_CHECK(c.optimizer.kind == OptimizerKind::kSgd ||
                 c.optimizer.kind == OptimizerKind::kAdamW);
   RF_FUZZ_CHECK(static_cast<uint32_t>(c.schedule.kind) <=

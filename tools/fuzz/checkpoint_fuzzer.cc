@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     m.conv = {static_cast<uint32_t>(GetField(bytes, 32, 4)),
               static_cast<uint32_t>(GetField(bytes, 36, 4))};
     m.hidden = static_cast<uint32_t>(GetField(bytes, 40, 4));
-    PutField(&bytes, 196, 8, ParameterShapes(m)[0].count());
+    PutField(&bytes, 200, 8, ParameterShapes(m)[0].count());
   }
   ApplyEdits(in, CheckpointFields(), 6, &bytes);
   if ((flags & 1) == 0 && bytes.size() >= 8) {

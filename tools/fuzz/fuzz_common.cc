@@ -215,8 +215,10 @@ const std::vector<uint8_t>& ValidCheckpoint() {
     c.config.classes = 3;
     c.config.conv = {2, 3};
     c.config.hidden = 5;
+    c.config.batch_norm = true;  // its scales and running statistics in the file too
     c.params = InitialParameters(c.config, 7);
     c.momentum = ZerosLike(c.config);
+    c.running_stats = InitialRunningStats(c.config);
     c.epoch = 1;
     c.next_sample = 10;
     c.step = 12;
@@ -271,8 +273,9 @@ const std::vector<Field>& CheckpointFields() {
       {"augment_crop_pad", 176, 4},
       {"augment_flip", 180, 4},
       {"augment_erase_threshold", 184, 8},
-      {"tensors", 192, 4},
-      {"tensor[0].count", 196, 8},
+      {"batch_norm", 192, 4},
+      {"tensors", 196, 4},
+      {"tensor[0].count", 200, 8},
   };
   return fields;
 }
