@@ -1,12 +1,10 @@
 // BatchSource: what the training loop pulls batches (io/batch.h) from, one epoch at a time.
-// Implementations: MemoryBatchSource (pipeline/memory_batch_source.h, a dataset loaded into host
-// memory: the test split), DeviceBatchStager (its batches copied to the GPU), and the training
-// sources of pipeline/training_source.h (StreamingSource, ManagedSource).
+// Implementations: the training sources of pipeline/training_source.h (StreamingSource,
+// ManagedSource), for the training split and, in stored order, the test split.
 //
-// An epoch visits every sample once, in the implementation's order (MemoryBatchSource:
-// EpochOrder(sample_count, seed, epoch), or stored order when shuffling is off; the training
-// sources: WindowOrder), batch_size at a time; the last batch is partial unless drop_last is set,
-// in which case its samples are skipped for that epoch.
+// An epoch visits every sample once, in WindowOrder (pipeline/window_order.h), batch_size at a
+// time; the last batch is partial unless drop_last is set, in which case its samples are skipped
+// for that epoch.
 //
 // Thread safety: none; one thread drives a source.
 #pragma once
@@ -19,13 +17,6 @@
 #include "io/status.h"
 
 namespace rf {
-
-struct BatchSourceOptions {
-  uint32_t batch_size = 128;
-  bool drop_last = false;  // skip a partial last batch
-  bool shuffle = true;     // false: every epoch in stored order (for evaluation)
-  uint64_t seed = 0;
-};
 
 // Samples an epoch of `samples` trains on in batches of `batch`: all of them, or with drop_last
 // only the full batches'.

@@ -31,7 +31,6 @@
 #include "io/augment_spec.h"
 #include "io/dataset.h"
 #include "kernels/checkpoint.h"
-#include "pipeline/memory_batch_source.h"
 #include "pipeline/trace.h"
 #include "pipeline/window_order.h"
 #include "src/command_checks.h"
@@ -207,7 +206,7 @@ Result<std::string> BoundCpuWarning(World& world) {
 }
 
 // Builds the engine from the config's components and runs the loop, with the run's output files.
-Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, BatchSource* test,
+Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, const Dataset* test,
              const ModelConfig& model, StartPoint start, World& world) {
   const bool lead = world.rank() == 0;
   const format::Header& h = train.header();
@@ -329,11 +328,9 @@ Status Run(TrainConfig c, const std::vector<std::string>& args, World& world) {
   // The config is final here (a checkpoint has adjusted it): every component's options from it.
   TrainComponents parts = DeriveTrainComponents(c);
   if (!c.checkpoint.empty()) parts.trainer.resume_command = ResumeCommand(args, c.checkpoint);
-  std::unique_ptr<MemoryBatchSource> test_source;
-  if (data.test && world.rank() == 0) {  // rank 0 evaluates
-    RF_ASSIGN_OR_RETURN(test_source, MemoryBatchSource::Load(*data.test, parts.test));
-  }
-  return Train(c, parts, data.train, test_source.get(), model, std::move(start), world);
+  // Rank 0 evaluates.
+  const Dataset* test = data.test && world.rank() == 0 ? &*data.test : nullptr;
+  return Train(c, parts, data.train, test, model, std::move(start), world);
 }
 
 }  // namespace

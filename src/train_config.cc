@@ -119,9 +119,21 @@ TrainComponents DeriveTrainComponents(const TrainConfig& c) {
   e.loader.output_buffers = 0;  // the backends decode the stored samples themselves
   e.gpu = c.gpu;
 
-  out.test.batch_size = p.batch_size;
-  out.test.shuffle = false;  // evaluation: stored order, every sample
-  out.test.drop_last = false;
+  // Evaluation: the test split in stored order, every sample, by rank 0 alone; streamed in any
+  // training mode (managed mode is the training baseline, not a way to read a test split).
+  LoaderOptions& test = e.test;
+  test.pipeline = p;
+  test.pipeline.data = c.test;
+  test.pipeline.mode = PipelineMode::kStreaming;
+  test.pipeline.shuffle = ShuffleMode::kNone;
+  test.pipeline.drop_last = false;
+  test.pipeline.rank = 0;
+  test.pipeline.world_size = 1;
+  test.pipeline.resumed_epoch = PipelineConfig{}.resumed_epoch;
+  test.pipeline.stretches.clear();
+  test.pipeline.managed = PipelineConfig{}.managed;
+  test.epochs = 0;  // one pass per evaluation, as many as the run makes
+  test.output_buffers = 0;
 
   TrainerOptions& t = out.trainer;
   t.epochs = c.epochs;

@@ -91,9 +91,9 @@ LrScheduleSpan ScheduleSpanFor(const TrainConfig& c, uint64_t epoch_samples);
 
 // Every component's options, from one config.
 struct TrainComponents {
-  EngineOptions engine;     // backend, mode, and the training source's options
-  BatchSourceOptions test;  // the test split: stored order, every sample
-  TrainerOptions trainer;   // the loop, checkpoints
+  EngineOptions engine;  // backend, mode, and the training source's options
+  // (engine.test: the test split's pipeline: stored order, every sample, one rank, streaming)
+  TrainerOptions trainer;  // the loop, checkpoints
 };
 TrainComponents DeriveTrainComponents(const TrainConfig& c);
 

@@ -12,23 +12,27 @@
 #include "dist/nccl_reducer.h"
 #endif
 #include "kernels/cuda_backend.h"
-#include "pipeline/device_batch_stager.h"
 #endif
 
 namespace rf {
 
 Status TrainEngine::MakeSources(const EngineOptions& o, const EngineInputs& in, DeviceKind device,
-                                void* stream, BatchSource* test) {
-  LoaderOptions lo = o.loader;
-  lo.pipeline.device = device;
-  lo.gpu = device == DeviceKind::kCuda ? o.gpu : -1;
-  lo.stream = stream;
-  lo.output_buffers = 0;  // the backends decode for themselves
-  RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, lo));
-  test_ = test;
+                                void* stream) {
+  const auto on_device = [&](LoaderOptions lo) {
+    lo.pipeline.device = device;
+    lo.gpu = device == DeviceKind::kCuda ? o.gpu : -1;
+    lo.stream = stream;
+    lo.output_buffers = 0;  // the backends decode for themselves
+    return lo;
+  };
+  RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, on_device(o.loader)));
+  if (in.test != nullptr) {
+    RF_ASSIGN_OR_RETURN(test_loader_, Loader::Create(*in.test, on_device(o.test)));
+    test_ = &test_loader_->source();
+  }
   // The training batches carry their samples' indices and epoch; the backend draws each sample's
   // transform from them inside its decode. Evaluate never augments.
-  backend_->SetAugmentation(o.augment, lo.pipeline.seed);
+  backend_->SetAugmentation(o.augment, o.loader.pipeline.seed);
   return Status::Ok();
 }
 
@@ -53,7 +57,7 @@ class CpuEngine final : public TrainEngine {
       RF_RETURN_IF_ERROR(e->backend_->SetGradientReducer(e->reducer_.get()));
       e->reduction_ = "gradients averaged over " + o.world->Describe();
     }
-    RF_RETURN_IF_ERROR(e->MakeSources(o, in, DeviceKind::kCpu, nullptr, in.test));
+    RF_RETURN_IF_ERROR(e->MakeSources(o, in, DeviceKind::kCpu, nullptr));
     return std::unique_ptr<TrainEngine>(std::move(e));
   }
 };
@@ -101,16 +105,9 @@ class CudaEngine final : public TrainEngine {
           "--device cpu or one rank");
 #endif
     }
-    BatchSource* test = nullptr;
-    if (in.test != nullptr) {
-      RF_ASSIGN_OR_RETURN(
-          e->test_adapter_,
-          DeviceBatchStager::Create(*in.test, max_batch, in.sample_bytes, in.label_bytes, stream));
-      test = e->test_adapter_.get();
-    }
     EngineOptions on_gpu = o;
     on_gpu.gpu = gpu;
-    RF_RETURN_IF_ERROR(e->MakeSources(on_gpu, in, DeviceKind::kCuda, stream, test));
+    RF_RETURN_IF_ERROR(e->MakeSources(on_gpu, in, DeviceKind::kCuda, stream));
     return std::unique_ptr<TrainEngine>(std::move(e));
   }
 

@@ -4,8 +4,9 @@
 //             raw level: streaming mode stages chunks where the backend computes (host memory for
 //             the CPU backend; device memory and copy streams for the CUDA one); managed mode (GPU
 //             only) gathers from one cudaMallocManaged allocation
-//   test      an in-memory source (the test split is small), through a DeviceBatchStager on the
-//             GPU
+//   test      a second Loader at its raw level over the test split, on the same device and stream:
+//             streamed in stored order as training streams (the test split need not fit in
+//             memory), in streaming mode whatever the training mode
 // The training loop sees only Backend and BatchSource. The mode, device and precision are chosen
 // here, once, from EngineOptions.
 //
@@ -62,6 +63,9 @@ struct EngineOptions {
   int gpu = -1;
   // The job's ranks; null or a world of one: no gradient reduction. Must outlive the engine.
   World* world = nullptr;
+  // The test split's pipeline (its data, device, gpu and stream are the engine's to set): stored
+  // order, every sample, one rank.
+  LoaderOptions test;
 };
 
 // What the run has opened: the model, its input normalization, and the datasets.
@@ -69,7 +73,7 @@ struct EngineInputs {
   ModelConfig config;
   Normalization norm;
   const Dataset* train = nullptr;  // must outlive the engine
-  BatchSource* test = nullptr;     // host batches, optional; must outlive the engine
+  const Dataset* test = nullptr;   // the test split, optional; must outlive the engine
   size_t sample_bytes = 0, label_bytes = 0;
 };
 
@@ -99,10 +103,10 @@ class TrainEngine {
 
  protected:
   TrainEngine() = default;
-  // The training loader over `in.train`, on `stream` (a cudaStream_t; null on the host); the test
-  // source as `test` (or null).
+  // The training loader over `in.train` and the test loader over `in.test` (where given), on
+  // `stream` (a cudaStream_t; null on the host).
   Status MakeSources(const EngineOptions& o, const EngineInputs& in, DeviceKind device,
-                     void* stream, BatchSource* test);
+                     void* stream);
 
   // Declared before backend_, so freed after it: the backend's queued steps use it.
   std::unique_ptr<GradientReducer> reducer_;
@@ -110,8 +114,8 @@ class TrainEngine {
   std::string description_, reduction_;
   // Declared after backend_, so freed first: they may have work queued on its stream.
   std::unique_ptr<Loader> loader_;
+  std::unique_ptr<Loader> test_loader_;
   BatchSource* test_ = nullptr;
-  std::unique_ptr<BatchSource> test_adapter_;
 };
 
 }  // namespace rf

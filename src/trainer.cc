@@ -244,13 +244,16 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
   }
   std::string test_part;
   if (test_ != nullptr) {
-    RF_RETURN_IF_ERROR(test_->StartEpoch(0, 0));
+    // Each evaluation is the test loader's next epoch (the same stored order every time), so its
+    // reader runs on from one evaluation into the next.
+    RF_RETURN_IF_ERROR(test_->StartEpoch(evaluations_++, 0));
     for (;;) {
       RF_ASSIGN_OR_RETURN(Batch b, test_->Next());
       if (b.n == 0) break;
       RF_RETURN_IF_ERROR(backend_.Evaluate(b));
     }
     const StepStats eval = backend_.TakeEvalStats();
+    j["test_samples"] = eval.samples;
     j["test_loss"] = eval.mean_loss();
     j["test_accuracy"] = eval.accuracy();
     char buf[64];

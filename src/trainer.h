@@ -145,6 +145,7 @@ class Trainer {
   SequentialOutput* metrics_;
   SequentialOutput* dump_order_;
   double first_batch_ms_ = -1;
+  uint64_t evaluations_ = 0;          // test split passes so far
   double last_lr_ = 0;                // the lr of the last step taken, for the epoch's line
   std::array<StepMark, 64> marks_{};  // more than the backend's pending WhenDone calls
   uint64_t marks_used_ = 0;

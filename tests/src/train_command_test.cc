@@ -141,10 +141,10 @@ TEST(TrainCommand, ABatchNormResumedRunEndsBitIdenticalStatisticsIncluded) {
   EXPECT_NE(out.find("batch norm"), std::string::npos) << out;  // the model line says it
   ASSERT_EQ(RunCommand(Train(data, opts + "--max-steps 13 --checkpoint " + t.File("b")), &out), 0)
       << out;
-  ASSERT_EQ(RunCommand(Train(data, opts + "--resume " + t.File("b") + " --checkpoint " +
-                                       t.File("c")),
-                       &out),
-            0)
+  ASSERT_EQ(
+      RunCommand(Train(data, opts + "--resume " + t.File("b") + " --checkpoint " + t.File("c")),
+                 &out),
+      0)
       << out;
   auto a = ReadCheckpoint(t.File("a"));
   auto b = ReadCheckpoint(t.File("b"));
@@ -453,6 +453,54 @@ TEST(TrainCommand, ACorruptChunkStopsTrainingAndLeavesTheCheckpointIntact) {
   c.hidden = 16;
   const auto ck = LoadCheckpoint(t.File("ck"), c);
   EXPECT_TRUE(ck.ok()) << ck.status().ToString();
+}
+
+// The test split streams through its own loader, in stored order, every sample each epoch (211
+// samples in 4 chunks of 56, batches of 32 and of 7 with partial last ones): with lr 0 the
+// weights never change, so every evaluation of every epoch, at either batch size, sees the same
+// function over the same samples.
+TEST(TrainCommand, EveryEvaluationStreamsTheWholeTestSplit) {
+  TempDir t, u;
+  const std::string data = MakeDataset(t);
+  const std::string test = MakeDataset(u, 211);
+  std::vector<nlohmann::json> epochs;
+  for (const char* batch : {"32", "7"}) {
+    std::string out;
+    const std::string metrics = t.File(std::string("m") + batch);
+    ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data " + data +
+                             " --device cpu --conv 4,8 --hidden 16 --epochs 2 --lr 0 "
+                             "--batch-size " +
+                             batch + " --test " + test + " --metrics " + metrics,
+                         &out),
+              0)
+        << out;
+    EXPECT_NE(out.find("test accuracy "), std::string::npos) << out;
+    for (const auto& j : ReadMetrics(metrics)) {
+      if (j["event"] == "epoch") epochs.push_back(j);
+    }
+  }
+  ASSERT_EQ(epochs.size(), 4u);
+  for (const auto& j : epochs) {
+    EXPECT_EQ(j["test_samples"].get<uint64_t>(), 211u);
+    EXPECT_EQ(j["test_accuracy"].get<double>(), epochs[0]["test_accuracy"].get<double>());
+    EXPECT_NEAR(j["test_loss"].get<double>(), epochs[0]["test_loss"].get<double>(),
+                1e-6 * std::fabs(epochs[0]["test_loss"].get<double>()));
+  }
+}
+
+// A damaged chunk of the test split ends the run at the evaluation that reads it: exit 1, the
+// test file and the chunk named.
+TEST(TrainCommand, ACorruptTestChunkEndsTheRunNamingItsFileAndChunk) {
+  TempDir t, u;
+  const std::string data = MakeDataset(t);
+  const std::string test = MakeDataset(u, 211);
+  auto d = Dataset::Open(test);
+  ASSERT_TRUE(d.ok());
+  testing::FlipBit(test, d->chunk(2).entry.offset + 10, 1);
+  std::string out;
+  EXPECT_EQ(RunCommand(Train(data, "--epochs 2 --test " + test), &out), 1) << out;
+  EXPECT_NE(out.find(test), std::string::npos) << out;
+  EXPECT_NE(out.find("chunk 2"), std::string::npos) << out;
 }
 
 // --trace writes a Chrome trace with every stage's spans, each row named.

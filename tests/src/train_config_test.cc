@@ -102,7 +102,7 @@ TEST(TrainConfig, EveryOptionReachesItsComponent) {
   // One batch size, everywhere: the backend's largest batch and every source's.
   EXPECT_EQ(e.loader.pipeline.batch_size, 77u);
   EXPECT_EQ(streaming.batch_size, 77u);
-  EXPECT_EQ(d.test.batch_size, 77u);
+  EXPECT_EQ(e.test.pipeline.batch_size, 77u);
   EXPECT_EQ(d.trainer.batch_size, 77u);
   // The order: the same for both modes.
   EXPECT_TRUE(streaming.order.shuffle);
@@ -127,9 +127,16 @@ TEST(TrainConfig, EveryOptionReachesItsComponent) {
   EXPECT_EQ(e.loader.pipeline.streaming.copy_streams, 4u);
   EXPECT_EQ(e.precision, Precision::kTf32);
   EXPECT_FALSE(e.cuda_graph);
-  // The test split: every sample, in stored order.
-  EXPECT_FALSE(d.test.shuffle);
-  EXPECT_FALSE(d.test.drop_last);
+  // The test split: every sample, in stored order, one rank, streamed; the reader's options the
+  // training split's.
+  const StreamingOptions test = StreamingOptionsFor(e.test.pipeline, e.test.epochs);
+  EXPECT_FALSE(test.order.shuffle);
+  EXPECT_FALSE(test.drop_last);
+  EXPECT_EQ(test.order.world_size, 1u);
+  EXPECT_EQ(test.epochs, 0u);
+  EXPECT_EQ(e.test.pipeline.mode, PipelineMode::kStreaming);
+  EXPECT_EQ(test.feeder.reader.mode, IoMode::kPread);
+  EXPECT_EQ(test.ring_slots, 5u);
   EXPECT_EQ(d.trainer.epochs, 3u);
   EXPECT_EQ(d.trainer.order_window, 9u);
   EXPECT_EQ(d.trainer.checkpoint, "ck");
