@@ -131,6 +131,7 @@ TEST(TrainConfig, EveryOptionReachesItsComponent) {
   // training split's.
   const StreamingOptions test = StreamingOptionsFor(e.test.pipeline, e.test.epochs);
   EXPECT_FALSE(test.order.shuffle);
+  EXPECT_EQ(test.order.window_chunks, 4u);  // a small staging area
   EXPECT_FALSE(test.drop_last);
   EXPECT_EQ(test.order.world_size, 1u);
   EXPECT_EQ(test.epochs, 0u);
