@@ -18,7 +18,8 @@
 //
 // Ownership and lifetime: owns the communicator; the destructor destroys it (after the stream's
 // work), or does nothing after Abort. Destroy it after every CUDA graph that captured its
-// reduction (the backend that uses it): ncclCommDestroy waits until those graphs are gone. The World must outlive Create only.
+// reduction (the backend that uses it): ncclCommDestroy waits until those graphs are gone. The
+// World must outlive Create only.
 // Thread safety: MeanOverRanks on the backend's thread; AsyncError and Abort from any thread.
 #pragma once
 

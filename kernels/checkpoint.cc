@@ -314,6 +314,21 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
                                    std::to_string(shapes.size()));
   }
   Status nonfinite = Status::Ok();  // a forged value; reported once the checksum holds
+  // Reads one tensor of `count` floats; the first value that is not finite (or, with
+  // `nonnegative`, below zero) in the file becomes `nonfinite`, named by `name` and its offset.
+  const auto read_tensor = [&](std::vector<float>* t, size_t count, const std::string& name,
+                               bool nonnegative) -> Status {
+    RF_RETURN_IF_ERROR(d.GetFloats(t, count, name));
+    const auto bad = std::find_if(t->begin(), t->end(), [nonnegative](float v) {
+      return !std::isfinite(v) || (nonnegative && v < 0);
+    });
+    if (bad != t->end() && nonfinite.ok()) {
+      const uint64_t k = bad - t->begin();
+      nonfinite = d.Error(d.at() - 4 * (t->size() - k),
+                          name + " value " + std::to_string(k) + " is " + FloatText(*bad));
+    }
+    return Status::Ok();
+  };
   const size_t slots = OptimizerSlots(c.optimizer.kind);
   c.params.t.resize(shapes.size());
   c.momentum.t.resize(slots * shapes.size());
@@ -323,31 +338,15 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
                              : at < 2 * shapes.size() ? "momentum "
                                                       : "second moment ";
     std::vector<float>& t = at < shapes.size() ? c.params.t[i] : c.momentum.t[at - shapes.size()];
-    RF_RETURN_IF_ERROR(d.GetFloats(&t, shapes[i].count(), kind + shapes[i].name));
-    const auto bad = std::find_if(t.begin(), t.end(), [](float v) { return !std::isfinite(v); });
-    if (bad != t.end() && nonfinite.ok()) {
-      const uint64_t k = bad - t.begin();
-      nonfinite =
-          d.Error(d.at() - 4 * (t.size() - k),
-                  kind + shapes[i].name + " value " + std::to_string(k) + " is " + FloatText(*bad));
-    }
+    RF_RETURN_IF_ERROR(read_tensor(&t, shapes[i].count(), kind + shapes[i].name, false));
   }
 
   const std::vector<ParamShape> stat_shapes = RunningStatShapes(m);
   c.running_stats.t.resize(stat_shapes.size());
   for (size_t i = 0; i < stat_shapes.size(); ++i) {
-    std::vector<float>& t = c.running_stats.t[i];
-    RF_RETURN_IF_ERROR(d.GetFloats(&t, stat_shapes[i].count(), stat_shapes[i].name));
-    const bool variance = i >= m.conv.size();
-    const auto bad = std::find_if(t.begin(), t.end(), [variance](float v) {
-      return !std::isfinite(v) || (variance && v < 0);
-    });
-    if (bad != t.end() && nonfinite.ok()) {
-      const uint64_t k = bad - t.begin();
-      nonfinite =
-          d.Error(d.at() - 4 * (t.size() - k),
-                  stat_shapes[i].name + " value " + std::to_string(k) + " is " + FloatText(*bad));
-    }
+    const bool variance = i >= m.conv.size();  // the means first, then the variances
+    RF_RETURN_IF_ERROR(
+        read_tensor(&c.running_stats.t[i], stat_shapes[i].count(), stat_shapes[i].name, variance));
   }
 
   const uint64_t payload = d.at();

@@ -13,11 +13,11 @@
 //   optimizer: u32 kind (0 SGD, 1 AdamW) | f32 beta1, beta2, eps | f32 label_smoothing   (v3)
 //   schedule:  u32 kind (LrScheduleKind) | f32 warmup_epochs | u64 steps_per_epoch, epochs (v3)
 //   augment:   u32 crop_pad | u32 flip | u64 erase_threshold (io/augment.h's AugmentParams)   (v3)
-//   u32 batch_norm (0 or 1: the model's; its parameter tensors follow from it) (v4) u32 tensors |
-//   per parameter tensor (ParameterShapes order): u64 count, f32[count]
+//   batch norm: u32 0 or 1 (the model's; the tensors follow from it)                        (v4)
+//   u32 tensors | per parameter tensor (ParameterShapes order): u64 count, f32[count]
 //                 then the same for each optimizer state tensor: OptimizerSlots(kind) slots of
 //                 `tensors` tensors (SGD: momentum; AdamW: first moments, then second moments)
-//                 then, with batch_norm, the running statistics (RunningStatShapes order)   (v4)
+//                 then, with batch norm, the running statistics (RunningStatShapes order) (v4)
 //   u64 XXH3-64 of every byte before it
 //
 // AdamW's bias corrections count its updates: one per step, so `step` is that count (the next

@@ -142,7 +142,7 @@ void CpuBackend::LoadBatch(const Batch& batch, const AugmentBatch& augment) {
   }
 }
 
-double CpuBackend::Forward(uint32_t n, uint64_t* correct, double smoothing) {
+double CpuBackend::Forward(uint32_t n, uint64_t* correct, double smoothing, bool evaluating) {
   for (size_t b = 0; b < blocks_.size(); ++b) {
     if (!config_.batch_norm) {  // one pass per chunk: the tail reads what the conv just wrote
       workers_->ParallelFor(Chunks(n), [&](size_t chunk) {
@@ -154,8 +154,9 @@ double CpuBackend::Forward(uint32_t n, uint64_t* correct, double smoothing) {
     // Batch norm needs every chunk's output of a channel before it can normalize any of them.
     workers_->ParallelFor(Chunks(n),
                           [&](size_t chunk) { ConvForward(b, n, static_cast<uint32_t>(chunk)); });
-    workers_->ParallelFor(blocks_[b].shape.out_channels,
-                          [&](size_t c) { NormForward(b, n, static_cast<uint32_t>(c)); });
+    workers_->ParallelFor(blocks_[b].shape.out_channels, [&](size_t c) {
+      NormForward(b, n, static_cast<uint32_t>(c), evaluating);
+    });
     workers_->ParallelFor(Chunks(n), [&](size_t chunk) {
       TailForward(b, n, static_cast<uint32_t>(chunk), norm_.data());
     });
@@ -275,13 +276,13 @@ void CpuBackend::TailForward(size_t b, uint32_t n, uint32_t chunk, const float* 
                        blk.argmax.data() + pooled_at);
 }
 
-void CpuBackend::NormForward(size_t b, uint32_t n, uint32_t c) {
+void CpuBackend::NormForward(size_t b, uint32_t n, uint32_t c, bool evaluating) {
   Block& blk = blocks_[b];
   const size_t m = size_t{n} * blk.shape.height * blk.shape.width;
   const float* x = blk.out.data() + c * m;
   float* z = norm_.data() + c * m;
   const float scale = params_.t[BnScale(b)][c];
-  if (evaluating_) {
+  if (evaluating) {
     const size_t k = blocks_.size() + b;  // running_: the blocks' means, then their variances
     cpu::BatchNormChannelApply(m, x, running_.t[b][c], running_.t[k][c], scale, z);
     return;
@@ -393,10 +394,7 @@ Status CpuBackend::Evaluate(const Batch& batch) {
   RF_RETURN_IF_ERROR(CheckBatch(batch));
   LoadBatch(batch, AugmentBatch{});  // evaluation is never augmented
   uint64_t correct = 0;
-  evaluating_ = true;  // batch norm by the running statistics
-  const double loss = Forward(batch.n, &correct, 0);
-  evaluating_ = false;
-  eval_stats_.loss_sum += loss;
+  eval_stats_.loss_sum += Forward(batch.n, &correct, 0, /*evaluating=*/true);
   eval_stats_.correct += correct;
   eval_stats_.samples += batch.n;
   return Status::Ok();

@@ -95,8 +95,8 @@ class CpuBackend final : public Backend {
   void LoadBatch(const Batch& batch, const AugmentBatch& augment);
   // Runs the network on the loaded batch of n samples; returns the summed loss (label smoothing
   // `smoothing`), fills logits_grad_ with the gradient of the MEAN loss w.r.t. the logits and
-  // *correct.
-  double Forward(uint32_t n, uint64_t* correct, double smoothing);
+  // *correct. evaluating: batch norm by the running statistics, not the batch's.
+  double Forward(uint32_t n, uint64_t* correct, double smoothing, bool evaluating = false);
   // The update, from grads_ (kernels/model.h's OptimizerConfig states each).
   void ApplySgd(const OptimizerConfig& opt);
   void ApplyAdamW(const OptimizerConfig& opt);
@@ -111,7 +111,7 @@ class CpuBackend final : public Backend {
   void ConvBackward(size_t b, uint32_t n, uint32_t chunk);
   // Batch norm of block b's channel c over the batch of n, out -> norm_ (with the batch's
   // statistics, or the running ones while evaluating), and its backward pass on out_grad.
-  void NormForward(size_t b, uint32_t n, uint32_t c);
+  void NormForward(size_t b, uint32_t n, uint32_t c, bool evaluating);
   void NormBackward(size_t b, uint32_t n, uint32_t c);
   // After an applied training step: the running statistics move toward the batch's.
   void UpdateRunningStats(uint32_t n);
@@ -143,7 +143,6 @@ class CpuBackend final : public Backend {
   std::vector<float> reduce_buf_;  // every gradient tensor back to back, for the reducer
 
   Tensors running_;          // batch norm's running statistics (RunningStatShapes)
-  bool evaluating_ = false;  // Forward normalizes with running_, not the batch's statistics
   std::vector<float> norm_;  // batch norm's output, the largest block's [Cout][N][H][W]
 
   std::vector<float> input_;  // [C][N][H][W], normalized

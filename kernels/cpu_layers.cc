@@ -209,7 +209,7 @@ double SoftmaxCrossEntropy(size_t n, size_t classes, const float* logits, const 
   return loss_sum;
 }
 
-float BatchNormChannelStats(size_t m, const float* x, float* mean, float* var) {
+void BatchNormChannelStats(size_t m, const float* x, float* mean, float* var) {
   double sum = 0;
   for (size_t i = 0; i < m; ++i) sum += x[i];
   const double mu = sum / static_cast<double>(m);
@@ -220,7 +220,6 @@ float BatchNormChannelStats(size_t m, const float* x, float* mean, float* var) {
   }
   *mean = static_cast<float>(mu);
   *var = static_cast<float>(sq / static_cast<double>(m));
-  return 1.f / std::sqrt(*var + kBatchNormEps);
 }
 
 float BatchNormChannelApply(size_t m, const float* x, float mean, float var, float scale,

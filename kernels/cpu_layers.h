@@ -75,15 +75,14 @@ void BiasReluMaxPoolBackward(uint32_t channels, uint32_t n, uint32_t stride, uin
 
 // Batch normalization of one channel's m values x (contiguous: a CNHW channel over the batch).
 // Training: *mean and *var receive the values' mean and biased variance (sums in double, in
-// order). Then, with those (training) or the given running ones (evaluation):
+// order). Then, with those (training) or the given running ones (evaluation), Apply writes
 //   z[i] = scale * (x[i] - mean) * invstd,  invstd = 1 / sqrt(var + eps)
-// (the shift is the conv block's bias, added by BiasReluMaxPool). Returns invstd.
-float BatchNormChannelStats(size_t m, const float* x, float* mean, float* var);
+// (the shift is the conv block's bias, added by BiasReluMaxPool) and returns invstd.
+void BatchNormChannelStats(size_t m, const float* x, float* mean, float* var);
 float BatchNormChannelApply(size_t m, const float* x, float mean, float var, float scale, float* z);
 // Its backward pass for training-mode statistics: dz (the gradient w.r.t. z) becomes the gradient
-// w.r.t. x in place,
-//   dx = scale * invstd * (dz - sum(dz) / m - xhat * sum(dz * xhat) / m),  xhat = (x - mean)
-//   invstd,
+// w.r.t. x in place, with xhat = (x - mean) * invstd,
+//   dx = scale * invstd * (dz - sum(dz) / m - xhat * sum(dz * xhat) / m),
 // and *scale_grad receives sum(dz * xhat) (sums in double, in order).
 void BatchNormChannelBackward(size_t m, const float* x, float mean, float invstd, float scale,
                               float* dz, float* scale_grad);

@@ -357,6 +357,16 @@ Status CudaBackend::GetState(Tensors* params, Tensors* optimizer_state) {
   return Status::Ok();
 }
 
+Status CudaBackend::SetGradientReducer(GradientReducer* reducer) {
+  if (reducer != reducer_ && graph_) {
+    // Captured with the old reducer; a launch of it may still be queued (rare: once per run).
+    RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    graph_ = cuda::CudaGraphExec();
+  }
+  reducer_ = reducer;
+  return Status::Ok();
+}
+
 Status CudaBackend::SetState(const Tensors& params, const Tensors& optimizer_state) {
   RF_RETURN_IF_ERROR(Begin(nullptr));
   RF_RETURN_IF_ERROR(CheckShapes(config_, params, "parameters"));

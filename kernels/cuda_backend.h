@@ -97,11 +97,15 @@ class CudaBackend final : public Backend {
 
   Status ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) override;
   Status WhenDone(DoneFn fn, void* arg) override;
+  // Drops the step graph captured so far (without the reduction): the next full batch captures
+  // it again, the ranks' all-reduce inside.
+  Status SetGradientReducer(GradientReducer* reducer) override;
 
   cudaStream_t stream() const { return stream_; }
   bool tf32() const { return options_.tf32; }
   // TrainSteps that ran forward + backward by replaying the CUDA graph (with cuda_graph, every
-  // full batch: the graph is captured, and launched once, in Create's warm-up). For tests.
+  // full batch: the graph is captured, and launched once, in Create's warm-up, or after
+  // SetGradientReducer by the next full batch). For tests.
   uint64_t graph_replays() const { return graph_replays_; }
   // The device, the math and the algorithm chosen for each conv block, one line each.
   std::string Describe() const;
@@ -216,8 +220,7 @@ class CudaBackend final : public Backend {
   bool bad_copy_pending_ = false;
   uint32_t batch_n_ = 0;  // the batch size the descriptors are set for
   cuda::CudaGraphExec graph_;
-  bool graph_warmed_ = false;                 // a full batch has run eagerly (lazy loading done)
-  GradientReducer* graph_reducer_ = nullptr;  // the reducer graph_ was captured with
+  bool graph_warmed_ = false;   // a full batch has run eagerly (lazy loading done)
   uint64_t graph_replays_ = 0;  // launches of graph_ after the one that follows its capture
   Status deferred_;             // a failure inside Take*Stats, returned by the next call
   double warm_up_ms_ = 0;

@@ -203,10 +203,8 @@ Status CudaBackend::ForwardBackward(uint32_t n) {
     graph_warmed_ = graph_warmed_ || n == max_batch_;
     return Gradients(n);
   }
-  if (graph_ && graph_reducer_ != reducer_) graph_ = cuda::CudaGraphExec();  // captured without it
   const bool replay = static_cast<bool>(graph_);
   if (!graph_) {
-    graph_reducer_ = reducer_;
     RF_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     RF_ASSIGN_OR_RETURN(graph_, cuda::EndCaptureAndInstantiate(stream_, Gradients(n)));
   }

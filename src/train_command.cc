@@ -214,8 +214,6 @@ Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, 
   in.config = model;
   in.norm.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
   in.norm.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
-  in.sample_bytes = h.SampleBytes();
-  in.label_bytes = h.LabelBytes();
   in.train = &train;
   in.test = test;
   parts.engine.world = &world;

@@ -74,7 +74,6 @@ struct EngineInputs {
   Normalization norm;
   const Dataset* train = nullptr;  // must outlive the engine
   const Dataset* test = nullptr;   // the test split, optional; must outlive the engine
-  size_t sample_bytes = 0, label_bytes = 0;
 };
 
 class TrainEngine {

@@ -18,9 +18,9 @@
 #if RINGFEED_TEST_NCCL
 #include <cuda_runtime_api.h>
 
-#include "cuda/handles.h"
 #include "dist/nccl_reducer.h"
 #include "kernels/cuda_backend.h"
+#include "tests/kernels/cuda_test_util.h"
 #include "tests/testing/require_gpu.h"
 #endif
 
@@ -238,19 +238,8 @@ TEST(NcclReducer, CudaBackendStepAppliesTheMeanOfTheRanksLocalGradients) {
   auto ranked = CudaBackend::Create(c, TinyNormalization(c), 16, start, o);
   ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
   ASSERT_TRUE((*ranked)->SetGradientReducer(nccl->get()).ok());
-  auto samples = cuda::DeviceBuffer::Allocate(host.samples.size(), "samples");
-  auto labels = cuda::DeviceBuffer::Allocate(host.labels.size(), "labels");
-  ASSERT_TRUE(samples.ok() && labels.ok());
-  ASSERT_EQ(
-      cudaMemcpy(samples->data(), host.samples.data(), host.samples.size(), cudaMemcpyHostToDevice),
-      cudaSuccess);
-  ASSERT_EQ(
-      cudaMemcpy(labels->data(), host.labels.data(), host.labels.size(), cudaMemcpyHostToDevice),
-      cudaSuccess);
-  Batch b = host.ref();
-  b.samples = samples->data();
-  b.labels = labels->data();
-  const Status step = (*ranked)->TrainStep(b, OptimizerConfig{1.f, 0.f, 0.f});
+  const testing::DeviceBatch on_gpu = testing::ToDevice(host);
+  const Status step = (*ranked)->TrainStep(on_gpu.ref(), OptimizerConfig{1.f, 0.f, 0.f});
   Tensors after;
   const Status state = (*ranked)->GetState(&after, nullptr);
   std::vector<float> flat;
@@ -314,24 +303,11 @@ TEST(NcclReducer, GraphReplayedStepsApplyTheMeanAndEveryRankRefusesANonFiniteMea
   auto ranked = CudaBackend::Create(c, TinyNormalization(c), kBatch, start, o);
   ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
   ASSERT_TRUE((*ranked)->SetGradientReducer(nccl->get()).ok());
-  auto samples = cuda::DeviceBuffer::Allocate(batches[0].samples.size(), "samples");
-  auto labels = cuda::DeviceBuffer::Allocate(batches[0].labels.size(), "labels");
-  ASSERT_TRUE(samples.ok() && labels.ok());
+  // Each batch in device memory of its own, kept to the end: no step's input is overwritten.
+  std::vector<testing::DeviceBatch> on_gpu;
   auto step_on = [&](const testing::HostBatch& host) {
-    // The previous step's kernels still read the buffers: copy behind them.
-    if (cudaStreamSynchronize((*ranked)->stream()) != cudaSuccess) {
-      return Status::Aborted("cudaStreamSynchronize");
-    }
-    if (cudaMemcpy(samples->data(), host.samples.data(), host.samples.size(),
-                   cudaMemcpyHostToDevice) != cudaSuccess ||
-        cudaMemcpy(labels->data(), host.labels.data(), host.labels.size(),
-                   cudaMemcpyHostToDevice) != cudaSuccess) {
-      return Status::Aborted("cudaMemcpy");
-    }
-    Batch b = host.ref();
-    b.samples = samples->data();
-    b.labels = labels->data();
-    return (*ranked)->TrainStep(b, sgd);
+    on_gpu.push_back(testing::ToDevice(host));
+    return (*ranked)->TrainStep(on_gpu.back().ref(), sgd);
   };
   Status gpu_steps;
   for (const auto& b : batches) {
