@@ -40,11 +40,6 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const ModelConfig& conf
                                                          const Tensors& initial_params,
                                                          const CudaBackendOptions& options) {
   RF_RETURN_IF_ERROR(config.Validate());
-  if (config.batch_norm) {
-    return Status::Unsupported(
-        "batch normalization runs on the CPU backend only so far (--device cpu); the CUDA "
-        "backend does not have it yet");
-  }
   if (max_batch == 0) return Status::InvalidArgument("the CUDA backend needs max_batch >= 1");
   // cuDNN's legacy descriptors take int sizes and strides: the largest activation is the first
   // block's (or the input, with more channels than the first block).
@@ -120,14 +115,16 @@ Status CudaBackend::Init(const Tensors& initial_params) {
     s.out_channels = config_.conv[i];
     s.height = config_.HeightAfter(static_cast<int>(i) - 1);
     s.width = config_.WidthAfter(static_cast<int>(i) - 1);
-    RF_ASSIGN_OR_RETURN(auto block, cuda::CudaConvBlock::Create(
-                                        s, options_.tf32, options_.deterministic, options_.bf16));
+    RF_ASSIGN_OR_RETURN(auto block,
+                        cuda::CudaConvBlock::Create(s, options_.tf32, options_.deterministic,
+                                                    options_.bf16, config_.batch_norm));
     blocks_.push_back(std::move(block));
   }
   RF_RETURN_IF_ERROR(AllocateBuffers());
 
   // The initial state: parameters as given, optimizer state and gradients (gaps included) zero.
   RF_RETURN_IF_ERROR(SetState(initial_params, ZerosLike(config_)));
+  RF_RETURN_IF_ERROR(SetRunningStats(InitialRunningStats(config_)));
   RF_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_));
   RF_CUDA_CHECK(cudaMemcpyAsync(norm_.as<float>(), mean_.data(), mean_.size() * sizeof(float),
                                 cudaMemcpyHostToDevice, stream_));
@@ -202,6 +199,18 @@ Status CudaBackend::AllocateBuffers() {
     // Zeroed so that the algorithm search times real arithmetic, not garbage (NaN, denormals).
     RF_CUDA_CHECK(cudaMemsetAsync(bb.act.data(), 0, bb.act.bytes(), stream_));
     RF_CUDA_CHECK(cudaMemsetAsync(bb.pooled.data(), 0, bb.pooled.bytes(), stream_));
+    if (config_.batch_norm) {
+      RF_ASSIGN_OR_RETURN(bb.bn_saved, DeviceBuffer::Allocate(4 * size_t{config_.conv[i]} * f,
+                                                              (name + " batch norm").c_str()));
+      RF_CUDA_CHECK(cudaMemsetAsync(bb.bn_saved.data(), 0, bb.bn_saved.bytes(), stream_));
+      if (!options_.bf16) {
+        RF_ASSIGN_OR_RETURN(bb.norm,
+                            DeviceBuffer::Allocate(act * f, (name + " normalized").c_str()));
+        RF_CUDA_CHECK(cudaMemsetAsync(bb.norm.data(), 0, bb.norm.bytes(), stream_));
+      }
+      bn_offsets_.push_back(bn_channels_);
+      bn_channels_ += config_.conv[i];
+    }
     block_buffers_.push_back(std::move(bb));
     act_grad = std::max(act_grad, act);
   }
@@ -228,6 +237,13 @@ Status CudaBackend::AllocateBuffers() {
                       DeviceBuffer::Allocate(b * sizeof(uint32_t), "per-sample hits"));
   RF_ASSIGN_OR_RETURN(ones_, DeviceBuffer::Allocate(b * f, "a vector of ones"));
   RF_ASSIGN_OR_RETURN(norm_, DeviceBuffer::Allocate(2 * config_.channels * f, "normalization"));
+  if (config_.batch_norm) {
+    RF_ASSIGN_OR_RETURN(running_,
+                        DeviceBuffer::Allocate(2 * bn_channels_ * f, "running statistics"));
+    RF_ASSIGN_OR_RETURN(bn_batch_,
+                        DeviceBuffer::Allocate(2 * bn_channels_ * f, "batch statistics"));
+    RF_CUDA_CHECK(cudaMemsetAsync(bn_batch_.data(), 0, bn_batch_.bytes(), stream_));
+  }
   RF_ASSIGN_OR_RETURN(state_, DeviceBuffer::Allocate(sizeof(DeviceState), "statistics"));
   RF_ASSIGN_OR_RETURN(host_, cuda::PinnedBuffer::Allocate(sizeof(HostState), "statistics"));
   host()->sticky_bad = cuda::kNoBadLabel;
@@ -357,6 +373,40 @@ Status CudaBackend::GetState(Tensors* params, Tensors* optimizer_state) {
   return Status::Ok();
 }
 
+Status CudaBackend::GetRunningStats(Tensors* stats) {
+  RF_RETURN_IF_ERROR(Begin(nullptr));
+  stats->t.clear();
+  if (!config_.batch_norm) return Status::Ok();
+  std::vector<float> flat(2 * bn_channels_);
+  RF_CUDA_CHECK(cudaMemcpyAsync(flat.data(), running_.data(), running_.bytes(),
+                                cudaMemcpyDeviceToHost, stream_));
+  RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (size_t half = 0; half < 2; ++half) {  // means, then variances
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      const float* from = flat.data() + half * bn_channels_ + bn_offsets_[b];
+      stats->t.emplace_back(from, from + config_.conv[b]);
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::SetRunningStats(const Tensors& stats) {
+  RF_RETURN_IF_ERROR(Begin(nullptr));
+  RF_RETURN_IF_ERROR(CheckRunningStatShapes(config_, stats));
+  if (!config_.batch_norm) return Status::Ok();
+  std::vector<float> flat(2 * bn_channels_);
+  for (size_t half = 0; half < 2; ++half) {
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      const std::vector<float>& in = stats.t[half * blocks_.size() + b];
+      std::copy(in.begin(), in.end(), flat.begin() + half * bn_channels_ + bn_offsets_[b]);
+    }
+  }
+  RF_CUDA_CHECK(cudaMemcpyAsync(running_.data(), flat.data(), running_.bytes(),
+                                cudaMemcpyHostToDevice, stream_));
+  RF_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `flat` dies here
+  return Status::Ok();
+}
+
 Status CudaBackend::SetGradientReducer(GradientReducer* reducer) {
   if (reducer != reducer_ && graph_) {
     // Captured with the old reducer; a launch of it may still be queued (rare: once per run).
@@ -408,7 +458,8 @@ std::string CudaBackend::Describe() const {
                   ", " + (options_.bf16 ? "bf16 conv blocks" : "float32 conv blocks") + ", tf32 " +
                   (options_.tf32 ? "on" : "off") + ", deterministic " +
                   (options_.deterministic ? "on" : "off") + ", cuda graph " +
-                  (options_.cuda_graph ? "on" : "off") + ", workspace " +
+                  (options_.cuda_graph ? "on" : "off") +
+                  (config_.batch_norm ? ", batch norm" : "") + ", workspace " +
                   std::to_string(workspace_.bytes()) + " bytes, warm-up " +
                   std::to_string(static_cast<int>(warm_up_ms_)) + " ms";
   for (const auto& b : blocks_) s += "\n  " + b.Describe();

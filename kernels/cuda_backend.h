@@ -75,8 +75,7 @@ class CudaBackend final : public Backend {
   // Fails with InvalidArgument for what CpuBackend::Create rejects (config, max_batch 0,
   // normalization length, initial parameter shapes) and for tensors too large for cuDNN's int
   // sizes; with Aborted, naming the call, where the GPU or a library fails (no device, out of
-  // memory, no algorithm); with Unsupported for a model with batch_norm (not on the GPU yet).
-  // Argument checks come before any CUDA call.
+  // memory, no algorithm). Argument checks come before any CUDA call.
   static Result<std::unique_ptr<CudaBackend>> Create(const ModelConfig& config,
                                                      const Normalization& norm, uint32_t max_batch,
                                                      const Tensors& initial_params,
@@ -94,6 +93,10 @@ class CudaBackend final : public Backend {
 
   Status GetState(Tensors* params, Tensors* optimizer_state) override;
   Status SetState(const Tensors& params, const Tensors& optimizer_state) override;
+  // Batch norm's running statistics: on the device, moved by each applied TrainStep (after its
+  // update, by the same step_bad record that gates it); these copy them (and synchronize).
+  Status GetRunningStats(Tensors* stats) override;
+  Status SetRunningStats(const Tensors& stats) override;
 
   Status ComputeGradients(const Batch& batch, double* mean_loss, Tensors* grads) override;
   Status WhenDone(DoneFn fn, void* arg) override;
@@ -126,6 +129,8 @@ class CudaBackend final : public Backend {
   struct BlockBuffers {
     cuda::DeviceBuffer act, pooled, pooled_grad;
     cuda::DeviceBuffer filter_bf16, filter_grad_bf16;  // bf16 mode: [out][3][3][in]
+    // Batch norm: CudaConvBlock::Buffers' bn_saved, and in float32 mode its `norm`.
+    cuda::DeviceBuffer bn_saved, norm;
   };
 
   CudaBackend(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
@@ -149,7 +154,8 @@ class CudaBackend final : public Backend {
   // nothing yet, TrainStep's FinishGradients does). The loss is label-smoothed by *smoothing
   // (device memory: DeviceState's smoothing_train for training, smoothing_none, always 0,
   // otherwise).
-  Status Forward(uint32_t n, cuda::DeviceStats* stats, const float* smoothing);
+  // `training`: batch norm by the batch's statistics (else by the running ones).
+  Status Forward(uint32_t n, cuda::DeviceStats* stats, const float* smoothing, bool training);
   Status Backward(uint32_t n);
   // The forward pass's loss and hits into *stats, unless the step is recorded bad (or its loss
   // sum is not finite, which it then records).
@@ -214,6 +220,12 @@ class CudaBackend final : public Backend {
   cuda::DeviceBuffer fc_in_, fc_in_grad_, bias_partial_;
   cuda::DeviceBuffer hidden_, hidden_grad_, logits_, logits_grad_;
   cuda::DeviceBuffer row_loss_, row_correct_, ones_, norm_;
+  // Batch norm: the running statistics (RunningStatShapes order, packed: every block's means,
+  // then every block's variances; block b's at bn_offsets_[b] within each half) and, laid out
+  // alike, each training forward's batch mean and unbiased variance, their update's targets.
+  cuda::DeviceBuffer running_, bn_batch_;
+  std::vector<size_t> bn_offsets_;
+  size_t bn_channels_ = 0;  // the blocks' channels in all: floats in each half
   cuda::DeviceBuffer workspace_, cublas_workspace_, state_;
   cuda::PinnedBuffer host_;
   cuda::CudaEvent bad_copied_;

@@ -29,6 +29,18 @@ cuda::CudaConvBlock::Buffers CudaBackend::BlockArgs(size_t b) const {
   a.bias_grad = Grad(2 * b + 1);
   a.bias_partial = bias_partial_.as<float>();
   a.x_grad = b == 0 ? nullptr : block_buffers_[b - 1].pooled_grad.data();
+  if (config_.batch_norm) {
+    const size_t scale = 2 * blocks_.size() + 4 + b;  // kernels/model.h: after fc2
+    a.bn_scale = Param(scale);
+    a.bn_scale_grad = Grad(scale);
+    a.bn_saved = bb.bn_saved.as<float>();
+    a.norm = bb.norm.data();
+    const size_t mean = bn_offsets_[b], var = bn_channels_ + bn_offsets_[b];
+    a.bn_batch_mean = bn_batch_.as<float>() + mean;
+    a.bn_batch_var = bn_batch_.as<float>() + var;
+    a.bn_running_mean = running_.as<float>() + mean;
+    a.bn_running_var = running_.as<float>() + var;
+  }
   return a;
 }
 
@@ -85,12 +97,13 @@ const float* CudaBackend::FcInput() const {
   return options_.bf16 ? fc_in_.as<float>() : block_buffers_.back().pooled.as<float>();
 }
 
-Status CudaBackend::Forward(uint32_t n, cuda::DeviceStats* stats, const float* smoothing) {
+Status CudaBackend::Forward(uint32_t n, cuda::DeviceStats* stats, const float* smoothing,
+                            bool training) {
   void* ws = workspace_.data();
   const size_t ws_bytes = workspace_.bytes();
   if (options_.bf16) RF_RETURN_IF_ERROR(FiltersToBf16());  // SGD changed the float masters
   for (size_t b = 0; b < blocks_.size(); ++b) {
-    RF_RETURN_IF_ERROR(blocks_[b].Forward(cudnn_.get(), BlockArgs(b), ws, ws_bytes));
+    RF_RETURN_IF_ERROR(blocks_[b].Forward(cudnn_.get(), BlockArgs(b), ws, ws_bytes, training));
   }
   const int last = static_cast<int>(blocks_.size()) - 1;
   if (options_.bf16) {
@@ -182,7 +195,7 @@ Status CudaBackend::Backward(uint32_t n) {
 }
 
 Status CudaBackend::Gradients(uint32_t n) {
-  RF_RETURN_IF_ERROR(Forward(n, nullptr, &state()->smoothing_train));
+  RF_RETURN_IF_ERROR(Forward(n, nullptr, &state()->smoothing_train, /*training=*/true));
   RF_RETURN_IF_ERROR(Backward(n));
   // Data-parallel: the flat gradient buffer (its gaps are zeros on every rank) becomes the mean
   // over the ranks on this stream, between the backward pass and the update; the finite check
@@ -245,13 +258,19 @@ Status CudaBackend::TrainStep(const Batch& batch, const OptimizerConfig& opt) {
                                     grads_.as<float>(), params_.as<float>(), momentum_.as<float>(),
                                     &state()->step_bad, stream_));
   }
+  if (config_.batch_norm) {  // gated like the update: only an applied step moves them
+    RF_CUDA_CHECK(cuda::UpdateRunningStats(2 * bn_channels_, kBatchNormMomentum,
+                                           bn_batch_.as<float>(), running_.as<float>(),
+                                           &state()->step_bad, stream_));
+  }
   return EndStep();
 }
 
 Status CudaBackend::Evaluate(const Batch& batch) {
   RF_RETURN_IF_ERROR(Begin(&batch));
   RF_RETURN_IF_ERROR(LoadBatch(batch, AugmentBatch{}));  // evaluation is never augmented
-  RF_RETURN_IF_ERROR(Forward(batch.n, &state()->eval, &state()->smoothing_none));
+  RF_RETURN_IF_ERROR(Forward(batch.n, &state()->eval, &state()->smoothing_none,
+                             /*training=*/false));
   return EndStep();
 }
 
@@ -260,7 +279,8 @@ Status CudaBackend::ComputeGradients(const Batch& batch, double* mean_loss, Tens
   RF_RETURN_IF_ERROR(Begin(&batch));
   RF_RETURN_IF_ERROR(LoadBatch(batch, augment));
   RF_CUDA_CHECK(cudaMemsetAsync(&state()->scratch, 0, sizeof(cuda::DeviceStats), stream_));
-  RF_RETURN_IF_ERROR(Forward(batch.n, &state()->scratch, &state()->smoothing_none));
+  RF_RETURN_IF_ERROR(Forward(batch.n, &state()->scratch, &state()->smoothing_none,
+                             /*training=*/true));
   RF_RETURN_IF_ERROR(Backward(batch.n));
   RF_CUDA_CHECK(cudaMemcpyAsync(&host()->stats, &state()->scratch, sizeof(cuda::DeviceStats),
                                 cudaMemcpyDeviceToHost, stream_));

@@ -5,6 +5,7 @@
 
 #include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/cuda_sample_load.cuh"
+#include "kernels/model.h"
 
 namespace rf::cuda {
 namespace {
@@ -21,6 +22,9 @@ unsigned Blocks(size_t count) {
   return static_cast<unsigned>(
       std::max<size_t>(1, std::min(kMaxBlocks, (count + kThreads - 1) / kThreads)));
 }
+
+// Blocks of kThreads for one thread a channel.
+unsigned ChannelBlocks(uint32_t channels) { return (channels + kThreads - 1) / kThreads; }
 
 #define RF_GRID_STRIDE(i, count)                                              \
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < (count); \
@@ -48,17 +52,27 @@ __global__ void DecodeNhwcKernel(const void* samples, size_t count, uint32_t cha
   }
 }
 
-// The 2x2 window at (ph, pw) of channel c in image s: its four values of y + bias, row by row.
+// Channel c's gain (1 without batch norm) and shift.
+struct Affine {
+  float gain, shift;
+  __device__ Affine(const ChannelAffine& a, uint32_t c)
+      : gain(a.gain != nullptr ? a.gain[c] : 1.f), shift(a.shift[c]) {}
+  // y * 1 + shift rounds once, as y + shift does: without batch norm, the same bits as before.
+  __device__ float operator()(bf16 y) const { return __fmaf_rn(__bfloat162float(y), gain, shift); }
+};
+
+// The 2x2 window at (ph, pw) of channel c in image s: its four values of v = y * gain + shift,
+// row by row.
 struct Window {
   float v[4];
   __device__ Window(const bf16* y, uint32_t height, uint32_t width, uint32_t channels, size_t s,
-                    uint32_t ph, uint32_t pw, uint32_t c, float b) {
+                    uint32_t ph, uint32_t pw, uint32_t c, const Affine& a) {
     const size_t row = size_t{width} * channels;
     const bf16* top = y + (s * height + 2 * ph) * row + size_t{2 * pw} * channels + c;
-    v[0] = __bfloat162float(top[0]) + b;
-    v[1] = __bfloat162float(top[channels]) + b;
-    v[2] = __bfloat162float(top[row]) + b;
-    v[3] = __bfloat162float(top[row + channels]) + b;
+    v[0] = a(top[0]);
+    v[1] = a(top[channels]);
+    v[2] = a(top[row]);
+    v[3] = a(top[row + channels]);
   }
   // The first of equal maxima, in window order.
   __device__ int ArgMax() const {
@@ -71,7 +85,7 @@ struct Window {
 };
 
 __global__ void BiasReluPoolKernel(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
-                                   const bf16* y, const float* bias, bf16* pooled) {
+                                   const bf16* y, ChannelAffine affine, bf16* pooled) {
   const uint32_t ph_count = height / 2, pw_count = width / 2;
   const size_t count = size_t{n} * ph_count * pw_count * channels;
   RF_GRID_STRIDE(i, count) {
@@ -81,7 +95,7 @@ __global__ void BiasReluPoolKernel(uint32_t n, uint32_t height, uint32_t width, 
     rest /= pw_count;
     const auto ph = static_cast<uint32_t>(rest % ph_count);
     const size_t s = rest / ph_count;
-    const Window w(y, height, width, channels, s, ph, pw, c, bias[c]);
+    const Window w(y, height, width, channels, s, ph, pw, c, Affine(affine, c));
     pooled[i] = __float2bfloat16_rn(fmaxf(w.v[w.ArgMax()], 0.f));
   }
 }
@@ -92,7 +106,7 @@ __global__ void BiasReluPoolKernel(uint32_t n, uint32_t height, uint32_t width, 
 // in order into partial[b][c]. The windows run over ceil(H/2) x ceil(W/2), so an odd last row or
 // column, which no window pools, gets its zeros in the same pass.
 __global__ void PoolReluBackwardKernel(uint32_t n, uint32_t height, uint32_t width,
-                                       uint32_t channels, const bf16* y, const float* bias,
+                                       uint32_t channels, const bf16* y, ChannelAffine affine,
                                        const bf16* pooled_grad, bf16* y_grad, float* partial) {
   __shared__ float lanes[8][33];
   const uint32_t c = blockIdx.y * 32 + threadIdx.x;
@@ -102,14 +116,14 @@ __global__ void PoolReluBackwardKernel(uint32_t n, uint32_t height, uint32_t wid
   const bf16 zero = __float2bfloat16_rn(0.f);
   float sum = 0.f;
   if (c < channels) {
-    const float b = bias[c];
+    const Affine a(affine, c);
     for (size_t w = blockIdx.x + size_t{threadIdx.y} * kPartials; w < windows; w += 8 * kPartials) {
       const auto pw = static_cast<uint32_t>(w % ew);
       const auto ph = static_cast<uint32_t>((w / ew) % eh);
       const size_t s = w / (size_t{ew} * eh);
       bf16* out = y_grad + (s * height + 2 * ph) * row + size_t{2 * pw} * channels + c;
       if (ph < ph_count && pw < pw_count) {
-        const Window win(y, height, width, channels, s, ph, pw, c, b);
+        const Window win(y, height, width, channels, s, ph, pw, c, a);
         const int best = win.ArgMax();
         bf16 g = zero;
         if (win.v[best] > 0.f) {
@@ -144,6 +158,115 @@ __global__ void BiasGradFinalKernel(uint32_t channels, const float* partial, flo
   float total = 0.f;
   for (uint32_t b = 0; b < kPartials; ++b) total += partial[size_t{b} * channels + c];
   bias_grad[c] = total;
+}
+
+// --- Batch normalization -------------------------------------------------------------------
+
+// What ChannelPartialsKernel sums over a channel's m values.
+enum class Term { kValue, kSquaredDeviation, kGradTimesXhat };
+
+// Block (b, tile) takes the 32 channels of its tile (threadIdx.x) in 8 lanes (threadIdx.y) over
+// pixels b + kPartials * lane, then every 8 * kPartials-th, as PoolReluBackwardKernel does, and
+// writes the lanes' sums, added in order, to partial[b][c]. y and g are bf16 [pixels][C]; mean
+// and invstd are read where the term needs them.
+template <Term T>
+__global__ void ChannelPartialsKernel(size_t pixels, uint32_t channels, const bf16* y,
+                                      const bf16* g, const float* mean, const float* invstd,
+                                      float* partial) {
+  __shared__ float lanes[8][33];
+  const uint32_t c = blockIdx.y * 32 + threadIdx.x;
+  float sum = 0.f;
+  if (c < channels) {
+    const float mu = T == Term::kValue ? 0.f : mean[c];
+    const float is = T == Term::kGradTimesXhat ? invstd[c] : 0.f;
+    for (size_t p = blockIdx.x + size_t{threadIdx.y} * kPartials; p < pixels; p += 8 * kPartials) {
+      const float v = __bfloat162float(y[p * channels + c]);
+      if constexpr (T == Term::kValue) {
+        sum += v;
+      } else if constexpr (T == Term::kSquaredDeviation) {
+        sum += (v - mu) * (v - mu);
+      } else {
+        sum += __bfloat162float(g[p * channels + c]) * ((v - mu) * is);
+      }
+    }
+  }
+  lanes[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels) {
+    float total = 0.f;
+    for (int l = 0; l < 8; ++l) total += lanes[l][threadIdx.x];
+    partial[size_t{blockIdx.x} * channels + c] = total;
+  }
+}
+
+template <Term T>
+void LaunchChannelPartials(size_t pixels, uint32_t channels, const bf16* y, const bf16* g,
+                           const float* mean, const float* invstd, float* partial,
+                           cudaStream_t stream) {
+  const dim3 grid(kPartials, (channels + 31) / 32), block(32, 8);
+  ChannelPartialsKernel<T><<<grid, block, 0, stream>>>(pixels, channels, y, g, mean, invstd,
+                                                       partial);
+}
+
+// Channel c's partial sums, added in a fixed order in double.
+__device__ double PartialTotal(const float* partial, uint32_t channels, uint32_t c) {
+  double total = 0;
+  for (uint32_t b = 0; b < kPartials; ++b) total += partial[size_t{b} * channels + c];
+  return total;
+}
+
+// saved = [mean | invstd | gain | shift], C floats each (see the header).
+__global__ void BatchMeanKernel(uint32_t channels, double m, const float* partial, float* saved,
+                                float* batch_mean) {
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const auto mean = static_cast<float>(PartialTotal(partial, channels, c) / m);
+  saved[c] = mean;
+  batch_mean[c] = mean;
+}
+
+__global__ void BatchVarKernel(uint32_t channels, double m, const float* partial,
+                               const float* scale, const float* bias, float* saved,
+                               float* batch_var) {
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const auto var = static_cast<float>(PartialTotal(partial, channels, c) / m);
+  const float invstd = 1.f / sqrtf(var + kBatchNormEps);
+  const float gain = scale[c] * invstd;
+  saved[channels + c] = invstd;
+  saved[2 * channels + c] = gain;
+  saved[3 * channels + c] = bias[c] - saved[c] * gain;
+  const float unbias = m > 1 ? static_cast<float>(m / (m - 1)) : 1.f;
+  batch_var[c] = var * unbias;
+}
+
+__global__ void RunningAffineKernel(uint32_t channels, const float* scale, const float* bias,
+                                    const float* running_mean, const float* running_var,
+                                    float* saved) {
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const float gain = scale[c] * (1.f / sqrtf(running_var[c] + kBatchNormEps));
+  saved[2 * channels + c] = gain;
+  saved[3 * channels + c] = bias[c] - running_mean[c] * gain;
+}
+
+__global__ void ScaleGradKernel(uint32_t channels, const float* partial, float* scale_grad) {
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  scale_grad[c] = static_cast<float>(PartialTotal(partial, channels, c));
+}
+
+__global__ void BatchNormGradKernel(size_t count, uint32_t channels, float m, const bf16* y,
+                                    const float* saved, const float* scale,
+                                    const float* shift_grad, const float* scale_grad, bf16* grad) {
+  RF_GRID_STRIDE(i, count) {  // i indexes [pixel][c]
+    const auto c = static_cast<uint32_t>(i % channels);
+    const float mean = saved[c], invstd = saved[channels + c];
+    const float xhat = (__bfloat162float(y[i]) - mean) * invstd;
+    const float dv = __bfloat162float(grad[i]);
+    const float mean_dv = shift_grad[c] / m, mean_dot = scale_grad[c] / m;
+    grad[i] = __float2bfloat16_rn(scale[c] * invstd * (dv - mean_dv - xhat * mean_dot));
+  }
 }
 
 __global__ void FilterToBf16Kernel(uint32_t out_channels, uint32_t in_channels, uint32_t padded_in,
@@ -204,25 +327,70 @@ cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, 
 }
 
 cudaError_t BiasReluPoolBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
-                             const void* y, const float* bias, void* pooled, cudaStream_t stream) {
+                             const void* y, const ChannelAffine& affine, void* pooled,
+                             cudaStream_t stream) {
   const size_t count = size_t{n} * (height / 2) * (width / 2) * channels;
   BiasReluPoolKernel<<<Blocks(count), kThreads, 0, stream>>>(
-      n, height, width, channels, static_cast<const bf16*>(y), bias, static_cast<bf16*>(pooled));
+      n, height, width, channels, static_cast<const bf16*>(y), affine, static_cast<bf16*>(pooled));
   return cudaGetLastError();
 }
 
 size_t BiasGradPartials(uint32_t channels) { return size_t{kPartials} * channels; }
 
 cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
-                                 const void* y, const float* bias, const void* pooled_grad,
-                                 void* y_grad, float* partial, float* bias_grad,
-                                 cudaStream_t stream) {
+                                 const void* y, const ChannelAffine& affine,
+                                 const void* pooled_grad, void* v_grad, float* partial,
+                                 float* shift_grad, cudaStream_t stream) {
   const dim3 grid(kPartials, (channels + 31) / 32), block(32, 8);
   PoolReluBackwardKernel<<<grid, block, 0, stream>>>(
-      n, height, width, channels, static_cast<const bf16*>(y), bias,
-      static_cast<const bf16*>(pooled_grad), static_cast<bf16*>(y_grad), partial);
-  BiasGradFinalKernel<<<(channels + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
-      channels, partial, bias_grad);
+      n, height, width, channels, static_cast<const bf16*>(y), affine,
+      static_cast<const bf16*>(pooled_grad), static_cast<bf16*>(v_grad), partial);
+  BiasGradFinalKernel<<<ChannelBlocks(channels), kThreads, 0, stream>>>(channels, partial,
+                                                                        shift_grad);
+  return cudaGetLastError();
+}
+
+cudaError_t BatchNormStatsBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
+                               const void* y, const float* scale, const float* bias,
+                               float* partial, float* saved, float* batch_mean, float* batch_var,
+                               cudaStream_t stream) {
+  const size_t pixels = size_t{n} * height * width;
+  const auto m = static_cast<double>(pixels);
+  const auto* v = static_cast<const bf16*>(y);
+  // Two passes, as the CPU's: the mean, then the squares of the deviations from it.
+  LaunchChannelPartials<Term::kValue>(pixels, channels, v, nullptr, nullptr, nullptr, partial,
+                                      stream);
+  BatchMeanKernel<<<ChannelBlocks(channels), kThreads, 0, stream>>>(channels, m, partial, saved,
+                                                                    batch_mean);
+  LaunchChannelPartials<Term::kSquaredDeviation>(pixels, channels, v, nullptr, saved, nullptr,
+                                                 partial, stream);
+  BatchVarKernel<<<ChannelBlocks(channels), kThreads, 0, stream>>>(channels, m, partial, scale,
+                                                                   bias, saved, batch_var);
+  return cudaGetLastError();
+}
+
+cudaError_t BatchNormRunningAffineBf16(uint32_t channels, const float* scale, const float* bias,
+                                       const float* running_mean, const float* running_var,
+                                       float* saved, cudaStream_t stream) {
+  RunningAffineKernel<<<ChannelBlocks(channels), kThreads, 0, stream>>>(
+      channels, scale, bias, running_mean, running_var, saved);
+  return cudaGetLastError();
+}
+
+cudaError_t BatchNormBackwardBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
+                                  const void* y, const float* saved, const float* scale,
+                                  const float* shift_grad, void* grad, float* partial,
+                                  float* scale_grad, cudaStream_t stream) {
+  const size_t pixels = size_t{n} * height * width;
+  const auto* v = static_cast<const bf16*>(y);
+  auto* g = static_cast<bf16*>(grad);
+  LaunchChannelPartials<Term::kGradTimesXhat>(pixels, channels, v, g, saved, saved + channels,
+                                              partial, stream);
+  ScaleGradKernel<<<ChannelBlocks(channels), kThreads, 0, stream>>>(channels, partial, scale_grad);
+  const size_t count = pixels * channels;
+  BatchNormGradKernel<<<Blocks(count), kThreads, 0, stream>>>(count, channels,
+                                                              static_cast<float>(pixels), v, saved,
+                                                              scale, shift_grad, scale_grad, g);
   return cudaGetLastError();
 }
 

@@ -5,8 +5,11 @@
 //
 //   decode   stored samples (NCHW, any dtype) -> normalized bf16 NHWC input
 //   forward  y = conv(x) (cuDNN) -> pooled = maxpool2x2(relu(y + bias))     one fused pass
+//            (with batch norm: statistics of y, two passes, then the same pass with
+//            relu(y * gain + shift))
 //   backward pooled_grad -> grad of y (through pool and ReLU, recomputed from y and bias)
-//            -> bias gradient (a fixed-order reduction over n x H x W)
+//            -> bias gradient (a fixed-order reduction over n x H x W); with batch norm then
+//            the scale's gradient (one more reduction) and y's through the normalization
 //   weights  float32 [K][C][3][3] master <-> bf16 [K][3][3][C] (cuDNN's NHWC filter layout)
 //   flatten  last block's bf16 NHWC output <-> float32 [n][C*H*W] in C, H, W order (fc1's input)
 //
@@ -36,19 +39,55 @@ cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, 
                                   const float* mean, const float* stddev,
                                   const AugmentBatch& augment, void* out, cudaStream_t stream);
 
-// pooled[n][H/2][W/2][C] = max over each 2x2 window of relu(y + bias[c]), y bf16 [n][H][W][C].
-cudaError_t BiasReluPoolBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
-                             const void* y, const float* bias, void* pooled, cudaStream_t stream);
+// The per-channel map between the convolution's output y and the ReLU's input v:
+// v = y * gain[c] + shift[c]. Without batch norm gain is null (1) and shift the conv bias; with
+// it, BatchNormStatsBf16 or BatchNormRunningAffineBf16 below write both.
+struct ChannelAffine {
+  const float* gain = nullptr;  // [C], or null for 1
+  const float* shift = nullptr;  // [C]
+};
 
-// y_grad (bf16 [n][H][W][C]) = the gradient w.r.t. y given pooled_grad (bf16
+// pooled[n][H/2][W/2][C] = max over each 2x2 window of relu(v), v = y * gain + shift as above,
+// y bf16 [n][H][W][C].
+cudaError_t BiasReluPoolBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
+                             const void* y, const ChannelAffine& affine, void* pooled,
+                             cudaStream_t stream);
+
+// v_grad (bf16 [n][H][W][C]) = the gradient w.r.t. v given pooled_grad (bf16
 // [n][H/2][W/2][C]): pooled_grad at each window's arg-max where its value is positive, else 0
-// (also 0 in an odd last row or column, which no window covers). Then bias_grad[c] = sum of
-// y_grad over n, H, W, through `partial` (float scratch of BiasGradPartials(...) values).
+// (also 0 in an odd last row or column, which no window covers). Then shift_grad[c] = sum of
+// v_grad over n, H, W (the conv bias's gradient), through `partial` (float scratch of
+// BiasGradPartials(...) values). Without batch norm v_grad is also y's gradient.
 cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
-                                 const void* y, const float* bias, const void* pooled_grad,
-                                 void* y_grad, float* partial, float* bias_grad,
-                                 cudaStream_t stream);
+                                 const void* y, const ChannelAffine& affine,
+                                 const void* pooled_grad, void* v_grad, float* partial,
+                                 float* shift_grad, cudaStream_t stream);
 size_t BiasGradPartials(uint32_t channels);
+
+// Batch normalization (kernels/model.h) of y over its m = n x H x W values a channel, as the
+// CPU backend computes it, with float sums of a fixed order in place of its double ones.
+// `saved` holds 4 x C floats: the batch's mean, 1 / sqrt(var + eps) (var its biased variance),
+// then the ChannelAffine gain and shift: gain = scale * invstd, shift = bias - mean * gain.
+//
+// Training: writes all four from the batch (two passes over y through `partial`), and the
+// running statistics' targets: batch_mean[c] (= the mean) and batch_var[c] (the unbiased
+// variance, var * m / (m - 1) with the factor rounded to float, 1 where m = 1).
+cudaError_t BatchNormStatsBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
+                               const void* y, const float* scale, const float* bias,
+                               float* partial, float* saved, float* batch_mean, float* batch_var,
+                               cudaStream_t stream);
+// Evaluation: the gain and shift from the running statistics (saved's mean and invstd unused).
+cudaError_t BatchNormRunningAffineBf16(uint32_t channels, const float* scale, const float* bias,
+                                       const float* running_mean, const float* running_var,
+                                       float* saved, cudaStream_t stream);
+// The backward pass through the normalization, after PoolReluBackwardBf16: v_grad in, y_grad
+// out (in place), with xhat = (y - mean) * invstd from the training forward's `saved`:
+//   scale_grad[c] = sum of v_grad * xhat;
+//   y_grad = scale * invstd * (v_grad - shift_grad / m - xhat * scale_grad / m).
+cudaError_t BatchNormBackwardBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
+                                  const void* y, const float* saved, const float* scale,
+                                  const float* shift_grad, void* grad, float* partial,
+                                  float* scale_grad, cudaStream_t stream);
 
 // w_bf16[k][r][s][c] = bf16(w[k][c][r][s]) for a 3x3 filter bank of in_channels inputs, stored
 // with padded_in >= in_channels channels (the padding's weights 0).

@@ -8,6 +8,7 @@
 
 #include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/dnn_check.h"
+#include "kernels/model.h"
 
 // Deprecated in cuDNN 9 but present in every 9.x: see kernels/cuda_conv_block.h.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -94,16 +95,18 @@ std::map<CudaConvBlock::FoundKey, CudaConvBlock::Found>& CudaConvBlock::FoundCac
 }
 
 Result<CudaConvBlock> CudaConvBlock::Create(const Shape& shape, bool tf32, bool deterministic,
-                                            bool bf16) {
+                                            bool bf16, bool batch_norm) {
   CudaConvBlock b;
   b.shape_ = shape;
   b.tf32_ = tf32;
   b.deterministic_ = deterministic;
   b.bf16_ = bf16;
+  b.batch_norm_ = batch_norm;
   RF_ASSIGN_OR_RETURN(b.x_desc_, CreateTensorDesc());
   RF_ASSIGN_OR_RETURN(b.act_desc_, CreateTensorDesc());
   RF_ASSIGN_OR_RETURN(b.pooled_desc_, CreateTensorDesc());
   RF_ASSIGN_OR_RETURN(b.bias_desc_, CreateTensorDesc());
+  RF_ASSIGN_OR_RETURN(b.bn_desc_, CreateTensorDesc());
   RF_ASSIGN_OR_RETURN(b.w_desc_, CreateFilterDesc());
   RF_ASSIGN_OR_RETURN(b.fwd_conv_, CreateConvDesc());
   RF_ASSIGN_OR_RETURN(b.data_conv_, CreateConvDesc());
@@ -158,6 +161,10 @@ Status CudaConvBlock::SetBatch(cudnnHandle_t cudnn, uint32_t n, size_t workspace
                            std::to_string(pw) + " for a " + std::to_string(s.height) + "x" +
                            std::to_string(s.width) + " input; the model needs the same size, " +
                            "pooled to half (rounded down)");
+  }
+  if (batch_norm_ && !bf16_) {
+    RF_CUDA_CHECK(
+        cudnnDeriveBNTensorDescriptor(bn_desc_.get(), act_desc_.get(), CUDNN_BATCHNORM_SPATIAL));
   }
   n_ = n;
   if (!found_) return Status::Ok();  // before FindAlgorithms: descriptors only
@@ -287,64 +294,129 @@ Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
   return ApplyMath();
 }
 
+ChannelAffine CudaConvBlock::TailAffine(const Buffers& b) const {
+  if (!batch_norm_) return ChannelAffine{nullptr, b.bias};
+  const uint32_t c = shape_.out_channels;
+  return ChannelAffine{b.bn_saved + 2 * c, b.bn_saved + 3 * c};
+}
+
 Status CudaConvBlock::Forward(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
-                              size_t workspace_bytes) const {
+                              size_t workspace_bytes, bool training) const {
   const float one = 1.f, zero = 0.f;
   RF_CUDA_CHECK(cudnnConvolutionForward(cudnn, &one, x_desc_.get(), b.x, w_desc_.get(), b.weight,
                                         fwd_conv_.get(), fwd_.algo, workspace, workspace_bytes,
                                         &zero, act_desc_.get(), b.act));
-  if (bf16_) {
-    cudaStream_t stream = nullptr;
-    RF_CUDA_CHECK(cudnnGetStream(cudnn, &stream));
-    RF_CUDA_CHECK(BiasReluPoolBf16(n_, shape_.height, shape_.width, shape_.out_channels, b.act,
-                                   b.bias, b.pooled, stream));
-    return Status::Ok();
+  if (bf16_) return ForwardBf16(cudnn, b, training);
+  void* out = b.act;  // what ReLU and pooling work on
+  if (batch_norm_) {
+    const double eps = kBatchNormEps;
+    if (training) {
+      // cuDNN moves "running" statistics by a factor; at 1 they become this batch's (its mean
+      // and unbiased variance), which the backend applies once the step is known to be finite.
+      // Zeroed first: at factor 1 the old value is multiplied by 0, and a NaN left by a refused
+      // step would survive that.
+      cudaStream_t stream = nullptr;
+      RF_CUDA_CHECK(cudnnGetStream(cudnn, &stream));
+      const size_t bytes = size_t{shape_.out_channels} * sizeof(float);
+      RF_CUDA_CHECK(cudaMemsetAsync(b.bn_batch_mean, 0, bytes, stream));
+      RF_CUDA_CHECK(cudaMemsetAsync(b.bn_batch_var, 0, bytes, stream));
+      RF_CUDA_CHECK(cudnnBatchNormalizationForwardTraining(
+          cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, act_desc_.get(), b.act, act_desc_.get(),
+          b.norm, bn_desc_.get(), b.bn_scale, b.bias, 1.0, b.bn_batch_mean, b.bn_batch_var, eps,
+          b.bn_saved, b.bn_saved + shape_.out_channels));
+    } else {
+      RF_CUDA_CHECK(cudnnBatchNormalizationForwardInference(
+          cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, act_desc_.get(), b.act, act_desc_.get(),
+          b.norm, bn_desc_.get(), b.bn_scale, b.bias, b.bn_running_mean, b.bn_running_var, eps));
+    }
+    out = b.norm;
+  } else {
+    RF_CUDA_CHECK(
+        cudnnAddTensor(cudnn, &one, bias_desc_.get(), b.bias, &one, act_desc_.get(), b.act));
+  }
+  // In place: cuDNN allows x == y with identical descriptors.
+  RF_CUDA_CHECK(cudnnActivationForward(cudnn, relu_.get(), &one, act_desc_.get(), out, &zero,
+                                       act_desc_.get(), out));
+  RF_CUDA_CHECK(cudnnPoolingForward(cudnn, pool_.get(), &one, act_desc_.get(), out, &zero,
+                                    pooled_desc_.get(), b.pooled));
+  return Status::Ok();
+}
+
+Status CudaConvBlock::ForwardBf16(cudnnHandle_t cudnn, const Buffers& b, bool training) const {
+  cudaStream_t stream = nullptr;
+  RF_CUDA_CHECK(cudnnGetStream(cudnn, &stream));
+  const Shape& s = shape_;
+  if (batch_norm_ && training) {
+    RF_CUDA_CHECK(BatchNormStatsBf16(n_, s.height, s.width, s.out_channels, b.act, b.bn_scale,
+                                     b.bias, b.bias_partial, b.bn_saved, b.bn_batch_mean,
+                                     b.bn_batch_var, stream));
+  } else if (batch_norm_) {
+    RF_CUDA_CHECK(BatchNormRunningAffineBf16(s.out_channels, b.bn_scale, b.bias,
+                                             b.bn_running_mean, b.bn_running_var, b.bn_saved,
+                                             stream));
   }
   RF_CUDA_CHECK(
-      cudnnAddTensor(cudnn, &one, bias_desc_.get(), b.bias, &one, act_desc_.get(), b.act));
-  // In place: cuDNN allows x == y with identical descriptors.
-  RF_CUDA_CHECK(cudnnActivationForward(cudnn, relu_.get(), &one, act_desc_.get(), b.act, &zero,
-                                       act_desc_.get(), b.act));
-  RF_CUDA_CHECK(cudnnPoolingForward(cudnn, pool_.get(), &one, act_desc_.get(), b.act, &zero,
-                                    pooled_desc_.get(), b.pooled));
+      BiasReluPoolBf16(n_, s.height, s.width, s.out_channels, b.act, TailAffine(b), b.pooled,
+                       stream));
   return Status::Ok();
 }
 
 Status CudaConvBlock::Backward(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
                                size_t workspace_bytes) const {
+  if (bf16_) return BackwardBf16(cudnn, b, workspace, workspace_bytes);
   const float one = 1.f, zero = 0.f;
-  if (bf16_) {
-    cudaStream_t stream = nullptr;
-    RF_CUDA_CHECK(cudnnGetStream(cudnn, &stream));
-    RF_CUDA_CHECK(PoolReluBackwardBf16(n_, shape_.height, shape_.width, shape_.out_channels, b.act,
-                                       b.bias, b.pooled_grad, b.act_grad, b.bias_partial,
-                                       b.bias_grad, stream));
-    return BackwardConv(cudnn, b, workspace, workspace_bytes);
-  }
+  // What ReLU and pooling worked on: act, or with batch norm its output.
+  const void* out = batch_norm_ ? b.norm : b.act;
   // Pooling's gradient goes to each window's maximum; the dropped odd row/column gets zero.
   RF_CUDA_CHECK(cudnnPoolingBackward(cudnn, pool_.get(), &one, pooled_desc_.get(), b.pooled,
-                                     pooled_desc_.get(), b.pooled_grad, act_desc_.get(), b.act,
+                                     pooled_desc_.get(), b.pooled_grad, act_desc_.get(), out,
                                      &zero, act_desc_.get(), b.act_grad));
   // ReLU's input was overwritten by its output; for ReLU that is enough (x > 0 exactly where
   // y > 0), so the output is passed as both. In place on the gradient, which cuDNN allows.
-  RF_CUDA_CHECK(cudnnActivationBackward(cudnn, relu_.get(), &one, act_desc_.get(), b.act,
-                                        act_desc_.get(), b.act_grad, act_desc_.get(), b.act, &zero,
+  RF_CUDA_CHECK(cudnnActivationBackward(cudnn, relu_.get(), &one, act_desc_.get(), out,
+                                        act_desc_.get(), b.act_grad, act_desc_.get(), out, &zero,
                                         act_desc_.get(), b.act_grad));
-  RF_CUDA_CHECK(cudnnConvolutionBackwardBias(cudnn, &one, act_desc_.get(), b.act_grad, &zero,
-                                             bias_desc_.get(), b.bias_grad));
-  return BackwardConv(cudnn, b, workspace, workspace_bytes);
+  if (!batch_norm_) {
+    RF_CUDA_CHECK(cudnnConvolutionBackwardBias(cudnn, &one, act_desc_.get(), b.act_grad, &zero,
+                                               bias_desc_.get(), b.bias_grad));
+    return BackwardConv(cudnn, b, b.act_grad, workspace, workspace_bytes);
+  }
+  // Through the normalization, into `norm` (its values are spent): the gradients of x = act,
+  // of the scale and of the shift (the bias), with the batch statistics the forward pass saved.
+  RF_CUDA_CHECK(cudnnBatchNormalizationBackward(
+      cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, act_desc_.get(), b.act,
+      act_desc_.get(), b.act_grad, act_desc_.get(), b.norm, bn_desc_.get(), b.bn_scale,
+      b.bn_scale_grad, b.bias_grad, static_cast<double>(kBatchNormEps), b.bn_saved,
+      b.bn_saved + shape_.out_channels));
+  return BackwardConv(cudnn, b, b.norm, workspace, workspace_bytes);
 }
 
-Status CudaConvBlock::BackwardConv(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
+Status CudaConvBlock::BackwardBf16(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
                                    size_t workspace_bytes) const {
+  cudaStream_t stream = nullptr;
+  RF_CUDA_CHECK(cudnnGetStream(cudnn, &stream));
+  const Shape& s = shape_;
+  RF_CUDA_CHECK(PoolReluBackwardBf16(n_, s.height, s.width, s.out_channels, b.act, TailAffine(b),
+                                     b.pooled_grad, b.act_grad, b.bias_partial, b.bias_grad,
+                                     stream));
+  if (batch_norm_) {
+    RF_CUDA_CHECK(BatchNormBackwardBf16(n_, s.height, s.width, s.out_channels, b.act, b.bn_saved,
+                                        b.bn_scale, b.bias_grad, b.act_grad, b.bias_partial,
+                                        b.bn_scale_grad, stream));
+  }
+  return BackwardConv(cudnn, b, b.act_grad, workspace, workspace_bytes);
+}
+
+Status CudaConvBlock::BackwardConv(cudnnHandle_t cudnn, const Buffers& b, const void* grad,
+                                   void* workspace, size_t workspace_bytes) const {
   const float one = 1.f, zero = 0.f;
   RF_CUDA_CHECK(cudnnConvolutionBackwardFilter(
-      cudnn, &one, x_desc_.get(), b.x, act_desc_.get(), b.act_grad, filter_conv_.get(),
-      filter_.algo, workspace, workspace_bytes, &zero, w_desc_.get(), b.weight_grad));
+      cudnn, &one, x_desc_.get(), b.x, act_desc_.get(), grad, filter_conv_.get(), filter_.algo,
+      workspace, workspace_bytes, &zero, w_desc_.get(), b.weight_grad));
   if (b.x_grad != nullptr) {
     RF_CUDA_CHECK(cudnnConvolutionBackwardData(
-        cudnn, &one, w_desc_.get(), b.weight, act_desc_.get(), b.act_grad, data_conv_.get(),
-        data_.algo, workspace, workspace_bytes, &zero, x_desc_.get(), b.x_grad));
+        cudnn, &one, w_desc_.get(), b.weight, act_desc_.get(), grad, data_conv_.get(), data_.algo,
+        workspace, workspace_bytes, &zero, x_desc_.get(), b.x_grad));
   }
   return Status::Ok();
 }
@@ -355,7 +427,8 @@ std::string CudaConvBlock::Describe() const {
     return UsesTensorOps(m) ? " (tensor ops)" : m == CUDNN_DEFAULT_MATH ? " (default math)" : "";
   };
   auto nondet = [](bool d) { return d ? "" : " (non-deterministic)"; };
-  std::string s = std::string(bf16_ ? "bf16 NHWC " : "") + "conv " +
+  std::string s = std::string(bf16_ ? "bf16 NHWC " : "") + (batch_norm_ ? "batch-norm " : "") +
+                  "conv " +
                   std::to_string(shape_.in_channels) + "->" + std::to_string(shape_.out_channels) +
                   " @" + std::to_string(shape_.height) + "x" + std::to_string(shape_.width) +
                   " n=" + std::to_string(n_) + ": fwd " + Name(fwd_.algo) + math(fwd_.math) +

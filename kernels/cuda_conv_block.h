@@ -1,12 +1,18 @@
 // CudaConvBlock: one conv block of the model (kernels/model.h) on the GPU, through cuDNN's legacy
 // API: 3x3 convolution with padding 1 -> + bias -> ReLU -> 2x2 max-pool with stride 2, rounding
-// down; and its backward pass (pooling, ReLU, bias, filter, data). Two data layouts:
+// down; and its backward pass (pooling, ReLU, bias, filter, data). With batch_norm, batch
+// normalization sits between the convolution and the ReLU, the bias as its shift. Two data
+// layouts:
 //   float32  NCHW float tensors; bias, ReLU and pooling through cuDNN (cudnnAddTensor, ReLU in
-//            place, cudnnPoolingForward), so `act` holds ReLU(conv(x) + bias).
+//            place, cudnnPoolingForward), so `act` holds ReLU(conv(x) + bias). With batch norm,
+//            cuDNN's spatial batch normalization (cudnnBatchNormalization*) reads `act` =
+//            conv(x) and writes `norm`, which then holds ReLU(BN(act)).
 //   bf16     NHWC bfloat16 activations and a bf16 [K][3][3][C] filter, float accumulation on the
 //            tensor cores; bias, ReLU and pooling in one pass of our own
 //            (kernels/cuda_bf16_kernels.cuh), so `act` holds conv(x) alone and the backward pass
-//            recomputes ReLU and the window maxima from it.
+//            recomputes ReLU and the window maxima from it. Batch norm folds into that pass as a
+//            per-channel gain and shift, after two passes of our own for the batch statistics
+//            (cuDNN's legacy batch norm takes no bf16 NHWC tensors we could rely on).
 //
 // Why the legacy API: it is deprecated in cuDNN 9 but present in every 9.x (9.14 on the GPU
 // machine, 9.19 where we build), needs no graph building, and each call is one kernel or a few,
@@ -34,6 +40,7 @@
 #include <tuple>
 
 #include "io/status.h"
+#include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/dnn_handles.h"
 
 #pragma GCC diagnostic push
@@ -63,11 +70,26 @@ class CudaConvBlock {
     float* bias_grad = nullptr;     // [out]
     float* bias_partial = nullptr;  // bf16 mode: scratch of BiasGradPartials(out) floats
     void* x_grad = nullptr;         // gradient w.r.t. x; null where nothing needs it (block 0)
+
+    // With batch_norm only; each [out] floats unless said otherwise.
+    const float* bn_scale = nullptr;  // the scale parameter (the bias is the shift)
+    float* bn_scale_grad = nullptr;
+    // [4][out]: the training forward's batch mean and 1 / sqrt(var + eps), for its backward
+    // pass; then, in bf16 mode, the per-channel gain and shift the tail applies.
+    float* bn_saved = nullptr;
+    // Training: the targets of the running statistics' update (the batch's mean and unbiased
+    // variance), which the caller applies once the step is known to be finite.
+    float* bn_batch_mean = nullptr;
+    float* bn_batch_var = nullptr;
+    const float* bn_running_mean = nullptr;  // evaluation normalizes by these
+    const float* bn_running_var = nullptr;
+    void* norm = nullptr;  // float32 mode: [n][out][H][W], ReLU(BN(act))
   };
 
   // tf32: float32 mode may use TF32 tensor ops. bf16: the bf16 NHWC layout (tensor ops always).
+  // batch_norm: batch normalization after the convolution (kernels/model.h).
   static Result<CudaConvBlock> Create(const Shape& shape, bool tf32, bool deterministic,
-                                      bool bf16 = false);
+                                      bool bf16 = false, bool batch_norm = false);
 
   // Benchmarks the algorithms at max_batch (SetBatch(max_batch) must have run) and keeps the
   // fastest of each direction that needs at most `workspace_bytes`. Writes act, pooled, weight
@@ -83,9 +105,11 @@ class CudaConvBlock {
   Status SetBatch(cudnnHandle_t cudnn, uint32_t n, size_t workspace_bytes);
 
   // Queue the forward / backward pass for the batch size of the last SetBatch on the handle's
-  // stream.
-  Status Forward(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
-                 size_t workspace_bytes) const;
+  // stream. With batch norm, `training` normalizes by the batch's statistics (and writes
+  // bn_saved, bn_batch_mean and bn_batch_var), else by the running ones; Backward follows a
+  // training Forward of the same batch.
+  Status Forward(cudnnHandle_t cudnn, const Buffers& b, void* workspace, size_t workspace_bytes,
+                 bool training = true) const;
   Status Backward(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
                   size_t workspace_bytes) const;
 
@@ -122,8 +146,13 @@ class CudaConvBlock {
   // Tensor-op math allowed: TF32 in float32 mode, always in bf16 mode.
   bool tensor_ops() const { return tf32_ || bf16_; }
   Status FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes);
-  // The filter and data gradients, from act_grad.
-  Status BackwardConv(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
+  // The filter and data gradients, from `grad` (the gradient w.r.t. conv(x)).
+  Status BackwardConv(cudnnHandle_t cudnn, const Buffers& b, const void* grad, void* workspace,
+                      size_t workspace_bytes) const;
+  // bf16 mode: the per-channel map the fused tail applies (the bias alone without batch norm).
+  ChannelAffine TailAffine(const Buffers& b) const;
+  Status ForwardBf16(cudnnHandle_t cudnn, const Buffers& b, bool training) const;
+  Status BackwardBf16(cudnnHandle_t cudnn, const Buffers& b, void* workspace,
                       size_t workspace_bytes) const;
   cudnnTensorFormat_t layout() const { return bf16_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
   cudnnDataType_t data_type() const { return bf16_ ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT; }
@@ -133,10 +162,12 @@ class CudaConvBlock {
   }
 
   Shape shape_;
-  bool tf32_ = false, deterministic_ = true, bf16_ = false, need_x_grad_ = true;
+  bool tf32_ = false, deterministic_ = true, bf16_ = false, batch_norm_ = false;
+  bool need_x_grad_ = true;
   bool found_ = false;  // FindAlgorithms has run
   uint32_t n_ = 0;
   TensorDesc x_desc_, act_desc_, pooled_desc_, bias_desc_;
+  TensorDesc bn_desc_;  // float32 batch norm: its scale, shift and statistics, derived from act
   FilterDesc w_desc_;
   ConvDesc fwd_conv_, data_conv_, filter_conv_;  // one per direction: each has its own math type
   ActivationDesc relu_;

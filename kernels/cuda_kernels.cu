@@ -211,6 +211,15 @@ __global__ void SgdMomentumKernel(size_t count4, float lr, float momentum, float
   }
 }
 
+__global__ void UpdateRunningStatsKernel(size_t count, float momentum, const float* batch,
+                                         float* running, const unsigned long long* step_bad) {
+  if (*step_bad != kNoBadLabel) return;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
+       i += size_t{blockDim.x} * gridDim.x) {
+    running[i] = __fadd_rn(running[i], __fmul_rn(momentum, __fsub_rn(batch[i], running[i])));
+  }
+}
+
 // One AdamW element, each operation rounded as the CPU backend's loop (kernels/model.h).
 __device__ float AdamWOne(float w, float g, float& m, float& v, const AdamWArgs& a) {
   const float wi = __fmul_rn(w, a.decay);
@@ -330,6 +339,13 @@ cudaError_t AdamW(size_t count, const AdamWArgs& args, const float* grad, float*
   AdamWKernel<<<Blocks(count4), kThreads, 0, stream>>>(
       count4, args, reinterpret_cast<const float4*>(grad), reinterpret_cast<float4*>(weights),
       reinterpret_cast<float4*>(first_moment), reinterpret_cast<float4*>(second_moment), step_bad);
+  return cudaGetLastError();
+}
+
+cudaError_t UpdateRunningStats(size_t count, float momentum, const float* batch, float* running,
+                               const unsigned long long* step_bad, cudaStream_t stream) {
+  UpdateRunningStatsKernel<<<Blocks(count), kThreads, 0, stream>>>(count, momentum, batch, running,
+                                                                   step_bad);
   return cudaGetLastError();
 }
 

@@ -103,4 +103,12 @@ cudaError_t AdamW(size_t count, const AdamWArgs& args, const float* grad, float*
                   float* first_moment, float* second_moment, const unsigned long long* step_bad,
                   cudaStream_t stream);
 
+// Batch normalization's running statistics (kernels/model.h): running[i] += momentum *
+// (batch[i] - running[i]) for the `count` floats, each operation rounded as the CPU backend's
+// loop: one call moves every block's means and variances, laid out alike in both buffers.
+// Does nothing when *step_bad records a bad label or a non-finite step: the statistics move
+// only with the steps that are applied.
+cudaError_t UpdateRunningStats(size_t count, float momentum, const float* batch, float* running,
+                               const unsigned long long* step_bad, cudaStream_t stream);
+
 }  // namespace rf::cuda

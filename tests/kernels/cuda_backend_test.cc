@@ -8,8 +8,10 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/kernels/cuda_test_util.h"
 #include "tests/testing/bit_identical.h"
@@ -137,7 +139,22 @@ Tensors TrainSome(const CudaBackendOptions& o, const ModelConfig& c,
     (void)be->TakeTrainStats();  // waits, so the batch's memory may be freed
   }
   if (graph_replays != nullptr) *graph_replays = be->graph_replays();
-  return ParamsOf(*be);
+  // The parameters, then batch norm's running statistics (none without it): both are state.
+  Tensors state = ParamsOf(*be), running;
+  EXPECT_TRUE(be->GetRunningStats(&running).ok());
+  for (auto& t : running.t) state.t.push_back(std::move(t));
+  return state;
+}
+
+ModelConfig WithBatchNorm(ModelConfig c) {
+  c.batch_norm = true;
+  return c;
+}
+
+// The models the determinism and graph tests train: both sizes, without and with batch norm.
+std::vector<ModelConfig> TrainedModels() {
+  return {TinyConfig(), testing::CifarConfig(), WithBatchNorm(TinyConfig()),
+          WithBatchNorm(testing::CifarConfig())};
 }
 
 // Every precision on both models (the contract test covers the CPU's pattern of steps).
@@ -146,10 +163,13 @@ TEST(CudaBackendDeterminism, SameBatchesGiveBitIdenticalParametersInEveryPrecisi
   for (const bool bf16 : {false, true}) {
     CudaBackendOptions o;
     o.bf16 = bf16;
-    for (const ModelConfig& c : {TinyConfig(), testing::CifarConfig()}) {
+    for (const ModelConfig& c : TrainedModels()) {
       const Tensors a = TrainSome(o, c), b = TrainSome(o, c);
-      EXPECT_FALSE(BitIdentical(a, InitialParameters(c, 3))) << "bf16 " << bf16;
-      EXPECT_TRUE(BitIdentical(a, b)) << "bf16 " << bf16;
+      Tensors a_params = a;
+      a_params.t.resize(ParameterShapes(c).size());
+      EXPECT_FALSE(BitIdentical(a_params, InitialParameters(c, 3)))
+          << "bf16 " << bf16 << " bn " << c.batch_norm;
+      EXPECT_TRUE(BitIdentical(a, b)) << "bf16 " << bf16 << " bn " << c.batch_norm;
     }
   }
 }
@@ -164,11 +184,11 @@ TEST(CudaBackendGraph, ReplayGivesTheSameParametersAsEagerSteps) {
     CudaBackendOptions eager, graph;
     eager.bf16 = graph.bf16 = bf16;
     graph.cuda_graph = true;
-    for (const ModelConfig& c : {TinyConfig(), testing::CifarConfig()}) {
+    for (const ModelConfig& c : TrainedModels()) {
       uint64_t graph_replays = 0, eager_replays = 1;
       EXPECT_TRUE(
           BitIdentical(TrainSome(graph, c, &graph_replays), TrainSome(eager, c, &eager_replays)))
-          << "bf16 " << bf16;
+          << "bf16 " << bf16 << " bn " << c.batch_norm;
       EXPECT_EQ(graph_replays, kTrainSomeFullBatches) << "bf16 " << bf16;
       EXPECT_EQ(eager_replays, 0u) << "bf16 " << bf16;
     }
@@ -203,6 +223,41 @@ TEST(CudaBackendGraph, ScheduledLrAdamWAndLabelSmoothingReplayAsEagerSteps) {
   }
 }
 
+// --- Batch norm -----------------------------------------------------------------------------
+
+// A step refused for a non-finite gradient (an infinite input) leaves the running statistics as
+// it leaves the weights, in both precisions and with the graph: their update is gated on the GPU
+// by the same record as the optimizer's.
+TEST(CudaBackendBatchNorm, ARefusedStepLeavesTheRunningStatistics) {
+  RF_REQUIRE_GPU();
+  const ModelConfig c = WithBatchNorm(TinyConfig());
+  for (const bool bf16 : {false, true}) {
+    CudaBackendOptions o;
+    o.bf16 = bf16;
+    o.cuda_graph = true;
+    auto be = MakeBackend(o, 8, c);
+    ASSERT_NE(be, nullptr);
+    const DeviceBatch good = testing::ToDevice(testing::RandomBatch(c, 8, 33));
+    ASSERT_TRUE(be->TrainStep(good.ref(), OptimizerConfig{}).ok());
+    (void)be->TakeTrainStats();
+    Tensors before, after;
+    ASSERT_TRUE(be->GetRunningStats(&before).ok());
+    EXPECT_FALSE(BitIdentical(before, InitialRunningStats(c))) << "bf16 " << bf16;
+    const Tensors params = ParamsOf(*be);
+    testing::RandomData d = testing::DrawData(c, 8, 34);
+    d.values[3] = std::numeric_limits<float>::infinity();
+    const DeviceBatch bad =
+        testing::ToDevice(testing::MakeBatch(d.values, DType::kFloat32, d.labels, DType::kUInt8));
+    (void)be->TrainStep(bad.ref(), OptimizerConfig{});  // found on the GPU: reported later
+    (void)be->TakeTrainStats();
+    const Status later = be->TrainStep(good.ref(), OptimizerConfig{0.f, 0.f, 0.f});
+    EXPECT_FALSE(later.ok()) << "bf16 " << bf16;
+    ASSERT_TRUE(be->GetRunningStats(&after).ok());
+    EXPECT_TRUE(BitIdentical(after, before)) << "bf16 " << bf16;
+    EXPECT_TRUE(BitIdentical(ParamsOf(*be), params)) << "bf16 " << bf16;
+  }
+}
+
 // --- Memory ---------------------------------------------------------------------------------
 
 // Nothing allocates per step: the device's free memory after 1000 steps is what it was after 10
@@ -210,11 +265,13 @@ TEST(CudaBackendGraph, ScheduledLrAdamWAndLabelSmoothingReplayAsEagerSteps) {
 TEST(CudaBackendMemory, FreeMemoryAfter1000StepsEqualsFreeMemoryAfter10) {
   RF_REQUIRE_GPU();
   RF_SKIP_UNDER_CUDA_TOOL("the free device memory it measures");
-  const ModelConfig c = testing::CifarConfig();
-  for (const int variant : {0, 1, 2}) {  // eager, CUDA graph, bf16 with a CUDA graph
+  // eager, CUDA graph, bf16 with a CUDA graph, and both precisions with batch norm and a graph
+  for (const int variant : {0, 1, 2, 3, 4}) {
     CudaBackendOptions o;
     o.cuda_graph = variant > 0;
-    o.bf16 = variant == 2;
+    o.bf16 = variant == 2 || variant == 4;
+    ModelConfig c = testing::CifarConfig();
+    c.batch_norm = variant >= 3;
     auto be = MakeBackend(o, 64, c);
     ASSERT_NE(be, nullptr);
     const DeviceBatch full = testing::ToDevice(testing::RandomBatch(c, 64, 1));
@@ -223,7 +280,7 @@ TEST(CudaBackendMemory, FreeMemoryAfter1000StepsEqualsFreeMemoryAfter10) {
     for (int step = 1; step <= 1000; ++step) {
       // Every 7th batch is partial, so descriptor changes are exercised too.
       ASSERT_TRUE(be->TrainStep((step % 7 ? full : part).ref(), OptimizerConfig{}).ok());
-      if (step % 50 == 0) {
+      if (step % 50 == 0 || step == 5) {  // before step 10 too: its kernels load lazily
         ASSERT_TRUE(be->Evaluate(part.ref()).ok());
       }
       if (step == 10 || step == 1000) {

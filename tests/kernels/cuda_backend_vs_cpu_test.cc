@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu_backend.h"
@@ -125,6 +126,23 @@ TEST(CudaBackendGradients, MatchTheCpuBackendLooselyWithBf16ConvBlocks) {
   odd.conv = {6, 10};
   cases.push_back({"odd 15x13, conv 6,10, uint8", odd, 8, 7, DType::kUInt8});
   for (const Case& k : cases) CompareGradients(k, Math::kBf16);
+}
+
+// The same cases with batch norm: cuDNN's in float32 (by the batch's statistics, as
+// ComputeGradients' training forward pass uses them), ours in bf16.
+std::vector<Case> BatchNormCases(std::vector<Case> cases) {
+  for (Case& k : cases) k.config.batch_norm = true;
+  return cases;
+}
+
+TEST(CudaBackendGradients, MatchTheCpuBackendWithBatchNormTf32Off) {
+  RF_REQUIRE_GPU();
+  for (const Case& k : BatchNormCases(Cases())) CompareGradients(k, Math::kFloat32);
+}
+
+TEST(CudaBackendGradients, MatchTheCpuBackendLooselyWithBatchNormAndBf16ConvBlocks) {
+  RF_REQUIRE_GPU();
+  for (const Case& k : BatchNormCases(Cases())) CompareGradients(k, Math::kBf16);
 }
 
 TEST(CudaBackendGradients, PrintWhatTf32OnGives) {
@@ -247,6 +265,74 @@ TEST(CudaBackendAdamW, TrainStepsWithLabelSmoothingMatchTheCpuBackend) {
   Tensors gw2, gs2;
   ASSERT_TRUE(gpu->GetState(&gw2, &gs2).ok());
   expect_update(gw1, gw2, gs2, 2);
+}
+
+// Batch norm's running statistics and evaluation against the CPU's: three steps from the same
+// parameters (lr 0 after the first, so the batch statistics stay those of the same parameters),
+// then the running statistics, the evaluation loss by them, and by statistics set from outside.
+void CompareBatchNormState(Math math, double stat_tolerance, double loss_tolerance) {
+  ModelConfig c = testing::CifarConfig();
+  c.batch_norm = true;
+  const Tensors w0 = testing::ParametersWithBiases(c, 8);
+  auto cpu = MakeCpu(c, 16, w0);
+  auto gpu = MakeCuda(c, 16, w0, math);
+  ASSERT_TRUE(cpu && gpu);
+  const HostBatch host = testing::RandomBatch(c, 16, 41), host_part = testing::RandomBatch(c, 9, 42);
+  const DeviceBatch dev = testing::ToDevice(host), dev_part = testing::ToDevice(host_part);
+  const OptimizerConfig sgd{0.02f, 0.9f, 5e-4f}, still{0.f, 0.f, 0.f};
+  for (int step = 0; step < 3; ++step) {
+    const bool part = step == 2;  // a partial batch: m = 9 x H x W
+    ASSERT_TRUE(cpu->TrainStep((part ? host_part : host).ref(), step == 0 ? sgd : still).ok());
+    ASSERT_TRUE(gpu->TrainStep((part ? dev_part : dev).ref(), step == 0 ? sgd : still).ok());
+    (void)gpu->TakeTrainStats();
+  }
+  Tensors cs, gs;
+  ASSERT_TRUE(cpu->GetRunningStats(&cs).ok());
+  ASSERT_TRUE(gpu->GetRunningStats(&gs).ok());
+  const std::vector<ParamShape> shapes = RunningStatShapes(c);
+  ASSERT_EQ(gs.t.size(), shapes.size());
+  for (size_t t = 0; t < shapes.size(); ++t) {
+    const double rel = RelError(gs.t[t], cs.t[t]);
+    std::printf("%s %-18s rel %.3g\n", Name(math), shapes[t].name.c_str(), rel);
+    EXPECT_LT(rel, stat_tolerance) << Name(math) << " " << shapes[t].name;
+  }
+  const auto eval_losses = [&](const Tensors* stats) {
+    if (stats != nullptr) {
+      EXPECT_TRUE(cpu->SetRunningStats(*stats).ok());
+      EXPECT_TRUE(gpu->SetRunningStats(*stats).ok());
+    }
+    EXPECT_TRUE(cpu->Evaluate(host.ref()).ok());
+    EXPECT_TRUE(gpu->Evaluate(dev.ref()).ok());
+    return std::make_pair(cpu->TakeEvalStats().mean_loss(), gpu->TakeEvalStats().mean_loss());
+  };
+  const auto own = eval_losses(nullptr);  // each by its own running statistics
+  EXPECT_NEAR(own.second, own.first, loss_tolerance * own.first) << Name(math);
+  Tensors shifted = InitialRunningStats(c);  // far from the batch's: another loss
+  for (size_t t = 0; t < shifted.t.size(); ++t) {
+    for (size_t i = 0; i < shifted.t[t].size(); ++i) {
+      shifted.t[t][i] = t < c.conv.size() ? 0.3f * static_cast<float>(i % 5) : 0.5f + 0.1f * i;
+    }
+  }
+  const auto set = eval_losses(&shifted);
+  EXPECT_NEAR(set.second, set.first, loss_tolerance * set.first) << Name(math);
+  EXPECT_GT(std::abs(set.first - own.first), 1e-3) << "the statistics made no difference";
+  // Evaluation leaves them as set.
+  Tensors after;
+  ASSERT_TRUE(gpu->GetRunningStats(&after).ok());
+  for (size_t t = 0; t < shifted.t.size(); ++t) EXPECT_EQ(after.t[t], shifted.t[t]);
+  std::printf("%s eval loss cpu %.6f gpu %.6f; set statistics cpu %.6f gpu %.6f\n", Name(math),
+              own.first, own.second, set.first, set.second);
+}
+
+TEST(CudaBackendBatchNorm, RunningStatisticsAndEvaluationMatchTheCpuBackend) {
+  RF_REQUIRE_GPU();
+  CompareBatchNormState(Math::kFloat32, 1e-4, 1e-5);
+}
+
+// bf16 activations round the conv outputs to 8 bits of mantissa before the statistics.
+TEST(CudaBackendBatchNorm, RunningStatisticsAndEvaluationMatchTheCpuBackendLooselyInBf16) {
+  RF_REQUIRE_GPU();
+  CompareBatchNormState(Math::kBf16, 2e-2, 1e-2);
 }
 
 // A learnable task, not an easy one (the class brightens one quadrant of one channel by a fifth
