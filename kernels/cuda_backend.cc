@@ -223,8 +223,10 @@ Status CudaBackend::AllocateBuffers() {
     RF_ASSIGN_OR_RETURN(fc_in_, DeviceBuffer::Allocate(b * flat_ * f, "fc1 input"));
     RF_ASSIGN_OR_RETURN(fc_in_grad_, DeviceBuffer::Allocate(b * flat_ * f, "fc1 input gradient"));
     const uint32_t widest = *std::max_element(config_.conv.begin(), config_.conv.end());
-    RF_ASSIGN_OR_RETURN(bias_partial_, DeviceBuffer::Allocate(cuda::BiasGradPartials(widest) * f,
-                                                              "bias gradient partial sums"));
+    const size_t partials = config_.batch_norm ? cuda::BatchNormPartials(widest)
+                                               : cuda::BiasGradPartials(widest);
+    RF_ASSIGN_OR_RETURN(bias_partial_,
+                        DeviceBuffer::Allocate(partials * f, "per-channel partial sums"));
   }
   RF_ASSIGN_OR_RETURN(hidden_, DeviceBuffer::Allocate(b * config_.hidden * f, "fc1 output"));
   RF_ASSIGN_OR_RETURN(hidden_grad_,

@@ -152,50 +152,90 @@ __global__ void PoolReluBackwardKernel(uint32_t n, uint32_t height, uint32_t wid
   }
 }
 
+// --- Channel reductions ----------------------------------------------------------------------
+// Partial sums are [kPartials][C] floats (or two such arrays); a final kernel adds each channel's
+// kPartials in a fixed order, one warp a channel: each lane every 32nd partial in double, then a
+// shuffle tree of fixed shape. Warps of a block take consecutive channels.
+constexpr uint32_t kWarpsPerBlock = kThreads / 32;
+
+unsigned WarpBlocks(uint32_t channels) {
+  return (channels + kWarpsPerBlock - 1) / kWarpsPerBlock;
+}
+
+// Channel c's total of partial[b][c] over b, valid in lane 0 of the warp that calls it (whole
+// warps only).
+__device__ double WarpTotal(const float* partial, uint32_t channels, uint32_t c) {
+  double total = 0;
+  for (uint32_t b = threadIdx.x % 32; b < kPartials; b += 32) {
+    total += partial[size_t{b} * channels + c];
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    total += __shfl_down_sync(0xffffffffu, total, offset);
+  }
+  return total;
+}
+
+// This warp's channel, or `channels` (past the end) for a warp beyond the last.
+__device__ uint32_t WarpChannel(uint32_t channels) {
+  const uint32_t c = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
+  return c < channels ? c : channels;
+}
+
 __global__ void BiasGradFinalKernel(uint32_t channels, const float* partial, float* bias_grad) {
-  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  float total = 0.f;
-  for (uint32_t b = 0; b < kPartials; ++b) total += partial[size_t{b} * channels + c];
-  bias_grad[c] = total;
+  const uint32_t c = WarpChannel(channels);
+  if (c == channels) return;  // the whole warp
+  const double total = WarpTotal(partial, channels, c);
+  if (threadIdx.x % 32 == 0) bias_grad[c] = static_cast<float>(total);
 }
 
 // --- Batch normalization -------------------------------------------------------------------
 
 // What ChannelPartialsKernel sums over a channel's m values.
-enum class Term { kValue, kSquaredDeviation, kGradTimesXhat };
+enum class Term {
+  kMoments,         // d and d * d, d = y - y[0][c]: two sums, into partial and partial + P x C
+  kGradTimesXhat,   // g * (y - mean) * invstd
+};
 
 // Block (b, tile) takes the 32 channels of its tile (threadIdx.x) in 8 lanes (threadIdx.y) over
 // pixels b + kPartials * lane, then every 8 * kPartials-th, as PoolReluBackwardKernel does, and
 // writes the lanes' sums, added in order, to partial[b][c]. y and g are bf16 [pixels][C]; mean
 // and invstd are read where the term needs them.
+//
+// The moments are taken about the channel's first value (a shift, not the mean: one pass), so
+// the variance S2 / m - (S1 / m)^2 does not cancel away as raw sums of squares would where a
+// channel's mean is large next to its spread.
 template <Term T>
 __global__ void ChannelPartialsKernel(size_t pixels, uint32_t channels, const bf16* y,
                                       const bf16* g, const float* mean, const float* invstd,
                                       float* partial) {
-  __shared__ float lanes[8][33];
+  __shared__ float lanes[2][8][33];
   const uint32_t c = blockIdx.y * 32 + threadIdx.x;
-  float sum = 0.f;
+  float sum = 0.f, sum2 = 0.f;
   if (c < channels) {
-    const float mu = T == Term::kValue ? 0.f : mean[c];
-    const float is = T == Term::kGradTimesXhat ? invstd[c] : 0.f;
-    for (size_t p = blockIdx.x + size_t{threadIdx.y} * kPartials; p < pixels; p += 8 * kPartials) {
-      const float v = __bfloat162float(y[p * channels + c]);
-      if constexpr (T == Term::kValue) {
-        sum += v;
-      } else if constexpr (T == Term::kSquaredDeviation) {
-        sum += (v - mu) * (v - mu);
-      } else {
+    if constexpr (T == Term::kMoments) {
+      const float shift = __bfloat162float(y[c]);
+      for (size_t p = blockIdx.x + size_t{threadIdx.y} * kPartials; p < pixels;
+           p += 8 * kPartials) {
+        const float d = __bfloat162float(y[p * channels + c]) - shift;
+        sum += d;
+        sum2 += d * d;
+      }
+    } else {
+      const float mu = mean[c], is = invstd[c];
+      for (size_t p = blockIdx.x + size_t{threadIdx.y} * kPartials; p < pixels;
+           p += 8 * kPartials) {
+        const float v = __bfloat162float(y[p * channels + c]);
         sum += __bfloat162float(g[p * channels + c]) * ((v - mu) * is);
       }
     }
   }
-  lanes[threadIdx.y][threadIdx.x] = sum;
+  lanes[0][threadIdx.y][threadIdx.x] = sum;
+  lanes[1][threadIdx.y][threadIdx.x] = sum2;
   __syncthreads();
-  if (threadIdx.y == 0 && c < channels) {
+  if (threadIdx.y < (T == Term::kMoments ? 2 : 1) && c < channels) {
     float total = 0.f;
-    for (int l = 0; l < 8; ++l) total += lanes[l][threadIdx.x];
-    partial[size_t{blockIdx.x} * channels + c] = total;
+    for (int l = 0; l < 8; ++l) total += lanes[threadIdx.y][l][threadIdx.x];
+    partial[(size_t{threadIdx.y} * kPartials + blockIdx.x) * channels + c] = total;
   }
 }
 
@@ -208,34 +248,24 @@ void LaunchChannelPartials(size_t pixels, uint32_t channels, const bf16* y, cons
                                                        partial);
 }
 
-// Channel c's partial sums, added in a fixed order in double.
-__device__ double PartialTotal(const float* partial, uint32_t channels, uint32_t c) {
-  double total = 0;
-  for (uint32_t b = 0; b < kPartials; ++b) total += partial[size_t{b} * channels + c];
-  return total;
-}
-
 // saved = [mean | invstd | gain | shift], C floats each (see the header).
-__global__ void BatchMeanKernel(uint32_t channels, double m, const float* partial, float* saved,
-                                float* batch_mean) {
-  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  const auto mean = static_cast<float>(PartialTotal(partial, channels, c) / m);
-  saved[c] = mean;
-  batch_mean[c] = mean;
-}
-
-__global__ void BatchVarKernel(uint32_t channels, double m, const float* partial,
-                               const float* scale, const float* bias, float* saved,
-                               float* batch_var) {
-  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  const auto var = static_cast<float>(PartialTotal(partial, channels, c) / m);
+__global__ void BatchStatsKernel(uint32_t channels, double m, const bf16* y, const float* partial,
+                                 const float* scale, const float* bias, float* saved,
+                                 float* batch_mean, float* batch_var) {
+  const uint32_t c = WarpChannel(channels);
+  if (c == channels) return;
+  const double s1 = WarpTotal(partial, channels, c) / m;
+  const double s2 = WarpTotal(partial + size_t{kPartials} * channels, channels, c) / m;
+  if (threadIdx.x % 32 != 0) return;
+  const auto mean = static_cast<float>(__bfloat162float(y[c]) + s1);
+  const auto var = static_cast<float>(fmax(s2 - s1 * s1, 0.0));
   const float invstd = 1.f / sqrtf(var + kBatchNormEps);
   const float gain = scale[c] * invstd;
+  saved[c] = mean;
   saved[channels + c] = invstd;
   saved[2 * channels + c] = gain;
-  saved[3 * channels + c] = bias[c] - saved[c] * gain;
+  saved[3 * channels + c] = bias[c] - mean * gain;
+  batch_mean[c] = mean;
   const float unbias = m > 1 ? static_cast<float>(m / (m - 1)) : 1.f;
   batch_var[c] = var * unbias;
 }
@@ -248,12 +278,6 @@ __global__ void RunningAffineKernel(uint32_t channels, const float* scale, const
   const float gain = scale[c] * (1.f / sqrtf(running_var[c] + kBatchNormEps));
   saved[2 * channels + c] = gain;
   saved[3 * channels + c] = bias[c] - running_mean[c] * gain;
-}
-
-__global__ void ScaleGradKernel(uint32_t channels, const float* partial, float* scale_grad) {
-  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  scale_grad[c] = static_cast<float>(PartialTotal(partial, channels, c));
 }
 
 __global__ void BatchNormGradKernel(size_t count, uint32_t channels, float m, const bf16* y,
@@ -336,6 +360,7 @@ cudaError_t BiasReluPoolBf16(uint32_t n, uint32_t height, uint32_t width, uint32
 }
 
 size_t BiasGradPartials(uint32_t channels) { return size_t{kPartials} * channels; }
+size_t BatchNormPartials(uint32_t channels) { return 2 * BiasGradPartials(channels); }
 
 cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
                                  const void* y, const ChannelAffine& affine,
@@ -345,8 +370,8 @@ cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, ui
   PoolReluBackwardKernel<<<grid, block, 0, stream>>>(
       n, height, width, channels, static_cast<const bf16*>(y), affine,
       static_cast<const bf16*>(pooled_grad), static_cast<bf16*>(v_grad), partial);
-  BiasGradFinalKernel<<<ChannelBlocks(channels), kThreads, 0, stream>>>(channels, partial,
-                                                                        shift_grad);
+  BiasGradFinalKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(channels, partial,
+                                                                     shift_grad);
   return cudaGetLastError();
 }
 
@@ -355,17 +380,12 @@ cudaError_t BatchNormStatsBf16(uint32_t n, uint32_t height, uint32_t width, uint
                                float* partial, float* saved, float* batch_mean, float* batch_var,
                                cudaStream_t stream) {
   const size_t pixels = size_t{n} * height * width;
-  const auto m = static_cast<double>(pixels);
   const auto* v = static_cast<const bf16*>(y);
-  // Two passes, as the CPU's: the mean, then the squares of the deviations from it.
-  LaunchChannelPartials<Term::kValue>(pixels, channels, v, nullptr, nullptr, nullptr, partial,
-                                      stream);
-  BatchMeanKernel<<<ChannelBlocks(channels), kThreads, 0, stream>>>(channels, m, partial, saved,
-                                                                    batch_mean);
-  LaunchChannelPartials<Term::kSquaredDeviation>(pixels, channels, v, nullptr, saved, nullptr,
-                                                 partial, stream);
-  BatchVarKernel<<<ChannelBlocks(channels), kThreads, 0, stream>>>(channels, m, partial, scale,
-                                                                   bias, saved, batch_var);
+  LaunchChannelPartials<Term::kMoments>(pixels, channels, v, nullptr, nullptr, nullptr, partial,
+                                        stream);
+  BatchStatsKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(
+      channels, static_cast<double>(pixels), v, partial, scale, bias, saved, batch_mean,
+      batch_var);
   return cudaGetLastError();
 }
 
@@ -386,7 +406,8 @@ cudaError_t BatchNormBackwardBf16(uint32_t n, uint32_t height, uint32_t width, u
   auto* g = static_cast<bf16*>(grad);
   LaunchChannelPartials<Term::kGradTimesXhat>(pixels, channels, v, g, saved, saved + channels,
                                               partial, stream);
-  ScaleGradKernel<<<ChannelBlocks(channels), kThreads, 0, stream>>>(channels, partial, scale_grad);
+  BiasGradFinalKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(channels, partial,
+                                                                     scale_grad);
   const size_t count = pixels * channels;
   BatchNormGradKernel<<<Blocks(count), kThreads, 0, stream>>>(count, channels,
                                                               static_cast<float>(pixels), v, saved,

@@ -5,7 +5,7 @@
 //
 //   decode   stored samples (NCHW, any dtype) -> normalized bf16 NHWC input
 //   forward  y = conv(x) (cuDNN) -> pooled = maxpool2x2(relu(y + bias))     one fused pass
-//            (with batch norm: statistics of y, two passes, then the same pass with
+//            (with batch norm: statistics of y in one pass first, then the same pass with
 //            relu(y * gain + shift))
 //   backward pooled_grad -> grad of y (through pool and ReLU, recomputed from y and bias)
 //            -> bias gradient (a fixed-order reduction over n x H x W); with batch norm then
@@ -65,17 +65,20 @@ cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, ui
 size_t BiasGradPartials(uint32_t channels);
 
 // Batch normalization (kernels/model.h) of y over its m = n x H x W values a channel, as the
-// CPU backend computes it, with float sums of a fixed order in place of its double ones.
+// CPU backend computes it, with float sums of a fixed order in place of its double ones (and its
+// variance from moments about a channel's first value rather than a second pass).
 // `saved` holds 4 x C floats: the batch's mean, 1 / sqrt(var + eps) (var its biased variance),
 // then the ChannelAffine gain and shift: gain = scale * invstd, shift = bias - mean * gain.
 //
-// Training: writes all four from the batch (two passes over y through `partial`), and the
-// running statistics' targets: batch_mean[c] (= the mean) and batch_var[c] (the unbiased
-// variance, var * m / (m - 1) with the factor rounded to float, 1 where m = 1).
+// Training: writes all four from the batch (one pass over y, through `partial`: scratch of
+// BatchNormPartials(C) floats), and the running statistics' targets: batch_mean[c] (= the mean)
+// and batch_var[c] (the unbiased variance, var * m / (m - 1) with the factor rounded to float, 1
+// where m = 1).
 cudaError_t BatchNormStatsBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
                                const void* y, const float* scale, const float* bias,
                                float* partial, float* saved, float* batch_mean, float* batch_var,
                                cudaStream_t stream);
+size_t BatchNormPartials(uint32_t channels);
 // Evaluation: the gain and shift from the running statistics (saved's mean and invstd unused).
 cudaError_t BatchNormRunningAffineBf16(uint32_t channels, const float* scale, const float* bias,
                                        const float* running_mean, const float* running_var,

@@ -69,6 +69,7 @@ class CudaConvBlock {
     void* weight_grad = nullptr;    // the filter's gradient
     float* bias_grad = nullptr;     // [out]
     float* bias_partial = nullptr;  // bf16 mode: scratch of BiasGradPartials(out) floats
+                                    // (BatchNormPartials(out) with batch norm)
     void* x_grad = nullptr;         // gradient w.r.t. x; null where nothing needs it (block 0)
 
     // With batch_norm only; each [out] floats unless said otherwise.

@@ -15,11 +15,15 @@
 #include "io/dtype.h"
 #include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/cuda_kernels.cuh"
+#include "tests/kernels/cuda_test_util.h"
 #include "tests/kernels/random_batch.h"
 #include "tests/testing/require_gpu.h"
 
 namespace rf {
 namespace {
+
+using testing::Download;
+using testing::Upload;
 
 constexpr uint32_t kN = 12, kChannels = 3, kHeight = 10, kWidth = 7, kPadded = 8;
 constexpr size_t kPlane = size_t{kHeight} * kWidth;
@@ -46,23 +50,6 @@ std::vector<float> Reference(const std::vector<uint8_t>& in, const std::vector<u
     }
   }
   return out;
-}
-
-template <typename T>
-cuda::DeviceBuffer Upload(const std::vector<T>& v) {
-  auto b = cuda::DeviceBuffer::Allocate(v.size() * sizeof(T), "test data");
-  EXPECT_TRUE(b.ok());
-  if (!b.ok()) return cuda::DeviceBuffer();
-  EXPECT_EQ(cudaMemcpy(b->data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice),
-            cudaSuccess);
-  return std::move(*b);
-}
-
-template <typename T>
-std::vector<T> Download(const cuda::DeviceBuffer& b, size_t count) {
-  std::vector<T> v(count);
-  EXPECT_EQ(cudaMemcpy(v.data(), b.data(), count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-  return v;
 }
 
 TEST(CudaAugmentDecode, Float32AndBf16DecodesEqualTheCpuBackendsInputForEverySpec) {
@@ -101,7 +88,7 @@ TEST(CudaAugmentDecode, Float32AndBf16DecodesEqualTheCpuBackendsInputForEverySpe
                                   d_mean, d_divisor, a, f32->as<float>(), nullptr),
               cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const std::vector<float> got = Download<float>(*f32, want.size());
+    const std::vector<float> got = Download<float>(f32->data(), want.size());
     ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
         << "float32 decode differs from the CPU backend's input";
 
@@ -110,7 +97,7 @@ TEST(CudaAugmentDecode, Float32AndBf16DecodesEqualTheCpuBackendsInputForEverySpe
                                     kHeight, kWidth, d_mean, d_divisor, a, bf16->data(), nullptr),
         cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const std::vector<uint16_t> got16 = Download<uint16_t>(*bf16, kN * kPlane * kPadded);
+    const std::vector<uint16_t> got16 = Download<uint16_t>(bf16->data(), kN * kPlane * kPadded);
     for (size_t img = 0; img < kN; ++img) {
       for (size_t px = 0; px < kPlane; ++px) {
         for (size_t c = 0; c < kPadded; ++c) {

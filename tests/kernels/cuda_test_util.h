@@ -41,6 +41,25 @@ inline DeviceBatch ToDevice(const HostBatch& h) {
   return d;
 }
 
+// A copy of `v` in device memory.
+template <typename T>
+cuda::DeviceBuffer Upload(const std::vector<T>& v) {
+  auto b = cuda::DeviceBuffer::Allocate(v.size() * sizeof(T), "test data");
+  EXPECT_TRUE(b.ok());
+  if (!b.ok()) return cuda::DeviceBuffer();
+  EXPECT_EQ(cudaMemcpy(b->data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return std::move(*b);
+}
+
+// The `count` values of type T at device address p, on the host.
+template <typename T>
+std::vector<T> Download(const void* p, size_t count) {
+  std::vector<T> v(count);
+  EXPECT_EQ(cudaMemcpy(v.data(), p, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  return v;
+}
+
 // ||a - ref|| / ||ref|| (Euclidean; plain ||a - ref|| where ref is all zero).
 inline double RelError(const std::vector<float>& a, const std::vector<float>& ref) {
   double diff = 0, norm = 0;

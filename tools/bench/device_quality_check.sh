@@ -24,7 +24,7 @@
 # Variables (defaults in brackets):
 #   CONFIGS  ';'-separated NAME=FLAGS entries, FLAGS split on blanks (no quoting) [see below]
 #   REPEAT   the configuration run a second time with the same seed, '' for none [all]
-#   EPOCHS [30]  SEED [1]  DEVICE [auto]  FM_BATCH: --batch-size of the accuracy runs [128]
+#   EPOCHS [30]  SEED [1] (unless a configuration's flags hold --seed)  DEVICE [auto]  FM_BATCH: --batch-size of the accuracy runs [128]
 #   PARTS    which parts to run [accuracy speed]
 #   ROUNDS [2]  BATCH [256]  HOT_GB [2]  HOT_EPOCHS [3]  GB [8]  SPEED_AUGMENT [crop:4,flip,erase:0.5]
 #   RINGFEED_DATA: where the datasets are written [/var/tmp/ringfeed-quality]
@@ -117,9 +117,11 @@ if [[ " $PARTS " == *" accuracy "* ]]; then
     flags=${e#*=}
     [ -n "$name" ] || continue
     printf 'fm-%s\t%s\n' "$name" "$flags" >>"$configs"
+    seed=(--seed "$SEED")  # unless the configuration names its own
+    [[ " $flags " == *" --seed "* ]] && seed=()
     # shellcheck disable=SC2086  # FLAGS are words, split on purpose
     run accuracy "fm-$name" 0 --data "$data/fm-train.rfd" --test "$data/fm-test.rfd" \
-      --epochs "$EPOCHS" --seed "$SEED" --batch-size "$FM_BATCH" $flags
+      --epochs "$EPOCHS" "${seed[@]}" --batch-size "$FM_BATCH" $flags
     grep -E "^epoch" "$logs/fm-$name.log" | tail -1 | sed "s/^/$name: /"
   done
 fi
