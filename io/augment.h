@@ -160,52 +160,24 @@ struct AugmentBatch {
   AugmentParams params;
   uint64_t seed = 0, epoch = 0;
   const uint64_t* indices = nullptr;  // n global sample indices; read only where params.enabled()
+  // Where set (same memory as `indices`): the n samples' transforms, drawn once for the batch
+  // (cuda/augment_transforms.cuh); else each element draws its sample's where it needs it.
+  const SampleTransform* transforms = nullptr;
 };
-
-#if defined(__CUDA_ARCH__)
-// On the GPU, sample s's transform drawn once per warp rather than once per thread: the first
-// active lane draws its sample's and hands it to the lanes on the same sample (in the decode
-// kernels a warp's consecutive elements almost always are); a lane on another sample (a warp
-// across a sample boundary) draws its own. The same values as DrawTransform, whoever draws
-// them. A Philox block or more (up to 11 with erase, and two integer square roots) per element
-// cost augmented epochs 10% of their speed on an H200 (2026-11-26); per warp it is noise.
-__device__ inline SampleTransform WarpSharedTransform(const AugmentBatch& a, uint64_t s,
-                                                      uint32_t height, uint32_t width) {
-  const unsigned active = __activemask();
-  const int leader = __ffs(active) - 1;
-  const uint64_t leader_s = __shfl_sync(active, s, leader);
-  unsigned lane = 0;
-  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
-  SampleTransform t;
-  if (static_cast<int>(lane) == leader) {
-    t = DrawTransform(a.params, a.seed, a.epoch, a.indices[leader_s], height, width);
-  }
-  __syncwarp(active);
-  t.dy = __shfl_sync(active, t.dy, leader);
-  t.dx = __shfl_sync(active, t.dx, leader);
-  t.flip = __shfl_sync(active, static_cast<int>(t.flip), leader) != 0;
-  t.erase_y = __shfl_sync(active, t.erase_y, leader);
-  t.erase_x = __shfl_sync(active, t.erase_x, leader);
-  t.erase_h = __shfl_sync(active, t.erase_h, leader);
-  t.erase_w = __shfl_sync(active, t.erase_w, leader);
-  if (s != leader_s) t = DrawTransform(a.params, a.seed, a.epoch, a.indices[s], height, width);
-  return t;
-}
-#endif
 
 // For kernels, one thread per output element: the element of a stored batch (n samples, each
 // channels x height x width, channels first) that element (sample s, channel c, pixel p = y *
 // width + x) of the augmented output reads, true and *from its index; or false where that output
-// is 0. No pass of its own: sample s's transform is drawn where it is needed (on the GPU once a
-// warp: WarpSharedTransform).
+// is 0. Sample s's transform comes from a.transforms where the batch's were drawn ahead, else it
+// is drawn here: on the GPU, where every element of a batch calls this, drawing ahead saves a
+// Philox block or more (up to 11 with erase, and two integer square roots) per element.
 RF_HOST_DEVICE inline bool AugmentedElement(const AugmentBatch& a, uint32_t channels,
                                             uint32_t height, uint32_t width, uint64_t s, uint32_t c,
                                             uint32_t p, uint64_t* from) {
-#if defined(__CUDA_ARCH__)
-  const SampleTransform t = WarpSharedTransform(a, s, height, width);
-#else
-  const SampleTransform t = DrawTransform(a.params, a.seed, a.epoch, a.indices[s], height, width);
-#endif
+  const SampleTransform t =
+      a.transforms != nullptr
+          ? a.transforms[s]
+          : DrawTransform(a.params, a.seed, a.epoch, a.indices[s], height, width);
   uint32_t src = 0;
   if (!SourcePixel(t, height, width, p / width, p % width, &src)) return false;
   *from = (s * channels + c) * (uint64_t{height} * width) + src;

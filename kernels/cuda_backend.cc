@@ -171,6 +171,8 @@ Status CudaBackend::AllocateBuffers() {
   const size_t input = b * ConvInChannels(0) * config_.height * config_.width;
   RF_ASSIGN_OR_RETURN(input_, DeviceBuffer::Allocate(input * a, "the decoded input"));
   RF_ASSIGN_OR_RETURN(labels_, DeviceBuffer::Allocate(b * sizeof(int32_t), "labels"));
+  RF_ASSIGN_OR_RETURN(transforms_, DeviceBuffer::Allocate(b * sizeof(SampleTransform),
+                                                          "augmentation transforms"));
   size_t act_grad = 0;
   for (size_t i = 0; i < config_.conv.size(); ++i) {
     const int at = static_cast<int>(i);

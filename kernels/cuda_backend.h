@@ -215,6 +215,7 @@ class CudaBackend final : public Backend {
   // captured graph reads it there, so it is never baked into the graph).
   float smoothing_ = 0.f;
   cuda::DeviceBuffer input_, labels_, act_grad_;
+  cuda::DeviceBuffer transforms_;  // augmentation: a batch's SampleTransforms, drawn per batch
   // bf16 mode: fc1's float input and its gradient ([n][flat], C, H, W order), and the conv
   // blocks' bias-gradient scratch.
   cuda::DeviceBuffer fc_in_, fc_in_grad_, bias_partial_;

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "cuda/augment_transforms.cuh"
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/dnn_check.h"
@@ -57,8 +58,11 @@ Status CudaBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const 
   return Status::Ok();
 }
 
-Status CudaBackend::LoadBatch(const Batch& batch, const AugmentBatch& augment) {
+Status CudaBackend::LoadBatch(const Batch& batch, const AugmentBatch& augment_in) {
   const uint32_t n = batch.n;
+  AugmentBatch augment = augment_in;  // the samples' transforms drawn once, ahead of the decode
+  RF_CUDA_CHECK(cuda::DrawBatchTransforms(&augment, n, config_.height, config_.width,
+                                          transforms_.as<SampleTransform>(), stream_));
   if (n != batch_n_) {
     for (auto& block : blocks_) {
       RF_RETURN_IF_ERROR(block.SetBatch(cudnn_.get(), n, workspace_.bytes()));

@@ -3,16 +3,25 @@
 #include <string>
 #include <vector>
 
+#include "cuda/augment_transforms.cuh"
 #include "cuda/check.h"
 #include "pipeline/cuda_decode.cuh"
 #include "pipeline/decode_dtypes.h"
 
 namespace rf {
 
-Result<std::unique_ptr<CudaBatchDecoder>> CudaBatchDecoder::Create(const DecodeSpec& spec) {
+Result<std::unique_ptr<CudaBatchDecoder>> CudaBatchDecoder::Create(const DecodeSpec& spec,
+                                                                  uint32_t max_batch) {
   RF_RETURN_IF_ERROR(spec.Validate());
+  if (max_batch == 0) return Status::InvalidArgument("a batch decode needs max_batch >= 1");
   std::unique_ptr<CudaBatchDecoder> d(new CudaBatchDecoder);
   d->spec_ = spec;
+  d->max_batch_ = max_batch;
+  if (spec.augment.enabled()) {
+    RF_ASSIGN_OR_RETURN(d->transforms_,
+                        cuda::DeviceBuffer::Allocate(size_t{max_batch} * sizeof(SampleTransform),
+                                                     "augmentation transforms"));
+  }
   if (spec.normalize) {
     std::vector<float> norm(spec.mean.begin(), spec.mean.end());
     for (uint32_t c = 0; c < spec.channels; ++c) norm.push_back(spec.divisor(c));
@@ -36,6 +45,11 @@ Status CudaBatchDecoder::Decode(const void* stored, const void* labels, DType la
   if (stored == nullptr || labels == nullptr || out == nullptr || labels_out == nullptr) {
     return Status::InvalidArgument("a batch decode needs its samples, labels and both outputs");
   }
+  if (n > max_batch_) {
+    return Status::InvalidArgument("a batch of " + std::to_string(n) +
+                                   " samples is larger than the decoder's " +
+                                   std::to_string(max_batch_));
+  }
   const uint64_t plane = uint64_t{spec_.height} * spec_.width;
   const uint64_t total = uint64_t{n} * spec_.channels * plane;
   if (total >= (uint64_t{1} << 31)) {
@@ -52,6 +66,10 @@ Status CudaBatchDecoder::Decode(const void* stored, const void* labels, DType la
   args.height = spec_.height;
   args.width = spec_.width;
   args.augment = augment;
+  if (transforms_.data() != nullptr) {  // else (augmentation the spec does not have) drawn per element
+    RF_CUDA_CHECK(cuda::DrawBatchTransforms(&args.augment, n, spec_.height, spec_.width,
+                                            transforms_.as<SampleTransform>(), stream));
+  }
   if (spec_.normalize) {
     args.mean = norm_.as<float>();
     args.divisor = norm_.as<float>() + spec_.channels;

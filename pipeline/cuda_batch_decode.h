@@ -27,9 +27,10 @@ namespace rf {
 
 class CudaBatchDecoder {
  public:
-  // The spec's Validate error where it refuses it; Aborted where the device buffer cannot be
-  // made.
-  static Result<std::unique_ptr<CudaBatchDecoder>> Create(const DecodeSpec& spec);
+  // For batches of up to max_batch samples. The spec's Validate error where it refuses it;
+  // InvalidArgument for max_batch 0; Aborted where a device buffer cannot be made.
+  static Result<std::unique_ptr<CudaBatchDecoder>> Create(const DecodeSpec& spec,
+                                                          uint32_t max_batch);
 
   const DecodeSpec& spec() const { return spec_; }
 
@@ -37,10 +38,11 @@ class CudaBatchDecoder {
   // elements of spec().stored) into `out` (n * spec().OutputSampleBytes() bytes), and the
   // widening of n labels of `label_dtype` at `labels` into `labels_out`. Every array is device
   // memory aligned to its element size; `out` overlaps neither input. InvalidArgument for a
-  // label dtype that is no integer dtype, a missing array or a batch of 2^31 elements or more;
+  // label dtype that is no integer dtype, a missing array, more than max_batch samples or a batch
+  // of 2^31 elements or more;
   // Aborted for a failed launch. n = 0 queues nothing. Where `augment` (spec().AugmentFor(batch);
   // its indices in device memory) has augmentation on, each sample goes through its transform
-  // inside the same kernel.
+  // inside the same kernel (the batch's transforms drawn just before, once a sample).
   Status Decode(const void* stored, const void* labels, DType label_dtype, uint32_t n, void* out,
                 int64_t* labels_out, cudaStream_t stream,
                 const AugmentBatch& augment = AugmentBatch{}) const;
@@ -49,7 +51,12 @@ class CudaBatchDecoder {
   CudaBatchDecoder() = default;
 
   DecodeSpec spec_;
+  uint32_t max_batch_ = 0;
   cuda::DeviceBuffer norm_;  // normalize only: the C means, then the C divisors
+  // Where the spec has augmentation on: a batch's SampleTransforms (cuda/augment_transforms.cuh),
+  // max_batch of them, written by each decode and read by its kernel (decodes on one stream
+  // follow each other; on different streams they would need a buffer each: the loader has one).
+  cuda::DeviceBuffer transforms_;
 };
 
 }  // namespace rf

@@ -54,8 +54,8 @@ Result<std::shared_ptr<OutputPool>> CudaLoaderDevice::MakePool(size_t sample_byt
   return std::shared_ptr<OutputPool>(std::move(pool));
 }
 
-Status CudaLoaderDevice::PrepareDecode(const DecodeSpec& spec) {
-  RF_ASSIGN_OR_RETURN(decoder_, CudaBatchDecoder::Create(spec));
+Status CudaLoaderDevice::PrepareDecode(const DecodeSpec& spec, uint32_t max_batch) {
+  RF_ASSIGN_OR_RETURN(decoder_, CudaBatchDecoder::Create(spec, max_batch));
   return Status::Ok();
 }
 

@@ -33,7 +33,7 @@ class CudaLoaderDevice final : public LoaderDevice {
                                                   const PipelineConfig& c) override;
   Result<std::shared_ptr<OutputPool>> MakePool(size_t sample_bytes, uint32_t batch,
                                                uint32_t buffers) override;
-  Status PrepareDecode(const DecodeSpec& spec) override;
+  Status PrepareDecode(const DecodeSpec& spec, uint32_t max_batch) override;
   Status Decode(const Batch& stored, void* out, int64_t* labels) override;
   Status Drain() override;
   std::string Describe() const override;

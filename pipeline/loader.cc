@@ -100,8 +100,8 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
     source_ = std::move(s);
   }
   if (decoded) {
-    RF_RETURN_IF_ERROR(device_->PrepareDecode(decode_));
     const uint32_t batch = options.pipeline.batch_size;
+    RF_RETURN_IF_ERROR(device_->PrepareDecode(decode_, batch));
     RF_ASSIGN_OR_RETURN(pool_, device_->MakePool(decode_.OutputSampleBytes() * batch, batch,
                                                  options.output_buffers));
   }

@@ -27,7 +27,7 @@ class HostLoaderDevice final : public LoaderDevice {
     RF_ASSIGN_OR_RETURN(auto pool, HostOutputPool::Create(sample_bytes, batch, buffers));
     return std::shared_ptr<OutputPool>(std::move(pool));
   }
-  Status PrepareDecode(const DecodeSpec& spec) override {
+  Status PrepareDecode(const DecodeSpec& spec, uint32_t /*max_batch*/) override {
     spec_ = spec;
     return Status::Ok();
   }

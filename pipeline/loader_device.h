@@ -38,8 +38,9 @@ class LoaderDevice {
                                                           const PipelineConfig& c) = 0;
   virtual Result<std::shared_ptr<OutputPool>> MakePool(size_t sample_bytes, uint32_t batch,
                                                        uint32_t buffers) = 0;
-  // Decodes `stored` (a batch from the source) into out / labels per `spec` (queued, on a GPU).
-  virtual Status PrepareDecode(const DecodeSpec& spec) = 0;
+  // Decodes `stored` (a batch of at most max_batch samples from the source) into out / labels
+  // per `spec` (queued, on a GPU).
+  virtual Status PrepareDecode(const DecodeSpec& spec, uint32_t max_batch) = 0;
   virtual Status Decode(const Batch& stored, void* out, int64_t* labels) = 0;
   // Waits for the work queued so far.
   virtual Status Drain() = 0;

@@ -26,6 +26,9 @@
 namespace rf {
 namespace {
 
+// The largest batch the tests decode (n = 256), the decoders' max_batch.
+constexpr uint32_t kMaxBatch = 256;
+
 using testing::Describe;
 using testing::RandomBytes;
 using testing::SameBytes;
@@ -52,7 +55,7 @@ std::vector<uint8_t> Download(const cuda::DeviceBuffer& b, size_t bytes) {
 }
 
 std::unique_ptr<CudaBatchDecoder> MakeDecoder(const DecodeSpec& s) {
-  auto d = CudaBatchDecoder::Create(s);
+  auto d = CudaBatchDecoder::Create(s, kMaxBatch);
   EXPECT_TRUE(d.ok()) << d.status().ToString();
   return d.ok() ? std::move(*d) : nullptr;
 }
@@ -200,13 +203,13 @@ TEST(CudaBatchDecoder, CreateRefusesWhatValidateRefuses) {
   s.stored = DType::kFloat32;
   s.output = DType::kUInt8;
   s.normalize = false;
-  auto d = CudaBatchDecoder::Create(s);
+  auto d = CudaBatchDecoder::Create(s, kMaxBatch);
   ASSERT_FALSE(d.ok());
   EXPECT_TRUE(d.status().IsUsage());
   EXPECT_EQ(d.status().message(), s.Validate().message());
   s.output = DType::kFloat32;
   s.normalize = true;  // and no statistics
-  d = CudaBatchDecoder::Create(s);
+  d = CudaBatchDecoder::Create(s, kMaxBatch);
   ASSERT_FALSE(d.ok());
   EXPECT_TRUE(d.status().IsUsage());
   EXPECT_EQ(d.status().message(),
@@ -220,7 +223,7 @@ TEST(CudaBatchDecoder, DecodeRefusesLabelsThatAreNotIntegersMissingArraysAndHuge
   s.normalize = false;
   s.channels = 3;
   s.height = s.width = 32;
-  auto d = CudaBatchDecoder::Create(s);
+  auto d = CudaBatchDecoder::Create(s, 1'000'000);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   // Never dereferenced: every call below is refused before anything is queued.
   uint8_t in[16], labels[16], out[16];
@@ -236,6 +239,13 @@ TEST(CudaBatchDecoder, DecodeRefusesLabelsThatAreNotIntegersMissingArraysAndHuge
   EXPECT_EQ(st.message(),
             "a batch of 2150400000 elements is too large to decode (at most 2^31 - 1)");
   EXPECT_TRUE((*d)->Decode(nullptr, nullptr, DType::kFloat32, 0, nullptr, nullptr, nullptr).ok());
+  // A batch larger than the decoder was made for, and a decoder for none.
+  auto small = CudaBatchDecoder::Create(s, 4);
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  st = (*small)->Decode(in, labels, DType::kUInt8, 5, out, labels_out, nullptr);
+  EXPECT_TRUE(st.IsInvalidArgument());
+  EXPECT_EQ(st.message(), "a batch of 5 samples is larger than the decoder's 4");
+  EXPECT_TRUE(CudaBatchDecoder::Create(s, 0).status().IsInvalidArgument());
 }
 
 }  // namespace
