@@ -26,8 +26,6 @@
 namespace rf {
 namespace {
 
-// The largest batch the tests decode (n = 256), the decoders' max_batch.
-constexpr uint32_t kMaxBatch = 256;
 
 using testing::Describe;
 using testing::RandomBytes;
@@ -54,8 +52,8 @@ std::vector<uint8_t> Download(const cuda::DeviceBuffer& b, size_t bytes) {
   return out;
 }
 
-std::unique_ptr<CudaBatchDecoder> MakeDecoder(const DecodeSpec& s) {
-  auto d = CudaBatchDecoder::Create(s, kMaxBatch);
+std::unique_ptr<CudaBatchDecoder> MakeDecoder(const DecodeSpec& s, uint32_t max_batch) {
+  auto d = CudaBatchDecoder::Create(s, max_batch);
   EXPECT_TRUE(d.ok()) << d.status().ToString();
   return d.ok() ? std::move(*d) : nullptr;
 }
@@ -78,7 +76,7 @@ Decoded DecodeBoth(const DecodeSpec& s, DType label_dtype, uint32_t n, TestRng& 
   DecodeSamplesOnHost(s, stored.data(), n, d.host.data());
   DecodeLabelsOnHost(label_dtype, labels.data(), n, d.host_labels.data());
 
-  const std::unique_ptr<CudaBatchDecoder> decoder = MakeDecoder(s);
+  const std::unique_ptr<CudaBatchDecoder> decoder = MakeDecoder(s, n);
   if (decoder == nullptr) return d;
   const cuda::DeviceBuffer in = Upload(stored), in_labels = Upload(labels);
   const cuda::DeviceBuffer out = Allocate(out_bytes), out_labels = Allocate(n * sizeof(int64_t));
@@ -180,7 +178,7 @@ TEST(CudaBatchDecoder, DecodeIsCapturedIntoAGraphUnderGlobalCaptureMode) {
     std::vector<uint8_t> host(kN * s.OutputSampleBytes());
     DecodeSamplesOnHost(s, stored.data(), kN, host.data());
 
-    const std::unique_ptr<CudaBatchDecoder> decoder = MakeDecoder(s);
+    const std::unique_ptr<CudaBatchDecoder> decoder = MakeDecoder(s, kN);
     ASSERT_NE(decoder, nullptr);
     const cuda::DeviceBuffer in = Upload(stored), in_labels = Upload(labels);
     const cuda::DeviceBuffer out = Allocate(host.size()), out_labels = Allocate(kN * 8);
@@ -203,13 +201,13 @@ TEST(CudaBatchDecoder, CreateRefusesWhatValidateRefuses) {
   s.stored = DType::kFloat32;
   s.output = DType::kUInt8;
   s.normalize = false;
-  auto d = CudaBatchDecoder::Create(s, kMaxBatch);
+  auto d = CudaBatchDecoder::Create(s, 1);
   ASSERT_FALSE(d.ok());
   EXPECT_TRUE(d.status().IsUsage());
   EXPECT_EQ(d.status().message(), s.Validate().message());
   s.output = DType::kFloat32;
   s.normalize = true;  // and no statistics
-  d = CudaBatchDecoder::Create(s, kMaxBatch);
+  d = CudaBatchDecoder::Create(s, 1);
   ASSERT_FALSE(d.ok());
   EXPECT_TRUE(d.status().IsUsage());
   EXPECT_EQ(d.status().message(),
