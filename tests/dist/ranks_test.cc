@@ -328,7 +328,10 @@ TEST(NcclReducer, GraphReplayedStepsApplyTheMeanAndEveryRankRefusesANonFiniteMea
     std::memcpy(bad.samples.data() + 5 * sizeof(float), &inf, sizeof inf);
   }
   Status refused = step_on(bad);
-  if (refused.ok()) refused = step_on(batches[0]);  // the GPU's finding, reported by this call
+  // The GPU's finding is reported by a call after it has landed: wait for it (TakeTrainStats
+  // synchronizes), or the next step may be queued before it is seen (it was, on 2 H200s).
+  (void)(*ranked)->TakeTrainStats();
+  if (refused.ok()) refused = step_on(batches[0]);
   Tensors kept;
   const Status kept_state = (*ranked)->GetState(&kept, nullptr);
 
