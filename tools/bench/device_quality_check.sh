@@ -27,6 +27,8 @@
 #   EPOCHS [30]  SEED [1] (unless a configuration's flags hold --seed)  DEVICE [auto]  FM_BATCH: --batch-size of the accuracy runs [128]
 #   PARTS    which parts to run [accuracy speed]
 #   ROUNDS [2]  BATCH [256]  HOT_GB [2]  HOT_EPOCHS [3]  GB [8]  SPEED_AUGMENT [crop:4,flip,erase:0.5]
+#   SPEED_FLAGS  more flags for every speed run, split on blanks (e.g. a smaller --conv, so that
+#                the model outruns the disk and the cold runs are disk-bound) ['']
 #   RINGFEED_DATA: where the datasets are written [/var/tmp/ringfeed-quality]
 # e.g. CONFIGS='baseline=;aug=--augment crop:2,flip' REPEAT=aug PARTS=accuracy tools/bench/...
 # Through the device tool (not yet timed on a GPU; estimated at a few minutes): here, first
@@ -67,7 +69,10 @@ HOT_GB=${HOT_GB:-2}
 HOT_EPOCHS=${HOT_EPOCHS:-3}
 GB=${GB:-8}
 SPEED_AUGMENT=${SPEED_AUGMENT:-crop:4,flip,erase:0.5}
+SPEED_FLAGS=${SPEED_FLAGS:-}
+read -ra speed_flags <<<"$SPEED_FLAGS"
 export CONFIGS REPEAT EPOCHS SEED DEVICE FM_BATCH PARTS ROUNDS BATCH HOT_GB HOT_EPOCHS GB SPEED_AUGMENT
+export SPEED_FLAGS
 runs=$out/runs.tsv  # kind, name, round, exit status, wall seconds, flags: one line per run
 : >"$runs"
 configs=$out/configs.tsv  # fm-NAME, the configuration's own flags
@@ -144,7 +149,7 @@ if [[ " $PARTS " == *" speed "* ]]; then
       [ "$v" = aug ] && aug=(--augment "$SPEED_AUGMENT")
       cat "$data/hot.rfd" >/dev/null  # still cached after the cold runs?
       run hot "hot-$v-$r" "$r" --data "$data/hot.rfd" --epochs "$HOT_EPOCHS" --io buffered \
-        --batch-size "$BATCH" --seed "$r" "${aug[@]}"
+        --batch-size "$BATCH" --seed "$r" "${aug[@]}" "${speed_flags[@]}"
       grep -E "^epoch" "$logs/hot-$v-$r.log" | tail -1 | sed "s/^/hot-$v-$r: /"
     done
     for v in $order; do
@@ -152,7 +157,7 @@ if [[ " $PARTS " == *" speed "* ]]; then
       [ "$v" = aug ] && aug=(--augment "$SPEED_AUGMENT")
       cold
       run cold "cold-$v-$r" "$r" --data "$data/cold.rfd" --epochs 1 \
-        --batch-size "$BATCH" --seed "$r" "${aug[@]}"
+        --batch-size "$BATCH" --seed "$r" "${aug[@]}" "${speed_flags[@]}"
       grep -E "^epoch" "$logs/cold-$v-$r.log" | tail -1 | sed "s/^/cold-$v-$r: /"
     done
   done
@@ -252,7 +257,8 @@ summary = {
     "commit": commit,
     "settings": {k: env.get(k) for k in ("CONFIGS", "REPEAT", "EPOCHS", "SEED", "DEVICE",
                                           "FM_BATCH", "PARTS", "ROUNDS", "BATCH", "HOT_GB",
-                                          "HOT_EPOCHS", "GB", "SPEED_AUGMENT")},
+                                          "HOT_EPOCHS", "GB", "SPEED_AUGMENT",
+                                          "SPEED_FLAGS")},
     "accuracy": accuracy, "repeats": repeats, "speed": speed, "runs": runs}
 json.dump(summary, open(os.path.join(out, "quality.json"), "w"), indent=1)
 

@@ -10,6 +10,7 @@ named after the file) and writes
     accuracy, final train accuracy, median samples/s; with quality.json also the repeat's
     comparison and the speed rounds (augmented / unaugmented epochs).
 Usage: /usr/bin/python3 tools/bench/plot_accuracy.py OUT/quality.json -o accuracy.png [--table t.md]
+           [--configs a,b,c]
        /usr/bin/python3 tools/bench/plot_accuracy.py a.jsonl b.jsonl -o accuracy.png
 Needs matplotlib only for the PNG (Debian: python3-matplotlib); without -o it only tabulates.
 """
@@ -168,6 +169,8 @@ def main():
     ap.add_argument("--table", help="write the markdown table here instead of stdout")
     ap.add_argument("--with-repeats", action="store_true", help="also draw the repeated runs")
     ap.add_argument("--title")
+    ap.add_argument("--configs", help="comma-separated configurations to draw, in this order "
+                    "(default: all); the table keeps every one")
     args = ap.parse_args()
     summary = load(args.inputs)
     t = table(summary)
@@ -176,6 +179,13 @@ def main():
     else:
         sys.stdout.write(t)
     if args.output:
+        if args.configs:
+            runs = {a["config"]: a for a in summary.get("accuracy", [])}
+            names = args.configs.split(",")
+            missing = [n for n in names if n not in runs]
+            if missing:
+                sys.exit(f"no configuration {', '.join(missing)} in {args.inputs[0]}")
+            summary = dict(summary, accuracy=[runs[n] for n in names])
         plot(summary, args.output, args.with_repeats, args.title)
 
 
