@@ -15,8 +15,8 @@ cudaError_t DrawBatchTransforms(AugmentBatch* a, uint32_t n, uint32_t height, ui
                                 SampleTransform* scratch, cudaStream_t stream) {
   if (!a->params.enabled() || n == 0) return cudaSuccess;
   constexpr uint32_t kThreads = 128;
-  DrawBatchTransformsKernel<<<(n + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
-      *a, n, height, width, scratch);
+  DrawBatchTransformsKernel<<<(n + kThreads - 1) / kThreads, kThreads, 0, stream>>>(*a, n, height,
+                                                                                    width, scratch);
   a->transforms = scratch;
   return cudaGetLastError();
 }

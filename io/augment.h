@@ -174,10 +174,9 @@ struct AugmentBatch {
 RF_HOST_DEVICE inline bool AugmentedElement(const AugmentBatch& a, uint32_t channels,
                                             uint32_t height, uint32_t width, uint64_t s, uint32_t c,
                                             uint32_t p, uint64_t* from) {
-  const SampleTransform t =
-      a.transforms != nullptr
-          ? a.transforms[s]
-          : DrawTransform(a.params, a.seed, a.epoch, a.indices[s], height, width);
+  const SampleTransform t = a.transforms != nullptr ? a.transforms[s]
+                                                    : DrawTransform(a.params, a.seed, a.epoch,
+                                                                    a.indices[s], height, width);
   uint32_t src = 0;
   if (!SourcePixel(t, height, width, p / width, p % width, &src)) return false;
   *from = (s * channels + c) * (uint64_t{height} * width) + src;

@@ -171,8 +171,8 @@ Status CudaBackend::AllocateBuffers() {
   const size_t input = b * ConvInChannels(0) * config_.height * config_.width;
   RF_ASSIGN_OR_RETURN(input_, DeviceBuffer::Allocate(input * a, "the decoded input"));
   RF_ASSIGN_OR_RETURN(labels_, DeviceBuffer::Allocate(b * sizeof(int32_t), "labels"));
-  RF_ASSIGN_OR_RETURN(transforms_, DeviceBuffer::Allocate(b * sizeof(SampleTransform),
-                                                          "augmentation transforms"));
+  RF_ASSIGN_OR_RETURN(
+      transforms_, DeviceBuffer::Allocate(b * sizeof(SampleTransform), "augmentation transforms"));
   size_t act_grad = 0;
   for (size_t i = 0; i < config_.conv.size(); ++i) {
     const int at = static_cast<int>(i);
@@ -225,8 +225,8 @@ Status CudaBackend::AllocateBuffers() {
     RF_ASSIGN_OR_RETURN(fc_in_, DeviceBuffer::Allocate(b * flat_ * f, "fc1 input"));
     RF_ASSIGN_OR_RETURN(fc_in_grad_, DeviceBuffer::Allocate(b * flat_ * f, "fc1 input gradient"));
     const uint32_t widest = *std::max_element(config_.conv.begin(), config_.conv.end());
-    const size_t partials = config_.batch_norm ? cuda::BatchNormPartials(widest)
-                                               : cuda::BiasGradPartials(widest);
+    const size_t partials =
+        config_.batch_norm ? cuda::BatchNormPartials(widest) : cuda::BiasGradPartials(widest);
     RF_ASSIGN_OR_RETURN(bias_partial_,
                         DeviceBuffer::Allocate(partials * f, "per-channel partial sums"));
   }

@@ -158,9 +158,7 @@ __global__ void PoolReluBackwardKernel(uint32_t n, uint32_t height, uint32_t wid
 // shuffle tree of fixed shape. Warps of a block take consecutive channels.
 constexpr uint32_t kWarpsPerBlock = kThreads / 32;
 
-unsigned WarpBlocks(uint32_t channels) {
-  return (channels + kWarpsPerBlock - 1) / kWarpsPerBlock;
-}
+unsigned WarpBlocks(uint32_t channels) { return (channels + kWarpsPerBlock - 1) / kWarpsPerBlock; }
 
 // Channel c's total of partial[b][c] over b, valid in lane 0 of the warp that calls it (whole
 // warps only).
@@ -192,8 +190,8 @@ __global__ void BiasGradFinalKernel(uint32_t channels, const float* partial, flo
 
 // What ChannelPartialsKernel sums over a channel's m values.
 enum class Term {
-  kMoments,         // d and d * d, d = y - y[0][c]: two sums, into partial and partial + P x C
-  kGradTimesXhat,   // g * (y - mean) * invstd
+  kMoments,        // d and d * d, d = y - y[0][c]: two sums, into partial and partial + P x C
+  kGradTimesXhat,  // g * (y - mean) * invstd
 };
 
 // Block (b, tile) takes the 32 channels of its tile (threadIdx.x) in 8 lanes (threadIdx.y) over
@@ -244,8 +242,8 @@ void LaunchChannelPartials(size_t pixels, uint32_t channels, const bf16* y, cons
                            const float* mean, const float* invstd, float* partial,
                            cudaStream_t stream) {
   const dim3 grid(kPartials, (channels + 31) / 32), block(32, 8);
-  ChannelPartialsKernel<T><<<grid, block, 0, stream>>>(pixels, channels, y, g, mean, invstd,
-                                                       partial);
+  ChannelPartialsKernel<T>
+      <<<grid, block, 0, stream>>>(pixels, channels, y, g, mean, invstd, partial);
 }
 
 // saved = [mean | invstd | gain | shift], C floats each (see the header).
@@ -281,8 +279,8 @@ __global__ void RunningAffineKernel(uint32_t channels, const float* scale, const
 }
 
 __global__ void BatchNormGradKernel(size_t count, uint32_t channels, float m, const bf16* y,
-                                    const float* saved, const float* scale,
-                                    const float* shift_grad, const float* scale_grad, bf16* grad) {
+                                    const float* saved, const float* scale, const float* shift_grad,
+                                    const float* scale_grad, bf16* grad) {
   RF_GRID_STRIDE(i, count) {  // i indexes [pixel][c]
     const auto c = static_cast<uint32_t>(i % channels);
     const float mean = saved[c], invstd = saved[channels + c];
@@ -370,22 +368,20 @@ cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, ui
   PoolReluBackwardKernel<<<grid, block, 0, stream>>>(
       n, height, width, channels, static_cast<const bf16*>(y), affine,
       static_cast<const bf16*>(pooled_grad), static_cast<bf16*>(v_grad), partial);
-  BiasGradFinalKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(channels, partial,
-                                                                     shift_grad);
+  BiasGradFinalKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(channels, partial, shift_grad);
   return cudaGetLastError();
 }
 
 cudaError_t BatchNormStatsBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
-                               const void* y, const float* scale, const float* bias,
-                               float* partial, float* saved, float* batch_mean, float* batch_var,
+                               const void* y, const float* scale, const float* bias, float* partial,
+                               float* saved, float* batch_mean, float* batch_var,
                                cudaStream_t stream) {
   const size_t pixels = size_t{n} * height * width;
   const auto* v = static_cast<const bf16*>(y);
   LaunchChannelPartials<Term::kMoments>(pixels, channels, v, nullptr, nullptr, nullptr, partial,
                                         stream);
   BatchStatsKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(
-      channels, static_cast<double>(pixels), v, partial, scale, bias, saved, batch_mean,
-      batch_var);
+      channels, static_cast<double>(pixels), v, partial, scale, bias, saved, batch_mean, batch_var);
   return cudaGetLastError();
 }
 
@@ -406,12 +402,10 @@ cudaError_t BatchNormBackwardBf16(uint32_t n, uint32_t height, uint32_t width, u
   auto* g = static_cast<bf16*>(grad);
   LaunchChannelPartials<Term::kGradTimesXhat>(pixels, channels, v, g, saved, saved + channels,
                                               partial, stream);
-  BiasGradFinalKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(channels, partial,
-                                                                     scale_grad);
+  BiasGradFinalKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(channels, partial, scale_grad);
   const size_t count = pixels * channels;
-  BatchNormGradKernel<<<Blocks(count), kThreads, 0, stream>>>(count, channels,
-                                                              static_cast<float>(pixels), v, saved,
-                                                              scale, shift_grad, scale_grad, g);
+  BatchNormGradKernel<<<Blocks(count), kThreads, 0, stream>>>(
+      count, channels, static_cast<float>(pixels), v, saved, scale, shift_grad, scale_grad, g);
   return cudaGetLastError();
 }
 

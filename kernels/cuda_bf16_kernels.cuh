@@ -43,7 +43,7 @@ cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, 
 // v = y * gain[c] + shift[c]. Without batch norm gain is null (1) and shift the conv bias; with
 // it, BatchNormStatsBf16 or BatchNormRunningAffineBf16 below write both.
 struct ChannelAffine {
-  const float* gain = nullptr;  // [C], or null for 1
+  const float* gain = nullptr;   // [C], or null for 1
   const float* shift = nullptr;  // [C]
 };
 
@@ -75,8 +75,8 @@ size_t BiasGradPartials(uint32_t channels);
 // and batch_var[c] (the unbiased variance, var * m / (m - 1) with the factor rounded to float, 1
 // where m = 1).
 cudaError_t BatchNormStatsBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,
-                               const void* y, const float* scale, const float* bias,
-                               float* partial, float* saved, float* batch_mean, float* batch_var,
+                               const void* y, const float* scale, const float* bias, float* partial,
+                               float* saved, float* batch_mean, float* batch_var,
                                cudaStream_t stream);
 size_t BatchNormPartials(uint32_t channels);
 // Evaluation: the gain and shift from the running statistics (saved's mean and invstd unused).

@@ -351,13 +351,11 @@ Status CudaConvBlock::ForwardBf16(cudnnHandle_t cudnn, const Buffers& b, bool tr
                                      b.bias, b.bias_partial, b.bn_saved, b.bn_batch_mean,
                                      b.bn_batch_var, stream));
   } else if (batch_norm_) {
-    RF_CUDA_CHECK(BatchNormRunningAffineBf16(s.out_channels, b.bn_scale, b.bias,
-                                             b.bn_running_mean, b.bn_running_var, b.bn_saved,
-                                             stream));
+    RF_CUDA_CHECK(BatchNormRunningAffineBf16(s.out_channels, b.bn_scale, b.bias, b.bn_running_mean,
+                                             b.bn_running_var, b.bn_saved, stream));
   }
-  RF_CUDA_CHECK(
-      BiasReluPoolBf16(n_, s.height, s.width, s.out_channels, b.act, TailAffine(b), b.pooled,
-                       stream));
+  RF_CUDA_CHECK(BiasReluPoolBf16(n_, s.height, s.width, s.out_channels, b.act, TailAffine(b),
+                                 b.pooled, stream));
   return Status::Ok();
 }
 
@@ -369,8 +367,8 @@ Status CudaConvBlock::Backward(cudnnHandle_t cudnn, const Buffers& b, void* work
   const void* out = batch_norm_ ? b.norm : b.act;
   // Pooling's gradient goes to each window's maximum; the dropped odd row/column gets zero.
   RF_CUDA_CHECK(cudnnPoolingBackward(cudnn, pool_.get(), &one, pooled_desc_.get(), b.pooled,
-                                     pooled_desc_.get(), b.pooled_grad, act_desc_.get(), out,
-                                     &zero, act_desc_.get(), b.act_grad));
+                                     pooled_desc_.get(), b.pooled_grad, act_desc_.get(), out, &zero,
+                                     act_desc_.get(), b.act_grad));
   // ReLU's input was overwritten by its output; for ReLU that is enough (x > 0 exactly where
   // y > 0), so the output is passed as both. In place on the gradient, which cuDNN allows.
   RF_CUDA_CHECK(cudnnActivationBackward(cudnn, relu_.get(), &one, act_desc_.get(), out,
@@ -428,12 +426,11 @@ std::string CudaConvBlock::Describe() const {
   };
   auto nondet = [](bool d) { return d ? "" : " (non-deterministic)"; };
   std::string s = std::string(bf16_ ? "bf16 NHWC " : "") + (batch_norm_ ? "batch-norm " : "") +
-                  "conv " +
-                  std::to_string(shape_.in_channels) + "->" + std::to_string(shape_.out_channels) +
-                  " @" + std::to_string(shape_.height) + "x" + std::to_string(shape_.width) +
-                  " n=" + std::to_string(n_) + ": fwd " + Name(fwd_.algo) + math(fwd_.math) +
-                  ", bwd-filter " + Name(filter_.algo) + math(filter_.math) +
-                  nondet(filter_.deterministic);
+                  "conv " + std::to_string(shape_.in_channels) + "->" +
+                  std::to_string(shape_.out_channels) + " @" + std::to_string(shape_.height) + "x" +
+                  std::to_string(shape_.width) + " n=" + std::to_string(n_) + ": fwd " +
+                  Name(fwd_.algo) + math(fwd_.math) + ", bwd-filter " + Name(filter_.algo) +
+                  math(filter_.math) + nondet(filter_.deterministic);
   if (need_x_grad_) {
     s += std::string(", bwd-data ") + Name(data_.algo) + math(data_.math) +
          nondet(data_.deterministic);

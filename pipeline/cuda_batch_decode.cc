@@ -11,7 +11,7 @@
 namespace rf {
 
 Result<std::unique_ptr<CudaBatchDecoder>> CudaBatchDecoder::Create(const DecodeSpec& spec,
-                                                                  uint32_t max_batch) {
+                                                                   uint32_t max_batch) {
   RF_RETURN_IF_ERROR(spec.Validate());
   if (max_batch == 0) return Status::InvalidArgument("a batch decode needs max_batch >= 1");
   std::unique_ptr<CudaBatchDecoder> d(new CudaBatchDecoder);
@@ -66,7 +66,8 @@ Status CudaBatchDecoder::Decode(const void* stored, const void* labels, DType la
   args.height = spec_.height;
   args.width = spec_.width;
   args.augment = augment;
-  if (transforms_.data() != nullptr) {  // else (augmentation the spec does not have) drawn per element
+  if (transforms_.data() !=
+      nullptr) {  // else (augmentation the spec does not have) drawn per element
     RF_CUDA_CHECK(cuda::DrawBatchTransforms(&args.augment, n, spec_.height, spec_.width,
                                             transforms_.as<SampleTransform>(), stream));
   }

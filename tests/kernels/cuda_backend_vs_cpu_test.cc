@@ -292,7 +292,8 @@ void CompareBatchNormState(Math math, double stat_tolerance, double loss_toleran
   auto cpu = MakeCpu(c, 16, w0);
   auto gpu = MakeCuda(c, 16, w0, math);
   ASSERT_TRUE(cpu && gpu);
-  const HostBatch host = testing::RandomBatch(c, 16, 41), host_part = testing::RandomBatch(c, 9, 42);
+  const HostBatch host = testing::RandomBatch(c, 16, 41),
+                  host_part = testing::RandomBatch(c, 9, 42);
   const DeviceBatch dev = testing::ToDevice(host), dev_part = testing::ToDevice(host_part);
   const OptimizerConfig sgd{0.02f, 0.9f, 5e-4f}, still{0.f, 0.f, 0.f};
   for (int step = 0; step < 3; ++step) {

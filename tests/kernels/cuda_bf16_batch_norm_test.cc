@@ -51,7 +51,8 @@ std::vector<float> DrawActivations(uint64_t seed) {
   std::vector<float> y(kCount);
   for (size_t p = 0; p < kPixels; ++p) {
     for (uint32_t c = 0; c < kChannels; ++c) {
-      const int centre = static_cast<int>(c % 7) * 16 - 48, spread = 8 + static_cast<int>(c % 5) * 16;
+      const int centre = static_cast<int>(c % 7) * 16 - 48,
+                spread = 8 + static_cast<int>(c % 5) * 16;
       const int j = centre + static_cast<int>(rng.Below(2 * spread + 1)) - spread;
       y[p * kChannels + c] = static_cast<float>(j) / 32.f;
     }
@@ -100,11 +101,11 @@ TEST(CudaBf16BatchNorm, StatisticsGainAndShiftMatchADoubleReference) {
   cuda::DeviceBuffer d_saved = Upload(std::vector<float>(4 * kChannels));
   cuda::DeviceBuffer d_batch = Upload(std::vector<float>(2 * kChannels));
   float* batch_mean = d_batch.as<float>();
-  ASSERT_EQ(cuda::BatchNormStatsBf16(kN, kHeight, kWidth, kChannels, d_y.data(),
-                                     d_scale.as<float>(), d_bias.as<float>(),
-                                     d_partial.as<float>(), d_saved.as<float>(), batch_mean,
-                                     batch_mean + kChannels, nullptr),
-            cudaSuccess);
+  ASSERT_EQ(
+      cuda::BatchNormStatsBf16(kN, kHeight, kWidth, kChannels, d_y.data(), d_scale.as<float>(),
+                               d_bias.as<float>(), d_partial.as<float>(), d_saved.as<float>(),
+                               batch_mean, batch_mean + kChannels, nullptr),
+      cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<float> saved = Download<float>(d_saved.data(), 4 * kChannels);
   const std::vector<float> batch = Download<float>(d_batch.data(), 2 * kChannels);
@@ -117,13 +118,12 @@ TEST(CudaBf16BatchNorm, StatisticsGainAndShiftMatchADoubleReference) {
     ExpectClose(saved[2 * kChannels + c], gain, 1e-5, "gain", c);
     ExpectClose(saved[3 * kChannels + c], bias[c] - r.mean[c] * gain, 1e-5, "shift", c);
     EXPECT_EQ(batch[c], saved[c]) << c;
-    ExpectClose(batch[kChannels + c], r.var[c] * kPixels / (kPixels - 1), 1e-5, "unbiased var",
-                c);
+    ExpectClose(batch[kChannels + c], r.var[c] * kPixels / (kPixels - 1), 1e-5, "unbiased var", c);
   }
 
   // The fused tail with that gain and shift: each window's max of relu(y * gain + shift).
-  cuda::DeviceBuffer d_pooled = Upload(std::vector<uint16_t>(kN * (kHeight / 2) * (kWidth / 2) *
-                                                             kChannels));
+  cuda::DeviceBuffer d_pooled =
+      Upload(std::vector<uint16_t>(kN * (kHeight / 2) * (kWidth / 2) * kChannels));
   const cuda::ChannelAffine affine{d_saved.as<float>() + 2 * kChannels,
                                    d_saved.as<float>() + 3 * kChannels};
   ASSERT_EQ(cuda::BiasReluPoolBf16(kN, kHeight, kWidth, kChannels, d_y.data(), affine,
@@ -138,10 +138,10 @@ TEST(CudaBf16BatchNorm, StatisticsGainAndShiftMatchADoubleReference) {
         for (uint32_t c = 0; c < kChannels; ++c, ++i) {
           double best = 0;
           for (uint32_t k = 0; k < 4; ++k) {
-            const size_t at = ((size_t{s} * kHeight + 2 * ph + k / 2) * kWidth + 2 * pw + k % 2) *
-                                  kChannels + c;
-            best = std::max(best, y[at] * double{saved[2 * kChannels + c]} +
-                                      saved[3 * kChannels + c]);
+            const size_t at =
+                ((size_t{s} * kHeight + 2 * ph + k / 2) * kWidth + 2 * pw + k % 2) * kChannels + c;
+            best =
+                std::max(best, y[at] * double{saved[2 * kChannels + c]} + saved[3 * kChannels + c]);
           }
           positive += best > 0;
           EXPECT_NEAR(FromBf16(pooled[i]), best, 1.0 / 256 * best + 1e-6) << "pooled " << i;
@@ -186,8 +186,8 @@ TEST(CudaBf16BatchNorm, BackwardMatchesADoubleReference) {
   std::vector<float> dv(kCount), scale(kChannels), shift_grad(kChannels, 0.f);
   for (size_t i = 0; i < kCount; ++i) {
     // Most positions get no gradient, as after max-pooling; the rest j / 64.
-    dv[i] = rng.Below(4) == 0 ? static_cast<float>(static_cast<int>(rng.Below(201)) - 100) / 64.f
-                              : 0.f;
+    dv[i] =
+        rng.Below(4) == 0 ? static_cast<float>(static_cast<int>(rng.Below(201)) - 100) / 64.f : 0.f;
     shift_grad[i % kChannels] += dv[i];  // exact: sums of j / 64 well inside float's range
   }
   for (uint32_t c = 0; c < kChannels; ++c) scale[c] = 0.7f + 0.01f * static_cast<float>(c);
@@ -197,16 +197,15 @@ TEST(CudaBf16BatchNorm, BackwardMatchesADoubleReference) {
     saved[c] = static_cast<float>(r.mean[c]);
     saved[kChannels + c] = static_cast<float>(1 / std::sqrt(r.var[c] + kBatchNormEps));
   }
-  cuda::DeviceBuffer d_y = Upload(ToBf16(y)), d_grad = Upload(ToBf16(dv)),
-                     d_saved = Upload(saved), d_scale = Upload(scale),
-                     d_shift_grad = Upload(shift_grad);
+  cuda::DeviceBuffer d_y = Upload(ToBf16(y)), d_grad = Upload(ToBf16(dv)), d_saved = Upload(saved),
+                     d_scale = Upload(scale), d_shift_grad = Upload(shift_grad);
   cuda::DeviceBuffer d_partial = Upload(std::vector<float>(cuda::BiasGradPartials(kChannels)));
   cuda::DeviceBuffer d_scale_grad = Upload(std::vector<float>(kChannels));
-  ASSERT_EQ(cuda::BatchNormBackwardBf16(kN, kHeight, kWidth, kChannels, d_y.data(),
-                                        d_saved.as<float>(), d_scale.as<float>(),
-                                        d_shift_grad.as<float>(), d_grad.data(),
-                                        d_partial.as<float>(), d_scale_grad.as<float>(), nullptr),
-            cudaSuccess);
+  ASSERT_EQ(
+      cuda::BatchNormBackwardBf16(kN, kHeight, kWidth, kChannels, d_y.data(), d_saved.as<float>(),
+                                  d_scale.as<float>(), d_shift_grad.as<float>(), d_grad.data(),
+                                  d_partial.as<float>(), d_scale_grad.as<float>(), nullptr),
+      cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<float> scale_grad = Download<float>(d_scale_grad.data(), kChannels);
   const std::vector<uint16_t> grad = Download<uint16_t>(d_grad.data(), kCount);
@@ -225,8 +224,8 @@ TEST(CudaBf16BatchNorm, BackwardMatchesADoubleReference) {
   for (size_t i = 0; i < kCount; ++i) {
     const size_t c = i % kChannels;
     const double invstd = saved[kChannels + c], xhat = (y[i] - double{saved[c]}) * invstd;
-    const double want = scale[c] * invstd *
-                        (dv[i] - shift_grad[c] / double{kPixels} - xhat * dot[c] / kPixels);
+    const double want =
+        scale[c] * invstd * (dv[i] - shift_grad[c] / double{kPixels} - xhat * dot[c] / kPixels);
     const double got = FromBf16(grad[i]);
     nonzero += got != 0;
     // One bf16 rounding of the result (2^-9 relative), after float arithmetic on the way.

@@ -26,7 +26,6 @@
 namespace rf {
 namespace {
 
-
 using testing::Describe;
 using testing::RandomBytes;
 using testing::SameBytes;
