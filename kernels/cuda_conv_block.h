@@ -11,8 +11,8 @@
 //            tensor cores; bias, ReLU and pooling in one pass of our own
 //            (kernels/cuda_bf16_kernels.cuh), so `act` holds conv(x) alone and the backward pass
 //            recomputes ReLU and the window maxima from it. Batch norm folds into that pass as a
-//            per-channel gain and shift, after two passes of our own for the batch statistics
-//            (cuDNN's legacy batch norm takes no bf16 NHWC tensors we could rely on).
+//            per-channel gain and shift, after one pass of our own for the batch statistics
+//            (cuDNN's would be a pass of its own writing a normalized copy for the tail to read).
 //
 // Why the legacy API: it is deprecated in cuDNN 9 but present in every 9.x (9.14 on the GPU
 // machine, 9.19 where we build), needs no graph building, and each call is one kernel or a few,
