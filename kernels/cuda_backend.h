@@ -26,7 +26,9 @@
 //
 // Determinism: with deterministic (the default) every step is bit-reproducible on one GPU and
 // library version: deterministic cuDNN backward algorithms and pooling, cuBLAS without atomics,
-// and our reductions in a fixed order.
+// our reductions in a fixed order, and the same algorithms in every process (float32: cuDNN's
+// heuristic choice; bf16: the timed search, whose choice reproduced from run to run on the H200
+// but is not promised to: kernels/cuda_conv_block.h).
 //
 // Thread safety: none; one thread drives a backend. Calls make options.device current.
 #pragma once

@@ -192,21 +192,38 @@ Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool
       return ApplyMath();
     }
   }
+  // Timed (cudnnFind*Ex), except for deterministic float32, which takes the heuristics' order
+  // (host only, the same in every process): timed, two tf32 runs of the same command chose
+  // differently and ended at different weights (H200, 2026-11-26), and so did a resumed run.
+  // bf16 keeps the timed search: its runs and resumptions reproduced bit for bit there.
+  const bool timed = bf16_ || !deterministic_;
   int count = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  RF_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-      cudnn, x_desc_.get(), b.x, w_desc_.get(), b.weight, fwd_conv_.get(), act_desc_.get(), b.act,
-      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd, workspace, workspace_bytes));
+  if (timed) {
+    RF_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+        cudnn, x_desc_.get(), b.x, w_desc_.get(), b.weight, fwd_conv_.get(), act_desc_.get(),
+        b.act, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd, workspace, workspace_bytes));
+  } else {
+    RF_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+        cudnn, x_desc_.get(), w_desc_.get(), fwd_conv_.get(), act_desc_.get(),
+        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd));
+  }
   const auto* f = Pick(fwd, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
   if (f == nullptr) return NoAlgorithm("forward", shape_, n_, workspace_bytes);
   Take(*f, tensor_ops(), &fwd_found_);
   workspace_needed_ = f->memory;
 
   cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  RF_CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-      cudnn, x_desc_.get(), b.x, act_desc_.get(), b.act, filter_conv_.get(), w_desc_.get(),
-      b.weight_grad, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter, workspace,
-      workspace_bytes));
+  if (timed) {
+    RF_CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        cudnn, x_desc_.get(), b.x, act_desc_.get(), b.act, filter_conv_.get(), w_desc_.get(),
+        b.weight_grad, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter, workspace,
+        workspace_bytes));
+  } else {
+    RF_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        cudnn, x_desc_.get(), act_desc_.get(), filter_conv_.get(), w_desc_.get(),
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter));
+  }
   const auto* bf =
       Pick(filter, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
   if (bf == nullptr) return NoAlgorithm("backward filter", shape_, n_, workspace_bytes);
@@ -215,9 +232,16 @@ Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool
 
   if (need_x_grad) {
     cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    RF_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-        cudnn, w_desc_.get(), b.weight, act_desc_.get(), b.act, data_conv_.get(), x_desc_.get(),
-        b.x_grad, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data, workspace, workspace_bytes));
+    if (timed) {
+      RF_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+          cudnn, w_desc_.get(), b.weight, act_desc_.get(), b.act, data_conv_.get(),
+          x_desc_.get(), b.x_grad, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data,
+          workspace, workspace_bytes));
+    } else {
+      RF_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          cudnn, w_desc_.get(), act_desc_.get(), data_conv_.get(), x_desc_.get(),
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data));
+    }
     const auto* bd =
         Pick(data, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
     if (bd == nullptr) return NoAlgorithm("backward data", shape_, n_, workspace_bytes);

@@ -20,7 +20,8 @@
 //
 // Algorithms are chosen once, by FindAlgorithms at the backend's max_batch: cuDNN times every
 // algorithm on the real buffers (cudnnFindConvolution*AlgorithmEx) and the fastest that fits the
-// workspace limit wins, with two rules:
+// workspace limit wins (deterministic float32 takes cuDNN's heuristic order instead, which is
+// the same in every process, where timings are not), with two rules:
 //   - tf32 off: the descriptors stay in CUDNN_FMA_MATH, so no algorithm may use TF32 tensor ops;
 //     tf32 on: each direction runs in the math type cuDNN measured it with.
 //   - deterministic: among the backward algorithms only those cuDNN reports as deterministic are
