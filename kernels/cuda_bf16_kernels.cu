@@ -179,7 +179,7 @@ __device__ uint32_t WarpChannel(uint32_t channels) {
   return c < channels ? c : channels;
 }
 
-__global__ void BiasGradFinalKernel(uint32_t channels, const float* partial, float* bias_grad) {
+__global__ void ChannelTotalsKernel(uint32_t channels, const float* partial, float* bias_grad) {
   const uint32_t c = WarpChannel(channels);
   if (c == channels) return;  // the whole warp
   const double total = WarpTotal(partial, channels, c);
@@ -368,7 +368,7 @@ cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, ui
   PoolReluBackwardKernel<<<grid, block, 0, stream>>>(
       n, height, width, channels, static_cast<const bf16*>(y), affine,
       static_cast<const bf16*>(pooled_grad), static_cast<bf16*>(v_grad), partial);
-  BiasGradFinalKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(channels, partial, shift_grad);
+  ChannelTotalsKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(channels, partial, shift_grad);
   return cudaGetLastError();
 }
 
@@ -402,7 +402,7 @@ cudaError_t BatchNormBackwardBf16(uint32_t n, uint32_t height, uint32_t width, u
   auto* g = static_cast<bf16*>(grad);
   LaunchChannelPartials<Term::kGradTimesXhat>(pixels, channels, v, g, saved, saved + channels,
                                               partial, stream);
-  BiasGradFinalKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(channels, partial, scale_grad);
+  ChannelTotalsKernel<<<WarpBlocks(channels), kThreads, 0, stream>>>(channels, partial, scale_grad);
   const size_t count = pixels * channels;
   BatchNormGradKernel<<<Blocks(count), kThreads, 0, stream>>>(
       count, channels, static_cast<float>(pixels), v, saved, scale, shift_grad, scale_grad, g);

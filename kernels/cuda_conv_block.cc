@@ -201,12 +201,10 @@ Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   if (timed) {
     RF_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-        cudnn, x_desc_.get(), b.x, w_desc_.get(), b.weight, fwd_conv_.get(), act_desc_.get(),
-        b.act, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd, workspace, workspace_bytes));
+        cudnn, x_desc_.get(), b.x, w_desc_.get(), b.weight, fwd_conv_.get(), act_desc_.get(), b.act,
+        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd, workspace, workspace_bytes));
   } else {
-    RF_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-        cudnn, x_desc_.get(), w_desc_.get(), fwd_conv_.get(), act_desc_.get(),
-        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd));
+    RF_RETURN_IF_ERROR(Heuristic(cudnn, fwd, &count));
   }
   const auto* f = Pick(fwd, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
   if (f == nullptr) return NoAlgorithm("forward", shape_, n_, workspace_bytes);
@@ -220,9 +218,7 @@ Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool
         b.weight_grad, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter, workspace,
         workspace_bytes));
   } else {
-    RF_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        cudnn, x_desc_.get(), act_desc_.get(), filter_conv_.get(), w_desc_.get(),
-        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter));
+    RF_RETURN_IF_ERROR(Heuristic(cudnn, filter, &count));
   }
   const auto* bf =
       Pick(filter, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
@@ -234,13 +230,11 @@ Status CudaConvBlock::FindAlgorithms(cudnnHandle_t cudnn, const Buffers& b, bool
     cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     if (timed) {
       RF_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-          cudnn, w_desc_.get(), b.weight, act_desc_.get(), b.act, data_conv_.get(),
-          x_desc_.get(), b.x_grad, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data,
-          workspace, workspace_bytes));
+          cudnn, w_desc_.get(), b.weight, act_desc_.get(), b.act, data_conv_.get(), x_desc_.get(),
+          b.x_grad, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data, workspace,
+          workspace_bytes));
     } else {
-      RF_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          cudnn, w_desc_.get(), act_desc_.get(), data_conv_.get(), x_desc_.get(),
-          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data));
+      RF_RETURN_IF_ERROR(Heuristic(cudnn, data, &count));
     }
     const auto* bd =
         Pick(data, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
@@ -266,6 +260,33 @@ Status CudaConvBlock::ApplyMath() {
   return Status::Ok();
 }
 
+Status CudaConvBlock::Heuristic(cudnnHandle_t cudnn, cudnnConvolutionFwdAlgoPerf_t* perf,
+                                int* count) {
+  RF_CUDA_CHECK(cudnnSetConvolutionMathType(fwd_conv_.get(), search_math()));
+  RF_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+      cudnn, x_desc_.get(), w_desc_.get(), fwd_conv_.get(), act_desc_.get(),
+      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, count, perf));
+  return Status::Ok();
+}
+
+Status CudaConvBlock::Heuristic(cudnnHandle_t cudnn, cudnnConvolutionBwdFilterAlgoPerf_t* perf,
+                                int* count) {
+  RF_CUDA_CHECK(cudnnSetConvolutionMathType(filter_conv_.get(), search_math()));
+  RF_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+      cudnn, x_desc_.get(), act_desc_.get(), filter_conv_.get(), w_desc_.get(),
+      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, count, perf));
+  return Status::Ok();
+}
+
+Status CudaConvBlock::Heuristic(cudnnHandle_t cudnn, cudnnConvolutionBwdDataAlgoPerf_t* perf,
+                                int* count) {
+  RF_CUDA_CHECK(cudnnSetConvolutionMathType(data_conv_.get(), search_math()));
+  RF_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+      cudnn, w_desc_.get(), act_desc_.get(), data_conv_.get(), x_desc_.get(),
+      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, count, perf));
+  return Status::Ok();
+}
+
 Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
   // The algorithms found at max_batch, where cuDNN takes them at this n within the workspace.
   fwd_ = fwd_found_;
@@ -279,10 +300,7 @@ Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
       need > workspace_bytes) {
     int count = 0;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    RF_CUDA_CHECK(cudnnSetConvolutionMathType(fwd_conv_.get(), search_math()));
-    RF_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-        cudnn, x_desc_.get(), w_desc_.get(), fwd_conv_.get(), act_desc_.get(),
-        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
+    RF_RETURN_IF_ERROR(Heuristic(cudnn, perf, &count));
     const auto* p = Pick(perf, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
     if (p == nullptr) return NoAlgorithm("forward", shape_, n_, workspace_bytes);
     Take(*p, tensor_ops(), &fwd_);
@@ -293,10 +311,7 @@ Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
       need > workspace_bytes) {
     int count = 0;
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    RF_CUDA_CHECK(cudnnSetConvolutionMathType(filter_conv_.get(), search_math()));
-    RF_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        cudnn, x_desc_.get(), act_desc_.get(), filter_conv_.get(), w_desc_.get(),
-        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
+    RF_RETURN_IF_ERROR(Heuristic(cudnn, perf, &count));
     const auto* p = Pick(perf, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
     if (p == nullptr) return NoAlgorithm("backward filter", shape_, n_, workspace_bytes);
     Take(*p, tensor_ops(), &filter_);
@@ -307,10 +322,7 @@ Status CudaConvBlock::FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes) {
                        need > workspace_bytes)) {
     int count = 0;
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    RF_CUDA_CHECK(cudnnSetConvolutionMathType(data_conv_.get(), search_math()));
-    RF_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        cudnn, w_desc_.get(), act_desc_.get(), data_conv_.get(), x_desc_.get(),
-        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
+    RF_RETURN_IF_ERROR(Heuristic(cudnn, perf, &count));
     const auto* p = Pick(perf, count, workspace_bytes, Wanted{tensor_ops(), bf16_, deterministic_});
     if (p == nullptr) return NoAlgorithm("backward data", shape_, n_, workspace_bytes);
     Take(*p, tensor_ops(), &data_);

@@ -148,6 +148,11 @@ class CudaConvBlock {
   // Tensor-op math allowed: TF32 in float32 mode, always in bf16 mode.
   bool tensor_ops() const { return tf32_ || bf16_; }
   Status FitToBatch(cudnnHandle_t cudnn, size_t workspace_bytes);
+  // cuDNN's heuristic order for one direction at the current n (host only, no timing: the same
+  // in every process), under the math type algorithms are searched under.
+  Status Heuristic(cudnnHandle_t cudnn, cudnnConvolutionFwdAlgoPerf_t* perf, int* count);
+  Status Heuristic(cudnnHandle_t cudnn, cudnnConvolutionBwdFilterAlgoPerf_t* perf, int* count);
+  Status Heuristic(cudnnHandle_t cudnn, cudnnConvolutionBwdDataAlgoPerf_t* perf, int* count);
   // The filter and data gradients, from `grad` (the gradient w.r.t. conv(x)).
   Status BackwardConv(cudnnHandle_t cudnn, const Buffers& b, const void* grad, void* workspace,
                       size_t workspace_bytes) const;

@@ -66,8 +66,8 @@ Status CudaBatchDecoder::Decode(const void* stored, const void* labels, DType la
   args.height = spec_.height;
   args.width = spec_.width;
   args.augment = augment;
-  if (transforms_.data() !=
-      nullptr) {  // else (augmentation the spec does not have) drawn per element
+  // Without the buffer (augmentation the spec does not have), each element draws its own.
+  if (transforms_.data() != nullptr) {
     RF_CUDA_CHECK(cuda::DrawBatchTransforms(&args.augment, n, spec_.height, spec_.width,
                                             transforms_.as<SampleTransform>(), stream));
   }
