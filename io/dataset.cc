@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <glob.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "io/file.h"
@@ -193,6 +195,15 @@ bool IsDatasetFileNamed(std::string_view file, std::string_view name) {
   std::string base;
   uint32_t index = 0, count = 0;
   return format::ParseShardName(std::string(file), &base, &index, &count) && base == name;
+}
+
+bool IsDatasetFile(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  Result<File> f = File::Open(path, O_RDONLY);
+  char magic[sizeof format::kMagic];
+  return f.ok() && f->ReadAt(magic, sizeof magic, 0).ok() &&
+         std::memcmp(magic, format::kMagic, sizeof magic) == 0;
 }
 
 std::vector<uint32_t> Dataset::ChunkSampleCounts() const {

@@ -75,5 +75,8 @@ class Dataset {
 std::vector<std::string> DatasetFilesNamed(const std::string& name);
 // Whether the file name (no directory) `file` is `name` or a shard name of it.
 bool IsDatasetFileNamed(std::string_view file, std::string_view name);
+// Is path a regular file that begins with a ringfeed dataset header's magic? (What a writer may
+// remove as an older dataset of its name: nothing else that merely has such a name.)
+bool IsDatasetFile(const std::string& path);
 
 }  // namespace rf

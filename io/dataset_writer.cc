@@ -32,6 +32,17 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   RF_RETURN_IF_ERROR(format::SetSampleShape(shape, &header));
   if (opts.shards == 0 || opts.shards > 99999)
     return Status::InvalidArgument("shard count must be between 1 and 99999");
+  {
+    // Such a name is read as one shard of a set: a dataset written under it could not be opened.
+    std::string base;
+    uint32_t index = 0, count = 0;
+    if (format::ParseShardName(BaseNameOf(path), &base, &index, &count)) {
+      return Status::Usage(path + " is named like shard " + std::to_string(index) + " of " +
+                           std::to_string(count) + " of " + base +
+                           ", so it could not be opened as a dataset: name the dataset (" + base +
+                           ") and give the shard count");
+    }
+  }
 
   std::unique_ptr<DatasetWriter> w(new DatasetWriter());
   w->path_ = path;
@@ -252,9 +263,14 @@ Status DatasetWriter::CommitShards() {
     for (size_t j = i + 1; j < shards_.size(); ++j) ::unlink(shards_[j].out.final_path().c_str());
     return st;
   }
-  const std::vector<std::string> ours = paths();
+  // What the new dataset replaces: files named like it, never our own shards or a file to keep
+  // (an input, by any name), and only ringfeed datasets: a text file named like a shard stays.
+  std::vector<std::string> kept = paths();
+  kept.insert(kept.end(), opts_.keep.begin(), opts_.keep.end());
   for (const std::string& f : DatasetFilesNamed(path_)) {
-    if (std::find(ours.begin(), ours.end(), f) != ours.end()) continue;
+    const bool keep = std::any_of(kept.begin(), kept.end(),
+                                  [&f](const std::string& k) { return IsSameFile(f, k); });
+    if (keep || !IsDatasetFile(f)) continue;
     if (::unlink(f.c_str()) == 0) removed_.push_back(f);
   }
   return Status::Ok();

@@ -12,8 +12,10 @@
 // The name is the new dataset's alone once Finish() returns: any other dataset of the same name
 // (the single file "data.rfd" beside new shards of it, shards of another count) is removed, but
 // only after the new one is committed, so the old data is never lost before the new is safe
-// (removed() lists them). Create() removes the temporaries of earlier writers of this name
-// whose process is gone (io/file.h RemoveStaleTemporaries).
+// (removed() lists them). Only regular files that are ringfeed datasets (their header's magic)
+// are removed, never a file of WriterOptions::keep (the conversion's inputs, by any name), and
+// never anything else that merely has such a name. Create() removes the temporaries of earlier
+// writers of this name whose process is gone (io/file.h RemoveStaleTemporaries).
 //
 // Chunks go round-robin to the shards (global chunk g to shard g % shards), so reading the
 // chunks in order reads all drives at once.
@@ -49,6 +51,8 @@ struct WriterOptions {
   uint32_t shards = 1;
   uint64_t chunk_bytes = 4 << 20;  // target stored size of a chunk
   uint64_t dataset_id = 0;         // 0: random
+  // Files Finish() must not remove as an older dataset of the same name: the inputs.
+  std::vector<std::string> keep = {};
 };
 
 class DatasetWriter {

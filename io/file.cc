@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -111,13 +112,17 @@ File::~File() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-File::File(File&& o) noexcept : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)) {}
+File::File(File&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)),
+      path_(std::move(o.path_)),
+      stream_end_(std::exchange(o.stream_end_, 0)) {}
 
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(o.fd_, -1);
     path_ = std::move(o.path_);
+    stream_end_ = std::exchange(o.stream_end_, 0);
   }
   return *this;
 }
@@ -168,8 +173,19 @@ Status File::WriteAt(const void* buf, size_t n, uint64_t offset) const {
     return std::move(Status::IOError(path_, "write failed", injected).WithOffset(offset));
   size_t done = 0;
   while (done < n) {
-    ssize_t r = ::pwrite(fd_, static_cast<const char*>(buf) + done, n - done,
-                         static_cast<off_t>(offset + done));
+    const char* from = static_cast<const char*>(buf) + done;
+    ssize_t r = ::pwrite(fd_, from, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == ESPIPE) {
+      // A FIFO (an output written in place): bytes can only follow the ones before them.
+      if (offset + done != stream_end_) {
+        return std::move(Status::IOError(path_,
+                                         "cannot write this output to a FIFO: it is not written "
+                                         "front to back (give a regular file)")
+                             .WithOffset(offset + done));
+      }
+      r = ::write(fd_, from, n - done);
+      if (r > 0) stream_end_ += static_cast<uint64_t>(r);
+    }
     if (r < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return std::move(Status::IOError(path_, "write failed", errno).WithOffset(offset + done));
@@ -201,7 +217,9 @@ Status File::Close() {
 AtomicOutput::~AtomicOutput() { Abandon(); }
 
 void AtomicOutput::Abandon() {
-  if (!committed_ && !temp_path_.empty()) {
+  if (in_place_) {
+    (void)file_.Close();  // the file is the user's (a device, a FIFO): never removed
+  } else if (!committed_ && !temp_path_.empty()) {
     (void)file_.Close();
     ::unlink(temp_path_.c_str());
   }
@@ -212,8 +230,10 @@ AtomicOutput::AtomicOutput(AtomicOutput&& o) noexcept
     : file_(std::move(o.file_)),
       final_path_(std::move(o.final_path_)),
       temp_path_(std::exchange(o.temp_path_, {})),
+      rename_to_(std::move(o.rename_to_)),
       prepared_(o.prepared_),
-      committed_(o.committed_) {}
+      committed_(o.committed_),
+      in_place_(o.in_place_) {}
 
 AtomicOutput& AtomicOutput::operator=(AtomicOutput&& o) noexcept {
   if (this != &o) {
@@ -221,33 +241,89 @@ AtomicOutput& AtomicOutput::operator=(AtomicOutput&& o) noexcept {
     file_ = std::move(o.file_);
     final_path_ = std::move(o.final_path_);
     temp_path_ = std::exchange(o.temp_path_, {});
+    rename_to_ = std::move(o.rename_to_);
     prepared_ = o.prepared_;
     committed_ = o.committed_;
+    in_place_ = o.in_place_;
   }
   return *this;
 }
 
-Result<AtomicOutput> AtomicOutput::Create(const std::string& path, Stale stale) {
+Result<OutputPlan> PlanOutput(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return OutputPlan{OutputPlan::Kind::kReplace, path};
+    return Status::IOError(path, "cannot look at the output's path", errno);
+  }
+  const bool link = S_ISLNK(st.st_mode);
+  if (link && ::stat(path.c_str(), &st) != 0) {
+    return Status::InvalidArgument(path + " is a symbolic link to nothing (" +
+                                   std::strerror(errno) +
+                                   "); refusing to replace it: give the file itself");
+  }
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+    return OutputPlan{OutputPlan::Kind::kInPlace, path};
+  if (S_ISREG(st.st_mode)) {
+    if (!link) return OutputPlan{OutputPlan::Kind::kReplace, path};
+    char* target = ::realpath(path.c_str(), nullptr);
+    if (target == nullptr) return Status::IOError(path, "cannot resolve the symbolic link", errno);
+    std::string resolved(target);
+    std::free(target);
+    return OutputPlan{OutputPlan::Kind::kReplace, std::move(resolved)};
+  }
+  const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a regular file";
+  return Status::InvalidArgument(path + " is " + what +
+                                 "; refusing to write an output over it: give a file name");
+}
+
+Result<AtomicOutput> AtomicOutput::Create(const std::string& given, Stale stale) {
   static std::atomic<unsigned> counter{0};
+  RF_ASSIGN_OR_RETURN(const OutputPlan plan, PlanOutput(given));
+  AtomicOutput out;
+  out.final_path_ = given;
+  if (plan.kind == OutputPlan::Kind::kInPlace) {
+    // O_NONBLOCK only for the open: a FIFO without a reader fails (ENXIO) instead of blocking.
+    const int fd = ::open(given.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      return Status::IOError(given,
+                             err == ENXIO ? "is a FIFO that nobody reads; refusing to wait for one"
+                                          : "cannot open the output in place",
+                             err);
+    }
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return Status::IOError(given, "cannot open the output in place", err);
+    }
+    out.file_ = File(fd, given);
+    out.in_place_ = true;
+    return out;
+  }
+  // The rename replaces the file itself, not a symbolic link to it; errors still name `given`.
+  const std::string& path = plan.path;
   const std::string dir = DirectoryOf(path);
   const std::string name = BaseNameOf(path);
   if (stale == Stale::kRemove)
     RemoveStaleTemporaries(dir, [&name](std::string_view n) { return n == name; });
-  AtomicOutput out;
-  out.final_path_ = path;
   out.temp_path_ = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   Result<File> f = File::Open(out.temp_path_, O_RDWR | O_CREAT | O_TRUNC, 0644);
   if (!f.ok()) {
     // Named by the user's path: the temporary name is ours, not something they asked for.
     const int err = f.status().err();
-    return Status::IOError(path,
+    return Status::IOError(given,
                            err == ENOENT
                                ? "cannot create the file: its directory " + dir + " does not exist"
                                : "cannot create the file in " + dir,
                            err);
   }
   // The file carries the user's path, so its write, fsync and close errors name that.
-  out.file_ = File(f->Release(), path);
+  out.file_ = File(f->Release(), given);
+  out.rename_to_ = path;
   return out;
 }
 
@@ -255,9 +331,11 @@ Status AtomicOutput::Prepare() {
   if (prepared_) return Status::Ok();
   // Closed without being prepared: an earlier Prepare failed. Its fsync error is not reported
   // twice by the kernel, so a retry could not be trusted.
-  if (temp_path_.empty() || !file_.is_open())
+  if ((temp_path_.empty() && !in_place_) || !file_.is_open())
     return Status::IOError(final_path_, "cannot commit: an earlier step of writing it failed");
   Status st = file_.Sync();
+  // A device or FIFO written in place: nothing to make durable (fsync says EINVAL there).
+  if (in_place_ && !st.ok() && st.err() == EINVAL) st = Status::Ok();
   if (st.ok()) {
     st = file_.Close();
   } else {
@@ -271,11 +349,15 @@ Status AtomicOutput::Prepare() {
 Status AtomicOutput::Commit() {
   if (committed_) return Status::Ok();
   RF_RETURN_IF_ERROR(Prepare());
-  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0)
+  if (in_place_) {
+    committed_ = true;
+    return Status::Ok();
+  }
+  if (::rename(temp_path_.c_str(), rename_to_.c_str()) != 0)
     return Status::IOError(final_path_, "cannot rename " + temp_path_ + " into place", errno);
   committed_ = true;
   // Make the rename itself durable.
-  const std::string dir = DirectoryOf(final_path_);
+  const std::string dir = DirectoryOf(rename_to_);
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return Status::IOError(final_path_, "cannot open its directory to fsync", errno);
   const int synced = ::fsync(dfd);
@@ -305,19 +387,65 @@ bool IsDirectory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-Status CheckOutputsAreNotInputs(const std::vector<std::string>& outputs,
-                                const std::vector<std::string>& inputs) {
-  for (const std::string& in : inputs) {
-    struct stat is;
-    if (::stat(in.c_str(), &is) != 0) continue;
-    for (const std::string& out : outputs) {
-      struct stat os;
-      if (::stat(out.c_str(), &os) != 0) continue;
-      if (os.st_dev == is.st_dev && os.st_ino == is.st_ino) {
-        std::string why = "output " + out + " is the input " + in;
-        if (out != in) why += " (the same file by another name)";
-        return Status::InvalidArgument(why + "; refusing to replace an input: choose another -o");
+bool IsSameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
+  if (ea || eb) return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (BaseNameOf(a) != BaseNameOf(b)) return false;
+  char* da = ::realpath(DirectoryOf(a).c_str(), nullptr);
+  char* db = ::realpath(DirectoryOf(b).c_str(), nullptr);
+  const bool same =
+      da != nullptr && db != nullptr ? std::strcmp(da, db) == 0 : DirectoryOf(a) == DirectoryOf(b);
+  std::free(da);
+  std::free(db);
+  return same;
+}
+
+namespace {
+
+std::string Named(const NamedPath& p) {
+  return p.flag.empty() ? "output " + p.path : p.flag + " " + p.path;
+}
+
+}  // namespace
+
+Status CheckOutputPaths(const std::vector<NamedPath>& outputs,
+                        const std::vector<NamedPath>& inputs) {
+  std::vector<OutputPlan> plans;
+  for (const NamedPath& out : outputs) {
+    Result<OutputPlan> plan = PlanOutput(out.path);
+    if (!plan.ok()) {
+      return Status::Usage((out.flag.empty() ? "" : out.flag + ": ") + plan.status().message());
+    }
+    plans.push_back(*plan);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      if (plans[i].kind == OutputPlan::Kind::kInPlace &&
+          plans[j].kind == OutputPlan::Kind::kInPlace) {
+        continue;
       }
+      if (!IsSameFile(outputs[i].path, outputs[j].path)) continue;
+      std::string why = Named(outputs[i]) + " and " + Named(outputs[j]) + " are the same file";
+      if (outputs[i].path != outputs[j].path) why += " (by another name)";
+      return Status::Usage(why + "; one would replace the other: give each its own file");
+    }
+  }
+  for (const NamedPath& in : inputs) {
+    struct stat is;
+    if (::stat(in.path.c_str(), &is) != 0) continue;
+    for (const NamedPath& out : outputs) {
+      struct stat os;
+      if (::stat(out.path.c_str(), &os) != 0) continue;
+      if (os.st_dev != is.st_dev || os.st_ino != is.st_ino) continue;
+      const std::string other = out.path != in.path ? " (the same file by another name)" : "";
+      if (out.flag.empty()) {
+        return Status::Usage("output " + out.path + " is the input " + in.path + other +
+                             "; refusing to replace an input: choose another -o");
+      }
+      return Status::Usage(out.flag + " " + out.path + " is " +
+                           (in.flag.empty() ? "the input " : in.flag + "'s file ") + in.path +
+                           other + "; refusing to overwrite an input");
     }
   }
   return Status::Ok();

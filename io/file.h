@@ -10,6 +10,18 @@
 // of the final name byte for byte as it was. WriteFileAtomically writes a whole file this way;
 // io/sequential_output.h streams one.
 //
+// What is at the path already decides how an output goes there (PlanOutput; the rules every
+// output of ringfeed obeys, so no output destroys what it should not):
+//   - nothing, or a regular file: written under a temporary name and renamed over the path on
+//     Commit. Through symbolic links the rename replaces the link's target, so a link stays a
+//     link;
+//   - a character device or a FIFO (/dev/null, /dev/stdout, a named pipe): written in place, front
+//     to back, never replaced or removed. A FIFO that nobody reads is refused rather than waited
+//     for; an output that is not written front to back (a dataset) fails on it, naming it;
+//   - anything else (a directory, a block device, a socket, a link to nothing): refused.
+// CheckOutputPaths applies the same rules to a command's outputs before it starts, and refuses
+// two outputs that are one file, or an output that is an input.
+//
 // Temporary names are "<path>.tmp.<pid>.<n>". A process killed while writing leaves its
 // temporary behind; the next AtomicOutput of the same final name removes those whose process is
 // gone (RemoveStaleTemporaries), never a live process's. The pid is this machine's: on a file
@@ -22,7 +34,8 @@
 // is read at each call, so a test may set and unset it; unset, the cost is one getenv a write.
 //
 // Thread safety: a File may be used by several threads for ReadAt/WriteAt (pread/pwrite carry
-// their own offset); opening, closing and moving are not thread safe.
+// their own offset), except a File on a FIFO or device that cannot seek: WriteAt then writes front
+// to back, one thread at a time. Opening, closing and moving are not thread safe.
 #pragma once
 
 #include <sys/types.h>
@@ -43,7 +56,7 @@ class File {
   File() = default;
   File(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   ~File();
-  File(File&& o) noexcept;
+  File(File&& o) noexcept;  // (defined out of line: moves the stream position too)
   File& operator=(File&& o) noexcept;
   File(const File&) = delete;
   File& operator=(const File&) = delete;
@@ -63,6 +76,8 @@ class File {
   Status ReadAt(void* buf, size_t n, uint64_t offset) const;
   // Reads up to n bytes; returns how many were read (less than n only at end of file).
   Result<size_t> ReadSome(void* buf, size_t n, uint64_t offset) const;
+  // Writes exactly n bytes at offset. On a descriptor that cannot seek (a FIFO), bytes go in
+  // order: offset must be where the previous write ended, or this fails naming the file.
   Status WriteAt(const void* buf, size_t n, uint64_t offset) const;
   Status Sync() const;
   Status Close();
@@ -70,7 +85,18 @@ class File {
  private:
   int fd_ = -1;
   std::string path_;
+  mutable uint64_t stream_end_ = 0;  // where the next write goes, on a descriptor without seek
 };
+
+// How an output reaches `path`: see the rules at the top of this file.
+struct OutputPlan {
+  enum class Kind { kReplace, kInPlace } kind = Kind::kReplace;
+  // kReplace: the path the rename replaces (the target of any symbolic links). kInPlace: the path
+  // as given (opened through its links).
+  std::string path;
+};
+// InvalidArgument naming the path and what it is when no output may go there.
+Result<OutputPlan> PlanOutput(const std::string& path);
 
 class AtomicOutput {
  public:
@@ -83,7 +109,8 @@ class AtomicOutput {
   // Creates "<path>.tmp.<pid>.<n>" in the same directory as path, first removing that name's
   // stale temporaries (RemoveStaleTemporaries), unless `stale` is kLeave: a caller creating many
   // outputs of one family (a dataset's shards) scans the directory once itself. Its file() names
-  // path in its errors.
+  // path in its errors. Where path is a character device or a FIFO the output is that file,
+  // opened in place; where no output may go (PlanOutput), InvalidArgument.
   static Result<AtomicOutput> Create(const std::string& path, Stale stale = Stale::kRemove);
 
   File& file() { return file_; }
@@ -94,8 +121,10 @@ class AtomicOutput {
   // them all before renaming any.
   Status Prepare();
   // Prepare() if not done yet, rename to the final name, fsync the directory. After a failed
-  // Prepare the output cannot be committed; it is removed on destruction.
+  // Prepare the output cannot be committed; it is removed on destruction. (In place: Prepare and
+  // Commit only close it; nothing is ever removed.)
   Status Commit();
+  bool in_place() const { return in_place_; }
 
  private:
   void Abandon();  // closes and removes an uncommitted temporary file
@@ -103,8 +132,10 @@ class AtomicOutput {
   File file_;
   std::string final_path_;
   std::string temp_path_;
+  std::string rename_to_;  // final_path_, or the file its symbolic links lead to
   bool prepared_ = false;
   bool committed_ = false;
+  bool in_place_ = false;
 };
 
 // Writes n bytes as the whole file at path through an AtomicOutput: written, fsynced, closed and
@@ -125,18 +156,34 @@ std::vector<std::string> RemoveStaleTemporaries(
 std::string DirectoryOf(const std::string& path);
 std::string BaseNameOf(const std::string& path);
 
+// Do a and b name the same file, by any names? The same device and inode where both exist (after
+// symbolic links); where neither exists yet, the same name in the same directory (after the
+// directory's links).
+bool IsSameFile(const std::string& a, const std::string& b);
+
 // Does a regular file exist at path?
 bool FileExists(const std::string& path);
 // Is path a directory (after following symbolic links)?
 bool IsDirectory(const std::string& path);
 
-// Refuses an output that is one of the inputs, whatever the names say: two paths are the same
-// file when stat(2), which follows symbolic links, gives the same device and inode (so a
-// symlink, a hard link or "./x" for "x" is caught). Call it before creating any output: the
-// rename that commits an output would otherwise replace the input. Outputs that do not exist
-// yet pass; an input that cannot be stat'ed is left to the code that opens it.
-// InvalidArgument naming both paths.
-Status CheckOutputsAreNotInputs(const std::vector<std::string>& outputs,
-                                const std::vector<std::string>& inputs);
+// A file a command names, and how it named it: the flag ("--metrics", "-o") or an empty flag for
+// files a command derives itself (a dataset's shards).
+struct NamedPath {
+  std::string flag;
+  std::string path;
+};
+
+// A command's outputs against the rules above, before it creates any (so a run is refused at its
+// start, not after hours): Usage naming the flags and files where
+//   - an output may not go where it points (PlanOutput);
+//   - two outputs are one file, by any names: the same device and inode where it exists, the same
+//     directory and name where it does not yet (two outputs written in place, such as /dev/null
+//     twice, may share it: nothing is replaced);
+//   - an output is one of the inputs, whatever the names say (stat(2) follows symbolic links, so a
+//     symlink, a hard link or "./x" for "x" is caught). The rename that commits an output would
+//     otherwise replace the input. An input that cannot be stat'ed is left to the code that
+//     opens it.
+Status CheckOutputPaths(const std::vector<NamedPath>& outputs,
+                        const std::vector<NamedPath>& inputs);
 
 }  // namespace rf

@@ -86,9 +86,9 @@ Status Run(const ReadArgs& a) {
   RF_RETURN_IF_ERROR(CheckRank(a.rank, a.world_size));
   RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(a.dataset));
   if (!a.json.empty()) {
-    std::vector<std::string> shards;
-    for (size_t s = 0; s < d.shard_count(); ++s) shards.push_back(d.shard_path(s));
-    RF_RETURN_IF_ERROR(CheckOutputIsNotInput("--json", a.json, "DATASET", shards));
+    std::vector<NamedPath> shards;
+    for (size_t s = 0; s < d.shard_count(); ++s) shards.push_back({"DATASET", d.shard_path(s)});
+    RF_RETURN_IF_ERROR(CheckOutputPaths({{"--json", a.json}}, shards));
   }
   // The chunks in stored order, or in the order the first epoch of `ringfeed train --seed S`
   // reads them with its default window shuffle: the reader-alone rate a shuffled epoch is bound

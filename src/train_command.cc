@@ -319,8 +319,10 @@ Status Run(TrainConfig c, const std::vector<std::string>& args, World& world) {
   // must take files (or the run would be lost at its first checkpoint).
   RF_RETURN_IF_ERROR(CheckTrainOutputs(
       c, ShardPaths(data.train), data.test ? ShardPaths(*data.test) : std::vector<std::string>{}));
-  if (!c.checkpoint.empty() && world.rank() == 0)  // rank 0 writes it
+  if (!c.checkpoint.empty() && world.rank() == 0) {  // rank 0 writes it
     RF_RETURN_IF_ERROR(CheckDirectoryWritable("--checkpoint", c.checkpoint));
+    RF_RETURN_IF_ERROR(CheckCheckpointTarget(c));
+  }
   RF_ASSIGN_OR_RETURN(const ModelConfig model, ModelFor(c, data.train.header()));
   RF_ASSIGN_OR_RETURN(StartPoint start, Start(model, data.train, world, &c));
   // The config is final here (a checkpoint has adjusted it): every component's options from it.

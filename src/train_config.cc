@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "io/file.h"
 #include "src/command_checks.h"
 
 namespace rf {
@@ -158,19 +159,34 @@ TrainComponents DeriveTrainComponents(const TrainConfig& c) {
 
 Status CheckTrainOutputs(const TrainConfig& c, const std::vector<std::string>& data_shards,
                          const std::vector<std::string>& test_shards) {
-  const std::pair<const char*, const std::string*> outputs[] = {{"--checkpoint", &c.checkpoint},
-                                                                {"--metrics", &c.metrics},
-                                                                {"--dump-order", &c.dump_order},
-                                                                {"--trace", &c.trace}};
-  for (const auto& [flag, path] : outputs) {
+  std::vector<NamedPath> outputs, others;  // others: all but --checkpoint
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string*>{"--checkpoint", &c.checkpoint},
+        {"--metrics", &c.metrics},
+        {"--dump-order", &c.dump_order},
+        {"--trace", &c.trace}}) {
     if (path->empty()) continue;
-    RF_RETURN_IF_ERROR(CheckOutputIsNotInput(flag, *path, "--data", data_shards));
-    RF_RETURN_IF_ERROR(CheckOutputIsNotInput(flag, *path, "--test", test_shards));
-    if (path != &c.checkpoint && !c.resume.empty()) {
-      RF_RETURN_IF_ERROR(CheckOutputIsNotInput(flag, *path, "--resume", {c.resume}));
-    }
+    outputs.push_back({flag, *path});
+    if (path != &c.checkpoint) others.push_back({flag, *path});
   }
-  return Status::Ok();
+  std::vector<NamedPath> inputs;
+  for (const std::string& s : data_shards) inputs.push_back({"--data", s});
+  for (const std::string& s : test_shards) inputs.push_back({"--test", s});
+  RF_RETURN_IF_ERROR(CheckOutputPaths(outputs, inputs));
+  if (c.resume.empty()) return Status::Ok();
+  return CheckOutputPaths(others, {{"--resume", c.resume}});
+}
+
+Status CheckCheckpointTarget(const TrainConfig& c) {
+  if (c.checkpoint.empty() || c.overwrite || !FileExists(c.checkpoint)) return Status::Ok();
+  if (!c.resume.empty() && IsSameFile(c.checkpoint, c.resume)) return Status::Ok();
+  const Result<Checkpoint> old = ReadCheckpoint(c.checkpoint);
+  const std::string what = old.ok()
+                               ? "holds a checkpoint of " + std::to_string(old->step) + " steps"
+                               : "exists and is not a checkpoint ringfeed can read";
+  return Status::Usage("--checkpoint " + c.checkpoint + " " + what +
+                       " that this run does not resume from; refusing to replace it: --resume " +
+                       c.checkpoint + " continues it, --overwrite replaces it");
 }
 
 }  // namespace rf

@@ -50,7 +50,9 @@ struct TrainConfig {
   // Files. Inputs: resume. Outputs: the others (none of them may be an input: CheckTrainOutputs).
   std::string checkpoint, resume, metrics, dump_order, trace;
   uint64_t checkpoint_every = TrainerOptions{}.checkpoint_every;  // steps; 0: at the end only
-  uint64_t max_steps = TrainerOptions{}.max_steps;                // 0: no limit
+  // --checkpoint may replace an existing file the run does not resume from (CheckCheckpointTarget).
+  bool overwrite = false;
+  uint64_t max_steps = TrainerOptions{}.max_steps;  // 0: no limit
   // Data-parallel (the ranks come from mpirun: dist/world.h; pipeline.rank and world_size are
   // set from the World, not from flags).
   int gpu = -1;               // this rank's GPU; -1: its local rank modulo the GPUs visible
@@ -97,11 +99,19 @@ struct TrainComponents {
 };
 TrainComponents DeriveTrainComponents(const TrainConfig& c);
 
-// The run's outputs (--checkpoint, --metrics, --dump-order, --trace) against its inputs: Usage
-// naming both when an output is the same file (by any name: io/file.h's CheckOutputsAreNotInputs)
-// as a shard of --data (`data_shards`) or --test (`test_shards`), or, for all but --checkpoint,
-// as --resume (a checkpoint replacing the one it resumed from is how runs continue).
+// The run's outputs (--checkpoint, --metrics, --dump-order, --trace) against each other and its
+// inputs (io/file.h's CheckOutputPaths, by any name): Usage naming both when two outputs are one
+// file, when an output may not go where it points (a directory), or when an output is a shard
+// of --data (`data_shards`) or --test (`test_shards`), or, for all but --checkpoint, --resume (a
+// checkpoint replacing the one it resumed from is how runs continue).
 Status CheckTrainOutputs(const TrainConfig& c, const std::vector<std::string>& data_shards,
                          const std::vector<std::string>& test_shards);
+
+// --checkpoint against what is there already: a run replaces an existing checkpoint (or any other
+// regular file) only when it resumes from that file (--resume, by any name) or under --overwrite,
+// so a run started afresh never replaces a better checkpoint unasked. Usage naming the file, and
+// the steps it holds where it is a checkpoint. A device or FIFO (written in place), or no file,
+// passes.
+Status CheckCheckpointTarget(const TrainConfig& c);
 
 }  // namespace rf

@@ -156,7 +156,10 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
      "ones (kept in checkpoints) in evaluation; CPU backend only so far")
     ("checkpoint", po::value(&c.checkpoint),
      "write a checkpoint here at the end, on SIGINT/SIGTERM and every --checkpoint-every steps "
-     "(its directory must be writable)")
+     "(its directory must be writable). An existing file here is replaced only by a run that "
+     "resumes from it (--resume) or under --overwrite; a run that trains no step writes none")
+    ("overwrite", po::bool_switch(&c.overwrite),
+     "let --checkpoint replace an existing file that this run does not resume from")
     ("checkpoint-every", po::value(&c.checkpoint_every)->default_value(c.checkpoint_every),
      "steps between checkpoints (0: only at the end)")
     ("resume", po::value(&c.resume),

@@ -135,6 +135,15 @@ Status Trainer::Save(const RunState& s, const OptimizerConfig& opt, uint64_t see
 Status Trainer::StopOnDataError(const RunState& s, const OptimizerConfig& opt, uint64_t seed,
                                 Status error) {
   if (o_.checkpoint.empty() || world_.size() > 1) return error;
+  if (s.step == first_step_) {
+    // Nothing trained: an emergency checkpoint would hold only the start, and could replace a
+    // better one.
+    std::fprintf(stderr,
+                 "ringfeed train: stopped by a data error before any step; no emergency "
+                 "checkpoint written (%s left as it was)\n",
+                 o_.checkpoint.c_str());
+    return error;
+  }
   // The backend holds the state after step s.step (GetState waits for queued steps), and
   // s.next_sample is the position after that step's batch: the failed batch was never trained.
   Status saved = Save(s, opt, seed);
@@ -305,6 +314,7 @@ Status Trainer::MarkStep() {
 }
 
 Status Trainer::Run(RunState s, const OptimizerConfig& opt, uint64_t seed) {
+  first_step_ = s.step;
   OptimizerConfig step_opt = opt;
   std::string stopped_by = "epochs";
   bool stopping = o_.max_steps != 0 && s.step >= o_.max_steps;
@@ -366,14 +376,19 @@ Status Trainer::Run(RunState s, const OptimizerConfig& opt, uint64_t seed) {
     ++s.epoch;
     s.next_sample = 0;
   }
-  // After the last epoch (s.epoch == epochs, next_sample 0) Save stores exactly that.
-  RF_RETURN_IF_ERROR(Save(s, opt, seed));
+  // After the last epoch (s.epoch == epochs, next_sample 0) Save stores exactly that. A run that
+  // trained no step writes nothing: the file holds the same state already, or a better one.
+  const bool trained = s.step != first_step_;
+  if (trained) RF_RETURN_IF_ERROR(Save(s, opt, seed));
   if (!lead()) return Status::Ok();
-  std::printf("ringfeed train: stopped by %s after step %llu (next: epoch %llu, sample %llu)%s%s\n",
+  const std::string saved = o_.checkpoint.empty() ? ""
+                            : trained             ? "; checkpoint written to " + o_.checkpoint
+                                      : "; no step trained, so no checkpoint written (" +
+                                            o_.checkpoint + " left as it was)";
+  std::printf("ringfeed train: stopped by %s after step %llu (next: epoch %llu, sample %llu)%s\n",
               stopped_by.c_str(), static_cast<unsigned long long>(s.step),
               static_cast<unsigned long long>(s.epoch + 1),
-              static_cast<unsigned long long>(s.next_sample),
-              o_.checkpoint.empty() ? "" : "; checkpoint written to ", o_.checkpoint.c_str());
+              static_cast<unsigned long long>(s.next_sample), saved.c_str());
   std::fflush(stdout);
   return WriteMetrics({{"event", "end"},
                        {"stopped_by", stopped_by},

@@ -10,7 +10,9 @@
 // writes an emergency checkpoint of the last completed step: the parameters and optimizer state
 // after it, and the position just past its batch, so that a resume trains exactly the samples this
 // run had not; it prints where it is and the command that resumes. The error is still returned
-// (the run exits 1).
+// (the run exits 1). A run that trained no step writes no checkpoint at all, emergency or final:
+// it would hold only where the run began, and could replace a better one (CheckCheckpointTarget,
+// src/train_config.h, keeps a run started afresh from replacing one unasked).
 //   Not with several ranks: the checkpoint needs every rank at the same step, and a rank whose
 //   read failed cannot make the others stop there (they may be inside a collective, or a step
 //   ahead). The job ends as for any rank's error (World::Abort, naming rank, file, chunk and
@@ -145,6 +147,7 @@ class Trainer {
   SequentialOutput* metrics_;
   SequentialOutput* dump_order_;
   double first_batch_ms_ = -1;
+  uint64_t first_step_ = 0;           // the step Run began at: a run that trains none saves nothing
   uint64_t evaluations_ = 0;          // test split passes so far
   double last_lr_ = 0;                // the lr of the last step taken, for the epoch's line
   std::array<StepMark, 64> marks_{};  // more than the backend's pending WhenDone calls

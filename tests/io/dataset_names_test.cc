@@ -3,6 +3,7 @@
 // dataset: the writer removes what its new dataset replaces, once the new one is committed, and
 // readers refuse a name under which more than one dataset exists, naming each.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -75,6 +76,52 @@ TEST(DatasetNames, ShardsOfTwoCountsAreRefusedNamingOneOfEach) {
   EXPECT_EQ(d.status().ToString(), t.File("a.rfd") + ": 2 datasets have this name: " + two[0] +
                                        " (2 shards), " + t.File("a-00000-of-00003.rfd") +
                                        " (3 shards); remove the stale one(s) or name one shard");
+}
+
+// Issue 23, D4: the writer removed any file named like a shard of its output, its own inputs
+// (.npy files named like shards) and text files included. Now it removes only ringfeed datasets,
+// never a file it was told to keep (the inputs, by any name), and lists each removal.
+TEST(DatasetNames, OnlyOlderDatasetsAreRemovedNeverInputsOrOtherFiles) {
+  TempDir t;
+  const std::string name = t.File("d.rfd");
+  // Inputs named like shards of the output, one of them reached through a symbolic link.
+  testing::WriteAll(t.File("d-00000-of-00002.rfd"), "images", 6);
+  testing::WriteAll(t.File("d-00001-of-00002.rfd"), "labels", 6);
+  testing::WriteAll(t.File("d-00003-of-00007.rfd"), "a note", 6);  // not a dataset at all
+  ASSERT_EQ(::symlink(t.File("d-00001-of-00002.rfd").c_str(), t.File("labels-link").c_str()), 0);
+  // An older dataset of the name, in 3 shards: it is what the new one replaces.
+  const std::vector<std::string> older = Write(name, 300, 3);
+
+  DatasetSpec spec;
+  spec.height = spec.width = 8;
+  WriterOptions o{.chunk_bytes = 4096};
+  o.keep = {t.File("d-00000-of-00002.rfd"), t.File("labels-link")};
+  auto w = DatasetWriter::Create(name, spec, o);
+  ASSERT_TRUE(w.ok());
+  const std::vector<uint8_t> samples(64 * 10, 3), labels(10, 1);
+  ASSERT_TRUE((*w)->Append(samples.data(), labels.data(), 10).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  EXPECT_EQ((*w)->removed(), older);
+  EXPECT_EQ(testing::FilesIn(t.path()),
+            (std::vector<std::string>{"d-00000-of-00002.rfd", "d-00001-of-00002.rfd",
+                                      "d-00003-of-00007.rfd", "d.rfd", "labels-link"}));
+  EXPECT_EQ(testing::ReadAll(t.File("d-00001-of-00002.rfd")),
+            (std::vector<uint8_t>{'l', 'a', 'b', 'e', 'l', 's'}));
+}
+
+// Issue 23, accepted item 5: "-o q-00000-of-00002.rfd" with one shard wrote a dataset nothing
+// could open (the name says shard 0 of 2).
+TEST(DatasetNames, AnOutputNamedLikeAShardIsRefused) {
+  TempDir t;
+  DatasetSpec spec;
+  auto w = DatasetWriter::Create(t.File("q-00000-of-00002.rfd"), spec, {});
+  ASSERT_FALSE(w.ok());
+  EXPECT_TRUE(w.status().IsUsage());
+  EXPECT_EQ(w.status().message(),
+            t.File("q-00000-of-00002.rfd") +
+                " is named like shard 0 of 2 of q.rfd, so it could not be opened as a dataset: "
+                "name the dataset (q.rfd) and give the shard count");
+  EXPECT_TRUE(testing::FilesIn(t.path()).empty());
 }
 
 }  // namespace

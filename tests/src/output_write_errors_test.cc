@@ -59,8 +59,9 @@ TEST(OutputWriteErrors, TrainDumpOrderAndMetricsThatCannotBeWrittenExitOne) {
 TEST(OutputWriteErrors, ACheckpointThatCannotBeWrittenExitsOneKeepingTheLastOne) {
   TempDir t;
   const std::string data = testing::MakeDataset(t);
-  ExpectWriteFailure(t, testing::Train(data, "--max-steps 2 --checkpoint " + t.File("c.ckpt")),
-                     4096, t.File("c.ckpt"), {"s.rfd"});
+  ExpectWriteFailure(
+      t, testing::Train(data, "--max-steps 2 --overwrite --checkpoint " + t.File("c.ckpt")), 4096,
+      t.File("c.ckpt"), {"s.rfd"});
 }
 
 }  // namespace

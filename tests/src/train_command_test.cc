@@ -381,10 +381,11 @@ TEST(TrainCommand, ResumeContinuesTheCheckpointsShuffleWithoutItsFlags) {
               0)
         << out;
     // 13 steps: the first epoch (10 steps) and 3 of the second.
-    ASSERT_EQ(RunCommand(Train(data, "--epochs 2 " + order + " --max-steps 13 --checkpoint " +
-                                         t.File("c") + " --dump-order " + t.File("p1")),
-                         &out),
-              0)
+    ASSERT_EQ(
+        RunCommand(Train(data, "--epochs 2 " + order + " --max-steps 13 --overwrite " +
+                                   "--checkpoint " + t.File("c") + " --dump-order " + t.File("p1")),
+                   &out),
+        0)
         << out;
     ASSERT_EQ(RunCommand(Train(data, "--epochs 2 --resume " + t.File("c") + " --dump-order " +
                                          t.File("p2")),

@@ -1,5 +1,7 @@
 // The built ringfeed-convert binary: exit codes and the one-line error on stderr.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -114,7 +116,7 @@ TEST(ConvertCli, AnOutputOntoAnInputIsRefusedAndTheInputKept) {
   };
   for (const auto& [output, input] : cases) {
     std::string out;
-    EXPECT_EQ(RunCommand(raw + output, &out), 1) << output;
+    EXPECT_EQ(RunCommand(raw + output, &out), 2) << output;
     EXPECT_EQ(CountLines(out), 1) << out;
     EXPECT_NE(out.find("output " + output + " is the input " + input), std::string::npos) << out;
     EXPECT_NE(out.find("refusing to replace an input"), std::string::npos) << out;
@@ -125,7 +127,7 @@ TEST(ConvertCli, AnOutputOntoAnInputIsRefusedAndTheInputKept) {
                            " --shape 1,4,4 --label file:" + t.File("labels.bin") + " -o " +
                            t.File("labels.bin"),
                        &out),
-            1)
+            2)
       << out;
   EXPECT_NE(out.find("output " + t.File("labels.bin") + " is the input"), std::string::npos) << out;
   ASSERT_EQ(::rename(t.File("labels.bin").c_str(), t.File("d.test.rfd").c_str()), 0);
@@ -133,7 +135,7 @@ TEST(ConvertCli, AnOutputOntoAnInputIsRefusedAndTheInputKept) {
                            " --shape 1,4,4 --label file:" + t.File("d.test.rfd") +
                            " --test-split 0.5 -o " + t.File("d.rfd"),
                        &out),
-            1)
+            2)
       << out;
   EXPECT_NE(out.find("output " + t.File("d.test.rfd") + " is the input"), std::string::npos) << out;
   EXPECT_EQ(testing::ReadAll(t.File("in.records")), records);
@@ -150,7 +152,7 @@ TEST(ConvertCli, IdxOutputOntoItsImagesIsRefused) {
   testing::WriteAll(t.File("imgs"), images);
   std::string out;
   EXPECT_EQ(
-      RunCommand(Program() + " idx --images " + t.File("imgs") + " -o " + t.File("imgs"), &out), 1);
+      RunCommand(Program() + " idx --images " + t.File("imgs") + " -o " + t.File("imgs"), &out), 2);
   EXPECT_NE(out.find("is the input"), std::string::npos) << out;
   EXPECT_EQ(testing::ReadAll(t.File("imgs")), images);
 }
@@ -168,9 +170,59 @@ TEST(ConvertCli, ExportOntoItsOwnDatasetIsRefused) {
   EXPECT_EQ(
       RunCommand(Program() + " export " + t.File("s.bin") + " --format cifar -o " + t.File("s"),
                  &out),
-      1);
+      2);
   EXPECT_NE(out.find("output " + t.File("s.bin") + " is the input"), std::string::npos) << out;
   EXPECT_EQ(testing::ReadAll(t.File("s.bin")), dataset);
+}
+
+// Issue 23, D4: `npy --images d-00000-of-00002.rfd --labels d-00001-of-00002.rfd -o d.rfd`
+// removed both inputs, and a text file named like a shard went too. Only older ringfeed datasets
+// of the name are removed, each named.
+TEST(ConvertCli, InputsAndOtherFilesNamedLikeShardsOfTheOutputAreKept) {
+  TempDir t;
+  std::vector<uint8_t> pixels(6 * 4 * 4);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i);
+  const std::vector<uint8_t> labels = {0, 1, 2, 0, 1, 2};
+  const std::vector<uint8_t> images_npy = testing::NpyBytes("|u1", {6, 4, 4}, pixels.data(), 96);
+  const std::vector<uint8_t> labels_npy = testing::NpyBytes("|u1", {6}, labels.data(), 6);
+  testing::WriteAll(t.File("d-00000-of-00002.rfd"), images_npy);
+  testing::WriteAll(t.File("d-00001-of-00002.rfd"), labels_npy);
+  testing::WriteAll(t.File("d-00003-of-00007.rfd"), "a note", 6);
+  std::string out;
+  // An older dataset of the name, in 3 shards: the one file the new dataset replaces.
+  ASSERT_EQ(
+      RunCommand(Program() + " synthetic --samples 64 --shape 1,4,4 --classes 4 --threads 1 " +
+                     "--shards 3 -q -o " + t.File("d.rfd"),
+                 &out),
+      0)
+      << out;
+  ASSERT_EQ(RunCommand(Program() + " npy --images " + t.File("d-00000-of-00002.rfd") +
+                           " --labels " + t.File("d-00001-of-00002.rfd") + " -o " + t.File("d.rfd"),
+                       &out),
+            0)
+      << out;
+  for (int s = 0; s < 3; ++s) {
+    const std::string old = t.File("d-0000" + std::to_string(s) + "-of-00003.rfd");
+    EXPECT_NE(out.find("removed " + old + " (an older dataset of the same name)"),
+              std::string::npos)
+        << out;
+  }
+  EXPECT_EQ(testing::FilesIn(t.path()),
+            (std::vector<std::string>{"d-00000-of-00002.rfd", "d-00001-of-00002.rfd",
+                                      "d-00003-of-00007.rfd", "d.rfd"}));
+  EXPECT_EQ(testing::ReadAll(t.File("d-00000-of-00002.rfd")), images_npy);
+  EXPECT_EQ(testing::ReadAll(t.File("d-00001-of-00002.rfd")), labels_npy);
+  // A device as -o is written in place (as root, where one can be made) and stays a device.
+  if (::mknod(t.File("null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    EXPECT_EQ(RunCommand(Program() + " synthetic --samples 64 --shape 1,4,4 --classes 4 " +
+                             "--threads 1 -q -o " + t.File("null"),
+                         &out),
+              0)
+        << out;
+    struct stat st;
+    ASSERT_EQ(::lstat(t.File("null").c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+  }
 }
 
 }  // namespace

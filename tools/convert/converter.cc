@@ -138,14 +138,16 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
   spec.shape = shape.dims;
   spec.num_classes = labeled ? classes : 0;
   spec.has_labels = labeled;
-  std::vector<std::string> outputs;
+  std::vector<NamedPath> outputs, input_files;
   for (uint32_t i = 0; i < opts.shards; ++i) {
-    outputs.push_back(format::ShardPath(out_path, i, opts.shards));
-    if (split) outputs.push_back(format::ShardPath(TestSetPath(out_path), i, opts.shards));
+    outputs.push_back({"", format::ShardPath(out_path, i, opts.shards)});
+    if (split) outputs.push_back({"", format::ShardPath(TestSetPath(out_path), i, opts.shards)});
   }
-  RF_RETURN_IF_ERROR(CheckOutputsAreNotInputs(outputs, inputs));
+  for (const std::string& in : inputs) input_files.push_back({"", in});
+  RF_RETURN_IF_ERROR(CheckOutputPaths(outputs, input_files));
 
   WriterOptions wopts;
+  wopts.keep = inputs;
   wopts.shards = opts.shards;
   wopts.chunk_bytes = opts.chunk_bytes.value_or(kDefaultChunkBytes);
   wopts.dataset_id = opts.dataset_id;

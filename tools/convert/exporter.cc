@@ -82,9 +82,10 @@ const uint8_t* SamplesInLayout(const format::Header& h, ExportLayout layout, con
 }
 
 Result<ExportSummary> Export(const Dataset& d, const ExportOptions& o) {
-  std::vector<std::string> inputs;
-  for (size_t i = 0; i < d.shard_count(); ++i) inputs.push_back(d.shard_path(i));
-  RF_RETURN_IF_ERROR(CheckOutputsAreNotInputs(ExportPaths(o.format, o.prefix), inputs));
+  std::vector<NamedPath> inputs, outputs;
+  for (size_t i = 0; i < d.shard_count(); ++i) inputs.push_back({"", d.shard_path(i)});
+  for (const std::string& out : ExportPaths(o.format, o.prefix)) outputs.push_back({"", out});
+  RF_RETURN_IF_ERROR(CheckOutputPaths(outputs, inputs));
   Progress progress("exporting", d.total_bytes(), o.progress);
   Result<ExportSummary> r = [&]() -> Result<ExportSummary> {
     switch (o.format) {
