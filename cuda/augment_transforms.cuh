@@ -1,4 +1,4 @@
-// Augmentation's per-sample transforms (io/augment.h) drawn for a whole batch on the GPU, once
+// Augmentation's per-sample transforms (core/augment.h) drawn for a whole batch on the GPU, once
 // per sample, ahead of a decode kernel that then reads them (AugmentBatch::transforms) instead of
 // drawing its sample's in every element: measured on an H200 (2026-11-26), drawing per element
 // cost augmented CIFAR-shaped epochs 10% of their speed with crop:4,flip,erase:0.5. Shared by
@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "io/augment.h"
+#include "core/augment.h"
 
 namespace rf::cuda {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "io/status.h"
+#include "core/status.h"
 
 namespace rf::cuda {
 

@@ -2,8 +2,8 @@
 
 #include <string>
 
+#include "core/units.h"
 #include "cuda/check.h"
-#include "io/units.h"
 
 namespace rf::cuda {
 

@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "io/status.h"
+#include "core/status.h"
 
 namespace rf::cuda {
 

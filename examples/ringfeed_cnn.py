@@ -1,6 +1,6 @@
 """ringfeed's default CNN in PyTorch, and how a ringfeed.Loader batch becomes its input.
 
-The model is the one `ringfeed train` trains (kernels/model.h): blocks of 3x3 convolution
+The model is the one `ringfeed train` trains (model/model.h): blocks of 3x3 convolution
 (padding 1) + bias + ReLU + 2x2 max-pool (32, 64, 128 channels), then fully connected 256 ->
 ReLU -> fully connected to the classes; He-uniform weights, zero biases. torch_train.py,
 torch_ddp.py and the benchmarks' PyTorch peer (tools/bench/torch_peer.py) share this definition.

@@ -41,9 +41,9 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "io/dataset.h"
 #include "io/io_queue.h"
-#include "io/status.h"
 
 namespace rf {
 

@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/status.h"
 #include "io/file.h"
 #include "io/format.h"
-#include "io/status.h"
 
 namespace rf {
 

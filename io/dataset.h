@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/status.h"
 #include "io/format.h"
-#include "io/status.h"
 
 namespace rf {
 

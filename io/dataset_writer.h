@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "io/chunk_write_queue.h"
 #include "io/file.h"
 #include "io/format.h"
-#include "io/status.h"
 
 namespace rf {
 

@@ -55,7 +55,7 @@
 #include <string>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 
 namespace rf {
 

@@ -29,9 +29,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/status.h"
 #include "io/fault_plan.h"
 #include "io/io_queue.h"
-#include "io/status.h"
 
 namespace rf {
 

@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 
 namespace rf {
 

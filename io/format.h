@@ -31,7 +31,7 @@
 // larger than kMaxSampleBytes: a chunk holds at least one sample and is read whole into one ring
 // slot, so that bounds a sample (the byte size is computed without overflow).
 //
-// Sample dtypes (io/dtype.h): uint8, float16, bfloat16, float32 hold intensities; uint16, int32,
+// Sample dtypes (core/dtype.h): uint8, float16, bfloat16, float32 hold intensities; uint16, int32,
 // int64 hold ids (token ids), stored exactly as given. The per-channel mean and std are the
 // stored values' statistics for intensities; for ids the writer leaves them at mean 0, std 1 (a
 // float mean of token ids means nothing, and int64 ids do not survive a float sum).
@@ -46,9 +46,9 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
+#include "core/status.h"
 #include "io/checksum.h"
-#include "io/dtype.h"
-#include "io/status.h"
 
 namespace rf::format {
 

@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 
 namespace rf {
 

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/status.h"
 #include "io/file.h"
-#include "io/status.h"
 
 namespace rf {
 

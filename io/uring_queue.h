@@ -21,8 +21,8 @@
 #include <span>
 #include <vector>
 
+#include "core/status.h"
 #include "io/io_queue.h"
-#include "io/status.h"
 
 namespace rf {
 

@@ -3,10 +3,10 @@
 //   CpuBackend  (kernels/cpu_backend.h)   the reference; runs the main job where there is no GPU.
 //   CudaBackend (kernels/cuda_backend.h)  cuDNN convolutions, cuBLAS fully connected layers.
 // The loop does not know which one it drives; the pipeline (pipeline/) does not know backends at
-// all: it hands batches (io/batch.h) in the memory a backend computes from.
+// all: it hands batches (core/batch.h) in the memory a backend computes from.
 //
 // Memory: a backend allocates everything it needs for batches of up to max_batch samples at
-// creation; no step allocates. A Batch (io/batch.h) points into the backend's memory space: host
+// creation; no step allocates. A Batch (core/batch.h) points into the backend's memory space: host
 // memory for the CPU backend, device memory for the CUDA backend (where it must stay valid until
 // the work queued on the backend's compute stream has run).
 //
@@ -21,11 +21,11 @@
 #include <memory>
 #include <string>
 
-#include "io/augment.h"
-#include "io/batch.h"
-#include "io/status.h"
+#include "core/augment.h"
+#include "core/batch.h"
+#include "core/status.h"
 #include "kernels/gradient_reducer.h"
-#include "kernels/model.h"
+#include "model/model.h"
 
 namespace rf {
 
@@ -65,7 +65,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
 
-  // Forward, backward and the update `opt` describes (kernels/model.h: SGD or AdamW at opt.lr,
+  // Forward, backward and the update `opt` describes (model/model.h: SGD or AdamW at opt.lr,
   // the loss label-smoothed by opt.label_smoothing) on one batch (n <= max_batch). A batch whose
   // loss is not finite changes nothing and fails with NonFiniteLossError: at once on the CPU; on
   // the GPU, without waiting for it, from a TrainStep soon after (or the next Take*Stats' caller's
@@ -85,7 +85,7 @@ class Backend {
   // given (InvalidArgument for shapes that do not fit: CheckStateShapes).
   virtual Status GetState(Tensors* params, Tensors* optimizer_state) = 0;
   virtual Status SetState(const Tensors& params, const Tensors& optimizer_state) = 0;
-  // Batch normalization's running statistics (kernels/model.h: RunningStatShapes order), as the
+  // Batch normalization's running statistics (model/model.h: RunningStatShapes order), as the
   // last TrainStep left them; none for a model without batch norm. SetRunningStats:
   // InvalidArgument where the tensors do not fit RunningStatShapes.
   virtual Status GetRunningStats(Tensors* stats) {
@@ -118,7 +118,7 @@ class Backend {
     return Status::Ok();
   }
 
-  // Augmentation (io/augment.h) of what TrainStep and ComputeGradients compute from: each sample
+  // Augmentation (core/augment.h) of what TrainStep and ComputeGradients compute from: each sample
   // decoded through the transform `params` draws for (seed, batch.epoch, its global index in
   // batch.sample_indices), inside the backend's decode (no pass of its own). Evaluate never
   // augments. Off until called (and with params all off). With it on, a batch without

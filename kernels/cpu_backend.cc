@@ -417,7 +417,7 @@ void CpuBackend::ApplySgd(const OptimizerConfig& opt) {
   }
 }
 
-// torch.optim.AdamW, in the order kernels/model.h states (the CUDA kernel rounds the same way).
+// torch.optim.AdamW, in the order model/model.h states (the CUDA kernel rounds the same way).
 void CpuBackend::ApplyAdamW(const OptimizerConfig& opt) {
   const AdamWFactors f = OptimizerFactors(opt);
   const size_t tensors = params_.t.size();

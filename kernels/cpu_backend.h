@@ -1,4 +1,4 @@
-// CpuBackend: the reference implementation of the model (kernels/model.h) on the host, with
+// CpuBackend: the reference implementation of the model (model/model.h) on the host, with
 // im2col + OpenBLAS sgemm convolutions and sgemm fully connected layers. It is what runs the main
 // job on machines without a GPU, and the yardstick the CUDA backend is checked against.
 //
@@ -25,7 +25,7 @@
 #include <memory>
 #include <vector>
 
-#include "io/clock.h"
+#include "core/clock.h"
 #include "kernels/backend.h"
 #include "kernels/cpu_layers.h"
 #include "kernels/cpu_workers.h"
@@ -97,7 +97,7 @@ class CpuBackend final : public Backend {
   // `smoothing`), fills logits_grad_ with the gradient of the MEAN loss w.r.t. the logits and
   // *correct. evaluating: batch norm by the running statistics, not the batch's.
   double Forward(uint32_t n, uint64_t* correct, double smoothing, bool evaluating = false);
-  // The update, from grads_ (kernels/model.h's OptimizerConfig states each).
+  // The update, from grads_ (model/model.h's OptimizerConfig states each).
   void ApplySgd(const OptimizerConfig& opt);
   void ApplyAdamW(const OptimizerConfig& opt);
   // Backpropagates logits_grad_ into grads_ (without weight decay).

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/model.h"
+#include "model/model.h"
 
 namespace rf::cpu {
 namespace {

@@ -1,4 +1,4 @@
-// CudaBackend: the model (kernels/model.h) on one NVIDIA GPU. Convolution blocks run through
+// CudaBackend: the model (model/model.h) on one NVIDIA GPU. Convolution blocks run through
 // cuDNN's legacy API (kernels/cuda_conv_block.h), the fully connected layers through cuBLAS,
 // and decoding, softmax cross-entropy, statistics and the SGD or AdamW update through our own
 // kernels (kernels/cuda_kernels.cuh). It computes the same function as CpuBackend, to float

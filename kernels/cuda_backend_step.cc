@@ -31,7 +31,7 @@ cuda::CudaConvBlock::Buffers CudaBackend::BlockArgs(size_t b) const {
   a.bias_partial = bias_partial_.as<float>();
   a.x_grad = b == 0 ? nullptr : block_buffers_[b - 1].pooled_grad.data();
   if (config_.batch_norm) {
-    const size_t scale = 2 * blocks_.size() + 4 + b;  // kernels/model.h: after fc2
+    const size_t scale = 2 * blocks_.size() + 4 + b;  // model/model.h: after fc2
     a.bn_scale = Param(scale);
     a.bn_scale_grad = Grad(scale);
     a.bn_saved = bb.bn_saved.as<float>();

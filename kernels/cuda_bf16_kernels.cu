@@ -5,7 +5,7 @@
 
 #include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/cuda_sample_load.cuh"
-#include "kernels/model.h"
+#include "model/model.h"
 
 namespace rf::cuda {
 namespace {

@@ -23,15 +23,15 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "io/augment.h"
-#include "io/dtype.h"
+#include "core/augment.h"
+#include "core/dtype.h"
 
 namespace rf::cuda {
 
 // out[s][h][w][c] = bf16((sample[s][c][h][w] - mean[c]) / stddev[c]) for c < channels, and 0
 // for channels <= c < out_channels: the first block's input is padded to a multiple of 8
 // channels, which cuDNN's tensor-core kernels need (their fallbacks are several times slower).
-// Where `augment` has augmentation on, pixel (h, w) reads the sample pixel io/augment.h's
+// Where `augment` has augmentation on, pixel (h, w) reads the sample pixel core/augment.h's
 // transform says instead (0 in every channel where it says none); augment.indices in device
 // memory. The value before the rounding to bf16 is the CPU backend's, bit for bit.
 cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, uint32_t channels,
@@ -64,7 +64,7 @@ cudaError_t PoolReluBackwardBf16(uint32_t n, uint32_t height, uint32_t width, ui
                                  float* shift_grad, cudaStream_t stream);
 size_t BiasGradPartials(uint32_t channels);
 
-// Batch normalization (kernels/model.h) of y over its m = n x H x W values a channel, as the
+// Batch normalization (model/model.h) of y over its m = n x H x W values a channel, as the
 // CPU backend computes it, with float sums of a fixed order in place of its double ones (and its
 // variance from moments about a channel's first value rather than a second pass).
 // `saved` holds 4 x C floats: the batch's mean, 1 / sqrt(var + eps) (var its biased variance),

@@ -8,7 +8,7 @@
 
 #include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/dnn_check.h"
-#include "kernels/model.h"
+#include "model/model.h"
 
 // Deprecated in cuDNN 9 but present in every 9.x: see kernels/cuda_conv_block.h.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"

@@ -1,4 +1,4 @@
-// CudaConvBlock: one conv block of the model (kernels/model.h) on the GPU, through cuDNN's legacy
+// CudaConvBlock: one conv block of the model (model/model.h) on the GPU, through cuDNN's legacy
 // API: 3x3 convolution with padding 1 -> + bias -> ReLU -> 2x2 max-pool with stride 2, rounding
 // down; and its backward pass (pooling, ReLU, bias, filter, data). With batch_norm, batch
 // normalization sits between the convolution and the ReLU, the bias as its shift. Two data
@@ -40,7 +40,7 @@
 #include <string>
 #include <tuple>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/dnn_handles.h"
 
@@ -89,7 +89,7 @@ class CudaConvBlock {
   };
 
   // tf32: float32 mode may use TF32 tensor ops. bf16: the bf16 NHWC layout (tensor ops always).
-  // batch_norm: batch normalization after the convolution (kernels/model.h).
+  // batch_norm: batch normalization after the convolution (model/model.h).
   static Result<CudaConvBlock> Create(const Shape& shape, bool tf32, bool deterministic,
                                       bool bf16 = false, bool batch_norm = false);
 

@@ -2,8 +2,8 @@
 
 #include <utility>
 
+#include "core/clock.h"
 #include "cuda/check.h"
-#include "io/clock.h"
 
 namespace rf::cuda {
 namespace {

@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/status.h"
 #include "cuda/handles.h"
-#include "io/status.h"
 
 namespace rf::cuda {
 

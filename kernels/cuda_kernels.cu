@@ -220,7 +220,7 @@ __global__ void UpdateRunningStatsKernel(size_t count, float momentum, const flo
   }
 }
 
-// One AdamW element, each operation rounded as the CPU backend's loop (kernels/model.h).
+// One AdamW element, each operation rounded as the CPU backend's loop (model/model.h).
 __device__ float AdamWOne(float w, float g, float& m, float& v, const AdamWArgs& a) {
   const float wi = __fmul_rn(w, a.decay);
   m = __fadd_rn(__fmul_rn(a.beta1, m), __fmul_rn(a.one_minus_beta1, g));

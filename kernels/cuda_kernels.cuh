@@ -14,8 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "io/augment.h"
-#include "io/dtype.h"
+#include "core/augment.h"
+#include "core/dtype.h"
 
 namespace rf::cuda {
 
@@ -36,7 +36,7 @@ constexpr unsigned long long kNonFiniteLoss = ~0ull - 1;
 // out[i] = (sample[i] - mean[c]) / stddev[c] for the n x channels x height x width values of a
 // batch (NCHW, c the channel of element i), read as `dtype` (uint8, float16, bfloat16 or float32).
 // stddev must already have 0 replaced by 1. Where `augment` has augmentation on, element i reads
-// the sample element io/augment.h's transform says instead (and is 0 where it says none);
+// the sample element core/augment.h's transform says instead (and is 0 where it says none);
 // augment.indices in device memory. Same float operations as the CPU backend: the decoded input
 // is bit-identical to its.
 cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t channels,
@@ -91,7 +91,7 @@ cudaError_t SgdMomentum(size_t count, float lr, float momentum, float weight_dec
                         const unsigned long long* step_bad, cudaStream_t stream);
 
 // torch.optim.AdamW over one flat buffer of `count` floats (a multiple of 4, 16-byte aligned),
-// with the factors kernels/model.h's OptimizerFactors computes on the host each step:
+// with the factors model/model.h's OptimizerFactors computes on the host each step:
 //   w *= decay; m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g g;
 //   w -= step_size * m / (sqrt(v) / sqrt_bc2 + eps)
 // each operation rounded separately, as the CPU backend's loop. Does nothing when *step_bad
@@ -103,7 +103,7 @@ cudaError_t AdamW(size_t count, const AdamWArgs& args, const float* grad, float*
                   float* first_moment, float* second_moment, const unsigned long long* step_bad,
                   cudaStream_t stream);
 
-// Batch normalization's running statistics (kernels/model.h): running[i] += momentum *
+// Batch normalization's running statistics (model/model.h): running[i] += momentum *
 // (batch[i] - running[i]) for the `count` floats, each operation rounded as the CPU backend's
 // loop: one call moves every block's means and variances, laid out alike in both buffers.
 // Does nothing when *step_bad records a bad label or a non-finite step: the statistics move

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "io/dtype.h"
+#include "core/dtype.h"
 
 namespace rf::cuda {
 
@@ -23,7 +23,7 @@ __device__ inline float LoadSample(const void* base, size_t i) {
   } else if constexpr (D == DType::kFloat16) {
     return __half2float(__ushort_as_half(static_cast<const unsigned short*>(base)[i]));
   } else if constexpr (D == DType::kBFloat16) {
-    // bfloat16 is the top half of a float: exact, as io/dtype.h's BFloat16ToFloat.
+    // bfloat16 is the top half of a float: exact, as core/dtype.h's BFloat16ToFloat.
     return __uint_as_float(static_cast<unsigned>(static_cast<const unsigned short*>(base)[i])
                            << 16);
   } else {

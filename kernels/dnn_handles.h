@@ -10,8 +10,8 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 
+#include "core/status.h"
 #include "cuda/handles.h"
-#include "io/status.h"
 
 // The legacy cuDNN API (descriptors, cudnnConvolutionForward, ...) is deprecated in cuDNN 9 but
 // present in every 9.x; its warnings show only where CUDNN_WARN_DEPRECATED is defined. The

@@ -19,7 +19,7 @@
 
 #include <cstddef>
 
-#include "io/status.h"
+#include "core/status.h"
 
 namespace rf {
 

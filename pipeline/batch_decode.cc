@@ -28,7 +28,7 @@ void StoreAt(void* base, size_t i, T v) {
   std::memcpy(static_cast<char*>(base) + i * sizeof(T), &v, sizeof(T));
 }
 
-// A stored value as float, exactly as io/dtype.h's LoadAsFloat reads it.
+// A stored value as float, exactly as core/dtype.h's LoadAsFloat reads it.
 template <typename E>
 float ToFloat(typename E::Type v) {
   if constexpr (kIsInteger<E>) {
@@ -43,7 +43,7 @@ float ToFloat(typename E::Type v) {
   }
 }
 
-// A float rounded to nearest even into a float dtype, as io/dtype.h's StoreFromFloat.
+// A float rounded to nearest even into a float dtype, as core/dtype.h's StoreFromFloat.
 template <typename E>
 typename E::Type FromFloat(float x) {
   if constexpr (E::kDType == DType::kFloat16) {

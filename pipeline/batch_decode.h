@@ -1,5 +1,5 @@
 // The decode stage of the library loader (pipeline/loader.h): turns a gathered batch of stored
-// samples (io/batch.h: n samples, each row-major C x H x W in the dataset's sample dtype, and n
+// samples (core/batch.h: n samples, each row-major C x H x W in the dataset's sample dtype, and n
 // labels) into what the model takes, as the Python user asked for it:
 //
 //   samples  in the output dtype (float32, bfloat16, float16, or the stored dtype itself), in
@@ -7,11 +7,11 @@
 //              x = (float(stored) - mean[c]) / stddev[c]    (in float32, stddev 0 taken as 1)
 //            exactly as CpuBackend::LoadBatch computes its input (a true division, not a product
 //            with 1/stddev), so a float32 decode equals the CPU backend's input bit for bit; the
-//            float32 value is then rounded to nearest even into bfloat16 or float16 (io/dtype.h's
+//            float32 value is then rounded to nearest even into bfloat16 or float16 (core/dtype.h's
 //            FloatToBFloat16 and FloatToHalf). Without normalize a float output holds the stored
 //            value (uint8 255 -> 255.0f); an output of the stored dtype itself, without normalize,
 //            is the stored bytes (NCHW) or the same elements transposed (NHWC), bit for bit.
-//            Augmentation (io/augment.h), where the spec has it on, is fused into the same loop:
+//            Augmentation (core/augment.h), where the spec has it on, is fused into the same loop:
 //            each output pixel reads the stored pixel its sample's transform says, or is 0 (the
 //            output dtype's zero, after normalization) where it says none; the same transform and
 //            the same zeros as the training backends' decode.
@@ -30,10 +30,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "io/augment.h"
-#include "io/batch.h"
-#include "io/dtype.h"
-#include "io/status.h"
+#include "core/augment.h"
+#include "core/batch.h"
+#include "core/dtype.h"
+#include "core/status.h"
 
 namespace rf {
 
@@ -50,7 +50,7 @@ struct DecodeSpec {
   uint32_t channels = 1, height = 1, width = 1;
   std::vector<float> mean, stddev;  // per channel; read only where normalize is set
   // Augmentation of every sample (off by default), its draws keyed by `seed` and each batch's
-  // epoch and sample indices (io/augment.h).
+  // epoch and sample indices (core/augment.h).
   AugmentParams augment;
   uint64_t seed = 0;
 
@@ -65,7 +65,7 @@ struct DecodeSpec {
   // Channel c's divisor: stddev[c], or 1 where it is 0 (a constant channel is centred, not divided
   // by zero), as CpuBackend does. Normalize only.
   float divisor(uint32_t c) const { return stddev[c] == 0.f ? 1.f : stddev[c]; }
-  // The augmentation of `batch` (a source's) under this spec: io/batch.h's AugmentationOf.
+  // The augmentation of `batch` (a source's) under this spec: core/batch.h's AugmentationOf.
   Result<AugmentBatch> AugmentFor(const Batch& batch) const {
     return AugmentationOf(batch, augment, seed);
   }

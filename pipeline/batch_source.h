@@ -1,4 +1,4 @@
-// BatchSource: what the training loop pulls batches (io/batch.h) from, one epoch at a time.
+// BatchSource: what the training loop pulls batches (core/batch.h) from, one epoch at a time.
 // Implementations: the training sources of pipeline/training_source.h (StreamingSource,
 // ManagedSource), for the training split and, in stored order, the test split.
 //
@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <string>
 
-#include "io/batch.h"
-#include "io/status.h"
+#include "core/batch.h"
+#include "core/status.h"
 
 namespace rf {
 

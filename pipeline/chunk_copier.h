@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "pipeline/chunk_staging.h"
 #include "pipeline/slot_ring.h"
 

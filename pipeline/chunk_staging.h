@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/dtype.h"
+#include "core/status.h"
 #include "io/dataset.h"
-#include "io/dtype.h"
-#include "io/status.h"
 #include "pipeline/batch_source.h"
 #include "pipeline/host_buffer.h"
 

@@ -18,9 +18,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/dtype.h"
+#include "core/status.h"
 #include "cuda/handles.h"
-#include "io/dtype.h"
-#include "io/status.h"
 #include "pipeline/batch_decode.h"
 
 namespace rf {

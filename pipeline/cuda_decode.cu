@@ -23,13 +23,13 @@ __device__ inline bool IsNan(uint32_t float_bits) {
   return (float_bits & 0x7fffffffu) > 0x7f800000u;
 }
 
-// The conversions below equal the host's (io/dtype.h, batch_decode.cc) bit for bit for every
+// The conversions below equal the host's (core/dtype.h, batch_decode.cc) bit for bit for every
 // input. Where IEEE rounding leaves no choice the GPU's own instructions give the same bits; NaNs
 // are where instructions and host code differ (the GPU's arithmetic and conversions return the
 // canonical NaN, the host's keep sign and payload), so they are spelled out as the host makes them
 // (on an H100, leaving out any one of the three makes the GPU test fail on NaN inputs).
 
-// A stored value as float: io/dtype.h's LoadAsFloat.
+// A stored value as float: core/dtype.h's LoadAsFloat.
 template <typename E>
 __device__ inline float ReadFloat(typename E::Type v) {
   if constexpr (decode::kIsInteger<E>) {

@@ -12,8 +12,8 @@
 
 #include <cstdint>
 
-#include "io/augment.h"
-#include "io/dtype.h"
+#include "core/augment.h"
+#include "core/dtype.h"
 
 namespace rf::cuda {
 
@@ -24,7 +24,7 @@ struct DecodeArgs {
   bool normalize = false;
   uint32_t channels = 1, plane = 1;  // plane: height * width
   uint32_t height = 1, width = 1;
-  // Augmentation (io/augment.h; indices in device memory): each output element reads the stored
+  // Augmentation (core/augment.h; indices in device memory): each output element reads the stored
   // element its sample's transform says, or is the output dtype's 0 where it says none.
   AugmentBatch augment;
   // Normalize only: `channels` floats each, the means and the divisors (stddev, 0 replaced by 1).

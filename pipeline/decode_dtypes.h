@@ -9,12 +9,12 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "io/dtype.h"
+#include "core/dtype.h"
 
 namespace rf::decode {
 
 // An integer dtype: read as static_cast<float>(value) (exact up to 2^24, rounded to nearest even
-// beyond, as io/dtype.h's LoadAsFloat), and as a label static_cast<int64_t>(value).
+// beyond, as core/dtype.h's LoadAsFloat), and as a label static_cast<int64_t>(value).
 template <DType D, typename T>
 struct IntegerDType {
   static constexpr DType kDType = D;

@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "pipeline/window_order.h"
 #include "pipeline/world_order.h"
 

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "io/status.h"
+#include "core/status.h"
 
 #if RINGFEED_HAVE_CUDA
 #include "cuda/handles.h"

@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "io/augment_spec.h"
-#include "io/clock.h"
+#include "core/augment_spec.h"
+#include "core/clock.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/streaming_source.h"

@@ -46,9 +46,9 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
+#include "core/status.h"
 #include "io/dataset.h"
-#include "io/dtype.h"
-#include "io/status.h"
 #include "pipeline/batch_decode.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/training_source.h"
@@ -66,7 +66,7 @@ struct OutputOptions {
   // Statistics to normalize with instead of the header's (one per channel; both or neither): a
   // test split normalized as its training split was.
   std::vector<float> mean, stddev;
-  // Data augmentation, an --augment spec (io/augment_spec.h: "crop:4,flip,erase:0.5"; "" or
+  // Data augmentation, an --augment spec (core/augment_spec.h: "crop:4,flip,erase:0.5"; "" or
   // "none": off), fused into the decode; each sample's transform keyed by the pipeline's seed, the
   // epoch and the sample's global index, so the same on the host and the GPU, and on resume. Leave
   // it off for a test split.

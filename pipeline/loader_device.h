@@ -15,9 +15,9 @@
 #include <memory>
 #include <string>
 
-#include "io/batch.h"
+#include "core/batch.h"
+#include "core/status.h"
 #include "io/dataset.h"
-#include "io/status.h"
 #include "pipeline/batch_decode.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/pipeline_config.h"

@@ -9,9 +9,9 @@
 #include <mutex>
 #include <thread>
 
+#include "core/units.h"
 #include "cuda/check.h"
 #include "io/file.h"
-#include "io/units.h"
 
 namespace rf {
 namespace {

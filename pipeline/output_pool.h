@@ -21,8 +21,8 @@
 #include <mutex>
 #include <vector>
 
-#include "io/dtype.h"
-#include "io/status.h"
+#include "core/dtype.h"
+#include "core/status.h"
 #include "pipeline/loader.h"
 
 namespace rf {

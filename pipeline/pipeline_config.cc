@@ -1,6 +1,6 @@
 #include "pipeline/pipeline_config.h"
 
-#include "io/units.h"
+#include "core/units.h"
 #include "pipeline/epoch_remainder.h"
 #if RINGFEED_HAVE_CUDA
 #include "pipeline/managed_source.h"

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "io/chunk_reader.h"
-#include "io/status.h"
 #include "pipeline/streaming_source.h"
 #include "pipeline/window_order.h"
 

@@ -1,6 +1,6 @@
 #include "pipeline/slot_ring.h"
 
-#include "io/clock.h"
+#include "core/clock.h"
 #include "io/format.h"
 
 namespace rf {

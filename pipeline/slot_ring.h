@@ -29,7 +29,7 @@
 #include <optional>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "pipeline/host_buffer.h"
 
 namespace rf {

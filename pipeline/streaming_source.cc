@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "io/units.h"
+#include "core/units.h"
 #include "pipeline/trace.h"
 
 namespace rf {

@@ -3,7 +3,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "io/clock.h"
+#include "core/clock.h"
 #include "io/file.h"
 
 #if RINGFEED_HAVE_CUDA

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 
 namespace rf {
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "io/status.h"
+#include "core/status.h"
 
 namespace rf {
 

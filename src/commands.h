@@ -6,7 +6,7 @@
 //      files they name, an output that is an input), Boost's parse errors, an unknown command
 #pragma once
 
-#include "io/status.h"
+#include "core/status.h"
 
 namespace rf {
 

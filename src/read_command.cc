@@ -8,17 +8,17 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "core/units.h"
 #include "io/chunk_reader.h"
 #include "io/dataset.h"
 #include "io/file.h"
-#include "io/units.h"
+#include "options/unsigned_flags.h"
 #include "pipeline/chunk_feeder.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/slot_ring.h"
 #include "pipeline/window_order.h"
 #include "src/command_checks.h"
 #include "src/commands.h"
-#include "src/unsigned_flags.h"
 
 namespace po = boost::program_options;
 

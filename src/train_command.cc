@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "dist/world.h"
-#include "io/augment_spec.h"
+#include "core/augment_spec.h"
 #include "io/dataset.h"
-#include "kernels/checkpoint.h"
+#include "model/checkpoint.h"
+#include "parallel/world.h"
 #include "pipeline/trace.h"
 #include "pipeline/window_order.h"
 #include "src/command_checks.h"

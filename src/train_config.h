@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "io/augment.h"
-#include "io/status.h"
-#include "kernels/checkpoint.h"
-#include "kernels/lr_schedule.h"
-#include "kernels/model.h"
+#include "core/augment.h"
+#include "core/status.h"
+#include "model/checkpoint.h"
+#include "model/lr_schedule.h"
+#include "model/model.h"
 #include "pipeline/batch_source.h"
 #include "pipeline/pipeline_config.h"
 #include "src/train_engine.h"
@@ -35,7 +35,7 @@ struct TrainConfig {
   // The model: the input shape and classes come from the dataset.
   std::vector<uint32_t> conv = ModelConfig{}.conv;  // output channels of each conv block
   uint32_t hidden = ModelConfig{}.hidden;
-  bool batch_norm = false;    // --batch-norm: after each convolution (kernels/model.h)
+  bool batch_norm = false;    // --batch-norm: after each convolution (model/model.h)
   OptimizerConfig optimizer;  // lr: the base learning rate the schedule scales
   LrScheduleConfig schedule;
   // The steps the schedule spans: from a resumed checkpoint, else {0, 0} until the run computes
@@ -44,7 +44,7 @@ struct TrainConfig {
   uint64_t epochs = TrainerOptions{}.epochs;  // >= 1
   Precision precision = EngineOptions{}.precision;
   bool cuda_graph = EngineOptions{}.cuda_graph;
-  // Data augmentation of the training split (--augment; io/augment_spec.h), keyed by the seed:
+  // Data augmentation of the training split (--augment; core/augment_spec.h), keyed by the seed:
   // never the test split's. Not in the checkpoint: a resumed run takes it from its command line.
   AugmentParams augment;
   // Files. Inputs: resume. Outputs: the others (none of them may be an input: CheckTrainOutputs).

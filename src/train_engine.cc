@@ -3,13 +3,13 @@
 #include <algorithm>
 
 #include "cuda/device.h"
-#include "dist/host_reducer.h"
 #include "kernels/cpu_backend.h"
 #include "kernels/cpu_workers.h"
+#include "parallel/host_reducer.h"
 #if RINGFEED_CUDA_BACKEND
 #include "cuda/check.h"
 #if RINGFEED_NCCL
-#include "dist/nccl_reducer.h"
+#include "parallel/nccl_reducer.h"
 #endif
 #include "kernels/cuda_backend.h"
 #endif

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "dist/world.h"
 #include "io/dataset.h"
 #include "kernels/backend.h"
+#include "parallel/world.h"
 #include "pipeline/batch_source.h"
 #include "pipeline/loader.h"
 #include "pipeline/pipeline_config.h"

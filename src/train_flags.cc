@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "io/augment_spec.h"
-#include "src/unsigned_flags.h"
+#include "core/augment_spec.h"
+#include "options/unsigned_flags.h"
 
 namespace po = boost::program_options;
 

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "src/train_config.h"
 
 namespace rf {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <vector>
 
-#include "io/units.h"
+#include "core/units.h"
 #include "pipeline/trace.h"
 
 namespace rf {

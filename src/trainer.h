@@ -42,12 +42,12 @@
 #include <string>
 #include <vector>
 
-#include "dist/rank_watchdog.h"
-#include "dist/world.h"
 #include "io/dataset.h"
 #include "io/sequential_output.h"
-#include "kernels/checkpoint.h"
-#include "kernels/lr_schedule.h"
+#include "model/checkpoint.h"
+#include "model/lr_schedule.h"
+#include "parallel/rank_watchdog.h"
+#include "parallel/world.h"
 #include "src/train_engine.h"
 #include "src/train_progress.h"
 
@@ -58,9 +58,9 @@ namespace rf {
 struct TrainerOptions {
   uint64_t epochs = 1;
   uint32_t batch_size = 0;    // the config's batch size; recorded in checkpoints
-  uint32_t order_window = 0;  // recorded in checkpoints (kernels/checkpoint.h)
+  uint32_t order_window = 0;  // recorded in checkpoints (model/checkpoint.h)
   std::string checkpoint;     // empty: none
-  // The lr schedule and the steps it spans (kernels/lr_schedule.h); recorded in checkpoints.
+  // The lr schedule and the steps it spans (model/lr_schedule.h); recorded in checkpoints.
   LrScheduleConfig schedule;
   LrScheduleSpan schedule_span;
   AugmentParams augment;  // the training split's (--augment); recorded in checkpoints

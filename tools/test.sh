@@ -9,7 +9,7 @@
 #                                      suite, built with CUDA OFF (no CUDA header reachable), in
 #                                      build-asan/
 #   tools/test.sh --sanitize=thread    ThreadSanitizer: the threaded suites (ctest labels io,
-#                                      pipeline and dist: the reader, ring, feeder, staging and
+#                                      pipeline and parallel: the reader, ring, feeder, staging and
 #                                      copier threads, the ranks and their watchdog), in
 #                                      build-tsan/
 #
@@ -84,7 +84,7 @@ for s in $sanitize; do
       dir=${RINGFEED_BUILD_DIR:-build}-asan
       sanitizer_build "$dir" address,undefined
       # Leak checking is on except in the processes mpirun starts (Open MPI's leaks cannot be
-      # told apart: tests/dist/CMakeLists.txt) and in python_tests, which preloads the ASan
+      # told apart: tests/parallel/CMakeLists.txt) and in python_tests, which preloads the ASan
       # runtime into the interpreter (python/CMakeLists.txt).
       ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1 \
       UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
@@ -92,11 +92,11 @@ for s in $sanitize; do
       ;;
     thread)
       dir=${RINGFEED_BUILD_DIR:-build}-tsan
-      sanitizer_build "$dir" thread tests_io tests_pipeline tests_dist  # and the MPI plugin
+      sanitizer_build "$dir" thread tests_io tests_pipeline tests_parallel  # and the MPI plugin
       # Three times over (a test stops at its first failure): a race shows only in some
       # interleavings, and these suites take half a minute.
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$sup/tsan.supp \
-        ctest --test-dir "$dir" --output-on-failure -j"$jobs" -L '^(io|pipeline|dist)$' \
+        ctest --test-dir "$dir" --output-on-failure -j"$jobs" -L '^(io|pipeline|parallel)$' \
         --repeat until-fail:3 "$@" || status=1
       ;;
   esac

@@ -24,8 +24,8 @@
 #include <optional>
 #include <string>
 
-#include "io/dtype.h"
-#include "io/status.h"
+#include "core/dtype.h"
+#include "core/status.h"
 #include "pipeline/loader.h"
 
 namespace rf::python {

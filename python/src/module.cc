@@ -25,11 +25,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/dtype.h"
+#include "core/status.h"
 #include "cuda/device.h"
 #include "io/dataset.h"
-#include "io/dtype.h"
 #include "io/format.h"
-#include "io/status.h"
 #include "pipeline/batch_decode.h"
 #include "pipeline/loader.h"
 #include "pipeline/pipeline_config.h"
@@ -306,7 +306,7 @@ LoaderOptions MakeOptions(const Dataset& d, uint32_t batch_size, const std::stri
   o.output.normalize = normalize;
   o.output.mean = mean;
   o.output.stddev = stddev;
-  o.output.augment = augment;  // parsed, and refused, by the Loader (io/augment_spec.h)
+  o.output.augment = augment;  // parsed, and refused, by the Loader (core/augment_spec.h)
   o.output_buffers = output_buffers;
   o.gpu = gpu;
   o.poll = CheckSignals;

@@ -1,14 +1,14 @@
 // The CPU backend's augmentation (Backend::SetAugmentation): TrainStep and ComputeGradients see
-// each sample through the transform io/augment.h draws for (seed, epoch, global index), fused into
-// the decode; Evaluate never does. The expected input is built here pixel by pixel from the
+// each sample through the transform core/augment.h draws for (seed, epoch, global index), fused
+// into the decode; Evaluate never does. The expected input is built here pixel by pixel from the
 // transform's draws (dy, dx, flip, erased rectangle), not through SourcePixel.
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
-#include "io/augment.h"
-#include "io/augment_spec.h"
+#include "core/augment.h"
+#include "core/augment_spec.h"
 #include "kernels/cpu_backend.h"
 #include "tests/kernels/random_batch.h"
 #include "tests/testing/bit_identical.h"

@@ -1,4 +1,4 @@
-// Batch normalization on the CPU backend (kernels/model.h states the function): the layer's
+// Batch normalization on the CPU backend (model/model.h states the function): the layer's
 // arithmetic on a known channel, the running statistics' update rule, evaluation by the running
 // statistics, and a refused step leaving them alone. Its gradients are checked against central
 // differences in cpu_backend_gradient_test.cc.

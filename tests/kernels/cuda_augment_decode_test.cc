@@ -9,10 +9,10 @@
 #include <cstring>
 #include <vector>
 
+#include "core/augment.h"
+#include "core/augment_spec.h"
+#include "core/dtype.h"
 #include "cuda/handles.h"
-#include "io/augment.h"
-#include "io/augment_spec.h"
-#include "io/dtype.h"
 #include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/cuda_kernels.cuh"
 #include "tests/kernels/cuda_test_util.h"

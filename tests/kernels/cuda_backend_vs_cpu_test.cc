@@ -218,7 +218,7 @@ TEST(CudaBackendSgd, TrainStepMatchesTheCpuBackend) {
 }
 
 // AdamW with label smoothing from the same parameters: both backends smooth the loss alike and
-// their moments agree as their gradients do, and the GPU applies the AdamW rule of kernels/model.h
+// their moments agree as their gradients do, and the GPU applies the AdamW rule of model/model.h
 // exactly (it was first written to compare two steps' parameters with the CPU's, which AdamW's
 // sign-like first step makes fail on rounding alone: 0.5-7% on the GPU machine).
 TEST(CudaBackendAdamW, TrainStepsWithLabelSmoothingMatchTheCpuBackend) {

@@ -16,7 +16,7 @@
 
 #include "cuda/handles.h"
 #include "kernels/cuda_bf16_kernels.cuh"
-#include "kernels/model.h"
+#include "model/model.h"
 #include "tests/kernels/cuda_test_util.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/test_rng.h"

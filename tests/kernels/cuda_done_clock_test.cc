@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "io/clock.h"
+#include "core/clock.h"
 #include "kernels/cuda_backend.h"
 #include "tests/kernels/cuda_test_util.h"
 #include "tests/testing/require_gpu.h"

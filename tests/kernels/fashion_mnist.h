@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "tests/testing/temp_dir.h"  // FashionMnistDir
 
 namespace rf::testing {

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
-#include "io/dtype.h"
+#include "core/dtype.h"
 #include "kernels/backend.h"
-#include "kernels/model.h"
+#include "model/model.h"
 #include "tests/testing/test_rng.h"
 
 namespace rf::testing {

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "io/batch.h"
-#include "io/dtype.h"
+#include "core/batch.h"
+#include "core/dtype.h"
 #include "kernels/cpu_backend.h"
-#include "kernels/model.h"
+#include "model/model.h"
 #include "pipeline/batch_decode.h"
 #include "tests/testing/bit_identical.h"
 #include "tests/testing/test_rng.h"

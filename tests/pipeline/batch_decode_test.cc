@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "io/dtype.h"
+#include "core/dtype.h"
 #include "pipeline/decode_dtypes.h"
 #include "tests/pipeline/decode_testing.h"
 #include "tests/testing/test_rng.h"
@@ -230,7 +230,7 @@ TEST(BatchDecode, TheStoredDTypeWithoutNormalizeKeepsEveryBit) {
             (std::vector<uint16_t>{0x7c01, 0x8000, 0xfe3f, 0xfc00, 0x0001, 0x3c00}));
 }
 
-// Each output element on its own, from io/dtype.h's conversions and CpuBackend::LoadBatch's
+// Each output element on its own, from core/dtype.h's conversions and CpuBackend::LoadBatch's
 // expression: the decode's definition, written as plainly as possible.
 std::vector<uint8_t> Reference(const DecodeSpec& s, const std::vector<uint8_t>& stored,
                                uint32_t n) {

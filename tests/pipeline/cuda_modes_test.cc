@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "io/augment_spec.h"
+#include "core/augment_spec.h"
 #include "kernels/cuda_backend.h"
 #include "pipeline/cuda_chunk_staging.h"
 #include "pipeline/managed_source.h"

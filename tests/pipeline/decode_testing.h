@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "io/dtype.h"
+#include "core/dtype.h"
 #include "pipeline/batch_decode.h"
 #include "pipeline/decode_dtypes.h"
 #include "tests/testing/test_rng.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "io/augment.h"
-#include "io/augment_spec.h"
+#include "core/augment.h"
+#include "core/augment_spec.h"
 #include "pipeline/loader.h"
 #include "tests/pipeline/loader_testing.h"
 #include "tests/testing/positional_data.h"

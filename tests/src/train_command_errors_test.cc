@@ -9,7 +9,7 @@
 
 #include "io/dataset.h"
 #include "io/dataset_writer.h"
-#include "kernels/checkpoint.h"
+#include "model/checkpoint.h"
 #include "tests/src/train_command_testing.h"
 #include "tests/testing/temp_dir.h"
 
@@ -87,7 +87,7 @@ TEST(TrainCommand, CheckpointOfAnotherDatasetOrPastTheEpochExitsOne) {
                      smaller + "\n");
   auto c = ReadCheckpoint(t.File("a"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  // Past the dataset: the decoder refuses it (kernels/checkpoint.h).
+  // Past the dataset: the decoder refuses it (model/checkpoint.h).
   c->next_sample = 301;
   ASSERT_TRUE(WriteCheckpoint(t.File("past"), *c).ok());
   EXPECT_EQ(RunCommand(Train(data, "--resume " + t.File("past")), &out), 1);

@@ -15,7 +15,7 @@
 
 #include "io/dataset.h"
 #include "io/dataset_writer.h"
-#include "kernels/checkpoint.h"
+#include "model/checkpoint.h"
 #include "tests/kernels/fashion_mnist.h"
 #include "tests/src/train_command_testing.h"
 #include "tests/testing/bit_identical.h"

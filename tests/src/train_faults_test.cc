@@ -9,7 +9,7 @@
 #include <string>
 
 #include "io/dataset.h"
-#include "kernels/checkpoint.h"
+#include "model/checkpoint.h"
 #include "tests/src/train_command_testing.h"
 #include "tests/testing/bit_identical.h"
 #include "tests/testing/temp_dir.h"

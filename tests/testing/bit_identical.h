@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "kernels/model.h"
+#include "model/model.h"
 
 namespace rf::testing {
 

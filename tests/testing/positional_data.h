@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "io/dtype.h"
+#include "core/dtype.h"
 
 namespace rf::testing {
 

@@ -1,5 +1,5 @@
 // The tests' random numbers: a SplitMix64 stream (the converter's SplitMix64, tools/convert/
-// splitmix.h, which is also the sequence kernels/model.cc draws initial parameters from), so
+// splitmix.h, which is also the sequence model/model.cc draws initial parameters from), so
 // the same seed gives the same draws on every platform and compiler, unlike <random>'s
 // distributions.
 #pragma once

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf::testing {

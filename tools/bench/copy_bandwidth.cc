@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "cuda/check.h"
 #include "cuda/handles.h"
-#include "io/units.h"
 #include "tools/bench/bench_common.h"
 
 namespace rf {

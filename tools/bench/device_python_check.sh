@@ -34,7 +34,7 @@ site=$work/site
 mkdir -p "$site/ringfeed"
 cp python/ringfeed/*.py python/ringfeed/*.pyi python/ringfeed/py.typed "$site/ringfeed/"
 suffix=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-libs=(rf_dlpack_export rf_loader rf_cuda_pipeline rf_pipeline rf_cuda rf_io uring xxhash z)
+libs=(rf_dlpack_export rf_loader rf_cuda_pipeline rf_pipeline rf_cuda rf_io rf_core uring xxhash z)
 
 g++ -O2 ${EXTRA_CXXFLAGS:-} -std=c++20 -shared -fPIC -fvisibility=hidden -DRINGFEED_HAVE_CUDA=1 -I. \
   -I"$pkg/include" -I/usr/local/cuda/include $(python3 -m pybind11 --includes) \

@@ -2,7 +2,7 @@
 # Data-parallel pieces on a GPU machine, in one call (device time is scarce):
 #   1. what the machine offers: its MPI (mpirun, libmpi), NCCL and GPUs; whether the carried MPI
 #      plugin (built against Debian's Open MPI) loads against its libmpi;
-#   2. tests/dist_ranks_test alone and under `mpirun -np R` for R up to the GPU count (the NCCL
+#   2. tests/parallel_ranks_test alone and under `mpirun -np R` for R up to the GPU count (the NCCL
 #      test needs a GPU a rank on a machine) and the C++ test executables named in $TESTS;
 #   3. `ringfeed train` on a synthetic CIFAR-shaped dataset: one process, and under mpirun with
 #      1 and (where there are 2 GPUs) 2 ranks, $EPOCHS epochs each, page cache warm and read
@@ -41,10 +41,10 @@ run_test() {  # name command...
   if "$@" >"$logs/$name.log" 2>&1; then echo "$name: ok, $(grep -Eo '[0-9]+ tests? from [0-9]+ test suites? ran' "$logs/$name.log" | head -1), $(grep -c '^\[  SKIPPED \]' "$logs/$name.log") skipped lines"
   else echo "$name: FAILED"; grep -E -B2 -A10 '(Failure|FAILED|rror)' "$logs/$name.log" | head -40; fi
 }
-run_test dist_ranks_test "$pkg/tests/dist_ranks_test"
+run_test parallel_ranks_test "$pkg/tests/parallel_ranks_test"
 for r in $(seq 1 "$gpus"); do
-  run_test "dist_ranks_test_mpi$r" mpirun --oversubscribe -np "$r" -x RINGFEED_MPI_PLUGIN \
-    -x NCCL_NVLS_ENABLE ${LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH} "$pkg/tests/dist_ranks_test"
+  run_test "parallel_ranks_test_mpi$r" mpirun --oversubscribe -np "$r" -x RINGFEED_MPI_PLUGIN \
+    -x NCCL_NVLS_ENABLE ${LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH} "$pkg/tests/parallel_ranks_test"
 done
 for t in ${TESTS:-}; do run_test "$t" "$pkg/tests/$t"; done
 # The end-to-end tests of `mpirun -np N ringfeed train` (every sample once per epoch across ranks,
@@ -53,8 +53,8 @@ if [ "$gpus" -ge 2 ] && [ "${E2E:-1}" = 1 ]; then
   pytest_path=""
   python3 -c "import pytest" 2>/dev/null || pytest_path=$pkg/pytest
   PYTHONPATH=$pytest_path RINGFEED_TEST_DEVICE=cuda RINGFEED_TEST_GPUS=$gpus RINGFEED_BIN=$pkg/bin MPIEXEC=$(command -v mpirun) \
-    timeout 400 python3 -m pytest -q -p no:cacheprovider tests/dist/train \
-    --ignore=tests/dist/train/test_accuracy_fashion.py >"$logs/e2e-cuda.log" 2>&1
+    timeout 400 python3 -m pytest -q -p no:cacheprovider tests/parallel/train \
+    --ignore=tests/parallel/train/test_accuracy_fashion.py >"$logs/e2e-cuda.log" 2>&1
   echo "e2e on the GPUs (pytest exit $?): $(tail -1 "$logs/e2e-cuda.log")"
   grep -E '^(FAILED|ERROR)' "$logs/e2e-cuda.log" | head
 fi

@@ -4,7 +4,7 @@
 # plugin, ringfeed-convert), tests/ (the named test executables), lib/ (the position-independent
 # static libraries the Python extension is built from there, with Debian's liburing, xxhash and
 # zlib archives), include/dlpack and include/Random123 (header-only, from Debian's
-# librandom123-dev: io/augment.h's generator).
+# librandom123-dev: core/augment.h's generator).
 # Usage: tools/bench/package_device.sh BUILD_DIR OUT.tar.xz [TEST...]
 set -euo pipefail
 build=$(realpath "$1")
@@ -19,7 +19,7 @@ cp "$build/bin/ringfeed" "$build/bin/ringfeed-convert" "$pkg/bin/"
 [ -f "$build/bin/libringfeed_mpi.so" ] && cp "$build/bin/libringfeed_mpi.so" "$pkg/bin/"
 for t in "$@"; do cp "$build/tests/$t" "$pkg/tests/"; done
 for l in python/librf_dlpack_export pipeline/librf_loader pipeline/librf_cuda_pipeline \
-         pipeline/librf_pipeline cuda/librf_cuda io/librf_io; do
+         pipeline/librf_pipeline cuda/librf_cuda io/librf_io core/librf_core; do
   cp "$build/$l.a" "$pkg/lib/"
 done
 for l in liburing libxxhash libz; do cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"; done

@@ -40,7 +40,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SAMPLE_BYTES = 3 * 32 * 32 + 1  # a stored CIFAR-shaped uint8 sample and its uint8 label
-# As ringfeed's own --read-size and friends (io/units.h): K, M, G, T are powers of 1024.
+# As ringfeed's own --read-size and friends (core/units.h): K, M, G, T are powers of 1024.
 UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30,
          "gib": 2**30, "t": 2**40, "tib": 2**40, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12}
 

@@ -5,7 +5,7 @@ What it measures, on the same bytes ringfeed reads (numpy.memmap of the .rfd, no
   loader        DataLoader alone (batches moved to the GPU, nothing else): samples/s and time to
                 the first batch. The clock starts when the iterator is created, so worker start-up
                 counts; it stops after --seconds or --max-samples, whichever comes first.
-  train         the same loader feeding ringfeed's default CNN (kernels/model.h): conv 32/64/128
+  train         the same loader feeding ringfeed's default CNN (model/model.h): conv 32/64/128
                 (3x3, pad 1, bias) + ReLU + 2x2 max-pool, then FC 256 + ReLU + FC classes; SGD
                 (lr 0.01, momentum 0.9, weight decay 5e-4), cross-entropy, normalization on the GPU
                 with the header's per-channel mean/std. The settings a fair competitor would pick:
@@ -187,7 +187,7 @@ def self_check(ds, images_path, labels_path):
 
 
 def build_model(ds):
-    """ringfeed's default model (kernels/model.h), with its He-uniform init and zero biases: the
+    """ringfeed's default model (model/model.h), with its He-uniform init and zero biases: the
     examples' definition (examples/ringfeed_cnn.py), for this Dataset's shape."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
                                     os.pardir, "examples"))

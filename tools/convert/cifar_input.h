@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "tools/convert/sample_source.h"
 
 namespace rf::convert {

@@ -2,9 +2,9 @@
 
 #include <sstream>
 
+#include "core/units.h"
 #include "io/format.h"
-#include "io/units.h"
-#include "src/unsigned_flags.h"
+#include "options/unsigned_flags.h"
 #include "tools/convert/commands.h"
 #include "tools/convert/progress.h"
 

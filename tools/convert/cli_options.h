@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/dtype.h"
+#include "core/dtype.h"
 #include "tools/convert/converter.h"
 
 namespace rf::convert {
@@ -40,7 +40,7 @@ struct CommonConvertFlags {
 };
 void AddCommonConvertOptions(po::options_description& options, CommonConvertFlags& flags,
                              bool with_dtype, bool with_scale);
-// Which dtypes a flag takes: any sample dtype, the intensity ones alone (io/dtype.h's
+// Which dtypes a flag takes: any sample dtype, the intensity ones alone (core/dtype.h's
 // IsImageDType: what a generator of images makes), or a label dtype.
 enum class DTypeKind { kSample, kImage, kLabel };
 

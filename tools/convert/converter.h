@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "io/dtype.h"
-#include "io/status.h"
+#include "core/dtype.h"
+#include "core/status.h"
 #include "tools/convert/sample_source.h"
 
 namespace rf::convert {

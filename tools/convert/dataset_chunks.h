@@ -6,8 +6,8 @@
 #include <functional>
 #include <vector>
 
+#include "core/status.h"
 #include "io/dataset.h"
-#include "io/status.h"
 #include "tools/convert/elem_type.h"
 
 namespace rf::convert {

@@ -1,4 +1,4 @@
-// Element types of converter inputs (wider than the stored dtypes of io/dtype.h: an .npy or IDX
+// Element types of converter inputs (wider than the stored dtypes of core/dtype.h: an .npy or IDX
 // file may hold int16, uint32 or float64), and the rules that turn them into stored values.
 //
 // Intensities (stored as uint8, float16, bfloat16, float32):
@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "io/dtype.h"
+#include "core/dtype.h"
 
 namespace rf::convert {
 

@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "io/dataset.h"
 #include "io/sequential_output.h"
-#include "io/status.h"
 #include "tools/convert/elem_type.h"
 #include "tools/convert/progress.h"
 

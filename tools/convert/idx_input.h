@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "tools/convert/elem_type.h"
 #include "tools/convert/sample_source.h"
 

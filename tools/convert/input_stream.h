@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "io/status.h"
+#include "core/status.h"
 
 namespace rf::convert {
 

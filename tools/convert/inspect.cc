@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "io/units.h"
+#include "core/units.h"
 #include "tools/convert/dataset_chunks.h"
 #include "tools/convert/progress.h"
 

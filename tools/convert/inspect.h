@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/status.h"
 #include "io/dataset.h"
-#include "io/status.h"
 
 namespace rf::convert {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "io/file.h"
-#include "io/status.h"
 #include "tools/convert/elem_type.h"
 
 namespace rf::convert {

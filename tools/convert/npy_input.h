@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "tools/convert/sample_source.h"
 
 namespace rf::convert {

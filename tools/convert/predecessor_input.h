@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "io/status.h"
+#include "core/status.h"
 #include "tools/convert/sample_source.h"
 
 namespace rf::convert {

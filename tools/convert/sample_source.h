@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "io/dtype.h"
-#include "io/status.h"
+#include "core/dtype.h"
+#include "core/status.h"
 #include "tools/convert/elem_type.h"
 
 namespace rf::convert {

@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "io/dtype.h"
-#include "io/status.h"
+#include "core/dtype.h"
+#include "core/status.h"
 #include "tools/convert/sample_source.h"
 
 namespace rf::convert {

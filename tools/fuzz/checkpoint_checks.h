@@ -1,10 +1,10 @@
-// What every checkpoint DecodeCheckpoint accepts must satisfy (kernels/checkpoint.h).
+// What every checkpoint DecodeCheckpoint accepts must satisfy (model/checkpoint.h).
 #pragma once
 
 #include <cmath>
 
-#include "io/augment_spec.h"
-#include "kernels/checkpoint.h"
+#include "core/augment_spec.h"
+#include "model/checkpoint.h"
 #include "tools/fuzz/fuzz_common.h"
 
 namespace rf::fuzz {

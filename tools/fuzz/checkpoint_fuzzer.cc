@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "io/checksum.h"
-#include "kernels/checkpoint.h"
+#include "model/checkpoint.h"
 #include "tools/fuzz/checkpoint_checks.h"
 #include "tools/fuzz/fuzz_common.h"
 

@@ -2,7 +2,7 @@
 // is sized from it, and whatever is accepted meets the checkpoint's contract.
 #include <cstdint>
 
-#include "kernels/checkpoint.h"
+#include "model/checkpoint.h"
 #include "tools/fuzz/checkpoint_checks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

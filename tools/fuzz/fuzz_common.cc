@@ -11,7 +11,7 @@
 #include "io/checksum.h"
 #include "io/dataset_writer.h"
 #include "io/format.h"
-#include "kernels/checkpoint.h"
+#include "model/checkpoint.h"
 
 namespace rf::fuzz {
 namespace {
@@ -234,7 +234,7 @@ const std::vector<uint8_t>& ValidCheckpoint() {
 }
 
 const std::vector<Field>& CheckpointFields() {
-  // kernels/checkpoint.h's layout for ValidCheckpoint's two conv blocks and one stretch.
+  // model/checkpoint.h's layout for ValidCheckpoint's two conv blocks and one stretch.
   static const std::vector<Field> fields = {
       {"magic", 0, 8},
       {"version", 8, 4},
