@@ -11,8 +11,11 @@
 #      $SMALL_GB GB (default 2) dataset against the big one.
 # Usage: tools/bench/device_python_check.sh PKG_DIR OUT_DIR
 #   PKG_DIR holds bin/ (ringfeed, ringfeed-convert), tests/ (test executables), lib/ (librf_*.a,
-#   liburing.a, libxxhash.a, libz.a: position-independent), include/ (dlpack/dlpack.h) and, where
-#   the machine lacks pytest, pytest/ (Debian's pure-Python pytest and its dependencies).
+#   liburing.a, libxxhash.a, libz.a: position-independent), include/ (dlpack/dlpack.h), src/ (the
+#   extension's sources and the project headers of the commit it was built from; without it, this
+#   tree's) and, where the machine lacks pytest, pytest/ (Debian's pure-Python pytest and its
+#   dependencies). SITE: where the extension and package go [$RINGFEED_DATA/site]; BUILD_ONLY=1
+#   stops after building it.
 # Logs go to OUT_DIR/logs.tar.gz (the device tool returns at most 8 files).
 set -uo pipefail
 pkg=$(realpath "$1")
@@ -30,22 +33,27 @@ echo "kernel $(uname -r), $(nproc) cores, $(python3 --version)"
 python3 -c "import torch; print('torch', torch.__version__)"
 
 echo "== build the extension"
-site=$work/site
+site=${SITE:-$work/site}
 mkdir -p "$site/ringfeed"
-cp python/ringfeed/*.py python/ringfeed/*.pyi python/ringfeed/py.typed "$site/ringfeed/"
+# The package's own sources where it carries them (a package of another commit), else this tree's.
+srcroot=.
+[ -d "$pkg/src/python" ] && srcroot=$pkg/src
+cp "$srcroot"/python/ringfeed/*.py "$srcroot"/python/ringfeed/*.pyi "$srcroot"/python/ringfeed/py.typed \
+  "$site/ringfeed/"
 suffix=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-libs=(rf_dlpack_export rf_loader rf_cuda_pipeline rf_pipeline rf_cuda rf_io rf_core uring xxhash z)
+libs=$(ls "$pkg"/lib/lib*.a)
 
-g++ -O2 ${EXTRA_CXXFLAGS:-} -std=c++20 -shared -fPIC -fvisibility=hidden -DRINGFEED_HAVE_CUDA=1 -I. \
-  -I"$pkg/include" -I/usr/local/cuda/include $(python3 -m pybind11 --includes) \
-  python/src/module.cc \
+g++ -O2 ${EXTRA_CXXFLAGS:-} -std=c++20 -shared -fPIC -fvisibility=hidden -DRINGFEED_HAVE_CUDA=1 \
+  -I"$srcroot" -I"$pkg/include" -I/usr/local/cuda/include $(python3 -m pybind11 --includes) \
+  "$srcroot/python/src/module.cc" \
   -o "$site/ringfeed/_ringfeed$suffix" \
-  -Wl,--start-group $(printf -- "$pkg/lib/lib%s.a " "${libs[@]}") -Wl,--end-group \
+  -Wl,--start-group $libs -Wl,--end-group \
   -L/usr/local/cuda/lib64 -lcudart_static -lpthread -ldl -lrt -Wl,--exclude-libs,ALL \
   >"$logs/build.log" 2>&1 || { echo "extension build FAILED"; tail -30 "$logs/build.log"; exit 1; }
 echo "built: $site/ringfeed/_ringfeed$suffix"
 export PYTHONPATH=$site
 python3 -c "import ringfeed; print('import ringfeed:', ringfeed.__file__)"
+[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 
 if [ "${PYTEST:-1}" = 1 ]; then
 echo "== python tests"

@@ -4,8 +4,10 @@
 # plugin, ringfeed-convert), tests/ (the named test executables), lib/ (the position-independent
 # static libraries the Python extension is built from there, with Debian's liburing, xxhash and
 # zlib archives), include/dlpack and include/Random123 (header-only, from Debian's
-# librandom123-dev: core/augment.h's generator).
-# Usage: tools/bench/package_device.sh BUILD_DIR OUT.tar.xz [TEST...]
+# librandom123-dev: core/augment.h's generator), and the source the Python extension is compiled
+# from there (src/: python/src, python/ringfeed and every project header of the tree the build
+# came from, SRC_TREE, default this checkout), so a package of another commit builds its own.
+# Usage: [SRC_TREE=DIR] tools/bench/package_device.sh BUILD_DIR OUT.tar.xz [TEST...]
 set -euo pipefail
 build=$(realpath "$1")
 archive=$(realpath -m "$2")
@@ -16,14 +18,20 @@ trap 'rm -rf "$stage"' EXIT
 pkg=$stage/pkg
 mkdir -p "$pkg/bin" "$pkg/tests" "$pkg/lib" "$pkg/include/dlpack"
 cp "$build/bin/ringfeed" "$build/bin/ringfeed-convert" "$pkg/bin/"
+[ -f "$build/bin/ringfeed-bench-compute" ] && cp "$build/bin/ringfeed-bench-compute" "$pkg/bin/"
 [ -f "$build/bin/libringfeed_mpi.so" ] && cp "$build/bin/libringfeed_mpi.so" "$pkg/bin/"
 for t in "$@"; do cp "$build/tests/$t" "$pkg/tests/"; done
+# The libraries the extension links (those a build of this commit has).
 for l in python/librf_dlpack_export pipeline/librf_loader pipeline/librf_cuda_pipeline \
          pipeline/librf_pipeline cuda/librf_cuda io/librf_io core/librf_core; do
-  cp "$build/$l.a" "$pkg/lib/"
+  [ -f "$build/$l.a" ] && cp "$build/$l.a" "$pkg/lib/"
 done
 for l in liburing libxxhash libz; do cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"; done
 cp /usr/include/dlpack/dlpack.h "$pkg/include/dlpack/"
 cp -r /usr/include/Random123 "$pkg/include/"
+src_tree=$(realpath "${SRC_TREE:-$(dirname "$0")/../..}")
+(cd "$src_tree" && { git ls-files -- '*.h' '*.cuh' python/src python/ringfeed 2>/dev/null ||
+  find . -path ./build\* -prune -o \( -name '*.h' -o -name '*.cuh' \) -print; } |
+  tar -cf - -T -) | tar -C "$pkg" --one-top-level=src -xf -
 tar -C "$stage" -cJf "$archive" pkg
 ls -l "$archive"
