@@ -101,6 +101,13 @@ std::string FloatText(float v) {
   return buf;
 }
 
+// The position block's order_window: W, kOrderStored for the stored order, or 0 where the file
+// the checkpoint was read from did not record it.
+uint32_t OrderWindow(const Checkpoint& c) {
+  if (!c.shuffle_recorded) return 0;
+  return c.order.shuffle == ShuffleMode::kNone ? kOrderStored : c.order.shuffle_window;
+}
+
 bool SameModel(const ModelConfig& a, const ModelConfig& b) {
   return a.channels == b.channels && a.height == b.height && a.width == b.width &&
          a.classes == b.classes && a.conv == b.conv && a.hidden == b.hidden &&
@@ -175,17 +182,24 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   for (uint32_t v : m.conv) e.Put(v);
   e.Put(m.hidden);
   for (float v : {c.optimizer.lr, c.optimizer.momentum, c.optimizer.weight_decay}) e.Put(v);
-  for (uint64_t v : {c.seed, c.epoch, c.next_sample, c.step}) e.Put(v);
-  e.Put(c.batch_size);
-  e.Put(c.order_window);
+  const OrderSettings& order = c.order;
+  for (uint64_t v : {order.seed, c.epoch, c.next_sample, c.step}) e.Put(v);
+  e.Put(order.batch_size);
+  e.Put(OrderWindow(c));
   e.Put(c.dataset_id);
   e.Put(c.dataset_samples);
-  if (c.world_size == 0 || c.stretches.size() > kMaxCheckpointStretches) {
+  const std::vector<EpochStretch>& stretches = order.resumed.stretches;
+  if (order.world_size == 0 || stretches.size() > kMaxCheckpointStretches) {
     return Status::InvalidArgument("checkpoint: world size 0 or too many stretches");
   }
-  e.Put(c.world_size);
-  e.Put<uint32_t>(c.stretches.size());
-  for (const CheckpointStretch& st : c.stretches) {
+  if (!stretches.empty() && order.resumed.epoch != c.epoch) {
+    return Status::InvalidArgument("checkpoint of epoch " + std::to_string(c.epoch + 1) +
+                                   " with the stretches of epoch " +
+                                   std::to_string(order.resumed.epoch + 1));
+  }
+  e.Put(order.world_size);
+  e.Put<uint32_t>(stretches.size());
+  for (const EpochStretch& st : stretches) {
     e.Put(st.world_size);
     e.Put(st.position);
   }
@@ -255,27 +269,37 @@ Status ReadSgd(Decoder& d, OptimizerConfig* o) {
 }
 
 Status ReadPosition(Decoder& d, Checkpoint* c) {
-  for (uint64_t* v : {&c->seed, &c->epoch, &c->next_sample, &c->step}) {
+  OrderSettings& order = c->order;
+  for (uint64_t* v : {&order.seed, &c->epoch, &c->next_sample, &c->step}) {
     RF_RETURN_IF_ERROR(d.Get(v, "position"));
   }
-  RF_RETURN_IF_ERROR(d.Get(&c->batch_size, "position"));
-  RF_RETURN_IF_ERROR(d.Get(&c->order_window, "position"));
+  order.resumed.epoch = c->epoch;  // the stretches, if any, are of this epoch
+  RF_RETURN_IF_ERROR(d.Get(&order.batch_size, "position"));
+  uint32_t window = 0;
+  RF_RETURN_IF_ERROR(d.Get(&window, "position"));
+  c->shuffle_recorded = window != 0;
+  if (window == kOrderStored) {
+    order.shuffle = ShuffleMode::kNone;
+  } else if (window != 0) {
+    order.shuffle = ShuffleMode::kWindow;
+    order.shuffle_window = window;
+  }
   RF_RETURN_IF_ERROR(d.Get(&c->dataset_id, "position"));
   return d.Get(&c->dataset_samples, "position");
 }
 
 // Version 2: the world size and the stretches, whose count sizes the list.
-Status ReadRanks(Decoder& d, Checkpoint* c) {
+Status ReadRanks(Decoder& d, OrderSettings* order) {
   const uint64_t ranks_at = d.at();
   uint32_t stretches = 0;
-  RF_RETURN_IF_ERROR(d.Get(&c->world_size, "ranks"));
+  RF_RETURN_IF_ERROR(d.Get(&order->world_size, "ranks"));
   RF_RETURN_IF_ERROR(d.Get(&stretches, "ranks"));
-  if (c->world_size == 0 || stretches > kMaxCheckpointStretches) {
-    return d.Error(ranks_at, "world size " + std::to_string(c->world_size) + " with " +
+  if (order->world_size == 0 || stretches > kMaxCheckpointStretches) {
+    return d.Error(ranks_at, "world size " + std::to_string(order->world_size) + " with " +
                                  std::to_string(stretches) + " stretches");
   }
-  c->stretches.resize(stretches);
-  for (CheckpointStretch& st : c->stretches) {
+  order->resumed.stretches.resize(stretches);
+  for (EpochStretch& st : order->resumed.stretches) {
     RF_RETURN_IF_ERROR(d.Get(&st.world_size, "ranks"));
     RF_RETURN_IF_ERROR(d.Get(&st.position, "ranks"));
     if (st.world_size == 0) return d.Error(d.at() - 12, "a stretch of world size 0");
@@ -460,7 +484,7 @@ Status CheckPosition(const Decoder& d, const Checkpoint& c, uint64_t at) {
                                 " is past the dataset's " + std::to_string(c.dataset_samples) +
                                 " samples");
   }
-  if (c.batch_size == 0) return d.Error(at + 32, "batch size 0");
+  if (c.order.batch_size == 0) return d.Error(at + 32, "batch size 0");
   return Status::Ok();
 }
 
@@ -481,7 +505,7 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
   RF_RETURN_IF_ERROR(ReadSgd(d, &c.optimizer));
   at.position = d.at();
   RF_RETURN_IF_ERROR(ReadPosition(d, &c));
-  if (version >= 2) RF_RETURN_IF_ERROR(ReadRanks(d, &c));
+  if (version >= 2) RF_RETURN_IF_ERROR(ReadRanks(d, &c.order));
   if (version >= 3) {
     at.optimizer = d.at();
     RF_RETURN_IF_ERROR(ReadOptimizer(d, &c.optimizer));

@@ -79,17 +79,18 @@ Checkpoint Written(uint32_t version) {
       c.running_stats.t[i][j] = 0.125f * (i + 1) + 0.001f * j;
     }
   }
-  c.seed = 0x1122334455667788ull;
+  c.order.seed = 0x1122334455667788ull;
   c.epoch = 2;
   c.next_sample = 48;
   c.step = 100;
-  c.batch_size = 16;
-  c.order_window = 8;
+  c.order.batch_size = 16;
+  c.order.shuffle_window = 8;  // order_window 8
   c.dataset_id = 0xfeedfacecafebeefull;
   c.dataset_samples = 200;
+  c.order.resumed.epoch = c.epoch;  // what the reader gives: the stretches, if any, are its
   if (version >= 2) {
-    c.world_size = 2;
-    c.stretches = {{3, 10}, {5, 4}};
+    c.order.world_size = 2;
+    c.order.resumed.stretches = {{3, 10}, {5, 4}};
   }
   return c;
 }
@@ -119,19 +120,27 @@ void ExpectSame(const Checkpoint& got, const Checkpoint& want) {
   EXPECT_TRUE(BitIdentical(got.params, want.params));
   EXPECT_TRUE(BitIdentical(got.momentum, want.momentum));
   EXPECT_TRUE(BitIdentical(got.running_stats, want.running_stats));
-  EXPECT_EQ(got.seed, want.seed);
+  EXPECT_EQ(got.order.seed, want.order.seed);
   EXPECT_EQ(got.epoch, want.epoch);
   EXPECT_EQ(got.next_sample, want.next_sample);
   EXPECT_EQ(got.step, want.step);
-  EXPECT_EQ(got.batch_size, want.batch_size);
-  EXPECT_EQ(got.order_window, want.order_window);
+  EXPECT_EQ(got.order.batch_size, want.order.batch_size);
+  EXPECT_EQ(got.order.drop_last, want.order.drop_last);
+  EXPECT_EQ(got.order.shuffle, want.order.shuffle);
+  EXPECT_EQ(got.order.shuffle_window, want.order.shuffle_window);
+  EXPECT_EQ(got.shuffle_recorded, want.shuffle_recorded);
+  EXPECT_EQ(got.order.first_window_chunks, want.order.first_window_chunks);
+  EXPECT_EQ(got.order.rank, want.order.rank);
   EXPECT_EQ(got.dataset_id, want.dataset_id);
   EXPECT_EQ(got.dataset_samples, want.dataset_samples);
-  EXPECT_EQ(got.world_size, want.world_size);
-  ASSERT_EQ(got.stretches.size(), want.stretches.size());
-  for (size_t k = 0; k < want.stretches.size(); ++k) {
-    EXPECT_EQ(got.stretches[k].world_size, want.stretches[k].world_size) << "stretch " << k;
-    EXPECT_EQ(got.stretches[k].position, want.stretches[k].position) << "stretch " << k;
+  EXPECT_EQ(got.order.world_size, want.order.world_size);
+  EXPECT_EQ(got.order.resumed.epoch, want.order.resumed.epoch);
+  const std::vector<EpochStretch>&got_st = got.order.resumed.stretches,
+        &want_st = want.order.resumed.stretches;
+  ASSERT_EQ(got_st.size(), want_st.size());
+  for (size_t k = 0; k < want_st.size(); ++k) {
+    EXPECT_EQ(got_st[k].world_size, want_st[k].world_size) << "stretch " << k;
+    EXPECT_EQ(got_st[k].position, want_st[k].position) << "stretch " << k;
   }
 }
 
