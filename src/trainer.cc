@@ -176,98 +176,117 @@ Result<std::optional<StepStats>> Trainer::Evaluate() {
 
 Status Trainer::ReportEpoch(const RunState& s, const EpochFigures& mine,
                             const std::optional<StepStats>& test) {
+  RF_ASSIGN_OR_RETURN(const EpochSummary epoch, GatherEpoch(mine));
+  if (!lead()) return Status::Ok();
+  std::fputs(EpochLine(s, epoch, mine, test).c_str(), stdout);
+  std::fflush(stdout);
+  return WriteMetrics(EpochRecord(s, epoch, mine, test));
+}
+
+Result<Trainer::EpochSummary> Trainer::GatherEpoch(const EpochFigures& mine) {
   // Loss and accuracy over every rank's samples, and every rank's figures on rank 0.
   double sums[3] = {mine.train.loss_sum, static_cast<double>(mine.train.correct),
                     static_cast<double>(mine.train.samples)};
   RF_RETURN_IF_ERROR(world_.AllReduceSum(sums, 3));
-  StepStats train;
-  train.loss_sum = sums[0];
-  train.correct = static_cast<uint64_t>(sums[1]);
-  train.samples = static_cast<uint64_t>(sums[2]);
-  std::vector<RankFigures> ranks(world_.size());
-  RF_RETURN_IF_ERROR(world_.Gather(&mine.rank, sizeof mine.rank, ranks.data(), 0));
+  EpochSummary e;
+  e.train.loss_sum = sums[0];
+  e.train.correct = static_cast<uint64_t>(sums[1]);
+  e.train.samples = static_cast<uint64_t>(sums[2]);
+  e.ranks.resize(world_.size());
+  RF_RETURN_IF_ERROR(world_.Gather(&mine.rank, sizeof mine.rank, e.ranks.data(), 0));
   if (watchdog_) watchdog_->Beat();
-  if (!lead()) return Status::Ok();
-
+  if (!lead()) return e;
   // Over the ranks: samples in all over the slowest rank's time; disk rates add up; the rank
   // that waited longest for data is the one the others waited for.
-  double all_samples = 0, slowest_s = 0, disk = 0, held = 0;
-  size_t most_waiting = 0;
-  nlohmann::json per_rank = nlohmann::json::array();
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    const RankFigures& f = ranks[r];
-    all_samples += f.samples;
-    slowest_s = std::max(slowest_s, f.seconds);
-    disk += f.disk_bytes / f.seconds / 1e9;
-    held += f.held_s / f.seconds / ranks.size();
-    if (f.wait_s / f.seconds > ranks[most_waiting].wait_s / ranks[most_waiting].seconds) {
-      most_waiting = r;
-    }
-    per_rank.push_back({{"rank", r},
-                        {"samples_per_s", f.samples / f.seconds},
-                        {"disk_gb_per_s", f.disk_bytes / f.seconds / 1e9},
-                        {"data_wait_share", f.wait_s / f.seconds},
-                        {"reader_held_share", f.held_s / f.seconds},
-                        {"rss_bytes", static_cast<uint64_t>(f.rss_bytes)},
-                        {"gpu_bytes", static_cast<uint64_t>(f.gpu_bytes)}});
+  for (size_t r = 0; r < e.ranks.size(); ++r) {
+    const RankFigures& f = e.ranks[r];
+    e.samples += f.samples;
+    e.seconds = std::max(e.seconds, f.seconds);
+    e.disk_gb_per_s += f.disk_bytes / f.seconds / 1e9;
+    e.reader_held_share += f.held_s / f.seconds / e.ranks.size();
+    const RankFigures& slowest = e.ranks[e.slowest_rank];
+    if (f.wait_s / f.seconds > slowest.wait_s / slowest.seconds) e.slowest_rank = r;
   }
-  const RankFigures& worst = ranks[most_waiting];
-  const double waited = worst.wait_s / worst.seconds;
-  nlohmann::json j = {{"event", "epoch"},
-                      {"epoch", s.epoch + 1},
-                      {"step", s.step},
-                      {"train_loss", train.mean_loss()},
-                      {"train_accuracy", train.accuracy()},
-                      {"lr", last_lr_},
-                      {"samples_per_s", all_samples / slowest_s},
-                      {"seconds", slowest_s},
-                      {"disk_gb_per_s", disk},
-                      {"data_wait_share", waited},
-                      {"reader_held_share", held},
-                      {"rss_bytes", static_cast<uint64_t>(mine.rank.rss_bytes)},
-                      {"peak_rss_bytes", ResidentBytes("VmHWM:")},
-                      {"gpu_bytes", static_cast<uint64_t>(mine.rank.gpu_bytes)}};
-  if (world_.size() > 1) {
-    j["world_size"] = world_.size();
-    j["slowest_rank"] = most_waiting;
-    j["ranks"] = per_rank;
-  }
-  std::string test_part;
+  const RankFigures& slowest = e.ranks[e.slowest_rank];
+  e.data_wait_share = slowest.wait_s / slowest.seconds;
+  return e;
+}
+
+std::string Trainer::EpochLine(const RunState& s, const EpochSummary& e, const EpochFigures& mine,
+                               const std::optional<StepStats>& test) const {
+  char test_part[64] = "";
   if (test) {
-    j["test_samples"] = test->samples;
-    j["test_loss"] = test->mean_loss();
-    j["test_accuracy"] = test->accuracy();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, ", test accuracy %.2f%%", 100 * test->accuracy());
-    test_part = buf;
+    std::snprintf(test_part, sizeof test_part, ", test accuracy %.2f%%", 100 * test->accuracy());
   }
   // One rank: "disk 1.8 GB/s, waited for data 0.4%". Several: the sum of the disk rates and the
   // range, and the rank that waited longest, named.
   char io_part[256];
-  if (world_.size() == 1) {
+  if (e.ranks.size() == 1) {
     std::snprintf(io_part, sizeof io_part, "disk %s, waited for data %.1f%%",
-                  FormatRate(disk * 1e9).c_str(), 100 * waited);
+                  FormatRate(e.disk_gb_per_s * 1e9).c_str(), 100 * e.data_wait_share);
   } else {
     double lo = 1e300, hi = 0;
-    for (const RankFigures& f : ranks) {
+    for (const RankFigures& f : e.ranks) {
       lo = std::min(lo, f.disk_bytes / f.seconds);
       hi = std::max(hi, f.disk_bytes / f.seconds);
     }
     std::snprintf(io_part, sizeof io_part,
                   "disk %s in all (%s to %s a rank), waited for data %.1f%% (rank %zu, the "
                   "slowest)",
-                  FormatRate(disk * 1e9).c_str(), FormatRate(lo).c_str(), FormatRate(hi).c_str(),
-                  100 * waited, most_waiting);
+                  FormatRate(e.disk_gb_per_s * 1e9).c_str(), FormatRate(lo).c_str(),
+                  FormatRate(hi).c_str(), 100 * e.data_wait_share, e.slowest_rank);
   }
-  std::printf(
+  char line[1024];
+  std::snprintf(
+      line, sizeof line,
       "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, lr %.6g, %.0f samples/s, %.1f s, "
       "%s, GPU memory %.1f MiB, host RSS %.1f MiB%s\n",
       static_cast<unsigned long long>(s.epoch + 1), static_cast<unsigned long long>(c_.epochs),
-      train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), last_lr_,
-      all_samples / slowest_s, slowest_s, io_part, mine.rank.gpu_bytes / 1048576.0,
-      mine.rank.rss_bytes / 1048576.0, world_.size() > 1 ? " (rank 0's)" : "");
-  std::fflush(stdout);
-  return WriteMetrics(j);
+      e.train.mean_loss(), 100 * e.train.accuracy(), test_part, last_lr_, e.samples / e.seconds,
+      e.seconds, io_part, mine.rank.gpu_bytes / 1048576.0, mine.rank.rss_bytes / 1048576.0,
+      e.ranks.size() > 1 ? " (rank 0's)" : "");
+  return line;
+}
+
+nlohmann::json Trainer::EpochRecord(const RunState& s, const EpochSummary& e,
+                                    const EpochFigures& mine,
+                                    const std::optional<StepStats>& test) const {
+  nlohmann::json j = {{"event", "epoch"},
+                      {"epoch", s.epoch + 1},
+                      {"step", s.step},
+                      {"train_loss", e.train.mean_loss()},
+                      {"train_accuracy", e.train.accuracy()},
+                      {"lr", last_lr_},
+                      {"samples_per_s", e.samples / e.seconds},
+                      {"seconds", e.seconds},
+                      {"disk_gb_per_s", e.disk_gb_per_s},
+                      {"data_wait_share", e.data_wait_share},
+                      {"reader_held_share", e.reader_held_share},
+                      {"rss_bytes", static_cast<uint64_t>(mine.rank.rss_bytes)},
+                      {"peak_rss_bytes", ResidentBytes("VmHWM:")},
+                      {"gpu_bytes", static_cast<uint64_t>(mine.rank.gpu_bytes)}};
+  if (e.ranks.size() > 1) {
+    nlohmann::json per_rank = nlohmann::json::array();
+    for (size_t r = 0; r < e.ranks.size(); ++r) {
+      const RankFigures& f = e.ranks[r];
+      per_rank.push_back({{"rank", r},
+                          {"samples_per_s", f.samples / f.seconds},
+                          {"disk_gb_per_s", f.disk_bytes / f.seconds / 1e9},
+                          {"data_wait_share", f.wait_s / f.seconds},
+                          {"reader_held_share", f.held_s / f.seconds},
+                          {"rss_bytes", static_cast<uint64_t>(f.rss_bytes)},
+                          {"gpu_bytes", static_cast<uint64_t>(f.gpu_bytes)}});
+    }
+    j["world_size"] = e.ranks.size();
+    j["slowest_rank"] = e.slowest_rank;
+    j["ranks"] = per_rank;
+  }
+  if (test) {
+    j["test_samples"] = test->samples;
+    j["test_loss"] = test->mean_loss();
+    j["test_accuracy"] = test->accuracy();
+  }
+  return j;
 }
 
 Status Trainer::Finish(const RunState& s, const std::string& stopped_by) {

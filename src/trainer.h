@@ -120,6 +120,22 @@ class Trainer {
   //   Gathers the epoch's figures over the ranks; rank 0 prints its line and writes --metrics.
   Status ReportEpoch(const RunState& s, const EpochFigures& mine,
                      const std::optional<StepStats>& test);
+  // ReportEpoch's parts. The epoch over the ranks (every rank calls; the figures over the ranks
+  // are rank 0's alone): samples in all over the slowest rank's time, disk rates added, the rank
+  // that waited longest for data named.
+  struct EpochSummary {
+    StepStats train;  // over every rank's samples
+    std::vector<RankFigures> ranks;
+    double samples = 0, seconds = 0, disk_gb_per_s = 0, reader_held_share = 0;
+    double data_wait_share = 0;  // the slowest rank's
+    size_t slowest_rank = 0;
+  };
+  Result<EpochSummary> GatherEpoch(const EpochFigures& mine);
+  // The epoch's line, and its --metrics record ("event": "epoch").
+  std::string EpochLine(const RunState& s, const EpochSummary& e, const EpochFigures& mine,
+                        const std::optional<StepStats>& test) const;
+  nlohmann::json EpochRecord(const RunState& s, const EpochSummary& e, const EpochFigures& mine,
+                             const std::optional<StepStats>& test) const;
   //   The final checkpoint (where a step was trained) and the line saying why the run stopped.
   Status Finish(const RunState& s, const std::string& stopped_by);
 
