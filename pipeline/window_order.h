@@ -49,10 +49,10 @@
 // L_k[j*q, min((j+1)*q, R)) padded with L_k[0], L_k[1], ... to q entries (each short rank's
 // padding starts at L_k[0]), and trained the first p_k of them; what they left, in rank order and
 // without padding, is L_{k+1}. This run is the next level: its rank takes its slice of the last
-// list the same way, so every rank trains EpochSampleCount(resumed_epoch) = q samples, and over
-// this run's ranks every sample no stretch trained comes exactly once (and so does one a stretch
-// trained only as a padding repeat: its own entry is left), plus q * world_size - R (< world_size)
-// repeats.
+// list the same way, so every rank trains EpochSampleCount(order.resumed.epoch) = q samples, and
+// over this run's ranks every sample no stretch trained comes exactly once (and so does one a
+// stretch trained only as a padding repeat: its own entry is left), plus q * world_size - R (<
+// world_size) repeats.
 //   An entry keeps its place in its old window's shuffled order: the rank's epoch is a sequence
 // of pieces, each a run of entries of one window of one rank of stretch 0, and each piece is a
 // window of the resumed epoch, whose chunks are that old window's (read whole), or, for a piece

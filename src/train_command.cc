@@ -190,11 +190,12 @@ Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& 
                     RunState{ck.epoch, ck.step, position}};
 }
 
-// The backend and the sources (the managed mode loads the whole dataset here), holding the start
-// point's state. Rank 0 alone evaluates: the others get no test split.
+// The backend and the sources, holding the start point's state; *setup_seconds: how long making
+// them took (the managed mode loads the whole dataset then). Rank 0 alone evaluates: the others
+// get no test split.
 Result<std::unique_ptr<TrainEngine>> MakeEngine(const TrainConfig& c, const ModelConfig& model,
                                                 const RunData& data, const StartPoint& start,
-                                                World& world) {
+                                                World& world, double* setup_seconds) {
   const format::Header& h = data.train.header();
   EngineInputs in;
   in.config = model;
@@ -203,8 +204,10 @@ Result<std::unique_ptr<TrainEngine>> MakeEngine(const TrainConfig& c, const Mode
   in.train = &data.train;
   in.test = data.test && world.rank() == 0 ? &*data.test : nullptr;
   in.world = &world;
+  const auto t0 = std::chrono::steady_clock::now();
   RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
                       TrainEngine::Create(c, in, start.params));
+  *setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   RF_RETURN_IF_ERROR(engine->backend().SetState(start.params, start.momentum));
   RF_RETURN_IF_ERROR(engine->backend().SetRunningStats(start.running_stats));
   return engine;
@@ -372,11 +375,9 @@ Status Train(TrainConfig c, const std::vector<std::string>& args, World& world) 
   c.schedule_span = ScheduleSpanFor(
       c, WindowOrder(data.train.ChunkSampleCounts(), c.pipeline.order).EpochSampleCount());
   // 5. The engine.
-  const auto setup0 = std::chrono::steady_clock::now();
+  double setup_seconds = 0;
   RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
-                      MakeEngine(c, model, data, start, world));
-  const double setup_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count();
+                      MakeEngine(c, model, data, start, world, &setup_seconds));
   // 6. The run's files and its opening lines.
   RunFiles files;
   RF_RETURN_IF_ERROR(files.Open(c, *engine, setup_seconds, world));
