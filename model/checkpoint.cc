@@ -101,6 +101,13 @@ std::string FloatText(float v) {
   return buf;
 }
 
+// The position block's order_window: W, kOrderStored for the stored order, or 0 where the file
+// the checkpoint was read from did not record it.
+uint32_t OrderWindow(const Checkpoint& c) {
+  if (!c.shuffle_recorded) return 0;
+  return c.order.shuffle == ShuffleMode::kNone ? kOrderStored : c.order.shuffle_window;
+}
+
 bool SameModel(const ModelConfig& a, const ModelConfig& b) {
   return a.channels == b.channels && a.height == b.height && a.width == b.width &&
          a.classes == b.classes && a.conv == b.conv && a.hidden == b.hidden &&
@@ -175,17 +182,24 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   for (uint32_t v : m.conv) e.Put(v);
   e.Put(m.hidden);
   for (float v : {c.optimizer.lr, c.optimizer.momentum, c.optimizer.weight_decay}) e.Put(v);
-  for (uint64_t v : {c.seed, c.epoch, c.next_sample, c.step}) e.Put(v);
-  e.Put(c.batch_size);
-  e.Put(c.order_window);
+  const OrderSettings& order = c.order;
+  for (uint64_t v : {order.seed, c.epoch, c.next_sample, c.step}) e.Put(v);
+  e.Put(order.batch_size);
+  e.Put(OrderWindow(c));
   e.Put(c.dataset_id);
   e.Put(c.dataset_samples);
-  if (c.world_size == 0 || c.stretches.size() > kMaxCheckpointStretches) {
+  const std::vector<EpochStretch>& stretches = order.resumed.stretches;
+  if (order.world_size == 0 || stretches.size() > kMaxCheckpointStretches) {
     return Status::InvalidArgument("checkpoint: world size 0 or too many stretches");
   }
-  e.Put(c.world_size);
-  e.Put<uint32_t>(c.stretches.size());
-  for (const CheckpointStretch& st : c.stretches) {
+  if (!stretches.empty() && order.resumed.epoch != c.epoch) {
+    return Status::InvalidArgument("checkpoint of epoch " + std::to_string(c.epoch + 1) +
+                                   " with the stretches of epoch " +
+                                   std::to_string(order.resumed.epoch + 1));
+  }
+  e.Put(order.world_size);
+  e.Put<uint32_t>(stretches.size());
+  for (const EpochStretch& st : stretches) {
     e.Put(st.world_size);
     e.Put(st.position);
   }
@@ -209,146 +223,198 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   return std::move(e.bytes());
 }
 
-Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::string& path) {
-  Decoder d(data, n, path);
+namespace {
+
+// The section readers of DecodeCheckpoint, one per block of the layout (model/checkpoint.h), in
+// file order. Each reads its fields and refuses at once what would mislead the reading of the rest
+// (a size or kind that sizes later reads, an invalid model); fields that only a forger writes are
+// checked by the Check* functions below, once the checksum holds, so a damaged file is reported as
+// damaged.
+
+Status ReadHeader(Decoder& d, uint32_t* version) {
   char magic[8];
   for (char& ch : magic) RF_RETURN_IF_ERROR(d.Get(&ch, "magic"));
   if (std::memcmp(magic, kCheckpointMagic, sizeof magic) != 0) {
     return d.Error(0, "not a ringfeed checkpoint (bad magic)");
   }
-  uint32_t version = 0;
-  RF_RETURN_IF_ERROR(d.Get(&version, "version"));
-  if (version < 1 || version > kCheckpointVersion) {
-    return d.Error(8, "unsupported version " + std::to_string(version) + " (this build reads " +
+  RF_RETURN_IF_ERROR(d.Get(version, "version"));
+  if (*version < 1 || *version > kCheckpointVersion) {
+    return d.Error(8, "unsupported version " + std::to_string(*version) + " (this build reads " +
                           std::to_string(kCheckpointVersion) + ")");
   }
+  return Status::Ok();
+}
 
-  Checkpoint c;
-  ModelConfig& m = c.config;
+// The model without its batch norm flag (version 4 adds it after the training blocks), valid.
+Status ReadModel(Decoder& d, ModelConfig* m) {
   const uint64_t model_at = d.at();
-  for (uint32_t* v : {&m.channels, &m.height, &m.width, &m.classes}) {
+  for (uint32_t* v : {&m->channels, &m->height, &m->width, &m->classes}) {
     RF_RETURN_IF_ERROR(d.Get(v, "model"));
   }
   uint32_t blocks = 0;
   RF_RETURN_IF_ERROR(d.Get(&blocks, "model"));
   if (blocks > kMaxBlocks) return d.Error(d.at() - 4, std::to_string(blocks) + " conv blocks");
-  m.conv.assign(blocks, 0);
-  for (uint32_t& v : m.conv) RF_RETURN_IF_ERROR(d.Get(&v, "model"));
-  RF_RETURN_IF_ERROR(d.Get(&m.hidden, "model"));
-  if (Status st = m.Validate(); !st.ok()) {
+  m->conv.assign(blocks, 0);
+  for (uint32_t& v : m->conv) RF_RETURN_IF_ERROR(d.Get(&v, "model"));
+  RF_RETURN_IF_ERROR(d.Get(&m->hidden, "model"));
+  if (Status st = m->Validate(); !st.ok()) {
     return d.Error(model_at, "invalid model (" + st.message() + ")");
   }
+  return Status::Ok();
+}
 
-  const uint64_t sgd_at = d.at();
-  for (float* v : {&c.optimizer.lr, &c.optimizer.momentum, &c.optimizer.weight_decay}) {
-    RF_RETURN_IF_ERROR(d.Get(v, "sgd"));
-  }
-  const uint64_t position_at = d.at();
-  for (uint64_t* v : {&c.seed, &c.epoch, &c.next_sample, &c.step}) {
+Status ReadSgd(Decoder& d, OptimizerConfig* o) {
+  for (float* v : {&o->lr, &o->momentum, &o->weight_decay}) RF_RETURN_IF_ERROR(d.Get(v, "sgd"));
+  return Status::Ok();
+}
+
+Status ReadPosition(Decoder& d, Checkpoint* c) {
+  OrderSettings& order = c->order;
+  for (uint64_t* v : {&order.seed, &c->epoch, &c->next_sample, &c->step}) {
     RF_RETURN_IF_ERROR(d.Get(v, "position"));
   }
-  RF_RETURN_IF_ERROR(d.Get(&c.batch_size, "position"));
-  RF_RETURN_IF_ERROR(d.Get(&c.order_window, "position"));
-  RF_RETURN_IF_ERROR(d.Get(&c.dataset_id, "position"));
-  RF_RETURN_IF_ERROR(d.Get(&c.dataset_samples, "position"));
-  if (version >= 2) {
-    const uint64_t ranks_at = d.at();
-    uint32_t stretches = 0;
-    RF_RETURN_IF_ERROR(d.Get(&c.world_size, "ranks"));
-    RF_RETURN_IF_ERROR(d.Get(&stretches, "ranks"));
-    if (c.world_size == 0 || stretches > kMaxCheckpointStretches) {
-      return d.Error(ranks_at, "world size " + std::to_string(c.world_size) + " with " +
-                                   std::to_string(stretches) + " stretches");
-    }
-    c.stretches.resize(stretches);
-    for (CheckpointStretch& st : c.stretches) {
-      RF_RETURN_IF_ERROR(d.Get(&st.world_size, "ranks"));
-      RF_RETURN_IF_ERROR(d.Get(&st.position, "ranks"));
-      if (st.world_size == 0) return d.Error(d.at() - 12, "a stretch of world size 0");
-    }
+  order.resumed.epoch = c->epoch;  // the stretches, if any, are of this epoch
+  RF_RETURN_IF_ERROR(d.Get(&order.batch_size, "position"));
+  uint32_t window = 0;
+  RF_RETURN_IF_ERROR(d.Get(&window, "position"));
+  c->shuffle_recorded = window != 0;
+  if (window == kOrderStored) {
+    order.shuffle = ShuffleMode::kNone;
+  } else if (window != 0) {
+    order.shuffle = ShuffleMode::kWindow;
+    order.shuffle_window = window;
   }
+  RF_RETURN_IF_ERROR(d.Get(&c->dataset_id, "position"));
+  return d.Get(&c->dataset_samples, "position");
+}
 
-  uint64_t optimizer_at = 0;
-  uint32_t optimizer_kind = 0, schedule_kind = 0;
-  if (version >= 3) {
-    optimizer_at = d.at();
-    OptimizerConfig& o = c.optimizer;
-    RF_RETURN_IF_ERROR(d.Get(&optimizer_kind, "optimizer"));
-    for (float* v : {&o.beta1, &o.beta2, &o.eps, &o.label_smoothing}) {
-      RF_RETURN_IF_ERROR(d.Get(v, "optimizer"));
-    }
-    RF_RETURN_IF_ERROR(d.Get(&schedule_kind, "schedule"));
-    RF_RETURN_IF_ERROR(d.Get(&c.schedule.warmup_epochs, "schedule"));
-    RF_RETURN_IF_ERROR(d.Get(&c.schedule_span.steps_per_epoch, "schedule"));
-    RF_RETURN_IF_ERROR(d.Get(&c.schedule_span.epochs, "schedule"));
-    AugmentParams augment;
-    RF_RETURN_IF_ERROR(d.Get(&augment.crop_pad, "augmentation"));
-    RF_RETURN_IF_ERROR(d.Get(&augment.flip, "augmentation"));
-    RF_RETURN_IF_ERROR(d.Get(&augment.erase_threshold, "augmentation"));
-    c.augment = augment;
-    // An unknown kind is refused here, before it sizes the state read below.
-    if (optimizer_kind > static_cast<uint32_t>(OptimizerKind::kAdamW)) {
-      return d.Error(optimizer_at, "unknown optimizer " + std::to_string(optimizer_kind));
-    }
-    if (schedule_kind > static_cast<uint32_t>(LrScheduleKind::kOneCycle)) {
-      return d.Error(optimizer_at + 20, "unknown lr schedule " + std::to_string(schedule_kind));
-    }
-    c.optimizer.kind = static_cast<OptimizerKind>(optimizer_kind);
-    c.schedule.kind = static_cast<LrScheduleKind>(schedule_kind);
+// Version 2: the world size and the stretches, whose count sizes the list.
+Status ReadRanks(Decoder& d, OrderSettings* order) {
+  const uint64_t ranks_at = d.at();
+  uint32_t stretches = 0;
+  RF_RETURN_IF_ERROR(d.Get(&order->world_size, "ranks"));
+  RF_RETURN_IF_ERROR(d.Get(&stretches, "ranks"));
+  if (order->world_size == 0 || stretches > kMaxCheckpointStretches) {
+    return d.Error(ranks_at, "world size " + std::to_string(order->world_size) + " with " +
+                                 std::to_string(stretches) + " stretches");
   }
-  if (version >= 4) {
-    uint32_t batch_norm = 0;
-    RF_RETURN_IF_ERROR(d.Get(&batch_norm, "batch norm"));
-    if (batch_norm > 1) return d.Error(d.at() - 4, "batch norm flag " + std::to_string(batch_norm));
-    m.batch_norm = batch_norm == 1;
-    if (Status st = m.Validate(); !st.ok()) {
-      return d.Error(model_at, "invalid model (" + st.message() + ")");
-    }
+  order->resumed.stretches.resize(stretches);
+  for (EpochStretch& st : order->resumed.stretches) {
+    RF_RETURN_IF_ERROR(d.Get(&st.world_size, "ranks"));
+    RF_RETURN_IF_ERROR(d.Get(&st.position, "ranks"));
+    if (st.world_size == 0) return d.Error(d.at() - 12, "a stretch of world size 0");
   }
+  return Status::Ok();
+}
 
-  const std::vector<ParamShape> shapes = ParameterShapes(m);
+// Version 3: the optimizer, whose kind sizes the state read below.
+Status ReadOptimizer(Decoder& d, OptimizerConfig* o) {
+  const uint64_t optimizer_at = d.at();
+  uint32_t kind = 0;
+  RF_RETURN_IF_ERROR(d.Get(&kind, "optimizer"));
+  for (float* v : {&o->beta1, &o->beta2, &o->eps, &o->label_smoothing}) {
+    RF_RETURN_IF_ERROR(d.Get(v, "optimizer"));
+  }
+  if (kind > static_cast<uint32_t>(OptimizerKind::kAdamW)) {
+    return d.Error(optimizer_at, "unknown optimizer " + std::to_string(kind));
+  }
+  o->kind = static_cast<OptimizerKind>(kind);
+  return Status::Ok();
+}
+
+// Version 3: the lr schedule and its span.
+Status ReadSchedule(Decoder& d, LrScheduleConfig* s, LrScheduleSpan* span) {
+  const uint64_t schedule_at = d.at();
+  uint32_t kind = 0;
+  RF_RETURN_IF_ERROR(d.Get(&kind, "schedule"));
+  RF_RETURN_IF_ERROR(d.Get(&s->warmup_epochs, "schedule"));
+  RF_RETURN_IF_ERROR(d.Get(&span->steps_per_epoch, "schedule"));
+  RF_RETURN_IF_ERROR(d.Get(&span->epochs, "schedule"));
+  if (kind > static_cast<uint32_t>(LrScheduleKind::kOneCycle)) {
+    return d.Error(schedule_at, "unknown lr schedule " + std::to_string(kind));
+  }
+  s->kind = static_cast<LrScheduleKind>(kind);
+  return Status::Ok();
+}
+
+// Version 3: the training split's augmentation.
+Status ReadAugment(Decoder& d, std::optional<AugmentParams>* augment) {
+  AugmentParams a;
+  RF_RETURN_IF_ERROR(d.Get(&a.crop_pad, "augmentation"));
+  RF_RETURN_IF_ERROR(d.Get(&a.flip, "augmentation"));
+  RF_RETURN_IF_ERROR(d.Get(&a.erase_threshold, "augmentation"));
+  *augment = a;
+  return Status::Ok();
+}
+
+// Version 4: the model's batch norm flag, which adds tensors, so the model is validated again.
+Status ReadBatchNorm(Decoder& d, ModelConfig* m, uint64_t model_at) {
+  uint32_t batch_norm = 0;
+  RF_RETURN_IF_ERROR(d.Get(&batch_norm, "batch norm"));
+  if (batch_norm > 1) return d.Error(d.at() - 4, "batch norm flag " + std::to_string(batch_norm));
+  m->batch_norm = batch_norm == 1;
+  if (Status st = m->Validate(); !st.ok()) {
+    return d.Error(model_at, "invalid model (" + st.message() + ")");
+  }
+  return Status::Ok();
+}
+
+// One tensor of `count` floats. The first value in the file that is not finite (or, with
+// `nonnegative`, below zero) becomes *forged, named by `name` and its offset: reported once the
+// checksum holds.
+Status ReadTensor(Decoder& d, std::vector<float>* t, size_t count, const std::string& name,
+                  bool nonnegative, Status* forged) {
+  RF_RETURN_IF_ERROR(d.GetFloats(t, count, name));
+  const auto bad = std::find_if(t->begin(), t->end(), [nonnegative](float v) {
+    return !std::isfinite(v) || (nonnegative && v < 0);
+  });
+  if (bad != t->end() && forged->ok()) {
+    const uint64_t k = bad - t->begin();
+    *forged = d.Error(d.at() - 4 * (t->size() - k),
+                      name + " value " + std::to_string(k) + " is " + FloatText(*bad));
+  }
+  return Status::Ok();
+}
+
+// The tensor count, the parameters, then the optimizer state: OptimizerSlots slots of tensors of
+// the same shapes.
+Status ReadTensors(Decoder& d, Checkpoint* c, Status* forged) {
+  const std::vector<ParamShape> shapes = ParameterShapes(c->config);
   uint32_t tensors = 0;
   RF_RETURN_IF_ERROR(d.Get(&tensors, "tensor count"));
   if (tensors != shapes.size()) {
     return d.Error(d.at() - 4, std::to_string(tensors) + " tensors; the model has " +
                                    std::to_string(shapes.size()));
   }
-  Status nonfinite = Status::Ok();  // a forged value; reported once the checksum holds
-  // Reads one tensor of `count` floats; the first value that is not finite (or, with
-  // `nonnegative`, below zero) in the file becomes `nonfinite`, named by `name` and its offset.
-  const auto read_tensor = [&](std::vector<float>* t, size_t count, const std::string& name,
-                               bool nonnegative) -> Status {
-    RF_RETURN_IF_ERROR(d.GetFloats(t, count, name));
-    const auto bad = std::find_if(t->begin(), t->end(), [nonnegative](float v) {
-      return !std::isfinite(v) || (nonnegative && v < 0);
-    });
-    if (bad != t->end() && nonfinite.ok()) {
-      const uint64_t k = bad - t->begin();
-      nonfinite = d.Error(d.at() - 4 * (t->size() - k),
-                          name + " value " + std::to_string(k) + " is " + FloatText(*bad));
-    }
-    return Status::Ok();
-  };
-  const size_t slots = OptimizerSlots(c.optimizer.kind);
-  c.params.t.resize(shapes.size());
-  c.momentum.t.resize(slots * shapes.size());
+  const size_t slots = OptimizerSlots(c->optimizer.kind);
+  c->params.t.resize(shapes.size());
+  c->momentum.t.resize(slots * shapes.size());
   for (size_t at = 0; at < (1 + slots) * shapes.size(); ++at) {
     const size_t i = at % shapes.size();
     const std::string kind = at < shapes.size()       ? "parameter "
                              : at < 2 * shapes.size() ? "momentum "
                                                       : "second moment ";
-    std::vector<float>& t = at < shapes.size() ? c.params.t[i] : c.momentum.t[at - shapes.size()];
-    RF_RETURN_IF_ERROR(read_tensor(&t, shapes[i].count(), kind + shapes[i].name, false));
+    std::vector<float>& t = at < shapes.size() ? c->params.t[i] : c->momentum.t[at - shapes.size()];
+    RF_RETURN_IF_ERROR(ReadTensor(d, &t, shapes[i].count(), kind + shapes[i].name, false, forged));
   }
+  return Status::Ok();
+}
 
-  const std::vector<ParamShape> stat_shapes = RunningStatShapes(m);
-  c.running_stats.t.resize(stat_shapes.size());
-  for (size_t i = 0; i < stat_shapes.size(); ++i) {
-    const bool variance = i >= m.conv.size();  // the means first, then the variances
+// Batch norm's running statistics (none without it): the means, then the variances, which are
+// never negative.
+Status ReadRunningStats(Decoder& d, Checkpoint* c, Status* forged) {
+  const std::vector<ParamShape> shapes = RunningStatShapes(c->config);
+  c->running_stats.t.resize(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const bool variance = i >= c->config.conv.size();
     RF_RETURN_IF_ERROR(
-        read_tensor(&c.running_stats.t[i], stat_shapes[i].count(), stat_shapes[i].name, variance));
+        ReadTensor(d, &c->running_stats.t[i], shapes[i].count(), shapes[i].name, variance, forged));
   }
+  return Status::Ok();
+}
 
+// The checksum, the file's last 8 bytes, over every byte before it.
+Status ReadChecksum(Decoder& d, const uint8_t* data) {
   const uint64_t payload = d.at();
   uint64_t stored = 0;
   RF_RETURN_IF_ERROR(d.Get(&stored, "checksum"));
@@ -359,50 +425,109 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
   if (Checksum(data, payload) != stored) {
     return d.Error(payload, "checksum mismatch (the file is damaged)");
   }
-  // Fields a run cannot have written, in a file whose checksum holds (forged, or written by a
-  // broken build): each refused at its own offset before anything trains from it.
-  const auto finite = [](float v) { return std::isfinite(v); };
-  if (!finite(c.optimizer.lr)) return d.Error(sgd_at, "learning rate " + FloatText(c.optimizer.lr));
-  if (!finite(c.optimizer.momentum) || c.optimizer.momentum < 0)
-    return d.Error(sgd_at + 4, "momentum " + FloatText(c.optimizer.momentum));
-  if (!finite(c.optimizer.weight_decay) || c.optimizer.weight_decay < 0)
-    return d.Error(sgd_at + 8, "weight decay " + FloatText(c.optimizer.weight_decay));
-  if (version >= 3) {
-    const OptimizerConfig& o = c.optimizer;
-    const auto unit = [&](float v) { return finite(v) && v >= 0 && v < 1; };
-    if (!unit(o.beta1)) return d.Error(optimizer_at + 4, "beta1 " + FloatText(o.beta1));
-    if (!unit(o.beta2)) return d.Error(optimizer_at + 8, "beta2 " + FloatText(o.beta2));
-    if (!finite(o.eps) || !(o.eps > 0))
-      return d.Error(optimizer_at + 12, "eps " + FloatText(o.eps));
-    if (!unit(o.label_smoothing)) {
-      return d.Error(optimizer_at + 16, "label smoothing " + FloatText(o.label_smoothing));
-    }
-    if (!finite(c.schedule.warmup_epochs) || c.schedule.warmup_epochs < 0) {
-      return d.Error(optimizer_at + 24, "warmup epochs " + FloatText(c.schedule.warmup_epochs));
-    }
-    if (c.augment->crop_pad > kMaxAugmentCropPad) {
-      return d.Error(optimizer_at + 44,
-                     "augmentation crop padding " + std::to_string(c.augment->crop_pad));
-    }
-    if (c.augment->flip > 1) {
-      return d.Error(optimizer_at + 48, "augmentation flip " + std::to_string(c.augment->flip));
-    }
-    if (c.augment->erase_threshold > kAugmentEraseAlways) {
-      return d.Error(optimizer_at + 52,
-                     "augmentation erase threshold " + std::to_string(c.augment->erase_threshold));
-    }
+  return Status::Ok();
+}
+
+// Fields a run cannot have written, in a file whose checksum holds (forged, or written by a broken
+// build): each refused at its own offset (`at`: where its section begins) before anything trains
+// from it.
+
+bool Finite(float v) { return std::isfinite(v); }
+bool Fraction(float v) { return Finite(v) && v >= 0 && v < 1; }  // [0, 1)
+
+Status CheckSgd(const Decoder& d, const OptimizerConfig& o, uint64_t at) {
+  if (!Finite(o.lr)) return d.Error(at, "learning rate " + FloatText(o.lr));
+  if (!Finite(o.momentum) || o.momentum < 0) {
+    return d.Error(at + 4, "momentum " + FloatText(o.momentum));
   }
+  if (!Finite(o.weight_decay) || o.weight_decay < 0) {
+    return d.Error(at + 8, "weight decay " + FloatText(o.weight_decay));
+  }
+  return Status::Ok();
+}
+
+Status CheckOptimizer(const Decoder& d, const OptimizerConfig& o, uint64_t at) {
+  if (!Fraction(o.beta1)) return d.Error(at + 4, "beta1 " + FloatText(o.beta1));
+  if (!Fraction(o.beta2)) return d.Error(at + 8, "beta2 " + FloatText(o.beta2));
+  if (!Finite(o.eps) || !(o.eps > 0)) return d.Error(at + 12, "eps " + FloatText(o.eps));
+  if (!Fraction(o.label_smoothing)) {
+    return d.Error(at + 16, "label smoothing " + FloatText(o.label_smoothing));
+  }
+  return Status::Ok();
+}
+
+Status CheckSchedule(const Decoder& d, const LrScheduleConfig& s, uint64_t at) {
+  if (!Finite(s.warmup_epochs) || s.warmup_epochs < 0) {
+    return d.Error(at + 4, "warmup epochs " + FloatText(s.warmup_epochs));
+  }
+  return Status::Ok();
+}
+
+Status CheckAugment(const Decoder& d, const AugmentParams& a, uint64_t at) {
+  if (a.crop_pad > kMaxAugmentCropPad) {
+    return d.Error(at, "augmentation crop padding " + std::to_string(a.crop_pad));
+  }
+  if (a.flip > 1) return d.Error(at + 4, "augmentation flip " + std::to_string(a.flip));
+  if (a.erase_threshold > kAugmentEraseAlways) {
+    return d.Error(at + 8, "augmentation erase threshold " + std::to_string(a.erase_threshold));
+  }
+  return Status::Ok();
+}
+
+Status CheckPosition(const Decoder& d, const Checkpoint& c, uint64_t at) {
   if (c.epoch > kMaxCheckpointEpoch) {
-    return d.Error(position_at + 8, "epoch " + std::to_string(c.epoch) + " (at most " +
-                                        std::to_string(kMaxCheckpointEpoch) + ")");
+    return d.Error(at + 8, "epoch " + std::to_string(c.epoch) + " (at most " +
+                               std::to_string(kMaxCheckpointEpoch) + ")");
   }
   if (c.dataset_samples != 0 && c.next_sample > c.dataset_samples) {
-    return d.Error(position_at + 16, "next sample " + std::to_string(c.next_sample) +
-                                         " is past the dataset's " +
-                                         std::to_string(c.dataset_samples) + " samples");
+    return d.Error(at + 16, "next sample " + std::to_string(c.next_sample) +
+                                " is past the dataset's " + std::to_string(c.dataset_samples) +
+                                " samples");
   }
-  if (c.batch_size == 0) return d.Error(position_at + 32, "batch size 0");
-  RF_RETURN_IF_ERROR(nonfinite);
+  if (c.order.batch_size == 0) return d.Error(at + 32, "batch size 0");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::string& path) {
+  Decoder d(data, n, path);
+  Checkpoint c;
+  uint32_t version = 0;
+  RF_RETURN_IF_ERROR(ReadHeader(d, &version));
+  // Where each section begins, for the checks after the checksum.
+  struct {
+    uint64_t model, sgd, position, optimizer, schedule, augment;
+  } at = {};
+  at.model = d.at();
+  RF_RETURN_IF_ERROR(ReadModel(d, &c.config));
+  at.sgd = d.at();
+  RF_RETURN_IF_ERROR(ReadSgd(d, &c.optimizer));
+  at.position = d.at();
+  RF_RETURN_IF_ERROR(ReadPosition(d, &c));
+  if (version >= 2) RF_RETURN_IF_ERROR(ReadRanks(d, &c.order));
+  if (version >= 3) {
+    at.optimizer = d.at();
+    RF_RETURN_IF_ERROR(ReadOptimizer(d, &c.optimizer));
+    at.schedule = d.at();
+    RF_RETURN_IF_ERROR(ReadSchedule(d, &c.schedule, &c.schedule_span));
+    at.augment = d.at();
+    RF_RETURN_IF_ERROR(ReadAugment(d, &c.augment));
+  }
+  if (version >= 4) RF_RETURN_IF_ERROR(ReadBatchNorm(d, &c.config, at.model));
+  Status forged = Status::Ok();  // a tensor value no run writes
+  RF_RETURN_IF_ERROR(ReadTensors(d, &c, &forged));
+  RF_RETURN_IF_ERROR(ReadRunningStats(d, &c, &forged));
+  RF_RETURN_IF_ERROR(ReadChecksum(d, data));
+
+  RF_RETURN_IF_ERROR(CheckSgd(d, c.optimizer, at.sgd));
+  if (version >= 3) {
+    RF_RETURN_IF_ERROR(CheckOptimizer(d, c.optimizer, at.optimizer));
+    RF_RETURN_IF_ERROR(CheckSchedule(d, c.schedule, at.schedule));
+    RF_RETURN_IF_ERROR(CheckAugment(d, *c.augment, at.augment));
+  }
+  RF_RETURN_IF_ERROR(CheckPosition(d, c, at.position));
+  RF_RETURN_IF_ERROR(forged);
   return c;
 }
 

@@ -26,14 +26,15 @@
 // before version 3: not recorded). Version 1 and 2 files read as SGD, no label smoothing, the
 // constant schedule, with the augmentation not recorded (a resume keeps --augment's).
 //
-// The shuffling state is (seed, order_window, epoch): the order of an epoch is recomputed from
-// them (pipeline/window_order.h), so no generator state is stored. next_sample indexes that order.
-// order_window is the shuffle window W in chunks, kOrderStored for the stored order, or 0 in
-// files written before it was recorded (the field was reserved, always 0).
+// The order's settings are the run's OrderSettings (core/order_settings.h), as far as the file
+// records them: the shuffling state is (seed, order_window, epoch): the order of an epoch is
+// recomputed from them (pipeline/window_order.h), so no generator state is stored. next_sample
+// indexes that order. order_window is the shuffle window W in chunks, kOrderStored for the stored
+// order, or 0 in files written before it was recorded (the field was reserved, always 0).
 // A data-parallel run records the world size it ran at (next_sample is then each rank's position
 // in its part of the epoch) and, where the epoch was begun by runs at other world sizes, their
-// stretches (pipeline/window_order.h's EpochStretch), oldest first; version 1 files (written before
-// ranks) read as world size 1 with none.
+// stretches (the resume record, core/order_settings.h's ResumedEpoch), oldest first; version 1
+// files (written before ranks) read as world size 1 with none.
 // Writing goes through AtomicOutput (temp name, fsync, rename): a crash mid-write leaves the
 // previous checkpoint in place.
 #pragma once
@@ -44,17 +45,12 @@
 #include <vector>
 
 #include "core/augment.h"
+#include "core/order_settings.h"
 #include "core/status.h"
 #include "model/lr_schedule.h"
 #include "model/model.h"
 
 namespace rf {
-
-// One stretch of an epoch trained at one world size (pipeline/window_order.h's EpochStretch).
-struct CheckpointStretch {
-  uint32_t world_size = 1;
-  uint64_t position = 0;
-};
 
 struct Checkpoint {
   ModelConfig config;
@@ -69,16 +65,20 @@ struct Checkpoint {
   Tensors params, momentum;
   // Batch norm's running statistics in RunningStatShapes(config) order (none without it).
   Tensors running_stats;
-  uint64_t seed = 0;
+  // The order the run trained in, as far as the file records it: the seed, the batch size (per
+  // rank), the shuffle and its window, the world size of the run that wrote it, and `resumed`:
+  // the stretches of `epoch` begun by earlier runs at other world sizes (resumed.epoch is
+  // `epoch`). Not recorded, so read as OrderSettings's defaults (a resume keeps its own):
+  // drop_last, the rank, the first window.
+  OrderSettings order;
+  // false: a file from before the shuffle was recorded (order_window 0): order.shuffle and
+  // shuffle_window are the defaults, and a resume keeps its own.
+  bool shuffle_recorded = true;
   uint64_t epoch = 0;        // the epoch to continue (0-based)
   uint64_t next_sample = 0;  // index, in epoch's order, of the next sample to train on
   uint64_t step = 0;         // training steps taken so far, over all epochs
-  uint32_t batch_size = 0;
-  uint32_t order_window = 0;  // W, kOrderStored, or 0: not recorded
-  uint64_t dataset_id = 0;    // of the training dataset, so a resume on other data is refused
+  uint64_t dataset_id = 0;   // of the training dataset, so a resume on other data is refused
   uint64_t dataset_samples = 0;
-  uint32_t world_size = 1;                   // ranks of the run that wrote it
-  std::vector<CheckpointStretch> stretches;  // of `epoch`, by earlier runs at other world sizes
 };
 
 inline constexpr char kCheckpointMagic[8] = {'R', 'F', 'C', 'K', 'P', 'T', '\0', '\x1a'};
@@ -89,7 +89,8 @@ inline constexpr uint32_t kOrderStored = 0xffffffffu;      // order_window of `-
 inline constexpr uint64_t kMaxCheckpointEpoch = 0xffffffffu;
 
 // The bytes of a checkpoint file. Fails with InvalidArgument when the tensors do not match
-// ParameterShapes(c.config).
+// ParameterShapes(c.config), for a world size of 0, more than kMaxCheckpointStretches stretches,
+// or stretches of an epoch other than c.epoch.
 Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c);
 // Parses and validates checkpoint bytes; errors are Corruption naming `path` and the byte offset
 // (truncation, bad magic or version, an invalid model (ModelConfig::Validate: its size too),

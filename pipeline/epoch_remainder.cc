@@ -21,7 +21,7 @@ uint64_t SliceLength(uint64_t total, uint64_t q, uint64_t rank) {
 // The levels' lists as ranges, and the walk that maps this rank's slice down to pieces.
 class EpochRemainder::Builder {
  public:
-  Builder(EpochRemainder& out, const WindowOrderOptions& o)
+  Builder(EpochRemainder& out, const OrderSettings& o)
       : out_(out), old_(out.old_), deal_(old_.Deal(out.epoch_)) {
     // Where each window of an old rank starts in its order: the same for every old rank (with
     // more than one, windows but the last hold dealt full chunks only, and the last the same
@@ -34,7 +34,8 @@ class EpochRemainder::Builder {
       bounds_.push_back(bounds_.back() + old_.WindowSamples(chunks.data(), w));
     }
     const uint64_t c0 = old_.RankSamples();
-    p0_ = std::min(o.stretches[0].position, c0);
+    const std::vector<EpochStretch>& stretches = o.resumed.stretches;
+    p0_ = std::min(stretches[0].position, c0);
     pad_.assign(old_.world_size(), kUnknown);
     out_.level_samples_.push_back(c0);
 
@@ -49,15 +50,14 @@ class EpochRemainder::Builder {
     }
     levels_.push_back(std::move(l1));
     // L2, L3, ...: each stretch after the first splits the list before it and trains a part.
-    const size_t stretches = o.stretches.size();
-    for (size_t k = 1; k <= stretches; ++k) {
+    for (size_t k = 1; k <= stretches.size(); ++k) {
       const uint64_t total = levels_.back().offset.back();
       const uint32_t world =
-          std::max<uint32_t>(1, k < stretches ? o.stretches[k].world_size : o.world_size);
+          std::max<uint32_t>(1, k < stretches.size() ? stretches[k].world_size : o.world_size);
       const uint64_t q = CeilDiv(total, world);
       out_.level_samples_.push_back(q);
-      if (k == stretches) break;
-      const uint64_t p = std::min(o.stretches[k].position, q);
+      if (k == stretches.size()) break;
+      const uint64_t p = std::min(stretches[k].position, q);
       Level next;
       next.offset.push_back(0);
       for (uint64_t j = 0; j < world; ++j) {
@@ -197,10 +197,10 @@ class EpochRemainder::Builder {
   std::vector<Level> levels_;  // L1, L2, ..., the list this run splits
 };
 
-EpochRemainder::EpochRemainder(std::shared_ptr<const ChunkTable> table, const WindowOrderOptions& o)
-    : old_(std::move(table), o.shuffle, o.window_chunks, o.first_window_chunks, o.seed,
-           o.stretches.at(0).world_size),
-      epoch_(o.resumed_epoch) {
+EpochRemainder::EpochRemainder(std::shared_ptr<const ChunkTable> table, const OrderSettings& o)
+    : old_(std::move(table), o.shuffle == ShuffleMode::kWindow, o.shuffle_window,
+           o.first_window_chunks, o.seed, o.resumed.stretches.at(0).world_size),
+      epoch_(o.resumed.epoch) {
   Builder b(*this, o);
   b.EmitRank(o.world_size, o.rank);
   b.TrimParts();
@@ -261,20 +261,20 @@ std::vector<WindowEntry> EpochRemainder::Window(const uint64_t* window_chunks, u
   return out;
 }
 
-Status CheckStretches(const std::vector<uint32_t>& chunk_samples,
-                      const WindowOrderOptions& options) {
-  if (options.stretches.empty()) return Status::Ok();
-  const std::string epoch = " of epoch " + std::to_string(options.resumed_epoch + 1);
-  for (size_t k = 0; k < options.stretches.size(); ++k) {
-    if (options.stretches[k].world_size < 1) {
+Status CheckStretches(const std::vector<uint32_t>& chunk_samples, const OrderSettings& order) {
+  const std::vector<EpochStretch>& stretches = order.resumed.stretches;
+  if (stretches.empty()) return Status::Ok();
+  const std::string epoch = " of epoch " + std::to_string(order.resumed.epoch + 1);
+  for (size_t k = 0; k < stretches.size(); ++k) {
+    if (stretches[k].world_size < 1) {
       return Status::Usage("stretch " + std::to_string(k + 1) + epoch +
                            ": world size must be >= 1, got 0");
     }
   }
-  const EpochRemainder r(std::make_shared<const ChunkTable>(chunk_samples), options);
+  const EpochRemainder r(std::make_shared<const ChunkTable>(chunk_samples), order);
   // A level's count depends on the positions before it only, and those are in range here.
-  for (size_t k = 0; k < options.stretches.size(); ++k) {
-    const EpochStretch& s = options.stretches[k];
+  for (size_t k = 0; k < stretches.size(); ++k) {
+    const EpochStretch& s = stretches[k];
     if (s.position > r.level_samples()[k]) {
       return Status::Usage("stretch " + std::to_string(k + 1) + epoch + " (world size " +
                            std::to_string(s.world_size) + "): position " +

@@ -39,14 +39,13 @@ namespace rf {
 // Usage errors for stretches that cannot have happened on this dataset: a stretch's world_size of
 // 0, or a position past the samples per rank of its stretch ("stretch 2 of epoch 4 (world size
 // 3): position 900 is past its 812 samples per rank"). OK without stretches.
-Status CheckStretches(const std::vector<uint32_t>& chunk_samples,
-                      const WindowOrderOptions& options);
+Status CheckStretches(const std::vector<uint32_t>& chunk_samples, const OrderSettings& order);
 
 class EpochRemainder {
  public:
-  // options.stretches must not be empty; world sizes of 0 count as 1, positions past their
+  // order.resumed.stretches must not be empty; world sizes of 0 count as 1, positions past their
   // stretch's samples per rank as that count.
-  EpochRemainder(std::shared_ptr<const ChunkTable> table, const WindowOrderOptions& options);
+  EpochRemainder(std::shared_ptr<const ChunkTable> table, const OrderSettings& order);
 
   uint64_t epoch() const { return epoch_; }
   // Samples per rank of each level: [0] stretch 0's (its ordinary epoch), [k] stretch k's, and

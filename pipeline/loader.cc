@@ -83,7 +83,7 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
       return Status::Usage("mean and std: given with normalize off, they would do nothing");
     }
     RF_ASSIGN_OR_RETURN(const AugmentParams augment, ParseAugmentSpec(out.augment));
-    decode_ = DecodeFor(h, out, augment, options.pipeline.seed);
+    decode_ = DecodeFor(h, out, augment, options.pipeline.order.seed);
     RF_RETURN_IF_ERROR(decode_.Validate());
     RF_ASSIGN_OR_RETURN(sample_shape_, SampleShape(h, options.output.layout));
   }
@@ -100,7 +100,7 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
     source_ = std::move(s);
   }
   if (decoded) {
-    const uint32_t batch = options.pipeline.batch_size;
+    const uint32_t batch = options.pipeline.order.batch_size;
     RF_RETURN_IF_ERROR(device_->PrepareDecode(decode_, batch));
     RF_ASSIGN_OR_RETURN(pool_, device_->MakePool(decode_.OutputSampleBytes() * batch, batch,
                                                  options.output_buffers));
@@ -109,7 +109,7 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
 }
 
 uint64_t Loader::batches_per_epoch() const {
-  const uint64_t b = options_.pipeline.batch_size;
+  const uint64_t b = options_.pipeline.order.batch_size;
   return (epoch_samples() + b - 1) / b;
 }
 

@@ -165,7 +165,8 @@ class Loader {
   const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
 
   // Samples and batches for this rank of the epoch StartEpoch began last (epoch 0 before any):
-  // the same for every rank, and for every epoch but a resumed one (options.pipeline.stretches).
+  // the same for every rank, and for every epoch but a resumed one
+  // (options.pipeline.order.resumed).
   uint64_t epoch_samples() const { return source_->epoch_samples(); }
   uint64_t batches_per_epoch() const;
 

@@ -41,7 +41,8 @@ ManagedSource::~ManagedSource() {
 Result<std::unique_ptr<ManagedSource>> ManagedSource::Create(const Dataset& dataset,
                                                              const ManagedOptions& options,
                                                              cudaStream_t compute) {
-  if (options.batch_size == 0) return Status::InvalidArgument("batch size must be at least 1");
+  if (options.order.batch_size == 0)
+    return Status::InvalidArgument("batch size must be at least 1");
   std::unique_ptr<ManagedSource> s(
       new ManagedSource(dataset, options, WindowOrder(dataset.ChunkSampleCounts(), options.order)));
   s->compute_ = compute;
@@ -72,14 +73,14 @@ Result<std::unique_ptr<ManagedSource>> ManagedSource::Create(const Dataset& data
   void* p = s->data_.data();
   RF_ASSIGN_OR_RETURN(s->prefetch_stream_, cuda::CreateStream());
   StagingLayout layout;
-  layout.max_batch = options.batch_size;
+  layout.max_batch = options.order.batch_size;
   layout.sample_bytes = dataset.header().SampleBytes();
   layout.label_bytes = dataset.header().LabelBytes();
   layout.sample_dtype = dataset.header().sample_dtype;
   layout.label_dtype = dataset.header().label_dtype;
   RF_ASSIGN_OR_RETURN(CudaBatchGather gather, CudaBatchGather::Create(layout, compute));
   s->gather_ = std::make_unique<CudaBatchGather>(std::move(gather));
-  s->refs_.resize(options.batch_size);
+  s->refs_.resize(options.order.batch_size);
   s->prefetched_window_.assign(dataset.chunk_count(), 0);
   RF_RETURN_IF_ERROR(s->Load());
   if (options.advise) {
@@ -150,7 +151,8 @@ std::string ManagedSource::Describe() const {
 uint64_t ManagedSource::epoch_samples() const { return EpochSamplesOf(epoch_); }
 
 uint64_t ManagedSource::EpochSamplesOf(uint64_t epoch) const {
-  return EpochSamples(order_.EpochSampleCount(epoch), options_.batch_size, options_.drop_last);
+  return EpochSamples(order_.EpochSampleCount(epoch), options_.order.batch_size,
+                      options_.order.drop_last);
 }
 
 Status ManagedSource::StartEpoch(uint64_t epoch, uint64_t position) {
@@ -160,7 +162,7 @@ Status ManagedSource::StartEpoch(uint64_t epoch, uint64_t position) {
   position_ = position;
   std::fill(prefetched_window_.begin(), prefetched_window_.end(), 0);
   ahead_ = cursor_;
-  return PrefetchAhead(options_.prefetch_batches * options_.batch_size);
+  return PrefetchAhead(options_.prefetch_batches * options_.order.batch_size);
 }
 
 Status ManagedSource::PrefetchAhead(uint32_t samples) {
@@ -179,7 +181,7 @@ Status ManagedSource::PrefetchAhead(uint32_t samples) {
 
 Result<Batch> ManagedSource::Next() {
   batch_samples_.clear();
-  const uint32_t n = BatchSizeAt(position_, options_.batch_size, epoch_samples());
+  const uint32_t n = BatchSizeAt(position_, options_.order.batch_size, epoch_samples());
   if (n == 0) return Batch{};
   WindowCursor::Sample s;
   for (uint32_t i = 0; i < n; ++i) {

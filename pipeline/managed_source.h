@@ -9,7 +9,7 @@
 // the streaming mode, but every rank still loads the WHOLE dataset: managed mode is the
 // single-GPU baseline, not a way to shard a dataset (the streaming mode reads only the rank's
 // chunks). sample_count() is the dataset's; epoch_samples() the rank's, of the epoch StartEpoch
-// began (a resumed epoch's, options.order.stretches, may differ from the others').
+// began (a resumed epoch's, options.order.resumed, may differ from the others').
 //
 // Options, from the CUDA memory notes:
 //   prefetch_batches N  cudaMemPrefetchAsync, on a side stream, of the chunks the batch N ahead
@@ -37,9 +37,7 @@
 namespace rf {
 
 struct ManagedOptions {
-  uint32_t batch_size = 128;
-  bool drop_last = false;
-  WindowOrderOptions order;
+  OrderSettings order;  // the batch size, drop_last and the epoch order
   uint32_t prefetch_batches = 0;
   bool advise = false;
   bool oversubscribe = false;

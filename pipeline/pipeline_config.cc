@@ -100,21 +100,23 @@ Status CheckRank(uint32_t rank, uint32_t world_size) {
 
 Status PipelineConfig::Validate() const {
   if (data.empty()) return Status::Usage("no --data given (see --help)");
-  if (batch_size < 1) return AtLeast("--batch-size", 1, batch_size);
-  if (shuffle_window < 1) return AtLeast("--shuffle-window", 1, shuffle_window);
+  if (order.batch_size < 1) return AtLeast("--batch-size", 1, order.batch_size);
+  if (order.shuffle_window < 1) return AtLeast("--shuffle-window", 1, order.shuffle_window);
   if (streaming.queue_depth < 1) return AtLeast("--queue-depth", 1, streaming.queue_depth);
   if (streaming.ring_slots < 2) return AtLeast("--ring-slots", 2, streaming.ring_slots);
   if (streaming.copy_streams < 1) return AtLeast("--copy-streams", 1, streaming.copy_streams);
   RF_RETURN_IF_ERROR(CheckReadSize(streaming.read_bytes));
-  RF_RETURN_IF_ERROR(CheckRank(rank, world_size));
+  RF_RETURN_IF_ERROR(CheckRank(order.rank, order.world_size));
   if (mode == PipelineMode::kManaged && device == DeviceKind::kCpu) {
     return Status::Usage(
         "--mode managed needs a GPU (CUDA managed memory); without one, use --mode streaming");
   }
+  const std::vector<EpochStretch>& stretches = order.resumed.stretches;
   for (size_t k = 0; k < stretches.size(); ++k) {
     if (stretches[k].world_size < 1) {
       return Status::Usage("stretch " + std::to_string(k + 1) + " of epoch " +
-                           std::to_string(resumed_epoch + 1) + ": world size must be >= 1, got 0");
+                           std::to_string(order.resumed.epoch + 1) +
+                           ": world size must be >= 1, got 0");
     }
   }
   return Status::Ok();
@@ -122,26 +124,12 @@ Status PipelineConfig::Validate() const {
 
 Status PipelineConfig::ValidateFor(const std::vector<uint32_t>& chunk_samples) const {
   RF_RETURN_IF_ERROR(Validate());
-  return CheckStretches(chunk_samples, OrderOptionsFor(*this));
-}
-
-WindowOrderOptions OrderOptionsFor(const PipelineConfig& c) {
-  WindowOrderOptions o;
-  o.shuffle = c.shuffle == ShuffleMode::kWindow;
-  o.window_chunks = c.shuffle_window;
-  o.seed = c.seed;
-  o.rank = c.rank;
-  o.world_size = c.world_size;
-  o.resumed_epoch = c.resumed_epoch;
-  o.stretches = c.stretches;
-  return o;
+  return CheckStretches(chunk_samples, order);
 }
 
 StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs) {
   StreamingOptions o;
-  o.batch_size = c.batch_size;
-  o.drop_last = c.drop_last;
-  o.order = OrderOptionsFor(c);
+  o.order = c.order;
   o.ring_slots = c.streaming.ring_slots;
   o.epochs = epochs;
   o.feeder.verify = c.verify;
@@ -154,9 +142,7 @@ StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs) {
 #if RINGFEED_HAVE_CUDA
 ManagedOptions ManagedOptionsFor(const PipelineConfig& c) {
   ManagedOptions o;
-  o.batch_size = c.batch_size;
-  o.drop_last = c.drop_last;
-  o.order = OrderOptionsFor(c);
+  o.order = c.order;
   o.prefetch_batches = c.managed.prefetch_batches;
   o.advise = c.managed.advise;
   o.oversubscribe = c.managed.oversubscribe;

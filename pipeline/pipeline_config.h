@@ -6,10 +6,10 @@
 //   StreamingOptionsFor  the streaming mode's StreamingOptions (order, ring, reader, feeder)
 //   ManagedOptionsFor    the managed mode's ManagedOptions (CUDA builds)
 //
-// The batch size exists once, here: every source's batch size (and the backend's largest batch)
-// is derived from it. Defaults are the components' own (StreamingOptions, ReaderOptions,
-// FeederOptions, WindowOrderOptions); the managed mode's are checked against ManagedOptions at
-// compile time.
+// The batch size and the epoch order's settings are one OrderSettings (core/order_settings.h),
+// handed whole to every source (and the batch size is the backend's largest batch). Defaults are
+// the components' own (OrderSettings, StreamingOptions, ReaderOptions, FeederOptions); the managed
+// mode's are checked against ManagedOptions at compile time.
 //
 // Errors: Validate and the Parse* functions return Status::Usage naming the command-line flag
 // (the library's names are the same with '_' for '-'), one rule and one message per value.
@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/order_settings.h"
 #include "core/status.h"
 #include "io/chunk_reader.h"
 #include "pipeline/streaming_source.h"
@@ -33,8 +34,6 @@ namespace rf {
 enum class PipelineMode { kStreaming, kManaged };
 // Where batches are computed on: the GPU where one is found (else the CPU), the GPU, the CPU.
 enum class DeviceKind { kAuto, kCuda, kCpu };
-// The epoch order: WindowOrder's shuffle, or stored order.
-enum class ShuffleMode { kWindow, kNone };
 
 Result<PipelineMode> ParsePipelineMode(const std::string& s);  // "streaming", "managed"
 Result<DeviceKind> ParseDeviceKind(const std::string& s);      // "auto", "cuda", "cpu"
@@ -79,24 +78,14 @@ struct PipelineConfig {
   std::string data;  // the dataset: a single file, any shard, or the shards' base name
   PipelineMode mode = PipelineMode::kStreaming;
   DeviceKind device = DeviceKind::kAuto;
-  uint32_t batch_size = StreamingOptions{}.batch_size;  // >= 1
-  bool drop_last = StreamingOptions{}.drop_last;
-  ShuffleMode shuffle = ShuffleMode::kWindow;
-  uint32_t shuffle_window = WindowOrderOptions{}.window_chunks;  // chunks; >= 1
-  uint64_t seed = 1;  // the epoch order (and, for training, the initial weights)
-  // This rank's part of every epoch (WindowOrder's partition; the streaming mode reads only the
-  // rank's chunks): rank < world_size.
-  uint32_t rank = WindowOrderOptions{}.rank;
-  uint32_t world_size = WindowOrderOptions{}.world_size;  // >= 1
-  bool verify = FeederOptions{}.verify;                   // check every chunk's XXH3
-  StreamingConfig streaming;                              // streaming mode only
-  ManagedConfig managed;                                  // managed mode only
-  // Epoch resumed_epoch was begun by earlier runs at other world sizes (a checkpoint's stretches,
-  // oldest first): this run's ranks share what they left (WindowOrderOptions, the same fields).
-  // Empty: no epoch is resumed. Each stretch's world_size >= 1, and its position at most its
-  // stretch's samples per rank (ValidateFor: that needs the dataset).
-  uint64_t resumed_epoch = WindowOrderOptions{}.resumed_epoch;
-  std::vector<EpochStretch> stretches = {};
+  // The batch size, drop_last, the shuffle and its window, the seed, this rank's part of every
+  // epoch (the streaming mode reads only the rank's chunks) and a resumed epoch (a checkpoint's
+  // stretches: each stretch's world_size >= 1, and its position at most its stretch's samples per
+  // rank, which ValidateFor checks: that needs the dataset).
+  OrderSettings order;
+  bool verify = FeederOptions{}.verify;  // check every chunk's XXH3
+  StreamingConfig streaming;             // streaming mode only
+  ManagedConfig managed;                 // managed mode only
 
   // Usage errors: no dataset, a count below its minimum, a read size off the rule, a rank off
   // CheckRank's rule, managed mode on the CPU, a stretch of world size 0.
@@ -107,8 +96,6 @@ struct PipelineConfig {
   Status ValidateFor(const std::vector<uint32_t>& chunk_samples) const;
 };
 
-// The epoch order's options (the same for both modes, so both visit the same batches).
-WindowOrderOptions OrderOptionsFor(const PipelineConfig& c);
 // The streaming source's options; `epochs`: how many epochs its read plan covers.
 StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs);
 #if RINGFEED_HAVE_CUDA

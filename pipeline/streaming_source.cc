@@ -40,16 +40,17 @@ uint32_t StreamingSource::StagingSlots(const WindowOrder& order, uint32_t batch_
 
 Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(
     const Dataset& dataset, const StreamingOptions& options, const StagingFactory& make_staging) {
-  if (options.batch_size == 0) return Status::InvalidArgument("batch size must be at least 1");
+  if (options.order.batch_size == 0)
+    return Status::InvalidArgument("batch size must be at least 1");
   if (options.ring_slots < 2) return Status::InvalidArgument("the ring needs at least 2 slots");
   if (dataset.chunk_count() == 0) return Status::InvalidArgument("the dataset has no chunks");
   WindowOrder order(dataset.ChunkSampleCounts(), options.order);
   std::unique_ptr<StreamingSource> s(new StreamingSource(dataset, options, std::move(order)));
   const format::Header& h = dataset.header();
   StagingLayout layout;
-  layout.slots = StagingSlots(s->order_, options.batch_size);
+  layout.slots = StagingSlots(s->order_, options.order.batch_size);
   layout.slot_bytes = dataset.max_chunk_bytes();
-  layout.max_batch = options.batch_size;
+  layout.max_batch = options.order.batch_size;
   layout.sample_bytes = h.SampleBytes();
   layout.label_bytes = h.LabelBytes();
   layout.sample_dtype = h.sample_dtype;
@@ -57,8 +58,8 @@ Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(
   RF_ASSIGN_OR_RETURN(s->staging_, make_staging(layout));
   RF_ASSIGN_OR_RETURN(s->ring_,
                       SlotRing::Create(options.ring_slots, dataset.max_chunk_bytes(), options.pin));
-  s->refs_.resize(options.batch_size);
-  s->batch_samples_.reserve(options.batch_size);
+  s->refs_.resize(options.order.batch_size);
+  s->batch_samples_.reserve(options.order.batch_size);
   return s;
 }
 
@@ -70,7 +71,8 @@ StreamingSource::~StreamingSource() {
 uint64_t StreamingSource::epoch_samples() const { return EpochSamplesOf(epoch_); }
 
 uint64_t StreamingSource::EpochSamplesOf(uint64_t epoch) const {
-  return EpochSamples(order_.EpochSampleCount(epoch), options_.batch_size, options_.drop_last);
+  return EpochSamples(order_.EpochSampleCount(epoch), options_.order.batch_size,
+                      options_.order.drop_last);
 }
 
 std::string StreamingSource::Describe() const {
@@ -83,13 +85,14 @@ std::string StreamingSource::Describe() const {
                 std::to_string(order_.dataset_chunk_count()) + " chunks an epoch (" +
                 std::to_string(order_.shared_chunk_count()) + " shared)";
   const std::string resumed =
-      order_.IsResumed(options_.order.resumed_epoch)
-          ? "; epoch " + std::to_string(options_.order.resumed_epoch + 1) + " resumed after " +
-                std::to_string(options_.order.stretches.size()) + " earlier stretch(es)"
+      order_.IsResumed(options_.order.resumed.epoch)
+          ? "; epoch " + std::to_string(options_.order.resumed.epoch + 1) + " resumed after " +
+                std::to_string(options_.order.resumed.stretches.size()) + " earlier stretch(es)"
           : "";
-  const std::string order = options_.order.shuffle ? std::to_string(options_.order.window_chunks) +
-                                                         "-chunk shuffle windows, "
-                                                   : "stored order, ";
+  const std::string order =
+      options_.order.shuffle == ShuffleMode::kWindow
+          ? std::to_string(options_.order.shuffle_window) + "-chunk shuffle windows, "
+          : "stored order, ";
   return "streaming: " + reads + " read as it trains; " + order + std::to_string(l.slots) +
          " staging slots of " + FormatBytes(l.slot_bytes) + ", " +
          std::to_string(options_.ring_slots) + " ring slots, " +
@@ -225,7 +228,7 @@ Result<Batch> StreamingSource::Next() {
   // The batch handed out last has been queued by now: windows it finished can be reused.
   RF_RETURN_IF_ERROR(RetirePending());
   batch_samples_.clear();
-  const uint32_t n = BatchSizeAt(position_, options_.batch_size, epoch_samples());
+  const uint32_t n = BatchSizeAt(position_, options_.order.batch_size, epoch_samples());
   if (n == 0) return Batch{};
   const uint64_t slot_bytes = staging_->layout().slot_bytes;
   for (uint32_t i = 0; i < n; ++i) {

@@ -25,7 +25,7 @@
 // and its plan holds this rank's chunks only (WindowOrder::EpochChunks: its dealt chunks plus the
 // epoch's shared ones), so each rank reads about 1/N of the dataset. sample_count() stays the
 // dataset's; epoch_samples() is the rank's (the same on every rank) of the epoch StartEpoch
-// began. A resumed epoch (options.order.stretches) is this rank's share of what earlier runs at
+// began. A resumed epoch (options.order.resumed) is this rank's share of what earlier runs at
 // other world sizes left of it: its plan holds the windows of those runs' ranks that its share
 // comes from, whole, each once (pipeline/window_order.h); the epochs after it are ordinary.
 //
@@ -59,9 +59,7 @@
 namespace rf {
 
 struct StreamingOptions {
-  uint32_t batch_size = 128;
-  bool drop_last = false;
-  WindowOrderOptions order;
+  OrderSettings order;       // the batch size, drop_last and the epoch order
   uint32_t ring_slots = 16;  // host ring slots, one chunk each
   PinMode pin = PinMode::kAuto;
   FeederOptions feeder;

@@ -6,21 +6,21 @@
 
 namespace rf {
 
-std::vector<EpochStretch> StretchesAt(const WindowOrderOptions& options, uint64_t epoch,
+std::vector<EpochStretch> StretchesAt(const OrderSettings& order, uint64_t epoch,
                                       uint32_t world_size, uint64_t position) {
   std::vector<EpochStretch> out;
-  if (epoch == options.resumed_epoch) out = options.stretches;
+  if (epoch == order.resumed.epoch) out = order.resumed.stretches;
   out.push_back({world_size, position});
   return out;
 }
 
-WindowOrder::WindowOrder(std::vector<uint32_t> chunk_samples, const WindowOrderOptions& options)
+WindowOrder::WindowOrder(std::vector<uint32_t> chunk_samples, const OrderSettings& order)
     : table_(std::make_shared<const ChunkTable>(std::move(chunk_samples))),
-      world_(table_, options.shuffle, options.window_chunks, options.first_window_chunks,
-             options.seed, options.world_size),
-      rank_(std::min(options.rank, world_.world_size() - 1)) {
-  if (!options.stretches.empty()) {
-    remainder_ = std::make_shared<const EpochRemainder>(table_, options);
+      world_(table_, order.shuffle == ShuffleMode::kWindow, order.shuffle_window,
+             order.first_window_chunks, order.seed, order.world_size),
+      rank_(std::min(order.rank, world_.world_size() - 1)) {
+  if (!order.resumed.stretches.empty()) {
+    remainder_ = std::make_shared<const EpochRemainder>(table_, order);
   }
 }
 

@@ -41,18 +41,18 @@
 // With world_size 1 every chunk is dealt to rank 0 and nothing is shared: the order is the one
 // above, bit for bit.
 //
-// A resumed epoch (options.stretches not empty; pipeline/epoch_remainder.h builds it): epoch
-// resumed_epoch was begun by earlier runs at other world sizes, the stretches, oldest first. Each
-// rank of stretch 0 (world N0) took the first p0 samples of its ordinary order; what they left,
-// rank 0's rest, then rank 1's, ..., without the padding repeats, is the list L1. Each later
+// A resumed epoch (order.resumed.stretches not empty; pipeline/epoch_remainder.h builds it): epoch
+// order.resumed.epoch was begun by earlier runs at other world sizes, the stretches, oldest first.
+// Each rank of stretch 0 (world N0) took the first p0 samples of its ordinary order; what they
+// left, rank 0's rest, then rank 1's, ..., without the padding repeats, is the list L1. Each later
 // stretch k (world Nk) split L_k: with R = |L_k| and q = ceil(R / Nk), its rank j took
 // L_k[j*q, min((j+1)*q, R)) padded with L_k[0], L_k[1], ... to q entries (each short rank's
 // padding starts at L_k[0]), and trained the first p_k of them; what they left, in rank order and
 // without padding, is L_{k+1}. This run is the next level: its rank takes its slice of the last
-// list the same way, so every rank trains EpochSampleCount(resumed_epoch) = q samples, and over
-// this run's ranks every sample no stretch trained comes exactly once (and so does one a stretch
-// trained only as a padding repeat: its own entry is left), plus q * world_size - R (< world_size)
-// repeats.
+// list the same way, so every rank trains EpochSampleCount(order.resumed.epoch) = q samples, and
+// over this run's ranks every sample no stretch trained comes exactly once (and so does one a
+// stretch trained only as a padding repeat: its own entry is left), plus q * world_size - R (<
+// world_size) repeats.
 //   An entry keeps its place in its old window's shuffled order: the rank's epoch is a sequence
 // of pieces, each a run of entries of one window of one rank of stretch 0, and each piece is a
 // window of the resumed epoch, whose chunks are that old window's (read whole), or, for a piece
@@ -75,35 +75,15 @@
 #include <memory>
 #include <vector>
 
+#include "core/order_settings.h"
 #include "pipeline/world_order.h"
 
 namespace rf {
 
-// One stretch of an epoch trained at one world size: each of its world_size ranks took the first
-// `position` samples of its part (positions are in the rank's order of that stretch).
-struct EpochStretch {
-  uint32_t world_size = 1;
-  uint64_t position = 0;
-};
-
-struct WindowOrderOptions {
-  bool shuffle = true;
-  uint32_t window_chunks = 64;       // W
-  uint32_t first_window_chunks = 8;  // each epoch's first window (at most W)
-  uint64_t seed = 0;
-  uint32_t rank = 0;        // this rank, < world_size
-  uint32_t world_size = 1;  // N: ranks sharing each epoch (1: the whole epoch is this one's)
-  // The epoch `resumed_epoch` was begun by earlier runs at other world sizes: `stretches`, oldest
-  // first. This run's ranks share, each exactly once, the samples those stretches left; every
-  // other epoch is ordinary. Empty: no epoch is resumed.
-  uint64_t resumed_epoch = 0;
-  std::vector<EpochStretch> stretches = {};
-};
-
 // The stretches a checkpoint of epoch `epoch` taken at (world_size, position) records, given the
-// run's own options: where epoch == options.resumed_epoch and there are stretches, they plus
+// run's own order: where epoch == order.resumed.epoch and there are stretches, they plus
 // {world_size, position}; otherwise just {world_size, position}.
-std::vector<EpochStretch> StretchesAt(const WindowOrderOptions& options, uint64_t epoch,
+std::vector<EpochStretch> StretchesAt(const OrderSettings& order, uint64_t epoch,
                                       uint32_t world_size, uint64_t position);
 
 class EpochRemainder;  // pipeline/epoch_remainder.h
@@ -136,11 +116,13 @@ class EpochLayout {
 class WindowOrder {
  public:
   // chunk_samples[g]: the samples of global chunk g, which holds samples first(g) .. first(g) +
-  // chunk_samples[g] - 1 (chunks hold consecutive samples, in order). A world_size of 0 counts
-  // as 1 and a rank past it as the last one; a stretch's world_size of 0 as 1 and a position past
-  // its stretch's samples per rank as that count (PipelineConfig::Validate and CheckStretches,
+  // chunk_samples[g] - 1 (chunks hold consecutive samples, in order). Of `order` it takes the
+  // shuffle, W, the first window, the seed, the rank, the world size and the resumed epoch (the
+  // batch size and drop_last are the sources'). A world_size of 0 counts as 1 and a rank past it
+  // as the last one; a stretch's world_size of 0 as 1 and a position past its stretch's samples
+  // per rank as that count (PipelineConfig::Validate and CheckStretches,
   // pipeline/epoch_remainder.h, refuse them).
-  WindowOrder(std::vector<uint32_t> chunk_samples, const WindowOrderOptions& options);
+  WindowOrder(std::vector<uint32_t> chunk_samples, const OrderSettings& order);
 
   // The dataset's: every rank's sample and chunk numbers are global.
   uint64_t sample_count() const { return table_->sample_count(); }
@@ -156,7 +138,7 @@ class WindowOrder {
   uint64_t EpochSampleCount() const { return world_.RankSamples(); }
   // The samples this rank trains on in epoch `epoch`: EpochSampleCount() but in a resumed epoch.
   uint64_t EpochSampleCount(uint64_t epoch) const;
-  // Whether `epoch` is the resumed one (options.stretches not empty, epoch == resumed_epoch).
+  // Whether `epoch` is the resumed one (order.resumed: stretches not empty, its epoch).
   bool IsResumed(uint64_t epoch) const;
 
   uint32_t window_chunks() const { return world_.window_chunks(); }

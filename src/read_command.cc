@@ -37,8 +37,8 @@ struct ReadArgs {
   uint32_t passes = 1;
   std::string order = "stored";
   uint64_t seed = 1;
-  uint32_t rank = WindowOrderOptions{}.rank;
-  uint32_t world_size = WindowOrderOptions{}.world_size;
+  uint32_t rank = OrderSettings{}.rank;
+  uint32_t world_size = OrderSettings{}.world_size;
   std::string json;
 };
 
@@ -94,8 +94,8 @@ Status Run(const ReadArgs& a) {
   // reads them with its default window shuffle: the reader-alone rate a shuffled epoch is bound
   // by, where the disk reads scattered 4 MiB chunks more slowly than a sequential run. With
   // --world-size N, only the chunks rank --rank reads in that epoch (WindowOrder's partition).
-  WindowOrderOptions wo;
-  wo.shuffle = a.order == "train";
+  OrderSettings wo;
+  wo.shuffle = a.order == "train" ? ShuffleMode::kWindow : ShuffleMode::kNone;
   wo.seed = a.seed;
   wo.rank = a.rank;
   wo.world_size = a.world_size;

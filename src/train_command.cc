@@ -1,16 +1,24 @@
-// ringfeed train: the run's set-up and its loop. The command line becomes a TrainConfig
-// (src/train_flags.h); then, in order: the datasets are opened, the outputs checked against them
-// (and the checkpoint's directory for writing), the model made from the dataset's shape, a
-// resumed checkpoint loaded (it adjusts the config), the components' options derived from the
-// config (src/train_config.h), the engine (backend and training source: src/train_engine.h)
-// created, and the loop (src/trainer.h) run. Checkpoints resume bit-exactly on the CPU: the
-// backend is deterministic and the order a function of seed, window and epoch alone.
+// ringfeed train: the run's set-up and its loop, top to bottom in Train below:
 //
-// Data-parallel: started by mpirun, every rank runs this same command; the World (dist/world.h)
-// says which rank it is. Each rank trains on its part of every epoch; rank 0 reads a --resume
-// checkpoint and hands it to the others, prints, and writes the outputs that are one file
-// (--checkpoint, --metrics); --dump-order and --trace are per rank (PATH.rankR). An error on any
-// rank is printed with its rank and ends the whole job (World::Abort), so no rank waits for it.
+//   1. the data: the training split and --test, opened and checked trainable
+//   2. the outputs, before anything is written: none may replace an input or another output, and
+//      the checkpoint's directory must take files
+//   3. the model, from the dataset's shape and the flags
+//   4. where training starts: fresh parameters, or a --resume checkpoint's, which adjusts the
+//      config (src/train_config.h's ApplyCheckpoint); the config is final from here on
+//   5. the engine: the backend and the training and test sources (src/train_engine.h)
+//   6. the run's output files, and its opening lines
+//   7. the loop (src/trainer.h: per epoch train, evaluate, report), then the files committed
+//
+// Checkpoints resume bit-exactly on the CPU: the backend is deterministic and the order a function
+// of seed, window and epoch alone.
+//
+// Data-parallel: started by mpirun, every rank runs this same command; the World
+// (parallel/world.h) says which rank it is. Each rank trains on its part of every epoch; rank 0
+// reads a --resume checkpoint and hands it to the others, prints, and writes the outputs that are
+// one file (--checkpoint, --metrics); --dump-order and --trace are per rank (PATH.rankR). An error
+// on any rank is printed with its rank and ends the whole job (World::Abort), so no rank waits
+// for it.
 //
 // The data path, top to bottom: TrainingSource::Next (streaming: the window's chunks read, copied
 // where the backend computes and gathered into a batch, pipeline/streaming_source.h; managed:
@@ -112,6 +120,17 @@ Result<ModelConfig> ModelFor(const TrainConfig& c, const format::Header& h) {
   return m;
 }
 
+// The run's files before anything is written: no output may replace an input or another output
+// (CheckTrainOutputs), and the checkpoint's directory must take files (or the run would be lost at
+// its first checkpoint) and its file may be replaced (CheckCheckpointTarget); rank 0 writes it.
+Status CheckOutputs(const TrainConfig& c, const RunData& data, const World& world) {
+  RF_RETURN_IF_ERROR(CheckTrainOutputs(
+      c, ShardPaths(data.train), data.test ? ShardPaths(*data.test) : std::vector<std::string>{}));
+  if (c.checkpoint.empty() || world.rank() != 0) return Status::Ok();
+  RF_RETURN_IF_ERROR(CheckDirectoryWritable("--checkpoint", c.checkpoint));
+  return CheckCheckpointTarget(c);
+}
+
 // Where training starts: fresh parameters, or a checkpoint's, which also sets the config's seed,
 // batch size, optimizer, lr schedule and shuffle (ApplyCheckpoint). A checkpoint of another model
 // is a usage error (the flags disagree with it); a damaged one, or one of another dataset, a data
@@ -143,7 +162,7 @@ Result<std::vector<uint8_t>> CheckpointBytes(const std::string& path, World& wor
 Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& world,
                          TrainConfig* c) {
   if (c->resume.empty()) {
-    return StartPoint{InitialParameters(model, c->pipeline.seed),
+    return StartPoint{InitialParameters(model, c->pipeline.order.seed),
                       OptimizerStateZeros(model, c->optimizer.kind), InitialRunningStats(model),
                       RunState{}};
   }
@@ -157,8 +176,41 @@ Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& 
   }
   uint64_t position = 0;
   RF_RETURN_IF_ERROR(ApplyCheckpoint(ck, c, &position));
+  // The checkpoint's stretches against this dataset (Usage), then its position against the epoch
+  // it continues, which may be one resumed at another world size: its own count.
+  const std::vector<uint32_t> chunks = train.ChunkSampleCounts();
+  RF_RETURN_IF_ERROR(c->pipeline.ValidateFor(chunks));
+  const OrderSettings& order = c->pipeline.order;
+  const uint64_t epoch_samples = EpochSamples(WindowOrder(chunks, order).EpochSampleCount(ck.epoch),
+                                              order.batch_size, order.drop_last);
+  if (position > epoch_samples) {
+    return Status::Corruption(c->resume, "checkpoint position is past the end of the epoch");
+  }
   return StartPoint{std::move(ck.params), std::move(ck.momentum), std::move(ck.running_stats),
                     RunState{ck.epoch, ck.step, position}};
+}
+
+// The backend and the sources, holding the start point's state; *setup_seconds: how long making
+// them took (the managed mode loads the whole dataset then). Rank 0 alone evaluates: the others
+// get no test split.
+Result<std::unique_ptr<TrainEngine>> MakeEngine(const TrainConfig& c, const ModelConfig& model,
+                                                const RunData& data, const StartPoint& start,
+                                                World& world, double* setup_seconds) {
+  const format::Header& h = data.train.header();
+  EngineInputs in;
+  in.config = model;
+  in.norm.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
+  in.norm.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
+  in.train = &data.train;
+  in.test = data.test && world.rank() == 0 ? &*data.test : nullptr;
+  in.world = &world;
+  const auto t0 = std::chrono::steady_clock::now();
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
+                      TrainEngine::Create(c, in, start.params));
+  *setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  RF_RETURN_IF_ERROR(engine->backend().SetState(start.params, start.momentum));
+  RF_RETURN_IF_ERROR(engine->backend().SetRunningStats(start.running_stats));
+  return engine;
 }
 
 // `word` as one shell word: as it is where that is safe, else in single quotes.
@@ -205,101 +257,97 @@ Result<std::string> BoundCpuWarning(World& world) {
       "ppr:N:node:pe=K) for their full speed.\n");
 }
 
-// Builds the engine from the config's components and runs the loop, with the run's output files.
-Status Train(const TrainConfig& c, TrainComponents parts, const Dataset& train, const Dataset* test,
-             const ModelConfig& model, StartPoint start, World& world) {
-  const bool lead = world.rank() == 0;
-  const format::Header& h = train.header();
-  EngineInputs in;
-  in.config = model;
-  in.norm.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
-  in.norm.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
-  in.train = &train;
-  in.test = test;
-  parts.engine.world = &world;
-  // Set-up: the backend, and the training source (managed mode loads the whole dataset here).
-  const auto setup0 = std::chrono::steady_clock::now();
-  RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
-                      TrainEngine::Create(parts.engine, in, start.params));
-  const double setup_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count();
-  RF_RETURN_IF_ERROR(engine->backend().SetState(start.params, start.momentum));
-  RF_RETURN_IF_ERROR(engine->backend().SetRunningStats(start.running_stats));
-  // The epoch the run starts in may be one resumed at another world size: its own count.
-  const uint64_t start_epoch_samples =
-      EpochSamples(WindowOrder(train.ChunkSampleCounts(), OrderOptionsFor(c.pipeline))
-                       .EpochSampleCount(start.state.epoch),
-                   c.pipeline.batch_size, c.pipeline.drop_last);
-  if (start.state.next_sample > start_epoch_samples) {
-    return Status::Corruption(c.resume, "checkpoint position is past the end of the epoch");
+// The run's output files: --metrics (rank 0's; its first record says what was set up) and
+// --dump-order go to a temporary name and are committed when the run ends
+// (io/sequential_output.h), so a write error fails the run naming the file and an earlier file of
+// the name stays intact until then; --trace is gathered in memory and written at the end.
+// Not movable: the active Trace points into it.
+class RunFiles {
+ public:
+  RunFiles() = default;
+  RunFiles(const RunFiles&) = delete;
+  RunFiles& operator=(const RunFiles&) = delete;
+  ~RunFiles() {
+    if (Trace::Active() == &trace_) Trace::Activate(nullptr);
   }
-  // The schedule spans ordinary epochs at this world size (or the span its checkpoint recorded).
-  parts.trainer.schedule_span = ScheduleSpanFor(
-      c, WindowOrder(train.ChunkSampleCounts(), OrderOptionsFor(c.pipeline)).EpochSampleCount());
 
-  // --metrics and --dump-order go to a temporary name and are committed when the run ends
-  // (io/sequential_output.h): a write error fails the run naming the file, and an earlier file
-  // of the name stays intact until then.
-  std::optional<SequentialOutput> metrics;
-  if (lead && !c.metrics.empty()) {
-    RF_ASSIGN_OR_RETURN(metrics, SequentialOutput::Create(c.metrics, 64 << 10));
-    RF_RETURN_IF_ERROR(metrics->Append(nlohmann::json{{"event", "start"},
-                                                      {"mode", PipelineModeName(c.pipeline.mode)},
-                                                      {"backend", engine->description()},
-                                                      {"source", engine->train().Describe()},
-                                                      {"setup_seconds", setup_seconds},
-                                                      {"world_size", world.size()},
-                                                      {"augment", AugmentSpecText(c.augment)},
-                                                      {"gpu_bytes", engine->gpu_bytes()}}
-                                           .dump() +
-                                       "\n"));
+  Status Open(const TrainConfig& c, TrainEngine& engine, double setup_seconds, const World& world) {
+    if (world.rank() == 0 && !c.metrics.empty()) {
+      RF_ASSIGN_OR_RETURN(metrics_, SequentialOutput::Create(c.metrics, 64 << 10));
+      RF_RETURN_IF_ERROR(
+          metrics_->Append(nlohmann::json{{"event", "start"},
+                                          {"mode", PipelineModeName(c.pipeline.mode)},
+                                          {"backend", engine.description()},
+                                          {"source", engine.train().Describe()},
+                                          {"setup_seconds", setup_seconds},
+                                          {"world_size", world.size()},
+                                          {"augment", AugmentSpecText(c.augment)},
+                                          {"gpu_bytes", engine.gpu_bytes()}}
+                               .dump() +
+                           "\n"));
+    }
+    if (!c.dump_order.empty()) {
+      RF_ASSIGN_OR_RETURN(dump_, SequentialOutput::Create(c.dump_order));
+    }
+    trace_path_ = c.trace;
+    if (!trace_path_.empty()) Trace::Activate(&trace_);
+    return Status::Ok();
   }
+
+  TrainerOutputs ForTrainer(std::string resume_command) {
+    return TrainerOutputs{metrics_ ? &*metrics_ : nullptr, dump_ ? &*dump_ : nullptr,
+                          std::move(resume_command)};
+  }
+
+  // Commits the files whatever the run's outcome `st` (a run stopped by a data error still
+  // reports how far it got), unless writing them is what failed: the first error wins.
+  Status Close(Status st, TrainEngine& engine) {
+    for (std::optional<SequentialOutput>* out : {&metrics_, &dump_}) {
+      if (!*out) continue;
+      Status committed = (*out)->Commit();
+      if (st.ok()) st = committed;
+    }
+    if (!trace_path_.empty()) {
+      // Waits for every queued step, so their trace callbacks have run (the run is over: its
+      // statistics are no longer needed).
+      (void)engine.backend().TakeTrainStats();
+      Trace::Activate(nullptr);
+      Status written = trace_.Write(trace_path_);
+      if (st.ok()) st = written;
+    }
+    return st;
+  }
+
+ private:
+  std::optional<SequentialOutput> metrics_, dump_;
+  std::string trace_path_;
+  Trace trace_;
+};
+
+// Rank 0's opening lines: the data, model and batch, the backend, the ranks' reduction, the
+// source, the set-up time; and, on every rank (a collective), the bound-CPU warning.
+Status PrintStart(const TrainConfig& c, const Dataset& train, const ModelConfig& model,
+                  TrainEngine& engine, double setup_seconds, World& world) {
   RF_ASSIGN_OR_RETURN(const std::string bound, BoundCpuWarning(world));
-  if (lead) {
-    const std::string batch =
-        (world.size() == 1
-             ? std::to_string(c.pipeline.batch_size)
-             : std::to_string(c.pipeline.batch_size) + " a rank (" +
-                   std::to_string(uint64_t{c.pipeline.batch_size} * world.size()) + " a step)") +
-        (c.augment.enabled() ? ", augment " + AugmentSpecText(c.augment) : "");
-    std::printf(
-        "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %s%s\nbackend: %s\n"
-        "%s%s%s\nset up in %.2f s; GPU memory at start: %.1f MiB\n%s",
-        c.pipeline.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
-        DescribeModel(model).c_str(), ParameterCount(model), batch.c_str(),
-        c.resume.empty() ? "" : (", resumed from " + c.resume).c_str(),
-        engine->description().c_str(), engine->reduction().empty() ? "" : "ranks: ",
-        engine->reduction().empty() ? "" : (engine->reduction() + "\n").c_str(),
-        engine->train().Describe().c_str(), setup_seconds, engine->gpu_bytes() / 1048576.0,
-        bound.c_str());
-    std::fflush(stdout);
-  }
-  InstallStopHandlers();
-  std::optional<SequentialOutput> dump;
-  if (!c.dump_order.empty()) {
-    RF_ASSIGN_OR_RETURN(dump, SequentialOutput::Create(c.dump_order));
-  }
-  Trace trace;
-  if (!c.trace.empty()) Trace::Activate(&trace);
-  Trainer t(parts.trainer, train, model, *engine, world, metrics ? &*metrics : nullptr,
-            dump ? &*dump : nullptr);
-  Status st = t.Run(start.state, c.optimizer, c.pipeline.seed);
-  // Committed whatever the run's outcome (a run stopped by a data error still reports how far
-  // it got), unless writing them is what failed: the first error wins.
-  for (std::optional<SequentialOutput>* out : {&metrics, &dump}) {
-    if (!*out) continue;
-    Status committed = (*out)->Commit();
-    if (st.ok()) st = committed;
-  }
-  if (!c.trace.empty()) {
-    // Waits for every queued step, so their trace callbacks have run (the run is over: its
-    // statistics are no longer needed).
-    (void)engine->backend().TakeTrainStats();
-    Trace::Activate(nullptr);
-    Status written = trace.Write(c.trace);
-    if (st.ok()) st = written;
-  }
-  return st;
+  if (world.rank() != 0) return Status::Ok();
+  const uint32_t batch_size = c.pipeline.order.batch_size;
+  const std::string batch =
+      (world.size() == 1 ? std::to_string(batch_size)
+                         : std::to_string(batch_size) + " a rank (" +
+                               std::to_string(uint64_t{batch_size} * world.size()) + " a step)") +
+      (c.augment.enabled() ? ", augment " + AugmentSpecText(c.augment) : "");
+  std::printf(
+      "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %s%s\nbackend: %s\n"
+      "%s%s%s\nset up in %.2f s; GPU memory at start: %.1f MiB\n%s",
+      c.pipeline.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
+      DescribeModel(model).c_str(), ParameterCount(model), batch.c_str(),
+      c.resume.empty() ? "" : (", resumed from " + c.resume).c_str(), engine.description().c_str(),
+      engine.reduction().empty() ? "" : "ranks: ",
+      engine.reduction().empty() ? "" : (engine.reduction() + "\n").c_str(),
+      engine.train().Describe().c_str(), setup_seconds, engine.gpu_bytes() / 1048576.0,
+      bound.c_str());
+  std::fflush(stdout);
+  return Status::Ok();
 }
 
 // Several ranks: PATH.rankR, so the ranks' files do not collide.
@@ -308,29 +356,37 @@ std::string PerRank(const std::string& path, const World& world) {
   return path + ".rank" + std::to_string(world.rank());
 }
 
-// `args`: the command line after "train", for the command that resumes an emergency checkpoint.
-Status Run(TrainConfig c, const std::vector<std::string>& args, World& world) {
-  c.pipeline.rank = world.rank();
-  c.pipeline.world_size = world.size();
+// The run, top to bottom (the steps of this file's first comment). `args`: the command line after
+// "train", for the command that resumes an emergency checkpoint.
+Status Train(TrainConfig c, const std::vector<std::string>& args, World& world) {
+  // The ranks come from the World, not from flags; the per-rank files carry the rank.
+  c.pipeline.order.rank = world.rank();
+  c.pipeline.order.world_size = world.size();
   c.dump_order = PerRank(c.dump_order, world);
   c.trace = PerRank(c.trace, world);
+
+  // 1. The data. 2. The outputs. 3. The model.
   RF_ASSIGN_OR_RETURN(RunData data, OpenData(c));
-  // Before anything is written: no output may replace an input, and the checkpoint's directory
-  // must take files (or the run would be lost at its first checkpoint).
-  RF_RETURN_IF_ERROR(CheckTrainOutputs(
-      c, ShardPaths(data.train), data.test ? ShardPaths(*data.test) : std::vector<std::string>{}));
-  if (!c.checkpoint.empty() && world.rank() == 0) {  // rank 0 writes it
-    RF_RETURN_IF_ERROR(CheckDirectoryWritable("--checkpoint", c.checkpoint));
-    RF_RETURN_IF_ERROR(CheckCheckpointTarget(c));
-  }
+  RF_RETURN_IF_ERROR(CheckOutputs(c, data, world));
   RF_ASSIGN_OR_RETURN(const ModelConfig model, ModelFor(c, data.train.header()));
+  // 4. Where training starts; a resumed checkpoint has adjusted the config, which is final now.
+  // The schedule spans ordinary epochs at this world size (or the span the checkpoint recorded).
   RF_ASSIGN_OR_RETURN(StartPoint start, Start(model, data.train, world, &c));
-  // The config is final here (a checkpoint has adjusted it): every component's options from it.
-  TrainComponents parts = DeriveTrainComponents(c);
-  if (!c.checkpoint.empty()) parts.trainer.resume_command = ResumeCommand(args, c.checkpoint);
-  // Rank 0 evaluates.
-  const Dataset* test = data.test && world.rank() == 0 ? &*data.test : nullptr;
-  return Train(c, parts, data.train, test, model, std::move(start), world);
+  c.schedule_span = ScheduleSpanFor(
+      c, WindowOrder(data.train.ChunkSampleCounts(), c.pipeline.order).EpochSampleCount());
+  // 5. The engine.
+  double setup_seconds = 0;
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
+                      MakeEngine(c, model, data, start, world, &setup_seconds));
+  // 6. The run's files and its opening lines.
+  RunFiles files;
+  RF_RETURN_IF_ERROR(files.Open(c, *engine, setup_seconds, world));
+  RF_RETURN_IF_ERROR(PrintStart(c, data.train, model, *engine, setup_seconds, world));
+  // 7. The loop.
+  InstallStopHandlers();
+  Trainer trainer(c, model, data.train, *engine, world,
+                  files.ForTrainer(c.checkpoint.empty() ? "" : ResumeCommand(args, c.checkpoint)));
+  return files.Close(trainer.Run(start.state), *engine);
 }
 
 }  // namespace
@@ -347,7 +403,7 @@ CommandStatus RunTrainCommand(int argc, char** argv) {
   if (!config.ok()) return {config.status()};
   Result<std::unique_ptr<World>> world = OpenWorld();
   if (!world.ok()) return {world.status()};
-  Status st = Run(std::move(config).value(), args, **world);
+  Status st = Train(std::move(config).value(), args, **world);
   if (!st.ok() && (*world)->size() > 1) {
     // The other ranks may be waiting for this one in a collective: end them all.
     std::fprintf(stderr, "ringfeed train: rank %u of %u: %s\n", (*world)->rank(), (*world)->size(),

@@ -74,27 +74,26 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths) {
 }
 
 Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position) {
-  if (c.batch_size == 0) return Status::Corruption(config->resume, "checkpoint has batch size 0");
-  PipelineConfig& p = config->pipeline;
+  if (c.order.batch_size == 0) {
+    return Status::Corruption(config->resume, "checkpoint has batch size 0");
+  }
   config->optimizer = c.optimizer;
   config->schedule = c.schedule;
   config->schedule_span = c.schedule_span;
   if (c.augment) config->augment = *c.augment;  // files before version 3 keep --augment's
-  p.seed = c.seed;
-  p.batch_size = c.batch_size;
-  if (c.order_window == kOrderStored) {
-    p.shuffle = ShuffleMode::kNone;
-  } else if (c.order_window != 0) {  // 0: written before the window was recorded
-    p.shuffle = ShuffleMode::kWindow;
-    p.shuffle_window = c.order_window;
+  // What the checkpoint records of its order; drop_last and this run's ranks stay the config's.
+  OrderSettings& order = config->pipeline.order;
+  order.seed = c.order.seed;
+  order.batch_size = c.order.batch_size;
+  if (c.shuffle_recorded) {
+    order.shuffle = c.order.shuffle;
+    order.shuffle_window = c.order.shuffle_window;
   }
-  p.resumed_epoch = c.epoch;
-  p.stretches.clear();
-  for (const CheckpointStretch& st : c.stretches)
-    p.stretches.push_back({st.world_size, st.position});
+  order.resumed = ResumedEpoch{c.epoch, c.order.resumed.stretches};
   *position = c.next_sample;
-  if (c.world_size != p.world_size && (c.next_sample != 0 || !c.stretches.empty())) {
-    p.stretches.push_back({c.world_size, c.next_sample});
+  if (c.order.world_size != order.world_size &&
+      (c.next_sample != 0 || !order.resumed.stretches.empty())) {
+    order.resumed.stretches.push_back({c.order.world_size, c.next_sample});
     *position = 0;
   }
   return Status::Ok();
@@ -102,59 +101,41 @@ Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* posit
 
 LrScheduleSpan ScheduleSpanFor(const TrainConfig& c, uint64_t epoch_samples) {
   if (c.schedule_span.steps_per_epoch != 0 && c.schedule_span.epochs != 0) return c.schedule_span;
-  const uint64_t batch = std::max<uint32_t>(c.pipeline.batch_size, 1);
-  const uint64_t samples = EpochSamples(epoch_samples, c.pipeline.batch_size, c.pipeline.drop_last);
+  const OrderSettings& order = c.pipeline.order;
+  const uint64_t batch = std::max<uint32_t>(order.batch_size, 1);
+  const uint64_t samples = EpochSamples(epoch_samples, order.batch_size, order.drop_last);
   return LrScheduleSpan{std::max<uint64_t>((samples + batch - 1) / batch, 1), c.epochs};
 }
 
-TrainComponents DeriveTrainComponents(const TrainConfig& c) {
-  const PipelineConfig& p = c.pipeline;
-  TrainComponents out;
+LoaderOptions TrainLoaderOptions(const TrainConfig& c) {
+  LoaderOptions o;
+  o.pipeline = c.pipeline;
+  o.epochs = c.epochs;
+  o.output_buffers = 0;  // the backends decode the stored samples themselves
+  return o;
+}
 
-  EngineOptions& e = out.engine;
-  e.precision = c.precision;
-  e.cuda_graph = c.cuda_graph;
-  e.augment = c.augment;
-  e.loader.pipeline = p;
-  e.loader.epochs = c.epochs;
-  e.loader.output_buffers = 0;  // the backends decode the stored samples themselves
-  e.gpu = c.gpu;
-
-  // Evaluation: the test split in stored order, every sample, by rank 0 alone; streamed in any
-  // training mode (managed mode is the training baseline, not a way to read a test split).
-  LoaderOptions& test = e.test;
-  test.pipeline = p;
-  test.pipeline.data = c.test;
-  test.pipeline.mode = PipelineMode::kStreaming;
-  test.pipeline.shuffle = ShuffleMode::kNone;
-  // Stored order needs no shuffle window; the window sets the staging (three windows of chunks,
-  // pipeline/streaming_source.h): 64 chunks of 4 MiB took 776 MiB more GPU memory on an H200, 4
-  // take about 50 MiB, and stored order reads on from chunk to chunk either way.
-  test.pipeline.shuffle_window = std::min(p.shuffle_window, 4u);
-  test.pipeline.drop_last = false;
-  test.pipeline.rank = 0;
-  test.pipeline.world_size = 1;
-  test.pipeline.resumed_epoch = PipelineConfig{}.resumed_epoch;
-  test.pipeline.stretches.clear();
-  test.pipeline.managed = PipelineConfig{}.managed;
-  test.epochs = 0;  // one pass per evaluation, as many as the run makes
-  test.output_buffers = 0;
-
-  TrainerOptions& t = out.trainer;
-  t.epochs = c.epochs;
-  t.batch_size = p.batch_size;
-  t.order_window = p.shuffle == ShuffleMode::kWindow ? p.shuffle_window : kOrderStored;
-  t.checkpoint = c.checkpoint;
-  t.schedule = c.schedule;
-  t.schedule_span = c.schedule_span;
-  t.augment = c.augment;
-  t.checkpoint_every = c.checkpoint_every;
-  t.max_steps = c.max_steps;
-  t.metrics = c.metrics;
-  t.resumed_epoch = p.resumed_epoch;
-  for (const EpochStretch& st : p.stretches) t.stretches.push_back({st.world_size, st.position});
-  t.rank_timeout_s = c.rank_timeout;
-  return out;
+LoaderOptions TestLoaderOptions(const TrainConfig& c) {
+  LoaderOptions o;
+  o.pipeline = c.pipeline;
+  PipelineConfig& p = o.pipeline;
+  p.data = c.test;
+  // Streamed in any training mode (managed mode is the training baseline, not a way to read a
+  // test split). Rank 0 alone evaluates, so one rank and every sample: a fresh order of the
+  // training split's batch size, in stored order. Stored order needs no shuffle window; the window
+  // sets the staging (three windows of chunks, pipeline/streaming_source.h): 64 chunks of 4 MiB
+  // took 776 MiB more GPU memory on an H200, 4 take about 50 MiB, and stored order reads on from
+  // chunk to chunk either way.
+  p.mode = PipelineMode::kStreaming;
+  p.order = OrderSettings{};
+  p.order.batch_size = c.pipeline.order.batch_size;
+  p.order.seed = c.pipeline.order.seed;
+  p.order.shuffle = ShuffleMode::kNone;
+  p.order.shuffle_window = std::min(c.pipeline.order.shuffle_window, 4u);
+  p.managed = PipelineConfig{}.managed;
+  o.epochs = 0;  // one pass per evaluation, as many as the run makes
+  o.output_buffers = 0;
+  return o;
 }
 
 Status CheckTrainOutputs(const TrainConfig& c, const std::vector<std::string>& data_shards,

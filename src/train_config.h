@@ -1,12 +1,13 @@
 // TrainConfig: everything one `ringfeed train` run is asked to do, typed and validated. The
 // command line (and --config file) is read into one once (src/train_flags.h); a resumed
-// checkpoint adjusts it in one place (ApplyCheckpoint); every component's options are derived
-// from it in one place (DeriveTrainComponents), so the batch size, the order and the I/O settings
-// each exist once.
+// checkpoint adjusts it in one place (ApplyCheckpoint); the run's set-up (src/train_command.cc),
+// its engine (src/train_engine.h) and its loop (src/trainer.h) read it, so the batch size, the
+// order and the I/O settings each exist once.
 //
-// The pipeline-facing part (dataset, batch size, shuffle, seed, drop_last, mode, I/O, device) is
-// a PipelineConfig (pipeline/pipeline_config.h), which a library's loader shares without src/;
-// the rest (test split, model, SGD, epochs, checkpoints, output files) is the trainer's.
+// The pipeline-facing part (dataset, mode, I/O, device, and the order: batch size, shuffle, seed,
+// drop_last, ranks, a resumed epoch) is a PipelineConfig (pipeline/pipeline_config.h), which a
+// library's loader shares without src/; the rest (test split, model, optimizer, epochs,
+// checkpoints, output files) is the trainer's.
 //
 // Errors are Status::Usage (exit 2) for what the command line asks, naming the flag.
 //
@@ -23,11 +24,26 @@
 #include "model/lr_schedule.h"
 #include "model/model.h"
 #include "pipeline/batch_source.h"
+#include "pipeline/loader.h"
 #include "pipeline/pipeline_config.h"
-#include "src/train_engine.h"
-#include "src/trainer.h"
 
 namespace rf {
+
+// GPU math. kBf16: the conv blocks' activations and filters in bfloat16 on the tensor cores,
+// float32 elsewhere (kernels/cuda_backend.h); kTf32: float32 with TF32 tensor-core products;
+// kFp32: full float32.
+enum class Precision { kBf16, kTf32, kFp32 };
+
+// "bf16", "tf32", "fp32"; anything else is a Usage error naming --precision.
+inline Result<Precision> ParsePrecision(const std::string& s) {
+  if (s == "bf16") return Precision::kBf16;
+  if (s == "tf32") return Precision::kTf32;
+  if (s == "fp32") return Precision::kFp32;
+  return Status::Usage("--precision must be bf16, tf32 or fp32, got \"" + s + "\"");
+}
+inline const char* PrecisionName(Precision p) {
+  return p == Precision::kFp32 ? "fp32" : p == Precision::kTf32 ? "tf32" : "bf16";
+}
 
 struct TrainConfig {
   PipelineConfig pipeline;
@@ -38,23 +54,24 @@ struct TrainConfig {
   bool batch_norm = false;    // --batch-norm: after each convolution (model/model.h)
   OptimizerConfig optimizer;  // lr: the base learning rate the schedule scales
   LrScheduleConfig schedule;
-  // The steps the schedule spans: from a resumed checkpoint, else {0, 0} until the run computes
-  // it from the training data (ScheduleSpanFor).
+  // The steps the schedule spans: from a resumed checkpoint, else {0, 0} until the run's set-up
+  // computes it from the training data (ScheduleSpanFor).
   LrScheduleSpan schedule_span;
-  uint64_t epochs = TrainerOptions{}.epochs;  // >= 1
-  Precision precision = EngineOptions{}.precision;
-  bool cuda_graph = EngineOptions{}.cuda_graph;
+  uint64_t epochs = 1;                     // >= 1
+  Precision precision = Precision::kBf16;  // CUDA only
+  bool cuda_graph = true;  // CUDA: replay each full batch's forward + backward as a CUDA graph
   // Data augmentation of the training split (--augment; core/augment_spec.h), keyed by the seed:
-  // never the test split's. Not in the checkpoint: a resumed run takes it from its command line.
+  // never the test split's. Recorded in checkpoints (from version 3), whose augmentation a resumed
+  // run takes.
   AugmentParams augment;
   // Files. Inputs: resume. Outputs: the others (none of them may be an input: CheckTrainOutputs).
   std::string checkpoint, resume, metrics, dump_order, trace;
-  uint64_t checkpoint_every = TrainerOptions{}.checkpoint_every;  // steps; 0: at the end only
+  uint64_t checkpoint_every = 0;  // steps; 0: at the end only
   // --checkpoint may replace an existing file the run does not resume from (CheckCheckpointTarget).
   bool overwrite = false;
-  uint64_t max_steps = TrainerOptions{}.max_steps;  // 0: no limit
-  // Data-parallel (the ranks come from mpirun: dist/world.h; pipeline.rank and world_size are
-  // set from the World, not from flags).
+  uint64_t max_steps = 0;  // 0: no limit
+  // Data-parallel (the ranks come from mpirun: parallel/world.h; pipeline.order.rank and
+  // world_size are set from the World, not from flags).
   int gpu = -1;               // this rank's GPU; -1: its local rank modulo the GPUs visible
   double rank_timeout = 600;  // seconds without a finished step before the job ends; 0: never
 
@@ -74,10 +91,10 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 // batch size (per rank), optimizer (kind, lr, momentum, weight decay, betas, eps, label
 // smoothing), lr schedule with its warmup and span, augmentation (files before version 3: SGD,
 // constant, span not recorded, the config's augmentation) and shuffle (mode and window; files from
-// before the window was recorded keep the config's) replace the config's. Corruption naming
-// config->resume for a checkpoint whose batch size is 0.
+// before the window was recorded keep the config's) replace the config's; drop_last and the ranks
+// stay the config's. Corruption naming config->resume for a checkpoint whose batch size is 0.
 //
-// Where the run has config->pipeline.world_size ranks:
+// Where the run has config->pipeline.order.world_size ranks:
 //   the checkpoint's world size   the interrupted epoch continues at the checkpoint's position
 //                                 (*position = c.next_sample): the same samples in the same
 //                                 order as the uninterrupted run;
@@ -86,18 +103,19 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 //                                 (pipeline/window_order.h's stretches); *position = 0.
 Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position);
 
+// The loaders the engine opens (src/train_engine.h), from the config. The training split's: the
+// config's pipeline at the raw level (output_buffers 0: the backends decode the stored samples
+// themselves), its read plan covering c.epochs epochs. Its batch size is the backend's largest
+// batch.
+LoaderOptions TrainLoaderOptions(const TrainConfig& c);
+// The test split's (c.test): stored order, every sample, one rank, streamed whatever the training
+// mode, the training split's reader settings and batch size, one pass per evaluation.
+LoaderOptions TestLoaderOptions(const TrainConfig& c);
+
 // The steps the schedule spans for a run of `c` on a dataset whose ordinary epoch gives each rank
 // `epoch_samples` samples: c.schedule_span where recorded, else {ceil(EpochSamples(...) /
 // batch size), c.epochs}.
 LrScheduleSpan ScheduleSpanFor(const TrainConfig& c, uint64_t epoch_samples);
-
-// Every component's options, from one config.
-struct TrainComponents {
-  EngineOptions engine;  // backend, mode, and the training source's options
-  // (engine.test: the test split's pipeline: stored order, every sample, one rank, streaming)
-  TrainerOptions trainer;  // the loop, checkpoints
-};
-TrainComponents DeriveTrainComponents(const TrainConfig& c);
 
 // The run's outputs (--checkpoint, --metrics, --dump-order, --trace) against each other and its
 // inputs (io/file.h's CheckOutputPaths, by any name): Usage naming both when two outputs are one

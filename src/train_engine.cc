@@ -16,48 +16,47 @@
 
 namespace rf {
 
-Status TrainEngine::MakeSources(const EngineOptions& o, const EngineInputs& in, DeviceKind device,
-                                void* stream) {
+Status TrainEngine::MakeSources(const TrainConfig& c, const EngineInputs& in, DeviceKind device,
+                                int gpu, void* stream) {
   const auto on_device = [&](LoaderOptions lo) {
     lo.pipeline.device = device;
-    lo.gpu = device == DeviceKind::kCuda ? o.gpu : -1;
+    lo.gpu = device == DeviceKind::kCuda ? gpu : -1;
     lo.stream = stream;
-    lo.output_buffers = 0;  // the backends decode for themselves
     return lo;
   };
-  RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, on_device(o.loader)));
+  RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, on_device(TrainLoaderOptions(c))));
   if (in.test != nullptr) {
-    RF_ASSIGN_OR_RETURN(test_loader_, Loader::Create(*in.test, on_device(o.test)));
+    RF_ASSIGN_OR_RETURN(test_loader_, Loader::Create(*in.test, on_device(TestLoaderOptions(c))));
     test_ = &test_loader_->source();
   }
   // The training batches carry their samples' indices and epoch; the backend draws each sample's
   // transform from them inside its decode. Evaluate never augments.
-  backend_->SetAugmentation(o.augment, o.loader.pipeline.seed);
+  backend_->SetAugmentation(c.augment, c.pipeline.order.seed);
   return Status::Ok();
 }
 
 namespace {
 
-bool DataParallel(const EngineOptions& o) { return o.world != nullptr && o.world->size() > 1; }
+bool DataParallel(const EngineInputs& in) { return in.world != nullptr && in.world->size() > 1; }
 
 class CpuEngine final : public TrainEngine {
  public:
-  static Result<std::unique_ptr<TrainEngine>> Create(const EngineOptions& o, const EngineInputs& in,
+  static Result<std::unique_ptr<TrainEngine>> Create(const TrainConfig& c, const EngineInputs& in,
                                                      const Tensors& params) {
     std::unique_ptr<CpuEngine> e(new CpuEngine);
     // The ranks on one machine share its CPUs.
-    const unsigned local_ranks = o.world != nullptr ? o.world->local_size() : 1;
+    const unsigned local_ranks = in.world != nullptr ? in.world->local_size() : 1;
     const unsigned threads = std::max(1u, cpu::CpuWorkers::AvailableCpus() / local_ranks);
     RF_ASSIGN_OR_RETURN(
         e->backend_,
-        CpuBackend::Create(in.config, in.norm, o.loader.pipeline.batch_size, params, threads));
+        CpuBackend::Create(in.config, in.norm, c.pipeline.order.batch_size, params, threads));
     e->description_ = "cpu (im2col + OpenBLAS sgemm, " + std::to_string(threads) + " threads)";
-    if (DataParallel(o)) {
-      e->reducer_ = std::make_unique<HostReducer>(*o.world);
+    if (DataParallel(in)) {
+      e->reducer_ = std::make_unique<HostReducer>(*in.world);
       RF_RETURN_IF_ERROR(e->backend_->SetGradientReducer(e->reducer_.get()));
-      e->reduction_ = "gradients averaged over " + o.world->Describe();
+      e->reduction_ = "gradients averaged over " + in.world->Describe();
     }
-    RF_RETURN_IF_ERROR(e->MakeSources(o, in, DeviceKind::kCpu, nullptr));
+    RF_RETURN_IF_ERROR(e->MakeSources(c, in, DeviceKind::kCpu, -1, nullptr));
     return std::unique_ptr<TrainEngine>(std::move(e));
   }
 };
@@ -65,38 +64,39 @@ class CpuEngine final : public TrainEngine {
 #if RINGFEED_CUDA_BACKEND
 class CudaEngine final : public TrainEngine {
  public:
-  static Result<std::unique_ptr<TrainEngine>> Create(const EngineOptions& o, const EngineInputs& in,
+  static Result<std::unique_ptr<TrainEngine>> Create(const TrainConfig& c, const EngineInputs& in,
                                                      const Tensors& params) {
     std::unique_ptr<CudaEngine> e(new CudaEngine);
     int devices = 0;
     RF_CUDA_CHECK(cudaGetDeviceCount(&devices));
-    if (o.gpu >= devices) {
-      return Status::Usage("--gpu " + std::to_string(o.gpu) + ": this machine has " +
+    if (c.gpu >= devices) {
+      return Status::Usage("--gpu " + std::to_string(c.gpu) + ": this machine has " +
                            std::to_string(devices) + " GPUs (0 to " + std::to_string(devices - 1) +
                            ")");
     }
-    const int gpu = o.gpu >= 0 ? o.gpu
-                               : static_cast<int>((o.world != nullptr ? o.world->local_rank() : 0) %
-                                                  static_cast<uint32_t>(devices));
+    const int gpu = c.gpu >= 0
+                        ? c.gpu
+                        : static_cast<int>((in.world != nullptr ? in.world->local_rank() : 0) %
+                                           static_cast<uint32_t>(devices));
     RF_CUDA_CHECK(cudaSetDevice(gpu));
     size_t total = 0;
     RF_CUDA_CHECK(cudaMemGetInfo(&e->free_at_start_, &total));
     CudaBackendOptions bo;
-    bo.tf32 = o.precision != Precision::kFp32;
-    bo.bf16 = o.precision == Precision::kBf16;
-    bo.cuda_graph = o.cuda_graph;
+    bo.tf32 = c.precision != Precision::kFp32;
+    bo.bf16 = c.precision == Precision::kBf16;
+    bo.cuda_graph = c.cuda_graph;
     bo.device = gpu;
-    const uint32_t max_batch = o.loader.pipeline.batch_size;
+    const uint32_t max_batch = c.pipeline.order.batch_size;
     RF_ASSIGN_OR_RETURN(auto backend,
                         CudaBackend::Create(in.config, in.norm, max_batch, params, bo));
     const cudaStream_t stream = backend->stream();
     e->description_ = backend->Describe();
     e->backend_ = std::move(backend);
-    if (DataParallel(o)) {
+    if (DataParallel(in)) {
 #if RINGFEED_NCCL
-      RF_ASSIGN_OR_RETURN(auto nccl, NcclReducer::Create(*o.world, gpu));
+      RF_ASSIGN_OR_RETURN(auto nccl, NcclReducer::Create(*in.world, gpu));
       e->nccl_ = nccl.get();
-      e->reduction_ = "gradients averaged by " + nccl->Describe() + " over " + o.world->Describe();
+      e->reduction_ = "gradients averaged by " + nccl->Describe() + " over " + in.world->Describe();
       e->reducer_ = std::move(nccl);
       RF_RETURN_IF_ERROR(e->backend_->SetGradientReducer(e->reducer_.get()));
 #else
@@ -105,9 +105,7 @@ class CudaEngine final : public TrainEngine {
           "--device cpu or one rank");
 #endif
     }
-    EngineOptions on_gpu = o;
-    on_gpu.gpu = gpu;
-    RF_RETURN_IF_ERROR(e->MakeSources(on_gpu, in, DeviceKind::kCuda, stream));
+    RF_RETURN_IF_ERROR(e->MakeSources(c, in, DeviceKind::kCuda, gpu, stream));
     return std::unique_ptr<TrainEngine>(std::move(e));
   }
 
@@ -135,26 +133,26 @@ class CudaEngine final : public TrainEngine {
 
 }  // namespace
 
-Result<std::unique_ptr<TrainEngine>> TrainEngine::Create(const EngineOptions& o,
+Result<std::unique_ptr<TrainEngine>> TrainEngine::Create(const TrainConfig& c,
                                                          const EngineInputs& in,
                                                          const Tensors& params) {
   if (in.train == nullptr) return Status::InvalidArgument("no training dataset");
-  const DeviceKind device = o.loader.pipeline.device;
+  const DeviceKind device = c.pipeline.device;
 #if RINGFEED_CUDA_BACKEND
   if (device == DeviceKind::kCuda || (device == DeviceKind::kAuto && CudaDevicePresent())) {
     if (!CudaDevicePresent()) return Status::Usage("--device cuda: no CUDA device found");
-    return CudaEngine::Create(o, in, params);
+    return CudaEngine::Create(c, in, params);
   }
 #else
   if (device == DeviceKind::kCuda) {
     return Status::Usage("--device cuda: this build has no CUDA backend");
   }
 #endif
-  if (o.loader.pipeline.mode == PipelineMode::kManaged) {
+  if (c.pipeline.mode == PipelineMode::kManaged) {
     return Status::Usage(
         "--mode managed needs a GPU (CUDA managed memory); without one, use --mode streaming");
   }
-  return CpuEngine::Create(o, in, params);
+  return CpuEngine::Create(c, in, params);
 }
 
 }  // namespace rf

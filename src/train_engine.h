@@ -8,10 +8,11 @@
 //             streamed in stored order as training streams (the test split need not fit in
 //             memory), in streaming mode whatever the training mode
 // The training loop sees only Backend and BatchSource. The mode, device and precision are chosen
-// here, once, from EngineOptions.
+// here, once, from the run's TrainConfig (--mode, --device, --gpu, --precision, --cuda-graph,
+// --augment).
 //
 // Data-parallel (a World of more than one rank): the engine gives the backend its gradient
-// reducer (dist/): NCCL on the rank's GPU for the CUDA backend, the World's MPI collectives for
+// reducer (parallel/): NCCL on the rank's GPU for the CUDA backend, the World's MPI collectives for
 // the CPU one; the training loader reads the rank's part of every epoch (the pipeline config's
 // rank and world size). The CPU backend of each rank uses its share of the machine's CPUs.
 #pragma once
@@ -27,61 +28,26 @@
 #include "pipeline/batch_source.h"
 #include "pipeline/loader.h"
 #include "pipeline/pipeline_config.h"
+#include "src/train_config.h"
 
 namespace rf {
 
-// GPU math. kBf16: the conv blocks' activations and filters in bfloat16 on the tensor cores,
-// float32 elsewhere (kernels/cuda_backend.h); kTf32: float32 with TF32 tensor-core products;
-// kFp32: full float32.
-enum class Precision { kBf16, kTf32, kFp32 };
-
-// "bf16", "tf32", "fp32"; anything else is a Usage error naming --precision.
-inline Result<Precision> ParsePrecision(const std::string& s) {
-  if (s == "bf16") return Precision::kBf16;
-  if (s == "tf32") return Precision::kTf32;
-  if (s == "fp32") return Precision::kFp32;
-  return Status::Usage("--precision must be bf16, tf32 or fp32, got \"" + s + "\"");
-}
-inline const char* PrecisionName(Precision p) {
-  return p == Precision::kFp32 ? "fp32" : p == Precision::kTf32 ? "tf32" : "bf16";
-}
-
-// Made from a TrainConfig in one place (DeriveTrainComponents, src/train_config.h); the defaults
-// of precision and cuda_graph are the config's.
-struct EngineOptions {
-  Precision precision = Precision::kBf16;  // CUDA only
-  bool cuda_graph = true;  // CUDA: replay each full batch's forward + backward as a CUDA graph
-  // Augmentation of the training batches (Backend::SetAugmentation), keyed by the loader's seed;
-  // the test split is never augmented.
-  AugmentParams augment;
-  // The training data's pipeline (its device and mode choose the backend's): the library's
-  // loader at its raw level (output_buffers 0: the backends decode the stored samples
-  // themselves). Its batch size is the backend's largest batch.
-  LoaderOptions loader;
-  // CUDA: the GPU this rank computes on (an index into the visible devices); -1: the rank's
-  // local rank modulo the visible devices.
-  int gpu = -1;
-  // The job's ranks; null or a world of one: no gradient reduction. Must outlive the engine.
-  World* world = nullptr;
-  // The test split's pipeline (its data, device, gpu and stream are the engine's to set): stored
-  // order, every sample, one rank.
-  LoaderOptions test;
-};
-
-// What the run has opened: the model, its input normalization, and the datasets.
+// What the run has opened: the model, its input normalization, the datasets and the ranks.
 struct EngineInputs {
   ModelConfig config;
   Normalization norm;
   const Dataset* train = nullptr;  // must outlive the engine
   const Dataset* test = nullptr;   // the test split, optional; must outlive the engine
+  // The job's ranks; null or a world of one: no gradient reduction. Must outlive the engine.
+  World* world = nullptr;
 };
 
 class TrainEngine {
  public:
-  // Usage where the options ask for a GPU this build or machine lacks (--device cuda, managed
-  // mode).
-  static Result<std::unique_ptr<TrainEngine>> Create(const EngineOptions& options,
-                                                     const EngineInputs& in, const Tensors& params);
+  // Usage where the config asks for a GPU this build or machine lacks (--device cuda, managed
+  // mode), or a --gpu the machine does not have. `c` need not outlive the engine.
+  static Result<std::unique_ptr<TrainEngine>> Create(const TrainConfig& c, const EngineInputs& in,
+                                                     const Tensors& params);
   virtual ~TrainEngine() = default;
 
   Backend& backend() { return *backend_; }
@@ -103,8 +69,8 @@ class TrainEngine {
  protected:
   TrainEngine() = default;
   // The training loader over `in.train` and the test loader over `in.test` (where given), on
-  // `stream` (a cudaStream_t; null on the host).
-  Status MakeSources(const EngineOptions& o, const EngineInputs& in, DeviceKind device,
+  // `device`'s `gpu` (-1 on the host) and `stream` (a cudaStream_t; null on the host).
+  Status MakeSources(const TrainConfig& c, const EngineInputs& in, DeviceKind device, int gpu,
                      void* stream);
 
   // Declared before backend_, so freed after it: the backend's queued steps use it.

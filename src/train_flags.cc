@@ -74,7 +74,7 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
   f.mode = PipelineModeName(p.mode);
   f.device = DeviceKindName(p.device);
   f.precision = PrecisionName(c.precision);
-  f.shuffle = ShuffleModeName(p.shuffle);
+  f.shuffle = ShuffleModeName(p.order.shuffle);
   f.io = IoModeName(p.streaming.io);
   f.read_size = ReadSizeText(p.streaming.read_bytes);
   f.conv = ConvWidthsText(c.conv);
@@ -108,7 +108,7 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
      "under mpirun: end the job when no step has finished for this many seconds (a rank stuck "
      "in a collective); 0: never")
     ("epochs", po::value(&c.epochs)->default_value(c.epochs), "epochs to train (in all)")
-    ("batch-size", po::value(&p.batch_size)->default_value(p.batch_size),
+    ("batch-size", po::value(&p.order.batch_size)->default_value(p.order.batch_size),
      "samples per step on each rank (under mpirun, a step trains ranks x this many)")
     ("optimizer", po::value(&f.optimizer)->default_value(f.optimizer),
      "sgd (with --momentum and --weight-decay, as torch.optim.SGD) or adamw (decoupled weight "
@@ -142,7 +142,7 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
                                                                    Shortest(c.optimizer.weight_decay)),
      "weight decay: SGD adds weight_decay * w to the gradient; AdamW multiplies w by "
      "1 - lr * weight_decay each step")
-    ("seed", po::value(&p.seed)->default_value(p.seed),
+    ("seed", po::value(&p.order.seed)->default_value(p.order.seed),
      "seeds the initial parameters and the epoch order")
     ("conv", po::value(&f.conv)->default_value(f.conv), "output channels of each conv block")
     ("augment", po::value(&f.augment)->default_value(f.augment),
@@ -181,9 +181,9 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
     ("shuffle", po::value(&f.shuffle)->default_value(f.shuffle),
      "window: chunks in a seeded permutation, samples shuffled within windows of resident "
      "chunks; none: stored order")
-    ("shuffle-window", po::value(&p.shuffle_window)->default_value(p.shuffle_window),
+    ("shuffle-window", po::value(&p.order.shuffle_window)->default_value(p.order.shuffle_window),
      "chunks resident together whose samples are shuffled together")
-    ("drop-last", po::bool_switch(&p.drop_last), "skip each epoch's partial last batch")
+    ("drop-last", po::bool_switch(&p.order.drop_last), "skip each epoch's partial last batch")
     ("ring-slots", po::value(&p.streaming.ring_slots)->default_value(p.streaming.ring_slots),
      "streaming only: host ring slots (one chunk each) the reader fills ahead")
     ("copy-streams",
@@ -248,7 +248,7 @@ Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& f) {
   RF_ASSIGN_OR_RETURN(p.device, ParseDeviceKind(f.device));
   RF_ASSIGN_OR_RETURN(c.precision, ParsePrecision(f.precision));
   RF_ASSIGN_OR_RETURN(p.mode, ParsePipelineMode(f.mode));
-  RF_ASSIGN_OR_RETURN(p.shuffle, ParseShuffleMode(f.shuffle));
+  RF_ASSIGN_OR_RETURN(p.order.shuffle, ParseShuffleMode(f.shuffle));
   Result<IoMode> io = ParseIoMode(f.io);
   if (!io.ok()) return Status::Usage("--io: " + io.status().message());
   p.streaming.io = *io;

@@ -1,9 +1,10 @@
-// Trainer: `ringfeed train`'s loop, one epoch after another: take a batch from the training source
-// (src/train_engine.h), train on it, and after every epoch evaluate the test split and print one
-// line (loss, accuracies, samples/s, disk GB/s, the share of time spent waiting for data, GPU and
-// host memory; also as JSON with --metrics). Checkpoints every N steps, at the end, and when
-// SIGINT or SIGTERM arrives: the handler only sets a flag, which the loop checks after each step,
-// so an interrupted run stops cleanly (exit 0) and can be resumed where it stopped.
+// Trainer: `ringfeed train`'s loop. Run reads top to bottom: per epoch, train on every batch of
+// the training source (src/train_engine.h), evaluate the test split, report (gather the epoch's
+// figures over the ranks and print one line: loss, accuracies, samples/s, disk GB/s, the share of
+// time spent waiting for data, GPU and host memory; also as JSON with --metrics); then the final
+// checkpoint and the line saying why the run stopped. Checkpoints every N steps, at the end, and
+// when SIGINT or SIGTERM arrives: the handler only sets a flag, which the loop checks after each
+// step, so an interrupted run stops cleanly (exit 0) and can be resumed where it stopped.
 //
 // A data error (the training source fails: a read that outlasted its retries, a chunk that fails
 // its checksum) stops the run with that error. On one rank with --checkpoint, the loop first
@@ -39,6 +40,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,32 +50,18 @@
 #include "model/lr_schedule.h"
 #include "parallel/rank_watchdog.h"
 #include "parallel/world.h"
+#include "src/train_config.h"
 #include "src/train_engine.h"
 #include "src/train_progress.h"
 
 namespace rf {
 
-// Made from a TrainConfig (DeriveTrainComponents, src/train_config.h), whose epochs,
-// checkpoint_every and max_steps default to these.
-struct TrainerOptions {
-  uint64_t epochs = 1;
-  uint32_t batch_size = 0;    // the config's batch size; recorded in checkpoints
-  uint32_t order_window = 0;  // recorded in checkpoints (model/checkpoint.h)
-  std::string checkpoint;     // empty: none
-  // The lr schedule and the steps it spans (model/lr_schedule.h); recorded in checkpoints.
-  LrScheduleConfig schedule;
-  LrScheduleSpan schedule_span;
-  AugmentParams augment;  // the training split's (--augment); recorded in checkpoints
-  uint64_t checkpoint_every = 0, max_steps = 0;
-  std::string metrics;  // the metrics file's name, for errors
-  // The epoch begun by earlier runs at other world sizes, and their stretches (recorded again by
-  // this run's checkpoints of that epoch: pipeline/window_order.h).
-  uint64_t resumed_epoch = 0;
-  std::vector<CheckpointStretch> stretches;
-  // Data-parallel: seconds without a finished step before the job is ended (0: never).
-  double rank_timeout_s = 0;
-  // The command that resumes from `checkpoint`, printed after an emergency checkpoint ("" :
-  // none printed).
+// The run's files the loop writes, owned by the caller, which commits them after Run (metrics is
+// rank 0's alone; either may be null), and the command that resumes from an emergency checkpoint
+// ("": none printed).
+struct TrainerOutputs {
+  SequentialOutput* metrics = nullptr;
+  SequentialOutput* dump_order = nullptr;
   std::string resume_command;
 };
 
@@ -88,16 +76,69 @@ void InstallStopHandlers();
 
 class Trainer {
  public:
-  // metrics and dump_order may be null (metrics is rank 0's alone); the caller commits them
-  // after Run. `world` must outlive it.
-  Trainer(const TrainerOptions& o, const Dataset& train, ModelConfig config, TrainEngine& engine,
-          World& world, SequentialOutput* metrics, SequentialOutput* dump_order);
+  // `c` is the run's config after its set-up (a resumed checkpoint applied, the schedule's span
+  // set: src/train_config.h); it, `train`, `engine` and `world` must outlive the Trainer.
+  Trainer(const TrainConfig& c, ModelConfig model, const Dataset& train, TrainEngine& engine,
+          World& world, TrainerOutputs outputs);
 
-  // `opt.lr` is the base lr; each step trains at the schedule's lr for its index (adam_step set
-  // from the step count).
-  Status Run(RunState s, const OptimizerConfig& opt, uint64_t seed);
+  // Trains from `s` until c.epochs are done, --max-steps is reached, a signal arrives or an error.
+  // c.optimizer.lr is the base lr; each step trains at the schedule's lr for its index (adam_step
+  // set from the step count).
+  Status Run(RunState s);
 
  private:
+  // The epoch's start: its time, the source's running counters (an epoch reports how far they
+  // moved) and its first sample.
+  struct SourceCounters {
+    uint64_t bytes_read = 0;
+    double wait_s = 0, reader_held_s = 0;
+  };
+  struct EpochStart {
+    std::chrono::steady_clock::time_point time;
+    SourceCounters counters;
+    uint64_t first_sample = 0;
+  };
+  // One rank's figures of an epoch, gathered on rank 0 (plain doubles, sent as bytes).
+  struct RankFigures {
+    double samples = 0, seconds = 0, disk_bytes = 0, wait_s = 0, held_s = 0;
+    double rss_bytes = 0, gpu_bytes = 0;
+  };
+  struct EpochFigures {
+    StepStats train;  // this rank's loss and accuracy
+    RankFigures rank;
+  };
+
+  // Run's steps, in the order it takes them.
+  //   Trains epoch s->epoch from s->next_sample: a step per batch until the epoch ends or the run
+  //   stops (*stopped_by: "max-steps", "signal"). A data error returns StopOnDataError's.
+  Status TrainEpoch(RunState* s, const EpochStart& start, std::string* stopped_by);
+  //   The finished epoch's figures on this rank (waits for its last step, so the time is the
+  //   epoch's).
+  EpochFigures MeasureEpoch(const EpochStart& start, uint64_t end_sample);
+  //   The test split, one pass (rank 0's; nullopt without --test): its loss and accuracy.
+  Result<std::optional<StepStats>> Evaluate();
+  //   Gathers the epoch's figures over the ranks; rank 0 prints its line and writes --metrics.
+  Status ReportEpoch(const RunState& s, const EpochFigures& mine,
+                     const std::optional<StepStats>& test);
+  // ReportEpoch's parts. The epoch over the ranks (every rank calls; the figures over the ranks
+  // are rank 0's alone): samples in all over the slowest rank's time, disk rates added, the rank
+  // that waited longest for data named.
+  struct EpochSummary {
+    StepStats train;  // over every rank's samples
+    std::vector<RankFigures> ranks;
+    double samples = 0, seconds = 0, disk_gb_per_s = 0, reader_held_share = 0;
+    double data_wait_share = 0;  // the slowest rank's
+    size_t slowest_rank = 0;
+  };
+  Result<EpochSummary> GatherEpoch(const EpochFigures& mine);
+  // The epoch's line, and its --metrics record ("event": "epoch").
+  std::string EpochLine(const RunState& s, const EpochSummary& e, const EpochFigures& mine,
+                        const std::optional<StepStats>& test) const;
+  nlohmann::json EpochRecord(const RunState& s, const EpochSummary& e, const EpochFigures& mine,
+                             const std::optional<StepStats>& test) const;
+  //   The final checkpoint (where a step was trained) and the line saying why the run stopped.
+  Status Finish(const RunState& s, const std::string& stopped_by);
+
   // --trace: each step's span on the "compute" track, from its issue (or the previous step's
   // end) to the end of its work, which the backend reports through WhenDone (on this thread).
   struct StepMark {
@@ -106,11 +147,11 @@ class Trainer {
   };
   static void StepDone(void* arg, uint64_t done_ns);
   Status MarkStep();
-  Status Save(const RunState& s, const OptimizerConfig& opt, uint64_t seed);
+  // The checkpoint of the state after the steps `s` counts (rank 0 writes it; every rank calls).
+  Status Save(const RunState& s);
   // The training source failed with `error` after the steps `s` counts: writes the emergency
   // checkpoint where one can be written (see above), and returns `error`.
-  Status StopOnDataError(const RunState& s, const OptimizerConfig& opt, uint64_t seed,
-                         Status error);
+  Status StopOnDataError(const RunState& s, Status error);
   // Whether any rank asks to stop after step `step` (`local`: this one does). With several ranks
   // they agree every kStopAgreementSteps steps (the same steps on every rank), so a signal stops
   // the job within that many steps.
@@ -118,34 +159,21 @@ class Trainer {
   Result<bool> AgreeStop(uint64_t step, bool local);
   // Data-parallel: InvalidArgument unless every rank is at `s`.
   Status CheckRanksAgree(const RunState& s);
-  // Data-parallel: the epoch's per-rank figures, gathered on rank 0.
-  struct RankFigures {
-    double samples = 0, seconds = 0, disk_bytes = 0, wait_s = 0, held_s = 0;
-    double rss_bytes = 0, gpu_bytes = 0;
-  };
   bool lead() const { return world_.rank() == 0; }
-  // The source's running counters; an epoch reports how far they moved.
-  struct SourceCounters {
-    uint64_t bytes_read = 0;
-    double wait_s = 0, reader_held_s = 0;
-  };
   SourceCounters Counters() const;
-  // t0 and at_start: the epoch's start and the counters then.
-  Status ReportEpoch(const RunState& s, std::chrono::steady_clock::time_point t0, uint64_t samples,
-                     const SourceCounters& at_start);
   Status WriteMetrics(const nlohmann::json& j);
 
-  const TrainerOptions o_;
+  const TrainConfig& c_;
+  const OrderSettings& order_;  // c_.pipeline.order
+  const ModelConfig model_;
   const Dataset& train_;
-  ModelConfig config_;
   TrainEngine& engine_;
   World& world_;
+  const TrainerOutputs outputs_;
   std::unique_ptr<RankWatchdog> watchdog_;  // data-parallel runs only
   Backend& backend_;
   TrainingSource& source_;
   BatchSource* test_;
-  SequentialOutput* metrics_;
-  SequentialOutput* dump_order_;
   double first_batch_ms_ = -1;
   uint64_t first_step_ = 0;           // the step Run began at: a run that trains none saves nothing
   uint64_t evaluations_ = 0;          // test split passes so far

@@ -62,15 +62,15 @@ Checkpoint Numbered() {
       c.momentum.t[i][j] = -(1000.f * i + j + 0.5f);
     }
   }
-  c.seed = 0x1234567890abcdefull;
+  c.order.seed = 0x1234567890abcdefull;
   c.epoch = 3;
   c.next_sample = 640;
   c.step = 1234;
-  c.batch_size = 64;
+  c.order.batch_size = 64;
   c.dataset_id = 0xfeedfacecafebeefull;
   c.dataset_samples = 60000;
-  c.world_size = 3;
-  c.stretches = {{4, 100}, {2, 250}};
+  c.order.world_size = 3;
+  c.order.resumed = {c.epoch, {{4, 100}, {2, 250}}};
   return c;
 }
 
@@ -89,19 +89,20 @@ TEST(Checkpoint, RoundTripsEveryFieldExactly) {
   EXPECT_EQ(r->optimizer.weight_decay, 1e-4f);
   EXPECT_TRUE(BitIdentical(r->params, c.params));
   EXPECT_TRUE(BitIdentical(r->momentum, c.momentum));
-  EXPECT_EQ(r->seed, c.seed);
+  EXPECT_EQ(r->order.seed, c.order.seed);
   EXPECT_EQ(r->epoch, 3u);
   EXPECT_EQ(r->next_sample, 640u);
   EXPECT_EQ(r->step, 1234u);
-  EXPECT_EQ(r->batch_size, 64u);
+  EXPECT_EQ(r->order.batch_size, 64u);
   EXPECT_EQ(r->dataset_id, c.dataset_id);
   EXPECT_EQ(r->dataset_samples, 60000u);
-  EXPECT_EQ(r->world_size, 3u);
-  ASSERT_EQ(r->stretches.size(), 2u);
-  EXPECT_EQ(r->stretches[0].world_size, 4u);
-  EXPECT_EQ(r->stretches[0].position, 100u);
-  EXPECT_EQ(r->stretches[1].world_size, 2u);
-  EXPECT_EQ(r->stretches[1].position, 250u);
+  EXPECT_EQ(r->order.world_size, 3u);
+  EXPECT_EQ(r->order.resumed.epoch, 3u);
+  ASSERT_EQ(r->order.resumed.stretches.size(), 2u);
+  EXPECT_EQ(r->order.resumed.stretches[0].world_size, 4u);
+  EXPECT_EQ(r->order.resumed.stretches[0].position, 100u);
+  EXPECT_EQ(r->order.resumed.stretches[1].world_size, 2u);
+  EXPECT_EQ(r->order.resumed.stretches[1].position, 250u);
   // No temporary file is left beside it.
   EXPECT_EQ(testing::ReadAll(t.File("c.ckpt")).size(), EncodeCheckpoint(c)->size());
 }
@@ -109,8 +110,8 @@ TEST(Checkpoint, RoundTripsEveryFieldExactly) {
 // Version 1 (before data-parallel runs) had no ranks block: such files read as one rank.
 TEST(Checkpoint, ReadsVersion1FilesAsOneRank) {
   Checkpoint c = Numbered();
-  c.world_size = 1;
-  c.stretches.clear();
+  c.order.world_size = 1;
+  c.order.resumed.stretches.clear();
   std::vector<uint8_t> b = Encoded(c);
   // magic, version, model (4 dims, block count, 2 widths, hidden), sgd, position (4 u64, 2 u32,
   // 2 u64): the ranks block (world size, stretch count) follows.
@@ -127,8 +128,8 @@ TEST(Checkpoint, ReadsVersion1FilesAsOneRank) {
   Reseal(&b);
   auto r = DecodeCheckpoint(b.data(), b.size(), "old.ckpt");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->world_size, 1u);
-  EXPECT_TRUE(r->stretches.empty());
+  EXPECT_EQ(r->order.world_size, 1u);
+  EXPECT_TRUE(r->order.resumed.stretches.empty());
   EXPECT_EQ(r->next_sample, 640u);
   EXPECT_TRUE(BitIdentical(r->params, c.params));
 }
@@ -201,8 +202,8 @@ TEST(Checkpoint, ReadsVersion2FilesAsSgdWithTheConstantSchedule) {
   EXPECT_EQ(r->schedule.warmup_epochs, 0.f);
   EXPECT_EQ(r->schedule_span.steps_per_epoch, 0u);
   EXPECT_FALSE(r->augment.has_value());  // not recorded: a resume keeps --augment's
-  EXPECT_EQ(r->world_size, 3u);
-  ASSERT_EQ(r->stretches.size(), 2u);
+  EXPECT_EQ(r->order.world_size, 3u);
+  ASSERT_EQ(r->order.resumed.stretches.size(), 2u);
   EXPECT_TRUE(BitIdentical(r->params, c.params));
   EXPECT_TRUE(BitIdentical(r->momentum, c.momentum));
 }

@@ -24,7 +24,7 @@ Checkpoint Small(uint64_t step) {
   c.config.hidden = 4;
   c.params = ZerosLike(c.config);
   c.momentum = ZerosLike(c.config);
-  c.batch_size = 8;
+  c.order.batch_size = 8;
   c.step = step;
   return c;
 }

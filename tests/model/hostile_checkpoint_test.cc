@@ -33,7 +33,7 @@ Checkpoint Valid() {
   c.momentum = ZerosLike(c.config);
   c.epoch = 2;
   c.next_sample = 100;
-  c.batch_size = 32;
+  c.order.batch_size = 32;
   c.dataset_samples = 300;
   return c;
 }
@@ -144,7 +144,7 @@ TEST(HostileCheckpoint, AnAugmentationNoRunAsksForIsRefused) {
 
 TEST(HostileCheckpoint, ABatchSizeOfZeroIsRefusedAtItsOwnOffset) {
   Checkpoint c = Valid();
-  c.batch_size = 0;
+  c.order.batch_size = 0;
   EXPECT_EQ(Refusal(c), "h.ckpt: at byte 88: checkpoint: batch size 0");
 }
 

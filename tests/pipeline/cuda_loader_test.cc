@@ -25,9 +25,9 @@ LoaderOptions Options(const std::string& path, DeviceKind device) {
   LoaderOptions o;
   o.pipeline.data = path;
   o.pipeline.device = device;
-  o.pipeline.batch_size = 40;
-  o.pipeline.shuffle_window = 4;
-  o.pipeline.seed = 3;
+  o.pipeline.order.batch_size = 40;
+  o.pipeline.order.shuffle_window = 4;
+  o.pipeline.order.seed = 3;
   o.pipeline.streaming.ring_slots = 4;
   o.pipeline.streaming.io = IoMode::kBuffered;
   o.output_buffers = 3;

@@ -61,8 +61,9 @@ Curve ExpectSameCurves(const Dataset& d, uint32_t rank, uint32_t world_size, siz
   c.conv = {8, 16};
   c.hidden = 32;
   const Normalization norm{{3.f}, {50.f}};
-  WindowOrderOptions order;
-  order.window_chunks = 5;
+  OrderSettings order;
+  order.batch_size = 64;
+  order.shuffle_window = 5;
   order.first_window_chunks = 2;
   order.seed = 11;
   order.rank = rank;
@@ -78,7 +79,6 @@ Curve ExpectSameCurves(const Dataset& d, uint32_t rank, uint32_t world_size, siz
     std::unique_ptr<TrainingSource> source;
     if (mode == 0) {
       StreamingOptions o;
-      o.batch_size = 64;
       o.order = order;
       o.epochs = 2;
       o.ring_slots = 4;
@@ -93,7 +93,6 @@ Curve ExpectSameCurves(const Dataset& d, uint32_t rank, uint32_t world_size, siz
       source = std::move(s).value();
     } else {
       ManagedOptions o;
-      o.batch_size = 64;
       o.order = order;
       o.prefetch_batches = 2;
       o.advise = true;

@@ -21,8 +21,8 @@ using testing::TempDir;
 
 StreamingOptions Options(uint64_t epochs) {
   StreamingOptions o;
-  o.batch_size = 50;
-  o.order.window_chunks = 4;
+  o.order.batch_size = 50;
+  o.order.shuffle_window = 4;
   o.order.seed = 3;
   o.epochs = epochs;
   o.ring_slots = 4;

@@ -37,7 +37,7 @@ std::string WriteImages(TempDir& dir) {
 // The shared host options, with `augment`, batches of 16 and the header's normalization on.
 LoaderOptions Options(const std::string& path, const std::string& augment) {
   LoaderOptions o = testing::HostOptions(path, 16);
-  o.pipeline.seed = 23;
+  o.pipeline.order.seed = 23;
   o.output.normalize = true;
   o.output.augment = augment;
   return o;
@@ -81,7 +81,7 @@ std::vector<uint8_t> CheckEpoch(Loader& l, uint64_t epoch, uint64_t position,
       uint8_t stored[kChannels * kPlane];
       PositionalSample(batch.indices()[j], stored, sizeof stored);
       const SampleTransform t =
-          DrawTransform(p, o.pipeline.seed, epoch, batch.indices()[j], kHeight, kWidth);
+          DrawTransform(p, o.pipeline.order.seed, epoch, batch.indices()[j], kHeight, kWidth);
       *transformed = *transformed || t.dy != 0 || t.dx != 0 || t.flip || t.erase_h != 0;
       for (uint32_t c = 0; c < kChannels; ++c) {
         for (int y = 0; y < static_cast<int>(kHeight); ++y) {

@@ -33,9 +33,9 @@ EpochBatches Load(const std::string& path, const std::string& faults) {
   LoaderOptions o;
   o.pipeline.data = path;
   o.pipeline.device = DeviceKind::kCpu;
-  o.pipeline.batch_size = 20;
-  o.pipeline.shuffle_window = 3;
-  o.pipeline.seed = 5;
+  o.pipeline.order.batch_size = 20;
+  o.pipeline.order.shuffle_window = 3;
+  o.pipeline.order.seed = 5;
   o.pipeline.streaming.ring_slots = 3;
   o.pipeline.streaming.io = IoMode::kBuffered;  // temp directories may be on tmpfs
   o.output.normalize = false;

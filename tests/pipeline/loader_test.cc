@@ -85,14 +85,14 @@ TEST(Loader, AResumedEpochHasItsOwnBatchCountAndStretchesThatCannotBeAreRefused)
   TempDir dir;
   const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
   LoaderOptions o = HostOptions(path, 32);
-  o.pipeline.rank = 1;
-  o.pipeline.world_size = 2;
-  o.pipeline.resumed_epoch = 1;
-  o.pipeline.stretches = {{3, 100}};  // 3 ranks of ceil(1000 / 3) = 334 trained 100 each
+  o.pipeline.order.rank = 1;
+  o.pipeline.order.world_size = 2;
+  // 3 ranks of ceil(1000 / 3) = 334 trained 100 each of epoch 1.
+  o.pipeline.order.resumed = {1, {{3, 100}}};
   auto l = Open(o);
   ASSERT_NE(l, nullptr);
   EXPECT_EQ(l->batches_per_epoch(), 16u);  // epoch 0's: 500 samples
-  const WindowOrder order(l->dataset().ChunkSampleCounts(), OrderOptionsFor(o.pipeline));
+  const WindowOrder order(l->dataset().ChunkSampleCounts(), o.pipeline.order);
   ASSERT_TRUE(l->StartEpoch(1, 0).ok());
   const uint64_t resumed = order.EpochSampleCount(1);
   // 3 * 234 left, less the padding entries among them (2 of the 3 ranks pad), over 2 ranks.
@@ -104,7 +104,7 @@ TEST(Loader, AResumedEpochHasItsOwnBatchCountAndStretchesThatCannotBeAreRefused)
   ASSERT_TRUE(l->StartEpoch(2, 0).ok());
   EXPECT_EQ(l->batches_per_epoch(), 16u);
   EXPECT_EQ(DrainEpoch(*l, 64), order.EpochSamples(2));
-  o.pipeline.stretches = {{3, 335}};
+  o.pipeline.order.resumed.stretches = {{3, 335}};
   Result<std::unique_ptr<Loader>> bad = Loader::Open(o);
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(bad.status().IsUsage());
@@ -262,7 +262,7 @@ TEST(Loader, ACorruptChunkFailsTheBatchNamingFileAndChunk) {
     testing::FlipBit(path, d->chunk(2).entry.offset + 10, 1);
   }
   LoaderOptions o = HostOptions(path, 32);
-  o.pipeline.shuffle = ShuffleMode::kNone;
+  o.pipeline.order.shuffle = ShuffleMode::kNone;
   auto l = Open(o);
   ASSERT_NE(l, nullptr);
   Status error = l->StartEpoch(0, 0);

@@ -18,9 +18,9 @@ inline LoaderOptions HostOptions(const std::string& path, uint32_t batch) {
   LoaderOptions o;
   o.pipeline.data = path;
   o.pipeline.device = DeviceKind::kCpu;
-  o.pipeline.batch_size = batch;
-  o.pipeline.shuffle_window = 3;
-  o.pipeline.seed = 11;
+  o.pipeline.order.batch_size = batch;
+  o.pipeline.order.shuffle_window = 3;
+  o.pipeline.order.seed = 11;
   o.pipeline.streaming.ring_slots = 4;
   o.pipeline.streaming.io = IoMode::kBuffered;
   o.output.normalize = false;

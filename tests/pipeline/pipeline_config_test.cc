@@ -1,6 +1,6 @@
 // PipelineConfig's rank rule (one rule and one message for every command) and the rank reaching
-// the order of both modes through OrderOptionsFor; a resumed epoch's stretches likewise, refused
-// where no run could have trained them.
+// the order of both modes (their options' OrderSettings); a resumed epoch's stretches likewise,
+// refused where no run could have trained them.
 #include "pipeline/pipeline_config.h"
 
 #include <gtest/gtest.h>
@@ -17,8 +17,8 @@ namespace {
 PipelineConfig Config(uint32_t rank, uint32_t world_size) {
   PipelineConfig c;
   c.data = "d.rfd";
-  c.rank = rank;
-  c.world_size = world_size;
+  c.order.rank = rank;
+  c.order.world_size = world_size;
   return c;
 }
 
@@ -36,8 +36,6 @@ TEST(PipelineConfig, RankOffTheRuleIsAUsageErrorNamingTheFlags) {
 
 TEST(PipelineConfig, RankReachesTheOrderOfBothModes) {
   const PipelineConfig c = Config(2, 5);
-  EXPECT_EQ(OrderOptionsFor(c).rank, 2u);
-  EXPECT_EQ(OrderOptionsFor(c).world_size, 5u);
   const StreamingOptions s = StreamingOptionsFor(c, 0);
   EXPECT_EQ(s.order.rank, 2u);
   EXPECT_EQ(s.order.world_size, 5u);
@@ -48,53 +46,50 @@ TEST(PipelineConfig, RankReachesTheOrderOfBothModes) {
   EXPECT_EQ(m.order.world_size, 5u);
 #endif
   // The defaults: one rank, the whole epoch.
-  EXPECT_EQ(PipelineConfig{}.rank, 0u);
-  EXPECT_EQ(PipelineConfig{}.world_size, 1u);
+  EXPECT_EQ(PipelineConfig{}.order.rank, 0u);
+  EXPECT_EQ(PipelineConfig{}.order.world_size, 1u);
 }
 
 TEST(PipelineConfig, StretchesOffTheRuleAreUsageErrorsNamingTheStretch) {
   PipelineConfig c = Config(1, 2);
-  c.resumed_epoch = 3;
-  c.stretches = {{4, 10}, {0, 5}};
+  c.order.resumed = {3, {{4, 10}, {0, 5}}};
   const Status zero = c.Validate();
   EXPECT_TRUE(zero.IsUsage());
   EXPECT_EQ(zero.message(), "stretch 2 of epoch 4: world size must be >= 1, got 0");
   // 10 chunks of 13 at 4 ranks: 2 dealt to each, and 2 shared (26 samples, 7 each): 33 per rank.
   const std::vector<uint32_t> layout(10, 13);
-  c.stretches = {{4, 33}};
+  c.order.resumed.stretches = {{4, 33}};
   EXPECT_TRUE(c.ValidateFor(layout).ok());
-  c.stretches = {{4, 34}};
+  c.order.resumed.stretches = {{4, 34}};
   const Status past = c.ValidateFor(layout);
   EXPECT_TRUE(past.IsUsage());
   EXPECT_EQ(past.message(),
             "stretch 1 of epoch 4 (world size 4): position 34 is past its 33 samples per rank");
   // Stopped at 0, stretch 1 leaves all 130 samples (its 2 padding entries left out): 44 per rank
   // of 3 for stretch 2.
-  c.stretches = {{4, 0}, {3, 44}};
+  c.order.resumed.stretches = {{4, 0}, {3, 44}};
   EXPECT_TRUE(c.ValidateFor(layout).ok());
-  c.stretches = {{4, 0}, {3, 45}};
+  c.order.resumed.stretches = {{4, 0}, {3, 45}};
   EXPECT_EQ(c.ValidateFor(layout).message(),
             "stretch 2 of epoch 4 (world size 3): position 45 is past its 44 samples per rank");
   // ValidateFor is Validate first.
-  c.stretches = {{0, 0}};
+  c.order.resumed.stretches = {{0, 0}};
   EXPECT_EQ(c.ValidateFor(layout).message(),
             "stretch 1 of epoch 4: world size must be >= 1, got 0");
 }
 
 TEST(PipelineConfig, StretchesReachTheOrderOfBothModes) {
   PipelineConfig c = Config(2, 5);
-  c.resumed_epoch = 7;
-  c.stretches = {{3, 100}, {4, 20}};
-  for (const WindowOrderOptions& o : {OrderOptionsFor(c), StreamingOptionsFor(c, 0).order}) {
-    EXPECT_EQ(o.resumed_epoch, 7u);
-    ASSERT_EQ(o.stretches.size(), 2u);
-    EXPECT_EQ(o.stretches[1].world_size, 4u);
-    EXPECT_EQ(o.stretches[1].position, 20u);
-  }
+  c.order.resumed = {7, {{3, 100}, {4, 20}}};
+  const OrderSettings& o = StreamingOptionsFor(c, 0).order;
+  EXPECT_EQ(o.resumed.epoch, 7u);
+  ASSERT_EQ(o.resumed.stretches.size(), 2u);
+  EXPECT_EQ(o.resumed.stretches[1].world_size, 4u);
+  EXPECT_EQ(o.resumed.stretches[1].position, 20u);
 #if RINGFEED_HAVE_CUDA
-  EXPECT_EQ(ManagedOptionsFor(c).order.stretches.size(), 2u);
+  EXPECT_EQ(ManagedOptionsFor(c).order.resumed.stretches.size(), 2u);
 #endif
-  EXPECT_TRUE(PipelineConfig{}.stretches.empty());  // no epoch resumed
+  EXPECT_TRUE(PipelineConfig{}.order.resumed.stretches.empty());  // no epoch resumed
 }
 
 }  // namespace

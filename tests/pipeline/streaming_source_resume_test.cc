@@ -1,4 +1,4 @@
-// StreamingSource over a resumed epoch (options.order.stretches): it delivers the resumed epoch's
+// StreamingSource over a resumed epoch (options.order.resumed): it delivers the resumed epoch's
 // WindowOrder exactly, and the next epoch's, one plan running on from one into the other; a rank
 // reads only the old windows its share comes from; epoch_samples() is the started epoch's; a
 // batch over many small pieces of large old windows finds staging for all of them.
@@ -25,8 +25,8 @@ constexpr uint64_t kSamples = 3001;
 
 StreamingOptions Options(uint32_t batch, uint64_t epochs, uint32_t rank, uint32_t world) {
   StreamingOptions o;
-  o.batch_size = batch;
-  o.order.window_chunks = 4;
+  o.order.batch_size = batch;
+  o.order.shuffle_window = 4;
   o.order.seed = 7;
   o.order.rank = rank;
   o.order.world_size = world;
@@ -80,14 +80,14 @@ uint64_t Bytes(const Dataset& d, const std::vector<uint64_t>& chunks) {
 // The windows of stretch 0's ranks (world n0) that hold each sample at or after p0: an upper
 // bound on what a rank resuming after them needs to read.
 std::map<uint64_t, std::set<std::pair<uint32_t, uint64_t>>> OldWindows(
-    const Dataset& d, const WindowOrderOptions& base, uint64_t epoch, uint32_t n0, uint64_t p0,
+    const Dataset& d, const OrderSettings& base, uint64_t epoch, uint32_t n0, uint64_t p0,
     std::map<std::pair<uint32_t, uint64_t>, std::vector<uint64_t>>* chunks) {
   std::map<uint64_t, std::set<std::pair<uint32_t, uint64_t>>> out;
   for (uint32_t r = 0; r < n0; ++r) {
-    WindowOrderOptions o = base;
+    OrderSettings o = base;
     o.rank = r;
     o.world_size = n0;
-    o.stretches.clear();
+    o.resumed.stretches.clear();
     const WindowOrder order(d.ChunkSampleCounts(), o);
     WindowCursor c(order);
     c.Start(epoch, 0);
@@ -120,8 +120,8 @@ TEST(StreamingSource, ResumedEpochAndTheNextDeliverTheirOrderReadingOnlyTheOldWi
         const std::string name = "p0 " + std::to_string(p0) + ", rank " + std::to_string(rank) +
                                  " of " + std::to_string(world);
         StreamingOptions o = Options(50, epoch + 1, rank, world);
-        o.order.resumed_epoch = epoch;
-        o.order.stretches = {{3, p0}};
+        o.order.resumed.epoch = epoch;
+        o.order.resumed.stretches = {{3, p0}};
         // The plan ends with the resumed epoch: what it reads is that epoch's.
         auto s = Source(*d, o);
         ASSERT_NE(s, nullptr);
@@ -160,8 +160,8 @@ TEST(StreamingSource, APlanRunsOnFromTheResumedEpochIntoAnOrdinaryOne) {
   ASSERT_TRUE(d.ok());
   for (uint32_t rank = 0; rank < 2; ++rank) {
     StreamingOptions o = Options(64, 4, rank, 2);
-    o.order.resumed_epoch = 2;
-    o.order.stretches = {{3, 450}, {4, 100}};
+    o.order.resumed.epoch = 2;
+    o.order.resumed.stretches = {{3, 450}, {4, 100}};
     auto s = Source(*d, o);
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(s->epoch_samples(), 1501u) << "epoch 0's, before any StartEpoch";
@@ -200,7 +200,7 @@ TEST(StreamingSource, ABatchOverManySmallOldWindowsGetsStagingForAll) {
   // batch's spill (27 + 10): with that many slots the batch would wait forever for its last one.
   const uint32_t batch = 512;
   StreamingOptions o = Options(batch, 1, 0, 1);
-  o.order.stretches = {{8, 4 * 63}};
+  o.order.resumed.stretches = {{8, 4 * 63}};
   auto s = Source(*d, o);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->order().Layout(0).window_count(), 8u);
@@ -220,8 +220,8 @@ TEST(StreamingSource, AResumedEpochWithNothingLeftEndsAtOnceAndTheNextFollows) {
       testing::WritePositionalDataset(t.File("f.rfd"), kSamples, {.chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
   StreamingOptions o = Options(64, 0, 1, 2);
-  o.order.resumed_epoch = 5;
-  o.order.stretches = {{3, 1001}};
+  o.order.resumed.epoch = 5;
+  o.order.resumed.stretches = {{3, 1001}};
   auto s = Source(*d, o);
   ASSERT_NE(s, nullptr);
   ASSERT_TRUE(s->StartEpoch(5, 0).ok());

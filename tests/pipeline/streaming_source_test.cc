@@ -34,8 +34,8 @@ StagingFactory HostStaging() {
 
 StreamingOptions Options(uint32_t batch, uint32_t window, uint64_t epochs) {
   StreamingOptions o;
-  o.batch_size = batch;
-  o.order.window_chunks = window;
+  o.order.batch_size = batch;
+  o.order.shuffle_window = window;
   o.order.seed = 7;
   o.epochs = epochs;
   o.ring_slots = 4;
@@ -141,7 +141,7 @@ TEST(StreamingSource, DropLastSkipsThePartialBatchAndTheNextEpochStartsClean) {
       Dataset::Open(testing::WritePositionalDataset(t.File("f.rfd"), 1000, {.chunk_bytes = 4096}));
   ASSERT_TRUE(d.ok());
   StreamingOptions o = Options(96, 2, 3);
-  o.drop_last = true;
+  o.order.drop_last = true;
   auto s = Source(*d, o);
   EXPECT_EQ(s->epoch_samples(), 960u);
   for (uint64_t e = 0; e < 3; ++e) {
@@ -365,7 +365,7 @@ TEST(StreamingSource, DropLastCutsEveryRanksEpochToTheSameWholeBatches) {
   ASSERT_TRUE(d.ok());
   for (uint32_t rank = 0; rank < 3; ++rank) {
     StreamingOptions o = Options(64, 4, 2);
-    o.drop_last = true;
+    o.order.drop_last = true;
     o.order.rank = rank;
     o.order.world_size = 3;
     auto s = Source(*d, o);

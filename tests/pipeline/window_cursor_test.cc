@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pipeline/window_order.h"
+#include "tests/pipeline/order_testing.h"
 
 namespace rf {
 namespace {
@@ -26,7 +27,7 @@ TEST(WindowCursor, StartedAtAnyPositionContinuesTheWalkFromTheEpochsStart) {
   layout.push_back(5);
   for (auto [shuffle, rank, world] : {std::tuple{true, 0u, 1u}, std::tuple{false, 0u, 1u},
                                       std::tuple{true, 2u, 3u}, std::tuple{false, 2u, 3u}}) {
-    const WindowOrder order(layout, {shuffle, 3, 2, 9, rank, world});
+    const WindowOrder order(layout, testing::Order(shuffle, 3, 2, 9, rank, world));
     for (uint64_t epoch : {0u, 4u}) {
       WindowCursor from_start(order);
       from_start.Start(epoch, 0);
@@ -48,7 +49,8 @@ TEST(WindowCursor, WindowByWindowByHandGivesWhatStepGives) {
   // One rank: 11 x 13 samples. Rank 1 of 3: 3 dealt chunks, the other 2 shared (26 samples, 9
   // of them this rank's).
   for (auto [rank, world, samples] : {std::tuple{0u, 1u, 143u}, std::tuple{1u, 3u, 48u}}) {
-    const WindowOrder order(std::vector<uint32_t>(11, 13), {true, 4, 1, 3, rank, world});
+    const WindowOrder order(std::vector<uint32_t>(11, 13),
+                            testing::Order(true, 4, 1, 3, rank, world));
     WindowCursor stepped(order);
     stepped.Start(2, 0);
     WindowCursor by_hand(order);

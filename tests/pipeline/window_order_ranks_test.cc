@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pipeline/window_order.h"
+#include "tests/pipeline/order_testing.h"
 
 namespace rf {
 namespace {
@@ -28,7 +29,7 @@ uint64_t Total(const std::vector<uint32_t>& layout) {
 }
 
 std::vector<WindowOrder> Ranks(const std::vector<uint32_t>& layout, uint32_t world,
-                               WindowOrderOptions o) {
+                               OrderSettings o) {
   std::vector<WindowOrder> ranks;
   for (uint32_t r = 0; r < world; ++r) {
     o.rank = r;
@@ -69,8 +70,8 @@ TEST(WindowOrder, SingleRankOrderIsUnchangedFromBeforeRanks) {
   // Fingerprints of EpochSamples from the code before ranks existed (f887995).
   std::vector<uint32_t> layout(20, 37);
   layout.push_back(5);
-  for (const WindowOrderOptions& o :
-       {WindowOrderOptions{true, 3, 2, 9}, WindowOrderOptions{true, 3, 2, 9, 0, 1}}) {
+  for (const OrderSettings& o :
+       {testing::Order(true, 3, 2, 9), testing::Order(true, 3, 2, 9, 0, 1)}) {
     const WindowOrder order(layout, o);
     EXPECT_EQ(Fingerprint(order.EpochSamples(0)), 0x645d8584601f2ce3u);
     EXPECT_EQ(Fingerprint(order.EpochSamples(3)), 0x8c1953f269201ae5u);
@@ -81,10 +82,9 @@ TEST(WindowOrder, SingleRankOrderIsUnchangedFromBeforeRanks) {
     EXPECT_EQ(order.epoch_chunk_count(), 21u);
     EXPECT_EQ(order.shared_chunk_count(), 0u);
   }
-  const WindowOrder stored(layout, {false, 3, 2, 9});
+  const WindowOrder stored(layout, testing::Order(false, 3, 2, 9));
   EXPECT_EQ(Fingerprint(stored.EpochSamples(3)), 0xa761af2f99973c11u);
-  WindowOrderOptions defaults;  // W 64, first window 8: the training default
-  defaults.seed = 1;
+  OrderSettings defaults;  // W 64, first window 8, seed 1: the training default
   std::vector<uint32_t> big(733, 1364);
   big.push_back(152);
   EXPECT_EQ(Fingerprint(WindowOrder(big, defaults).EpochSamples(0)), 0xd940562932b1a88fu);
@@ -94,7 +94,7 @@ TEST(WindowOrder, RanksVisitEverySampleOncePerEpochPlusAtMostOnePaddingSampleEac
   for (const std::vector<uint32_t>& layout : Layouts()) {
     const uint64_t total = Total(layout);
     for (uint32_t world : {2u, 3u, 4u, 7u}) {
-      const std::vector<WindowOrder> ranks = Ranks(layout, world, {true, 4, 2, 11});
+      const std::vector<WindowOrder> ranks = Ranks(layout, world, testing::Order(true, 4, 2, 11));
       const uint64_t count = ranks[0].EpochSampleCount();
       // floor(F/N) full chunks each, and ceil(S/N) of the shared stream.
       const uint64_t full = std::count(layout.begin(), layout.end(), layout[0]);
@@ -132,7 +132,7 @@ TEST(WindowOrder, RanksReadOnlyTheirDealtChunksAndTheSharedOnes) {
   for (const std::vector<uint32_t>& layout : Layouts()) {
     const uint64_t chunks = layout.size();
     for (uint32_t world : {2u, 3u, 4u, 7u}) {
-      const std::vector<WindowOrder> ranks = Ranks(layout, world, {true, 3, 1, 5});
+      const std::vector<WindowOrder> ranks = Ranks(layout, world, testing::Order(true, 3, 1, 5));
       const uint64_t shared = ranks[0].shared_chunk_count();
       // A dataset's chunks are full but its last: at most N - 1 full ones left over, and it.
       EXPECT_LE(shared, world) << Name(layout, world, 0);
@@ -174,9 +174,9 @@ TEST(WindowOrder, RanksReadOnlyTheirDealtChunksAndTheSharedOnes) {
 
 TEST(WindowOrder, RankOrderIsAFunctionOfSeedEpochAndRankAlone) {
   const std::vector<uint32_t> layout = Layout(40, 23, 7);
-  const std::vector<WindowOrder> a = Ranks(layout, 3, {true, 4, 2, 9});
-  const std::vector<WindowOrder> b = Ranks(layout, 3, {true, 4, 2, 9});
-  const std::vector<WindowOrder> other_seed = Ranks(layout, 3, {true, 4, 2, 10});
+  const std::vector<WindowOrder> a = Ranks(layout, 3, testing::Order(true, 4, 2, 9));
+  const std::vector<WindowOrder> b = Ranks(layout, 3, testing::Order(true, 4, 2, 9));
+  const std::vector<WindowOrder> other_seed = Ranks(layout, 3, testing::Order(true, 4, 2, 10));
   for (uint32_t r = 0; r < 3; ++r) {
     EXPECT_EQ(a[r].EpochSamples(2), b[r].EpochSamples(2)) << "rank " << r;
     EXPECT_EQ(a[r].EpochChunks(2), b[r].EpochChunks(2)) << "rank " << r;
@@ -190,7 +190,7 @@ TEST(WindowOrder, SharedChunksJoinTheLastWindow) {
   // 29 full chunks of 17 and a short one of 9, 4 ranks: 7 dealt each; shared: 1 full + the
   // short one, S = 26 samples, 7 per rank (2 ranks pad). Windows of 1, 3, 3 dealt chunks.
   const std::vector<uint32_t> layout = Layout(29, 17, 9);
-  for (const WindowOrder& r : Ranks(layout, 4, {true, 3, 1, 3})) {
+  for (const WindowOrder& r : Ranks(layout, 4, testing::Order(true, 3, 1, 3))) {
     EXPECT_EQ(r.epoch_chunk_count(), 9u);
     EXPECT_EQ(r.shared_chunk_count(), 2u);
     EXPECT_EQ(r.EpochSampleCount(), 7u * 17 + 7);
@@ -219,7 +219,7 @@ TEST(WindowOrder, SharedChunksJoinTheLastWindow) {
 TEST(WindowOrder, FewerFullChunksThanRanksShareOneWindowOfEverything) {
   // 3 full chunks of 11 and one of 4 over 7 ranks: nothing is dealt, every rank reads all four
   // chunks and takes ceil(37 / 7) = 6 samples of them.
-  for (const WindowOrder& r : Ranks(Layout(3, 11, 4), 7, {true, 64, 8, 1})) {
+  for (const WindowOrder& r : Ranks(Layout(3, 11, 4), 7, testing::Order(true, 64, 8, 1))) {
     EXPECT_EQ(r.windows_per_epoch(), 1u);
     EXPECT_EQ(r.WindowChunks(0), 4u);
     EXPECT_EQ(r.EpochSampleCount(), 6u);
@@ -231,7 +231,7 @@ TEST(WindowOrder, ShuffleOffDealsStoredChunksRoundRobinAndSplitsTheRestInStoredO
   // 10 full chunks of 4 and one of 3, 3 ranks: rank r gets chunks r, r+3, r+6; chunk 9 and
   // chunk 10 are shared (stream: samples 36..42), and rank r takes stream[r], stream[r+3],
   // stream[(r+6) mod 7].
-  const std::vector<WindowOrder> ranks = Ranks(Layout(10, 4, 3), 3, {false, 2, 1, 0});
+  const std::vector<WindowOrder> ranks = Ranks(Layout(10, 4, 3), 3, testing::Order(false, 2, 1, 0));
   const std::vector<std::vector<uint64_t>> expected = {
       {0, 1, 2, 3, 12, 13, 14, 15, 24, 25, 26, 27, 36, 39, 42},
       {4, 5, 6, 7, 16, 17, 18, 19, 28, 29, 30, 31, 37, 40, 36},

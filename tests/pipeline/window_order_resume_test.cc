@@ -1,4 +1,4 @@
-// WindowOrder's resumed epoch (options.stretches): an epoch begun at N0 ranks and resumed at M
+// WindowOrder's resumed epoch (order.resumed): an epoch begun at N0 ranks and resumed at M
 // (or at N1, stopped again, and resumed at M) visits exactly what window_order.h says: checked
 // against a slow reference built from whole epoch lists, and against the promise it serves, every
 // sample the earlier stretches left exactly once plus fewer than M repeats, the same count on
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pipeline/window_order.h"
+#include "tests/pipeline/order_testing.h"
 
 namespace rf {
 namespace {
@@ -47,10 +48,9 @@ struct OldWorld {
   }
 };
 
-OldWorld Old(const std::vector<uint32_t>& layout, WindowOrderOptions o, uint32_t world,
-             uint64_t epoch) {
+OldWorld Old(const std::vector<uint32_t>& layout, OrderSettings o, uint32_t world, uint64_t epoch) {
   o.world_size = world;
-  o.stretches.clear();
+  o.resumed.stretches.clear();
   OldWorld w;
   for (uint32_t r = 0; r < world; ++r) {
     o.rank = r;
@@ -150,15 +150,14 @@ std::string Name(const std::vector<uint32_t>& layout, bool shuffle,
 }
 
 // Checks every rank of world `world` resuming epoch `epoch` after `st` against the reference.
-void CheckResumed(const std::vector<uint32_t>& layout, WindowOrderOptions o, uint64_t epoch,
+void CheckResumed(const std::vector<uint32_t>& layout, OrderSettings o, uint64_t epoch,
                   const std::vector<EpochStretch>& st, uint32_t world) {
-  const std::string name = Name(layout, o.shuffle, st, world);
+  const std::string name = Name(layout, o.shuffle == ShuffleMode::kWindow, st, world);
   const OldWorld old = Old(layout, o, st[0].world_size, epoch);
   std::vector<Ref> trained;
   uint64_t padding_trained = 0;
   const std::vector<std::vector<Ref>> ref = Reference(old, st, world, &trained, &padding_trained);
-  o.resumed_epoch = epoch;
-  o.stretches = st;
+  o.resumed = {epoch, st};
   o.world_size = world;
   std::map<uint64_t, int> resumed;  // sample -> visits in the resumed epoch, over the ranks
   for (uint32_t j = 0; j < world; ++j) {
@@ -243,7 +242,7 @@ const std::vector<std::vector<uint32_t>>& Layouts() {
 
 // Positions of stretch 0 worth stopping at: the start, inside and at the edge of a window, inside
 // the last one, the last sample, the end.
-std::vector<uint64_t> Positions(const std::vector<uint32_t>& layout, WindowOrderOptions o,
+std::vector<uint64_t> Positions(const std::vector<uint32_t>& layout, OrderSettings o,
                                 uint32_t world, uint64_t epoch) {
   const OldWorld old = Old(layout, o, world, epoch);
   const std::vector<uint64_t>& b = old.bounds[0];
@@ -261,7 +260,7 @@ std::vector<uint64_t> Positions(const std::vector<uint32_t>& layout, WindowOrder
 TEST(WindowOrder, ResumedAtAnotherWorldSizeVisitsWhatTheFirstStretchLeftOnce) {
   for (const std::vector<uint32_t>& layout : Layouts()) {
     for (bool shuffle : {true, false}) {
-      const WindowOrderOptions o{shuffle, 3, 2, 17};
+      const OrderSettings o = testing::Order(shuffle, 3, 2, 17);
       for (uint32_t n0 : {1u, 2u, 3u, 4u}) {
         for (uint64_t p0 : Positions(layout, o, n0, 2)) {
           for (uint32_t m : {1u, 2u, 3u, 5u}) CheckResumed(layout, o, 2, {{n0, p0}}, m);
@@ -273,7 +272,7 @@ TEST(WindowOrder, ResumedAtAnotherWorldSizeVisitsWhatTheFirstStretchLeftOnce) {
 
 TEST(WindowOrder, ResumedAfterTwoStretchesVisitsWhatBothLeftOnce) {
   for (const std::vector<uint32_t>& layout : Layouts()) {
-    const WindowOrderOptions o{true, 3, 2, 5};
+    const OrderSettings o = testing::Order(true, 3, 2, 5);
     for (auto [n0, n1] : {std::pair{4u, 3u}, std::pair{2u, 5u}, std::pair{3u, 1u}}) {
       for (uint64_t p0 : Positions(layout, o, n0, 1)) {
         // Stretch 1's ranks hold q1 entries each; stop them at 0, 1, half-way, the end.
@@ -292,10 +291,9 @@ TEST(WindowOrder, ResumedAfterTwoStretchesVisitsWhatBothLeftOnce) {
 TEST(WindowOrder, EpochsAroundTheResumedOneAreOrdinary) {
   const std::vector<uint32_t> layout = Layout(29, 17, 9);
   for (uint32_t rank = 0; rank < 3; ++rank) {
-    const WindowOrderOptions plain{true, 3, 2, 17, rank, 3};
-    WindowOrderOptions o = plain;
-    o.resumed_epoch = 4;
-    o.stretches = {{2, 100}};
+    const OrderSettings plain = testing::Order(true, 3, 2, 17, rank, 3);
+    OrderSettings o = plain;
+    o.resumed = {4, {{2, 100}}};
     const WindowOrder ordinary(layout, plain), resumed(layout, o);
     for (uint64_t epoch : {0u, 3u, 5u, 6u}) {
       EXPECT_FALSE(resumed.IsResumed(epoch));
@@ -314,9 +312,8 @@ TEST(WindowOrder, EpochsAroundTheResumedOneAreOrdinary) {
 
 TEST(WindowOrder, NothingLeftMakesAnEmptyResumedEpoch) {
   const std::vector<uint32_t> layout = Layout(10, 13, 0);
-  WindowOrderOptions o{true, 3, 2, 17, 1, 2};
-  o.resumed_epoch = 0;
-  o.stretches = {{3, 44}};  // ceil(130 / 3) = 44: the first stretch trained everything
+  OrderSettings o = testing::Order(true, 3, 2, 17, 1, 2);
+  o.resumed = {0, {{3, 44}}};  // ceil(130 / 3) = 44: the first stretch trained everything
   const WindowOrder order(layout, o);
   EXPECT_EQ(order.EpochSampleCount(0), 0u);
   EXPECT_TRUE(order.EpochSamples(0).empty());
@@ -326,9 +323,8 @@ TEST(WindowOrder, NothingLeftMakesAnEmptyResumedEpoch) {
 }
 
 TEST(StretchesAt, AddsTheCheckpointsStretchToTheResumedEpochsOnly) {
-  WindowOrderOptions o;
-  o.resumed_epoch = 3;
-  o.stretches = {{4, 10}, {2, 7}};
+  OrderSettings o;
+  o.resumed = {3, {{4, 10}, {2, 7}}};
   const std::vector<EpochStretch> at3 = StretchesAt(o, 3, 5, 9);
   ASSERT_EQ(at3.size(), 3u);
   EXPECT_EQ(at3[0].world_size, 4u);
@@ -339,7 +335,7 @@ TEST(StretchesAt, AddsTheCheckpointsStretchToTheResumedEpochsOnly) {
   ASSERT_EQ(at4.size(), 1u);
   EXPECT_EQ(at4[0].world_size, 5u);
   EXPECT_EQ(at4[0].position, 9u);
-  o.stretches.clear();
+  o.resumed.stretches.clear();
   EXPECT_EQ(StretchesAt(o, 3, 2, 1).size(), 1u);
 }
 

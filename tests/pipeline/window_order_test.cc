@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pipeline/epoch_order.h"
+#include "tests/pipeline/order_testing.h"
 
 namespace rf {
 namespace {
@@ -34,7 +35,7 @@ bool IsPermutation(std::vector<uint64_t> v, uint64_t n) {
 
 TEST(WindowOrder, EveryEpochVisitsEverySampleExactlyOnce) {
   for (uint32_t window : {1u, 3u, 7u, 64u}) {
-    const WindowOrder order(Layout(1003, 37), {true, window, 2, 5});
+    const WindowOrder order(Layout(1003, 37), testing::Order(true, window, 2, 5));
     ASSERT_EQ(order.sample_count(), 1003u);
     for (uint64_t epoch = 0; epoch < 3; ++epoch) {
       EXPECT_TRUE(IsPermutation(order.EpochSamples(epoch), 1003)) << "W " << window;
@@ -43,17 +44,18 @@ TEST(WindowOrder, EveryEpochVisitsEverySampleExactlyOnce) {
 }
 
 TEST(WindowOrder, IsAFunctionOfSeedWindowAndEpochAlone) {
-  const WindowOrder a(Layout(5000, 100), {true, 4, 2, 9}), b(Layout(5000, 100), {true, 4, 2, 9});
+  const WindowOrder a(Layout(5000, 100), testing::Order(true, 4, 2, 9)),
+      b(Layout(5000, 100), testing::Order(true, 4, 2, 9));
   EXPECT_EQ(a.EpochSamples(2), b.EpochSamples(2));
   EXPECT_NE(a.EpochSamples(2), a.EpochSamples(3));
-  const WindowOrder other_seed(Layout(5000, 100), {true, 4, 2, 10});
+  const WindowOrder other_seed(Layout(5000, 100), testing::Order(true, 4, 2, 10));
   EXPECT_NE(a.EpochSamples(2), other_seed.EpochSamples(2));
-  const WindowOrder other_window(Layout(5000, 100), {true, 5, 2, 9});
+  const WindowOrder other_window(Layout(5000, 100), testing::Order(true, 5, 2, 9));
   EXPECT_NE(a.EpochSamples(2), other_window.EpochSamples(2));
 }
 
 TEST(WindowOrder, ShuffleOffIsStoredOrder) {
-  const WindowOrder order(Layout(1000, 64), {false, 4, 2, 9});
+  const WindowOrder order(Layout(1000, 64), testing::Order(false, 4, 2, 9));
   std::vector<uint64_t> stored(1000);
   std::iota(stored.begin(), stored.end(), uint64_t{0});
   EXPECT_EQ(order.EpochSamples(0), stored);
@@ -61,8 +63,8 @@ TEST(WindowOrder, ShuffleOffIsStoredOrder) {
 }
 
 TEST(WindowOrder, WindowsHoldTheirChunksSamplesOnly) {
-  WindowOrderOptions o{true, 4, 2, 2};           // W = 4; each epoch's first window: 2 chunks
-  const WindowOrder order(Layout(1000, 30), o);  // 34 chunks: windows of 2, 4 x 8
+  OrderSettings o = testing::Order(true, 4, 2, 2);  // W = 4; each epoch's first window: 2 chunks
+  const WindowOrder order(Layout(1000, 30), o);     // 34 chunks: windows of 2, 4 x 8
   EXPECT_EQ(order.windows_per_epoch(), 9u);
   const std::vector<uint64_t> chunks = order.EpochChunks(1);
   uint64_t total = 0;
@@ -100,8 +102,7 @@ double DistinctPerBatch(const std::vector<uint64_t>& order, uint64_t n, uint32_t
 // CIFAR-shaped uint8 in 4 MiB chunks (1364 samples each), 10 classes, the default window.
 TEST(WindowOrder, LabelSortedDatasetGetsNinetyPercentOfAFullShufflesClassDiversity) {
   const uint64_t n = 1000000;
-  WindowOrderOptions defaults;
-  defaults.seed = 1;
+  OrderSettings defaults;  // seed 1
   const WindowOrder order(Layout(n, 1364), defaults);
   for (uint32_t batch : {128u, 256u}) {
     const double window = DistinctPerBatch(order.EpochSamples(0), n, 10, batch);

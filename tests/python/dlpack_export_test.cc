@@ -28,7 +28,7 @@ class DlpackExport : public ::testing::Test {
     LoaderOptions o;
     o.pipeline.data = testing::WritePositionalDataset(dir_.File("d.rfd"), 100, d);
     o.pipeline.device = DeviceKind::kCpu;
-    o.pipeline.batch_size = 8;
+    o.pipeline.order.batch_size = 8;
     o.pipeline.streaming.io = IoMode::kBuffered;  // temporary directories may be on tmpfs
     o.output.dtype = DType::kFloat32;
     o.output.layout = SampleLayout::kNHWC;

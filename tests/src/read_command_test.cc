@@ -87,8 +87,8 @@ TEST(ReadCommand, WorldSizeReadsOnlyTheRanksChunks) {
   for (const char* order : {"stored", "train"}) {
     uint64_t all = 0;
     for (uint32_t rank = 0; rank < 3; ++rank) {
-      WindowOrderOptions o;
-      o.shuffle = std::string(order) == "train";
+      OrderSettings o;
+      o.shuffle = std::string(order) == "train" ? ShuffleMode::kWindow : ShuffleMode::kNone;
       o.seed = 7;
       o.rank = rank;
       o.world_size = 3;

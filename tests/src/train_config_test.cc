@@ -1,6 +1,6 @@
 // The training configuration without running training: the command line parsed once into a typed
-// TrainConfig (src/train_flags.h), its validation, a resumed checkpoint's overrides, the options
-// every component derives from it (src/train_config.h), and the checks on the run's files.
+// TrainConfig (src/train_flags.h), its validation, a resumed checkpoint's overrides, the loaders'
+// options derived from it (src/train_config.h), and the checks on the run's files.
 #include "src/train_config.h"
 
 #include <gtest/gtest.h>
@@ -42,11 +42,11 @@ TEST(TrainConfig, DefaultsComeFromTheComponentsOwnOptions) {
   EXPECT_EQ(p.data, "d.rfd");
   EXPECT_EQ(p.mode, PipelineMode::kStreaming);
   EXPECT_EQ(p.device, DeviceKind::kAuto);
-  EXPECT_EQ(p.batch_size, StreamingOptions{}.batch_size);
-  EXPECT_EQ(p.drop_last, StreamingOptions{}.drop_last);
-  EXPECT_EQ(p.shuffle, ShuffleMode::kWindow);
-  EXPECT_EQ(p.shuffle_window, WindowOrderOptions{}.window_chunks);
-  EXPECT_EQ(p.seed, 1u);
+  EXPECT_EQ(p.order.batch_size, OrderSettings{}.batch_size);
+  EXPECT_EQ(p.order.drop_last, OrderSettings{}.drop_last);
+  EXPECT_EQ(p.order.shuffle, ShuffleMode::kWindow);
+  EXPECT_EQ(p.order.shuffle_window, OrderSettings{}.shuffle_window);
+  EXPECT_EQ(p.order.seed, 1u);
   EXPECT_TRUE(p.verify);
   EXPECT_EQ(p.streaming.io, ReaderOptions{}.mode);
   EXPECT_EQ(p.streaming.queue_depth, ReaderOptions{}.queue_depth);
@@ -60,7 +60,7 @@ TEST(TrainConfig, DefaultsComeFromTheComponentsOwnOptions) {
 #endif
   EXPECT_EQ(c->precision, Precision::kBf16);
   EXPECT_TRUE(c->cuda_graph);
-  EXPECT_EQ(c->epochs, TrainerOptions{}.epochs);
+  EXPECT_EQ(c->epochs, 1u);
   EXPECT_EQ(c->conv, ModelConfig{}.conv);
   EXPECT_EQ(c->hidden, ModelConfig{}.hidden);
   EXPECT_EQ(c->optimizer.lr, OptimizerConfig{}.lr);
@@ -70,20 +70,18 @@ TEST(TrainConfig, DefaultsComeFromTheComponentsOwnOptions) {
   EXPECT_EQ(c->max_steps, 0u);
 
   // And they come through the derivation unchanged where the config does not set them.
-  const TrainComponents d = DeriveTrainComponents(*c);
-  const StreamingOptions s = StreamingOptionsFor(d.engine.loader.pipeline, d.engine.loader.epochs);
+  const LoaderOptions train = TrainLoaderOptions(*c);
+  const StreamingOptions s = StreamingOptionsFor(train.pipeline, train.epochs);
   EXPECT_EQ(s.feeder.reader.read_bytes, ReaderOptions{}.read_bytes);
   EXPECT_EQ(s.feeder.reader.max_retries, ReaderOptions{}.max_retries);
   EXPECT_EQ(s.feeder.reader.register_buffers, ReaderOptions{}.register_buffers);
   EXPECT_EQ(s.feeder.verify_threads, FeederOptions{}.verify_threads);
-  EXPECT_EQ(s.order.first_window_chunks, WindowOrderOptions{}.first_window_chunks);
+  EXPECT_EQ(s.order.first_window_chunks, OrderSettings{}.first_window_chunks);
 #if RINGFEED_HAVE_CUDA
-  EXPECT_EQ(ManagedOptionsFor(d.engine.loader.pipeline).load_threads,
-            ManagedOptions{}.load_threads);
+  EXPECT_EQ(ManagedOptionsFor(train.pipeline).load_threads, ManagedOptions{}.load_threads);
 #endif
-  EXPECT_EQ(d.engine.loader.pipeline.streaming.copy_streams, kDefaultCopyStreams);
-  EXPECT_EQ(d.engine.loader.output_buffers, 0u);  // the backends decode for themselves
-  EXPECT_EQ(d.engine.precision, Precision::kBf16);
+  EXPECT_EQ(train.pipeline.streaming.copy_streams, kDefaultCopyStreams);
+  EXPECT_EQ(train.output_buffers, 0u);  // the backends decode for themselves
 }
 
 TEST(TrainConfig, EveryOptionReachesItsComponent) {
@@ -95,28 +93,27 @@ TEST(TrainConfig, EveryOptionReachesItsComponent) {
              "--cuda-graph", "off",   "--checkpoint",     "ck", "--checkpoint-every", "6",
              "--max-steps",  "11",    "--metrics",        "m"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const TrainComponents d = DeriveTrainComponents(*c);
-  const EngineOptions& e = d.engine;
-  // Every source's options derive from the engine's loader config, in one place.
-  const StreamingOptions streaming = StreamingOptionsFor(e.loader.pipeline, e.loader.epochs);
-  // One batch size, everywhere: the backend's largest batch and every source's.
-  EXPECT_EQ(e.loader.pipeline.batch_size, 77u);
-  EXPECT_EQ(streaming.batch_size, 77u);
-  EXPECT_EQ(e.test.pipeline.batch_size, 77u);
-  EXPECT_EQ(d.trainer.batch_size, 77u);
+  const LoaderOptions train = TrainLoaderOptions(*c), test_split = TestLoaderOptions(*c);
+  // Every source's options derive from the training loader's config, in one place.
+  const StreamingOptions streaming = StreamingOptionsFor(train.pipeline, train.epochs);
+  // One batch size, everywhere: the backend's largest batch (the config's) and every source's.
+  EXPECT_EQ(c->pipeline.order.batch_size, 77u);
+  EXPECT_EQ(train.pipeline.order.batch_size, 77u);
+  EXPECT_EQ(streaming.order.batch_size, 77u);
+  EXPECT_EQ(test_split.pipeline.order.batch_size, 77u);
   // The order: the same for both modes.
-  EXPECT_TRUE(streaming.order.shuffle);
-  EXPECT_EQ(streaming.order.window_chunks, 9u);
+  EXPECT_EQ(streaming.order.shuffle, ShuffleMode::kWindow);
+  EXPECT_EQ(streaming.order.shuffle_window, 9u);
   EXPECT_EQ(streaming.order.seed, 5u);
-  EXPECT_TRUE(streaming.drop_last);
+  EXPECT_TRUE(streaming.order.drop_last);
   EXPECT_FALSE(streaming.feeder.verify);
 #if RINGFEED_HAVE_CUDA
-  const ManagedOptions managed = ManagedOptionsFor(e.loader.pipeline);
-  EXPECT_EQ(managed.batch_size, 77u);
+  const ManagedOptions managed = ManagedOptionsFor(train.pipeline);
+  EXPECT_EQ(managed.order.batch_size, 77u);
   EXPECT_EQ(managed.order.shuffle, streaming.order.shuffle);
-  EXPECT_EQ(managed.order.window_chunks, streaming.order.window_chunks);
+  EXPECT_EQ(managed.order.shuffle_window, streaming.order.shuffle_window);
   EXPECT_EQ(managed.order.seed, streaming.order.seed);
-  EXPECT_TRUE(managed.drop_last);
+  EXPECT_TRUE(managed.order.drop_last);
   EXPECT_FALSE(managed.verify);
 #endif
   EXPECT_EQ(streaming.feeder.reader.mode, IoMode::kPread);
@@ -124,26 +121,26 @@ TEST(TrainConfig, EveryOptionReachesItsComponent) {
   EXPECT_EQ(streaming.feeder.reader.read_bytes, 65536u);
   EXPECT_EQ(streaming.ring_slots, 5u);
   EXPECT_EQ(streaming.epochs, 3u);
-  EXPECT_EQ(e.loader.pipeline.streaming.copy_streams, 4u);
-  EXPECT_EQ(e.precision, Precision::kTf32);
-  EXPECT_FALSE(e.cuda_graph);
+  EXPECT_EQ(train.pipeline.streaming.copy_streams, 4u);
+  EXPECT_EQ(c->precision, Precision::kTf32);
+  EXPECT_FALSE(c->cuda_graph);
   // The test split: every sample, in stored order, one rank, streamed; the reader's options the
   // training split's.
-  const StreamingOptions test = StreamingOptionsFor(e.test.pipeline, e.test.epochs);
-  EXPECT_FALSE(test.order.shuffle);
-  EXPECT_EQ(test.order.window_chunks, 4u);  // a small staging area
-  EXPECT_FALSE(test.drop_last);
+  const StreamingOptions test = StreamingOptionsFor(test_split.pipeline, test_split.epochs);
+  EXPECT_EQ(test.order.shuffle, ShuffleMode::kNone);
+  EXPECT_EQ(test.order.shuffle_window, 4u);  // a small staging area
+  EXPECT_FALSE(test.order.drop_last);
   EXPECT_EQ(test.order.world_size, 1u);
   EXPECT_EQ(test.epochs, 0u);
-  EXPECT_EQ(e.test.pipeline.mode, PipelineMode::kStreaming);
+  EXPECT_EQ(test_split.pipeline.mode, PipelineMode::kStreaming);
   EXPECT_EQ(test.feeder.reader.mode, IoMode::kPread);
   EXPECT_EQ(test.ring_slots, 5u);
-  EXPECT_EQ(d.trainer.epochs, 3u);
-  EXPECT_EQ(d.trainer.order_window, 9u);
-  EXPECT_EQ(d.trainer.checkpoint, "ck");
-  EXPECT_EQ(d.trainer.checkpoint_every, 6u);
-  EXPECT_EQ(d.trainer.max_steps, 11u);
-  EXPECT_EQ(d.trainer.metrics, "m");
+  // The loop's: read from the config itself (src/trainer.h).
+  EXPECT_EQ(c->epochs, 3u);
+  EXPECT_EQ(c->checkpoint, "ck");
+  EXPECT_EQ(c->checkpoint_every, 6u);
+  EXPECT_EQ(c->max_steps, 11u);
+  EXPECT_EQ(c->metrics, "m");
 }
 
 TEST(TrainConfig, ManagedModeTakesItsOwnOptions) {
@@ -151,20 +148,20 @@ TEST(TrainConfig, ManagedModeTakesItsOwnOptions) {
       Parse({"--data", "d.rfd", "--mode", "managed", "--device", "cuda", "--managed-prefetch", "2",
              "--managed-advise", "--managed-oversubscribe", "--shuffle", "none"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const TrainComponents d = DeriveTrainComponents(*c);
-  EXPECT_EQ(d.engine.loader.pipeline.mode, PipelineMode::kManaged);
-  EXPECT_EQ(d.engine.loader.pipeline.device, DeviceKind::kCuda);
-  EXPECT_EQ(d.engine.loader.pipeline.managed.prefetch_batches, 2u);
-  EXPECT_TRUE(d.engine.loader.pipeline.managed.advise);
-  EXPECT_TRUE(d.engine.loader.pipeline.managed.oversubscribe);
+  const PipelineConfig p = TrainLoaderOptions(*c).pipeline;
+  EXPECT_EQ(p.mode, PipelineMode::kManaged);
+  EXPECT_EQ(p.device, DeviceKind::kCuda);
+  EXPECT_EQ(p.managed.prefetch_batches, 2u);
+  EXPECT_TRUE(p.managed.advise);
+  EXPECT_TRUE(p.managed.oversubscribe);
+  EXPECT_EQ(p.order.shuffle, ShuffleMode::kNone);
 #if RINGFEED_HAVE_CUDA
-  const ManagedOptions managed = ManagedOptionsFor(d.engine.loader.pipeline);
+  const ManagedOptions managed = ManagedOptionsFor(p);
   EXPECT_EQ(managed.prefetch_batches, 2u);
   EXPECT_TRUE(managed.advise);
   EXPECT_TRUE(managed.oversubscribe);
-  EXPECT_FALSE(managed.order.shuffle);
+  EXPECT_EQ(managed.order.shuffle, ShuffleMode::kNone);
 #endif
-  EXPECT_EQ(d.trainer.order_window, kOrderStored);
 }
 
 TEST(TrainConfig, ReadSizeIsOneRuleWithOneMessage) {
@@ -292,9 +289,6 @@ TEST(TrainConfig, OptimizerScheduleAndSmoothingFlagsReachTheConfig) {
   EXPECT_EQ(c->optimizer.beta2, 0.99f);
   EXPECT_EQ(c->optimizer.eps, 1e-6f);
   EXPECT_EQ(c->optimizer.weight_decay, 0.05f);
-  const TrainComponents d = DeriveTrainComponents(*c);
-  EXPECT_EQ(d.trainer.schedule.kind, LrScheduleKind::kOneCycle);
-  EXPECT_EQ(d.trainer.schedule.warmup_epochs, 1.5f);
   // Defaults: SGD, constant, no warmup, no smoothing.
   c = Parse({"--data", "d.rfd"});
   ASSERT_TRUE(c.ok());
@@ -387,10 +381,11 @@ TEST(TrainConfig, ResumeTakesSeedBatchSizeSgdAndShuffleFromTheCheckpoint) {
                                       "--seed", "2", "--lr", "0.2", "--shuffle-window", "4"});
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   Checkpoint ck;
-  ck.seed = 42;
-  ck.batch_size = 33;
+  ck.order.seed = 42;
+  ck.order.batch_size = 33;
   ck.optimizer = OptimizerConfig{0.5f, 0.25f, 0.125f};
-  ck.order_window = 7;
+  ck.order.shuffle_window = 7;
+  ck.order.drop_last = true;  // not recorded: the config's stays
   uint64_t position = 0;
 
   ck.optimizer.kind = OptimizerKind::kAdamW;
@@ -409,37 +404,34 @@ TEST(TrainConfig, ResumeTakesSeedBatchSizeSgdAndShuffleFromTheCheckpoint) {
   // The recorded span wins over one computed from this run's data and epochs.
   EXPECT_EQ(ScheduleSpanFor(c, 1000).steps_per_epoch, 17u);
   EXPECT_EQ(ScheduleSpanFor(c, 1000).epochs, 6u);
-  EXPECT_EQ(DeriveTrainComponents(c).trainer.schedule_span.steps_per_epoch, 17u);
-  EXPECT_EQ(c.pipeline.seed, 42u);
-  EXPECT_EQ(c.pipeline.batch_size, 33u);
+  EXPECT_EQ(c.pipeline.order.seed, 42u);
+  EXPECT_EQ(c.pipeline.order.batch_size, 33u);
+  EXPECT_FALSE(c.pipeline.order.drop_last);
   EXPECT_EQ(c.optimizer.lr, 0.5f);
   EXPECT_EQ(c.optimizer.momentum, 0.25f);
   EXPECT_EQ(c.optimizer.weight_decay, 0.125f);
-  EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kWindow);
-  EXPECT_EQ(c.pipeline.shuffle_window, 7u);
-  const TrainComponents d = DeriveTrainComponents(c);
-  const StreamingOptions streaming = StreamingOptionsFor(d.engine.loader.pipeline, 1);
-  EXPECT_EQ(d.engine.loader.pipeline.batch_size, 33u);
-  EXPECT_EQ(streaming.batch_size, 33u);
+  EXPECT_EQ(c.pipeline.order.shuffle, ShuffleMode::kWindow);
+  EXPECT_EQ(c.pipeline.order.shuffle_window, 7u);
+  const StreamingOptions streaming = StreamingOptionsFor(TrainLoaderOptions(c).pipeline, 1);
+  EXPECT_EQ(streaming.order.batch_size, 33u);
   EXPECT_EQ(streaming.order.seed, 42u);
-  EXPECT_EQ(streaming.order.window_chunks, 7u);
-  EXPECT_EQ(d.trainer.order_window, 7u);
-  EXPECT_EQ(d.trainer.batch_size, 33u);
+  EXPECT_EQ(streaming.order.shuffle_window, 7u);
 
-  ck.order_window = kOrderStored;  // --shuffle none
+  ck.order.shuffle = ShuffleMode::kNone;  // --shuffle none
   c = *parsed;
   ASSERT_TRUE(ApplyCheckpoint(ck, &c, &position).ok());
-  EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kNone);
-  EXPECT_FALSE(OrderOptionsFor(DeriveTrainComponents(c).engine.loader.pipeline).shuffle);
-  EXPECT_EQ(DeriveTrainComponents(c).trainer.order_window, kOrderStored);
+  EXPECT_EQ(c.pipeline.order.shuffle, ShuffleMode::kNone);
+  EXPECT_EQ(StreamingOptionsFor(TrainLoaderOptions(c).pipeline, 1).order.shuffle,
+            ShuffleMode::kNone);
 
-  ck.order_window = 0;  // a file from before the window was recorded: the flags' shuffle stays
+  // A file from before the window was recorded: the flags' shuffle stays.
+  ck.shuffle_recorded = false;
   c = *parsed;
   ASSERT_TRUE(ApplyCheckpoint(ck, &c, &position).ok());
-  EXPECT_EQ(c.pipeline.shuffle, ShuffleMode::kWindow);
-  EXPECT_EQ(c.pipeline.shuffle_window, 4u);
+  EXPECT_EQ(c.pipeline.order.shuffle, ShuffleMode::kWindow);
+  EXPECT_EQ(c.pipeline.order.shuffle_window, 4u);
 
-  ck.batch_size = 0;
+  ck.order.batch_size = 0;
   c = *parsed;
   const Status st = ApplyCheckpoint(ck, &c, &position);
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
@@ -450,11 +442,11 @@ TEST(TrainConfig, ResumeTakesSeedBatchSizeSgdAndShuffleFromTheCheckpoint) {
 // had each trained 10 of theirs.
 Checkpoint RanksCheckpoint() {
   Checkpoint ck;
-  ck.batch_size = 8;
+  ck.order.batch_size = 8;
   ck.epoch = 3;
   ck.next_sample = 40;
-  ck.world_size = 2;
-  ck.stretches = {{4, 10}};
+  ck.order.world_size = 2;
+  ck.order.resumed = {3, {{4, 10}}};
   return ck;
 }
 
@@ -463,7 +455,7 @@ TEST(TrainConfig, ScheduleSpanIsTheStepsOfAnOrdinaryEpochTimesTheEpochs) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(ScheduleSpanFor(*c, 300).steps_per_epoch, 10u);  // 9 full batches and one of 12
   EXPECT_EQ(ScheduleSpanFor(*c, 300).epochs, 4u);
-  c->pipeline.drop_last = true;
+  c->pipeline.order.drop_last = true;
   EXPECT_EQ(ScheduleSpanFor(*c, 300).steps_per_epoch, 9u);
 }
 
@@ -471,44 +463,45 @@ TEST(TrainConfig, ResumeAtTheCheckpointsWorldSizeContinuesItsPosition) {
   Result<TrainConfig> parsed = Parse({"--data", "d.rfd", "--resume", "r.ckpt"});
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   TrainConfig c = *parsed;
-  c.pipeline.world_size = 2;
+  c.pipeline.order.world_size = 2;
   uint64_t position = 0;
   ASSERT_TRUE(ApplyCheckpoint(RanksCheckpoint(), &c, &position).ok());
   EXPECT_EQ(position, 40u);
-  EXPECT_EQ(c.pipeline.resumed_epoch, 3u);
-  ASSERT_EQ(c.pipeline.stretches.size(), 1u);
-  EXPECT_EQ(c.pipeline.stretches[0].world_size, 4u);
-  EXPECT_EQ(c.pipeline.stretches[0].position, 10u);
-  // The trainer records them again in its checkpoints of that epoch.
-  const TrainComponents d = DeriveTrainComponents(c);
-  EXPECT_EQ(d.trainer.resumed_epoch, 3u);
-  ASSERT_EQ(d.trainer.stretches.size(), 1u);
-  EXPECT_EQ(d.trainer.stretches[0].world_size, 4u);
-  EXPECT_EQ(OrderOptionsFor(d.engine.loader.pipeline).stretches.size(), 1u);
+  // The resume record the order continues, and the trainer records again in its checkpoints of
+  // that epoch: the config's order is both.
+  const ResumedEpoch& resumed = c.pipeline.order.resumed;
+  EXPECT_EQ(resumed.epoch, 3u);
+  ASSERT_EQ(resumed.stretches.size(), 1u);
+  EXPECT_EQ(resumed.stretches[0].world_size, 4u);
+  EXPECT_EQ(resumed.stretches[0].position, 10u);
+  EXPECT_EQ(c.pipeline.order.world_size, 2u);  // this run's, not the checkpoint's
+  EXPECT_EQ(StreamingOptionsFor(TrainLoaderOptions(c).pipeline, 1).order.resumed.stretches.size(),
+            1u);
 }
 
 TEST(TrainConfig, ResumeAtAnotherWorldSizeSharesWhatTheCheckpointsRanksLeft) {
   Result<TrainConfig> parsed = Parse({"--data", "d.rfd", "--resume", "r.ckpt"});
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   TrainConfig c = *parsed;
-  c.pipeline.world_size = 3;
+  c.pipeline.order.world_size = 3;
   uint64_t position = 99;
   ASSERT_TRUE(ApplyCheckpoint(RanksCheckpoint(), &c, &position).ok());
   EXPECT_EQ(position, 0u);  // the epoch's remainder starts afresh for the 3 ranks
-  EXPECT_EQ(c.pipeline.resumed_epoch, 3u);
-  ASSERT_EQ(c.pipeline.stretches.size(), 2u);
-  EXPECT_EQ(c.pipeline.stretches[1].world_size, 2u);
-  EXPECT_EQ(c.pipeline.stretches[1].position, 40u);
+  const ResumedEpoch& resumed = c.pipeline.order.resumed;
+  EXPECT_EQ(resumed.epoch, 3u);
+  ASSERT_EQ(resumed.stretches.size(), 2u);
+  EXPECT_EQ(resumed.stretches[1].world_size, 2u);
+  EXPECT_EQ(resumed.stretches[1].position, 40u);
 
   // At an epoch's start there is nothing to share: an ordinary epoch at any world size.
   Checkpoint fresh = RanksCheckpoint();
   fresh.next_sample = 0;
-  fresh.stretches.clear();
+  fresh.order.resumed.stretches.clear();
   c = *parsed;
-  c.pipeline.world_size = 3;
+  c.pipeline.order.world_size = 3;
   ASSERT_TRUE(ApplyCheckpoint(fresh, &c, &position).ok());
   EXPECT_EQ(position, 0u);
-  EXPECT_TRUE(c.pipeline.stretches.empty());
+  EXPECT_TRUE(c.pipeline.order.resumed.stretches.empty());
 }
 
 TEST(TrainConfig, OutputsOntoInputsAreRefusedNamingBoth) {

@@ -46,10 +46,12 @@ inline void CheckAcceptedCheckpoint(const Checkpoint& c) {
   RF_FUZZ_CHECK(std::isfinite(c.optimizer.momentum) && c.optimizer.momentum >= 0);
   RF_FUZZ_CHECK(std::isfinite(c.optimizer.weight_decay) && c.optimizer.weight_decay >= 0);
   RF_FUZZ_CHECK(c.epoch <= kMaxCheckpointEpoch);
-  RF_FUZZ_CHECK(c.batch_size >= 1 && c.world_size >= 1);
+  RF_FUZZ_CHECK(c.order.batch_size >= 1 && c.order.world_size >= 1);
+  RF_FUZZ_CHECK(c.order.shuffle_window >= 1);
   RF_FUZZ_CHECK(c.dataset_samples == 0 || c.next_sample <= c.dataset_samples);
-  RF_FUZZ_CHECK(c.stretches.size() <= kMaxCheckpointStretches);
-  for (const CheckpointStretch& s : c.stretches) RF_FUZZ_CHECK(s.world_size >= 1);
+  RF_FUZZ_CHECK(c.order.resumed.epoch == c.epoch);
+  RF_FUZZ_CHECK(c.order.resumed.stretches.size() <= kMaxCheckpointStretches);
+  for (const EpochStretch& s : c.order.resumed.stretches) RF_FUZZ_CHECK(s.world_size >= 1);
 }
 
 }  // namespace rf::fuzz

@@ -222,10 +222,10 @@ const std::vector<uint8_t>& ValidCheckpoint() {
     c.epoch = 1;
     c.next_sample = 10;
     c.step = 12;
-    c.batch_size = 4;
+    c.order.batch_size = 4;
     c.dataset_samples = 40;
-    c.world_size = 2;
-    c.stretches = {{3, 6}};
+    c.order.world_size = 2;
+    c.order.resumed = {c.epoch, {{3, 6}}};
     auto b = EncodeCheckpoint(c);
     RF_FUZZ_CHECK(b.ok());
     return *b;

@@ -1,0 +1,23 @@
+// The epoch order's settings as the order tests write them: the shuffle on or off, the window W,
+// the first window, the seed, and this rank of world_size (the rest OrderSettings's defaults).
+#pragma once
+
+#include <cstdint>
+
+#include "core/order_settings.h"
+
+namespace rf::testing {
+
+inline OrderSettings Order(bool shuffle, uint32_t window, uint32_t first_window, uint64_t seed,
+                           uint32_t rank = 0, uint32_t world_size = 1) {
+  OrderSettings o;
+  o.shuffle = shuffle ? ShuffleMode::kWindow : ShuffleMode::kNone;
+  o.shuffle_window = window;
+  o.first_window_chunks = first_window;
+  o.seed = seed;
+  o.rank = rank;
+  o.world_size = world_size;
+  return o;
+}
+
+}  // namespace rf::testing
