@@ -64,7 +64,7 @@ ringfeed main job: done in $((SECONDS / 60)) min $((SECONDS % 60)) s. What just 
   (the epoch line: loss, accuracy, test accuracy, samples/s), and the same CNN in PyTorch fed
   by ringfeed.Loader (examples/torch_train.py).
 Try next:
-  tools/test.sh                     the test suite (reuses this build: compiles the tests only)
+  tools/test.sh                     every test (reuses this build: compiles only what tests add)
   $bin/ringfeed train --help
   $bin/ringfeed train --data $train --test $test --epochs 5 --augment crop:2,flip
                                     (the GPU where there is one, else the CPU)
