@@ -1,4 +1,4 @@
-// The ringfeed dataset format (".rfd"), version 1. The README's "File format" section is the
+// The ringfeed dataset format (".rfd"), version 1. docs/format.md is the
 // user-facing description; this header is the normative one.
 //
 // A dataset is one file, or N shard files "<stem>-KKKKK-of-NNNNN.rfd" that can sit on different

@@ -3,7 +3,9 @@
 # installs the Python package (`import ringfeed` works afterwards), and runs every test (GPU
 # tests skip themselves where no GPU is found; the Python tests run against the build tree).
 #
-#   tools/test.sh                      the above, in build/ (RINGFEED_BUILD_DIR)
+#   tools/test.sh                      the above, in build/ (RINGFEED_BUILD_DIR), configured by
+#                                      tools/configure.sh as tools/main-job.sh configures it:
+#                                      after the main job only the tests are compiled
 #   tools/test.sh --sanitize           both sanitizer runs below, one after the other
 #   tools/test.sh --sanitize=address   AddressSanitizer + UndefinedBehaviorSanitizer: the whole
 #                                      suite, built with CUDA OFF (no CUDA header reachable), in
@@ -37,7 +39,7 @@ jobs=$(nproc)
 
 if [ -z "$sanitize" ]; then
   build=${RINGFEED_BUILD_DIR:-build}
-  cmake -S . -B "$build" -DRINGFEED_WERROR=ON
+  tools/configure.sh "$build"
   cmake --build "$build" -j"$jobs"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -3,7 +3,7 @@
 DataLoader, in one run on a GPU machine.
 
   tools/bench/suite.py [--size 16GiB] [--quick] [--out bench-out] [--data-dir DIR] [--bin DIR]
-                       [--batch 256] [--rounds 3] [--peer-seconds 20] [--no-peer] [--no-managed]
+                       [--batch 256] [--rounds 4] [--peer-seconds 20] [--no-peer] [--no-managed]
 
 What one run does (every disk figure from a cold page cache: caches are dropped before each run
 when the suite runs as root; the report says when they could not be):
