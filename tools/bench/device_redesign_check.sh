@@ -98,7 +98,8 @@ if has resume; then
   cp "$work/r-part.ckpt" "$work/r-resumed.ckpt"
   # shellcheck disable=SC2086
   "$after/bin/ringfeed" train --data "$work/train.rfd" --test "$work/test.rfd" --epochs "$epochs" \
-    --resume "$work/r-resumed.ckpt" --checkpoint "$work/r-resumed.ckpt" >"$logs/r-resumed.log" 2>&1 ||
+    $flags --resume "$work/r-resumed.ckpt" --checkpoint "$work/r-resumed.ckpt" \
+    >"$logs/r-resumed.log" 2>&1 ||
     { say "resume: AFTER FAILED"; tail -3 "$logs/r-resumed.log" | tee -a "$summary"; }
   cmp -s "$work/r-straight.ckpt" "$work/r-resumed.ckpt" &&
     say "resume: BEFORE's checkpoint at step $stop, resumed by AFTER: final checkpoint identical to BEFORE's uninterrupted run" ||
