@@ -7,7 +7,7 @@
 #include <string>
 
 #include "pipeline/batch_decode.h"
-#include "pipeline/decode_dtypes.h"
+#include "decode/dtypes.h"
 #include "tests/pipeline/decode_testing.h"
 
 namespace rf {

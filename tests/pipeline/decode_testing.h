@@ -14,7 +14,7 @@
 
 #include "core/dtype.h"
 #include "pipeline/batch_decode.h"
-#include "pipeline/decode_dtypes.h"
+#include "decode/dtypes.h"
 #include "tests/testing/test_rng.h"
 
 namespace rf::testing {
