@@ -30,11 +30,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define RF_HOST_DEVICE __host__ __device__
-#else
-#define RF_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace rf {
 

@@ -1,5 +1,6 @@
-// Element types of stored samples and labels, and the float conversions the converter and the CPU
-// paths need (the GPU decodes with its own kernels).
+// Element types of stored samples and labels, and their float conversions on the host (the
+// converter's, the writer's; decode/element.h converts with them on the host and spells the same
+// conversions out on the GPU).
 #pragma once
 
 #include <bit>

@@ -2,8 +2,8 @@
 // stored samples. Every decode of the project is built from these functions and nothing else: the
 // CPU backend's input and the library loader's host decode (decode/host_decode.h's loop), the
 // CUDA backend's float32 and bf16 inputs and the loader's GPU decode (decode/kernel.cuh's kernel).
-// So a stored dtype, a conversion, a layout or a transform is defined here once, and every
-// consumer has it.
+// So a conversion or a layout is defined here once (a dtype in decode/dtypes.h, a transform in
+// core/augment.h), and every consumer has it.
 //
 // An output element is, in order:
 //   where it sits    its sample s, channel c and pixel p in the output's layout (Nchw, Nhwc,
@@ -19,66 +19,25 @@
 //
 // Host and device code alike: plain C++ where nvcc does not compile it, __host__ __device__ where
 // it does. The host and the GPU give the same bits for every input, NaNs included where the caller
-// asks for NanBits::kHost (below).
+// asks for NanBits::kHost (decode/dtypes.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/augment.h"
 #include "core/dtype.h"
 #include "decode/dtypes.h"
 
-#if defined(__CUDACC__)
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#endif
-
 namespace rf::decode {
 
 // --- Values -----------------------------------------------------------------------------------
 
-// What a NaN becomes on the GPU. The host's conversions and arithmetic keep a NaN's sign and
-// payload (quieting it); the GPU's instructions return their canonical NaN instead.
-//   kHost       the GPU spells out the host's result: the loader's decode, whose host and GPU
-//               results agree bit for bit for every input (on an H100, leaving out any of the
-//               three places below that do it makes tests/pipeline/cuda_batch_decode_test fail on
-//               NaN inputs);
-//   kGpuNative  the instructions' own result: the CUDA backend's inputs, as they always were (a
-//               NaN input fails its training step as a non-finite loss either way).
-// Every other value is the same under both. The host has only kHost.
-enum class NanBits { kHost, kGpuNative };
-
-RF_HOST_DEVICE inline bool IsNanBits(uint32_t float_bits) {
-  return (float_bits & 0x7fffffffu) > 0x7f800000u;
-}
-
-// A stored value of dtype E as float, exactly: integers rounded to nearest even (exact up to
-// 2^24), the float dtypes widened (core/dtype.h's HalfToFloat, BFloat16ToFloat).
+// A stored value of dtype E as float, exactly (decode/dtypes.h's E::Load).
 template <typename E, NanBits kNan = NanBits::kHost>
 RF_HOST_DEVICE inline float LoadFloat(typename E::Type v) {
-  if constexpr (kIsInteger<E>) {
-    return static_cast<float>(v);  // on the GPU cvt.rn: the host's rounding
-  } else if constexpr (E::kDType == DType::kFloat16) {
-#if defined(__CUDA_ARCH__)
-    const uint32_t h = v;
-    if (kNan == NanBits::kHost && (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0) {
-      return __uint_as_float(((h & 0x8000u) << 16) | 0x7f800000u | ((h & 0x3ffu) << 13));
-    }
-    return __half2float(__ushort_as_half(v));
-#else
-    return HalfToFloat(v);
-#endif
-  } else if constexpr (E::kDType == DType::kBFloat16) {
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(static_cast<uint32_t>(v) << 16);  // the top half of a float: exact
-#else
-    return BFloat16ToFloat(v);
-#endif
-  } else {
-    static_assert(E::kDType == DType::kFloat32);
-    return v;
-  }
+  return E::template Load<kNan>(v);
 }
 
 // What a channel's values are divided by: its stddev, or 1 where that is 0 (a constant channel is
@@ -101,32 +60,10 @@ RF_HOST_DEVICE inline float Normalize(float x, float mean, float divisor) {
 #endif
 }
 
-// A float rounded to nearest even into float dtype E (core/dtype.h's FloatToBFloat16 and
-// FloatToHalf: a NaN stays a NaN, quieted; float16 saturates to inf).
+// A float rounded to nearest even into float dtype E (decode/dtypes.h's E::Store).
 template <typename E, NanBits kNan = NanBits::kHost>
 RF_HOST_DEVICE inline typename E::Type StoreFloat(float x) {
-  if constexpr (E::kDType == DType::kFloat32) {
-    return x;
-  } else if constexpr (E::kDType == DType::kBFloat16) {
-#if defined(__CUDA_ARCH__)
-    const uint32_t u = __float_as_uint(x);
-    if (kNan == NanBits::kHost && IsNanBits(u)) return static_cast<uint16_t>((u >> 16) | 0x40u);
-    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-#else
-    return FloatToBFloat16(x);
-#endif
-  } else {
-    static_assert(E::kDType == DType::kFloat16);
-#if defined(__CUDA_ARCH__)
-    const uint32_t u = __float_as_uint(x);
-    if (kNan == NanBits::kHost && IsNanBits(u)) {
-      return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u);
-    }
-    return __half_as_ushort(__float2half_rn(x));
-#else
-    return FloatToHalf(x);
-#endif
-  }
+  return E::template Store<kNan>(x);
 }
 
 // One channel's normalization; the default leaves a value as it is.
@@ -170,26 +107,12 @@ struct AsStored {
   RF_HOST_DEVICE static Output Convert(Stored v, ChannelNorm /*norm*/) { return v; }
 };
 
-template <size_t kBytes>
-struct UnsignedOf;
-template <>
-struct UnsignedOf<1> {
-  using Type = uint8_t;
-};
-template <>
-struct UnsignedOf<2> {
-  using Type = uint16_t;
-};
-template <>
-struct UnsignedOf<4> {
-  using Type = uint32_t;
-};
-template <>
-struct UnsignedOf<8> {
-  using Type = uint64_t;
-};
-template <typename E>
-using AsStoredOf = AsStored<typename UnsignedOf<sizeof(typename E::Type)>::Type>;
+// AsStored for dtype E: by the size of its elements alone.
+template <typename E, size_t kBytes = sizeof(typename E::Type)>
+using AsStoredOf = AsStored<
+    std::conditional_t<kBytes == 1, uint8_t,
+                       std::conditional_t<kBytes == 2, uint16_t,
+                                          std::conditional_t<kBytes == 4, uint32_t, uint64_t>>>>;
 
 // A label of integer dtype E as the consumers' widest label type.
 template <typename E>
@@ -226,14 +149,15 @@ enum class Layout {
 // The layouts. Each has At(o, shape, plane): where output element o sits, for a kernel's thread;
 // Start(s, c, shape, plane) and PixelStep(shape): where sample s's channel c starts and the step
 // from one of its pixels to the next, for a loop over a channel plane. `plane` is height * width
-// in the caller's index type.
+// in the caller's index type. At takes quotients and remainders with / and %, as the kernels always
+// did: with products subtracted instead, ptxas gave the size_t bf16 kernel 46 registers, not 40.
 struct Nchw {
   static constexpr Layout kLayout = Layout::kNCHW;
   template <typename Index>
   RF_HOST_DEVICE static Element<Index> At(Index o, const BatchShape& b, Index plane) {
     const Index row = o / plane;  // s * out_channels + c
     return {row / b.out_channels, static_cast<uint32_t>(row % b.out_channels),
-            static_cast<uint32_t>(o - row * plane)};
+            static_cast<uint32_t>(o % plane)};
   }
   static size_t Start(size_t s, uint32_t c, const BatchShape& b, size_t plane) {
     return (s * b.out_channels + c) * plane;
@@ -246,8 +170,8 @@ struct Nhwc {
   template <typename Index>
   RF_HOST_DEVICE static Element<Index> At(Index o, const BatchShape& b, Index plane) {
     const Index at = o / b.out_channels;  // s * plane + p
-    const Index s = at / plane;
-    return {s, static_cast<uint32_t>(o - at * b.out_channels), static_cast<uint32_t>(at - s * plane)};
+    return {at / plane, static_cast<uint32_t>(o % b.out_channels),
+            static_cast<uint32_t>(at % plane)};
   }
   static size_t Start(size_t s, uint32_t c, const BatchShape& b, size_t plane) {
     return s * plane * b.out_channels + c;
@@ -260,8 +184,7 @@ struct Cnhw {
   template <typename Index>
   RF_HOST_DEVICE static Element<Index> At(Index o, const BatchShape& b, Index plane) {
     const Index row = o / plane;  // c * n + s
-    const Index c = row / b.n;
-    return {row - c * b.n, static_cast<uint32_t>(c), static_cast<uint32_t>(o - row * plane)};
+    return {row % b.n, static_cast<uint32_t>(row / b.n), static_cast<uint32_t>(o % plane)};
   }
   static size_t Start(size_t s, uint32_t c, const BatchShape& b, size_t plane) {
     return (size_t{c} * b.n + s) * plane;
@@ -311,21 +234,16 @@ RF_HOST_DEVICE inline bool PlaneSource(const SampleTransform* t, uint32_t height
 
 // --- The element ------------------------------------------------------------------------------
 
-// Output element e of a batch of Conv::Stored elements at `in` (plane: height * width): the
-// conversion of the stored element it reads, or Conv::Zero() where it reads none (a channel past
-// the stored ones, or the transform's zeros). t: e's sample's transform, or null for none.
-template <typename Conv, typename Index>
-RF_HOST_DEVICE inline typename Conv::Output DecodeElement(const typename Conv::Stored* in,
-                                                          const BatchShape& b, Index plane,
-                                                          const Element<Index>& e,
-                                                          const SampleTransform* t,
-                                                          const Statistics& stats) {
+// Where output element e of a batch reads from: true and *from, the index of its stored element
+// (plane: height * width), or false where it reads none and is 0 (a channel past the stored ones,
+// or the transform's zeros). t: e's sample's transform, or null for none.
+template <typename Index>
+RF_HOST_DEVICE inline bool StoredIndex(const BatchShape& b, Index plane, const Element<Index>& e,
+                                       const SampleTransform* t, Index* from) {
   uint32_t src = 0;
-  if (e.channel >= b.channels || !PlaneSource(t, b.height, b.width, e.pixel, &src)) {
-    return Conv::Zero();
-  }
-  const Index from = (e.sample * b.channels + e.channel) * plane + src;
-  return Conv::Convert(in[from], Conv::kNormalize ? stats.Of(e.channel) : ChannelNorm{});
+  if (e.channel >= b.channels || !PlaneSource(t, b.height, b.width, e.pixel, &src)) return false;
+  *from = (e.sample * b.channels + e.channel) * plane + src;
+  return true;
 }
 
 }  // namespace rf::decode

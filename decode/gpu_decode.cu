@@ -1,5 +1,4 @@
 #include "decode/gpu_decode.cuh"
-
 #include "decode/kernel.cuh"
 
 namespace rf::decode {
@@ -16,10 +15,9 @@ cudaError_t DecodeOnGpu(const Plan& plan, const void* in, uint32_t n, void* out,
                         const AugmentBatch& augment, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if (plan.IsCopy(augment) && IsSampleDType(plan.stored)) {
-    return cudaMemcpyAsync(out, in,
-                           size_t{n} * plan.channels * plan.height * plan.width *
-                               DTypeSize(plan.stored),
-                           cudaMemcpyDeviceToDevice, stream);
+    return cudaMemcpyAsync(
+        out, in, size_t{n} * plan.channels * plan.height * plan.width * DTypeSize(plan.stored),
+        cudaMemcpyDeviceToDevice, stream);
   }
   const bool known = VisitPlan<NanBits::kHost>(plan, [&](auto conv, auto layout) {
     LaunchDecode<decltype(conv), decltype(layout), uint32_t>(in, plan.Shape(n), plan.stats, augment,

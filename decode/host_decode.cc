@@ -18,21 +18,24 @@ void DecodePlanes(const Plan& plan, const void* in, uint32_t n, void* out, const
   for (size_t s = 0; s < n; ++s) {
     SampleTransform t;
     if constexpr (kAugment) t = TransformOf(a, s, b.height, b.width);
-    const SampleTransform* transform = kAugment ? &t : nullptr;
     for (uint32_t c = 0; c < b.out_channels; ++c) {
       const size_t to = L::Start(s, c, b, plane);
-      if (c >= b.channels) {  // a padded channel
+      if (c >= b.channels) {  // a padded channel: no statistics to read, every element 0
         for (size_t p = 0; p < plane; ++p) StoreAt(out, to + p * step, Conv::Zero());
         continue;
       }
       const ChannelNorm norm = Conv::kNormalize ? plan.stats.Of(c) : ChannelNorm{};
-      const size_t from = (s * b.channels + c) * plane;
+      const size_t first = (s * b.channels + c) * plane;
       for (size_t p = 0; p < plane; ++p) {
-        uint32_t src = 0;
-        const bool read = PlaneSource(transform, b.height, b.width, static_cast<uint32_t>(p), &src);
+        // Without a transform, pixel p reads pixel p (StoredIndex's answer, spelled out so that
+        // the loop's read stays affine in p and vectorizes).
+        size_t from = first + p;
+        bool read = true;
+        if constexpr (kAugment) {
+          read = StoredIndex(b, plane, Element<size_t>{s, c, static_cast<uint32_t>(p)}, &t, &from);
+        }
         StoreAt(out, to + p * step,
-                read ? Conv::Convert(LoadAt<typename Conv::Stored>(in, from + src), norm)
-                     : Conv::Zero());
+                read ? Conv::Convert(LoadAt<typename Conv::Stored>(in, from), norm) : Conv::Zero());
       }
     }
   }
@@ -43,8 +46,8 @@ void DecodePlanes(const Plan& plan, const void* in, uint32_t n, void* out, const
 bool DecodeOnHost(const Plan& plan, const void* in, uint32_t n, void* out,
                   const AugmentBatch& augment) {
   if (plan.IsCopy(augment) && IsSampleDType(plan.stored)) {
-    std::memcpy(out, in, size_t{n} * plan.channels * plan.height * plan.width *
-                             DTypeSize(plan.stored));
+    std::memcpy(out, in,
+                size_t{n} * plan.channels * plan.height * plan.width * DTypeSize(plan.stored));
     return true;
   }
   return VisitPlan<NanBits::kHost>(plan, [&](auto conv, auto layout) {

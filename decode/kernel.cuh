@@ -43,10 +43,18 @@ __global__ void __launch_bounds__(kThreads)
   const Index stride = Index{gridDim.x} * kThreads;
   for (Index o = Index{blockIdx.x} * kThreads + threadIdx.x; o < total; o += stride) {
     const Element<Index> e = L::At(o, b, plane);
-    SampleTransform t;
-    const bool transformed = augment.params.enabled();
-    if (transformed) t = TransformOf(augment, e.sample, b.height, b.width);
-    out[o] = DecodeElement<Conv>(in, b, plane, e, transformed ? &t : nullptr, stats);
+    Index from = 0;
+    bool read;
+    // Two calls, not one with a pointer that is either t's or null: that would keep t in local
+    // memory (32 bytes of stack a thread, ptxas -v says).
+    if (augment.params.enabled()) {
+      const SampleTransform t = TransformOf(augment, e.sample, b.height, b.width);
+      read = StoredIndex(b, plane, e, &t, &from);
+    } else {
+      read = StoredIndex(b, plane, e, static_cast<const SampleTransform*>(nullptr), &from);
+    }
+    out[o] = read ? Conv::Convert(in[from], Conv::kNormalize ? stats.Of(e.channel) : ChannelNorm{})
+                  : Conv::Zero();
   }
 }
 
@@ -71,7 +79,7 @@ cudaError_t LaunchImageDecode(DType stored, const void* in, const BatchShape& b,
                               cudaStream_t stream) {
   const bool known = VisitImageDType(stored, [&](auto in_dtype) {
     LaunchDecode<ToFloat<decltype(in_dtype), Out, true, kNan>, L, Index>(in, b, stats, augment, out,
-                                                                        stream);
+                                                                         stream);
   });
   return known ? cudaGetLastError() : cudaErrorInvalidValue;
 }
@@ -93,8 +101,8 @@ cudaError_t LaunchLabels(DType dtype, const void* labels, uint32_t n, Sink sink,
                          cudaStream_t stream) {
   const bool known = VisitDType(IntegerDTypes{}, dtype, [&](auto e) {
     using E = decltype(e);
-    LabelKernel<E, Sink><<<Blocks(n), kThreads, 0, stream>>>(
-        static_cast<const typename E::Type*>(labels), n, sink);
+    LabelKernel<E, Sink>
+        <<<Blocks(n), kThreads, 0, stream>>>(static_cast<const typename E::Type*>(labels), n, sink);
   });
   return known ? cudaGetLastError() : cudaErrorInvalidValue;
 }

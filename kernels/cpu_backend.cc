@@ -115,8 +115,9 @@ void CpuBackend::LoadBatch(const Batch& batch, const AugmentBatch& augment) {
   plan.width = config_.width;
   plan.stats = {mean_.data(), stddev_.data()};
   decode::DecodeOnHost(plan, batch.samples, batch.n, input_.data(), augment);
-  decode::ForEachLabel(batch.label_dtype, batch.labels, batch.n,
-                       [&](uint32_t i, int64_t label) { labels_[i] = static_cast<int32_t>(label); });
+  decode::ForEachLabel(batch.label_dtype, batch.labels, batch.n, [&](uint32_t i, int64_t label) {
+    labels_[i] = static_cast<int32_t>(label);
+  });
 }
 
 double CpuBackend::Forward(uint32_t n, uint64_t* correct, double smoothing, bool evaluating) {

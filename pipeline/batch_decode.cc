@@ -57,7 +57,7 @@ Status DecodeSpec::Validate() const {
         " channels");
   }
   // Finite statistics keep the host's and the GPU's results equal for every input: a NaN then
-  // only comes from a NaN sample (see cuda_decode.cu).
+  // only comes from a NaN sample (see decode/element.h's NanBits).
   for (uint32_t c = 0; c < channels; ++c) {
     if (!std::isfinite(mean[c]) || !std::isfinite(stddev[c])) {
       return Status::Usage("normalize needs a finite mean and stddev for every channel; channel " +

@@ -48,9 +48,8 @@ TEST(DecodeConsumers, LoaderHostDecodeIsTheOneDecodeForEverySpecAndTransform) {
       batch.epoch = 2;
       Result<AugmentBatch> a = s.AugmentFor(batch);
       ASSERT_TRUE(a.ok());
-      const std::vector<uint8_t> stored =
-          testing::RandomBytes(rng, size_t{3} * s.channels * s.height * s.width *
-                                        DTypeSize(s.stored));
+      const std::vector<uint8_t> stored = testing::RandomBytes(
+          rng, size_t{3} * s.channels * s.height * s.width * DTypeSize(s.stored));
       std::vector<uint8_t> loader(3 * s.OutputSampleBytes(), 0x11),
           one(3 * s.OutputSampleBytes(), 0x22);
       DecodeSamplesOnHost(s, stored.data(), 3, loader.data(), *a);

@@ -52,8 +52,8 @@ const std::vector<float> kNhwcPadded = {
 // (v - mean[c]) / stddev[c] by hand, NCHW order, mean {1, 2} and stddev {2, 0} (the 0 taken as 1);
 // exact in bfloat16 and float16 too.
 const float kMean[kC] = {1.f, 2.f}, kStddev[kC] = {2.f, 0.f};
-const std::vector<float> kNormalizedNchw = {-0.5f, 0.f,   0.5f,  1.f,   1.5f, 2.f,    // (0..5-1)/2
-                                            8.f,   9.f,   10.f,  11.f,  12.f, 13.f,   // 10..15-2
+const std::vector<float> kNormalizedNchw = {-0.5f, 0.f,   0.5f,  1.f,   1.5f,  2.f,   // (0..5-1)/2
+                                            8.f,   9.f,   10.f,  11.f,  12.f,  13.f,  // 10..15-2
                                             49.5f, 50.f,  50.5f, 51.f,  51.5f, 52.f,  // 100..105
                                             108.f, 109.f, 110.f, 111.f, 112.f, 113.f};
 
@@ -131,8 +131,8 @@ std::vector<float> WithZeros(std::vector<float> v) {
 }
 
 TEST(HostDecode, EveryStoredDTypeIntoEveryOutputAndLayoutHoldsTheHandWorkedValues) {
-  const std::vector<DType> stored_dtypes = {DType::kUInt8,   DType::kUInt16,   DType::kInt32,
-                                            DType::kInt64,   DType::kFloat16,  DType::kBFloat16,
+  const std::vector<DType> stored_dtypes = {DType::kUInt8,  DType::kUInt16,  DType::kInt32,
+                                            DType::kInt64,  DType::kFloat16, DType::kBFloat16,
                                             DType::kFloat32};
   int checked = 0;
   for (DType stored : stored_dtypes) {
@@ -144,8 +144,7 @@ TEST(HostDecode, EveryStoredDTypeIntoEveryOutputAndLayoutHoldsTheHandWorkedValue
           SCOPED_TRACE(std::string(DTypeName(stored)) + " -> " + std::string(DTypeName(output)) +
                        " " + l.name + (normalize ? " normalized" : ""));
           const std::vector<float> want = WithZeros(normalize ? Normalized(*l.table) : *l.table);
-          EXPECT_EQ(AsFloats(output, Decode(TinyPlan(stored, output, normalize, l), in, kN)),
-                    want);
+          EXPECT_EQ(AsFloats(output, Decode(TinyPlan(stored, output, normalize, l), in, kN)), want);
           ++checked;
         }
       }
@@ -188,8 +187,8 @@ TEST(HostDecode, TheStoredDTypeKeepsItsBitsInEveryLayout) {
   EXPECT_EQ(bits(Layout::kCNHW, 2), values);
   EXPECT_EQ(bits(Layout::kNHWC, 2),
             (std::vector<uint16_t>{0x7c01, 0x8000, 0xfe3f, 0xfc00, 0x0001, 0x3c00}));
-  EXPECT_EQ(bits(Layout::kNHWC, 3), (std::vector<uint16_t>{0x7c01, 0x8000, 0, 0xfe3f, 0xfc00, 0,
-                                                           0x0001, 0x3c00, 0}));
+  EXPECT_EQ(bits(Layout::kNHWC, 3),
+            (std::vector<uint16_t>{0x7c01, 0x8000, 0, 0xfe3f, 0xfc00, 0, 0x0001, 0x3c00, 0}));
 }
 
 // --- The values --------------------------------------------------------------------------------
@@ -228,14 +227,14 @@ TEST(DecodeElement, LoadsAndStoresRoundAsWorkedOutByHand) {
   EXPECT_EQ(LoadFloat<Int32>(16777217), 16777216.f);  // 2^24 + 1: to nearest even
   EXPECT_EQ(LoadFloat<Int64>(int64_t{1} << 40), 0x1p40f);
   EXPECT_EQ(LoadFloat<Float16>(0x3c00), 1.f);
-  EXPECT_EQ(LoadFloat<Float16>(0x0001), 0x1p-24f);  // the smallest subnormal
+  EXPECT_EQ(LoadFloat<Float16>(0x0001), 0x1p-24f);           // the smallest subnormal
   EXPECT_EQ(Bits(LoadFloat<Float16>(0xfe3f)), 0xffc7e000u);  // a NaN's sign and payload kept
   EXPECT_EQ(LoadFloat<BFloat16>(0x3fc0), 1.5f);
   EXPECT_EQ(StoreFloat<BFloat16>(FromBits(0x3f808000u)), 0x3f80);  // a tie: to even
   EXPECT_EQ(StoreFloat<BFloat16>(FromBits(0x3f818000u)), 0x3f82);
   EXPECT_EQ(StoreFloat<Float16>(FromBits(0x3f801000u)), 0x3c00);  // a tie: to even
-  EXPECT_EQ(StoreFloat<Float16>(65520.f), 0x7c00);                  // rounds up to inf
-  EXPECT_EQ(StoreFloat<Float16>(FromBits(0xffc12345u)), 0xfe00);    // a NaN, quieted
+  EXPECT_EQ(StoreFloat<Float16>(65520.f), 0x7c00);                // rounds up to inf
+  EXPECT_EQ(StoreFloat<Float16>(FromBits(0xffc12345u)), 0xfe00);  // a NaN, quieted
 }
 
 TEST(DecodeElement, ConversionsMakeZeroAndConvertAsTheirDTypesSay) {
@@ -360,26 +359,26 @@ std::vector<float> BothChannels(const std::vector<float>& plane) {
 TEST(HostDecodeTransform, CropShiftsTheImageAndFillsZeros) {
   SampleTransform t;
   t.dy = 1;
-  t.dx = -1;  // output (y, x) reads (y + 1, x - 1)
-  EXPECT_EQ(TransformedImage(t), BothChannels({0, 5, 6, 7,     //
-                                               0, 9, 10, 11,   //
+  t.dx = -1;                                                  // output (y, x) reads (y + 1, x - 1)
+  EXPECT_EQ(TransformedImage(t), BothChannels({0, 5, 6, 7,    //
+                                               0, 9, 10, 11,  //
                                                0, 0, 0, 0}));
 }
 
 TEST(HostDecodeTransform, FlipMirrorsEveryRow) {
   SampleTransform t;
   t.flip = true;
-  EXPECT_EQ(TransformedImage(t), BothChannels({4, 3, 2, 1,    //
-                                               8, 7, 6, 5,    //
+  EXPECT_EQ(TransformedImage(t), BothChannels({4, 3, 2, 1,  //
+                                               8, 7, 6, 5,  //
                                                12, 11, 10, 9}));
 }
 
 TEST(HostDecodeTransform, FlipComesBeforeTheShift) {
   SampleTransform t;
   t.flip = true;
-  t.dx = 1;  // output (y, x) reads (y, 3 - x + 1)
-  EXPECT_EQ(TransformedImage(t), BothChannels({0, 4, 3, 2,    //
-                                               0, 8, 7, 6,    //
+  t.dx = 1;                                                 // output (y, x) reads (y, 3 - x + 1)
+  EXPECT_EQ(TransformedImage(t), BothChannels({0, 4, 3, 2,  //
+                                               0, 8, 7, 6,  //
                                                0, 12, 11, 10}));
 }
 
@@ -389,8 +388,8 @@ TEST(HostDecodeTransform, EraseZeroesItsRectangle) {
   t.erase_x = 1;
   t.erase_h = 2;
   t.erase_w = 2;
-  EXPECT_EQ(TransformedImage(t), BothChannels({1, 2, 3, 4,    //
-                                               5, 0, 0, 8,    //
+  EXPECT_EQ(TransformedImage(t), BothChannels({1, 2, 3, 4,  //
+                                               5, 0, 0, 8,  //
                                                9, 0, 0, 12}));
 }
 
@@ -401,8 +400,8 @@ TEST(HostDecodeTransform, AllThreeTogether) {
   t.erase_y = 2;
   t.erase_x = 3;
   t.erase_h = t.erase_w = 1;  // output (y, x) reads (y - 1, 3 - x), (2, 3) erased
-  EXPECT_EQ(TransformedImage(t), BothChannels({0, 0, 0, 0,    //
-                                               4, 3, 2, 1,    //
+  EXPECT_EQ(TransformedImage(t), BothChannels({0, 0, 0, 0,  //
+                                               4, 3, 2, 1,  //
                                                8, 7, 6, 0}));
 }
 
@@ -411,12 +410,12 @@ TEST(HostDecodeTransform, ZerosAreZeroAfterNormalization) {
   t.dy = 1;
   t.dx = -1;
   // Channel 0: (v - 1) / 2; channel 1: (v - 101) / 2; 0 where the crop reads nothing.
-  EXPECT_EQ(TransformedImage(t, true), (std::vector<float>{0, 2, 2.5f, 3,     //
-                                                           0, 4, 4.5f, 5,     //
-                                                           0, 0, 0, 0,        //
-                                                           0, 2, 2.5f, 3,     //
-                                                           0, 4, 4.5f, 5,     //
-                                                           0, 0, 0, 0}));
+  EXPECT_EQ(TransformedImage(t, true), (std::vector<float>{0, 2, 2.5f, 3,  //
+                                                           0, 4, 4.5f, 5,  //
+                                                           0, 0, 0,    0,  //
+                                                           0, 2, 2.5f, 3,  //
+                                                           0, 4, 4.5f, 5,  //
+                                                           0, 0, 0,    0}));
 }
 
 TEST(HostDecodeTransform, WithoutDrawnTransformsEachSampleDrawsItsOwnFromItsIndex) {

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "cuda/handles.h"
-#include "pipeline/batch_decode.h"
 #include "decode/dtypes.h"
+#include "pipeline/batch_decode.h"
 #include "tests/pipeline/decode_testing.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/test_rng.h"

@@ -6,8 +6,8 @@
 #include <limits>
 #include <string>
 
-#include "pipeline/batch_decode.h"
 #include "decode/dtypes.h"
+#include "pipeline/batch_decode.h"
 #include "tests/pipeline/decode_testing.h"
 
 namespace rf {
