@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/augment.h"
@@ -27,6 +28,7 @@
 #include "decode/plan.h"
 #include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/cuda_kernels.cuh"
+#include "pipeline/batch_decode.h"
 #include "tests/pipeline/decode_testing.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/test_rng.h"
@@ -84,31 +86,19 @@ void MakeAugmentation(const char* spec, Augmentation* a) {
             cudaSuccess);
 }
 
-// Every plan VisitPlan knows for kC x kH x kW samples, in every layout and a padded NHWC.
+// Every plan VisitPlan knows for kC x kH x kW samples: each spec the loader accepts
+// (tests/pipeline/decode_testing.h's EverySpec) in NCHW, NHWC, CNHW and an NHWC padded to kC + 2.
 std::vector<Plan> EveryPlan() {
   std::vector<Plan> plans;
-  for (DType stored : testing::StoredDTypes()) {
-    std::vector<DType> outputs = testing::DTypesOf(FloatDTypes{});
-    if (IsIntegerDType(stored)) outputs.push_back(stored);
-    for (DType output : outputs) {
-      for (bool normalize : {false, true}) {
-        if (normalize && output == stored && IsIntegerDType(stored)) continue;
-        for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kCNHW}) {
-          for (uint32_t out_channels : {kC, kC + 2}) {
-            if (out_channels != kC && layout != Layout::kNHWC) continue;
-            Plan p;
-            p.stored = stored;
-            p.output = output;
-            p.normalize = normalize;
-            p.layout = layout;
-            p.channels = kC;
-            p.out_channels = out_channels;
-            p.height = kH;
-            p.width = kW;
-            plans.push_back(p);
-          }
-        }
-      }
+  for (const DecodeSpec& s : testing::EverySpec(kC, kH, kW)) {
+    if (s.layout != SampleLayout::kNCHW) continue;  // the layouts come below
+    Plan p = s.ToPlan();
+    for (const auto& [layout, out_channels] :
+         {std::pair{Layout::kNCHW, kC}, std::pair{Layout::kNHWC, kC}, std::pair{Layout::kCNHW, kC},
+          std::pair{Layout::kNHWC, kC + 2}}) {
+      p.layout = layout;
+      p.out_channels = out_channels;
+      plans.push_back(p);
     }
   }
   return plans;

@@ -24,18 +24,8 @@ namespace {
 
 // --- The tiny batch ----------------------------------------------------------------------------
 // 2 samples of 2 channels of 2 x 3 pixels; element (sample i, channel c, pixel p) holds
-// 100 i + 10 c + p, exact in every sample dtype.
+// 100 i + 10 c + p, exact in every sample dtype. Stored channels first: kNchw below.
 constexpr uint32_t kN = 2, kC = 2, kH = 2, kW = 3, kPlane = kH * kW, kCount = kN * kC * kPlane;
-
-std::vector<float> Stored() {
-  std::vector<float> v;
-  for (uint32_t i = 0; i < kN; ++i) {
-    for (uint32_t c = 0; c < kC; ++c) {
-      for (uint32_t p = 0; p < kPlane; ++p) v.push_back(100.f * i + 10.f * c + p);
-    }
-  }
-  return v;
-}
 
 // The batch in each output layout, by hand. kPad: a padded channel's element (0 in the output).
 constexpr float kPad = -1000.f;
@@ -136,7 +126,7 @@ TEST(HostDecode, EveryStoredDTypeIntoEveryOutputAndLayoutHoldsTheHandWorkedValue
                                             DType::kFloat32};
   int checked = 0;
   for (DType stored : stored_dtypes) {
-    const std::vector<uint8_t> in = StoreAs(stored, Stored());
+    const std::vector<uint8_t> in = StoreAs(stored, kNchw);
     for (DType output : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, stored}) {
       for (const LayoutCase& l : kLayouts) {
         for (bool normalize : {false, true}) {
@@ -154,7 +144,7 @@ TEST(HostDecode, EveryStoredDTypeIntoEveryOutputAndLayoutHoldsTheHandWorkedValue
 }
 
 TEST(HostDecode, NoDecodeIsMadeFromAnIntegerOutputThatIsNotTheStoredDType) {
-  const std::vector<uint8_t> in = StoreAs(DType::kUInt8, Stored());
+  const std::vector<uint8_t> in = StoreAs(DType::kUInt8, kNchw);
   std::vector<uint8_t> out(kCount * 8, 0x5a);
   const std::vector<uint8_t> untouched = out;
   // Normalize into the integer stored dtype, another integer dtype, an unknown dtype.
