@@ -1,7 +1,8 @@
 // Data augmentation, the math alone: which random transform a training sample gets, and where each
 // of its output pixels comes from. One header for the host and the GPU (plain C++ where nvcc does
-// not compile it; __host__ __device__ where it does), so the CPU backend, the CUDA decode kernels
-// and the library's decoders apply the same transform to the same sample, bit for bit.
+// not compile it; __host__ __device__ where it does); decode/element.h applies it inside the one
+// decode every consumer runs (the CPU and CUDA backends, the library's loader), so all of them
+// give the same transform to the same sample, bit for bit.
 //
 // A sample's transform is a pure function of (seed, epoch, global sample index): Random123's
 // Philox4x32-10, keyed by (seed, epoch), counts from the sample's index in the dataset (not its
@@ -29,11 +30,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define RF_HOST_DEVICE __host__ __device__
-#else
-#define RF_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace rf {
 
@@ -161,26 +158,9 @@ struct AugmentBatch {
   uint64_t seed = 0, epoch = 0;
   const uint64_t* indices = nullptr;  // n global sample indices; read only where params.enabled()
   // Where set (same memory as `indices`): the n samples' transforms, drawn once for the batch
-  // (cuda/augment_transforms.cuh); else each element draws its sample's where it needs it.
+  // (cuda/augment_transforms.cuh); else the decode draws each sample's where it needs it
+  // (decode/element.h's TransformOf).
   const SampleTransform* transforms = nullptr;
 };
-
-// For kernels, one thread per output element: the element of a stored batch (n samples, each
-// channels x height x width, channels first) that element (sample s, channel c, pixel p = y *
-// width + x) of the augmented output reads, true and *from its index; or false where that output
-// is 0. Sample s's transform comes from a.transforms where the batch's were drawn ahead, else it
-// is drawn here: on the GPU, where every element of a batch calls this, drawing ahead saves a
-// Philox block or more (up to 11 with erase, and two integer square roots) per element.
-RF_HOST_DEVICE inline bool AugmentedElement(const AugmentBatch& a, uint32_t channels,
-                                            uint32_t height, uint32_t width, uint64_t s, uint32_t c,
-                                            uint32_t p, uint64_t* from) {
-  const SampleTransform t = a.transforms != nullptr ? a.transforms[s]
-                                                    : DrawTransform(a.params, a.seed, a.epoch,
-                                                                    a.indices[s], height, width);
-  uint32_t src = 0;
-  if (!SourcePixel(t, height, width, p / width, p % width, &src)) return false;
-  *from = (s * channels + c) * (uint64_t{height} * width) + src;
-  return true;
-}
 
 }  // namespace rf

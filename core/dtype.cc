@@ -53,18 +53,6 @@ std::optional<DType> ParseDType(std::string_view n) {
   return std::nullopt;
 }
 
-bool IsSampleDType(DType t) { return IsIntegerDType(t) || IsImageDType(t); }
-bool IsLabelDType(DType t) {
-  return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kInt32;
-}
-bool IsIntegerDType(DType t) {
-  return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kInt32 || t == DType::kInt64;
-}
-bool IsImageDType(DType t) {
-  return t == DType::kUInt8 || t == DType::kFloat16 || t == DType::kBFloat16 ||
-         t == DType::kFloat32;
-}
-
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = uint32_t{h & 0x8000u} << 16;
   uint32_t exp = (h >> 10) & 0x1f;

@@ -1,5 +1,6 @@
-// Element types of stored samples and labels, and the float conversions the converter and the CPU
-// paths need (the GPU decodes with its own kernels).
+// Element types of stored samples and labels, and their float conversions on the host (the
+// converter's, the writer's; decode/element.h converts with them on the host and spells the same
+// conversions out on the GPU).
 #pragma once
 
 #include <bit>
@@ -25,17 +26,25 @@ enum class DType : uint32_t {
 size_t DTypeSize(DType t);
 std::string_view DTypeName(DType t);
 std::optional<DType> ParseDType(std::string_view name);  // "uint8", "float16", "bf16", ...
-// uint8, uint16, int32, int64, float16, bfloat16, float32.
-bool IsSampleDType(DType t);
-// uint8, uint16, int32 (int64 labels would need the model's label decoders to read them; every
-// label is below num_classes, a uint32, anyway).
-bool IsLabelDType(DType t);
-bool IsIntegerDType(DType t);  // uint8, uint16, int32, int64
+// constexpr, so that decode/dtypes.h's compile-time lists of dtypes can ask them too.
+constexpr bool IsIntegerDType(DType t) {  // uint8, uint16, int32, int64
+  return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kInt32 || t == DType::kInt64;
+}
 // The sample dtypes whose values are intensities: uint8, float16, bfloat16, float32. These are
 // what the model reads, what --scale applies to and what the writer computes per-channel mean and
 // std of. The other sample dtypes (uint16, int32, int64) hold ids, such as a language model's
 // token ids: stored exactly as given, never scaled or normalized.
-bool IsImageDType(DType t);
+constexpr bool IsImageDType(DType t) {
+  return t == DType::kUInt8 || t == DType::kFloat16 || t == DType::kBFloat16 ||
+         t == DType::kFloat32;
+}
+// uint8, uint16, int32, int64, float16, bfloat16, float32.
+constexpr bool IsSampleDType(DType t) { return IsIntegerDType(t) || IsImageDType(t); }
+// uint8, uint16, int32 (int64 labels would need the model's label decoders to read them; every
+// label is below num_classes, a uint32, anyway).
+constexpr bool IsLabelDType(DType t) {
+  return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kInt32;
+}
 
 inline float BFloat16ToFloat(uint16_t h) { return std::bit_cast<float>(uint32_t{h} << 16); }
 // Round to nearest even; NaN stays NaN.

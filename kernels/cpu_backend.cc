@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "decode/host_decode.h"
+
 namespace rf {
 Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config,
                                                        const Normalization& norm,
@@ -45,9 +47,6 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
       running_(InitialRunningStats(config)) {
   for (size_t slot = 0; slot < kMaxOptimizerSlots; ++slot) {
     for (auto& t : ZerosLike(config).t) state_.t.push_back(std::move(t));
-  }
-  for (float& s : stddev_) {
-    if (s == 0.f) s = 1.f;  // a constant channel: centre it, do not divide by zero
   }
   const size_t b = max_batch;
   input_.resize(b * config.channels * config.height * config.width);
@@ -94,52 +93,31 @@ CpuBackend::CpuBackend(const ModelConfig& config, const Normalization& norm, uin
 
 Status CpuBackend::CheckBatch(const Batch& batch) const {
   RF_RETURN_IF_ERROR(rf::CheckBatch(batch, max_batch_, "CPU"));
-  for (uint32_t i = 0; i < batch.n; ++i) {
-    const int64_t label = LoadLabel(batch.label_dtype, batch.labels, i);
-    if (label < 0 || label >= config_.classes) {
-      return Status::InvalidArgument("label " + std::to_string(label) + " of sample " +
-                                     std::to_string(i) + " in the batch is outside [0, " +
-                                     std::to_string(config_.classes) + ")");
+  Status bad = Status::Ok();
+  decode::ForEachLabel(batch.label_dtype, batch.labels, batch.n, [&](uint32_t i, int64_t label) {
+    if (bad.ok() && (label < 0 || label >= config_.classes)) {
+      bad = Status::InvalidArgument("label " + std::to_string(label) + " of sample " +
+                                    std::to_string(i) + " in the batch is outside [0, " +
+                                    std::to_string(config_.classes) + ")");
     }
-  }
-  return Status::Ok();
+  });
+  return bad;
 }
 
 void CpuBackend::LoadBatch(const Batch& batch, const AugmentBatch& augment) {
-  const size_t n = batch.n, plane = size_t{config_.height} * config_.width;
-  const uint32_t height = config_.height, width = config_.width;
-  for (size_t img = 0; img < n; ++img) {
-    SampleTransform t;  // the identity where augmentation is off
-    if (augment.params.enabled()) {
-      t = DrawTransform(augment.params, augment.seed, augment.epoch, augment.indices[img], height,
-                        width);
-    }
-    for (size_t c = 0; c < config_.channels; ++c) {
-      const size_t src = (img * config_.channels + c) * plane;
-      float* dst = input_.data() + (c * n + img) * plane;
-      if (!augment.params.enabled()) {
-        for (size_t p = 0; p < plane; ++p) {
-          dst[p] =
-              (LoadAsFloat(batch.sample_dtype, batch.samples, src + p) - mean_[c]) / stddev_[c];
-        }
-        continue;
-      }
-      // The same expression, from the pixel the transform says (0 where it says none).
-      for (uint32_t y = 0; y < height; ++y) {
-        for (uint32_t x = 0; x < width; ++x) {
-          uint32_t from = 0;
-          dst[size_t{y} * width + x] =
-              SourcePixel(t, height, width, y, x, &from)
-                  ? (LoadAsFloat(batch.sample_dtype, batch.samples, src + from) - mean_[c]) /
-                        stddev_[c]
-                  : 0.f;
-        }
-      }
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    labels_[i] = static_cast<int32_t>(LoadLabel(batch.label_dtype, batch.labels, i));
-  }
+  decode::Plan plan;  // normalized float32, CNHW: the first convolution's im2col input
+  plan.stored = batch.sample_dtype;
+  plan.output = DType::kFloat32;
+  plan.normalize = true;
+  plan.layout = decode::Layout::kCNHW;
+  plan.channels = plan.out_channels = config_.channels;
+  plan.height = config_.height;
+  plan.width = config_.width;
+  plan.stats = {mean_.data(), stddev_.data()};
+  decode::DecodeOnHost(plan, batch.samples, batch.n, input_.data(), augment);
+  decode::ForEachLabel(batch.label_dtype, batch.labels, batch.n, [&](uint32_t i, int64_t label) {
+    labels_[i] = static_cast<int32_t>(label);
+  });
 }
 
 double CpuBackend::Forward(uint32_t n, uint64_t* correct, double smoothing, bool evaluating) {

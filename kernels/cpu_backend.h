@@ -89,8 +89,8 @@ class CpuBackend final : public Backend {
              const Tensors& initial_params, unsigned threads);
 
   Status CheckBatch(const Batch& batch) const;
-  // Decodes, normalizes and transposes the samples into input_ (CNHW), each through its
-  // augmentation where `augment` has one on, and the labels into labels_. The batch must have
+  // Decodes the samples into input_ (decode/host_decode.h: normalized float32, CNHW), each through
+  // its augmentation where `augment` has one on, and the labels into labels_. The batch must have
   // passed CheckBatch.
   void LoadBatch(const Batch& batch, const AugmentBatch& augment);
   // Runs the network on the loaded batch of n samples; returns the summed loss (label smoothing
@@ -131,7 +131,7 @@ class CpuBackend final : public Backend {
   size_t BnScale(size_t block) const { return Fc1Weight() + 4 + block; }
 
   ModelConfig config_;
-  std::vector<float> mean_, stddev_;  // per channel; stddev 0 already replaced by 1
+  std::vector<float> mean_, stddev_;  // per channel, as given (the decode takes a 0 stddev as 1)
   uint32_t max_batch_;
   uint32_t flat_;  // inputs of fc1
 

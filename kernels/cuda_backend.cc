@@ -76,9 +76,6 @@ CudaBackend::CudaBackend(const ModelConfig& config, const Normalization& norm, u
       flat_(config.FlatFeatures()),
       options_(options),
       shapes_(ParameterShapes(config)) {
-  for (float& s : stddev_) {
-    if (s == 0.f) s = 1.f;  // a constant channel: centre it, do not divide by zero
-  }
   for (const ParamShape& s : shapes_) {
     offsets_.push_back(padded_count_);
     padded_count_ += (s.count() + kAlignFloats - 1) / kAlignFloats * kAlignFloats;

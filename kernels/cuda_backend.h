@@ -194,7 +194,7 @@ class CudaBackend final : public Backend {
   HostState* host() const { return host_.as<HostState>(); }
 
   ModelConfig config_;
-  std::vector<float> mean_, stddev_;  // stddev 0 replaced by 1
+  std::vector<float> mean_, stddev_;  // as given (the decode takes a 0 stddev as 1)
   uint32_t max_batch_;
   uint32_t flat_;
   CudaBackendOptions options_;

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
+#include "decode/kernel.cuh"
 #include "kernels/cuda_bf16_kernels.cuh"
-#include "kernels/cuda_sample_load.cuh"
 #include "model/model.h"
 
 namespace rf::cuda {
@@ -29,28 +29,6 @@ unsigned ChannelBlocks(uint32_t channels) { return (channels + kThreads - 1) / k
 #define RF_GRID_STRIDE(i, count)                                              \
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < (count); \
        i += size_t{blockDim.x} * gridDim.x)
-
-template <DType D>
-__global__ void DecodeNhwcKernel(const void* samples, size_t count, uint32_t channels,
-                                 uint32_t out_channels, uint32_t height, uint32_t width,
-                                 const float* mean, const float* stddev, AugmentBatch augment,
-                                 bf16* out) {
-  const uint32_t plane = height * width;
-  RF_GRID_STRIDE(i, count) {  // i indexes the [s][p][c] output, c < out_channels
-    const auto c = static_cast<uint32_t>(i % out_channels);
-    const size_t pixel = i / out_channels;  // s * plane + p
-    const size_t s = pixel / plane, p = pixel % plane;
-    float x = 0.f;
-    uint64_t from = (s * channels + c) * plane + p;
-    const bool read = c < channels && (!augment.params.enabled() ||
-                                       AugmentedElement(augment, channels, height, width, s, c,
-                                                        static_cast<uint32_t>(p), &from));
-    if (read) {
-      x = (LoadSample<D>(samples, from) - mean[c]) / stddev[c];
-    }
-    out[i] = __float2bfloat16_rn(x);
-  }
-}
 
 // Channel c's gain (1 without batch norm) and shift.
 struct Affine {
@@ -340,12 +318,10 @@ cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, 
                                   const float* mean, const float* stddev,
                                   const AugmentBatch& augment, void* out, cudaStream_t stream) {
   if (out_channels < channels) return cudaErrorInvalidValue;
-  const size_t count = size_t{n} * out_channels * height * width;
-  auto* o = static_cast<bf16*>(out);
-  return WithSampleDType(dtype, [&](auto d) {
-    DecodeNhwcKernel<decltype(d)::value><<<Blocks(count), kThreads, 0, stream>>>(
-        samples, count, channels, out_channels, height, width, mean, stddev, augment, o);
-  });
+  return decode::LaunchImageDecode<decode::BFloat16, decode::Nhwc, decode::NanBits::kGpuNative,
+                                   size_t>(dtype, samples,
+                                           {n, channels, out_channels, height, width},
+                                           {mean, stddev}, augment, out, stream);
 }
 
 cudaError_t BiasReluPoolBf16(uint32_t n, uint32_t height, uint32_t width, uint32_t channels,

@@ -31,9 +31,10 @@ namespace rf::cuda {
 // out[s][h][w][c] = bf16((sample[s][c][h][w] - mean[c]) / stddev[c]) for c < channels, and 0
 // for channels <= c < out_channels: the first block's input is padded to a multiple of 8
 // channels, which cuDNN's tensor-core kernels need (their fallbacks are several times slower).
-// Where `augment` has augmentation on, pixel (h, w) reads the sample pixel core/augment.h's
-// transform says instead (0 in every channel where it says none); augment.indices in device
-// memory. The value before the rounding to bf16 is the CPU backend's, bit for bit.
+// A stddev of 0 is taken as 1. Where `augment` has augmentation on, pixel (h, w) reads the sample
+// pixel core/augment.h's transform says instead (0 in every channel where it says none);
+// augment.indices (or augment.transforms) in device memory. decode/'s decode (decode/kernel.cuh):
+// the value before the rounding to bf16 is the CPU backend's, bit for bit, NaNs aside.
 cudaError_t DecodeSamplesBf16Nhwc(const void* samples, DType dtype, uint32_t n, uint32_t channels,
                                   uint32_t out_channels, uint32_t height, uint32_t width,
                                   const float* mean, const float* stddev,

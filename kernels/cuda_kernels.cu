@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "decode/kernel.cuh"
 #include "kernels/cuda_kernels.cuh"
-#include "kernels/cuda_sample_load.cuh"
 
 namespace rf::cuda {
 namespace {
@@ -20,48 +20,25 @@ unsigned Blocks(size_t count) {
       std::max<size_t>(1, std::min(kMaxBlocks, (count + kThreads - 1) / kThreads)));
 }
 
-template <DType D>
-__global__ void DecodeSamplesKernel(const void* samples, size_t count, uint32_t channels,
-                                    uint32_t height, uint32_t width, const float* mean,
-                                    const float* stddev, AugmentBatch augment, float* out) {
-  const size_t plane = size_t{height} * width;
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
-       i += size_t{blockDim.x} * gridDim.x) {
-    const auto c = static_cast<uint32_t>((i / plane) % channels);
-    uint64_t from = i;
-    if (augment.params.enabled() &&
-        !AugmentedElement(augment, channels, height, width, i / plane / channels, c,
-                          static_cast<uint32_t>(i % plane), &from)) {
-      out[i] = 0.f;
-      continue;
+// A label outside [0, classes) is recorded (see DecodeLabels) and becomes 0, so later kernels
+// index safely.
+struct CheckedLabels {
+  uint32_t classes;
+  int32_t* out;
+  unsigned long long* step_bad;
+  unsigned long long* sticky_bad;
+  __device__ void operator()(uint32_t i, int64_t label) const {
+    if (label < 0 || label >= classes) {
+      const unsigned long long record =
+          (static_cast<unsigned long long>(i) << 32) | static_cast<uint32_t>(label);
+      atomicMin(step_bad, record);
+      atomicMin(sticky_bad, record);
+      out[i] = 0;
+    } else {
+      out[i] = static_cast<int32_t>(label);
     }
-    out[i] = (LoadSample<D>(samples, from) - mean[c]) / stddev[c];
   }
-}
-
-template <DType D>
-__device__ int64_t LoadLabel(const void* base, uint32_t i) {
-  if constexpr (D == DType::kUInt8) return static_cast<const uint8_t*>(base)[i];
-  if constexpr (D == DType::kUInt16) return static_cast<const uint16_t*>(base)[i];
-  return static_cast<const int32_t*>(base)[i];
-}
-
-template <DType D>
-__global__ void DecodeLabelsKernel(const void* labels, uint32_t n, uint32_t classes, int32_t* out,
-                                   unsigned long long* step_bad, unsigned long long* sticky_bad) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const int64_t label = LoadLabel<D>(labels, i);
-  if (label < 0 || label >= classes) {
-    const unsigned long long record =
-        (static_cast<unsigned long long>(i) << 32) | static_cast<uint32_t>(label);
-    atomicMin(step_bad, record);
-    atomicMin(sticky_bad, record);
-    out[i] = 0;
-  } else {
-    out[i] = static_cast<int32_t>(label);
-  }
-}
+};
 
 __global__ void AddBiasReluKernel(uint32_t rows, uint32_t cols, const float* bias, bool relu,
                                   float* y) {
@@ -251,34 +228,17 @@ __global__ void AdamWKernel(size_t count4, AdamWArgs a, const float4* grad, floa
 cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t channels,
                           uint32_t height, uint32_t width, const float* mean, const float* stddev,
                           const AugmentBatch& augment, float* out, cudaStream_t stream) {
-  const size_t count = size_t{n} * channels * height * width;
-  return WithSampleDType(dtype, [&](auto d) {
-    DecodeSamplesKernel<decltype(d)::value><<<Blocks(count), kThreads, 0, stream>>>(
-        samples, count, channels, height, width, mean, stddev, augment, out);
-  });
+  return decode::LaunchImageDecode<decode::Float32, decode::Nchw, decode::NanBits::kGpuNative,
+                                   size_t>(dtype, samples, {n, channels, channels, height, width},
+                                           {mean, stddev}, augment, out, stream);
 }
 
 cudaError_t DecodeLabels(const void* labels, DType dtype, uint32_t n, uint32_t classes,
                          int32_t* out, unsigned long long* step_bad, unsigned long long* sticky_bad,
                          cudaStream_t stream) {
-  const unsigned blocks = (n + kThreads - 1) / kThreads;
-  switch (dtype) {
-    case DType::kUInt8:
-      DecodeLabelsKernel<DType::kUInt8>
-          <<<blocks, kThreads, 0, stream>>>(labels, n, classes, out, step_bad, sticky_bad);
-      break;
-    case DType::kUInt16:
-      DecodeLabelsKernel<DType::kUInt16>
-          <<<blocks, kThreads, 0, stream>>>(labels, n, classes, out, step_bad, sticky_bad);
-      break;
-    case DType::kInt32:
-      DecodeLabelsKernel<DType::kInt32>
-          <<<blocks, kThreads, 0, stream>>>(labels, n, classes, out, step_bad, sticky_bad);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  if (!IsLabelDType(dtype)) return cudaErrorInvalidValue;
+  return decode::LaunchLabels(dtype, labels, n, CheckedLabels{classes, out, step_bad, sticky_bad},
+                              stream);
 }
 
 cudaError_t AddBiasRelu(uint32_t rows, uint32_t cols, const float* bias, bool relu, float* y,

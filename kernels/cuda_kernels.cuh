@@ -34,16 +34,17 @@ constexpr unsigned long long kNoBadLabel = ~0ull;
 constexpr unsigned long long kNonFiniteLoss = ~0ull - 1;
 
 // out[i] = (sample[i] - mean[c]) / stddev[c] for the n x channels x height x width values of a
-// batch (NCHW, c the channel of element i), read as `dtype` (uint8, float16, bfloat16 or float32).
-// stddev must already have 0 replaced by 1. Where `augment` has augmentation on, element i reads
-// the sample element core/augment.h's transform says instead (and is 0 where it says none);
-// augment.indices in device memory. Same float operations as the CPU backend: the decoded input
-// is bit-identical to its.
+// batch (NCHW, c the channel of element i), read as `dtype` (uint8, float16, bfloat16 or float32);
+// a stddev of 0 is taken as 1. Where `augment` has augmentation on, element i reads the sample
+// element core/augment.h's transform says instead (and is 0 where it says none); augment.indices
+// (or augment.transforms) in device memory. decode/'s decode (decode/kernel.cuh), as the CPU
+// backend's: the decoded input is bit-identical to its, NaNs aside (NanBits::kGpuNative).
 cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t channels,
                           uint32_t height, uint32_t width, const float* mean, const float* stddev,
                           const AugmentBatch& augment, float* out, cudaStream_t stream);
 
-// out[i] = labels[i] as int32 (labels in uint8, uint16 or int32). A label outside [0, classes)
+// out[i] = labels[i] as int32 (labels in uint8, uint16 or int32; decode/kernel.cuh's label
+// kernel, cudaErrorInvalidValue for another dtype). A label outside [0, classes)
 // becomes 0 in `out` (so later kernels index safely) and is recorded, by atomicMin, in both
 // *step_bad (which the caller resets to kNoBadLabel before each batch) and *sticky_bad (which
 // only the host resets, once it has reported the error).

@@ -17,9 +17,10 @@
 //            the same zeros as the training backends' decode.
 //   labels   always int64 (what torch's losses take).
 //
-// Two implementations of the same function: DecodeSamplesOnHost below (the CPU loader, on the
-// caller's thread) and CudaBatchDecoder (pipeline/cuda_batch_decode.h, on a stream). They agree bit
-// for bit for every spec Validate accepts and every input, NaNs included.
+// The decode itself is decode/'s, the one every consumer runs (decode/element.h): a spec is a
+// decode::Plan (ToPlan). DecodeSamplesOnHost below runs it on the caller's thread (the CPU
+// loader), CudaBatchDecoder (pipeline/cuda_batch_decode.h) on a stream; they agree bit for bit for
+// every spec Validate accepts and every input, NaNs included.
 //
 // Memory: `stored` and `out` are arrays the caller owns, in host memory here; they must not
 // overlap. The decode allocates nothing.
@@ -34,6 +35,7 @@
 #include "core/batch.h"
 #include "core/dtype.h"
 #include "core/status.h"
+#include "decode/plan.h"
 
 namespace rf {
 
@@ -62,9 +64,11 @@ struct DecodeSpec {
   Status Validate() const;
   // Bytes of one decoded sample: channels * height * width * DTypeSize(output).
   size_t OutputSampleBytes() const;
-  // Channel c's divisor: stddev[c], or 1 where it is 0 (a constant channel is centred, not divided
-  // by zero), as CpuBackend does. Normalize only.
-  float divisor(uint32_t c) const { return stddev[c] == 0.f ? 1.f : stddev[c]; }
+  // Channel c's divisor: stddev[c], or 1 where it is 0 (decode/element.h's Divisor, as every
+  // decode takes it). Normalize only.
+  float divisor(uint32_t c) const { return decode::Divisor(stddev[c]); }
+  // This decode as decode/ runs it, its statistics pointing into this spec (host memory).
+  decode::Plan ToPlan() const;
   // The augmentation of `batch` (a source's) under this spec: core/batch.h's AugmentationOf.
   Result<AugmentBatch> AugmentFor(const Batch& batch) const {
     return AugmentationOf(batch, augment, seed);
@@ -78,7 +82,7 @@ struct DecodeSpec {
 void DecodeSamplesOnHost(const DecodeSpec& spec, const void* stored, uint32_t n, void* out,
                          const AugmentBatch& augment = AugmentBatch{});
 
-// Widens n labels of an integer dtype (decode_dtypes.h's IntegerDTypes: uint8, uint16, int32,
+// Widens n labels of an integer dtype (decode/dtypes.h's IntegerDTypes: uint8, uint16, int32,
 // int64) to int64. `labels` need not be aligned. A label_dtype that is no integer dtype (a caller's
 // bug: a dataset's label dtype always is one) leaves `out` unwritten.
 void DecodeLabelsOnHost(DType label_dtype, const void* labels, uint32_t n, int64_t* out);

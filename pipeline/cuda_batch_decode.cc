@@ -5,8 +5,8 @@
 
 #include "cuda/augment_transforms.cuh"
 #include "cuda/check.h"
-#include "pipeline/cuda_decode.cuh"
-#include "pipeline/decode_dtypes.h"
+#include "decode/dtypes.h"
+#include "decode/gpu_decode.cuh"
 
 namespace rf {
 
@@ -24,10 +24,10 @@ Result<std::unique_ptr<CudaBatchDecoder>> CudaBatchDecoder::Create(const DecodeS
   }
   if (spec.normalize) {
     std::vector<float> norm(spec.mean.begin(), spec.mean.end());
-    for (uint32_t c = 0; c < spec.channels; ++c) norm.push_back(spec.divisor(c));
+    norm.insert(norm.end(), spec.stddev.begin(), spec.stddev.end());
     const size_t bytes = norm.size() * sizeof(float);
     RF_ASSIGN_OR_RETURN(d->norm_,
-                        cuda::DeviceBuffer::Allocate(bytes, "the decode's means and divisors"));
+                        cuda::DeviceBuffer::Allocate(bytes, "the decode's means and stddevs"));
     RF_CUDA_CHECK(cudaMemcpy(d->norm_.data(), norm.data(), bytes, cudaMemcpyHostToDevice));
   }
   return d;
@@ -56,27 +56,16 @@ Status CudaBatchDecoder::Decode(const void* stored, const void* labels, DType la
     return Status::InvalidArgument("a batch of " + std::to_string(total) +
                                    " elements is too large to decode (at most 2^31 - 1)");
   }
-  cuda::DecodeArgs args;
-  args.stored = spec_.stored;
-  args.output = spec_.output;
-  args.channels_last = spec_.layout == SampleLayout::kNHWC;
-  args.normalize = spec_.normalize;
-  args.channels = spec_.channels;
-  args.plane = static_cast<uint32_t>(plane);
-  args.height = spec_.height;
-  args.width = spec_.width;
-  args.augment = augment;
+  decode::Plan plan = spec_.ToPlan();
+  if (spec_.normalize) plan.stats = {norm_.as<float>(), norm_.as<float>() + spec_.channels};
+  AugmentBatch a = augment;
   // Without the buffer (augmentation the spec does not have), each element draws its own.
   if (transforms_.data() != nullptr) {
-    RF_CUDA_CHECK(cuda::DrawBatchTransforms(&args.augment, n, spec_.height, spec_.width,
+    RF_CUDA_CHECK(cuda::DrawBatchTransforms(&a, n, spec_.height, spec_.width,
                                             transforms_.as<SampleTransform>(), stream));
   }
-  if (spec_.normalize) {
-    args.mean = norm_.as<float>();
-    args.divisor = norm_.as<float>() + spec_.channels;
-  }
-  RF_CUDA_CHECK(cuda::DecodeSamples(args, stored, n, out, stream));
-  RF_CUDA_CHECK(cuda::DecodeLabels(label_dtype, labels, n, labels_out, stream));
+  RF_CUDA_CHECK(decode::DecodeOnGpu(plan, stored, n, out, a, stream));
+  RF_CUDA_CHECK(decode::WidenLabelsOnGpu(label_dtype, labels, n, labels_out, stream));
   return Status::Ok();
 }
 

@@ -1,13 +1,12 @@
 // CudaBatchDecoder: the batch decode of pipeline/batch_decode.h on the GPU, for the library
 // loader's CUDA device. Decode queues, on the caller's stream, the decode of a gathered batch in
-// device memory into the caller's output buffers (cuda_decode.cuh's kernels); its result equals
-// DecodeSamplesOnHost's and DecodeLabelsOnHost's bit for bit, for every spec Validate accepts
-// and every input, NaNs included.
+// device memory into the caller's output buffers (decode/gpu_decode.cuh: the one decode's
+// kernel); its result equals DecodeSamplesOnHost's and DecodeLabelsOnHost's bit for bit, for every
+// spec Validate accepts and every input, NaNs included.
 //
-// Memory: Create validates the spec and copies the per-channel means and divisors (stddev, 0
-// taken as 1, divided by as the host does, never multiplied by a reciprocal) into a small device
-// buffer of its own, on the current device; Decode allocates nothing and never waits for the GPU,
-// so it can be captured in a CUDA graph. The decoder must outlive the work queued with it.
+// Memory: Create validates the spec and copies the per-channel means and stddevs into a small
+// device buffer of its own, on the current device; Decode allocates nothing and never waits for the
+// GPU, so it can be captured in a CUDA graph. The decoder must outlive the work queued with it.
 //
 // Thread safety: Decode reads the decoder only; any thread may call it, on any stream of the
 // device the decoder was made on.

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "pipeline/decode_dtypes.h"
+#include "decode/dtypes.h"
 #include "tests/pipeline/decode_testing.h"
 #include "tests/testing/test_rng.h"
 

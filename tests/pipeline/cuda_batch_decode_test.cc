@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "cuda/handles.h"
+#include "decode/dtypes.h"
 #include "pipeline/batch_decode.h"
-#include "pipeline/decode_dtypes.h"
 #include "tests/pipeline/decode_testing.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/test_rng.h"

@@ -6,8 +6,8 @@
 #include <limits>
 #include <string>
 
+#include "decode/dtypes.h"
 #include "pipeline/batch_decode.h"
-#include "pipeline/decode_dtypes.h"
 #include "tests/pipeline/decode_testing.h"
 
 namespace rf {

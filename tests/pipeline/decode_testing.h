@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "decode/dtypes.h"
 #include "pipeline/batch_decode.h"
-#include "pipeline/decode_dtypes.h"
 #include "tests/testing/test_rng.h"
 
 namespace rf::testing {
