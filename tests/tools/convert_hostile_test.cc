@@ -100,8 +100,18 @@ TEST(ConvertHostile, AbsurdChunkSizesAreRefused) {
   Outcome o = ConvertRun("synthetic --samples 10 --chunk-size 1" + out);
   EXPECT_EQ(o.rc, 2);
   EXPECT_EQ(o.out,
-            "ringfeed-convert: --chunk-size must be at least 4KiB (chunks are stored in "
-            "4096-byte blocks), not '1'\n");
+            "ringfeed-convert: --chunk-size must be from 4KiB (chunks are stored in 4096-byte "
+            "blocks) to 1GiB (a chunk is read whole into one ring slot), not '1'\n");
+  // Issue 23, C2: 64GiB aborted ("terminate ... Invalid argument"), 5GiB took 342 MB for 160
+  // bytes of data; a size past the bound is refused before anything is sized from it.
+  for (const char* size : {"64GiB", "5GiB", "1073745920"}) {
+    o = ConvertRun(std::string("synthetic --samples 10 --shape 1,4,4 --chunk-size ") + size + out);
+    EXPECT_EQ(o.rc, 2) << size;
+    EXPECT_EQ(o.out,
+              "ringfeed-convert: --chunk-size must be from 4KiB (chunks are stored in 4096-byte "
+              "blocks) to 1GiB (a chunk is read whole into one ring slot), not '" +
+                  std::string(size) + "'\n");
+  }
   o = ConvertRun("synthetic --samples 10 --shape 3,64,64 --chunk-size 8KiB" + out);
   EXPECT_EQ(o.rc, 2);
   EXPECT_EQ(o.out,
