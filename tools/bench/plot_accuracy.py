@@ -170,7 +170,8 @@ def main():
     ap.add_argument("-o", "--output", help="the PNG to write")
     ap.add_argument("--table", help="write the markdown table here instead of stdout")
     ap.add_argument("--with-repeats", action="store_true", help="also draw the repeated runs")
-    ap.add_argument("--title", help="the figure's title (default: "Fashion-MNIST, default model" with the seed, GPU and date)")
+    ap.add_argument("--title", help="the figure's title (default: 'Fashion-MNIST, default "
+                    "model' with the seed, GPU and date)")
     ap.add_argument("--configs", help="comma-separated configurations to draw, in this order "
                     "(default: all); the table keeps every one")
     args = ap.parse_args()
