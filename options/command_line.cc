@@ -29,6 +29,9 @@ class ConfigFd {
 const OptionSpec* FindKey(const std::vector<OptionSpec>& specs, std::string_view key) {
   for (const OptionSpec& s : specs) {
     if (CommandLineKey(s) == key) return &s;
+    for (const std::string& a : s.aliases) {
+      if (a == key) return &s;
+    }
   }
   return nullptr;
 }
@@ -257,6 +260,7 @@ std::string FormatOptionsHelp(const std::vector<OptionSpec>& specs) {
     const std::string metavar = Metavar(s);
     if (!metavar.empty()) left += " " + metavar;
     if (s.positional) left += " (or a bare " + metavar + ")";
+    for (const std::string& a : s.aliases) left += " (or --" + a + ")";
     std::string text = s.help;
     std::vector<std::string> notes;
     if (s.type == OptionType::kCount || s.type == OptionType::kInteger ||

@@ -176,6 +176,11 @@ OptionSpec& OptionSpec::Words(std::vector<std::string> w) {
   return *this;
 }
 
+OptionSpec& OptionSpec::Alias(std::string old_name) {
+  aliases.push_back(std::move(old_name));
+  return *this;
+}
+
 std::string CommandLineKey(const OptionSpec& s) {
   const bool negated = s.type == OptionType::kSwitch &&
                        std::holds_alternative<bool>(s.default_value) &&

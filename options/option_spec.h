@@ -84,7 +84,9 @@ struct OptionSpec {
   // Python: what leaving it unset (None) means where that is not one fixed value: "the header's
   // statistics". Empty: None means the default.
   std::string unset;
-  bool positional = false;    // the command line also takes it as a bare word ("train DATA")
+  bool positional = false;  // the command line also takes it as a bare word ("train DATA")
+  // Older command-line names it is still taken by (`ringfeed read --slots`), shown in the help.
+  std::vector<std::string> aliases;
   OptionValue default_value;  // set by the table from the config's default
 
   // A declaration of `name` and `type`, the rest to be set by the helpers below.
@@ -102,6 +104,7 @@ struct OptionSpec {
   OptionSpec& Positional();
   OptionSpec& BoolWords(std::string when_true, std::string when_false);
   OptionSpec& Words(std::vector<std::string> w);  // kWord over a std::string field
+  OptionSpec& Alias(std::string old_name);
 };
 
 // The name as `face` spells it: "--queue-depth" / "queue_depth"; a switch that is on by default

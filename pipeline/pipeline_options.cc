@@ -107,6 +107,7 @@ OptionTable<PipelineConfig> MakeTable() {
   t.Field(
        "ring-slots", OptionType::kCount, [](auto& c) -> auto& { return c.streaming.ring_slots; })
       .Range(2, kMaxRingSlots)
+      .Alias("slots")  // ringfeed read's name before the options were one schema
       .For(kTrain | kRead | kLoader)
       .OnlyWith("mode", {"streaming"}, kStreamingOnly)
       .Help("host ring slots (one chunk each) the reader fills ahead");

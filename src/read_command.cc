@@ -12,64 +12,16 @@
 #include "io/dataset.h"
 #include "io/file.h"
 #include "options/command_line.h"
-#include "options/option_table.h"
 #include "pipeline/chunk_feeder.h"
 #include "pipeline/pipeline_config.h"
-#include "pipeline/pipeline_options.h"
 #include "pipeline/slot_ring.h"
 #include "pipeline/window_order.h"
 #include "src/command_checks.h"
 #include "src/commands.h"
+#include "src/read_options.h"
 
 namespace rf {
 namespace {
-
-// What `ringfeed read` is asked: the pipeline's reader options (pipeline/pipeline_options.h: the
-// dataset, --io, --queue-depth, --read-size, --ring-slots, --no-verify, --seed, --rank,
-// --world-size) and its own.
-struct ReadConfig {
-  PipelineConfig pipeline;
-  bool register_buffers = ReaderOptions{}.register_buffers;
-  std::string pinned = "auto";
-  uint32_t passes = 1;
-  std::string order = "stored";
-  std::string json;
-};
-
-OptionTable<ReadConfig> MakeReadTable() {
-  OptionTable<ReadConfig> t;
-  t.Include(
-      PipelineOptionTable(), kReadCommand, [](auto& c) -> auto& { return c.pipeline; });
-  t.Field(
-       "register-buffers", OptionType::kOnOff, [](auto& c) -> auto& { return c.register_buffers; })
-      .For(kReadCommand)
-      .Help(
-          "register the ring's slots with io_uring once (off: plain reads into the same "
-          "memory)");
-  t.Field(
-       "pinned", OptionType::kWord, [](auto& c) -> auto& { return c.pinned; })
-      .Words({"auto", "on", "off"})
-      .For(kReadCommand)
-      .Help("ring memory: auto (pinned if a GPU is present), on, off");
-  t.Field(
-       "passes", OptionType::kCount, [](auto& c) -> auto& { return c.passes; })
-      .Range(1, 1000000)
-      .For(kReadCommand)
-      .Help("read the dataset this many times");
-  t.Field(
-       "order", OptionType::kWord, [](auto& c) -> auto& { return c.order; })
-      .Words({"stored", "train"})
-      .For(kReadCommand)
-      .Help(
-          "stored: chunks in file order; train: in the order the first epoch of `ringfeed train "
-          "--seed S` reads them");
-  t.Field(
-       "json", OptionType::kText, [](auto& c) -> auto& { return c.json; })
-      .Metavar("FILE")
-      .For(kReadCommand)
-      .Help("also write the figures to this JSON file (not one of the dataset's files)");
-  return t;
-}
 
 struct ReadReport {
   uint64_t bytes = 0;
@@ -176,7 +128,7 @@ Status Run(const ReadConfig& a) {
 }  // namespace
 
 CommandStatus RunReadCommand(int argc, char** argv) {
-  static const OptionTable<ReadConfig> table = MakeReadTable();
+  const OptionTable<ReadConfig>& table = ReadOptionTable();
   const std::vector<OptionSpec> specs = table.Specs(kReadCommand);
   Result<ParsedOptions> parsed = ParseCommandLine(specs, {argv + 1, argv + argc});
   if (!parsed.ok()) return {parsed.status(), "ringfeed read"};

@@ -289,13 +289,18 @@ Status Trainer::ReportEpoch(const RunState& s, std::chrono::steady_clock::time_p
                   100 * waited, most_waiting);
   }
   io_part = buf;
+  // GPU memory where the run holds some: the engine's 0 is the CPU's (issue 26, item 7).
+  char gpu_part[48] = "";
+  if (mine.gpu_bytes > 0) {
+    std::snprintf(gpu_part, sizeof gpu_part, ", GPU memory %.1f MiB", mine.gpu_bytes / 1048576.0);
+  }
   std::printf(
       "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, lr %.6g, %.0f samples/s, %.1f s, "
-      "%s, GPU memory %.1f MiB, host RSS %.1f MiB%s\n",
+      "%s%s, host RSS %.1f MiB%s\n",
       static_cast<unsigned long long>(s.epoch + 1), static_cast<unsigned long long>(o_.epochs),
       train.mean_loss(), 100 * train.accuracy(), test_part.c_str(), last_lr_,
-      all_samples / slowest_s, slowest_s, io_part.c_str(), mine.gpu_bytes / 1048576.0,
-      mine.rss_bytes / 1048576.0, world_.size() > 1 ? " (rank 0's)" : "");
+      all_samples / slowest_s, slowest_s, io_part.c_str(), gpu_part, mine.rss_bytes / 1048576.0,
+      world_.size() > 1 ? " (rank 0's)" : "");
   std::fflush(stdout);
   return WriteMetrics(j);
 }
@@ -307,9 +312,9 @@ void Trainer::StepDone(void* arg, uint64_t done_ns) {
   m->trainer->last_done_ns_ = done_ns;
 }
 
-Status Trainer::MarkStep() {
+Status Trainer::MarkStep(uint64_t issued_ns) {
   StepMark& m = marks_[marks_used_++ % marks_.size()];
-  m = StepMark{this, Trace::NowNs()};
+  m = StepMark{this, issued_ns};
   return backend_.WhenDone(&Trainer::StepDone, &m);
 }
 
@@ -352,8 +357,9 @@ Status Trainer::Run(RunState s, const OptimizerConfig& opt, uint64_t seed) {
       step_opt.lr = static_cast<float>(ScheduledLr(opt.lr, s.step, o_.schedule_span, o_.schedule));
       step_opt.adam_step = s.step + 1;
       last_lr_ = step_opt.lr;
+      const uint64_t issued_ns = Trace::Active() != nullptr ? Trace::NowNs() : 0;
       RF_RETURN_IF_ERROR(backend_.TrainStep(b, step_opt));
-      if (Trace::Active() != nullptr) RF_RETURN_IF_ERROR(MarkStep());
+      if (Trace::Active() != nullptr) RF_RETURN_IF_ERROR(MarkStep(issued_ns));
       ++s.step;
       s.next_sample = source_.position();
       progress_.Update(s.next_sample);

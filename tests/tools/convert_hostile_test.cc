@@ -93,6 +93,19 @@ TEST(ConvertHostile, NegativeValuesForUnsignedFlagsAreUsageErrorsNamingTheFlag) 
   EXPECT_EQ(o.out, "ringfeed-convert: raw: --header-bytes must not be negative, got -1\n");
 }
 
+// Issue 23: --samples 2^64-1 (given as such) said "input ended after 0 of ... samples": the
+// block count wrapped. The dataset's size is bounded before anything is sized from it.
+TEST(ConvertHostile, MoreSamplesThanADatasetHoldsAreRefusedNamingTheSize) {
+  TempDir t;
+  const Outcome o =
+      ConvertRun("synthetic --samples 18446744073709551615 --shape 1,4,4 -q -o " + t.File("a.rfd"));
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_EQ(o.out,
+            "ringfeed-convert: --samples 18446744073709551615 of 1x4x4 uint8 make more than 2^62 "
+            "bytes, more than a dataset holds\n");
+  EXPECT_TRUE(testing::FilesIn(t.path()).empty());
+}
+
 // Defect 14: --chunk-size 1 was accepted silently (a chunk per sample).
 TEST(ConvertHostile, AbsurdChunkSizesAreRefused) {
   TempDir t;
