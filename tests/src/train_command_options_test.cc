@@ -150,6 +150,23 @@ TEST(TrainCommandOptions, MomentumPastOneIsRefusedFromTheFlagAndFromACheckpoint)
                      t.File("b") + " holds)\n");
 }
 
+// Issue 23, unclear messages: a forged checkpoint of world size 2^32-1 said only "out of memory".
+TEST(TrainCommandOptions, CheckpointOfAnAbsurdWorldSizeIsNamed) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, "--max-steps 3 --checkpoint " + t.File("a")), &out), 0) << out;
+  Result<Checkpoint> c = ReadCheckpoint(t.File("a"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  c->world_size = 0xffffffffu;
+  ASSERT_TRUE(WriteCheckpoint(t.File("b"), *c).ok());
+  EXPECT_EQ(RunCommand(Train(data, "--resume " + t.File("b")), &out), 2);
+  EXPECT_EQ(out,
+            "ringfeed: stretch 1 of epoch 1: world size must be from 1 to 65536, got 4294967295 "
+            "(the value --resume " +
+                t.File("b") + " holds)\n");
+}
+
 // Issue 23, unclear messages: a resumed run that trains nothing names where the run stands: the
 // checkpoint's own position.
 TEST(TrainCommandOptions, ResumedRunThatTrainsNothingNamesTheCheckpointsPosition) {
