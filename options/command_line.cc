@@ -261,7 +261,9 @@ std::string FormatOptionsHelp(const std::vector<OptionSpec>& specs) {
     if (!metavar.empty()) left += " " + metavar;
     if (s.positional) left += " (or a bare " + metavar + ")";
     for (const std::string& a : s.aliases) left += " (or --" + a + ")";
-    std::string text = s.help;
+    // A switch on by default is spelled --no-NAME: it turns off what the help describes.
+    std::string text =
+        CommandLineKey(s) != s.name && !s.help.empty() ? "turns off: " + s.help : s.help;
     std::vector<std::string> notes;
     if (s.type == OptionType::kCount || s.type == OptionType::kInteger ||
         s.type == OptionType::kByteSize || s.type == OptionType::kNumber ||

@@ -81,9 +81,7 @@ OptionTable<PipelineConfig> MakeTable() {
   t.Field(
        "verify", OptionType::kSwitch, [](auto& c) -> auto& { return c.verify; })
       .For(kTrain | kRead | kLoader)
-      .Help(
-          "check every chunk's XXH3 checksum as it is read (on; --no-verify or verify=False "
-          "skips it)");
+      .Help("check every chunk's XXH3 checksum as it is read (on by default)");
   t.Word("io", [](auto& c) -> auto& { return c.streaming.io; },
          {{IoModeName(IoMode::kDirect), IoMode::kDirect},
           {IoModeName(IoMode::kBuffered), IoMode::kBuffered},

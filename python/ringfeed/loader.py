@@ -26,6 +26,7 @@ import errno
 import glob
 import inspect
 import os
+import re
 import sys
 import threading
 from typing import Any, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
@@ -177,14 +178,13 @@ def _device_option(device: Any) -> Tuple[str, int]:
 # signature and the "Options" part of its help are made from them, and every keyword argument is
 # checked and set by the library through the same declarations as `ringfeed train`'s flags.
 _OPTIONS: Dict[str, Dict[str, Any]] = {o["name"]: o for o in _ringfeed.loader_options()}
-# Options whose default depends on the data or the process, worked out here where left None.
-_DERIVED = ("device", "dtype", "normalize", "rank", "world_size")
 
 
 def _options_help() -> str:
     lines = []
     for o in _OPTIONS.values():
-        text = o["help"]
+        # The declarations' help names other options as the command line does: --shuffle-window.
+        text = re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), o["help"])
         if o["type"] in ("int", "float", "Sequence[float]", "Union[int, str]"):
             text += f" ({o['rule']})"
         text += f". Default: {o['unset'] if o['unset'] else repr(o['default'])}."
@@ -530,7 +530,9 @@ def _signature() -> inspect.Signature:
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
               inspect.Parameter("data", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     for o in _OPTIONS.values():
-        default = None if o["name"] in _DERIVED else o["default"]
+        # None where the default depends on the data or the process (what None means is in the
+        # help), else the declaration's default.
+        default = None if o["unset"] else o["default"]
         kind = (inspect.Parameter.POSITIONAL_OR_KEYWORD if o["name"] == "batch_size"
                 else inspect.Parameter.KEYWORD_ONLY)
         param = inspect.Parameter(o["name"], kind, default=default)
@@ -542,4 +544,4 @@ def _signature() -> inspect.Signature:
 
 
 Loader.__init__.__signature__ = _signature()  # type: ignore[attr-defined]
-Loader.__doc__ = (Loader.__doc__ or "") + _options_help() + "\n"
+Loader.__doc__ = (Loader.__doc__ or "").rstrip(" ") + _options_help() + "\n"

@@ -12,17 +12,17 @@ import ringfeed
 from ringfeed import _ringfeed
 from conftest import open_loader
 
-DERIVED = {"device", "dtype", "normalize", "rank", "world_size"}
-
-
 def test_the_signature_is_the_declarations_with_their_defaults():
     declared = {o["name"]: o for o in _ringfeed.loader_options()}
     params = inspect.signature(ringfeed.Loader).parameters
     assert list(params)[:2] == ["data", "batch_size"]
     assert set(params) - {"data"} == set(declared)
     for name, o in declared.items():
-        expected = None if name in DERIVED else o["default"]
+        expected = None if o["unset"] else o["default"]
         assert params[name].default == expected, name
+    # None: what the data or the process gives.
+    assert {n for n, o in declared.items() if o["unset"]} == {
+        "device", "dtype", "normalize", "rank", "world_size", "mean", "std"}
     # One default for every face: the command line's (`ringfeed train --seed` is 1).
     assert params["seed"].default == 1 and params["batch_size"].default == 128
     assert params["queue_depth"].default == 8 and params["read_size"].default == "4MiB"
