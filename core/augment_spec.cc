@@ -18,9 +18,11 @@ Status Bad(std::string_view item, const std::string& why) {
                        " (expected a comma list of crop:P, flip, erase:P, e.g. crop:4,flip)");
 }
 
-// The whole of `text` as a number, or false.
+// The whole of `text` as a decimal number (digits, '.', an exponent), or false: no sign, no
+// spaces, no hex (strtod reads "0x4" as 4; "crop:0x4" and "crop:+4" are both refused).
 bool ParseNumber(std::string_view text, double* out) {
-  if (text.empty() || text.size() > 32 || text[0] == '+' || text[0] == '-' || text[0] == ' ') {
+  if (text.empty() || text.size() > 32 || text[0] == '+' || text[0] == '-' ||
+      text.find_first_not_of("0123456789.eE+-") != std::string_view::npos) {
     return false;
   }
   const std::string s(text);
@@ -55,7 +57,8 @@ Result<AugmentParams> ParseAugmentSpec(std::string_view spec) {
       p.flip = 1;
     } else if (name == "crop") {
       if (crop) return Bad(item, "crop given twice");
-      if (!has_arg || !ParseNumber(arg, &v) || v != std::floor(v) || v < 1 || v > kMaxCropPad) {
+      const bool digits = !arg.empty() && arg.find_first_not_of("0123456789") == arg.npos;
+      if (!has_arg || !digits || !ParseNumber(arg, &v) || v < 1 || v > kMaxCropPad) {
         return Bad(item, "crop needs a padding in pixels, a whole number from 1 to " +
                              std::to_string(kMaxCropPad));
       }

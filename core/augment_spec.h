@@ -2,7 +2,8 @@
 // parser, so both accept and refuse the same texts with the same messages.
 //
 //   SPEC := ITEM (',' ITEM)*      each transform at most once, in any order; "" or "none": none
-//   ITEM := 'crop:' P             random crop with zero padding of P pixels, 1 <= P <= 1024
+//   ITEM := 'crop:' P             random crop with zero padding of P pixels, 1 <= P <= 1024,
+//                                 P in decimal digits only ("crop:0x4", "crop:+4" are refused)
 //         | 'flip'                random horizontal flip, probability 1/2
 //         | 'erase:' p            random erasing with probability p, 0 < p <= 1
 //

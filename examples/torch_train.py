@@ -37,10 +37,12 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--data", required=True, help="the training dataset (.rfd, a shard or pattern)")
     p.add_argument("--test", help="a test dataset, evaluated after every epoch (accuracy)")
-    p.add_argument("--epochs", type=int, default=1,
-                   help="epochs in all, counting a resumed run's (default 1)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="epochs in all, counting a resumed run's (default: 1, or as many as "
+                   "--steps takes where --steps is given)")
     p.add_argument("--steps", type=int, default=None,
-                   help="stop after this many steps in all (counting a resumed run's)")
+                   help="stop after this many steps in all (counting a resumed run's); with "
+                   "--epochs too, at whichever comes first")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, default=0.01, help="SGD, momentum 0.9, weight decay 5e-4")
     p.add_argument("--seed", type=int, default=1, help="initial weights and the loader's order")
@@ -57,6 +59,10 @@ def make_parser(description: str) -> argparse.ArgumentParser:
 
 
 def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.epochs is None:
+        # --steps alone trains as many epochs as its steps take (--steps 60 on a 26-batch epoch
+        # stopped at step 26 when the default epoch count of 1 still applied).
+        args.epochs = float("inf") if args.steps is not None else 1
     if args.batch_size < 1 or args.epochs < 0 or (args.steps is not None and args.steps < 0):
         p.error("--batch-size must be positive, --epochs and --steps not negative")
     if args.checkpoint_every < 0 or args.print_every < 0 or (args.threads or 1) < 1:

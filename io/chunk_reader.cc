@@ -221,7 +221,12 @@ namespace {
 
 Status CheckOptions(const ReaderOptions& o, std::span<const iovec> buffers) {
   if (o.queue_depth == 0) return Status::InvalidArgument("queue depth must be at least 1");
-  if (o.read_bytes == 0 || o.read_bytes % format::kAlign != 0 || o.read_bytes > (1u << 30)) {
+  if (o.queue_depth > kMaxQueueDepth) {
+    return Status::InvalidArgument("queue depth " + std::to_string(o.queue_depth) +
+                                   " is more than io_uring's " + std::to_string(kMaxQueueDepth) +
+                                   " entries");
+  }
+  if (o.read_bytes == 0 || o.read_bytes % kReadSizeAlign != 0 || o.read_bytes > kMaxReadSize) {
     return Status::InvalidArgument("read size " + std::to_string(o.read_bytes) +
                                    " must be a multiple of 4096 and at most 1 GiB");
   }

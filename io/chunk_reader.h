@@ -48,6 +48,13 @@
 namespace rf {
 
 enum class IoMode { kDirect, kBuffered, kPread };
+
+// io_uring's largest ring (the kernel's IORING_MAX_ENTRIES): the most reads a reader keeps in
+// flight, whatever the mode, so a queue is never sized past it.
+inline constexpr uint32_t kMaxQueueDepth = 32768;
+// A single read: a multiple of O_DIRECT's 4096-byte alignment, at most 1 GiB.
+inline constexpr uint32_t kReadSizeAlign = 4096;
+inline constexpr uint32_t kMaxReadSize = 1u << 30;
 // "direct", "buffered", "pread"
 Result<IoMode> ParseIoMode(const std::string& s);
 const char* IoModeName(IoMode m);

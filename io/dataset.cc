@@ -108,9 +108,11 @@ Status CheckShardName(const std::string& path, const format::Header& h) {
 }  // namespace
 
 Result<Dataset> Dataset::Open(const std::string& path) {
-  if (IsDirectory(path)) {
-    return std::move(Status::InvalidArgument("a directory, not a dataset (a .rfd file, or the "
-                                             "base name of its shards)")
+  // Anything but a regular file (or nothing: a base name) is named as what it is.
+  if (const char* kind = FileKindName(path); kind != nullptr && !FileExists(path)) {
+    return std::move(Status::InvalidArgument(std::string(kind) +
+                                             ", not a dataset (a .rfd file, or the base name of "
+                                             "its shards)")
                          .WithPath(path));
   }
   std::string first = path;

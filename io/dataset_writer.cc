@@ -67,7 +67,8 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   // Three buffers: one filling, one being written, one queued.
   RF_ASSIGN_OR_RETURN(w->writes_, ChunkWriteQueue::Create(3, w->chunk_capacity_));
   w->chunk_ = w->writes_->Acquire();
-  w->pending_labels_.resize(size_t{w->chunk_samples_} * DTypeSize(spec.label_dtype));
+  // pending_labels_ grows with the samples given (Append), so memory follows the data: a 1 GiB
+  // chunk target over 10 samples sized 63 MB of labels up front.
   w->sum_.assign(header.channels, 0.0);
   w->sumsq_.assign(header.channels, 0.0);
 
@@ -145,6 +146,9 @@ Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n
   const auto* lp = static_cast<const uint8_t*>(labels);
   while (n > 0) {
     const uint32_t take = static_cast<uint32_t>(std::min<uint64_t>(n, chunk_samples_ - in_chunk_));
+    if (pending_labels_.size() < (size_t{in_chunk_} + take) * lb) {
+      pending_labels_.resize((size_t{in_chunk_} + take) * lb);  // at most a chunk's labels
+    }
     std::memcpy(chunk_ + in_chunk_ * sample_bytes_, sp, take * sample_bytes_);
     if (lp != nullptr) {
       std::memcpy(pending_labels_.data() + in_chunk_ * lb, lp, take * lb);

@@ -382,6 +382,18 @@ bool FileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+const char* FileKindName(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return nullptr;
+  return S_ISREG(st.st_mode)    ? "a regular file"
+         : S_ISDIR(st.st_mode)  ? "a directory"
+         : S_ISCHR(st.st_mode)  ? "a character device"
+         : S_ISBLK(st.st_mode)  ? "a block device"
+         : S_ISFIFO(st.st_mode) ? "a FIFO"
+         : S_ISSOCK(st.st_mode) ? "a socket"
+                                : "not a regular file";
+}
+
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);

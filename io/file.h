@@ -165,6 +165,9 @@ bool IsSameFile(const std::string& a, const std::string& b);
 bool FileExists(const std::string& path);
 // Is path a directory (after following symbolic links)?
 bool IsDirectory(const std::string& path);
+// What is at path (after following symbolic links), for messages: "a regular file", "a
+// directory", "a character device", "a block device", "a FIFO", "a socket"; null where nothing is.
+const char* FileKindName(const std::string& path);
 
 // A file a command names, and how it named it: the flag ("--metrics", "-o") or an empty flag for
 // files a command derives itself (a dataset's shards).

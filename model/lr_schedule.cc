@@ -24,7 +24,11 @@ double ScheduledLr(double base, uint64_t step, const LrScheduleSpan& span,
   const uint64_t per_epoch = std::max<uint64_t>(span.steps_per_epoch, 1);
   const uint64_t total = per_epoch * std::max<uint64_t>(span.epochs, 1);
   const double warm = std::ceil(static_cast<double>(c.warmup_epochs) * per_epoch);
-  const uint64_t w = std::min<uint64_t>(total, warm > 0 ? static_cast<uint64_t>(warm) : 0);
+  // Clamped before the cast: a warmup past the run's end (--warmup-epochs 1e18) warms up the
+  // whole run; the cast of a double past 2^64 was undefined (on x86 it gave 0: no warmup).
+  const uint64_t w = warm >= static_cast<double>(total) ? total
+                     : warm > 0                         ? static_cast<uint64_t>(warm)
+                                                        : 0;
 
   if (c.kind == LrScheduleKind::kOneCycle) {
     const uint64_t up =

@@ -1,12 +1,15 @@
 #include "pipeline/loader.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/augment_spec.h"
 #include "core/clock.h"
 #include "pipeline/loader_device.h"
+#include "pipeline/loader_options.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/streaming_source.h"
+#include "pipeline/window_order.h"
 
 namespace rf {
 namespace {
@@ -48,6 +51,27 @@ Result<std::vector<int64_t>> SampleShape(const format::Header& h, SampleLayout l
 
 }  // namespace
 
+Status CheckAugmentFits(const AugmentParams& augment, const format::Header& h,
+                        const std::string& flag) {
+  if (!augment.enabled()) return Status::Ok();
+  const std::vector<uint64_t> shape = h.Shape();
+  const std::string spec = flag + " " + AugmentSpecText(augment);
+  if (!IsImageDType(h.sample_dtype) || (shape.size() != 2 && shape.size() != 3)) {
+    return Status::Usage(spec +
+                         ": augmentation transforms images, and this dataset's samples are " +
+                         std::string(DTypeName(h.sample_dtype)) + " of shape " +
+                         format::ShapeText(shape) + "; leave it off");
+  }
+  const uint32_t side = std::min(h.height, h.width);
+  if (augment.crop_pad >= side) {
+    return Status::Usage(
+        spec + ": a crop padding of " + std::to_string(augment.crop_pad) +
+        " pixels is not below the " + std::to_string(h.height) + "x" + std::to_string(h.width) +
+        " images' side, so every crop would be padding only; at most " + std::to_string(side - 1));
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& options) {
   RF_RETURN_IF_ERROR(options.pipeline.Validate());
   std::unique_ptr<Loader> l(new Loader);
@@ -83,9 +107,25 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
       return Status::Usage("mean and std: given with normalize off, they would do nothing");
     }
     RF_ASSIGN_OR_RETURN(const AugmentParams augment, ParseAugmentSpec(out.augment));
+    RF_RETURN_IF_ERROR(CheckAugmentFits(augment, h, "augment"));
+    if (options.output_buffers > kMaxOutputBuffers) {
+      return Status::Usage("prefetch must be at most " + std::to_string(kMaxOutputBuffers) +
+                           " batches, got " + std::to_string(options.output_buffers));
+    }
     decode_ = DecodeFor(h, out, augment, options.pipeline.order.seed);
     RF_RETURN_IF_ERROR(decode_.Validate());
     RF_ASSIGN_OR_RETURN(sample_shape_, SampleShape(h, options.output.layout));
+  }
+  const OrderSettings& order = options.pipeline.order;
+  if (order.drop_last) {
+    // An epoch shorter than one batch would hand out nothing, every epoch.
+    const uint64_t per_rank = WindowOrder(dataset.ChunkSampleCounts(), order).EpochSampleCount();
+    if (per_rank < order.batch_size) {
+      return Status::Usage("--drop-last with --batch-size " + std::to_string(order.batch_size) +
+                           " drops every batch: an epoch holds " + std::to_string(per_rank) +
+                           " samples" + (order.world_size > 1 ? " a rank" : "") +
+                           "; leave --drop-last out or take a smaller batch");
+    }
   }
   RF_ASSIGN_OR_RETURN(device_,
                       MakeLoaderDevice(options.pipeline.device, options.gpu, options.stream));

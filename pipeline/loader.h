@@ -55,6 +55,13 @@
 
 namespace rf {
 
+// Usage naming the augmentation (`flag`: how the caller's user names it, "--augment" or
+// "augment") where it cannot apply to `h`'s samples: any transform on samples that are not images
+// (token ids, 1 or 4 dims: it would flip or zero ids), a crop whose padding is not below the
+// image's height and width (every crop would be all padding).
+Status CheckAugmentFits(const AugmentParams& augment, const format::Header& h,
+                        const std::string& flag);
+
 class OutputPool;    // pipeline/output_pool.h
 class LoaderDevice;  // pipeline/loader_device.h
 
@@ -148,7 +155,8 @@ class Loader {
   // Opens options.pipeline.data and builds the pipeline. Usage errors for options that do not fit
   // each other or the dataset (a decode the dataset's dtype cannot take, managed mode on the CPU,
   // device cuda without a GPU, stretches the dataset cannot have had: PipelineConfig::
-  // ValidateFor); the dataset's own errors as Dataset::Open gives them.
+  // ValidateFor; an augmentation CheckAugmentFits refuses; more than kMaxOutputBuffers output
+  // buffers); the dataset's own errors as Dataset::Open gives them.
   static Result<std::unique_ptr<Loader>> Open(const LoaderOptions& options);
   // The same over a dataset the caller has opened; it must outlive the loader.
   static Result<std::unique_ptr<Loader>> Create(const Dataset& dataset,

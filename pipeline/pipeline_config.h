@@ -11,8 +11,11 @@
 // the components' own (OrderSettings, StreamingOptions, ReaderOptions, FeederOptions); the managed
 // mode's are checked against ManagedOptions at compile time.
 //
-// Errors: Validate and the Parse* functions return Status::Usage naming the command-line flag
-// (the library's names are the same with '_' for '-'), one rule and one message per value.
+// The options that set it (names, defaults, bounds, help) are declared once in
+// pipeline/pipeline_options.h; Validate holds a config built in C++ to the same bounds.
+//
+// Errors: Validate returns Status::Usage naming the command-line flag (the library's names are the
+// same with '_' for '-'), one rule and one message per value.
 //
 // Thread safety: plain values.
 #pragma once
@@ -24,6 +27,7 @@
 #include "core/order_settings.h"
 #include "core/status.h"
 #include "io/chunk_reader.h"
+#include "options/option_spec.h"
 #include "pipeline/streaming_source.h"
 #include "pipeline/window_order.h"
 
@@ -35,25 +39,15 @@ enum class PipelineMode { kStreaming, kManaged };
 // Where batches are computed on: the GPU where one is found (else the CPU), the GPU, the CPU.
 enum class DeviceKind { kAuto, kCuda, kCpu };
 
-Result<PipelineMode> ParsePipelineMode(const std::string& s);  // "streaming", "managed"
-Result<DeviceKind> ParseDeviceKind(const std::string& s);      // "auto", "cuda", "cpu"
-Result<ShuffleMode> ParseShuffleMode(const std::string& s);    // "window", "none"
-const char* PipelineModeName(PipelineMode m);
-const char* DeviceKindName(DeviceKind d);
-const char* ShuffleModeName(ShuffleMode s);
+// The words the options take (pipeline/pipeline_options.h reads and writes them).
+const char* PipelineModeName(PipelineMode m);  // "streaming", "managed"
+const char* DeviceKindName(DeviceKind d);      // "auto", "cuda", "cpu"
+const char* ShuffleModeName(ShuffleMode s);    // "window", "none"
 
-// The largest single read, one rule for every command: a multiple of 4 KiB (O_DIRECT's
-// alignment), from 4 KiB to 1 GiB. Usage: "--read-size must be a multiple of 4 KiB up to 1 GiB,
-// got <text>".
-Status CheckReadSize(uint64_t bytes);
-// A byte size as written on a command line ("4MiB", "65536"), then CheckReadSize.
-Result<uint32_t> ParseReadSize(const std::string& text);
-// A read size as a command line writes it: "4MiB", "64KiB", or plain bytes.
-std::string ReadSizeText(uint32_t bytes);
-
-// A rank of a world, one rule for every command: world_size >= 1, rank < world_size. Usage:
-// "--world-size must be >= 1, got 0", "--rank must be < --world-size (4), got 4".
-Status CheckRank(uint32_t rank, uint32_t world_size);
+// A rank of a world, one rule for every command: world_size >= 1, rank < world_size. Usage named
+// as `face` names the options: "--rank must be < --world-size (4), got 4" (Python: "rank must be
+// < world_size (4), got 4").
+Status CheckRank(uint32_t rank, uint32_t world_size, OptionFace face = OptionFace::kCommandLine);
 
 // Host-to-device copy streams of the CUDA staging (which takes the count as an argument).
 inline constexpr uint32_t kDefaultCopyStreams = 2;
@@ -62,7 +56,7 @@ inline constexpr uint32_t kDefaultCopyStreams = 2;
 struct StreamingConfig {
   IoMode io = ReaderOptions{}.mode;
   uint32_t queue_depth = ReaderOptions{}.queue_depth;   // reads in flight
-  uint32_t read_bytes = ReaderOptions{}.read_bytes;     // largest single read (CheckReadSize)
+  uint32_t read_bytes = ReaderOptions{}.read_bytes;     // largest single read
   uint32_t ring_slots = StreamingOptions{}.ring_slots;  // host ring slots, one chunk each; >= 2
   uint32_t copy_streams = kDefaultCopyStreams;          // GPU only
 };
@@ -80,16 +74,21 @@ struct PipelineConfig {
   DeviceKind device = DeviceKind::kAuto;
   // The batch size, drop_last, the shuffle and its window, the seed, this rank's part of every
   // epoch (the streaming mode reads only the rank's chunks) and a resumed epoch (a checkpoint's
-  // stretches: each stretch's world_size >= 1, and its position at most its stretch's samples per
-  // rank, which ValidateFor checks: that needs the dataset).
+  // stretches: each stretch's world_size from 1 to kMaxWorldSize, and its position at most its
+  // stretch's samples per rank, which ValidateFor checks: that needs the dataset). The seed is the
+  // epoch order's (and, for training, the initial weights' and the augmentation's draws); one
+  // default for every program, 1: `ringfeed train --seed`'s since its first checkpoints and
+  // measured accuracies (the Python loader's 0 changed to it; a state dict records its seed).
   OrderSettings order;
   bool verify = FeederOptions{}.verify;  // check every chunk's XXH3
   StreamingConfig streaming;             // streaming mode only
   ManagedConfig managed;                 // managed mode only
 
-  // Usage errors: no dataset, a count below its minimum, a read size off the rule, a rank off
-  // CheckRank's rule, managed mode on the CPU, a stretch of world size 0.
-  Status Validate() const;
+  // Usage errors: no dataset, an option outside its declared bounds (pipeline/pipeline_options.h),
+  // a rank off CheckRank's rule, managed mode on the CPU, a stretch of world size 0 or more than
+  // kMaxWorldSize.
+  // `face`: how the messages name the options (the command line's --names, or Python's).
+  Status Validate(OptionFace face = OptionFace::kCommandLine) const;
   // Validate, and what needs the dataset's chunk layout (chunk_samples, Dataset::
   // ChunkSampleCounts): a stretch's position past its stretch's samples per rank (Usage, naming
   // the stretch; CheckStretches in pipeline/epoch_remainder.h). Loader::Open and Create call it.

@@ -32,6 +32,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@
 #include "io/dataset.h"
 #include "model/checkpoint.h"
 #include "parallel/world.h"
+#include "pipeline/loader.h"
 #include "pipeline/trace.h"
 #include "pipeline/window_order.h"
 #include "src/command_checks.h"
@@ -176,6 +178,11 @@ Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& 
   }
   uint64_t position = 0;
   RF_RETURN_IF_ERROR(ApplyCheckpoint(ck, c, &position));
+  // What the checkpoint set is held to the options' bounds too (a file of an older ringfeed may
+  // hold a momentum of 5).
+  if (Status st = c->Validate(); !st.ok()) {
+    return Status::Usage(st.message() + " (the value --resume " + c->resume + " holds)");
+  }
   // The checkpoint's stretches against this dataset (Usage), then its position against the epoch
   // it continues, which may be one resumed at another world size: its own count.
   const std::vector<uint32_t> chunks = train.ChunkSampleCounts();
@@ -336,16 +343,21 @@ Status PrintStart(const TrainConfig& c, const Dataset& train, const ModelConfig&
                          : std::to_string(batch_size) + " a rank (" +
                                std::to_string(uint64_t{batch_size} * world.size()) + " a step)") +
       (c.augment.enabled() ? ", augment " + AugmentSpecText(c.augment) : "");
+  // GPU memory where the run holds some (the engine's 0 is the CPU's).
+  char gpu_memory[64] = "";
+  if (engine.gpu_bytes() > 0) {
+    std::snprintf(gpu_memory, sizeof gpu_memory, "; GPU memory at start: %.1f MiB",
+                  engine.gpu_bytes() / 1048576.0);
+  }
   std::printf(
       "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %s%s\nbackend: %s\n"
-      "%s%s%s\nset up in %.2f s; GPU memory at start: %.1f MiB\n%s",
+      "%s%s%s\nset up in %.2f s%s\n%s",
       c.pipeline.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
       DescribeModel(model).c_str(), ParameterCount(model), batch.c_str(),
       c.resume.empty() ? "" : (", resumed from " + c.resume).c_str(), engine.description().c_str(),
       engine.reduction().empty() ? "" : "ranks: ",
       engine.reduction().empty() ? "" : (engine.reduction() + "\n").c_str(),
-      engine.train().Describe().c_str(), setup_seconds, engine.gpu_bytes() / 1048576.0,
-      bound.c_str());
+      engine.train().Describe().c_str(), setup_seconds, gpu_memory, bound.c_str());
   std::fflush(stdout);
   return Status::Ok();
 }
@@ -357,8 +369,10 @@ std::string PerRank(const std::string& path, const World& world) {
 }
 
 // The run, top to bottom (the steps of this file's first comment). `args`: the command line after
-// "train", for the command that resumes an emergency checkpoint.
-Status Train(TrainConfig c, const std::vector<std::string>& args, World& world) {
+// "train", for the command that resumes an emergency checkpoint; `given`: the options it gave
+// (TrainFlags::given).
+Status Train(TrainConfig c, const std::vector<std::string>& args,
+             const std::set<std::string>& given, World& world) {
   // The ranks come from the World, not from flags; the per-rank files carry the rank.
   c.pipeline.order.rank = world.rank();
   c.pipeline.order.world_size = world.size();
@@ -369,9 +383,18 @@ Status Train(TrainConfig c, const std::vector<std::string>& args, World& world) 
   RF_ASSIGN_OR_RETURN(RunData data, OpenData(c));
   RF_RETURN_IF_ERROR(CheckOutputs(c, data, world));
   RF_ASSIGN_OR_RETURN(const ModelConfig model, ModelFor(c, data.train.header()));
-  // 4. Where training starts; a resumed checkpoint has adjusted the config, which is final now.
-  // The schedule spans ordinary epochs at this world size (or the span the checkpoint recorded).
+  // 4. Where training starts; a resumed checkpoint has adjusted the config, which is final now
+  // (rank 0 names each flag given that the checkpoint overrode). The augmentation, the flag's or
+  // the checkpoint's, against the images it transforms. The schedule spans ordinary epochs at this
+  // world size (or the span the checkpoint recorded).
+  const TrainConfig asked = c;
   RF_ASSIGN_OR_RETURN(StartPoint start, Start(model, data.train, world, &c));
+  if (world.rank() == 0) {
+    for (const std::string& line : ResumeOverrides(asked, c, given)) {
+      std::printf("ringfeed train: %s\n", line.c_str());
+    }
+  }
+  RF_RETURN_IF_ERROR(CheckAugmentFits(c.augment, data.train.header(), "--augment"));
   c.schedule_span = ScheduleSpanFor(
       c, WindowOrder(data.train.ChunkSampleCounts(), c.pipeline.order).EpochSampleCount());
   // 5. The engine.
@@ -403,7 +426,7 @@ CommandStatus RunTrainCommand(int argc, char** argv) {
   if (!config.ok()) return {config.status()};
   Result<std::unique_ptr<World>> world = OpenWorld();
   if (!world.ok()) return {world.status()};
-  Status st = Train(std::move(config).value(), args, **world);
+  Status st = Train(std::move(config).value(), args, flags->given, **world);
   if (!st.ok() && (*world)->size() > 1) {
     // The other ranks may be waiting for this one in a collective: end them all.
     std::fprintf(stderr, "ringfeed train: rank %u of %u: %s\n", (*world)->rank(), (*world)->size(),

@@ -9,41 +9,17 @@
 
 #include "io/file.h"
 #include "src/command_checks.h"
+#include "src/train_options.h"
 
 namespace rf {
 
 Status TrainConfig::Validate() const {
   RF_RETURN_IF_ERROR(pipeline.Validate());
-  if (epochs < 1) return Status::Usage("--epochs must be >= 1, got 0");
+  // Every option's declared bounds (src/train_options.h), for a config made or resumed in C++ too.
+  RF_RETURN_IF_ERROR(TrainOptionTable().Check(*this, kTrainCommand, OptionFace::kCommandLine));
   if (conv.empty()) return Status::Usage("--conv is empty");
   for (uint32_t w : conv) {
     if (w == 0) return Status::Usage("--conv wants positive channel counts, got 0");
-  }
-  if (hidden < 1) return Status::Usage("--hidden must be >= 1, got 0");
-  if (!(rank_timeout >= 0)) return Status::Usage("--rank-timeout must be >= 0 seconds");
-  // Written as !(x >= 0) so that NaN fails too.
-  const std::pair<const char*, float> rates[] = {{"--lr", optimizer.lr},
-                                                 {"--momentum", optimizer.momentum},
-                                                 {"--weight-decay", optimizer.weight_decay},
-                                                 {"--warmup-epochs", schedule.warmup_epochs},
-                                                 {"--eps", optimizer.eps}};
-  for (const auto& [flag, v] : rates) {
-    if (!(v >= 0) || !std::isfinite(v)) {
-      return Status::Usage(std::string(flag) + " must be a finite number >= 0, got " +
-                           std::to_string(v));
-    }
-  }
-  if (!(optimizer.eps > 0)) return Status::Usage("--eps must be > 0, got 0");
-  // Fractions in [0, 1): 1 would make the target uniform (smoothing) or never forget (betas).
-  const std::pair<const char*, float> fractions[] = {
-      {"--label-smoothing", optimizer.label_smoothing},
-      {"--beta1", optimizer.beta1},
-      {"--beta2", optimizer.beta2}};
-  for (const auto& [flag, v] : fractions) {
-    if (!(v >= 0 && v < 1)) {  // NaN fails too
-      return Status::Usage(std::string(flag) + " must be a number in [0, 1), got " +
-                           std::to_string(v));
-    }
   }
   return Status::Ok();
 }

@@ -75,11 +75,8 @@ struct TrainConfig {
   int gpu = -1;               // this rank's GPU; -1: its local rank modulo the GPUs visible
   double rank_timeout = 600;  // seconds without a finished step before the job ends; 0: never
 
-  // Usage errors: PipelineConfig::Validate's, epochs below 1, no conv block, a zero width, and
-  // optimizer settings out of range or not finite (--lr, --momentum, --weight-decay,
-  // --warmup-epochs
-  // >= 0; --label-smoothing in [0, 1); --beta1, --beta2 in [0, 1); --eps > 0), each naming its
-  // flag.
+  // Usage errors: PipelineConfig::Validate's, an option outside its declared bounds
+  // (src/train_options.h: epochs, widths, optimizer settings, each naming its flag), no conv block.
   Status Validate() const;
 };
 

@@ -1,18 +1,17 @@
-// The `ringfeed train` command line, read into a TrainConfig (src/train_config.h) in two steps:
+// The `ringfeed train` command line, read into a TrainConfig (src/train_config.h) in two steps,
+// both through the one option table (src/train_options.h):
 //
-//   ReadTrainFlags       the syntax: Boost.Program_options over argv, then a --config file (the
-//                        command line wins), --help, on/off switches; which options were given
-//   TrainConfigFromFlags the meaning: enums and widths parsed, numbers validated, and every
-//                        option that would do nothing in the chosen mode or device refused
+//   ReadTrainFlags       the syntax: the command line and a --config file (the command line
+//                        wins), each value checked against its declared type and bounds; --help;
+//                        which options were given
+//   TrainConfigFromFlags the meaning: every option given that would do nothing with the others
+//                        refused (its declaration says where it does something: the streaming
+//                        reader's options in managed mode, the GPU's on the CPU, one optimizer's
+//                        under the other), then TrainConfig::Validate
 //
 // Both return Status::Usage (exit 2). main prefixes the first step's messages with
 // "ringfeed train:" and the second's with "ringfeed:" (as the command always has).
 //
-// Refused, because the option would do nothing (explicitly given, on the command line or in the
-// --config file; their defaults are fine):
-//   --mode managed     --io, --read-size, --queue-depth, --ring-slots, --copy-streams
-//   --mode streaming   --managed-prefetch, --managed-advise, --managed-oversubscribe
-//   --device cpu       --copy-streams, --precision, --cuda-graph
 // (--device auto on a machine without a GPU cannot be known from the command line: there the GPU
 // options are ignored.)
 //
@@ -30,19 +29,21 @@ namespace rf {
 
 struct TrainFlags {
   bool help = false;
-  std::string help_text;  // every option with its default, and what is refused
-  // Numbers, paths and switches, as given or defaulted (TrainConfig's defaults).
+  std::string help_text;  // every option with its default and bounds, and how a run goes on
+  // The options given, set; the others at their defaults (the components' own).
   TrainConfig config;
-  // The options still to be parsed, as written.
-  std::string mode, device, precision, shuffle, io, read_size, conv, augment;
-  std::string optimizer, lr_schedule;
-  std::set<std::string> given;  // long names of the options given, not defaulted
+  std::set<std::string> given;  // names of the options given, on the command line or in --config
 };
 
-// args: the command line after "train". Usage errors: Boost's parse errors, an unreadable
-// --config file, a --cuda-graph that is neither on nor off.
+// args: the command line after "train".
 Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args);
 // The typed, validated config, or a Usage error naming the flag.
 Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& flags);
+
+// A resumed run: one line for each option `given` whose value `asked` (the flags') the checkpoint
+// replaced in `resumed` (ApplyCheckpoint), naming both values and that the checkpoint's wins:
+// "--lr 0.1 given, but --resume ck.ckpt continues its run with --lr 0.01 (the checkpoint's wins)".
+std::vector<std::string> ResumeOverrides(const TrainConfig& asked, const TrainConfig& resumed,
+                                         const std::set<std::string>& given);
 
 }  // namespace rf

@@ -126,8 +126,9 @@ Status Trainer::TrainEpoch(RunState* s, const EpochStart& start, std::string* st
         static_cast<float>(ScheduledLr(c_.optimizer.lr, s->step, c_.schedule_span, c_.schedule));
     step_opt.adam_step = s->step + 1;
     last_lr_ = step_opt.lr;
+    const uint64_t issued_ns = Trace::Active() != nullptr ? Trace::NowNs() : 0;
     RF_RETURN_IF_ERROR(backend_.TrainStep(b, step_opt));
-    if (Trace::Active() != nullptr) RF_RETURN_IF_ERROR(MarkStep());
+    if (Trace::Active() != nullptr) RF_RETURN_IF_ERROR(MarkStep(issued_ns));
     ++s->step;
     s->next_sample = source_.position();
     progress_.Update(s->next_sample);
@@ -236,14 +237,20 @@ std::string Trainer::EpochLine(const RunState& s, const EpochSummary& e, const E
                   FormatRate(e.disk_gb_per_s * 1e9).c_str(), FormatRate(lo).c_str(),
                   FormatRate(hi).c_str(), 100 * e.data_wait_share, e.slowest_rank);
   }
+  // GPU memory where the run holds some: the engine's 0 is the CPU's (issue 26, item 7).
+  char gpu_part[48] = "";
+  if (mine.rank.gpu_bytes > 0) {
+    std::snprintf(gpu_part, sizeof gpu_part, ", GPU memory %.1f MiB",
+                  mine.rank.gpu_bytes / 1048576.0);
+  }
   char line[1024];
   std::snprintf(
       line, sizeof line,
       "epoch %llu/%llu: train loss %.4f, train accuracy %.2f%%%s, lr %.6g, %.0f samples/s, %.1f s, "
-      "%s, GPU memory %.1f MiB, host RSS %.1f MiB%s\n",
+      "%s%s, host RSS %.1f MiB%s\n",
       static_cast<unsigned long long>(s.epoch + 1), static_cast<unsigned long long>(c_.epochs),
       e.train.mean_loss(), 100 * e.train.accuracy(), test_part, last_lr_, e.samples / e.seconds,
-      e.seconds, io_part, mine.rank.gpu_bytes / 1048576.0, mine.rank.rss_bytes / 1048576.0,
+      e.seconds, io_part, gpu_part, mine.rank.rss_bytes / 1048576.0,
       e.ranks.size() > 1 ? " (rank 0's)" : "");
   return line;
 }
@@ -425,9 +432,9 @@ void Trainer::StepDone(void* arg, uint64_t done_ns) {
   m->trainer->last_done_ns_ = done_ns;
 }
 
-Status Trainer::MarkStep() {
+Status Trainer::MarkStep(uint64_t issued_ns) {
   StepMark& m = marks_[marks_used_++ % marks_.size()];
-  m = StepMark{this, Trace::NowNs()};
+  m = StepMark{this, issued_ns};
   return backend_.WhenDone(&Trainer::StepDone, &m);
 }
 

@@ -146,7 +146,9 @@ class Trainer {
     uint64_t issued_ns;
   };
   static void StepDone(void* arg, uint64_t done_ns);
-  Status MarkStep();
+  // `issued_ns`: when the step began to be issued (before TrainStep: on the CPU the step computes
+  // inside it, so a mark taken after it spanned ~1 us).
+  Status MarkStep(uint64_t issued_ns);
   // The checkpoint of the state after the steps `s` counts (rank 0 writes it; every rank calls).
   Status Save(const RunState& s);
   // The training source failed with `error` after the steps `s` counts: writes the emergency

@@ -17,6 +17,7 @@ packages=(
   libdlpack-dev                 # dlpack/dlpack.h: batches exported to torch/numpy
   librandom123-dev              # Random123's Philox: augmentation's draws, host and GPU alike
   python3-numpy python3-pytest  # the Python package's tests
+  python3-hypothesis            # ... and its property tests (load_state_dict)
   python3-torch                 # ... which check zero-copy export to torch (CPU build)
   dataset-fashion-mnist         # the real data the main job and the tests convert
   clang libclang-rt-14-dev      # tools/fuzz/run.sh: libFuzzer (clang's runtime is not pulled in)

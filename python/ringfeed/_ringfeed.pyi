@@ -41,10 +41,6 @@ class Tensor:
     def __dlpack_device__(self) -> Tuple[int, int]: ...
     def numpy(self) -> Any: ...
 
-class SampleLayout:
-    NCHW: "SampleLayout"
-    NHWC: "SampleLayout"
-
 class _Dataset:
     def __init__(self, path: str) -> None: ...
     samples: int
@@ -62,37 +58,9 @@ class _Dataset:
     shard_paths: List[str]
 
 class _Loader:
-    def __init__(
-        self,
-        dataset: _Dataset,
-        *,
-        batch_size: int,
-        device: str,
-        gpu: int,
-        dtype: str,
-        layout: SampleLayout,
-        normalize: bool,
-        mean: Sequence[float],
-        std: Sequence[float],
-        augment: str,
-        shuffle: str,
-        shuffle_window: int,
-        seed: int,
-        drop_last: bool,
-        rank: int,
-        world_size: int,
-        mode: str,
-        io: str,
-        queue_depth: int,
-        read_size: str,
-        ring_slots: int,
-        copy_streams: int,
-        verify: bool,
-        output_buffers: int,
-        managed_prefetch: int,
-        managed_advise: bool,
-        managed_oversubscribe: bool,
-    ) -> None: ...
+    # options: keyword arguments by the names of loader_options(), each its declared type.
+    def __init__(self, dataset: _Dataset, options: Dict[str, Any], gpu: int = -1) -> None: ...
+    def options(self) -> Dict[str, Any]: ...
     def start_epoch(self, epoch: int, position: int) -> None: ...
     def next(self) -> Optional[Tuple[Tensor, Tensor]]: ...
     def close(self) -> None: ...
@@ -104,6 +72,9 @@ class _Loader:
     def stats(self) -> Dict[str, Any]: ...
 
 def cuda_available() -> bool: ...
+def loader_options() -> List[Dict[str, Any]]: ...
+
+max_epoch: int
 def dtype_name(name: str) -> Optional[str]: ...
 def shard_base(path: str) -> str: ...
 def shard_path(base: str, index: int, count: int) -> str: ...

@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import errno
 import glob
+import inspect
 import os
+import re
 import sys
+import threading
 from typing import Any, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _ringfeed
@@ -35,11 +38,17 @@ __all__ = ["DatasetInfo", "Loader"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-# The state dict's own version: load_state_dict refuses one it does not know.
-_STATE_VERSION = 1
+# The state dict's own version: load_state_dict refuses one it does not know. Version 2 added
+# the augmentation and the output dtype.
+_STATE_VERSION = 2
 # What identifies an epoch order: a state saved under other values would not resume exactly.
 _ORDER_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "rank",
                "world_size", "dataset_id", "dataset_samples")
+# What else the batches depend on (version 2 on).
+_OUTPUT_KEYS = ("augment", "dtype")
+# The loader options a state records.
+_OPTION_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "rank",
+                "world_size", "augment", "dtype")
 
 _FLOAT_OUTPUTS = ("float32", "bfloat16", "float16")
 
@@ -118,21 +127,13 @@ def _open_dataset(data: Union[PathLike, Sequence[PathLike]]) -> "_ringfeed._Data
     return dataset
 
 
-def _int_option(name: str, value: Any, minimum: int, maximum: int = 2**32 - 1) -> int:
+def _int_option(name: str, value: Any, minimum: int, maximum: int) -> int:
+    """An int (NumPy's too, through __index__; not a bool) from minimum to maximum."""
+    if not isinstance(value, bool) and hasattr(value, "__index__"):
+        value = value.__index__()
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise UsageError(f"{name} must be an integer from {minimum} to {maximum}, got {value!r}")
-    return value
-
-
-def _bool_option(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise UsageError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def _str_option(name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise UsageError(f"{name} must be a str, got {value!r}")
+        raise UsageError(f"{name} must be a whole number from {minimum} to {maximum}, "
+                         f"got {value!r}")
     return value
 
 
@@ -172,6 +173,31 @@ def _device_option(device: Any) -> Tuple[str, int]:
     return kind, -1
 
 
+# The loader's options, declared once in the library (pipeline/loader_options.h): name, type,
+# default, rule, words, what None means where the default is not one value, help. The Loader's
+# signature and the "Options" part of its help are made from them, and every keyword argument is
+# checked and set by the library through the same declarations as `ringfeed train`'s flags.
+_OPTIONS: Dict[str, Dict[str, Any]] = {o["name"]: o for o in _ringfeed.loader_options()}
+
+
+def _options_help() -> str:
+    lines = []
+    for o in _OPTIONS.values():
+        # The declarations' help names other options as the command line does: --shuffle-window.
+        text = re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), o["help"])
+        if o["type"] in ("int", "float", "Sequence[float]", "Union[int, str]"):
+            text += f" ({o['rule']})"
+        text += f". Default: {o['unset'] if o['unset'] else repr(o['default'])}."
+        words, line = text.split(), "    " + o["name"] + ":"
+        for w in words:
+            if len(line) + 1 + len(w) > 96:
+                lines.append(line)
+                line = "       "
+            line += " " + w
+        lines.append(line)
+    return "\n".join(lines)
+
+
 class Loader:
     """Batches of a ringfeed dataset, read from disk as training goes, in fixed memory.
 
@@ -186,59 +212,27 @@ class Loader:
     Epochs: the loader is at ``epoch`` and ``position`` (samples of this rank's epoch handed out
     so far). An iteration continues from there (the epoch's start, where a ``break`` left it, or a
     restored state) to the epoch's end; as the epoch's last batch is handed out, ``epoch`` moves
-    on by one and ``position`` returns to 0. ``set_epoch(e)`` makes the next iteration epoch e
-    from its start; ``len(loader)`` is the batches per epoch for this rank. The order is a
-    function of the dataset, seed, shuffle, shuffle_window, epoch, rank and world_size only.
+    on by one and ``position`` returns to 0. Every iterator of a loader takes its batches from
+    the loader's position, so iterators used at once (by threads, say) share the epoch, each
+    batch handed out once. ``set_epoch(e)`` makes the next iteration epoch e from its start (an
+    iterator made before it refuses to go on); ``len(loader)`` is the batches per epoch for this
+    rank. The order is a function of the dataset, seed, shuffle, shuffle_window, epoch, rank and
+    world_size only.
 
     Checkpoints: ``state_dict()`` is a JSON-able dict of the epoch, the position and what the
-    order depends on; ``load_state_dict(state)`` on a loader with the same options continues with
-    exactly the batches the saved loader would have handed out next.
+    batches depend on; ``load_state_dict(state)`` on a loader with the same options continues
+    with exactly the batches the saved loader would have handed out next. A loader cannot be
+    copied (``copy.copy``): open another with the same options and ``load_state_dict``.
 
-    Arguments (all but the first two keyword-only):
+    Arguments: ``data`` (the first), ``batch_size`` (the second, or by name) and the options,
+    by name: the options of ``ringfeed train`` with '_' for '-', plus the output's, with the
+    same defaults and bounds (``help(ringfeed.Loader)`` lists them below). None for any option
+    means its default.
 
     data: the dataset: a ``.rfd`` file, any one of its shards or the shards' base name, a glob
         pattern of its shard files, or a list of them (every shard of one dataset, once).
-    batch_size: samples per batch; the epoch's last batch may be smaller (see drop_last).
-    device: 'cuda' (the current GPU, as torch.cuda.set_device sets it), 'cuda:N', 'cpu', or None:
-        'cuda' where the build has CUDA and a GPU is found, else 'cpu'.
-    dtype: the samples' output dtype: 'float32', 'bfloat16', 'float16', or the stored dtype
-        itself ('uint8' for uint8 images, the stored integer dtype for token ids). None: float32
-        for image data, the stored dtype for token ids. Labels are always int64.
-    layout: 'NCHW' (as stored) or 'NHWC' (channels last), for image data.
-    normalize: (x - mean[c]) / std[c] with the header's per-channel statistics (in float32, a
-        std of 0 taken as 1). None: True for a float output, False otherwise.
-    mean, std: per-channel statistics to normalize with instead of the header's (both or
-        neither, one value per channel), e.g. a test split normalized as its training split:
-        ``mean=train.dataset.mean, std=train.dataset.std``.
-    augment: data augmentation, as ``ringfeed train --augment``: a comma list of 'crop:P'
-        (random crop with P pixels of zero padding), 'flip' (random horizontal flip) and
-        'erase:P' (random erasing with probability P), e.g. ``augment="crop:4,flip"``; None or
-        'none': off. Fused into the decode (on the GPU, in the same kernel); each sample's
-        transform depends only on seed, the epoch and the sample's index in the dataset, so it
-        is the same on the CPU and the GPU, whatever the batch size or rank, and after
-        load_state_dict. Zero filled pixels are 0 in the output (after normalization). Leave it
-        off for a test split.
-    shuffle: 'window' (chunks in a seeded permutation per epoch, and the samples of
-        shuffle_window chunks resident together in a seeded permutation of their own) or 'none'
-        (stored order).
-    shuffle_window: chunks shuffled together (more: better mixed batches, more memory).
-    seed: the order's seed.
-    drop_last: skip each epoch's last batch where it is smaller than batch_size.
-    rank, world_size: this process's part of every epoch. None: torch.distributed's rank and
-        world size where it is initialized, else the RANK and WORLD_SIZE environment variables,
-        else 0 and 1. Every rank's epoch holds the same number of samples; where the world size
-        does not divide the dataset, fewer than world_size samples are repeated, one each on that
-        many ranks (rf::WindowOrder's padding).
-    mode: 'streaming' (read as training goes, fixed memory) or 'managed' (the whole dataset in
-        one CUDA managed allocation; GPU only).
-    io: 'direct' (io_uring, O_DIRECT), 'buffered' (io_uring through the page cache) or 'pread'.
-    queue_depth: reads in flight. read_size: the largest single read ('4MiB', '64KiB' or bytes;
-        a multiple of 4 KiB). ring_slots: host ring slots, one chunk each. copy_streams:
-        host-to-device copy streams (GPU). verify: check every chunk's checksum.
-    prefetch: decoded batches the loader keeps buffers for (>= 1).
-    managed_prefetch, managed_advise, managed_oversubscribe: the managed mode's paging: prefetch
-        the chunks of the batch this many ahead; advise read-mostly and preferred on the GPU;
-        allow a dataset larger than the GPU's free memory.
+    device also takes 'cuda:N' (GPU N) and a torch.device; 'cuda' is the current GPU, as
+        torch.cuda.set_device sets it. dtype: 'bf16' and other names of a dtype work too.
 
     Errors: ringfeed.UsageError (a ValueError) for options that cannot be run, naming the option;
     ringfeed.DataError (a ValueError) for bad data, naming the file, the chunk and the byte offset
@@ -248,123 +242,52 @@ class Loader:
 
     Threads: the loader's methods may be called from any thread, one call at a time (a second
     thread's call waits); the GIL is released while a call waits for disk or the GPU.
+
+    Options:
+
     """
 
-    def __init__(
-        self,
-        data: Union[PathLike, Sequence[PathLike]],
-        batch_size: int,
-        *,
-        device: Optional[str] = None,
-        dtype: Optional[str] = None,
-        layout: str = "NCHW",
-        normalize: Optional[bool] = None,
-        mean: Optional[Sequence[float]] = None,
-        std: Optional[Sequence[float]] = None,
-        augment: Optional[str] = None,
-        shuffle: str = "window",
-        shuffle_window: int = 64,
-        seed: int = 0,
-        drop_last: bool = False,
-        rank: Optional[int] = None,
-        world_size: Optional[int] = None,
-        mode: str = "streaming",
-        io: str = "direct",
-        queue_depth: int = 8,
-        read_size: Union[str, int] = "4MiB",
-        ring_slots: int = 16,
-        copy_streams: int = 2,
-        verify: bool = True,
-        prefetch: int = 4,
-        managed_prefetch: int = 0,
-        managed_advise: bool = False,
-        managed_oversubscribe: bool = False,
-    ) -> None:
+    def __init__(self, data: Union[PathLike, Sequence[PathLike]],
+                 batch_size: Optional[int] = None, **options: Any) -> None:
+        # The signature help() and inspect show is _SIGNATURE, made from the declarations.
         self._native: Optional[_ringfeed._Loader] = None
-        batch_size = _int_option("batch_size", batch_size, 1)
-        shuffle_window = _int_option("shuffle_window", shuffle_window, 1)
-        seed = _int_option("seed", seed, 0, 2**64 - 1)
-        drop_last = _bool_option("drop_last", drop_last)
-        device_kind, gpu = _device_option(device)
-        layout_text = _str_option("layout", layout).upper()
-        if layout_text not in ("NCHW", "NHWC"):
-            raise UsageError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
-        if isinstance(read_size, int) and not isinstance(read_size, bool):
-            read_size = str(read_size)
-        read_size = _str_option("read_size", read_size)
-        if rank is None or world_size is None:
+        self._lock = threading.RLock()
+        unknown = [k for k in options if k not in _OPTIONS or k == "batch_size"]
+        if unknown:
+            raise TypeError(f"Loader() got an unexpected keyword argument {unknown[0]!r}")
+        options = {k: v for k, v in options.items() if v is not None}
+        if batch_size is not None:
+            options["batch_size"] = batch_size
+        kind, gpu = _device_option(options.pop("device", None))
+        options["device"] = kind
+        if "rank" not in options or "world_size" not in options:
             process_rank, process_world = _process_rank()
-            rank = process_rank if rank is None else rank
-            world_size = process_world if world_size is None else world_size
-        rank = _int_option("rank", rank, 0)
-        world_size = _int_option("world_size", world_size, 1)
-        if rank >= world_size:
-            raise UsageError(f"rank must be below world_size ({world_size}), got {rank}")
+            options.setdefault("rank", process_rank)
+            options.setdefault("world_size", process_world)
+        if isinstance(options.get("layout"), str):
+            options["layout"] = options["layout"].upper()
 
         dataset = _open_dataset(data)
-        if dtype is None:
-            dtype = "float32" if dataset.is_image else dataset.dtype
-        dtype = _str_option("dtype", dtype)
-        canonical = _ringfeed.dtype_name(dtype)
+        dtype = options.get("dtype", "float32" if dataset.is_image else dataset.dtype)
+        canonical = _ringfeed.dtype_name(dtype) if isinstance(dtype, str) else None
         if canonical is None:
             raise UsageError(f"dtype: unknown dtype {dtype!r} (float32, bfloat16, float16, or the "
                              f"dataset's own, {dataset.dtype})")
-        if normalize is None:
-            normalize = canonical in _FLOAT_OUTPUTS
-        normalize = _bool_option("normalize", normalize)
-        if (mean is None) != (std is None):
+        options["dtype"] = canonical
+        options.setdefault("normalize", canonical in _FLOAT_OUTPUTS)
+        if ("mean" in options) != ("std" in options):
             raise UsageError("mean and std: give both or neither")
-        try:
-            mean = [float(v) for v in (mean if mean is not None else ())]
-            std = [float(v) for v in (std if std is not None else ())]
-        except (TypeError, ValueError):
-            raise UsageError(f"mean and std must be sequences of numbers, got {mean!r}, "
-                             f"{std!r}") from None
-
-        augment = "none" if augment is None else _str_option("augment", augment)
 
         self._dataset = dataset
-        self._batch_size = batch_size
-        self._seed = seed
-        self._shuffle = _str_option("shuffle", shuffle)
-        self._shuffle_window = shuffle_window
-        self._drop_last = drop_last
-        self._rank = rank
-        self._world_size = world_size
-        self._native = _ringfeed._Loader(
-            dataset,
-            batch_size=batch_size,
-            device=device_kind,
-            gpu=gpu,
-            dtype=canonical,
-            layout=getattr(_ringfeed.SampleLayout, layout_text),
-            normalize=normalize,
-            mean=mean,
-            std=std,
-            augment=augment,
-            shuffle=self._shuffle,
-            shuffle_window=shuffle_window,
-            seed=seed,
-            drop_last=drop_last,
-            rank=rank,
-            world_size=world_size,
-            mode=_str_option("mode", mode),
-            io=_str_option("io", io),
-            queue_depth=_int_option("queue_depth", queue_depth, 1),
-            read_size=read_size,
-            ring_slots=_int_option("ring_slots", ring_slots, 2),
-            copy_streams=_int_option("copy_streams", copy_streams, 1),
-            verify=_bool_option("verify", verify),
-            output_buffers=_int_option("prefetch", prefetch, 1),
-            managed_prefetch=_int_option("managed_prefetch", managed_prefetch, 0),
-            managed_advise=_bool_option("managed_advise", managed_advise),
-            managed_oversubscribe=_bool_option("managed_oversubscribe", managed_oversubscribe),
-        )
+        self._native = _ringfeed._Loader(dataset, options, gpu)
+        # What the batches depend on, as the library took it (its defaults where not given).
+        self._options = self._native.options()
+        self._batch_size = self._options["batch_size"]
         self._batches_per_epoch = self._native.batches_per_epoch()
         self._epoch_samples = self._native.epoch_samples()
         # The position at which an epoch is over: every sample, or with drop_last the last full
         # batch's end.
-        self._epoch_end = min(self._batches_per_epoch * batch_size, self._epoch_samples)
+        self._epoch_end = min(self._batches_per_epoch * self._batch_size, self._epoch_samples)
         gpu_device = self._native.gpu_device()
         self._device = "cpu" if gpu_device < 0 else f"cuda:{gpu_device}"
         self._epoch = 0
@@ -372,8 +295,20 @@ class Loader:
         # Where the native loader's next batch would come from; None: unknown (never started, or
         # a call failed), so the next batch restarts it at (epoch, position).
         self._native_at: Optional[Tuple[int, int]] = None
-        # Bumped by every iter(), set_epoch and load_state_dict: an older iterator is stale.
+        # Bumped by set_epoch and load_state_dict: an iterator made before either is stale.
         self._generation = 0
+
+    def __copy__(self) -> "Loader":
+        raise TypeError("a ringfeed.Loader cannot be copied: the copy would share its reader and "
+                        "position. Open another Loader with the same options and hand it "
+                        "loader.state_dict() (load_state_dict) to continue from the same place")
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Loader":
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("a ringfeed.Loader cannot be pickled or copied: save "
+                        "loader.state_dict() and open a new Loader with the same options")
 
     # --- What the loader is -------------------------------------------------------------------
 
@@ -395,12 +330,12 @@ class Loader:
     @property
     def rank(self) -> int:
         """This loader's rank."""
-        return self._rank
+        return self._options["rank"]
 
     @property
     def world_size(self) -> int:
         """The number of ranks sharing each epoch."""
-        return self._world_size
+        return self._options["world_size"]
 
     @property
     def epoch_samples(self) -> int:
@@ -431,99 +366,108 @@ class Loader:
 
     def __iter__(self) -> Iterator[Tuple[Tensor, Tensor]]:
         """The rest of the current epoch, batch by batch: (samples, labels)."""
-        self._generation += 1
-        return self._epoch_batches(self._generation)
+        with self._lock:
+            return _EpochIterator(self, self._epoch, self._generation)
 
-    def _epoch_batches(self, generation: int) -> Iterator[Tuple[Tensor, Tensor]]:
-        epoch = self._epoch
-        if self._epoch_end == 0:  # nothing to hand out: the epoch is over at once
-            self._epoch += 1
-            return
-        while self._epoch == epoch:
+    def _next_batch(self, epoch: int, generation: int) -> Optional[Tuple[Tensor, Tensor]]:
+        """The next batch of `epoch` for an iterator made at `generation`, or None once that
+        epoch is over. Under the loader's lock from the position it reads to the position it
+        leaves, so threads sharing the loader get each batch once."""
+        with self._lock:
             if generation != self._generation:
-                raise RuntimeError("this iterator is stale: the loader was iterated again, or "
-                                   "set_epoch or load_state_dict was called, after it started")
-            yield self._next_batch()
-
-    def _next_batch(self) -> Tuple[Tensor, Tensor]:
-        native = self._open_native()
-        at = (self._epoch, self._position)
-        try:
-            if self._native_at != at:
+                raise RuntimeError("this iterator is stale: set_epoch or load_state_dict was "
+                                   "called after it started")
+            if self._epoch != epoch:
+                return None
+            if self._epoch_end == 0:  # nothing to hand out: the epoch is over at once
+                self._epoch += 1
+                return None
+            native = self._open_native()
+            at = (self._epoch, self._position)
+            try:
+                if self._native_at != at:
+                    self._native_at = None
+                    native.start_epoch(*at)
+                out = native.next()
+            except BaseException:
+                self._native_at = None  # the batch in flight, if any, is handed out again
+                raise
+            if out is None:
                 self._native_at = None
-                native.start_epoch(*at)
-            out = native.next()
-        except BaseException:
-            self._native_at = None  # the batch in flight, if any, is handed out again
-            raise
-        if out is None:
-            self._native_at = None
-            raise RuntimeError(f"the loader ended epoch {self._epoch} at sample {self._position}"
-                               f" of {self._epoch_end}")
-        samples = out[0]
-        end = samples.position + samples.shape[0]
-        self._native_at = (self._epoch, end)
-        if end >= self._epoch_end:
-            self._epoch += 1
-            self._position = 0
-        else:
-            self._position = end
-        return out
+                raise RuntimeError(f"the loader ended epoch {self._epoch} at sample "
+                                   f"{self._position} of {self._epoch_end}")
+            samples = out[0]
+            end = samples.position + samples.shape[0]
+            self._native_at = (self._epoch, end)
+            if end >= self._epoch_end:
+                self._epoch += 1
+                self._position = 0
+            else:
+                self._position = end
+            return out
 
     def set_epoch(self, epoch: int) -> None:
-        """Makes the next iteration epoch `epoch`, from its start."""
-        self._epoch = _int_option("epoch", epoch, 0, 2**63 - 1)
-        self._position = 0
-        self._generation += 1
+        """Makes the next iteration epoch `epoch`, from its start (0 to 2**32 - 1: what a
+        ringfeed checkpoint holds)."""
+        epoch = _int_option("epoch", epoch, 0, _ringfeed.max_epoch)
+        with self._lock:
+            self._epoch = epoch
+            self._position = 0
+            self._generation += 1
 
     # --- Checkpoints --------------------------------------------------------------------------
 
     def state_dict(self) -> Dict[str, Any]:
         """Where the loader is, as a plain dict of str, int and bool (JSON-able): the epoch, the
-        position (samples of the epoch handed out so far) and what identifies the order (seed,
-        batch size, shuffle mode and window, drop_last, rank, world size, the dataset's id, as a
-        hex string, and sample count)."""
-        return {
-            "version": _STATE_VERSION,
-            "epoch": self._epoch,
-            "position": self._position,
-            "seed": self._seed,
-            "batch_size": self._batch_size,
-            "shuffle": self._shuffle,
-            "shuffle_window": self._shuffle_window,
-            "drop_last": self._drop_last,
-            "rank": self._rank,
-            "world_size": self._world_size,
-            "dataset_id": f"{self._dataset.id:016x}",
-            "dataset_samples": self._dataset.samples,
-        }
+        position (samples of the epoch handed out so far) and what identifies its batches (seed,
+        batch size, shuffle mode and window, drop_last, rank, world size, the augmentation and
+        the output dtype, the dataset's id, as a hex string, and sample count)."""
+        with self._lock:
+            state = {"version": _STATE_VERSION, "epoch": self._epoch,
+                     "position": self._position}
+        for key in _OPTION_KEYS:
+            state[key] = self._options[key]
+        state["dataset_id"] = f"{self._dataset.id:016x}"
+        state["dataset_samples"] = self._dataset.samples
+        return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Positions the loader where `state` (from state_dict) was: the next batches are
         exactly those the saved loader would have handed out next. UsageError where the state
-        is of another order (each differing field named, with both values) or malformed."""
+        is of other batches (each differing field named, with both values), malformed (a field
+        of another type: 64.0 for 64, True for 1), or at a position no loader stops at. States of
+        version 1 (before augment and dtype were recorded) load without those two checked."""
         if not isinstance(state, dict):
             raise UsageError(f"load_state_dict takes a dict from state_dict(), got "
                              f"{type(state).__name__}")
-        if state.get("version") != _STATE_VERSION:
-            raise UsageError(f"load_state_dict: unknown state version {state.get('version')!r} "
-                             f"(this ringfeed writes {_STATE_VERSION})")
-        missing = [k for k in ("epoch", "position") + _ORDER_KEYS if k not in state]
+        version = state.get("version")
+        if type(version) is not int or version not in (1, _STATE_VERSION):
+            raise UsageError(f"load_state_dict: unknown state version {version!r} "
+                             f"(this ringfeed reads 1 and {_STATE_VERSION})")
+        keys = _ORDER_KEYS if version == 1 else _ORDER_KEYS + _OUTPUT_KEYS
+        missing = [k for k in ("epoch", "position") + keys if k not in state]
         if missing:
             raise UsageError(f"load_state_dict: the state lacks {missing}")
         own = self.state_dict()
+        wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
+                 for k in ("epoch", "position") + keys if type(state[k]) is not type(own[k])]
+        if wrong:
+            raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
         differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
-                  for k in _ORDER_KEYS if state[k] != own[k]]
+                  for k in keys if state[k] != own[k]]
         if differ:
-            raise UsageError("load_state_dict: the state is of another order: " + "; ".join(differ))
-        epoch = _int_option("the state's epoch", state["epoch"], 0, 2**63 - 1)
+            raise UsageError("load_state_dict: the state is of other batches: " +
+                             "; ".join(differ))
+        epoch = _int_option("the state's epoch", state["epoch"], 0, _ringfeed.max_epoch)
         position = _int_option("the state's position", state["position"], 0, 2**64 - 1)
-        if position >= max(self._epoch_end, 1):
-            raise UsageError(f"load_state_dict: position {position} is past the epoch's "
-                             f"{self._epoch_end} samples")
-        self._epoch = epoch
-        self._position = position
-        self._generation += 1
+        if position >= max(self._epoch_end, 1) or position % self._batch_size != 0:
+            raise UsageError(f"load_state_dict: position {position} is no batch boundary of this "
+                             f"loader's epochs (multiples of batch_size {self._batch_size} "
+                             f"below {max(self._epoch_end, 1)})")
+        with self._lock:
+            self._epoch = epoch
+            self._position = position
+            self._generation += 1
 
     # --- Figures and life -----------------------------------------------------------------------
 
@@ -542,7 +486,8 @@ class Loader:
     def close(self) -> None:
         """Stops the loader's threads and reads and frees its memory, but for the batches still
         held, which stay valid. Also what deleting the loader does. Idempotent."""
-        native, self._native = self._native, None
+        with self._lock:
+            native, self._native = self._native, None
         if native is not None:
             native.close()
 
@@ -557,3 +502,46 @@ class Loader:
             raise UsageError("the loader is closed")
         return self._native
 
+
+
+class _EpochIterator:
+    """An iteration of one epoch of a Loader: each next() takes the loader's next batch of that
+    epoch under the loader's lock, so one iterator may be shared by threads (each batch handed
+    out once) and several iterators of one loader share its position."""
+
+    def __init__(self, loader: Loader, epoch: int, generation: int) -> None:
+        self._loader = loader
+        self._epoch = epoch
+        self._generation = generation
+
+    def __iter__(self) -> "_EpochIterator":
+        return self
+
+    def __next__(self) -> Tuple[Tensor, Tensor]:
+        out = self._loader._next_batch(self._epoch, self._generation)
+        if out is None:
+            raise StopIteration
+        return out
+
+
+def _signature() -> inspect.Signature:
+    """Loader's signature as help() and inspect show it: data, batch_size, then every option by
+    name with its default (None where the default depends on the data or the process)."""
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("data", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for o in _OPTIONS.values():
+        # None where the default depends on the data or the process (what None means is in the
+        # help), else the declaration's default.
+        default = None if o["unset"] else o["default"]
+        kind = (inspect.Parameter.POSITIONAL_OR_KEYWORD if o["name"] == "batch_size"
+                else inspect.Parameter.KEYWORD_ONLY)
+        param = inspect.Parameter(o["name"], kind, default=default)
+        if o["name"] == "batch_size":
+            params.insert(2, param)
+        else:
+            params.append(param)
+    return inspect.Signature(params)
+
+
+Loader.__init__.__signature__ = _signature()  # type: ignore[attr-defined]
+Loader.__doc__ = (Loader.__doc__ or "").rstrip(" ") + _options_help() + "\n"

@@ -1,10 +1,13 @@
 // ringfeed._ringfeed: the bindings under the Python package (python/ringfeed/). Thin: each binding
 // calls the library (pipeline/loader.h, io/dataset.h) or dlpack_export.h and converts values; the
-// epoch protocol, option defaults and state dicts are the package's Python (python/ringfeed/
-// loader.py), reached by its pytest suite.
+// epoch protocol and state dicts are the package's Python (python/ringfeed/loader.py), reached by
+// its pytest suite. The loader's options are pipeline/loader_options.h's table: their names,
+// defaults, bounds and help come from there (loader_options()), and each keyword argument is
+// converted by its declared type and set through the table (MakeOptions), with no option named
+// here.
 //
 //   _Dataset     an opened dataset (rf::Dataset): the header's fields
-//   _Loader      one rf::Loader over a _Dataset: start_epoch, next, stats
+//   _Loader      one rf::Loader over a _Dataset: start_epoch, next, stats, options
 //   Tensor       a decoded batch's samples or labels, exported through DLPack
 //   DataError, UsageError   the exceptions a Status becomes (RaiseStatus, the one place)
 //
@@ -21,8 +24,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "core/dtype.h"
@@ -30,9 +36,11 @@
 #include "cuda/device.h"
 #include "io/dataset.h"
 #include "io/format.h"
+#include "options/option_table.h"
 #include "pipeline/batch_decode.h"
 #include "pipeline/loader.h"
-#include "pipeline/pipeline_config.h"
+#include "pipeline/loader_options.h"
+#include "pipeline/pipeline_options.h"
 #include "python/src/dlpack_export.h"
 
 namespace py = pybind11;
@@ -260,57 +268,183 @@ class NativeLoader {
   std::unique_ptr<Loader> loader_;
 };
 
-// A Usage error for an option the library parses with another code (ParseIoMode's
-// InvalidArgument): every value handed to the loader's constructor is an option.
-template <typename T>
-T Option(Result<T> r) {
-  if (!r.ok() && !r.status().IsUsage()) Throw(Status::Usage(r.status().ToString()));
-  return Take(std::move(r));
+// --- Options ---------------------------------------------------------------------------------
+// Every keyword argument of the loader is an option of pipeline/loader_options.h's table: each is
+// converted here by its declared type alone and set through the table (its bounds, its words,
+// where it does something), so this file holds no option of its own.
+
+bool IsBool(py::handle v) {
+  if (PyBool_Check(v.ptr())) return true;
+  const py::handle type = py::type::handle_of(v);
+  return py::str(type.attr("__name__")).cast<std::string>() == "bool_" &&
+         py::str(type.attr("__module__")).cast<std::string>() == "numpy";
 }
 
-LoaderOptions MakeOptions(const Dataset& d, uint32_t batch_size, const std::string& device, int gpu,
-                          const std::string& dtype, SampleLayout layout, bool normalize,
-                          const std::vector<float>& mean, const std::vector<float>& stddev,
-                          const std::string& augment, const std::string& shuffle,
-                          uint32_t shuffle_window, uint64_t seed, bool drop_last, uint32_t rank,
-                          uint32_t world_size, const std::string& mode, const std::string& io,
-                          uint32_t queue_depth, const std::string& read_size, uint32_t ring_slots,
-                          uint32_t copy_streams, bool verify, uint32_t output_buffers,
-                          uint32_t managed_prefetch, bool managed_advise,
-                          bool managed_oversubscribe) {
+[[noreturn]] void WrongType(const OptionSpec& s, py::handle v) {
+  const bool flag = s.type == OptionType::kSwitch || s.type == OptionType::kOnOff;
+  // Python's repr escapes what is not printable; a long one is cut.
+  std::string shown = py::repr(v).cast<std::string>();
+  if (shown.size() > 80) shown = shown.substr(0, 80) + "...";
+  Throw(Status::Usage(OptionName(s, OptionFace::kPython) + " must be " +
+                      (flag ? "True or False" : OptionRuleText(s)) + ", got " + shown));
+}
+
+// An integer, Python's or NumPy's (anything with __index__ but a bool), as a value of `s`.
+OptionValue IntegerFromPython(const OptionSpec& s, py::handle v) {
+  if (IsBool(v) || !PyIndex_Check(v.ptr())) WrongType(s, v);
+  const py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+  if (!i) throw py::error_already_set();
+  int overflow = 0;
+  const long long n = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow == 0) {
+    return n < 0 ? OptionValue(static_cast<int64_t>(n)) : OptionValue(static_cast<uint64_t>(n));
+  }
+  const unsigned long long u = PyLong_AsUnsignedLongLong(i.ptr());
+  if (overflow < 0 || PyErr_Occurred() != nullptr) {
+    PyErr_Clear();
+    WrongType(s, v);
+  }
+  return static_cast<uint64_t>(u);
+}
+
+double NumberFromPython(const OptionSpec& s, py::handle v) {
+  if (IsBool(v) || PyUnicode_Check(v.ptr()) || PyBytes_Check(v.ptr()) ||
+      !(PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr()) || py::hasattr(v, "__float__"))) {
+    WrongType(s, v);
+  }
+  const double d = PyFloat_AsDouble(v.ptr());
+  if (PyErr_Occurred() != nullptr) {
+    PyErr_Clear();
+    WrongType(s, v);
+  }
+  return d;
+}
+
+OptionValue FromPython(const OptionSpec& s, py::handle v) {
+  switch (s.type) {
+    case OptionType::kSwitch:
+    case OptionType::kOnOff:
+      if (!IsBool(v)) WrongType(s, v);
+      return static_cast<bool>(PyObject_IsTrue(v.ptr()));
+    case OptionType::kCount:
+    case OptionType::kInteger:
+      return IntegerFromPython(s, v);
+    case OptionType::kNumber:
+      return NumberFromPython(s, v);
+    case OptionType::kNumbers: {
+      if (PyUnicode_Check(v.ptr()) || !py::isinstance<py::iterable>(v)) WrongType(s, v);
+      std::vector<double> out;
+      for (py::handle item : py::reinterpret_borrow<py::iterable>(v)) {
+        out.push_back(NumberFromPython(s, item));
+      }
+      return out;
+    }
+    case OptionType::kByteSize:
+      if (PyUnicode_Check(v.ptr())) {
+        return Take(ParseOptionText(s, v.cast<std::string>(), OptionFace::kPython));
+      }
+      return IntegerFromPython(s, v);
+    case OptionType::kWord:
+      if (IsBool(v) && !s.true_word.empty()) {
+        return PyObject_IsTrue(v.ptr()) ? s.true_word : s.false_word;
+      }
+      if (!PyUnicode_Check(v.ptr())) WrongType(s, v);
+      return v.cast<std::string>();
+    case OptionType::kText:
+      if (!PyUnicode_Check(v.ptr())) WrongType(s, v);
+      return v.cast<std::string>();
+  }
+  WrongType(s, v);
+}
+
+py::object ToPython(const OptionSpec& s, const OptionValue& v) {
+  if (s.type == OptionType::kByteSize) return py::str(OptionValueText(s, v));
+  return std::visit(
+      [](const auto& x) -> py::object {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          return py::bool_(x);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return py::str(x);
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          return py::cast(x);
+        } else if constexpr (std::is_same_v<T, double>) {
+          return py::float_(x);
+        } else {
+          return py::int_(x);
+        }
+      },
+      v);
+}
+
+const char* TypeName(OptionType t) {
+  switch (t) {
+    case OptionType::kSwitch:
+    case OptionType::kOnOff:
+      return "bool";
+    case OptionType::kCount:
+    case OptionType::kInteger:
+      return "int";
+    case OptionType::kNumber:
+      return "float";
+    case OptionType::kNumbers:
+      return "Sequence[float]";
+    case OptionType::kByteSize:
+      return "Union[int, str]";
+    case OptionType::kWord:
+    case OptionType::kText:
+      break;
+  }
+  return "str";
+}
+
+// The loader's options as Python sees them: name, type, default, rule, words, what None means
+// and the help, in declaration order (loader.py makes Loader's signature and help from them).
+py::list OptionList() {
+  py::list out;
+  for (const OptionSpec& s : LoaderOptionTable().Specs(kLoaderApi)) {
+    py::dict d;
+    d["name"] = OptionName(s, OptionFace::kPython);
+    d["type"] = TypeName(s.type);
+    d["default"] = ToPython(s, s.default_value);
+    d["rule"] = OptionRuleText(s);
+    d["words"] = s.words;
+    d["unset"] = s.unset;
+    d["help"] = s.help;
+    out.append(d);
+  }
+  return out;
+}
+
+// The LoaderOptions the keyword arguments `options` ask for (None: the default), refusing one
+// that would do nothing with the others as the command line does.
+LoaderOptions MakeOptions(const Dataset& d, const py::dict& options, int gpu) {
+  const OptionTable<LoaderOptions>& table = LoaderOptionTable();
   LoaderOptions o;
-  PipelineConfig& p = o.pipeline;
-  p.data = d.shard_path(0);
-  p.mode = Option(ParsePipelineMode(mode));
-  p.device = Option(ParseDeviceKind(device));
-  p.order.batch_size = batch_size;
-  p.order.drop_last = drop_last;
-  p.order.shuffle = Option(ParseShuffleMode(shuffle));
-  p.order.shuffle_window = shuffle_window;
-  p.order.seed = seed;
-  p.order.rank = rank;
-  p.order.world_size = world_size;
-  p.verify = verify;
-  p.streaming.io = Option(ParseIoMode(io));
-  p.streaming.queue_depth = queue_depth;
-  p.streaming.read_bytes = Option(ParseReadSize(read_size));
-  p.streaming.ring_slots = ring_slots;
-  p.streaming.copy_streams = copy_streams;
-  p.managed.prefetch_batches = managed_prefetch;
-  p.managed.advise = managed_advise;
-  p.managed.oversubscribe = managed_oversubscribe;
-  const std::optional<DType> t = ParseDType(dtype);
-  if (!t) Throw(Status::Usage("dtype: unknown dtype '" + dtype + "'"));
-  o.output.dtype = *t;
-  o.output.layout = layout;
-  o.output.normalize = normalize;
-  o.output.mean = mean;
-  o.output.stddev = stddev;
-  o.output.augment = augment;  // parsed, and refused, by the Loader (core/augment_spec.h)
-  o.output_buffers = output_buffers;
+  std::set<std::string> given;
+  for (const auto& [key, value] : options) {
+    const std::string name = py::str(key).cast<std::string>();
+    const OptionTable<LoaderOptions>::Entry* e = table.Find(name, OptionFace::kPython);
+    if (e == nullptr) Throw(Status::Usage("unknown option " + QuoteUserText(name)));
+    if (value.is_none()) continue;
+    Check(table.Set(&o, *e, FromPython(e->spec, value), OptionFace::kPython));
+    given.insert(e->spec.name);
+  }
+  Check(table.RefuseIdle(o, given, OptionFace::kPython));
+  o.pipeline.data = d.shard_path(0);
+  Check(o.pipeline.Validate(OptionFace::kPython));  // what Loader::Create checks, named as here
   o.gpu = gpu;
   o.poll = CheckSignals;
   return o;
+}
+
+// A loader's options as Python values, by their Python names.
+py::dict OptionValues(const LoaderOptions& o) {
+  py::dict out;
+  for (const auto& e : LoaderOptionTable().entries()) {
+    out[py::str(OptionName(e.spec, OptionFace::kPython))] = ToPython(e.spec, e.get(o));
+  }
+  return out;
 }
 
 py::dict StatsDict(const LoaderStats& s) {
@@ -373,10 +507,6 @@ PYBIND11_MODULE(_ringfeed, m) {
         "where the name is no shard name.");
   m.def("shard_path", &format::ShardPath, py::arg("base"), py::arg("index"), py::arg("count"),
         "Shard `index` of `count` of base name `base`: 'd-00001-of-00004.rfd'.");
-
-  py::enum_<SampleLayout>(m, "SampleLayout", "How a batch's samples are laid out.")
-      .value("NCHW", SampleLayout::kNCHW, "channels first, as stored")
-      .value("NHWC", SampleLayout::kNHWC, "channels last");
 
   py::class_<Dataset, std::shared_ptr<Dataset>>(
       m, "_Dataset", "An opened, checked dataset: every shard's header and chunk index.")
@@ -490,31 +620,23 @@ PYBIND11_MODULE(_ringfeed, m) {
                "')";
       });
 
+  m.def("loader_options", &OptionList,
+        "The loader's options (pipeline/loader_options.h): a list of dicts of name, type, "
+        "default, rule, words, unset (what None means where the default is not one value) and "
+        "help.");
+  m.attr("max_epoch") = py::int_(kMaxEpoch);
+
   py::class_<NativeLoader>(m, "_Loader", "One rf::Loader over a _Dataset (see ringfeed.Loader).")
-      .def(py::init([](std::shared_ptr<Dataset> d, uint32_t batch_size, const std::string& device,
-                       int gpu, const std::string& dtype, SampleLayout layout, bool normalize,
-                       const std::vector<float>& mean, const std::vector<float>& stddev,
-                       const std::string& augment, const std::string& shuffle,
-                       uint32_t shuffle_window, uint64_t seed, bool drop_last, uint32_t rank,
-                       uint32_t world_size, const std::string& mode, const std::string& io,
-                       uint32_t queue_depth, const std::string& read_size, uint32_t ring_slots,
-                       uint32_t copy_streams, bool verify, uint32_t output_buffers,
-                       uint32_t managed_prefetch, bool managed_advise, bool managed_oversubscribe) {
-             const LoaderOptions o = MakeOptions(
-                 *d, batch_size, device, gpu, dtype, layout, normalize, mean, stddev, augment,
-                 shuffle, shuffle_window, seed, drop_last, rank, world_size, mode, io, queue_depth,
-                 read_size, ring_slots, copy_streams, verify, output_buffers, managed_prefetch,
-                 managed_advise, managed_oversubscribe);
+      .def(py::init([](std::shared_ptr<Dataset> d, const py::dict& options, int gpu) {
+             const LoaderOptions o = MakeOptions(*d, options, gpu);
              return std::make_unique<NativeLoader>(std::move(d), o);
            }),
-           py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("device"),
-           py::arg("gpu"), py::arg("dtype"), py::arg("layout"), py::arg("normalize"),
-           py::arg("mean"), py::arg("std"), py::arg("augment"), py::arg("shuffle"),
-           py::arg("shuffle_window"), py::arg("seed"), py::arg("drop_last"), py::arg("rank"),
-           py::arg("world_size"), py::arg("mode"), py::arg("io"), py::arg("queue_depth"),
-           py::arg("read_size"), py::arg("ring_slots"), py::arg("copy_streams"), py::arg("verify"),
-           py::arg("output_buffers"), py::arg("managed_prefetch"), py::arg("managed_advise"),
-           py::arg("managed_oversubscribe"))
+           py::arg("dataset"), py::arg("options"), py::arg("gpu") = -1)
+      .def("options",
+           [](NativeLoader& n) {
+             const LoaderOptions o = n.Locked([](Loader& l) { return l.options(); });
+             return OptionValues(o);
+           })
       .def("start_epoch", &NativeLoader::StartEpoch, py::arg("epoch"), py::arg("position"),
            "Loader::StartEpoch: the next batches come from `epoch` at `position`.")
       .def("next", &NativeLoader::Next,

@@ -133,5 +133,5 @@ def test_no_augment_is_the_plain_decode(datasets):
 def test_a_bad_spec_is_a_usage_error(datasets, spec, message):
     with pytest.raises(ringfeed.UsageError, match=message):
         open_loader(datasets.positional(), augment=spec)
-    with pytest.raises(ringfeed.UsageError, match="augment must be a str"):
+    with pytest.raises(ringfeed.UsageError, match="augment must be text"):
         open_loader(datasets.positional(), augment=4)

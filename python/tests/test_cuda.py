@@ -14,6 +14,11 @@ if not (ringfeed.cuda_available() and torch.cuda.is_available()):
     pytest.skip("needs a GPU and a CUDA build of ringfeed and torch", allow_module_level=True)
 
 
+# conftest's DEFAULTS set the streaming reader (io, ring_slots); managed mode refuses them as
+# options that would do nothing, so its loaders leave them unset (None: the default).
+MODE = {"streaming": {}, "managed": dict(io=None, ring_slots=None)}
+
+
 def bits(t):
     return t.view(torch.int32) if t.dtype == torch.float32 else t
 
@@ -24,7 +29,7 @@ def test_gpu_batches_equal_the_cpu_loader_and_are_zero_copy(datasets, mode):
     options = dict(batch_size=64, dtype="float32", normalize=True, layout="NHWC")
     cpu = [(torch.from_dlpack(s).clone(), torch.from_dlpack(y).clone())
            for s, y in open_loader(path, **options)]
-    gpu = open_loader(path, device="cuda", mode=mode, **options)
+    gpu = open_loader(path, device="cuda", mode=mode, **MODE[mode], **options)
     assert gpu.device.startswith("cuda:")
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
@@ -110,7 +115,7 @@ def test_gpu_augmented_batches_equal_the_cpu_loader(datasets, mode, spec, dtype,
     path = datasets.positional()
     options = dict(batch_size=64, dtype=dtype, normalize=normalize, layout=layout, augment=spec)
     cpu = [(torch.from_dlpack(s).clone(), s.indices) for s, _ in open_loader(path, **options)]
-    gpu = open_loader(path, device="cuda", mode=mode, **options)
+    gpu = open_loader(path, device="cuda", mode=mode, **MODE[mode], **options)
     plain = [torch.from_dlpack(s).clone()
              for s, _ in open_loader(path, **{**options, "augment": None})]
     assert any(not torch.equal(bits(p), bits(c)) for p, (c, _) in zip(plain, cpu))

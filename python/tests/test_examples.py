@@ -76,6 +76,15 @@ def test_torch_train_loss_goes_down(uninterrupted):
     assert float(epochs[-1][2]) >= 90, out
 
 
+# Issue 26, item 7: --steps 60 stopped at 26, the end of the default single epoch. --steps alone
+# trains as many epochs as it takes.
+def test_torch_train_steps_alone_cross_epochs(images):
+    out = train("--data", images, "--steps", "45", "--batch-size", str(BATCH), "--device", "cpu",
+                "--threads", "1", "--io", "buffered")
+    assert out.rstrip().splitlines()[-1].startswith("45 steps;"), out
+    assert re.findall(r"^epoch (\d)", out, re.M) == ["0", "1", "2"], out
+
+
 def test_torch_train_resume_equals_uninterrupted_run_bit_for_bit(images, uninterrupted, tmp_path):
     whole_out, whole_ckpt = uninterrupted
     ckpt = tmp_path / "part.pt"

@@ -89,7 +89,19 @@ def test_a_stale_iterator_refuses_to_go_on(datasets):
     loader = open_loader(datasets.positional())
     first = iter(loader)
     next(first)
-    second = iter(loader)
-    next(second)
+    loader.set_epoch(3)
     with pytest.raises(RuntimeError, match="stale"):
         next(first)
+    first = iter(loader)
+    next(first)
+    loader.load_state_dict(loader.state_dict())
+    with pytest.raises(RuntimeError, match="stale"):
+        next(first)
+
+
+def test_iterators_of_one_loader_share_its_position(datasets):
+    loader = open_loader(datasets.positional(), 100, shuffle="none")
+    first, second = iter(loader), iter(loader)
+    assert next(first)[0].position == 0
+    assert next(second)[0].position == 100
+    assert next(first)[0].position == 200

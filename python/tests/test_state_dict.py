@@ -103,5 +103,5 @@ def test_malformed_states_are_refused(datasets):
         loader.load_state_dict({k: v for k, v in good.items() if k != "position"})
     with pytest.raises(ringfeed.UsageError, match="unknown state version"):
         loader.load_state_dict({**good, "version": 99})
-    with pytest.raises(ringfeed.UsageError, match="position 1000 is past"):
+    with pytest.raises(ringfeed.UsageError, match="position 1000 is no batch boundary"):
         loader.load_state_dict({**good, "position": 1000})

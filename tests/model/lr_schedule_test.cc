@@ -58,6 +58,19 @@ TEST(LrSchedule, WarmupRisesLinearlyOverFractionalEpochsCountedInSteps) {
   EXPECT_DOUBLE_EQ(Lr(LrScheduleKind::kStep, 20, 1.f), 0.01);
 }
 
+// Issue 23, W5: a warmup of 1e18 epochs at 100 steps an epoch is 1e20 steps, past 2^64: the cast
+// was undefined behaviour and turned the warmup off. It spans the whole run instead.
+TEST(LrSchedule, WarmupPastTheRunsEndWarmsUpTheWholeRun) {
+  const LrScheduleSpan span{100, 4};  // T = 400
+  for (float warmup : {1e18f, 3e38f, 4.f, 400.f}) {
+    SCOPED_TRACE(warmup);
+    for (uint64_t s : {0, 1, 199, 399}) {
+      EXPECT_DOUBLE_EQ(ScheduledLr(0.1, s, span, {LrScheduleKind::kConstant, warmup}),
+                       0.1 * static_cast<double>(s + 1) / 400);
+    }
+  }
+}
+
 TEST(LrSchedule, OneCycleRisesFromAFortiethToThePeakThenAnnealsToTheFloor) {
   // No warmup: U = ceil(0.3 * 40) = 12; lo = 0.1 / 25 = 0.004; fin = 0.004 / 1e4.
   const double lo = 0.004, fin = 4e-7;

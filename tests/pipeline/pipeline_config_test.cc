@@ -27,7 +27,7 @@ TEST(PipelineConfig, RankOffTheRuleIsAUsageErrorNamingTheFlags) {
   EXPECT_TRUE(Config(6, 7).Validate().ok());
   const Status zero = Config(0, 0).Validate();
   EXPECT_TRUE(zero.IsUsage());
-  EXPECT_EQ(zero.message(), "--world-size must be >= 1, got 0");
+  EXPECT_EQ(zero.message(), "--world-size must be a whole number from 1 to 65536, got 0");
   const Status past = Config(4, 4).Validate();
   EXPECT_TRUE(past.IsUsage());
   EXPECT_EQ(past.message(), "--rank must be < --world-size (4), got 4");
@@ -55,7 +55,7 @@ TEST(PipelineConfig, StretchesOffTheRuleAreUsageErrorsNamingTheStretch) {
   c.order.resumed = {3, {{4, 10}, {0, 5}}};
   const Status zero = c.Validate();
   EXPECT_TRUE(zero.IsUsage());
-  EXPECT_EQ(zero.message(), "stretch 2 of epoch 4: world size must be >= 1, got 0");
+  EXPECT_EQ(zero.message(), "stretch 2 of epoch 4: world size must be from 1 to 65536, got 0");
   // 10 chunks of 13 at 4 ranks: 2 dealt to each, and 2 shared (26 samples, 7 each): 33 per rank.
   const std::vector<uint32_t> layout(10, 13);
   c.order.resumed.stretches = {{4, 33}};
@@ -75,7 +75,7 @@ TEST(PipelineConfig, StretchesOffTheRuleAreUsageErrorsNamingTheStretch) {
   // ValidateFor is Validate first.
   c.order.resumed.stretches = {{0, 0}};
   EXPECT_EQ(c.ValidateFor(layout).message(),
-            "stretch 1 of epoch 4: world size must be >= 1, got 0");
+            "stretch 1 of epoch 4: world size must be from 1 to 65536, got 0");
 }
 
 TEST(PipelineConfig, StretchesReachTheOrderOfBothModes) {

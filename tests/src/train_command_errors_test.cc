@@ -54,7 +54,7 @@ TEST(TrainCommand, ABadAugmentSpecIsAUsageErrorNamingTheOption) {
   std::string out;
   EXPECT_EQ(RunCommand(Train(data, "--augment crop:4,spin"), &out), 2);
   EXPECT_EQ(out,
-            "ringfeed: --augment: 'spin': unknown transform 'spin' (expected a comma list of "
+            "ringfeed train: --augment: 'spin': unknown transform 'spin' (expected a comma list of "
             "crop:P, flip, erase:P, e.g. crop:4,flip)\n");
   EXPECT_EQ(RunCommand(Train(data, "--augment erase:2"), &out), 2);
   EXPECT_NE(out.find("--augment: 'erase:2': erase needs a probability in (0, 1]"),
@@ -68,11 +68,11 @@ TEST(TrainCommand, UnknownDeviceOrPrecisionIsAUsageError) {
   const std::string train = ProgramPath("ringfeed") + " train --data " + data;
   std::string out;
   EXPECT_EQ(RunCommand(train + " --device tpu", &out), 2);
-  EXPECT_EQ(out, "ringfeed: --device must be auto, cuda or cpu, got \"tpu\"\n");
+  EXPECT_EQ(out, "ringfeed train: --device must be auto, cuda or cpu, got \"tpu\"\n");
   EXPECT_EQ(RunCommand(train + " --precision fp8", &out), 2);
-  EXPECT_EQ(out, "ringfeed: --precision must be bf16, tf32 or fp32, got \"fp8\"\n");
+  EXPECT_EQ(out, "ringfeed train: --precision must be bf16, tf32 or fp32, got \"fp8\"\n");
   EXPECT_EQ(RunCommand(train + " --cuda-graph maybe", &out), 2);
-  EXPECT_EQ(out, "ringfeed train: --cuda-graph must be on or off, got \"maybe\"\n");
+  EXPECT_EQ(out, "ringfeed train: --cuda-graph must be on or off, got 'maybe'\n");
 }
 
 // A checkpoint that is whole but does not belong to the run is a data error (exit 1), not a usage
@@ -227,15 +227,17 @@ TEST(TrainCommand, FlagThatDoesNothingOrBadValueExitsTwoNamingIt) {
   EXPECT_EQ(out,
             "ringfeed: --cuda-graph does nothing with --device cpu (GPU only); leave it out\n");
   EXPECT_EQ(RunCommand(train + " --batch-size 0", &out), 2);
-  EXPECT_EQ(out, "ringfeed: --batch-size must be >= 1, got 0\n");
+  EXPECT_EQ(out, "ringfeed train: --batch-size must be a whole number from 1 to 1048576, got 0\n");
   EXPECT_EQ(RunCommand(train + " --read-size 5000", &out), 2);
-  EXPECT_EQ(out, "ringfeed: --read-size must be a multiple of 4 KiB up to 1 GiB, got 5000\n");
+  EXPECT_EQ(out,
+            "ringfeed train: --read-size must be a multiple of 4KiB from 4KiB to 1GiB, got "
+            "5000\n");
 }
 
 TEST(TrainCommand, MissingDataIsAUsageError) {
   std::string out;
   EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --epochs 1", &out), 2);
-  EXPECT_NE(out.find("no --data given"), std::string::npos) << out;
+  EXPECT_NE(out.find("no dataset given: name it as DATA or --data DATA"), std::string::npos) << out;
   EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data x.rfd --conv 8,x", &out), 2);
 }
 

@@ -541,5 +541,34 @@ TEST(TrainCommand, TraceHasReadVerifyCopyAndComputeSpans) {
   EXPECT_EQ(rows, (std::set<std::string>{"read", "verify", "copy", "compute"}));
 }
 
+// Issue 26, item 7: on the CPU the trace showed training steps of about 1 us, 90 ms apart: the
+// span began after the step had computed. A step's span covers its compute, so the steps fill
+// most of the time from the first step's start to the last one's end.
+TEST(TrainCommand, CpuTraceStepSpansCoverTheirCompute) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  std::string out;
+  ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " train " + data +
+                           " --device cpu --conv 16,32 --hidden 64 --batch-size 100 --epochs 3 "
+                           "--shuffle none --trace " +
+                           t.File("trace.json"),
+                       &out),
+            0)
+      << out;
+  std::ifstream in(t.File("trace.json"));
+  const nlohmann::json j = nlohmann::json::parse(in);
+  double busy = 0, first = 1e300, last = 0;
+  int steps = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X" || e["name"] != "train step") continue;
+    ++steps;
+    busy += e["dur"].get<double>();
+    first = std::min(first, e["ts"].get<double>());
+    last = std::max(last, e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  ASSERT_EQ(steps, 9);
+  EXPECT_GT(busy, 0.25 * (last - first)) << busy << " us busy of " << last - first << " us";
+}
+
 }  // namespace
 }  // namespace rf

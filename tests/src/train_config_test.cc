@@ -11,6 +11,7 @@
 
 #include "src/command_checks.h"
 #include "src/train_flags.h"
+#include "src/train_options.h"
 #include "tests/testing/temp_dir.h"
 #if RINGFEED_HAVE_CUDA
 #include "pipeline/managed_source.h"  // CUDA headers: the managed mode is built with CUDA only
@@ -165,26 +166,22 @@ TEST(TrainConfig, ManagedModeTakesItsOwnOptions) {
 }
 
 TEST(TrainConfig, ReadSizeIsOneRuleWithOneMessage) {
-  for (uint64_t ok : {uint64_t{4096}, uint64_t{4} << 20, uint64_t{1} << 30}) {
-    EXPECT_TRUE(CheckReadSize(ok).ok()) << ok;
+  for (const char* ok : {"4096", "4KiB", "4MiB", "1GiB"}) {
+    EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", ok}), "") << ok;
   }
-  for (uint64_t bad : {uint64_t{0}, uint64_t{4095}, uint64_t{6000}, (uint64_t{1} << 30) + 4096}) {
-    const Status st = CheckReadSize(bad);
-    EXPECT_TRUE(st.IsUsage()) << bad;
-    EXPECT_EQ(st.ToString(),
-              "--read-size must be a multiple of 4 KiB up to 1 GiB, got " + std::to_string(bad));
-  }
-  Result<uint32_t> parsed = ParseReadSize("256KiB");
-  ASSERT_TRUE(parsed.ok());
-  EXPECT_EQ(*parsed, 256u << 10);
-  EXPECT_EQ(ReadSizeText(ReaderOptions{}.read_bytes), "4MiB");
-  EXPECT_EQ(ReadSizeText(65536), "64KiB");
-  // The training command's flag goes through the same rule and message.
-  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "6000"}), CheckReadSize(6000).ToString());
-  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "2GiB"}),
-            CheckReadSize(uint64_t{2} << 30).ToString());
-  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "lots"}),
-            "--read-size: 'lots' is not a byte size (like 4MiB or 65536)");
+  Result<TrainConfig> c = Parse({"--data", "d.rfd", "--read-size", "256KiB"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->pipeline.streaming.read_bytes, 256u << 10);
+  const std::string rule = "--read-size must be a multiple of 4KiB from 4KiB to 1GiB, got ";
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "6000"}), rule + "6000");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "0"}), rule + "0");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "2GiB"}), rule + "2GiB");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "lots"}), rule + "'lots'");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--read-size", "0x1000"}), rule + "'0x1000'");
+  // A config built in C++ is held to the same rule by Validate.
+  TrainConfig built = *c;
+  built.pipeline.streaming.read_bytes = 6000;
+  EXPECT_EQ(built.Validate().ToString(), rule + "6000");
 }
 
 TEST(TrainConfig, ManagedModeRefusesEveryStreamingOnlyFlagNamingIt) {
@@ -245,34 +242,40 @@ TEST(TrainConfig, OptionsFromAConfigFileCountAsGiven) {
 }
 
 TEST(TrainConfig, BadValuesAreUsageErrorsNamingTheFlag) {
-  EXPECT_EQ(Refusal({"--epochs", "1"}), "no --data given (see --help)");
-  EXPECT_EQ(Refusal({"--data", "d.rfd", "--batch-size", "0"}), "--batch-size must be >= 1, got 0");
-  EXPECT_EQ(Refusal({"--data", "d.rfd", "--epochs", "0"}), "--epochs must be >= 1, got 0");
-  EXPECT_EQ(Refusal({"--data", "d.rfd", "--ring-slots", "1"}), "--ring-slots must be >= 2, got 1");
+  EXPECT_EQ(Refusal({"--epochs", "1"}),
+            "no dataset given: name it as DATA or --data DATA (see --help)");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--batch-size", "0"}),
+            "--batch-size must be a whole number from 1 to 1048576, got 0");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--batch-size", "-5"}),
+            "--batch-size must be a whole number from 1 to 1048576, got '-5'");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--epochs", "0"}),
+            "--epochs must be a whole number from 1 to 4294967295, got 0");
+  EXPECT_EQ(Refusal({"--data", "d.rfd", "--ring-slots", "1"}),
+            "--ring-slots must be a whole number from 2 to 1024, got 1");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--shuffle-window", "0"}),
-            "--shuffle-window must be >= 1, got 0");
+            "--shuffle-window must be a whole number from 1 to 4096, got 0");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--queue-depth", "0"}),
-            "--queue-depth must be >= 1, got 0");
+            "--queue-depth must be a whole number from 1 to 32768, got 0");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--copy-streams", "0"}),
-            "--copy-streams must be >= 1, got 0");
+            "--copy-streams must be a whole number from 1 to 16, got 0");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--mode", "paged"}),
             "--mode must be streaming or managed, got \"paged\"");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--shuffle", "full"}),
             "--shuffle must be window or none, got \"full\"");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--io", "mmap"}),
-            "--io: unknown I/O mode \"mmap\": expected direct, buffered or pread");
+            "--io must be direct, buffered or pread, got \"mmap\"");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--conv", "8,,16"}),
             "--conv wants comma-separated channel counts, got \"8,,16\"");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--cuda-graph", "yes"}),
-            "--cuda-graph must be on or off, got \"yes\"");
+            "--cuda-graph must be on or off, got 'yes'");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--lr", "nan"}),
-            "--lr must be a finite number >= 0, got nan");
+            "--lr must be a finite number >= 0, got 'nan'");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--momentum", "inf"}),
-            "--momentum must be a finite number >= 0, got inf");
+            "--momentum must be a number in [0, 1], got 'inf'");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--weight-decay", "-0.5"}),
-            "--weight-decay must be a finite number >= 0, got -0.500000");
+            "--weight-decay must be a number in [0, 1], got -0.5");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--no-such-flag"}),
-            "unrecognised option '--no-such-flag' (see --help)");
+            "unknown option '--no-such-flag' (see --help)");
 }
 
 TEST(TrainConfig, OptimizerScheduleAndSmoothingFlagsReachTheConfig) {
@@ -304,19 +307,19 @@ TEST(TrainConfig, OptimizerFlagsOutOfRangeOrForTheOtherOptimizerAreRefusedNaming
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--lr-schedule", "linear"}),
             "--lr-schedule must be constant, step, cosine or onecycle, got \"linear\"");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--warmup-epochs", "nan"}),
-            "--warmup-epochs must be a finite number >= 0, got nan");
+            "--warmup-epochs must be a number in [0, 4294967295], got 'nan'");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--warmup-epochs", "-1"}),
-            "--warmup-epochs must be a finite number >= 0, got -1.000000");
+            "--warmup-epochs must be a number in [0, 4294967295], got -1");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--label-smoothing", "1"}),
-            "--label-smoothing must be a number in [0, 1), got 1.000000");
+            "--label-smoothing must be a number in [0, 1), got 1");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--label-smoothing", "nan"}),
-            "--label-smoothing must be a number in [0, 1), got nan");
+            "--label-smoothing must be a number in [0, 1), got 'nan'");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--optimizer", "adamw", "--beta2", "1"}),
-            "--beta2 must be a number in [0, 1), got 1.000000");
+            "--beta2 must be a number in [0, 1), got 1");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--optimizer", "adamw", "--beta1", "inf"}),
-            "--beta1 must be a number in [0, 1), got inf");
+            "--beta1 must be a number in [0, 1), got 'inf'");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--optimizer", "adamw", "--eps", "0"}),
-            "--eps must be > 0, got 0");
+            "--eps must be a number in (0, 1], got 0");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--optimizer", "adamw", "--momentum", "0.5"}),
             "--momentum does nothing with --optimizer adamw (SGD only); leave it out");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--beta1", "0.5"}),
@@ -325,55 +328,65 @@ TEST(TrainConfig, OptimizerFlagsOutOfRangeOrForTheOtherOptimizerAreRefusedNaming
             "--eps does nothing with --optimizer sgd (AdamW only); leave it out");
 }
 
+// The help is made from the declarations: every option the command takes, its value's form, its
+// bounds, its default and where it does something.
 TEST(TrainConfig, HelpListsEveryOptionWithItsDefaultAndWhatIsRefused) {
   Result<TrainFlags> f = ReadTrainFlags({"--help"});
   ASSERT_TRUE(f.ok());
   ASSERT_TRUE(f->help);
-  for (const char* o :
-       {"--batch-size arg (=128)",
-        "--read-size arg (=4MiB)",
-        "--queue-depth arg (=8)",
-        "--ring-slots arg (=16)",
-        "--copy-streams arg (=2)",
-        "--io arg (=direct)",
-        "--mode arg (=streaming)",
-        "--device arg (=auto)",
-        "--precision arg (=bf16)",
-        "--cuda-graph arg (=on)",
-        "--shuffle arg (=window)",
-        "--shuffle-window arg (=64)",
-        "--epochs arg (=1)",
-        "--lr arg (=0.01)",
-        "--momentum arg (=0.9)",
-        "--weight-decay arg (=0.0005)",
-        "--optimizer arg (=sgd)",
-        "--lr-schedule arg (=constant)",
-        "--warmup-epochs arg (=0)",
-        "--label-smoothing arg (=0)",
-        "--beta1 arg (=0.9)",
-        "--beta2 arg (=0.999)",
-        "--eps arg (=1e-08)",
-        "--optimizer adamw refuses --momentum",
-        "--seed arg (=1)",
-        "--conv arg (=32,64,128)",
-        "--hidden arg (=256)",
-        "--managed-prefetch arg (=0)",
-        "--checkpoint-every arg (=0)",
-        "--max-steps arg (=0)",
-        "--managed-advise",
-        "--managed-oversubscribe",
-        "--drop-last",
-        "--no-verify",
-        "--trace arg",
-        "--dump-order arg",
-        "--metrics arg",
-        "--resume arg",
-        "--config arg",
-        "--test arg",
-        "--mode managed    refuses --io, --read-size, --queue-depth, --ring-slots, --copy-streams",
-        "--device cpu      refuses --copy-streams, --precision, --cuda-graph"}) {
-    EXPECT_NE(f->help_text.find(o), std::string::npos) << o << "\n" << f->help_text;
+  for (const OptionSpec& s : TrainOptionTable().Specs(kTrainCommand)) {
+    const std::string line = "  " + OptionName(s, OptionFace::kCommandLine);
+    EXPECT_TRUE(f->help_text.find(line + " ") != std::string::npos ||
+                f->help_text.find(line + "\n") != std::string::npos)
+        << s.name << "\n"
+        << f->help_text;
   }
+  // The text with its wrapping undone, to find phrases a line break may have split.
+  std::string flat;
+  for (size_t i = 0; i < f->help_text.size(); ++i) {
+    if (f->help_text[i] != '\n') {
+      flat += f->help_text[i];
+      continue;
+    }
+    while (i + 1 < f->help_text.size() && f->help_text[i + 1] == ' ') ++i;
+    flat += ' ';
+  }
+  for (const char* o : {"--batch-size N ",
+                        "a whole number from 1 to 1048576; default 128)",
+                        "--read-size SIZE",
+                        "default 4MiB",
+                        "--queue-depth N",
+                        "from 1 to 32768; default 8",
+                        "--io direct|buffered|pread",
+                        "--mode streaming|managed",
+                        "--device auto|cuda|cpu",
+                        "--precision bf16|tf32|fp32",
+                        "--cuda-graph on|off",
+                        "--lr X",
+                        "default 0.01",
+                        "--weight-decay X",
+                        "default 0.0005",
+                        "--eps X",
+                        "default 1e-08",
+                        "--conv C1,C2,...",
+                        "default 32,64,128",
+                        "--drop-last",
+                        "--no-verify",
+                        "--trace FILE",
+                        "--config FILE",
+                        "--data DATA (or a bare DATA)",
+                        "only with --mode streaming",
+                        "only with --mode managed",
+                        "only with --device auto|cuda",
+                        "only with --optimizer adamw",
+                        "only with --optimizer sgd",
+                        "on the CPU and the GPU",
+                        "a checkpoint records it"}) {
+    EXPECT_NE(flat.find(o), std::string::npos) << o << "\n" << f->help_text;
+  }
+  // Item 7 of issue 26: the help contradicted the program.
+  EXPECT_EQ(f->help_text.find("does not hold it"), std::string::npos);
+  EXPECT_EQ(f->help_text.find("CPU backend only"), std::string::npos);
 }
 
 TEST(TrainConfig, ResumeTakesSeedBatchSizeSgdAndShuffleFromTheCheckpoint) {

@@ -44,6 +44,50 @@ TEST(ConvertCli, UnknownOptionExitsTwoWithAHint) {
   EXPECT_EQ(RunCommand(Program(), &out), 2);
 }
 
+// Issue 23, W4: --scale nan, inf, 0 or a negative wrote an all-zero (or NaN) dataset and
+// exited 0.
+TEST(ConvertCli, ScaleThatIsNotAFinitePositiveNumberIsRefusedWritingNothing) {
+  TempDir t;
+  const auto x = testing::NpyBytes("<f4", {4, 2, 2}, std::vector<float>(16, 0.5f).data(), 64);
+  testing::WriteAll(t.File("x.npy"), x);
+  for (const char* scale : {"nan", "inf", "-inf", "0", "-2", "0x10", "1e99"}) {
+    std::string out;
+    EXPECT_EQ(RunCommand(Program() + " npy --images " + t.File("x.npy") + " --dtype uint8 -q -o " +
+                             t.File("d.rfd") + " --scale=" + scale,
+                         &out),
+              2)
+        << scale;
+    EXPECT_EQ(out, "ringfeed-convert: --scale must be a finite number > 0, not '" +
+                       std::string(scale) + "'\n");
+  }
+  EXPECT_EQ(testing::FilesIn(t.path()), std::vector<std::string>{"x.npy"});
+  std::string out;
+  EXPECT_EQ(RunCommand(Program() + " npy --images " + t.File("x.npy") + " --dtype uint8 -q -o " +
+                           t.File("d.rfd") + " --scale 2.5e2",
+                       &out),
+            0)
+      << out;
+}
+
+// Issue 23, accepted item 2: ringfeed-convert ignored a malformed RINGFEED_FAULTS, which ringfeed
+// refuses, so a test planting a misspelled fault passed for the wrong reason.
+TEST(ConvertCli, MalformedFaultPlanIsAUsageErrorAsInRingfeed) {
+  TempDir t;
+  std::string out;
+  EXPECT_EQ(RunCommand("RINGFEED_FAULTS='write:enospc@pth=d.rfd' " + Program() +
+                           " synthetic --samples 4 --shape 1,4,4 -q -o " + t.File("d.rfd"),
+                       &out),
+            2);
+  EXPECT_EQ(out.rfind("ringfeed-convert: RINGFEED_FAULTS", 0), 0u) << out;
+  EXPECT_TRUE(testing::FilesIn(t.path()).empty());
+  // A well-formed plan is followed: the write fails as planted.
+  EXPECT_EQ(RunCommand("RINGFEED_FAULTS='write:enospc@path=d.rfd' " + Program() +
+                           " synthetic --samples 4 --shape 1,4,4 -q -o " + t.File("d.rfd"),
+                       &out),
+            1)
+      << out;
+}
+
 TEST(ConvertCli, EverySubcommandHelpListsItsOptionsWithDefaults) {
   for (const char* cmd : {"idx", "cifar", "npy", "raw", "predecessor", "synthetic"}) {
     std::string out;

@@ -52,6 +52,25 @@ TEST(NpyInput, Uint8ImagesAndLabelsRoundTripByteExact) {
   EXPECT_EQ(ReadAll(t.File("e-labels.npy")), y);
 }
 
+// Issue 23: export dropped a size-1 channel dimension, (N,1,8,8) coming back as (N,8,8).
+TEST(NpyInput, OneChannelImagesKeepTheirChannelDimension) {
+  TempDir t;
+  const auto samples = testing::PositionalSamples(kN, 8 * 8);
+  const auto x = testing::NpyBytes("|u1", {kN, 1, 8, 8}, samples.data(), samples.size());
+  WriteAll(t.File("x.npy"), x);
+  Status st = Convert({"npy", "--images", t.File("x.npy"), "-o", t.File("d.rfd"), "--quiet"});
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  st = Convert({"export", t.File("d.rfd"), "--format", "npy", "-o", t.File("e"), "--quiet"});
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ReadAll(t.File("e-images.npy")), x);
+  // --layout nhw still drops it where asked.
+  st = Convert({"export", t.File("d.rfd"), "--format", "npy", "--layout", "nhw", "-o", t.File("f"),
+                "--quiet"});
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ReadAll(t.File("f-images.npy")),
+            testing::NpyBytes("|u1", {kN, 8, 8}, samples.data(), samples.size()));
+}
+
 TEST(NpyInput, Float32NchwWithInt64LabelsRoundTripsByteExact) {
   TempDir t;
   const auto samples = testing::PositionalFloats(kN, 2 * 3 * 4);

@@ -163,12 +163,15 @@ def plot(summary, out, with_repeats, title):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # The whole docstring, as written: its first line alone stopped mid-sentence.
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("inputs", nargs="+", help="quality.json, or --metrics JSONL files")
     ap.add_argument("-o", "--output", help="the PNG to write")
     ap.add_argument("--table", help="write the markdown table here instead of stdout")
     ap.add_argument("--with-repeats", action="store_true", help="also draw the repeated runs")
-    ap.add_argument("--title")
+    ap.add_argument("--title", help="the figure's title (default: 'Fashion-MNIST, default "
+                    "model' with the seed, GPU and date)")
     ap.add_argument("--configs", help="comma-separated configurations to draw, in this order "
                     "(default: all); the table keeps every one")
     args = ap.parse_args()

@@ -32,7 +32,7 @@ DIAGNOSTIC_VARIANTS = {
     "ringfeed-nodefer": ([], {"RINGFEED_URING_DEFER_TASKRUN": "0"}),
     "ringfeed-unpinned": (["--pinned", "off"], {}),
     "ringfeed-noverify": (["--no-verify"], {}),
-    "ringfeed-64slots": (["--slots", "64"], {}),
+    "ringfeed-64slots": (["--ring-slots", "64"], {}),
 }
 
 

@@ -1,9 +1,13 @@
 #include "tools/convert/cli_options.h"
 
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "core/units.h"
 #include "io/format.h"
+#include "options/option_spec.h"
 #include "options/unsigned_flags.h"
 #include "tools/convert/commands.h"
 #include "tools/convert/progress.h"
@@ -49,12 +53,13 @@ void AddCommonConvertOptions(po::options_description& options, CommonConvertFlag
   }
   if (with_scale) {
     add("scale", po::value(&f.scale),
-        "stored = input * scale (default: 255 when float input is stored as uint8, else 1); "
-        "uint8 rounds to nearest and clamps to 0..255");
+        "stored = input * scale, a finite number > 0 (default: 255 when float input is stored as "
+        "uint8, else 1); uint8 rounds to nearest and clamps to 0..255");
   }
   add("chunk-size", po::value(&f.chunk_size)->default_value(f.chunk_size, "4MiB"),
-      "target stored chunk size (suffixes KiB, MiB, GiB): at least 4KiB and one sample with its "
-      "label (by default, a sample larger than 4MiB makes chunks of one sample)");
+      "target stored chunk size (suffixes KiB, MiB, GiB): from 4KiB to 1GiB, and at least one "
+      "sample with its label (by default, a sample larger than 4MiB makes chunks of one "
+      "sample)");
   add("shards", po::value(&f.shards)->default_value(f.shards), "number of shard files");
   add("classes", po::value(&f.classes)->default_value(f.classes),
       "number of classes; every label must be below it (0: known from the format, or one more "
@@ -73,16 +78,27 @@ ConvertOptions ToConvertOptions(const CommonConvertFlags& f, const std::string& 
                                 DTypeKind dtype_kind) {
   ConvertOptions o;
   if (!f.dtype.empty()) o.sample_dtype = ParseDTypeFlag(dtype_flag, f.dtype, dtype_kind);
-  if (f.scale != 0) o.scale = f.scale;
+  if (!f.scale.empty()) {
+    // Decimal digits only (strtod would take hex, inf and nan); a scale of 0, a negative or a
+    // non-finite one would write every sample as 0 or NaN.
+    char* end = nullptr;
+    const double v = std::strtod(f.scale.c_str(), &end);
+    if (f.scale.find_first_not_of("0123456789.eE+-") != std::string::npos ||
+        end != f.scale.c_str() + f.scale.size() || !std::isfinite(v) || !(v > 0) ||
+        v > std::numeric_limits<float>::max()) {
+      throw UsageError("--scale must be a finite number > 0, not " + QuoteUserText(f.scale));
+    }
+    o.scale = static_cast<float>(v);
+  }
   if (!f.chunk_size.empty()) {
     o.chunk_bytes = ParseSizeFlag("--chunk-size", f.chunk_size);
     // Chunks are stored in 4 KiB blocks: a smaller target only makes every chunk one block of
     // mostly padding (--chunk-size 1 made a chunk per sample).
-    if (*o.chunk_bytes < format::kAlign) {
+    if (*o.chunk_bytes < format::kAlign || *o.chunk_bytes > kMaxChunkBytes) {
       throw UsageError(
-          "--chunk-size must be at least 4KiB (chunks are stored in 4096-byte "
-          "blocks), not '" +
-          f.chunk_size + "'");
+          "--chunk-size must be from 4KiB (chunks are stored in 4096-byte blocks) to 1GiB (a "
+          "chunk is read whole into one ring slot), not " +
+          QuoteUserText(f.chunk_size));
     }
   }
   if (f.shards == 0 || f.shards > 99999) throw UsageError("--shards must be 1 to 99999");

@@ -29,7 +29,7 @@ bool ParseCommandLine(const std::string& command, const std::string& usage,
 struct CommonConvertFlags {
   std::string output;
   std::string dtype;
-  float scale = 0;         // 0: the default rule
+  std::string scale;       // empty: the default rule
   std::string chunk_size;  // empty: ConvertOptions' default (4 MiB)
   uint32_t shards = 1;
   uint32_t classes = 0;
@@ -40,6 +40,10 @@ struct CommonConvertFlags {
 };
 void AddCommonConvertOptions(po::options_description& options, CommonConvertFlags& flags,
                              bool with_dtype, bool with_scale);
+// The largest --chunk-size: a chunk is read whole into one ring slot (and the writer keeps three
+// chunks in memory), so a size a user gives is bounded before anything is sized from it.
+inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;
+
 // Which dtypes a flag takes: any sample dtype, the intensity ones alone (core/dtype.h's
 // IsImageDType: what a generator of images makes), or a label dtype.
 enum class DTypeKind { kSample, kImage, kLabel };

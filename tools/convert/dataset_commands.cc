@@ -24,9 +24,10 @@ Status RunExportCommand(const std::vector<std::string>& args, std::ostream& out)
       "format", po::value(&format)->required(), "raw, idx, cifar, npy or predecessor")(
       "output,o", po::value(&prefix)->required(), "output prefix (PREFIX.records, ...)")(
       "layout", po::value(&layout)->default_value(layout),
-      "raw/idx/npy sample layout: nchw, nhwc, nhw (C = 1), or auto (nhw for one channel, "
-      "else nchw)")("label-dtype", po::value(&label_dtype),
-                    "raw/npy label type: uint8, uint16, int32 or int64 (default: the stored one)")(
+      "raw/idx/npy sample layout: nchw, nhwc, nhw (C = 1), or auto (npy: the stored shape, a "
+      "channel of 1 kept; raw and idx: nhw for one channel, else nchw)")(
+      "label-dtype", po::value(&label_dtype),
+      "raw/npy label type: uint8, uint16, int32 or int64 (default: the stored one)")(
       "memory-budget", po::value(&budget)->default_value(budget),
       "memory for the predecessor export's block of samples")(
       "quiet,q", po::bool_switch(&quiet), "no progress bar and no summary line");

@@ -7,13 +7,21 @@
 #include <exception>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "io/fault_plan.h"
 #include "tools/convert/commands.h"
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
+  // A malformed RINGFEED_FAULTS is refused here as `ringfeed` refuses it, not ignored: a test that
+  // plants a fault and misspells it would otherwise pass for the wrong reason.
+  if (const rf::Result<std::optional<rf::FaultPlan>> plan = rf::FaultPlanFromEnv(); !plan.ok()) {
+    std::cerr << "ringfeed-convert: " << plan.status().ToString() << "\n";
+    return 2;
+  }
   try {
     const rf::Status st = rf::convert::RunCommand(args, std::cout);
     if (!st.ok()) {

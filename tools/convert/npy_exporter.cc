@@ -7,7 +7,11 @@ namespace rf::convert {
 
 Result<ExportSummary> ExportNpy(const Dataset& d, const ExportOptions& o, Progress& progress) {
   const format::Header& h = d.header();
-  RF_ASSIGN_OR_RETURN(ExportLayout layout, ResolveLayout(h, o.layout));
+  // An .npy keeps the stored shape by default, a channel dimension of 1 included: (N,1,8,8)
+  // samples come back as (N,1,8,8), not (N,8,8) (IDX's N,H,W images are the other formats').
+  RF_ASSIGN_OR_RETURN(
+      ExportLayout layout,
+      ResolveLayout(h, o.layout == ExportLayout::kAuto ? ExportLayout::kNchw : o.layout));
   const std::optional<std::string> descr = NpyDescrOf(ElemOf(h.sample_dtype));
   if (!descr) {
     return Status::Unsupported("numpy has no " + std::string(DTypeName(h.sample_dtype)) +

@@ -191,6 +191,9 @@ class SyntheticSource final : public SampleSource {
 
 }  // namespace
 
+// The most bytes of samples a synthetic dataset may hold.
+constexpr Uint128 kMaxSyntheticBytes = Uint128{1} << 62;
+
 uint64_t SyntheticDatasetId(const SyntheticOptions& o) {
   uint64_t h = SplitMix64(o.seed ^ 0x53594e5448455449ull);
   for (uint64_t v : {o.samples, uint64_t{o.channels}, uint64_t{o.height}, uint64_t{o.width},
@@ -252,6 +255,14 @@ Result<std::unique_ptr<SampleSource>> MakeSyntheticSource(const SyntheticOptions
                          std::to_string(format::MaxClassesFor(DType::kInt32)));
   }
   const uint64_t elems = uint64_t{o.channels} * o.height * o.width;  // checked above
+  // The dataset's bytes: 2^64-1 samples wrapped the block count to 0 ("input ended after 0 of
+  // ... samples"). A file's offsets are 64-bit; 2^62 bytes is past any disk.
+  const Uint128 total = static_cast<Uint128>(o.samples) * elems * DTypeSize(o.dtype);
+  if (total > kMaxSyntheticBytes) {
+    return Status::Usage("--samples " + std::to_string(o.samples) + " of " +
+                         format::ShapeText(shape) + " " + std::string(DTypeName(o.dtype)) +
+                         " make more than 2^62 bytes, more than a dataset holds");
+  }
   if (static_cast<Uint128>(o.classes) * elems > kMaxTemplateBytes) {
     return Status::Usage("--classes " + std::to_string(o.classes) + " with samples of " +
                          format::ShapeText(shape) +

@@ -11,6 +11,7 @@
 // [bytes...][choices, last one first].
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,22 @@ int main(int argc, char** argv) {
   Seed(root + "/checkpoint_raw", "valid", ValidCheckpoint());
   Seed(root + "/checkpoint", "valid", {0});
   Seed(root + "/checkpoint", "edit", {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 3, 0, 0});
+  // options: command lines (words joined by NUL, as the target splits them) and --config texts
+  // of the loader's options.
+  const auto words = [](std::initializer_list<std::string> w) {
+    std::string out;
+    for (const std::string& x : w) out += (out.empty() ? "" : std::string(1, '\0')) + x;
+    return out;
+  };
+  const std::vector<std::string> options = {
+      words({"--queue-depth", "8", "--read-size=64KiB", "--no-verify", "--shuffle", "none"}),
+      words({"--batch-size", "32", "--mean", "0.5,1e-3", "--std", "2", "--augment", "crop:2,flip"}),
+      "batch-size = 64\nshuffle = none\n# a comment\nprefetch = 4\nread-size = 4MiB\n",
+      "managed-prefetch = 2\nmode = managed\nno-normalize = true\nworld-size = 3\nrank = 2\n"};
+  for (size_t i = 0; i < options.size(); ++i) {
+    Seed(root + "/options", "valid-" + std::to_string(i),
+         std::vector<uint8_t>(options[i].begin(), options[i].end()));
+  }
   std::printf("fuzz_seeds: %d dataset files, 1 checkpoint, under %s\n", n, root.c_str());
   return 0;
 }

@@ -1,0 +1,91 @@
+#include "pipeline/loader_options.h"
+
+#include <cfloat>
+
+#include "core/augment_spec.h"
+#include "core/dtype.h"
+#include "pipeline/pipeline_options.h"
+
+namespace rf {
+namespace {
+
+OptionTable<LoaderOptions> MakeTable() {
+  OptionTable<LoaderOptions> t;
+  t.Include(
+      PipelineOptionTable(), kLoaderApi, [](auto& o) -> auto& { return o.pipeline; });
+  std::vector<std::pair<std::string, DType>> dtypes;
+  for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kUInt8, DType::kUInt16,
+                  DType::kInt32, DType::kInt64}) {
+    dtypes.emplace_back(std::string(DTypeName(d)), d);
+  }
+  t.Word(
+       "dtype", [](auto& o) -> auto& { return o.output.dtype; }, dtypes)
+      .For(kLoaderApi)
+      .Unset("float32 for image data, the stored dtype for token ids")
+      .Help(
+          "the samples' output dtype: float32, bfloat16, float16, or the stored dtype itself "
+          "(uint8 images, integer token ids); labels are always int64");
+  t.Word("layout", [](auto& o) -> auto& { return o.output.layout; },
+         {{"NCHW", SampleLayout::kNCHW}, {"NHWC", SampleLayout::kNHWC}})
+      .For(kLoaderApi)
+      .Help("NCHW (as stored) or NHWC (channels last), for image data");
+  t.Field(
+       "normalize", OptionType::kSwitch, [](auto& o) -> auto& { return o.output.normalize; })
+      .For(kLoaderApi)
+      .Unset("True for a float output, False otherwise")
+      .Help(
+          "(x - mean[c]) / std[c] with the header's per-channel statistics (a std of 0 taken "
+          "as 1), or with mean and std where given");
+  t.Field(
+       "mean", OptionType::kNumbers, [](auto& o) -> auto& { return o.output.mean; })
+      .For(kLoaderApi)
+      .Unset("the dataset header's")
+      .Help(
+          "per-channel means to normalize with instead of the header's (with std, one value a "
+          "channel), e.g. a test split's with its training split's");
+  t.Field(
+       "std", OptionType::kNumbers, [](auto& o) -> auto& { return o.output.stddev; })
+      .RangeReal(0, FLT_MAX, /*min_open=*/true)
+      .For(kLoaderApi)
+      .Unset("the dataset header's")
+      .Help("per-channel standard deviations to normalize with (with mean), each > 0");
+  t.Custom(
+      AugmentOptionSpec(),
+      [](LoaderOptions& o, const OptionValue& v) -> Status {
+        RF_ASSIGN_OR_RETURN(const AugmentParams p, ParseAugmentSpec(std::get<std::string>(v)));
+        o.output.augment = AugmentSpecText(p);
+        return Status::Ok();
+      },
+      [](const LoaderOptions& o) {
+        const Result<AugmentParams> p = ParseAugmentSpec(o.output.augment);
+        return OptionValue(p.ok() ? AugmentSpecText(p.value()) : o.output.augment);
+      });
+  t.Field(
+       "prefetch", OptionType::kCount, [](auto& o) -> auto& { return o.output_buffers; })
+      .Range(1, kMaxOutputBuffers)
+      .For(kLoaderApi)
+      .Help("decoded batches the loader keeps buffers for");
+  return t;
+}
+
+}  // namespace
+
+OptionSpec AugmentOptionSpec() {
+  OptionSpec s = OptionSpec::Of("augment", OptionType::kText);
+  s.users = kTrainCommand | kLoaderApi;
+  s.metavar = "SPEC";
+  s.help =
+      "augment the samples (a training split, never a test split): a comma list of crop:P "
+      "(random crop with P pixels of zero padding, P below the image's height and width), flip "
+      "(random horizontal flip) and erase:P (random erasing with probability P), e.g. "
+      "crop:4,flip; none: off. Each sample's transform depends on the seed, the epoch and its "
+      "index only, the same on the CPU and the GPU; a checkpoint records it. Image data only";
+  return s;
+}
+
+const OptionTable<LoaderOptions>& LoaderOptionTable() {
+  static const OptionTable<LoaderOptions> table = MakeTable();
+  return table;
+}
+
+}  // namespace rf

@@ -1,0 +1,61 @@
+"""A property test of load_state_dict (issue 23: "so the next such defect is found by CI"):
+whatever a saved state is made into (fields of every JSON type and edge values, fields dropped,
+fields added), load_state_dict refuses it with UsageError or takes it and then continues exactly
+as a loader at that epoch and position does."""
+
+import pytest
+
+import ringfeed
+from conftest import open_loader
+
+hypothesis = pytest.importorskip("hypothesis")  # Debian: python3-hypothesis
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _mutations():
+    """A field of the state and what it becomes: values of every JSON type and the edges."""
+    values = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
+                       st.floats(allow_nan=True), st.text(max_size=8),
+                       st.sampled_from([0, 1, 2, 32, 64, 999, 1000, 2**32 - 1, 2**32, 2**63,
+                                        "window", "none", "flip", "uint8", "float32"]),
+                       st.lists(st.integers(), max_size=2))
+    fields = st.sampled_from(["version", "epoch", "position", "seed", "batch_size", "shuffle",
+                              "shuffle_window", "drop_last", "rank", "world_size", "dataset_id",
+                              "dataset_samples", "augment", "dtype", "extra"])
+    return st.lists(st.tuples(fields, values), min_size=1, max_size=3)
+
+
+@settings(max_examples=150, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=_mutations(), drop=st.booleans())
+def test_any_state_is_refused_or_resumes_exactly(datasets, edits, drop):
+    path = datasets.positional(n=200)
+    saved = open_loader(path)
+    it = iter(saved)
+    next(it)
+    next(it)
+    state = saved.state_dict()
+    for field, value in edits:
+        if drop and field in state:
+            del state[field]
+        else:
+            state[field] = value
+    loader = open_loader(path)
+    try:
+        loader.load_state_dict(state)
+    except ringfeed.UsageError:
+        return  # refused, by the one exception it may raise
+    # Taken: the loader stands where the state says, and the fields that name its batches are
+    # its own, so it continues as a loader at that place does.
+    mine = loader.state_dict()
+    assert (mine["epoch"], mine["position"]) == (state["epoch"], state["position"])
+    for key in mine:
+        if key not in ("epoch", "position", "version"):
+            assert key not in state or (state[key] == mine[key]
+                                        and type(state[key]) is type(mine[key])), key
+    fresh = open_loader(path)
+    fresh.set_epoch(state["epoch"])
+    skip = state["position"] // 32
+    expected = [b[0].indices for b in fresh][skip:]
+    assert [b[0].indices for b in loader] == expected

@@ -1,0 +1,129 @@
+// One option's text and values against its declaration: the same rule for every face, the bounds
+// at both ends, and messages that name the option, the rule and what was given, with a user's
+// bytes escaped.
+#include "options/option_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace rf {
+namespace {
+
+std::string Refusal(const OptionSpec& s, std::string_view text,
+                    OptionFace face = OptionFace::kCommandLine) {
+  Result<OptionValue> v = ParseOptionText(s, text, face);
+  if (v.ok()) return "";
+  EXPECT_TRUE(v.status().IsUsage());
+  return v.status().message();
+}
+
+OptionSpec Count(uint64_t max) {
+  OptionSpec s = OptionSpec::Of("queue-depth", OptionType::kCount);
+  s.Range(1, max);
+  return s;
+}
+
+TEST(OptionSpec, CountTakesDecimalDigitsOnlyWithinBothBounds) {
+  const OptionSpec s = Count(32768);
+  Result<OptionValue> v = ParseOptionText(s, "32768", OptionFace::kCommandLine);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(std::get<uint64_t>(*v), 32768u);
+  const std::string rule = "--queue-depth must be a whole number from 1 to 32768, got ";
+  EXPECT_EQ(Refusal(s, "32769"), rule + "32769");
+  EXPECT_EQ(Refusal(s, "0"), rule + "0");
+  // What strtoul or Boost would have taken: a sign (-5 wrapped to 4294967291), hex, spaces,
+  // exponents, and a value past 64 bits.
+  for (const char* bad : {"-5", "+4", "0x10", " 4", "4 ", "1e3", "", "18446744073709551616"}) {
+    EXPECT_EQ(Refusal(s, bad), rule + QuoteUserText(bad)) << bad;
+  }
+  // The Python spelling names it as Python does.
+  EXPECT_EQ(Refusal(s, "0", OptionFace::kPython),
+            "queue_depth must be a whole number from 1 to 32768, got 0");
+}
+
+TEST(OptionSpec, IntegerTakesOneSignAndItsNegativeBound) {
+  OptionSpec s = OptionSpec::Of("gpu", OptionType::kInteger);
+  s.Range(-1, 1023);
+  Result<OptionValue> v = ParseOptionText(s, "-1", OptionFace::kCommandLine);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(std::get<int64_t>(*v), -1);
+  EXPECT_EQ(Refusal(s, "-2"), "--gpu must be a whole number from -1 to 1023, got -2");
+  EXPECT_EQ(Refusal(s, "--1"), "--gpu must be a whole number from -1 to 1023, got '--1'");
+  EXPECT_EQ(Refusal(s, "1024"), "--gpu must be a whole number from -1 to 1023, got 1024");
+}
+
+TEST(OptionSpec, NumberIsDecimalAndFiniteWithOpenOrClosedEnds) {
+  OptionSpec s = OptionSpec::Of("label-smoothing", OptionType::kNumber);
+  s.RangeReal(0, 1, false, /*max_open=*/true);
+  EXPECT_EQ(Refusal(s, "0"), "");
+  EXPECT_EQ(Refusal(s, "0.999"), "");
+  EXPECT_EQ(Refusal(s, "1"), "--label-smoothing must be a number in [0, 1), got 1");
+  EXPECT_EQ(Refusal(s, "-0.5"), "--label-smoothing must be a number in [0, 1), got -0.5");
+  for (const char* bad : {"nan", "inf", "-inf", "0x1p-2", "1e999", "", ".", "1,5"}) {
+    EXPECT_EQ(Refusal(s, bad),
+              "--label-smoothing must be a number in [0, 1), got " + QuoteUserText(bad))
+        << bad;
+  }
+  OptionSpec eps = OptionSpec::Of("eps", OptionType::kNumber);
+  eps.RangeReal(0, 1, /*min_open=*/true);
+  EXPECT_EQ(Refusal(eps, "0"), "--eps must be a number in (0, 1], got 0");
+  EXPECT_EQ(Refusal(eps, "1e-30"), "");
+}
+
+TEST(OptionSpec, NumbersAreEachHeldToTheRange) {
+  OptionSpec s = OptionSpec::Of("std", OptionType::kNumbers);
+  s.RangeReal(0, std::numeric_limits<float>::max(), /*min_open=*/true);
+  Result<OptionValue> v = ParseOptionText(s, "0.5,2", OptionFace::kPython);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(std::get<std::vector<double>>(*v), (std::vector<double>{0.5, 2}));
+  EXPECT_EQ(Refusal(s, "0.5,-1", OptionFace::kPython),
+            "std must be a list of finite numbers > 0, got 0.5,-1");
+  EXPECT_EQ(CheckOptionValue(s, std::vector<double>{-1.0}, OptionFace::kPython).message(),
+            "std must be a list of finite numbers > 0, got -1");
+}
+
+TEST(OptionSpec, ByteSizeHoldsItsMultipleAndBoundsAndPrintsInUnits) {
+  OptionSpec s = OptionSpec::Of("read-size", OptionType::kByteSize);
+  s.Range(4096, uint64_t{1} << 30).MultipleOf(4096);
+  Result<OptionValue> v = ParseOptionText(s, "64KiB", OptionFace::kCommandLine);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(std::get<uint64_t>(*v), 65536u);
+  EXPECT_EQ(OptionValueText(s, *v), "64KiB");
+  const std::string rule = "--read-size must be a multiple of 4KiB from 4KiB to 1GiB, got ";
+  EXPECT_EQ(Refusal(s, "5000"), rule + "5000");
+  EXPECT_EQ(Refusal(s, "2GiB"), rule + "2GiB");
+  EXPECT_EQ(Refusal(s, "0x1000"), rule + "'0x1000'");
+  EXPECT_EQ(Refusal(s, "64GiB"), rule + "64GiB");
+}
+
+TEST(OptionSpec, WordsAndSwitchesTakeOnlyTheirWords) {
+  OptionSpec mode = OptionSpec::Of("mode", OptionType::kWord);
+  mode.Words({"streaming", "managed"});
+  EXPECT_EQ(Refusal(mode, "managed"), "");
+  EXPECT_EQ(Refusal(mode, "Managed"), "--mode must be streaming or managed, got \"Managed\"");
+  OptionSpec graph = OptionSpec::Of("cuda-graph", OptionType::kOnOff);
+  EXPECT_EQ(Refusal(graph, "yes"), "--cuda-graph must be on or off, got 'yes'");
+  // A switch on by default is --no-NAME; its text sets that spelling.
+  OptionSpec verify = OptionSpec::Of("verify", OptionType::kSwitch);
+  verify.default_value = true;
+  EXPECT_EQ(OptionName(verify, OptionFace::kCommandLine), "--no-verify");
+  EXPECT_EQ(OptionName(verify, OptionFace::kPython), "verify");
+  Result<OptionValue> off = ParseOptionText(verify, "true", OptionFace::kCommandLine);
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(std::get<bool>(*off));
+  EXPECT_EQ(Refusal(verify, "maybe"), "--no-verify is a switch: true or false, got 'maybe'");
+}
+
+TEST(OptionSpec, QuotedUserTextEscapesControlAndNonUtf8BytesAndIsCut) {
+  EXPECT_EQ(QuoteUserText("plain"), "'plain'");
+  EXPECT_EQ(QuoteUserText(std::string("a\0b", 3)), "'a\\x00b'");
+  EXPECT_EQ(QuoteUserText("\x1b[31mred"), "'\\x1b[31mred'");
+  EXPECT_EQ(QuoteUserText("caf\xc3\xa9"), "'caf\xc3\xa9'");  // UTF-8 stays
+  EXPECT_EQ(QuoteUserText("\xc3("), "'\\xc3('");             // a cut sequence does not
+  EXPECT_EQ(QuoteUserText("\xff\x7f"), "'\\xff\\x7f'");
+  EXPECT_EQ(QuoteUserText(std::string(100, 'x'), 4), "'xxxx...'");
+}
+
+}  // namespace
+}  // namespace rf
