@@ -190,7 +190,7 @@ class OptionTable {
 
  private:
   OptionSpec& Add(OptionSpec s, Setter set, Getter get) {
-    s.default_value = get(Config{});
+    s.default_value = get(defaults_);
     entries_.push_back({std::move(s), std::move(set), std::move(get)});
     return entries_.back().spec;
   }
@@ -233,6 +233,9 @@ class OptionTable {
   }
 
   std::deque<Entry> entries_;  // a deque: the specs handed out by reference stay where they are
+  // What a default-made Config holds: each option's default is read from its field here, so the
+  // default is stated once, where the field is declared.
+  const Config defaults_{};
 };
 
 }  // namespace rf

@@ -306,10 +306,23 @@ Status Trainer::Finish(const RunState& s, const std::string& stopped_by) {
                             : trained             ? "; checkpoint written to " + c_.checkpoint
                                       : "; no step trained, so no checkpoint written (" +
                                             c_.checkpoint + " left as it was)";
-  std::printf("ringfeed train: stopped by %s after step %llu (next: epoch %llu, sample %llu)%s\n",
+  // In an epoch earlier runs began at other world sizes, the position counts this run's share of
+  // what they left: say what they trained, or "sample 0" reads as the epoch's start.
+  const ResumedEpoch& resumed = c_.pipeline.order.resumed;
+  std::string earlier;
+  if (!resumed.stretches.empty() && resumed.epoch == s.epoch) {
+    uint64_t before = 0;
+    for (const EpochStretch& st : resumed.stretches) before += st.position * st.world_size;
+    earlier =
+        " of what earlier runs left: they trained " + std::to_string(before) +
+        " samples of it at " +
+        (resumed.stretches.size() == 1 ? std::to_string(resumed.stretches[0].world_size) + " ranks"
+                                       : "other world sizes");
+  }
+  std::printf("ringfeed train: stopped by %s after step %llu (next: epoch %llu, sample %llu%s)%s\n",
               stopped_by.c_str(), static_cast<unsigned long long>(s.step),
               static_cast<unsigned long long>(s.epoch + 1),
-              static_cast<unsigned long long>(s.next_sample), saved.c_str());
+              static_cast<unsigned long long>(s.next_sample), earlier.c_str(), saved.c_str());
   std::fflush(stdout);
   return WriteMetrics({{"event", "end"},
                        {"stopped_by", stopped_by},

@@ -63,6 +63,16 @@ def test_resume_at_other_world_size_trains_each_remaining_sample_once(
         trained.update(order[1])
     assert sum(trained.values()) - len(trained) < before, "first run: repeats beyond padding"
 
+    # A resumed run that trains nothing names where the epoch stands, not "sample 0" alone (issue
+    # 23: it read as the epoch's start), and leaves the checkpoint as it was.
+    written = ckpt.read_bytes()
+    idle = h.train(after, positional, "--epochs", "2", "--resume", str(ckpt), "--checkpoint",
+                   str(ckpt), "--max-steps", str(STOP)).check_ok()
+    assert (f"(next: epoch 1, sample 0 of what earlier runs left: they trained "
+            f"{STOP * h.BATCH * before} samples of it at {before} ranks); no step trained"
+            in idle.stdout), idle.stdout
+    assert ckpt.read_bytes() == written
+
     resumed = h.train(after, positional, "--epochs", "2", "--resume", str(ckpt),
                       dump=tmp_path / "resumed").check_ok()
     parts = resumed_part(resumed, f"resumed at {after}")
