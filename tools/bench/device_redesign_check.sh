@@ -9,7 +9,8 @@
 #   resume   BEFORE trains the same command to step $STOP and writes its checkpoint, AFTER resumes
 #            from it to the end: AFTER's final checkpoint must equal BEFORE's uninterrupted one
 #            byte for byte (a checkpoint written before the change resumes after it, exactly);
-#   python   each build's Python extension built there (device_python_check.sh BUILD_ONLY=1), then
+#   python   each build's Python extension built there (device_python_check.sh BUILD_ONLY=1), the
+#            pytest suite (python/tests, GPU tests included) against AFTER's, then
 #            tools/bench/python_loader.py's loader and train_ringfeed phases for each, cold,
 #            interleaved, $PY_ROUNDS rounds;
 #   speed    tools/bench/compare_builds.sh BEFORE AFTER (compute, cached, reader, cold; $ROUNDS
@@ -114,6 +115,11 @@ if has python; then
     SITE=$work/site-$which BUILD_ONLY=1 RINGFEED_DATA=$work tools/bench/device_python_check.sh \
       "$pkg" "$out/py-$which" >"$logs/py-build-$which.log" 2>&1 || { say "python $which build FAILED"; tail -5 "$logs/py-build-$which.log"; }
   done
+  PYTHONPATH=$work/site-after RINGFEED_CONVERT=$after/bin/ringfeed-convert \
+    RINGFEED_BIN=$after/bin XLA_PYTHON_CLIENT_PREALLOCATE=false \
+    timeout 400 python3 -m pytest -q -p no:cacheprovider python/tests -rs >"$logs/pytest.log" 2>&1
+  say "pytest (AFTER, python/tests): exit $? -- $(tail -1 "$logs/pytest.log")"
+  grep -E "^(FAILED|ERROR)" "$logs/pytest.log" | head -10 | tee -a "$summary"
   n=$(python3 -c "print(int(${PY_GB:-8} * 1e9 / 3073))")
   [ -f "$work/py.rfd" ] || "$after/bin/ringfeed-convert" synthetic -o "$work/py.rfd" --samples "$n" \
     --shape 3,32,32 --classes 10 --seed 7 -q >"$logs/py-convert.log" 2>&1
