@@ -14,7 +14,9 @@
 #            tools/bench/python_loader.py's loader and train_ringfeed phases for each, cold,
 #            interleaved, $PY_ROUNDS rounds;
 #   speed    tools/bench/compare_builds.sh BEFORE AFTER (compute, cached, reader, cold; $ROUNDS
-#            rounds, $GB GB).
+#            rounds, $GB GB);
+#   reader   each build's `ringfeed read --order train` alone, cold, $READ_ROUNDS rounds (default
+#            6) alternating which goes first: the disk stage with more rounds than speed gives it.
 # $PARTS picks which parts run [tests quality resume python speed]. Writes OUT_DIR/summary.txt
 # (every verdict and figure), OUT_DIR/compare.json (speed) and OUT_DIR/logs.tar.gz.
 # Usage: tools/bench/device_redesign_check.sh BEFORE_PKG AFTER_PKG FMNIST_DIR OUT_DIR
@@ -29,7 +31,7 @@ fm=$(realpath "$3")
 out=$(realpath -m "$4")
 logs=$out/logs
 work=${RINGFEED_DATA:-/var/tmp/ringfeed-redesign}
-parts=${PARTS:-tests quality resume python speed}
+parts=${PARTS:-tests quality resume python speed reader}
 epochs=${EPOCHS:-30}
 stop=${STOP:-7000}
 flags=${QUALITY_FLAGS:---batch-norm --lr 0.05 --augment crop:2,flip --lr-schedule cosine --warmup-epochs 1 --label-smoothing 0.1}
@@ -161,4 +163,38 @@ if has speed; then
     "$before/bin" "$after/bin" "$work/speed-out" 2>&1 | tee "$logs/speed.log" | grep -E "median|cold epoch" |
     tee -a "$summary"
   cp "$work/speed-out/compare.json" "$out/compare.json" 2>/dev/null
+fi
+
+if has reader; then
+  say "== reader alone (cold, interleaved)"
+  n=$((${GB:-8} * 1000000000 / 3073))
+  [ -f "$work/read.rfd" ] || "$after/bin/ringfeed-convert" synthetic --samples "$n" --shape 3,32,32 \
+    --classes 10 --seed 1 -q -o "$work/read.rfd" >"$logs/read-convert.log" 2>&1
+  for r in $(seq 1 "${READ_ROUNDS:-6}"); do
+    order="before after"
+    [ $((r % 2)) -eq 0 ] && order="after before"
+    for which in $order; do
+      pkg=$before
+      [ $which = after ] && pkg=$after
+      cold
+      "$pkg/bin/ringfeed" read "$work/read.rfd" --order train --seed 1 \
+        --json "$work/read-$which-$r.json" >"$logs/read-$which-$r.log" 2>&1
+    done
+  done
+  python3 - "$work" "${READ_ROUNDS:-6}" <<'PY' | tee -a "$summary"
+import json, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+def gbps(which, r):
+    try:
+        run = json.load(open(f"{work}/read-{which}-{r}.json"))["runs"][0]
+        return run["bytes"] / run["seconds"] / 1e9
+    except (OSError, KeyError, IndexError):
+        return None
+b = [gbps("before", r) for r in range(1, rounds + 1)]
+a = [gbps("after", r) for r in range(1, rounds + 1)]
+fmt = lambda v: " / ".join("-" if x is None else f"{x:.3f}" for x in v)
+ok = all(b) and all(a)
+print(f"reader GB/s: before {fmt(b)}  after {fmt(a)}; median after/before "
+      + (f"{statistics.median(a) / statistics.median(b):.3f}" if ok else "-"))
+PY
 fi

@@ -23,7 +23,8 @@ cp "$build/bin/ringfeed" "$build/bin/ringfeed-convert" "$pkg/bin/"
 for t in "$@"; do cp "$build/tests/$t" "$pkg/tests/"; done
 # The libraries the extension links (those a build of this commit has).
 for l in python/librf_dlpack_export pipeline/librf_loader pipeline/librf_cuda_pipeline \
-         pipeline/librf_pipeline cuda/librf_cuda io/librf_io core/librf_core; do
+         pipeline/librf_pipeline decode/librf_cuda_decode decode/librf_decode cuda/librf_cuda \
+         io/librf_io options/librf_options core/librf_core; do
   [ -f "$build/$l.a" ] && cp "$build/$l.a" "$pkg/lib/"
 done
 for l in liburing libxxhash libz; do cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"; done
