@@ -273,10 +273,12 @@ class NativeLoader {
 // converted here by its declared type alone and set through the table (its bounds, its words,
 // where it does something), so this file holds no option of its own.
 
+// A Python bool, or NumPy's: numpy.bool_ (NumPy 1), whose type NumPy 2 names numpy.bool.
 bool IsBool(py::handle v) {
   if (PyBool_Check(v.ptr())) return true;
   const py::handle type = py::type::handle_of(v);
-  return py::str(type.attr("__name__")).cast<std::string>() == "bool_" &&
+  const std::string name = py::str(type.attr("__name__")).cast<std::string>();
+  return (name == "bool_" || name == "bool") &&
          py::str(type.attr("__module__")).cast<std::string>() == "numpy";
 }
 

@@ -15,6 +15,9 @@
 #            interleaved, $PY_ROUNDS rounds;
 #   speed    tools/bench/compare_builds.sh BEFORE AFTER (compute, cached, reader, cold; $ROUNDS
 #            rounds, $GB GB);
+#   pycached the python part's phases on a $PYC_GB GB (default 2) dataset held in the page cache,
+#            read with io='buffered': the disk out of the figures, so the loader's own work (its
+#            GPU decode among it) and the training it feeds are what is compared ($PY_ROUNDS);
 #   reader   each build's `ringfeed read --order train` alone, cold, $READ_ROUNDS rounds (default
 #            6) alternating which goes first: the disk stage with more rounds than speed gives it.
 # $PARTS picks which parts run [tests quality resume python speed]. Writes OUT_DIR/summary.txt
@@ -31,7 +34,7 @@ fm=$(realpath "$3")
 out=$(realpath -m "$4")
 logs=$out/logs
 work=${RINGFEED_DATA:-/var/tmp/ringfeed-redesign}
-parts=${PARTS:-tests quality resume python speed reader}
+parts=${PARTS:-tests quality resume python pycached speed reader}
 epochs=${EPOCHS:-30}
 stop=${STOP:-7000}
 flags=${QUALITY_FLAGS:---batch-norm --lr 0.05 --augment crop:2,flip --lr-schedule cosine --warmup-epochs 1 --label-smoothing 0.1}
@@ -109,41 +112,36 @@ if has resume; then
     say "resume: final checkpoints DIFFER"
 fi
 
-if has python; then
-  say "== python loader (cold, interleaved)"
+build_sites() {
   for which in before after; do
     pkg=$before
     [ $which = after ] && pkg=$after
+    [ -d "$work/site-$which/ringfeed" ] && continue
     SITE=$work/site-$which BUILD_ONLY=1 RINGFEED_DATA=$work tools/bench/device_python_check.sh \
       "$pkg" "$out/py-$which" >"$logs/py-build-$which.log" 2>&1 || { say "python $which build FAILED"; tail -5 "$logs/py-build-$which.log"; }
   done
-  PYTHONPATH=$work/site-after RINGFEED_CONVERT=$after/bin/ringfeed-convert \
-    RINGFEED_BIN=$after/bin XLA_PYTHON_CLIENT_PREALLOCATE=false \
-    timeout 400 python3 -m pytest -q -p no:cacheprovider python/tests -rs >"$logs/pytest.log" 2>&1
-  say "pytest (AFTER, python/tests): exit $? -- $(tail -1 "$logs/pytest.log")"
-  grep -E "^(FAILED|ERROR)" "$logs/pytest.log" | head -10 | tee -a "$summary"
-  n=$(python3 -c "print(int(${PY_GB:-8} * 1e9 / 3073))")
-  [ -f "$work/py.rfd" ] || "$after/bin/ringfeed-convert" synthetic -o "$work/py.rfd" --samples "$n" \
-    --shape 3,32,32 --classes 10 --seed 7 -q >"$logs/py-convert.log" 2>&1
+}
+py_compare() {  # TAG DATA [python_loader.py flags]: interleaved rounds of both builds, then the medians
+  local tag=$1 data=$2
+  shift 2
   for r in $(seq 1 "${PY_ROUNDS:-3}"); do
     order="before after"
     [ $((r % 2)) -eq 0 ] && order="after before"
     for which in $order; do
       pkg=$before
       [ $which = after ] && pkg=$after
-      PYTHONPATH=$work/site-$which python3 tools/bench/python_loader.py --data "$work/py.rfd" \
+      PYTHONPATH=$work/site-$which python3 tools/bench/python_loader.py --data "$data" \
         --ringfeed "$pkg/bin/ringfeed" --batch-size 256 --seconds "${PY_SECONDS:-12}" --repeats 1 \
-        --drop-caches --phases loader,train_ringfeed --json "$work/py-$which-$r.json" \
-        >"$logs/py-$which-$r.log" 2>&1 || say "python $which round $r FAILED"
+        --phases loader,train_ringfeed --json "$work/$tag-$which-$r.json" "$@" \
+        >"$logs/$tag-$which-$r.log" 2>&1 || say "python $tag $which round $r FAILED"
     done
   done
-  python3 - "$work" "${PY_ROUNDS:-3}" <<'PY' | tee -a "$summary"
+  python3 - "$work" "$tag" "${PY_ROUNDS:-3}" <<'PY' | tee -a "$summary"
 import json, statistics, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
+work, tag, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def rate(which, r, phase):
     try:
-        res = json.load(open(f"{work}/py-{which}-{r}.json"))["results"][phase][0]
-        return res.get("samples_per_s")
+        return json.load(open(f"{work}/{tag}-{which}-{r}.json"))["results"][phase][0]["samples_per_s"]
     except (OSError, KeyError, IndexError):
         return None
 for phase in ("loader", "train_ringfeed"):
@@ -152,9 +150,33 @@ for phase in ("loader", "train_ringfeed"):
     fmt = lambda v: " / ".join("-" if x is None else f"{x:,.0f}" for x in v)
     ok = all(b) and all(a)
     ratio = statistics.median(a) / statistics.median(b) if ok else None
-    print(f"python {phase}: before {fmt(b)}  after {fmt(a)} samples/s; median after/before "
+    print(f"python {tag} {phase}: before {fmt(b)}  after {fmt(a)} samples/s; median after/before "
           + (f"{ratio:.3f}" if ratio else "-"))
 PY
+}
+
+if has pycached; then
+  say "== python loader (page cache, io buffered, interleaved)"
+  build_sites
+  n=$(python3 -c "print(int(${PYC_GB:-2} * 1e9 / 3073))")
+  [ -f "$work/pyc.rfd" ] || "$after/bin/ringfeed-convert" synthetic -o "$work/pyc.rfd" --samples "$n" \
+    --shape 3,32,32 --classes 10 --seed 7 -q >"$logs/pyc-convert.log" 2>&1
+  cat "$work/pyc.rfd" >/dev/null
+  py_compare pycached "$work/pyc.rfd" --io buffered
+fi
+
+if has python; then
+  say "== python loader (cold, interleaved)"
+  build_sites
+  PYTHONPATH=$work/site-after RINGFEED_CONVERT=$after/bin/ringfeed-convert \
+    RINGFEED_BIN=$after/bin XLA_PYTHON_CLIENT_PREALLOCATE=false \
+    timeout 400 python3 -m pytest -q -p no:cacheprovider python/tests -rs >"$logs/pytest.log" 2>&1
+  say "pytest (AFTER, python/tests): exit $? -- $(tail -1 "$logs/pytest.log")"
+  grep -E "^(FAILED|ERROR)" "$logs/pytest.log" | head -10 | tee -a "$summary"
+  n=$(python3 -c "print(int(${PY_GB:-8} * 1e9 / 3073))")
+  [ -f "$work/py.rfd" ] || "$after/bin/ringfeed-convert" synthetic -o "$work/py.rfd" --samples "$n" \
+    --shape 3,32,32 --classes 10 --seed 7 -q >"$logs/py-convert.log" 2>&1
+  py_compare py "$work/py.rfd" --drop-caches
 fi
 
 if has speed; then

@@ -72,6 +72,8 @@ def run_loader(args, step=None, epochs=None, **loader_kwargs):
     free_before = torch.cuda.mem_get_info(dev)[0]
     rss_before = rss_bytes()
     t0 = time.perf_counter()
+    if args.io:
+        loader_kwargs["io"] = args.io
     loader = ringfeed.Loader(args.data, args.batch_size, device="cuda", seed=args.seed,
                              drop_last=True,
                              **loader_kwargs)
@@ -118,6 +120,8 @@ def main():
     p.add_argument("--workers", type=int, default=os.cpu_count())
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--drop-caches", action="store_true")
+    p.add_argument("--io", default="", help="the loader's io (direct, buffered, pread); "
+                   "buffered with a dataset in the page cache takes the disk out of the figures")
     p.add_argument("--phases", default="read,loader,train_ringfeed,train_torch,compute_only")
     p.add_argument("--loader-epochs", type=int, default=0,
                    help="the loader phase iterates this many whole epochs (the bytes `read` "
