@@ -1,22 +1,29 @@
 #include "io/chunk_write_queue.h"
 
-#include <cstdlib>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "io/checksum.h"
 
 namespace rf {
 
-void ChunkWriteQueue::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
+void ChunkWriteQueue::Unmap::operator()(uint8_t* p) const { ::munmap(p, bytes); }
 
 Result<std::unique_ptr<ChunkWriteQueue>> ChunkWriteQueue::Create(size_t buffers,
                                                                  size_t buffer_bytes) {
   std::unique_ptr<ChunkWriteQueue> q(new ChunkWriteQueue());
   const size_t bytes = format::RoundUp(buffer_bytes, format::kAlign);
   for (size_t i = 0; i < buffers; ++i) {
-    auto* p = static_cast<uint8_t*>(std::aligned_alloc(format::kAlign, bytes));
-    if (p == nullptr)
-      return Status::InvalidArgument("cannot allocate " + std::to_string(bytes) + " bytes");
-    q->memory_.emplace_back(p);
+    // Page-aligned (format::kAlign is 4096) and untouched until filled.
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      return Status::InvalidArgument("cannot map " + std::to_string(bytes) +
+                                     " bytes for a chunk buffer: " + std::strerror(errno));
+    }
+    auto* p = static_cast<uint8_t*>(m);
+    q->memory_.emplace_back(p, Unmap{bytes});
     q->free_.push_back(p);
   }
   q->thread_ = std::thread([raw = q.get()] { raw->Run(); });
