@@ -11,22 +11,45 @@ namespace rf {
 
 void ChunkWriteQueue::Unmap::operator()(uint8_t* p) const { ::munmap(p, bytes); }
 
+Result<ChunkWriteQueue::Mapping> ChunkWriteQueue::Map(size_t bytes, const char* what) {
+  // Page-aligned (format::kAlign is 4096) and untouched until filled.
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) {
+    return Status::InvalidArgument("cannot map " + std::to_string(bytes) + " bytes for " + what +
+                                   ": " + std::strerror(errno));
+  }
+  return Mapping(static_cast<uint8_t*>(m), Unmap{bytes});
+}
+
 Result<std::unique_ptr<ChunkWriteQueue>> ChunkWriteQueue::Create(size_t buffers,
-                                                                 size_t buffer_bytes) {
+                                                                 size_t buffer_bytes,
+                                                                 CodecSpec codec,
+                                                                 uint32_t workers) {
   std::unique_ptr<ChunkWriteQueue> q(new ChunkWriteQueue());
+  q->codec_ = codec;
   const size_t bytes = format::RoundUp(buffer_bytes, format::kAlign);
   for (size_t i = 0; i < buffers; ++i) {
-    // Page-aligned (format::kAlign is 4096) and untouched until filled.
-    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
-      return Status::InvalidArgument("cannot map " + std::to_string(bytes) +
-                                     " bytes for a chunk buffer: " + std::strerror(errno));
-    }
-    auto* p = static_cast<uint8_t*>(m);
-    q->memory_.emplace_back(p, Unmap{bytes});
-    q->free_.push_back(p);
+    RF_ASSIGN_OR_RETURN(Mapping m, Map(bytes, "a chunk buffer"));
+    q->free_.push_back(m.get());
+    q->memory_.push_back(std::move(m));
   }
-  q->thread_ = std::thread([raw = q.get()] { raw->Run(); });
+  // A frame larger than the data is stored raw, so a worker's scratch needs the bound only.
+  const size_t scratch =
+      codec.codec == Codec::kNone
+          ? 0
+          : format::RoundUp(CompressBound(codec.codec, bytes), format::kAlign);
+  std::vector<uint8_t*> scratches;
+  for (uint32_t i = 0; i < std::max<uint32_t>(1, workers); ++i) {
+    uint8_t* s = nullptr;
+    if (scratch != 0) {
+      RF_ASSIGN_OR_RETURN(Mapping m, Map(scratch, "a compression buffer"));
+      s = m.get();
+      q->memory_.push_back(std::move(m));
+    }
+    scratches.push_back(s);
+  }
+  for (uint8_t* s : scratches)
+    q->threads_.emplace_back([raw = q.get(), s, scratch] { raw->Run(s, scratch); });
   return q;
 }
 
@@ -36,7 +59,7 @@ ChunkWriteQueue::~ChunkWriteQueue() {
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  for (std::thread& t : threads_) t.join();
 }
 
 uint8_t* ChunkWriteQueue::Acquire() {
@@ -48,14 +71,14 @@ uint8_t* ChunkWriteQueue::Acquire() {
 }
 
 Status ChunkWriteQueue::Submit(uint8_t* buf, const File* file, format::ChunkEntry entry,
-                               std::vector<format::ChunkEntry>* entries) {
+                               std::vector<format::ChunkEntry>* entries, uint64_t* next_offset) {
   {
     std::lock_guard lock(mu_);
     if (!status_.ok()) {
       free_.push_back(buf);
       return status_;
     }
-    jobs_.push_back(Job{buf, file, entry, entries});
+    jobs_.push_back(Job{submitted_++, buf, file, entry, entries, next_offset});
   }
   cv_.notify_all();
   return Status::Ok();
@@ -67,7 +90,29 @@ Status ChunkWriteQueue::Drain() {
   return status_;
 }
 
-void ChunkWriteQueue::Run() {
+Result<const uint8_t*> ChunkWriteQueue::Encode(Job& job, Compressor& c, uint8_t* scratch,
+                                               size_t scratch_bytes) {
+  format::ChunkEntry& e = job.entry;
+  e.codec = Codec::kNone;
+  e.frame_bytes = e.stored_bytes = e.data_bytes;
+  const uint8_t* out = job.buf;
+  if (codec_.codec != Codec::kNone) {
+    RF_ASSIGN_OR_RETURN(size_t frame, c.Compress(job.buf, e.data_bytes, scratch, scratch_bytes));
+    const uint64_t stored = format::RoundUp(frame, format::kAlign);
+    if (stored < e.data_bytes) {  // it saves a block at least; else the chunk is stored raw
+      std::memset(scratch + frame, 0, stored - frame);
+      e.codec = codec_.codec;
+      e.frame_bytes = frame;
+      e.stored_bytes = stored;
+      out = scratch;
+    }
+  }
+  e.checksum = Checksum(out, e.stored_bytes);
+  return out;
+}
+
+void ChunkWriteQueue::Run(uint8_t* scratch, size_t scratch_bytes) {
+  Compressor compressor(codec_);
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return !jobs_.empty() || stop_; });
@@ -75,17 +120,33 @@ void ChunkWriteQueue::Run() {
     Job job = jobs_.front();
     jobs_.pop_front();
     ++busy_;
-    const bool failed = !status_.ok();
+    bool failed = !status_.ok();
     lock.unlock();
-    Status st;
-    if (!failed) {  // after a failure the rest are dropped: the output will be discarded
-      job.entry.checksum = Checksum(job.buf, job.entry.stored_bytes);
-      st = job.file->WriteAt(job.buf, job.entry.stored_bytes, job.entry.offset);
-    }
+    Result<const uint8_t*> out = static_cast<const uint8_t*>(nullptr);
+    // After a failure the rest are dropped: the output will be discarded.
+    if (!failed) out = Encode(job, compressor, scratch, scratch_bytes);
     lock.lock();
-    if (!failed && st.ok()) job.entries->push_back(job.entry);
+    // A compressed chunk's data buffer is free once its frame is made.
+    const bool freed = out.ok() && *out != nullptr && *out != job.buf;
+    if (freed) {
+      free_.push_back(job.buf);
+      cv_.notify_all();
+    }
+    // Writes in submission order: offsets are assigned as the chunks land.
+    cv_.wait(lock, [&] { return next_write_ == job.seq; });
+    failed = !status_.ok();
+    Status st = out.ok() ? Status::Ok() : out.status();
+    if (!failed && st.ok()) {
+      job.entry.offset = *job.next_offset;
+      *job.next_offset += job.entry.stored_bytes;
+      lock.unlock();
+      st = job.file->WriteAt(*out, job.entry.stored_bytes, job.entry.offset);
+      lock.lock();
+      if (st.ok()) job.entries->push_back(job.entry);
+    }
     if (!st.ok() && status_.ok()) status_ = st.WithChunk(job.entry.index);
-    free_.push_back(job.buf);
+    ++next_write_;
+    if (!freed) free_.push_back(job.buf);
     --busy_;
     cv_.notify_all();
   }

@@ -41,7 +41,8 @@ bool SameDataset(const format::Header& a, const format::Header& b) {
          a.channels == b.channels && a.height == b.height && a.width == b.width &&
          a.Shape() == b.Shape() && a.num_classes == b.num_classes &&
          a.total_samples == b.total_samples && a.total_chunks == b.total_chunks &&
-         a.chunk_samples == b.chunk_samples && a.mean == b.mean && a.stddev == b.stddev;
+         a.chunk_samples == b.chunk_samples && a.mean == b.mean && a.stddev == b.stddev &&
+         a.version == b.version && a.record_kind == b.record_kind && a.codec == b.codec;
 }
 
 // The shard files of every count under the dataset name `base`, sorted.
@@ -179,7 +180,10 @@ Result<Dataset> Dataset::Open(const std::string& path) {
     d.shard_bytes_.push_back(shards[i].size);
     for (const format::ChunkEntry& e : shards[i].entries) {
       d.chunks_[e.index] = ChunkLocation{i, e};
-      d.max_chunk_bytes_ = std::max(d.max_chunk_bytes_, e.stored_bytes);
+      d.max_chunk_bytes_ = std::max(d.max_chunk_bytes_, e.data_bytes);
+      d.max_stored_bytes_ = std::max(d.max_stored_bytes_, e.stored_bytes);
+      d.compressed_chunks_ += e.compressed() ? 1 : 0;
+      d.data_bytes_ += e.data_bytes;
     }
   }
   return d;
@@ -226,6 +230,18 @@ Status Dataset::VerifyChunk(size_t global, const void* data) const {
   return CheckLabels(global, data);
 }
 
+Status Dataset::VerifyStored(size_t global, const void* stored) const {
+  const ChunkLocation& c = chunks_[global];
+  return format::VerifyChunk(c.entry, stored, shard_paths_[c.shard]);
+}
+
+Status Dataset::DecodeChunk(size_t global, const void* stored, void* data,
+                            Decompressor& d) const {
+  const ChunkLocation& c = chunks_[global];
+  RF_RETURN_IF_ERROR(format::DecodeChunkData(c.entry, stored, data, d, shard_paths_[c.shard]));
+  return CheckLabels(global, data);
+}
+
 Status Dataset::CheckLabels(size_t global, const void* data) const {
   if (!header_.HasLabels()) return Status::Ok();
   const ChunkLocation& c = chunks_[global];
@@ -248,9 +264,17 @@ Status Dataset::CheckLabels(size_t global, const void* data) const {
 Status Dataset::ReadChunk(size_t global, void* buf) const {
   const ChunkLocation& c = chunks_[global];
   RF_ASSIGN_OR_RETURN(File f, File::Open(shard_paths_[c.shard], O_RDONLY));
-  Status st = f.ReadAt(buf, c.entry.stored_bytes, c.entry.offset);
+  if (!c.entry.compressed()) {
+    Status st = f.ReadAt(buf, c.entry.stored_bytes, c.entry.offset);
+    if (!st.ok()) return st.WithChunk(c.entry.index);
+    return VerifyChunk(global, buf);
+  }
+  std::vector<uint8_t> stored(c.entry.stored_bytes);
+  Status st = f.ReadAt(stored.data(), stored.size(), c.entry.offset);
   if (!st.ok()) return st.WithChunk(c.entry.index);
-  return VerifyChunk(global, buf);
+  RF_RETURN_IF_ERROR(VerifyStored(global, stored.data()));
+  Decompressor d;
+  return DecodeChunk(global, stored.data(), buf, d);
 }
 
 uint64_t Dataset::LabelsOffset(size_t global) const {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "io/codec.h"
 #include "io/format.h"
 
 namespace rf {
@@ -40,20 +41,34 @@ class Dataset {
 
   size_t chunk_count() const { return chunks_.size(); }
   const ChunkLocation& chunk(size_t global) const { return chunks_[global]; }
+  // The largest chunk's data (what a ring slot holds: decompressed), and its stored extent (what
+  // a read fetches). Equal where no chunk is compressed.
   uint64_t max_chunk_bytes() const { return max_chunk_bytes_; }
+  uint64_t max_stored_bytes() const { return max_stored_bytes_; }
+  // Chunks stored compressed (format version 2); 0 for every version 1 dataset.
+  uint64_t compressed_chunks() const { return compressed_chunks_; }
+  bool compressed() const { return compressed_chunks_ != 0; }
+  uint64_t data_bytes() const { return data_bytes_; }  // every chunk's data, decompressed
   uint64_t sample_count() const { return header_.total_samples; }
   // Each global chunk's sample count, in chunk order (what orders over chunks are built from).
   std::vector<uint32_t> ChunkSampleCounts() const;
 
-  // Verifies a chunk's bytes against its checksum, then its labels (CheckLabels); errors name
-  // file, chunk and offset.
+  // Verifies a raw chunk's bytes against its checksum, then its labels (CheckLabels); errors
+  // name file, chunk and offset.
   Status VerifyChunk(size_t global, const void* data) const;
+  // A chunk read as stored (compressed or not): its checksum. Then DecodeChunk makes its data
+  // (decompressing with the caller's per-thread Decompressor, the size enforced; a raw chunk is
+  // copied) and checks its labels. Errors name file, chunk and offset.
+  Status VerifyStored(size_t global, const void* stored) const;
+  Status DecodeChunk(size_t global, const void* stored, void* data, Decompressor& d) const;
   // That every label of a chunk lies in [0, num_classes) (nothing to check without labels): a
   // file whose checksums hold can still carry labels its header's class count does not allow.
   // Corruption naming file, chunk, the global sample and the label's byte offset in the file.
   // Cheap beside the checksum (one label per sample), so readers run it even without verify.
   Status CheckLabels(size_t global, const void* data) const;
-  // Reads and verifies one chunk with plain pread (tools and tests; not the fast path).
+  // Reads and verifies one chunk with plain pread, decompressing it where it is stored
+  // compressed, into buf (max_chunk_bytes() or the chunk's data_bytes). Tools, managed mode's
+  // load and tests; not the streaming path.
   Status ReadChunk(size_t global, void* buf) const;
 
   // Where the labels start inside a chunk buffer.
@@ -67,6 +82,9 @@ class Dataset {
   std::vector<uint64_t> shard_bytes_;
   std::vector<ChunkLocation> chunks_;
   uint64_t max_chunk_bytes_ = 0;
+  uint64_t max_stored_bytes_ = 0;
+  uint64_t compressed_chunks_ = 0;
+  uint64_t data_bytes_ = 0;
 };
 
 // The files that exist under the dataset name `name` ("data.rfd": the file itself and every

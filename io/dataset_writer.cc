@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "io/dataset.h"
 
@@ -32,6 +33,15 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   RF_RETURN_IF_ERROR(format::SetSampleShape(shape, &header));
   if (opts.shards == 0 || opts.shards > 99999)
     return Status::InvalidArgument("shard count must be between 1 and 99999");
+  header.version = opts.version != 0 ? opts.version
+                   : opts.codec.codec != Codec::kNone ? 2
+                                                      : 1;
+  if (header.version < format::kOldestVersion || header.version > format::kVersion)
+    return Status::InvalidArgument("format version " + std::to_string(header.version) +
+                                   ": this build writes versions 1 and 2");
+  if (header.version < 2 && opts.codec.codec != Codec::kNone)
+    return Status::InvalidArgument("format version 1 has no compression: write version 2");
+  header.codec = opts.codec;
   {
     // Such a name is read as one shard of a set: a dataset written under it could not be opened.
     std::string base;
@@ -56,16 +66,29 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   w->chunk_samples_ = static_cast<uint32_t>(
       std::clamp<uint64_t>(opts.chunk_bytes / per_sample, 1, uint64_t{1} << 31));
   // Trim so the padded chunk does not spill past the requested size because of label alignment.
-  while (w->chunk_samples_ > 1 &&
+  while (opts.chunk_samples == 0 && w->chunk_samples_ > 1 &&
          format::LayoutFor(w->chunk_samples_, w->sample_bytes_, DTypeSize(spec.label_dtype))
                  .stored_bytes > std::max<uint64_t>(opts.chunk_bytes, format::kAlign)) {
     --w->chunk_samples_;
   }
+  if (opts.chunk_samples != 0) w->chunk_samples_ = opts.chunk_samples;
   w->chunk_capacity_ =
       format::LayoutFor(w->chunk_samples_, w->sample_bytes_, DTypeSize(spec.label_dtype))
           .stored_bytes;
-  // Three buffers: one filling, one being written, one queued.
-  RF_ASSIGN_OR_RETURN(w->writes_, ChunkWriteQueue::Create(3, w->chunk_capacity_));
+  if (header.version >= 2 && w->chunk_capacity_ > format::MaxChunkDataBytes(header)) {
+    return Status::InvalidArgument(
+        "chunks of " + std::to_string(w->chunk_samples_) + " samples are " +
+        std::to_string(w->chunk_capacity_) + " bytes, more than the format's " +
+        std::to_string(format::MaxChunkDataBytes(header)));
+  }
+  // Without a codec one thread checksums and writes; with one, every worker compresses.
+  const uint32_t workers =
+      opts.codec.codec == Codec::kNone ? 1
+      : opts.threads != 0              ? opts.threads
+                          : std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 16);
+  // One buffer filling, one per worker, one queued.
+  RF_ASSIGN_OR_RETURN(w->writes_, ChunkWriteQueue::Create(workers + 2, w->chunk_capacity_,
+                                                          opts.codec, workers));
   w->chunk_ = w->writes_->Acquire();
   // pending_labels_ grows with the samples given (Append), so memory follows the data: a 1 GiB
   // chunk target over 10 samples sized 63 MB of labels up front.
@@ -189,13 +212,11 @@ Status DatasetWriter::FlushChunk() {
   format::ChunkEntry e;
   e.index = chunks_;
   e.first_sample = chunks_ * chunk_samples_;
-  e.offset = s.next_offset;
-  e.stored_bytes = l.stored_bytes;
+  e.data_bytes = l.stored_bytes;
   e.sample_count = in_chunk_;
-  // The queue fills in the checksum, writes, and appends the entry to the shard's index.
-  RF_RETURN_IF_ERROR(writes_->Submit(c, &s.out.file(), e, &s.entries));
-  s.next_offset += l.stored_bytes;
-  bytes_ += l.stored_bytes;
+  // The queue compresses, fills in the offset, sizes and checksum, writes, and appends the entry
+  // to the shard's index.
+  RF_RETURN_IF_ERROR(writes_->Submit(c, &s.out.file(), e, &s.entries, &s.next_offset));
   ++chunks_;
   in_chunk_ = 0;
   chunk_ = writes_->Acquire();
@@ -242,9 +263,13 @@ Status DatasetWriter::Finish() {
     h.shard_index = i;
     h.shard_chunks = static_cast<uint32_t>(s.entries.size());
     h.shard_samples = 0;
-    for (const auto& e : s.entries) h.shard_samples += e.sample_count;
+    for (const auto& e : s.entries) {
+      h.shard_samples += e.sample_count;
+      bytes_ += e.stored_bytes;
+      data_bytes_ += e.data_bytes;
+    }
     h.index_offset = s.next_offset;
-    std::vector<uint8_t> index = format::EncodeIndex(s.entries);
+    std::vector<uint8_t> index = format::EncodeIndex(s.entries, h.version);
     h.file_size = h.index_offset + index.size();
     RF_RETURN_IF_ERROR(s.out.file().WriteAt(index.data(), index.size(), h.index_offset));
     uint8_t head[format::kHeaderBytes];

@@ -49,7 +49,16 @@ struct DatasetSpec {
 
 struct WriterOptions {
   uint32_t shards = 1;
-  uint64_t chunk_bytes = 4 << 20;  // target stored size of a chunk
+  uint64_t chunk_bytes = 4 << 20;  // target size of a chunk's data (before compression)
+  // Samples a chunk (the last may hold fewer); 0: as many as chunk_bytes holds. Re-encoding a
+  // dataset gives its own, so the chunks, and with them the order, stay the same.
+  uint32_t chunk_samples = 0;
+  // Each chunk compressed with this codec where that saves space (io/codec.h).
+  CodecSpec codec = {};
+  // Threads that compress (with a codec): 0 is one per core, at most 16.
+  uint32_t threads = 0;
+  // Format version written: 0 is 1 without a codec (any reader takes it), 2 with one.
+  uint32_t version = 0;
   uint64_t dataset_id = 0;         // 0: random
   // Files Finish() must not remove as an older dataset of the same name: the inputs.
   std::vector<std::string> keep = {};
@@ -76,7 +85,9 @@ class DatasetWriter {
 
   uint32_t chunk_samples() const { return chunk_samples_; }
   uint64_t samples_written() const { return samples_; }
+  // After Finish: the chunks' stored bytes (compressed) and their data (before compression).
   uint64_t bytes_written() const { return bytes_; }
+  uint64_t data_bytes_written() const { return data_bytes_; }
   // The files Finish() produced (final names), in shard order.
   std::vector<std::string> paths() const;
   // The files of other datasets of the same name that Finish() removed.
@@ -115,6 +126,7 @@ class DatasetWriter {
   uint64_t chunks_ = 0;
   uint64_t samples_ = 0;
   uint64_t bytes_ = 0;
+  uint64_t data_bytes_ = 0;
   int64_t max_label_ = -1;
 
   // Per-channel sums of the stored values, for the header's mean and std (intensity dtypes only:

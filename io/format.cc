@@ -34,6 +34,10 @@ enum HeaderOffset : size_t {
   kOffStd = kOffMean + 4 * kMaxChannels,
   kOffNdim = kOffStd + 4 * kMaxChannels,  // 640; 0 in files written before it
   kOffDims = kOffNdim + 4,                // 644: kMaxDims uint32s, 0 past ndim
+  // Version 2.
+  kOffCodec = kOffDims + 4 * kMaxDims,  // 660
+  kOffCodecLevel = kOffCodec + 4,       // 664 (int32)
+  kOffRecordKind = kOffCodecLevel + 4,  // 668
   kOffChecksum = kHeaderBytes - 8,
 };
 
@@ -53,6 +57,14 @@ Status Bad(const std::string& path, const std::string& what) {
 }
 
 }  // namespace
+
+const char* RecordKindName(RecordKind k) {
+  switch (k) {
+    case RecordKind::kTensor:
+      return "tensor";
+  }
+  return "unknown";
+}
 
 std::vector<uint64_t> Header::Shape() const {
   if (ndim == 0) return {channels, height, width};
@@ -154,8 +166,16 @@ uint64_t MaxClassesFor(DType label_dtype) {
   }
 }
 
-uint64_t IndexStoredBytes(uint64_t chunks) {
-  return RoundUp(chunks * kIndexEntryBytes + 8, kAlign);
+size_t IndexEntryBytes(uint32_t version) {
+  return version >= 2 ? kIndexEntryBytesV2 : kIndexEntryBytes;
+}
+
+uint64_t IndexStoredBytes(uint64_t chunks, uint32_t version) {
+  return RoundUp(chunks * IndexEntryBytes(version) + 8, kAlign);
+}
+
+uint64_t MaxChunkDataBytes(const Header& h) {
+  return std::max(kMaxChunkTarget, LayoutFor(1, h.SampleBytes(), h.LabelBytes()).stored_bytes);
 }
 
 void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
@@ -187,6 +207,11 @@ void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
   Put<uint32_t>(out, kOffNdim, static_cast<uint32_t>(shape.size()));
   for (size_t i = 0; i < shape.size(); ++i)
     Put<uint32_t>(out, kOffDims + 4 * i, static_cast<uint32_t>(shape[i]));
+  if (h.version >= 2) {
+    Put<uint32_t>(out, kOffCodec, static_cast<uint32_t>(h.codec.codec));
+    Put<int32_t>(out, kOffCodecLevel, h.codec.level);
+    Put<uint32_t>(out, kOffRecordKind, static_cast<uint32_t>(h.record_kind));
+  }
   Put<uint64_t>(out, kOffChecksum, Checksum(out, kOffChecksum));
 }
 
@@ -199,9 +224,11 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     return std::move(Bad(path, "not a ringfeed dataset (wrong magic)").WithOffset(0));
   Header h;
   h.version = Get<uint32_t>(in, kOffVersion);
-  if (h.version != kVersion) {
+  if (h.version < kOldestVersion || h.version > kVersion) {
     return std::move(Bad(path, "unknown format version " + std::to_string(h.version) +
-                                   " (this build reads version " + std::to_string(kVersion) + ")")
+                                   " (this build reads versions " +
+                                   std::to_string(kOldestVersion) + " to " +
+                                   std::to_string(kVersion) + ")")
                          .WithOffset(kOffVersion));
   }
   const uint64_t stored = Get<uint64_t>(in, kOffChecksum);
@@ -236,6 +263,22 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
   auto field = [&](size_t off, const std::string& what) {
     return std::move(Bad(path, "bad header: " + what).WithOffset(off));
   };
+  if (h.version >= 2) {
+    const uint32_t codec = Get<uint32_t>(in, kOffCodec);
+    const int32_t level = Get<int32_t>(in, kOffCodecLevel);
+    const uint32_t kind = Get<uint32_t>(in, kOffRecordKind);
+    if (!IsCodec(codec)) return field(kOffCodec, "unknown codec id " + std::to_string(codec));
+    h.codec.codec = static_cast<Codec>(codec);
+    const bool zstd = h.codec.codec == Codec::kZstd;
+    if (zstd ? (level < 1 || level > MaxZstdLevel()) : level != 0)
+      return field(kOffCodecLevel, "codec level " + std::to_string(level) + " for " +
+                                       CodecName(h.codec.codec));
+    h.codec.level = level;
+    if (kind != static_cast<uint32_t>(RecordKind::kTensor))
+      return field(kOffRecordKind, "unknown record kind " + std::to_string(kind) +
+                                       " (this build reads tensor records)");
+    h.record_kind = RecordKind::kTensor;
+  }
   if (h.shard_count == 0 || h.shard_index >= h.shard_count)
     return field(kOffShardIndex,
                  "shard " + std::to_string(h.shard_index) + " of " + std::to_string(h.shard_count));
@@ -302,6 +345,15 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     return field(kOffChunkSamples, "chunks of " + std::to_string(h.chunk_samples) + " samples of " +
                                        std::to_string(h.SampleBytes()) + " bytes overflow 64 bits");
   }
+  // A version 2 chunk may be compressed, so its file does not bound its data: the format does,
+  // before any reader sizes a ring slot from it.
+  if (h.version >= 2 && full.stored_bytes > MaxChunkDataBytes(h)) {
+    return field(kOffChunkSamples, "chunks of " + std::to_string(h.chunk_samples) + " samples of " +
+                                       std::to_string(h.SampleBytes()) + " bytes are " +
+                                       std::to_string(full.stored_bytes) +
+                                       " bytes, more than the format's " +
+                                       std::to_string(MaxChunkDataBytes(h)));
+  }
   // Rounded up without overflow (total_samples + chunk_samples - 1 could wrap).
   const uint64_t want_chunks =
       h.total_samples / h.chunk_samples + (h.total_samples % h.chunk_samples != 0 ? 1 : 0);
@@ -321,7 +373,7 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     return field(kOffIndexOffset, "index offset " + std::to_string(h.index_offset));
   // The index ends the file: compared by subtraction, as index_offset + its size could wrap.
   if (h.index_offset > h.file_size ||
-      h.file_size - h.index_offset != IndexStoredBytes(h.shard_chunks))
+      h.file_size - h.index_offset != IndexStoredBytes(h.shard_chunks, h.version))
     return field(kOffFileSize, "file size " + std::to_string(h.file_size) +
                                    " does not match the index at " +
                                    std::to_string(h.index_offset));
@@ -346,27 +398,47 @@ Status CheckFileSize(const Header& h, uint64_t actual, const std::string& path) 
   return Status::Ok();
 }
 
-std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries) {
-  std::vector<uint8_t> out(IndexStoredBytes(entries.size()), 0);
+// An index entry's fields. Version 2 appends to version 1's 48 bytes and puts the codec in its
+// spare bytes (zero in version 1).
+enum EntryOffset : size_t {
+  kEntIndex = 0,
+  kEntFirstSample = 8,
+  kEntOffset = 16,
+  kEntStoredBytes = 24,
+  kEntSampleCount = 32,
+  kEntCodec = 36,  // u8, then 3 zero bytes
+  kEntChecksum = 40,
+  kEntFrameBytes = 48,
+  kEntDataBytes = 56,
+};
+
+std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries, uint32_t version) {
+  const size_t entry_bytes = IndexEntryBytes(version);
+  std::vector<uint8_t> out(IndexStoredBytes(entries.size(), version), 0);
   uint8_t* p = out.data();
   for (const ChunkEntry& e : entries) {
-    Put<uint64_t>(p, 0, e.index);
-    Put<uint64_t>(p, 8, e.first_sample);
-    Put<uint64_t>(p, 16, e.offset);
-    Put<uint64_t>(p, 24, e.stored_bytes);
-    Put<uint32_t>(p, 32, e.sample_count);
-    Put<uint32_t>(p, 36, 0);
-    Put<uint64_t>(p, 40, e.checksum);
-    p += kIndexEntryBytes;
+    Put<uint64_t>(p, kEntIndex, e.index);
+    Put<uint64_t>(p, kEntFirstSample, e.first_sample);
+    Put<uint64_t>(p, kEntOffset, e.offset);
+    Put<uint64_t>(p, kEntStoredBytes, e.stored_bytes);
+    Put<uint32_t>(p, kEntSampleCount, e.sample_count);
+    Put<uint32_t>(p, kEntCodec, version >= 2 ? static_cast<uint32_t>(e.codec) : 0);
+    Put<uint64_t>(p, kEntChecksum, e.checksum);
+    if (version >= 2) {
+      Put<uint64_t>(p, kEntFrameBytes, e.frame_bytes);
+      Put<uint64_t>(p, kEntDataBytes, e.data_bytes);
+    }
+    p += entry_bytes;
   }
-  const size_t body = entries.size() * kIndexEntryBytes;
+  const size_t body = entries.size() * entry_bytes;
   Put<uint64_t>(out.data(), body, Checksum(out.data(), body));
   return out;
 }
 
 Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, size_t n,
                                             const std::string& path) {
-  const size_t body = size_t{h.shard_chunks} * kIndexEntryBytes;
+  const size_t entry_bytes = IndexEntryBytes(h.version);
+  const size_t body = size_t{h.shard_chunks} * entry_bytes;
   if (n < body + 8)
     return std::move(Bad(path, "chunk index is truncated").WithOffset(h.index_offset));
   if (Get<uint64_t>(in, body) != Checksum(in, body))
@@ -376,15 +448,16 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
   uint64_t next_offset = kHeaderBytes;
   uint64_t samples = 0;
   for (uint32_t i = 0; i < h.shard_chunks; ++i) {
-    const uint8_t* p = in + size_t{i} * kIndexEntryBytes;
+    const uint8_t* p = in + size_t{i} * entry_bytes;
     ChunkEntry& e = entries[i];
-    e.index = Get<uint64_t>(p, 0);
-    e.first_sample = Get<uint64_t>(p, 8);
-    e.offset = Get<uint64_t>(p, 16);
-    e.stored_bytes = Get<uint64_t>(p, 24);
-    e.sample_count = Get<uint32_t>(p, 32);
-    e.checksum = Get<uint64_t>(p, 40);
-    const uint64_t entry_offset = h.index_offset + uint64_t{i} * kIndexEntryBytes;
+    e.index = Get<uint64_t>(p, kEntIndex);
+    e.first_sample = Get<uint64_t>(p, kEntFirstSample);
+    e.offset = Get<uint64_t>(p, kEntOffset);
+    e.stored_bytes = Get<uint64_t>(p, kEntStoredBytes);
+    e.sample_count = Get<uint32_t>(p, kEntSampleCount);
+    e.checksum = Get<uint64_t>(p, kEntChecksum);
+    const uint32_t codec = Get<uint32_t>(p, kEntCodec);
+    const uint64_t entry_offset = h.index_offset + uint64_t{i} * entry_bytes;
     auto bad = [&](const std::string& what) {
       return std::move(
           Bad(path, "bad chunk index entry: " + what).WithChunk(e.index).WithOffset(entry_offset));
@@ -404,9 +477,32 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
                  ", where the one before it ends)");
     }
     ChunkLayout layout;
-    if (!CheckedLayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes(), &layout) ||
-        e.stored_bytes != layout.stored_bytes)
-      return bad("stored size does not match its sample count");
+    if (!CheckedLayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes(), &layout))
+      return bad("the chunk's size overflows 64 bits");
+    if (h.version < 2) {
+      if (codec != 0) return bad("spare bytes at entry byte 36 are not zero");
+      if (e.stored_bytes != layout.stored_bytes)
+        return bad("stored size does not match its sample count");
+      e.frame_bytes = e.data_bytes = e.stored_bytes;
+    } else {
+      if (!IsCodec(codec)) return bad("unknown codec id " + std::to_string(codec));
+      e.codec = static_cast<Codec>(codec);
+      e.frame_bytes = Get<uint64_t>(p, kEntFrameBytes);
+      e.data_bytes = Get<uint64_t>(p, kEntDataBytes);
+      if (e.data_bytes != layout.stored_bytes)
+        return bad("data size " + std::to_string(e.data_bytes) + " does not match its " +
+                   std::to_string(e.sample_count) + " samples (" +
+                   std::to_string(layout.stored_bytes) + " bytes)");
+      if (!e.compressed()) {
+        if (e.frame_bytes != e.data_bytes || e.stored_bytes != e.data_bytes)
+          return bad("a raw chunk's frame, data and stored sizes differ");
+      } else if (e.frame_bytes == 0 || e.frame_bytes > e.stored_bytes ||
+                 e.stored_bytes != RoundUp(e.frame_bytes, kAlign)) {
+        return bad(std::string(CodecName(e.codec)) + " frame of " +
+                   std::to_string(e.frame_bytes) + " bytes in a stored extent of " +
+                   std::to_string(e.stored_bytes));
+      }
+    }
     // Compared by subtraction: offset + stored_bytes could wrap past 2^64 to a small number.
     if (e.offset > h.index_offset || e.stored_bytes > h.index_offset - e.offset) {
       return bad("chunk at byte " + std::to_string(e.offset) + " of " +
@@ -430,6 +526,13 @@ Status VerifyChunk(const ChunkEntry& e, const void* data, const std::string& pat
   std::snprintf(msg, sizeof msg, "checksum mismatch (stored %016llx, computed %016llx)",
                 static_cast<unsigned long long>(e.checksum), static_cast<unsigned long long>(got));
   return std::move(Status::Corruption(path, msg).WithChunk(e.index).WithOffset(e.offset));
+}
+
+Status DecodeChunkData(const ChunkEntry& e, const void* stored, void* out, Decompressor& d,
+                       const std::string& path) {
+  Status st = d.Decompress(e.codec, stored, e.frame_bytes, out, e.data_bytes);
+  if (st.ok()) return st;
+  return std::move(Status::Corruption(path, st.message()).WithChunk(e.index).WithOffset(e.offset));
 }
 
 std::string ShardPath(const std::string& base, uint32_t index, uint32_t count) {

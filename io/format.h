@@ -1,5 +1,5 @@
-// The ringfeed dataset format (".rfd"), version 1. docs/format.md is the
-// user-facing description; this header is the normative one.
+// The ringfeed dataset format (".rfd"), versions 1 and 2. docs/format.md is the user-facing
+// description; this header is the normative one.
 //
 // A dataset is one file, or N shard files "<stem>-KKKKK-of-NNNNN.rfd" that can sit on different
 // drives. Every file is laid out as
@@ -39,6 +39,19 @@
 // Labels. num_classes >= 1: every label is below it. num_classes 0: the dataset has no labels
 // (token sequences usually have none); every stored label is then a uint8 0, so the chunk layout
 // is the same as with labels and every reader works unchanged.
+//
+// Version 2 adds per-chunk compression (io/codec.h) and says what a record is. Its header has,
+// after the shape, the codec the writer chose (informational: each chunk names its own) and the
+// record kind; its index entries are 64 bytes instead of 48 and add, per chunk, the codec, the
+// frame's size and the data's size. A chunk's *data* is what readers hand on: for tensor
+// records, exactly a version 1 chunk (samples, labels at 64, zero pad to 4096), data_bytes long.
+// Its *stored* extent is what is on disk: the codec's frame of the data, zero-padded to 4096
+// (stored_bytes); a chunk that does not shrink is stored raw (codec none: frame = data =
+// stored). The checksum covers the stored extent and is checked before decompression; the data
+// size is enforced exactly while decompressing. The unit the order and the ranks work in is the
+// chunk and its sample count, never its stored size, so a dataset's epochs do not depend on its
+// codec. A version 2 chunk's data is at most max(kMaxChunkTarget, one sample's chunk): the
+// header and index say so before any reader sizes a buffer from them.
 #pragma once
 
 #include <array>
@@ -49,16 +62,22 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "io/checksum.h"
+#include "io/codec.h"
 
 namespace rf::format {
 
 inline constexpr uint64_t kAlign = 4096;
 inline constexpr size_t kHeaderBytes = 4096;
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;  // the newest this build reads and writes
+inline constexpr uint32_t kOldestVersion = 1;
 inline constexpr uint32_t kMaxChannels = 64;
 inline constexpr uint32_t kMaxDims = 4;
 inline constexpr uint64_t kMaxSampleBytes = uint64_t{1} << 32;
-inline constexpr size_t kIndexEntryBytes = 48;
+inline constexpr size_t kIndexEntryBytes = 48;    // version 1
+inline constexpr size_t kIndexEntryBytesV2 = 64;  // version 2
+// The largest chunk target a writer takes (a chunk is read whole into one ring slot); a version
+// 2 chunk's data is at most this, or one sample's chunk where a sample is larger.
+inline constexpr uint64_t kMaxChunkTarget = uint64_t{1} << 30;
 inline constexpr uint64_t kLabelAlign = 64;
 inline constexpr char kMagic[8] = {'R', 'F', 'E', 'E', 'D', 'D', 'S', '\x1a'};
 inline constexpr const char* kExtension = ".rfd";
@@ -67,8 +86,14 @@ inline constexpr uint64_t kShardFieldsOffset = 24;
 
 constexpr uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+// What a record is (version 2; version 1 holds tensors only). Stored as a uint32; never
+// renumber.
+enum class RecordKind : uint32_t { kTensor = 0 };
+const char* RecordKindName(RecordKind k);
+
 struct Header {
-  uint32_t version = kVersion;
+  // 1 unless set: a header built field by field is a version 1 header, as before version 2.
+  uint32_t version = 1;
   uint64_t dataset_id = 0;  // random; the same in every shard of one dataset
   uint32_t shard_index = 0;
   uint32_t shard_count = 1;
@@ -93,6 +118,9 @@ struct Header {
   // Per-channel statistics of the stored values (as floats), for normalizing on the device.
   std::array<float, kMaxChannels> mean{};
   std::array<float, kMaxChannels> stddev{};
+  // Version 2 only (version 1 reads as tensor records, no codec).
+  RecordKind record_kind = RecordKind::kTensor;
+  CodecSpec codec = {};  // what the writer compressed with; each chunk's entry names its own
 
   // The sample shape, outermost dimension first: dims[0..ndim), or {channels, height, width}
   // where ndim is 0.
@@ -119,6 +147,12 @@ struct ChunkEntry {
   uint64_t stored_bytes = 0;  // what a reader reads; a multiple of kAlign
   uint32_t sample_count = 0;
   uint64_t checksum = 0;  // XXH3-64 of the stored_bytes at offset
+  // Version 2 (version 1: none, and both equal stored_bytes). The codec's frame is the first
+  // frame_bytes of the stored extent; it decompresses to data_bytes, what readers hand on.
+  Codec codec = Codec::kNone;
+  uint64_t frame_bytes = 0;
+  uint64_t data_bytes = 0;
+  bool compressed() const { return codec != Codec::kNone; }
 };
 
 // Where the parts of a chunk of n samples sit.
@@ -136,8 +170,12 @@ bool CheckedLayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes, Chu
 // 256 for uint8, 65536 for uint16, 2^31 for int32. A header's num_classes above it is refused.
 uint64_t MaxClassesFor(DType label_dtype);
 
-// Index bytes of a file with `chunks` chunks, padding included.
-uint64_t IndexStoredBytes(uint64_t chunks);
+// Index bytes of a file of this version with `chunks` chunks, padding included.
+size_t IndexEntryBytes(uint32_t version);
+uint64_t IndexStoredBytes(uint64_t chunks, uint32_t version = 1);
+// The most data bytes a chunk of this header's dataset may hold (the format's bound above:
+// version 2 only; version 1 chunks are bounded by their file).
+uint64_t MaxChunkDataBytes(const Header& h);
 
 void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]);
 // Checks magic, version, checksum and that every field is in range and consistent with the
@@ -151,9 +189,12 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
 // Checks that the header's size fields agree with the real file size.
 Status CheckFileSize(const Header& h, uint64_t actual_size, const std::string& path);
 
-std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries);
+// Entries of a version 1 index must be raw (codec none, frame = data = stored).
+std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries, uint32_t version = 1);
 // Decodes and validates the index of the file described by h (a header DecodeHeader accepted):
-// entry numbering, alignment, bounds, sizes and sample counts. Every chunk lies after the header
+// entry numbering, alignment, bounds, sizes and sample counts; for version 2 also the codec id,
+// that the data size is the sample count's chunk, and that the frame fits its stored extent
+// (stored = frame rounded up to 4096; raw chunks: frame = data = stored). Every chunk lies after the header
 // and the chunk before it, and ends at or before the index (offset + stored_bytes computed
 // without overflow), so chunks neither overlap nor run past the file.
 Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, size_t n,
@@ -161,6 +202,11 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
 
 // Checks a chunk's stored bytes against its entry; the error names file, chunk and offset.
 Status VerifyChunk(const ChunkEntry& e, const void* data, const std::string& path);
+// A chunk's data from its stored bytes (already verified, or not: a damaged frame is refused
+// all the same): decompressed into out (data_bytes), or copied where the chunk is raw. The error
+// names file, chunk and offset. `d` is the calling thread's (one per thread).
+Status DecodeChunkData(const ChunkEntry& e, const void* stored, void* out, Decompressor& d,
+                       const std::string& path);
 
 // Shard file names: "<stem>-00002-of-00004.rfd" for stem "<stem>.rfd" or "<stem>".
 std::string ShardPath(const std::string& base, uint32_t index, uint32_t count);

@@ -1,12 +1,45 @@
 #include "pipeline/chunk_feeder.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <future>
 #include <string>
 
 #include "pipeline/trace.h"
 
 namespace rf {
+namespace {
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+uint32_t LocalRanks() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) continue;
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(v, &end, 10);
+    if (end != v && *end == '\0' && n >= 1 && n <= 4096) return static_cast<uint32_t>(n);
+  }
+  return 1;
+}
+
+}  // namespace
+
+uint32_t DefaultDecodeThreads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const uint32_t cpus = sched_getaffinity(0, sizeof set, &set) == 0
+                            ? static_cast<uint32_t>(CPU_COUNT(&set))
+                            : std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp<uint32_t>(cpus / LocalRanks() / 2, 2, 8);
+}
 
 ChunkFeeder::ChunkFeeder(const Dataset& d, SlotRing& r, ChunkPlan plan, const FeederOptions& o)
     : dataset_(d),
@@ -37,12 +70,20 @@ Result<std::unique_ptr<ChunkFeeder>> ChunkFeeder::Start(const Dataset& dataset, 
                                    std::to_string(dataset.max_chunk_bytes()) + " bytes");
   }
   std::unique_ptr<ChunkFeeder> f(new ChunkFeeder(dataset, ring, std::move(plan), options));
+  if (dataset.compressed()) {
+    f->stored_slot_bytes_ = format::RoundUp(dataset.max_stored_bytes(), format::kAlign);
+    RF_ASSIGN_OR_RETURN(f->stored_, HostBuffer::Allocate(f->stored_slot_bytes_ * ring.slot_count(),
+                                                         PinMode::kOff));
+  }
   // The reader is created on the feeder thread; the start waits to hear whether that worked.
   std::promise<Status> created;
   std::future<Status> created_future = created.get_future();
   ChunkFeeder* self = f.get();
   f->thread_ = std::thread([self, &created] {
-    const std::vector<iovec> slots = self->ring_.iovecs();
+    std::vector<iovec> slots = self->ring_.iovecs();
+    for (uint32_t i = 0; self->stored_.data() != nullptr && i < self->ring_.slot_count(); ++i)
+      slots.push_back(iovec{self->stored_.data() + i * self->stored_slot_bytes_,
+                            self->stored_slot_bytes_});
     const FeederOptions& o = self->options_;
     auto reader = o.queue_factory ? ChunkReader::CreateWithQueue(self->dataset_, slots, o.reader,
                                                                  o.queue_factory())
@@ -81,75 +122,110 @@ Status ChunkFeeder::Join() {
   return status_;
 }
 
+FeederStats ChunkFeeder::stats() const {
+  FeederStats s;
+  s.stored_bytes = bytes_.load(std::memory_order_relaxed);
+  s.delivered_bytes = delivered_.load(std::memory_order_relaxed);
+  s.stage_busy_ns = busy_ns_.load(std::memory_order_relaxed);
+  s.stage_threads = stage_threads_;
+  return s;
+}
+
+uint32_t ChunkFeeder::ReadBuffer(uint64_t chunk, uint32_t slot) const {
+  return dataset_.chunk(chunk).entry.compressed() ? ring_.slot_count() + slot : slot;
+}
+
 void ChunkFeeder::Run(std::unique_ptr<ChunkReader> reader) {
-  if (options_.verify) {
-    for (uint32_t i = 0; i < std::max<uint32_t>(1, options_.verify_threads); ++i)
-      verifiers_.emplace_back([this] { VerifyLoop(); });
+  if (options_.verify || dataset_.compressed()) {
+    stage_threads_ = std::min(kMaxDecodeThreads, options_.decode_threads != 0
+                                                     ? options_.decode_threads
+                                                     : DefaultDecodeThreads());
+    for (uint32_t i = 0; i < stage_threads_; ++i) stage_.emplace_back([this] { StageLoop(); });
   }
   Status st = Feed(*reader);
   reader.reset();  // on this thread: io_uring's single issuer owns the ring
   if (!st.ok()) ring_.Fail(st);
-  StopVerifiers();  // every chunk read has been verified, or the ring has failed
+  StopStage();  // every chunk read has been through the stage, or the ring has failed
   const Status ring = ring_.status();
   status_ = ring.ok() ? st : ring;
   if (status_.ok()) ring_.Close();
 }
 
-void ChunkFeeder::Deliver(const ChunkDone& d) {
-  const uint64_t bytes = dataset_.chunk(d.chunk).entry.stored_bytes;
+void ChunkFeeder::Deliver(const ChunkDone& read) {
+  // The reader names the buffer it filled; the ring slot is the same index either way.
+  const ChunkDone d{read.chunk, read.slot % ring_.slot_count()};
+  const format::ChunkEntry& e = dataset_.chunk(d.chunk).entry;
   if (Trace::Active() != nullptr && submitted_ns_[d.slot] != 0) {
     TraceSpan("read", "read", submitted_ns_[d.slot], Trace::NowNs(),
               "{\"chunk\":" + std::to_string(d.chunk) + "}");
   }
-  bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  if (!options_.verify) {
+  bytes_.fetch_add(e.stored_bytes, std::memory_order_relaxed);
+  if (!options_.verify && !e.compressed()) {
     // No checksum, but the labels still: a label the model cannot take would stop training
     // later with a message that names no file (Dataset::CheckLabels is one pass over them).
     if (Status st = dataset_.CheckLabels(d.chunk, ring_.data(d.slot)); !st.ok()) {
       ring_.Fail(std::move(st));
       return;
     }
-    ring_.MarkReady(d.slot, d.chunk, bytes);
+    delivered_.fetch_add(e.data_bytes, std::memory_order_relaxed);
+    ring_.MarkReady(d.slot, d.chunk, e.data_bytes);
     return;
   }
   {
-    std::lock_guard lock(verify_mu_);
-    to_verify_.push_back(d);
+    std::lock_guard lock(stage_mu_);
+    staged_.push_back(d);
   }
-  verify_cv_.notify_one();
+  stage_cv_.notify_one();
 }
 
-void ChunkFeeder::VerifyLoop() {
+Result<uint64_t> ChunkFeeder::Prepare(uint64_t chunk, uint32_t slot, Decompressor& d) {
+  const format::ChunkEntry& e = dataset_.chunk(chunk).entry;
+  if (!e.compressed()) {
+    const Trace::Scope span("verify", "verify");
+    RF_RETURN_IF_ERROR(dataset_.VerifyChunk(chunk, ring_.data(slot)));
+    return e.data_bytes;
+  }
+  const uint8_t* stored = stored_.data() + slot * stored_slot_bytes_;
+  if (options_.verify) {
+    const Trace::Scope span("verify", "verify");
+    RF_RETURN_IF_ERROR(dataset_.VerifyStored(chunk, stored));
+  }
+  const Trace::Scope span("decompress", "decompress");
+  RF_RETURN_IF_ERROR(dataset_.DecodeChunk(chunk, stored, ring_.data(slot), d));
+  return e.data_bytes;
+}
+
+void ChunkFeeder::StageLoop() {
+  Decompressor decompressor;  // this thread's
   for (;;) {
     ChunkDone d;
     {
-      std::unique_lock lock(verify_mu_);
-      verify_cv_.wait(lock, [&] { return !to_verify_.empty() || verify_done_; });
-      if (to_verify_.empty()) return;
-      d = to_verify_.front();
-      to_verify_.pop_front();
+      std::unique_lock lock(stage_mu_);
+      stage_cv_.wait(lock, [&] { return !staged_.empty() || stage_done_; });
+      if (staged_.empty()) return;
+      d = staged_.front();
+      staged_.pop_front();
     }
-    Status st;
-    {
-      const Trace::Scope span("verify", "verify");
-      st = dataset_.VerifyChunk(d.chunk, ring_.data(d.slot));
+    const uint64_t start = NowNs();
+    Result<uint64_t> bytes = Prepare(d.chunk, d.slot, decompressor);
+    busy_ns_.fetch_add(NowNs() - start, std::memory_order_relaxed);
+    if (!bytes.ok()) {
+      ring_.Fail(bytes.status());
+      continue;  // keep draining so StopStage returns
     }
-    if (!st.ok()) {
-      ring_.Fail(std::move(st));
-      continue;  // keep draining so StopVerifiers returns
-    }
-    ring_.MarkReady(d.slot, d.chunk, dataset_.chunk(d.chunk).entry.stored_bytes);
+    delivered_.fetch_add(*bytes, std::memory_order_relaxed);
+    ring_.MarkReady(d.slot, d.chunk, *bytes);
   }
 }
 
-void ChunkFeeder::StopVerifiers() {
+void ChunkFeeder::StopStage() {
   {
-    std::lock_guard lock(verify_mu_);
-    verify_done_ = true;
+    std::lock_guard lock(stage_mu_);
+    stage_done_ = true;
   }
-  verify_cv_.notify_all();
-  for (std::thread& t : verifiers_) t.join();
-  verifiers_.clear();
+  stage_cv_.notify_all();
+  for (std::thread& t : stage_) t.join();
+  stage_.clear();
 }
 
 Status ChunkFeeder::Feed(ChunkReader& reader) {
@@ -181,7 +257,7 @@ Status ChunkFeeder::Feed(ChunkReader& reader) {
         break;
       }
       if (Trace::Active() != nullptr) submitted_ns_[*slot] = Trace::NowNs();
-      RF_RETURN_IF_ERROR(reader.Submit(next, *slot));
+      RF_RETURN_IF_ERROR(reader.Submit(next, ReadBuffer(next, *slot)));
       have_next = false;
     }
     if (reader.outstanding() == 0) return Status::Ok();

@@ -190,6 +190,9 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
 LoaderStats Loader::stats() const {
   LoaderStats s;
   s.bytes_read = source_->bytes_read();
+  s.bytes_delivered = source_->bytes_delivered();
+  s.decode_busy_seconds = source_->decode_busy_seconds();
+  s.decode_threads = source_->decode_threads();
   s.seconds = clock_start_ns_ == 0 ? 0 : (SteadyNowNs() - clock_start_ns_) * 1e-9;
   s.wait_seconds = source_->wait_seconds();
   s.reader_held_seconds = source_->reader_held_seconds();

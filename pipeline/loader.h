@@ -101,6 +101,9 @@ struct LoaderOptions {
 // What the loader reads, and how fast.
 struct LoaderStats {
   uint64_t bytes_read = 0;         // from disk, since Open
+  uint64_t bytes_delivered = 0;    // the chunks' data: bytes_read decompressed (format 2)
+  double decode_busy_seconds = 0;  // the chunk stage's working time, over its threads
+  uint32_t decode_threads = 0;     // the chunk stage's threads (0: none)
   double seconds = 0;              // since the first batch was asked for
   double wait_seconds = 0;         // Next() blocked waiting for data
   double reader_held_seconds = 0;  // the reader idle for want of a free ring slot

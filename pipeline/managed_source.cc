@@ -49,7 +49,7 @@ Result<std::unique_ptr<ManagedSource>> ManagedSource::Create(const Dataset& data
   RF_CUDA_CHECK(cudaGetDevice(&s->device_));
   for (size_t g = 0; g < dataset.chunk_count(); ++g) {
     s->offset_.push_back(s->total_bytes_);
-    s->total_bytes_ += dataset.chunk(g).entry.stored_bytes;
+    s->total_bytes_ += dataset.chunk(g).entry.data_bytes;  // decompressed (format version 2)
   }
   // Safety first: a managed allocation past what the GPU has free can hang a shared GPU.
   size_t gpu_free = 0, gpu_total = 0;
@@ -99,6 +99,8 @@ Status ManagedSource::Load() {
   Status first_error;
   auto work = [&] {
     std::vector<File> files;  // this thread's own descriptors, one per shard
+    Decompressor decompressor;        // and its own codec contexts
+    std::vector<uint8_t> stored;      // a compressed chunk's stored extent
     for (size_t i = 0; i < dataset_.shard_count(); ++i) {
       auto f = File::Open(dataset_.shard_path(i), O_RDONLY);
       if (!f.ok()) {
@@ -111,9 +113,17 @@ Status ManagedSource::Load() {
     for (size_t g = next++; g < dataset_.chunk_count(); g = next++) {
       const ChunkLocation& c = dataset_.chunk(g);
       uint8_t* dst = data_.as<uint8_t>() + offset_[g];
-      Status st = files[c.shard].ReadAt(dst, c.entry.stored_bytes, c.entry.offset);
-      if (st.ok())
-        st = options_.verify ? dataset_.VerifyChunk(g, dst) : dataset_.CheckLabels(g, dst);
+      Status st;
+      if (!c.entry.compressed()) {
+        st = files[c.shard].ReadAt(dst, c.entry.stored_bytes, c.entry.offset);
+        if (st.ok())
+          st = options_.verify ? dataset_.VerifyChunk(g, dst) : dataset_.CheckLabels(g, dst);
+      } else {  // decompressed as it is loaded: the allocation holds the chunks' data
+        stored.resize(c.entry.stored_bytes);
+        st = files[c.shard].ReadAt(stored.data(), stored.size(), c.entry.offset);
+        if (st.ok() && options_.verify) st = dataset_.VerifyStored(g, stored.data());
+        if (st.ok()) st = dataset_.DecodeChunk(g, stored.data(), dst, decompressor);
+      }
       if (!st.ok()) {
         std::lock_guard lock(mu);
         if (first_error.ok()) first_error = st.WithChunk(c.entry.index);
@@ -128,7 +138,9 @@ Status ManagedSource::Load() {
   }
   for (std::thread& t : threads) t.join();
   RF_RETURN_IF_ERROR(first_error);
-  loaded_bytes_ = total_bytes_;
+  loaded_bytes_ = 0;  // what the disk gave: the stored extents
+  for (size_t g = 0; g < dataset_.chunk_count(); ++g)
+    loaded_bytes_ += dataset_.chunk(g).entry.stored_bytes;
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();
 }
@@ -173,7 +185,7 @@ Status ManagedSource::PrefetchAhead(uint32_t samples) {
     prefetched_window_[s.chunk] = ahead_.window() + 1;
     const cudaMemLocation gpu{cudaMemLocationTypeDevice, device_};
     RF_CUDA_CHECK(cudaMemPrefetchAsync(data_.as<uint8_t>() + offset_[s.chunk],
-                                       dataset_.chunk(s.chunk).entry.stored_bytes, gpu, 0,
+                                       dataset_.chunk(s.chunk).entry.data_bytes, gpu, 0,
                                        prefetch_stream_.get()));
   }
   return Status::Ok();

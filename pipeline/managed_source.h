@@ -61,6 +61,7 @@ class ManagedSource final : public TrainingSource {
 
   const std::vector<uint64_t>& batch_samples() const override { return batch_samples_; }
   uint64_t bytes_read() const override { return loaded_bytes_; }
+  uint64_t bytes_delivered() const override { return loaded_bytes_ != 0 ? total_bytes_ : 0; }
   double wait_seconds() const override { return 0; }  // page faults stall the GPU, not the host
   std::string Describe() const override;
 

@@ -91,6 +91,7 @@ StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs) {
   o.feeder.reader.mode = c.streaming.io;
   o.feeder.reader.queue_depth = c.streaming.queue_depth;
   o.feeder.reader.read_bytes = c.streaming.read_bytes;
+  o.feeder.decode_threads = c.streaming.decode_threads;
   return o;
 }
 

@@ -1,6 +1,7 @@
 #include "pipeline/pipeline_options.h"
 
 #include "io/chunk_reader.h"
+#include "pipeline/chunk_feeder.h"
 
 namespace rf {
 namespace {
@@ -110,6 +111,15 @@ OptionTable<PipelineConfig> MakeTable() {
       .For(kTrain | kRead | kLoader)
       .OnlyWith("mode", {"streaming"}, kStreamingOnly)
       .Help("host ring slots (one chunk each) the reader fills ahead");
+  t.Field(
+       "decode-threads", OptionType::kCount,
+       [](auto& c) -> auto& { return c.streaming.decode_threads; })
+      .Range(0, kMaxDecodeThreads)
+      .For(kTrain | kRead | kLoader)
+      .OnlyWith("mode", {"streaming"}, kStreamingOnly)
+      .Help(
+          "threads that verify and decompress read chunks; 0: half the cores shared by the "
+          "ranks on the machine, 2 to 8");
   t.Field(
        "copy-streams", OptionType::kCount,
        [](auto& c) -> auto& { return c.streaming.copy_streams; })

@@ -103,6 +103,20 @@ uint64_t StreamingSource::bytes_read() const {
   return bytes_before_ + (feeder_ ? feeder_->bytes_read() : 0);
 }
 
+uint64_t StreamingSource::bytes_delivered() const {
+  return stats_before_.delivered_bytes + (feeder_ ? feeder_->stats().delivered_bytes : 0);
+}
+
+double StreamingSource::decode_busy_seconds() const {
+  return static_cast<double>(stats_before_.stage_busy_ns +
+                             (feeder_ ? feeder_->stats().stage_busy_ns : 0)) *
+         1e-9;
+}
+
+uint32_t StreamingSource::decode_threads() const {
+  return feeder_ ? feeder_->stats().stage_threads : stats_before_.stage_threads;
+}
+
 double StreamingSource::reader_held_seconds() const {
   // The feeder blocks in AcquireFree only with no read in flight (pipeline/chunk_feeder.cc).
   return static_cast<double>(held_before_ns_ + ring_->producer_wait_ns()) * 1e-9;
@@ -113,8 +127,12 @@ void StreamingSource::Stop() {
   ring_->Fail(Status::Aborted("streaming source stopped"));  // wakes both stages
   copier_.reset();
   if (feeder_) {
-    bytes_before_ += feeder_->bytes_read();
     (void)feeder_->Join();
+    const FeederStats s = feeder_->stats();
+    bytes_before_ += s.stored_bytes;
+    stats_before_.delivered_bytes += s.delivered_bytes;
+    stats_before_.stage_busy_ns += s.stage_busy_ns;
+    stats_before_.stage_threads = s.stage_threads;
     feeder_.reset();
   }
 }

@@ -103,6 +103,9 @@ class StreamingSource final : public TrainingSource {
 
   const std::vector<uint64_t>& batch_samples() const override { return batch_samples_; }
   uint64_t bytes_read() const override;
+  uint64_t bytes_delivered() const override;
+  double decode_busy_seconds() const override;
+  uint32_t decode_threads() const override;
   double wait_seconds() const override { return wait_ns_ * 1e-9; }
   double reader_held_seconds() const override;
   std::string Describe() const override;
@@ -133,6 +136,7 @@ class StreamingSource final : public TrainingSource {
   std::unique_ptr<ChunkFeeder> feeder_;
   std::unique_ptr<ChunkCopier> copier_;
   uint64_t bytes_before_ = 0;    // read by feeders of earlier plans
+  FeederStats stats_before_;     // and their other figures (stage_threads: the last one's)
   uint64_t held_before_ns_ = 0;  // the reader's waits for a free slot in earlier rings
 
   // The compute thread's place.

@@ -20,6 +20,12 @@ class TrainingSource : public BatchSource {
   // Bytes read from disk, and seconds Next() spent blocked waiting for data, since creation.
   virtual uint64_t bytes_read() const = 0;
   virtual double wait_seconds() const = 0;
+  // The chunks' data handed on since creation: bytes_read() decompressed (format version 2).
+  virtual uint64_t bytes_delivered() const { return bytes_read(); }
+  // The chunk stage's (pipeline/chunk_feeder.h) working seconds, summed over its threads, and
+  // its thread count (0: no stage).
+  virtual double decode_busy_seconds() const { return 0; }
+  virtual uint32_t decode_threads() const { return 0; }
   // Seconds the disk reader sat idle since creation, all its reads done and no free buffer to
   // read into: the pipeline behind it holding it back. (Fewer reads in flight than the queue
   // depth is not counted.)

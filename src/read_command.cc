@@ -24,10 +24,11 @@ namespace rf {
 namespace {
 
 struct ReadReport {
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;  // delivered: the chunks' data
   uint64_t chunks = 0;
   double seconds = 0;
   double consumer_wait_s = 0;
+  FeederStats feeder;  // stored bytes, the chunk stage's threads and busy time
 };
 
 Result<ReadReport> Drain(const Dataset& d, std::vector<uint64_t> order, const FeederOptions& fo,
@@ -45,6 +46,7 @@ Result<ReadReport> Drain(const Dataset& d, std::vector<uint64_t> order, const Fe
   RF_RETURN_IF_ERROR(feeder->Join());
   RF_RETURN_IF_ERROR(ring.status());
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.feeder = feeder->stats();
   return r;
 }
 
@@ -56,6 +58,7 @@ Status Run(const ReadConfig& a) {
   fo.reader.read_bytes = p.streaming.read_bytes;
   fo.reader.queue_depth = p.streaming.queue_depth;
   fo.verify = p.verify;
+  fo.decode_threads = p.streaming.decode_threads;
   fo.reader.register_buffers = a.register_buffers;
   Result<PinMode> pin = ParsePinMode(a.pinned.c_str());
   if (!pin.ok()) return Status::Usage(pin.status().message());
@@ -86,17 +89,38 @@ Status Run(const ReadConfig& a) {
     }
     std::string backend;
     RF_ASSIGN_OR_RETURN(ReadReport r, Drain(d, order, fo, *ring, &backend));
+    // Delivered: the chunks' data, what a consumer gets; stored: what the disk read (less where
+    // chunks are compressed).
     const double gbps = static_cast<double>(r.bytes) / r.seconds / 1e9;
+    const double stored_gbps = static_cast<double>(r.feeder.stored_bytes) / r.seconds / 1e9;
+    const double busy = r.feeder.stage_threads == 0
+                            ? 0.0
+                            : static_cast<double>(r.feeder.stage_busy_ns) / 1e9 / r.seconds /
+                                  r.feeder.stage_threads;
+    std::string stored;
+    if (d.compressed()) {
+      char s[160];
+      std::snprintf(s, sizeof s, ", from %s stored: %.3f GB/s read (ratio %.2f)",
+                    FormatBytes(r.feeder.stored_bytes).c_str(), stored_gbps,
+                    static_cast<double>(r.bytes) / static_cast<double>(r.feeder.stored_bytes));
+      stored = s;
+    }
     std::printf(
-        "ringfeed read: %s: %s in %llu chunks, %.3f s: %.3f GB/s (%.3f GiB/s)  [%s, queue depth "
-        "%u, %s reads, %u slots of %s %s (%s in 2 MiB pages), checksums %s]\n",
+        "ringfeed read: %s: %s in %llu chunks, %.3f s: %.3f GB/s (%.3f GiB/s)%s  [%s, queue "
+        "depth %u, %s reads, %u slots of %s %s (%s in 2 MiB pages), checksums %s, %u decode "
+        "threads %.0f%% busy]\n",
         p.data.c_str(), FormatBytes(r.bytes).c_str(), static_cast<unsigned long long>(r.chunks),
-        r.seconds, gbps, gbps * 1e9 / (1u << 30), backend.c_str(), fo.reader.queue_depth,
-        FormatBytes(fo.reader.read_bytes).c_str(), ring->slot_count(),
+        r.seconds, gbps, gbps * 1e9 / (1u << 30), stored.c_str(), backend.c_str(),
+        fo.reader.queue_depth, FormatBytes(fo.reader.read_bytes).c_str(), ring->slot_count(),
         FormatBytes(ring->slot_bytes()).c_str(), ring->pinned() ? "pinned" : "pageable",
-        FormatBytes(ring->huge_page_bytes()).c_str(), fo.verify ? "verified" : "not verified");
+        FormatBytes(ring->huge_page_bytes()).c_str(), fo.verify ? "verified" : "not verified",
+        r.feeder.stage_threads, 100 * busy);
     std::fflush(stdout);
     runs.push_back({{"bytes", r.bytes},
+                    {"stored_bytes", r.feeder.stored_bytes},
+                    {"stored_gb_per_s", stored_gbps},
+                    {"decode_threads", r.feeder.stage_threads},
+                    {"decode_busy_share", busy},
                     {"chunks", r.chunks},
                     {"seconds", r.seconds},
                     {"gb_per_s", gbps},
@@ -107,6 +131,9 @@ Status Run(const ReadConfig& a) {
   if (!a.json.empty()) {
     nlohmann::json j = {{"dataset", p.data},
                         {"dataset_bytes", d.total_bytes()},
+                        {"data_bytes", d.data_bytes()},
+                        {"format_version", d.header().version},
+                        {"codec", CodecText(d.header().codec)},
                         {"shards", d.shard_count()},
                         {"io", IoModeName(fo.reader.mode)},
                         {"queue_depth", fo.reader.queue_depth},

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <vector>
@@ -155,6 +156,9 @@ Trainer::EpochFigures Trainer::MeasureEpoch(const EpochStart& start, uint64_t en
   const SourceCounters now = Counters();
   r.samples = static_cast<double>(end_sample - start.first_sample);
   r.disk_bytes = static_cast<double>(now.bytes_read - start.counters.bytes_read);
+  r.delivered_bytes = static_cast<double>(now.bytes_delivered - start.counters.bytes_delivered);
+  if (const uint32_t threads = source_.decode_threads(); threads != 0)
+    r.decode_busy_share = (now.decode_busy_s - start.counters.decode_busy_s) / r.seconds / threads;
   r.wait_s = now.wait_s - start.counters.wait_s;
   r.held_s = now.reader_held_s - start.counters.reader_held_s;
   r.rss_bytes = static_cast<double>(ResidentBytes("VmRSS:"));
@@ -204,6 +208,8 @@ Result<Trainer::EpochSummary> Trainer::GatherEpoch(const EpochFigures& mine) {
     e.samples += f.samples;
     e.seconds = std::max(e.seconds, f.seconds);
     e.disk_gb_per_s += f.disk_bytes / f.seconds / 1e9;
+    e.delivered_gb_per_s += f.delivered_bytes / f.seconds / 1e9;
+    e.decode_busy_share += f.decode_busy_share / e.ranks.size();
     e.reader_held_share += f.held_s / f.seconds / e.ranks.size();
     const RankFigures& slowest = e.ranks[e.slowest_rank];
     if (f.wait_s / f.seconds > slowest.wait_s / slowest.seconds) e.slowest_rank = r;
@@ -237,6 +243,12 @@ std::string Trainer::EpochLine(const RunState& s, const EpochSummary& e, const E
                   FormatRate(e.disk_gb_per_s * 1e9).c_str(), FormatRate(lo).c_str(),
                   FormatRate(hi).c_str(), 100 * e.data_wait_share, e.slowest_rank);
   }
+  // Compressed chunks: what the disk's bytes became, and how busy the chunk stage was.
+  if (e.delivered_gb_per_s > e.disk_gb_per_s * 1.0001) {
+    const size_t n = std::strlen(io_part);
+    std::snprintf(io_part + n, sizeof io_part - n, ", %s delivered, decode %.0f%% busy",
+                  FormatRate(e.delivered_gb_per_s * 1e9).c_str(), 100 * e.decode_busy_share);
+  }
   // GPU memory where the run holds some: the engine's 0 is the CPU's (issue 26, item 7).
   char gpu_part[48] = "";
   if (mine.rank.gpu_bytes > 0) {
@@ -267,6 +279,8 @@ nlohmann::json Trainer::EpochRecord(const RunState& s, const EpochSummary& e,
                       {"samples_per_s", e.samples / e.seconds},
                       {"seconds", e.seconds},
                       {"disk_gb_per_s", e.disk_gb_per_s},
+                      {"delivered_gb_per_s", e.delivered_gb_per_s},
+                      {"decode_busy_share", e.decode_busy_share},
                       {"data_wait_share", e.data_wait_share},
                       {"reader_held_share", e.reader_held_share},
                       {"rss_bytes", static_cast<uint64_t>(mine.rank.rss_bytes)},
@@ -279,6 +293,8 @@ nlohmann::json Trainer::EpochRecord(const RunState& s, const EpochSummary& e,
       per_rank.push_back({{"rank", r},
                           {"samples_per_s", f.samples / f.seconds},
                           {"disk_gb_per_s", f.disk_bytes / f.seconds / 1e9},
+                          {"delivered_gb_per_s", f.delivered_bytes / f.seconds / 1e9},
+                          {"decode_busy_share", f.decode_busy_share},
                           {"data_wait_share", f.wait_s / f.seconds},
                           {"reader_held_share", f.held_s / f.seconds},
                           {"rss_bytes", static_cast<uint64_t>(f.rss_bytes)},
@@ -434,8 +450,8 @@ Status Trainer::WriteMetrics(const nlohmann::json& j) {
 }
 
 Trainer::SourceCounters Trainer::Counters() const {
-  return SourceCounters{source_.bytes_read(), source_.wait_seconds(),
-                        source_.reader_held_seconds()};
+  return SourceCounters{source_.bytes_read(), source_.bytes_delivered(), source_.wait_seconds(),
+                        source_.reader_held_seconds(), source_.decode_busy_seconds()};
 }
 
 void Trainer::StepDone(void* arg, uint64_t done_ns) {

@@ -90,8 +90,8 @@ class Trainer {
   // The epoch's start: its time, the source's running counters (an epoch reports how far they
   // moved) and its first sample.
   struct SourceCounters {
-    uint64_t bytes_read = 0;
-    double wait_s = 0, reader_held_s = 0;
+    uint64_t bytes_read = 0, bytes_delivered = 0;
+    double wait_s = 0, reader_held_s = 0, decode_busy_s = 0;
   };
   struct EpochStart {
     std::chrono::steady_clock::time_point time;
@@ -102,6 +102,8 @@ class Trainer {
   struct RankFigures {
     double samples = 0, seconds = 0, disk_bytes = 0, wait_s = 0, held_s = 0;
     double rss_bytes = 0, gpu_bytes = 0;
+    // The data handed on (decompressed), and the chunk stage's busy share of its threads' time.
+    double delivered_bytes = 0, decode_busy_share = 0;
   };
   struct EpochFigures {
     StepStats train;  // this rank's loss and accuracy
@@ -127,6 +129,7 @@ class Trainer {
     StepStats train;  // over every rank's samples
     std::vector<RankFigures> ranks;
     double samples = 0, seconds = 0, disk_gb_per_s = 0, reader_held_share = 0;
+    double delivered_gb_per_s = 0, decode_busy_share = 0;  // the ranks' mean busy share
     double data_wait_share = 0;  // the slowest rank's
     size_t slowest_rank = 0;
   };

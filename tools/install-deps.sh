@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev            # metrics and benchmark JSON
   libopenblas-dev               # CPU training backend (sgemm)
   zlib1g-dev                    # gzipped IDX input
+  libzstd-dev liblz4-dev        # compressed chunks (format version 2)
   libgtest-dev                  # tests
   openmpi-bin libopenmpi-dev    # data-parallel runs (mpirun; the MPI plugin) and their tests
   python3-dev pybind11-dev      # the Python package's extension (python/)

@@ -474,12 +474,18 @@ class Loader:
     def stats(self) -> Dict[str, float]:
         """What the loader read and how fast: bytes_read (from disk, since it opened), seconds
         (since the first batch was asked for), disk_gbps (bytes_read / seconds, 1e9 bytes/s),
-        wait_seconds and wait_share (the time and the share of `seconds` spent waiting for data),
-        reader_held_seconds (the disk reader idle for want of a free ring slot), batches (handed
-        out)."""
+        bytes_delivered and delivered_gbps (the chunks' data: bytes_read decompressed, for a
+        compressed dataset), decode_threads and decode_busy_share (the threads that verify and
+        decompress chunks, and the share of their time they worked), wait_seconds and wait_share
+        (the time and the share of `seconds` spent waiting for data), reader_held_seconds (the
+        disk reader idle for want of a free ring slot), batches (handed out)."""
         s = self._open_native().stats()
         seconds = s["seconds"]
         s["disk_gbps"] = s["bytes_read"] / seconds / 1e9 if seconds > 0 else 0.0
+        s["delivered_gbps"] = s["bytes_delivered"] / seconds / 1e9 if seconds > 0 else 0.0
+        threads = s["decode_threads"]
+        s["decode_busy_share"] = (s["decode_busy_seconds"] / seconds / threads
+                                  if seconds > 0 and threads > 0 else 0.0)
         s["wait_share"] = s["wait_seconds"] / seconds if seconds > 0 else 0.0
         return s
 

@@ -452,6 +452,9 @@ py::dict OptionValues(const LoaderOptions& o) {
 py::dict StatsDict(const LoaderStats& s) {
   py::dict d;
   d["bytes_read"] = s.bytes_read;
+  d["bytes_delivered"] = s.bytes_delivered;
+  d["decode_busy_seconds"] = s.decode_busy_seconds;
+  d["decode_threads"] = s.decode_threads;
   d["seconds"] = s.seconds;
   d["wait_seconds"] = s.wait_seconds;
   d["reader_held_seconds"] = s.reader_held_seconds;

@@ -76,7 +76,7 @@ TEST(TrainConfig, DefaultsComeFromTheComponentsOwnOptions) {
   EXPECT_EQ(s.feeder.reader.read_bytes, ReaderOptions{}.read_bytes);
   EXPECT_EQ(s.feeder.reader.max_retries, ReaderOptions{}.max_retries);
   EXPECT_EQ(s.feeder.reader.register_buffers, ReaderOptions{}.register_buffers);
-  EXPECT_EQ(s.feeder.verify_threads, FeederOptions{}.verify_threads);
+  EXPECT_EQ(s.feeder.decode_threads, FeederOptions{}.decode_threads);
   EXPECT_EQ(s.order.first_window_chunks, OrderSettings{}.first_window_chunks);
 #if RINGFEED_HAVE_CUDA
   EXPECT_EQ(ManagedOptionsFor(train.pipeline).load_threads, ManagedOptions{}.load_threads);

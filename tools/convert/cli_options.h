@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "io/format.h"
 #include "tools/convert/converter.h"
 
 namespace rf::convert {
@@ -36,13 +37,16 @@ struct CommonConvertFlags {
   double test_split = 0;
   uint64_t split_seed = 0;
   std::string memory_budget = "256MiB";
+  std::string compress = "none";
+  uint32_t compress_threads = 0;
+  uint32_t format_version = 0;
   bool quiet = false;
 };
 void AddCommonConvertOptions(po::options_description& options, CommonConvertFlags& flags,
                              bool with_dtype, bool with_scale);
 // The largest --chunk-size: a chunk is read whole into one ring slot (and the writer keeps three
 // chunks in memory), so a size a user gives is bounded before anything is sized from it.
-inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;
+inline constexpr uint64_t kMaxChunkBytes = format::kMaxChunkTarget;
 
 // Which dtypes a flag takes: any sample dtype, the intensity ones alone (core/dtype.h's
 // IsImageDType: what a generator of images makes), or a label dtype.

@@ -151,6 +151,9 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
   wopts.shards = opts.shards;
   wopts.chunk_bytes = opts.chunk_bytes.value_or(kDefaultChunkBytes);
   wopts.dataset_id = opts.dataset_id;
+  wopts.codec = opts.codec;
+  wopts.threads = opts.compress_threads;
+  wopts.version = opts.format_version;
   RF_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> train,
                       DatasetWriter::Create(out_path, spec, wopts));
   std::unique_ptr<DatasetWriter> test;

@@ -21,6 +21,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "io/codec.h"
 #include "tools/convert/sample_source.h"
 
 namespace rf::convert {
@@ -46,6 +47,9 @@ struct ConvertOptions {
   uint64_t dataset_id = 0;
   bool progress = true;
   std::string progress_label = "converting";
+  CodecSpec codec = {};           // each chunk's (io/codec.h); any codec writes format 2
+  uint32_t compress_threads = 0;  // 0: one per core, at most 16
+  uint32_t format_version = 0;    // 0: 1 without a codec, 2 with one
 };
 
 struct ConvertSummary {
