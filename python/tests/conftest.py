@@ -77,10 +77,15 @@ class Datasets:
             self._made[name] = convert(self.root / f"{name}.rfd", images, labels, *flags)
         return self._made[name]
 
-    def positional(self, n: int = SAMPLES, shards: int = 1, chunk_size: str = "4KiB") -> str:
-        """The standard test dataset: n positional uint8 samples of SHAPE, labels i % 10."""
-        return self.make(f"positional-{n}-{shards}-{chunk_size}", positional_samples(n, self.SHAPE),
-                         positional_labels(n), "--chunk-size", chunk_size, "--shards", str(shards))
+    def positional(self, n: int = SAMPLES, shards: int = 1, chunk_size: str = "4KiB",
+                   compress: str = "none") -> str:
+        """The standard test dataset: n positional uint8 samples of SHAPE, labels i % 10; stored
+        with the codec `compress` (format version 2 where it is not none)."""
+        codec = "" if compress == "none" else "-" + compress.replace(":", "")
+        return self.make(f"positional-{n}-{shards}-{chunk_size}{codec}",
+                         positional_samples(n, self.SHAPE), positional_labels(n),
+                         "--chunk-size", chunk_size, "--shards", str(shards),
+                         "--compress", compress)
 
 
 @pytest.fixture(scope="session")

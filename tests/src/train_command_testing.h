@@ -14,14 +14,15 @@
 namespace rf::testing {
 
 // 300 samples (or `samples`) of 1x12x12 in 4 classes; pixels encode the index, and the class sets
-// a bright quadrant so the model has something to learn.
-inline std::string MakeDataset(const TempDir& t, uint32_t samples = 300) {
+// a bright quadrant so the model has something to learn. `o` may name a codec and a format
+// version (chunk_bytes is set here), `name` the file.
+inline std::string MakeDataset(const TempDir& t, uint32_t samples = 300, WriterOptions o = {},
+                               const std::string& name = "s.rfd") {
   DatasetSpec spec;
   spec.height = spec.width = 12;
   spec.num_classes = 4;
-  WriterOptions o;
   o.chunk_bytes = 8192;
-  auto w = DatasetWriter::Create(t.File("s.rfd"), spec, o);
+  auto w = DatasetWriter::Create(t.File(name), spec, o);
   EXPECT_TRUE(w.ok());
   std::vector<uint8_t> s(144);
   for (uint32_t i = 0; i < samples; ++i) {
@@ -33,7 +34,7 @@ inline std::string MakeDataset(const TempDir& t, uint32_t samples = 300) {
     EXPECT_TRUE((*w)->Append(s.data(), &label, 1).ok());
   }
   EXPECT_TRUE((*w)->Finish().ok());
-  return t.File("s.rfd");
+  return t.File(name);
 }
 
 inline std::string Train(const std::string& data, const std::string& extra) {
