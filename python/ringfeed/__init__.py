@@ -12,12 +12,14 @@
 
 A thin face over the C++ library's loader (pipeline/loader.h): see help(ringfeed.Loader) for the
 options and the epoch protocol, help(ringfeed.Tensor) for a batch, and ringfeed.DataError /
-ringfeed.UsageError for the errors. Datasets are made by `ringfeed-convert`.
+ringfeed.UsageError for the errors. Datasets are made by `ringfeed-convert`, or from any Python
+loop by ringfeed.DatasetWriter.
 """
 
 from ._ringfeed import DataError, Tensor, UsageError, cuda_available
 from .loader import DatasetInfo, Loader, dataset_info
+from .writer import DatasetWriter
 
-__all__ = ["DataError", "DatasetInfo", "Loader", "Tensor", "UsageError", "cuda_available",
-           "dataset_info"]
+__all__ = ["DataError", "DatasetInfo", "DatasetWriter", "Loader", "Tensor", "UsageError",
+           "cuda_available", "dataset_info"]
 __version__ = "0.1.0"

@@ -55,7 +55,23 @@ class _Dataset:
     id: int
     chunks: int
     total_bytes: int
+    data_bytes: int
+    compressed_chunks: int
+    format_version: int
+    codec: str
     shard_paths: List[str]
+
+class _DatasetWriter:
+    def __init__(self, path: str, shape: List[int], dtype: str, labeled: bool, label_dtype: str,
+                 classes: int, shards: int, chunk_bytes: int, codec: str, threads: int,
+                 version: int, keep: List[str]) -> None: ...
+    def append(self, samples: Any, labels: Any, n: int) -> None: ...
+    def finish(self) -> Dict[str, Any]: ...
+    def abort(self) -> None: ...
+    @property
+    def samples(self) -> int: ...
+    @property
+    def open(self) -> bool: ...
 
 class _Loader:
     # options: keyword arguments by the names of loader_options(), each its declared type.

@@ -60,7 +60,10 @@ class DatasetInfo(NamedTuple):
     (3, 32, 32) or (2048,). dtype: the stored sample dtype ('uint8', 'float32', ... or an integer
     dtype for token ids). classes: the class count (0: no labels). mean, std: the stored values'
     per-channel statistics, which normalize=True uses. label_dtype: the stored label dtype.
-    id: the dataset id every shard carries. paths: the shard files.
+    id: the dataset id every shard carries. paths: the shard files. format_version: 1 or 2.
+    codec: what the writer compressed chunks with ('none', 'lz4', 'zstd:3'). compressed_chunks:
+    how many chunks are stored compressed (a chunk that does not shrink is stored raw).
+    stored_bytes: the files' bytes; data_bytes: the chunks' data, decompressed.
     """
 
     samples: int
@@ -72,12 +75,19 @@ class DatasetInfo(NamedTuple):
     label_dtype: str
     id: int
     paths: Tuple[str, ...]
+    format_version: int = 1
+    codec: str = "none"
+    compressed_chunks: int = 0
+    stored_bytes: int = 0
+    data_bytes: int = 0
 
 
 def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
     return DatasetInfo(samples=d.samples, shape=tuple(d.shape), dtype=d.dtype, classes=d.classes,
                        mean=tuple(d.mean), std=tuple(d.std), label_dtype=d.label_dtype, id=d.id,
-                       paths=tuple(d.shard_paths))
+                       paths=tuple(d.shard_paths), format_version=d.format_version,
+                       codec=d.codec, compressed_chunks=d.compressed_chunks,
+                       stored_bytes=d.total_bytes, data_bytes=d.data_bytes)
 
 
 def dataset_info(data: Union[PathLike, Sequence[PathLike]]) -> DatasetInfo:

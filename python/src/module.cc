@@ -9,6 +9,7 @@
 //   _Dataset     an opened dataset (rf::Dataset): the header's fields
 //   _Loader      one rf::Loader over a _Dataset: start_epoch, next, stats, options
 //   Tensor       a decoded batch's samples or labels, exported through DLPack
+//   _DatasetWriter  rf::DatasetWriter (writer.cc): what ringfeed.DatasetWriter writes through
 //   DataError, UsageError   the exceptions a Status becomes (RaiseStatus, the one place)
 //
 // The GIL is released around every call that can block (opening a dataset or a loader, StartEpoch,
@@ -42,6 +43,8 @@
 #include "pipeline/loader_options.h"
 #include "pipeline/pipeline_options.h"
 #include "python/src/dlpack_export.h"
+#include "python/src/status_error.h"
+#include "python/src/writer.h"
 
 namespace py = pybind11;
 
@@ -49,24 +52,6 @@ namespace rf::python {
 namespace {
 
 // --- Errors ----------------------------------------------------------------------------------
-
-// A failed Status on its way out of a binding; the translator registered in the module turns it
-// into the Python exception (RaiseStatus). `buffer`: raise BufferError (the array API's error for
-// an export that cannot be made) instead of the code's own exception.
-struct StatusError {
-  Status status;
-  bool buffer = false;
-};
-
-[[noreturn]] void Throw(Status s, bool buffer = false) { throw StatusError{std::move(s), buffer}; }
-void Check(const Status& s) {
-  if (!s.ok()) Throw(s);
-}
-template <typename T>
-T Take(Result<T> r) {
-  if (!r.ok()) Throw(r.status());
-  return std::move(r).value();
-}
 
 PyObject* g_data_error = nullptr;   // ringfeed.DataError(ValueError)
 PyObject* g_usage_error = nullptr;  // ringfeed.UsageError(ValueError)
@@ -497,6 +482,8 @@ PYBIND11_MODULE(_ringfeed, m) {
     }
   });
 
+  BindWriter(m);
+
   m.def("cuda_available", &CudaDevicePresent,
         "Whether this build has CUDA and a GPU is visible (the default device is then 'cuda').");
   m.def(
@@ -541,6 +528,10 @@ PYBIND11_MODULE(_ringfeed, m) {
       .def_property_readonly("id", [](const Dataset& d) { return d.header().dataset_id; })
       .def_property_readonly("chunks", &Dataset::chunk_count)
       .def_property_readonly("total_bytes", &Dataset::total_bytes)
+      .def_property_readonly("data_bytes", &Dataset::data_bytes)
+      .def_property_readonly("compressed_chunks", &Dataset::compressed_chunks)
+      .def_property_readonly("format_version", [](const Dataset& d) { return d.header().version; })
+      .def_property_readonly("codec", [](const Dataset& d) { return CodecText(d.header().codec); })
       .def_property_readonly("shard_paths", [](const Dataset& d) {
         std::vector<std::string> v;
         for (size_t i = 0; i < d.shard_count(); ++i) v.push_back(d.shard_path(i));

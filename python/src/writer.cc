@@ -1,0 +1,140 @@
+#include "python/src/writer.h"
+
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "io/codec.h"
+#include "io/dataset_writer.h"
+#include "python/src/status_error.h"
+
+namespace py = pybind11;
+
+namespace rf::python {
+namespace {
+
+DType DTypeOf(const std::string& name, const char* what) {
+  const std::optional<DType> t = ParseDType(name);
+  if (!t) Throw(Status::Usage(std::string(what) + " '" + name + "' is no dtype"));
+  return *t;
+}
+
+// One writer; finish() commits it, abort() (or dropping it unfinished) removes what it wrote.
+// Used by one Python thread at a time (writer.py holds a lock).
+class NativeWriter {
+ public:
+  NativeWriter(const std::string& path, const std::vector<uint64_t>& shape,
+               const std::string& dtype, bool labeled, const std::string& label_dtype,
+               uint32_t classes, uint32_t shards, uint64_t chunk_bytes, const std::string& codec,
+               uint32_t threads, uint32_t version, const std::vector<std::string>& keep) {
+    DatasetSpec spec;
+    spec.sample_dtype = DTypeOf(dtype, "dtype");
+    spec.label_dtype = DTypeOf(label_dtype, "label_dtype");
+    spec.shape = shape;
+    spec.has_labels = labeled;
+    spec.num_classes = classes;
+    WriterOptions o;
+    o.shards = shards;
+    o.chunk_bytes = chunk_bytes;
+    o.codec = Take(ParseCodec(codec));
+    o.threads = threads;
+    o.version = version;
+    o.keep = keep;
+    sample_bytes_ = DTypeSize(spec.sample_dtype);
+    for (uint64_t d : shape) sample_bytes_ *= d;
+    label_bytes_ = DTypeSize(spec.label_dtype);
+    auto w = [&] {
+      py::gil_scoped_release unlocked;
+      return DatasetWriter::Create(path, spec, o);
+    }();
+    writer_ = Take(std::move(w));
+  }
+
+  // n samples (n x the sample's bytes) and their n labels (or None), contiguous, in the stored
+  // dtypes: writer.py made them so.
+  void Append(const py::buffer& samples, const py::object& labels, uint64_t n) {
+    DatasetWriter& w = Open();
+    const py::buffer_info s = samples.request();
+    if (static_cast<uint64_t>(s.size * s.itemsize) != n * sample_bytes_)
+      Throw(Status::InvalidArgument("samples hold " + std::to_string(s.size * s.itemsize) +
+                                    " bytes, not " + std::to_string(n) + " samples' " +
+                                    std::to_string(n * sample_bytes_)));
+    py::buffer_info l;
+    if (!labels.is_none()) {
+      l = labels.cast<py::buffer>().request();
+      if (static_cast<uint64_t>(l.size * l.itemsize) != n * label_bytes_)
+        Throw(Status::InvalidArgument("labels hold " + std::to_string(l.size * l.itemsize) +
+                                      " bytes, not " + std::to_string(n) + " labels' " +
+                                      std::to_string(n * label_bytes_)));
+    }
+    Status st;
+    {
+      py::gil_scoped_release unlocked;
+      st = w.Append(s.ptr, labels.is_none() ? nullptr : l.ptr, n);
+    }
+    Check(st);
+  }
+
+  py::dict Finish() {
+    DatasetWriter& w = Open();
+    Status st;
+    {
+      py::gil_scoped_release unlocked;
+      st = w.Finish();
+    }
+    Check(st);
+    py::dict d;
+    d["paths"] = w.paths();
+    d["removed"] = w.removed();
+    d["samples"] = w.samples_written();
+    d["stored_bytes"] = w.bytes_written();
+    d["data_bytes"] = w.data_bytes_written();
+    d["chunk_samples"] = w.chunk_samples();
+    writer_.reset();
+    return d;
+  }
+
+  void Abort() {
+    py::gil_scoped_release unlocked;
+    writer_.reset();  // its temporary files go with it (io/dataset_writer.h)
+  }
+
+  uint64_t samples() const { return writer_ ? writer_->samples_written() : 0; }
+  bool open() const { return writer_ != nullptr; }
+
+ private:
+  DatasetWriter& Open() {
+    if (!writer_) Throw(Status::Usage("the writer is closed"));
+    return *writer_;
+  }
+
+  std::unique_ptr<DatasetWriter> writer_;
+  uint64_t sample_bytes_ = 0;
+  uint64_t label_bytes_ = 0;
+};
+
+}  // namespace
+
+void BindWriter(py::module_& m) {
+  py::class_<NativeWriter>(m, "_DatasetWriter",
+                           "rf::DatasetWriter (see ringfeed.DatasetWriter, which checks the "
+                           "arrays this takes).")
+      .def(py::init<const std::string&, const std::vector<uint64_t>&, const std::string&, bool,
+                    const std::string&, uint32_t, uint32_t, uint64_t, const std::string&,
+                    uint32_t, uint32_t, const std::vector<std::string>&>(),
+           py::arg("path"), py::arg("shape"), py::arg("dtype"), py::arg("labeled"),
+           py::arg("label_dtype"), py::arg("classes"), py::arg("shards"), py::arg("chunk_bytes"),
+           py::arg("codec"), py::arg("threads"), py::arg("version"), py::arg("keep"))
+      .def("append", &NativeWriter::Append, py::arg("samples"), py::arg("labels"), py::arg("n"),
+           "Appends n samples and labels (None without labels), contiguous, stored dtypes.")
+      .def("finish", &NativeWriter::Finish,
+           "Writes the indices and headers and renames the shards into place.")
+      .def("abort", &NativeWriter::Abort, "Drops the writer and its temporary files.")
+      .def_property_readonly("samples", &NativeWriter::samples)
+      .def_property_readonly("open", &NativeWriter::open);
+}
+
+}  // namespace rf::python

@@ -1,0 +1,134 @@
+"""ringfeed.DatasetWriter: datasets written from Python read back exactly, through the loader and
+the converter's own checks, with every codec; bad input is refused before anything is written,
+and nothing is left behind by a failed or abandoned writer."""
+
+import os
+
+import numpy as np
+import pytest
+
+import ringfeed
+from conftest import epoch_indices, open_loader, positional_labels, positional_samples
+
+SHAPE = (3, 4, 5)
+
+
+def write(path, n=1000, pieces=7, **kw):
+    x, y = positional_samples(n, SHAPE), positional_labels(n)
+    with ringfeed.DatasetWriter(path, SHAPE, **kw) as w:
+        for part in np.array_split(np.arange(n), pieces):
+            w.write(x[part], y[part])
+    return x, y
+
+
+@pytest.mark.parametrize("compress", ["none", "lz4", "zstd", "zstd:7"])
+def test_what_is_written_reads_back_in_order(tmp_path, compress):
+    path = tmp_path / "w.rfd"
+    x, y = write(path, chunk_size="16KiB", compress=compress)
+    info = ringfeed.dataset_info(path)
+    assert info.samples == 1000 and info.shape == SHAPE and info.classes == 10
+    assert info.format_version == (1 if compress == "none" else 2)
+    if compress != "none":
+        assert info.codec == (compress if ":" in compress else
+                              {"lz4": "lz4", "zstd": "zstd:3"}[compress])
+        assert 0 < info.compressed_chunks and info.stored_bytes < info.data_bytes
+    loader = open_loader(str(path), shuffle="none", batch_size=100)
+    got = np.concatenate([s.numpy() for s, _ in loader])
+    assert np.array_equal(got, x)
+    assert sorted(epoch_indices(open_loader(str(path)))) == list(range(1000))
+
+
+def test_equals_the_converters_dataset(tmp_path, datasets):
+    """Same samples, same chunk size: the same chunks, statistics and order as ringfeed-convert's."""
+    mine = tmp_path / "w.rfd"
+    write(mine, chunk_size="4KiB")
+    theirs = datasets.positional()
+    a, b = ringfeed.dataset_info(mine), ringfeed.dataset_info(theirs)
+    assert (a.samples, a.shape, a.classes, a.mean, a.std) == (b.samples, b.shape, b.classes,
+                                                              b.mean, b.std)
+    assert epoch_indices(open_loader(str(mine))) == epoch_indices(open_loader(theirs))
+
+
+def test_shards_and_token_rows_without_labels(tmp_path):
+    path = tmp_path / "tok.rfd"
+    rows = (np.arange(50 * 64) % 50000).astype(np.uint16).reshape(50, 64)
+    with ringfeed.DatasetWriter(path, (64,), "uint16", labels=False, shards=3,
+                                chunk_size="4KiB", compress="zstd") as w:
+        for r in rows:
+            w.write(r)  # one sample at a time
+    info = ringfeed.dataset_info(path)
+    assert len(info.paths) == 3 and info.classes == 0 and info.dtype == "uint16"
+    got = np.concatenate([s.numpy() for s, _ in
+                          open_loader(str(path), shuffle="none", batch_size=10, dtype="uint16")])
+    assert np.array_equal(got, rows)
+
+
+def test_bad_arrays_are_refused_naming_what_is_wrong(tmp_path):
+    w = ringfeed.DatasetWriter(tmp_path / "b.rfd", SHAPE)
+    with pytest.raises(ringfeed.UsageError, match="samples are float64, the dataset stores uint8"):
+        w.write(np.zeros((2,) + SHAPE), [0, 1])
+    with pytest.raises(ringfeed.UsageError, match=r"samples of shape \(2, 3, 4\)"):
+        w.write(np.zeros((2, 3, 4), np.uint8), [0, 1])
+    with pytest.raises(ringfeed.UsageError, match="has labels"):
+        w.write(np.zeros((2,) + SHAPE, np.uint8))
+    with pytest.raises(ValueError, match="label 300 does not fit uint8"):
+        w.write(np.zeros((2,) + SHAPE, np.uint8), [0, 300])
+    with pytest.raises(ringfeed.UsageError, match="labels must be 2 integers"):
+        w.write(np.zeros((2,) + SHAPE, np.uint8), [0.5, 1.0])
+    w.abort()
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(compress="zstd:99"), "zstd levels are 1 to 22"),
+    (dict(compress="gzip"), "unknown codec 'gzip'"),
+    (dict(chunk_size="3KiB"), "chunk_size must be from 4KiB to 1GiB"),
+    (dict(chunk_size="4 MB"), "chunk_size must be a size like"),
+    (dict(shards=0), "shards must be a whole number from 1 to 99999"),
+    (dict(dtype="float64"), "dtype must be one of"),
+    (dict(label_dtype="int64"), "label_dtype must be uint8, uint16 or int32"),
+    (dict(format_version=1, compress="lz4"), "format version 1 has no compression"),
+])
+def test_bad_options_are_usage_errors(tmp_path, kw, match):
+    with pytest.raises((ringfeed.UsageError, ValueError), match=match):
+        ringfeed.DatasetWriter(tmp_path / "o.rfd", SHAPE, **kw)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_label_past_classes_names_its_sample_and_nothing_is_left(tmp_path):
+    with pytest.raises(ValueError, match="label 7 of sample 12 is outside"):
+        with ringfeed.DatasetWriter(tmp_path / "c.rfd", SHAPE, classes=5) as w:
+            w.write(positional_samples(20, SHAPE), np.r_[np.zeros(12, int), [7], np.zeros(7, int)])
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_exception_in_the_loop_keeps_the_older_dataset(tmp_path):
+    path = tmp_path / "d.rfd"
+    write(path, n=100)
+    before = path.read_bytes()
+    with pytest.raises(RuntimeError):
+        with ringfeed.DatasetWriter(path, SHAPE) as w:
+            w.write(positional_samples(10, SHAPE), positional_labels(10))
+            raise RuntimeError("the user's loop failed")
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["d.rfd"]
+
+
+def test_an_empty_dataset_is_refused_and_leaves_nothing(tmp_path):
+    w = ringfeed.DatasetWriter(tmp_path / "e.rfd", SHAPE)
+    with pytest.raises(ValueError, match="no samples to write"):
+        w.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_close_reports_what_was_written_and_is_idempotent(tmp_path):
+    path = tmp_path / "r.rfd"
+    w = ringfeed.DatasetWriter(path, SHAPE, compress="zstd", chunk_size="16KiB")
+    w.write(positional_samples(500, SHAPE), positional_labels(500))
+    r = w.close()
+    assert r == w.close()
+    assert r["paths"] == [str(path)] and r["samples"] == 500 == w.samples
+    assert r["stored_bytes"] < r["data_bytes"]
+    assert "written" in repr(w)
+    with pytest.raises(ringfeed.UsageError, match="closed"):
+        w.write(positional_samples(1, SHAPE), positional_labels(1))
