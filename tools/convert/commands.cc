@@ -23,7 +23,7 @@ const std::vector<Command>& Commands() {
       {"export", "write a dataset back as raw, idx, cifar, npy or predecessor files",
        RunExportCommand},
       {"inspect", "print a dataset's header (and --verify its chunks)", RunInspectCommand},
-      {"verify", "read every chunk and check its checksum", RunVerifyCommand},
+      {"verify", "read every chunk, check its checksum and decompress it", RunVerifyCommand},
   };
   return kCommands;
 }

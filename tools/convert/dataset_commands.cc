@@ -10,7 +10,11 @@ namespace {
 
 Status PrintVerify(const Dataset& d, bool quiet, std::ostream& out) {
   RF_ASSIGN_OR_RETURN(VerifyReport r, VerifyDataset(d, !quiet));
-  out << "OK: " << r.chunks << " chunks, " << r.samples << " samples verified\n";
+  out << "OK: " << r.chunks << " chunks, " << r.samples << " samples verified";
+  if (r.compressed != 0) {
+    out << " (" << r.compressed << " chunks decompressed, each to the size its index declares)";
+  }
+  out << "\n";
   return Status::Ok();
 }
 
@@ -74,7 +78,8 @@ Status RunInspectCommand(const std::vector<std::string>& args, std::ostream& out
   bool verify = false;
   po::options_description desc("inspect options");
   desc.add_options()("dataset", po::value(&dataset)->required(), "the dataset (positional)")(
-      "verify", po::bool_switch(&verify), "also read every chunk and check its checksum");
+      "verify", po::bool_switch(&verify),
+      "also read every chunk and check its checksum (and decompress it where it is compressed)");
   po::positional_options_description pos;
   pos.add("dataset", 1);
   po::variables_map vm;
