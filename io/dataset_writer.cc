@@ -267,6 +267,7 @@ Status DatasetWriter::Finish() {
       h.shard_samples += e.sample_count;
       bytes_ += e.stored_bytes;
       data_bytes_ += e.data_bytes;
+      compressed_chunks_ += e.compressed() ? 1 : 0;
     }
     h.index_offset = s.next_offset;
     std::vector<uint8_t> index = format::EncodeIndex(s.entries, h.version);

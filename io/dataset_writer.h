@@ -88,6 +88,8 @@ class DatasetWriter {
   // After Finish: the chunks' stored bytes (compressed) and their data (before compression).
   uint64_t bytes_written() const { return bytes_; }
   uint64_t data_bytes_written() const { return data_bytes_; }
+  // After Finish: how many chunks are stored compressed (the others did not shrink, or no codec).
+  uint64_t compressed_chunks_written() const { return compressed_chunks_; }
   // The files Finish() produced (final names), in shard order.
   std::vector<std::string> paths() const;
   // The files of other datasets of the same name that Finish() removed.
@@ -127,6 +129,7 @@ class DatasetWriter {
   uint64_t samples_ = 0;
   uint64_t bytes_ = 0;
   uint64_t data_bytes_ = 0;
+  uint64_t compressed_chunks_ = 0;
   int64_t max_label_ = -1;
 
   // Per-channel sums of the stored values, for the header's mean and std (intensity dtypes only:

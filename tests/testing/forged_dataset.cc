@@ -26,7 +26,7 @@ std::vector<format::ChunkEntry> IndexOf(const std::vector<uint8_t>& bytes, const
 
 void PutIndex(std::vector<uint8_t>* bytes, const format::Header& h,
               const std::vector<format::ChunkEntry>& entries) {
-  const std::vector<uint8_t> index = format::EncodeIndex(entries);
+  const std::vector<uint8_t> index = format::EncodeIndex(entries, h.version);
   ASSERT_LE(h.index_offset + index.size(), bytes->size());
   std::memcpy(bytes->data() + h.index_offset, index.data(), index.size());
 }

@@ -22,8 +22,8 @@ void ForgeHeader(const std::string& path, const std::function<void(format::Heade
 // edit may not change the entry count.)
 void ForgeIndex(const std::string& path,
                 const std::function<void(std::vector<format::ChunkEntry>*)>& edit);
-// Sets label `i` of chunk `chunk` (the file's chunk, in index order) to `value` in the file's
-// label dtype, and recomputes that chunk's checksum in the index.
+// Sets label `i` of chunk `chunk` (the file's chunk, in index order; a chunk stored raw) to
+// `value` in the file's label dtype, and recomputes that chunk's checksum in the index.
 void ForgeLabel(const std::string& path, size_t chunk, uint32_t i, int64_t value);
 
 }  // namespace rf::testing

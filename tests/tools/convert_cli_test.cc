@@ -94,8 +94,9 @@ TEST(ConvertCli, EverySubcommandHelpListsItsOptionsWithDefaults) {
     EXPECT_EQ(RunCommand(Program() + " " + cmd + " --help", &out), 0) << cmd;
     EXPECT_NE(out.find("--chunk-size arg (=4MiB)"), std::string::npos) << cmd << "\n" << out;
     EXPECT_NE(out.find("--test-split arg (=0)"), std::string::npos) << cmd;
+    EXPECT_NE(out.find("--compress arg (=none)"), std::string::npos) << cmd;
   }
-  for (const char* cmd : {"export", "inspect", "verify"}) {
+  for (const char* cmd : {"export", "recompress", "inspect", "verify"}) {
     std::string out;
     EXPECT_EQ(RunCommand(Program() + " " + cmd + " --help", &out), 0) << cmd;
     EXPECT_NE(out.find("Usage: ringfeed-convert " + std::string(cmd)), std::string::npos);
@@ -103,6 +104,13 @@ TEST(ConvertCli, EverySubcommandHelpListsItsOptionsWithDefaults) {
   std::string out;
   EXPECT_EQ(RunCommand(Program() + " --help", &out), 0);
   EXPECT_NE(out.find("predecessor"), std::string::npos);
+  EXPECT_NE(out.find("recompress"), std::string::npos);
+  EXPECT_EQ(RunCommand(Program() + " recompress --help", &out), 0);
+  for (const char* option :
+       {"--compress arg (=none)", "--compress-threads arg (=0)", "--format-version arg (=0)",
+        "-o [ --output ] arg", "-q [ --quiet ]"}) {
+    EXPECT_NE(out.find(option), std::string::npos) << option << "\n" << out;
+  }
 }
 
 TEST(ConvertCli, BadCifarExitsOneNamingTheOffsetAndLeavesNothing) {

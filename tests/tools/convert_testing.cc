@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "io/dataset.h"
 #include "tools/convert/commands.h"
 
 namespace rf::testing {
@@ -91,6 +92,53 @@ Status Convert(const std::vector<std::string>& args, std::string* out) {
            << "message '" << st.ToString() << "' lacks '" << fragment << "'";
   }
   return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult SameChunks(const std::string& a, const std::string& b) {
+  Result<Dataset> da = Dataset::Open(a), db = Dataset::Open(b);
+  if (!da.ok()) return ::testing::AssertionFailure() << da.status().ToString();
+  if (!db.ok()) return ::testing::AssertionFailure() << db.status().ToString();
+  const format::Header &ha = da->header(), &hb = db->header();
+  if (ha.sample_dtype != hb.sample_dtype || ha.label_dtype != hb.label_dtype ||
+      ha.Shape() != hb.Shape() || ha.num_classes != hb.num_classes ||
+      ha.total_samples != hb.total_samples || ha.chunk_samples != hb.chunk_samples) {
+    return ::testing::AssertionFailure() << a << " and " << b << " differ in their headers";
+  }
+  if (da->ChunkSampleCounts() != db->ChunkSampleCounts()) {
+    return ::testing::AssertionFailure() << a << " and " << b << " have other chunks";
+  }
+  if (std::memcmp(ha.mean.data(), hb.mean.data(), sizeof ha.mean) != 0 ||
+      std::memcmp(ha.stddev.data(), hb.stddev.data(), sizeof ha.stddev) != 0) {
+    return ::testing::AssertionFailure() << a << " and " << b << " differ in their statistics";
+  }
+  std::vector<uint8_t> ca(da->max_chunk_bytes()), cb(db->max_chunk_bytes());
+  for (size_t c = 0; c < da->chunk_count(); ++c) {
+    if (Status st = da->ReadChunk(c, ca.data()); !st.ok()) {
+      return ::testing::AssertionFailure() << st.ToString();
+    }
+    if (Status st = db->ReadChunk(c, cb.data()); !st.ok()) {
+      return ::testing::AssertionFailure() << st.ToString();
+    }
+    const uint64_t n = da->chunk(c).entry.data_bytes;
+    if (n != db->chunk(c).entry.data_bytes || std::memcmp(ca.data(), cb.data(), n) != 0) {
+      return ::testing::AssertionFailure()
+             << "chunk " << c << " of " << a << " and " << b << " holds other data";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+StoredSize StoredSizeOf(const std::string& dataset) {
+  const Result<Dataset> d = Dataset::Open(dataset);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  StoredSize s;
+  if (!d.ok()) return s;
+  for (size_t c = 0; c < d->chunk_count(); ++c) s.bytes += d->chunk(c).entry.stored_bytes;
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.2f",
+                static_cast<double>(d->data_bytes()) / static_cast<double>(s.bytes));
+  s.ratio = ratio;
+  return s;
 }
 
 }  // namespace rf::testing

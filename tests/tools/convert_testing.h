@@ -31,4 +31,18 @@ Status Convert(const std::vector<std::string>& args, std::string* out = nullptr)
 // The status failed and its one-line message contains `fragment`.
 ::testing::AssertionResult FailsWith(const Status& st, const std::string& fragment);
 
+// The datasets `a` and `b` open and hold the same chunks, however each is stored: the same dtypes,
+// shape, classes, sample count, chunk_samples and per-chunk sample counts (so the same order for
+// every seed), the same channel statistics bit for bit, and every chunk's data (Dataset::ReadChunk:
+// decompressed, samples and labels) byte for byte.
+::testing::AssertionResult SameChunks(const std::string& a, const std::string& b);
+
+// What a dataset's chunks take on disk (their stored extents, padding included), and the ratio of
+// their data to that as the reports print it, with two decimals ("1.77").
+struct StoredSize {
+  uint64_t bytes = 0;
+  std::string ratio;
+};
+StoredSize StoredSizeOf(const std::string& dataset);
+
 }  // namespace rf::testing

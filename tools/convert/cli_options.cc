@@ -41,6 +41,37 @@ bool ParseCommandLine(const std::string& command, const std::string& usage,
   return true;
 }
 
+void AddCodecOptions(po::options_description& options, CodecFlags& f) {
+  auto add = options.add_options();
+  add("compress", po::value(&f.compress)->default_value(f.compress),
+      "each chunk's codec: none, lz4, zstd (level 3) or zstd:LEVEL (1 to 22); a chunk that does "
+      "not shrink is stored raw. Any codec writes format version 2");
+  add("compress-threads", po::value(&f.threads)->default_value(f.threads),
+      "threads that compress (0: one per core, at most 16)");
+  add("format-version", po::value(&f.format_version)->default_value(f.format_version),
+      "1 or 2 (0: 1 without a codec, so any ringfeed reads it; 2 with one)");
+}
+
+CodecChoice ToCodecChoice(const CodecFlags& f) {
+  Result<CodecSpec> codec = ParseCodec(f.compress);
+  if (!codec.ok()) {
+    // One line naming every valid value, whatever was wrong (an unknown name, a level out of
+    // range, a level given to lz4), with the text quoted safely.
+    throw UsageError("--compress must be none, lz4, zstd or zstd:LEVEL with LEVEL 1 to " +
+                     std::to_string(MaxZstdLevel()) + ", not " + QuoteUserText(f.compress));
+  }
+  if (f.threads > 1024) throw UsageError("--compress-threads: at most 1024");
+  if (f.format_version > format::kVersion) {
+    throw UsageError("--format-version must be 1 or 2 (0: by the codec), not " +
+                     std::to_string(f.format_version));
+  }
+  if (f.format_version == 1 && codec->codec != Codec::kNone) {
+    throw UsageError("--format-version 1 has no compression: --compress " + CodecText(*codec) +
+                     " needs version 2");
+  }
+  return {*codec, f.threads, f.format_version};
+}
+
 void AddCommonConvertOptions(po::options_description& options, CommonConvertFlags& f,
                              bool with_dtype, bool with_scale) {
   auto add = options.add_options();
@@ -71,13 +102,7 @@ void AddCommonConvertOptions(po::options_description& options, CommonConvertFlag
       "seed of the test-split hash");
   add("memory-budget", po::value(&f.memory_budget)->default_value(f.memory_budget),
       "memory for the block of samples being converted");
-  add("compress", po::value(&f.compress)->default_value(f.compress),
-      "each chunk's codec: none, lz4, zstd (level 3) or zstd:LEVEL (1 to 22); a chunk that does "
-      "not shrink is stored raw. Any codec writes format version 2");
-  add("compress-threads", po::value(&f.compress_threads)->default_value(f.compress_threads),
-      "threads that compress (0: one per core, at most 16)");
-  add("format-version", po::value(&f.format_version)->default_value(f.format_version),
-      "1 or 2 (0: 1 without a codec, so any ringfeed reads it; 2 with one)");
+  AddCodecOptions(options, f.codec);
   add("quiet,q", po::bool_switch(&f.quiet), "no progress bar and no summary line");
 }
 
@@ -117,18 +142,10 @@ ConvertOptions ToConvertOptions(const CommonConvertFlags& f, const std::string& 
   o.test_fraction = f.test_split;
   o.split_seed = f.split_seed;
   o.memory_budget = ParseSizeFlag("--memory-budget", f.memory_budget);
-  Result<CodecSpec> codec = ParseCodec(f.compress);
-  if (!codec.ok()) throw UsageError("--compress: " + codec.status().message());
-  o.codec = *codec;
-  if (f.compress_threads > 1024) throw UsageError("--compress-threads: at most 1024");
-  o.compress_threads = f.compress_threads;
-  if (f.format_version > format::kVersion)
-    throw UsageError("--format-version must be 1 or 2 (0: by the codec), not " +
-                     std::to_string(f.format_version));
-  if (f.format_version == 1 && codec->codec != Codec::kNone)
-    throw UsageError("--format-version 1 has no compression: --compress " + f.compress +
-                     " needs version 2");
-  o.format_version = f.format_version;
+  const CodecChoice codec = ToCodecChoice(f.codec);
+  o.codec = codec.codec;
+  o.compress_threads = codec.threads;
+  o.format_version = codec.format_version;
   o.progress = !f.quiet;
   return o;
 }

@@ -25,6 +25,24 @@ bool ParseCommandLine(const std::string& command, const std::string& usage,
                       const std::vector<std::string>& args, po::variables_map& vm,
                       std::ostream& out);
 
+// --compress, --compress-threads and --format-version: how the chunks of a dataset being written
+// are stored (every converting subcommand and recompress take them).
+struct CodecFlags {
+  std::string compress = "none";
+  uint32_t threads = 0;
+  uint32_t format_version = 0;
+};
+void AddCodecOptions(po::options_description& options, CodecFlags& flags);
+// What the writer is given (io/dataset_writer.h's WriterOptions: codec, threads, version), the
+// flags checked: an unknown codec or zstd level, more than 1024 threads, a version this build
+// does not write, or version 1 with a codec, throws UsageError naming the valid values.
+struct CodecChoice {
+  CodecSpec codec;
+  uint32_t threads = 0;
+  uint32_t format_version = 0;
+};
+CodecChoice ToCodecChoice(const CodecFlags& flags);
+
 // The options of every converting subcommand. sample_dtype/scale are off for subcommands
 // that define their own (raw's --dtype is the input's type; synthetic has no --scale).
 struct CommonConvertFlags {
@@ -37,9 +55,7 @@ struct CommonConvertFlags {
   double test_split = 0;
   uint64_t split_seed = 0;
   std::string memory_budget = "256MiB";
-  std::string compress = "none";
-  uint32_t compress_threads = 0;
-  uint32_t format_version = 0;
+  CodecFlags codec;
   bool quiet = false;
 };
 void AddCommonConvertOptions(po::options_description& options, CommonConvertFlags& flags,

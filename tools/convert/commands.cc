@@ -22,8 +22,10 @@ const std::vector<Command>& Commands() {
       {"synthetic", "generate a learnable synthetic dataset", RunSyntheticCommand},
       {"export", "write a dataset back as raw, idx, cifar, npy or predecessor files",
        RunExportCommand},
+      {"recompress", "write a dataset again with another codec, chunk for chunk",
+       RunRecompressCommand},
       {"inspect", "print a dataset's header (and --verify its chunks)", RunInspectCommand},
-      {"verify", "read every chunk and check its checksum", RunVerifyCommand},
+      {"verify", "read every chunk, check its checksum and decompress it", RunVerifyCommand},
   };
   return kCommands;
 }

@@ -34,6 +34,7 @@ Status RunRawCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunPredecessorCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunSyntheticCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunExportCommand(const std::vector<std::string>& args, std::ostream& out);
+Status RunRecompressCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunInspectCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunVerifyCommand(const std::vector<std::string>& args, std::ostream& out);
 

@@ -1,16 +1,21 @@
-// The subcommands that read a dataset: export, inspect, verify.
+// The subcommands that read a dataset: export, recompress, inspect, verify.
 #include "io/dataset.h"
 #include "tools/convert/cli_options.h"
 #include "tools/convert/commands.h"
 #include "tools/convert/exporter.h"
 #include "tools/convert/inspect.h"
+#include "tools/convert/recompress.h"
 
 namespace rf::convert {
 namespace {
 
 Status PrintVerify(const Dataset& d, bool quiet, std::ostream& out) {
   RF_ASSIGN_OR_RETURN(VerifyReport r, VerifyDataset(d, !quiet));
-  out << "OK: " << r.chunks << " chunks, " << r.samples << " samples verified\n";
+  out << "OK: " << r.chunks << " chunks, " << r.samples << " samples verified";
+  if (r.compressed != 0) {
+    out << " (" << r.compressed << " chunks decompressed, each to the size its index declares)";
+  }
+  out << "\n";
   return Status::Ok();
 }
 
@@ -69,12 +74,42 @@ Status RunExportCommand(const std::vector<std::string>& args, std::ostream& out)
   return Status::Ok();
 }
 
+Status RunRecompressCommand(const std::vector<std::string>& args, std::ostream& out) {
+  std::string dataset, output;
+  CodecFlags codec;
+  bool quiet = false;
+  po::options_description desc("recompress options");
+  desc.add_options()("dataset", po::value(&dataset)->required(), "the dataset (positional)")(
+      "output,o", po::value(&output)->required(),
+      "the dataset to write (OUT.rfd), in as many shards as the input");
+  AddCodecOptions(desc, codec);
+  desc.add_options()("quiet,q", po::bool_switch(&quiet), "no progress bar and no summary line");
+  po::positional_options_description pos;
+  pos.add("dataset", 1);
+  po::variables_map vm;
+  if (!ParseCommandLine("recompress", "DATASET -o OUT.rfd --compress CODEC [options]", desc, &pos,
+                        args, vm, out)) {
+    return Status::Ok();
+  }
+  const CodecChoice c = ToCodecChoice(codec);
+  RecompressOptions o;
+  o.codec = c.codec;
+  o.compress_threads = c.threads;
+  o.format_version = c.format_version;
+  o.progress = !quiet;
+  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(dataset));
+  RF_ASSIGN_OR_RETURN(RecompressSummary s, Recompress(d, output, o));
+  if (!quiet) out << RecompressReport(dataset, s);
+  return Status::Ok();
+}
+
 Status RunInspectCommand(const std::vector<std::string>& args, std::ostream& out) {
   std::string dataset;
   bool verify = false;
   po::options_description desc("inspect options");
   desc.add_options()("dataset", po::value(&dataset)->required(), "the dataset (positional)")(
-      "verify", po::bool_switch(&verify), "also read every chunk and check its checksum");
+      "verify", po::bool_switch(&verify),
+      "also read every chunk and check its checksum (and decompress it where it is compressed)");
   po::positional_options_description pos;
   pos.add("dataset", 1);
   po::variables_map vm;

@@ -19,6 +19,20 @@ std::string DescribeDataset(const Dataset& d) {
   char id[32];
   std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(h.dataset_id));
   out << "format:       version " << h.version << ", dataset id " << id << "\n";
+  out << "records:      " << format::RecordKindName(h.record_kind) << "\n";
+  out << "codec:        " << CodecText(h.codec);
+  if (h.version < 2) {
+    out << " (format version 1 stores every chunk raw)\n";
+  } else {
+    out << ", " << d.compressed_chunks() << " of " << d.chunk_count() << " chunks stored compressed"
+        << (h.codec.codec != Codec::kNone && d.compressed_chunks() < d.chunk_count()
+                ? " (a chunk that does not shrink is stored raw)"
+                : "")
+        << "\n";
+  }
+  const uint64_t stored = StoredChunkBytes(d);
+  out << "chunk bytes:  " << d.data_bytes() << " of data, " << stored << " stored (ratio "
+      << RatioText(d.data_bytes(), stored) << ")\n";
   out << "samples:      " << h.total_samples << "\n";
   std::string shape;
   for (uint64_t v : h.Shape()) {
@@ -56,6 +70,7 @@ Result<VerifyReport> VerifyDataset(const Dataset& d, bool show_progress) {
   RF_RETURN_IF_ERROR(ForEachChunk(d, [&](const ChunkView& c) -> Status {
     ++r.chunks;
     r.samples += c.count;
+    r.compressed += c.codec != Codec::kNone ? 1 : 0;
     done += c.stored_bytes;
     progress.Update(done);
     return Status::Ok();

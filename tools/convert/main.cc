@@ -1,6 +1,6 @@
 // ringfeed-convert: turns IDX, CIFAR, .npy, raw and predecessor files (or a synthetic generator)
-// into ringfeed datasets, exports them back, and inspects and verifies them. See
-// `ringfeed-convert --help` and `ringfeed-convert <command> --help`.
+// into ringfeed datasets, exports them back, recompresses them with another codec, and inspects
+// and verifies them. See `ringfeed-convert --help` and `ringfeed-convert <command> --help`.
 //
 // Exit codes: 0 success, 1 a data or file error, 2 a command line that cannot be run. Every
 // failure is one line on stderr: "ringfeed-convert: <file>: at byte <offset>: <what>".

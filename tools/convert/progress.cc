@@ -72,4 +72,11 @@ std::string SummaryLine(const std::string& what, uint64_t samples, uint64_t chun
   return line;
 }
 
+std::string RatioText(uint64_t num, uint64_t den) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f",
+                den == 0 ? 0.0 : static_cast<double>(num) / static_cast<double>(den));
+  return text;
+}
+
 }  // namespace rf::convert

@@ -37,5 +37,7 @@ class Progress {
 // "<what>: 60000 samples, 12 chunks, 47.2 MB in 0.41 s (115.3 MB/s)".
 std::string SummaryLine(const std::string& what, uint64_t samples, uint64_t chunks, uint64_t bytes,
                         double seconds);
+// num / den with two decimals ("1.77"): a compression ratio; "0.00" where den is 0.
+std::string RatioText(uint64_t num, uint64_t den);
 
 }  // namespace rf::convert
