@@ -20,6 +20,14 @@ std::string Cat(const Parts&... parts) {
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
+// The user's text as it may go into a one-line message: printable ASCII, at most 40 characters.
+std::string Shown(const std::string& text) {
+  std::string s;
+  for (char c : text.substr(0, 40)) s += (c >= 0x20 && c < 0x7f) ? c : '?';
+  if (text.size() > 40) s += "...";
+  return s;
+}
+
 }  // namespace
 
 int MaxZstdLevel() { return ZSTD_maxCLevel(); }
@@ -60,11 +68,11 @@ Result<CodecSpec> ParseCodec(const std::string& text) {
     const int level = digits ? std::stoi(l) : -1;
     if (level < 1 || level > MaxZstdLevel()) {
       return Status::Usage(
-          Cat("codec '", text, "': zstd levels are 1 to ", Num(MaxZstdLevel())));
+          Cat("codec '", Shown(text), "': zstd levels are 1 to ", Num(MaxZstdLevel())));
     }
     return CodecSpec{Codec::kZstd, level};
   }
-  return Status::Usage(Cat("unknown codec '", text, "': ", valid));
+  return Status::Usage(Cat("unknown codec '", Shown(text), "': ", valid));
 }
 
 size_t CompressBound(Codec c, size_t n) {
@@ -88,6 +96,8 @@ struct Compressor::Ctx {
 
 Compressor::Compressor(CodecSpec spec) : spec_(spec), ctx_(std::make_unique<Ctx>()) {}
 Compressor::~Compressor() = default;
+Compressor::Compressor(Compressor&&) noexcept = default;
+Compressor& Compressor::operator=(Compressor&&) noexcept = default;
 
 Result<size_t> Compressor::Compress(const void* src, size_t n, void* dst, size_t capacity) {
   switch (spec_.codec) {
@@ -131,6 +141,8 @@ struct Decompressor::Ctx {
 
 Decompressor::Decompressor() : ctx_(std::make_unique<Ctx>()) {}
 Decompressor::~Decompressor() = default;
+Decompressor::Decompressor(Decompressor&&) noexcept = default;
+Decompressor& Decompressor::operator=(Decompressor&&) noexcept = default;
 
 Status Decompressor::Decompress(Codec c, const void* src, size_t n, void* dst, size_t want) {
   auto sizes = [&](const std::string& what) {

@@ -47,6 +47,8 @@ class Compressor {
   ~Compressor();
   Compressor(const Compressor&) = delete;
   Compressor& operator=(const Compressor&) = delete;
+  Compressor(Compressor&&) noexcept;
+  Compressor& operator=(Compressor&&) noexcept;
   const CodecSpec& spec() const { return spec_; }
   // Compresses src[0, n) into dst (capacity CompressBound(codec, n) at least); the frame's
   // size. Fails only on a library error (InvalidArgument naming it).
@@ -64,6 +66,8 @@ class Decompressor {
   ~Decompressor();
   Decompressor(const Decompressor&) = delete;
   Decompressor& operator=(const Decompressor&) = delete;
+  Decompressor(Decompressor&&) noexcept;
+  Decompressor& operator=(Decompressor&&) noexcept;
   // Decompresses the frame src[0, n) of codec `c` into exactly `want` bytes at dst. A frame
   // that is damaged, truncated, of another codec, or whose content is not exactly `want` bytes
   // fails with a message saying which (the caller adds file, chunk and offset); nothing is

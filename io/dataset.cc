@@ -1,5 +1,7 @@
 #include "io/dataset.h"
 
+#include "io/chunk_fetcher.h"
+
 #include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
@@ -262,19 +264,8 @@ Status Dataset::CheckLabels(size_t global, const void* data) const {
 }
 
 Status Dataset::ReadChunk(size_t global, void* buf) const {
-  const ChunkLocation& c = chunks_[global];
-  RF_ASSIGN_OR_RETURN(File f, File::Open(shard_paths_[c.shard], O_RDONLY));
-  if (!c.entry.compressed()) {
-    Status st = f.ReadAt(buf, c.entry.stored_bytes, c.entry.offset);
-    if (!st.ok()) return st.WithChunk(c.entry.index);
-    return VerifyChunk(global, buf);
-  }
-  std::vector<uint8_t> stored(c.entry.stored_bytes);
-  Status st = f.ReadAt(stored.data(), stored.size(), c.entry.offset);
-  if (!st.ok()) return st.WithChunk(c.entry.index);
-  RF_RETURN_IF_ERROR(VerifyStored(global, stored.data()));
-  Decompressor d;
-  return DecodeChunk(global, stored.data(), buf, d);
+  RF_ASSIGN_OR_RETURN(ChunkFetcher f, ChunkFetcher::Create(*this));
+  return f.Fetch(global, buf);
 }
 
 uint64_t Dataset::LabelsOffset(size_t global) const {

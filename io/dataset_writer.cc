@@ -81,11 +81,14 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
         std::to_string(w->chunk_capacity_) + " bytes, more than the format's " +
         std::to_string(format::MaxChunkDataBytes(header)));
   }
-  // Without a codec one thread checksums and writes; with one, every worker compresses.
-  const uint32_t workers =
+  // Without a codec one thread checksums and writes; with one, every worker compresses, as many
+  // as the memory bound lets (each holds a chunk and a compression buffer).
+  const uint32_t wanted =
       opts.codec.codec == Codec::kNone ? 1
       : opts.threads != 0              ? opts.threads
                           : std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 16);
+  const uint32_t workers = static_cast<uint32_t>(
+      std::max<uint64_t>(1, std::min<uint64_t>(wanted, kCompressMemory / (2 * w->chunk_capacity_))));
   // One buffer filling, one per worker, one queued.
   RF_ASSIGN_OR_RETURN(w->writes_, ChunkWriteQueue::Create(workers + 2, w->chunk_capacity_,
                                                           opts.codec, workers));
@@ -263,12 +266,7 @@ Status DatasetWriter::Finish() {
     h.shard_index = i;
     h.shard_chunks = static_cast<uint32_t>(s.entries.size());
     h.shard_samples = 0;
-    for (const auto& e : s.entries) {
-      h.shard_samples += e.sample_count;
-      bytes_ += e.stored_bytes;
-      data_bytes_ += e.data_bytes;
-      compressed_chunks_ += e.compressed() ? 1 : 0;
-    }
+    for (const auto& e : s.entries) h.shard_samples += e.sample_count;
     h.index_offset = s.next_offset;
     std::vector<uint8_t> index = format::EncodeIndex(s.entries, h.version);
     h.file_size = h.index_offset + index.size();
@@ -278,6 +276,15 @@ Status DatasetWriter::Finish() {
     RF_RETURN_IF_ERROR(s.out.file().WriteAt(head, sizeof head, 0));
   }
   RF_RETURN_IF_ERROR(CommitShards());
+  // Counted once committed, so a Finish retried after a failure counts nothing twice.
+  bytes_ = data_bytes_ = compressed_chunks_ = 0;
+  for (const Shard& s : shards_) {
+    for (const auto& e : s.entries) {
+      bytes_ += e.stored_bytes;
+      data_bytes_ += e.data_bytes;
+      compressed_chunks_ += e.compressed() ? 1 : 0;
+    }
+  }
   finished_ = true;
   return Status::Ok();
 }

@@ -1,5 +1,7 @@
 // DatasetWriter: writes a ringfeed dataset (io/format.h) from a stream of samples, with memory
-// bounded by one chunk per shard whatever the dataset's size.
+// bounded whatever the dataset's size: without a codec three chunk buffers; with one, two more
+// per compression thread (a chunk and its frame), the threads capped so those stay within
+// kCompressMemory (a 1 GiB chunk target compresses on one thread).
 //
 // Every shard is written under a temporary name; Finish() writes the indices and headers
 // (the header goes last: it holds the sample count and the channel statistics, known only at
@@ -47,6 +49,9 @@ struct DatasetSpec {
   bool has_labels = true;
 };
 
+// What the compression threads' buffers may take together (WriterOptions::threads is capped).
+inline constexpr uint64_t kCompressMemory = uint64_t{1} << 30;
+
 struct WriterOptions {
   uint32_t shards = 1;
   uint64_t chunk_bytes = 4 << 20;  // target size of a chunk's data (before compression)
@@ -55,7 +60,8 @@ struct WriterOptions {
   uint32_t chunk_samples = 0;
   // Each chunk compressed with this codec where that saves space (io/codec.h).
   CodecSpec codec = {};
-  // Threads that compress (with a codec): 0 is one per core, at most 16.
+  // Threads that compress (with a codec): 0 is one per core, at most 16; at most as many as
+  // kCompressMemory holds two chunks for.
   uint32_t threads = 0;
   // Format version written: 0 is 1 without a codec (any reader takes it), 2 with one.
   uint32_t version = 0;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/units.h"
+#include "io/chunk_fetcher.h"
 #include "cuda/check.h"
 #include "io/file.h"
 
@@ -98,35 +99,18 @@ Status ManagedSource::Load() {
   std::mutex mu;
   Status first_error;
   auto work = [&] {
-    std::vector<File> files;  // this thread's own descriptors, one per shard
-    Decompressor decompressor;        // and its own codec contexts
-    std::vector<uint8_t> stored;      // a compressed chunk's stored extent
-    for (size_t i = 0; i < dataset_.shard_count(); ++i) {
-      auto f = File::Open(dataset_.shard_path(i), O_RDONLY);
-      if (!f.ok()) {
-        std::lock_guard lock(mu);
-        if (first_error.ok()) first_error = f.status();
-        return;
-      }
-      files.push_back(std::move(f).value());
+    auto fetcher = ChunkFetcher::Create(dataset_);  // this thread's files and codec contexts
+    if (!fetcher.ok()) {
+      std::lock_guard lock(mu);
+      if (first_error.ok()) first_error = fetcher.status();
+      return;
     }
     for (size_t g = next++; g < dataset_.chunk_count(); g = next++) {
-      const ChunkLocation& c = dataset_.chunk(g);
-      uint8_t* dst = data_.as<uint8_t>() + offset_[g];
-      Status st;
-      if (!c.entry.compressed()) {
-        st = files[c.shard].ReadAt(dst, c.entry.stored_bytes, c.entry.offset);
-        if (st.ok())
-          st = options_.verify ? dataset_.VerifyChunk(g, dst) : dataset_.CheckLabels(g, dst);
-      } else {  // decompressed as it is loaded: the allocation holds the chunks' data
-        stored.resize(c.entry.stored_bytes);
-        st = files[c.shard].ReadAt(stored.data(), stored.size(), c.entry.offset);
-        if (st.ok() && options_.verify) st = dataset_.VerifyStored(g, stored.data());
-        if (st.ok()) st = dataset_.DecodeChunk(g, stored.data(), dst, decompressor);
-      }
+      // Decompressed as it is loaded: the allocation holds the chunks' data.
+      Status st = fetcher->Fetch(g, data_.as<uint8_t>() + offset_[g], options_.verify);
       if (!st.ok()) {
         std::lock_guard lock(mu);
-        if (first_error.ok()) first_error = st.WithChunk(c.entry.index);
+        if (first_error.ok()) first_error = std::move(st);
         next = dataset_.chunk_count();  // the others stop at their next chunk
         return;
       }

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "io/file.h"
+#include "io/chunk_fetcher.h"
 
 namespace rf::convert {
 
@@ -25,29 +25,11 @@ uint64_t StoredChunkBytes(const Dataset& d) {
 }
 
 Status ForEachChunk(const Dataset& d, const std::function<Status(const ChunkView&)>& fn) {
-  std::vector<File> files;
-  for (size_t s = 0; s < d.shard_count(); ++s) {
-    RF_ASSIGN_OR_RETURN(File f, File::Open(d.shard_path(s), O_RDONLY));
-    files.push_back(std::move(f));
-  }
-  // A raw chunk is read straight into `data`; a compressed one into `stored`, then decompressed
-  // into `data`. Both are sized once, from the index (Dataset::Open bounded them).
-  std::vector<uint8_t> data(d.max_chunk_bytes());
-  std::vector<uint8_t> stored(d.compressed() ? d.max_stored_bytes() : 0);
-  Decompressor decompressor;
+  RF_ASSIGN_OR_RETURN(ChunkFetcher fetcher, ChunkFetcher::Create(d));
+  std::vector<uint8_t> data(d.max_chunk_bytes());  // sized once, from the index
   for (size_t c = 0; c < d.chunk_count(); ++c) {
-    const ChunkLocation& at = d.chunk(c);
-    const format::ChunkEntry& e = at.entry;
-    uint8_t* read_into = e.compressed() ? stored.data() : data.data();
-    if (Status st = files[at.shard].ReadAt(read_into, e.stored_bytes, e.offset); !st.ok()) {
-      return std::move(st.WithChunk(e.index));
-    }
-    if (e.compressed()) {
-      RF_RETURN_IF_ERROR(d.VerifyStored(c, stored.data()));
-      RF_RETURN_IF_ERROR(d.DecodeChunk(c, stored.data(), data.data(), decompressor));
-    } else {
-      RF_RETURN_IF_ERROR(d.VerifyChunk(c, data.data()));
-    }
+    RF_RETURN_IF_ERROR(fetcher.Fetch(c, data.data()));
+    const format::ChunkEntry& e = d.chunk(c).entry;
     ChunkView v;
     v.index = e.index;
     v.first_sample = e.first_sample;

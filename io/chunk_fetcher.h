@@ -1,0 +1,44 @@
+// ChunkFetcher: reads whole chunks of a Dataset with plain pread, one at a time, and hands back
+// each one's data: a raw chunk read straight into the caller's buffer and checked against its
+// checksum (where asked); a compressed one read into the fetcher's stored buffer, its checksum
+// checked (where asked), then decompressed to exactly its declared data size; then its labels
+// checked against the class count. Errors name file, chunk and offset.
+//
+// The slow path's one loop: Dataset::ReadChunk, managed mode's load (one fetcher a thread), the
+// converter's ForEachChunk. The streaming path is the io_uring reader and the chunk stage
+// (pipeline/chunk_feeder.h), which do the same checks in the same order.
+//
+// Memory: one stored extent (the dataset's largest, where any chunk is compressed) and the codec
+// contexts; each shard file is opened once, at Create.
+//
+// Thread safety: none; one fetcher per thread. The Dataset must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "io/codec.h"
+#include "io/dataset.h"
+#include "io/file.h"
+
+namespace rf {
+
+class ChunkFetcher {
+ public:
+  static Result<ChunkFetcher> Create(const Dataset& dataset);
+
+  // Chunk `global`'s data into `out` (at least its entry's data_bytes; Dataset::max_chunk_bytes()
+  // fits every chunk). `verify`: check the checksum (the frame and the labels are checked
+  // always).
+  Status Fetch(size_t global, void* out, bool verify = true);
+
+ private:
+  explicit ChunkFetcher(const Dataset& d) : dataset_(&d) {}
+  const Dataset* dataset_;
+  std::vector<File> files_;  // one per shard
+  std::vector<uint8_t> stored_;
+  Decompressor decompressor_;
+};
+
+}  // namespace rf
