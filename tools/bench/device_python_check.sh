@@ -42,12 +42,16 @@ cp "$srcroot"/python/ringfeed/*.py "$srcroot"/python/ringfeed/*.pyi "$srcroot"/p
   "$site/ringfeed/"
 suffix=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 libs=$(ls "$pkg"/lib/lib*.a)
+# The codecs (format version 2): the machine's own shared libzstd and liblz4 (Debian's .a are not
+# position-independent); a package from before them links without.
+codec_libs=""
+ls "$srcroot"/io/codec.h >/dev/null 2>&1 && codec_libs="-l:libzstd.so.1 -l:liblz4.so.1"
 
 g++ -O2 ${EXTRA_CXXFLAGS:-} -std=c++20 -shared -fPIC -fvisibility=hidden -DRINGFEED_HAVE_CUDA=1 \
   -I"$srcroot" -I"$pkg/include" -I/usr/local/cuda/include $(python3 -m pybind11 --includes) \
-  "$srcroot/python/src/module.cc" \
+  $(ls "$srcroot"/python/src/module.cc "$srcroot"/python/src/writer.cc 2>/dev/null) \
   -o "$site/ringfeed/_ringfeed$suffix" \
-  -Wl,--start-group $libs -Wl,--end-group \
+  -Wl,--start-group $libs -Wl,--end-group $codec_libs \
   -L/usr/local/cuda/lib64 -lcudart_static -lpthread -ldl -lrt -Wl,--exclude-libs,ALL \
   >"$logs/build.log" 2>&1 || { echo "extension build FAILED"; tail -30 "$logs/build.log"; exit 1; }
 echo "built: $site/ringfeed/_ringfeed$suffix"

@@ -18,7 +18,9 @@ trap 'rm -rf "$stage"' EXIT
 pkg=$stage/pkg
 mkdir -p "$pkg/bin" "$pkg/tests" "$pkg/lib" "$pkg/include/dlpack"
 cp "$build/bin/ringfeed" "$build/bin/ringfeed-convert" "$pkg/bin/"
-[ -f "$build/bin/ringfeed-bench-compute" ] && cp "$build/bin/ringfeed-bench-compute" "$pkg/bin/"
+for b in ringfeed-bench-compute ringfeed-bench-whole-shard; do
+  [ -f "$build/bin/$b" ] && cp "$build/bin/$b" "$pkg/bin/"
+done
 [ -f "$build/bin/libringfeed_mpi.so" ] && cp "$build/bin/libringfeed_mpi.so" "$pkg/bin/"
 for t in "$@"; do cp "$build/tests/$t" "$pkg/tests/"; done
 # The libraries the extension links (those a build of this commit has).
