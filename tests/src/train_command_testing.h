@@ -14,13 +14,18 @@
 namespace rf::testing {
 
 // 300 samples (or `samples`) of 1x12x12 in 4 classes; pixels encode the index, and the class sets
-// a bright quadrant so the model has something to learn.
-inline std::string MakeDataset(const TempDir& t, uint32_t samples = 300) {
+// a bright quadrant so the model has something to learn. In chunks of 8 KiB (56 samples), stored
+// compressed with `codec` where that saves a block (format version 2 with a codec or `version`
+// 2; version 1 otherwise).
+inline std::string MakeDataset(const TempDir& t, uint32_t samples = 300, CodecSpec codec = {},
+                               uint32_t version = 0) {
   DatasetSpec spec;
   spec.height = spec.width = 12;
   spec.num_classes = 4;
   WriterOptions o;
   o.chunk_bytes = 8192;
+  o.codec = codec;
+  o.version = version;
   auto w = DatasetWriter::Create(t.File("s.rfd"), spec, o);
   EXPECT_TRUE(w.ok());
   std::vector<uint8_t> s(144);
