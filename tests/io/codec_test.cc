@@ -7,17 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/forged_dataset.h"
+
 namespace rf {
 namespace {
-
-std::vector<uint8_t> Frame(CodecSpec spec, const std::vector<uint8_t>& data) {
-  Compressor c(spec);
-  std::vector<uint8_t> out(CompressBound(spec.codec, data.size()));
-  Result<size_t> n = c.Compress(data.data(), data.size(), out.data(), out.size());
-  EXPECT_TRUE(n.ok()) << n.status().ToString();
-  out.resize(n.ok() ? *n : 0);
-  return out;
-}
 
 // "ok", or the refusal's message, inflating `frame` into exactly `want` bytes.
 std::string Inflate(Codec c, const std::vector<uint8_t>& frame, size_t want) {
@@ -30,8 +23,8 @@ std::string Inflate(Codec c, const std::vector<uint8_t>& frame, size_t want) {
 TEST(Codec, EveryWayAFrameCanBeWrongIsRefusedWithOneLine) {
   std::vector<uint8_t> data(10000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i % 251);
-  const std::vector<uint8_t> lz4 = Frame({Codec::kLz4, 0}, data);
-  const std::vector<uint8_t> zstd = Frame({Codec::kZstd, 3}, data);
+  const std::vector<uint8_t> lz4 = testing::FrameOf({Codec::kLz4, 0}, data);
+  const std::vector<uint8_t> zstd = testing::FrameOf({Codec::kZstd, 3}, data);
   const std::string l = "lz4 frame of " + std::to_string(lz4.size()) + " bytes ";
   const std::string z = "zstd frame of " + std::to_string(zstd.size()) + " bytes ";
   EXPECT_EQ(Inflate(Codec::kLz4, lz4, 10000), "ok");

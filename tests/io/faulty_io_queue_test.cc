@@ -25,6 +25,10 @@ namespace {
 
 enum class Inner { kUring, kPread };
 
+std::string QueueName(const ::testing::TestParamInfo<Inner>& info) {
+  return info.param == Inner::kUring ? "io_uring" : "pread";
+}
+
 class FaultyIoQueueTest : public ChunkReaderTest, public ::testing::WithParamInterface<Inner> {
  protected:
   // A reader over a FaultyIoQueue following `spec` over the parameter's real queue; *faulty
@@ -204,14 +208,10 @@ TEST_P(CompressedFaultyIoQueueTest, ReorderedAndDelayedCompletionsLoseNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(OverEachQueue, CompressedFaultyIoQueueTest,
-                         ::testing::Values(Inner::kUring, Inner::kPread), [](const auto& info) {
-                           return std::string(info.param == Inner::kUring ? "io_uring" : "pread");
-                         });
+                         ::testing::Values(Inner::kUring, Inner::kPread), QueueName);
 
 INSTANTIATE_TEST_SUITE_P(OverEachQueue, FaultyIoQueueTest,
-                         ::testing::Values(Inner::kUring, Inner::kPread), [](const auto& info) {
-                           return std::string(info.param == Inner::kUring ? "io_uring" : "pread");
-                         });
+                         ::testing::Values(Inner::kUring, Inner::kPread), QueueName);
 
 // RINGFEED_FAULTS unset: ChunkReader::Create's queue is the plain one (nothing wrapped); set, the
 // shipped reader fails as the plan says; malformed, Create says what is wrong.

@@ -61,16 +61,6 @@ std::string FramePrefix(const std::string& path, size_t chunk, Codec codec) {
 
 bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-// `data` as one frame of `spec`.
-std::vector<uint8_t> Frame(CodecSpec spec, const std::vector<uint8_t>& data) {
-  Compressor c(spec);
-  std::vector<uint8_t> out(CompressBound(spec.codec, data.size()));
-  Result<size_t> n = c.Compress(data.data(), data.size(), out.data(), out.size());
-  EXPECT_TRUE(n.ok()) << n.status().ToString();
-  out.resize(n.ok() ? *n : 0);
-  return out;
-}
-
 // A zstd frame of `data` that declares `declared` bytes of content (256 to 65791) whatever it
 // holds: made without a content size, then given one (the header's Frame_Content_Size_flag set
 // to 2 bytes, the field inserted after the window descriptor, as RFC 8878 lays it out).
@@ -205,7 +195,8 @@ TEST_P(HostileChunk, AFrameOfAnotherSizeIsRefused) {
   const std::vector<uint8_t> data = testing::PositionalSamples(20, 1024);
   for (size_t bytes : {size_t{12288}, size_t{20480}}) {
     testing::ForgeFrame(
-        p, 4, codec(), Frame(GetParam(), std::vector<uint8_t>(data.begin(), data.begin() + bytes)));
+        p, 4, codec(),
+        testing::FrameOf(GetParam(), std::vector<uint8_t>(data.begin(), data.begin() + bytes)));
     const std::string prefix = FramePrefix(p, 4, codec());
     if (codec() == Codec::kZstd) {
       EXPECT_EQ(ReadError(p, 4), prefix + "declares " + std::to_string(bytes) +
@@ -231,7 +222,7 @@ TEST(HostileChunkBomb, AZstdFrameDeclaringItsRealSizeIsRefusedBeforeDecompressin
   TempDir t;
   const std::string p = WriteRawV2(t.File("b.rfd"));
   testing::ForgeFrame(p, 1, Codec::kZstd,
-                      Frame({Codec::kZstd, 19}, std::vector<uint8_t>(64 << 20, 0)));
+                      testing::FrameOf({Codec::kZstd, 19}, std::vector<uint8_t>(64 << 20, 0)));
   EXPECT_EQ(ReadError(p, 1),
             FramePrefix(p, 1, Codec::kZstd) + "declares 67108864 bytes, not the 4096 in the index");
 }
@@ -256,7 +247,8 @@ TEST(HostileChunkBomb, AZstdFrameDeclaringNoSizeIsRefused) {
 TEST(HostileChunkBomb, AnLz4BlockInflatingPastTheDeclaredSizeIsRefused) {
   TempDir t;
   const std::string p = WriteRawV2(t.File("b.rfd"));
-  testing::ForgeFrame(p, 1, Codec::kLz4, Frame({Codec::kLz4, 0}, std::vector<uint8_t>(512 << 10)));
+  testing::ForgeFrame(p, 1, Codec::kLz4,
+                      testing::FrameOf({Codec::kLz4, 0}, std::vector<uint8_t>(512 << 10)));
   EXPECT_EQ(ReadError(p, 1), FramePrefix(p, 1, Codec::kLz4) +
                                  "is damaged, or decompresses to more than the 4096 bytes "
                                  "declared");

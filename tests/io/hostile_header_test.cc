@@ -255,24 +255,17 @@ std::string IndexRefusalV2(const std::vector<ChunkEntry>& entries) {
   return d.status().ToString();
 }
 
-// A raw 48-byte index entry's field set by hand (EncodeIndex writes only what a writer may), the
-// index checksum recomputed.
-std::string IndexRefusalV1WithByte(size_t entry, size_t byte, uint8_t value) {
-  std::vector<uint8_t> index = EncodeIndex(ValidEntries(), 1);
-  index[entry * kIndexEntryBytes + byte] = value;
-  const uint64_t sum = Checksum(index.data(), 4 * kIndexEntryBytes);
-  std::memcpy(index.data() + 4 * kIndexEntryBytes, &sum, 8);
-  auto d = DecodeIndex(ValidHeader(), index.data(), index.size(), "x.rfd");
-  return d.ok() ? "accepted" : d.status().ToString();
-}
-
-// The same for a 64-byte version 2 entry.
-std::string IndexRefusalV2WithByte(size_t entry, size_t byte, uint8_t value) {
-  std::vector<uint8_t> index = EncodeIndex(ValidEntriesV2(), 2);
-  index[entry * kIndexEntryBytesV2 + byte] = value;
-  const uint64_t sum = Checksum(index.data(), 4 * kIndexEntryBytesV2);
-  std::memcpy(index.data() + 4 * kIndexEntryBytesV2, &sum, 8);
-  auto d = DecodeIndex(ValidHeaderV2(), index.data(), index.size(), "x.rfd");
+// An index entry's byte set by hand (EncodeIndex writes only what a writer may) in the valid
+// index of `version` (48-byte entries, or 64-byte ones), the index checksum recomputed.
+std::string IndexRefusalWithByte(uint32_t version, size_t entry, size_t byte, uint8_t value) {
+  const size_t entry_bytes = IndexEntryBytes(version);
+  std::vector<uint8_t> index =
+      EncodeIndex(version < 2 ? ValidEntries() : ValidEntriesV2(), version);
+  index[entry * entry_bytes + byte] = value;
+  const uint64_t sum = Checksum(index.data(), 4 * entry_bytes);
+  std::memcpy(index.data() + 4 * entry_bytes, &sum, 8);
+  auto d = DecodeIndex(version < 2 ? ValidHeader() : ValidHeaderV2(), index.data(), index.size(),
+                       "x.rfd");
   return d.ok() ? "accepted" : d.status().ToString();
 }
 
@@ -368,9 +361,9 @@ TEST(HostileIndex, AnUnknownCodecIdInAnEntryIsRefusedNamingTheChunk) {
   EXPECT_EQ(IndexRefusalV2(e),
             "x.rfd: chunk 2 at byte 32896: bad chunk index entry: unknown codec id 3");
   // The codec is one byte and three zero bytes: a byte set beyond it is no codec either.
-  EXPECT_EQ(IndexRefusalV2WithByte(3, 37, 1),
+  EXPECT_EQ(IndexRefusalWithByte(2, 3, 37, 1),
             "x.rfd: chunk 3 at byte 32960: bad chunk index entry: unknown codec id 258");
-  EXPECT_EQ(IndexRefusalV2WithByte(3, 36, 0xff),
+  EXPECT_EQ(IndexRefusalWithByte(2, 3, 36, 0xff),
             "x.rfd: chunk 3 at byte 32960: bad chunk index entry: unknown codec id 255");
 }
 
@@ -435,9 +428,9 @@ TEST(HostileIndex, ADataSizeOtherThanTheSampleCountsIsRefused) {
 // Version 1's entry bytes 36 to 39 are spare and zero: version 2 keeps its codec there, so a
 // version 1 file with them set is refused rather than read as something it is not.
 TEST(HostileIndex, NonzeroSpareBytesOfAVersionOneEntryAreRefused) {
-  EXPECT_EQ(IndexRefusalV1WithByte(0, 36, 0), "accepted");
+  EXPECT_EQ(IndexRefusalWithByte(1, 0, 36, 0), "accepted");
   for (size_t byte = 36; byte < 40; ++byte) {
-    EXPECT_EQ(IndexRefusalV1WithByte(2, byte, 1),
+    EXPECT_EQ(IndexRefusalWithByte(1, 2, byte, 1),
               "x.rfd: chunk 2 at byte 32864: bad chunk index entry: spare bytes at entry byte 36 "
               "are not zero")
         << "byte " << byte;

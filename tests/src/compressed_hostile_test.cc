@@ -27,16 +27,6 @@ std::string Read(const std::string& data, const std::string& extra) {
   return ProgramPath("ringfeed") + " read " + data + " " + extra;
 }
 
-// `data` as one frame of `spec`.
-std::vector<uint8_t> Frame(CodecSpec spec, const std::vector<uint8_t>& data) {
-  Compressor c(spec);
-  std::vector<uint8_t> out(CompressBound(spec.codec, data.size()));
-  Result<size_t> n = c.Compress(data.data(), data.size(), out.data(), out.size());
-  EXPECT_TRUE(n.ok()) << n.status().ToString();
-  out.resize(n.ok() ? *n : 0);
-  return out;
-}
-
 // Runs `cmd`; expects exit 1 and, as its last line, "ringfeed: " + `error_prefix`...: the one
 // line the error makes. Returns that line.
 std::string ExpectDataError(const std::string& cmd, const std::string& error_prefix) {
@@ -101,9 +91,11 @@ TEST_P(CompressedHostile, ForgedFramesAreRefusedVerifiedOrNot) {
   const std::vector<Forgery> forgeries = {
       {"cut short", codec(), std::vector<uint8_t>(good.begin(), good.end() - 3)},
       {"the other codec's", other, good},
-      {"of 4096 bytes of data", codec(), Frame(GetParam(), std::vector<uint8_t>(4096, 7))},
+      {"of 4096 bytes of data", codec(),
+       testing::FrameOf(GetParam(), std::vector<uint8_t>(4096, 7))},
       {"a bomb", codec(),
-       Frame(GetParam(), std::vector<uint8_t>(codec() == Codec::kZstd ? 64 << 20 : 512 << 10))},
+       testing::FrameOf(GetParam(),
+                        std::vector<uint8_t>(codec() == Codec::kZstd ? 64 << 20 : 512 << 10))},
   };
   for (const Forgery& f : forgeries) {
     for (const char* verify : {"", "--no-verify"}) {
@@ -128,8 +120,8 @@ TEST(CompressedHostileBomb, ABombInARawChunksPlaceIsRefused) {
   TempDir t;
   const std::string data = MakeDataset(t, 300, {}, 2);
   for (const CodecSpec spec : {CodecSpec{Codec::kZstd, 19}, CodecSpec{Codec::kLz4, 0}}) {
-    const std::vector<uint8_t> bomb =
-        Frame(spec, std::vector<uint8_t>(spec.codec == Codec::kZstd ? 64 << 20 : 512 << 10));
+    const std::vector<uint8_t> bomb = testing::FrameOf(
+        spec, std::vector<uint8_t>(spec.codec == Codec::kZstd ? 64 << 20 : 512 << 10));
     for (const char* verify : {"", "--no-verify"}) {
       SCOPED_TRACE(std::string(CodecName(spec.codec)) + " " + verify);
       MakeDataset(t, 300, {}, 2);

@@ -70,6 +70,15 @@ void ForgeLabel(const std::string& path, size_t chunk, uint32_t i, int64_t value
   WriteAll(path, bytes);
 }
 
+std::vector<uint8_t> FrameOf(CodecSpec spec, const std::vector<uint8_t>& data) {
+  Compressor c(spec);
+  std::vector<uint8_t> out(CompressBound(spec.codec, data.size()));
+  Result<size_t> n = c.Compress(data.data(), data.size(), out.data(), out.size());
+  EXPECT_TRUE(n.ok()) << n.status().ToString();
+  out.resize(n.ok() ? *n : 0);
+  return out;
+}
+
 std::vector<uint8_t> ChunkFrame(const std::string& path, size_t chunk) {
   const std::vector<uint8_t> bytes = ReadAll(path);
   const format::Header h = HeaderOf(bytes, path);
