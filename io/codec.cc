@@ -151,7 +151,7 @@ Status Decompressor::Decompress(Codec c, const void* src, size_t n, void* dst, s
   switch (c) {
     case Codec::kNone:
       if (n != want) return sizes(Cat("stored raw, but ", Num(want), " were declared"));
-      std::memcpy(dst, src, n);
+      if (n != 0) std::memcpy(dst, src, n);  // an empty frame may come without a buffer (null)
       return Status::Ok();
     case Codec::kLz4: {
       if (n > static_cast<size_t>(INT_MAX) || want > static_cast<size_t>(INT_MAX))

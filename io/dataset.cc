@@ -237,8 +237,7 @@ Status Dataset::VerifyStored(size_t global, const void* stored) const {
   return format::VerifyChunk(c.entry, stored, shard_paths_[c.shard]);
 }
 
-Status Dataset::DecodeChunk(size_t global, const void* stored, void* data,
-                            Decompressor& d) const {
+Status Dataset::DecodeChunk(size_t global, const void* stored, void* data, Decompressor& d) const {
   const ChunkLocation& c = chunks_[global];
   RF_RETURN_IF_ERROR(format::DecodeChunkData(c.entry, stored, data, d, shard_paths_[c.shard]));
   return CheckLabels(global, data);
@@ -252,13 +251,23 @@ Status Dataset::CheckLabels(size_t global, const void* data) const {
   for (uint32_t i = 0; i < c.entry.sample_count; ++i) {
     const int64_t v = LoadLabel(header_.label_dtype, labels, i);
     if (v >= 0 && v < int64_t{header_.num_classes}) continue;
-    return std::move(
-        Status::Corruption(shard_paths_[c.shard],
-                           "label " + std::to_string(v) + " of sample " +
-                               std::to_string(c.entry.first_sample + i) + " is outside [0, " +
-                               std::to_string(header_.num_classes) + "), the header's class count")
-            .WithChunk(c.entry.index)
-            .WithOffset(c.entry.offset + labels_at + i * header_.LabelBytes()));
+    // A raw chunk's label lies at its own byte of the file. A compressed chunk's lies only in
+    // the chunk's data: the error names the chunk's offset and the label's byte in the data (the
+    // file's byte at the data's offset belongs to another chunk, or to none).
+    const uint64_t in_data = labels_at + i * header_.LabelBytes();
+    std::string what =
+        "label " + std::to_string(v) + " of sample " + std::to_string(c.entry.first_sample + i);
+    if (c.entry.compressed()) {
+      what += " (byte ";
+      what += std::to_string(in_data);
+      what += " of the chunk's data)";
+    }
+    what += " is outside [0, ";
+    what += std::to_string(header_.num_classes);
+    what += "), the header's class count";
+    return std::move(Status::Corruption(shard_paths_[c.shard], what)
+                         .WithChunk(c.entry.index)
+                         .WithOffset(c.entry.offset + (c.entry.compressed() ? 0 : in_data)));
   }
   return Status::Ok();
 }

@@ -11,9 +11,10 @@
 
 namespace rf::testing {
 
-void WriteReaderDataset(const std::string& path, uint64_t n, uint32_t shards) {
-  WritePositionalDataset(path, n,
-                         {.height = 32, .width = 32, .shards = shards, .chunk_bytes = kChunkBytes});
+void WriteReaderDataset(const std::string& path, uint64_t n, uint32_t shards, CodecSpec codec) {
+  WritePositionalDataset(
+      path, n,
+      {.height = 32, .width = 32, .shards = shards, .chunk_bytes = kChunkBytes, .codec = codec});
 }
 
 AlignedBuffers::AlignedBuffers(size_t count, size_t bytes) {
@@ -27,8 +28,31 @@ AlignedBuffers::AlignedBuffers(size_t count, size_t bytes) {
 
 void AlignedBuffers::Free::operator()(uint8_t* p) const { std::free(p); }
 
+namespace {
+
+// A compressed chunk's stored extent, as read: its checksum, then its data.
+std::string CheckCompressedChunk(const Dataset& d, uint64_t chunk, const uint8_t* stored) {
+  const auto& e = d.chunk(chunk).entry;
+  if (Status st = d.VerifyStored(chunk, stored); !st.ok()) return st.ToString();
+  std::vector<uint8_t> got(e.data_bytes), want(e.data_bytes);
+  Decompressor decompressor;
+  if (Status st = d.DecodeChunk(chunk, stored, got.data(), decompressor); !st.ok())
+    return st.ToString();
+  if (Status st = d.ReadChunk(chunk, want.data()); !st.ok()) return st.ToString();
+  if (got != want) return "chunk " + std::to_string(chunk) + " differs from its pread copy";
+  for (uint32_t j = 0; j < e.sample_count; ++j) {
+    if (SampleIndex(got.data() + j * kSampleBytes) != e.first_sample + j) {
+      return "chunk " + std::to_string(chunk) + " sample misplaced";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string CheckChunk(const Dataset& d, uint64_t chunk, const uint8_t* got) {
   const auto& e = d.chunk(chunk).entry;
+  if (e.compressed()) return CheckCompressedChunk(d, chunk, got);
   std::vector<uint8_t> want(e.stored_bytes);
   Status st = d.ReadChunk(chunk, want.data());
   if (!st.ok()) return st.ToString();
@@ -84,7 +108,7 @@ bool DirectIoWorksIn(const std::string& dir) {
 }
 
 void ChunkReaderTest::SetUp() {
-  WriteReaderDataset(dir_.File("d.rfd"), 2500, 3);
+  WriteReaderDataset(dir_.File("d.rfd"), 2500, 3, codec_);
   auto d = Dataset::Open(dir_.File("d.rfd"));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   dataset_ = std::make_unique<Dataset>(std::move(d).value());

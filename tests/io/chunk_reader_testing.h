@@ -27,8 +27,9 @@ constexpr uint32_t kSampleBytes = 32 * 32;
 constexpr uint64_t kChunkBytes = 64 << 10;  // so a chunk takes 4 reads of kReadBytes
 constexpr uint32_t kReadBytes = 16 << 10;
 
-// Writes n such samples in `shards` shards of kChunkBytes chunks to `path`.
-void WriteReaderDataset(const std::string& path, uint64_t n, uint32_t shards);
+// Writes n such samples in `shards` shards of kChunkBytes chunks to `path`, compressed with
+// `codec` (format version 2) where one is given.
+void WriteReaderDataset(const std::string& path, uint64_t n, uint32_t shards, CodecSpec codec = {});
 
 // `count` buffers of `bytes` each, 4096-aligned as O_DIRECT needs, filled with 0xee.
 class AlignedBuffers {
@@ -45,8 +46,9 @@ class AlignedBuffers {
   std::vector<iovec> iov_;
 };
 
-// Checks one chunk as read against pread's copy, its checksum and its samples' own indices.
-// Returns "" or what went wrong.
+// Checks one chunk as read against pread's copy, its checksum and its samples' own indices; a
+// compressed chunk (its stored extent, as read) against its checksum, then decompressed, its data
+// against Dataset::ReadChunk's and its samples' indices. Returns "" or what went wrong.
 std::string CheckChunk(const Dataset& d, uint64_t chunk, const uint8_t* got);
 
 // Reads every chunk once, keeping every slot busy, checking each as it lands. Returns "" or
@@ -66,7 +68,8 @@ bool DirectIoWorksIn(const std::string& dir);
 
 class ChunkReaderTest : public ::testing::Test {
  protected:
-  // 3 shards of 2500 samples at 63 a chunk: 40 chunks of 64 KiB but the last.
+  // 3 shards of 2500 samples at 63 a chunk: 40 chunks of 64 KiB but the last (of data: stored
+  // compressed with codec_, where a fixture sets one).
   void SetUp() override;
 
   // Reads of every chunk when none is cut short: a chunk of n bytes takes ceil(n / read).
@@ -78,6 +81,7 @@ class ChunkReaderTest : public ::testing::Test {
 
   static ReaderOptions Buffered(uint32_t depth = 4);
 
+  CodecSpec codec_ = {};
   TempDir dir_;
   std::unique_ptr<Dataset> dataset_;
 };

@@ -199,6 +199,66 @@ TEST(Dataset, FlippedBitInAnyChunkIsCaughtWithFileChunkAndOffset) {
   }
 }
 
+// Version 2: every codec gives back every sample and label, in the same chunks (the order's unit)
+// as the dataset written without compression.
+TEST(Dataset, CompressedRoundTripKeepsEverySampleAndLabelInTheSameChunks) {
+  TempDir t;
+  const auto plain = Dataset::Open(testing::WritePositionalDataset(
+      t.File("plain.rfd"), 3000,
+      {.channels = 2, .height = 3, .width = 5, .classes = kClasses, .chunk_bytes = 16384}));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  for (const CodecSpec codec : {CodecSpec{Codec::kNone, 0}, CodecSpec{Codec::kLz4, 0},
+                                CodecSpec{Codec::kZstd, 1}, CodecSpec{Codec::kZstd, 19}}) {
+    for (uint32_t shards : {1u, 3u}) {
+      SCOPED_TRACE(CodecText(codec) + ", " + std::to_string(shards) + " shards");
+      std::vector<std::string> files;
+      const std::string name = t.File(CodecText(codec) + "-" + std::to_string(shards) + ".rfd");
+      testing::WritePositionalDataset(name, 3000,
+                                      {.channels = 2,
+                                       .height = 3,
+                                       .width = 5,
+                                       .classes = kClasses,
+                                       .shards = shards,
+                                       .chunk_bytes = 16384,
+                                       .codec = codec,
+                                       .version = 2},
+                                      &files);
+      auto d = Dataset::Open(name);
+      ASSERT_TRUE(d.ok()) << d.status().ToString();
+      EXPECT_EQ(d->header().version, 2u);
+      EXPECT_EQ(d->header().codec, codec);
+      EXPECT_EQ(d->ChunkSampleCounts(), plain->ChunkSampleCounts());
+      EXPECT_EQ(d->data_bytes(), plain->data_bytes());
+      EXPECT_EQ(d->max_chunk_bytes(), plain->max_chunk_bytes());
+      // Every full chunk shrinks; the last (a few samples) may be stored raw.
+      EXPECT_GE(d->compressed_chunks(), codec.codec == Codec::kNone ? 0 : d->chunk_count() - 1);
+      if (codec.codec != Codec::kNone) {
+        EXPECT_LT(d->total_bytes(), plain->total_bytes());
+      }
+      ExpectEverySampleInPlace(*d);
+    }
+  }
+}
+
+TEST(Dataset, TruncationOfACompressedDatasetAtAnyOffsetIsRefused) {
+  TempDir t;
+  const std::string p = testing::WritePositionalDataset(t.File("t.rfd"), 3000,
+                                                        {.channels = 2,
+                                                         .height = 3,
+                                                         .width = 5,
+                                                         .classes = kClasses,
+                                                         .chunk_bytes = 16384,
+                                                         .codec = {Codec::kZstd, 3}});
+  const auto good = testing::ReadAll(p);
+  for (uint64_t cut = 0; cut < good.size(); cut += 509) {
+    testing::WriteAll(p, good.data(), cut);
+    auto d = Dataset::Open(p);
+    ASSERT_FALSE(d.ok()) << "truncated at " << cut;
+    EXPECT_TRUE(d.status().IsCorruption()) << d.status().ToString();
+    EXPECT_NE(d.status().ToString().find("t.rfd"), std::string::npos);
+  }
+}
+
 TEST(Dataset, CorruptedIndexIsRefused) {
   TempDir t;
   auto paths = WriteDataset(t.File("i.rfd"), 400, 1);

@@ -3,7 +3,8 @@
 // retried; a transient EIO (the destination scribbled on each time) is retried and the chunk holds
 // the file's bytes; a persistent EIO stops the reader naming file, chunk, byte offset, errno and
 // the attempts made; reordered completions and a delayed read lose nothing and change no byte.
-// Every chunk is checked against pread's copy, its checksum and its samples' own indices.
+// Every chunk is checked against pread's copy, its checksum and its samples' own indices. The same
+// on a compressed dataset (format version 2): the stored extents read, verified and decompressed.
 #include "io/faulty_io_queue.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,10 @@ namespace rf::testing {
 namespace {
 
 enum class Inner { kUring, kPread };
+
+std::string QueueName(const ::testing::TestParamInfo<Inner>& info) {
+  return info.param == Inner::kUring ? "io_uring" : "pread";
+}
 
 class FaultyIoQueueTest : public ChunkReaderTest, public ::testing::WithParamInterface<Inner> {
  protected:
@@ -153,10 +158,60 @@ TEST_P(FaultyIoQueueTest, ADelayedReadHoldsBackOnlyItsChunk) {
   EXPECT_EQ(order.back(), 1u);
 }
 
+// The same faults on a compressed dataset (format version 2, zstd): a chunk's stored extent is
+// what is read, a few KiB where its data is 64 KiB, and it must come out exactly as on disk, so
+// that it verifies and decompresses to the chunk's data (CheckChunk).
+class CompressedFaultyIoQueueTest : public FaultyIoQueueTest {
+ protected:
+  CompressedFaultyIoQueueTest() { codec_ = {Codec::kZstd, 3}; }
+};
+
+TEST_P(CompressedFaultyIoQueueTest, TheDatasetIsCompressed) {
+  EXPECT_EQ(dataset_->compressed_chunks(), dataset_->chunk_count());
+  EXPECT_LT(dataset_->max_stored_bytes(), kChunkBytes);
+  uint64_t fired = 0;
+  EXPECT_EQ(ReadAllThrough("", Buffered(), &fired), "");
+  EXPECT_EQ(fired, 0u);
+}
+
+TEST_P(CompressedFaultyIoQueueTest, ShortReadsAreContinuedAndTheFramesDecompress) {
+  uint64_t fired = 0;
+  EXPECT_EQ(ReadAllThrough("read:short=100@chunk=3;read:short=1@chunk=5,times=3;"
+                           "read:short=512@chunk=9,attempt=2;read:short=4000@times=always",
+                           Buffered(), &fired),
+            "");
+  EXPECT_GE(fired, 5u);
+}
+
+TEST_P(CompressedFaultyIoQueueTest, EAgainEIntrAndTransientEioAreRetriedAndTheFramesDecompress) {
+  uint64_t fired = 0;
+  EXPECT_EQ(ReadAllThrough("read:eagain@chunk=2,times=5;read:eintr@chunk=11,times=3;"
+                           "read:eio@chunk=4,times=3;read:eio@chunk=30,times=2",
+                           WholeChunkReads(), &fired),
+            "");
+  EXPECT_EQ(fired, 13u);
+}
+
+TEST_P(CompressedFaultyIoQueueTest, PersistentEioStopsNamingFileChunkOffsetAndAttempts) {
+  uint64_t fired = 0;
+  const auto& c6 = dataset_->chunk(6);
+  EXPECT_EQ(ReadAllThrough("read:eio@chunk=6,times=always", WholeChunkReads(), &fired),
+            dataset_->shard_path(c6.shard) + ": chunk 6 at byte " +
+                std::to_string(c6.entry.offset) +
+                ": read failed after 4 attempts: Input/output error (errno 5)");
+  EXPECT_EQ(fired, 4u);
+}
+
+TEST_P(CompressedFaultyIoQueueTest, ReorderedAndDelayedCompletionsLoseNothing) {
+  uint64_t fired = 0;
+  EXPECT_EQ(ReadAllThrough("read:delay=50ms@chunk=1;read:reorder", Buffered(), &fired), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(OverEachQueue, CompressedFaultyIoQueueTest,
+                         ::testing::Values(Inner::kUring, Inner::kPread), QueueName);
+
 INSTANTIATE_TEST_SUITE_P(OverEachQueue, FaultyIoQueueTest,
-                         ::testing::Values(Inner::kUring, Inner::kPread), [](const auto& info) {
-                           return std::string(info.param == Inner::kUring ? "io_uring" : "pread");
-                         });
+                         ::testing::Values(Inner::kUring, Inner::kPread), QueueName);
 
 // RINGFEED_FAULTS unset: ChunkReader::Create's queue is the plain one (nothing wrapped); set, the
 // shipped reader fails as the plan says; malformed, Create says what is wrong.

@@ -154,5 +154,79 @@ TEST(HostileDataset, ANegativeInt32LabelIsRefused) {
       << st.ToString();
 }
 
+// Version 2: 400 positional samples of 1x32x32 in chunks of 16 KiB (15 samples), zstd.
+std::string WriteCompressed(const std::string& path) {
+  return testing::WritePositionalDataset(
+      path, 400,
+      {.channels = 1, .height = 32, .width = 32, .chunk_bytes = 16384, .codec = {Codec::kZstd, 3}});
+}
+
+// The format bounds a compressed chunk's data, and a header naming larger chunks is refused
+// before the index is read or a buffer sized.
+TEST(HostileDataset, AVersionTwoChunkPastTheFormatsBoundIsRefusedBeforeTheIndexIsRead) {
+  TempDir t;
+  const std::string p = WriteCompressed(t.File("b.rfd"));
+  testing::ForgeHeader(p, [](format::Header* h) {
+    h->chunk_samples = 1u << 20;  // 1 GiB of samples and 1 MiB of labels
+    h->total_chunks = 1;
+  });
+  EXPECT_EQ(OpenError(p), p + ": at byte 72: bad header: chunks of 1048576 samples of 1024 bytes "
+                              "are 1074790400 bytes, more than the format's 1073741824");
+}
+
+// A forged entry of a version 2 index (64-byte entries), refused naming the chunk and its entry.
+TEST(HostileDataset, AForgedVersionTwoEntryIsRefusedNamingFileChunkAndEntry) {
+  TempDir t;
+  const std::string p = WriteCompressed(t.File("e.rfd"));
+  auto d = Dataset::Open(p);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const uint64_t entry5 = d->header().index_offset + 5 * format::kIndexEntryBytesV2;
+  testing::ForgeIndex(p, [](std::vector<format::ChunkEntry>* e) {
+    (*e)[5].data_bytes = uint64_t{1} << 40;  // a bomb's declaration
+  });
+  EXPECT_EQ(OpenError(p), p + ": chunk 5 at byte " + std::to_string(entry5) +
+                              ": bad chunk index entry: data size 1099511627776 does not match "
+                              "its 15 samples (16384 bytes)");
+  WriteCompressed(p);
+  testing::ForgeIndex(
+      p, [](std::vector<format::ChunkEntry>* e) { (*e)[5].codec = static_cast<Codec>(7); });
+  EXPECT_EQ(OpenError(p), p + ": chunk 5 at byte " + std::to_string(entry5) +
+                              ": bad chunk index entry: unknown codec id 7");
+  WriteCompressed(p);
+  testing::ForgeIndex(p, [](std::vector<format::ChunkEntry>* e) { (*e)[5].frame_bytes += 4096; });
+  EXPECT_NE(OpenError(p).find(p + ": chunk 5 at byte " + std::to_string(entry5) +
+                              ": bad chunk index entry: zstd frame of "),
+            std::string::npos);
+}
+
+// A label beyond the class count inside a compressed chunk (decompressed, changed, compressed
+// again, the checksum recomputed): refused naming the chunk, at the chunk's offset (the label
+// lies at no byte of the file: only in the chunk's data, whose byte the message gives).
+TEST(HostileDataset, ALabelOutsideTheClassCountInACompressedChunkIsRefusedNamingItsDataByte) {
+  TempDir t;
+  const std::string p = WriteCompressed(t.File("l.rfd"));
+  auto d = Dataset::Open(p);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const format::ChunkEntry e = d->chunk(3).entry;
+  ASSERT_TRUE(e.compressed());
+  std::vector<uint8_t> data(e.data_bytes);
+  ASSERT_TRUE(d->ReadChunk(3, data.data()).ok());
+  data[d->LabelsOffset(3) + 4] = 200;
+  Compressor c({Codec::kZstd, 3});
+  std::vector<uint8_t> frame(CompressBound(Codec::kZstd, data.size()));
+  auto n = c.Compress(data.data(), data.size(), frame.data(), frame.size());
+  ASSERT_TRUE(n.ok());
+  frame.resize(*n);
+  testing::ForgeFrame(p, 3, Codec::kZstd, frame);
+  d = Dataset::Open(p);  // the forged index
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const Status st = d->ReadChunk(3, data.data());
+  EXPECT_EQ(st.ToString(), p + ": chunk 3 at byte " + std::to_string(e.offset) +
+                               ": label 200 of sample 49 (byte " +
+                               std::to_string(d->LabelsOffset(3) + 4) +
+                               " of the chunk's data) is outside [0, 10), the header's class "
+                               "count");
+}
+
 }  // namespace
 }  // namespace rf

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "io/checksum.h"
 #include "io/format.h"
 
 namespace rf::format {
@@ -224,6 +225,216 @@ TEST(HostileIndex, SampleCountsAndNumbersOutOfSequenceAreRefused) {
   e = ValidEntries();
   e[2].index = ~uint64_t{0};
   EXPECT_NE(IndexRefusal(e), "accepted");
+}
+
+// Version 2: the same dataset with 64-byte entries (the index at 8 x 4096: entry i at
+// 32768 + 64 i), every chunk's data 4096 bytes; chunk 1 raw, the others compressed.
+Header ValidHeaderV2() {
+  Header h = ValidHeader();
+  h.version = 2;
+  h.codec = {Codec::kZstd, 3};
+  h.file_size = h.index_offset + IndexStoredBytes(4, 2);
+  return h;
+}
+
+std::vector<ChunkEntry> ValidEntriesV2() {
+  std::vector<ChunkEntry> e = ValidEntries();
+  for (ChunkEntry& x : e) {
+    x.data_bytes = kAlign;
+    x.codec = x.index == 1 ? Codec::kNone : Codec::kZstd;
+    x.frame_bytes = x.index == 1 ? kAlign : 900;
+  }
+  return e;
+}
+
+std::string IndexRefusalV2(const std::vector<ChunkEntry>& entries) {
+  const std::vector<uint8_t> index = EncodeIndex(entries, 2);
+  auto d = DecodeIndex(ValidHeaderV2(), index.data(), index.size(), "x.rfd");
+  if (d.ok()) return "accepted";
+  EXPECT_TRUE(d.status().IsCorruption());
+  return d.status().ToString();
+}
+
+// An index entry's byte set by hand (EncodeIndex writes only what a writer may) in the valid
+// index of `version` (48-byte entries, or 64-byte ones), the index checksum recomputed.
+std::string IndexRefusalWithByte(uint32_t version, size_t entry, size_t byte, uint8_t value) {
+  const size_t entry_bytes = IndexEntryBytes(version);
+  std::vector<uint8_t> index =
+      EncodeIndex(version < 2 ? ValidEntries() : ValidEntriesV2(), version);
+  index[entry * entry_bytes + byte] = value;
+  const uint64_t sum = Checksum(index.data(), 4 * entry_bytes);
+  std::memcpy(index.data() + 4 * entry_bytes, &sum, 8);
+  auto d = DecodeIndex(version < 2 ? ValidHeader() : ValidHeaderV2(), index.data(), index.size(),
+                       "x.rfd");
+  return d.ok() ? "accepted" : d.status().ToString();
+}
+
+// Sets a version 2 header's field (u32 or i32 at `offset`) by hand and recomputes the checksum.
+std::string RefusalV2WithField(size_t offset, uint32_t value) {
+  uint8_t buf[kHeaderBytes];
+  EncodeHeader(ValidHeaderV2(), buf);
+  std::memcpy(buf + offset, &value, 4);
+  const uint64_t sum = Checksum(buf, kHeaderBytes - 8);
+  std::memcpy(buf + kHeaderBytes - 8, &sum, 8);
+  auto d = DecodeHeader(buf, sizeof buf, "x.rfd");
+  return d.ok() ? "accepted" : d.status().ToString();
+}
+
+TEST(HostileHeader, TheValidVersionTwoOnesAreAccepted) {
+  EXPECT_EQ(Refusal(ValidHeaderV2()), "accepted");
+  EXPECT_EQ(IndexRefusalV2(ValidEntriesV2()), "accepted");
+}
+
+TEST(HostileHeader, AnUnknownCodecIdIsRefusedAtByte660) {
+  EXPECT_EQ(RefusalV2WithField(660, 3), "x.rfd: at byte 660: bad header: unknown codec id 3");
+  EXPECT_EQ(RefusalV2WithField(660, 0xffffffffu),
+            "x.rfd: at byte 660: bad header: unknown codec id 4294967295");
+}
+
+TEST(HostileHeader, AZstdLevelOutsideItsRangeOrALevelForAnotherCodecIsRefusedAtByte664) {
+  EXPECT_EQ(RefusalV2WithField(664, 0), "x.rfd: at byte 664: bad header: codec level 0 for zstd");
+  EXPECT_EQ(RefusalV2WithField(664, static_cast<uint32_t>(MaxZstdLevel() + 1)),
+            "x.rfd: at byte 664: bad header: codec level " + std::to_string(MaxZstdLevel() + 1) +
+                " for zstd");
+  EXPECT_EQ(RefusalV2WithField(664, static_cast<uint32_t>(-1)),
+            "x.rfd: at byte 664: bad header: codec level -1 for zstd");
+  EXPECT_EQ(RefusalV2WithField(664, 22), "accepted");
+  Header h = ValidHeaderV2();
+  h.codec = {Codec::kLz4, 1};
+  EXPECT_EQ(Refusal(h), "x.rfd: at byte 664: bad header: codec level 1 for lz4");
+  h.codec = {Codec::kNone, 3};
+  EXPECT_EQ(Refusal(h), "x.rfd: at byte 664: bad header: codec level 3 for none");
+}
+
+TEST(HostileHeader, AnUnknownRecordKindIsRefusedAtByte668) {
+  EXPECT_EQ(RefusalV2WithField(668, 1),
+            "x.rfd: at byte 668: bad header: unknown record kind 1 (this build reads tensor "
+            "records)");
+  EXPECT_EQ(RefusalV2WithField(668, 0x80000000u),
+            "x.rfd: at byte 668: bad header: unknown record kind 2147483648 (this build reads "
+            "tensor records)");
+}
+
+// A compressed chunk's data is not bounded by its file: the format bounds it, and a header whose
+// chunk_samples name a larger chunk is refused before any reader sizes a slot from it. Version 1
+// chunks are bounded by their file (the index's stored sizes): the same header is accepted.
+TEST(HostileHeader, AVersionTwoChunkLargerThanTheFormatsBoundIsRefused) {
+  Header h = ValidHeaderV2();
+  // 60-byte samples: 17895698 of them are 1073741880 bytes, so the samples alone pass 2^30.
+  h.chunk_samples = 17895698;
+  h.total_samples = h.shard_samples = 4 * uint64_t{h.chunk_samples};
+  EXPECT_EQ(Refusal(h),
+            "x.rfd: at byte 72: bad header: chunks of 17895698 samples of 60 bytes are "
+            "1091641344 bytes, more than the format's 1073741824");
+  h.chunk_samples = 17825792;  // 1069547520 bytes of samples, 1087373312 in all
+  h.total_samples = h.shard_samples = 4 * uint64_t{h.chunk_samples};
+  EXPECT_NE(Refusal(h), "accepted");
+  h.chunk_samples = 17623000;  // 1057380000 + 17623000 labels: past 2^30 by their labels
+  h.total_samples = h.shard_samples = 4 * uint64_t{h.chunk_samples};
+  EXPECT_NE(Refusal(h), "accepted");
+  h.chunk_samples = 17000000;  // 1020000000 + 17000000: 1037000704 stored, within the bound
+  h.total_samples = h.shard_samples = 4 * uint64_t{h.chunk_samples};
+  EXPECT_EQ(Refusal(h), "accepted");
+  h.version = 1;
+  h.chunk_samples = 17895698;
+  h.total_samples = h.shard_samples = 4 * uint64_t{h.chunk_samples};
+  h.file_size = h.index_offset + IndexStoredBytes(4, 1);
+  EXPECT_EQ(Refusal(h), "accepted");
+  // One sample larger than the bound: a chunk of one is allowed (it is the sample's own).
+  h = ValidHeaderV2();
+  h.channels = 1;
+  h.height = h.width = 40000;  // 1.6 GB
+  h.chunk_samples = 1;
+  h.total_samples = h.shard_samples = h.total_chunks = h.shard_chunks = 4;
+  EXPECT_EQ(Refusal(h), "accepted");
+  h.chunk_samples = 2;
+  h.total_chunks = h.shard_chunks = 2;
+  h.file_size = h.index_offset + IndexStoredBytes(2, 2);
+  EXPECT_EQ(Refusal(h),
+            "x.rfd: at byte 72: bad header: chunks of 2 samples of 1600000000 bytes are "
+            "3200004096 bytes, more than the format's 1600004096");
+}
+
+TEST(HostileIndex, AnUnknownCodecIdInAnEntryIsRefusedNamingTheChunk) {
+  std::vector<ChunkEntry> e = ValidEntriesV2();
+  e[2].codec = static_cast<Codec>(3);
+  EXPECT_EQ(IndexRefusalV2(e),
+            "x.rfd: chunk 2 at byte 32896: bad chunk index entry: unknown codec id 3");
+  // The codec is one byte and three zero bytes: a byte set beyond it is no codec either.
+  EXPECT_EQ(IndexRefusalWithByte(2, 3, 37, 1),
+            "x.rfd: chunk 3 at byte 32960: bad chunk index entry: unknown codec id 258");
+  EXPECT_EQ(IndexRefusalWithByte(2, 3, 36, 0xff),
+            "x.rfd: chunk 3 at byte 32960: bad chunk index entry: unknown codec id 255");
+}
+
+TEST(HostileIndex, ARawChunkWhoseFrameDataAndStoredSizesDifferIsRefused) {
+  const std::string why =
+      "bad chunk index entry: a raw chunk's frame, data and stored sizes differ";
+  std::vector<ChunkEntry> e = ValidEntriesV2();
+  e[1].frame_bytes = 100;
+  EXPECT_EQ(IndexRefusalV2(e), "x.rfd: chunk 1 at byte 32832: " + why);
+  e = ValidEntriesV2();
+  e[1].stored_bytes = 2 * kAlign;
+  EXPECT_EQ(IndexRefusalV2(e), "x.rfd: chunk 1 at byte 32832: " + why);
+  e = ValidEntriesV2();
+  e[1].frame_bytes = e[1].stored_bytes = ~uint64_t{0};
+  EXPECT_EQ(IndexRefusalV2(e), "x.rfd: chunk 1 at byte 32832: " + why);
+}
+
+TEST(HostileIndex, ACompressedFrameThatDoesNotFitItsStoredExtentIsRefused) {
+  std::vector<ChunkEntry> e = ValidEntriesV2();
+  e[0].frame_bytes = kAlign + 1;  // larger than its stored extent
+  EXPECT_EQ(IndexRefusalV2(e),
+            "x.rfd: chunk 0 at byte 32768: bad chunk index entry: zstd frame of 4097 bytes in a "
+            "stored extent of 4096");
+  e[0].frame_bytes = ~uint64_t{0};
+  EXPECT_NE(IndexRefusalV2(e), "accepted");
+  e[0].frame_bytes = 0;
+  EXPECT_EQ(IndexRefusalV2(e),
+            "x.rfd: chunk 0 at byte 32768: bad chunk index entry: zstd frame of 0 bytes in a "
+            "stored extent of 4096");
+  // A stored extent other than the frame rounded up to 4096: a block of padding too many.
+  e = ValidEntriesV2();
+  e[2].stored_bytes = 2 * kAlign;
+  EXPECT_EQ(IndexRefusalV2(e),
+            "x.rfd: chunk 2 at byte 32896: bad chunk index entry: zstd frame of 900 bytes in a "
+            "stored extent of 8192");
+  e = ValidEntriesV2();
+  e[3].codec = Codec::kLz4;
+  e[3].stored_bytes = 0;
+  EXPECT_EQ(IndexRefusalV2(e),
+            "x.rfd: chunk 3 at byte 32960: bad chunk index entry: lz4 frame of 900 bytes in a "
+            "stored extent of 0");
+}
+
+TEST(HostileIndex, ADataSizeOtherThanTheSampleCountsIsRefused) {
+  std::vector<ChunkEntry> e = ValidEntriesV2();
+  e[2].data_bytes = 2 * kAlign;
+  EXPECT_EQ(IndexRefusalV2(e),
+            "x.rfd: chunk 2 at byte 32896: bad chunk index entry: data size 8192 does not match "
+            "its 30 samples (4096 bytes)");
+  // The decompression bomb's declaration: far more data than the samples hold.
+  e[2].data_bytes = uint64_t{1} << 40;
+  EXPECT_EQ(IndexRefusalV2(e),
+            "x.rfd: chunk 2 at byte 32896: bad chunk index entry: data size 1099511627776 does "
+            "not match its 30 samples (4096 bytes)");
+  e = ValidEntriesV2();
+  e[1].data_bytes = e[1].frame_bytes = e[1].stored_bytes = 2 * kAlign;  // raw, consistently
+  EXPECT_EQ(IndexRefusalV2(e),
+            "x.rfd: chunk 1 at byte 32832: bad chunk index entry: data size 8192 does not match "
+            "its 30 samples (4096 bytes)");
+}
+
+// Version 1's entry bytes 36 to 39 are spare and zero: version 2 keeps its codec there, so a
+// version 1 file with them set is refused rather than read as something it is not.
+TEST(HostileIndex, NonzeroSpareBytesOfAVersionOneEntryAreRefused) {
+  EXPECT_EQ(IndexRefusalWithByte(1, 0, 36, 0), "accepted");
+  for (size_t byte = 36; byte < 40; ++byte) {
+    EXPECT_EQ(IndexRefusalWithByte(1, 2, byte, 1),
+              "x.rfd: chunk 2 at byte 32864: bad chunk index entry: spare bytes at entry byte 36 "
+              "are not zero")
+        << "byte " << byte;
+  }
 }
 
 }  // namespace

@@ -37,6 +37,16 @@ inline std::string MakeDataset(const TempDir& t, uint32_t samples = 300, WriterO
   return t.File(name);
 }
 
+// The same, stored with `codec` where that saves a block (format version 2 with a codec or
+// `version` 2; version 1 otherwise).
+inline std::string MakeDataset(const TempDir& t, uint32_t samples, CodecSpec codec,
+                               uint32_t version = 0) {
+  WriterOptions o;
+  o.codec = codec;
+  o.version = version;
+  return MakeDataset(t, samples, o);
+}
+
 inline std::string Train(const std::string& data, const std::string& extra) {
   return ProgramPath("ringfeed") + " train --data " + data +
          " --device cpu --batch-size 32 --conv 4,8 --hidden 16 --seed 9 " + extra;

@@ -148,5 +148,78 @@ TEST(ReadFaults, PersistentEioStopsTheReadCommandNamingTheChunk) {
       << out;
 }
 
+// Compressed chunks (format version 2) under the same faults: the stored extents are read into the
+// chunk stage's buffers and decompressed there. The faults the reader gets past change nothing:
+// the model is bit-identical to one trained on the uncompressed dataset without faults (a
+// dataset's epochs do not depend on its codec; the checkpoints differ only in the datasets' ids).
+TEST(TrainFaults, CompressedDataUnderFaultsTrainsAsTheRawDataDoes) {
+  TempDir raw, packed;
+  const std::string plain = MakeDataset(raw);
+  const std::string zstd = MakeDataset(packed, 300, {Codec::kZstd, 3});
+  auto d = Dataset::Open(zstd);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_GE(d->compressed_chunks(), 4u);
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(plain, kFlags + " --checkpoint " + raw.File("a")), &out), 0) << out;
+  auto a = ReadCheckpoint(raw.File("a"));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  for (const std::string threads : {"1", "4"}) {
+    SCOPED_TRACE("--decode-threads " + threads);
+    const std::string ck = packed.File("b" + threads);
+    ASSERT_EQ(
+        RunCommand("RINGFEED_FAULTS='read:eio@chunk=1,times=3;read:short=4096@chunk=5;"
+                   "read:eintr@chunk=3,times=2;read:eagain@chunk=4,times=2;"
+                   "read:delay=50ms@chunk=0;read:reorder' " +
+                       Train(zstd, kFlags + " --decode-threads " + threads + " --checkpoint " + ck),
+                   &out),
+        0)
+        << out;
+    auto b = ReadCheckpoint(ck);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_EQ(b->step, a->step);
+    EXPECT_TRUE(testing::BitIdentical(a->params, b->params));
+    EXPECT_TRUE(testing::BitIdentical(a->momentum, b->momentum));
+  }
+}
+
+TEST(TrainFaults, PersistentEioOnACompressedChunkStopsNamingFileChunkAndOffset) {
+  TempDir t;
+  const std::string data = MakeDataset(t, 300, {Codec::kLz4, 0});
+  auto d = Dataset::Open(data);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(d->chunk(4).entry.compressed());
+  std::string out;
+  EXPECT_EQ(
+      RunCommand("RINGFEED_FAULTS='read:eio@chunk=4,times=always' " + Train(data, kFlags), &out), 1)
+      << out;
+  EXPECT_NE(out.find("\nringfeed: " + data + ": chunk 4 at byte " +
+                     std::to_string(d->chunk(4).entry.offset) +
+                     ": read failed after 4 attempts: Input/output error (errno 5)\n"),
+            std::string::npos)
+      << out;
+}
+
+TEST(ReadFaults, FaultsOnACompressedDatasetAreGotPastOrNamed) {
+  TempDir t;
+  const std::string data = MakeDataset(t, 300, {Codec::kZstd, 1});
+  auto d = Dataset::Open(data);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(d->chunk(3).entry.compressed());
+  const std::string read = ProgramPath("ringfeed") + " read " + data + " --decode-threads 3";
+  std::string out;
+  EXPECT_EQ(RunCommand("RINGFEED_FAULTS='read:eio@chunk=3,times=3;read:eintr@chunk=1;"
+                       "read:reorder' " +
+                           read,
+                       &out),
+            0)
+      << out;
+  EXPECT_EQ(RunCommand("RINGFEED_FAULTS='read:eio@chunk=3,times=always' " + read, &out), 1) << out;
+  EXPECT_NE(out.find("ringfeed: " + data + ": chunk 3 at byte " +
+                     std::to_string(d->chunk(3).entry.offset) +
+                     ": read failed after 4 attempts: Input/output error (errno 5)\n"),
+            std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace rf

@@ -26,4 +26,17 @@ void ForgeIndex(const std::string& path,
 // `value` in the file's label dtype, and recomputes that chunk's checksum in the index.
 void ForgeLabel(const std::string& path, size_t chunk, uint32_t i, int64_t value);
 
+// The codec frame of chunk `chunk` (the file's chunk, in index order): the first frame_bytes of
+// its stored extent (the whole extent for a raw chunk).
+std::vector<uint8_t> ChunkFrame(const std::string& path, size_t chunk);
+// `data` compressed into one frame of `spec` (what a forger puts in a chunk's place).
+std::vector<uint8_t> FrameOf(CodecSpec spec, const std::vector<uint8_t>& data);
+// Puts `frame` in chunk `chunk`'s place as a frame of `codec`, as a forger would: the stored
+// extent becomes the frame zero-padded to 4096 (it must fit where the chunk was: the extent may
+// shrink, never grow), and the entry's codec, frame and stored sizes and checksum follow it. The
+// entry's data size is left as it was, so the frame must inflate to it (or be refused for not
+// doing so). The file's format version must be 2.
+void ForgeFrame(const std::string& path, size_t chunk, Codec codec,
+                const std::vector<uint8_t>& frame);
+
 }  // namespace rf::testing

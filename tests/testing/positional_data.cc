@@ -45,6 +45,8 @@ std::string WritePositionalDataset(const std::string& path, uint64_t n,
   WriterOptions wo;
   wo.shards = o.shards;
   wo.chunk_bytes = o.chunk_bytes;
+  wo.codec = o.codec;
+  wo.version = o.version;
   auto w = DatasetWriter::Create(path, spec, wo);
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   if (!w.ok()) return path;

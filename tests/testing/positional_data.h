@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "io/codec.h"
 
 namespace rf::testing {
 
@@ -48,6 +49,8 @@ struct PositionalDatasetOptions {
   DType label_dtype = DType::kUInt8;  // uint8, uint16 or int32
   uint32_t shards = 1;
   uint64_t chunk_bytes = 8192;
+  CodecSpec codec = {};  // where it saves a 4096-byte block, a chunk is stored compressed
+  uint32_t version = 0;  // the format version written (WriterOptions::version)
 };
 
 // Writes n positional samples to `path` and returns `path`; `files`, where given, gets the files

@@ -1,9 +1,11 @@
 // Dataset::Open on forged files, one dataset or its shards: the fuzzer's bytes edit the header
-// and index fields of a valid dataset's files (or replace a file whole: the raw mode), can swap
-// or drop shard files, and the harness recomputes the checksums it is asked to (chunks, index,
-// header), so the forgery reaches the checks behind them. An opened dataset is then read whole,
-// as `ringfeed-convert verify` reads it. What opens must describe chunks that lie inside their
-// files; nothing may be allocated from a size the files do not hold (run.sh's -malloc_limit_mb).
+// and index fields of a valid dataset's files (versions 1 and 2) and the codec frames of its
+// chunks (or replace a file whole: the raw mode), can swap or drop shard files, and the harness
+// recomputes the checksums it is asked to (chunks, index, header), so the forgery reaches the
+// checks behind them and the decompression. An opened dataset is then read whole, as
+// `ringfeed-convert verify` reads it. What opens must describe chunks that lie inside their
+// files, with data the format bounds; nothing may be allocated from a size the files or the
+// format do not bound (run.sh's -malloc_limit_mb).
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -17,22 +19,37 @@
 using namespace rf;
 using namespace rf::fuzz;
 
+// Chunks whose data is larger are not read: a version 2 header may declare chunks of up to
+// format::MaxChunkDataBytes (1 GiB) in a file of a few KiB (a compressed chunk's file does not
+// bound its data; the format does, and the header check enforces it), and run.sh's
+// -malloc_limit_mb stops any single allocation above 256 MiB.
+constexpr uint64_t kMaxReadBytes = uint64_t{64} << 20;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
+  // mode: 0x80 raw; else 0x01 edit the codec frames, 0x02 edit them again after the fields,
+  // 0x04 / 0x08 / 0x10 leave the chunk / index / header checksums as the edits left them; 0x20
+  // swap two shards' names, 0x40 drop the last shard.
   const uint8_t mode = in.ConsumeIntegral<uint8_t>();
   const std::vector<DatasetFiles>& sets = ValidDatasets();
-  const DatasetFiles& set = sets[mode % sets.size()];
+  const DatasetFiles& set = sets[in.ConsumeIntegralInRange<size_t>(0, sets.size() - 1)];
   std::vector<std::vector<uint8_t>> files = set.bytes;
   std::vector<std::string> names = set.names;
   const bool by_base = in.ConsumeBool();
   if (mode & 0x80) {
     files[0] = in.ConsumeRemainingBytes<uint8_t>();  // raw: a file of the fuzzer's bytes
   } else {
+    if (mode & 0x01) {
+      EditFrames(in, 4, &files[in.ConsumeIntegralInRange<size_t>(0, files.size() - 1)]);
+    }
     for (int round = 0; round < 3 && in.remaining_bytes() > 0; ++round) {
       std::vector<uint8_t>& f = files[in.ConsumeIntegralInRange<size_t>(0, files.size() - 1)];
       std::vector<Field> fields = HeaderFields();
       for (const Field& x : IndexFields(f)) fields.push_back(x);
       ApplyEdits(in, fields, 4, &f);
+    }
+    if (mode & 0x02) {
+      EditFrames(in, 4, &files[in.ConsumeIntegralInRange<size_t>(0, files.size() - 1)]);
     }
     for (std::vector<uint8_t>& f : files) {
       if ((mode & 0x04) == 0) FixChunkChecksums(&f);
@@ -57,22 +74,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t largest_file = 0, samples = 0;
   for (size_t s = 0; s < d->shard_count(); ++s)
     largest_file = std::max(largest_file, d->shard_bytes(s));
-  RF_FUZZ_CHECK(d->max_chunk_bytes() <= largest_file);
+  // What a ring slot is sized from: a version 1 chunk's file holds it; a version 2 chunk's data
+  // is bounded by the format.
+  RF_FUZZ_CHECK(d->max_stored_bytes() <= largest_file);
+  RF_FUZZ_CHECK(d->max_chunk_bytes() <=
+                (h.version < 2 ? largest_file : format::MaxChunkDataBytes(h)));
   for (size_t g = 0; g < d->chunk_count(); ++g) {
     const ChunkLocation& c = d->chunk(g);
     RF_FUZZ_CHECK(c.entry.index == g && c.entry.first_sample == samples);
     RF_FUZZ_CHECK(c.entry.offset <= d->shard_bytes(c.shard) &&
                   c.entry.stored_bytes <= d->shard_bytes(c.shard) - c.entry.offset);
+    RF_FUZZ_CHECK(c.entry.frame_bytes <= c.entry.stored_bytes);
     samples += c.entry.sample_count;
   }
   RF_FUZZ_CHECK(samples == h.total_samples);
-  // Read it whole, as verify does: every chunk that passes has every label in range.
-  std::vector<uint8_t> buf(d->max_chunk_bytes());
+  // Read it whole, as verify does, each chunk into a buffer of exactly its data (so ASan sees a
+  // write past it): every chunk that passes has every label in range.
   for (size_t g = 0; g < d->chunk_count(); ++g) {
+    const format::ChunkEntry& e = d->chunk(g).entry;
+    if (e.data_bytes > kMaxReadBytes) continue;
+    std::vector<uint8_t> buf(e.data_bytes);
     if (!d->ReadChunk(g, buf.data()).ok()) continue;
-    RF_FUZZ_CHECK(d->LabelsOffset(g) + uint64_t{d->chunk(g).entry.sample_count} * h.LabelBytes() <=
-                  d->chunk(g).entry.stored_bytes);
-    for (uint32_t i = 0; h.HasLabels() && i < d->chunk(g).entry.sample_count; ++i) {
+    RF_FUZZ_CHECK(d->LabelsOffset(g) + uint64_t{e.sample_count} * h.LabelBytes() <= e.data_bytes);
+    for (uint32_t i = 0; h.HasLabels() && i < e.sample_count; ++i) {
       const int64_t label = d->Label(g, buf.data(), i);
       RF_FUZZ_CHECK(label >= 0 && label < int64_t{h.num_classes});
     }

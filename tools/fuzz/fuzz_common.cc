@@ -48,12 +48,14 @@ constexpr uint64_t kEdgeValues[] = {0,
                                     ~uint64_t{0}};
 
 DatasetFiles WriteValid(const std::string& name, const DatasetSpec& spec, uint32_t shards,
-                        uint64_t samples) {
+                        uint64_t samples, CodecSpec codec = {}, uint64_t chunk_bytes = 4096) {
   const std::string base = ScratchDir() + "/" + name;
   WriterOptions o;
   o.shards = shards;
-  o.chunk_bytes = 4096;
-  o.dataset_id = 0x5eed0000 + samples;
+  o.chunk_bytes = chunk_bytes;
+  o.codec = codec;
+  o.threads = 1;
+  o.dataset_id = 0x5eed0000 + samples + (static_cast<uint64_t>(codec.codec) << 16);
   auto w = DatasetWriter::Create(base, spec, o);
   RF_FUZZ_CHECK(w.ok());
   format::Header view;
@@ -127,6 +129,8 @@ const std::vector<Field>& HeaderFields() {
         {"mean[2]", 136, 4},      {"std[2]", 392, 4},       {"ndim", 640, 4},
         {"dims[0]", 644, 4},      {"dims[1]", 648, 4},      {"dims[2]", 652, 4},
         {"dims[3]", 656, 4},
+        // Version 2.
+        {"codec", 660, 4},        {"codec_level", 664, 4},  {"record_kind", 668, 4},
     };
     // The table against the encoder: a header of distinct values puts each where it says.
     format::Header h;
@@ -144,16 +148,18 @@ const std::vector<Field>& HeaderFields() {
     h.channels = 3;
     h.height = 0xcc;
     h.width = 0xdd;
+    h.version = 2;
+    h.codec = {Codec::kZstd, 0x11};
     std::vector<uint8_t> b(format::kHeaderBytes);
     format::EncodeHeader(h, b.data());
     const uint64_t want[] = {h.dataset_id,    h.shard_index,  h.shard_count,   h.num_classes,
                              h.total_samples, h.total_chunks, h.chunk_samples, h.shard_chunks,
                              h.shard_samples, h.index_offset, h.file_size,     h.height,
-                             h.width};
+                             h.width,         h.version,      2,               0x11};
     const char* names[] = {"dataset_id",    "shard_index",  "shard_count",   "num_classes",
                            "total_samples", "total_chunks", "chunk_samples", "shard_chunks",
                            "shard_samples", "index_offset", "file_size",     "height",
-                           "width"};
+                           "width",         "version",      "codec",         "codec_level"};
     for (size_t i = 0; i < std::size(want); ++i) {
       for (const Field& x : f) {
         if (std::strcmp(x.name, names[i]) == 0)
@@ -165,22 +171,81 @@ const std::vector<Field>& HeaderFields() {
   return fields;
 }
 
+size_t EntryBytes(const std::vector<uint8_t>& file) {
+  return format::IndexEntryBytes(static_cast<uint32_t>(GetField(file, 8, 4)));
+}
+
 std::vector<Field> IndexFields(const std::vector<uint8_t>& file) {
   const uint64_t at = GetField(file, 88, 8);
   uint64_t entries = GetField(file, 76, 4);
   if (at >= file.size()) return {};
-  entries = std::min<uint64_t>(entries, (file.size() - at) / format::kIndexEntryBytes);
+  const size_t entry_bytes = EntryBytes(file);
+  const bool v2 = entry_bytes == format::kIndexEntryBytesV2;
+  entries = std::min<uint64_t>(entries, (file.size() - at) / entry_bytes);
   std::vector<Field> f;
   for (uint64_t i = 0; i < entries; ++i) {
-    const uint64_t e = at + i * format::kIndexEntryBytes;
+    const uint64_t e = at + i * entry_bytes;
     f.push_back({"index", e, 8});
     f.push_back({"first_sample", e + 8, 8});
     f.push_back({"offset", e + 16, 8});
     f.push_back({"stored_bytes", e + 24, 8});
     f.push_back({"sample_count", e + 32, 4});
+    // Version 2's codec byte, and its three zero bytes; version 1's four spare bytes.
+    f.push_back({v2 ? "codec" : "spare", e + 36, v2 ? size_t{1} : size_t{4}});
+    if (v2) f.push_back({"codec_spare", e + 37, 2});
     f.push_back({"checksum", e + 40, 8});
+    if (v2) {
+      f.push_back({"frame_bytes", e + 48, 8});
+      f.push_back({"data_bytes", e + 56, 8});
+    }
   }
   return f;
+}
+
+void EditFrames(FuzzedDataProvider& in, size_t max_edits, std::vector<uint8_t>* file) {
+  const uint64_t at = GetField(*file, 88, 8);
+  const uint64_t entries = GetField(*file, 76, 4);
+  const size_t entry_bytes = EntryBytes(*file);
+  if (entries == 0 || at >= file->size() ||
+      entries > (file->size() - at) / entry_bytes) {
+    return;
+  }
+  for (size_t n = 0; n < max_edits && in.remaining_bytes() > 0; ++n) {
+    const uint64_t e = at + in.ConsumeIntegralInRange<uint64_t>(0, entries - 1) * entry_bytes;
+    const uint64_t offset = GetField(*file, e + 16, 8), stored = GetField(*file, e + 24, 8);
+    const uint64_t frame = entry_bytes == format::kIndexEntryBytesV2 ? GetField(*file, e + 48, 8)
+                                                                     : stored;
+    if (offset > file->size() || stored > file->size() - offset || stored == 0) continue;
+    switch (in.ConsumeIntegralInRange<int>(0, 2)) {
+      case 0: {  // bytes inside the frame overwritten (the frame's own structure damaged)
+        if (frame == 0 || frame > stored) break;
+        const uint64_t p = offset + in.ConsumeIntegralInRange<uint64_t>(0, frame - 1);
+        const std::vector<uint8_t> v = in.ConsumeBytes<uint8_t>(
+            in.ConsumeIntegralInRange<size_t>(1, std::min<uint64_t>(16, offset + frame - p)));
+        std::copy(v.begin(), v.end(), file->begin() + static_cast<ptrdiff_t>(p));
+        break;
+      }
+      case 1: {  // the frame cut short (or grown into its padding): only frame_bytes changes
+        if (entry_bytes != format::kIndexEntryBytesV2) break;
+        PutField(file, e + 48, 8, in.ConsumeIntegralInRange<uint64_t>(1, stored));
+        break;
+      }
+      case 2: {  // the frame replaced by the fuzzer's bytes, the sizes made to agree with them
+        const std::vector<uint8_t> v =
+            in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<uint64_t>(1, stored));
+        if (v.empty()) break;
+        std::fill(file->begin() + static_cast<ptrdiff_t>(offset),
+                  file->begin() + static_cast<ptrdiff_t>(offset + stored), 0);
+        std::copy(v.begin(), v.end(), file->begin() + static_cast<ptrdiff_t>(offset));
+        if (entry_bytes == format::kIndexEntryBytesV2) {
+          PutField(file, e + 48, 8, v.size());
+          PutField(file, e + 24, 8, format::RoundUp(v.size(), format::kAlign));
+          PutField(file, e + 36, 1, in.ConsumeIntegralInRange<uint8_t>(0, 3));
+        }
+        break;
+      }
+    }
+  }
 }
 
 const std::vector<DatasetFiles>& ValidDatasets() {
@@ -202,6 +267,13 @@ const std::vector<DatasetFiles>& ValidDatasets() {
     floats.shape = {6, 7};
     floats.num_classes = 300;
     s.push_back(WriteValid("floats.rfd", floats, 1, 50));
+    // Version 2: compressed chunks (16 KiB of data each, the last one stored raw), so the
+    // fuzzer's mutations reach the codec frames and the decompression behind them.
+    DatasetSpec wide;
+    wide.shape = {3, 16, 16};
+    wide.num_classes = 10;
+    s.push_back(WriteValid("zstd.rfd", wide, 1, 60, {Codec::kZstd, 3}, 16384));
+    s.push_back(WriteValid("lz4.rfd", wide, 2, 100, {Codec::kLz4, 0}, 16384));
     return s;
   }();
   return sets;
@@ -338,7 +410,7 @@ void FixHeaderChecksum(std::vector<uint8_t>* file) {
 void FixIndexChecksum(std::vector<uint8_t>* file) {
   const uint64_t chunks = GetField(*file, 76, 4);
   const uint64_t at = GetField(*file, 88, 8);
-  const uint64_t body = chunks * format::kIndexEntryBytes;
+  const uint64_t body = chunks * EntryBytes(*file);
   if (file->size() < format::kHeaderBytes || at > file->size() || body + 8 > file->size() - at) {
     return;
   }
@@ -348,12 +420,13 @@ void FixIndexChecksum(std::vector<uint8_t>* file) {
 void FixChunkChecksums(std::vector<uint8_t>* file) {
   const uint64_t chunks = GetField(*file, 76, 4);
   const uint64_t at = GetField(*file, 88, 8);
+  const size_t entry_bytes = EntryBytes(*file);
   if (file->size() < format::kHeaderBytes || at > file->size() ||
-      chunks * format::kIndexEntryBytes > file->size() - at) {
+      chunks * entry_bytes > file->size() - at) {
     return;
   }
   for (uint64_t i = 0; i < chunks; ++i) {
-    const uint64_t e = at + i * format::kIndexEntryBytes;
+    const uint64_t e = at + i * entry_bytes;
     const uint64_t offset = GetField(*file, e + 16, 8), stored = GetField(*file, e + 24, 8);
     if (offset > file->size() || stored > file->size() - offset) continue;
     PutField(file, e + 40, 8, Checksum(file->data() + offset, stored));

@@ -35,13 +35,24 @@ struct Field {
 // The dataset header's fields (io/format.cc's offsets, checked against EncodeHeader on first use).
 const std::vector<Field>& HeaderFields();
 // The fields of the chunk index entries of `file` (where its header places them, as many as lie
-// inside the file).
+// inside the file; 48-byte entries, or 64-byte ones where the header says version 2 or later,
+// with their codec, frame and data sizes).
 std::vector<Field> IndexFields(const std::vector<uint8_t>& file);
+// The size of `file`'s index entries, by the version its header gives (format::IndexEntryBytes).
+size_t EntryBytes(const std::vector<uint8_t>& file);
+
+// Up to `max_edits` edits of the chunks' codec frames that the input asks for: bytes inside a
+// frame overwritten, a frame's size changed (version 2), or a frame replaced by the input's
+// bytes with its entry's frame and stored sizes (and codec) made to agree. Where the index lies
+// outside the file, nothing. The checksums are the caller's to repair.
+void EditFrames(FuzzedDataProvider& in, size_t max_edits, std::vector<uint8_t>* file);
 
 // The files of small valid datasets, written once by DatasetWriter into a temporary directory:
 // 0: one file of 3x4x5 uint8 images, 10 classes, 100 samples in 4 KiB chunks;
 // 1: the same in 2 shards; 2: one file of 16-token int64 rows without labels, in 2 chunks;
-// 3: one file of 2-dim 6x7 float32 samples, int32 labels of 300 classes.
+// 3: one file of 2-dim 6x7 float32 samples, int32 labels of 300 classes;
+// 4: format version 2, 60 images of 3x16x16 in chunks of 16 KiB of data stored zstd-compressed
+// (the last, of 18 samples, too); 5: the same with lz4, 100 images in 2 shards.
 // Each is a list of (file name, bytes), shard order.
 struct DatasetFiles {
   std::string base;  // the name the dataset is opened by

@@ -1,6 +1,6 @@
-// What every header DecodeHeader accepts must satisfy (its contract in io/format.h): the fuzz
-// targets check it of each header they get accepted, so an accepted hostile header stops the
-// fuzzer as a crash would.
+// What every header DecodeHeader accepts must satisfy (its contract in io/format.h), versions 1
+// and 2: the fuzz targets check it of each header they get accepted, so an accepted hostile
+// header stops the fuzzer as a crash would.
 #pragma once
 
 #include "io/format.h"
@@ -29,7 +29,20 @@ inline void CheckAcceptedHeader(const format::Header& h) {
   RF_FUZZ_CHECK(full.stored_bytes % format::kAlign == 0 && full.stored_bytes >= format::kAlign);
   RF_FUZZ_CHECK(h.index_offset >= format::kHeaderBytes && h.index_offset % format::kAlign == 0);
   RF_FUZZ_CHECK(h.index_offset <= h.file_size);
-  RF_FUZZ_CHECK(h.file_size - h.index_offset == format::IndexStoredBytes(h.shard_chunks));
+  RF_FUZZ_CHECK(h.file_size - h.index_offset ==
+                format::IndexStoredBytes(h.shard_chunks, h.version));
+  RF_FUZZ_CHECK(h.version >= format::kOldestVersion && h.version <= format::kVersion);
+  RF_FUZZ_CHECK(h.record_kind == format::RecordKind::kTensor);
+  if (h.version < 2) {
+    RF_FUZZ_CHECK(h.codec == CodecSpec{});
+    return;
+  }
+  // Version 2: a codec this build knows, at a level it takes, and chunks whose data the format
+  // bounds (a compressed chunk's file does not).
+  RF_FUZZ_CHECK(IsCodec(static_cast<uint32_t>(h.codec.codec)));
+  RF_FUZZ_CHECK(h.codec.codec == Codec::kZstd ? h.codec.level >= 1 && h.codec.level <= MaxZstdLevel()
+                                              : h.codec.level == 0);
+  RF_FUZZ_CHECK(full.stored_bytes <= format::MaxChunkDataBytes(h));
 }
 
 }  // namespace rf::fuzz

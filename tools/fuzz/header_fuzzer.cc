@@ -36,7 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const uint64_t mine = chunks / count + (index < chunks % count ? 1 : 0);
       PutField(&header, 76, 4, mine);
       if (flags & 2) {
-        PutField(&header, 96, 8, GetField(header, 88, 8) + format::IndexStoredBytes(mine));
+        const auto version = static_cast<uint32_t>(GetField(header, 8, 4));
+        PutField(&header, 96, 8,
+                 GetField(header, 88, 8) + format::IndexStoredBytes(mine, version));
       }
     }
   }

@@ -1,7 +1,8 @@
 // DecodeIndex on forged chunk indices: the fuzzer's bytes set fields of a valid index (chunk
-// numbers, offsets near 2^64, overlapping or unaligned extents, sizes, sample counts) and of its
-// header; the harness recomputes both checksums. Whatever is accepted lies inside the file, in
-// order, without overlap, aligned, and accounts for the shard's samples.
+// numbers, offsets near 2^64, overlapping or unaligned extents, sizes, sample counts; version 2's
+// codec, frame and data sizes) and of its header; the harness recomputes both checksums. Whatever
+// is accepted lies inside the file, in order, without overlap, aligned, accounts for the shard's
+// samples, and has each chunk's data the size of its samples and its frame inside its extent.
 #include <cstdint>
 #include <vector>
 
@@ -43,7 +44,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RF_FUZZ_CHECK(e.index < h->total_chunks && e.index % h->shard_count == h->shard_index);
     const format::ChunkLayout l =
         format::LayoutFor(e.sample_count, h->SampleBytes(), h->LabelBytes());
-    RF_FUZZ_CHECK(l.stored_bytes == e.stored_bytes && l.payload_bytes <= e.stored_bytes);
+    // The data is the sample count's chunk; a raw chunk stores it as it is, a compressed one
+    // stores a frame that fits its extent exactly (rounded up to 4096).
+    RF_FUZZ_CHECK(l.stored_bytes == e.data_bytes && l.payload_bytes <= e.data_bytes);
+    RF_FUZZ_CHECK(IsCodec(static_cast<uint32_t>(e.codec)));
+    if (h->version < 2) RF_FUZZ_CHECK(!e.compressed());
+    if (!e.compressed()) {
+      RF_FUZZ_CHECK(e.frame_bytes == e.data_bytes && e.stored_bytes == e.data_bytes);
+    } else {
+      RF_FUZZ_CHECK(e.frame_bytes >= 1 && e.frame_bytes <= e.stored_bytes &&
+                    e.stored_bytes == format::RoundUp(e.frame_bytes, format::kAlign));
+      RF_FUZZ_CHECK(e.data_bytes <= format::MaxChunkDataBytes(*h));
+    }
     next = e.offset + e.stored_bytes;
     samples += e.sample_count;
   }

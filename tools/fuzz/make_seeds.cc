@@ -4,7 +4,8 @@
 //
 //   header_raw, checkpoint_raw   whole valid headers and checkpoints (the raw targets' input)
 //   dataset                      each valid dataset file in the target's raw mode, and a few
-//                                edit programs
+//                                edit programs (of fields, and of the codec frames)
+//   codec                        frames of each codec (valid, bombs, of another size)
 //   header, index, checkpoint    edit programs (the empty input is the valid file itself)
 //
 // FuzzedDataProvider takes integers from the input's end and bytes from its front, so a seed is
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "io/codec.h"
 #include "io/format.h"
 #include "tools/fuzz/fuzz_common.h"
 
@@ -44,21 +46,64 @@ int main(int argc, char** argv) {
       const std::string tag = std::to_string(s) + "-" + std::to_string(f);
       Seed(root + "/header_raw", "valid-" + tag,
            std::vector<uint8_t>(file.begin(), file.begin() + format::kHeaderBytes));
-      // Raw mode (0x80) of dataset set s, opened by the file's own name (bool false).
+      // Raw mode (mode 0x80) of dataset set s, opened by the file's own name (bool false).
       std::vector<uint8_t> raw = file;
       raw.push_back(0);
-      raw.push_back(static_cast<uint8_t>(0x80 | s));
+      raw.push_back(static_cast<uint8_t>(s));
+      raw.push_back(0x80);
       Seed(root + "/dataset", "raw-" + tag, raw);
       ++n;
     }
     // Edit programs: the set, opened by its base name, one field edit of each kind.
     for (uint8_t kind = 0; kind < 3; ++kind) {
-      Seed(
-          root + "/dataset", "edit-" + std::to_string(s) + "-" + std::to_string(kind),
-          {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 5, kind, 0, 1, static_cast<uint8_t>(s)});
+      Seed(root + "/dataset", "edit-" + std::to_string(s) + "-" + std::to_string(kind),
+           {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 5, kind, 0, 1, static_cast<uint8_t>(s),
+            0});
+    }
+    // Frame edits (mode 0x01), one seed ending in each edit kind (the bytes before it choose
+    // the chunk, the place and what is written), for the fuzzer to grow from.
+    for (uint8_t kind = 0; kind < 3; ++kind) {
+      Seed(root + "/dataset", "frame-" + std::to_string(s) + "-" + std::to_string(kind),
+           {0xde, 0xad, 0xbe, 0xef, 0x00, 0xff, 0x7f, 0x80, 40, 3, 9, kind, 0, 0, 1,
+            static_cast<uint8_t>(s), 0x01});
     }
     Seed(root + "/header", "set-" + std::to_string(s), {1, 0, static_cast<uint8_t>(s)});
     Seed(root + "/index", "set-" + std::to_string(s), {1, 0, static_cast<uint8_t>(s)});
+  }
+  // codec: [frame][declared size, little-endian u32][0: that size][codec]; or [frame][3: the
+  // size the zstd frame declares][codec]. Valid frames of both codecs, decompression bombs, a
+  // zstd frame without a declared size, and raw bytes.
+  {
+    std::vector<uint8_t> data(48 << 10);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 31 + i / 700);
+    const std::vector<uint8_t> zeros(1 << 20, 0);
+    auto frame = [](CodecSpec spec, const std::vector<uint8_t>& bytes) {
+      Compressor c(spec);
+      std::vector<uint8_t> out(CompressBound(spec.codec, bytes.size()));
+      auto got = c.Compress(bytes.data(), bytes.size(), out.data(), out.size());
+      RF_FUZZ_CHECK(got.ok());
+      out.resize(*got);
+      return out;
+    };
+    auto codec_seed = [&](const std::string& name, Codec c, std::vector<uint8_t> f,
+                          uint32_t want) {
+      for (int b = 0; b < 4; ++b) f.push_back(static_cast<uint8_t>(want >> (8 * b)));
+      f.push_back(0);
+      f.push_back(static_cast<uint8_t>(c));
+      Seed(root + "/codec", name, f);
+    };
+    const uint32_t size = static_cast<uint32_t>(data.size());
+    codec_seed("lz4", Codec::kLz4, frame({Codec::kLz4, 0}, data), size);
+    codec_seed("zstd-1", Codec::kZstd, frame({Codec::kZstd, 1}, data), size);
+    codec_seed("zstd-19", Codec::kZstd, frame({Codec::kZstd, 19}, data), size);
+    codec_seed("none", Codec::kNone, std::vector<uint8_t>(data.begin(), data.begin() + 4096), 4096);
+    codec_seed("lz4-bomb", Codec::kLz4, frame({Codec::kLz4, 0}, zeros), 4096);
+    codec_seed("zstd-bomb", Codec::kZstd, frame({Codec::kZstd, 3}, zeros), 4096);
+    codec_seed("zstd-short", Codec::kZstd, frame({Codec::kZstd, 3}, data), size - 1);
+    std::vector<uint8_t> declared = frame({Codec::kZstd, 3}, data);
+    declared.push_back(3);
+    declared.push_back(static_cast<uint8_t>(Codec::kZstd));
+    Seed(root + "/codec", "zstd-declared", declared);
   }
   Seed(root + "/checkpoint_raw", "valid", ValidCheckpoint());
   Seed(root + "/checkpoint", "valid", {0});
