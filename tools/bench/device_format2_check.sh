@@ -25,10 +25,11 @@
 # $PARTS picks the parts [prep read threads train memory noregress peers]. Writes
 # OUT_DIR/summary.txt and OUT_DIR/logs.tar.gz.
 # Usage: tools/bench/device_format2_check.sh BEFORE_PKG AFTER_PKG FMNIST_DIR TOKENS_DIR OUT_DIR
-# Through the device tool (kind nvidia-h100-x2 for the train part), carrying
-# [".carry/before.tar.xz", ".carry/after.tar.xz", ".carry/fmnist", ".carry/tokens"]:
-#   for p in before after; do mkdir -p /tmp/$p && tar -C /tmp/$p -xJf .carry/$p.tar.xz; done &&
-#     tools/bench/device_format2_check.sh /tmp/before/pkg /tmp/after/pkg .carry/fmnist \
+# Through the device tool (kind nvidia-h100-x2 for the train part), carrying (64 MiB in all)
+# [".carry/before27.tar.xz", ".carry/after.tar.xz", ".carry/fmnist-train", ".carry/tokens"]
+# (fmnist-train: Fashion-MNIST's train-images/labels-idx*-ubyte.gz; tokens: tokens.rfd):
+#   for p in before27 after; do mkdir -p /tmp/$p && tar -C /tmp/$p -xJf .carry/$p.tar.xz; done &&
+#     tools/bench/device_format2_check.sh /tmp/before27/pkg /tmp/after/pkg .carry/fmnist-train \
 #       .carry/tokens "$OUT"
 set -uo pipefail
 before=$(realpath "$1")
@@ -65,7 +66,16 @@ say "== machine: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheade
 if has prep; then
   say "== prep"
   python3 tools/bench/fmnist_cifar.py "$fm" "$work/pixels.bin" --gb "$gb" | tee -a "$summary"
-  python3 - "$tok/tokens.u16" "$work/tokens.bin" "$tok_gb" <<'PY' | tee -a "$summary"
+  # The ids: TOKENS_DIR/tokens.u16, or carried smaller as TOKENS_DIR/tokens.rfd (rows of 2048,
+  # zstd: made here by `ringfeed-convert raw --records tokens.u16 --shape 2048 --dtype uint16
+  # --label none --compress zstd:9`), exported back to the raw ids first.
+  ids=$tok/tokens.u16
+  if [ ! -f "$ids" ] && [ -f "$tok/tokens.rfd" ]; then
+    "$conv" export "$tok/tokens.rfd" --format raw -o "$work/tok-src" -q >"$logs/tok-export.log" 2>&1 ||
+      say "token export FAILED"
+    ids=$work/tok-src.records
+  fi
+  python3 - "$ids" "$work/tokens.bin" "$tok_gb" <<'PY' | tee -a "$summary"
 import sys, numpy as np
 ids = np.fromfile(sys.argv[1], dtype="<u2"); want = int(float(sys.argv[3]) * 1e9) // 4096 * 2048
 with open(sys.argv[2], "wb") as f:
