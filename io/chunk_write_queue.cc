@@ -34,10 +34,9 @@ Result<std::unique_ptr<ChunkWriteQueue>> ChunkWriteQueue::Create(size_t buffers,
     q->memory_.push_back(std::move(m));
   }
   // A frame larger than the data is stored raw, so a worker's scratch needs the bound only.
-  const size_t scratch =
-      codec.codec == Codec::kNone
-          ? 0
-          : format::RoundUp(CompressBound(codec.codec, bytes), format::kAlign);
+  const size_t scratch = codec.codec == Codec::kNone
+                             ? 0
+                             : format::RoundUp(CompressBound(codec.codec, bytes), format::kAlign);
   std::vector<uint8_t*> scratches;
   for (uint32_t i = 0; i < std::max<uint32_t>(1, workers); ++i) {
     uint8_t* s = nullptr;

@@ -63,8 +63,8 @@ Result<CodecSpec> ParseCodec(const std::string& text) {
   if (text == "zstd") return CodecSpec{Codec::kZstd, kDefaultZstdLevel};
   if (text.rfind("zstd:", 0) == 0) {
     const std::string l = text.substr(5);
-    const bool digits = !l.empty() && l.size() <= 3 &&
-                        l.find_first_not_of("0123456789") == std::string::npos;
+    const bool digits =
+        !l.empty() && l.size() <= 3 && l.find_first_not_of("0123456789") == std::string::npos;
     const int level = digits ? std::stoi(l) : -1;
     if (level < 1 || level > MaxZstdLevel()) {
       return Status::Usage(
@@ -126,8 +126,7 @@ Result<size_t> Compressor::Compress(const void* src, size_t n, void* dst, size_t
         ZSTD_CCtx_setParameter(ctx_->zstd, ZSTD_c_checksumFlag, 0);  // the chunk has XXH3
       }
       const size_t got = ZSTD_compress2(ctx_->zstd, dst, capacity, src, n);
-      if (ZSTD_isError(got))
-        return Status::InvalidArgument(Cat("zstd: ", ZSTD_getErrorName(got)));
+      if (ZSTD_isError(got)) return Status::InvalidArgument(Cat("zstd: ", ZSTD_getErrorName(got)));
       return got;
     }
   }
@@ -160,8 +159,8 @@ Status Decompressor::Decompress(Codec c, const void* src, size_t n, void* dst, s
       const int got = LZ4_decompress_safe(static_cast<const char*>(src), static_cast<char*>(dst),
                                           static_cast<int>(n), static_cast<int>(want));
       if (got < 0)
-        return sizes(Cat("is damaged, or decompresses to more than the ", Num(want),
-                         " bytes declared"));
+        return sizes(
+            Cat("is damaged, or decompresses to more than the ", Num(want), " bytes declared"));
       if (static_cast<size_t>(got) != want)
         return sizes(Cat("decompresses to ", Num(static_cast<uint64_t>(got)), " bytes, not the ",
                          Num(want), " declared"));
@@ -172,8 +171,8 @@ Status Decompressor::Decompress(Codec c, const void* src, size_t n, void* dst, s
       const unsigned long long declared = ZSTD_getFrameContentSize(src, n);
       if (declared == ZSTD_CONTENTSIZE_ERROR) return sizes("is not a zstd frame");
       if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != want)
-        return sizes(Cat("declares ", Num(declared), " bytes, not the ", Num(want),
-                         " in the index"));
+        return sizes(
+            Cat("declares ", Num(declared), " bytes, not the ", Num(want), " in the index"));
       if (ctx_->zstd == nullptr) {
         ctx_->zstd = ZSTD_createDCtx();
         if (ctx_->zstd == nullptr) return Status::InvalidArgument("zstd: out of memory");
@@ -181,8 +180,7 @@ Status Decompressor::Decompress(Codec c, const void* src, size_t n, void* dst, s
       const size_t got = ZSTD_decompressDCtx(ctx_->zstd, dst, want, src, n);
       if (ZSTD_isError(got)) return sizes(Cat("is damaged: ", ZSTD_getErrorName(got)));
       if (got != want)
-        return sizes(Cat("decompresses to ", Num(got), " bytes, not the ", Num(want),
-                         " declared"));
+        return sizes(Cat("decompresses to ", Num(got), " bytes, not the ", Num(want), " declared"));
       return Status::Ok();
     }
   }

@@ -1,7 +1,5 @@
 #include "io/dataset.h"
 
-#include "io/chunk_fetcher.h"
-
 #include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
@@ -10,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "io/chunk_fetcher.h"
 #include "io/file.h"
 
 namespace rf {

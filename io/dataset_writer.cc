@@ -33,9 +33,7 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   RF_RETURN_IF_ERROR(format::SetSampleShape(shape, &header));
   if (opts.shards == 0 || opts.shards > 99999)
     return Status::InvalidArgument("shard count must be between 1 and 99999");
-  header.version = opts.version != 0 ? opts.version
-                   : opts.codec.codec != Codec::kNone ? 2
-                                                      : 1;
+  header.version = opts.version != 0 ? opts.version : opts.codec.codec != Codec::kNone ? 2 : 1;
   if (header.version < format::kOldestVersion || header.version > format::kVersion)
     return Status::InvalidArgument("format version " + std::to_string(header.version) +
                                    ": this build writes versions 1 and 2");
@@ -76,22 +74,22 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
       format::LayoutFor(w->chunk_samples_, w->sample_bytes_, DTypeSize(spec.label_dtype))
           .stored_bytes;
   if (header.version >= 2 && w->chunk_capacity_ > format::MaxChunkDataBytes(header)) {
-    return Status::InvalidArgument(
-        "chunks of " + std::to_string(w->chunk_samples_) + " samples are " +
-        std::to_string(w->chunk_capacity_) + " bytes, more than the format's " +
-        std::to_string(format::MaxChunkDataBytes(header)));
+    return Status::InvalidArgument("chunks of " + std::to_string(w->chunk_samples_) +
+                                   " samples are " + std::to_string(w->chunk_capacity_) +
+                                   " bytes, more than the format's " +
+                                   std::to_string(format::MaxChunkDataBytes(header)));
   }
   // Without a codec one thread checksums and writes; with one, every worker compresses, as many
   // as the memory bound lets (each holds a chunk and a compression buffer).
-  const uint32_t wanted =
-      opts.codec.codec == Codec::kNone ? 1
-      : opts.threads != 0              ? opts.threads
-                          : std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 16);
-  const uint32_t workers = static_cast<uint32_t>(
-      std::max<uint64_t>(1, std::min<uint64_t>(wanted, kCompressMemory / (2 * w->chunk_capacity_))));
+  const uint32_t wanted = opts.codec.codec == Codec::kNone ? 1
+                          : opts.threads != 0
+                              ? opts.threads
+                              : std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 16);
+  const uint32_t workers = static_cast<uint32_t>(std::max<uint64_t>(
+      1, std::min<uint64_t>(wanted, kCompressMemory / (2 * w->chunk_capacity_))));
   // One buffer filling, one per worker, one queued.
-  RF_ASSIGN_OR_RETURN(w->writes_, ChunkWriteQueue::Create(workers + 2, w->chunk_capacity_,
-                                                          opts.codec, workers));
+  RF_ASSIGN_OR_RETURN(
+      w->writes_, ChunkWriteQueue::Create(workers + 2, w->chunk_capacity_, opts.codec, workers));
   w->chunk_ = w->writes_->Acquire();
   // pending_labels_ grows with the samples given (Append), so memory follows the data: a 1 GiB
   // chunk target over 10 samples sized 63 MB of labels up front.

@@ -65,7 +65,7 @@ struct WriterOptions {
   uint32_t threads = 0;
   // Format version written: 0 is 1 without a codec (any reader takes it), 2 with one.
   uint32_t version = 0;
-  uint64_t dataset_id = 0;         // 0: random
+  uint64_t dataset_id = 0;  // 0: random
   // Files Finish() must not remove as an older dataset of the same name: the inputs.
   std::vector<std::string> keep = {};
 };

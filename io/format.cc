@@ -226,9 +226,8 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
   h.version = Get<uint32_t>(in, kOffVersion);
   if (h.version < kOldestVersion || h.version > kVersion) {
     return std::move(Bad(path, "unknown format version " + std::to_string(h.version) +
-                                   " (this build reads versions " +
-                                   std::to_string(kOldestVersion) + " to " +
-                                   std::to_string(kVersion) + ")")
+                                   " (this build reads versions " + std::to_string(kOldestVersion) +
+                                   " to " + std::to_string(kVersion) + ")")
                          .WithOffset(kOffVersion));
   }
   const uint64_t stored = Get<uint64_t>(in, kOffChecksum);
@@ -271,8 +270,8 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     h.codec.codec = static_cast<Codec>(codec);
     const bool zstd = h.codec.codec == Codec::kZstd;
     if (zstd ? (level < 1 || level > MaxZstdLevel()) : level != 0)
-      return field(kOffCodecLevel, "codec level " + std::to_string(level) + " for " +
-                                       CodecName(h.codec.codec));
+      return field(kOffCodecLevel,
+                   "codec level " + std::to_string(level) + " for " + CodecName(h.codec.codec));
     h.codec.level = level;
     if (kind != static_cast<uint32_t>(RecordKind::kTensor))
       return field(kOffRecordKind, "unknown record kind " + std::to_string(kind) +
@@ -498,9 +497,8 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
           return bad("a raw chunk's frame, data and stored sizes differ");
       } else if (e.frame_bytes == 0 || e.frame_bytes > e.stored_bytes ||
                  e.stored_bytes != RoundUp(e.frame_bytes, kAlign)) {
-        return bad(std::string(CodecName(e.codec)) + " frame of " +
-                   std::to_string(e.frame_bytes) + " bytes in a stored extent of " +
-                   std::to_string(e.stored_bytes));
+        return bad(std::string(CodecName(e.codec)) + " frame of " + std::to_string(e.frame_bytes) +
+                   " bytes in a stored extent of " + std::to_string(e.stored_bytes));
       }
     }
     // Compared by subtraction: offset + stored_bytes could wrap past 2^64 to a small number.

@@ -194,9 +194,9 @@ std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries, uint32_
 // Decodes and validates the index of the file described by h (a header DecodeHeader accepted):
 // entry numbering, alignment, bounds, sizes and sample counts; for version 2 also the codec id,
 // that the data size is the sample count's chunk, and that the frame fits its stored extent
-// (stored = frame rounded up to 4096; raw chunks: frame = data = stored). Every chunk lies after the header
-// and the chunk before it, and ends at or before the index (offset + stored_bytes computed
-// without overflow), so chunks neither overlap nor run past the file.
+// (stored = frame rounded up to 4096; raw chunks: frame = data = stored). Every chunk lies after
+// the header and the chunk before it, and ends at or before the index (offset + stored_bytes
+// computed without overflow), so chunks neither overlap nor run past the file.
 Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, size_t n,
                                             const std::string& path);
 

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "core/units.h"
-#include "io/chunk_fetcher.h"
 #include "cuda/check.h"
+#include "io/chunk_fetcher.h"
 #include "io/file.h"
 
 namespace rf {

@@ -59,7 +59,7 @@ struct StreamingConfig {
   uint32_t read_bytes = ReaderOptions{}.read_bytes;     // largest single read
   uint32_t ring_slots = StreamingOptions{}.ring_slots;  // host ring slots, one chunk each; >= 2
   uint32_t decode_threads = 0;  // the chunk stage's threads; 0: DefaultDecodeThreads()
-  uint32_t copy_streams = kDefaultCopyStreams;          // GPU only
+  uint32_t copy_streams = kDefaultCopyStreams;  // GPU only
 };
 
 // The managed mode's paging (see pipeline/managed_source.h).

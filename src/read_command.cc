@@ -93,10 +93,9 @@ Status Run(const ReadConfig& a) {
     // chunks are compressed).
     const double gbps = static_cast<double>(r.bytes) / r.seconds / 1e9;
     const double stored_gbps = static_cast<double>(r.feeder.stored_bytes) / r.seconds / 1e9;
-    const double busy = r.feeder.stage_threads == 0
-                            ? 0.0
-                            : static_cast<double>(r.feeder.stage_busy_ns) / 1e9 / r.seconds /
-                                  r.feeder.stage_threads;
+    const double busy = r.feeder.stage_threads == 0 ? 0.0
+                                                    : static_cast<double>(r.feeder.stage_busy_ns) /
+                                                          1e9 / r.seconds / r.feeder.stage_threads;
     std::string stored;
     if (d.compressed()) {
       char s[160];

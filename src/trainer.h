@@ -130,7 +130,7 @@ class Trainer {
     std::vector<RankFigures> ranks;
     double samples = 0, seconds = 0, disk_gb_per_s = 0, reader_held_share = 0;
     double delivered_gb_per_s = 0, decode_busy_share = 0;  // the ranks' mean busy share
-    double data_wait_share = 0;  // the slowest rank's
+    double data_wait_share = 0;                            // the slowest rank's
     size_t slowest_rank = 0;
   };
   Result<EpochSummary> GatherEpoch(const EpochFigures& mine);

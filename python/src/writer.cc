@@ -123,8 +123,8 @@ void BindWriter(py::module_& m) {
                            "rf::DatasetWriter (see ringfeed.DatasetWriter, which checks the "
                            "arrays this takes).")
       .def(py::init<const std::string&, const std::vector<uint64_t>&, const std::string&, bool,
-                    const std::string&, uint32_t, uint32_t, uint64_t, const std::string&,
-                    uint32_t, uint32_t, const std::vector<std::string>&>(),
+                    const std::string&, uint32_t, uint32_t, uint64_t, const std::string&, uint32_t,
+                    uint32_t, const std::vector<std::string>&>(),
            py::arg("path"), py::arg("shape"), py::arg("dtype"), py::arg("labeled"),
            py::arg("label_dtype"), py::arg("classes"), py::arg("shards"), py::arg("chunk_bytes"),
            py::arg("codec"), py::arg("threads"), py::arg("version"), py::arg("keep"))

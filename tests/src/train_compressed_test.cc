@@ -67,11 +67,11 @@ TEST(TrainCompressed, EveryCodecTrainsBitIdenticallyInTheSameOrder) {
     EXPECT_EQ(d->compressed_chunks(), compressed ? multi_block : 0u) << s.name;
     const std::string name = s.name;
     std::string out;
-    ASSERT_EQ(RunCommand(Train(data, "--epochs 2 --max-steps 15 --dump-order " +
-                                         t.File(name + ".order") + " --checkpoint " +
-                                         t.File(name + ".ckpt")),
-                         &out),
-              0)
+    ASSERT_EQ(
+        RunCommand(Train(data, "--epochs 2 --max-steps 15 --dump-order " + t.File(name + ".order") +
+                                   " --checkpoint " + t.File(name + ".ckpt")),
+                   &out),
+        0)
         << out;
     orders.push_back(Slurp(t.File(name + ".order")));
     auto c = ReadCheckpoint(t.File(name + ".ckpt"));
@@ -104,8 +104,8 @@ TEST(TrainCompressed, AResumedCompressedRunEndsBitIdenticalToAStraightRawRun) {
   ASSERT_EQ(RunCommand(Train(zstd, "--epochs 5 --max-steps 13 --checkpoint " + t.File("b")), &out),
             0)
       << out;
-  ASSERT_EQ(RunCommand(Train(zstd, "--epochs 5 --max-steps 25 --no-verify --resume " +
-                                       t.File("b") + " --checkpoint " + t.File("c")),
+  ASSERT_EQ(RunCommand(Train(zstd, "--epochs 5 --max-steps 25 --no-verify --resume " + t.File("b") +
+                                       " --checkpoint " + t.File("c")),
                        &out),
             0)
       << out;
@@ -124,8 +124,7 @@ TEST(TrainCompressed, TheEpochLineAndTheMetricsGiveStoredAndDeliveredRates) {
   z.codec = {Codec::kZstd, 3};
   const std::string data = MakeDataset(t, 300, z);
   std::string out;
-  ASSERT_EQ(RunCommand(Train(data, "--epochs 1 --decode-threads 3 --metrics " + t.File("m")),
-                       &out),
+  ASSERT_EQ(RunCommand(Train(data, "--epochs 1 --decode-threads 3 --metrics " + t.File("m")), &out),
             0)
       << out;
   EXPECT_NE(out.find(" delivered, decode "), std::string::npos) << out;
@@ -157,11 +156,11 @@ TEST(TrainCompressed, ReadGivesEachRankTheSameChunksAndBothRates) {
   for (const std::string& data : {raw, zstd}) {
     std::string out;
     const std::string json = data + ".json";
-    ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + data +
-                             " --order train --world-size 2 --rank 1 --decode-threads 2 --json " +
-                             json,
-                         &out),
-              0)
+    ASSERT_EQ(
+        RunCommand(ProgramPath("ringfeed") + " read " + data +
+                       " --order train --world-size 2 --rank 1 --decode-threads 2 --json " + json,
+                   &out),
+        0)
         << out;
     if (data == zstd) {
       EXPECT_NE(out.find(" stored: "), std::string::npos) << out;

@@ -30,8 +30,7 @@ namespace rf {
 namespace {
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 int Fail(const Status& st) {
@@ -53,8 +52,8 @@ Status Prepare(const Args& a, const Dataset& raw, const CodecSpec& spec) {
   uint64_t stored = 0, shards = 0;
   auto flush = [&]() -> Status {
     frame.resize(CompressBound(spec.codec, shard.size()));
-    RF_ASSIGN_OR_RETURN(size_t n, c.Compress(shard.data(), shard.size(), frame.data(),
-                                              frame.size()));
+    RF_ASSIGN_OR_RETURN(size_t n,
+                        c.Compress(shard.data(), shard.size(), frame.data(), frame.size()));
     const std::string path = a.work + "/shard-" + std::to_string(shards++) + ".bin";
     // The frame, then the shard's data size (what a reader allocates its cache file from).
     const uint64_t data = shard.size();
@@ -75,12 +74,13 @@ Status Prepare(const Args& a, const Dataset& raw, const CodecSpec& spec) {
   }
   if (!shard.empty()) RF_RETURN_IF_ERROR(flush());
   RF_ASSIGN_OR_RETURN(Dataset chunked, Dataset::Open(a.chunked));
-  std::printf("disk space, %s: whole %llu MB shards %llu shards %.3f GB; ringfeed chunks %.3f GB "
-              "(%llu of %zu chunks compressed); raw %.3f GB\n",
-              CodecText(spec).c_str(), static_cast<unsigned long long>(a.shard_bytes >> 20),
-              static_cast<unsigned long long>(shards), stored / 1e9, chunked.total_bytes() / 1e9,
-              static_cast<unsigned long long>(chunked.compressed_chunks()), chunked.chunk_count(),
-              raw.total_bytes() / 1e9);
+  std::printf(
+      "disk space, %s: whole %llu MB shards %llu shards %.3f GB; ringfeed chunks %.3f GB "
+      "(%llu of %zu chunks compressed); raw %.3f GB\n",
+      CodecText(spec).c_str(), static_cast<unsigned long long>(a.shard_bytes >> 20),
+      static_cast<unsigned long long>(shards), stored / 1e9, chunked.total_bytes() / 1e9,
+      static_cast<unsigned long long>(chunked.compressed_chunks()), chunked.chunk_count(),
+      raw.total_bytes() / 1e9);
   return Status::Ok();
 }
 
@@ -113,13 +113,14 @@ Status FirstBatch(const Args& a, const CodecSpec& spec) {
   std::vector<uint8_t> chunk(fresh.max_chunk_bytes());
   RF_RETURN_IF_ERROR(f.Fetch(0, chunk.data()));
   std::memcpy(batch.data(), chunk.data(),
-              std::min<uint64_t>(batch_bytes, fresh.chunk(0).entry.sample_count *
-                                                  fresh.header().SampleBytes()));
+              std::min<uint64_t>(batch_bytes,
+                                 fresh.chunk(0).entry.sample_count * fresh.header().SampleBytes()));
   const double mine = Now() - t0;
-  std::printf("first batch of %u, cold, %s: whole shard %.1f ms (%.1f MB read, %.1f MB "
-              "decompressed and cached); ringfeed chunk %.1f ms (%.2f MB read)\n",
-              a.batch, CodecText(spec).c_str(), whole * 1e3, size / 1e6, data / 1e6, mine * 1e3,
-              fresh.chunk(0).entry.stored_bytes / 1e6);
+  std::printf(
+      "first batch of %u, cold, %s: whole shard %.1f ms (%.1f MB read, %.1f MB "
+      "decompressed and cached); ringfeed chunk %.1f ms (%.2f MB read)\n",
+      a.batch, CodecText(spec).c_str(), whole * 1e3, size / 1e6, data / 1e6, mine * 1e3,
+      fresh.chunk(0).entry.stored_bytes / 1e6);
   return Status::Ok();
 }
 
@@ -131,16 +132,24 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     auto val = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (k == "--raw") a.raw = val();
-    else if (k == "--chunked") a.chunked = val();
-    else if (k == "--codec") a.codec = val();
-    else if (k == "--work") a.work = val();
-    else if (k == "--shard-mb") a.shard_bytes = std::stoull(val()) << 20;
-    else if (k == "--batch") a.batch = static_cast<uint32_t>(std::stoul(val()));
-    else if (k == "--prepare") a.prepare = true;
+    if (k == "--raw")
+      a.raw = val();
+    else if (k == "--chunked")
+      a.chunked = val();
+    else if (k == "--codec")
+      a.codec = val();
+    else if (k == "--work")
+      a.work = val();
+    else if (k == "--shard-mb")
+      a.shard_bytes = std::stoull(val()) << 20;
+    else if (k == "--batch")
+      a.batch = static_cast<uint32_t>(std::stoul(val()));
+    else if (k == "--prepare")
+      a.prepare = true;
     else {
-      std::fprintf(stderr, "usage: ringfeed-bench-whole-shard --raw RAW.rfd --chunked V2.rfd "
-                           "--codec C --work DIR [--shard-mb 64] [--batch 256] [--prepare]\n");
+      std::fprintf(stderr,
+                   "usage: ringfeed-bench-whole-shard --raw RAW.rfd --chunked V2.rfd "
+                   "--codec C --work DIR [--shard-mb 64] [--batch 256] [--prepare]\n");
       return 2;
     }
   }

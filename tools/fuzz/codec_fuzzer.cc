@@ -34,10 +34,9 @@ int64_t DecodeAlone(Codec c, const std::vector<uint8_t>& frame, uint8_t* out, si
       if (!frame.empty()) std::memcpy(out, frame.data(), frame.size());
       return static_cast<int64_t>(frame.size());
     case Codec::kLz4: {
-      const int got =
-          LZ4_decompress_safe(reinterpret_cast<const char*>(frame.data()),
-                              reinterpret_cast<char*>(out), static_cast<int>(frame.size()),
-                              static_cast<int>(cap));
+      const int got = LZ4_decompress_safe(reinterpret_cast<const char*>(frame.data()),
+                                          reinterpret_cast<char*>(out),
+                                          static_cast<int>(frame.size()), static_cast<int>(cap));
       return got < 0 ? -1 : got;
     }
     case Codec::kZstd: {

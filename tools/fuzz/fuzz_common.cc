@@ -119,18 +119,38 @@ void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
 const std::vector<Field>& HeaderFields() {
   static const std::vector<Field> fields = [] {
     std::vector<Field> f = {
-        {"magic", 0, 8},          {"version", 8, 4},        {"header_bytes", 12, 4},
-        {"dataset_id", 16, 8},    {"shard_index", 24, 4},   {"shard_count", 28, 4},
-        {"sample_dtype", 32, 4},  {"label_dtype", 36, 4},   {"channels", 40, 4},
-        {"height", 44, 4},        {"width", 48, 4},         {"num_classes", 52, 4},
-        {"total_samples", 56, 8}, {"total_chunks", 64, 8},  {"chunk_samples", 72, 4},
-        {"shard_chunks", 76, 4},  {"shard_samples", 80, 8}, {"index_offset", 88, 8},
-        {"file_size", 96, 8},     {"mean[0]", 128, 4},      {"std[0]", 384, 4},
-        {"mean[2]", 136, 4},      {"std[2]", 392, 4},       {"ndim", 640, 4},
-        {"dims[0]", 644, 4},      {"dims[1]", 648, 4},      {"dims[2]", 652, 4},
+        {"magic", 0, 8},
+        {"version", 8, 4},
+        {"header_bytes", 12, 4},
+        {"dataset_id", 16, 8},
+        {"shard_index", 24, 4},
+        {"shard_count", 28, 4},
+        {"sample_dtype", 32, 4},
+        {"label_dtype", 36, 4},
+        {"channels", 40, 4},
+        {"height", 44, 4},
+        {"width", 48, 4},
+        {"num_classes", 52, 4},
+        {"total_samples", 56, 8},
+        {"total_chunks", 64, 8},
+        {"chunk_samples", 72, 4},
+        {"shard_chunks", 76, 4},
+        {"shard_samples", 80, 8},
+        {"index_offset", 88, 8},
+        {"file_size", 96, 8},
+        {"mean[0]", 128, 4},
+        {"std[0]", 384, 4},
+        {"mean[2]", 136, 4},
+        {"std[2]", 392, 4},
+        {"ndim", 640, 4},
+        {"dims[0]", 644, 4},
+        {"dims[1]", 648, 4},
+        {"dims[2]", 652, 4},
         {"dims[3]", 656, 4},
         // Version 2.
-        {"codec", 660, 4},        {"codec_level", 664, 4},  {"record_kind", 668, 4},
+        {"codec", 660, 4},
+        {"codec_level", 664, 4},
+        {"record_kind", 668, 4},
     };
     // The table against the encoder: a header of distinct values puts each where it says.
     format::Header h;
@@ -152,10 +172,22 @@ const std::vector<Field>& HeaderFields() {
     h.codec = {Codec::kZstd, 0x11};
     std::vector<uint8_t> b(format::kHeaderBytes);
     format::EncodeHeader(h, b.data());
-    const uint64_t want[] = {h.dataset_id,    h.shard_index,  h.shard_count,   h.num_classes,
-                             h.total_samples, h.total_chunks, h.chunk_samples, h.shard_chunks,
-                             h.shard_samples, h.index_offset, h.file_size,     h.height,
-                             h.width,         h.version,      2,               0x11};
+    const uint64_t want[] = {h.dataset_id,
+                             h.shard_index,
+                             h.shard_count,
+                             h.num_classes,
+                             h.total_samples,
+                             h.total_chunks,
+                             h.chunk_samples,
+                             h.shard_chunks,
+                             h.shard_samples,
+                             h.index_offset,
+                             h.file_size,
+                             h.height,
+                             h.width,
+                             h.version,
+                             2,
+                             0x11};
     const char* names[] = {"dataset_id",    "shard_index",  "shard_count",   "num_classes",
                            "total_samples", "total_chunks", "chunk_samples", "shard_chunks",
                            "shard_samples", "index_offset", "file_size",     "height",
@@ -206,15 +238,14 @@ void EditFrames(FuzzedDataProvider& in, size_t max_edits, std::vector<uint8_t>* 
   const uint64_t at = GetField(*file, 88, 8);
   const uint64_t entries = GetField(*file, 76, 4);
   const size_t entry_bytes = EntryBytes(*file);
-  if (entries == 0 || at >= file->size() ||
-      entries > (file->size() - at) / entry_bytes) {
+  if (entries == 0 || at >= file->size() || entries > (file->size() - at) / entry_bytes) {
     return;
   }
   for (size_t n = 0; n < max_edits && in.remaining_bytes() > 0; ++n) {
     const uint64_t e = at + in.ConsumeIntegralInRange<uint64_t>(0, entries - 1) * entry_bytes;
     const uint64_t offset = GetField(*file, e + 16, 8), stored = GetField(*file, e + 24, 8);
-    const uint64_t frame = entry_bytes == format::kIndexEntryBytesV2 ? GetField(*file, e + 48, 8)
-                                                                     : stored;
+    const uint64_t frame =
+        entry_bytes == format::kIndexEntryBytesV2 ? GetField(*file, e + 48, 8) : stored;
     if (offset > file->size() || stored > file->size() - offset || stored == 0) continue;
     switch (in.ConsumeIntegralInRange<int>(0, 2)) {
       case 0: {  // bytes inside the frame overwritten (the frame's own structure damaged)

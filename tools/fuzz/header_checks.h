@@ -40,8 +40,9 @@ inline void CheckAcceptedHeader(const format::Header& h) {
   // Version 2: a codec this build knows, at a level it takes, and chunks whose data the format
   // bounds (a compressed chunk's file does not).
   RF_FUZZ_CHECK(IsCodec(static_cast<uint32_t>(h.codec.codec)));
-  RF_FUZZ_CHECK(h.codec.codec == Codec::kZstd ? h.codec.level >= 1 && h.codec.level <= MaxZstdLevel()
-                                              : h.codec.level == 0);
+  RF_FUZZ_CHECK(h.codec.codec == Codec::kZstd
+                    ? h.codec.level >= 1 && h.codec.level <= MaxZstdLevel()
+                    : h.codec.level == 0);
   RF_FUZZ_CHECK(full.stored_bytes <= format::MaxChunkDataBytes(h));
 }
 

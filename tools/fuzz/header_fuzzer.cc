@@ -37,8 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       PutField(&header, 76, 4, mine);
       if (flags & 2) {
         const auto version = static_cast<uint32_t>(GetField(header, 8, 4));
-        PutField(&header, 96, 8,
-                 GetField(header, 88, 8) + format::IndexStoredBytes(mine, version));
+        PutField(&header, 96, 8, GetField(header, 88, 8) + format::IndexStoredBytes(mine, version));
       }
     }
   }

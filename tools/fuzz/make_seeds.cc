@@ -85,8 +85,7 @@ int main(int argc, char** argv) {
       out.resize(*got);
       return out;
     };
-    auto codec_seed = [&](const std::string& name, Codec c, std::vector<uint8_t> f,
-                          uint32_t want) {
+    auto codec_seed = [&](const std::string& name, Codec c, std::vector<uint8_t> f, uint32_t want) {
       for (int b = 0; b < 4; ++b) f.push_back(static_cast<uint8_t>(want >> (8 * b)));
       f.push_back(0);
       f.push_back(static_cast<uint8_t>(c));
