@@ -1,6 +1,6 @@
 #include "kernels/cpu_workers.h"
 
-#include <sched.h>
+#include "core/cpus.h"
 
 namespace rf::cpu {
 
@@ -17,15 +17,7 @@ CpuWorkers::~CpuWorkers() {
   for (std::thread& t : workers_) t.join();
 }
 
-unsigned CpuWorkers::AvailableCpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return static_cast<unsigned>(n);
-  }
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? n : 1;
-}
+unsigned CpuWorkers::AvailableCpus() { return rf::AvailableCpus(); }
 
 void CpuWorkers::Drain() {
   for (size_t i = next_.fetch_add(1); i < count_; i = next_.fetch_add(1)) call_(ctx_, i);

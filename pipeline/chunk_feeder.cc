@@ -1,23 +1,16 @@
 #include "pipeline/chunk_feeder.h"
 
-#include <sched.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <future>
 #include <string>
 
+#include "core/clock.h"
+#include "core/cpus.h"
 #include "pipeline/trace.h"
 
 namespace rf {
 namespace {
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 uint32_t LocalRanks() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"}) {
@@ -33,12 +26,7 @@ uint32_t LocalRanks() {
 }  // namespace
 
 uint32_t DefaultDecodeThreads() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const uint32_t cpus = sched_getaffinity(0, sizeof set, &set) == 0
-                            ? static_cast<uint32_t>(CPU_COUNT(&set))
-                            : std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp<uint32_t>(cpus / LocalRanks() / 2, 2, 8);
+  return std::clamp<uint32_t>(AvailableCpus() / LocalRanks() / 2, 2, 8);
 }
 
 ChunkFeeder::ChunkFeeder(const Dataset& d, SlotRing& r, ChunkPlan plan, const FeederOptions& o)
@@ -72,8 +60,8 @@ Result<std::unique_ptr<ChunkFeeder>> ChunkFeeder::Start(const Dataset& dataset, 
   std::unique_ptr<ChunkFeeder> f(new ChunkFeeder(dataset, ring, std::move(plan), options));
   if (dataset.compressed()) {
     f->stored_slot_bytes_ = format::RoundUp(dataset.max_stored_bytes(), format::kAlign);
-    RF_ASSIGN_OR_RETURN(f->stored_, HostBuffer::Allocate(f->stored_slot_bytes_ * ring.slot_count(),
-                                                         PinMode::kOff));
+    RF_ASSIGN_OR_RETURN(
+        f->stored_, HostBuffer::Allocate(f->stored_slot_bytes_ * ring.slot_count(), PinMode::kOff));
   }
   // The reader is created on the feeder thread; the start waits to hear whether that worked.
   std::promise<Status> created;
@@ -82,8 +70,8 @@ Result<std::unique_ptr<ChunkFeeder>> ChunkFeeder::Start(const Dataset& dataset, 
   f->thread_ = std::thread([self, &created] {
     std::vector<iovec> slots = self->ring_.iovecs();
     for (uint32_t i = 0; self->stored_.data() != nullptr && i < self->ring_.slot_count(); ++i)
-      slots.push_back(iovec{self->stored_.data() + i * self->stored_slot_bytes_,
-                            self->stored_slot_bytes_});
+      slots.push_back(
+          iovec{self->stored_.data() + i * self->stored_slot_bytes_, self->stored_slot_bytes_});
     const FeederOptions& o = self->options_;
     auto reader = o.queue_factory ? ChunkReader::CreateWithQueue(self->dataset_, slots, o.reader,
                                                                  o.queue_factory())
@@ -137,9 +125,9 @@ uint32_t ChunkFeeder::ReadBuffer(uint64_t chunk, uint32_t slot) const {
 
 void ChunkFeeder::Run(std::unique_ptr<ChunkReader> reader) {
   if (options_.verify || dataset_.compressed()) {
-    stage_threads_ = std::min(kMaxDecodeThreads, options_.decode_threads != 0
-                                                     ? options_.decode_threads
-                                                     : DefaultDecodeThreads());
+    stage_threads_ =
+        std::min(kMaxDecodeThreads,
+                 options_.decode_threads != 0 ? options_.decode_threads : DefaultDecodeThreads());
     for (uint32_t i = 0; i < stage_threads_; ++i) stage_.emplace_back([this] { StageLoop(); });
   }
   Status st = Feed(*reader);
@@ -206,9 +194,9 @@ void ChunkFeeder::StageLoop() {
       d = staged_.front();
       staged_.pop_front();
     }
-    const uint64_t start = NowNs();
+    const uint64_t start = SteadyNowNs();
     Result<uint64_t> bytes = Prepare(d.chunk, d.slot, decompressor);
-    busy_ns_.fetch_add(NowNs() - start, std::memory_order_relaxed);
+    busy_ns_.fetch_add(SteadyNowNs() - start, std::memory_order_relaxed);
     if (!bytes.ok()) {
       ring_.Fail(bytes.status());
       continue;  // keep draining so StopStage returns
