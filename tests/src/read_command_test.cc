@@ -15,7 +15,8 @@ using testing::ProgramPath;
 using testing::RunCommand;
 using testing::TempDir;
 
-std::string MakeDataset(const TempDir& t, uint32_t shards) {
+std::string MakeDataset(const TempDir& t, uint32_t shards, const std::string& name = "r.rfd",
+                        uint32_t samples = 2000) {
   DatasetSpec spec;
   spec.channels = 3;
   spec.height = 8;
@@ -24,16 +25,16 @@ std::string MakeDataset(const TempDir& t, uint32_t shards) {
   WriterOptions o;
   o.shards = shards;
   o.chunk_bytes = 16384;
-  auto w = DatasetWriter::Create(t.File("r.rfd"), spec, o);
+  auto w = DatasetWriter::Create(t.File(name), spec, o);
   EXPECT_TRUE(w.ok());
   std::vector<uint8_t> s(192);
-  for (uint32_t i = 0; i < 2000; ++i) {
+  for (uint32_t i = 0; i < samples; ++i) {
     for (size_t k = 0; k < s.size(); ++k) s[k] = static_cast<uint8_t>(i * 7 + k);
     uint8_t l = static_cast<uint8_t>(i % 10);
     EXPECT_TRUE((*w)->Append(s.data(), &l, 1).ok());
   }
   EXPECT_TRUE((*w)->Finish().ok());
-  return t.File("r.rfd");
+  return t.File(name);
 }
 
 TEST(ReadCommand, DrainsEveryShardAndReportsTheRate) {
@@ -115,6 +116,55 @@ TEST(ReadCommand, WorldSizeReadsOnlyTheRanksChunks) {
     for (size_t c = 0; c < d->chunk_count(); ++c) dataset += d->chunk(c).entry.stored_bytes;
     EXPECT_GE(all, dataset);
     EXPECT_LE(all, dataset + 2 * 3 * d->chunk(0).entry.stored_bytes);
+  }
+}
+
+// A directory of datasets (io/dataset.h) is read as one: every part's chunks, or, with
+// --world-size, the chunks of the rank's share of WindowOrder's partition over the directory's
+// chunk sample counts (each part's short last chunk is shared).
+TEST(ReadCommand, ADirectoryIsReadAsOneDatasetWithEachRanksChunks) {
+  TempDir t;
+  MakeDataset(t, 1, "a.rfd", 1000);
+  MakeDataset(t, 2, "b.rfd", 1300);
+  MakeDataset(t, 1, "c.rfd", 77);
+  auto d = Dataset::Open(t.path());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->part_count(), 3u);
+  ASSERT_EQ(d->shard_count(), 4u);
+  std::string out;
+  ASSERT_EQ(
+      RunCommand(ProgramPath("ringfeed") + " read " + t.path() + " --json " + t.File("r.json"),
+                 &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("ringfeed read: " + t.path() + ": "), std::string::npos) << out;
+  EXPECT_NE(out.find(std::to_string(d->chunk_count()) + " chunks"), std::string::npos) << out;
+  std::string js = [&] {
+    const auto json = testing::ReadAll(t.File("r.json"));
+    return std::string(json.begin(), json.end());
+  }();
+  EXPECT_NE(js.find("\"parts\": 3,"), std::string::npos) << js;
+  EXPECT_NE(js.find("\"shards\": 4,"), std::string::npos) << js;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    OrderSettings o;
+    o.seed = 5;
+    o.rank = rank;
+    o.world_size = 2;
+    uint64_t bytes = 0;
+    for (uint64_t c : WindowOrder(d->ChunkSampleCounts(), o).EpochChunks(0)) {
+      bytes += d->chunk(c).entry.stored_bytes;
+    }
+    ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + t.path() +
+                             " --order train --seed 5 --world-size 2 --rank " +
+                             std::to_string(rank) + " --json " + t.File("r.json"),
+                         &out),
+              0)
+        << out;
+    const auto json = testing::ReadAll(t.File("r.json"));
+    js.assign(json.begin(), json.end());
+    EXPECT_NE(js.find("\"bytes\": " + std::to_string(bytes) + ","), std::string::npos)
+        << "rank " << rank << "\n"
+        << js;
   }
 }
 
