@@ -63,7 +63,9 @@ class DatasetInfo(NamedTuple):
     id: the dataset id every shard carries. paths: the shard files. format_version: 1 or 2.
     codec: what the writer compressed chunks with ('none', 'lz4', 'zstd:3'). compressed_chunks:
     how many chunks are stored compressed (a chunk that does not shrink is stored raw).
-    stored_bytes: the files' bytes; data_bytes: the chunks' data, decompressed.
+    stored_bytes: the files' bytes; data_bytes: the chunks' data, decompressed. parts: for a
+    directory, its datasets in the order they are read as one, each (path, samples); for one
+    dataset, itself.
     """
 
     samples: int
@@ -80,6 +82,7 @@ class DatasetInfo(NamedTuple):
     compressed_chunks: int = 0
     stored_bytes: int = 0
     data_bytes: int = 0
+    parts: Tuple[Tuple[str, int], ...] = ()
 
 
 def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
@@ -87,7 +90,8 @@ def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
                        mean=tuple(d.mean), std=tuple(d.std), label_dtype=d.label_dtype, id=d.id,
                        paths=tuple(d.shard_paths), format_version=d.format_version,
                        codec=d.codec, compressed_chunks=d.compressed_chunks,
-                       stored_bytes=d.total_bytes, data_bytes=d.data_bytes)
+                       stored_bytes=d.total_bytes, data_bytes=d.data_bytes,
+                       parts=tuple((p, n) for p, n in d.parts))
 
 
 def dataset_info(data: Union[PathLike, Sequence[PathLike]]) -> DatasetInfo:
@@ -97,9 +101,10 @@ def dataset_info(data: Union[PathLike, Sequence[PathLike]]) -> DatasetInfo:
 
 
 def _open_dataset(data: Union[PathLike, Sequence[PathLike]]) -> "_ringfeed._Dataset":
-    """Opens `data`: one .rfd file, any one shard, the shards' base name, a glob pattern of
-    shard files, or a list of them. A pattern or a list must name every shard of one dataset
-    exactly once (UsageError otherwise); a pattern matching nothing is FileNotFoundError."""
+    """Opens `data`: a directory of datasets, one .rfd file, any one shard, the shards' base
+    name, a glob pattern of shard files, or a list of them. A pattern or a list must name every
+    shard of one dataset exactly once (UsageError otherwise); a pattern matching nothing is
+    FileNotFoundError."""
     if isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         if not isinstance(path, str):
@@ -240,7 +245,9 @@ class Loader:
     means its default.
 
     data: the dataset: a ``.rfd`` file, any one of its shards or the shards' base name, a glob
-        pattern of its shard files, or a list of them (every shard of one dataset, once).
+        pattern of its shard files, or a list of them (every shard of one dataset, once); or a
+        directory, whose datasets (each written by its own DatasetWriter, say) are read as one,
+        in the order of their names.
     device also takes 'cuda:N' (GPU N) and a torch.device; 'cuda' is the current GPU, as
         torch.cuda.set_device sets it. dtype: 'bf16' and other names of a dtype work too.
 
