@@ -56,8 +56,14 @@ std::vector<std::string> ShardFilesNamed(const std::string& base) {
   const std::string ext = format::kExtension;
   bool has_ext = stem.size() > ext.size() && stem.ends_with(ext);
   if (has_ext) stem.resize(stem.size() - ext.size());
-  std::string pattern =
-      stem + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]" + (has_ext ? ext : "");
+  // The name matched as itself: a directory such as "runs[1]" is no pattern.
+  std::string pattern;
+  for (char c : stem) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern += '\\';
+    pattern += c;
+  }
+  pattern += "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]";
+  pattern += has_ext ? ext : "";
   glob_t g{};
   std::vector<std::string> found;
   if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)

@@ -117,6 +117,24 @@ TEST(DatasetDirectory, ConcatenatesItsPartsInNameOrderWithTheirShortChunksInTheM
   ExpectEverySampleInPlace(*d);
 }
 
+// Shard sets are found by a glob of their name: a directory named like a pattern is itself.
+TEST(DatasetDirectory, ADirectoryNamedLikeAGlobPatternFindsItsShards) {
+  TempDir t;
+  const std::string dir = t.File("runs[1]*?");
+  std::filesystem::create_directory(dir);
+  std::filesystem::create_directory(t.File("runs1"));  // what "runs[1]" would match
+  testing::WritePositionalDataset(dir + "/a.rfd", 100, {.shards = 2, .chunk_bytes = 4096});
+  testing::WritePositionalDataset(dir + "/b.rfd", 50, {.chunk_bytes = 4096, .first_sample = 100});
+  auto d = Open(dir);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->part_count(), 2u);
+  EXPECT_EQ(d->shard_count(), 3u);
+  ExpectEverySampleInPlace(*d);
+  auto a = Open(dir + "/a.rfd");  // by its base name, as before
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->shard_count(), 2u);
+}
+
 TEST(DatasetDirectory, TheHeaderSumsThePartsAndDerivesItsIdFromTheirsInOrder) {
   TempDir t;
   // The second part in chunks of 8 KiB: 126 samples (and their labels).
