@@ -59,9 +59,12 @@ class DatasetInfo(NamedTuple):
     samples: samples in the whole dataset (all ranks). shape: one sample's stored shape, e.g.
     (3, 32, 32) or (2048,). dtype: the stored sample dtype ('uint8', 'float32', ... or an integer
     dtype for token ids). classes: the class count (0: no labels). mean, std: the stored values'
-    per-channel statistics, which normalize=True uses. label_dtype: the stored label dtype.
-    id: the dataset id every shard carries. paths: the shard files. format_version: 1 or 2.
-    codec: what the writer compressed chunks with ('none', 'lz4', 'zstd:3'). compressed_chunks:
+    per-channel statistics, which normalize=True uses (a directory's: its parts' pooled
+    exactly). label_dtype: the stored label dtype.
+    id: the dataset id every shard carries (a directory's: derived from its parts' ids, in
+    order). paths: the shard files (a directory's: every part's). format_version: 1 or 2 (a
+    directory's: the newest part's). codec: what the writer compressed chunks with ('none',
+    'lz4', 'zstd:3'; a directory whose parts' differ: 'none'). compressed_chunks:
     how many chunks are stored compressed (a chunk that does not shrink is stored raw).
     stored_bytes: the files' bytes; data_bytes: the chunks' data, decompressed. parts: for a
     directory, its datasets in the order they are read as one, each (path, samples); for one
