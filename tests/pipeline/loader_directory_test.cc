@@ -142,14 +142,7 @@ TEST(LoaderDirectory, ACorruptChunkInAPartFailsNamingItsFileChunkAndOffset) {
   o.pipeline.order.shuffle = ShuffleMode::kNone;
   auto l = testing::OpenLoader(o);
   ASSERT_NE(l, nullptr);
-  Status error = l->StartEpoch(0, 0);
-  while (error.ok()) {
-    Result<std::shared_ptr<LoadedBatch>> b = l->Next();
-    if (!b.ok())
-      error = b.status();
-    else if (*b == nullptr)
-      break;
-  }
+  const Status error = testing::FirstErrorOfEpoch(*l);
   ASSERT_FALSE(error.ok()) << "the corrupt chunk was delivered";
   EXPECT_EQ(error.ToString().rfind(
                 t.File("part-00003.rfd") + ": chunk 2 at byte " + std::to_string(offset) + ": ", 0),

@@ -234,14 +234,7 @@ TEST(Loader, ACorruptChunkFailsTheBatchNamingFileAndChunk) {
   o.pipeline.order.shuffle = ShuffleMode::kNone;
   auto l = Open(o);
   ASSERT_NE(l, nullptr);
-  Status error = l->StartEpoch(0, 0);
-  while (error.ok()) {
-    Result<std::shared_ptr<LoadedBatch>> b = l->Next();
-    if (!b.ok())
-      error = b.status();
-    else if (*b == nullptr)
-      break;
-  }
+  const Status error = testing::FirstErrorOfEpoch(*l);
   ASSERT_FALSE(error.ok()) << "the corrupt chunk was delivered";
   EXPECT_NE(error.ToString().find(path), std::string::npos) << error.ToString();
   EXPECT_NE(error.ToString().find("chunk 2"), std::string::npos) << error.ToString();

@@ -75,4 +75,18 @@ inline std::vector<uint64_t> DrainDecodedEpoch(Loader& l, size_t sample_elems) {
   return seen;
 }
 
+// Reads the epoch begun at `epoch` batch by batch to its end or its first error: that error, or
+// OK where every batch came (a damaged chunk that was delivered).
+inline Status FirstErrorOfEpoch(Loader& l, uint64_t epoch = 0) {
+  Status error = l.StartEpoch(epoch, 0);
+  while (error.ok()) {
+    Result<std::shared_ptr<LoadedBatch>> b = l.Next();
+    if (!b.ok())
+      error = b.status();
+    else if (*b == nullptr)
+      break;
+  }
+  return error;
+}
+
 }  // namespace rf::testing

@@ -37,6 +37,27 @@ std::string MakeDataset(const TempDir& t, uint32_t shards, const std::string& na
   return t.File(name);
 }
 
+// The stored bytes of the chunks rank `rank` of `world` reads in the first epoch of `ringfeed
+// train --seed S` (WindowOrder's: its dealt chunks and the shared ones).
+uint64_t RankBytes(const Dataset& d, ShuffleMode shuffle, uint64_t seed, uint32_t rank,
+                   uint32_t world) {
+  OrderSettings o;
+  o.shuffle = shuffle;
+  o.seed = seed;
+  o.rank = rank;
+  o.world_size = world;
+  uint64_t bytes = 0;
+  for (uint64_t c : WindowOrder(d.ChunkSampleCounts(), o).EpochChunks(0)) {
+    bytes += d.chunk(c).entry.stored_bytes;
+  }
+  return bytes;
+}
+
+std::string TextOf(const std::string& path) {
+  const std::vector<uint8_t> bytes = testing::ReadAll(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
 TEST(ReadCommand, DrainsEveryShardAndReportsTheRate) {
   TempDir t;
   const std::string path = MakeDataset(t, 2);
@@ -88,15 +109,9 @@ TEST(ReadCommand, WorldSizeReadsOnlyTheRanksChunks) {
   for (const char* order : {"stored", "train"}) {
     uint64_t all = 0;
     for (uint32_t rank = 0; rank < 3; ++rank) {
-      OrderSettings o;
-      o.shuffle = std::string(order) == "train" ? ShuffleMode::kWindow : ShuffleMode::kNone;
-      o.seed = 7;
-      o.rank = rank;
-      o.world_size = 3;
-      uint64_t bytes = 0;
-      for (uint64_t c : WindowOrder(d->ChunkSampleCounts(), o).EpochChunks(0)) {
-        bytes += d->chunk(c).entry.stored_bytes;
-      }
+      const uint64_t bytes =
+          RankBytes(*d, std::string(order) == "train" ? ShuffleMode::kWindow : ShuffleMode::kNone,
+                    7, rank, 3);
       all += bytes;
       std::string out;
       ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + path + " --order " + order +
@@ -105,8 +120,7 @@ TEST(ReadCommand, WorldSizeReadsOnlyTheRanksChunks) {
                            &out),
                 0)
           << out;
-      const auto json = testing::ReadAll(t.File("r.json"));
-      const std::string js(json.begin(), json.end());
+      const std::string js = TextOf(t.File("r.json"));
       EXPECT_NE(js.find("\"bytes\": " + std::to_string(bytes) + ","), std::string::npos)
           << order << " rank " << rank << "\n"
           << js;
@@ -139,32 +153,21 @@ TEST(ReadCommand, ADirectoryIsReadAsOneDatasetWithEachRanksChunks) {
       << out;
   EXPECT_NE(out.find("ringfeed read: " + t.path() + ": "), std::string::npos) << out;
   EXPECT_NE(out.find(std::to_string(d->chunk_count()) + " chunks"), std::string::npos) << out;
-  std::string js = [&] {
-    const auto json = testing::ReadAll(t.File("r.json"));
-    return std::string(json.begin(), json.end());
-  }();
+  const std::string js = TextOf(t.File("r.json"));
   EXPECT_NE(js.find("\"parts\": 3,"), std::string::npos) << js;
   EXPECT_NE(js.find("\"shards\": 4,"), std::string::npos) << js;
   for (uint32_t rank = 0; rank < 2; ++rank) {
-    OrderSettings o;
-    o.seed = 5;
-    o.rank = rank;
-    o.world_size = 2;
-    uint64_t bytes = 0;
-    for (uint64_t c : WindowOrder(d->ChunkSampleCounts(), o).EpochChunks(0)) {
-      bytes += d->chunk(c).entry.stored_bytes;
-    }
+    const uint64_t bytes = RankBytes(*d, ShuffleMode::kWindow, 5, rank, 2);
     ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + t.path() +
                              " --order train --seed 5 --world-size 2 --rank " +
                              std::to_string(rank) + " --json " + t.File("r.json"),
                          &out),
               0)
         << out;
-    const auto json = testing::ReadAll(t.File("r.json"));
-    js.assign(json.begin(), json.end());
-    EXPECT_NE(js.find("\"bytes\": " + std::to_string(bytes) + ","), std::string::npos)
+    const std::string rank_js = TextOf(t.File("r.json"));
+    EXPECT_NE(rank_js.find("\"bytes\": " + std::to_string(bytes) + ","), std::string::npos)
         << "rank " << rank << "\n"
-        << js;
+        << rank_js;
   }
 }
 
