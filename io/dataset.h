@@ -105,8 +105,9 @@ class Dataset {
   Status DecodeChunk(size_t global, const void* stored, void* data, Decompressor& d) const;
   // That every label of a chunk lies in [0, num_classes) (nothing to check without labels): a
   // file whose checksums hold can still carry labels its header's class count does not allow.
-  // Corruption naming file, chunk, the global sample and the label's byte offset in the file (a
-  // compressed chunk's: the chunk's offset, and the label's byte in the chunk's data).
+  // Corruption naming file, chunk, the sample and the label's byte offset in the file (a
+  // compressed chunk's: the chunk's offset, and the label's byte in the chunk's data); chunk and
+  // sample as the file numbers them (a directory's part: its own numbers, not the directory's).
   // Cheap beside the checksum (one label per sample), so readers run it even without verify.
   Status CheckLabels(size_t global, const void* data) const;
   // Reads and verifies one chunk with plain pread, decompressing it where it is stored

@@ -75,6 +75,10 @@ class DatasetWriter:
     threads (0: one per core, at most 16). format_version: 0 (1 without a codec, 2 with one), 1
     or 2. keep: files an older dataset of this name may share (inputs) that must not be removed.
 
+    Processes writing in parallel each write their own dataset into one directory (say
+    ``out/part-00003.rfd``); ``ringfeed.Loader("out", ...)`` reads the directory's datasets as
+    one, in name order (docs/format.md).
+
     A context manager: leaving the ``with`` block commits the dataset (``close``), unless an
     exception leaves it, which drops everything written (``abort``). Bad values raise
     UsageError; a label outside [0, classes) ValueError naming the sample; disk errors OSError
