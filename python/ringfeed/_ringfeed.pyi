@@ -1,4 +1,4 @@
-# Type stubs of the extension ringfeed._ringfeed (python/src/module.cc).
+#Type stubs of the extension ringfeed._ringfeed(python / src / module.cc).
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 class DataError(ValueError):
@@ -56,6 +56,8 @@ class _Dataset:
     chunks: int
     total_bytes: int
     data_bytes: int
+    record_kind: str
+    media_type: str
     compressed_chunks: int
     format_version: int
     codec: str
@@ -64,8 +66,10 @@ class _Dataset:
 class _DatasetWriter:
     def __init__(self, path: str, shape: List[int], dtype: str, labeled: bool, label_dtype: str,
                  classes: int, shards: int, chunk_bytes: int, codec: str, threads: int,
-                 version: int, keep: List[str]) -> None: ...
+                 version: int, keep: List[str], record_kind: str = ..., media_type: str = ...,
+                 max_record_bytes: int = ...) -> None: ...
     def append(self, samples: Any, labels: Any, n: int) -> None: ...
+    def append_records(self, values: Any, offsets: Any, labels: Any, n: int) -> None: ...
     def finish(self) -> Dict[str, Any]: ...
     def abort(self) -> None: ...
     @property
@@ -74,7 +78,7 @@ class _DatasetWriter:
     def open(self) -> bool: ...
 
 class _Loader:
-    # options: keyword arguments by the names of loader_options(), each its declared type.
+#options : keyword arguments by the names of loader_options(), each its declared type.
     def __init__(self, dataset: _Dataset, options: Dict[str, Any], gpu: int = -1) -> None: ...
     def options(self) -> Dict[str, Any]: ...
     def start_epoch(self, epoch: int, position: int) -> None: ...

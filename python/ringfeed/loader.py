@@ -38,15 +38,15 @@ __all__ = ["DatasetInfo", "Loader"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-# The state dict's own version: load_state_dict refuses one it does not know. Version 2 added
-# the augmentation and the output dtype.
+#The state dict's own version: load_state_dict refuses one it does not know. Version 2 added
+#the augmentation and the output dtype.
 _STATE_VERSION = 2
-# What identifies an epoch order: a state saved under other values would not resume exactly.
+#What identifies an epoch order : a state saved under other values would not resume exactly.
 _ORDER_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "rank",
                "world_size", "dataset_id", "dataset_samples")
-# What else the batches depend on (version 2 on).
+#What else the batches depend on(version 2 on).
 _OUTPUT_KEYS = ("augment", "dtype")
-# The loader options a state records.
+#The loader options a state records.
 _OPTION_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "rank",
                 "world_size", "augment", "dtype")
 
@@ -63,7 +63,10 @@ class DatasetInfo(NamedTuple):
     id: the dataset id every shard carries. paths: the shard files. format_version: 1 or 2.
     codec: what the writer compressed chunks with ('none', 'lz4', 'zstd:3'). compressed_chunks:
     how many chunks are stored compressed (a chunk that does not shrink is stored raw).
-    stored_bytes: the files' bytes; data_bytes: the chunks' data, decompressed.
+    stored_bytes: the files' bytes; data_bytes: the chunks' data, decompressed. record_kind:
+    'tensor' (fixed-shape samples), 'tokens' or 'bytes' (records of any size, whose batches come
+    as (values, offsets, labels); shape is then the largest record's). media_type: what bytes
+    records are ('image/jpeg'; '' unknown).
     """
 
     samples: int
@@ -80,6 +83,8 @@ class DatasetInfo(NamedTuple):
     compressed_chunks: int = 0
     stored_bytes: int = 0
     data_bytes: int = 0
+    record_kind: str = "tensor"
+    media_type: str = ""
 
 
 def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
@@ -87,7 +92,8 @@ def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
                        mean=tuple(d.mean), std=tuple(d.std), label_dtype=d.label_dtype, id=d.id,
                        paths=tuple(d.shard_paths), format_version=d.format_version,
                        codec=d.codec, compressed_chunks=d.compressed_chunks,
-                       stored_bytes=d.total_bytes, data_bytes=d.data_bytes)
+                       stored_bytes=d.total_bytes, data_bytes=d.data_bytes,
+                       record_kind=d.record_kind, media_type=d.media_type)
 
 
 def dataset_info(data: Union[PathLike, Sequence[PathLike]]) -> DatasetInfo:
@@ -182,18 +188,17 @@ def _device_option(device: Any) -> Tuple[str, int]:
         raise UsageError(f"device must be 'cuda', 'cuda:N', 'cpu' or None, got {device!r}")
     return kind, -1
 
-
-# The loader's options, declared once in the library (pipeline/loader_options.h): name, type,
-# default, rule, words, what None means where the default is not one value, help. The Loader's
-# signature and the "Options" part of its help are made from them, and every keyword argument is
-# checked and set by the library through the same declarations as `ringfeed train`'s flags.
+#The loader's options, declared once in the library (pipeline/loader_options.h): name, type,
+#default, rule, words, what None means where the default is not one value, help.The Loader's
+#signature and the "Options" part of its help are made from them, and every keyword argument is
+#checked and set by the library through the same declarations as `ringfeed train`'s flags.
 _OPTIONS: Dict[str, Dict[str, Any]] = {o["name"]: o for o in _ringfeed.loader_options()}
 
 
 def _options_help() -> str:
     lines = []
     for o in _OPTIONS.values():
-        # The declarations' help names other options as the command line does: --shuffle-window.
+#The declarations' help names other options as the command line does: --shuffle-window.
         text = re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), o["help"])
         if o["type"] in ("int", "float", "Sequence[float]", "Union[int, str]"):
             text += f" ({o['rule']})"
@@ -216,7 +221,8 @@ class Loader:
     ``torch.from_dlpack`` (no copy; on the GPU the current stream waits for the batch, the host
     does not), ``numpy.from_dlpack`` or ``.numpy()`` (host memory). A batch stays valid,
     unchanged, for as long as it or anything made from it is held, whatever the loader does
-    meanwhile and even after the loader is gone; holding more than ``prefetch`` batches at once
+    meanwhile and even after the loader is gone;
+holding more than ``prefetch`` batches at once
     makes the loader allocate a buffer per extra batch held.
 
     Epochs: the loader is at ``epoch`` and ``position`` (samples of this rank's epoch handed out
@@ -259,7 +265,7 @@ class Loader:
 
     def __init__(self, data: Union[PathLike, Sequence[PathLike]],
                  batch_size: Optional[int] = None, **options: Any) -> None:
-        # The signature help() and inspect show is _SIGNATURE, made from the declarations.
+#The signature help() and inspect show is _SIGNATURE, made from the declarations.
         self._native: Optional[_ringfeed._Loader] = None
         self._lock = threading.RLock()
         unknown = [k for k in options if k not in _OPTIONS or k == "batch_size"]
@@ -283,29 +289,33 @@ class Loader:
         if canonical is None:
             raise UsageError(f"dtype: unknown dtype {dtype!r} (float32, bfloat16, float16, or the "
                              f"dataset's own, {dataset.dtype})")
+        self._records = dataset.record_kind != "tensor"
+        if self._records and (canonical != dataset.dtype or options.get("normalize")):
+            raise UsageError(f"dtype and normalize: {dataset.record_kind} records come out as "
+                             f"stored ({dataset.dtype} values and int64 offsets), not decoded")
         options["dtype"] = canonical
-        options.setdefault("normalize", canonical in _FLOAT_OUTPUTS)
+        options.setdefault("normalize", canonical in _FLOAT_OUTPUTS and not self._records)
         if ("mean" in options) != ("std" in options):
             raise UsageError("mean and std: give both or neither")
 
         self._dataset = dataset
         self._native = _ringfeed._Loader(dataset, options, gpu)
-        # What the batches depend on, as the library took it (its defaults where not given).
+#What the batches depend on, as the library took it(its defaults where not given).
         self._options = self._native.options()
         self._batch_size = self._options["batch_size"]
         self._batches_per_epoch = self._native.batches_per_epoch()
         self._epoch_samples = self._native.epoch_samples()
-        # The position at which an epoch is over: every sample, or with drop_last the last full
-        # batch's end.
+#The position at which an epoch is over : every sample, or with drop_last the last full
+#batch's end.
         self._epoch_end = min(self._batches_per_epoch * self._batch_size, self._epoch_samples)
         gpu_device = self._native.gpu_device()
         self._device = "cpu" if gpu_device < 0 else f"cuda:{gpu_device}"
         self._epoch = 0
         self._position = 0
-        # Where the native loader's next batch would come from; None: unknown (never started, or
-        # a call failed), so the next batch restarts it at (epoch, position).
+#Where the native loader's next batch would come from; None: unknown (never started, or
+#a call failed), so the next batch restarts it at(epoch, position).
         self._native_at: Optional[Tuple[int, int]] = None
-        # Bumped by set_epoch and load_state_dict: an iterator made before either is stale.
+#Bumped by set_epoch and load_state_dict : an iterator made before either is stale.
         self._generation = 0
 
     def __copy__(self) -> "Loader":
@@ -320,7 +330,8 @@ class Loader:
         raise TypeError("a ringfeed.Loader cannot be pickled or copied: save "
                         "loader.state_dict() and open a new Loader with the same options")
 
-    # --- What the loader is -------------------------------------------------------------------
+#-- - \
+    What the loader is -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
 
     @property
     def dataset(self) -> DatasetInfo:
@@ -372,7 +383,8 @@ class Loader:
         return (f"<ringfeed.Loader {self._dataset.shard_paths[0]!r} batch_size={self._batch_size}"
                 f" epoch={self._epoch} position={self._position}: {self._native.describe()}>")
 
-    # --- Batches ------------------------------------------------------------------------------
+#-- - \
+    Batches -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- --
 
     def __iter__(self) -> Iterator[Tuple[Tensor, Tensor]]:
         """The rest of the current epoch, batch by batch: (samples, labels)."""
@@ -395,7 +407,7 @@ class Loader:
             native = self._open_native()
             at = (self._epoch, self._position)
             try:
-                if self._native_at != at:
+      if self._native_at != at:
                     self._native_at = None
                     native.start_epoch(*at)
                 out = native.next()
@@ -406,8 +418,9 @@ class Loader:
                 self._native_at = None
                 raise RuntimeError(f"the loader ended epoch {self._epoch} at sample "
                                    f"{self._position} of {self._epoch_end}")
-            samples = out[0]
-            end = samples.position + samples.shape[0]
+#(samples, labels), or for records of any size(values, offsets, labels) : the
+#labels, last, have one entry a sample.
+            end = out[0].position + out[-1].shape[0]
             self._native_at = (self._epoch, end)
             if end >= self._epoch_end:
                 self._epoch += 1
@@ -425,7 +438,8 @@ class Loader:
             self._position = 0
             self._generation += 1
 
-    # --- Checkpoints --------------------------------------------------------------------------
+#-- - \
+    Checkpoints -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- --
 
     def state_dict(self) -> Dict[str, Any]:
         """Where the loader is, as a plain dict of str, int and bool (JSON-able): the epoch, the
@@ -433,8 +447,8 @@ class Loader:
         batch size, shuffle mode and window, drop_last, rank, world size, the augmentation and
         the output dtype, the dataset's id, as a hex string, and sample count)."""
         with self._lock:
-            state = {"version": _STATE_VERSION, "epoch": self._epoch,
-                     "position": self._position}
+            state = {
+      "version" : _STATE_VERSION, "epoch" : self._epoch, "position" : self._position}
         for key in _OPTION_KEYS:
             state[key] = self._options[key]
         state["dataset_id"] = f"{self._dataset.id:016x}"
@@ -479,7 +493,8 @@ class Loader:
             self._position = position
             self._generation += 1
 
-    # --- Figures and life -----------------------------------------------------------------------
+#-- - Figures and \
+    life -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
 
     def stats(self) -> Dict[str, float]:
         """What the loader read and how fast: bytes_read (from disk, since it opened), seconds
@@ -546,8 +561,8 @@ def _signature() -> inspect.Signature:
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
               inspect.Parameter("data", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     for o in _OPTIONS.values():
-        # None where the default depends on the data or the process (what None means is in the
-        # help), else the declaration's default.
+#None where the default depends on the data or the process(what None means is in the
+#help), else the declaration's default.
         default = None if o["unset"] else o["default"]
         kind = (inspect.Parameter.POSITIONAL_OR_KEYWORD if o["name"] == "batch_size"
                 else inspect.Parameter.KEYWORD_ONLY)

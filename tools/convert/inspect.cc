@@ -19,7 +19,13 @@ std::string DescribeDataset(const Dataset& d) {
   char id[32];
   std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(h.dataset_id));
   out << "format:       version " << h.version << ", dataset id " << id << "\n";
-  out << "records:      " << format::RecordKindName(h.record_kind) << "\n";
+  out << "records:      " << format::RecordKindName(h.record_kind);
+  if (h.variable()) {
+    out << " of any size (" << DTypeName(h.sample_dtype) << ", the largest " << h.Shape().front()
+        << (h.record_kind == format::RecordKind::kTokens ? " ids" : " bytes") << ")";
+    if (!h.media_type.empty()) out << ", media type " << h.media_type;
+  }
+  out << "\n";
   out << "codec:        " << CodecText(h.codec);
   if (h.version < 2) {
     out << " (format version 1 stores every chunk raw)\n";
