@@ -1,4 +1,4 @@
-#Type stubs of the extension ringfeed._ringfeed(python / src / module.cc).
+# Type stubs of the extension ringfeed._ringfeed (python/src/module.cc).
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 class DataError(ValueError):
@@ -78,7 +78,7 @@ class _DatasetWriter:
     def open(self) -> bool: ...
 
 class _Loader:
-#options : keyword arguments by the names of loader_options(), each its declared type.
+    # options: keyword arguments by the names of loader_options(), each its declared type.
     def __init__(self, dataset: _Dataset, options: Dict[str, Any], gpu: int = -1) -> None: ...
     def options(self) -> Dict[str, Any]: ...
     def start_epoch(self, epoch: int, position: int) -> None: ...

@@ -38,15 +38,15 @@ __all__ = ["DatasetInfo", "Loader"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-#The state dict's own version: load_state_dict refuses one it does not know. Version 2 added
-#the augmentation and the output dtype.
+# The state dict's own version: load_state_dict refuses one it does not know. Version 2 added
+# the augmentation and the output dtype.
 _STATE_VERSION = 2
-#What identifies an epoch order : a state saved under other values would not resume exactly.
+# What identifies an epoch order: a state saved under other values would not resume exactly.
 _ORDER_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "rank",
                "world_size", "dataset_id", "dataset_samples")
-#What else the batches depend on(version 2 on).
+# What else the batches depend on (version 2 on).
 _OUTPUT_KEYS = ("augment", "dtype")
-#The loader options a state records.
+# The loader options a state records.
 _OPTION_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "rank",
                 "world_size", "augment", "dtype")
 
@@ -188,17 +188,18 @@ def _device_option(device: Any) -> Tuple[str, int]:
         raise UsageError(f"device must be 'cuda', 'cuda:N', 'cpu' or None, got {device!r}")
     return kind, -1
 
-#The loader's options, declared once in the library (pipeline/loader_options.h): name, type,
-#default, rule, words, what None means where the default is not one value, help.The Loader's
-#signature and the "Options" part of its help are made from them, and every keyword argument is
-#checked and set by the library through the same declarations as `ringfeed train`'s flags.
+
+# The loader's options, declared once in the library (pipeline/loader_options.h): name, type,
+# default, rule, words, what None means where the default is not one value, help. The Loader's
+# signature and the "Options" part of its help are made from them, and every keyword argument is
+# checked and set by the library through the same declarations as `ringfeed train`'s flags.
 _OPTIONS: Dict[str, Dict[str, Any]] = {o["name"]: o for o in _ringfeed.loader_options()}
 
 
 def _options_help() -> str:
     lines = []
     for o in _OPTIONS.values():
-#The declarations' help names other options as the command line does: --shuffle-window.
+        # The declarations' help names other options as the command line does: --shuffle-window.
         text = re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), o["help"])
         if o["type"] in ("int", "float", "Sequence[float]", "Union[int, str]"):
             text += f" ({o['rule']})"
@@ -221,8 +222,7 @@ class Loader:
     ``torch.from_dlpack`` (no copy; on the GPU the current stream waits for the batch, the host
     does not), ``numpy.from_dlpack`` or ``.numpy()`` (host memory). A batch stays valid,
     unchanged, for as long as it or anything made from it is held, whatever the loader does
-    meanwhile and even after the loader is gone;
-holding more than ``prefetch`` batches at once
+    meanwhile and even after the loader is gone; holding more than ``prefetch`` batches at once
     makes the loader allocate a buffer per extra batch held.
 
     Epochs: the loader is at ``epoch`` and ``position`` (samples of this rank's epoch handed out
@@ -265,7 +265,7 @@ holding more than ``prefetch`` batches at once
 
     def __init__(self, data: Union[PathLike, Sequence[PathLike]],
                  batch_size: Optional[int] = None, **options: Any) -> None:
-#The signature help() and inspect show is _SIGNATURE, made from the declarations.
+        # The signature help() and inspect show is _SIGNATURE, made from the declarations.
         self._native: Optional[_ringfeed._Loader] = None
         self._lock = threading.RLock()
         unknown = [k for k in options if k not in _OPTIONS or k == "batch_size"]
@@ -300,22 +300,22 @@ holding more than ``prefetch`` batches at once
 
         self._dataset = dataset
         self._native = _ringfeed._Loader(dataset, options, gpu)
-#What the batches depend on, as the library took it(its defaults where not given).
+        # What the batches depend on, as the library took it (its defaults where not given).
         self._options = self._native.options()
         self._batch_size = self._options["batch_size"]
         self._batches_per_epoch = self._native.batches_per_epoch()
         self._epoch_samples = self._native.epoch_samples()
-#The position at which an epoch is over : every sample, or with drop_last the last full
-#batch's end.
+        # The position at which an epoch is over: every sample, or with drop_last the last full
+        # batch's end.
         self._epoch_end = min(self._batches_per_epoch * self._batch_size, self._epoch_samples)
         gpu_device = self._native.gpu_device()
         self._device = "cpu" if gpu_device < 0 else f"cuda:{gpu_device}"
         self._epoch = 0
         self._position = 0
-#Where the native loader's next batch would come from; None: unknown (never started, or
-#a call failed), so the next batch restarts it at(epoch, position).
+        # Where the native loader's next batch would come from; None: unknown (never started, or
+        # a call failed), so the next batch restarts it at (epoch, position).
         self._native_at: Optional[Tuple[int, int]] = None
-#Bumped by set_epoch and load_state_dict : an iterator made before either is stale.
+        # Bumped by set_epoch and load_state_dict: an iterator made before either is stale.
         self._generation = 0
 
     def __copy__(self) -> "Loader":
@@ -330,8 +330,7 @@ holding more than ``prefetch`` batches at once
         raise TypeError("a ringfeed.Loader cannot be pickled or copied: save "
                         "loader.state_dict() and open a new Loader with the same options")
 
-#-- - \
-    What the loader is -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
+    # --- What the loader is -------------------------------------------------------------------
 
     @property
     def dataset(self) -> DatasetInfo:
@@ -383,8 +382,7 @@ holding more than ``prefetch`` batches at once
         return (f"<ringfeed.Loader {self._dataset.shard_paths[0]!r} batch_size={self._batch_size}"
                 f" epoch={self._epoch} position={self._position}: {self._native.describe()}>")
 
-#-- - \
-    Batches -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- --
+    # --- Batches ------------------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Tuple[Tensor, Tensor]]:
         """The rest of the current epoch, batch by batch: (samples, labels)."""
@@ -407,7 +405,7 @@ holding more than ``prefetch`` batches at once
             native = self._open_native()
             at = (self._epoch, self._position)
             try:
-      if self._native_at != at:
+                if self._native_at != at:
                     self._native_at = None
                     native.start_epoch(*at)
                 out = native.next()
@@ -418,8 +416,8 @@ holding more than ``prefetch`` batches at once
                 self._native_at = None
                 raise RuntimeError(f"the loader ended epoch {self._epoch} at sample "
                                    f"{self._position} of {self._epoch_end}")
-#(samples, labels), or for records of any size(values, offsets, labels) : the
-#labels, last, have one entry a sample.
+            # (samples, labels), or for records of any size (values, offsets, labels): the
+            # labels, last, have one entry a sample.
             end = out[0].position + out[-1].shape[0]
             self._native_at = (self._epoch, end)
             if end >= self._epoch_end:
@@ -438,8 +436,7 @@ holding more than ``prefetch`` batches at once
             self._position = 0
             self._generation += 1
 
-#-- - \
-    Checkpoints -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- --
+    # --- Checkpoints --------------------------------------------------------------------------
 
     def state_dict(self) -> Dict[str, Any]:
         """Where the loader is, as a plain dict of str, int and bool (JSON-able): the epoch, the
@@ -447,8 +444,8 @@ holding more than ``prefetch`` batches at once
         batch size, shuffle mode and window, drop_last, rank, world size, the augmentation and
         the output dtype, the dataset's id, as a hex string, and sample count)."""
         with self._lock:
-            state = {
-      "version" : _STATE_VERSION, "epoch" : self._epoch, "position" : self._position}
+            state = {"version": _STATE_VERSION, "epoch": self._epoch,
+                     "position": self._position}
         for key in _OPTION_KEYS:
             state[key] = self._options[key]
         state["dataset_id"] = f"{self._dataset.id:016x}"
@@ -493,8 +490,7 @@ holding more than ``prefetch`` batches at once
             self._position = position
             self._generation += 1
 
-#-- - Figures and \
-    life -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
+    # --- Figures and life -----------------------------------------------------------------------
 
     def stats(self) -> Dict[str, float]:
         """What the loader read and how fast: bytes_read (from disk, since it opened), seconds
@@ -561,8 +557,8 @@ def _signature() -> inspect.Signature:
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
               inspect.Parameter("data", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     for o in _OPTIONS.values():
-#None where the default depends on the data or the process(what None means is in the
-#help), else the declaration's default.
+        # None where the default depends on the data or the process (what None means is in the
+        # help), else the declaration's default.
         default = None if o["unset"] else o["default"]
         kind = (inspect.Parameter.POSITIONAL_OR_KEYWORD if o["name"] == "batch_size"
                 else inspect.Parameter.KEYWORD_ONLY)

@@ -26,9 +26,6 @@ Records of any size (tokenized documents, encoded images) are written one by one
             w.write(jpeg_bytes, label)
 
 and a loader over them hands out (values, offsets, labels) batches.
-
-Parallel processes each write a dataset of their own (a "part") into one directory, which
-readers open as one dataset.
 """
 
 from __future__ import annotations
@@ -47,8 +44,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 _SIZE = re.compile(r"^([0-9]+)(B|KiB|MiB|GiB)?$")
 _UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-#numpy's names of the stored dtypes; bfloat16 takes its raw bits as uint16 (numpy has none) or
-#ml_dtypes' bfloat16.
+# numpy's names of the stored dtypes; bfloat16 takes its raw bits as uint16 (numpy has none) or
+# ml_dtypes' bfloat16.
 _NUMPY = {"uint8": "uint8", "uint16": "uint16", "int32": "int32", "int64": "int64",
           "float16": "float16", "float32": "float32", "bfloat16": "uint16"}
 _LABEL_RANGE = {"uint8": (0, 255), "uint16": (0, 65535), "int32": (0, 2**31 - 1)}
@@ -83,36 +80,24 @@ def _count(name: str, value: Any, lo: int, hi: int) -> int:
 class DatasetWriter:
     """Writes the dataset `path` (shards ``NAME-0000K-of-0000N.rfd`` for shards=N) of samples of
     one `shape` (1 to 4 dims) and `dtype` ('uint8', 'float16', 'bfloat16', 'float32' for
-    intensities;
-'uint16', 'int32', 'int64' for ids such as tokens)
-    .
+    intensities; 'uint16', 'int32', 'int64' for ids such as tokens).
 
-    labels : whether samples have
-    labels(then every write gives them),
-    stored as `label_dtype` ('uint8', 'uint16', 'int32')
-    .classes : the class count;
-None : one more than the largest label written.chunk_size
-    : the target size of a chunk 's data (bytes or ' 4MiB'). compress: each
-          chunk 's codec, ' none ', ' lz4 ', ' zstd ' or ' zstd
-    : LEVEL' (1 to 22); any codec writes format version 2,
-    and a chunk that does not shrink is stored raw
-            .threads : compression threads(0
-                                           : one per core, at most 16)
-            .format_version : 0(1 without a codec, 2 with one),
-    1 or 2. keep : files an older dataset of this name may share(inputs)
-that must not be removed.
+    labels: whether samples have labels (then every write gives them), stored as `label_dtype`
+    ('uint8', 'uint16', 'int32'). classes: the class count; None: one more than the largest
+    label written. chunk_size: the target size of a chunk's data (bytes or '4MiB'). compress:
+    each chunk's codec, 'none', 'lz4', 'zstd' or 'zstd:LEVEL' (1 to 22); any codec writes
+    format version 2, and a chunk that does not shrink is stored raw. threads: compression
+    threads (0: one per core, at most 16). format_version: 0 (1 without a codec, 2 with one), 1
+    or 2. keep: files an older dataset of this name may share (inputs) that must not be removed.
 
-    records : what a sample is : 'tensor'(every sample of `shape`),
-    or records of any size,
-    'tokens'(1 - D runs of uint16, int32 or int64 ids) or
-        'bytes'(uint8, such as encoded images; media_type says what they are, e.g.'image/jpeg');
-records take no shape,
-    and the largest record taken is max_record_size(a chunk holds at least one)
-            .Records write format 2.
+    records: what a sample is: 'tensor' (every sample of `shape`), or records of any size,
+    'tokens' (1-D runs of uint16, int32 or int64 ids) or 'bytes' (uint8, such as encoded images;
+    media_type says what they are, e.g. 'image/jpeg'); records take no shape, and the largest
+    record taken is max_record_size (a chunk holds at least one). Records write format 2.
 
-        A context manager : leaving the ``with`` block commits the dataset(``close``),
-    unless an exception leaves it,
-    which drops everything written(``abort``).Bad values raise UsageError; a label outside [0, classes) ValueError naming the sample; disk errors OSError
+    A context manager: leaving the ``with`` block commits the dataset (``close``), unless an
+    exception leaves it, which drops everything written (``abort``). Bad values raise
+    UsageError; a label outside [0, classes) ValueError naming the sample; disk errors OSError
     naming the file. One thread at a time (a lock serializes calls).
     """
 
@@ -176,8 +161,7 @@ records take no shape,
         for d in self.shape:
             self.sample_elems *= d
 
-#-- - \
-    writing -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
+    # --- writing -------------------------------------------------------------------------------
 
     def write(self, samples: Any, labels: Any = None) -> None:
         """Appends samples: an array (numpy, or anything numpy takes: a torch CPU tensor, a
@@ -189,7 +173,7 @@ records take no shape,
         import numpy as np  # the package itself does not need numpy; writing arrays does
 
         if self.records != "tensor":
-#One record(bytes, or a 1 - D array) or a list of them.
+            # One record (bytes, or a 1-D array) or a list of them.
             one = isinstance(samples, (bytes, bytearray, memoryview)) or (
                 hasattr(samples, "ndim") and getattr(samples, "ndim") == 1)
             recs = [samples] if one else list(samples)
@@ -285,8 +269,7 @@ records take no shape,
             raise UsageError("this dataset has no labels (labels=False): write(samples) alone")
         return y
 
-#-- - \
-    life -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- --
+    # --- life ----------------------------------------------------------------------------------
 
     @property
     def samples(self) -> int:
