@@ -81,6 +81,16 @@ class DatasetWriter {
   // (in the label dtype; nullptr for a spec without labels). Labels must lie in
   // [0, num_classes) when num_classes was given.
   Status Append(const void* samples, const void* labels, uint64_t n);
+  // Append with the samples' channel sums made already by ChannelSums (on any thread), so that a
+  // caller can sum blocks in parallel and append them in order: the statistics come out bit for
+  // bit as Append's, which sums each sample itself.
+  Status Append(const void* samples, const void* labels, uint64_t n, const double* channel_sums);
+  // What Append adds into the header's statistics, sample by sample: for each of the n samples
+  // and each channel, the sum of its stored values and the sum of their squares, in that order
+  // (ChannelSumsPerSample() doubles a sample; none for id dtypes, which have no statistics). A
+  // function of the spec alone: safe on any thread while another appends.
+  void ChannelSums(const void* samples, uint64_t n, double* out) const;
+  size_t ChannelSumsPerSample() const;
   // Writes indices and headers and renames every shard into place. Fails on an empty dataset.
   Status Finish();
   // Sets the class count Finish() writes when Create() was given 0, e.g. so that a train and a
@@ -104,7 +114,8 @@ class DatasetWriter {
  private:
   DatasetWriter() = default;
   Status FlushChunk();
-  void Accumulate(const void* samples, uint64_t n);
+  // Adds n samples' ChannelSums to sum_ and sumsq_, in sample order.
+  void AddChannelSums(const double* sums, uint64_t n);
   // Prepares every shard, renames them into place (shard 0 last), removes what they replace.
   Status CommitShards();
 
