@@ -258,82 +258,69 @@ TEST(ConvertThreads, TheDatasetIsOneAppendOfTheDecodedSamples) {
 }
 
 // x.npy: 400 float32 samples of 3x32x32 (pieces of 160 samples in batches of 32), sample 10
-// holding 1e6 (which float16 cannot hold) and sample `nan_sample` a NaN; labels 0..9, sample
-// `bad_label`'s 10 where given.
-void WriteBadNpy(const TempDir& t, int64_t bad_label, uint64_t nan_sample = 350) {
-  constexpr uint64_t n = 400, elems = 3 * 32 * 32;
-  std::vector<float> v(n * elems, 0.5f);
-  v[10 * elems + 7] = 1e6f;
-  v[nan_sample * elems + 3] = std::numeric_limits<float>::quiet_NaN();
-  WriteAll(t.File("x.npy"), testing::NpyBytes("<f4", {n, 3, 32, 32}, v.data(), v.size() * 4));
-  std::vector<uint8_t> l = testing::PositionalLabels(n);
+// holding 1e6 (which float16 cannot hold) and sample `nan_sample` a NaN (none where negative);
+// labels 0..9, sample `bad_label`'s 10 where given.
+constexpr uint64_t kBadN = 400, kBadElems = 3 * 32 * 32;
+void WriteBadNpy(const TempDir& t, int64_t bad_label, int64_t nan_sample) {
+  std::vector<float> v(kBadN * kBadElems, 0.5f);
+  v[10 * kBadElems + 7] = 1e6f;
+  if (nan_sample >= 0) v[nan_sample * kBadElems + 3] = std::numeric_limits<float>::quiet_NaN();
+  WriteAll(t.File("x.npy"),
+           testing::NpyBytes("<f4", {kBadN, 3, 32, 32}, v.data(), v.size() * sizeof(float)));
+  std::vector<uint8_t> l = testing::PositionalLabels(kBadN);
   if (bad_label >= 0) l[bad_label] = 10;
-  WriteAll(t.File("y.npy"), testing::NpyBytes("|u1", {n}, l.data(), l.size()));
+  WriteAll(t.File("y.npy"), testing::NpyBytes("|u1", {kBadN}, l.data(), l.size()));
 }
 
-std::string BadNpyError(const TempDir& t, const std::string& threads) {
-  const Status st = testing::Convert({"npy", "--images", t.File("x.npy"), "--labels",
-                                      t.File("y.npy"), "--dtype", "float16", "--classes", "10",
-                                      "--threads", threads, "-o", t.File("d.rfd"), "--quiet"});
-  EXPECT_FALSE(st.ok());
-  EXPECT_EQ(testing::FilesIn(t.path()), (std::vector<std::string>{"x.npy", "y.npy"}));
-  return st.ToString();
+// The converter's refusal of x.npy's sample `sample` for `what` at `element`.
+std::string SampleRefusal(const TempDir& t, uint64_t sample, const std::string& what,
+                          uint64_t element) {
+  const uint64_t data = ReadAll(t.File("x.npy")).size() - kBadN * kBadElems * sizeof(float);
+  return t.File("x.npy") + ": at byte " +
+         std::to_string(data + sample * kBadElems * sizeof(float)) + ": sample " +
+         std::to_string(sample) + " (which starts here) holds " + what + " at element " +
+         std::to_string(element) + "; a dataset needs finite samples for its channel statistics";
+}
+
+// Converting the files to float16 fails with `want` for 1, 2 and 7 threads, leaving nothing.
+void ExpectErrorForAnyThreads(const TempDir& t, const std::string& want) {
+  for (const std::string threads : {"1", "2", "7"}) {
+    const Status st = testing::Convert({"npy", "--images", t.File("x.npy"), "--labels",
+                                        t.File("y.npy"), "--dtype", "float16", "--classes", "10",
+                                        "--threads", threads, "-o", t.File("d.rfd"), "--quiet"});
+    EXPECT_EQ(st.ToString(), want) << threads << " threads";
+    EXPECT_EQ(testing::FilesIn(t.path()), (std::vector<std::string>{"x.npy", "y.npy"}));
+  }
 }
 
 TEST(ConvertThreads, ABadInputGetsTheSameErrorForAnyThreadCount) {
-  {
-    // In one block: the NaN (sample 350) is reported before the overflow of an earlier sample,
-    // as a check of the whole block's input before its conversion reports it.
+  // In one block, a NaN is reported before the overflow of an earlier sample, as a check of the
+  // whole block's input before its conversion reports it: in a later piece (350), and in a later
+  // batch of the same piece (150), which is still checked after the overflow.
+  for (const int64_t nan_sample : {350, 150}) {
     TempDir t;
-    WriteBadNpy(t, -1);
-    const uint64_t data = ReadAll(t.File("x.npy")).size() - 400 * 3 * 32 * 32 * 4;
-    const std::string want = t.File("x.npy") + ": at byte " +
-                             std::to_string(data + 350 * 3 * 32 * 32 * 4) +
-                             ": sample 350 (which starts here) holds a NaN or infinite value at "
-                             "element 3; a dataset needs finite samples for its channel statistics";
-    for (const std::string threads : {"1", "2", "7"}) EXPECT_EQ(BadNpyError(t, threads), want);
-  }
-  {
-    // The same within one piece: its later batches are still checked after the overflow.
-    TempDir t;
-    WriteBadNpy(t, -1, 150);
-    const uint64_t data = ReadAll(t.File("x.npy")).size() - 400 * 3 * 32 * 32 * 4;
-    const std::string want = t.File("x.npy") + ": at byte " +
-                             std::to_string(data + 150 * 3 * 32 * 32 * 4) +
-                             ": sample 150 (which starts here) holds a NaN or infinite value at "
-                             "element 3; a dataset needs finite samples for its channel statistics";
-    for (const std::string threads : {"1", "2", "7"}) EXPECT_EQ(BadNpyError(t, threads), want);
+    WriteBadNpy(t, -1, nan_sample);
+    ExpectErrorForAnyThreads(t, SampleRefusal(t, nan_sample, "a NaN or infinite value", 3));
   }
   {
     // A label out of range is reported before any sample of its block.
     TempDir t;
-    WriteBadNpy(t, 399);
-    const uint64_t data = ReadAll(t.File("y.npy")).size() - 400;
-    const std::string want = t.File("y.npy") + ": at byte " + std::to_string(data + 399) +
-                             ": label 10 of sample 399 is outside [0, 10) (--classes 10)";
-    for (const std::string threads : {"1", "2", "7"}) EXPECT_EQ(BadNpyError(t, threads), want);
+    WriteBadNpy(t, 399, 350);
+    const uint64_t data = ReadAll(t.File("y.npy")).size() - kBadN;
+    ExpectErrorForAnyThreads(t, t.File("y.npy") + ": at byte " + std::to_string(data + 399) +
+                                    ": label 10 of sample 399 is outside [0, 10) (--classes 10)");
   }
   {
     // The overflow alone.
     TempDir t;
-    WriteBadNpy(t, -1);
-    std::vector<uint8_t> x = ReadAll(t.File("x.npy"));
-    const uint64_t data = x.size() - 400 * 3 * 32 * 32 * 4;
-    const float half = 0.5f;
-    std::memcpy(&x[data + (350 * 3 * 32 * 32 + 3) * 4], &half, 4);
-    WriteAll(t.File("x.npy"), x);
-    const std::string want = t.File("x.npy") + ": at byte " +
-                             std::to_string(data + 10 * 3 * 32 * 32 * 4) +
-                             ": sample 10 (which starts here) holds a value that overflows float16 "
-                             "at element 7; a dataset needs finite samples for its channel "
-                             "statistics";
-    for (const std::string threads : {"1", "2", "7"}) EXPECT_EQ(BadNpyError(t, threads), want);
+    WriteBadNpy(t, -1, -1);
+    ExpectErrorForAnyThreads(t, SampleRefusal(t, 10, "a value that overflows float16", 7));
   }
 }
 
 TEST(ConvertThreads, MoreThan1024ThreadsIsAUsageError) {
   TempDir t;
-  WriteBadNpy(t, -1);
+  WriteBadNpy(t, -1, -1);
   EXPECT_TRUE(testing::FailsWith(testing::Convert({"npy", "--images", t.File("x.npy"), "--threads",
                                                    "1025", "-o", t.File("d.rfd")}),
                                  "--threads 1025: at most 1024"));
