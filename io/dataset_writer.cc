@@ -149,13 +149,18 @@ std::vector<std::string> DatasetWriter::paths() const {
   return p;
 }
 
-void DatasetWriter::Accumulate(const void* samples, uint64_t n) {
+size_t DatasetWriter::ChannelSumsPerSample() const {
+  return IsImageDType(spec_.sample_dtype) ? 2 * size_t{header_.channels} : 0;
+}
+
+void DatasetWriter::ChannelSums(const void* samples, uint64_t n, double* out) const {
   if (!IsImageDType(spec_.sample_dtype)) return;  // ids: no statistics (io/format.h)
   const uint32_t channels = header_.channels;
   const uint64_t plane = uint64_t{header_.height} * header_.width;
   for (uint64_t i = 0; i < n; ++i) {
     for (uint32_t c = 0; c < channels; ++c) {
       const uint64_t base = (i * channels + c) * plane;
+      double* o = out + 2 * (i * channels + c);
       if (spec_.sample_dtype == DType::kUInt8) {
         // Integer sums vectorize and are exact.
         const uint8_t* p = static_cast<const uint8_t*>(samples) + base;
@@ -164,8 +169,21 @@ void DatasetWriter::Accumulate(const void* samples, uint64_t n) {
           s += p[k];
           q += uint32_t{p[k]} * p[k];
         }
-        sum_[c] += static_cast<double>(s);
-        sumsq_[c] += static_cast<double>(q);
+        o[0] = static_cast<double>(s);
+        o[1] = static_cast<double>(q);
+      } else if (spec_.sample_dtype == DType::kFloat32) {
+        // The same sums as below without a call per element (LoadAsFloat of a float32 is itself).
+        const auto* p = static_cast<const uint8_t*>(samples) + base * sizeof(float);
+        double s = 0, q = 0;
+        for (uint64_t k = 0; k < plane; ++k) {
+          float f;
+          std::memcpy(&f, p + k * sizeof f, sizeof f);
+          const double v = f;
+          s += v;
+          q += v * v;
+        }
+        o[0] = s;
+        o[1] = q;
       } else {
         double s = 0, q = 0;
         for (uint64_t k = 0; k < plane; ++k) {
@@ -173,9 +191,19 @@ void DatasetWriter::Accumulate(const void* samples, uint64_t n) {
           s += v;
           q += v * v;
         }
-        sum_[c] += s;
-        sumsq_[c] += q;
+        o[0] = s;
+        o[1] = q;
       }
+    }
+  }
+}
+
+void DatasetWriter::AddChannelSums(const double* sums, uint64_t n) {
+  const uint32_t channels = header_.channels;
+  for (uint64_t i = 0; i < n; ++i) {
+    for (uint32_t c = 0; c < channels; ++c) {
+      sum_[c] += sums[2 * (i * channels + c)];
+      sumsq_[c] += sums[2 * (i * channels + c) + 1];
     }
   }
 }
@@ -203,11 +231,25 @@ Status DatasetWriter::CheckLabelsGiven(const void* labels, uint64_t n) {
 }
 
 Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n) {
+  return Append(samples, labels, n, nullptr);
+}
+
+Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n,
+                             const double* channel_sums) {
   if (header_.variable())
     return Status::InvalidArgument("records of any size are appended with AppendRecords");
   RF_RETURN_IF_ERROR(CheckLabelsGiven(labels, n));
   const size_t lb = DTypeSize(spec_.label_dtype);
-  Accumulate(samples, n);
+  if (channel_sums != nullptr) {
+    AddChannelSums(channel_sums, n);
+  } else if (const size_t per = ChannelSumsPerSample(); per != 0) {
+    // Sample by sample, so memory stays one sample's sums whatever n.
+    std::vector<double> sums(per);
+    for (uint64_t i = 0; i < n; ++i) {
+      ChannelSums(static_cast<const uint8_t*>(samples) + i * sample_bytes_, 1, sums.data());
+      AddChannelSums(sums.data(), 1);
+    }
+  }
   const auto* sp = static_cast<const uint8_t*>(samples);
   const auto* lp = static_cast<const uint8_t*>(labels);
   while (n > 0) {

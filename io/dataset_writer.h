@@ -98,6 +98,16 @@ class DatasetWriter {
   // Records of any size: ends the chunk being filled here (nothing where it is empty), so a
   // writer copying another dataset keeps its chunks, and with them its order.
   Status EndChunk() { return header_.variable() ? FlushRecordChunk() : Status::Ok(); }
+  // Append with the samples' channel sums made already by ChannelSums (on any thread), so that a
+  // caller can sum blocks in parallel and append them in order: the statistics come out bit for
+  // bit as Append's, which sums each sample itself.
+  Status Append(const void* samples, const void* labels, uint64_t n, const double* channel_sums);
+  // What Append adds into the header's statistics, sample by sample: for each of the n samples
+  // and each channel, the sum of its stored values and the sum of their squares, in that order
+  // (ChannelSumsPerSample() doubles a sample; none for id dtypes, which have no statistics). A
+  // function of the spec alone: safe on any thread while another appends.
+  void ChannelSums(const void* samples, uint64_t n, double* out) const;
+  size_t ChannelSumsPerSample() const;
   // Writes indices and headers and renames every shard into place. Fails on an empty dataset.
   Status Finish();
   // Sets the class count Finish() writes when Create() was given 0, e.g. so that a train and a
@@ -124,7 +134,8 @@ class DatasetWriter {
   Status FlushRecordChunk();
   // Checks n labels (nullptr where the spec has none) and notes the largest.
   Status CheckLabelsGiven(const void* labels, uint64_t n);
-  void Accumulate(const void* samples, uint64_t n);
+  // Adds n samples' ChannelSums to sum_ and sumsq_, in sample order.
+  void AddChannelSums(const double* sums, uint64_t n);
   // Prepares every shard, renames them into place (shard 0 last), removes what they replace.
   Status CommitShards();
 
