@@ -29,6 +29,11 @@ struct Batch {
   // never augmented).
   const uint64_t* sample_indices = nullptr;
   uint64_t epoch = 0;
+  // Records of any size (io/format.h: tokens, bytes): `samples` holds the n records back to
+  // back, values_bytes in all, and offsets (n + 1, in elements of sample_dtype, host memory,
+  // valid as long as `samples`) says where each starts and ends. Null for fixed-shape samples.
+  const int64_t* offsets = nullptr;
+  uint64_t values_bytes = 0;
 };
 
 // How `batch` is augmented under `params` and the run's `seed`, for a decode: nothing where params

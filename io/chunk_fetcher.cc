@@ -24,7 +24,7 @@ Status ChunkFetcher::Fetch(size_t global, void* out, bool verify) {
   if (Status st = files_[at.shard].ReadAt(read_into, e.stored_bytes, e.offset); !st.ok())
     return std::move(st.WithChunk(e.index));
   if (!e.compressed())
-    return verify ? dataset_->VerifyChunk(global, out) : dataset_->CheckLabels(global, out);
+    return verify ? dataset_->VerifyChunk(global, out) : dataset_->CheckData(global, out);
   if (verify) RF_RETURN_IF_ERROR(dataset_->VerifyStored(global, stored_.data()));
   return dataset_->DecodeChunk(global, stored_.data(), out, decompressor_);
 }

@@ -47,7 +47,8 @@ bool SameDataset(const format::Header& a, const format::Header& b) {
          a.Shape() == b.Shape() && a.num_classes == b.num_classes &&
          a.total_samples == b.total_samples && a.total_chunks == b.total_chunks &&
          a.chunk_samples == b.chunk_samples && a.mean == b.mean && a.stddev == b.stddev &&
-         a.version == b.version && a.record_kind == b.record_kind && a.codec == b.codec;
+         a.version == b.version && a.record_kind == b.record_kind && a.codec == b.codec &&
+         a.media_type == b.media_type;
 }
 
 // The shard files of every count under the dataset name `base`, sorted.
@@ -217,6 +218,7 @@ Result<Dataset> Dataset::OpenNamed(const std::string& path) {
   Dataset d;
   d.header_ = shards[0].header;
   d.path_ = path;
+  const bool records = d.header_.variable();
   d.shard_paths_ = std::move(paths);
   d.chunks_.resize(d.header_.total_chunks);
   for (uint32_t i = 0; i < n; ++i) {
@@ -228,6 +230,20 @@ Result<Dataset> Dataset::OpenNamed(const std::string& path) {
       d.compressed_chunks_ += e.compressed() ? 1 : 0;
       d.data_bytes_ += e.data_bytes;
     }
+  }
+  // Records of any size: each chunk's first record is where the chunk before it ended (within a
+  // file DecodeIndex checked the order; across the shards it is checked here).
+  for (uint64_t g = 0, next = 0; records && g < d.chunks_.size(); ++g) {
+    const ChunkLocation& c = d.chunks_[g];
+    if (c.entry.first_sample != next) {
+      return std::move(
+          Status::Corruption(d.shard_paths_[c.shard],
+                             "chunk's first record is " + std::to_string(c.entry.first_sample) +
+                                 ", the chunk before it ends at " + std::to_string(next))
+              .WithChunk(c.entry.index)
+              .WithOffset(c.entry.offset));
+    }
+    next += c.entry.sample_count;
   }
   d.parts_.push_back(DatasetPart{path, d.header_, 0, d.shard_paths_.size(), 0, d.chunks_.size(), 0,
                                  d.header_.total_samples});
@@ -396,7 +412,7 @@ uint64_t Dataset::total_bytes() const {
 Status Dataset::VerifyChunk(size_t global, const void* data) const {
   const ChunkLocation& c = chunks_[global];
   RF_RETURN_IF_ERROR(format::VerifyChunk(c.entry, data, shard_paths_[c.shard]));
-  return CheckLabels(global, data);
+  return CheckData(global, data);
 }
 
 Status Dataset::VerifyStored(size_t global, const void* stored) const {
@@ -407,7 +423,47 @@ Status Dataset::VerifyStored(size_t global, const void* stored) const {
 Status Dataset::DecodeChunk(size_t global, const void* stored, void* data, Decompressor& d) const {
   const ChunkLocation& c = chunks_[global];
   RF_RETURN_IF_ERROR(format::DecodeChunkData(c.entry, stored, data, d, shard_paths_[c.shard]));
+  return CheckData(global, data);
+}
+
+Status Dataset::CheckData(size_t global, const void* data) const {
+  RF_RETURN_IF_ERROR(CheckRecords(global, data));
   return CheckLabels(global, data);
+}
+
+Status Dataset::CheckRecords(size_t global, const void* data) const {
+  if (!header_.variable()) return Status::Ok();
+  const ChunkLocation& c = chunks_[global];
+  const uint32_t n = c.entry.sample_count;
+  const uint64_t* t = static_cast<const uint64_t*>(data);
+  const uint64_t room = c.entry.data_bytes - RecordsOffset(global);  // DecodeIndex: positive
+  const uint64_t elem = DTypeSize(header_.sample_dtype);
+  const uint64_t most = header_.SampleBytes();
+  for (uint32_t i = 0; i <= n; ++i) {
+    std::string what;
+    if (i == 0 && t[0] != 0) {
+      what = "record table starts at " + std::to_string(t[0]) + ", not 0";
+    } else if (i > 0 && t[i] <= t[i - 1]) {
+      what = "record " + std::to_string(c.entry.first_sample + i - 1) + " is " +
+             (t[i] == t[i - 1] ? std::string("empty") : "of negative size") + " (table offsets " +
+             std::to_string(t[i - 1]) + ", " + std::to_string(t[i]) + ")";
+    } else if (i > 0 && ((t[i] - t[i - 1]) % elem != 0 || t[i] - t[i - 1] > most)) {
+      what = "record " + std::to_string(c.entry.first_sample + i - 1) + " of " +
+             std::to_string(t[i] - t[i - 1]) + " bytes (a whole number of " + std::to_string(elem) +
+             "-byte elements, at most the header's " + std::to_string(most) + ")";
+    } else if (t[i] > room) {
+      what = "record table offset " + std::to_string(t[i]) + " runs past the chunk's " +
+             std::to_string(room) + " bytes of records";
+    } else {
+      continue;
+    }
+    const uint64_t in_data = uint64_t{i} * sizeof(uint64_t);
+    if (c.entry.compressed()) what += " (byte " + std::to_string(in_data) + " of the chunk's data)";
+    return std::move(Status::Corruption(shard_paths_[c.shard], what)
+                         .WithChunk(c.entry.index)
+                         .WithOffset(c.entry.offset + (c.entry.compressed() ? 0 : in_data)));
+  }
+  return Status::Ok();
 }
 
 Status Dataset::CheckLabels(size_t global, const void* data) const {
@@ -444,7 +500,16 @@ Status Dataset::ReadChunk(size_t global, void* buf) const {
   return f.Fetch(global, buf);
 }
 
+uint64_t Dataset::RecordsOffset(size_t global) const {
+  return format::RecordLayoutFor(chunks_[global].entry.sample_count, header_.LabelBytes())
+      .records_offset;
+}
+
 uint64_t Dataset::LabelsOffset(size_t global) const {
+  if (header_.variable()) {
+    return format::RecordLayoutFor(chunks_[global].entry.sample_count, header_.LabelBytes())
+        .labels_offset;
+  }
   return format::LayoutFor(chunks_[global].entry.sample_count, header_.SampleBytes(),
                            header_.LabelBytes())
       .labels_offset;

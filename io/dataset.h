@@ -95,14 +95,23 @@ class Dataset {
   // Each global chunk's sample count, in chunk order (what orders over chunks are built from).
   std::vector<uint32_t> ChunkSampleCounts() const;
 
-  // Verifies a raw chunk's bytes against its checksum, then its labels (CheckLabels); errors
+  // Verifies a raw chunk's bytes against its checksum, then its data (CheckData); errors
   // name file, chunk and offset.
   Status VerifyChunk(size_t global, const void* data) const;
   // A chunk read as stored (compressed or not): its checksum. Then DecodeChunk makes its data
   // (decompressing with the caller's per-thread Decompressor, the size enforced; a raw chunk is
-  // copied) and checks its labels. Errors name file, chunk and offset.
+  // copied) and checks its data (CheckData). Errors name file, chunk and offset.
   Status VerifyStored(size_t global, const void* stored) const;
   Status DecodeChunk(size_t global, const void* stored, void* data, Decompressor& d) const;
+  // What a reader checks of a chunk's data even without the checksum: its record table
+  // (CheckRecords) and its labels (CheckLabels). Every path that hands a chunk on runs it.
+  Status CheckData(size_t global, const void* data) const;
+  // Records of any size (format.h): that the chunk's record table starts at 0, grows by a whole
+  // number of elements, at least one and at most the header's largest record, a record, and ends
+  // within the chunk's data; nothing for tensor records. Corruption naming file, chunk, the
+  // record and the table entry's byte offset in the file (a compressed chunk's: the chunk's
+  // offset, and the entry's byte in the chunk's data).
+  Status CheckRecords(size_t global, const void* data) const;
   // That every label of a chunk lies in [0, num_classes) (nothing to check without labels): a
   // file whose checksums hold can still carry labels its header's class count does not allow.
   // Corruption naming file, chunk, the sample and the label's byte offset in the file (a
@@ -117,6 +126,9 @@ class Dataset {
 
   // Where the labels start inside a chunk buffer.
   uint64_t LabelsOffset(size_t global) const;
+  // Records of any size: where the records start inside a chunk buffer (the table is at 0:
+  // sample_count + 1 uint64 offsets from here).
+  uint64_t RecordsOffset(size_t global) const;
   // Label `i` of a chunk, as an integer.
   int64_t Label(size_t global, const void* chunk_data, uint32_t i) const;
 

@@ -27,13 +27,40 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   format::Header header;
   header.sample_dtype = spec.sample_dtype;
   header.label_dtype = spec.label_dtype;
+  header.record_kind = spec.record_kind;
+  const bool records = header.variable();
+  if (spec.record_kind == format::RecordKind::kTokens && IsImageDType(spec.sample_dtype))
+    return Status::InvalidArgument("tokens records hold uint16, int32 or int64 ids, not " +
+                                   std::string(DTypeName(spec.sample_dtype)));
+  if (spec.record_kind == format::RecordKind::kBytes && spec.sample_dtype != DType::kUInt8)
+    return Status::InvalidArgument("bytes records are uint8");
+  if (!spec.media_type.empty() && spec.record_kind != format::RecordKind::kBytes)
+    return Status::InvalidArgument("a media type is for bytes records");
+  if (spec.media_type.size() > format::kMaxMediaType ||
+      std::any_of(spec.media_type.begin(), spec.media_type.end(),
+                  [](char c) { return c < 0x21 || c > 0x7e; }))
+    return Status::InvalidArgument("media type '" + spec.media_type +
+                                   "': printable ASCII without spaces, at most " +
+                                   std::to_string(format::kMaxMediaType) + " characters");
+  header.media_type = spec.media_type;
+  if (records && (opts.max_record_bytes < DTypeSize(spec.sample_dtype) ||
+                  opts.max_record_bytes > format::kMaxChunkTarget))
+    return Status::InvalidArgument("the largest record must be from one element to " +
+                                   std::to_string(format::kMaxChunkTarget) + " bytes, got " +
+                                   std::to_string(opts.max_record_bytes));
+  // Records: the shape is the largest record, set by Finish; one element until then.
   const std::vector<uint64_t> shape =
-      spec.shape.empty() ? std::vector<uint64_t>{spec.channels, spec.height, spec.width}
-                         : spec.shape;
+      records              ? std::vector<uint64_t>{1}
+      : spec.shape.empty() ? std::vector<uint64_t>{spec.channels, spec.height, spec.width}
+                           : spec.shape;
   RF_RETURN_IF_ERROR(format::SetSampleShape(shape, &header));
   if (opts.shards == 0 || opts.shards > 99999)
     return Status::InvalidArgument("shard count must be between 1 and 99999");
-  header.version = opts.version != 0 ? opts.version : opts.codec.codec != Codec::kNone ? 2 : 1;
+  header.version = opts.version != 0                             ? opts.version
+                   : opts.codec.codec != Codec::kNone || records ? 2
+                                                                 : 1;
+  if (header.version < 2 && records)
+    return Status::InvalidArgument("format version 1 holds tensor records only: write version 2");
   if (header.version < format::kOldestVersion || header.version > format::kVersion)
     return Status::InvalidArgument("format version " + std::to_string(header.version) +
                                    ": this build writes versions 1 and 2");
@@ -73,7 +100,13 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   w->chunk_capacity_ =
       format::LayoutFor(w->chunk_samples_, w->sample_bytes_, DTypeSize(spec.label_dtype))
           .stored_bytes;
-  if (header.version >= 2 && w->chunk_capacity_ > format::MaxChunkDataBytes(header)) {
+  if (records) {
+    // A chunk's data stays within the target, or one record's chunk where a record is larger.
+    w->chunk_samples_ = 0;  // the most records a chunk got: Finish writes it
+    w->chunk_capacity_ = std::max<uint64_t>(
+        format::RoundUp(opts.chunk_bytes, format::kAlign),
+        format::RecordChunkBytes(1, DTypeSize(spec.label_dtype), opts.max_record_bytes));
+  } else if (header.version >= 2 && w->chunk_capacity_ > format::MaxChunkDataBytes(header)) {
     return Status::InvalidArgument("chunks of " + std::to_string(w->chunk_samples_) +
                                    " samples are " + std::to_string(w->chunk_capacity_) +
                                    " bytes, more than the format's " +
@@ -116,13 +149,18 @@ std::vector<std::string> DatasetWriter::paths() const {
   return p;
 }
 
-void DatasetWriter::Accumulate(const void* samples, uint64_t n) {
+size_t DatasetWriter::ChannelSumsPerSample() const {
+  return IsImageDType(spec_.sample_dtype) ? 2 * size_t{header_.channels} : 0;
+}
+
+void DatasetWriter::ChannelSums(const void* samples, uint64_t n, double* out) const {
   if (!IsImageDType(spec_.sample_dtype)) return;  // ids: no statistics (io/format.h)
   const uint32_t channels = header_.channels;
   const uint64_t plane = uint64_t{header_.height} * header_.width;
   for (uint64_t i = 0; i < n; ++i) {
     for (uint32_t c = 0; c < channels; ++c) {
       const uint64_t base = (i * channels + c) * plane;
+      double* o = out + 2 * (i * channels + c);
       if (spec_.sample_dtype == DType::kUInt8) {
         // Integer sums vectorize and are exact.
         const uint8_t* p = static_cast<const uint8_t*>(samples) + base;
@@ -131,8 +169,21 @@ void DatasetWriter::Accumulate(const void* samples, uint64_t n) {
           s += p[k];
           q += uint32_t{p[k]} * p[k];
         }
-        sum_[c] += static_cast<double>(s);
-        sumsq_[c] += static_cast<double>(q);
+        o[0] = static_cast<double>(s);
+        o[1] = static_cast<double>(q);
+      } else if (spec_.sample_dtype == DType::kFloat32) {
+        // The same sums as below without a call per element (LoadAsFloat of a float32 is itself).
+        const auto* p = static_cast<const uint8_t*>(samples) + base * sizeof(float);
+        double s = 0, q = 0;
+        for (uint64_t k = 0; k < plane; ++k) {
+          float f;
+          std::memcpy(&f, p + k * sizeof f, sizeof f);
+          const double v = f;
+          s += v;
+          q += v * v;
+        }
+        o[0] = s;
+        o[1] = q;
       } else {
         double s = 0, q = 0;
         for (uint64_t k = 0; k < plane; ++k) {
@@ -140,22 +191,32 @@ void DatasetWriter::Accumulate(const void* samples, uint64_t n) {
           s += v;
           q += v * v;
         }
-        sum_[c] += s;
-        sumsq_[c] += q;
+        o[0] = s;
+        o[1] = q;
       }
     }
   }
 }
 
-Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n) {
+void DatasetWriter::AddChannelSums(const double* sums, uint64_t n) {
+  const uint32_t channels = header_.channels;
+  for (uint64_t i = 0; i < n; ++i) {
+    for (uint32_t c = 0; c < channels; ++c) {
+      sum_[c] += sums[2 * (i * channels + c)];
+      sumsq_[c] += sums[2 * (i * channels + c) + 1];
+    }
+  }
+}
+
+Status DatasetWriter::CheckLabelsGiven(const void* labels, uint64_t n) {
   if (finished_) return Status::InvalidArgument("append after finish");
-  const size_t lb = DTypeSize(spec_.label_dtype);
   if ((labels == nullptr) == spec_.has_labels) {
     return Status::InvalidArgument(spec_.has_labels
                                        ? "samples appended without their labels"
                                        : "labels appended to a dataset without labels");
   }
   // Labels are checked before anything is written, so a bad one names its sample exactly.
+  int64_t most = max_label_;
   for (uint64_t i = 0; labels != nullptr && i < n; ++i) {
     const int64_t v = LoadLabel(spec_.label_dtype, labels, i);
     if (v < 0 || (spec_.num_classes != 0 && v >= spec_.num_classes)) {
@@ -163,9 +224,32 @@ Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n
                                      std::to_string(samples_ + i) + " is outside [0, " +
                                      std::to_string(spec_.num_classes) + ")");
     }
-    max_label_ = std::max(max_label_, v);
+    most = std::max(most, v);
   }
-  Accumulate(samples, n);
+  max_label_ = most;
+  return Status::Ok();
+}
+
+Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n) {
+  return Append(samples, labels, n, nullptr);
+}
+
+Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n,
+                             const double* channel_sums) {
+  if (header_.variable())
+    return Status::InvalidArgument("records of any size are appended with AppendRecords");
+  RF_RETURN_IF_ERROR(CheckLabelsGiven(labels, n));
+  const size_t lb = DTypeSize(spec_.label_dtype);
+  if (channel_sums != nullptr) {
+    AddChannelSums(channel_sums, n);
+  } else if (const size_t per = ChannelSumsPerSample(); per != 0) {
+    // Sample by sample, so memory stays one sample's sums whatever n.
+    std::vector<double> sums(per);
+    for (uint64_t i = 0; i < n; ++i) {
+      ChannelSums(static_cast<const uint8_t*>(samples) + i * sample_bytes_, 1, sums.data());
+      AddChannelSums(sums.data(), 1);
+    }
+  }
   const auto* sp = static_cast<const uint8_t*>(samples);
   const auto* lp = static_cast<const uint8_t*>(labels);
   while (n > 0) {
@@ -186,6 +270,82 @@ Status DatasetWriter::Append(const void* samples, const void* labels, uint64_t n
     n -= take;
     if (in_chunk_ == chunk_samples_) RF_RETURN_IF_ERROR(FlushChunk());
   }
+  return Status::Ok();
+}
+
+Status DatasetWriter::AppendRecords(const void* values, const uint64_t* offsets, const void* labels,
+                                    uint64_t n) {
+  if (!header_.variable())
+    return Status::InvalidArgument("fixed-shape samples are appended with Append");
+  const uint64_t elem = DTypeSize(spec_.sample_dtype);
+  // Every record is checked before any is taken, so a bad call writes nothing.
+  for (uint64_t i = 0; i < n; ++i) {
+    const std::string which = "record " + std::to_string(samples_ + i);
+    if (offsets[i + 1] <= offsets[i])
+      return Status::InvalidArgument(which + (offsets[i + 1] == offsets[i]
+                                                  ? " is empty (a record holds one element or more)"
+                                                  : ": its offsets decrease"));
+    const uint64_t elems = offsets[i + 1] - offsets[i];
+    if (elems > opts_.max_record_bytes / elem)
+      return Status::InvalidArgument(
+          which + " is " + std::to_string(elems) + " elements of " + std::to_string(elem) +
+          " bytes, more than the largest " + "record the writer takes (" +
+          std::to_string(opts_.max_record_bytes) + " bytes; raise max_record_bytes)");
+  }
+  RF_RETURN_IF_ERROR(CheckLabelsGiven(labels, n));
+  const size_t lb = DTypeSize(spec_.label_dtype);
+  const auto* lp = static_cast<const uint8_t*>(labels);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t bytes = (offsets[i + 1] - offsets[i]) * elem;
+    const uint64_t payload = pending_records_.size();
+    if (in_chunk_ > 0 &&
+        format::RecordChunkBytes(in_chunk_ + 1, lb, payload + bytes) > opts_.chunk_bytes) {
+      RF_RETURN_IF_ERROR(FlushRecordChunk());
+    }
+    const auto* src = static_cast<const uint8_t*>(values) + offsets[i] * elem;
+    pending_records_.insert(pending_records_.end(), src, src + bytes);
+    pending_ends_.push_back(pending_records_.size());
+    pending_labels_.resize((size_t{in_chunk_} + 1) * lb);
+    if (lp != nullptr) {
+      std::memcpy(pending_labels_.data() + size_t{in_chunk_} * lb, lp + i * lb, lb);
+    } else {
+      std::memset(pending_labels_.data() + size_t{in_chunk_} * lb, 0, lb);
+    }
+    max_record_written_ = std::max(max_record_written_, bytes);
+    ++in_chunk_;
+    ++samples_;
+  }
+  return Status::Ok();
+}
+
+Status DatasetWriter::FlushRecordChunk() {
+  if (in_chunk_ == 0) return Status::Ok();
+  const size_t lb = DTypeSize(spec_.label_dtype);
+  const format::RecordLayout l = format::RecordLayoutFor(in_chunk_, lb);
+  const uint64_t data = format::RecordChunkBytes(in_chunk_, lb, pending_records_.size());
+  uint8_t* c = chunk_;
+  std::memset(c, 0, l.records_offset);
+  auto* table = reinterpret_cast<uint64_t*>(c);  // queue buffers are page-aligned
+  table[0] = 0;
+  std::memcpy(table + 1, pending_ends_.data(), pending_ends_.size() * sizeof(uint64_t));
+  std::memcpy(c + l.labels_offset, pending_labels_.data(), size_t{in_chunk_} * lb);
+  std::memcpy(c + l.records_offset, pending_records_.data(), pending_records_.size());
+  const uint64_t end = l.records_offset + pending_records_.size();
+  std::memset(c + end, 0, data - end);
+
+  Shard& s = shards_[chunks_ % shards_.size()];
+  format::ChunkEntry e;
+  e.index = chunks_;
+  e.first_sample = samples_ - in_chunk_;
+  e.data_bytes = data;
+  e.sample_count = in_chunk_;
+  RF_RETURN_IF_ERROR(writes_->Submit(c, &s.out.file(), e, &s.entries, &s.next_offset));
+  chunk_samples_ = std::max(chunk_samples_, in_chunk_);
+  ++chunks_;
+  in_chunk_ = 0;
+  pending_records_.clear();
+  pending_ends_.clear();
+  chunk_ = writes_->Acquire();
   return Status::Ok();
 }
 
@@ -226,7 +386,7 @@ Status DatasetWriter::FlushChunk() {
 
 Status DatasetWriter::Finish() {
   if (finished_) return Status::Ok();
-  RF_RETURN_IF_ERROR(FlushChunk());
+  RF_RETURN_IF_ERROR(header_.variable() ? FlushRecordChunk() : FlushChunk());
   RF_RETURN_IF_ERROR(writes_->Drain());
   if (samples_ == 0) return Status::InvalidArgument("no samples to write: " + path_);
 
@@ -239,9 +399,13 @@ Status DatasetWriter::Finish() {
   h.total_samples = samples_;
   h.total_chunks = chunks_;
   h.chunk_samples = chunk_samples_;
+  if (h.variable()) {  // the shape is the largest record
+    RF_RETURN_IF_ERROR(
+        format::SetSampleShape({max_record_written_ / DTypeSize(h.sample_dtype)}, &h));
+  }
   const double per_channel = static_cast<double>(samples_) * h.height * h.width;
   for (uint32_t c = 0; c < h.channels; ++c) {
-    if (!IsImageDType(h.sample_dtype)) {  // ids: the identity normalization (io/format.h)
+    if (!IsImageDType(h.sample_dtype) || h.variable()) {  // ids, records: the identity
       h.mean[c] = 0.f;
       h.stddev[c] = 1.f;
       continue;

@@ -47,6 +47,11 @@ struct DatasetSpec {
   // false: the samples have no labels. Append then takes no labels (nullptr), the chunks hold
   // uint8 zeros, and the header says 0 classes; label_dtype must be uint8 and num_classes 0.
   bool has_labels = true;
+  // What a record is (io/format.h). tokens (uint16, int32 or int64 ids) and bytes (uint8, with
+  // media_type) hold records of any size, appended with AppendRecords; `shape` is then ignored
+  // (the header's shape is the largest record written), and the dataset is format version 2.
+  format::RecordKind record_kind = format::RecordKind::kTensor;
+  std::string media_type;  // bytes records: "image/jpeg", ...; printable ASCII, at most 63
 };
 
 // What the compression threads' buffers may take together (WriterOptions::threads is capped).
@@ -68,6 +73,10 @@ struct WriterOptions {
   uint64_t dataset_id = 0;  // 0: random
   // Files Finish() must not remove as an older dataset of the same name: the inputs.
   std::vector<std::string> keep = {};
+  // Records of any size: the largest record taken (a chunk holds at least one, so every chunk
+  // buffer is sized for it: max(chunk_bytes, this) and the table; pages are resident only once
+  // written). At most kMaxChunkTarget.
+  uint64_t max_record_bytes = uint64_t{64} << 20;
 };
 
 class DatasetWriter {
@@ -81,6 +90,24 @@ class DatasetWriter {
   // (in the label dtype; nullptr for a spec without labels). Labels must lie in
   // [0, num_classes) when num_classes was given.
   Status Append(const void* samples, const void* labels, uint64_t n);
+  // Records of any size (a tokens or bytes spec): record i is elements [offsets[i], offsets[i +
+  // 1]) of `values` (the sample dtype; offsets: n + 1, increasing from offsets[0]), at least one
+  // element and at most max_record_bytes; n labels as for Append. A chunk ends where the next
+  // record would take its data past chunk_bytes; a record larger than that has a chunk of its own.
+  Status AppendRecords(const void* values, const uint64_t* offsets, const void* labels, uint64_t n);
+  // Records of any size: ends the chunk being filled here (nothing where it is empty), so a
+  // writer copying another dataset keeps its chunks, and with them its order.
+  Status EndChunk() { return header_.variable() ? FlushRecordChunk() : Status::Ok(); }
+  // Append with the samples' channel sums made already by ChannelSums (on any thread), so that a
+  // caller can sum blocks in parallel and append them in order: the statistics come out bit for
+  // bit as Append's, which sums each sample itself.
+  Status Append(const void* samples, const void* labels, uint64_t n, const double* channel_sums);
+  // What Append adds into the header's statistics, sample by sample: for each of the n samples
+  // and each channel, the sum of its stored values and the sum of their squares, in that order
+  // (ChannelSumsPerSample() doubles a sample; none for id dtypes, which have no statistics). A
+  // function of the spec alone: safe on any thread while another appends.
+  void ChannelSums(const void* samples, uint64_t n, double* out) const;
+  size_t ChannelSumsPerSample() const;
   // Writes indices and headers and renames every shard into place. Fails on an empty dataset.
   Status Finish();
   // Sets the class count Finish() writes when Create() was given 0, e.g. so that a train and a
@@ -104,7 +131,11 @@ class DatasetWriter {
  private:
   DatasetWriter() = default;
   Status FlushChunk();
-  void Accumulate(const void* samples, uint64_t n);
+  Status FlushRecordChunk();
+  // Checks n labels (nullptr where the spec has none) and notes the largest.
+  Status CheckLabelsGiven(const void* labels, uint64_t n);
+  // Adds n samples' ChannelSums to sum_ and sumsq_, in sample order.
+  void AddChannelSums(const double* sums, uint64_t n);
   // Prepares every shard, renames them into place (shard 0 last), removes what they replace.
   Status CommitShards();
 
@@ -131,6 +162,11 @@ class DatasetWriter {
   uint64_t chunk_capacity_ = 0;
   uint32_t in_chunk_ = 0;
   std::vector<uint8_t> pending_labels_;
+  // Records of any size: the chunk being filled, its records back to back and their ends (the
+  // table is written at the flush, once the count is known), and the largest record so far.
+  std::vector<uint8_t> pending_records_;
+  std::vector<uint64_t> pending_ends_;
+  uint64_t max_record_written_ = 0;
   uint64_t chunks_ = 0;
   uint64_t samples_ = 0;
   uint64_t bytes_ = 0;

@@ -38,6 +38,7 @@ enum HeaderOffset : size_t {
   kOffCodec = kOffDims + 4 * kMaxDims,  // 660
   kOffCodecLevel = kOffCodec + 4,       // 664 (int32)
   kOffRecordKind = kOffCodecLevel + 4,  // 668
+  kOffMediaType = kOffRecordKind + 4,   // 672: kMaxMediaType + 1 bytes, NUL-padded
   kOffChecksum = kHeaderBytes - 8,
 };
 
@@ -62,8 +63,29 @@ const char* RecordKindName(RecordKind k) {
   switch (k) {
     case RecordKind::kTensor:
       return "tensor";
+    case RecordKind::kTokens:
+      return "tokens";
+    case RecordKind::kBytes:
+      return "bytes";
   }
   return "unknown";
+}
+
+bool ParseRecordKind(const std::string& name, RecordKind* out) {
+  for (RecordKind k : {RecordKind::kTensor, RecordKind::kTokens, RecordKind::kBytes}) {
+    if (name == RecordKindName(k)) {
+      *out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+RecordLayout RecordLayoutFor(uint64_t n, size_t label_bytes) {
+  RecordLayout l;
+  l.labels_offset = RoundUp((n + 1) * sizeof(uint64_t), kLabelAlign);
+  l.records_offset = RoundUp(l.labels_offset + n * label_bytes, kLabelAlign);
+  return l;
 }
 
 std::vector<uint64_t> Header::Shape() const {
@@ -175,7 +197,9 @@ uint64_t IndexStoredBytes(uint64_t chunks, uint32_t version) {
 }
 
 uint64_t MaxChunkDataBytes(const Header& h) {
-  return std::max(kMaxChunkTarget, LayoutFor(1, h.SampleBytes(), h.LabelBytes()).stored_bytes);
+  const uint64_t one = h.variable() ? RecordChunkBytes(1, h.LabelBytes(), h.SampleBytes())
+                                    : LayoutFor(1, h.SampleBytes(), h.LabelBytes()).stored_bytes;
+  return std::max(kMaxChunkTarget, one);
 }
 
 void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
@@ -211,6 +235,8 @@ void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
     Put<uint32_t>(out, kOffCodec, static_cast<uint32_t>(h.codec.codec));
     Put<int32_t>(out, kOffCodecLevel, h.codec.level);
     Put<uint32_t>(out, kOffRecordKind, static_cast<uint32_t>(h.record_kind));
+    std::memcpy(out + kOffMediaType, h.media_type.data(),
+                std::min(h.media_type.size(), kMaxMediaType));
   }
   Put<uint64_t>(out, kOffChecksum, Checksum(out, kOffChecksum));
 }
@@ -273,10 +299,24 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
       return field(kOffCodecLevel,
                    "codec level " + std::to_string(level) + " for " + CodecName(h.codec.codec));
     h.codec.level = level;
-    if (kind != static_cast<uint32_t>(RecordKind::kTensor))
+    if (kind > static_cast<uint32_t>(RecordKind::kBytes))
       return field(kOffRecordKind, "unknown record kind " + std::to_string(kind) +
-                                       " (this build reads tensor records)");
-    h.record_kind = RecordKind::kTensor;
+                                       " (this build reads tensor, tokens and bytes records)");
+    h.record_kind = static_cast<RecordKind>(kind);
+    const char* media = reinterpret_cast<const char*>(in + kOffMediaType);
+    const size_t len = strnlen(media, kMaxMediaType + 1);
+    if (len > kMaxMediaType) return field(kOffMediaType, "media type not NUL-terminated");
+    for (size_t i = 0; i < len; ++i) {
+      if (media[i] < 0x21 || media[i] > 0x7e)
+        return field(kOffMediaType + i, "media type holds a byte that is not printable ASCII");
+    }
+    for (size_t i = len; i <= kMaxMediaType; ++i) {
+      if (media[i] != 0) return field(kOffMediaType + i, "media type's padding is not zero");
+    }
+    h.media_type.assign(media, len);
+    if (!h.media_type.empty() && h.record_kind != RecordKind::kBytes)
+      return field(kOffMediaType, "a media type on " + std::string(RecordKindName(h.record_kind)) +
+                                      " records (only bytes records have one)");
   }
   if (h.shard_count == 0 || h.shard_index >= h.shard_count)
     return field(kOffShardIndex,
@@ -287,6 +327,14 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
   if (!IsLabelDType(h.label_dtype))
     return field(kOffLabelDType,
                  "unknown label dtype " + std::to_string(static_cast<uint32_t>(h.label_dtype)));
+  if (h.record_kind == RecordKind::kTokens && IsImageDType(h.sample_dtype))
+    return field(kOffSampleDType, "tokens records of " + std::string(DTypeName(h.sample_dtype)) +
+                                      " (token ids are uint16, int32 or int64)");
+  if (h.record_kind == RecordKind::kBytes && h.sample_dtype != DType::kUInt8)
+    return field(kOffSampleDType, "bytes records of " + std::string(DTypeName(h.sample_dtype)));
+  if (h.variable() && h.ndim != 1)
+    return field(kOffNdim, "records of any size have a 1-dim shape (the largest record), not " +
+                               std::to_string(h.ndim) + " dims");
   // The shape, before anything is sized from it (SampleBytes() below and every reader's).
   if (h.ndim > kMaxDims) {
     return field(kOffNdim, "sample shape of " + std::to_string(h.ndim) +
@@ -340,13 +388,29 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
   // fewer samples (no writer's chunk comes near 2^62 bytes), so every size a header names can be
   // computed (the fuzzers found a header whose full chunk overflowed behind a small dataset).
   ChunkLayout full;
-  if (!CheckedLayoutFor(h.chunk_samples, h.SampleBytes(), h.LabelBytes(), &full)) {
+  if (h.variable()) {
+    // A chunk's table and labels alone, with one element a record, must fit the format's chunk.
+    const uint64_t least = RecordChunkBytes(h.chunk_samples, h.LabelBytes(),
+                                            uint64_t{h.chunk_samples} * DTypeSize(h.sample_dtype));
+    if (least > MaxChunkDataBytes(h))
+      return field(kOffChunkSamples, "chunks of " + std::to_string(h.chunk_samples) +
+                                         " records take at least " + std::to_string(least) +
+                                         " bytes, more than the format's " +
+                                         std::to_string(MaxChunkDataBytes(h)));
+    // Chunks end by bytes: between one per chunk_samples records and one per record.
+    const uint64_t fewest =
+        h.total_samples / h.chunk_samples + (h.total_samples % h.chunk_samples != 0 ? 1 : 0);
+    if (h.total_chunks < fewest || h.total_chunks > h.total_samples)
+      return field(kOffTotalChunks, std::to_string(h.total_chunks) + " chunks for " +
+                                        std::to_string(h.total_samples) + " records of at most " +
+                                        std::to_string(h.chunk_samples) + " a chunk");
+  } else if (!CheckedLayoutFor(h.chunk_samples, h.SampleBytes(), h.LabelBytes(), &full)) {
     return field(kOffChunkSamples, "chunks of " + std::to_string(h.chunk_samples) + " samples of " +
                                        std::to_string(h.SampleBytes()) + " bytes overflow 64 bits");
   }
   // A version 2 chunk may be compressed, so its file does not bound its data: the format does,
   // before any reader sizes a ring slot from it.
-  if (h.version >= 2 && full.stored_bytes > MaxChunkDataBytes(h)) {
+  if (!h.variable() && h.version >= 2 && full.stored_bytes > MaxChunkDataBytes(h)) {
     return field(kOffChunkSamples, "chunks of " + std::to_string(h.chunk_samples) + " samples of " +
                                        std::to_string(h.SampleBytes()) + " bytes are " +
                                        std::to_string(full.stored_bytes) +
@@ -356,7 +420,7 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
   // Rounded up without overflow (total_samples + chunk_samples - 1 could wrap).
   const uint64_t want_chunks =
       h.total_samples / h.chunk_samples + (h.total_samples % h.chunk_samples != 0 ? 1 : 0);
-  if (h.total_chunks != want_chunks)
+  if (!h.variable() && h.total_chunks != want_chunks)
     return field(kOffTotalChunks, std::to_string(h.total_samples) + " samples in chunks of " +
                                       std::to_string(h.chunk_samples) + " make " +
                                       std::to_string(want_chunks) + " chunks, not " +
@@ -446,6 +510,7 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
   std::vector<ChunkEntry> entries(h.shard_chunks);
   uint64_t next_offset = kHeaderBytes;
   uint64_t samples = 0;
+  uint64_t samples_before = 0;  // records: where this file's next chunk may start
   for (uint32_t i = 0; i < h.shard_chunks; ++i) {
     const uint8_t* p = in + size_t{i} * entry_bytes;
     ChunkEntry& e = entries[i];
@@ -463,21 +528,46 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
     };
     if (e.index != uint64_t{i} * h.shard_count + h.shard_index)
       return bad("chunk number " + std::to_string(e.index) + " out of sequence");
-    const bool last = e.index + 1 == h.total_chunks;
-    const uint64_t want_count =
-        last ? h.total_samples - e.index * uint64_t{h.chunk_samples} : h.chunk_samples;
-    if (e.sample_count != want_count || e.sample_count == 0)
-      return bad(std::to_string(e.sample_count) + " samples, expected " +
-                 std::to_string(want_count));
-    if (e.first_sample != e.index * h.chunk_samples) return bad("wrong first sample");
+    if (h.variable()) {
+      // Chunks end by bytes: any count up to chunk_samples, each first sample after the last
+      // chunk's of this file (Dataset::Open checks that the shards' chunks join up).
+      if (e.sample_count == 0 || e.sample_count > h.chunk_samples)
+        return bad(std::to_string(e.sample_count) + " records, expected 1 to " +
+                   std::to_string(h.chunk_samples));
+      if (e.first_sample < samples_before || e.first_sample >= h.total_samples ||
+          e.sample_count > h.total_samples - e.first_sample)
+        return bad("first record " + std::to_string(e.first_sample) + " of " +
+                   std::to_string(e.sample_count) + " out of place");
+      samples_before = e.first_sample + e.sample_count;
+    } else {
+      const bool last = e.index + 1 == h.total_chunks;
+      const uint64_t want_count =
+          last ? h.total_samples - e.index * uint64_t{h.chunk_samples} : h.chunk_samples;
+      if (e.sample_count != want_count || e.sample_count == 0)
+        return bad(std::to_string(e.sample_count) + " samples, expected " +
+                   std::to_string(want_count));
+      if (e.first_sample != e.index * h.chunk_samples) return bad("wrong first sample");
+    }
     if (e.offset % kAlign != 0 || e.offset < next_offset) {
       return bad("misplaced chunk offset " + std::to_string(e.offset) +
                  " (a multiple of 4096 at or after byte " + std::to_string(next_offset) +
                  ", where the one before it ends)");
     }
-    ChunkLayout layout;
-    if (!CheckedLayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes(), &layout))
+    ChunkLayout layout{};
+    if (h.variable()) {
+      // Version 2 only (DecodeHeader). The data holds the table, the labels and one element a
+      // record at least, and no more than the format's chunk.
+      const uint64_t least = RecordChunkBytes(e.sample_count, h.LabelBytes(),
+                                              uint64_t{e.sample_count} * DTypeSize(h.sample_dtype));
+      const uint64_t data = Get<uint64_t>(p, kEntDataBytes);
+      if (data < least || data > MaxChunkDataBytes(h) || data % kAlign != 0)
+        return bad("data size " + std::to_string(data) + " for " + std::to_string(e.sample_count) +
+                   " records (a multiple of 4096 from " + std::to_string(least) + " to " +
+                   std::to_string(MaxChunkDataBytes(h)) + ")");
+      layout.stored_bytes = data;
+    } else if (!CheckedLayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes(), &layout)) {
       return bad("the chunk's size overflows 64 bits");
+    }
     if (h.version < 2) {
       if (codec != 0) return bad("spare bytes at entry byte 36 are not zero");
       if (e.stored_bytes != layout.stored_bytes)

@@ -52,6 +52,24 @@
 // chunk and its sample count, never its stored size, so a dataset's epochs do not depend on its
 // codec. A version 2 chunk's data is at most max(kMaxChunkTarget, one sample's chunk): the
 // header and index say so before any reader sizes a buffer from them.
+//
+// Records of any size (version 2, record kinds `tokens` and `bytes`). A record is a 1-D run of
+// token ids of the sample dtype (uint16, int32, int64), or opaque bytes (uint8) with the media
+// type the header names ("image/jpeg"; empty: unknown). The header's shape is then one dim, the
+// largest record's element count (so SampleBytes() bounds every record), chunk_samples is the
+// most records a chunk holds, and total_chunks is what the writer wrote (chunks end where the
+// next record would pass the chunk target, so it is not a function of the sample count). A
+// chunk of n records is, as data:
+//
+//   [ record table: n + 1 uint64 byte offsets into the records, 0 first, increasing ][ pad 64 ]
+//   [ labels: n, label dtype ][ pad to 64 ][ records, back to back ][ zero pad to 4096 ]
+//
+// Record i is bytes [table[i], table[i + 1]) of the records area. A record holds at least one
+// element and a whole number of them, and at most SampleBytes(); the table's last offset ends
+// within the chunk's data. DecodeIndex checks what the index says (the sample count fits the
+// data beside its table and one element a record); Dataset::CheckData checks each chunk's
+// table when the chunk is in hand, before anything reads a record, and names file, chunk and
+// the table entry's byte.
 #pragma once
 
 #include <array>
@@ -88,8 +106,14 @@ constexpr uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a;
 
 // What a record is (version 2; version 1 holds tensors only). Stored as a uint32; never
 // renumber.
-enum class RecordKind : uint32_t { kTensor = 0 };
+enum class RecordKind : uint32_t { kTensor = 0, kTokens = 1, kBytes = 2 };
 const char* RecordKindName(RecordKind k);
+// Records of any size (tokens, bytes): the record table layout above.
+inline bool IsVariable(RecordKind k) { return k != RecordKind::kTensor; }
+// "tensor", "tokens", "bytes" -> the kind; false for anything else.
+bool ParseRecordKind(const std::string& name, RecordKind* out);
+// The longest media type a header holds (bytes records), ASCII without controls.
+inline constexpr size_t kMaxMediaType = 63;
 
 struct Header {
   // 1 unless set: a header built field by field is a version 1 header, as before version 2.
@@ -120,7 +144,10 @@ struct Header {
   std::array<float, kMaxChannels> stddev{};
   // Version 2 only (version 1 reads as tensor records, no codec).
   RecordKind record_kind = RecordKind::kTensor;
-  CodecSpec codec = {};  // what the writer compressed with; each chunk's entry names its own
+  CodecSpec codec = {};    // what the writer compressed with; each chunk's entry names its own
+  std::string media_type;  // bytes records: what they are ("image/jpeg"); "" unknown
+
+  bool variable() const { return IsVariable(record_kind); }
 
   // The sample shape, outermost dimension first: dims[0..ndim), or {channels, height, width}
   // where ndim is 0.
@@ -162,6 +189,18 @@ struct ChunkLayout {
   uint64_t stored_bytes;
 };
 ChunkLayout LayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes);
+
+// Where the parts of a chunk of n records of any size sit (the record table layout above):
+// the table at 0, labels at labels_offset, the records from records_offset.
+struct RecordLayout {
+  uint64_t labels_offset;
+  uint64_t records_offset;
+};
+RecordLayout RecordLayoutFor(uint64_t n, size_t label_bytes);
+// A chunk's data size for n records of `record_bytes` in all.
+inline uint64_t RecordChunkBytes(uint64_t n, size_t label_bytes, uint64_t record_bytes) {
+  return RoundUp(RecordLayoutFor(n, label_bytes).records_offset + record_bytes, kAlign);
+}
 // LayoutFor, or false where a size would overflow 64 bits (sizes read from a file: DecodeHeader
 // and DecodeIndex use it, so a forged chunk_samples x sample size cannot wrap to a small chunk).
 bool CheckedLayoutFor(uint64_t n, uint64_t sample_bytes, size_t label_bytes, ChunkLayout* out);

@@ -149,9 +149,10 @@ void ChunkFeeder::Deliver(const ChunkDone& read) {
   }
   bytes_.fetch_add(e.stored_bytes, std::memory_order_relaxed);
   if (!options_.verify && !e.compressed()) {
-    // No checksum, but the labels still: a label the model cannot take would stop training
-    // later with a message that names no file (Dataset::CheckLabels is one pass over them).
-    if (Status st = dataset_.CheckLabels(d.chunk, ring_.data(d.slot)); !st.ok()) {
+    // No checksum, but the labels and records still: a label the model cannot take would stop
+    // training later with a message that names no file, and a record table must hold before a
+    // record is read (Dataset::CheckData is one pass over them).
+    if (Status st = dataset_.CheckData(d.chunk, ring_.data(d.slot)); !st.ok()) {
       ring_.Fail(std::move(st));
       return;
     }

@@ -13,7 +13,8 @@ Result<std::unique_ptr<HostChunkStaging>> HostChunkStaging::Create(const Staging
   s->layout_ = layout;
   RF_ASSIGN_OR_RETURN(
       s->area_, HostBuffer::Allocate(uint64_t{layout.slots} * layout.slot_bytes, PinMode::kOff));
-  s->samples_.reset(new uint8_t[size_t{layout.max_batch} * layout.sample_bytes]);
+  if (!layout.records)
+    s->samples_.reset(new uint8_t[size_t{layout.max_batch} * layout.sample_bytes]);
   s->labels_.reset(new uint8_t[size_t{layout.max_batch} * layout.label_bytes]);
   return s;
 }
@@ -32,6 +33,28 @@ Status HostChunkStaging::CopyIn(uint32_t slot, const uint8_t* src, size_t bytes,
 Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) {
   if (n > layout_.max_batch) return Status::InvalidArgument("batch larger than the staging's");
   const uint8_t* area = area_.data();
+  if (layout_.records) {
+    const size_t elem = DTypeSize(layout_.sample_dtype);
+    offsets_.resize(size_t{n} + 1);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      offsets_[i] = static_cast<int64_t>(total / elem);
+      total += refs[i].record_bytes;
+    }
+    offsets_[n] = static_cast<int64_t>(total / elem);
+    if (values_.size() < total) values_.resize(total);
+    for (uint32_t i = 0; i < n; ++i) {
+      std::memcpy(values_.data() + static_cast<uint64_t>(offsets_[i]) * elem,
+                  area + refs[i].sample_offset, refs[i].record_bytes);
+      std::memcpy(labels_.get() + i * layout_.label_bytes, area + refs[i].label_offset,
+                  layout_.label_bytes);
+    }
+    Batch b = layout_.BatchAt(values_.data(), labels_.get(), n);
+    b.sample_indices = indices;
+    b.offsets = offsets_.data();
+    b.values_bytes = total;
+    return b;
+  }
   for (uint32_t i = 0; i < n; ++i) {
     std::memcpy(samples_.get() + i * layout_.sample_bytes, area + refs[i].sample_offset,
                 layout_.sample_bytes);

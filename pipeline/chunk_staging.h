@@ -23,7 +23,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -33,10 +35,12 @@
 
 namespace rf {
 
-// One sample of a batch: byte offsets into the staging area of its sample and of its label.
+// One sample of a batch: byte offsets into the staging area of its sample and of its label, and
+// for records of any size the record's bytes (0 for fixed-shape samples: the layout's size).
 struct SampleRef {
   uint64_t sample_offset;
   uint64_t label_offset;
+  uint64_t record_bytes = 0;
 };
 
 struct StagingLayout {
@@ -45,6 +49,8 @@ struct StagingLayout {
   uint32_t max_batch = 0;
   size_t sample_bytes = 0, label_bytes = 0;
   DType sample_dtype = DType::kUInt8, label_dtype = DType::kUInt8;
+  // Records of any size (sample_bytes: the largest): only the host staging gathers them.
+  bool records = false;
 
   // A batch of n samples (and labels) of this layout's types at `samples` (and `labels`).
   Batch BatchAt(const void* samples, const void* labels, uint32_t n) const {
@@ -57,6 +63,18 @@ inline SampleRef RefTo(const Dataset& d, uint64_t chunk, uint64_t chunk_base, ui
   const format::Header& h = d.header();
   return SampleRef{chunk_base + uint64_t{sample} * h.SampleBytes(),
                    chunk_base + d.LabelsOffset(chunk) + uint64_t{sample} * h.LabelBytes()};
+}
+
+// Record `sample` of global chunk `chunk` (records of any size), whose data starts at
+// `chunk_base` of an area and, readable on the host, at `chunk_data` (its record table, which
+// Dataset::CheckRecords has checked).
+inline SampleRef RecordRefTo(const Dataset& d, uint64_t chunk, uint64_t chunk_base,
+                             const uint8_t* chunk_data, uint32_t sample) {
+  uint64_t at[2];
+  std::memcpy(at, chunk_data + uint64_t{sample} * sizeof(uint64_t), sizeof at);
+  return SampleRef{chunk_base + d.RecordsOffset(chunk) + at[0],
+                   chunk_base + d.LabelsOffset(chunk) + uint64_t{sample} * d.header().LabelBytes(),
+                   at[1] - at[0]};
 }
 
 class ChunkStaging {
@@ -78,6 +96,9 @@ class ChunkStaging {
   virtual Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) = 0;
   // Waits until every copy and every batch queued so far has run (and every release called).
   virtual Status Drain() = 0;
+  // The staging area where the host can read it (a slot's chunk once AwaitCopy returned for it);
+  // null where it lives on a device.
+  virtual const uint8_t* host_area() const { return nullptr; }
 };
 
 // Host memory: the CPU backend's staging. CopyIn copies at once and releases; Gather copies the
@@ -93,12 +114,16 @@ class HostChunkStaging final : public ChunkStaging {
   Status Retire(uint32_t) override { return Status::Ok(); }
   Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) override;
   Status Drain() override { return Status::Ok(); }
+  const uint8_t* host_area() const override { return area_.data(); }
 
  private:
   HostChunkStaging() = default;
   StagingLayout layout_;
   HostBuffer area_;
   std::unique_ptr<uint8_t[]> samples_, labels_;
+  // Records of any size: the batch's records (grown to the largest batch yet) and offsets.
+  std::vector<uint8_t> values_;
+  std::vector<int64_t> offsets_;
 };
 
 }  // namespace rf

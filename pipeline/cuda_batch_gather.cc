@@ -32,8 +32,8 @@ Result<Batch> CudaBatchGather::Gather(const uint8_t* base, const SampleRef* refs
   next_ = (next_ + 1) % kRefBuffers;
   if (refs_pending_[i]) RF_CUDA_CHECK(cudaEventSynchronize(refs_read_[i].get()));
   std::memcpy(refs_[i].as<SampleRef>(), refs, n * sizeof(SampleRef));
-  static_assert(sizeof(SampleRef) == 2 * sizeof(uint64_t));
-  uint64_t* pinned_indices = refs_[i].as<uint64_t>() + 2 * size_t{layout_.max_batch};
+  static_assert(sizeof(SampleRef) == 3 * sizeof(uint64_t));  // cuda_gather.cu's kRefWords
+  uint64_t* pinned_indices = refs_[i].as<uint64_t>() + 3 * size_t{layout_.max_batch};
   std::memcpy(pinned_indices, indices, n * sizeof(uint64_t));
   RF_CUDA_CHECK(cuda::GatherSamples(
       base, refs_[i].as<uint64_t>(), pinned_indices, n, layout_.sample_bytes, layout_.label_bytes,

@@ -4,13 +4,15 @@ namespace rf::cuda {
 namespace {
 
 constexpr int kThreads = 128;
+// uint64s per ref (pipeline/chunk_staging.h's SampleRef: sample, label, record bytes).
+constexpr int kRefWords = 3;
 
 __global__ void GatherKernel(const uint8_t* base, const uint64_t* refs, const uint64_t* indices_in,
                              size_t sample_bytes, size_t label_bytes, bool vector, uint8_t* samples,
                              uint8_t* labels, uint64_t* indices_out) {
   const uint32_t i = blockIdx.x;
   if (threadIdx.x == 0) indices_out[i] = indices_in[i];
-  const uint8_t* src = base + refs[2 * i];
+  const uint8_t* src = base + refs[kRefWords * i];
   uint8_t* dst = samples + i * sample_bytes;
   if (vector) {  // sample_bytes, both offsets and both bases are multiples of 16
     const auto* s = reinterpret_cast<const uint4*>(src);
@@ -20,7 +22,7 @@ __global__ void GatherKernel(const uint8_t* base, const uint64_t* refs, const ui
     for (size_t k = threadIdx.x; k < sample_bytes; k += kThreads) dst[k] = src[k];
   }
   if (threadIdx.x < label_bytes) {
-    labels[i * label_bytes + threadIdx.x] = base[refs[2 * i + 1] + threadIdx.x];
+    labels[i * label_bytes + threadIdx.x] = base[refs[kRefWords * i + 1] + threadIdx.x];
   }
 }
 

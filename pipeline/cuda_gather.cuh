@@ -11,8 +11,8 @@
 
 namespace rf::cuda {
 
-// refs[i] = {byte offset of sample i in `base`, byte offset of its label in `base`} (memory the
-// GPU can read: device or pinned host memory; the layout of pipeline/chunk_staging.h's
+// refs[3i..3i+2] = {byte offset of sample i in `base`, byte offset of its label in `base`, 0}
+// (memory the GPU can read: device or pinned host memory; the layout of pipeline/chunk_staging.h's
 // SampleRef). indices_in (memory the GPU can read, n global sample indices) is copied to
 // indices_out alongside.
 cudaError_t GatherSamples(const uint8_t* base, const uint64_t* refs, const uint64_t* indices_in,

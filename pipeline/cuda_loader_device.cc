@@ -65,6 +65,21 @@ Status CudaLoaderDevice::Decode(const Batch& stored, void* out, int64_t* labels)
                           stream_, augment);
 }
 
+Status CudaLoaderDevice::PutRecords(const Batch& host, void* values, int64_t* offsets,
+                                    int64_t* labels) {
+  // From pageable memory: each copy has read its source when the call returns (CUDA's rule for
+  // pageable host-to-device copies), so `host` and record_labels_ may be reused at once.
+  record_labels_.resize(host.n);
+  DecodeLabelsOnHost(host.label_dtype, host.labels, host.n, record_labels_.data());
+  RF_CUDA_CHECK(
+      cudaMemcpyAsync(values, host.samples, host.values_bytes, cudaMemcpyHostToDevice, stream_));
+  RF_CUDA_CHECK(cudaMemcpyAsync(offsets, host.offsets, (size_t{host.n} + 1) * sizeof(int64_t),
+                                cudaMemcpyHostToDevice, stream_));
+  RF_CUDA_CHECK(cudaMemcpyAsync(labels, record_labels_.data(), size_t{host.n} * sizeof(int64_t),
+                                cudaMemcpyHostToDevice, stream_));
+  return Status::Ok();
+}
+
 Status CudaLoaderDevice::Drain() {
   if (stream_ == nullptr) return Status::Ok();
   RF_CUDA_CHECK(cudaStreamSynchronize(stream_));

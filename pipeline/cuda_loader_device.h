@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cuda/handles.h"
 #include "pipeline/cuda_batch_decode.h"
@@ -35,6 +36,7 @@ class CudaLoaderDevice final : public LoaderDevice {
                                                uint32_t buffers) override;
   Status PrepareDecode(const DecodeSpec& spec, uint32_t max_batch) override;
   Status Decode(const Batch& stored, void* out, int64_t* labels) override;
+  Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) override;
   Status Drain() override;
   std::string Describe() const override;
 
@@ -45,6 +47,7 @@ class CudaLoaderDevice final : public LoaderDevice {
   cuda::CudaStream own_stream_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<CudaBatchDecoder> decoder_;
+  std::vector<int64_t> record_labels_;  // PutRecords' labels as int64, before their copy
 };
 
 }  // namespace rf

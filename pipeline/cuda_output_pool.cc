@@ -22,19 +22,36 @@ CudaOutputPool::~CudaOutputPool() {
   (void)cudaDeviceSynchronize();
 }
 
-Result<OutputPool::Buffer> CudaOutputPool::AddBuffer() {
+Result<OutputPool::Buffer> CudaOutputPool::Allocate(size_t sample_bytes,
+                                                    cuda::DeviceBuffer* memory) {
   cuda::ScopedDevice on(gpu_device_);
   constexpr size_t kAlign = 256;
-  const size_t labels_at = (sample_bytes_ + kAlign - 1) / kAlign * kAlign;
+  const size_t labels_at = (sample_bytes + kAlign - 1) / kAlign * kAlign;
+  RF_ASSIGN_OR_RETURN(
+      *memory, cuda::DeviceBuffer::Allocate(labels_at + LabelAreaBytes(), "a decoded batch"));
+  uint8_t* base = memory->as<uint8_t>();
+  return Buffer{base, reinterpret_cast<int64_t*>(base + labels_at), sample_bytes};
+}
+
+Result<OutputPool::Buffer> CudaOutputPool::AddBuffer(size_t sample_bytes) {
   PerBuffer b;
-  RF_ASSIGN_OR_RETURN(b.memory,
-                      cuda::DeviceBuffer::Allocate(labels_at + size_t{batch_} * sizeof(int64_t),
-                                                   "a decoded batch"));
+  RF_ASSIGN_OR_RETURN(const Buffer made, Allocate(sample_bytes, &b.memory));
   RF_ASSIGN_OR_RETURN(b.ready, cuda::CreateEvent(/*timing=*/false));
-  uint8_t* base = b.memory.as<uint8_t>();
   std::lock_guard<std::mutex> lock(mu_);
   buffers_.push_back(std::move(b));
-  return Buffer{base, reinterpret_cast<int64_t*>(base + labels_at)};
+  return made;
+}
+
+Result<OutputPool::Buffer> CudaOutputPool::ReplaceBuffer(uint32_t slot, size_t sample_bytes) {
+  cuda::DeviceBuffer memory;
+  RF_ASSIGN_OR_RETURN(const Buffer made, Allocate(sample_bytes, &memory));
+  cuda::ScopedDevice on(gpu_device_);
+  // The old memory's readers are ordered before the producer's stream (BeforeReuse); once that
+  // has run, nothing uses it.
+  RF_CUDA_CHECK(cudaStreamSynchronize(producer_));
+  std::lock_guard<std::mutex> lock(mu_);
+  buffers_[slot].memory = std::move(memory);
+  return made;
 }
 
 Status CudaOutputPool::OnReady(uint32_t slot) {

@@ -44,7 +44,9 @@ class CudaOutputPool final : public OutputPool {
  private:
   CudaOutputPool(size_t sample_bytes, uint32_t batch, int device, cudaStream_t producer)
       : OutputPool(sample_bytes, batch, device), producer_(producer) {}
-  Result<Buffer> AddBuffer() override;
+  Result<Buffer> AddBuffer(size_t sample_bytes) override;
+  Result<Buffer> ReplaceBuffer(uint32_t slot, size_t sample_bytes) override;
+  Result<Buffer> Allocate(size_t sample_bytes, cuda::DeviceBuffer* memory);
   Status OnReady(uint32_t slot) override;
   Status BeforeReuse(uint32_t slot) override;
   void OnRelease(uint32_t slot) override;

@@ -5,6 +5,7 @@
 
 #include "core/augment_spec.h"
 #include "core/clock.h"
+#include "pipeline/chunk_staging.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/loader_options.h"
 #include "pipeline/output_pool.h"
@@ -101,7 +102,24 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
   options_ = options;
   const format::Header& h = dataset.header();
   const bool decoded = options.output_buffers > 0;
-  if (decoded) {
+  records_ = h.variable();
+  if (records_) {
+    // Records of any size come out as they are stored: values and offsets, no decode.
+    const OutputOptions& out = options.output;
+    const std::string kind = format::RecordKindName(h.record_kind);
+    if (!out.augment.empty() && out.augment != "none")
+      return Status::Usage("augment: " + kind + " records are not images; leave it off");
+    if (!out.mean.empty() || !out.stddev.empty())
+      return Status::Usage("mean and std: " + kind + " records are not normalized");
+    if (options.pipeline.mode == PipelineMode::kManaged)
+      return Status::Usage("mode managed serves fixed-shape tensors; " + kind +
+                           " records stream (mode streaming)");
+    if (options.output_buffers > kMaxOutputBuffers) {
+      return Status::Usage("prefetch must be at most " + std::to_string(kMaxOutputBuffers) +
+                           " batches, got " + std::to_string(options.output_buffers));
+    }
+  }
+  if (decoded && !records_) {
     const OutputOptions& out = options.output;
     if (!out.normalize && (!out.mean.empty() || !out.stddev.empty())) {
       return Status::Usage("mean and std: given with normalize off, they would do nothing");
@@ -135,11 +153,26 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
   } else {
     StreamingOptions so = StreamingOptionsFor(options.pipeline, options.epochs);
     so.poll = options.poll;
-    RF_ASSIGN_OR_RETURN(auto s,
-                        StreamingSource::Create(dataset, so, device_->Staging(options.pipeline)));
+    // Records are gathered in host memory whatever the device (pipeline/chunk_staging.h), then
+    // copied to it batch by batch: they are compact, and their sizes are known on the host.
+    StagingFactory staging = device_->Staging(options.pipeline);
+    if (records_) {
+      staging = [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
+        RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
+        return std::unique_ptr<ChunkStaging>(std::move(s));
+      };
+    }
+    RF_ASSIGN_OR_RETURN(auto s, StreamingSource::Create(dataset, so, staging));
     source_ = std::move(s);
   }
-  if (decoded) {
+  if (decoded && records_) {
+    // The values' room grows with the batches (OutputPool::Reserve); it starts at twice a batch
+    // of the dataset's mean record.
+    const uint32_t batch = options.pipeline.order.batch_size;
+    const uint64_t mean = std::max<uint64_t>(1, dataset.data_bytes() / h.total_samples);
+    const uint64_t start = std::min<uint64_t>(uint64_t{batch} * h.SampleBytes(), 2 * batch * mean);
+    RF_ASSIGN_OR_RETURN(pool_, device_->MakePool(start, batch, options.output_buffers));
+  } else if (decoded) {
     const uint32_t batch = options.pipeline.order.batch_size;
     RF_RETURN_IF_ERROR(device_->PrepareDecode(decode_, batch));
     RF_ASSIGN_OR_RETURN(pool_, device_->MakePool(decode_.OutputSampleBytes() * batch, batch,
@@ -170,6 +203,20 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
   const uint64_t position = source_->position();
   RF_ASSIGN_OR_RETURN(const Batch stored, source_->Next());
   if (stored.n == 0) return std::shared_ptr<LoadedBatch>();
+  if (records_) {
+    const int64_t elems = stored.offsets[stored.n];
+    RF_ASSIGN_OR_RETURN(std::shared_ptr<LoadedBatch> out,
+                        pool_->Acquire(stored.n, stored.sample_dtype, {elems}));
+    RF_RETURN_IF_ERROR(pool_->Reserve(*out, stored.values_bytes));
+    out->records_ = true;
+    RF_RETURN_IF_ERROR(device_->PutRecords(stored, out->samples(), out->offsets_, out->labels()));
+    RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
+    out->indices_ = source_->batch_samples();
+    out->epoch_ = epoch_;
+    out->position_ = position;
+    ++batches_;
+    return out;
+  }
   std::vector<int64_t> shape;
   shape.reserve(sample_shape_.size() + 1);
   shape.push_back(stored.n);

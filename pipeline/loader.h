@@ -120,6 +120,10 @@ class LoadedBatch {
 
   void* samples() const { return samples_; }
   int64_t* labels() const { return labels_; }
+  // Records of any size (tokens, bytes): samples() holds the n records back to back, shape()
+  // {total elements}, and offsets() n + 1 int64 element offsets (record i is elements
+  // offsets[i] .. offsets[i + 1]), in the same memory as the samples; null for fixed shapes.
+  int64_t* offsets() const { return records_ ? offsets_ : nullptr; }
   uint32_t size() const { return n_; }
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -145,6 +149,8 @@ class LoadedBatch {
   uint32_t slot_ = 0;
   void* samples_ = nullptr;
   int64_t* labels_ = nullptr;
+  int64_t* offsets_ = nullptr;
+  bool records_ = false;
   uint32_t n_ = 0;
   DType dtype_ = DType::kFloat32;
   std::vector<int64_t> shape_;
@@ -173,7 +179,9 @@ class Loader {
   bool on_gpu() const { return gpu_device_ >= 0; }
   int gpu_device() const { return gpu_device_; }
   // The output shape of one sample ({C, H, W}, {H, W, C}, or the stored shape).
+  // Records of any size (tokens, bytes): empty, each record being 1-D of its own length.
   const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
+  bool records() const { return records_; }
 
   // Samples and batches for this rank of the epoch StartEpoch began last (epoch 0 before any):
   // the same for every rank, and for every epoch but a resumed one
@@ -197,6 +205,7 @@ class Loader {
  private:
   Loader() = default;
   Status Build(const Dataset& dataset, const LoaderOptions& options);
+  bool records_ = false;  // the dataset holds records of any size (tokens, bytes)
 
   std::unique_ptr<Dataset> owned_dataset_;
   const Dataset* dataset_ = nullptr;

@@ -1,5 +1,7 @@
 #include "pipeline/loader_device.h"
 
+#include <cstring>
+
 #include "cuda/device.h"
 #include "pipeline/chunk_staging.h"
 #if RINGFEED_HAVE_CUDA
@@ -35,6 +37,12 @@ class HostLoaderDevice final : public LoaderDevice {
     RF_ASSIGN_OR_RETURN(const AugmentBatch augment, spec_.AugmentFor(stored));
     DecodeSamplesOnHost(spec_, stored.samples, stored.n, out, augment);
     DecodeLabelsOnHost(stored.label_dtype, stored.labels, stored.n, labels);
+    return Status::Ok();
+  }
+  Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) override {
+    std::memcpy(values, host.samples, host.values_bytes);
+    std::memcpy(offsets, host.offsets, (size_t{host.n} + 1) * sizeof(int64_t));
+    DecodeLabelsOnHost(host.label_dtype, host.labels, host.n, labels);
     return Status::Ok();
   }
   Status Drain() override { return Status::Ok(); }

@@ -42,6 +42,10 @@ class LoaderDevice {
   // per `spec` (queued, on a GPU).
   virtual Status PrepareDecode(const DecodeSpec& spec, uint32_t max_batch) = 0;
   virtual Status Decode(const Batch& stored, void* out, int64_t* labels) = 0;
+  // Records of any size: `host` (a batch gathered in host memory, with its offsets and
+  // values_bytes) into the output: the values as they are, the n + 1 offsets, the labels as int64
+  // (queued, on a GPU; `host` may be reused once this returns).
+  virtual Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) = 0;
   // Waits for the work queued so far.
   virtual Status Drain() = 0;
   virtual std::string Describe() const = 0;

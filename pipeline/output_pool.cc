@@ -14,7 +14,7 @@ LoadedBatch::~LoadedBatch() {
 
 Status OutputPool::Grow(uint32_t initial) {
   for (uint32_t i = 0; i < initial; ++i) {
-    RF_ASSIGN_OR_RETURN(Buffer b, AddBuffer());
+    RF_ASSIGN_OR_RETURN(Buffer b, AddBuffer(sample_bytes_));
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(static_cast<uint32_t>(all_.size()));
     all_.push_back(b);
@@ -41,7 +41,7 @@ Result<std::shared_ptr<LoadedBatch>> OutputPool::Acquire(uint32_t n, DType dtype
     std::unique_lock<std::mutex> lock(mu_);
     if (free_.empty()) {
       lock.unlock();  // allocation may take a while; releases go on meanwhile
-      RF_ASSIGN_OR_RETURN(buffer, AddBuffer());
+      RF_ASSIGN_OR_RETURN(buffer, AddBuffer(sample_bytes_));
       lock.lock();
       slot = static_cast<uint32_t>(all_.size());
       all_.push_back(buffer);
@@ -67,11 +67,30 @@ Result<std::shared_ptr<LoadedBatch>> OutputPool::Acquire(uint32_t n, DType dtype
   b->slot_ = slot;
   b->samples_ = buffer.samples;
   b->labels_ = buffer.labels;
+  b->offsets_ = buffer.labels + batch_;
   b->n_ = n;
   b->dtype_ = dtype;
   b->shape_ = std::move(shape);
   b->gpu_device_ = gpu_device_;
   return b;
+}
+
+Status OutputPool::Reserve(LoadedBatch& b, size_t bytes) {
+  size_t have = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    have = all_[b.slot_].sample_bytes;
+  }
+  if (bytes <= have) return Status::Ok();
+  RF_ASSIGN_OR_RETURN(Buffer nb, ReplaceBuffer(b.slot_, std::max(bytes, have + have / 2)));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all_[b.slot_] = nb;
+  }
+  b.samples_ = nb.samples;
+  b.labels_ = nb.labels;
+  b.offsets_ = nb.labels + batch_;
+  return Status::Ok();
 }
 
 void OutputPool::Release(uint32_t slot) {
@@ -89,20 +108,31 @@ Result<std::shared_ptr<HostOutputPool>> HostOutputPool::Create(size_t sample_byt
   return pool;
 }
 
-Result<OutputPool::Buffer> HostOutputPool::AddBuffer() {
+Result<std::pair<void*, OutputPool::Buffer>> HostOutputPool::Allocate(size_t sample_bytes) const {
   // Samples, then the labels at the next 64-byte boundary; 64-byte aligned for vector loads.
   constexpr size_t kAlign = 64;
-  const size_t labels_at = (sample_bytes_ + kAlign - 1) / kAlign * kAlign;
-  const size_t bytes =
-      (labels_at + size_t{batch_} * sizeof(int64_t) + kAlign - 1) / kAlign * kAlign;
+  const size_t labels_at = (sample_bytes + kAlign - 1) / kAlign * kAlign;
+  const size_t bytes = (labels_at + LabelAreaBytes() + kAlign - 1) / kAlign * kAlign;
   void* p = std::aligned_alloc(kAlign, bytes);
   if (p == nullptr) {
     return Status::Aborted("cannot allocate a " + std::to_string(bytes) +
                            "-byte output buffer (out of memory)");
   }
-  memory_.emplace_back(p);
   uint8_t* base = static_cast<uint8_t*>(p);
-  return Buffer{base, reinterpret_cast<int64_t*>(base + labels_at)};
+  return std::make_pair(p,
+                        Buffer{base, reinterpret_cast<int64_t*>(base + labels_at), sample_bytes});
+}
+
+Result<OutputPool::Buffer> HostOutputPool::AddBuffer(size_t sample_bytes) {
+  RF_ASSIGN_OR_RETURN(auto made, Allocate(sample_bytes));
+  memory_.emplace_back(made.first);
+  return made.second;
+}
+
+Result<OutputPool::Buffer> HostOutputPool::ReplaceBuffer(uint32_t slot, size_t sample_bytes) {
+  RF_ASSIGN_OR_RETURN(auto made, Allocate(sample_bytes));
+  memory_[slot].reset(made.first);  // the consumer released it: nothing reads it any more
+  return made.second;
 }
 
 }  // namespace rf

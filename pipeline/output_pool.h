@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -35,6 +36,9 @@ class OutputPool : public std::enable_shared_from_this<OutputPool> {
   // when none is free. Where the memory was read by consumers before, the work that writes it next
   // (queued after this call) is ordered after their reads.
   Result<std::shared_ptr<LoadedBatch>> Acquire(uint32_t n, DType dtype, std::vector<int64_t> shape);
+  // Records of any size: makes b's buffer hold `bytes` of values (b is just acquired, nothing
+  // written to it yet), replacing it with a larger one (1.5x at least) where it is smaller.
+  Status Reserve(LoadedBatch& b, size_t bytes);
   // The batch is written (its writes queued, on the GPU): consumers may wait for it from now on.
   Status MarkReady(const LoadedBatch& b) { return OnReady(b.slot_); }
 
@@ -53,12 +57,20 @@ class OutputPool : public std::enable_shared_from_this<OutputPool> {
   // Makes `initial` buffers (called by the implementations' Create).
   Status Grow(uint32_t initial);
 
+  // `sample_bytes` of samples, then batch labels and batch + 1 offsets (records of any size).
   struct Buffer {
     void* samples = nullptr;
     int64_t* labels = nullptr;
+    size_t sample_bytes = 0;
   };
-  // A new buffer: its memory and whatever the implementation keeps per buffer.
-  virtual Result<Buffer> AddBuffer() = 0;
+  // A new buffer of `sample_bytes` of samples: its memory and whatever the implementation keeps
+  // per buffer.
+  virtual Result<Buffer> AddBuffer(size_t sample_bytes) = 0;
+  // The buffer in `slot` (acquired, free of earlier readers: BeforeReuse ran) replaced by one of
+  // `sample_bytes`; the old memory is freed once no queued work uses it.
+  virtual Result<Buffer> ReplaceBuffer(uint32_t slot, size_t sample_bytes) = 0;
+  // The bytes of one buffer's labels and offsets.
+  size_t LabelAreaBytes() const { return (2 * size_t{batch_} + 1) * sizeof(int64_t); }
   // MarkReady of the buffer in `slot`.
   virtual Status OnReady(uint32_t slot) = 0;
   // Before a released buffer is written again (the loader's thread).
@@ -88,7 +100,9 @@ class HostOutputPool final : public OutputPool {
 
  private:
   HostOutputPool(size_t sample_bytes, uint32_t batch) : OutputPool(sample_bytes, batch, -1) {}
-  Result<Buffer> AddBuffer() override;
+  Result<Buffer> AddBuffer(size_t sample_bytes) override;
+  Result<Buffer> ReplaceBuffer(uint32_t slot, size_t sample_bytes) override;
+  Result<std::pair<void*, Buffer>> Allocate(size_t sample_bytes) const;
   Status OnReady(uint32_t) override { return Status::Ok(); }
   Status BeforeReuse(uint32_t) override { return Status::Ok(); }
   void OnRelease(uint32_t) override {}

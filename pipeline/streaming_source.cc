@@ -55,7 +55,13 @@ Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(
   layout.label_bytes = h.LabelBytes();
   layout.sample_dtype = h.sample_dtype;
   layout.label_dtype = h.label_dtype;
+  layout.records = h.variable();
   RF_ASSIGN_OR_RETURN(s->staging_, make_staging(layout));
+  if (layout.records && s->staging_->host_area() == nullptr) {
+    return Status::InvalidArgument(
+        std::string(format::RecordKindName(h.record_kind)) +
+        " records are gathered from host memory: a staging area on a device cannot serve them");
+  }
   RF_ASSIGN_OR_RETURN(s->ring_,
                       SlotRing::Create(options.ring_slots, dataset.max_chunk_bytes(), options.pin));
   s->refs_.resize(options.order.batch_size);
@@ -249,13 +255,17 @@ Result<Batch> StreamingSource::Next() {
   const uint32_t n = BatchSizeAt(position_, options_.order.batch_size, epoch_samples());
   if (n == 0) return Batch{};
   const uint64_t slot_bytes = staging_->layout().slot_bytes;
+  // Records of any size: each chunk's record table, read where the host staging holds it.
+  const uint8_t* records = staging_->layout().records ? staging_->host_area() : nullptr;
   for (uint32_t i = 0; i < n; ++i) {
     if (cursor_.AtWindowEnd()) {  // on to the next window; this one is done after the batch
       retire_.insert(retire_.end(), window_slots_.begin(), window_slots_.end());
       RF_RETURN_IF_ERROR(AwaitWindow(cursor_.window() + 1));
     }
     const WindowCursor::Sample s = cursor_.Take();
-    refs_[i] = RefTo(dataset_, s.chunk, window_slots_[s.chunk_in_window] * slot_bytes, s.sample);
+    const uint64_t base = window_slots_[s.chunk_in_window] * slot_bytes;
+    refs_[i] = records ? RecordRefTo(dataset_, s.chunk, base, records + base, s.sample)
+                       : RefTo(dataset_, s.chunk, base, s.sample);
     batch_samples_.push_back(order_.GlobalSample(s.chunk, s.sample));
   }
   position_ += n;

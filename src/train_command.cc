@@ -64,12 +64,16 @@ std::vector<std::string> ShardPaths(const Dataset& d) {
 
 // Usage naming the dataset where the CNN cannot train it. It trains images: samples of 3 dims
 // (C,H,W) or 2 (H,W, one channel: how an .npy of (N,H,W) is stored), of a dtype it decodes
-// (uint8, float16, bfloat16, float32; not ids such as token rows), with labels of 2 or more
-// classes.
+// (uint8, float16, bfloat16, float32; not ids such as token rows), fixed-shape (not records of
+// any size), with labels of 2 or more classes.
 Status CheckTrainable(const std::string& flag, const std::string& path, const format::Header& h) {
   const std::vector<uint64_t> shape = h.Shape();
   std::string why;
-  if (!IsImageDType(h.sample_dtype)) {
+  if (h.variable()) {
+    why = "it holds " + std::string(format::RecordKindName(h.record_kind)) +
+          " records of any size; the CNN trains fixed-shape image tensors (read them with "
+          "ringfeed.Loader, which hands them out as values and offsets)";
+  } else if (!IsImageDType(h.sample_dtype)) {
     why = "its samples are " + std::string(DTypeName(h.sample_dtype)) +
           " ids; the CNN trains uint8, float16, bfloat16 or float32 images";
   } else if (shape.size() != 2 && shape.size() != 3) {

@@ -56,6 +56,8 @@ class _Dataset:
     chunks: int
     total_bytes: int
     data_bytes: int
+    record_kind: str
+    media_type: str
     compressed_chunks: int
     format_version: int
     codec: str
@@ -65,8 +67,10 @@ class _Dataset:
 class _DatasetWriter:
     def __init__(self, path: str, shape: List[int], dtype: str, labeled: bool, label_dtype: str,
                  classes: int, shards: int, chunk_bytes: int, codec: str, threads: int,
-                 version: int, keep: List[str]) -> None: ...
+                 version: int, keep: List[str], record_kind: str = ..., media_type: str = ...,
+                 max_record_bytes: int = ...) -> None: ...
     def append(self, samples: Any, labels: Any, n: int) -> None: ...
+    def append_records(self, values: Any, offsets: Any, labels: Any, n: int) -> None: ...
     def finish(self) -> Dict[str, Any]: ...
     def abort(self) -> None: ...
     @property

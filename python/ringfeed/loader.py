@@ -66,9 +66,11 @@ class DatasetInfo(NamedTuple):
     directory's: the newest part's). codec: what the writer compressed chunks with ('none',
     'lz4', 'zstd:3'; a directory whose parts' differ: 'none'). compressed_chunks:
     how many chunks are stored compressed (a chunk that does not shrink is stored raw).
-    stored_bytes: the files' bytes; data_bytes: the chunks' data, decompressed. parts: for a
-    directory, its datasets in the order they are read as one, each (path, samples); for one
-    dataset, itself.
+    stored_bytes: the files' bytes; data_bytes: the chunks' data, decompressed. record_kind:
+    'tensor' (fixed-shape samples), 'tokens' or 'bytes' (records of any size, whose batches come
+    as (values, offsets, labels); shape is then the largest record's). media_type: what bytes
+    records are ('image/jpeg'; '' unknown). parts: for a directory, its datasets in the order
+    they are read as one, each (path, samples); for one dataset, itself.
     """
 
     samples: int
@@ -85,6 +87,8 @@ class DatasetInfo(NamedTuple):
     compressed_chunks: int = 0
     stored_bytes: int = 0
     data_bytes: int = 0
+    record_kind: str = "tensor"
+    media_type: str = ""
     parts: Tuple[Tuple[str, int], ...] = ()
 
 
@@ -94,6 +98,7 @@ def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
                        paths=tuple(d.shard_paths), format_version=d.format_version,
                        codec=d.codec, compressed_chunks=d.compressed_chunks,
                        stored_bytes=d.total_bytes, data_bytes=d.data_bytes,
+                       record_kind=d.record_kind, media_type=d.media_type,
                        parts=tuple((p, n) for p, n in d.parts))
 
 
@@ -293,8 +298,12 @@ class Loader:
         if canonical is None:
             raise UsageError(f"dtype: unknown dtype {dtype!r} (float32, bfloat16, float16, or the "
                              f"dataset's own, {dataset.dtype})")
+        self._records = dataset.record_kind != "tensor"
+        if self._records and (canonical != dataset.dtype or options.get("normalize")):
+            raise UsageError(f"dtype and normalize: {dataset.record_kind} records come out as "
+                             f"stored ({dataset.dtype} values and int64 offsets), not decoded")
         options["dtype"] = canonical
-        options.setdefault("normalize", canonical in _FLOAT_OUTPUTS)
+        options.setdefault("normalize", canonical in _FLOAT_OUTPUTS and not self._records)
         if ("mean" in options) != ("std" in options):
             raise UsageError("mean and std: give both or neither")
 
@@ -416,8 +425,9 @@ class Loader:
                 self._native_at = None
                 raise RuntimeError(f"the loader ended epoch {self._epoch} at sample "
                                    f"{self._position} of {self._epoch_end}")
-            samples = out[0]
-            end = samples.position + samples.shape[0]
+            # (samples, labels), or for records of any size (values, offsets, labels): the
+            # labels, last, have one entry a sample.
+            end = out[0].position + out[-1].shape[0]
             self._native_at = (self._epoch, end)
             if end >= self._epoch_end:
                 self._epoch += 1

@@ -14,6 +14,18 @@ older dataset of the same name is replaced only once the new one is safe).
         for images, labels in my_batches():      # (n, 3, 32, 32) uint8, (n,) ints
             w.write(images, labels)
     loader = ringfeed.Loader("train.rfd", batch_size=256)
+
+Records of any size (tokenized documents, encoded images) are written one by one or packed:
+
+    with ringfeed.DatasetWriter("docs.rfd", records="tokens", dtype="uint16",
+                                labels=False, compress="zstd") as w:
+        for ids in tokenized_documents():        # 1-D arrays of any length
+            w.write(ids)
+    with ringfeed.DatasetWriter("images.rfd", records="bytes", media_type="image/jpeg") as w:
+        for jpeg_bytes, label in my_images():
+            w.write(jpeg_bytes, label)
+
+and a loader over them hands out (values, offsets, labels) batches.
 """
 
 from __future__ import annotations
@@ -39,21 +51,24 @@ _NUMPY = {"uint8": "uint8", "uint16": "uint16", "int32": "int32", "int64": "int6
 _LABEL_RANGE = {"uint8": (0, 255), "uint16": (0, 65535), "int32": (0, 2**31 - 1)}
 
 
-def _chunk_bytes(chunk_size: Union[int, str]) -> int:
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, str)):
-        raise UsageError(f"chunk_size must be a byte count or a size like '4MiB', "
-                         f"got {chunk_size!r}")
-    if isinstance(chunk_size, int):
-        n = chunk_size
+def _size(name: str, value: Union[int, str], lo: int, hi: int, span: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise UsageError(f"{name} must be a byte count or a size like '4MiB', got {value!r}")
+    if isinstance(value, int):
+        n = value
     else:
-        m = _SIZE.match(chunk_size)
+        m = _SIZE.match(value)
         if not m:
-            raise UsageError(f"chunk_size must be a size like '4MiB' (B, KiB, MiB, GiB), "
-                             f"got {chunk_size!r}")
+            raise UsageError(f"{name} must be a size like '4MiB' (B, KiB, MiB, GiB), "
+                             f"got {value!r}")
         n = int(m.group(1)) * _UNITS[m.group(2)]
-    if not 4096 <= n <= 1 << 30:
-        raise UsageError(f"chunk_size must be from 4KiB to 1GiB, got {chunk_size!r}")
+    if not lo <= n <= hi:
+        raise UsageError(f"{name} must be from {span}, got {value!r}")
     return n
+
+
+def _chunk_bytes(chunk_size: Union[int, str]) -> int:
+    return _size("chunk_size", chunk_size, 4096, 1 << 30, "4KiB to 1GiB")
 
 
 def _count(name: str, value: Any, lo: int, hi: int) -> int:
@@ -75,6 +90,11 @@ class DatasetWriter:
     threads (0: one per core, at most 16). format_version: 0 (1 without a codec, 2 with one), 1
     or 2. keep: files an older dataset of this name may share (inputs) that must not be removed.
 
+    records: what a sample is: 'tensor' (every sample of `shape`), or records of any size,
+    'tokens' (1-D runs of uint16, int32 or int64 ids) or 'bytes' (uint8, such as encoded images;
+    media_type says what they are, e.g. 'image/jpeg'); records take no shape, and the largest
+    record taken is max_record_size (a chunk holds at least one). Records write format 2.
+
     Processes writing in parallel each write their own dataset into one directory (say
     ``out/part-00003.rfd``); ``ringfeed.Loader("out", ...)`` reads the directory's datasets as
     one, in name order (docs/format.md).
@@ -85,14 +105,27 @@ class DatasetWriter:
     naming the file. One thread at a time (a lock serializes calls).
     """
 
-    def __init__(self, path: PathLike, shape: Sequence[int], dtype: str = "uint8", *,
-                 labels: bool = True, label_dtype: str = "uint8", classes: Optional[int] = None,
-                 shards: int = 1, chunk_size: Union[int, str] = "4MiB", compress: str = "none",
-                 threads: int = 0, format_version: int = 0,
-                 keep: Sequence[PathLike] = ()) -> None:
+    def __init__(self, path: PathLike, shape: Optional[Sequence[int]] = None,
+                 dtype: str = "uint8", *, labels: bool = True, label_dtype: str = "uint8",
+                 classes: Optional[int] = None, shards: int = 1,
+                 chunk_size: Union[int, str] = "4MiB", compress: str = "none", threads: int = 0,
+                 format_version: int = 0, keep: Sequence[PathLike] = (),
+                 records: str = "tensor", media_type: str = "",
+                 max_record_size: Union[int, str] = "64MiB") -> None:
         path = os.fspath(path)
         if not isinstance(path, str):
             raise UsageError(f"path must be a str path, got {path!r}")
+        if records not in ("tensor", "tokens", "bytes"):
+            raise UsageError(f"records must be 'tensor', 'tokens' or 'bytes', got {records!r}")
+        self.records = records
+        if records != "tensor":
+            if shape is not None:
+                raise UsageError(f"{records} records have any size: give no shape")
+            shape = (1,)
+        elif shape is None:
+            raise UsageError("shape: the shape of every sample (records='tensor')")
+        if not isinstance(media_type, str):
+            raise UsageError(f"media_type must be a str such as 'image/jpeg', got {media_type!r}")
         if isinstance(shape, int):
             shape = (shape,)
         self.shape: Tuple[int, ...] = tuple(
@@ -102,6 +135,10 @@ class DatasetWriter:
         self.dtype = _ringfeed.dtype_name(dtype) if isinstance(dtype, str) else None
         if self.dtype not in _NUMPY:
             raise UsageError(f"dtype must be one of {', '.join(_NUMPY)}, got {dtype!r}")
+        if records == "tokens" and self.dtype not in ("uint16", "int32", "int64"):
+            raise UsageError(f"tokens records hold uint16, int32 or int64 ids, not {self.dtype}")
+        if records == "bytes" and self.dtype != "uint8":
+            raise UsageError(f"bytes records are uint8, not {self.dtype}")
         if not isinstance(labels, bool):
             raise UsageError(f"labels must be True or False, got {labels!r}")
         self.labels = labels
@@ -121,7 +158,8 @@ class DatasetWriter:
             path, list(self.shape), self.dtype, labels, self.label_dtype, n_classes,
             _count("shards", shards, 1, 99999), _chunk_bytes(chunk_size), compress,
             _count("threads", threads, 0, 1024), _count("format_version", format_version, 0, 2),
-            [os.fspath(k) for k in keep])
+            [os.fspath(k) for k in keep], records, media_type,
+            _size("max_record_size", max_record_size, 1, 1 << 30, "1 byte to 1GiB"))
         self.path = path
         self.sample_elems = 1
         for d in self.shape:
@@ -133,9 +171,25 @@ class DatasetWriter:
         """Appends samples: an array (numpy, or anything numpy takes: a torch CPU tensor, a
         list) of shape (n, *shape), or one sample of `shape`, in the dataset's dtype (no silent
         conversion: convert first; bfloat16 as its raw uint16 bits or ml_dtypes.bfloat16), and
-        their n integer labels where the dataset has labels."""
+        their n integer labels where the dataset has labels. Records of any size (records=
+        'tokens' or 'bytes'): one record (a 1-D array of the dtype; bytes for bytes records) or
+        a list of them, and one label or a list."""
         import numpy as np  # the package itself does not need numpy; writing arrays does
 
+        if self.records != "tensor":
+            # One record (bytes, or a 1-D array) or a list of them.
+            one = isinstance(samples, (bytes, bytearray, memoryview)) or (
+                hasattr(samples, "ndim") and getattr(samples, "ndim") == 1)
+            recs = [samples] if one else list(samples)
+            arrays = [self._record_array(r) for r in recs]
+            offsets = np.zeros(len(arrays) + 1, dtype=np.uint64)
+            np.cumsum([a.size for a in arrays], out=offsets[1:])
+            values = (np.concatenate(arrays) if arrays
+                      else np.zeros(0, dtype=_NUMPY[self.dtype]))
+            if one and labels is not None and np.ndim(labels) == 0:
+                labels = [labels]
+            self.write_records(values, offsets, labels)
+            return
         want = np.dtype(_NUMPY[self.dtype])
         x = np.asarray(samples)
         if self.dtype == "bfloat16" and x.dtype.name == "bfloat16":
@@ -149,6 +203,56 @@ class DatasetWriter:
             raise UsageError(f"samples of shape {tuple(x.shape)}: expected (n, "
                              f"{', '.join(map(str, self.shape))}) or one sample of {self.shape}")
         n = x.shape[0]
+        y = self._labels_array(labels, n)
+        if n == 0:
+            return
+        x = np.ascontiguousarray(x)
+        with self._lock:
+            self._native.append(x, y, n)
+
+    def _record_array(self, record: Any) -> Any:
+        import numpy as np
+
+        want = np.dtype(_NUMPY[self.dtype])
+        if isinstance(record, (bytes, bytearray, memoryview)):
+            if self.records != "bytes":
+                raise UsageError(f"{self.records} records are arrays of {self.dtype}, not bytes")
+            return np.frombuffer(record, dtype=np.uint8)
+        a = np.asarray(record)
+        if a.dtype != want or a.ndim != 1:
+            raise UsageError(f"a record is a 1-D array of {self.dtype} (or bytes for bytes "
+                             f"records), got {a.dtype} of shape {tuple(a.shape)}")
+        return a
+
+    def write_records(self, values: Any, offsets: Any, labels: Any = None) -> None:
+        """Appends records packed as a loader hands them out: record i is
+        values[offsets[i]:offsets[i + 1]] (values 1-D in the dataset's dtype, offsets n + 1
+        increasing integers from offsets[0]), with n labels where the dataset has them."""
+        import numpy as np
+
+        if self.records == "tensor":
+            raise UsageError("write_records is for records of any size (records='tokens' or "
+                             "'bytes'); write fixed-shape samples with write")
+        v = np.asarray(values)
+        if v.dtype != np.dtype(_NUMPY[self.dtype]) or v.ndim != 1:
+            raise UsageError(f"values must be a 1-D array of {self.dtype}, got {v.dtype} of "
+                             f"shape {tuple(v.shape)}")
+        o = np.asarray(offsets)
+        if o.ndim != 1 or o.size < 1 or o.dtype.kind not in "iu":
+            raise UsageError("offsets must be a 1-D array of n + 1 integers")
+        if o.size > 1 and (int(o.min()) < 0 or int(o[-1]) > v.size):
+            raise UsageError(f"offsets must lie within the {v.size} values")
+        n = o.size - 1
+        y = self._labels_array(labels, n)
+        if n == 0:
+            return
+        with self._lock:
+            self._native.append_records(np.ascontiguousarray(v),
+                                        np.ascontiguousarray(o, dtype=np.uint64), y, n)
+
+    def _labels_array(self, labels: Any, n: int) -> Any:
+        import numpy as np
+
         y = None
         if self.labels:
             if labels is None:
@@ -167,11 +271,7 @@ class DatasetWriter:
             y = np.ascontiguousarray(y, dtype=self.label_dtype)
         elif labels is not None:
             raise UsageError("this dataset has no labels (labels=False): write(samples) alone")
-        if n == 0:
-            return
-        x = np.ascontiguousarray(x)
-        with self._lock:
-            self._native.append(x, y, n)
+        return y
 
     # --- life ----------------------------------------------------------------------------------
 
@@ -212,6 +312,8 @@ class DatasetWriter:
             self.abort()
 
     def __repr__(self) -> str:
+        if getattr(self, "_native", None) is None:  # the constructor refused its arguments
+            return "DatasetWriter(not opened)"
         state = "written" if self._result is not None else (
             "open" if self._native.open else "aborted")
         return (f"DatasetWriter({self.path!r}, shape={self.shape}, dtype={self.dtype!r}, "

@@ -101,6 +101,10 @@ DLManagedTensor* ExportBatch(std::shared_ptr<LoadedBatch> batch, BatchPart part)
     t.data = b.samples();
     t.dtype = DlpackTypeOf(b.dtype());
     ctx->shape = b.shape();
+  } else if (part == BatchPart::kOffsets) {
+    t.data = b.offsets();
+    t.dtype = DlpackTypeOf(DType::kInt64);
+    ctx->shape = {static_cast<int64_t>(b.size()) + 1};
   } else {
     t.data = b.labels();
     t.dtype = DlpackTypeOf(DType::kInt64);

@@ -30,7 +30,8 @@
 
 namespace rf::python {
 
-enum class BatchPart { kSamples, kLabels };
+// kOffsets: records of any size only (LoadedBatch::offsets(): n + 1 int64).
+enum class BatchPart { kSamples, kLabels, kOffsets };
 
 // The array API's stream values for CUDA: None (std::nullopt) and 1 are the legacy default
 // stream, 2 the per-thread default stream, -1 "do not synchronize", any other value a
@@ -59,7 +60,8 @@ DLDataType DlpackTypeOf(DType dtype);
 Status PrepareExport(LoadedBatch& batch, const DlpackRequest& request);
 
 // A new DLManagedTensor viewing `part` of `batch` (compact row-major, strides given): the samples
-// (batch.shape(), batch.dtype()) or the labels ({n}, int64). It holds `batch` until its deleter
+// (batch.shape(), batch.dtype()), the labels ({n}, int64) or a records batch's offsets ({n + 1},
+// int64). It holds `batch` until its deleter
 // runs; the caller owns it until it hands it to a consumer. Never null.
 DLManagedTensor* ExportBatch(std::shared_ptr<LoadedBatch> batch, BatchPart part);
 

@@ -145,11 +145,20 @@ struct Tensor {
 
   DType dtype() const { return part == BatchPart::kSamples ? batch->dtype() : DType::kInt64; }
   void* data() const {
-    return part == BatchPart::kSamples ? batch->samples() : static_cast<void*>(batch->labels());
+    switch (part) {
+      case BatchPart::kSamples:
+        return batch->samples();
+      case BatchPart::kOffsets:
+        return batch->offsets();
+      case BatchPart::kLabels:
+        break;
+    }
+    return batch->labels();
   }
   std::vector<int64_t> shape() const {
     if (part == BatchPart::kSamples) return batch->shape();
-    return {static_cast<int64_t>(batch->size())};
+    const int64_t n = static_cast<int64_t>(batch->size());
+    return {part == BatchPart::kOffsets ? n + 1 : n};
   }
   std::string device() const {
     if (!batch->on_gpu()) return "cpu";
@@ -244,6 +253,11 @@ class NativeLoader {
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     std::shared_ptr<LoadedBatch> b = Take(std::move(r));
     if (!b) return py::none();
+    // Records of any size: (values, offsets, labels).
+    if (b->offsets() != nullptr) {
+      return py::make_tuple(Tensor{b, BatchPart::kSamples}, Tensor{b, BatchPart::kOffsets},
+                            Tensor{b, BatchPart::kLabels});
+    }
     return py::make_tuple(Tensor{b, BatchPart::kSamples}, Tensor{b, BatchPart::kLabels});
   }
 
@@ -515,7 +529,14 @@ PYBIND11_MODULE(_ringfeed, m) {
       .def_property_readonly("dtype",
                              [](const Dataset& d) { return DTypeName(d.header().sample_dtype); })
       .def_property_readonly("is_image",
-                             [](const Dataset& d) { return IsImageDType(d.header().sample_dtype); })
+                             [](const Dataset& d) {
+                               return !d.header().variable() &&
+                                      IsImageDType(d.header().sample_dtype);
+                             })
+      .def_property_readonly(
+          "record_kind",
+          [](const Dataset& d) { return format::RecordKindName(d.header().record_kind); })
+      .def_property_readonly("media_type", [](const Dataset& d) { return d.header().media_type; })
       .def_property_readonly("label_dtype",
                              [](const Dataset& d) { return DTypeName(d.header().label_dtype); })
       .def_property_readonly("classes", [](const Dataset& d) { return d.header().num_classes; })

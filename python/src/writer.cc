@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "io/codec.h"
 #include "io/dataset_writer.h"
+#include "io/format.h"
 #include "python/src/status_error.h"
 
 namespace py = pybind11;
@@ -29,8 +30,14 @@ class NativeWriter {
   NativeWriter(const std::string& path, const std::vector<uint64_t>& shape,
                const std::string& dtype, bool labeled, const std::string& label_dtype,
                uint32_t classes, uint32_t shards, uint64_t chunk_bytes, const std::string& codec,
-               uint32_t threads, uint32_t version, const std::vector<std::string>& keep) {
+               uint32_t threads, uint32_t version, const std::vector<std::string>& keep,
+               const std::string& record_kind, const std::string& media_type,
+               uint64_t max_record_bytes) {
     DatasetSpec spec;
+    if (!format::ParseRecordKind(record_kind, &spec.record_kind))
+      Throw(Status::Usage("records must be 'tensor', 'tokens' or 'bytes', got '" + record_kind +
+                          "'"));
+    spec.media_type = media_type;
     spec.sample_dtype = DTypeOf(dtype, "dtype");
     spec.label_dtype = DTypeOf(label_dtype, "label_dtype");
     spec.shape = shape;
@@ -43,6 +50,7 @@ class NativeWriter {
     o.threads = threads;
     o.version = version;
     o.keep = keep;
+    o.max_record_bytes = max_record_bytes;
     sample_bytes_ = DTypeSize(spec.sample_dtype);
     for (uint64_t d : shape) sample_bytes_ *= d;
     label_bytes_ = DTypeSize(spec.label_dtype);
@@ -74,6 +82,35 @@ class NativeWriter {
     {
       py::gil_scoped_release unlocked;
       st = w.Append(s.ptr, labels.is_none() ? nullptr : l.ptr, n);
+    }
+    Check(st);
+  }
+
+  // n records of any size: `values` (the sample dtype), `offsets` (n + 1 uint64, in elements),
+  // labels as for Append; contiguous, in the stored dtypes: writer.py made them so.
+  void AppendRecords(const py::buffer& values, const py::buffer& offsets, const py::object& labels,
+                     uint64_t n) {
+    DatasetWriter& w = Open();
+    const py::buffer_info v = values.request();
+    const py::buffer_info o = offsets.request();
+    if (o.itemsize != sizeof(uint64_t) || static_cast<uint64_t>(o.size) != n + 1)
+      Throw(Status::InvalidArgument("offsets must be n + 1 uint64"));
+    const auto* off = static_cast<const uint64_t*>(o.ptr);
+    const uint64_t elem = sample_bytes_;  // one element: records have a 1-element shape here
+    if (off[n] > static_cast<uint64_t>(v.size * v.itemsize) / elem)
+      Throw(Status::InvalidArgument("the offsets run past the values"));
+    py::buffer_info l;
+    if (!labels.is_none()) {
+      l = labels.cast<py::buffer>().request();
+      if (static_cast<uint64_t>(l.size * l.itemsize) != n * label_bytes_)
+        Throw(Status::InvalidArgument("labels hold " + std::to_string(l.size * l.itemsize) +
+                                      " bytes, not " + std::to_string(n) + " labels' " +
+                                      std::to_string(n * label_bytes_)));
+    }
+    Status st;
+    {
+      py::gil_scoped_release unlocked;
+      st = w.AppendRecords(v.ptr, off, labels.is_none() ? nullptr : l.ptr, n);
     }
     Check(st);
   }
@@ -124,10 +161,16 @@ void BindWriter(py::module_& m) {
                            "arrays this takes).")
       .def(py::init<const std::string&, const std::vector<uint64_t>&, const std::string&, bool,
                     const std::string&, uint32_t, uint32_t, uint64_t, const std::string&, uint32_t,
-                    uint32_t, const std::vector<std::string>&>(),
+                    uint32_t, const std::vector<std::string>&, const std::string&,
+                    const std::string&, uint64_t>(),
            py::arg("path"), py::arg("shape"), py::arg("dtype"), py::arg("labeled"),
            py::arg("label_dtype"), py::arg("classes"), py::arg("shards"), py::arg("chunk_bytes"),
-           py::arg("codec"), py::arg("threads"), py::arg("version"), py::arg("keep"))
+           py::arg("codec"), py::arg("threads"), py::arg("version"), py::arg("keep"),
+           py::arg("record_kind") = "tensor", py::arg("media_type") = "",
+           py::arg("max_record_bytes") = uint64_t{64} << 20)
+      .def("append_records", &NativeWriter::AppendRecords, py::arg("values"), py::arg("offsets"),
+           py::arg("labels"), py::arg("n"),
+           "Appends n records of any size: values, n + 1 uint64 element offsets, labels.")
       .def("append", &NativeWriter::Append, py::arg("samples"), py::arg("labels"), py::arg("n"),
            "Appends n samples and labels (None without labels), contiguous, stored dtypes.")
       .def("finish", &NativeWriter::Finish,

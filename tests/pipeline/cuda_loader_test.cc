@@ -15,6 +15,7 @@
 #include "tests/testing/positional_data.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/token_documents.h"
 
 namespace rf {
 namespace {
@@ -213,6 +214,58 @@ TEST_F(CudaLoader, DestroyedRightAfterItsFirstBatchLeavesNoCopyCallbackBehind) {
     ASSERT_TRUE(b.ok() && *b != nullptr);
     ASSERT_EQ((*b)->size(), 40u);
     l->reset();  // with the batch still held
+  }
+}
+
+// Records of any size on the GPU: the same records as the host loader's, values and offsets
+// copied to the GPU batch by batch, a batch larger than the first buffer growing it; a consumer
+// stream reads them after WaitOn.
+TEST(CudaLoaderRecords, TokenBatchesEqualTheHostLoaders) {
+  RF_REQUIRE_GPU();
+  TempDir t;
+  std::vector<std::vector<uint16_t>> docs = testing::Documents(900, 2000);
+  docs[301].assign(300000, 5);  // a batch far larger than the pool's first guess
+  ASSERT_TRUE(testing::WriteDocuments(t.File("d.rfd"), docs, CodecSpec{Codec::kZstd, 1}).ok());
+  auto host = Loader::Open(Options(t.File("d.rfd"), DeviceKind::kCpu));
+  auto gpu = Loader::Open(Options(t.File("d.rfd"), DeviceKind::kCuda));
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  cuda::CudaStream stream = cuda::CreateStream().value();
+  for (uint64_t e = 0; e < 2; ++e) {
+    ASSERT_TRUE((*host)->StartEpoch(e, 0).ok());
+    ASSERT_TRUE((*gpu)->StartEpoch(e, 0).ok());
+    size_t seen = 0;
+    for (;;) {
+      auto a = (*host)->Next();
+      auto b = (*gpu)->Next();
+      ASSERT_TRUE(a.ok() && b.ok());
+      ASSERT_EQ(*a == nullptr, *b == nullptr);
+      if (*a == nullptr) break;
+      const LoadedBatch& hb = **a;
+      LoadedBatch& gb = **b;
+      ASSERT_TRUE(gb.on_gpu());
+      ASSERT_EQ(hb.indices(), gb.indices());
+      const int64_t elems = hb.offsets()[hb.size()];
+      ASSERT_EQ(gb.shape(), std::vector<int64_t>{elems});
+      std::vector<uint16_t> values(elems);
+      std::vector<int64_t> offsets(hb.size() + 1), labels(hb.size());
+      ASSERT_TRUE(gb.WaitOn(stream.get()).ok());
+      ASSERT_EQ(cudaMemcpyAsync(values.data(), gb.samples(), elems * 2, cudaMemcpyDeviceToHost,
+                                stream.get()),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemcpyAsync(offsets.data(), gb.offsets(), offsets.size() * 8,
+                                cudaMemcpyDeviceToHost, stream.get()),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemcpyAsync(labels.data(), gb.labels(), labels.size() * 8,
+                                cudaMemcpyDeviceToHost, stream.get()),
+                cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream.get()), cudaSuccess);
+      EXPECT_EQ(0, std::memcmp(values.data(), hb.samples(), elems * 2));
+      EXPECT_EQ(0, std::memcmp(offsets.data(), hb.offsets(), offsets.size() * 8));
+      EXPECT_EQ(0, std::memcmp(labels.data(), hb.labels(), labels.size() * 8));
+      seen += hb.size();
+    }
+    EXPECT_EQ(seen, docs.size());
   }
 }
 

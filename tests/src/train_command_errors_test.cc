@@ -12,15 +12,18 @@
 #include "model/checkpoint.h"
 #include "tests/src/train_command_testing.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/token_documents.h"
 
 namespace rf {
 namespace {
 
+using testing::Documents;
 using testing::MakeDataset;
 using testing::ProgramPath;
 using testing::RunCommand;
 using testing::TempDir;
 using testing::Train;
+using testing::WriteDocuments;
 
 TEST(TrainCommand, ResumeWithAnotherModelExitsTwoNamingTheCheckpoint) {
   TempDir t;
@@ -171,6 +174,18 @@ TEST(TrainCommand, DatasetTheCnnCannotTrainExitsTwoNamingItAndWhy) {
             0u)
       << out;
   EXPECT_EQ(RunCommand(Train(plane, "--max-steps 1"), &out), 0) << out;
+}
+
+// Records of any size (format 2's tokens and bytes) are refused by kind, exit 2.
+TEST(TrainCommand, RecordsOfAnySizeExitTwoNamingTheirKind) {
+  TempDir t;
+  ASSERT_TRUE(WriteDocuments(t.File("docs.rfd"), Documents(30, 50)).ok());
+  std::string out;
+  EXPECT_EQ(RunCommand(Train(t.File("docs.rfd"), ""), &out), 2);
+  EXPECT_EQ(out, "ringfeed: --data " + t.File("docs.rfd") +
+                     ": cannot train on it: it holds tokens records of any size; the CNN trains "
+                     "fixed-shape image tensors (read them with ringfeed.Loader, which hands them "
+                     "out as values and offsets)\n");
 }
 
 // A checkpoint that could never be written stops the run at its start, not at its first

@@ -70,6 +70,20 @@ void ForgeLabel(const std::string& path, size_t chunk, uint32_t i, int64_t value
   WriteAll(path, bytes);
 }
 
+void ForgeChunk(const std::string& path, size_t chunk,
+                const std::function<void(uint8_t* stored, uint64_t bytes)>& edit) {
+  std::vector<uint8_t> bytes = ReadAll(path);
+  const format::Header h = HeaderOf(bytes, path);
+  std::vector<format::ChunkEntry> entries = IndexOf(bytes, h, path);
+  ASSERT_LT(chunk, entries.size());
+  format::ChunkEntry& e = entries[chunk];
+  ASSERT_FALSE(e.compressed());
+  edit(bytes.data() + e.offset, e.stored_bytes);
+  e.checksum = Checksum(bytes.data() + e.offset, e.stored_bytes);
+  PutIndex(&bytes, h, entries);
+  WriteAll(path, bytes);
+}
+
 std::vector<uint8_t> FrameOf(CodecSpec spec, const std::vector<uint8_t>& data) {
   Compressor c(spec);
   std::vector<uint8_t> out(CompressBound(spec.codec, data.size()));

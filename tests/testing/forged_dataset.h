@@ -26,6 +26,11 @@ void ForgeIndex(const std::string& path,
 // `value` in the file's label dtype, and recomputes that chunk's checksum in the index.
 void ForgeLabel(const std::string& path, size_t chunk, uint32_t i, int64_t value);
 
+// Lets `edit` change the stored bytes of raw chunk `chunk` (the file's chunk, in index order; its
+// whole stored extent) in place, and recomputes that chunk's checksum in the index.
+void ForgeChunk(const std::string& path, size_t chunk,
+                const std::function<void(uint8_t* stored, uint64_t bytes)>& edit);
+
 // The codec frame of chunk `chunk` (the file's chunk, in index order): the first frame_bytes of
 // its stored extent (the whole extent for a raw chunk).
 std::vector<uint8_t> ChunkFrame(const std::string& path, size_t chunk);

@@ -13,6 +13,7 @@
 #include "tests/testing/forged_dataset.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/token_documents.h"
 #include "tests/tools/convert_testing.h"
 
 namespace rf {
@@ -221,6 +222,39 @@ TEST(Recompress, ABadInputChunkFailsNamingItAndLeavesNoOutput) {
             0u)
       << out;
   EXPECT_EQ(testing::FilesIn(t.path()), files);
+}
+
+}  // namespace
+}  // namespace rf
+
+namespace rf {
+namespace {
+
+// Records of any size: recompress keeps each chunk's records together (so the order), and back to
+// raw the file is the first byte for byte; inspect says what they are; export refuses them.
+TEST(RecompressRecords, TokenRecordsKeepTheirChunksAndComeBackByteIdentical) {
+  TempDir t;
+  auto docs = testing::Documents(400, 900);
+  for (auto& d : docs)
+    for (auto& id : d) id %= 300;  // a small vocabulary: the chunks shrink
+  ASSERT_TRUE(testing::WriteDocuments(t.File("a.rfd"), docs, {}, 12 << 10).ok());
+  ASSERT_TRUE(Recompress(t.File("a.rfd"), t.File("b.rfd"), "zstd:5").ok());
+  ASSERT_TRUE(Recompress(t.File("b.rfd"), t.File("c.rfd"), "none").ok());
+  Result<Dataset> a = Dataset::Open(t.File("a.rfd"));
+  Result<Dataset> b = Dataset::Open(t.File("b.rfd"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->ChunkSampleCounts(), b->ChunkSampleCounts());
+  EXPECT_GT(b->compressed_chunks(), 0u);
+  EXPECT_EQ(testing::ReadAll(t.File("c.rfd")), testing::ReadAll(t.File("a.rfd")));
+  std::string out;
+  EXPECT_EQ(RunCommand(Program() + " inspect " + t.File("b.rfd"), &out), 0);
+  EXPECT_NE(out.find("records:      tokens of any size (uint16, the largest "), std::string::npos)
+      << out;
+  EXPECT_EQ(
+      RunCommand(Program() + " export " + t.File("a.rfd") + " --format raw -o " + t.File("out"),
+                 &out),
+      2);
+  EXPECT_NE(out.find("holds tokens records of any size"), std::string::npos) << out;
 }
 
 }  // namespace

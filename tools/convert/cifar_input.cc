@@ -22,14 +22,15 @@ class CifarSource final : public SampleSource {
 
   const SourceShape& shape() const override { return shape_; }
 
-  Result<SampleBlock> Next(uint64_t max_samples) override {
+  // The samples are cut out of the records here: CIFAR's files are small.
+  Result<SampleBlock> Read(uint64_t max_samples, BlockBuffers& buf) override {
     SampleBlock b;
     b.first = next_;
     const uint64_t n = std::min(max_samples, shape_.samples - next_);
     if (n == 0) return b;
     const uint64_t rec = RecordBytes();
-    samples_.resize(n * kCifarPixels);
-    labels_.resize(n);
+    buf.bytes.resize(n * kCifarPixels);
+    buf.labels.resize(n);
     records_.resize(std::min<uint64_t>(n, kRecordsPerRead) * rec);
     uint64_t done = 0;
     while (done < n) {
@@ -42,15 +43,15 @@ class CifarSource final : public SampleSource {
       RF_RETURN_IF_ERROR(files_[file_].ReadAt(records_.data(), take * rec, in_file_ * rec));
       for (uint64_t i = 0; i < take; ++i) {
         const uint8_t* r = &records_[i * rec];
-        labels_[done + i] = r[label_bytes_ - 1];
-        std::copy_n(r + label_bytes_, kCifarPixels, &samples_[(done + i) * kCifarPixels]);
+        buf.labels[done + i] = r[label_bytes_ - 1];
+        std::copy_n(r + label_bytes_, kCifarPixels, &buf.bytes[(done + i) * kCifarPixels]);
       }
       done += take;
       in_file_ += take;
     }
     next_ += n;
-    b.samples = samples_.data();
-    b.labels = labels_.data();
+    b.samples = buf.bytes.data();
+    b.labels = buf.labels.data();
     b.count = n;
     return b;
   }
@@ -83,8 +84,7 @@ class CifarSource final : public SampleSource {
   uint64_t next_ = 0;
   size_t file_ = 0;
   uint64_t in_file_ = 0;
-  std::vector<uint8_t> records_, samples_;
-  std::vector<int64_t> labels_;
+  std::vector<uint8_t> records_;
 };
 
 }  // namespace

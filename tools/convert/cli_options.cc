@@ -101,7 +101,10 @@ void AddCommonConvertOptions(po::options_description& options, CommonConvertFlag
   add("split-seed", po::value(&f.split_seed)->default_value(f.split_seed),
       "seed of the test-split hash");
   add("memory-budget", po::value(&f.memory_budget)->default_value(f.memory_budget),
-      "memory for the block of samples being converted");
+      "memory for the blocks of samples in flight (up to four)");
+  add("threads", po::value(&f.threads)->default_value(f.threads),
+      "threads that decode, transpose, convert and sum samples (0: the CPUs this process may "
+      "run on); the output is the same for any count");
   AddCodecOptions(options, f.codec);
   add("quiet,q", po::bool_switch(&f.quiet), "no progress bar and no summary line");
 }
@@ -142,6 +145,9 @@ ConvertOptions ToConvertOptions(const CommonConvertFlags& f, const std::string& 
   o.test_fraction = f.test_split;
   o.split_seed = f.split_seed;
   o.memory_budget = ParseSizeFlag("--memory-budget", f.memory_budget);
+  if (f.threads > 1024)
+    throw UsageError("--threads " + std::to_string(f.threads) + ": at most 1024");
+  o.threads = f.threads;
   const CodecChoice codec = ToCodecChoice(f.codec);
   o.codec = codec.codec;
   o.compress_threads = codec.threads;

@@ -55,6 +55,7 @@ struct CommonConvertFlags {
   double test_split = 0;
   uint64_t split_seed = 0;
   std::string memory_budget = "256MiB";
+  uint32_t threads = 0;  // ConvertOptions::threads
   CodecFlags codec;
   bool quiet = false;
 };

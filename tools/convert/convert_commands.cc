@@ -1,5 +1,4 @@
 // The converting subcommands: idx, cifar, npy, raw, predecessor, synthetic.
-#include <thread>
 
 #include "tools/convert/cifar_input.h"
 #include "tools/convert/cli_options.h"
@@ -158,12 +157,10 @@ Status RunSyntheticCommand(const std::vector<std::string>& args, std::ostream& o
   f.dtype = "uint8";
   SyntheticOptions so;
   std::string shape = "3,32,32", order = "random";
-  so.threads = std::max(1u, std::thread::hardware_concurrency());
   po::options_description desc("synthetic options");
   desc.add_options()("samples", po::value(&so.samples)->required(), "number of samples")(
       "shape", po::value(&shape)->default_value(shape), "sample shape C,H,W")(
       "seed", po::value(&so.seed)->default_value(0), "the output is a function of the seed alone")(
-      "threads", po::value(&so.threads)->default_value(so.threads), "generator threads")(
       "order", po::value(&order)->default_value(order),
       "labels: random per sample, or sorted (the dataset ordered by label)");
   AddCommonConvertOptions(desc, f, false, false);
@@ -181,7 +178,7 @@ Status RunSyntheticCommand(const std::vector<std::string>& args, std::ostream& o
   so.width = s.width;
   if (f.classes < 2) throw UsageError("--classes must be at least 2 for synthetic data");
   if (so.samples == 0) throw UsageError("--samples must be at least 1");
-  if (so.threads == 0) throw UsageError("--threads must be at least 1");
+  so.threads = f.threads;  // generator threads too (0: one per hardware thread)
   if (order != "random" && order != "sorted") {
     throw UsageError("--order must be random or sorted, not '" + order + "'");
   }

@@ -4,9 +4,11 @@
 #include <limits>
 #include <memory>
 
+#include "core/cpus.h"
 #include "io/dataset_writer.h"
 #include "io/file.h"
 #include "io/format.h"
+#include "tools/convert/block_pipeline.h"
 #include "tools/convert/progress.h"
 #include "tools/convert/splitmix.h"
 
@@ -22,38 +24,6 @@ int64_t MaxLabelOf(DType t) {
     default:
       return std::numeric_limits<int32_t>::max();
   }
-}
-
-void StoreLabel(DType t, int64_t v, void* base, size_t i) {
-  switch (t) {
-    case DType::kUInt8:
-      static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v);
-      return;
-    case DType::kUInt16:
-      static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(v);
-      return;
-    default:
-      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
-      return;
-  }
-}
-
-// Refuses NaN and infinite values among a block's `elems` values (of type `elem`: the input's,
-// or the stored ones, where a finite input overflows the stored dtype), naming the sample, its
-// element and where the sample starts in the input: a dataset holding them has no finite
-// channel statistics, so no reader could open it.
-Status CheckFinite(const SampleSource& source, const SampleBlock& b, Elem elem, const void* values,
-                   uint64_t elems, const std::string& stored_as) {
-  const uint64_t bad = FirstNonFinite(elem, values, elems);
-  if (bad == elems) return Status::Ok();
-  const uint64_t per_sample = source.shape().SampleElems();
-  const uint64_t sample = b.first + bad / per_sample;
-  const InputPosition at = source.SampleAt(sample);
-  std::string why = "sample " + std::to_string(sample) + " (which starts here) holds a";
-  why += stored_as.empty() ? " NaN or infinite value" : " value that overflows " + stored_as;
-  why += " at element " + std::to_string(bad % per_sample) +
-         "; a dataset needs finite samples for its channel statistics";
-  return std::move(Status::Corruption(at.path, why).WithOffset(at.offset));
 }
 
 uint64_t ChunksOf(const DatasetWriter& w) {
@@ -73,12 +43,6 @@ std::string TestSetPath(const std::string& out_path) {
 bool InTestSet(uint64_t split_seed, uint64_t sample, double fraction) {
   const uint64_t h = SplitMix64(split_seed ^ SplitMix64(sample + 0x5851f42d4c957f2dull));
   return static_cast<double>(h >> 11) * 0x1p-53 < fraction;
-}
-
-uint64_t BlockSamples(const SourceShape& shape, DType stored, uint64_t memory_budget) {
-  const uint64_t per_sample =
-      2 * shape.SampleBytes() + shape.SampleElems() * DTypeSize(stored) + sizeof(int64_t) + 4;
-  return std::max<uint64_t>(1, memory_budget / per_sample);
 }
 
 Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path,
@@ -163,60 +127,28 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
   }
 
   // Where the source's bytes already are the stored bytes, they go to the writer untouched.
-  const bool passthrough = ElemAsDType(shape.elem) == stored && scale == 1.f;
-  const uint64_t block = BlockSamples(shape, stored, opts.memory_budget);
+  BlockConversion conv;
+  conv.stored = stored;
+  conv.scale = scale;
+  conv.ids = ids;
+  conv.passthrough = ElemAsDType(shape.elem) == stored && scale == 1.f;
+  conv.labeled = labeled;
+  conv.label_dtype = spec.label_dtype;
+  conv.max_label = classes != 0 ? int64_t{classes} - 1 : MaxLabelOf(shape.label_dtype);
+  conv.classes_flag = opts.num_classes;
+  PipelineOptions popts;
+  popts.threads = opts.threads != 0 ? opts.threads : AvailableCpus();
+  popts.memory_budget = opts.memory_budget;
   const uint64_t out_sample_bytes = shape.SampleElems() * DTypeSize(stored);
   const size_t label_bytes = DTypeSize(spec.label_dtype);
-  std::vector<uint8_t> converted(passthrough ? 0 : block * out_sample_bytes);
-  std::vector<uint8_t> labels(block * label_bytes);
-  const int64_t max_label = classes != 0 ? int64_t{classes} - 1 : MaxLabelOf(shape.label_dtype);
+  const size_t sums_per_sample = train->ChannelSumsPerSample();
 
   Progress progress(opts.progress_label, shape.samples * shape.SampleBytes(), opts.progress);
   uint64_t done = 0;
-  for (;;) {
-    RF_ASSIGN_OR_RETURN(SampleBlock b, source.Next(block));
-    if (b.count == 0) break;
-    for (uint64_t i = 0; labeled && i < b.count; ++i) {
-      const int64_t v = b.labels[i];
-      if (v < 0 || v > max_label) {
-        const InputPosition at = source.LabelAt(b.first + i);
-        std::string why = "label " + std::to_string(v) + " of sample " +
-                          std::to_string(b.first + i) + " is outside [0, " +
-                          std::to_string(max_label + 1) + ")";
-        if (opts.num_classes != 0) why += " (--classes " + std::to_string(opts.num_classes) + ")";
-        return std::move(Status::Corruption(at.path, why).WithOffset(at.offset));
-      }
-      StoreLabel(shape.label_dtype, v, labels.data(), i);
-    }
-    RF_RETURN_IF_ERROR(
-        CheckFinite(source, b, shape.elem, b.samples, b.count * shape.SampleElems(), ""));
-    const uint8_t* samples = b.samples;
-    if (!passthrough) {
-      const uint64_t elems = b.count * shape.SampleElems();
-      if (ids) {
-        const uint64_t bad =
-            ConvertIntegers(shape.elem, b.samples, stored, converted.data(), elems);
-        if (bad != elems) {
-          const uint64_t sample = b.first + bad / shape.SampleElems();
-          const InputPosition at = source.SampleAt(sample);
-          return std::move(
-              Status::Corruption(at.path, "value " + IntegerText(shape.elem, b.samples, bad) +
-                                              " (element " +
-                                              std::to_string(bad % shape.SampleElems()) +
-                                              " of sample " + std::to_string(sample) +
-                                              ") does not fit " + std::string(DTypeName(stored)))
-                  .WithOffset(at.offset));
-        }
-      } else {
-        ConvertElems(shape.elem, b.samples, stored, scale, converted.data(), elems);
-        RF_RETURN_IF_ERROR(CheckFinite(source, b, ElemOf(stored), converted.data(), elems,
-                                       std::string(DTypeName(stored))));
-      }
-      samples = converted.data();
-    }
-    const uint8_t* block_labels = labeled ? labels.data() : nullptr;
+  // Runs on this thread, block by block in input order.
+  const auto append = [&](const ConvertedBlock& b) -> Status {
     if (!split) {
-      RF_RETURN_IF_ERROR(train->Append(samples, block_labels, b.count));
+      RF_RETURN_IF_ERROR(train->Append(b.samples, b.labels, b.count, b.channel_sums));
     } else {
       // Append runs of consecutive samples bound for the same dataset.
       uint64_t i = 0;
@@ -228,14 +160,17 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
           ++j;
         }
         DatasetWriter& w = to_test ? *test : *train;
-        RF_RETURN_IF_ERROR(w.Append(samples + i * out_sample_bytes,
-                                    labeled ? &labels[i * label_bytes] : nullptr, j - i));
+        RF_RETURN_IF_ERROR(w.Append(b.samples + i * out_sample_bytes,
+                                    labeled ? b.labels + i * label_bytes : nullptr, j - i,
+                                    b.channel_sums + i * sums_per_sample));
         i = j;
       }
     }
     done += b.count;
     progress.Update(done * shape.SampleBytes());
-  }
+    return Status::Ok();
+  };
+  RF_RETURN_IF_ERROR(ConvertBlocks(source, conv, *train, popts, append));
   if (done != shape.samples) {
     return Status::Corruption(source.LabelAt(0).path, "input ended after " + std::to_string(done) +
                                                           " of " + std::to_string(shape.samples) +

@@ -1,8 +1,10 @@
 // Convert: drains a SampleSource into a ringfeed dataset (and, with a test split, a second one),
 // keeping the source's sample shape, converting samples to the stored dtype (the rules in
 // elem_type.h: intensities scaled, ids copied exactly), checking every label, and keeping memory
-// bounded by one block of samples plus the writers' chunk buffers. A source without labels makes
-// a dataset without labels (0 classes; --classes is then refused).
+// bounded by the blocks of samples in flight plus the writers' chunk buffers. The samples are
+// read, converted on `threads` threads and written as block_pipeline.h says, byte for byte the
+// same dataset whatever the thread count. A source without labels makes a dataset without labels
+// (0 classes; --classes is then refused).
 //
 // The test split: sample i goes to the test set when a seeded hash of i falls below the
 // fraction, so the split is the same on every run and machine, whatever the block sizes. The
@@ -41,7 +43,10 @@ struct ConvertOptions {
   uint32_t num_classes = 0;
   double test_fraction = 0;  // in [0, 1)
   uint64_t split_seed = 0;
-  uint64_t memory_budget = 256 << 20;  // for the block of samples being converted
+  uint64_t memory_budget = 256 << 20;  // for the blocks of samples in flight (block_pipeline.h)
+  // Threads that decode, check, convert and sum samples (block_pipeline.h); 0: the CPUs this
+  // process may run on (core/cpus.h). The output is the same whatever the count.
+  uint32_t threads = 0;
   // 0: random. Set for reproducible output (the synthetic generator derives it from its seed);
   // the test set then gets SplitMix64(dataset_id).
   uint64_t dataset_id = 0;
@@ -70,8 +75,5 @@ Result<ConvertSummary> Convert(SampleSource& source, const std::string& out_path
 
 std::string TestSetPath(const std::string& out_path);
 bool InTestSet(uint64_t split_seed, uint64_t sample, double fraction);
-// Samples per block so that the source's block, the converted copy and their labels fit in
-// memory_budget (at least 1).
-uint64_t BlockSamples(const SourceShape& shape, DType stored, uint64_t memory_budget);
 
 }  // namespace rf::convert

@@ -39,6 +39,7 @@ Status ForEachChunk(const Dataset& d, const std::function<Status(const ChunkView
     v.codec = e.codec;
     v.samples = data.data();
     v.labels = data.data() + d.LabelsOffset(c);
+    if (d.header().variable()) v.records = data.data() + d.RecordsOffset(c);
     RF_RETURN_IF_ERROR(fn(v));
   }
   return Status::Ok();

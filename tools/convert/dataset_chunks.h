@@ -26,6 +26,9 @@ struct ChunkView {
   Codec codec = Codec::kNone;        // how it was stored
   const uint8_t* samples = nullptr;  // count x SampleBytes(), stored dtype
   const uint8_t* labels = nullptr;   // count x LabelBytes(), label dtype
+  // Records of any size: `samples` is the chunk's record table (count + 1 uint64 byte offsets
+  // into `records`, checked), and `records` the records back to back. Null for tensors.
+  const uint8_t* records = nullptr;
 };
 
 // The n labels of a chunk (stored label dtype `from`) as elements of type `to`, in *out.

@@ -224,6 +224,21 @@ void ConvertElems(Elem in, const void* src, DType out, float scale, void* dst, s
     for (size_t i = 0; i < n; ++i) d[i] = static_cast<float>(s[i]) * scale;
     return;
   }
+  if (in == Elem::kF32 && out == DType::kUInt8) {  // float images stored as uint8
+    // StoreFromFloat's uint8 rule (round to nearest even, clamp to 0..255), in a form that
+    // vectorizes: clamping first gives the same byte (a value rounds into the range it is clamped
+    // to), and adding 2^23 to a value in [0, 255] leaves no fraction bits, so the addition rounds
+    // it to an integer exactly as nearbyint does in the same rounding mode.
+    const auto* s = static_cast<const float*>(src);
+    auto* d = static_cast<uint8_t*>(dst);
+    for (size_t i = 0; i < n; ++i) {
+      float v = s[i] * scale;
+      v = v > 0.f ? v : 0.f;  // NaN too (the converter refuses it before)
+      v = v < 255.f ? v : 255.f;
+      d[i] = static_cast<uint8_t>((v + 0x1p23f) - 0x1p23f);
+    }
+    return;
+  }
   // Everything else goes through float in batches small enough to stay in L1.
   constexpr size_t kBatch = 1024;
   float tmp[kBatch];
@@ -237,6 +252,24 @@ void ConvertElems(Elem in, const void* src, DType out, float scale, void* dst, s
 
 size_t FirstNonFinite(Elem e, const void* src, size_t n) {
   if (!ElemIsFloat(e)) return n;
+  if (e == Elem::kF32) {
+    // A float is NaN or infinite when its exponent bits are all ones: tested a batch at a time
+    // without branches (it vectorizes), and only a batch that holds one is searched.
+    constexpr size_t kBatch = 1024;
+    for (size_t base = 0; base < n; base += kBatch) {
+      const size_t m = std::min(kBatch, n - base);
+      uint32_t any = 0;
+      for (size_t i = 0; i < m; ++i) {
+        const uint32_t bits = Load<uint32_t>(src, base + i);
+        any |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+      }
+      if (any == 0) continue;
+      for (size_t i = 0; i < m; ++i) {
+        if (!std::isfinite(Load<float>(src, base + i))) return base + i;
+      }
+    }
+    return n;
+  }
   for (size_t i = 0; i < n; ++i) {
     // float64 is checked as itself: a finite value beyond float's range is the output check's.
     const double v = e == Elem::kF64 ? Load<double>(src, i) : LoadAsFloat(e, src, i);

@@ -82,6 +82,12 @@ const uint8_t* SamplesInLayout(const format::Header& h, ExportLayout layout, con
 }
 
 Result<ExportSummary> Export(const Dataset& d, const ExportOptions& o) {
+  if (d.header().variable()) {
+    return Status::Usage("export writes fixed-shape samples; " + d.shard_path(0) + " holds " +
+                         format::RecordKindName(d.header().record_kind) +
+                         " records of any size (read them with ringfeed.Loader, or recompress "
+                         "them)");
+  }
   std::vector<NamedPath> inputs, outputs;
   for (size_t i = 0; i < d.shard_count(); ++i) inputs.push_back({"", d.shard_path(i)});
   for (const std::string& out : ExportPaths(o.format, o.prefix)) outputs.push_back({"", out});

@@ -1,6 +1,7 @@
 #include "tools/convert/idx_input.h"
 
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -128,33 +129,42 @@ class IdxSource final : public SampleSource {
 
   const SourceShape& shape() const override { return shape_; }
 
-  Result<SampleBlock> Next(uint64_t max_samples) override {
+  Result<SampleBlock> Read(uint64_t max_samples, BlockBuffers& buf) override {
     const uint64_t n = std::min(max_samples, shape_.samples - next_);
     SampleBlock b;
     b.first = next_;
     if (n == 0) return b;
-    samples_.resize(n * shape_.SampleBytes());
-    RF_RETURN_IF_ERROR(images_->ReadExact(samples_.data(), samples_.size(), "IDX image data"));
-    SwapBytes(samples_.data(), ElemSize(ih_.elem), n * shape_.SampleElems());
-    labels_out_.assign(n, 0);
+    buf.bytes.resize(n * shape_.SampleBytes());
+    RF_RETURN_IF_ERROR(images_->ReadExact(buf.bytes.data(), buf.bytes.size(), "IDX image data"));
+    buf.labels.assign(n, 0);
     if (labels_) {
       const size_t lsize = ElemSize(lh_.elem);
-      label_bytes_.resize(n * lsize);
-      RF_RETURN_IF_ERROR(
-          labels_->ReadExact(label_bytes_.data(), label_bytes_.size(), "IDX labels"));
-      SwapBytes(label_bytes_.data(), lsize, n);
-      for (uint64_t i = 0; i < n; ++i)
-        labels_out_[i] = LoadInteger(lh_.elem, label_bytes_.data(), i);
+      buf.extra.resize(n * lsize);
+      RF_RETURN_IF_ERROR(labels_->ReadExact(buf.extra.data(), buf.extra.size(), "IDX labels"));
+      SwapBytes(buf.extra.data(), lsize, n);
+      for (uint64_t i = 0; i < n; ++i) buf.labels[i] = LoadInteger(lh_.elem, buf.extra.data(), i);
     }
     next_ += n;
     if (next_ == shape_.samples) {
       RF_RETURN_IF_ERROR(CheckNoTrailingData(*images_));
       if (labels_) RF_RETURN_IF_ERROR(CheckNoTrailingData(*labels_));
     }
-    b.samples = samples_.data();
-    b.labels = labels_out_.data();
+    b.samples = buf.bytes.data();
+    b.labels = buf.labels.data();
     b.count = n;
     return b;
+  }
+
+  // IDX is big-endian: elements wider than a byte are swapped.
+  bool decodes() const override { return ElemSize(ih_.elem) > 1; }
+
+  const uint8_t* Decode(const SampleBlock& b, uint64_t begin, uint64_t end,
+                        uint8_t* scratch) const override {
+    const uint64_t bytes = shape_.SampleBytes();
+    if (!decodes()) return b.samples + begin * bytes;
+    std::memcpy(scratch, b.samples + begin * bytes, (end - begin) * bytes);
+    SwapBytes(scratch, ElemSize(ih_.elem), (end - begin) * shape_.SampleElems());
+    return scratch;
   }
 
   InputPosition LabelAt(uint64_t sample) const override {
@@ -177,8 +187,6 @@ class IdxSource final : public SampleSource {
   IdxHeader ih_, lh_;
   SourceShape shape_;
   uint64_t next_ = 0;
-  std::vector<uint8_t> samples_, label_bytes_;
-  std::vector<int64_t> labels_out_;
 };
 
 }  // namespace

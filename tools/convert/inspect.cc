@@ -39,7 +39,13 @@ std::string DescribeDataset(const Dataset& d) {
   std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(h.dataset_id));
   out << "format:       version " << h.version << (parts ? " (the newest part's)" : "")
       << ", dataset id " << id << (parts ? " (derived from the parts' ids, in order)" : "") << "\n";
-  out << "records:      " << format::RecordKindName(h.record_kind) << "\n";
+  out << "records:      " << format::RecordKindName(h.record_kind);
+  if (h.variable()) {
+    out << " of any size (" << DTypeName(h.sample_dtype) << ", the largest " << h.Shape().front()
+        << (h.record_kind == format::RecordKind::kTokens ? " ids" : " bytes") << ")";
+    if (!h.media_type.empty()) out << ", media type " << h.media_type;
+  }
+  out << "\n";
   out << "codec:        " << (parts ? "each part's (above)" : CodecText(h.codec));
   if (parts) {
     out << ", " << d.compressed_chunks() << " of " << d.chunk_count()

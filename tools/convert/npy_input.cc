@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "io/file.h"
@@ -34,38 +35,48 @@ class NpySource final : public SampleSource {
 
   const SourceShape& shape() const override { return shape_; }
 
-  Result<SampleBlock> Next(uint64_t max_samples) override {
+  Result<SampleBlock> Read(uint64_t max_samples, BlockBuffers& buf) override {
     SampleBlock b;
     b.first = next_;
     const uint64_t n = std::min(max_samples, shape_.samples - next_);
     if (n == 0) return b;
     const uint64_t bytes = shape_.SampleBytes();
-    raw_.resize(n * bytes);
-    RF_RETURN_IF_ERROR(images_.ReadAt(raw_.data(), raw_.size(), ih_.data_offset + next_ * bytes));
-    if (ih_.big_endian) SwapBytes(raw_.data(), ElemSize(ih_.elem), n * shape_.SampleElems());
-    const uint8_t* samples = raw_.data();
-    if (nhwc_) {
-      chw_.resize(raw_.size());
-      const auto& d = shape_.dims;
-      HwcToChw(raw_.data(), chw_.data(), n, static_cast<uint32_t>(d[0]),
-               static_cast<uint32_t>(d[1]), static_cast<uint32_t>(d[2]), ElemSize(ih_.elem));
-      samples = chw_.data();
-    }
-    labels_out_.assign(n, 0);
+    buf.bytes.resize(n * bytes);
+    RF_RETURN_IF_ERROR(
+        images_.ReadAt(buf.bytes.data(), buf.bytes.size(), ih_.data_offset + next_ * bytes));
+    buf.labels.assign(n, 0);
     if (labels_.is_open()) {
       const size_t ls = ElemSize(lh_.elem);
-      label_bytes_.resize(n * ls);
+      buf.extra.resize(n * ls);
       RF_RETURN_IF_ERROR(
-          labels_.ReadAt(label_bytes_.data(), label_bytes_.size(), lh_.data_offset + next_ * ls));
-      if (lh_.big_endian) SwapBytes(label_bytes_.data(), ls, n);
-      for (uint64_t i = 0; i < n; ++i)
-        labels_out_[i] = LoadInteger(lh_.elem, label_bytes_.data(), i);
+          labels_.ReadAt(buf.extra.data(), buf.extra.size(), lh_.data_offset + next_ * ls));
+      if (lh_.big_endian) SwapBytes(buf.extra.data(), ls, n);
+      for (uint64_t i = 0; i < n; ++i) buf.labels[i] = LoadInteger(lh_.elem, buf.extra.data(), i);
     }
     next_ += n;
-    b.samples = samples;
-    b.labels = labels_out_.data();
+    b.samples = buf.bytes.data();
+    b.labels = buf.labels.data();
     b.count = n;
     return b;
+  }
+
+  bool decodes() const override { return ih_.big_endian || nhwc_; }
+
+  const uint8_t* Decode(const SampleBlock& b, uint64_t begin, uint64_t end,
+                        uint8_t* scratch) const override {
+    const uint64_t bytes = shape_.SampleBytes();
+    const uint8_t* in = b.samples + begin * bytes;
+    const uint64_t n = end - begin;
+    if (!decodes()) return in;
+    if (nhwc_) {
+      const auto& d = shape_.dims;
+      HwcToChw(in, scratch, n, static_cast<uint32_t>(d[0]), static_cast<uint32_t>(d[1]),
+               static_cast<uint32_t>(d[2]), ElemSize(ih_.elem));
+    } else {
+      std::memcpy(scratch, in, n * bytes);
+    }
+    if (ih_.big_endian) SwapBytes(scratch, ElemSize(ih_.elem), n * shape_.SampleElems());
+    return scratch;
   }
 
   InputPosition LabelAt(uint64_t sample) const override {
@@ -90,8 +101,6 @@ class NpySource final : public SampleSource {
   bool nhwc_;
   SourceShape shape_;
   uint64_t next_ = 0;
-  std::vector<uint8_t> raw_, chw_, label_bytes_;
-  std::vector<int64_t> labels_out_;
 };
 
 Status ShapeError(const std::string& path, const NpyHeader& h, const std::string& what) {

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "io/file.h"
 #include "io/format.h"
+#include "tools/convert/transpose.h"
 
 namespace rf::convert {
 namespace {
@@ -18,29 +20,50 @@ class PredecessorSource final : public SampleSource {
 
   const SourceShape& shape() const override { return shape_; }
 
-  Result<SampleBlock> Next(uint64_t max_samples) override {
+  Result<SampleBlock> Read(uint64_t max_samples, BlockBuffers& buf) override {
     SampleBlock b;
     b.first = next_;
     const uint64_t n = std::min(max_samples, shape_.samples - next_);
     if (n == 0) return b;
     const uint64_t features = shape_.SampleElems();
     const uint64_t total = shape_.samples;
-    feature_major_.resize(features * n);
-    samples_.resize(features * n);
+    const uint64_t run = n * sizeof(float);
+    buf.bytes.resize(features * run);
+    // One run of n floats a feature, N floats apart: the kernel is told of them all first, so a
+    // cold file is read with every run in flight instead of one at a time.
     for (uint64_t f = 0; f < features; ++f) {
-      RF_RETURN_IF_ERROR(images_.ReadAt(&feature_major_[f * n], n * sizeof(float),
-                                        (f * total + next_) * sizeof(float)));
+      ::posix_fadvise(images_.fd(), static_cast<off_t>((f * total + next_) * sizeof(float)),
+                      static_cast<off_t>(run), POSIX_FADV_WILLNEED);
     }
-    TransposeFloats(feature_major_.data(), samples_.data(), features, n);
-    raw_labels_.resize(n);
+    for (uint64_t f = 0; f < features; ++f) {
+      RF_RETURN_IF_ERROR(
+          images_.ReadAt(&buf.bytes[f * run], run, (f * total + next_) * sizeof(float)));
+    }
+    buf.extra.resize(n * sizeof(int32_t));
     RF_RETURN_IF_ERROR(
-        labels_.ReadAt(raw_labels_.data(), n * sizeof(int32_t), next_ * sizeof(int32_t)));
-    labels_out_.assign(raw_labels_.begin(), raw_labels_.end());
+        labels_.ReadAt(buf.extra.data(), n * sizeof(int32_t), next_ * sizeof(int32_t)));
+    buf.labels.resize(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      int32_t v;
+      std::memcpy(&v, &buf.extra[i * sizeof v], sizeof v);
+      buf.labels[i] = v;
+    }
     next_ += n;
-    b.samples = reinterpret_cast<const uint8_t*>(samples_.data());
-    b.labels = labels_out_.data();
+    b.samples = buf.bytes.data();
+    b.labels = buf.labels.data();
     b.count = n;
     return b;
+  }
+
+  bool decodes() const override { return true; }
+
+  // The block is a features x count matrix; samples [begin, end) are its columns.
+  const uint8_t* Decode(const SampleBlock& b, uint64_t begin, uint64_t end,
+                        uint8_t* scratch) const override {
+    const uint64_t features = shape_.SampleElems();
+    Transpose4(b.samples + begin * sizeof(float), b.count, scratch, features, features,
+               end - begin);
+    return scratch;
   }
 
   InputPosition LabelAt(uint64_t sample) const override {
@@ -58,23 +81,12 @@ class PredecessorSource final : public SampleSource {
   File images_, labels_;
   SourceShape shape_;
   uint64_t next_ = 0;
-  std::vector<float> feature_major_, samples_;
-  std::vector<int32_t> raw_labels_;
-  std::vector<int64_t> labels_out_;
 };
 
 }  // namespace
 
 void TransposeFloats(const float* in, float* out, uint64_t rows, uint64_t cols) {
-  constexpr uint64_t kTile = 32;
-  for (uint64_t r0 = 0; r0 < rows; r0 += kTile) {
-    for (uint64_t c0 = 0; c0 < cols; c0 += kTile) {
-      const uint64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-      for (uint64_t r = r0; r < r1; ++r) {
-        for (uint64_t c = c0; c < c1; ++c) out[c * rows + r] = in[r * cols + c];
-      }
-    }
-  }
+  Transpose4(in, cols, out, rows, rows, cols);
 }
 
 Result<std::unique_ptr<SampleSource>> OpenPredecessorSource(const std::string& images_path,

@@ -25,7 +25,7 @@ class RawSource final : public SampleSource {
 
   const SourceShape& shape() const override { return shape_; }
 
-  Result<SampleBlock> Next(uint64_t max_samples) override {
+  Result<SampleBlock> Read(uint64_t max_samples, BlockBuffers& buf) override {
     SampleBlock b;
     b.first = next_;
     const uint64_t n = std::min(max_samples, shape_.samples - next_);
@@ -33,34 +33,44 @@ class RawSource final : public SampleSource {
     const uint64_t sb = shape_.SampleBytes();
     const size_t lb = InRecordLabelBytes();
     const uint64_t rec = sb + lb;
-    samples_.resize(n * sb);
-    labels_out_.assign(n, 0);
-    const uint64_t at = o_.header_bytes + next_ * rec;
-    if (lb == 0) {
-      RF_RETURN_IF_ERROR(records_.ReadAt(samples_.data(), samples_.size(), at));
-    } else {
-      records_buf_.resize(n * rec);
-      RF_RETURN_IF_ERROR(records_.ReadAt(records_buf_.data(), records_buf_.size(), at));
-      const uint64_t sample_at = o_.labels == RawOptions::Labels::kFirst ? lb : 0;
+    // The records as they are; Decode cuts the samples out of them.
+    buf.bytes.resize(n * rec);
+    RF_RETURN_IF_ERROR(
+        records_.ReadAt(buf.bytes.data(), buf.bytes.size(), o_.header_bytes + next_ * rec));
+    buf.labels.assign(n, 0);
+    if (lb != 0) {
       const uint64_t label_at = o_.labels == RawOptions::Labels::kFirst ? 0 : sb;
       for (uint64_t i = 0; i < n; ++i) {
-        const uint8_t* r = &records_buf_[i * rec];
-        std::memcpy(&samples_[i * sb], r + sample_at, sb);
-        labels_out_[i] = LoadLabel(o_.label_dtype, r + label_at, 0);
+        buf.labels[i] = LoadLabel(o_.label_dtype, &buf.bytes[i * rec + label_at], 0);
       }
     }
     if (o_.labels == RawOptions::Labels::kFile) {
       const size_t ls = DTypeSize(o_.label_dtype);
-      label_bytes_.resize(n * ls);
-      RF_RETURN_IF_ERROR(labels_.ReadAt(label_bytes_.data(), label_bytes_.size(), next_ * ls));
+      buf.extra.resize(n * ls);
+      RF_RETURN_IF_ERROR(labels_.ReadAt(buf.extra.data(), buf.extra.size(), next_ * ls));
       for (uint64_t i = 0; i < n; ++i)
-        labels_out_[i] = LoadLabel(o_.label_dtype, label_bytes_.data(), i);
+        buf.labels[i] = LoadLabel(o_.label_dtype, buf.extra.data(), i);
     }
     next_ += n;
-    b.samples = samples_.data();
-    b.labels = labels_out_.data();
+    b.samples = buf.bytes.data();
+    b.labels = buf.labels.data();
     b.count = n;
     return b;
+  }
+
+  bool decodes() const override { return InRecordLabelBytes() != 0; }
+
+  const uint8_t* Decode(const SampleBlock& b, uint64_t begin, uint64_t end,
+                        uint8_t* scratch) const override {
+    const uint64_t sb = shape_.SampleBytes();
+    const size_t lb = InRecordLabelBytes();
+    if (lb == 0) return b.samples + begin * sb;
+    const uint64_t rec = sb + lb;
+    const uint64_t sample_at = o_.labels == RawOptions::Labels::kFirst ? lb : 0;
+    for (uint64_t i = begin; i < end; ++i) {
+      std::memcpy(scratch + (i - begin) * sb, b.samples + i * rec + sample_at, sb);
+    }
+    return scratch;
   }
 
   InputPosition LabelAt(uint64_t sample) const override {
@@ -102,8 +112,6 @@ class RawSource final : public SampleSource {
   File records_, labels_;
   SourceShape shape_;
   uint64_t next_ = 0;
-  std::vector<uint8_t> records_buf_, samples_, label_bytes_;
-  std::vector<int64_t> labels_out_;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <sstream>
+#include <vector>
 
 #include "io/dataset_writer.h"
 #include "io/file.h"
@@ -37,9 +38,16 @@ Result<RecompressSummary> Recompress(const Dataset& in, const std::string& out_p
   spec.shape = h.Shape();
   spec.num_classes = h.num_classes;
   spec.has_labels = h.HasLabels();
+  spec.record_kind = h.record_kind;
+  spec.media_type = h.media_type;
   WriterOptions w;
   w.shards = shards;
   w.chunk_samples = h.chunk_samples;  // the same chunks, so the same order
+  if (h.variable()) {
+    // Records: every input chunk fits the target, and each ends where the input's did.
+    w.chunk_bytes = in.max_chunk_bytes();
+    w.max_record_bytes = h.SampleBytes();
+  }
   w.codec = o.codec;
   w.threads = o.compress_threads;
   w.version = o.format_version;
@@ -54,8 +62,19 @@ Result<RecompressSummary> Recompress(const Dataset& in, const std::string& out_p
   s.codec_before = h.codec;
   Progress progress("recompressing", s.stored_before, o.progress);
   uint64_t done = 0;
+  std::vector<uint64_t> offsets;  // records: a chunk's, in elements
   RF_RETURN_IF_ERROR(ForEachChunk(in, [&](const ChunkView& c) -> Status {
-    RF_RETURN_IF_ERROR(writer->Append(c.samples, spec.has_labels ? c.labels : nullptr, c.count));
+    const void* labels = spec.has_labels ? c.labels : nullptr;
+    if (c.records != nullptr) {
+      const uint64_t elem = DTypeSize(h.sample_dtype);
+      const auto* table = reinterpret_cast<const uint64_t*>(c.samples);
+      offsets.resize(size_t{c.count} + 1);
+      for (uint32_t i = 0; i <= c.count; ++i) offsets[i] = table[i] / elem;
+      RF_RETURN_IF_ERROR(writer->AppendRecords(c.records, offsets.data(), labels, c.count));
+      RF_RETURN_IF_ERROR(writer->EndChunk());
+    } else {
+      RF_RETURN_IF_ERROR(writer->Append(c.samples, labels, c.count));
+    }
     done += c.stored_bytes;
     progress.Update(done);
     return Status::Ok();

@@ -2,8 +2,17 @@
 // presents to the converter: a known number of samples of one shape and element type, handed
 // out in blocks, in order.
 //
-// Ownership: a block's memory belongs to the source and stays valid until the next call to
-// Next() or the source's destruction. Thread safety: none; one thread calls Next().
+// A block comes in two steps, so that the converter can keep several blocks in flight and spread
+// the work of each over threads: Read (one thread, in order) reads the block's bytes and labels
+// into buffers the caller owns, as the input holds them; Decode (any thread, any part of a block)
+// turns a range of its samples into row-major samples in host order: the predecessor's transpose,
+// IDX's and big-endian .npy's byte swaps, nhwc's layout change, records' labels cut out. Next()
+// does both, into the source's own buffers, for callers of one thread.
+//
+// Ownership: a block's memory belongs to the buffers it was read into (Next(): to the source)
+// and stays valid until they are read into again or destroyed. Thread safety: Read, Next and
+// the position functions on one thread; Decode on any threads at once, with each other and with
+// Read into other buffers.
 #pragma once
 
 #include <cstdint>
@@ -38,10 +47,12 @@ struct SourceShape {
 };
 
 struct SampleBlock {
-  const uint8_t* samples = nullptr;  // count samples, SourceShape::SampleBytes() each
-  const int64_t* labels = nullptr;   // count labels
-  uint64_t first = 0;                // index of the block's first sample in the input
-  uint64_t count = 0;                // 0: the input is exhausted
+  // After Next(): count samples, SourceShape::SampleBytes() each. After Read(): the block's bytes
+  // as read, which Decode reads (the samples themselves where SampleSource::decodes() is false).
+  const uint8_t* samples = nullptr;
+  const int64_t* labels = nullptr;  // count labels
+  uint64_t first = 0;               // index of the block's first sample in the input
+  uint64_t count = 0;               // 0: the input is exhausted
 };
 
 // Where a label or a sample sits in the input, for error messages.
@@ -50,17 +61,41 @@ struct InputPosition {
   uint64_t offset = 0;
 };
 
+// The memory one block is read into; a source sizes what it uses of it. Reused from block to
+// block, so a converter's buffers grow to the largest block once.
+struct BlockBuffers {
+  std::vector<uint8_t> bytes;   // the block as read
+  std::vector<uint8_t> extra;   // what else a source reads with it (label bytes)
+  std::vector<int64_t> labels;  // SampleBlock::labels
+};
+
 class SampleSource {
  public:
   virtual ~SampleSource() = default;
   virtual const SourceShape& shape() const = 0;
-  // The next block of at most max_samples (>= 1) samples. Data errors name file and offset.
-  virtual Result<SampleBlock> Next(uint64_t max_samples) = 0;
+  // Reads the next block of at most max_samples (>= 1) samples into `buffers`: its labels, and
+  // its samples as the input holds them. count 0: the input is exhausted. Data errors name file
+  // and offset.
+  virtual Result<SampleBlock> Read(uint64_t max_samples, BlockBuffers& buffers) = 0;
+  // Whether Decode has work to do: false where the bytes Read hands out are the samples.
+  virtual bool decodes() const { return false; }
+  // Samples [begin, end) of `block` (indices within the block, from Read), row-major in host
+  // order: written to `scratch`, which has room for end - begin samples, and returned; or, where
+  // decodes() is false, a pointer into the block's own bytes. Reads only the block and the
+  // source's shape: safe on any thread.
+  virtual const uint8_t* Decode(const SampleBlock& block, uint64_t begin, uint64_t end,
+                                uint8_t* scratch) const;
+  // Read and Decode of the whole block, into the source's own buffers.
+  Result<SampleBlock> Next(uint64_t max_samples);
   virtual InputPosition LabelAt(uint64_t sample) const = 0;
   // Where the sample starts (its first element).
   virtual InputPosition SampleAt(uint64_t sample) const = 0;
   // Every file the source reads (none for a generator): Convert refuses to write onto them.
   virtual std::vector<std::string> input_paths() const = 0;
+
+ private:
+  BlockBuffers own_;  // Next()'s
+  std::vector<uint8_t> decoded_;
 };
 
 }  // namespace rf::convert

@@ -86,7 +86,8 @@ class SyntheticSource final : public SampleSource {
 
   const SourceShape& shape() const override { return shape_; }
 
-  Result<SampleBlock> Next(uint64_t max_samples) override {
+  // Copies out of the generator's ring: the block must outlive the slot, which the workers refill.
+  Result<SampleBlock> Read(uint64_t max_samples, BlockBuffers& buf) override {
     SampleBlock b;
     if (cur_ >= 0 && pos_ == BlockCount(static_cast<uint64_t>(cur_))) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -106,8 +107,11 @@ class SyntheticSource final : public SampleSource {
     const Slot& s = SlotOf(static_cast<uint64_t>(cur_));
     const uint64_t n = std::min(max_samples, BlockCount(static_cast<uint64_t>(cur_)) - pos_);
     b.first = static_cast<uint64_t>(cur_) * block_samples_ + pos_;
-    b.samples = s.samples.data() + pos_ * shape_.SampleBytes();
-    b.labels = s.labels.data() + pos_;
+    buf.bytes.assign(s.samples.data() + pos_ * shape_.SampleBytes(),
+                     s.samples.data() + (pos_ + n) * shape_.SampleBytes());
+    buf.labels.assign(s.labels.data() + pos_, s.labels.data() + pos_ + n);
+    b.samples = buf.bytes.data();
+    b.labels = buf.labels.data();
     b.count = n;
     pos_ += n;
     return b;

@@ -96,6 +96,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<uint8_t> buf(e.data_bytes);
     if (!d->ReadChunk(g, buf.data()).ok()) continue;
     RF_FUZZ_CHECK(d->LabelsOffset(g) + uint64_t{e.sample_count} * h.LabelBytes() <= e.data_bytes);
+    if (h.variable()) {
+      // A chunk that passes has a record table a reader can follow: every record non-empty,
+      // whole ids, at most the largest, within the chunk's data.
+      const auto* table = reinterpret_cast<const uint64_t*>(buf.data());
+      RF_FUZZ_CHECK(table[0] == 0);
+      for (uint32_t i = 0; i < e.sample_count; ++i) {
+        RF_FUZZ_CHECK(table[i + 1] > table[i] && table[i + 1] - table[i] <= h.SampleBytes());
+        RF_FUZZ_CHECK((table[i + 1] - table[i]) % DTypeSize(h.sample_dtype) == 0);
+      }
+      RF_FUZZ_CHECK(d->RecordsOffset(g) + table[e.sample_count] <= e.data_bytes);
+    }
     for (uint32_t i = 0; h.HasLabels() && i < e.sample_count; ++i) {
       const int64_t label = d->Label(g, buf.data(), i);
       RF_FUZZ_CHECK(label >= 0 && label < int64_t{h.num_classes});

@@ -58,12 +58,26 @@ DatasetFiles WriteValid(const std::string& name, const DatasetSpec& spec, uint32
   o.dataset_id = 0x5eed0000 + samples + (static_cast<uint64_t>(codec.codec) << 16);
   auto w = DatasetWriter::Create(base, spec, o);
   RF_FUZZ_CHECK(w.ok());
+  if (format::IsVariable(spec.record_kind)) {
+    // Records of 1 to 13 elements (several to a chunk, so the tables hold many entries).
+    const uint64_t elem = DTypeSize(spec.sample_dtype);
+    std::vector<uint8_t> record(13 * elem);
+    for (uint64_t i = 0; i < samples; ++i) {
+      for (size_t k = 0; k < record.size(); ++k) record[k] = static_cast<uint8_t>(i * 7 + k);
+      const uint64_t offsets[2] = {0, 1 + i % 13};
+      const int64_t label = spec.has_labels ? static_cast<int64_t>(i % spec.num_classes) : 0;
+      RF_FUZZ_CHECK(
+          (*w)->AppendRecords(record.data(), offsets, spec.has_labels ? &label : nullptr, 1).ok());
+    }
+  }
   format::Header view;
   view.sample_dtype = spec.sample_dtype;
-  RF_FUZZ_CHECK(format::SetSampleShape(spec.shape, &view).ok());
+  RF_FUZZ_CHECK(
+      format::SetSampleShape(spec.shape.empty() ? std::vector<uint64_t>{1} : spec.shape, &view)
+          .ok());
   const uint64_t sample_bytes = view.SampleBytes();
   std::vector<uint8_t> sample(sample_bytes);
-  for (uint64_t i = 0; i < samples; ++i) {
+  for (uint64_t i = 0; !format::IsVariable(spec.record_kind) && i < samples; ++i) {
     for (uint64_t k = 0; k < sample_bytes; ++k) sample[k] = static_cast<uint8_t>(i * 31 + k);
     if (spec.sample_dtype == DType::kFloat32) {
       for (uint64_t k = 0; k < sample_bytes / 4; ++k) {
@@ -305,6 +319,17 @@ const std::vector<DatasetFiles>& ValidDatasets() {
     wide.num_classes = 10;
     s.push_back(WriteValid("zstd.rfd", wide, 1, 60, {Codec::kZstd, 3}, 16384));
     s.push_back(WriteValid("lz4.rfd", wide, 2, 100, {Codec::kLz4, 0}, 16384));
+    // Records of any size: token documents (two shards, zstd) and labelled bytes.
+    DatasetSpec docs;
+    docs.record_kind = format::RecordKind::kTokens;
+    docs.sample_dtype = DType::kUInt16;
+    docs.has_labels = false;
+    s.push_back(WriteValid("docs.rfd", docs, 2, 900, {Codec::kZstd, 1}, 8192));
+    DatasetSpec blobs;
+    blobs.record_kind = format::RecordKind::kBytes;
+    blobs.media_type = "image/jpeg";
+    blobs.num_classes = 5;
+    s.push_back(WriteValid("blobs.rfd", blobs, 1, 300));
     return s;
   }();
   return sets;

@@ -21,19 +21,35 @@ inline void CheckAcceptedHeader(const format::Header& h) {
   RF_FUZZ_CHECK(h.num_classes <= format::MaxClassesFor(h.label_dtype));
   RF_FUZZ_CHECK(h.shard_count >= 1 && h.shard_index < h.shard_count);
   RF_FUZZ_CHECK(h.total_samples >= 1 && h.chunk_samples >= 1);
-  RF_FUZZ_CHECK(h.total_chunks == h.total_samples / h.chunk_samples +
-                                      (h.total_samples % h.chunk_samples != 0 ? 1 : 0));
+  const uint64_t fewest_chunks =
+      h.total_samples / h.chunk_samples + (h.total_samples % h.chunk_samples != 0 ? 1 : 0);
+  RF_FUZZ_CHECK(h.variable() ? h.total_chunks >= fewest_chunks && h.total_chunks <= h.total_samples
+                             : h.total_chunks == fewest_chunks);
   RF_FUZZ_CHECK(h.shard_samples <= h.total_samples);
-  format::ChunkLayout full;
-  RF_FUZZ_CHECK(format::CheckedLayoutFor(h.chunk_samples, h.SampleBytes(), h.LabelBytes(), &full));
-  RF_FUZZ_CHECK(full.stored_bytes % format::kAlign == 0 && full.stored_bytes >= format::kAlign);
+  format::ChunkLayout full{};
+  if (h.variable()) {
+    // Records of any size: version 2, a 1-dim shape (the largest record), ids or bytes, and a
+    // chunk of chunk_samples one-element records within the format's chunk.
+    RF_FUZZ_CHECK(h.version >= 2 && h.ndim == 1);
+    RF_FUZZ_CHECK(h.record_kind == format::RecordKind::kTokens ? !IsImageDType(h.sample_dtype)
+                                                               : h.sample_dtype == DType::kUInt8);
+    RF_FUZZ_CHECK(format::RecordChunkBytes(h.chunk_samples, h.LabelBytes(),
+                                           uint64_t{h.chunk_samples} * DTypeSize(h.sample_dtype)) <=
+                  format::MaxChunkDataBytes(h));
+  } else {
+    RF_FUZZ_CHECK(
+        format::CheckedLayoutFor(h.chunk_samples, h.SampleBytes(), h.LabelBytes(), &full));
+    RF_FUZZ_CHECK(full.stored_bytes % format::kAlign == 0 && full.stored_bytes >= format::kAlign);
+  }
+  RF_FUZZ_CHECK(h.media_type.size() <= format::kMaxMediaType &&
+                (h.media_type.empty() || h.record_kind == format::RecordKind::kBytes));
   RF_FUZZ_CHECK(h.index_offset >= format::kHeaderBytes && h.index_offset % format::kAlign == 0);
   RF_FUZZ_CHECK(h.index_offset <= h.file_size);
   RF_FUZZ_CHECK(h.file_size - h.index_offset ==
                 format::IndexStoredBytes(h.shard_chunks, h.version));
   RF_FUZZ_CHECK(h.version >= format::kOldestVersion && h.version <= format::kVersion);
-  RF_FUZZ_CHECK(h.record_kind == format::RecordKind::kTensor);
   if (h.version < 2) {
+    RF_FUZZ_CHECK(h.record_kind == format::RecordKind::kTensor);
     RF_FUZZ_CHECK(h.codec == CodecSpec{});
     return;
   }
