@@ -447,13 +447,13 @@ Status Dataset::CheckRecords(size_t global, const void* data) const {
       what = "record " + std::to_string(c.entry.first_sample + i - 1) + " is " +
              (t[i] == t[i - 1] ? std::string("empty") : "of negative size") + " (table offsets " +
              std::to_string(t[i - 1]) + ", " + std::to_string(t[i]) + ")";
+    } else if (t[i] > room) {
+      what = "record table offset " + std::to_string(t[i]) + " runs past the chunk's " +
+             std::to_string(room) + " bytes of records";
     } else if (i > 0 && ((t[i] - t[i - 1]) % elem != 0 || t[i] - t[i - 1] > most)) {
       what = "record " + std::to_string(c.entry.first_sample + i - 1) + " of " +
              std::to_string(t[i] - t[i - 1]) + " bytes (a whole number of " + std::to_string(elem) +
              "-byte elements, at most the header's " + std::to_string(most) + ")";
-    } else if (t[i] > room) {
-      what = "record table offset " + std::to_string(t[i]) + " runs past the chunk's " +
-             std::to_string(room) + " bytes of records";
     } else {
       continue;
     }
