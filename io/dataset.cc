@@ -291,6 +291,11 @@ Result<Dataset> Dataset::OpenDirectory(const std::string& dir) {
     if (!(p.header.codec == h.codec)) h.codec = CodecSpec{};
   }
   h.dataset_id = PartsDatasetId(ids);
+  if (h.variable()) {  // the shape bounds every record: the largest part's
+    uint64_t largest = 0;
+    for (const DatasetPart& p : d.parts_) largest = std::max(largest, p.header.Shape().front());
+    RF_RETURN_IF_ERROR(format::SetSampleShape({largest}, &h));
+  }
   if (!PoolStatistics(headers, h.channels, &h.mean, &h.stddev)) {
     return std::move(Status::InvalidArgument(
                          "its parts' channel statistics, pooled, overflow float32 (samples near "
@@ -359,8 +364,13 @@ Status CheckSameRecords(const format::Header& a, const std::string& a_path, cons
   }
   if (a.sample_dtype != b.sample_dtype)
     return differ("sample dtype", DTypeName(a.sample_dtype), DTypeName(b.sample_dtype));
-  if (a.Shape() != b.Shape()) {
+  // Records of any size: the shape is each part's largest record, not what a record is.
+  if (!a.variable() && a.Shape() != b.Shape()) {
     return differ("sample shape", format::ShapeText(a.Shape()), format::ShapeText(b.Shape()));
+  }
+  if (a.media_type != b.media_type) {
+    return differ("media type", a.media_type.empty() ? "(none)" : a.media_type,
+                  b.media_type.empty() ? "(none)" : b.media_type);
   }
   if (a.num_classes != b.num_classes) return differ("labels", labels(a), labels(b));
   if (a.HasLabels() && a.label_dtype != b.label_dtype)

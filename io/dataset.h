@@ -61,11 +61,13 @@ class Dataset {
   // not .rfd files, so a part still being written is not seen until its writer renames it.
   // The header of a directory of several parts (one part: that part's header, so a directory
   // of one dataset reads exactly as the dataset): the records' fields; total_samples and
-  // total_chunks summed; chunk_samples the largest; version the newest; the codec the parts'
-  // where they all agree, else none (informational: each chunk names its own); mean and std
-  // pooled exactly from the parts' (PoolStatistics); dataset_id derived from the parts' ids in
-  // order (PartsDatasetId), so a checkpoint refuses a directory whose parts changed. The
-  // per-file fields (shard_index, shard_count, shard_samples, ...) are its first file's.
+  // total_chunks summed; chunk_samples the largest; version the newest; for records of any
+  // size, the shape the largest part's (its largest record, which bounds every record); the
+  // codec the parts' where they all agree, else none (informational: each chunk names its own);
+  // mean and std pooled exactly from the parts' (PoolStatistics); dataset_id derived from the
+  // parts' ids in order (PartsDatasetId), so a checkpoint refuses a directory whose parts
+  // changed. The per-file fields (shard_index, shard_count, shard_samples, ...) are its first
+  // file's.
   static Result<Dataset> Open(const std::string& path);
 
   // Dataset-wide fields. Per-shard fields (shard_index, shard_samples, ...) are shard 0's.
@@ -163,7 +165,9 @@ bool IsDatasetFileNamed(std::string_view file, std::string_view name);
 bool IsDatasetFile(const std::string& path);
 
 // Whether the datasets of headers a (of file a_path) and b (of file b_path) hold the same
-// records: record kind, sample dtype and shape, labels or none, label dtype and class count.
+// records: record kind, sample dtype and shape (for records of any size, whose header's shape
+// is the largest record, not the shape), media type, labels or none, label dtype and class
+// count.
 // InvalidArgument naming b_path, a_path and the first field that differs, with both values.
 // What describes a record is compared here and only here: a header field that describes records
 // belongs in it. (Counts, ids, statistics, version and codec may differ among a directory's

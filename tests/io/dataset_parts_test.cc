@@ -313,6 +313,32 @@ TEST(DatasetDirectory, APartWithOtherRecordsIsRefusedNamingBothFilesAndTheField)
   }
 }
 
+// Records of any size: a header's shape is its largest record, which parts need not share; the
+// media type says what a bytes record is, which they must.
+TEST(DatasetDirectory, RecordsOfAnySizeDifferInTheirLargestRecordNotInTheirMediaType) {
+  format::Header a, b;
+  a.version = b.version = 2;
+  a.record_kind = b.record_kind = format::RecordKind::kBytes;
+  ASSERT_TRUE(format::SetSampleShape({1000}, &a).ok());
+  ASSERT_TRUE(format::SetSampleShape({70000}, &b).ok());
+  a.media_type = b.media_type = "image/jpeg";
+  EXPECT_TRUE(CheckSameRecords(a, "x/a.rfd", b, "x/b.rfd").ok());
+  b.media_type = "image/png";
+  EXPECT_EQ(CheckSameRecords(a, "x/a.rfd", b, "x/b.rfd").ToString(),
+            "x/b.rfd: holds other records than x/a.rfd: media type image/png, not image/jpeg (the "
+            "datasets of a directory are read as one, so they must hold the same records)");
+  b.media_type.clear();
+  EXPECT_NE(CheckSameRecords(a, "x/a.rfd", b, "x/b.rfd")
+                .ToString()
+                .find("media type (none), not image/jpeg"),
+            std::string::npos);
+  a.record_kind = b.record_kind = format::RecordKind::kTensor;  // a tensor's shape is its shape
+  b.media_type = a.media_type;
+  EXPECT_NE(
+      CheckSameRecords(a, "x/a.rfd", b, "x/b.rfd").ToString().find("sample shape 70000, not 1000"),
+      std::string::npos);
+}
+
 TEST(DatasetDirectory, ADirectoryWithoutADatasetIsRefusedNamingIt) {
   TempDir t;
   for (int with_other_files = 0; with_other_files < 2; ++with_other_files) {
