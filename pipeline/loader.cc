@@ -210,12 +210,7 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
     RF_RETURN_IF_ERROR(pool_->Reserve(*out, stored.values_bytes));
     out->records_ = true;
     RF_RETURN_IF_ERROR(device_->PutRecords(stored, out->samples(), out->offsets_, out->labels()));
-    RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
-    out->indices_ = source_->batch_samples();
-    out->epoch_ = epoch_;
-    out->position_ = position;
-    ++batches_;
-    return out;
+    return HandOut(std::move(out), position);
   }
   std::vector<int64_t> shape;
   shape.reserve(sample_shape_.size() + 1);
@@ -226,6 +221,11 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
   RF_ASSIGN_OR_RETURN(std::shared_ptr<LoadedBatch> out,
                       pool_->Acquire(stored.n, decode_.output, std::move(shape)));
   RF_RETURN_IF_ERROR(device_->Decode(stored, out->samples(), out->labels()));
+  return HandOut(std::move(out), position);
+}
+
+Result<std::shared_ptr<LoadedBatch>> Loader::HandOut(std::shared_ptr<LoadedBatch> out,
+                                                     uint64_t position) {
   RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
   out->indices_ = source_->batch_samples();
   out->epoch_ = epoch_;

@@ -206,6 +206,8 @@ class Loader {
   Loader() = default;
   Status Build(const Dataset& dataset, const LoaderOptions& options);
   bool records_ = false;  // the dataset holds records of any size (tokens, bytes)
+  // A batch whose writes are queued: marked ready, its indices and place set, counted.
+  Result<std::shared_ptr<LoadedBatch>> HandOut(std::shared_ptr<LoadedBatch> out, uint64_t position);
 
   std::unique_ptr<Dataset> owned_dataset_;
   const Dataset* dataset_ = nullptr;

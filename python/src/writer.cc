@@ -70,14 +70,7 @@ class NativeWriter {
       Throw(Status::InvalidArgument("samples hold " + std::to_string(s.size * s.itemsize) +
                                     " bytes, not " + std::to_string(n) + " samples' " +
                                     std::to_string(n * sample_bytes_)));
-    py::buffer_info l;
-    if (!labels.is_none()) {
-      l = labels.cast<py::buffer>().request();
-      if (static_cast<uint64_t>(l.size * l.itemsize) != n * label_bytes_)
-        Throw(Status::InvalidArgument("labels hold " + std::to_string(l.size * l.itemsize) +
-                                      " bytes, not " + std::to_string(n) + " labels' " +
-                                      std::to_string(n * label_bytes_)));
-    }
+    const py::buffer_info l = LabelsOf(labels, n);
     Status st;
     {
       py::gil_scoped_release unlocked;
@@ -99,14 +92,7 @@ class NativeWriter {
     const uint64_t elem = sample_bytes_;  // one element: records have a 1-element shape here
     if (off[n] > static_cast<uint64_t>(v.size * v.itemsize) / elem)
       Throw(Status::InvalidArgument("the offsets run past the values"));
-    py::buffer_info l;
-    if (!labels.is_none()) {
-      l = labels.cast<py::buffer>().request();
-      if (static_cast<uint64_t>(l.size * l.itemsize) != n * label_bytes_)
-        Throw(Status::InvalidArgument("labels hold " + std::to_string(l.size * l.itemsize) +
-                                      " bytes, not " + std::to_string(n) + " labels' " +
-                                      std::to_string(n * label_bytes_)));
-    }
+    const py::buffer_info l = LabelsOf(labels, n);
     Status st;
     {
       py::gil_scoped_release unlocked;
@@ -143,6 +129,18 @@ class NativeWriter {
   bool open() const { return writer_ != nullptr; }
 
  private:
+  // The n labels' buffer (an empty one for None), checked for its size.
+  py::buffer_info LabelsOf(const py::object& labels, uint64_t n) const {
+    py::buffer_info l;
+    if (labels.is_none()) return l;
+    l = labels.cast<py::buffer>().request();
+    if (static_cast<uint64_t>(l.size * l.itemsize) != n * label_bytes_)
+      Throw(Status::InvalidArgument("labels hold " + std::to_string(l.size * l.itemsize) +
+                                    " bytes, not " + std::to_string(n) + " labels' " +
+                                    std::to_string(n * label_bytes_)));
+    return l;
+  }
+
   DatasetWriter& Open() {
     if (!writer_) Throw(Status::Usage("the writer is closed"));
     return *writer_;
