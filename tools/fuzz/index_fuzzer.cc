@@ -2,7 +2,8 @@
 // numbers, offsets near 2^64, overlapping or unaligned extents, sizes, sample counts; version 2's
 // codec, frame and data sizes) and of its header; the harness recomputes both checksums. Whatever
 // is accepted lies inside the file, in order, without overlap, aligned, accounts for the shard's
-// samples, and has each chunk's data the size of its samples and its frame inside its extent.
+// samples, and has each chunk's data the size of its samples (records of any size: room for its
+// table, labels and one id a record, within the format's chunk) and its frame inside its extent.
 #include <cstdint>
 #include <vector>
 
@@ -42,11 +43,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RF_FUZZ_CHECK(e.stored_bytes % format::kAlign == 0 && e.stored_bytes > 0);
     RF_FUZZ_CHECK(e.sample_count >= 1 && e.sample_count <= h->chunk_samples);
     RF_FUZZ_CHECK(e.index < h->total_chunks && e.index % h->shard_count == h->shard_index);
-    const format::ChunkLayout l =
-        format::LayoutFor(e.sample_count, h->SampleBytes(), h->LabelBytes());
-    // The data is the sample count's chunk; a raw chunk stores it as it is, a compressed one
-    // stores a frame that fits its extent exactly (rounded up to 4096).
-    RF_FUZZ_CHECK(l.stored_bytes == e.data_bytes && l.payload_bytes <= e.data_bytes);
+    if (h->variable()) {
+      // Records of any size: the data holds the table, the labels and one id a record at least,
+      // in whole 4096-byte blocks, within the format's chunk.
+      RF_FUZZ_CHECK(e.data_bytes % format::kAlign == 0 &&
+                    e.data_bytes >= format::RecordChunkBytes(
+                                        e.sample_count, h->LabelBytes(),
+                                        uint64_t{e.sample_count} * DTypeSize(h->sample_dtype)) &&
+                    e.data_bytes <= format::MaxChunkDataBytes(*h));
+    } else {
+      const format::ChunkLayout l =
+          format::LayoutFor(e.sample_count, h->SampleBytes(), h->LabelBytes());
+      // The data is the sample count's chunk; a raw chunk stores it as it is, a compressed one
+      // stores a frame that fits its extent exactly (rounded up to 4096).
+      RF_FUZZ_CHECK(l.stored_bytes == e.data_bytes && l.payload_bytes <= e.data_bytes);
+    }
     RF_FUZZ_CHECK(IsCodec(static_cast<uint32_t>(e.codec)));
     if (h->version < 2) RF_FUZZ_CHECK(!e.compressed());
     if (!e.compressed()) {
