@@ -26,6 +26,7 @@ std::string DescribeDataset(const Dataset& d) {
     if (!h.media_type.empty()) out << ", media type " << h.media_type;
   }
   out << "\n";
+  if (!h.origin.empty()) out << "origin:       " << h.origin << "\n";
   out << "codec:        " << CodecText(h.codec);
   if (h.version < 2) {
     out << " (format version 1 stores every chunk raw)\n";
