@@ -71,8 +71,9 @@ class DocumentSource {
   }
 };
 
-// "document 12 holds 40000000 ids (or: more than 33554432), more than the 33554432 a record
-// holds (--max-record-size)", naming where the document starts.
+// "document 12 holds 40000000 ids, more than the 33554432 a record holds (--max-record-size)"
+// ("holds more than the 33554432 ids a record holds" where the count is not known), naming where
+// the document starts.
 Status TooLongDocument(const DocumentPosition& at, uint64_t doc, std::optional<uint64_t> ids,
                        uint64_t max_ids);
 
