@@ -35,10 +35,10 @@ enum HeaderOffset : size_t {
   kOffNdim = kOffStd + 4 * kMaxChannels,  // 640; 0 in files written before it
   kOffDims = kOffNdim + 4,                // 644: kMaxDims uint32s, 0 past ndim
   // Version 2.
-  kOffCodec = kOffDims + 4 * kMaxDims,  // 660
-  kOffCodecLevel = kOffCodec + 4,       // 664 (int32)
-  kOffRecordKind = kOffCodecLevel + 4,  // 668
-  kOffMediaType = kOffRecordKind + 4,   // 672: kMaxMediaType + 1 bytes, NUL-padded
+  kOffCodec = kOffDims + 4 * kMaxDims,             // 660
+  kOffCodecLevel = kOffCodec + 4,                  // 664 (int32)
+  kOffRecordKind = kOffCodecLevel + 4,             // 668
+  kOffMediaType = kOffRecordKind + 4,              // 672: kMaxMediaType + 1 bytes, NUL-padded
   kOffOrigin = kOffMediaType + kMaxMediaType + 1,  // 736: kMaxOrigin + 1 bytes, NUL-padded
   kOffChecksum = kHeaderBytes - 8,
 };

@@ -251,7 +251,6 @@ TEST(HostileRecordHeader, AnUnknownRecordKindIsRefused) {
   EXPECT_NE(st.ToString().find("unknown record kind 3"), std::string::npos) << st.ToString();
 }
 
-
 // The origin (io/format.h): written, read back, kept apart from the media type, and refused where
 // it holds what no writer writes.
 TEST(Records, TokensKeepTheirOrigin) {
@@ -273,8 +272,10 @@ TEST(Records, TokensKeepTheirOrigin) {
   EXPECT_EQ(d->header().media_type, "");
 
   spec.origin = "with space";
-  EXPECT_NE(DatasetWriter::Create(dir.File("u.rfd"), spec, {}).status().message().find(
-                "origin 'with space': printable ASCII without spaces"),
+  EXPECT_NE(DatasetWriter::Create(dir.File("u.rfd"), spec, {})
+                .status()
+                .message()
+                .find("origin 'with space': printable ASCII without spaces"),
             std::string::npos);
   spec.origin = std::string(64, 'x');
   EXPECT_FALSE(DatasetWriter::Create(dir.File("u.rfd"), spec, {}).ok());

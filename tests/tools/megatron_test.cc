@@ -56,19 +56,21 @@ class Megatron : public ::testing::Test {
   // Writes the pair as PREFIX "in", converts it with `extra` flags to d.rfd.
   Status ConvertPair(const MegatronFiles& f, const std::vector<std::string>& extra = {}) {
     WriteMegatron(t_.File("in"), f);
-    std::vector<std::string> args = {"megatron", t_.File("in"), "-o", t_.File("d.rfd"), "-q",
-                                     "--chunk-size", "4KiB"};
+    std::vector<std::string> args = {"megatron", t_.File("in"),  "-o",  t_.File("d.rfd"),
+                                     "-q",       "--chunk-size", "4KiB"};
     args.insert(args.end(), extra.begin(), extra.end());
     return Convert(args);
   }
   // Exports `dataset` as PREFIX "out" and says whether both files are the input's bytes.
   ::testing::AssertionResult ExportsTheInput(const MegatronFiles& f,
                                              const std::string& dataset = "d.rfd") {
-    const Status st = Convert(
-        {"export", t_.File(dataset), "--format", "megatron", "-o", t_.File("out"), "-q"});
+    const Status st =
+        Convert({"export", t_.File(dataset), "--format", "megatron", "-o", t_.File("out"), "-q"});
     if (!st.ok()) return ::testing::AssertionFailure() << st.ToString();
-    if (ReadAll(t_.File("out.bin")) != f.bin) return ::testing::AssertionFailure() << ".bin differs";
-    if (ReadAll(t_.File("out.idx")) != f.idx) return ::testing::AssertionFailure() << ".idx differs";
+    if (ReadAll(t_.File("out.bin")) != f.bin)
+      return ::testing::AssertionFailure() << ".bin differs";
+    if (ReadAll(t_.File("out.idx")) != f.idx)
+      return ::testing::AssertionFailure() << ".idx differs";
     return ::testing::AssertionSuccess();
   }
   // The conversion failed naming `fragment`, and left nothing but the input pair.
@@ -204,9 +206,9 @@ TEST_F(Megatron, AnyTokensDatasetExportsAsOneDocumentARecord) {
 }
 
 TEST_F(Megatron, ExportRefusesFixedShapeSamples) {
-  ASSERT_TRUE(Convert({"synthetic", "--samples", "10", "--shape", "1,4,4", "-o", t_.File("s.rfd"),
-                       "-q"})
-                  .ok());
+  ASSERT_TRUE(
+      Convert({"synthetic", "--samples", "10", "--shape", "1,4,4", "-o", t_.File("s.rfd"), "-q"})
+          .ok());
   EXPECT_TRUE(FailsWith(
       Convert({"export", t_.File("s.rfd"), "--format", "megatron", "-o", t_.File("e"), "-q"}),
       "--format megatron writes token ids; " + t_.File("s.rfd") + " holds fixed-shape samples"));
@@ -244,7 +246,7 @@ TEST_F(Megatron, AnIndexOfTheWrongSizeIsRefused) {
   MegatronFiles f = Good();
   f.idx.resize(f.idx.size() + kN);  // a multimodal index's sequence modes
   EXPECT_TRUE(Refused(f, Idx() + ": at byte 18: 6 sequences and 7 document indices make an index "
-                             "of 162 bytes; the file is 168 bytes"));
+                                 "of 162 bytes; the file is 168 bytes"));
   f = Good();
   Put<uint64_t>(f.idx, 18, uint64_t{1} << 60);
   EXPECT_TRUE(Refused(f, "document indices do not fit it"));
@@ -264,8 +266,8 @@ TEST_F(Megatron, PointersThatDisagreeWithTheBinAreRefused) {
                              ": sequence 5's pointer is 1099511627776"));
   f = Good();
   Put<int32_t>(f.idx, kSizes + 4 * 5, 1000);  // sizes times the dtype run past the .bin
-  EXPECT_TRUE(Refused(f, Idx() + ": at byte " + std::to_string(kSizes + 20) +
-                             ": sequence 5 of 1000 ids"));
+  EXPECT_TRUE(
+      Refused(f, Idx() + ": at byte " + std::to_string(kSizes + 20) + ": sequence 5 of 1000 ids"));
   f = Good();
   f.bin.resize(f.bin.size() + 4);  // a .bin longer than the sequences
   EXPECT_TRUE(Refused(f, Bin() + ": at byte " + std::to_string(f.bin.size() - 4) +
@@ -273,10 +275,9 @@ TEST_F(Megatron, PointersThatDisagreeWithTheBinAreRefused) {
 }
 
 TEST_F(Megatron, AnEmptySequenceIsRefusedNotSkipped) {
-  const MegatronFiles f =
-      MegatronBytes(4, {{1, 2}, {}, {3}}, OneSequenceDocuments(3));
+  const MegatronFiles f = MegatronBytes(4, {{1, 2}, {}, {3}}, OneSequenceDocuments(3));
   EXPECT_TRUE(Refused(f, Idx() + ": at byte 38: sequence 1 has size 0 (a record holds one id at "
-                             "least: an empty sequence is refused, not skipped"));
+                                 "least: an empty sequence is refused, not skipped"));
   MegatronFiles g = Good();
   Put<int32_t>(g.idx, kSizes, -1);
   EXPECT_TRUE(Refused(g, Idx() + ": at byte 34: sequence 0 has size -1"));
@@ -300,25 +301,27 @@ TEST_F(Megatron, BadIdsAreRefusedNamingTheirByteInTheBin) {
   // Sequence 3 holds (21 + j) % 100 for j < 1 + 39 % 5 = 5 ids; it starts after 2 + 4 + 1 ids.
   const uint64_t seq3 = (2 + 4 + 1) * 4;
   MegatronFiles f = Good();
-  EXPECT_TRUE(Refused(f, Bin() + ": at byte " + std::to_string(seq3 + 4 * 2) +
-                             ": id 23 (id 2 of document 3) is not below --vocab-size 23",
+  EXPECT_TRUE(Refused(f,
+                      Bin() + ": at byte " + std::to_string(seq3 + 4 * 2) +
+                          ": id 23 (id 2 of document 3) is not below --vocab-size 23",
                       {"--vocab-size", "23"}));
   Put<int32_t>(f.bin, seq3 + 4, -7);
   EXPECT_TRUE(Refused(f, Bin() + ": at byte " + std::to_string(seq3 + 4) +
                              ": id -7 (id 1 of document 3) is negative"));
   f = MegatronBytes(5, {{1}, {2, int64_t{1} << 31}}, OneSequenceDocuments(2));
   EXPECT_TRUE(Refused(f, Bin() + ": at byte 16: id 2147483648 (id 1 of document 1) does not fit "
-                             "int32 (ids of 2^31 or more are stored only as int64"));
+                                 "int32 (ids of 2^31 or more are stored only as int64"));
   f = Good(8);
   EXPECT_TRUE(Refused(f, "--vocab-size 70000 names ids up to 69999, more than --dtype uint16 holds",
                       {"--vocab-size", "70000", "--dtype", "uint16"}));
 }
 
 TEST_F(Megatron, ADocumentLongerThanARecordIsRefused) {
-  const MegatronFiles f = MegatronBytes(8, {{1, 2}, std::vector<int64_t>(5000, 3)},
-                                        OneSequenceDocuments(2));
-  EXPECT_TRUE(Refused(f, Bin() + ": at byte 4: document 1 holds 5000 ids, more than the 4096 a "
-                             "record holds (--max-record-size",
+  const MegatronFiles f =
+      MegatronBytes(8, {{1, 2}, std::vector<int64_t>(5000, 3)}, OneSequenceDocuments(2));
+  EXPECT_TRUE(Refused(f,
+                      Bin() + ": at byte 4: document 1 holds 5000 ids, more than the 4096 a "
+                              "record holds (--max-record-size",
                       {"--max-record-size", "8KiB"}));
 }
 

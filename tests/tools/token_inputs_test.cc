@@ -80,9 +80,8 @@ TEST(NpyDocs, ADirectoryIsReadInNameOrderEmptyArraysSkippedAndCounted) {
   WriteAll(t.File("docs/doc-015a.npy"), Npy("<i4", std::vector<int32_t>{}));
   WriteText(t.File("docs/README"), "not a document");
   std::string out;
-  ASSERT_TRUE(Convert({"npy-docs", t.File("docs"), "-o", t.File("d.rfd"), "--compress", "lz4"},
-                      &out)
-                  .ok());
+  ASSERT_TRUE(
+      Convert({"npy-docs", t.File("docs"), "-o", t.File("d.rfd"), "--compress", "lz4"}, &out).ok());
   EXPECT_EQ(Records(t.File("d.rfd")), docs);
   EXPECT_EQ(StoredDType(t.File("d.rfd")), DType::kUInt16);  // int32 ids that fit, a first pass
   EXPECT_NE(out.find("30 documents, 141 ids as uint16"), std::string::npos) << out;
@@ -122,7 +121,8 @@ TEST(NpyDocs, WhatIsNotOneDocumentAFileIsRefused) {
   WriteAll(t.File("docs/b.npy"), Npy("<i4", std::vector<int32_t>{1, 2}));
   EXPECT_TRUE(FailsWith(Convert({"npy-docs", t.File("docs"), "-o", t.File("d.rfd"), "-q"}),
                         t.File("docs/b.npy") + ": at byte 60: holds int32 ids, but " +
-                            t.File("docs/a.npy") + " holds uint16 (the documents share one dtype)"));
+                            t.File("docs/a.npy") +
+                            " holds uint16 (the documents share one dtype)"));
   WriteAll(t.File("docs/b.npy"), Npy("<f4", std::vector<float>{1, 2}));
   EXPECT_TRUE(FailsWith(Convert({"npy-docs", t.File("docs"), "-o", t.File("d.rfd"), "-q"}),
                         "a document holds integers, not '<f4'"));
@@ -147,8 +147,8 @@ TEST(NpyDocs, OffsetsThatDoNotCoverTheIdsAreRefusedNamingTheByte) {
   };
   EXPECT_TRUE(refuse({1, 10}, "at byte 128: offset 0 is 1, not 0"));
   EXPECT_TRUE(refuse({0, 6, 4, 10}, "at byte 144: offset 2 is 4, below the one before it (6)"));
-  EXPECT_TRUE(refuse({0, 4, 9}, "at byte 144: offset 2 is 9; the last is " + t.File("ids.npy") +
-                                    "'s length, 10"));
+  EXPECT_TRUE(refuse(
+      {0, 4, 9}, "at byte 144: offset 2 is 9; the last is " + t.File("ids.npy") + "'s length, 10"));
   EXPECT_TRUE(refuse({0}, "at byte 60: the offsets hold N + 1 entries for N documents"));
   EXPECT_EQ(FilesIn(t.path()), (std::vector<std::string>{"ids.npy", "off.npy"}));
 }
@@ -176,10 +176,9 @@ TEST(JsonLines, IdsPastUint16AreStoredAsInt32AndVocabSizeSkipsTheFirstPass) {
   std::string out;
   ASSERT_TRUE(Convert({"jsonl", t.File("a.jsonl"), "-o", t.File("d.rfd")}, &out).ok());
   EXPECT_EQ(StoredDType(t.File("d.rfd")), DType::kInt32);
-  ASSERT_TRUE(Convert({"jsonl", t.File("a.jsonl"), "-o", t.File("e.rfd"), "--vocab-size",
-                       "128256"},
-                      &out)
-                  .ok());
+  ASSERT_TRUE(
+      Convert({"jsonl", t.File("a.jsonl"), "-o", t.File("e.rfd"), "--vocab-size", "128256"}, &out)
+          .ok());
   EXPECT_EQ(StoredDType(t.File("e.rfd")), DType::kInt32);
   EXPECT_EQ(out.find("first pass"), std::string::npos) << out;
   ASSERT_TRUE(
@@ -197,24 +196,33 @@ TEST(JsonLines, MalformedLinesAreRefusedNamingLineAndColumn) {
     return FailsWith(Convert(args), t.File("x.jsonl") + ": " + fragment);
   };
   EXPECT_TRUE(refuse("[1]\n[1, 2.5]\n", "at byte 8: line 2, column 5: the number 2.5 in the list"));
-  EXPECT_TRUE(refuse("[1]\n[1, 2\n", "at byte 9: line 2, column 6: malformed JSON: syntax error "
-                                     "while parsing array"));
+  EXPECT_TRUE(refuse("[1]\n[1, 2\n",
+                     "at byte 9: line 2, column 6: malformed JSON: syntax error "
+                     "while parsing array"));
   EXPECT_TRUE(refuse("[1]\n\n[2]\n", "at byte 4: line 2, column 1: a blank line"));
-  EXPECT_TRUE(refuse("{\"tokens\": [1], \"input_ids\": [1]}\n", "at byte 0: line 1, column 1: an object with both"));
-  EXPECT_TRUE(refuse("{\"text\": \"x\"}\n", "at byte 0: line 1, column 1: an object without a \"tokens\""));
-  EXPECT_TRUE(refuse("{\"tokens\": 5}\n", "at byte 0: line 1, column 1: the \"tokens\" member is a number, not a list"));
-  EXPECT_TRUE(refuse("5\n", "at byte 0: line 1, column 1: a number where a list of ids or an object"));
+  EXPECT_TRUE(refuse("{\"tokens\": [1], \"input_ids\": [1]}\n",
+                     "at byte 0: line 1, column 1: an object with both"));
+  EXPECT_TRUE(
+      refuse("{\"text\": \"x\"}\n", "at byte 0: line 1, column 1: an object without a \"tokens\""));
+  EXPECT_TRUE(refuse("{\"tokens\": 5}\n",
+                     "at byte 0: line 1, column 1: the \"tokens\" member is a number, not a list"));
+  EXPECT_TRUE(
+      refuse("5\n", "at byte 0: line 1, column 1: a number where a list of ids or an object"));
   EXPECT_TRUE(refuse("[1, \"2\"]\n", "at byte 4: line 1, column 5: a string in the list of ids"));
   EXPECT_TRUE(refuse("[1, [2]]\n", "at byte 4: line 1, column 5: a list in the list of ids"));
   EXPECT_TRUE(refuse("[1]\n{\"a\": \"tokens\", \"tokens\": [3, -4]}\n",
                      "at byte 34: line 2, column 31: id -4 (id 1 of document 1) is negative"));
-  EXPECT_TRUE(refuse("[1, 50257]\n", "at byte 4: line 1, column 5: id 50257 (id 1 of document 0) "
-                                     "is not below --vocab-size 50257",
+  EXPECT_TRUE(refuse("[1, 50257]\n",
+                     "at byte 4: line 1, column 5: id 50257 (id 1 of document 0) "
+                     "is not below --vocab-size 50257",
                      {"--vocab-size", "50257"}));
-  EXPECT_TRUE(refuse("[18446744073709551615]\n", "at byte 1: line 1, column 2: id 18446744073709551615 does "
-                                                 "not fit int64"));
-  EXPECT_TRUE(refuse("[1, 2, 3, 4, 5]\n", "at byte 0: line 1, column 1: document 0 holds more than the 4 ids a record holds",
-                     {"--max-record-size", "8", "--dtype", "uint16"}));
+  EXPECT_TRUE(refuse("[18446744073709551615]\n",
+                     "at byte 1: line 1, column 2: id 18446744073709551615 does "
+                     "not fit int64"));
+  EXPECT_TRUE(
+      refuse("[1, 2, 3, 4, 5]\n",
+             "at byte 0: line 1, column 1: document 0 holds more than the 4 ids a record holds",
+             {"--max-record-size", "8", "--dtype", "uint16"}));
   EXPECT_EQ(FilesIn(t.path()), std::vector<std::string>{"x.jsonl"});
 }
 
@@ -252,12 +260,13 @@ TEST(ByteText, EachLineIsADocumentWithoutItsNewline) {
 TEST(ByteText, WhatTheTokenizerCannotDoIsRefused) {
   TempDir t;
   WriteText(t.File("a.txt"), "abc\ndefgh\n");
-  EXPECT_TRUE(FailsWith(Convert({"text", t.File("a.txt"), "--tokenizer", "gpt2", "-o",
-                                 t.File("d.rfd")}),
-                        "usage: --tokenizer must be bytes"));
-  EXPECT_TRUE(FailsWith(Convert({"text", t.File("a.txt"), "--tokenizer", "bytes", "--split",
-                                 "lines", "--max-record-size", "8", "-o", t.File("d.rfd")}),
-                        t.File("a.txt") + ": at byte 4: document 1 holds more than the 4 ids a record holds"));
+  EXPECT_TRUE(
+      FailsWith(Convert({"text", t.File("a.txt"), "--tokenizer", "gpt2", "-o", t.File("d.rfd")}),
+                "usage: --tokenizer must be bytes"));
+  EXPECT_TRUE(FailsWith(
+      Convert({"text", t.File("a.txt"), "--tokenizer", "bytes", "--split", "lines",
+               "--max-record-size", "8", "-o", t.File("d.rfd")}),
+      t.File("a.txt") + ": at byte 4: document 1 holds more than the 4 ids a record holds"));
   EXPECT_TRUE(FailsWith(Convert({"text", t.File("a.txt"), "--tokenizer", "bytes", "--vocab-size",
                                  "256", "-o", t.File("d.rfd")}),
                         t.File("a.txt") + ": at byte 10: id 256 (id 10 of document 0) is not "

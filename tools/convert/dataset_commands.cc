@@ -28,8 +28,8 @@ Status RunExportCommand(const std::vector<std::string>& args, std::ostream& out)
   desc.add_options()("dataset", po::value(&dataset)->required(), "the dataset (positional)")(
       "format", po::value(&format)->required(),
       "raw, idx, cifar, npy or predecessor (fixed-shape samples), or megatron (token records: "
-      "PREFIX.bin + PREFIX.idx)")(
-      "output,o", po::value(&prefix)->required(), "output prefix (PREFIX.records, ...)")(
+      "PREFIX.bin + PREFIX.idx)")("output,o", po::value(&prefix)->required(),
+                                  "output prefix (PREFIX.records, ...)")(
       "layout", po::value(&layout)->default_value(layout),
       "raw/idx/npy sample layout: nchw, nhwc, nhw (C = 1), or auto (npy: the stored shape, a "
       "channel of 1 kept; raw and idx: nhw for one channel, else nchw)")(

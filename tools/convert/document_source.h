@@ -23,12 +23,12 @@
 namespace rf::convert {
 
 struct DocumentBlock {
-  const uint8_t* ids = nullptr;         // the documents' ids back to back, elem(), host order
-  const uint64_t* offsets = nullptr;    // count + 1 element offsets into ids, offsets[0] == 0
-  const int64_t* labels = nullptr;      // count labels where labels() has them, else nullptr
-  uint64_t first = 0;                   // index of the block's first document in the input
-  uint64_t count = 0;                   // 0: the input is exhausted
-  uint64_t input_bytes_done = 0;        // input bytes read up to the block's end (progress)
+  const uint8_t* ids = nullptr;       // the documents' ids back to back, elem(), host order
+  const uint64_t* offsets = nullptr;  // count + 1 element offsets into ids, offsets[0] == 0
+  const int64_t* labels = nullptr;    // count labels where labels() has them, else nullptr
+  uint64_t first = 0;                 // index of the block's first document in the input
+  uint64_t count = 0;                 // 0: the input is exhausted
+  uint64_t input_bytes_done = 0;      // input bytes read up to the block's end (progress)
 };
 
 // Where an id or a document lies in the input, for errors: the file, the byte, and where the
@@ -66,9 +66,7 @@ class DocumentSource {
   virtual std::string origin() const { return ""; }
   // Whether a first pass is needed to find that every id fits uint16: not where elem() is uint8
   // or uint16, or where the source knows its ids are small (a byte tokenizer).
-  virtual bool ids_fit_uint16() const {
-    return elem() == Elem::kU8 || elem() == Elem::kU16;
-  }
+  virtual bool ids_fit_uint16() const { return elem() == Elem::kU8 || elem() == Elem::kU16; }
 };
 
 // "document 12 holds 40000000 ids, more than the 33554432 a record holds (--max-record-size)"

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -48,10 +48,10 @@ class LineReader {
       const char* nl = static_cast<const char*>(std::memchr(b, '\n', end_ - pos_));
       const size_t take = nl != nullptr ? static_cast<size_t>(nl - b) : end_ - pos_;
       if (line_.size() + take > kMaxLine) {
-        return std::move(Status::InvalidArgument("line " + std::to_string(number_ + 1) +
-                                                 " is longer than 1 GiB")
-                             .WithPath(file_.path())
-                             .WithOffset(start_));
+        return std::move(
+            Status::InvalidArgument("line " + std::to_string(number_ + 1) + " is longer than 1 GiB")
+                .WithPath(file_.path())
+                .WithOffset(start_));
       }
       line_.append(b, take);
       pos_ += take;
@@ -67,7 +67,7 @@ class LineReader {
       }
     }
   }
-  uint64_t line_start() const { return start_; }  // the last line's first byte
+  uint64_t line_start() const { return start_; }    // the last line's first byte
   uint64_t line_number() const { return number_; }  // the last line's, from 1
   const File& file() const { return file_; }
 
@@ -241,8 +241,8 @@ uint64_t ElementColumn(std::string_view line, bool object, const std::string& ke
     }
     // A number or a literal: up to the next delimiter.
     const size_t start = i;
-    while (i + 1 < line.size() && std::string_view(",]} \t\r").find(line[i + 1]) ==
-                                      std::string_view::npos) {
+    while (i + 1 < line.size() &&
+           std::string_view(",]} \t\r").find(line[i + 1]) == std::string_view::npos) {
       ++i;
     }
     if (list_depth > 0 && depth == list_depth && element++ == j) return start + 1;
@@ -286,12 +286,12 @@ class JsonLinesSource final : public DocumentSource {
       }
       const bool ok = nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &handler);
       if (ok) handler.Finish();
-      if (handler.too_long()) return TooLongDocument(Where(at, 1), next_doc_, std::nullopt, max_ids);
+      if (handler.too_long())
+        return TooLongDocument(Where(at, 1), next_doc_, std::nullopt, max_ids);
       if (!handler.error().empty()) {
         uint64_t column = handler.error_column();
         if (handler.error_element()) {
-          column = ElementColumn(line, handler.object(), handler.key(),
-                                 *handler.error_element());
+          column = ElementColumn(line, handler.object(), handler.key(), *handler.error_element());
         }
         return LineError(at, std::max<uint64_t>(column, 1), handler.error());
       }
@@ -344,8 +344,7 @@ class JsonLinesSource final : public DocumentSource {
   }
   Status LineError(const Line& at, uint64_t column, const std::string& what) const {
     const DocumentPosition p = Where(at, column);
-    return std::move(
-        Status::Corruption(p.path, p.detail + ": " + what).WithOffset(p.offset));
+    return std::move(Status::Corruption(p.path, p.detail + ": " + what).WithOffset(p.offset));
   }
 
   std::vector<std::string> paths_;
@@ -355,8 +354,8 @@ class JsonLinesSource final : public DocumentSource {
   uint64_t next_doc_ = 0, done_ = 0;
   std::vector<int64_t> ids_;
   std::vector<uint64_t> offsets_;
-  std::vector<Line> lines_;                             // the last block's documents' lines
-  std::vector<std::pair<bool, std::string>> keys_;      // and where their lists were
+  std::vector<Line> lines_;                         // the last block's documents' lines
+  std::vector<std::pair<bool, std::string>> keys_;  // and where their lists were
 };
 
 }  // namespace

@@ -28,8 +28,8 @@ class IndexWriter {
   }
   Status Sequences(uint64_t first, const std::vector<int32_t>& sizes,
                    const std::vector<int64_t>& pointers) {
-    RF_RETURN_IF_ERROR(out_->WriteAt(sizes.data(), sizes.size() * 4,
-                                     kMegatronHeaderBytes + 4 * first));
+    RF_RETURN_IF_ERROR(
+        out_->WriteAt(sizes.data(), sizes.size() * 4, kMegatronHeaderBytes + 4 * first));
     return out_->WriteAt(pointers.data(), pointers.size() * 8,
                          kMegatronHeaderBytes + 4 * n_ + 8 * first);
   }
@@ -56,15 +56,14 @@ class IndexWriter {
 
 }  // namespace
 
-Result<ExportSummary> ExportMegatron(const Dataset& d, const ExportOptions& o,
-                                     Progress& progress) {
+Result<ExportSummary> ExportMegatron(const Dataset& d, const ExportOptions& o, Progress& progress) {
   const format::Header& h = d.header();
   const std::string& path = d.shard_path(0);
   if (h.record_kind != format::RecordKind::kTokens) {
     return Status::Usage("--format megatron writes token ids; " + path + " holds " +
-                         (h.variable() ? std::string(format::RecordKindName(h.record_kind)) +
-                                             " records"
-                                       : std::string("fixed-shape samples")));
+                         (h.variable()
+                              ? std::string(format::RecordKindName(h.record_kind)) + " records"
+                              : std::string("fixed-shape samples")));
   }
   RF_ASSIGN_OR_RETURN(const std::optional<MegatronOrigin> origin, ParseMegatronOrigin(h, path));
   const Elem out_elem = origin ? origin->elem : ElemOf(h.sample_dtype);
@@ -100,8 +99,7 @@ Result<ExportSummary> ExportMegatron(const Dataset& d, const ExportOptions& o,
       const uint64_t ids = (table[i + 1] - table[i]) / in_size;
       if (ids > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
         return Status::InvalidArgument(path + ": record " + std::to_string(record) + " holds " +
-                                       std::to_string(ids) +
-                                       " ids; Megatron's sizes are int32");
+                                       std::to_string(ids) + " ids; Megatron's sizes are int32");
       }
       const uint8_t* values = c.records + table[i];
       if (ElemAsDType(out_elem) != h.sample_dtype) {

@@ -25,8 +25,7 @@ class ArrayCursor {
     if (i < begin_ || i >= begin_ + window_.size()) {
       begin_ = i;
       window_.resize(std::min(kEntriesAtOnce, count_ - i));
-      RF_RETURN_IF_ERROR(
-          file_->ReadAt(window_.data(), window_.size() * sizeof(T), ByteOf(begin_)));
+      RF_RETURN_IF_ERROR(file_->ReadAt(window_.data(), window_.size() * sizeof(T), ByteOf(begin_)));
     }
     return window_[i - begin_];
   }
@@ -135,7 +134,7 @@ class MegatronSource final : public DocumentSource {
     l.classes = static_cast<uint32_t>(d_);
     l.dtype = d_ <= format::MaxClassesFor(DType::kUInt8)    ? DType::kUInt8
               : d_ <= format::MaxClassesFor(DType::kUInt16) ? DType::kUInt16
-                                                             : DType::kInt32;
+                                                            : DType::kInt32;
     return l;
   }
 
@@ -176,13 +175,14 @@ Status CheckSequences(const File& idx, uint64_t n, size_t item, uint64_t bin_byt
                                 : ""));
     }
     if (pointer != static_cast<int64_t>(end)) {
-      std::string what = seq + "'s pointer is " + std::to_string(pointer) + ", not " +
-                         std::to_string(end) + ": ";
+      std::string what =
+          seq + "'s pointer is " + std::to_string(pointer) + ", not " + std::to_string(end) + ": ";
       if (i == 0) {
         what += "the first sequence starts the .bin";
       } else if (pointer < static_cast<int64_t>(end)) {
-        what += "it overlaps the sequence before it, or runs out of order (sequences lie back "
-                "to back in order)";
+        what +=
+            "it overlaps the sequence before it, or runs out of order (sequences lie back "
+            "to back in order)";
       } else {
         what += "it leaves " + std::to_string(pointer - static_cast<int64_t>(end)) +
                 " bytes after the sequence before it that no sequence holds";
@@ -331,10 +331,10 @@ Result<std::unique_ptr<DocumentSource>> OpenMegatronSource(const std::string& gi
   const uint64_t room = idx_bytes - kMegatronHeaderBytes;
   const bool fits = n <= room / 12 && count <= (room - 12 * n) / 8;
   if (!fits || kMegatronHeaderBytes + 12 * n + 8 * count != idx_bytes) {
-    const std::string make =
-        fits ? "make an index of " + std::to_string(kMegatronHeaderBytes + 12 * n + 8 * count) +
-                   " bytes"
-             : "do not fit it";
+    const std::string make = fits ? "make an index of " +
+                                        std::to_string(kMegatronHeaderBytes + 12 * n + 8 * count) +
+                                        " bytes"
+                                  : "do not fit it";
     return Bad(idx_path, 18,
                std::to_string(n) + " sequences and " + std::to_string(count) +
                    " document indices " + make + "; the file is " + std::to_string(idx_bytes) +

@@ -48,7 +48,8 @@ class NpyDirectorySource final : public DocumentSource {
     while (next_ < docs_.size() && (offsets_.size() == 1 || ids_.size() < block_bytes)) {
       const Doc& d = docs_[next_];
       const uint64_t n = d.header.shape[0];
-      if (n > max_ids) return TooLongDocument({d.path, d.header.data_offset, ""}, next_, n, max_ids);
+      if (n > max_ids)
+        return TooLongDocument({d.path, d.header.data_offset, ""}, next_, n, max_ids);
       RF_ASSIGN_OR_RETURN(File f, File::Open(d.path, O_RDONLY));
       const size_t at = ids_.size();
       ids_.resize(at + n * item);
@@ -150,8 +151,8 @@ class NpyOffsetsSource final : public DocumentSource {
       const size_t os = ElemSize(oh_.elem);
       window_begin_ = i;
       window_.resize(std::min<uint64_t>(1 << 16, oh_.shape[0] - i) * os);
-      RF_RETURN_IF_ERROR(offsets_file_.ReadAt(window_.data(), window_.size(),
-                                              oh_.data_offset + i * os));
+      RF_RETURN_IF_ERROR(
+          offsets_file_.ReadAt(window_.data(), window_.size(), oh_.data_offset + i * os));
       if (oh_.big_endian) SwapBytes(window_.data(), os, window_.size() / os);
     }
     return static_cast<uint64_t>(LoadInteger(oh_.elem, window_.data(), i - window_begin_));
@@ -204,13 +205,15 @@ Result<std::unique_ptr<DocumentSource>> OpenNpyDirectorySource(const std::string
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return Status::InvalidArgument(
-        dir + ": not a directory (npy-docs reads a directory of .npy files, or one .npy with "
-              "--offsets)");
+        dir +
+        ": not a directory (npy-docs reads a directory of .npy files, or one .npy with "
+        "--offsets)");
   }
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() > 4 && name.ends_with(".npy") && entry.is_regular_file(ec)) names.push_back(name);
+    if (name.size() > 4 && name.ends_with(".npy") && entry.is_regular_file(ec))
+      names.push_back(name);
   }
   if (ec) return Status::IOError(dir, "cannot list the directory", ec.value());
   if (names.empty()) return Status::InvalidArgument(dir + ": no .npy file in the directory");
@@ -223,9 +226,8 @@ Result<std::unique_ptr<DocumentSource>> OpenNpyDirectorySource(const std::string
     RF_ASSIGN_OR_RETURN(NpyHeader h, ReadIdsHeader(f, "a document"));
     if (!docs.empty() && h.elem != docs.front().header.elem) {
       return NotIds(path, h,
-                    "holds " + std::string(ElemName(h.elem)) + " ids, but " +
-                        docs.front().path + " holds " +
-                        std::string(ElemName(docs.front().header.elem)) +
+                    "holds " + std::string(ElemName(h.elem)) + " ids, but " + docs.front().path +
+                        " holds " + std::string(ElemName(docs.front().header.elem)) +
                         " (the documents share one dtype)");
     }
     bytes += h.data_offset + h.Elems() * ElemSize(h.elem);

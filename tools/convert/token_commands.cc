@@ -101,9 +101,10 @@ Status RunNpyDocsCommand(const std::vector<std::string>& args, std::ostream& out
   TokenFlags f;
   std::string input, offsets;
   po::options_description desc("npy-docs options");
-  desc.add_options()("input", po::value(&input)->required(),
-                     "a directory of .npy files, one 1-D integer array a document, read in name "
-                     "order; or, with --offsets, one 1-D .npy of every document's ids (positional)")(
+  desc.add_options()(
+      "input", po::value(&input)->required(),
+      "a directory of .npy files, one 1-D integer array a document, read in name "
+      "order; or, with --offsets, one 1-D .npy of every document's ids (positional)")(
       "offsets", po::value(&offsets),
       "a 1-D integer .npy of N + 1 element offsets into the ids: document i is ids[offsets[i]:"
       "offsets[i + 1]], 0 first, the ids' length last");
@@ -111,13 +112,13 @@ Status RunNpyDocsCommand(const std::vector<std::string>& args, std::ostream& out
   po::positional_options_description pos;
   pos.add("input", 1);
   po::variables_map vm;
-  if (!ParseCommandLine("npy-docs", "DIR | IDS.npy --offsets OFFSETS.npy -o OUT.rfd [options]", desc,
-                        &pos, args, vm, out))
+  if (!ParseCommandLine("npy-docs", "DIR | IDS.npy --offsets OFFSETS.npy -o OUT.rfd [options]",
+                        desc, &pos, args, vm, out))
     return Status::Ok();
   const TokenConvertOptions o = ToTokenOptions(f);
-  return ConvertAndReport(offsets.empty() ? OpenNpyDirectorySource(input)
-                                          : OpenNpyOffsetsSource(input, offsets),
-                          f, o, out);
+  return ConvertAndReport(
+      offsets.empty() ? OpenNpyDirectorySource(input) : OpenNpyOffsetsSource(input, offsets), f, o,
+      out);
 }
 
 Status RunJsonlCommand(const std::vector<std::string>& args, std::ostream& out) {
@@ -157,9 +158,10 @@ Status RunTextCommand(const std::vector<std::string>& args, std::ostream& out) {
                         desc, &pos, args, vm, out))
     return Status::Ok();
   if (tokenizer != "bytes")
-    throw UsageError("--tokenizer must be bytes (the one built in; any other: tokenize in Python "
-                     "and write with ringfeed.DatasetWriter), not '" +
-                     tokenizer + "'");
+    throw UsageError(
+        "--tokenizer must be bytes (the one built in; any other: tokenize in Python "
+        "and write with ringfeed.DatasetWriter), not '" +
+        tokenizer + "'");
   if (split != "files" && split != "lines")
     throw UsageError("--split must be files or lines, not '" + split + "'");
   const TokenConvertOptions o = ToTokenOptions(f);

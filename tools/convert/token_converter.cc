@@ -68,9 +68,9 @@ Status IdError(const DocumentSource& src, const DocumentBlock& b, uint64_t index
                         LoadInteger(e, b.ids, index) < 0;
   if (negative) {
     what = which + " is negative";
-  } else if (o.vocab_size && FirstIdOutside(e, static_cast<const uint8_t*>(b.ids) +
-                                                    index * ElemSize(e),
-                                            1, *o.vocab_size - 1) == 0) {
+  } else if (o.vocab_size &&
+             FirstIdOutside(e, static_cast<const uint8_t*>(b.ids) + index * ElemSize(e), 1,
+                            *o.vocab_size - 1) == 0) {
     what = which + " is not below --vocab-size " + std::to_string(*o.vocab_size);
   } else {
     what = which + " does not fit " + std::string(DTypeName(dtype));
@@ -139,7 +139,7 @@ Result<TokenConvertSummary> ConvertDocuments(DocumentSource& src, const std::str
   const bool passthrough = ElemAsDType(elem) == dtype;
   const bool check = !IdsAlwaysWithin(elem, max_id);
   std::vector<uint8_t> converted, label_bytes;
-  std::vector<uint64_t> kept;     // the block's offsets without its empty documents
+  std::vector<uint64_t> kept;  // the block's offsets without its empty documents
   std::vector<int64_t> kept_labels;
   Progress progress("converting", src.input_bytes(), o.progress);
   for (;;) {

@@ -1,9 +1,9 @@
 #include "tools/convert/token_ids.h"
 
 #include <algorithm>
-#include <utility>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 namespace rf::convert {
 namespace {
