@@ -25,31 +25,10 @@ using testing::OneSequenceDocuments;
 using testing::PositionalSequences;
 using testing::ReadAll;
 using testing::TempDir;
+using testing::TokenRecords;
 using testing::WriteAll;
 using testing::WriteMegatron;
 
-// Every record of a dataset, widened to int64, and each one's label.
-std::vector<std::vector<int64_t>> Records(const std::string& path, std::vector<int64_t>* labels) {
-  Result<Dataset> d = Dataset::Open(path);
-  EXPECT_TRUE(d.ok()) << d.status().ToString();
-  if (!d.ok()) return {};
-  const DType t = d->header().sample_dtype;
-  std::vector<std::vector<int64_t>> out;
-  std::vector<uint8_t> buf(d->max_chunk_bytes());
-  for (size_t g = 0; g < d->chunk_count(); ++g) {
-    EXPECT_TRUE(d->ReadChunk(g, buf.data()).ok());
-    const auto* table = reinterpret_cast<const uint64_t*>(buf.data());
-    const uint8_t* records = buf.data() + d->RecordsOffset(g);
-    for (uint32_t i = 0; i < d->chunk(g).entry.sample_count; ++i) {
-      std::vector<int64_t> r;
-      for (uint64_t b = table[i]; b < table[i + 1]; b += DTypeSize(t))
-        r.push_back(LoadLabel(t, records + b, 0));
-      out.push_back(std::move(r));
-      if (labels != nullptr) labels->push_back(d->Label(g, buf.data(), i));
-    }
-  }
-  return out;
-}
 
 class Megatron : public ::testing::Test {
  protected:
@@ -101,7 +80,7 @@ TEST_F(Megatron, OneSequenceDocumentsMakeRecordsWithoutLabelsAndExportByteExact)
       EXPECT_FALSE(d->header().HasLabels());
       EXPECT_EQ(d->header().origin, "megatron;dtype=uint16;documents=sequences");
       EXPECT_GT(d->chunk_count(), 3u);
-      EXPECT_EQ(Records(t_.File("d.rfd"), nullptr), seqs);
+      EXPECT_EQ(TokenRecords(t_.File("d.rfd"), nullptr), seqs);
       EXPECT_TRUE(ExportsTheInput(f));
     }
   }
@@ -115,7 +94,7 @@ TEST_F(Megatron, DocumentsOfSeveralSequencesAreLabelsAndExportByteExact) {
   const MegatronFiles f = MegatronBytes(4, seqs, docs);
   ASSERT_TRUE(ConvertPair(f, {"--compress", "zstd"}).ok());
   std::vector<int64_t> labels;
-  EXPECT_EQ(Records(t_.File("d.rfd"), &labels), seqs);
+  EXPECT_EQ(TokenRecords(t_.File("d.rfd"), &labels), seqs);
   std::vector<int64_t> want;
   for (size_t i = 0; i < seqs.size(); ++i) {
     int64_t k = 0;
@@ -167,7 +146,7 @@ TEST_F(Megatron, EveryIntegerDtypeCodeExportsByteExact) {
     const MegatronFiles f = MegatronBytes(c.code, seqs, OneSequenceDocuments(seqs.size()));
     ASSERT_TRUE(ConvertPair(f, c.flags).ok());
     EXPECT_EQ(Dataset::Open(t_.File("d.rfd"))->header().sample_dtype, c.stored);
-    EXPECT_EQ(Records(t_.File("d.rfd"), nullptr), seqs);
+    EXPECT_EQ(TokenRecords(t_.File("d.rfd"), nullptr), seqs);
     EXPECT_TRUE(ExportsTheInput(f));
   }
 }

@@ -19,31 +19,11 @@ using testing::Convert;
 using testing::FailsWith;
 using testing::FilesIn;
 using testing::TempDir;
+using testing::TokenRecords;
 using testing::WriteAll;
 
 using Docs = std::vector<std::vector<int64_t>>;
 
-// Every record of a dataset, widened to int64.
-Docs Records(const std::string& path) {
-  Result<Dataset> d = Dataset::Open(path);
-  EXPECT_TRUE(d.ok()) << d.status().ToString();
-  if (!d.ok()) return {};
-  const DType t = d->header().sample_dtype;
-  Docs out;
-  std::vector<uint8_t> buf(d->max_chunk_bytes());
-  for (size_t g = 0; g < d->chunk_count(); ++g) {
-    EXPECT_TRUE(d->ReadChunk(g, buf.data()).ok());
-    const auto* table = reinterpret_cast<const uint64_t*>(buf.data());
-    const uint8_t* records = buf.data() + d->RecordsOffset(g);
-    for (uint32_t i = 0; i < d->chunk(g).entry.sample_count; ++i) {
-      std::vector<int64_t> r;
-      for (uint64_t b = table[i]; b < table[i + 1]; b += DTypeSize(t))
-        r.push_back(LoadLabel(t, records + b, 0));
-      out.push_back(std::move(r));
-    }
-  }
-  return out;
-}
 
 DType StoredDType(const std::string& path) { return Dataset::Open(path)->header().sample_dtype; }
 
@@ -82,7 +62,7 @@ TEST(NpyDocs, ADirectoryIsReadInNameOrderEmptyArraysSkippedAndCounted) {
   std::string out;
   ASSERT_TRUE(
       Convert({"npy-docs", t.File("docs"), "-o", t.File("d.rfd"), "--compress", "lz4"}, &out).ok());
-  EXPECT_EQ(Records(t.File("d.rfd")), docs);
+  EXPECT_EQ(TokenRecords(t.File("d.rfd")), docs);
   EXPECT_EQ(StoredDType(t.File("d.rfd")), DType::kUInt16);  // int32 ids that fit, a first pass
   EXPECT_NE(out.find("30 documents, 141 ids as uint16"), std::string::npos) << out;
   EXPECT_NE(out.find("a first pass finding the dtype included"), std::string::npos) << out;
@@ -105,7 +85,7 @@ TEST(NpyDocs, IdsWithOffsetsMakeOneRecordADocument) {
   ASSERT_TRUE(Convert({"npy-docs", t.File("ids.npy"), "--offsets", t.File("off.npy"), "-o",
                        t.File("d.rfd"), "-q", "--memory-budget", "64"})
                   .ok());
-  EXPECT_EQ(Records(t.File("d.rfd")), docs);
+  EXPECT_EQ(TokenRecords(t.File("d.rfd")), docs);
   EXPECT_EQ(StoredDType(t.File("d.rfd")), DType::kInt32);
 }
 
@@ -166,7 +146,7 @@ TEST(JsonLines, ListsAndObjectsOfTokensOrInputIdsAreRead) {
   std::string out;
   ASSERT_TRUE(
       Convert({"jsonl", t.File("a.jsonl"), t.File("b.jsonl"), "-o", t.File("d.rfd")}, &out).ok());
-  EXPECT_EQ(Records(t.File("d.rfd")), (Docs{{1, 2, 3}, {4, 5}, {6}, {7, 8}}));
+  EXPECT_EQ(TokenRecords(t.File("d.rfd")), (Docs{{1, 2, 3}, {4, 5}, {6}, {7, 8}}));
   EXPECT_NE(out.find("skipped 1 empty document"), std::string::npos) << out;
 }
 
@@ -183,7 +163,7 @@ TEST(JsonLines, IdsPastUint16AreStoredAsInt32AndVocabSizeSkipsTheFirstPass) {
   EXPECT_EQ(out.find("first pass"), std::string::npos) << out;
   ASSERT_TRUE(
       Convert({"jsonl", t.File("a.jsonl"), "-o", t.File("f.rfd"), "--dtype", "int64", "-q"}).ok());
-  EXPECT_EQ(Records(t.File("f.rfd")), (Docs{{1, 70000}, {2}}));
+  EXPECT_EQ(TokenRecords(t.File("f.rfd")), (Docs{{1, 70000}, {2}}));
 }
 
 TEST(JsonLines, MalformedLinesAreRefusedNamingLineAndColumn) {
@@ -238,7 +218,7 @@ TEST(ByteText, EachFileIsADocumentEndedBy256) {
                        "bytes", "-o", t.File("d.rfd")},
                       &out)
                   .ok());
-  EXPECT_EQ(Records(t.File("d.rfd")), (Docs{{'h', 'i', '\n', 256}, {255, 256}}));
+  EXPECT_EQ(TokenRecords(t.File("d.rfd")), (Docs{{'h', 'i', '\n', 256}, {255, 256}}));
   EXPECT_EQ(StoredDType(t.File("d.rfd")), DType::kUInt16);
   EXPECT_NE(out.find("skipped 1 empty document"), std::string::npos) << out;
 }
@@ -252,7 +232,7 @@ TEST(ByteText, EachLineIsADocumentWithoutItsNewline) {
                        "lines", "-o", t.File("d.rfd"), "--memory-budget", "4"},
                       &out)
                   .ok());
-  EXPECT_EQ(Records(t.File("d.rfd")),
+  EXPECT_EQ(TokenRecords(t.File("d.rfd")),
             (Docs{{'a', 'b', 256}, {'c', 'd', '\r', 256}, {'e', 256}, {'f', 256}}));
   EXPECT_NE(out.find("skipped 1 empty document"), std::string::npos) << out;
 }
