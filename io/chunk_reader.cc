@@ -151,10 +151,13 @@ struct ChunkReader::Impl {
   }
 
   const std::string& PathOf(const Slot& s) const { return files[s.file].path(); }
+  // The chunk's number as its file's index says it (a directory's part numbers its own).
+  uint64_t FileChunkOf(const Slot& s) const { return dataset->chunk(s.chunk).entry.index; }
 
   // The IOError of read `r` of slot `s`: its file, chunk and byte offset, `what`, and errno.
   Status ReadError(const Slot& s, const Read& r, const std::string& what, int err) const {
-    return std::move(Status::IOError(PathOf(s), what, err).WithChunk(s.chunk).WithOffset(r.offset));
+    return std::move(
+        Status::IOError(PathOf(s), what, err).WithChunk(FileChunkOf(s)).WithOffset(r.offset));
   }
 
   // Handles one completion: finishes, continues or retries its read.
@@ -192,7 +195,7 @@ struct ChunkReader::Impl {
     if (c.res == 0) {
       // The dataset was validated at open, so the file shrank since, or lies about its size.
       return std::move(Status::Corruption(PathOf(s), "unexpected end of file")
-                           .WithChunk(s.chunk)
+                           .WithChunk(FileChunkOf(s))
                            .WithOffset(r.offset));
     }
     uint32_t n = std::min(static_cast<uint32_t>(c.res), r.len);

@@ -5,9 +5,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
+#include "io/checksum.h"
 #include "io/chunk_fetcher.h"
 #include "io/file.h"
 
@@ -53,8 +57,14 @@ std::vector<std::string> ShardFilesNamed(const std::string& base) {
   const std::string ext = format::kExtension;
   bool has_ext = stem.size() > ext.size() && stem.ends_with(ext);
   if (has_ext) stem.resize(stem.size() - ext.size());
-  std::string pattern =
-      stem + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]" + (has_ext ? ext : "");
+  // The name matched as itself: a directory such as "runs[1]" is no pattern.
+  std::string pattern;
+  for (char c : stem) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern += '\\';
+    pattern += c;
+  }
+  pattern += "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]";
+  pattern += has_ext ? ext : "";
   glob_t g{};
   std::vector<std::string> found;
   if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
@@ -108,9 +118,40 @@ Status CheckShardName(const std::string& path, const format::Header& h) {
                        .WithOffset(format::kShardFieldsOffset));
 }
 
+// `name` in directory `dir` ("dir/" and "dir" alike).
+std::string InDirectory(const std::string& dir, const std::string& name) {
+  return dir.ends_with('/') ? dir + name : dir + "/" + name;
+}
+
+// The names of the datasets in directory `dir`, sorted by bytes, each once: every entry whose
+// name ends in ".rfd" (".rfd" alone is no name), a shard file's as its shards' base name
+// ("d-00001-of-00004.rfd": "d.rfd"). Entries of other names, a writer's temporaries
+// ("d.rfd.tmp.<pid>.<n>") among them, are not datasets. What such an entry is (a directory, a
+// file that is no dataset, an incomplete or stale set) opening it says.
+Result<std::vector<std::string>> DatasetNamesIn(const std::string& dir) {
+  const std::string_view ext = format::kExtension;
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    if (file.size() <= ext.size() || !file.ends_with(ext)) continue;
+    const std::string base = format::ShardBase(file);
+    names.push_back(base.empty() ? file : base);
+  }
+  if (ec) return Status::IOError(dir, "cannot list the directory", ec.value());
+  std::sort(names.begin(), names.end());  // std::string's order: bytes, unsigned
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 }  // namespace
 
 Result<Dataset> Dataset::Open(const std::string& path) {
+  if (IsDirectory(path)) return OpenDirectory(path);
+  return OpenNamed(path);
+}
+
+Result<Dataset> Dataset::OpenNamed(const std::string& path) {
   // Anything but a regular file (or nothing: a base name) is named as what it is.
   if (const char* kind = FileKindName(path); kind != nullptr && !FileExists(path)) {
     return std::move(Status::InvalidArgument(std::string(kind) +
@@ -176,13 +217,14 @@ Result<Dataset> Dataset::Open(const std::string& path) {
 
   Dataset d;
   d.header_ = shards[0].header;
+  d.path_ = path;
   const bool records = d.header_.variable();
   d.shard_paths_ = std::move(paths);
   d.chunks_.resize(d.header_.total_chunks);
   for (uint32_t i = 0; i < n; ++i) {
     d.shard_bytes_.push_back(shards[i].size);
     for (const format::ChunkEntry& e : shards[i].entries) {
-      d.chunks_[e.index] = ChunkLocation{i, e};
+      d.chunks_[e.index] = ChunkLocation{i, e, e.first_sample};
       d.max_chunk_bytes_ = std::max(d.max_chunk_bytes_, e.data_bytes);
       d.max_stored_bytes_ = std::max(d.max_stored_bytes_, e.stored_bytes);
       d.compressed_chunks_ += e.compressed() ? 1 : 0;
@@ -203,7 +245,83 @@ Result<Dataset> Dataset::Open(const std::string& path) {
     }
     next += c.entry.sample_count;
   }
+  d.parts_.push_back(DatasetPart{path, d.header_, 0, d.shard_paths_.size(), 0, d.chunks_.size(), 0,
+                                 d.header_.total_samples});
   return d;
+}
+
+Result<Dataset> Dataset::OpenDirectory(const std::string& dir) {
+  RF_ASSIGN_OR_RETURN(const std::vector<std::string> names, DatasetNamesIn(dir));
+  if (names.empty()) {
+    return Status::NotFound(dir,
+                            "no dataset in this directory (a directory is read as the datasets "
+                            "in it: .rfd files, or complete shard sets)");
+  }
+  Dataset d;
+  d.path_ = dir;
+  d.directory_ = true;
+  uint64_t samples = 0;
+  for (const std::string& name : names) {
+    RF_ASSIGN_OR_RETURN(Dataset part, OpenNamed(InDirectory(dir, name)));
+    if (!d.parts_.empty()) {
+      RF_RETURN_IF_ERROR(CheckSameRecords(d.parts_[0].header, d.shard_paths_[0], part.header(),
+                                          part.shard_path(0)));
+    }
+    // Each part's count fits 64 bits (its header's); their sum could wrap.
+    if (part.sample_count() > UINT64_MAX - samples) {
+      return std::move(
+          Status::InvalidArgument("its parts hold more than 2^64 - 1 samples").WithPath(dir));
+    }
+    samples += part.sample_count();
+    d.AppendPart(std::move(part));
+  }
+  format::Header& h = d.header_;
+  h = d.parts_[0].header;
+  if (d.parts_.size() == 1) return d;  // the directory reads as its one dataset, id and all
+  std::vector<const format::Header*> headers;
+  std::vector<uint64_t> ids;
+  h.total_samples = h.total_chunks = 0;
+  for (const DatasetPart& p : d.parts_) {
+    headers.push_back(&p.header);
+    ids.push_back(p.header.dataset_id);
+    h.total_samples += p.sample_count;
+    h.total_chunks += p.chunk_count;
+    h.chunk_samples = std::max(h.chunk_samples, p.header.chunk_samples);
+    h.version = std::max(h.version, p.header.version);
+    if (!(p.header.codec == h.codec)) h.codec = CodecSpec{};
+  }
+  h.dataset_id = PartsDatasetId(ids);
+  if (h.variable()) {  // the shape bounds every record: the largest part's
+    uint64_t largest = 0;
+    for (const DatasetPart& p : d.parts_) largest = std::max(largest, p.header.Shape().front());
+    RF_RETURN_IF_ERROR(format::SetSampleShape({largest}, &h));
+  }
+  if (!PoolStatistics(headers, h.channels, &h.mean, &h.stddev)) {
+    return std::move(Status::InvalidArgument(
+                         "its parts' channel statistics, pooled, overflow float32 (samples near "
+                         "its range)")
+                         .WithPath(dir));
+  }
+  return d;
+}
+
+void Dataset::AppendPart(Dataset&& part) {
+  DatasetPart p = std::move(part.parts_.front());
+  p.first_file = shard_paths_.size();
+  p.first_chunk = chunks_.size();
+  p.first_sample = parts_.empty() ? 0 : parts_.back().first_sample + parts_.back().sample_count;
+  for (ChunkLocation c : part.chunks_) {
+    c.shard += static_cast<uint32_t>(p.first_file);
+    c.first_sample += p.first_sample;
+    chunks_.push_back(c);
+  }
+  for (std::string& f : part.shard_paths_) shard_paths_.push_back(std::move(f));
+  for (uint64_t b : part.shard_bytes_) shard_bytes_.push_back(b);
+  max_chunk_bytes_ = std::max(max_chunk_bytes_, part.max_chunk_bytes_);
+  max_stored_bytes_ = std::max(max_stored_bytes_, part.max_stored_bytes_);
+  compressed_chunks_ += part.compressed_chunks_;
+  data_bytes_ += part.data_bytes_;
+  parts_.push_back(std::move(p));
 }
 
 std::vector<std::string> DatasetFilesNamed(const std::string& name) {
@@ -227,6 +345,66 @@ bool IsDatasetFile(const std::string& path) {
   char magic[sizeof format::kMagic];
   return f.ok() && f->ReadAt(magic, sizeof magic, 0).ok() &&
          std::memcmp(magic, format::kMagic, sizeof magic) == 0;
+}
+
+Status CheckSameRecords(const format::Header& a, const std::string& a_path, const format::Header& b,
+                        const std::string& b_path) {
+  auto differ = [&](std::string_view field, std::string_view in_a, std::string_view in_b) {
+    std::string what = "holds other records than " + a_path + ": ";
+    what.append(field).append(" ").append(in_b).append(", not ").append(in_a);
+    what += " (the datasets of a directory are read as one, so they must hold the same records)";
+    return std::move(Status::InvalidArgument(what).WithPath(b_path));
+  };
+  auto labels = [](const format::Header& h) {
+    return h.HasLabels() ? std::to_string(h.num_classes) + " classes" : std::string("no labels");
+  };
+  if (a.record_kind != b.record_kind) {
+    return differ("record kind", format::RecordKindName(a.record_kind),
+                  format::RecordKindName(b.record_kind));
+  }
+  if (a.sample_dtype != b.sample_dtype)
+    return differ("sample dtype", DTypeName(a.sample_dtype), DTypeName(b.sample_dtype));
+  // Records of any size: the shape is each part's largest record, not what a record is.
+  if (!a.variable() && a.Shape() != b.Shape()) {
+    return differ("sample shape", format::ShapeText(a.Shape()), format::ShapeText(b.Shape()));
+  }
+  if (a.media_type != b.media_type) {
+    return differ("media type", a.media_type.empty() ? "(none)" : a.media_type,
+                  b.media_type.empty() ? "(none)" : b.media_type);
+  }
+  if (a.num_classes != b.num_classes) return differ("labels", labels(a), labels(b));
+  if (a.HasLabels() && a.label_dtype != b.label_dtype)
+    return differ("label dtype", DTypeName(a.label_dtype), DTypeName(b.label_dtype));
+  return Status::Ok();
+}
+
+bool PoolStatistics(const std::vector<const format::Header*>& parts, uint32_t channels,
+                    std::array<float, format::kMaxChannels>* mean,
+                    std::array<float, format::kMaxChannels>* stddev) {
+  *mean = parts[0]->mean;
+  *stddev = parts[0]->stddev;
+  double n = 0;
+  for (const format::Header* p : parts) n += static_cast<double>(p->total_samples);
+  for (uint32_t c = 0; c < std::min(channels, format::kMaxChannels); ++c) {
+    double m = 0;
+    for (const format::Header* p : parts) m += static_cast<double>(p->total_samples) * p->mean[c];
+    m /= n;
+    double var = 0;
+    for (const format::Header* p : parts) {
+      const double s = p->stddev[c], d = p->mean[c] - m;
+      var += static_cast<double>(p->total_samples) * (s * s + d * d);
+    }
+    (*mean)[c] = static_cast<float>(m);
+    (*stddev)[c] = static_cast<float>(std::sqrt(var / n));
+    if (!std::isfinite((*mean)[c]) || !std::isfinite((*stddev)[c])) return false;
+  }
+  return true;
+}
+
+uint64_t PartsDatasetId(const std::vector<uint64_t>& part_ids) {
+  std::vector<uint64_t> words = {part_ids.size()};
+  words.insert(words.end(), part_ids.begin(), part_ids.end());
+  return Checksum(words.data(), words.size() * sizeof(uint64_t)) | 1;
 }
 
 std::vector<uint32_t> Dataset::ChunkSampleCounts() const {

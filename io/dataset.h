@@ -1,10 +1,21 @@
-// Dataset: an opened, validated ringfeed dataset (one file or all of its shards): its header,
-// the shard files, and every chunk's location in global order. It reads only headers and
-// indices; chunk bytes are read by a ChunkReader (io/chunk_reader.h) or ReadChunk below.
+// Dataset: an opened, validated ringfeed dataset (one file or all of its shards, or a directory
+// of such datasets read as one): its header, the files, and every chunk's location in global
+// order. It reads only headers and indices; chunk bytes are read by a ChunkReader
+// (io/chunk_reader.h) or ReadChunk below.
+//
+// A directory is a dataset: every dataset in it (a file "NAME.rfd", or a complete shard set
+// "NAME-KKKKK-of-NNNNN.rfd"; other files are ignored) is a *part*, the parts sorted by NAME.rfd
+// (byte order) and concatenated: global chunks are part 0's chunks in its own order, then part
+// 1's, ...; global sample offset_p + s is part p's sample s (offset_p: the samples of the parts
+// before it). So chunks of different sizes sit in the middle (each part's short last chunk);
+// everything downstream works from the per-chunk sample counts (ChunkSampleCounts) and per-chunk
+// locations, never from chunk_samples or a chunk's number. This is how datasets written by
+// independent processes (each its own DatasetWriter) are read as one.
 //
 // Thread safety: immutable after Open, so any number of threads may use one Dataset.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,8 +28,20 @@
 namespace rf {
 
 struct ChunkLocation {
-  uint32_t shard = 0;
-  format::ChunkEntry entry;
+  uint32_t shard = 0;         // its file: Dataset::shard_path(shard)
+  format::ChunkEntry entry;   // as its file's index says it: entry.index and entry.first_sample
+                              // are its own dataset's numbers (a directory's part's)
+  uint64_t first_sample = 0;  // the global index of its first sample in this Dataset
+};
+
+// One dataset of a directory (Dataset::Open of a directory; a single dataset is its own one
+// part). Its files, chunks and samples are a consecutive run of the Dataset's.
+struct DatasetPart {
+  std::string path;                       // as it was opened: its file, or its shards' base name
+  format::Header header;                  // its own (its first file's)
+  size_t first_file = 0, file_count = 0;  // Dataset::shard_path(first_file ...)
+  uint64_t first_chunk = 0, chunk_count = 0;
+  uint64_t first_sample = 0, sample_count = 0;
 };
 
 class Dataset {
@@ -30,10 +53,31 @@ class Dataset {
   // shards of two counts, exist side by side (one of them stale), it is refused naming each
   // (InvalidArgument), never resolved silently. A set whose shard is missing is refused naming
   // the missing shard (NotFound).
+  //
+  // `path` a directory: its parts, as above. Each part is opened as a name is (so its own
+  // errors, naming its files), and every part must hold the same records as the first
+  // (CheckSameRecords); a directory without a .rfd file is NotFound. A ".rfd" file that is not a
+  // valid dataset is an error, never skipped; a writer's temporary files ("NAME.rfd.tmp.*") are
+  // not .rfd files, so a part still being written is not seen until its writer renames it.
+  // The header of a directory of several parts (one part: that part's header, so a directory
+  // of one dataset reads exactly as the dataset): the records' fields; total_samples and
+  // total_chunks summed; chunk_samples the largest; version the newest; for records of any
+  // size, the shape the largest part's (its largest record, which bounds every record); the
+  // codec the parts' where they all agree, else none (informational: each chunk names its own);
+  // mean and std pooled exactly from the parts' (PoolStatistics); dataset_id derived from the
+  // parts' ids in order (PartsDatasetId), so a checkpoint refuses a directory whose parts
+  // changed. The per-file fields (shard_index, shard_count, shard_samples, ...) are its first
+  // file's.
   static Result<Dataset> Open(const std::string& path);
 
   // Dataset-wide fields. Per-shard fields (shard_index, shard_samples, ...) are shard 0's.
   const format::Header& header() const { return header_; }
+  // What Open was given; whether it is a directory of parts.
+  const std::string& path() const { return path_; }
+  bool is_directory() const { return directory_; }
+  size_t part_count() const { return parts_.size(); }
+  const DatasetPart& part(size_t p) const { return parts_[p]; }
+  // The files (a directory's: every part's, in part order), though named for shards.
   size_t shard_count() const { return shard_paths_.size(); }
   const std::string& shard_path(size_t shard) const { return shard_paths_[shard]; }
   uint64_t shard_bytes(size_t shard) const { return shard_bytes_[shard]; }
@@ -72,8 +116,9 @@ class Dataset {
   Status CheckRecords(size_t global, const void* data) const;
   // That every label of a chunk lies in [0, num_classes) (nothing to check without labels): a
   // file whose checksums hold can still carry labels its header's class count does not allow.
-  // Corruption naming file, chunk, the global sample and the label's byte offset in the file (a
-  // compressed chunk's: the chunk's offset, and the label's byte in the chunk's data).
+  // Corruption naming file, chunk, the sample and the label's byte offset in the file (a
+  // compressed chunk's: the chunk's offset, and the label's byte in the chunk's data); chunk and
+  // sample as the file numbers them (a directory's part: its own numbers, not the directory's).
   // Cheap beside the checksum (one label per sample), so readers run it even without verify.
   Status CheckLabels(size_t global, const void* data) const;
   // Reads and verifies one chunk with plain pread, decompressing it where it is stored
@@ -90,7 +135,16 @@ class Dataset {
   int64_t Label(size_t global, const void* chunk_data, uint32_t i) const;
 
  private:
+  // A file or a base name (the first paragraph of Open).
+  static Result<Dataset> OpenNamed(const std::string& path);
+  static Result<Dataset> OpenDirectory(const std::string& dir);
+  // Adds `part`'s files and chunks after this one's, as its next part.
+  void AppendPart(Dataset&& part);
+
   format::Header header_;
+  std::string path_;
+  bool directory_ = false;
+  std::vector<DatasetPart> parts_;
   std::vector<std::string> shard_paths_;
   std::vector<uint64_t> shard_bytes_;
   std::vector<ChunkLocation> chunks_;
@@ -109,5 +163,30 @@ bool IsDatasetFileNamed(std::string_view file, std::string_view name);
 // Is path a regular file that begins with a ringfeed dataset header's magic? (What a writer may
 // remove as an older dataset of its name: nothing else that merely has such a name.)
 bool IsDatasetFile(const std::string& path);
+
+// Whether the datasets of headers a (of file a_path) and b (of file b_path) hold the same
+// records: record kind, sample dtype and shape (for records of any size, whose header's shape
+// is the largest record, not the shape), media type, labels or none, label dtype and class
+// count.
+// InvalidArgument naming b_path, a_path and the first field that differs, with both values.
+// What describes a record is compared here and only here: a header field that describes records
+// belongs in it. (Counts, ids, statistics, version and codec may differ among a directory's
+// parts.)
+Status CheckSameRecords(const format::Header& a, const std::string& a_path, const format::Header& b,
+                        const std::string& b_path);
+
+// The per-channel mean and std of the samples of several datasets together, from each one's
+// sample count, mean and std (population statistics, as the writer computes them), exactly:
+// mean = sum n_i m_i / N, var = sum n_i (s_i^2 + (m_i - mean)^2) / N, in double. Channels
+// `channels` and up keep parts[0]'s. Where a pooled value is not finite as a float (parts of
+// float32 samples near its range), false.
+bool PoolStatistics(const std::vector<const format::Header*>& parts, uint32_t channels,
+                    std::array<float, format::kMaxChannels>* mean,
+                    std::array<float, format::kMaxChannels>* stddev);
+
+// The dataset id of a directory of several parts: a hash (XXH3-64) of the part count and the
+// parts' ids in order, odd as writers' ids are. Another part, one fewer, or the parts in another
+// order give another id; a part rewritten with its id kept (recompress: the same chunks) does not.
+uint64_t PartsDatasetId(const std::vector<uint64_t>& part_ids);
 
 }  // namespace rf

@@ -134,6 +134,7 @@ Status Run(const ReadConfig& a) {
                         {"format_version", d.header().version},
                         {"codec", CodecText(d.header().codec)},
                         {"shards", d.shard_count()},
+                        {"parts", d.part_count()},
                         {"io", IoModeName(fo.reader.mode)},
                         {"queue_depth", fo.reader.queue_depth},
                         {"read_bytes", fo.reader.read_bytes},

@@ -62,6 +62,7 @@ class _Dataset:
     format_version: int
     codec: str
     shard_paths: List[str]
+    parts: List[Tuple[str, int]]
 
 class _DatasetWriter:
     def __init__(self, path: str, shape: List[int], dtype: str, labeled: bool, label_dtype: str,

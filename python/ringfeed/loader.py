@@ -59,14 +59,18 @@ class DatasetInfo(NamedTuple):
     samples: samples in the whole dataset (all ranks). shape: one sample's stored shape, e.g.
     (3, 32, 32) or (2048,). dtype: the stored sample dtype ('uint8', 'float32', ... or an integer
     dtype for token ids). classes: the class count (0: no labels). mean, std: the stored values'
-    per-channel statistics, which normalize=True uses. label_dtype: the stored label dtype.
-    id: the dataset id every shard carries. paths: the shard files. format_version: 1 or 2.
-    codec: what the writer compressed chunks with ('none', 'lz4', 'zstd:3'). compressed_chunks:
+    per-channel statistics, which normalize=True uses (a directory's: its parts' pooled
+    exactly). label_dtype: the stored label dtype.
+    id: the dataset id every shard carries (a directory's: derived from its parts' ids, in
+    order). paths: the shard files (a directory's: every part's). format_version: 1 or 2 (a
+    directory's: the newest part's). codec: what the writer compressed chunks with ('none',
+    'lz4', 'zstd:3'; a directory whose parts' differ: 'none'). compressed_chunks:
     how many chunks are stored compressed (a chunk that does not shrink is stored raw).
     stored_bytes: the files' bytes; data_bytes: the chunks' data, decompressed. record_kind:
     'tensor' (fixed-shape samples), 'tokens' or 'bytes' (records of any size, whose batches come
     as (values, offsets, labels); shape is then the largest record's). media_type: what bytes
-    records are ('image/jpeg'; '' unknown).
+    records are ('image/jpeg'; '' unknown). parts: for a directory, its datasets in the order
+    they are read as one, each (path, samples); for one dataset, itself.
     """
 
     samples: int
@@ -85,6 +89,7 @@ class DatasetInfo(NamedTuple):
     data_bytes: int = 0
     record_kind: str = "tensor"
     media_type: str = ""
+    parts: Tuple[Tuple[str, int], ...] = ()
 
 
 def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
@@ -93,7 +98,8 @@ def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
                        paths=tuple(d.shard_paths), format_version=d.format_version,
                        codec=d.codec, compressed_chunks=d.compressed_chunks,
                        stored_bytes=d.total_bytes, data_bytes=d.data_bytes,
-                       record_kind=d.record_kind, media_type=d.media_type)
+                       record_kind=d.record_kind, media_type=d.media_type,
+                       parts=tuple((p, n) for p, n in d.parts))
 
 
 def dataset_info(data: Union[PathLike, Sequence[PathLike]]) -> DatasetInfo:
@@ -103,9 +109,10 @@ def dataset_info(data: Union[PathLike, Sequence[PathLike]]) -> DatasetInfo:
 
 
 def _open_dataset(data: Union[PathLike, Sequence[PathLike]]) -> "_ringfeed._Dataset":
-    """Opens `data`: one .rfd file, any one shard, the shards' base name, a glob pattern of
-    shard files, or a list of them. A pattern or a list must name every shard of one dataset
-    exactly once (UsageError otherwise); a pattern matching nothing is FileNotFoundError."""
+    """Opens `data`: a directory of datasets, one .rfd file, any one shard, the shards' base
+    name, a glob pattern of shard files, or a list of them. A pattern or a list must name every
+    shard of one dataset exactly once (UsageError otherwise); a pattern matching nothing is
+    FileNotFoundError."""
     if isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         if not isinstance(path, str):
@@ -246,7 +253,9 @@ class Loader:
     means its default.
 
     data: the dataset: a ``.rfd`` file, any one of its shards or the shards' base name, a glob
-        pattern of its shard files, or a list of them (every shard of one dataset, once).
+        pattern of its shard files, or a list of them (every shard of one dataset, once); or a
+        directory, whose datasets (each written by its own DatasetWriter, say) are read as one,
+        in the order of their names.
     device also takes 'cuda:N' (GPU N) and a torch.device; 'cuda' is the current GPU, as
         torch.cuda.set_device sets it. dtype: 'bf16' and other names of a dtype work too.
 

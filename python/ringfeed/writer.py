@@ -95,6 +95,10 @@ class DatasetWriter:
     media_type says what they are, e.g. 'image/jpeg'); records take no shape, and the largest
     record taken is max_record_size (a chunk holds at least one). Records write format 2.
 
+    Processes writing in parallel each write their own dataset into one directory (say
+    ``out/part-00003.rfd``); ``ringfeed.Loader("out", ...)`` reads the directory's datasets as
+    one, in name order (docs/format.md).
+
     A context manager: leaving the ``with`` block commits the dataset (``close``), unless an
     exception leaves it, which drops everything written (``abort``). Bad values raise
     UsageError; a label outside [0, classes) ValueError naming the sample; disk errors OSError

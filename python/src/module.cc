@@ -553,11 +553,22 @@ PYBIND11_MODULE(_ringfeed, m) {
       .def_property_readonly("compressed_chunks", &Dataset::compressed_chunks)
       .def_property_readonly("format_version", [](const Dataset& d) { return d.header().version; })
       .def_property_readonly("codec", [](const Dataset& d) { return CodecText(d.header().codec); })
-      .def_property_readonly("shard_paths", [](const Dataset& d) {
-        std::vector<std::string> v;
-        for (size_t i = 0; i < d.shard_count(); ++i) v.push_back(d.shard_path(i));
-        return v;
-      });
+      .def_property_readonly("shard_paths",
+                             [](const Dataset& d) {
+                               std::vector<std::string> v;
+                               for (size_t i = 0; i < d.shard_count(); ++i)
+                                 v.push_back(d.shard_path(i));
+                               return v;
+                             })
+      .def_property_readonly(
+          "parts",
+          [](const Dataset& d) {
+            std::vector<std::pair<std::string, uint64_t>> v;
+            for (size_t p = 0; p < d.part_count(); ++p)
+              v.emplace_back(d.part(p).path, d.part(p).sample_count);
+            return v;
+          },
+          "A directory's datasets, in the order read, each (path, samples); one dataset: itself.");
 
   py::class_<Tensor>(m, "Tensor",
                      "One batch's samples or labels, in the loader's buffer (no copy). Export "

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,47 @@ TEST_F(ChunkReaderTest, ReportsFileShrunkUnderneathAsUnexpectedEndOfFile) {
     EXPECT_EQ(st.ToString(), dataset_->shard_path(c4.shard) + ": chunk 4 at byte " +
                                  std::to_string(cut) + ": unexpected end of file");
   }
+}
+
+// A directory's chunks are numbered over all its parts; an error names the part's file and the
+// chunk as that file's index numbers it, as the file's own checks do.
+TEST(ChunkReaderDirectory, ReadErrorsNameThePartsFileAndItsOwnChunkNumber) {
+  TempDir dir;
+  WriteReaderDataset(dir.File("a.rfd"), 2500, 3);  // 40 chunks in 3 files
+  WriteReaderDataset(dir.File("b.rfd"), 300, 1);   // 5 chunks
+  auto d = Dataset::Open(dir.path());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->part(1).first_chunk, 40u);
+  const uint64_t global = 41;  // b.rfd's chunk 1
+  const ChunkLocation& c = d->chunk(global);
+  ASSERT_EQ(d->shard_path(c.shard), dir.File("b.rfd"));
+  ASSERT_EQ(c.entry.index, 1u);
+  AlignedBuffers bufs(2, kChunkBytes);
+  ReaderOptions o;
+  o.mode = IoMode::kBuffered;  // temporary directories may be on tmpfs (no O_DIRECT)
+  o.read_bytes = kChunkBytes;
+  {
+    auto q = std::make_unique<FakeIoQueue>(64);
+    q->ErrorAtOffset(c.shard, c.entry.offset, EBADF);
+    auto r = ChunkReader::CreateWithQueue(*d, bufs.iovecs(), o, std::move(q));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE((*r)->Submit(global, 0).ok());
+    std::vector<ChunkDone> done;
+    const Status st = (*r)->Wait(done, 1);
+    EXPECT_EQ(st.ToString(), dir.File("b.rfd") + ": chunk 1 at byte " +
+                                 std::to_string(c.entry.offset) +
+                                 ": read failed: Bad file descriptor (errno 9)");
+  }
+  const uint64_t cut = c.entry.offset + 8192;
+  Truncate(dir.File("b.rfd"), cut);
+  auto r = ChunkReader::Create(*d, bufs.iovecs(), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE((*r)->Submit(global, 1).ok());
+  std::vector<ChunkDone> done;
+  const Status st = (*r)->Wait(done, 1);
+  EXPECT_TRUE(st.IsCorruption());
+  EXPECT_EQ(st.ToString(), dir.File("b.rfd") + ": chunk 1 at byte " + std::to_string(cut) +
+                               ": unexpected end of file");
 }
 
 }  // namespace

@@ -114,10 +114,16 @@ TEST(HostileDataset, AShardCountThatDoesNotMatchTheFileNamesIsRefused) {
                 "renamed or swapped?)");
 }
 
-// Issue 15, defect 12: a directory as the dataset said "No such file".
-TEST(HostileDataset, ADirectoryIsNamedAsADirectory) {
+// Issue 15, defect 12: a directory as the dataset said "No such file". A directory is a
+// dataset now (its datasets read as one); one without any says so, and a directory named as a
+// part is named as a directory.
+TEST(HostileDataset, ADirectoryWithoutADatasetIsNamedAsADirectory) {
   TempDir t;
   EXPECT_EQ(OpenError(t.path()), t.path() +
+                                     ": no dataset in this directory (a directory is read as "
+                                     "the datasets in it: .rfd files, or complete shard sets)");
+  std::filesystem::create_directory(t.File("d.rfd"));
+  EXPECT_EQ(OpenError(t.path()), t.File("d.rfd") +
                                      ": a directory, not a dataset (a .rfd file, or the "
                                      "base name of its shards)");
 }

@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "io/dataset.h"
+#include "io/dataset_writer.h"
 #include "pipeline/loader.h"
+#include "pipeline/window_order.h"
 #include "tests/pipeline/loader_testing.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/token_documents.h"
@@ -124,6 +127,63 @@ TEST_F(LoaderRecords, BatchesLargerThanTheFirstBufferGrowIt) {
   ASSERT_TRUE(l);
   const Taken t = TakeEpoch(*l, docs, 0);
   EXPECT_EQ(t.indices.size(), docs.size());
+}
+
+// A directory of tokens datasets (io/dataset.h) is one: each part's largest record is its own,
+// the directory's the largest of them, and every record comes once, in the directory's order,
+// whatever part it is in. (Parts of 210, 280 and 210 documents: WriteDocuments labels a part's
+// record i with i % 7, which is its global index's too.)
+TEST_F(LoaderRecords, ADirectoryOfTokensPartsIsOneDataset) {
+  testing::TempDir parts;
+  const size_t ends[] = {210, 490, 700};
+  size_t begin = 0;
+  for (size_t p = 0; p < 3; ++p) {
+    const Docs part(docs_.begin() + begin, docs_.begin() + ends[p]);
+    ASSERT_TRUE(testing::WriteDocuments(parts.File("part-0000" + std::to_string(p) + ".rfd"), part,
+                                        {}, 16 << 10, true, p == 1 ? 2 : 1)
+                    .ok());
+    begin = ends[p];
+  }
+  Result<Dataset> d = Dataset::Open(parts.path());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->part_count(), 3u);
+  uint64_t largest = 0;
+  std::set<uint64_t> part_largest;
+  for (size_t p = 0; p < 3; ++p) {
+    part_largest.insert(d->part(p).header.Shape().front());
+    largest = std::max(largest, d->part(p).header.Shape().front());
+  }
+  EXPECT_GT(part_largest.size(), 1u);  // the parts' largest records differ
+  EXPECT_EQ(d->header().Shape(), std::vector<uint64_t>{largest});
+  EXPECT_EQ(d->sample_count(), docs_.size());
+  for (ShuffleMode shuffle : {ShuffleMode::kNone, ShuffleMode::kWindow}) {
+    LoaderOptions o = testing::HostOptions(parts.path(), 32);
+    o.pipeline.order.shuffle = shuffle;
+    auto l = testing::OpenLoader(o);
+    ASSERT_TRUE(l);
+    const Taken t = TakeEpoch(*l, docs_, 1);
+    EXPECT_EQ(t.indices, WindowOrder(d->ChunkSampleCounts(), o.pipeline.order).EpochSamples(1));
+    std::vector<uint64_t> sorted = t.indices;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_EQ(sorted.size(), docs_.size());
+    for (size_t i = 0; i < sorted.size(); ++i) ASSERT_EQ(sorted[i], i);
+  }
+  // Bytes records, or tokens of another dtype, are other records.
+  DatasetSpec spec;
+  spec.record_kind = format::RecordKind::kTokens;
+  spec.sample_dtype = DType::kInt32;
+  spec.has_labels = true;
+  auto w = DatasetWriter::Create(parts.File("part-00003.rfd"), spec, {});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  const int32_t ids[3] = {1, 2, 3};
+  const uint64_t offsets[2] = {0, 3};
+  const uint8_t label = 0;
+  ASSERT_TRUE((*w)->AppendRecords(ids, offsets, &label, 1).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  d = Dataset::Open(parts.path());
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().ToString().find("sample dtype int32, not uint16"), std::string::npos)
+      << d.status().ToString();
 }
 
 TEST_F(LoaderRecords, WhatRecordsCannotDoIsRefusedAsUsage) {

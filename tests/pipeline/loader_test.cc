@@ -28,39 +28,8 @@ constexpr uint64_t kSamples = 1000;
 
 std::unique_ptr<Loader> Open(const LoaderOptions& o) { return testing::OpenLoader(o); }
 
-// The sample index a float32 NCHW batch's sample j encodes (its first 8 values are its bytes).
-uint64_t FloatSampleIndex(const LoadedBatch& b, uint32_t j, size_t sample_elems) {
-  const float* s = static_cast<const float*>(b.samples()) + j * sample_elems;
-  uint8_t bytes[8];
-  for (int k = 0; k < 8; ++k) bytes[k] = static_cast<uint8_t>(s[k]);
-  return testing::SampleIndex(bytes);
-}
-
-// Every batch of the current epoch, checking each sample's content against the index the loader
-// says it holds, and its label.
 std::vector<uint64_t> DrainEpoch(Loader& l, size_t sample_elems) {
-  std::vector<uint64_t> seen;
-  const uint64_t start = l.position();
-  for (;;) {
-    Result<std::shared_ptr<LoadedBatch>> b = l.Next();
-    if (!b.ok()) {
-      ADD_FAILURE() << b.status().ToString();
-      break;
-    }
-    if (*b == nullptr) break;
-    const LoadedBatch& batch = **b;
-    EXPECT_FALSE(batch.on_gpu());
-    EXPECT_EQ(batch.shape()[0], batch.size());
-    EXPECT_EQ(batch.indices().size(), batch.size());
-    EXPECT_EQ(batch.position(), start + seen.size());
-    for (uint32_t j = 0; j < batch.size(); ++j) {
-      const uint64_t i = batch.indices()[j];
-      EXPECT_EQ(FloatSampleIndex(batch, j, sample_elems), i);
-      EXPECT_EQ(batch.labels()[j], PositionalLabel(i));
-      seen.push_back(i);
-    }
-  }
-  return seen;
+  return testing::DrainDecodedEpoch(l, sample_elems);
 }
 
 TEST(Loader, AnEpochDeliversEverySampleOnceDecodedAsFloats) {
@@ -201,7 +170,7 @@ TEST(Loader, AHeldBatchOutlivesLaterBatchesAndTheLoader) {
   l.reset();
   EXPECT_EQ(std::memcmp(held->samples(), copy.data(), bytes), 0);
   for (uint32_t j = 0; j < held->size(); ++j) {
-    EXPECT_EQ(FloatSampleIndex(*held, j, 64), held->indices()[j]);
+    EXPECT_EQ(testing::FloatSampleIndex(*held, j, 64), held->indices()[j]);
   }
 }
 
@@ -265,14 +234,7 @@ TEST(Loader, ACorruptChunkFailsTheBatchNamingFileAndChunk) {
   o.pipeline.order.shuffle = ShuffleMode::kNone;
   auto l = Open(o);
   ASSERT_NE(l, nullptr);
-  Status error = l->StartEpoch(0, 0);
-  while (error.ok()) {
-    Result<std::shared_ptr<LoadedBatch>> b = l->Next();
-    if (!b.ok())
-      error = b.status();
-    else if (*b == nullptr)
-      break;
-  }
+  const Status error = testing::FirstErrorOfEpoch(*l);
   ASSERT_FALSE(error.ok()) << "the corrupt chunk was delivered";
   EXPECT_NE(error.ToString().find(path), std::string::npos) << error.ToString();
   EXPECT_NE(error.ToString().find("chunk 2"), std::string::npos) << error.ToString();

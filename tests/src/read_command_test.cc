@@ -15,7 +15,8 @@ using testing::ProgramPath;
 using testing::RunCommand;
 using testing::TempDir;
 
-std::string MakeDataset(const TempDir& t, uint32_t shards) {
+std::string MakeDataset(const TempDir& t, uint32_t shards, const std::string& name = "r.rfd",
+                        uint32_t samples = 2000) {
   DatasetSpec spec;
   spec.channels = 3;
   spec.height = 8;
@@ -24,16 +25,37 @@ std::string MakeDataset(const TempDir& t, uint32_t shards) {
   WriterOptions o;
   o.shards = shards;
   o.chunk_bytes = 16384;
-  auto w = DatasetWriter::Create(t.File("r.rfd"), spec, o);
+  auto w = DatasetWriter::Create(t.File(name), spec, o);
   EXPECT_TRUE(w.ok());
   std::vector<uint8_t> s(192);
-  for (uint32_t i = 0; i < 2000; ++i) {
+  for (uint32_t i = 0; i < samples; ++i) {
     for (size_t k = 0; k < s.size(); ++k) s[k] = static_cast<uint8_t>(i * 7 + k);
     uint8_t l = static_cast<uint8_t>(i % 10);
     EXPECT_TRUE((*w)->Append(s.data(), &l, 1).ok());
   }
   EXPECT_TRUE((*w)->Finish().ok());
-  return t.File("r.rfd");
+  return t.File(name);
+}
+
+// The stored bytes of the chunks rank `rank` of `world` reads in the first epoch of `ringfeed
+// train --seed S` (WindowOrder's: its dealt chunks and the shared ones).
+uint64_t RankBytes(const Dataset& d, ShuffleMode shuffle, uint64_t seed, uint32_t rank,
+                   uint32_t world) {
+  OrderSettings o;
+  o.shuffle = shuffle;
+  o.seed = seed;
+  o.rank = rank;
+  o.world_size = world;
+  uint64_t bytes = 0;
+  for (uint64_t c : WindowOrder(d.ChunkSampleCounts(), o).EpochChunks(0)) {
+    bytes += d.chunk(c).entry.stored_bytes;
+  }
+  return bytes;
+}
+
+std::string TextOf(const std::string& path) {
+  const std::vector<uint8_t> bytes = testing::ReadAll(path);
+  return std::string(bytes.begin(), bytes.end());
 }
 
 TEST(ReadCommand, DrainsEveryShardAndReportsTheRate) {
@@ -87,15 +109,9 @@ TEST(ReadCommand, WorldSizeReadsOnlyTheRanksChunks) {
   for (const char* order : {"stored", "train"}) {
     uint64_t all = 0;
     for (uint32_t rank = 0; rank < 3; ++rank) {
-      OrderSettings o;
-      o.shuffle = std::string(order) == "train" ? ShuffleMode::kWindow : ShuffleMode::kNone;
-      o.seed = 7;
-      o.rank = rank;
-      o.world_size = 3;
-      uint64_t bytes = 0;
-      for (uint64_t c : WindowOrder(d->ChunkSampleCounts(), o).EpochChunks(0)) {
-        bytes += d->chunk(c).entry.stored_bytes;
-      }
+      const uint64_t bytes =
+          RankBytes(*d, std::string(order) == "train" ? ShuffleMode::kWindow : ShuffleMode::kNone,
+                    7, rank, 3);
       all += bytes;
       std::string out;
       ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + path + " --order " + order +
@@ -104,8 +120,7 @@ TEST(ReadCommand, WorldSizeReadsOnlyTheRanksChunks) {
                            &out),
                 0)
           << out;
-      const auto json = testing::ReadAll(t.File("r.json"));
-      const std::string js(json.begin(), json.end());
+      const std::string js = TextOf(t.File("r.json"));
       EXPECT_NE(js.find("\"bytes\": " + std::to_string(bytes) + ","), std::string::npos)
           << order << " rank " << rank << "\n"
           << js;
@@ -115,6 +130,44 @@ TEST(ReadCommand, WorldSizeReadsOnlyTheRanksChunks) {
     for (size_t c = 0; c < d->chunk_count(); ++c) dataset += d->chunk(c).entry.stored_bytes;
     EXPECT_GE(all, dataset);
     EXPECT_LE(all, dataset + 2 * 3 * d->chunk(0).entry.stored_bytes);
+  }
+}
+
+// A directory of datasets (io/dataset.h) is read as one: every part's chunks, or, with
+// --world-size, the chunks of the rank's share of WindowOrder's partition over the directory's
+// chunk sample counts (each part's short last chunk is shared).
+TEST(ReadCommand, ADirectoryIsReadAsOneDatasetWithEachRanksChunks) {
+  TempDir t;
+  MakeDataset(t, 1, "a.rfd", 1000);
+  MakeDataset(t, 2, "b.rfd", 1300);
+  MakeDataset(t, 1, "c.rfd", 77);
+  auto d = Dataset::Open(t.path());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->part_count(), 3u);
+  ASSERT_EQ(d->shard_count(), 4u);
+  std::string out;
+  ASSERT_EQ(
+      RunCommand(ProgramPath("ringfeed") + " read " + t.path() + " --json " + t.File("r.json"),
+                 &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("ringfeed read: " + t.path() + ": "), std::string::npos) << out;
+  EXPECT_NE(out.find(std::to_string(d->chunk_count()) + " chunks"), std::string::npos) << out;
+  const std::string js = TextOf(t.File("r.json"));
+  EXPECT_NE(js.find("\"parts\": 3,"), std::string::npos) << js;
+  EXPECT_NE(js.find("\"shards\": 4,"), std::string::npos) << js;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    const uint64_t bytes = RankBytes(*d, ShuffleMode::kWindow, 5, rank, 2);
+    ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + t.path() +
+                             " --order train --seed 5 --world-size 2 --rank " +
+                             std::to_string(rank) + " --json " + t.File("r.json"),
+                         &out),
+              0)
+        << out;
+    const std::string rank_js = TextOf(t.File("r.json"));
+    EXPECT_NE(rank_js.find("\"bytes\": " + std::to_string(bytes) + ","), std::string::npos)
+        << "rank " << rank << "\n"
+        << rank_js;
   }
 }
 

@@ -3,6 +3,7 @@
 // forged datasets. Each ends in one line on stderr with exit 2 (usage) or 1 (data), never a
 // signal.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
@@ -76,12 +77,19 @@ TEST(TrainHostile, NegativeValuesForUnsignedFlagsAreUsageErrorsNamingTheFlag) {
       << out;
 }
 
-// Defect 12: a directory as --data said "No such file".
-TEST(TrainHostile, ADirectoryAsTheDataIsNamedAsADirectory) {
+// Defect 12: a directory as --data said "No such file". A directory is a dataset now (its
+// datasets read as one, io/dataset.h); one without any says so, and what else is not a dataset
+// is still named as what it is.
+TEST(TrainHostile, ADirectoryWithoutADatasetAsTheDataIsNamedAsADirectory) {
   TempDir t;
   std::string out;
   EXPECT_EQ(RunCommand(Train(t.path(), "--max-steps 1"), &out), 1);
   EXPECT_EQ(out, "ringfeed: " + t.path() +
+                     ": no dataset in this directory (a directory is read as the datasets in "
+                     "it: .rfd files, or complete shard sets)\n");
+  ASSERT_EQ(::mkdir(t.File("sub.rfd").c_str(), 0755), 0);  // named like a dataset, in it
+  EXPECT_EQ(RunCommand(Train(t.path(), "--max-steps 1"), &out), 1);
+  EXPECT_EQ(out, "ringfeed: " + t.File("sub.rfd") +
                      ": a directory, not a dataset (a .rfd file, or the base name of its "
                      "shards)\n");
 }

@@ -57,8 +57,8 @@ std::string WritePositionalDataset(const std::string& path, uint64_t n,
   for (uint64_t i = 0; i < n;) {
     const uint64_t take = std::min(kGroup, n - i);
     for (uint64_t j = 0; j < take; ++j) {
-      PositionalSample(i + j, &samples[j * sample_bytes], sample_bytes);
-      const int64_t label = PositionalLabel(i + j, o.classes);
+      PositionalSample(o.first_sample + i + j, &samples[j * sample_bytes], sample_bytes);
+      const int64_t label = PositionalLabel(o.first_sample + i + j, o.classes);
       if (o.label_dtype == DType::kUInt8) labels[j] = static_cast<uint8_t>(label);
       if (o.label_dtype == DType::kUInt16) {
         const auto v = static_cast<uint16_t>(label);

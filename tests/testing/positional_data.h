@@ -51,11 +51,14 @@ struct PositionalDatasetOptions {
   uint64_t chunk_bytes = 8192;
   CodecSpec codec = {};  // where it saves a 4096-byte block, a chunk is stored compressed
   uint32_t version = 0;  // the format version written (WriterOptions::version)
+  // The samples written are first_sample .. first_sample + n - 1 (a directory's later part
+  // holds the samples after the parts before it: each encodes its global index).
+  uint64_t first_sample = 0;
 };
 
-// Writes n positional samples to `path` and returns `path`; `files`, where given, gets the files
-// written in shard order. Append is called with 11 samples at a time, so its many-sample path is
-// used and appends straddle chunk boundaries. A failure adds a test failure.
+// Writes n positional samples (o.first_sample on) to `path` and returns `path`; `files`, where
+// given, gets the files written in shard order. Append is called with 11 samples at a time, so its
+// many-sample path is used and appends straddle chunk boundaries. A failure adds a test failure.
 std::string WritePositionalDataset(const std::string& path, uint64_t n,
                                    const PositionalDatasetOptions& o = {},
                                    std::vector<std::string>* files = nullptr);

@@ -102,7 +102,7 @@ Result<Report> Run(const Flags& f) {
     Clock::time_point t = Clock::now();
     for (uint32_t done = 0; done < n;) {
       const ChunkLocation& c = data.chunk(chunk);
-      const uint64_t in_chunk = next + done - c.entry.first_sample;
+      const uint64_t in_chunk = next + done - c.first_sample;  // global (a directory's too)
       const uint32_t take =
           static_cast<uint32_t>(std::min<uint64_t>(n - done, c.entry.sample_count - in_chunk));
       const File& file = shards[c.shard];

@@ -29,10 +29,11 @@ Status ForEachChunk(const Dataset& d, const std::function<Status(const ChunkView
   std::vector<uint8_t> data(d.max_chunk_bytes());  // sized once, from the index
   for (size_t c = 0; c < d.chunk_count(); ++c) {
     RF_RETURN_IF_ERROR(fetcher.Fetch(c, data.data()));
-    const format::ChunkEntry& e = d.chunk(c).entry;
+    const ChunkLocation& at = d.chunk(c);
+    const format::ChunkEntry& e = at.entry;
     ChunkView v;
-    v.index = e.index;
-    v.first_sample = e.first_sample;
+    v.index = c;
+    v.first_sample = at.first_sample;
     v.count = e.sample_count;
     v.stored_bytes = e.stored_bytes;
     v.codec = e.codec;

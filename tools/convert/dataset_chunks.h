@@ -19,8 +19,8 @@
 namespace rf::convert {
 
 struct ChunkView {
-  uint64_t index = 0;         // global chunk number
-  uint64_t first_sample = 0;  // global index of its first sample
+  uint64_t index = 0;         // global chunk number (a directory's: over all its parts)
+  uint64_t first_sample = 0;  // global index of its first sample (likewise)
   uint32_t count = 0;
   uint64_t stored_bytes = 0;         // on disk (compressed or not)
   Codec codec = Codec::kNone;        // how it was stored

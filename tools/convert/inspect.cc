@@ -9,16 +9,36 @@
 
 namespace rf::convert {
 
+namespace {
+
+// A directory's parts, in order, each with what it holds.
+void DescribeParts(const Dataset& d, std::ostream& out) {
+  out << "directory:    " << d.path() << ", " << d.part_count()
+      << (d.part_count() == 1 ? " dataset" : " datasets read as one, in this order") << "\n";
+  for (size_t p = 0; p < d.part_count(); ++p) {
+    const DatasetPart& part = d.part(p);
+    out << "  part " << p << ": " << part.path << "  " << part.sample_count << " samples (from "
+        << part.first_sample << "), " << part.chunk_count << " chunks, " << part.file_count
+        << (part.file_count == 1 ? " file" : " shards") << ", version " << part.header.version
+        << ", codec " << CodecText(part.header.codec) << "\n";
+  }
+}
+
+}  // namespace
+
 std::string DescribeDataset(const Dataset& d) {
   const format::Header& h = d.header();
+  const bool parts = d.is_directory() && d.part_count() > 1;
   std::ostringstream out;
+  if (d.is_directory()) DescribeParts(d, out);
   out << "files:        " << d.shard_count() << " (" << FormatBytes(d.total_bytes()) << ")\n";
   for (size_t i = 0; i < d.shard_count(); ++i) {
     out << "  " << d.shard_path(i) << "  " << d.shard_bytes(i) << " bytes\n";
   }
   char id[32];
   std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(h.dataset_id));
-  out << "format:       version " << h.version << ", dataset id " << id << "\n";
+  out << "format:       version " << h.version << (parts ? " (the newest part's)" : "")
+      << ", dataset id " << id << (parts ? " (derived from the parts' ids, in order)" : "") << "\n";
   out << "records:      " << format::RecordKindName(h.record_kind);
   if (h.variable()) {
     out << " of any size (" << DTypeName(h.sample_dtype) << ", the largest " << h.Shape().front()
@@ -27,8 +47,11 @@ std::string DescribeDataset(const Dataset& d) {
   }
   out << "\n";
   if (!h.origin.empty()) out << "origin:       " << h.origin << "\n";
-  out << "codec:        " << CodecText(h.codec);
-  if (h.version < 2) {
+  out << "codec:        " << (parts ? "each part's (above)" : CodecText(h.codec));
+  if (parts) {
+    out << ", " << d.compressed_chunks() << " of " << d.chunk_count()
+        << " chunks stored compressed\n";
+  } else if (h.version < 2) {
     out << " (format version 1 stores every chunk raw)\n";
   } else {
     out << ", " << d.compressed_chunks() << " of " << d.chunk_count() << " chunks stored compressed"
@@ -55,13 +78,20 @@ std::string DescribeDataset(const Dataset& d) {
   } else {
     out << "labels:       no labels (0 classes; every stored label is 0)\n";
   }
-  out << "chunks:       " << h.total_chunks << " (" << h.chunk_samples
-      << " samples each but the last; largest " << FormatBytes(d.max_chunk_bytes()) << ")\n";
-  out << "shards:       " << h.shard_count << "\n";
+  if (parts) {
+    out << "chunks:       " << h.total_chunks << " (at most " << h.chunk_samples
+        << " samples each, each part's last fewer; largest " << FormatBytes(d.max_chunk_bytes())
+        << ")\n";
+  } else {
+    out << "chunks:       " << h.total_chunks << " (" << h.chunk_samples
+        << " samples each but the last; largest " << FormatBytes(d.max_chunk_bytes()) << ")\n";
+    out << "shards:       " << h.shard_count << "\n";
+  }
   if (!IsImageDType(h.sample_dtype)) {
     out << "mean, std:    none for ids (stored as 0 and 1)\n";
     return out.str();
   }
+  if (parts) out << "mean, std:    pooled from the parts' (each part's weighted by its samples)\n";
   out << "mean:        ";
   for (uint32_t c = 0; c < h.channels; ++c) out << " " << h.mean[c];
   out << "\nstd:         ";

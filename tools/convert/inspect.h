@@ -13,7 +13,8 @@ namespace rf::convert {
 // Several lines: files and sizes, format version, record kind, codec (and how many chunks are
 // stored compressed), the chunks' data and stored bytes and their ratio, shape, dtypes, classes
 // (or "no labels"), samples, chunks, shards, chunk size, per-channel mean and std (or why there
-// are none: ids).
+// are none: ids). A directory's lines start with its parts, in order, each with its samples,
+// chunks, files, version and codec; its header's lines are the combined dataset's.
 std::string DescribeDataset(const Dataset& dataset);
 
 struct VerifyReport {

@@ -13,6 +13,14 @@ namespace rf::convert {
 
 Result<RecompressSummary> Recompress(const Dataset& in, const std::string& out_path,
                                      const RecompressOptions& o) {
+  // Its chunks are written again chunk for chunk, by one writer: a directory's parts are
+  // datasets of their own, with chunks of their own sizes, and each keeps its own id.
+  if (in.is_directory()) {
+    return std::move(Status::Usage("a directory of " + std::to_string(in.part_count()) +
+                                   " dataset(s): recompress takes one dataset; recompress each "
+                                   "of its .rfd datasets into a directory of their own")
+                         .WithPath(in.path()));
+  }
   const format::Header& h = in.header();
   const uint32_t shards = static_cast<uint32_t>(in.shard_count());
   std::vector<NamedPath> outputs, inputs;

@@ -10,6 +10,8 @@
 // The output obeys the converter's rules (converter.h): no output file may be an input file by any
 // name (Usage, before anything is written), it is written under temporary names and renamed into
 // place only once complete, and an older dataset of the output's name is removed only after.
+// A directory of datasets (Dataset::Open of a directory) is refused (Usage): recompress each
+// of its datasets, which keeps each one's chunks and id, so the directory's order and id.
 #pragma once
 
 #include <cstdint>
