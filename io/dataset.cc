@@ -48,7 +48,7 @@ bool SameDataset(const format::Header& a, const format::Header& b) {
          a.total_samples == b.total_samples && a.total_chunks == b.total_chunks &&
          a.chunk_samples == b.chunk_samples && a.mean == b.mean && a.stddev == b.stddev &&
          a.version == b.version && a.record_kind == b.record_kind && a.codec == b.codec &&
-         a.media_type == b.media_type;
+         a.media_type == b.media_type && a.origin == b.origin;
 }
 
 // The shard files of every count under the dataset name `base`, sorted.
@@ -371,6 +371,12 @@ Status CheckSameRecords(const format::Header& a, const std::string& a_path, cons
   if (a.media_type != b.media_type) {
     return differ("media type", a.media_type.empty() ? "(none)" : a.media_type,
                   b.media_type.empty() ? "(none)" : b.media_type);
+  }
+  // Where the records came from: a tool writing them back (export --format megatron) reads
+  // the first part's origin for all of them.
+  if (a.origin != b.origin) {
+    return differ("origin", a.origin.empty() ? "(none)" : a.origin,
+                  b.origin.empty() ? "(none)" : b.origin);
   }
   if (a.num_classes != b.num_classes) return differ("labels", labels(a), labels(b));
   if (a.HasLabels() && a.label_dtype != b.label_dtype)

@@ -36,13 +36,16 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
     return Status::InvalidArgument("bytes records are uint8");
   if (!spec.media_type.empty() && spec.record_kind != format::RecordKind::kBytes)
     return Status::InvalidArgument("a media type is for bytes records");
-  if (spec.media_type.size() > format::kMaxMediaType ||
-      std::any_of(spec.media_type.begin(), spec.media_type.end(),
-                  [](char c) { return c < 0x21 || c > 0x7e; }))
+  if (!format::IsHeaderText(spec.media_type, format::kMaxMediaType))
     return Status::InvalidArgument("media type '" + spec.media_type +
                                    "': printable ASCII without spaces, at most " +
                                    std::to_string(format::kMaxMediaType) + " characters");
   header.media_type = spec.media_type;
+  if (!format::IsHeaderText(spec.origin, format::kMaxOrigin))
+    return Status::InvalidArgument("origin '" + spec.origin +
+                                   "': printable ASCII without spaces, at most " +
+                                   std::to_string(format::kMaxOrigin) + " characters");
+  header.origin = spec.origin;
   if (records && (opts.max_record_bytes < DTypeSize(spec.sample_dtype) ||
                   opts.max_record_bytes > format::kMaxChunkTarget))
     return Status::InvalidArgument("the largest record must be from one element to " +
@@ -66,6 +69,8 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
                                    ": this build writes versions 1 and 2");
   if (header.version < 2 && opts.codec.codec != Codec::kNone)
     return Status::InvalidArgument("format version 1 has no compression: write version 2");
+  if (header.version < 2 && !spec.origin.empty())
+    return Status::InvalidArgument("format version 1 has no origin: write version 2");
   header.codec = opts.codec;
   {
     // Such a name is read as one shard of a set: a dataset written under it could not be opened.

@@ -52,6 +52,9 @@ struct DatasetSpec {
   // (the header's shape is the largest record written), and the dataset is format version 2.
   format::RecordKind record_kind = format::RecordKind::kTensor;
   std::string media_type;  // bytes records: "image/jpeg", ...; printable ASCII, at most 63
+  // Where the records came from, for a tool that writes them back (io/format.h's origin): printable
+  // ASCII without spaces, at most 63; "" none. Version 2 only.
+  std::string origin;
 };
 
 // What the compression threads' buffers may take together (WriterOptions::threads is capped).

@@ -35,10 +35,11 @@ enum HeaderOffset : size_t {
   kOffNdim = kOffStd + 4 * kMaxChannels,  // 640; 0 in files written before it
   kOffDims = kOffNdim + 4,                // 644: kMaxDims uint32s, 0 past ndim
   // Version 2.
-  kOffCodec = kOffDims + 4 * kMaxDims,  // 660
-  kOffCodecLevel = kOffCodec + 4,       // 664 (int32)
-  kOffRecordKind = kOffCodecLevel + 4,  // 668
-  kOffMediaType = kOffRecordKind + 4,   // 672: kMaxMediaType + 1 bytes, NUL-padded
+  kOffCodec = kOffDims + 4 * kMaxDims,             // 660
+  kOffCodecLevel = kOffCodec + 4,                  // 664 (int32)
+  kOffRecordKind = kOffCodecLevel + 4,             // 668
+  kOffMediaType = kOffRecordKind + 4,              // 672: kMaxMediaType + 1 bytes, NUL-padded
+  kOffOrigin = kOffMediaType + kMaxMediaType + 1,  // 736: kMaxOrigin + 1 bytes, NUL-padded
   kOffChecksum = kHeaderBytes - 8,
 };
 
@@ -69,6 +70,11 @@ const char* RecordKindName(RecordKind k) {
       return "bytes";
   }
   return "unknown";
+}
+
+bool IsHeaderText(const std::string& text, size_t max) {
+  return text.size() <= max &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
 }
 
 bool ParseRecordKind(const std::string& name, RecordKind* out) {
@@ -237,6 +243,7 @@ void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
     Put<uint32_t>(out, kOffRecordKind, static_cast<uint32_t>(h.record_kind));
     std::memcpy(out + kOffMediaType, h.media_type.data(),
                 std::min(h.media_type.size(), kMaxMediaType));
+    std::memcpy(out + kOffOrigin, h.origin.data(), std::min(h.origin.size(), kMaxOrigin));
   }
   Put<uint64_t>(out, kOffChecksum, Checksum(out, kOffChecksum));
 }
@@ -303,17 +310,23 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
       return field(kOffRecordKind, "unknown record kind " + std::to_string(kind) +
                                        " (this build reads tensor, tokens and bytes records)");
     h.record_kind = static_cast<RecordKind>(kind);
-    const char* media = reinterpret_cast<const char*>(in + kOffMediaType);
-    const size_t len = strnlen(media, kMaxMediaType + 1);
-    if (len > kMaxMediaType) return field(kOffMediaType, "media type not NUL-terminated");
-    for (size_t i = 0; i < len; ++i) {
-      if (media[i] < 0x21 || media[i] > 0x7e)
-        return field(kOffMediaType + i, "media type holds a byte that is not printable ASCII");
-    }
-    for (size_t i = len; i <= kMaxMediaType; ++i) {
-      if (media[i] != 0) return field(kOffMediaType + i, "media type's padding is not zero");
-    }
-    h.media_type.assign(media, len);
+    // The two text fields: printable ASCII, then NUL padding to the field's end.
+    const auto text = [&](size_t off, size_t max, const char* name, std::string* out) -> Status {
+      const char* t = reinterpret_cast<const char*>(in + off);
+      const size_t len = strnlen(t, max + 1);
+      if (len > max) return field(off, std::string(name) + " not NUL-terminated");
+      for (size_t i = 0; i < len; ++i) {
+        if (t[i] < 0x21 || t[i] > 0x7e)
+          return field(off + i, std::string(name) + " holds a byte that is not printable ASCII");
+      }
+      for (size_t i = len; i <= max; ++i) {
+        if (t[i] != 0) return field(off + i, std::string(name) + "'s padding is not zero");
+      }
+      out->assign(t, len);
+      return Status::Ok();
+    };
+    RF_RETURN_IF_ERROR(text(kOffMediaType, kMaxMediaType, "media type", &h.media_type));
+    RF_RETURN_IF_ERROR(text(kOffOrigin, kMaxOrigin, "origin", &h.origin));
     if (!h.media_type.empty() && h.record_kind != RecordKind::kBytes)
       return field(kOffMediaType, "a media type on " + std::string(RecordKindName(h.record_kind)) +
                                       " records (only bytes records have one)");

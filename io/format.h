@@ -70,6 +70,13 @@
 // data beside its table and one element a record); Dataset::CheckData checks each chunk's
 // table when the chunk is in hand, before anything reads a record, and names file, chunk and
 // the table entry's byte.
+//
+// Where the records came from (version 2, any record kind): `origin`, at byte 736, 64 bytes of
+// printable ASCII without spaces, NUL-padded (at most 63 characters; empty where unknown, and in
+// every file written before the field, whose bytes there are zero). The format does not interpret
+// it: a tool that made the dataset from another format writes what it needs to write the records
+// back as they were (ringfeed-convert: "megatron;dtype=int32;documents=labels",
+// tools/convert/megatron.h), and only such a tool reads it. Builds before the field ignore it.
 #pragma once
 
 #include <array>
@@ -114,6 +121,11 @@ inline bool IsVariable(RecordKind k) { return k != RecordKind::kTensor; }
 bool ParseRecordKind(const std::string& name, RecordKind* out);
 // The longest media type a header holds (bytes records), ASCII without controls.
 inline constexpr size_t kMaxMediaType = 63;
+// The longest origin a header holds (above), ASCII without controls or spaces.
+inline constexpr size_t kMaxOrigin = 63;
+// Whether `text` is at most `max` characters of printable ASCII without spaces (0x21 to 0x7e):
+// what the header's media type and origin hold.
+bool IsHeaderText(const std::string& text, size_t max);
 
 struct Header {
   // 1 unless set: a header built field by field is a version 1 header, as before version 2.
@@ -146,6 +158,7 @@ struct Header {
   RecordKind record_kind = RecordKind::kTensor;
   CodecSpec codec = {};    // what the writer compressed with; each chunk's entry names its own
   std::string media_type;  // bytes records: what they are ("image/jpeg"); "" unknown
+  std::string origin;      // where the records came from (above); "" unknown
 
   bool variable() const { return IsVariable(record_kind); }
 

@@ -8,7 +8,7 @@ packages=(
   liburing-dev                  # io_uring reader (static .a used for GPU-machine builds)
   libboost-program-options-dev  # command lines
   libxxhash-dev                 # per-chunk XXH3 checksums
-  nlohmann-json3-dev            # metrics and benchmark JSON
+  nlohmann-json3-dev            # metrics and benchmark JSON; ringfeed-convert jsonl
   libopenblas-dev               # CPU training backend (sgemm)
   zlib1g-dev                    # gzipped IDX input
   libzstd-dev liblz4-dev        # compressed chunks (format version 2)

@@ -339,6 +339,28 @@ TEST(DatasetDirectory, RecordsOfAnySizeDifferInTheirLargestRecordNotInTheirMedia
       std::string::npos);
 }
 
+// Where the records came from: export --format megatron writes every part as the first part's
+// origin says, so parts from Megatron files of other dtypes are not one dataset.
+TEST(DatasetDirectory, PartsOfOtherOriginsAreRefusedNamingBoth) {
+  format::Header a, b;
+  a.version = b.version = 2;
+  a.record_kind = b.record_kind = format::RecordKind::kTokens;
+  ASSERT_TRUE(format::SetSampleShape({100}, &a).ok());
+  ASSERT_TRUE(format::SetSampleShape({100}, &b).ok());
+  a.origin = b.origin = "megatron;dtype=int32";
+  EXPECT_TRUE(CheckSameRecords(a, "x/a.rfd", b, "x/b.rfd").ok());
+  b.origin = "megatron;dtype=uint16";
+  EXPECT_EQ(CheckSameRecords(a, "x/a.rfd", b, "x/b.rfd").ToString(),
+            "x/b.rfd: holds other records than x/a.rfd: origin megatron;dtype=uint16, not "
+            "megatron;dtype=int32 (the datasets of a directory are read as one, so they must hold "
+            "the same records)");
+  b.origin.clear();
+  EXPECT_NE(CheckSameRecords(a, "x/a.rfd", b, "x/b.rfd")
+                .ToString()
+                .find("origin (none), not megatron;dtype=int32"),
+            std::string::npos);
+}
+
 TEST(DatasetDirectory, ADirectoryWithoutADatasetIsRefusedNamingIt) {
   TempDir t;
   for (int with_other_files = 0; with_other_files < 2; ++with_other_files) {

@@ -251,5 +251,47 @@ TEST(HostileRecordHeader, AnUnknownRecordKindIsRefused) {
   EXPECT_NE(st.ToString().find("unknown record kind 3"), std::string::npos) << st.ToString();
 }
 
+// The origin (io/format.h): written, read back, kept apart from the media type, and refused where
+// it holds what no writer writes.
+TEST(Records, TokensKeepTheirOrigin) {
+  testing::TempDir dir;
+  DatasetSpec spec;
+  spec.record_kind = RecordKind::kTokens;
+  spec.sample_dtype = DType::kUInt16;
+  spec.has_labels = false;
+  spec.origin = "megatron;dtype=int32;documents=sequences";
+  auto w = DatasetWriter::Create(dir.File("t.rfd"), spec, WriterOptions{});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  const uint16_t ids[3] = {7, 8, 9};
+  const uint64_t offsets[3] = {0, 1, 3};
+  ASSERT_TRUE((*w)->AppendRecords(ids, offsets, nullptr, 2).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  Result<Dataset> d = Dataset::Open(dir.File("t.rfd"));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->header().origin, "megatron;dtype=int32;documents=sequences");
+  EXPECT_EQ(d->header().media_type, "");
+
+  spec.origin = "with space";
+  EXPECT_NE(DatasetWriter::Create(dir.File("u.rfd"), spec, {})
+                .status()
+                .message()
+                .find("origin 'with space': printable ASCII without spaces"),
+            std::string::npos);
+  spec.origin = std::string(64, 'x');
+  EXPECT_FALSE(DatasetWriter::Create(dir.File("u.rfd"), spec, {}).ok());
+}
+
+TEST(HostileRecordHeader, AnOriginOfUnprintableBytesIsRefusedNamingTheByte) {
+  testing::TempDir dir;
+  const std::string path = dir.File("docs.rfd");
+  ASSERT_TRUE(WriteDocuments(path, Documents(20, 10)).ok());
+  testing::ForgeHeader(path, [](format::Header* h) { h->origin = "ab\tc"; });
+  const Status st = Dataset::Open(path).status();
+  EXPECT_NE(st.ToString().find("at byte 738: bad header: origin holds a byte that is not "
+                               "printable ASCII"),
+            std::string::npos)
+      << st.ToString();
+}
+
 }  // namespace
 }  // namespace rf

@@ -141,4 +141,27 @@ StoredSize StoredSizeOf(const std::string& dataset) {
   return s;
 }
 
+std::vector<std::vector<int64_t>> TokenRecords(const std::string& dataset,
+                                               std::vector<int64_t>* labels) {
+  Result<Dataset> d = Dataset::Open(dataset);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  if (!d.ok()) return {};
+  const DType t = d->header().sample_dtype;
+  std::vector<std::vector<int64_t>> out;
+  std::vector<uint8_t> buf(d->max_chunk_bytes());
+  for (size_t g = 0; g < d->chunk_count(); ++g) {
+    EXPECT_TRUE(d->ReadChunk(g, buf.data()).ok());
+    const auto* table = reinterpret_cast<const uint64_t*>(buf.data());
+    const uint8_t* records = buf.data() + d->RecordsOffset(g);
+    for (uint32_t i = 0; i < d->chunk(g).entry.sample_count; ++i) {
+      std::vector<int64_t> r;
+      for (uint64_t b = table[i]; b < table[i + 1]; b += DTypeSize(t))
+        r.push_back(LoadLabel(t, records + b, 0));
+      out.push_back(std::move(r));
+      if (labels != nullptr) labels->push_back(d->Label(g, buf.data(), i));
+    }
+  }
+  return out;
+}
+
 }  // namespace rf::testing

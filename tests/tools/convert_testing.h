@@ -45,4 +45,9 @@ struct StoredSize {
 };
 StoredSize StoredSizeOf(const std::string& dataset);
 
+// Every record of a dataset of records of any size (tokens), in order, its ids widened to int64,
+// and, where labels is not null, each record's label.
+std::vector<std::vector<int64_t>> TokenRecords(const std::string& dataset,
+                                               std::vector<int64_t>* labels = nullptr);
+
 }  // namespace rf::testing

@@ -33,6 +33,11 @@ Status RunNpyCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunRawCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunPredecessorCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunSyntheticCommand(const std::vector<std::string>& args, std::ostream& out);
+// The token corpus subcommands (token_commands.cc).
+Status RunMegatronCommand(const std::vector<std::string>& args, std::ostream& out);
+Status RunNpyDocsCommand(const std::vector<std::string>& args, std::ostream& out);
+Status RunJsonlCommand(const std::vector<std::string>& args, std::ostream& out);
+Status RunTextCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunExportCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunRecompressCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunInspectCommand(const std::vector<std::string>& args, std::ostream& out);

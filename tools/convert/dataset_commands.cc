@@ -26,8 +26,10 @@ Status RunExportCommand(const std::vector<std::string>& args, std::ostream& out)
   bool quiet = false;
   po::options_description desc("export options");
   desc.add_options()("dataset", po::value(&dataset)->required(), "the dataset (positional)")(
-      "format", po::value(&format)->required(), "raw, idx, cifar, npy or predecessor")(
-      "output,o", po::value(&prefix)->required(), "output prefix (PREFIX.records, ...)")(
+      "format", po::value(&format)->required(),
+      "raw, idx, cifar, npy or predecessor (fixed-shape samples), or megatron (token records: "
+      "PREFIX.bin + PREFIX.idx)")("output,o", po::value(&prefix)->required(),
+                                  "output prefix (PREFIX.records, ...)")(
       "layout", po::value(&layout)->default_value(layout),
       "raw/idx/npy sample layout: nchw, nhwc, nhw (C = 1), or auto (npy: the stored shape, a "
       "channel of 1 kept; raw and idx: nhw for one channel, else nchw)")(
@@ -47,7 +49,8 @@ Status RunExportCommand(const std::vector<std::string>& args, std::ostream& out)
   o.prefix = prefix;
   const std::optional<ExportFormat> f = ParseExportFormat(format);
   if (!f)
-    throw UsageError("--format must be raw, idx, cifar, npy or predecessor, not '" + format + "'");
+    throw UsageError("--format must be raw, idx, cifar, npy, predecessor or megatron, not '" +
+                     format + "'");
   o.format = *f;
   const std::optional<ExportLayout> l = ParseExportLayout(layout);
   if (!l) throw UsageError("--layout must be auto, nchw, nhwc or nhw, not '" + layout + "'");

@@ -3,6 +3,7 @@
 #include "io/file.h"
 #include "tools/convert/byte_order.h"
 #include "tools/convert/dataset_chunks.h"
+#include "tools/convert/megatron.h"
 #include "tools/convert/sample_layout.h"
 
 namespace rf::convert {
@@ -13,6 +14,7 @@ std::optional<ExportFormat> ParseExportFormat(const std::string& name) {
   if (name == "cifar") return ExportFormat::kCifar;
   if (name == "npy") return ExportFormat::kNpy;
   if (name == "predecessor") return ExportFormat::kPredecessor;
+  if (name == "megatron") return ExportFormat::kMegatron;
   return std::nullopt;
 }
 
@@ -28,6 +30,8 @@ std::vector<std::string> ExportPaths(ExportFormat format, const std::string& pre
       return {prefix + "-images.npy", prefix + "-labels.npy"};
     case ExportFormat::kPredecessor:
       return {prefix + "_images.bin", prefix + "_labels.bin"};
+    case ExportFormat::kMegatron:
+      return MegatronPaths(prefix);
   }
   return {};
 }
@@ -82,11 +86,11 @@ const uint8_t* SamplesInLayout(const format::Header& h, ExportLayout layout, con
 }
 
 Result<ExportSummary> Export(const Dataset& d, const ExportOptions& o) {
-  if (d.header().variable()) {
+  if (d.header().variable() && o.format != ExportFormat::kMegatron) {
     return Status::Usage("export writes fixed-shape samples; " + d.shard_path(0) + " holds " +
                          format::RecordKindName(d.header().record_kind) +
-                         " records of any size (read them with ringfeed.Loader, or recompress "
-                         "them)");
+                         " records of any size (read them with ringfeed.Loader, recompress "
+                         "them, or export tokens with --format megatron)");
   }
   std::vector<NamedPath> inputs, outputs;
   for (size_t i = 0; i < d.shard_count(); ++i) inputs.push_back({"", d.shard_path(i)});
@@ -105,6 +109,8 @@ Result<ExportSummary> Export(const Dataset& d, const ExportOptions& o) {
         return ExportNpy(d, o, progress);
       case ExportFormat::kPredecessor:
         return ExportPredecessor(d, o, progress);
+      case ExportFormat::kMegatron:
+        return ExportMegatron(d, o, progress);
     }
     return Status::InvalidArgument("unknown export format");
   }();

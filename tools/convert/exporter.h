@@ -10,6 +10,8 @@
 //   npy          PREFIX-images.npy + PREFIX-labels.npy with the header numpy writes
 //   predecessor  PREFIX_images.bin (float32, feature-major) + PREFIX_labels.bin (int32)
 //                (intensity dtypes only: ids would not survive float32)
+//   megatron     PREFIX.bin + PREFIX.idx, Megatron-LM's indexed dataset (tokens records only:
+//                megatron.h; byte for byte the input of a dataset converted from one)
 //
 // A dataset without labels exports labels of 0 (uint8 unless --label-dtype says otherwise).
 //
@@ -32,7 +34,7 @@
 
 namespace rf::convert {
 
-enum class ExportFormat { kRaw, kIdx, kCifar, kNpy, kPredecessor };
+enum class ExportFormat { kRaw, kIdx, kCifar, kNpy, kPredecessor, kMegatron };
 enum class ExportLayout { kAuto, kNchw, kNhwc, kNhw };
 
 struct ExportOptions {

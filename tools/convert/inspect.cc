@@ -46,6 +46,7 @@ std::string DescribeDataset(const Dataset& d) {
     if (!h.media_type.empty()) out << ", media type " << h.media_type;
   }
   out << "\n";
+  if (!h.origin.empty()) out << "origin:       " << h.origin << "\n";
   out << "codec:        " << (parts ? "each part's (above)" : CodecText(h.codec));
   if (parts) {
     out << ", " << d.compressed_chunks() << " of " << d.chunk_count()

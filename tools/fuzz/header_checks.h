@@ -43,6 +43,8 @@ inline void CheckAcceptedHeader(const format::Header& h) {
   }
   RF_FUZZ_CHECK(h.media_type.size() <= format::kMaxMediaType &&
                 (h.media_type.empty() || h.record_kind == format::RecordKind::kBytes));
+  RF_FUZZ_CHECK(h.origin.size() <= format::kMaxOrigin && (h.origin.empty() || h.version >= 2));
+  for (char c : h.origin) RF_FUZZ_CHECK(c > ' ' && c <= '~');
   RF_FUZZ_CHECK(h.index_offset >= format::kHeaderBytes && h.index_offset % format::kAlign == 0);
   RF_FUZZ_CHECK(h.index_offset <= h.file_size);
   RF_FUZZ_CHECK(h.file_size - h.index_offset ==
