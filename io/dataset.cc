@@ -470,6 +470,9 @@ Status Dataset::CheckRecords(size_t global, const void* data) const {
       what = "record " + std::to_string(c.entry.first_sample + i - 1) + " of " +
              std::to_string(t[i] - t[i - 1]) + " bytes (a whole number of " + std::to_string(elem) +
              "-byte elements, at most the header's " + std::to_string(most) + ")";
+    } else if (i == n && c.entry.record_bytes != 0 && t[n] != c.entry.record_bytes) {
+      what = "record table ends at " + std::to_string(t[n]) + ", not at the index's " +
+             std::to_string(c.entry.record_bytes) + " record bytes";
     } else {
       continue;
     }

@@ -59,14 +59,16 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   RF_RETURN_IF_ERROR(format::SetSampleShape(shape, &header));
   if (opts.shards == 0 || opts.shards > 99999)
     return Status::InvalidArgument("shard count must be between 1 and 99999");
-  header.version = opts.version != 0                             ? opts.version
-                   : opts.codec.codec != Codec::kNone || records ? 2
-                                                                 : 1;
+  header.version = opts.version != 0                  ? opts.version
+                   : records                          ? format::kVersion
+                   : opts.codec.codec != Codec::kNone ? 2
+                                                      : 1;
   if (header.version < 2 && records)
     return Status::InvalidArgument("format version 1 holds tensor records only: write version 2");
   if (header.version < format::kOldestVersion || header.version > format::kVersion)
     return Status::InvalidArgument("format version " + std::to_string(header.version) +
-                                   ": this build writes versions 1 and 2");
+                                   ": this build writes versions 1 to " +
+                                   std::to_string(format::kVersion));
   if (header.version < 2 && opts.codec.codec != Codec::kNone)
     return Status::InvalidArgument("format version 1 has no compression: write version 2");
   if (header.version < 2 && !spec.origin.empty())
@@ -343,6 +345,7 @@ Status DatasetWriter::FlushRecordChunk() {
   e.index = chunks_;
   e.first_sample = samples_ - in_chunk_;
   e.data_bytes = data;
+  e.record_bytes = pending_records_.size();
   e.sample_count = in_chunk_;
   RF_RETURN_IF_ERROR(writes_->Submit(c, &s.out.file(), e, &s.entries, &s.next_offset));
   chunk_samples_ = std::max(chunk_samples_, in_chunk_);
@@ -379,6 +382,7 @@ Status DatasetWriter::FlushChunk() {
   e.index = chunks_;
   e.first_sample = chunks_ * chunk_samples_;
   e.data_bytes = l.stored_bytes;
+  e.record_bytes = samples_end;
   e.sample_count = in_chunk_;
   // The queue compresses, fills in the offset, sizes and checksum, writes, and appends the entry
   // to the shard's index.

@@ -195,7 +195,7 @@ uint64_t MaxClassesFor(DType label_dtype) {
 }
 
 size_t IndexEntryBytes(uint32_t version) {
-  return version >= 2 ? kIndexEntryBytesV2 : kIndexEntryBytes;
+  return version >= 3 ? kIndexEntryBytesV3 : version == 2 ? kIndexEntryBytesV2 : kIndexEntryBytes;
 }
 
 uint64_t IndexStoredBytes(uint64_t chunks, uint32_t version) {
@@ -486,6 +486,7 @@ enum EntryOffset : size_t {
   kEntChecksum = 40,
   kEntFrameBytes = 48,
   kEntDataBytes = 56,
+  kEntRecordBytes = 64,  // version 3
 };
 
 std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries, uint32_t version) {
@@ -504,6 +505,7 @@ std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries, uint32_
       Put<uint64_t>(p, kEntFrameBytes, e.frame_bytes);
       Put<uint64_t>(p, kEntDataBytes, e.data_bytes);
     }
+    if (version >= 3) Put<uint64_t>(p, kEntRecordBytes, e.record_bytes);
     p += entry_bytes;
   }
   const size_t body = entries.size() * entry_bytes;
@@ -578,8 +580,26 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
                    " records (a multiple of 4096 from " + std::to_string(least) + " to " +
                    std::to_string(MaxChunkDataBytes(h)) + ")");
       layout.stored_bytes = data;
+      if (h.version >= 3) {
+        // The records' bytes: one element a record at least, whole elements, and exactly the
+        // data size's chunk (so a reader sizes nothing from it that the data does not hold).
+        e.record_bytes = Get<uint64_t>(p, kEntRecordBytes);
+        const uint64_t elem = DTypeSize(h.sample_dtype);
+        const uint64_t fewest = uint64_t{e.sample_count} * elem;
+        const uint64_t room = data - RecordLayoutFor(e.sample_count, h.LabelBytes()).records_offset;
+        if (e.record_bytes < fewest || e.record_bytes > room || e.record_bytes % elem != 0 ||
+            RecordChunkBytes(e.sample_count, h.LabelBytes(), e.record_bytes) != data)
+          return bad("record bytes " + std::to_string(e.record_bytes) + " for " +
+                     std::to_string(e.sample_count) + " records in a chunk of " +
+                     std::to_string(data) + " data bytes");
+      }
     } else if (!CheckedLayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes(), &layout)) {
       return bad("the chunk's size overflows 64 bits");
+    } else {
+      e.record_bytes = uint64_t{e.sample_count} * h.SampleBytes();  // below the layout's size
+      if (h.version >= 3 && Get<uint64_t>(p, kEntRecordBytes) != e.record_bytes)
+        return bad("record bytes " + std::to_string(Get<uint64_t>(p, kEntRecordBytes)) +
+                   ", not the samples' " + std::to_string(e.record_bytes));
     }
     if (h.version < 2) {
       if (codec != 0) return bad("spare bytes at entry byte 36 are not zero");

@@ -1,4 +1,4 @@
-// The ringfeed dataset format (".rfd"), versions 1 and 2. docs/format.md is the user-facing
+// The ringfeed dataset format (".rfd"), versions 1, 2 and 3. docs/format.md is the user-facing
 // description; this header is the normative one.
 //
 // A dataset is one file, or N shard files "<stem>-KKKKK-of-NNNNN.rfd" that can sit on different
@@ -53,6 +53,15 @@
 // codec. A version 2 chunk's data is at most max(kMaxChunkTarget, one sample's chunk): the
 // header and index say so before any reader sizes a buffer from them.
 //
+// Version 3 is version 2 whose index entries are 72 bytes: each adds, at entry byte 64, the
+// chunk's record bytes (records of any size: the end of its record table, the bytes of all its
+// records; tensors: its samples' bytes, sample_count x SampleBytes()). So a reader knows every
+// chunk's token count from the index alone, without a chunk read: the packed token sequences'
+// epoch plan (pipeline/sequence_plan.h) is made at open from it. A version 3 chunk of records has
+// exactly the data size its record bytes give (RecordChunkBytes), and its table must end there
+// (Dataset::CheckRecords). Writers write version 3 for records of any size; version 2 records stay
+// readable (their index does not say the record bytes: ChunkEntry::record_bytes is 0).
+//
 // Records of any size (version 2, record kinds `tokens` and `bytes`). A record is a 1-D run of
 // token ids of the sample dtype (uint16, int32, int64), or opaque bytes (uint8) with the media
 // type the header names ("image/jpeg"; empty: unknown). The header's shape is then one dim, the
@@ -93,13 +102,14 @@ namespace rf::format {
 
 inline constexpr uint64_t kAlign = 4096;
 inline constexpr size_t kHeaderBytes = 4096;
-inline constexpr uint32_t kVersion = 2;  // the newest this build reads and writes
+inline constexpr uint32_t kVersion = 3;  // the newest this build reads and writes
 inline constexpr uint32_t kOldestVersion = 1;
 inline constexpr uint32_t kMaxChannels = 64;
 inline constexpr uint32_t kMaxDims = 4;
 inline constexpr uint64_t kMaxSampleBytes = uint64_t{1} << 32;
 inline constexpr size_t kIndexEntryBytes = 48;    // version 1
 inline constexpr size_t kIndexEntryBytesV2 = 64;  // version 2
+inline constexpr size_t kIndexEntryBytesV3 = 72;  // version 3
 // The largest chunk target a writer takes (a chunk is read whole into one ring slot); a version
 // 2 chunk's data is at most this, or one sample's chunk where a sample is larger.
 inline constexpr uint64_t kMaxChunkTarget = uint64_t{1} << 30;
@@ -192,6 +202,9 @@ struct ChunkEntry {
   Codec codec = Codec::kNone;
   uint64_t frame_bytes = 0;
   uint64_t data_bytes = 0;
+  // Version 3: the chunk's record bytes (above); 0 in versions 1 and 2 where the index does not
+  // say (DecodeIndex fills it in for tensors of any version).
+  uint64_t record_bytes = 0;
   bool compressed() const { return codec != Codec::kNone; }
 };
 

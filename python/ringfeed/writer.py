@@ -87,8 +87,9 @@ class DatasetWriter:
     label written. chunk_size: the target size of a chunk's data (bytes or '4MiB'). compress:
     each chunk's codec, 'none', 'lz4', 'zstd' or 'zstd:LEVEL' (1 to 22); any codec writes
     format version 2, and a chunk that does not shrink is stored raw. threads: compression
-    threads (0: one per core, at most 16). format_version: 0 (1 without a codec, 2 with one), 1
-    or 2. keep: files an older dataset of this name may share (inputs) that must not be removed.
+    threads (0: one per core, at most 16). format_version: 0 (1 without a codec, 2 with one, 3
+    for records of any size), 1, 2 or 3 (records of any size: 2 or 3; 3's index gives each
+    chunk's record bytes, which packed sequences need). keep: files an older dataset of this name may share (inputs) that must not be removed.
 
     records: what a sample is: 'tensor' (every sample of `shape`), or records of any size,
     'tokens' (1-D runs of uint16, int32 or int64 ids) or 'bytes' (uint8, such as encoded images;
@@ -157,7 +158,7 @@ class DatasetWriter:
         self._native = _ringfeed._DatasetWriter(
             path, list(self.shape), self.dtype, labels, self.label_dtype, n_classes,
             _count("shards", shards, 1, 99999), _chunk_bytes(chunk_size), compress,
-            _count("threads", threads, 0, 1024), _count("format_version", format_version, 0, 2),
+            _count("threads", threads, 0, 1024), _count("format_version", format_version, 0, 3),
             [os.fspath(k) for k in keep], records, media_type,
             _size("max_record_size", max_record_size, 1, 1 << 30, "1 byte to 1GiB"))
         self.path = path

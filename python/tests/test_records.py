@@ -44,7 +44,7 @@ def test_token_documents_come_back_once_an_epoch_whatever_the_codec(tmp_path, co
     raw = write_tokens(tmp_path / "raw.rfd", docs)
     packed = write_tokens(tmp_path / "packed.rfd", docs, compress=compress)
     info = ringfeed.dataset_info(packed)
-    assert info.record_kind == "tokens" and info.format_version == 2
+    assert info.record_kind == "tokens" and info.format_version == 3
     assert info.shape == (max(len(d) for d in docs),)
     a = check_epoch(ringfeed.Loader(raw, batch_size=32, seed=5, device="cpu"), docs)
     b = check_epoch(ringfeed.Loader(packed, batch_size=32, seed=5, device="cpu"), docs)

@@ -49,7 +49,7 @@ TEST(Records, TokenDocumentsComeBackByteForByteWithTheirLabels) {
     Result<Dataset> d = Dataset::Open(path);
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     const format::Header& h = d->header();
-    EXPECT_EQ(h.version, 2u);
+    EXPECT_EQ(h.version, 3u);
     EXPECT_EQ(h.record_kind, RecordKind::kTokens);
     EXPECT_EQ(d->sample_count(), docs.size());
     size_t longest = 0;
@@ -60,11 +60,46 @@ TEST(Records, TokenDocumentsComeBackByteForByteWithTheirLabels) {
     std::vector<int64_t> labels;
     EXPECT_EQ(ReadDocuments(*d, &labels), docs);
     for (size_t i = 0; i < labels.size(); ++i) ASSERT_EQ(labels[i], int64_t(i % 7));
+    uint64_t record_bytes = 0, doc_bytes = 0;
     for (size_t g = 0; g < d->chunk_count(); ++g) {
       // Within the target, or a record's own chunk where one record is larger.
       EXPECT_LE(d->chunk(g).entry.data_bytes, std::max<uint64_t>(16 << 10, 12288));
+      // Version 3's index says each chunk's record bytes, exactly its data size's.
+      const format::ChunkEntry& e = d->chunk(g).entry;
+      EXPECT_GE(e.record_bytes, uint64_t{e.sample_count} * 2);
+      EXPECT_EQ(format::RecordChunkBytes(e.sample_count, 1, e.record_bytes), e.data_bytes);
+      record_bytes += e.record_bytes;
     }
+    for (const auto& doc : docs) doc_bytes += doc.size() * 2;
+    EXPECT_EQ(record_bytes, doc_bytes);
   }
+}
+
+// Version 2 records (written before the index said each chunk's record bytes) still read; their
+// entries' record bytes are unknown (0).
+TEST(Records, Version2RecordsStillReadWithoutRecordBytes) {
+  testing::TempDir dir;
+  const auto docs = Documents(300, 2000);
+  DatasetSpec spec;
+  spec.record_kind = RecordKind::kTokens;
+  spec.sample_dtype = DType::kUInt16;
+  spec.has_labels = false;
+  WriterOptions o;
+  o.chunk_bytes = 16 << 10;
+  o.version = 2;
+  auto w = DatasetWriter::Create(dir.File("v2.rfd"), spec, o);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  for (const auto& doc : docs) {
+    const uint64_t ends[2] = {0, doc.size()};
+    const Status st = (*w)->AppendRecords(doc.data(), ends, nullptr, 1);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  ASSERT_TRUE((*w)->Finish().ok());
+  Result<Dataset> d = Dataset::Open(dir.File("v2.rfd"));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->header().version, 2u);
+  for (size_t g = 0; g < d->chunk_count(); ++g) EXPECT_EQ(d->chunk(g).entry.record_bytes, 0u);
+  EXPECT_EQ(ReadDocuments(*d, nullptr), docs);
 }
 
 TEST(Records, ChunkCountsAndFirstRecordsJoinUpAcrossShards) {
@@ -193,6 +228,29 @@ TEST_F(HostileRecordTable, AHalfTokenIsRefused) {
 TEST_F(HostileRecordTable, ATableNotStartingAtZeroIsRefused) {
   const std::string s = ErrorAfter([](uint64_t* t) { t[0] = 2; });
   EXPECT_NE(s.find("starts at 2"), std::string::npos) << s;
+}
+
+TEST_F(HostileRecordTable, ATableEndingElsewhereThanTheIndexSaysIsRefused) {
+  // Two bytes more in the index than the table holds: the data size stays the same.
+  testing::ForgeIndex(path_, [](std::vector<format::ChunkEntry>* e) { (*e)[0].record_bytes += 2; });
+  const std::string s = ErrorAfter([](uint64_t*) {});
+  EXPECT_NE(s.find("not at the index's"), std::string::npos) << s;
+}
+
+TEST(HostileRecordHeader, RecordBytesThatDisagreeWithTheDataSizeAreRefused) {
+  testing::TempDir dir;
+  const std::string path = dir.File("docs.rfd");
+  for (const uint64_t bad : {uint64_t{0}, uint64_t{1}, uint64_t{1} << 40}) {
+    ASSERT_TRUE(WriteDocuments(path, Documents(200, 500)).ok());
+    testing::ForgeIndex(path,
+                        [&](std::vector<format::ChunkEntry>* e) { (*e)[1].record_bytes = bad; });
+    const Status st = Dataset::Open(path).status();
+    EXPECT_TRUE(st.IsCorruption());
+    EXPECT_NE(st.ToString().find("bad chunk index entry: record bytes " + std::to_string(bad)),
+              std::string::npos)
+        << st.ToString();
+    EXPECT_NE(st.ToString().find("chunk 1"), std::string::npos) << st.ToString();
+  }
 }
 
 TEST(HostileRecordHeader, ARecordCountNoChunkCouldHoldIsRefusedBeforeAnythingIsSized) {

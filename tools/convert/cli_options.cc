@@ -45,11 +45,12 @@ void AddCodecOptions(po::options_description& options, CodecFlags& f) {
   auto add = options.add_options();
   add("compress", po::value(&f.compress)->default_value(f.compress),
       "each chunk's codec: none, lz4, zstd (level 3) or zstd:LEVEL (1 to 22); a chunk that does "
-      "not shrink is stored raw. Any codec writes format version 2");
+      "not shrink is stored raw. Any codec writes format version 2 (3 for records of any size)");
   add("compress-threads", po::value(&f.threads)->default_value(f.threads),
       "threads that compress (0: one per core, at most 16)");
   add("format-version", po::value(&f.format_version)->default_value(f.format_version),
-      "1 or 2 (0: 1 without a codec, so any ringfeed reads it; 2 with one)");
+      "1, 2 or 3 (0: 1 without a codec, so any ringfeed reads it; 2 with one; 3 for records of "
+      "any size, whose index gives each chunk's record bytes)");
 }
 
 CodecChoice ToCodecChoice(const CodecFlags& f) {
@@ -62,7 +63,7 @@ CodecChoice ToCodecChoice(const CodecFlags& f) {
   }
   if (f.threads > 1024) throw UsageError("--compress-threads: at most 1024");
   if (f.format_version > format::kVersion) {
-    throw UsageError("--format-version must be 1 or 2 (0: by the codec), not " +
+    throw UsageError("--format-version must be 1, 2 or 3 (0: by the codec and the records), not " +
                      std::to_string(f.format_version));
   }
   if (f.format_version == 1 && codec->codec != Codec::kNone) {

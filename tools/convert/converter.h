@@ -54,7 +54,7 @@ struct ConvertOptions {
   std::string progress_label = "converting";
   CodecSpec codec = {};           // each chunk's (io/codec.h); any codec writes format 2
   uint32_t compress_threads = 0;  // 0: one per core, at most 16
-  uint32_t format_version = 0;    // 0: 1 without a codec, 2 with one
+  uint32_t format_version = 0;    // 0: 1 without a codec, 2 with one, 3 for records
 };
 
 struct ConvertSummary {

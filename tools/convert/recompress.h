@@ -27,7 +27,7 @@ namespace rf::convert {
 struct RecompressOptions {
   CodecSpec codec;                // each chunk's; none stores every chunk raw
   uint32_t compress_threads = 0;  // 0: one per core, at most 16
-  uint32_t format_version = 0;    // 0: 1 without a codec, 2 with one
+  uint32_t format_version = 0;    // 0: 1 without a codec, 2 with one, 3 for records
   bool progress = true;
 };
 

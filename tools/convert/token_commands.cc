@@ -67,6 +67,7 @@ TokenConvertOptions ToTokenOptions(const TokenFlags& f) {
     throw UsageError("--format-version 1 holds fixed-shape samples only: tokens need version 2");
   o.codec = c.codec;
   o.compress_threads = c.threads;
+  o.format_version = c.format_version;
   o.progress = !f.quiet;
   return o;
 }

@@ -126,7 +126,7 @@ Result<TokenConvertSummary> ConvertDocuments(DocumentSource& src, const std::str
   w.chunk_bytes = o.chunk_bytes;
   w.codec = o.codec;
   w.threads = o.compress_threads;
-  w.version = 2;
+  w.version = o.format_version;  // 0: the newest, which records of any size take
   w.dataset_id = o.dataset_id;
   w.keep = inputs;
   w.max_record_bytes = max_ids * DTypeSize(dtype);

@@ -37,7 +37,8 @@ struct TokenConvertOptions {
   uint64_t block_bytes = 16 << 20;                 // ids read at a time
   CodecSpec codec = {};
   uint32_t compress_threads = 0;
-  uint64_t dataset_id = 0;  // 0: random
+  uint64_t dataset_id = 0;      // 0: random
+  uint32_t format_version = 0;  // 2 or 3; 0: the newest (3)
   bool progress = true;
 };
 

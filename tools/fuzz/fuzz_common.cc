@@ -226,7 +226,7 @@ std::vector<Field> IndexFields(const std::vector<uint8_t>& file) {
   uint64_t entries = GetField(file, 76, 4);
   if (at >= file.size()) return {};
   const size_t entry_bytes = EntryBytes(file);
-  const bool v2 = entry_bytes == format::kIndexEntryBytesV2;
+  const bool v2 = entry_bytes >= format::kIndexEntryBytesV2;  // versions 2 and 3
   entries = std::min<uint64_t>(entries, (file.size() - at) / entry_bytes);
   std::vector<Field> f;
   for (uint64_t i = 0; i < entries; ++i) {
@@ -244,6 +244,7 @@ std::vector<Field> IndexFields(const std::vector<uint8_t>& file) {
       f.push_back({"frame_bytes", e + 48, 8});
       f.push_back({"data_bytes", e + 56, 8});
     }
+    if (entry_bytes >= format::kIndexEntryBytesV3) f.push_back({"record_bytes", e + 64, 8});
   }
   return f;
 }
@@ -259,7 +260,7 @@ void EditFrames(FuzzedDataProvider& in, size_t max_edits, std::vector<uint8_t>* 
     const uint64_t e = at + in.ConsumeIntegralInRange<uint64_t>(0, entries - 1) * entry_bytes;
     const uint64_t offset = GetField(*file, e + 16, 8), stored = GetField(*file, e + 24, 8);
     const uint64_t frame =
-        entry_bytes == format::kIndexEntryBytesV2 ? GetField(*file, e + 48, 8) : stored;
+        entry_bytes >= format::kIndexEntryBytesV2 ? GetField(*file, e + 48, 8) : stored;
     if (offset > file->size() || stored > file->size() - offset || stored == 0) continue;
     switch (in.ConsumeIntegralInRange<int>(0, 2)) {
       case 0: {  // bytes inside the frame overwritten (the frame's own structure damaged)
@@ -271,7 +272,7 @@ void EditFrames(FuzzedDataProvider& in, size_t max_edits, std::vector<uint8_t>* 
         break;
       }
       case 1: {  // the frame cut short (or grown into its padding): only frame_bytes changes
-        if (entry_bytes != format::kIndexEntryBytesV2) break;
+        if (entry_bytes < format::kIndexEntryBytesV2) break;
         PutField(file, e + 48, 8, in.ConsumeIntegralInRange<uint64_t>(1, stored));
         break;
       }
@@ -282,7 +283,7 @@ void EditFrames(FuzzedDataProvider& in, size_t max_edits, std::vector<uint8_t>* 
         std::fill(file->begin() + static_cast<ptrdiff_t>(offset),
                   file->begin() + static_cast<ptrdiff_t>(offset + stored), 0);
         std::copy(v.begin(), v.end(), file->begin() + static_cast<ptrdiff_t>(offset));
-        if (entry_bytes == format::kIndexEntryBytesV2) {
+        if (entry_bytes >= format::kIndexEntryBytesV2) {
           PutField(file, e + 48, 8, v.size());
           PutField(file, e + 24, 8, format::RoundUp(v.size(), format::kAlign));
           PutField(file, e + 36, 1, in.ConsumeIntegralInRange<uint8_t>(0, 3));
