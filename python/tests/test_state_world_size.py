@@ -2,8 +2,8 @@
 a world of another size, continues the interrupted epoch: the samples no rank had taken are shared
 by the new ranks, each exactly once, through any number of resumes (the stretches a state
 records), as `ringfeed train --resume` does; the epochs after it are ordinary. Ranks are emulated
-in one process, one loader per rank with explicit rank= and world_size= (test_state_ranks_mp.py
-runs real processes).
+in one process, one loader per rank with explicit rank= and world_size=
+(test_state_world_size_torchrun.py runs real processes under torchrun).
 
 The numbers: 999 positional samples in 16 chunks (15 of 66, one of 9), batch 16. At 2 ranks an
 ordinary epoch gives each rank 500 (one sample repeated: the padding, in each rank's last window,
