@@ -272,7 +272,8 @@ class Loader:
     the loader's position, so iterators used at once (by threads, say) share the epoch, each
     batch handed out once. ``set_epoch(e)`` makes the next iteration epoch e from its start (an
     iterator made before it refuses to go on); ``len(loader)`` is the batches of the current
-    epoch for this rank (the same in every epoch but one resumed at another world size). The order is a function of the dataset, seed, shuffle, shuffle_window, epoch, rank and
+    epoch for this rank (the same in every epoch but one resumed at another world size). The
+    order is a function of the dataset, seed, shuffle, shuffle_window, epoch, rank and
     world_size only.
 
     Checkpoints: ``state_dict()`` is a small JSON-able dict of the epoch, the position and what

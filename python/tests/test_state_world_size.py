@@ -150,6 +150,19 @@ def test_a_resumed_epochs_counts_follow_it_from_the_load_to_its_end(datasets):
     assert len(loader) == 18 and [b[0].indices for b in loader] == [b[0].indices for b in batches]
 
 
+def test_a_batch_held_across_a_resume_at_another_world_size_stays_as_it_was(datasets):
+    path = datasets.positional(n=SAMPLES)
+    loader = open_loader(path, BATCH, rank=0, world_size=3)
+    samples, labels = next(iter(loader))
+    before = samples.numpy().copy()
+    state = world(path, 2)[0].state_dict()
+    state["position"] = 80
+    loader.load_state_dict(state)  # reopens the native loader
+    take(loader)
+    assert np.array_equal(samples.numpy(), before)
+    assert list(index_of(before)) == samples.indices
+
+
 def test_a_state_at_its_own_world_size_continues_exactly_on_any_rank(datasets):
     path = datasets.positional(n=SAMPLES)
     uninterrupted = world(path, 3)
