@@ -15,8 +15,11 @@ The flags are torch_train.py's; --batch-size is per rank. What data parallelism 
   before training (DDP hangs at an epoch's end where one rank has a batch more). Where the world
   size does not divide the dataset, fewer than world_size samples come twice per epoch.
 - DistributedDataParallel all-reduces the gradients during backward.
-- A checkpoint holds every rank's loader state (each names its rank), gathered and written by
-  rank 0; --resume gives each rank its own, so it needs the same world size.
+- A checkpoint holds rank 0's loader state, written by rank 0 alone: every rank's is the same but
+  for its rank (the ranks take the same batches per epoch). --resume loads it on every rank, at
+  this world size or another: at another (a job restarted on fewer or more GPUs) the samples of
+  the interrupted epoch no rank had trained are shared by the new ranks, each once, and the
+  epochs after it are ordinary.
 - Rank 0 prints the global samples/s (all ranks' samples over the epoch's wall time) and the test
   accuracy (it evaluates the whole test set; the others wait). Every rank prints its step count
   at the end.
@@ -70,10 +73,6 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
     # rank and world_size: torch.distributed's, taken by the loader itself.
     train = ringfeed.Loader(args.data, args.batch_size, seed=args.seed, io=args.io, **options)
     assert (train.rank, train.world_size) == (rank, world)
-    counts = [None] * world
-    dist.all_gather_object(counts, (len(train), train.epoch_samples))
-    if len(set(counts)) != 1:
-        raise RuntimeError(f"ranks have different epochs (batches, samples): {counts}")
     test = torch_train.open_test(args, dev, info) if rank == 0 else None
 
     torch.manual_seed(args.seed)
@@ -83,12 +82,14 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
     step = 0
     state = torch.load(args.resume, map_location=dev) if args.resume else None
     if state is not None:
-        if len(state["loaders"]) != world:
-            raise ringfeed.UsageError(f"--resume {args.resume}: saved by {len(state['loaders'])} "
-                                      f"ranks, this run has {world}")
         model.load_state_dict(state["model"])
-        train.load_state_dict(state["loaders"][rank])
+        train.load_state_dict(state["loader"])  # rank 0's, at any world size
         step = state["step"]
+    # Checked after the resume, whose epoch may be one resumed at another world size.
+    counts = [None] * world
+    dist.all_gather_object(counts, (len(train), train.epoch_samples))
+    if len(set(counts)) != 1:
+        raise RuntimeError(f"ranks have different epochs (batches, samples): {counts}")
     ddp = DistributedDataParallel(model, device_ids=[dev.index] if cuda else None)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
     if state is not None:
@@ -105,12 +106,10 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
     def checkpoint() -> None:
         if not args.checkpoint:
             return
-        loaders = [None] * world
-        dist.all_gather_object(loaders, train.state_dict())
-        if rank == 0:
+        if rank == 0:  # rank 0's loader state holds what every rank needs
             torch_train.save_checkpoint(args.checkpoint, {
                 "model": model.state_dict(), "optimizer": opt.state_dict(),
-                "loaders": loaders, "step": step})
+                "loader": train.state_dict(), "step": step})
 
     steps = args.steps if args.steps is not None else float("inf")
     total = 0

@@ -1,5 +1,6 @@
 #include "pipeline/pipeline_config.h"
 
+#include "pipeline/batch_source.h"
 #include "pipeline/epoch_remainder.h"
 #include "pipeline/pipeline_options.h"
 #if RINGFEED_HAVE_CUDA
@@ -80,6 +81,13 @@ Status PipelineConfig::Validate(OptionFace face) const {
 Status PipelineConfig::ValidateFor(const std::vector<uint32_t>& chunk_samples) const {
   RF_RETURN_IF_ERROR(Validate());
   return CheckStretches(chunk_samples, order);
+}
+
+Result<uint64_t> PipelineConfig::EpochSamplesFor(const std::vector<uint32_t>& chunk_samples,
+                                                 uint64_t epoch) const {
+  RF_RETURN_IF_ERROR(ValidateFor(chunk_samples));
+  return EpochSamples(WindowOrder(chunk_samples, order).EpochSampleCount(epoch), order.batch_size,
+                      order.drop_last);
 }
 
 StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs) {

@@ -94,6 +94,13 @@ struct PipelineConfig {
   // ChunkSampleCounts): a stretch's position past its stretch's samples per rank (Usage, naming
   // the stretch; CheckStretches in pipeline/epoch_remainder.h). Loader::Open and Create call it.
   Status ValidateFor(const std::vector<uint32_t>& chunk_samples) const;
+  // ValidateFor, then the samples each rank trains on in epoch `epoch` (a resumed epoch's own
+  // count, order.resumed), less a partial last batch with drop_last: what a loader of this config
+  // reports as its epoch_samples() once StartEpoch began `epoch`, known without opening one (a
+  // checkpoint's or a state dict's position is checked against it before anything is built).
+  // O(chunks) time and memory.
+  Result<uint64_t> EpochSamplesFor(const std::vector<uint32_t>& chunk_samples,
+                                   uint64_t epoch) const;
 };
 
 // The streaming source's options; `epochs`: how many epochs its read plan covers.

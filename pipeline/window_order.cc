@@ -14,6 +14,16 @@ std::vector<EpochStretch> StretchesAt(const OrderSettings& order, uint64_t epoch
   return out;
 }
 
+ResumePoint ResumeAt(uint64_t epoch, std::vector<EpochStretch> stretches, uint32_t saved_world_size,
+                     uint64_t position, uint32_t world_size) {
+  ResumePoint at{ResumedEpoch{epoch, std::move(stretches)}, position};
+  if (saved_world_size != world_size && (position != 0 || !at.resumed.stretches.empty())) {
+    at.resumed.stretches.push_back({saved_world_size, position});
+    at.position = 0;
+  }
+  return at;
+}
+
 WindowOrder::WindowOrder(std::vector<uint32_t> chunk_samples, const OrderSettings& order)
     : table_(std::make_shared<const ChunkTable>(std::move(chunk_samples))),
       world_(table_, order.shuffle == ShuffleMode::kWindow, order.shuffle_window,

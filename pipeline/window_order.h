@@ -86,6 +86,20 @@ namespace rf {
 std::vector<EpochStretch> StretchesAt(const OrderSettings& order, uint64_t epoch,
                                       uint32_t world_size, uint64_t position);
 
+// Where a run of `world_size` ranks continues a checkpoint of epoch `epoch` taken at `position`
+// by a run of `saved_world_size` ranks whose order had resumed that epoch with `stretches` (none:
+// an ordinary epoch). At the saved world size: those stretches, at that position (the same order,
+// the same place). At another: the saved run's stretch appended, at position 0 (this run's ranks
+// share what no stretch trained), but where nothing of the epoch was trained (position 0, no
+// stretches), which is an ordinary epoch at any world size. The one rule of `ringfeed train
+// --resume` (src/train_config.h's ApplyCheckpoint) and the Python loader's load_state_dict.
+struct ResumePoint {
+  ResumedEpoch resumed;  // order.resumed for the continuing run
+  uint64_t position = 0;
+};
+ResumePoint ResumeAt(uint64_t epoch, std::vector<EpochStretch> stretches, uint32_t saved_world_size,
+                     uint64_t position, uint32_t world_size);
+
 class EpochRemainder;  // pipeline/epoch_remainder.h
 
 // One epoch of one rank: its chunks in visiting order, windows back to back. Made by

@@ -189,11 +189,8 @@ Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& 
   }
   // The checkpoint's stretches against this dataset (Usage), then its position against the epoch
   // it continues, which may be one resumed at another world size: its own count.
-  const std::vector<uint32_t> chunks = train.ChunkSampleCounts();
-  RF_RETURN_IF_ERROR(c->pipeline.ValidateFor(chunks));
-  const OrderSettings& order = c->pipeline.order;
-  const uint64_t epoch_samples = EpochSamples(WindowOrder(chunks, order).EpochSampleCount(ck.epoch),
-                                              order.batch_size, order.drop_last);
+  RF_ASSIGN_OR_RETURN(const uint64_t epoch_samples,
+                      c->pipeline.EpochSamplesFor(train.ChunkSampleCounts(), ck.epoch));
   if (position > epoch_samples) {
     return Status::Corruption(c->resume, "checkpoint position is past the end of the epoch");
   }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "io/file.h"
+#include "pipeline/window_order.h"
 #include "src/command_checks.h"
 #include "src/train_options.h"
 
@@ -65,13 +66,10 @@ Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* posit
     order.shuffle = c.order.shuffle;
     order.shuffle_window = c.order.shuffle_window;
   }
-  order.resumed = ResumedEpoch{c.epoch, c.order.resumed.stretches};
-  *position = c.next_sample;
-  if (c.order.world_size != order.world_size &&
-      (c.next_sample != 0 || !order.resumed.stretches.empty())) {
-    order.resumed.stretches.push_back({c.order.world_size, c.next_sample});
-    *position = 0;
-  }
+  ResumePoint at = ResumeAt(c.epoch, c.order.resumed.stretches, c.order.world_size, c.next_sample,
+                            order.world_size);
+  order.resumed = std::move(at.resumed);
+  *position = at.position;
   return Status::Ok();
 }
 

@@ -18,6 +18,14 @@ Order. Each epoch's order is a function of the dataset, the seed, the shuffle mo
 epoch, the rank and the world size only (rf::WindowOrder): never of timing, ring sizes, queue
 depths or the device. So two loaders with the same of these hand out the same batches, and a
 loader restored from a state dict continues exactly where the saved one was.
+
+Resume at another world size. A state dict records, besides the epoch and position, the stretches
+of its epoch that earlier loaders at other world sizes had trained (core/order_settings.h's
+ResumedEpoch, what `ringfeed train`'s checkpoints record). A loader of another world size that
+loads it appends the saved world's stretch (pipeline/window_order.h's ResumeAt, the rule of
+`ringfeed train --resume`) and reopens the native loader with that resumed epoch
+(PipelineConfig's order.resumed): the library's order then shares what no rank had taken among
+the new ranks, each sample once. Nothing of that order is computed here.
 """
 
 from __future__ import annotations
@@ -39,13 +47,19 @@ __all__ = ["DatasetInfo", "Loader"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 # The state dict's own version: load_state_dict refuses one it does not know. Version 2 added
-# the augmentation and the output dtype.
-_STATE_VERSION = 2
+# the augmentation and the output dtype; version 3 the stretches, with which a state loads at
+# any world size (a state of version 1 or 2 has none: its epoch was an ordinary one).
+_STATE_VERSION = 3
 # What identifies an epoch order: a state saved under other values would not resume exactly.
-_ORDER_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "rank",
-               "world_size", "dataset_id", "dataset_samples")
+_ORDER_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "dataset_id",
+               "dataset_samples")
+# Whose part of the order the state was: another rank or world size continues the same epoch.
+_RANK_KEYS = ("rank", "world_size")
 # What else the batches depend on (version 2 on).
 _OUTPUT_KEYS = ("augment", "dtype")
+# The most stretches a state may hold: what a ringfeed checkpoint holds (model/checkpoint.h's
+# kMaxCheckpointStretches); a resume adds one.
+_MAX_STRETCHES = 1024
 # The loader options a state records.
 _OPTION_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "rank",
                 "world_size", "augment", "dtype")
@@ -160,6 +174,25 @@ def _int_option(name: str, value: Any, minimum: int, maximum: int) -> int:
     return value
 
 
+def _stretches(value: list) -> Tuple[Tuple[int, int], ...]:
+    """A state's stretches (a list of dicts of world_size and position, oldest first) as
+    ((world_size, position), ...); UsageError naming what is malformed. Whether a loader of the
+    dataset can have trained them is the library's check (PipelineConfig::ValidateFor)."""
+    if len(value) > _MAX_STRETCHES:
+        raise UsageError(f"load_state_dict: malformed state: {len(value)} stretches, more than "
+                         f"the {_MAX_STRETCHES} a state holds")
+    out = []
+    for k, stretch in enumerate(value):
+        if type(stretch) is not dict or set(stretch) != {"world_size", "position"}:
+            raise UsageError(f"load_state_dict: malformed state: stretches[{k}] must be a dict "
+                             f"of world_size and position, got {stretch!r}")
+        out.append((_int_option(f"the state's stretches[{k}]['world_size']",
+                                stretch["world_size"], 1, 2**32 - 1),
+                    _int_option(f"the state's stretches[{k}]['position']", stretch["position"],
+                                0, 2**64 - 1)))
+    return tuple(out)
+
+
 def _process_rank() -> Tuple[int, int]:
     """This process's (rank, world size): torch.distributed's where it is initialized (looked
     up, never imported: a process that runs torch.distributed has imported it), else the RANK
@@ -238,14 +271,20 @@ class Loader:
     on by one and ``position`` returns to 0. Every iterator of a loader takes its batches from
     the loader's position, so iterators used at once (by threads, say) share the epoch, each
     batch handed out once. ``set_epoch(e)`` makes the next iteration epoch e from its start (an
-    iterator made before it refuses to go on); ``len(loader)`` is the batches per epoch for this
-    rank. The order is a function of the dataset, seed, shuffle, shuffle_window, epoch, rank and
+    iterator made before it refuses to go on); ``len(loader)`` is the batches of the current
+    epoch for this rank (the same in every epoch but one resumed at another world size). The
+    order is a function of the dataset, seed, shuffle, shuffle_window, epoch, rank and
     world_size only.
 
-    Checkpoints: ``state_dict()`` is a JSON-able dict of the epoch, the position and what the
-    batches depend on; ``load_state_dict(state)`` on a loader with the same options continues
-    with exactly the batches the saved loader would have handed out next. A loader cannot be
-    copied (``copy.copy``): open another with the same options and ``load_state_dict``.
+    Checkpoints: ``state_dict()`` is a small JSON-able dict of the epoch, the position and what
+    the batches depend on; ``load_state_dict(state)`` on a loader with the same options continues
+    with exactly the batches the saved loader would have handed out next. At another world size
+    (or rank) it continues the saved epoch too: the samples no rank of the saved world had taken
+    are shared by the new ranks, each exactly once, through any number of such resumes, and the
+    epochs after it are ordinary. Every rank's state is the same but for ``rank`` (the ranks take
+    the same number of batches), so rank 0's alone is saved and every new rank loads it. A
+    loader cannot be copied (``copy.copy``): open another with the same options and
+    ``load_state_dict``.
 
     Arguments: ``data`` (the first), ``batch_size`` (the second, or by name) and the options,
     by name: the options of ``ringfeed train`` with '_' for '-', plus the output's, with the
@@ -312,13 +351,19 @@ class Loader:
         # What the batches depend on, as the library took it (its defaults where not given).
         self._options = self._native.options()
         self._batch_size = self._options["batch_size"]
-        self._batches_per_epoch = self._native.batches_per_epoch()
-        self._epoch_samples = self._native.epoch_samples()
-        # The position at which an epoch is over: every sample, or with drop_last the last full
-        # batch's end.
-        self._epoch_end = min(self._batches_per_epoch * self._batch_size, self._epoch_samples)
+        # The samples of an ordinary epoch of this rank, at which such an epoch is over: every
+        # sample, or with drop_last the last full batch's end.
+        self._ordinary_samples = self._native.epoch_samples()
         gpu_device = self._native.gpu_device()
         self._device = "cpu" if gpu_device < 0 else f"cuda:{gpu_device}"
+        # What reopens the native loader for a resumed epoch (load_state_dict): the same options,
+        # on the GPU this one took.
+        self._native_args = (options, gpu_device if gpu_device >= 0 else gpu)
+        # The epoch begun at other world sizes that the native loader continues, as (epoch,
+        # ((world_size, position), ...)), and its samples of this rank; None: every epoch is
+        # ordinary.
+        self._resumed: Optional[Tuple[int, Tuple[Tuple[int, int], ...]]] = None
+        self._resumed_samples = 0
         self._epoch = 0
         self._position = 0
         # Where the native loader's next batch would come from; None: unknown (never started, or
@@ -368,8 +413,10 @@ class Loader:
 
     @property
     def epoch_samples(self) -> int:
-        """Samples in one epoch of this rank (the same for every epoch and rank)."""
-        return self._epoch_samples
+        """Samples in the current epoch of this rank: the same for every epoch and rank, but in
+        an epoch resumed at another world size (load_state_dict), which holds this rank's share
+        of what the earlier ranks left. With drop_last, the full batches' samples."""
+        return self._samples_of(self._epoch)
 
     @property
     def epoch(self) -> int:
@@ -382,8 +429,9 @@ class Loader:
         return self._position
 
     def __len__(self) -> int:
-        """Batches per epoch for this rank (the last one included unless drop_last drops it)."""
-        return self._batches_per_epoch
+        """Batches in the current epoch for this rank (the last one included unless drop_last
+        drops it): the same for every epoch but one resumed at another world size."""
+        return -(-self._samples_of(self._epoch) // self._batch_size)
 
     def __repr__(self) -> str:
         if self._native is None:
@@ -408,7 +456,8 @@ class Loader:
                                    "called after it started")
             if self._epoch != epoch:
                 return None
-            if self._epoch_end == 0:  # nothing to hand out: the epoch is over at once
+            epoch_end = self._samples_of(epoch)
+            if epoch_end == 0:  # nothing to hand out: the epoch is over at once
                 self._epoch += 1
                 return None
             native = self._open_native()
@@ -424,12 +473,12 @@ class Loader:
             if out is None:
                 self._native_at = None
                 raise RuntimeError(f"the loader ended epoch {self._epoch} at sample "
-                                   f"{self._position} of {self._epoch_end}")
+                                   f"{self._position} of {epoch_end}")
             # (samples, labels), or for records of any size (values, offsets, labels): the
             # labels, last, have one entry a sample.
             end = out[0].position + out[-1].shape[0]
             self._native_at = (self._epoch, end)
-            if end >= self._epoch_end:
+            if end >= epoch_end:
                 self._epoch += 1
                 self._position = 0
             else:
@@ -438,7 +487,8 @@ class Loader:
 
     def set_epoch(self, epoch: int) -> None:
         """Makes the next iteration epoch `epoch`, from its start (0 to 2**32 - 1: what a
-        ringfeed checkpoint holds)."""
+        ringfeed checkpoint holds). A loader that load_state_dict resumed at another world size
+        keeps that epoch's order: set back to it, it gives the same share of the remainder."""
         epoch = _int_option("epoch", epoch, 0, _ringfeed.max_epoch)
         with self._lock:
             self._epoch = epoch
@@ -448,13 +498,22 @@ class Loader:
     # --- Checkpoints --------------------------------------------------------------------------
 
     def state_dict(self) -> Dict[str, Any]:
-        """Where the loader is, as a plain dict of str, int and bool (JSON-able): the epoch, the
-        position (samples of the epoch handed out so far) and what identifies its batches (seed,
-        batch size, shuffle mode and window, drop_last, rank, world size, the augmentation and
-        the output dtype, the dataset's id, as a hex string, and sample count)."""
+        """Where the loader is, as a plain dict of str, int, bool and list (JSON-able): the
+        epoch, the position (samples of the epoch handed out so far), the stretches (the epoch's
+        parts trained by earlier loaders at other world sizes, oldest first, each a dict of
+        world_size and position; [] for an ordinary epoch) and what identifies its batches
+        (seed, batch size, shuffle mode and window, drop_last, rank, world size, the
+        augmentation and the output dtype, the dataset's id, as a hex string, and sample count).
+        Its size does not grow with the dataset: one stretch per resume at another world size.
+
+        Ranks that have taken the same number of batches (as data-parallel training does) have
+        the same state but for ``rank``: rank 0's holds what every rank, of this world size or
+        another, needs to continue."""
         with self._lock:
             state = {"version": _STATE_VERSION, "epoch": self._epoch,
-                     "position": self._position}
+                     "position": self._position,
+                     "stretches": [{"world_size": w, "position": p}
+                                   for w, p in self._stretches_of(self._epoch)]}
         for key in _OPTION_KEYS:
             state[key] = self._options[key]
         state["dataset_id"] = f"{self._dataset.id:016x}"
@@ -462,25 +521,43 @@ class Loader:
         return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Positions the loader where `state` (from state_dict) was: the next batches are
-        exactly those the saved loader would have handed out next. UsageError where the state
-        is of other batches (each differing field named, with both values), malformed (a field
-        of another type: 64.0 for 64, True for 1), or at a position no loader stops at. States of
-        version 1 (before augment and dtype were recorded) load without those two checked."""
+        """Positions the loader where `state` (from state_dict, of any rank) was.
+
+        At the state's world size, the next batches are exactly those the saved loader's rank
+        ``self.rank`` would have handed out next. At another world size, this loader's next
+        epoch is this rank's share of what the saved epoch's ranks had not taken (every such
+        sample goes to exactly one of this world's ranks, plus fewer than world_size repeats
+        where the ranks' equal shares need padding), from position 0; ``len(loader)`` and
+        ``epoch_samples`` are that epoch's, and the epochs after it are ordinary epochs at this
+        world size. Any number of such resumes may follow one another within an epoch.
+
+        UsageError where the state is of other batches (each differing field named, with both
+        values: seed, dataset, batch size, ...; rank and world_size may differ), malformed (a
+        field of another type: 64.0 for 64, True for 1; a rank not below its world_size;
+        stretches that are no list of dicts of world_size and position, or that no loader of
+        this dataset can have trained), or at a position no loader stops at. The loader is then
+        as it was. States of version 1 (before augment and dtype were recorded) load without
+        those two checked; states of versions 1 and 2 (before stretches) are of ordinary
+        epochs.
+
+        Resuming at another world size reopens the native loader for the resumed epoch (its
+        stats() start again); should that reopening fail (memory, say), the loader is closed."""
         if not isinstance(state, dict):
             raise UsageError(f"load_state_dict takes a dict from state_dict(), got "
                              f"{type(state).__name__}")
         version = state.get("version")
-        if type(version) is not int or version not in (1, _STATE_VERSION):
+        if type(version) is not int or version not in (1, 2, _STATE_VERSION):
             raise UsageError(f"load_state_dict: unknown state version {version!r} "
-                             f"(this ringfeed reads 1 and {_STATE_VERSION})")
+                             f"(this ringfeed reads 1 to {_STATE_VERSION})")
         keys = _ORDER_KEYS if version == 1 else _ORDER_KEYS + _OUTPUT_KEYS
-        missing = [k for k in ("epoch", "position") + keys if k not in state]
+        fields = ("epoch", "position") + keys + _RANK_KEYS + (
+            ("stretches",) if version >= 3 else ())
+        missing = [k for k in fields if k not in state]
         if missing:
             raise UsageError(f"load_state_dict: the state lacks {missing}")
         own = self.state_dict()
         wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
-                 for k in ("epoch", "position") + keys if type(state[k]) is not type(own[k])]
+                 for k in fields if type(state[k]) is not type(own[k])]
         if wrong:
             raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
         differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
@@ -490,19 +567,72 @@ class Loader:
                              "; ".join(differ))
         epoch = _int_option("the state's epoch", state["epoch"], 0, _ringfeed.max_epoch)
         position = _int_option("the state's position", state["position"], 0, 2**64 - 1)
-        if position >= max(self._epoch_end, 1) or position % self._batch_size != 0:
-            raise UsageError(f"load_state_dict: position {position} is no batch boundary of this "
-                             f"loader's epochs (multiples of batch_size {self._batch_size} "
-                             f"below {max(self._epoch_end, 1)})")
+        saved_world = _int_option("the state's world_size", state["world_size"], 1, 2**32 - 1)
+        _int_option("the state's rank", state["rank"], 0, saved_world - 1)
+        stretches = _stretches(state["stretches"]) if version >= 3 else ()
+        if position % self._batch_size != 0:
+            raise UsageError(f"load_state_dict: position {position} is no batch boundary (a "
+                             f"multiple of batch_size {self._batch_size})")
+        # Where this loader continues: the library's rule, `ringfeed train --resume`'s (at the
+        # state's world size, in the same order at the same position; at another, the saved
+        # stretch appended, and this world's ranks share what the stretches left from the start).
+        resumed_stretches, at = _ringfeed.resume_at(epoch, list(stretches), saved_world,
+                                                    position, self.world_size)
+        stretches = tuple(resumed_stretches)
+        resumed = (epoch, stretches) if stretches else None
         with self._lock:
+            native = self._open_native()
+            if resumed == self._resumed:
+                samples = self._samples_of(epoch)
+            else:
+                try:  # the library's count of the resumed epoch, checking the stretches
+                    samples = native.epoch_samples_for(epoch, epoch, list(stretches))
+                except UsageError as e:
+                    raise UsageError(f"load_state_dict: {e}") from None
+            if at >= max(samples, 1):
+                raise UsageError(f"load_state_dict: position {at} is no batch boundary of "
+                                 f"this loader's epoch {epoch} (multiples of batch_size "
+                                 f"{self._batch_size} below {max(samples, 1)})")
+            if resumed != self._resumed:
+                self._reopen(resumed, samples)
             self._epoch = epoch
-            self._position = position
+            self._position = at
             self._generation += 1
+
+    def _stretches_of(self, epoch: int) -> Tuple[Tuple[int, int], ...]:
+        """The stretches of `epoch` earlier loaders at other world sizes trained (window_order.h's
+        StretchesAt without this loader's own): the resumed epoch's, else none."""
+        if self._resumed is not None and self._resumed[0] == epoch:
+            return self._resumed[1]
+        return ()
+
+    def _samples_of(self, epoch: int) -> int:
+        """Samples of `epoch` for this rank: the resumed epoch's own count, else an ordinary
+        epoch's (the position at which the epoch is over)."""
+        if self._resumed is not None and self._resumed[0] == epoch:
+            return self._resumed_samples
+        return self._ordinary_samples
+
+    def _reopen(self, resumed: Optional[Tuple[int, Tuple[Tuple[int, int], ...]]],
+                samples: int) -> None:
+        """Replaces the native loader by one of the same options whose order continues
+        `resumed` (None: every epoch ordinary), of `samples` samples. The old one is closed
+        first (its memory is freed before the new one takes the same again); under the lock."""
+        old, self._native = self._native, None
+        self._native_at = None
+        if old is not None:
+            old.close()
+        options, gpu = self._native_args
+        epoch, stretches = resumed if resumed is not None else (0, ())
+        self._native = _ringfeed._Loader(self._dataset, options, gpu, epoch, list(stretches))
+        self._resumed = resumed
+        self._resumed_samples = samples if resumed is not None else 0
 
     # --- Figures and life -----------------------------------------------------------------------
 
     def stats(self) -> Dict[str, float]:
-        """What the loader read and how fast: bytes_read (from disk, since it opened), seconds
+        """What the loader read and how fast (since it opened, or since load_state_dict last
+        reopened it, for a state of another world size): bytes_read (from disk), seconds
         (since the first batch was asked for), disk_gbps (bytes_read / seconds, 1e9 bytes/s),
         bytes_delivered and delivered_gbps (the chunks' data: bytes_read decompressed, for a
         compressed dataset), decode_threads and decode_busy_share (the threads that verify and

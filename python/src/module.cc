@@ -7,7 +7,8 @@
 // here.
 //
 //   _Dataset     an opened dataset (rf::Dataset): the header's fields
-//   _Loader      one rf::Loader over a _Dataset: start_epoch, next, stats, options
+//   _Loader      one rf::Loader over a _Dataset (and a state dict's resumed epoch): start_epoch,
+//                next, stats, options
 //   Tensor       a decoded batch's samples or labels, exported through DLPack
 //   _DatasetWriter  rf::DatasetWriter (writer.cc): what ringfeed.DatasetWriter writes through
 //   DataError, UsageError   the exceptions a Status becomes (RaiseStatus, the one place)
@@ -42,6 +43,7 @@
 #include "pipeline/loader.h"
 #include "pipeline/loader_options.h"
 #include "pipeline/pipeline_options.h"
+#include "pipeline/window_order.h"
 #include "python/src/dlpack_export.h"
 #include "python/src/status_error.h"
 #include "python/src/writer.h"
@@ -439,6 +441,20 @@ LoaderOptions MakeOptions(const Dataset& d, const py::dict& options, int gpu) {
   return o;
 }
 
+// A resumed epoch's stretches (core/order_settings.h's EpochStretch, oldest first) as Python gives
+// and takes them: [(world_size, position), ...].
+using StretchList = std::vector<std::pair<uint32_t, uint64_t>>;
+std::vector<EpochStretch> StretchesFrom(const StretchList& list) {
+  std::vector<EpochStretch> out;
+  for (const auto& [world_size, position] : list) out.push_back({world_size, position});
+  return out;
+}
+StretchList StretchListOf(const std::vector<EpochStretch>& stretches) {
+  StretchList out;
+  for (const EpochStretch& st : stretches) out.emplace_back(st.world_size, st.position);
+  return out;
+}
+
 // A loader's options as Python values, by their Python names.
 py::dict OptionValues(const LoaderOptions& o) {
   py::dict out;
@@ -653,13 +669,30 @@ PYBIND11_MODULE(_ringfeed, m) {
         "default, rule, words, unset (what None means where the default is not one value) and "
         "help.");
   m.attr("max_epoch") = py::int_(kMaxEpoch);
+  m.def(
+      "resume_at",
+      [](uint64_t epoch, const StretchList& stretches, uint32_t saved_world_size, uint64_t position,
+         uint32_t world_size) {
+        const ResumePoint at =
+            ResumeAt(epoch, StretchesFrom(stretches), saved_world_size, position, world_size);
+        return std::make_pair(StretchListOf(at.resumed.stretches), at.position);
+      },
+      py::arg("epoch"), py::arg("stretches"), py::arg("saved_world_size"), py::arg("position"),
+      py::arg("world_size"),
+      "pipeline/window_order.h's ResumeAt, ringfeed train's resume rule: where a loader of "
+      "world_size ranks continues a state of `epoch` saved at `position` by one of "
+      "saved_world_size ranks resumed with `stretches`: (its stretches, its position).");
 
   py::class_<NativeLoader>(m, "_Loader", "One rf::Loader over a _Dataset (see ringfeed.Loader).")
-      .def(py::init([](std::shared_ptr<Dataset> d, const py::dict& options, int gpu) {
-             const LoaderOptions o = MakeOptions(*d, options, gpu);
+      .def(py::init([](std::shared_ptr<Dataset> d, const py::dict& options, int gpu,
+                       uint64_t resumed_epoch, const StretchList& stretches) {
+             LoaderOptions o = MakeOptions(*d, options, gpu);
+             // A state dict's resumed epoch: PipelineConfig's, checked by Loader::Create.
+             o.pipeline.order.resumed = ResumedEpoch{resumed_epoch, StretchesFrom(stretches)};
              return std::make_unique<NativeLoader>(std::move(d), o);
            }),
-           py::arg("dataset"), py::arg("options"), py::arg("gpu") = -1)
+           py::arg("dataset"), py::arg("options"), py::arg("gpu") = -1,
+           py::arg("resumed_epoch") = 0, py::arg("stretches") = StretchList{})
       .def("options",
            [](NativeLoader& n) {
              const LoaderOptions o = n.Locked([](Loader& l) { return l.options(); });
@@ -672,6 +705,20 @@ PYBIND11_MODULE(_ringfeed, m) {
       .def("close", &NativeLoader::Close, "Stops the loader (batches handed out stay valid).")
       .def("epoch_samples",
            [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.epoch_samples(); }); })
+      .def(
+          "epoch_samples_for",
+          [](NativeLoader& n, uint64_t epoch, uint64_t resumed_epoch,
+             const StretchList& stretches) {
+            return Take(n.Locked([&](Loader& l) {
+              PipelineConfig p = l.options().pipeline;
+              p.order.resumed = ResumedEpoch{resumed_epoch, StretchesFrom(stretches)};
+              return p.EpochSamplesFor(l.dataset().ChunkSampleCounts(), epoch);
+            }));
+          },
+          py::arg("epoch"), py::arg("resumed_epoch"), py::arg("stretches"),
+          "PipelineConfig::EpochSamplesFor: the samples epoch `epoch` holds for a loader of these "
+          "options resumed with `stretches` of `resumed_epoch`, without opening one; UsageError "
+          "for stretches the dataset cannot have had.")
       .def(
           "batches_per_epoch",
           [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.batches_per_epoch(); }); })

@@ -1,7 +1,9 @@
 """A property test of load_state_dict (issue 23: "so the next such defect is found by CI"):
 whatever a saved state is made into (fields of every JSON type and edge values, fields dropped,
 fields added), load_state_dict refuses it with UsageError or takes it and then continues exactly
-as a loader at that epoch and position does."""
+as a loader at that epoch and position does; a state of another world size or with stretches
+(issue 28) is taken as the rule of ringfeed train's resume says, and its epoch holds what that
+rule's count says, each sample once."""
 
 import pytest
 
@@ -19,10 +21,14 @@ def _mutations():
                        st.floats(allow_nan=True), st.text(max_size=8),
                        st.sampled_from([0, 1, 2, 32, 64, 999, 1000, 2**32 - 1, 2**32, 2**63,
                                         "window", "none", "flip", "uint8", "float32"]),
-                       st.lists(st.integers(), max_size=2))
-    fields = st.sampled_from(["version", "epoch", "position", "seed", "batch_size", "shuffle",
-                              "shuffle_window", "drop_last", "rank", "world_size", "dataset_id",
-                              "dataset_samples", "augment", "dtype", "extra"])
+                       st.lists(st.integers(), max_size=2),
+                       st.lists(st.fixed_dictionaries({
+                           "world_size": st.sampled_from([0, 1, 2, 3, 7, 2**16 + 1]),
+                           "position": st.sampled_from([0, 32, 64, 66, 100, 128, 2**64])}),
+                           max_size=3))
+    fields = st.sampled_from(["version", "epoch", "position", "stretches", "seed", "batch_size",
+                              "shuffle", "shuffle_window", "drop_last", "rank", "world_size",
+                              "dataset_id", "dataset_samples", "augment", "dtype", "extra"])
     return st.lists(st.tuples(fields, values), min_size=1, max_size=3)
 
 
@@ -46,14 +52,31 @@ def test_any_state_is_refused_or_resumes_exactly(datasets, edits, drop):
         loader.load_state_dict(state)
     except ringfeed.UsageError:
         return  # refused, by the one exception it may raise
-    # Taken: the loader stands where the state says, and the fields that name its batches are
-    # its own, so it continues as a loader at that place does.
+    # Taken: the fields that name its batches are its own (but for those a version 1 state does
+    # not record), its rank and world size stay its own, and it stands where the resume rule
+    # (src/train_config.h's ApplyCheckpoint) puts it: at another world size, the state's
+    # position ends one more stretch of its epoch, and the loader starts that epoch's remainder.
     mine = loader.state_dict()
-    assert (mine["epoch"], mine["position"]) == (state["epoch"], state["position"])
+    unchecked = ("augment", "dtype") if state["version"] == 1 else ()
     for key in mine:
-        if key not in ("epoch", "position", "version"):
+        if key not in ("epoch", "position", "version", "rank", "world_size", "stretches",
+                       *unchecked):
             assert key not in state or (state[key] == mine[key]
                                         and type(state[key]) is type(mine[key])), key
+    assert (mine["rank"], mine["world_size"]) == (0, 1)
+    stretches = state["stretches"] if state["version"] >= 3 else []
+    position = state["position"]
+    if state["world_size"] != 1 and (position != 0 or stretches):
+        stretches = stretches + [{"world_size": state["world_size"], "position": position}]
+        position = 0
+    assert (mine["epoch"], mine["position"], mine["stretches"]) == (state["epoch"], position,
+                                                                     stretches)
+    if stretches:
+        # A resumed epoch at one rank: what the stretches left, each sample once, from position.
+        left = loader.epoch_samples - position
+        rest = [i for b in loader for i in b[0].indices]
+        assert len(rest) == len(set(rest)) == left
+        return
     fresh = open_loader(path)
     fresh.set_epoch(state["epoch"])
     skip = state["position"] // 32

@@ -1,6 +1,7 @@
 // PipelineConfig's rank rule (one rule and one message for every command) and the rank reaching
 // the order of both modes (their options' OrderSettings); a resumed epoch's stretches likewise,
-// refused where no run could have trained them.
+// refused where no run could have trained them, and counted (EpochSamplesFor) before any loader
+// is opened.
 #include "pipeline/pipeline_config.h"
 
 #include <gtest/gtest.h>
@@ -76,6 +77,31 @@ TEST(PipelineConfig, StretchesOffTheRuleAreUsageErrorsNamingTheStretch) {
   c.order.resumed.stretches = {{0, 0}};
   EXPECT_EQ(c.ValidateFor(layout).message(),
             "stretch 1 of epoch 4: world size must be from 1 to 65536, got 0");
+}
+
+TEST(PipelineConfig, EpochSamplesForCountsTheResumedEpochAloneAndRefusesWhatValidateForDoes) {
+  // 10 chunks of 13 at 3 ranks: 3 dealt to each, 1 shared (13 samples, 5 each): 44 per rank.
+  const std::vector<uint32_t> layout(10, 13);
+  PipelineConfig c = Config(1, 3);
+  EXPECT_EQ(c.EpochSamplesFor(layout, 0).value(), 44u);
+  // Epoch 3 begun at 4 ranks and stopped at their 33rd and last sample: nothing is left of it.
+  c.order.resumed = {3, {{4, 33}}};
+  EXPECT_EQ(c.EpochSamplesFor(layout, 3).value(), 0u);
+  EXPECT_EQ(c.EpochSamplesFor(layout, 4).value(), 44u);  // the next epoch is ordinary
+  // Stopped at 0 instead: all 130 samples are left (the 2 padding entries left out), 44 a rank,
+  // and with drop_last the full batches' 40 of them.
+  c.order.resumed.stretches = {{4, 0}};
+  EXPECT_EQ(c.EpochSamplesFor(layout, 3).value(), 44u);
+  c.order.batch_size = 8;
+  c.order.drop_last = true;
+  EXPECT_EQ(c.EpochSamplesFor(layout, 3).value(), 40u);
+  // A stretch no run could have trained: ValidateFor's error.
+  c.order.resumed.stretches = {{4, 34}};
+  const Result<uint64_t> past = c.EpochSamplesFor(layout, 3);
+  ASSERT_FALSE(past.ok());
+  EXPECT_TRUE(past.status().IsUsage());
+  EXPECT_EQ(past.status().message(),
+            "stretch 1 of epoch 4 (world size 4): position 34 is past its 33 samples per rank");
 }
 
 TEST(PipelineConfig, StretchesReachTheOrderOfBothModes) {

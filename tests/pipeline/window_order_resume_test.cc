@@ -339,5 +339,26 @@ TEST(StretchesAt, AddsTheCheckpointsStretchToTheResumedEpochsOnly) {
   EXPECT_EQ(StretchesAt(o, 3, 2, 1).size(), 1u);
 }
 
+TEST(ResumeAt, ContinuesAtTheSavedWorldSizeAndAppendsTheSavedStretchAtAnother) {
+  // At the saved world size: the same stretches, the same place.
+  ResumePoint same = ResumeAt(3, {{4, 10}}, 2, 7, 2);
+  EXPECT_EQ(same.resumed.epoch, 3u);
+  ASSERT_EQ(same.resumed.stretches.size(), 1u);
+  EXPECT_EQ(same.resumed.stretches[0].world_size, 4u);
+  EXPECT_EQ(same.position, 7u);
+  // At another: the saved stretch joins them, and the remainder starts afresh.
+  ResumePoint other = ResumeAt(3, {{4, 10}}, 2, 7, 5);
+  ASSERT_EQ(other.resumed.stretches.size(), 2u);
+  EXPECT_EQ(other.resumed.stretches[1].world_size, 2u);
+  EXPECT_EQ(other.resumed.stretches[1].position, 7u);
+  EXPECT_EQ(other.position, 0u);
+  // A stretch that trained nothing is still one where earlier ones did (the order differs).
+  EXPECT_EQ(ResumeAt(3, {{4, 10}}, 2, 0, 5).resumed.stretches.size(), 2u);
+  // Nothing of the epoch trained: an ordinary epoch at any world size.
+  ResumePoint fresh = ResumeAt(3, {}, 2, 0, 5);
+  EXPECT_TRUE(fresh.resumed.stretches.empty());
+  EXPECT_EQ(fresh.position, 0u);
+}
+
 }  // namespace
 }  // namespace rf
