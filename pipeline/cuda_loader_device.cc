@@ -80,6 +80,12 @@ Status CudaLoaderDevice::PutRecords(const Batch& host, void* values, int64_t* of
   return Status::Ok();
 }
 
+Status CudaLoaderDevice::PutBytes(const void* host, void* out, size_t bytes) {
+  // Pageable memory: the copy has read `host` when the call returns.
+  RF_CUDA_CHECK(cudaMemcpyAsync(out, host, bytes, cudaMemcpyHostToDevice, stream_));
+  return Status::Ok();
+}
+
 Status CudaLoaderDevice::Drain() {
   if (stream_ == nullptr) return Status::Ok();
   RF_CUDA_CHECK(cudaStreamSynchronize(stream_));

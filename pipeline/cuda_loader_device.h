@@ -37,6 +37,7 @@ class CudaLoaderDevice final : public LoaderDevice {
   Status PrepareDecode(const DecodeSpec& spec, uint32_t max_batch) override;
   Status Decode(const Batch& stored, void* out, int64_t* labels) override;
   Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) override;
+  Status PutBytes(const void* host, void* out, size_t bytes) override;
   Status Drain() override;
   std::string Describe() const override;
 

@@ -102,6 +102,13 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
   options_ = options;
   const format::Header& h = dataset.header();
   const bool decoded = options.output_buffers > 0;
+  const SequenceOptions& seq = options.sequence;
+  if (seq.length != 0)
+    return Status::Usage("sequence_length: packed sequences come from a SequenceLoader");
+  if (seq.eod_token != -1 || seq.pad_token != 0 || !seq.weights.empty())
+    return Status::Usage(
+        "eod_token, pad_token and weights shape packed sequences: give "
+        "sequence_length too");
   records_ = h.variable();
   if (records_) {
     // Records of any size come out as they are stored: values and offsets, no decode.

@@ -80,9 +80,18 @@ struct OutputOptions {
   std::string augment;
 };
 
+// Packed token sequences (pipeline/sequence_loader.h): sequence_length 0 leaves them off.
+struct SequenceOptions {
+  uint32_t length = 0;         // L: rows of L + 1 tokens
+  int64_t eod_token = -1;      // appended after each document; -1: none
+  int64_t pad_token = 0;       // fills a row past its length
+  std::vector<float> weights;  // a mixture: one weight a dataset
+};
+
 struct LoaderOptions {
   PipelineConfig pipeline;  // the dataset, mode, device, batch, order, rank, reader
   OutputOptions output;
+  SequenceOptions sequence;
   // Decoded batches the loader keeps ready for the consumer (the buffers the pool starts with);
   // 0: the raw level only (source(); Next() refused), with no decoder and no pool.
   uint32_t output_buffers = 4;
@@ -125,6 +134,14 @@ class LoadedBatch {
   // offsets[i] .. offsets[i + 1]), in the same memory as the samples; null for fixed shapes.
   int64_t* offsets() const { return records_ ? offsets_ : nullptr; }
   uint32_t size() const { return n_; }
+  // Packed token sequences (pipeline/sequence_loader.h): the batch's tensors, each a compact
+  // row-major view of its buffer (tokens, lengths, cu_seqlens, position_ids); empty otherwise.
+  struct View {
+    void* data = nullptr;
+    DType dtype = DType::kInt64;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<View>& views() const { return views_; }
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   bool on_gpu() const { return gpu_device_ >= 0; }
@@ -143,6 +160,7 @@ class LoadedBatch {
  private:
   friend class OutputPool;
   friend class Loader;
+  friend class SequenceLoader;
   LoadedBatch() = default;
 
   std::shared_ptr<OutputPool> pool_;  // keeps the buffer's memory alive
@@ -157,6 +175,7 @@ class LoadedBatch {
   int gpu_device_ = -1;
   std::vector<uint64_t> indices_;
   uint64_t epoch_ = 0, position_ = 0;
+  std::vector<View> views_;
 };
 
 class Loader {

@@ -45,6 +45,10 @@ class HostLoaderDevice final : public LoaderDevice {
     DecodeLabelsOnHost(host.label_dtype, host.labels, host.n, labels);
     return Status::Ok();
   }
+  Status PutBytes(const void* host, void* out, size_t bytes) override {
+    std::memcpy(out, host, bytes);
+    return Status::Ok();
+  }
   Status Drain() override { return Status::Ok(); }
   std::string Describe() const override { return "cpu"; }
 

@@ -46,6 +46,9 @@ class LoaderDevice {
   // values_bytes) into the output: the values as they are, the n + 1 offsets, the labels as int64
   // (queued, on a GPU; `host` may be reused once this returns).
   virtual Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) = 0;
+  // `bytes` of host memory into the output at `out` (queued, on a GPU; `host` may be reused once
+  // this returns).
+  virtual Status PutBytes(const void* host, void* out, size_t bytes) = 0;
   // Waits for the work queued so far.
   virtual Status Drain() = 0;
   virtual std::string Describe() const = 0;

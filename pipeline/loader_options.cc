@@ -1,6 +1,7 @@
 #include "pipeline/loader_options.h"
 
 #include <cfloat>
+#include <cstdint>
 
 #include "core/augment_spec.h"
 #include "core/dtype.h"
@@ -60,6 +61,33 @@ OptionTable<LoaderOptions> MakeTable() {
         const Result<AugmentParams> p = ParseAugmentSpec(o.output.augment);
         return OptionValue(p.ok() ? AugmentSpecText(p.value()) : o.output.augment);
       });
+  t.Field(
+       "sequence_length", OptionType::kCount, [](auto& o) -> auto& { return o.sequence.length; })
+      .Range(0, kMaxSequenceLength)
+      .For(kLoaderApi)
+      .Help(
+          "packed token sequences: each batch is batch_size rows of L + 1 token ids (inputs "
+          "[:, :-1], targets [:, 1:]), the documents of a tokens dataset packed end to end, with "
+          "lengths, cu_seqlens and position_ids; 0: records as stored");
+  t.Field(
+       "eod_token", OptionType::kInteger, [](auto& o) -> auto& { return o.sequence.eod_token; })
+      .Range(-1, uint64_t{INT64_MAX})
+      .For(kLoaderApi)
+      .Help("packed sequences: the end-of-document token appended after each document; -1: none");
+  t.Field(
+       "pad_token", OptionType::kInteger, [](auto& o) -> auto& { return o.sequence.pad_token; })
+      .Range(INT64_MIN, uint64_t{INT64_MAX})
+      .For(kLoaderApi)
+      .Help("packed sequences: the id a row holds past its length");
+  t.Field(
+       "weights", OptionType::kNumbers, [](auto& o) -> auto& { return o.sequence.weights; })
+      .RangeReal(0, DBL_MAX)
+      .For(kLoaderApi)
+      .Unset("one dataset, no mixture")
+      .Help(
+          "packed sequences from a mixture: one weight a dataset (data is then a list of "
+          "datasets), each >= 0, not all 0; the source of each row is a pure function of the "
+          "weights, the seed and the row's number");
   t.Field(
        "prefetch", OptionType::kCount, [](auto& o) -> auto& { return o.output_buffers; })
       .Range(1, kMaxOutputBuffers)

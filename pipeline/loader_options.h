@@ -16,6 +16,8 @@ namespace rf {
 
 // Decoded batches a loader keeps buffers for (each batch_size x a sample's output bytes).
 inline constexpr uint32_t kMaxOutputBuffers = 64;
+// The longest packed sequence (tokens a row: one more).
+inline constexpr uint32_t kMaxSequenceLength = 1u << 22;
 
 const OptionTable<LoaderOptions>& LoaderOptionTable();
 

@@ -18,8 +18,9 @@ loop by ringfeed.DatasetWriter.
 
 from ._ringfeed import DataError, Tensor, UsageError, cuda_available
 from .loader import DatasetInfo, Loader, dataset_info
+from .sequences import Sequences
 from .writer import DatasetWriter
 
-__all__ = ["DataError", "DatasetInfo", "DatasetWriter", "Loader", "Tensor", "UsageError",
+__all__ = ["DataError", "DatasetInfo", "DatasetWriter", "Loader", "Sequences", "Tensor", "UsageError",
            "cuda_available", "dataset_info"]
 __version__ = "0.1.0"

@@ -41,6 +41,7 @@ from typing import Any, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple, U
 
 from . import _ringfeed
 from ._ringfeed import Tensor, UsageError
+from .sequences import PackedLoader, open_datasets
 
 __all__ = ["DatasetInfo", "Loader"]
 
@@ -315,6 +316,7 @@ class Loader:
                  batch_size: Optional[int] = None, **options: Any) -> None:
         # The signature help() and inspect show is _SIGNATURE, made from the declarations.
         self._native: Optional[_ringfeed._Loader] = None
+        self._packed: Optional[PackedLoader] = None
         self._lock = threading.RLock()
         unknown = [k for k in options if k not in _OPTIONS or k == "batch_size"]
         if unknown:
@@ -330,6 +332,9 @@ class Loader:
             options.setdefault("world_size", process_world)
         if isinstance(options.get("layout"), str):
             options["layout"] = options["layout"].upper()
+        if options.get("sequence_length"):
+            self._init_packed(data, options, gpu)
+            return
 
         dataset = _open_dataset(data)
         dtype = options.get("dtype", "float32" if dataset.is_image else dataset.dtype)
@@ -371,6 +376,20 @@ class Loader:
         self._native_at: Optional[Tuple[int, int]] = None
         # Bumped by set_epoch and load_state_dict: an iterator made before either is stale.
         self._generation = 0
+
+    def _init_packed(self, data: Any, options: Dict[str, Any], gpu: int) -> None:
+        """Packed token sequences (sequence_length): the library's SequenceLoader."""
+        datasets = open_datasets(data, options.get("weights"), _open_dataset)
+        dtype = options.get("dtype", "int64")
+        canonical = _ringfeed.dtype_name(dtype) if isinstance(dtype, str) else None
+        if canonical not in ("int64", "int32"):
+            raise UsageError(f"dtype: packed sequences' tokens are int64 or int32, got {dtype!r}")
+        options["dtype"] = canonical
+        self._packed = PackedLoader(datasets, options, gpu)
+        self._dataset = datasets[0]
+        self._options = self._packed.options
+        self._batch_size = self._options["batch_size"]
+        self._device = self._packed.device
 
     def __copy__(self) -> "Loader":
         raise TypeError("a ringfeed.Loader cannot be copied: the copy would share its reader and "
@@ -420,20 +439,31 @@ class Loader:
 
     @property
     def epoch(self) -> int:
-        """The epoch the next batch comes from."""
+        """The epoch the next batch comes from (packed sequences of a mixture: the first
+        dataset's)."""
+        if self._packed is not None:
+            return self._packed.where()["sources"][0]["epoch"]
         return self._epoch
 
     @property
     def position(self) -> int:
-        """Samples of the current epoch handed out so far (where the next batch starts)."""
+        """Samples of the current epoch handed out so far (where the next batch starts); packed
+        sequences: rows."""
+        if self._packed is not None:
+            return self._packed.where()["sources"][0]["position"]
         return self._position
 
     def __len__(self) -> int:
         """Batches in the current epoch for this rank (the last one included unless drop_last
-        drops it): the same for every epoch but one resumed at another world size."""
+        drops it): the same for every epoch but one resumed at another world size. A mixture of
+        datasets (weights) has no epoch: TypeError."""
+        if self._packed is not None:
+            return self._packed.batches_per_epoch()
         return -(-self._samples_of(self._epoch) // self._batch_size)
 
     def __repr__(self) -> str:
+        if self._packed is not None:
+            return f"<ringfeed.Loader (packed sequences): {self._packed.describe()}>"
         if self._native is None:
             return "<ringfeed.Loader (closed)>"
         return (f"<ringfeed.Loader {self._dataset.shard_paths[0]!r} batch_size={self._batch_size}"
@@ -442,7 +472,10 @@ class Loader:
     # --- Batches ------------------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Tuple[Tensor, Tensor]]:
-        """The rest of the current epoch, batch by batch: (samples, labels)."""
+        """The rest of the current epoch, batch by batch: (samples, labels). Packed sequences:
+        :class:`ringfeed.Sequences`, to the epoch's end (a mixture: without end)."""
+        if self._packed is not None:
+            return self._packed.iterate()
         with self._lock:
             return _EpochIterator(self, self._epoch, self._generation)
 
@@ -508,7 +541,16 @@ class Loader:
 
         Ranks that have taken the same number of batches (as data-parallel training does) have
         the same state but for ``rank``: rank 0's holds what every rank, of this world size or
-        another, needs to continue."""
+        another, needs to continue.
+
+        Packed sequences: kind 'sequences', what the batches depend on (seed, batch_size,
+        sequence_length, eod_token, pad_token, shuffle, shuffle_window, drop_last, dtype,
+        weights, each dataset's id and samples) and where they stand (rows handed out, each
+        dataset's draws, and each dataset's epoch, position in rows, world size and list of the
+        epoch's sequences left, [] for all): rank 0's holds what every rank needs, at this world
+        size or another."""
+        if self._packed is not None:
+            return self._packed.state_dict()
         with self._lock:
             state = {"version": _STATE_VERSION, "epoch": self._epoch,
                      "position": self._position,
@@ -542,6 +584,9 @@ class Loader:
 
         Resuming at another world size reopens the native loader for the resumed epoch (its
         stats() start again); should that reopening fail (memory, say), the loader is closed."""
+        if self._packed is not None:
+            self._packed.load_state_dict(state)
+            return
         if not isinstance(state, dict):
             raise UsageError(f"load_state_dict takes a dict from state_dict(), got "
                              f"{type(state).__name__}")
@@ -639,7 +684,7 @@ class Loader:
         decompress chunks, and the share of their time they worked), wait_seconds and wait_share
         (the time and the share of `seconds` spent waiting for data), reader_held_seconds (the
         disk reader idle for want of a free ring slot), batches (handed out)."""
-        s = self._open_native().stats()
+        s = self._packed.stats() if self._packed is not None else self._open_native().stats()
         seconds = s["seconds"]
         s["disk_gbps"] = s["bytes_read"] / seconds / 1e9 if seconds > 0 else 0.0
         s["delivered_gbps"] = s["bytes_delivered"] / seconds / 1e9 if seconds > 0 else 0.0
@@ -652,6 +697,8 @@ class Loader:
     def close(self) -> None:
         """Stops the loader's threads and reads and frees its memory, but for the batches still
         held, which stay valid. Also what deleting the loader does. Idempotent."""
+        if self._packed is not None:
+            self._packed.close()
         with self._lock:
             native, self._native = self._native, None
         if native is not None:

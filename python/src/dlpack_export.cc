@@ -92,12 +92,17 @@ Status PrepareExport(LoadedBatch& batch, const DlpackRequest& request) {
   return batch.WaitOn(s);
 }
 
-DLManagedTensor* ExportBatch(std::shared_ptr<LoadedBatch> batch, BatchPart part) {
+DLManagedTensor* ExportBatch(std::shared_ptr<LoadedBatch> batch, BatchPart part, size_t view) {
   auto* ctx = new ExportContext;
   const LoadedBatch& b = *batch;
   DLTensor& t = ctx->managed.dl_tensor;
   t.device = DlpackDeviceOf(b);
-  if (part == BatchPart::kSamples) {
+  if (part == BatchPart::kView) {
+    const LoadedBatch::View& v = b.views().at(view);
+    t.data = v.data;
+    t.dtype = DlpackTypeOf(v.dtype);
+    ctx->shape = v.shape;
+  } else if (part == BatchPart::kSamples) {
     t.data = b.samples();
     t.dtype = DlpackTypeOf(b.dtype());
     ctx->shape = b.shape();

@@ -30,8 +30,9 @@
 
 namespace rf::python {
 
-// kOffsets: records of any size only (LoadedBatch::offsets(): n + 1 int64).
-enum class BatchPart { kSamples, kLabels, kOffsets };
+// kOffsets: records of any size only (LoadedBatch::offsets(): n + 1 int64). kView: one of a
+// packed sequences batch's LoadedBatch::views().
+enum class BatchPart { kSamples, kLabels, kOffsets, kView };
 
 // The array API's stream values for CUDA: None (std::nullopt) and 1 are the legacy default
 // stream, 2 the per-thread default stream, -1 "do not synchronize", any other value a
@@ -60,9 +61,10 @@ DLDataType DlpackTypeOf(DType dtype);
 Status PrepareExport(LoadedBatch& batch, const DlpackRequest& request);
 
 // A new DLManagedTensor viewing `part` of `batch` (compact row-major, strides given): the samples
-// (batch.shape(), batch.dtype()), the labels ({n}, int64) or a records batch's offsets ({n + 1},
-// int64). It holds `batch` until its deleter
+// (batch.shape(), batch.dtype()), the labels ({n}, int64), a records batch's offsets ({n + 1},
+// int64) or a packed sequences batch's view. It holds `batch` until its deleter
 // runs; the caller owns it until it hands it to a consumer. Never null.
-DLManagedTensor* ExportBatch(std::shared_ptr<LoadedBatch> batch, BatchPart part);
+// `view`: which of views() for kView.
+DLManagedTensor* ExportBatch(std::shared_ptr<LoadedBatch> batch, BatchPart part, size_t view = 0);
 
 }  // namespace rf::python

@@ -43,6 +43,7 @@
 #include "pipeline/loader.h"
 #include "pipeline/loader_options.h"
 #include "pipeline/pipeline_options.h"
+#include "pipeline/sequence_loader.h"
 #include "pipeline/window_order.h"
 #include "python/src/dlpack_export.h"
 #include "python/src/status_error.h"
@@ -144,10 +145,16 @@ void DeleteUnconsumedCapsule(PyObject* capsule) {
 struct Tensor {
   std::shared_ptr<LoadedBatch> batch;
   BatchPart part;
+  size_t view = 0;  // kView: which of batch->views()
 
-  DType dtype() const { return part == BatchPart::kSamples ? batch->dtype() : DType::kInt64; }
+  DType dtype() const {
+    if (part == BatchPart::kView) return batch->views().at(view).dtype;
+    return part == BatchPart::kSamples ? batch->dtype() : DType::kInt64;
+  }
   void* data() const {
     switch (part) {
+      case BatchPart::kView:
+        return batch->views().at(view).data;
       case BatchPart::kSamples:
         return batch->samples();
       case BatchPart::kOffsets:
@@ -158,6 +165,7 @@ struct Tensor {
     return batch->labels();
   }
   std::vector<int64_t> shape() const {
+    if (part == BatchPart::kView) return batch->views().at(view).shape;
     if (part == BatchPart::kSamples) return batch->shape();
     const int64_t n = static_cast<int64_t>(batch->size());
     return {part == BatchPart::kOffsets ? n + 1 : n};
@@ -181,7 +189,7 @@ py::capsule DlpackCapsule(const Tensor& t, py::object stream, py::object /*max_v
   if (!copy.is_none()) r.copy = copy.cast<bool>();
   const Status st = PrepareExport(*t.batch, r);
   if (!st.ok()) Throw(st, /*buffer=*/true);
-  DLManagedTensor* m = ExportBatch(t.batch, t.part);
+  DLManagedTensor* m = ExportBatch(t.batch, t.part, t.view);
   PyObject* capsule = PyCapsule_New(m, "dltensor", DeleteUnconsumedCapsule);
   if (capsule == nullptr) {
     m->deleter(m);
@@ -268,6 +276,104 @@ class NativeLoader {
   std::mutex mu_;
   std::unique_ptr<Loader> loader_;
 };
+
+// One rf::SequenceLoader and the datasets it reads (declared first, so destroyed after it).
+class NativeSequenceLoader {
+ public:
+  NativeSequenceLoader(std::vector<std::shared_ptr<const Dataset>> datasets,
+                       const LoaderOptions& options)
+      : datasets_(std::move(datasets)) {
+    std::vector<const Dataset*> d;
+    for (const auto& p : datasets_) d.push_back(p.get());
+    auto r = [&] {
+      py::gil_scoped_release unlocked;
+      return SequenceLoader::Create(d, options);
+    }();
+    loader_ = Take(std::move(r));
+    options_ = options;
+  }
+  ~NativeSequenceLoader() {
+    if (InterpreterFinalizing()) {
+      loader_.reset();
+      return;
+    }
+    Close();
+  }
+
+  template <typename F>
+  auto Locked(F&& f) {
+    py::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!loader_) Throw(Status::Usage("the loader is closed"));
+    return f(*loader_);
+  }
+  void Close() {
+    py::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    loader_.reset();
+  }
+  const LoaderOptions& options() const { return options_; }
+
+  // (tokens, lengths, cu_seqlens, position_ids), or None where one dataset's epoch ends.
+  py::object Next() {
+    auto r = Locked([](SequenceLoader& l) { return l.Next(); });
+    RaiseIfPythonError();
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    std::shared_ptr<LoadedBatch> b = Take(std::move(r));
+    if (!b) return py::none();
+    return py::make_tuple(Tensor{b, BatchPart::kView, 0}, Tensor{b, BatchPart::kView, 1},
+                          Tensor{b, BatchPart::kView, 2}, Tensor{b, BatchPart::kView, 3});
+  }
+
+ private:
+  std::vector<std::shared_ptr<const Dataset>> datasets_;
+  std::mutex mu_;
+  std::unique_ptr<SequenceLoader> loader_;
+  LoaderOptions options_;
+};
+
+py::dict SequenceStateDict(const SequenceState& s) {
+  py::dict d;
+  d["rows"] = s.rows;
+  d["drawn"] = s.drawn;
+  py::list sources;
+  for (const SequenceSourceState& g : s.sources) {
+    py::dict x;
+    x["epoch"] = g.epoch;
+    x["position"] = g.position;
+    x["world_size"] = g.world_size;
+    py::list ranges;
+    for (const SequenceRange& r : g.list) ranges.append(py::make_tuple(r.begin, r.end));
+    x["list"] = ranges;
+    sources.append(x);
+  }
+  d["sources"] = sources;
+  return d;
+}
+
+SequenceState SequenceStateFrom(const py::dict& d) {
+  SequenceState s;
+  try {
+    s.rows = d["rows"].cast<uint64_t>();
+    s.drawn = d["drawn"].cast<std::vector<uint64_t>>();
+    for (py::handle h : d["sources"].cast<py::list>()) {
+      const py::dict x = h.cast<py::dict>();
+      SequenceSourceState g;
+      g.epoch = x["epoch"].cast<uint64_t>();
+      g.position = x["position"].cast<uint64_t>();
+      g.world_size = x["world_size"].cast<uint32_t>();
+      for (const auto& r : x["list"].cast<std::vector<std::pair<uint64_t, uint64_t>>>())
+        g.list.push_back({r.first, r.second});
+      s.sources.push_back(std::move(g));
+    }
+  } catch (const py::error_already_set&) {
+    throw;
+  } catch (const std::exception& e) {
+    Throw(Status::Usage(std::string("load_state_dict: malformed sequences state (") + e.what() +
+                        ")"));
+  }
+  return s;
+}
 
 // --- Options ---------------------------------------------------------------------------------
 // Every keyword argument of the loader is an option of pipeline/loader_options.h's table: each is
@@ -682,6 +788,51 @@ PYBIND11_MODULE(_ringfeed, m) {
       "pipeline/window_order.h's ResumeAt, ringfeed train's resume rule: where a loader of "
       "world_size ranks continues a state of `epoch` saved at `position` by one of "
       "saved_world_size ranks resumed with `stretches`: (its stretches, its position).");
+
+  py::class_<NativeSequenceLoader>(m, "_SequenceLoader",
+                                   "One rf::SequenceLoader over _Datasets (see ringfeed.Loader).")
+      .def(py::init([](std::vector<std::shared_ptr<Dataset>> ds, const py::dict& options, int gpu) {
+             if (ds.empty()) Throw(Status::Usage("data: no dataset"));
+             LoaderOptions o = MakeOptions(*ds[0], options, gpu);
+             std::vector<std::shared_ptr<const Dataset>> c(ds.begin(), ds.end());
+             return std::make_unique<NativeSequenceLoader>(std::move(c), o);
+           }),
+           py::arg("datasets"), py::arg("options"), py::arg("gpu") = -1)
+      .def("options", [](NativeSequenceLoader& n) { return OptionValues(n.options()); })
+      .def("next", &NativeSequenceLoader::Next,
+           "SequenceLoader::Next: (tokens, lengths, cu_seqlens, position_ids), or None where one "
+           "dataset's epoch ends.")
+      .def("close", &NativeSequenceLoader::Close)
+      .def("state",
+           [](NativeSequenceLoader& n) {
+             return SequenceStateDict(n.Locked([](SequenceLoader& l) { return l.state(); }));
+           })
+      .def(
+          "restore",
+          [](NativeSequenceLoader& n, const py::dict& d) {
+            const SequenceState s = SequenceStateFrom(d);
+            Check(n.Locked([&](SequenceLoader& l) { return l.Restore(s); }));
+          },
+          py::arg("state"))
+      .def("epoch_sequences",
+           [](NativeSequenceLoader& n, size_t i) {
+             return n.Locked([&](SequenceLoader& l) { return l.epoch_sequences(i); });
+           })
+      .def("batches_per_epoch",
+           [](NativeSequenceLoader& n) {
+             return n.Locked([](SequenceLoader& l) { return l.batches_per_epoch(); });
+           })
+      .def("gpu_device",
+           [](NativeSequenceLoader& n) {
+             return n.Locked([](SequenceLoader& l) { return l.gpu_device(); });
+           })
+      .def("describe",
+           [](NativeSequenceLoader& n) {
+             return n.Locked([](SequenceLoader& l) { return l.Describe(); });
+           })
+      .def("stats", [](NativeSequenceLoader& n) {
+        return StatsDict(n.Locked([](SequenceLoader& l) { return l.stats(); }));
+      });
 
   py::class_<NativeLoader>(m, "_Loader", "One rf::Loader over a _Dataset (see ringfeed.Loader).")
       .def(py::init([](std::shared_ptr<Dataset> d, const py::dict& options, int gpu,

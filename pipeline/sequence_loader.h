@@ -1,0 +1,123 @@
+// SequenceLoader: packed token sequences for language-model training, from one token dataset or
+// a weighted mixture of several (ringfeed.Loader(data, sequence_length=L[, weights=...])).
+//
+// Each source is read by a Loader of its own (pipeline/loader.h: the one pipeline, in host
+// memory, in the order of a world of one), and its epochs are SequencePlan's
+// (pipeline/sequence_plan.h): the documents packed end to end, each followed by the
+// end-of-document token where one is given, cut into rows of L + 1 tokens, the epoch's rows split
+// over the ranks in contiguous stretches of the stream so that each rank reads about 1/W of the
+// chunks. A batch is batch_size rows; a single source's epoch ends with a smaller batch (its rows
+// per rank, q, is the same on every rank), a mixture's batches are always full and its sources'
+// epochs roll over within them, each source keeping its own epoch counter.
+//
+// The mixture. Row k of every rank (k counts this rank's rows since the start) comes from the
+// source i that maximizes w_i (k + 1) - drawn_i(k) (drawn_i: the rows source i gave so far;
+// ties go to the first source from seed mod n on): a pure function of (weights, seed, k),
+// computed as the rows go with no index. Its deficit stays within (-1, n - 1): after every k,
+// |drawn_i - w_i k| < n - 1 (the test checks the tighter figure it measures).
+//
+// A batch (LoadedBatch::views(), in host memory or on the GPU as the loader's device says):
+//   tokens        [B, L + 1]  int64 or int32 (the dtype option); a row's tokens past its length
+//                             are pad_token
+//   lengths       [B]         int64: the valid tokens of each row (L + 1 but in the epoch's
+//                             partial last sequence, 0 in a rank's empty row)
+//   cu_seqlens    [S + 1]     int32: the document segments of the inputs tokens[:, :-1] flattened
+//                             (B x L positions): a segment starts at each row's start and at
+//                             each document's first token within a row; a row's padding past
+//                             its inputs' valid tokens is a segment of its own. For
+//                             variable-length attention (flash attention's varlen)
+//   position_ids  [B, L]      int64: each input token's place in its segment (0 at a segment's
+//                             start)
+//
+// State. state() is where the next batch comes from: the rows handed out per rank, each
+// source's draws, and each source's epoch, rows of the epoch handed out per rank, the world
+// size its list was split over and the list (empty: the whole epoch). It holds what every rank
+// needs (all ranks are at the same place), so rank 0's is the run's. Restore() continues it at
+// this loader's world size: the same rows at the same world size, and at another the sequences
+// of each source's interrupted epoch that no rank took, split over the new ranks.
+//
+// Threads: one thread at a time calls a SequenceLoader's methods; batches as for Loader.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/status.h"
+#include "pipeline/loader.h"
+#include "pipeline/sequence_plan.h"
+
+namespace rf {
+
+class OutputPool;
+class LoaderDevice;
+
+struct SequenceSourceState {
+  uint64_t epoch = 0;
+  uint64_t position = 0;    // rows of the epoch handed out per rank
+  uint32_t world_size = 0;  // what `list` is split over; 0: the loader's own
+  SequenceList list;        // the epoch's sequences; empty: all of them
+  bool operator==(const SequenceSourceState&) const = default;
+};
+
+struct SequenceState {
+  uint64_t rows = 0;            // handed out per rank since the start
+  std::vector<uint64_t> drawn;  // per source: rows it gave
+  std::vector<SequenceSourceState> sources;
+  bool operator==(const SequenceState&) const = default;
+};
+
+// The mixture's source of row k given the draws so far (the rule above). `weights` sum to 1.
+size_t MixtureSource(const std::vector<double>& weights, uint64_t seed, uint64_t k,
+                     const std::vector<uint64_t>& drawn);
+// Weights as given -> normalized; Usage error for none, one negative, NaN or infinite, or all 0,
+// or a count other than `sources`.
+Result<std::vector<double>> NormalizeWeights(const std::vector<float>& weights, size_t sources);
+
+class SequenceLoader {
+ public:
+  // `datasets` (one or more, each outliving the loader) with `options` (options.sequence set,
+  // options.pipeline's order: batch_size rows, seed, shuffle, rank and world size). Usage errors
+  // for what SequencePlan::Make refuses, an output dtype other than int64 or int32, weights
+  // NormalizeWeights refuses, several datasets without weights.
+  static Result<std::unique_ptr<SequenceLoader>> Create(const std::vector<const Dataset*>& datasets,
+                                                        const LoaderOptions& options);
+  ~SequenceLoader();
+
+  // The next batch; null where a single source's epoch ends (the next call begins the next).
+  Result<std::shared_ptr<LoadedBatch>> Next();
+
+  SequenceState state() const;
+  // Continues `s` (from state() of a loader over the same data and options but maybe another
+  // world size). Usage error for a state of another number of sources, or a list or position
+  // that cannot be of these sources' epochs.
+  Status Restore(const SequenceState& s);
+
+  // One source: its sequences per epoch (all ranks), and batches per epoch for each rank of the
+  // epoch the next batch comes from.
+  uint64_t epoch_sequences(size_t source = 0) const;
+  uint64_t batches_per_epoch() const;
+  bool on_gpu() const;
+  int gpu_device() const;
+  LoaderStats stats() const;  // summed over the sources' loaders
+  std::string Describe() const;
+
+ private:
+  class Source;
+  SequenceLoader() = default;
+  Status FillRow(Source& s, uint32_t row, std::vector<uint32_t>* starts);
+
+  LoaderOptions options_;
+  std::vector<double> weights_;
+  std::vector<std::unique_ptr<Source>> sources_;
+  std::unique_ptr<LoaderDevice> device_;
+  std::shared_ptr<OutputPool> pool_;
+  uint32_t batch_ = 0, length_ = 0;
+  DType dtype_ = DType::kInt64;
+  uint64_t rows_ = 0;
+  std::vector<uint64_t> drawn_;
+  bool ended_ = false;  // one source: its epoch's last batch went out, the next Next() is null
+  std::vector<uint8_t> host_;  // a batch packed in host memory
+};
+
+}  // namespace rf
