@@ -75,12 +75,12 @@ Result<std::shared_ptr<const SequencePlan>> SequencePlan::Make(const Dataset& d,
   const format::Header& h = d.header();
   if (IsImageDType(h.sample_dtype) ||
       (h.variable() && h.record_kind != format::RecordKind::kTokens))
-    return Status::InvalidArgument(
+    return Status::Usage(
         "sequence_length: packed sequences are made of token ids (a tokens dataset, or fixed "
         "rows of uint16, int32 or int64 ids); " +
         d.shard_path(0) + " holds " + format::RecordKindName(h.record_kind) + " of " +
         std::string(DTypeName(h.sample_dtype)));
-  if (sequence_length == 0) return Status::InvalidArgument("sequence_length must be at least 1");
+  if (sequence_length == 0) return Status::Usage("sequence_length must be at least 1");
   OrderSettings one = order;
   one.rank = 0;
   one.world_size = 1;
@@ -92,14 +92,12 @@ Result<std::shared_ptr<const SequencePlan>> SequencePlan::Make(const Dataset& d,
   for (size_t g = 0; g < d.chunk_count(); ++g) {
     const ChunkLocation& c = d.chunk(g);
     if (c.entry.record_bytes == 0) {
-      return std::move(
-          Status::InvalidArgument(
-              "sequence_length: the chunk index does not say how many tokens each chunk holds "
-              "(format version " +
-              std::to_string(h.version) +
-              "); rewrite the dataset with `ringfeed-convert recompress` (version 3)")
-              .WithPath(d.shard_path(c.shard))
-              .WithChunk(c.entry.index));
+      return Status::Usage("sequence_length: " + d.shard_path(c.shard) + ": chunk " +
+                           std::to_string(c.entry.index) +
+                           ": the chunk index does not say how many tokens the chunk holds "
+                           "(format version " +
+                           std::to_string(h.version) +
+                           "); rewrite the dataset with `ringfeed-convert recompress` (version 3)");
     }
     p->chunk_tokens_[g] = c.entry.record_bytes / elem + (eod ? c.entry.sample_count : 0);
     p->tokens_ += p->chunk_tokens_[g];
