@@ -1,40 +1,72 @@
 #!/usr/bin/env python3
-"""A small causal transformer on byte-level tokens, fed by ringfeed.Loader or by np.memmap.
+"""A small GPT trained on packed sequences from a weighted mixture of token corpora via ringfeed.
 
-    examples/torch_tokens.py                            # the default corpus, both loaders
-    examples/torch_tokens.py --corpus FILE_OR_DIR --loader ringfeed --steps 1000
-    examples/torch_tokens.py --data tokens.rfd --loader ringfeed
+    examples/torch_tokens.py                          # two demo corpora it writes itself, mixed
+    examples/torch_tokens.py --data web.rfd code.rfd --weights 0.7 0.3 --steps 2000 \\
+        --checkpoint ck.pt                            # then again with --steps 4000 --resume
+    examples/torch_tokens.py --doc-attention          # no attention across documents
+    torchrun --nproc_per_node=2 examples/torch_tokens.py --device cuda --dtype bf16
 
-The corpus: the bytes of text files, concatenated in sorted path order (each file once, symlinks
-resolved), are the tokens: vocabulary 256. The default is the first of these holding at least
-64 KiB: /usr/share/common-licenses (the license texts of base-files, on every Debian and Ubuntu
-system), /usr/share/doc/*/copyright (every installed package's), the Python standard library's
-.py files (wherever Python runs). It prints which one it took, and why it passed over the others.
+The data. --data names token datasets (.rfd of `tokens` records, one a document: written by
+ringfeed.DatasetWriter(records="tokens"), `ringfeed-convert text --tokenizer bytes`, `megatron`,
+`jsonl`, or examples/tokenize_corpus.py); --weights mixes them (one weight a dataset). Without
+--data it writes two demo corpora under --work, byte-level (ids 0-255), once (a later run reuses
+them: a rewritten dataset has another id, and a checkpoint's loader state would not load):
+  prose  English: the paragraphs of the license texts in /usr/share/common-licenses (Debian's
+         base-files), then of Python's own documentation (pydoc_data.topics), a document each;
+  code   Python: the standard library's .py files, a document each;
+each up to --demo-bytes, mixed 0.7 prose and 0.3 code, the end-of-document id 256 appended by the
+loader (--eod-token; with --data the default is none: ringfeed-convert text and tokenize_corpus.py
+write their own). --vocab is the ids' range (default 257: bytes and the end-of-document id).
 
-Conversion, under --work: tokens.bin, the corpus as flat uint16 (what the memmap loader reads);
-tokens.npy, rows of --context + 1 tokens, row i = tokens[i*context : i*context + context + 1]
-(inputs and next-token targets in one row); and `ringfeed-convert npy --images tokens.npy -o
-tokens.rfd`: uint16 ids, stored exactly, no labels. --data takes an existing .rfd of id rows
-instead (the memmap loader then needs --bin).
+The loader. ringfeed.Loader([a, b], batch_size, sequence_length=L, weights=[...], eod_token=...)
+packs each corpus's documents end to end into rows of L + 1 tokens (inputs [:, :-1], targets
+[:, 1:]) and draws each row from one corpus by the weights; a mixture's stream has no end (each
+corpus keeps its own epochs), one dataset's is epoch after epoch. A row's targets past its valid
+length (`lengths`: an epoch's partial last row, a rank's empty row) are ignored in the loss.
 
-The two loaders, each feeding the same model from the same initial weights:
-  ringfeed  ringfeed.Loader(tokens.rfd): whole rows, every row once per epoch in a seeded window
-            shuffle; id datasets come as their stored integers (no dtype, no normalization)
-  memmap    the usual one (nanoGPT's get_batch): np.memmap of tokens.bin, --batch-size random
-            offsets, each window copied out, widened to int64 and stacked
-For each: tokens/s of the loader alone (batches as int64 tensors on the device, no model), then
-of training --steps steps, and the loss at the start and the end. bf16 autocast on a GPU.
+The model. Decoder-only, pre-LayerNorm: token and learned position embeddings, --layers blocks of
+causal self-attention (torch.nn.functional.scaled_dot_product_attention where torch has it, 2.0
+on; else the softmax written out, as torch 1.13 needs) and a 4x GELU MLP, the output head tied to
+the token embedding (its rows padded to a multiple of 64). AdamW (weight decay on matrices only),
+a linear warm-up then a constant rate, gradients clipped to norm 1. bf16 autocast on a GPU
+(--dtype).
+
+--doc-attention: a token attends only to the earlier tokens of its own document within the row
+(block-diagonal causal), and its position embedding counts from its document's start: the
+batch's position_ids, which restart at 0 at each document (and at each row's start). The kernel:
+flash-attn's flash_attn_varlen_func over the batch's cu_seqlens where flash_attn is installed (on
+a GPU in bf16), else scaled_dot_product_attention with a boolean mask made from position_ids, else
+(torch 1.13) the masked softmax written out.
+
+Checkpoints. --checkpoint PATH saves the model, the optimizer, the step, the model's shape and
+loader.state_dict() every --checkpoint-every steps and at the end (rank 0: its loader state is
+the run's), to a temporary name, fsynced and renamed over PATH: PATH is always a whole checkpoint.
+A checkpoint is never replaced by one of fewer steps, nor by a run that did not start from it:
+a run without --resume refuses to start where PATH exists. --resume continues from PATH: the
+batches after it are exactly those an uninterrupted run would have seen (on the CPU, with the same
+--threads, the parameters end bit for bit the same). --steps counts the resumed run's steps too.
+
+Under torchrun (RANK, WORLD_SIZE, LOCAL_RANK set): DistributedDataParallel, NCCL on GPUs (each
+rank on the GPU of its LOCAL_RANK), gloo on the CPU; the loader takes the rank and world size from
+torch.distributed (each rank its own rows; a resume may be at another world size); --batch-size
+is per rank; rank 0 writes the demo corpora (the file system is shared) and the checkpoint.
+
+Printed: the loss every --print-every steps (mean over those steps, rank 0's), tokens/s (all
+ranks' input tokens, after the first step) and the share of time the loader made the training
+wait (loader.stats()["wait_share"]). --compute-only trains on the first batch over and over (no
+loader in the loop): the model's speed alone, to compare tokens/s with. Exit status: 0 trained,
+1 a data or file error, 2 a usage error (one line naming it).
 """
 
 import argparse
-import glob
+import itertools
+import math
 import os
-import shutil
-import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
+from typing import NamedTuple, Optional
 
 import numpy as np
 import torch
@@ -43,25 +75,91 @@ from torch import nn
 
 import ringfeed
 
-VOCAB = 256
-MIN_CORPUS = 64 * 1024
-REPO_CONVERT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "build",
-                            "bin", "ringfeed-convert")
+BYTE_EOD = 256  # the byte tokenizer's end-of-document id: ringfeed-convert text's too
+IGNORE = -100  # cross_entropy's ignore_index: targets past a row's valid length
+
+try:  # variable-length flash attention, where installed (pip install flash-attn; GPUs only)
+    from flash_attn import flash_attn_varlen_func
+except ImportError:
+    flash_attn_varlen_func = None
 
 
-# --- The model ------------------------------------------------------------------------------------
+# --- Attention ----------------------------------------------------------------------------------
 
-def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0: fused kernels
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    t = q.shape[-2]
+class Documents(NamedTuple):
+    """What document-aware attention needs of one batch: the boolean mask [B, 1, L, L] (True:
+    may attend) for the dense kernels, or for flash attention's varlen kernel the segments'
+    cu_seqlens [S + 1] int32 over the B x L flattened positions and an upper bound of a segment's
+    length."""
+
+    mask: Optional[torch.Tensor]
+    cu_seqlens: Optional[torch.Tensor]
+    max_seqlen: int
+
+
+def document_mask(position_ids: torch.Tensor) -> torch.Tensor:
+    """[B, L] positions that restart at 0 at each document -> [B, 1, L, L] bool, True where query
+    i may attend key j: j at or before i and in i's document, i.e. i - position_ids[i] <= j <= i
+    (a segment starts position_ids[i] tokens before i). Block-diagonal causal, made without a
+    segment id."""
+    t = position_ids.shape[-1]
+    i = torch.arange(t, device=position_ids.device)
+    back = i[:, None] - i[None, :]  # i - j
+    return ((back >= 0) & (back <= position_ids[:, :, None]))[:, None]
+
+
+def causal_mask(t: int, device: torch.device) -> torch.Tensor:
+    return torch.ones(t, t, dtype=torch.bool, device=device).tril()
+
+
+def softmax_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                      mask: torch.Tensor) -> torch.Tensor:
+    """Attention written out (torch 1.13 has no scaled_dot_product_attention): [B, H, L, D]; mask
+    broadcasts to [B, H, L, L], True where a query may attend (each query has itself, so no row
+    is all -inf)."""
     att = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5
-    mask = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
-    return att.masked_fill(mask, float("-inf")).softmax(-1) @ v
+    return att.masked_fill(~mask, float("-inf")).softmax(-1) @ v
 
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              docs: Optional[Documents]) -> torch.Tensor:
+    """q, k, v [B, L, H, D] -> [B, L, H, D]: causal within each row (docs None), or within each
+    document of a row (block-diagonal causal)."""
+    b, t, h, d = q.shape
+    if docs is not None and docs.cu_seqlens is not None:  # flash attention's varlen kernel
+        out = flash_attn_varlen_func(q.reshape(b * t, h, d), k.reshape(b * t, h, d),
+                                     v.reshape(b * t, h, d), docs.cu_seqlens, docs.cu_seqlens,
+                                     docs.max_seqlen, docs.max_seqlen, causal=True)
+        return out.view(b, t, h, d)
+    q, k, v = (x.transpose(1, 2) for x in (q, k, v))  # [B, H, L, D]
+    if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0: fused kernels
+        out = (F.scaled_dot_product_attention(q, k, v, is_causal=True) if docs is None
+               else F.scaled_dot_product_attention(q, k, v, attn_mask=docs.mask))
+    else:
+        out = softmax_attention(q, k, v, causal_mask(t, q.device) if docs is None else docs.mask)
+    return out.transpose(1, 2)
+
+
+def attention_kernel(doc_attention: bool, dev: torch.device, bf16: bool) -> str:
+    """Which kernel attention() runs, in words."""
+    sdpa = hasattr(F, "scaled_dot_product_attention")
+    if not doc_attention:
+        return ("scaled_dot_product_attention (causal)" if sdpa
+                else "softmax written out (causal; torch < 2.0)")
+    if use_flash(dev, bf16):
+        return "flash_attn_varlen_func over cu_seqlens (document-aware)"
+    return ("scaled_dot_product_attention with a block-diagonal causal mask" if sdpa
+            else "softmax written out with a block-diagonal causal mask (torch < 2.0)")
+
+
+def use_flash(dev: torch.device, bf16: bool) -> bool:
+    return flash_attn_varlen_func is not None and dev.type == "cuda" and bf16
+
+
+# --- The model ----------------------------------------------------------------------------------
 
 class Block(nn.Module):
-    """Pre-norm transformer block: causal self-attention, then a 4x MLP, each residual."""
+    """Pre-LayerNorm: x + attention(ln(x)), then x + mlp(ln(x))."""
 
     def __init__(self, d: int, heads: int) -> None:
         super().__init__()
@@ -70,223 +168,387 @@ class Block(nn.Module):
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, docs: Optional[Documents]) -> torch.Tensor:
         b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).permute(
-            2, 0, 3, 1, 4)
-        x = x + self.proj(causal_attention(q, k, v).transpose(1, 2).reshape(b, t, d))
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
+        x = x + self.proj(attention(q, k, v, docs).reshape(b, t, d))
         return x + self.mlp(self.ln2(x))
 
 
-class TinyGPT(nn.Module):
-    def __init__(self, context: int, layers: int, d: int, heads: int) -> None:
+class GPT(nn.Module):
+    def __init__(self, vocab: int, context: int, layers: int, d: int, heads: int) -> None:
         super().__init__()
-        self.tok, self.pos = nn.Embedding(VOCAB, d), nn.Embedding(context, d)
-        self.blocks = nn.Sequential(*[Block(d, heads) for _ in range(layers)])
-        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, VOCAB, bias=False)
+        rows = -(-vocab // 64) * 64  # the embedding's rows (and logits) padded to a multiple of 64
+        self.tok, self.pos = nn.Embedding(rows, d), nn.Embedding(context, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, rows, bias=False)
+        self.head.weight = self.tok.weight  # tied
+        for name, p in self.named_parameters():  # GPT-2's initialization
+            if p.dim() == 2:  # the residual branches' last layers scaled down by depth
+                residual = name.endswith(("proj.weight", "mlp.2.weight"))
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * layers) if residual else 0.02)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        pos = torch.arange(ids.shape[1], device=ids.device)
-        return self.head(self.ln(self.blocks(self.tok(ids) + self.pos(pos))))
+    def forward(self, ids: torch.Tensor, positions: torch.Tensor,
+                docs: Optional[Documents]) -> torch.Tensor:
+        x = self.tok(ids) + self.pos(positions)
+        for block in self.blocks:
+            x = block(x, docs)
+        return self.head(self.ln(x))
 
 
-# --- The corpus and its conversion ---------------------------------------------------------------
+# --- The demo corpora ---------------------------------------------------------------------------
 
-def corpus_sources():
-    """(name, files) candidates, best first."""
+def paragraphs(text: str):
+    for p in text.replace("\r\n", "\n").split("\n\n"):
+        if p.strip():
+            yield p.strip("\n")
+
+
+def prose_documents():
+    """English prose, a paragraph a document: the license texts, then Python's documentation."""
+    seen = set()
+    for f in sorted(os.listdir("/usr/share/common-licenses")
+                    if os.path.isdir("/usr/share/common-licenses") else []):
+        real = os.path.realpath(os.path.join("/usr/share/common-licenses", f))
+        if real in seen or not os.path.isfile(real):
+            continue
+        seen.add(real)
+        with open(real, encoding="utf-8", errors="replace") as fh:
+            yield from paragraphs(fh.read())
+    try:
+        from pydoc_data.topics import topics
+    except ImportError:  # a Python without its documentation
+        return
+    for name in sorted(topics):
+        yield from paragraphs(topics[name])
+
+
+def code_documents():
+    """Python source, a file a document: the standard library's, in path order."""
     stdlib = sysconfig.get_paths()["stdlib"]
-    return [("/usr/share/common-licenses", sorted(glob.glob("/usr/share/common-licenses/*"))),
-            ("/usr/share/doc/*/copyright", sorted(glob.glob("/usr/share/doc/*/copyright"))),
-            (f"{stdlib}/**/*.py", sorted(glob.glob(f"{stdlib}/**/*.py", recursive=True)))]
+    for root, dirs, files in os.walk(stdlib):
+        dirs.sort()
+        dirs[:] = [d for d in dirs if d not in ("site-packages", "dist-packages", "__pycache__")]
+        for f in sorted(files):
+            if f.endswith(".py"):
+                try:
+                    with open(os.path.join(root, f), "rb") as fh:
+                        yield fh.read()
+                except OSError:
+                    continue
 
 
-def unique_files(paths):
-    """Regular files among `paths` (directories expanded), each once by its real path."""
-    seen, out = set(), []
-    for p in paths:
-        files = (sorted(os.path.join(d, f) for d, _, fs in os.walk(p) for f in fs)
-                 if os.path.isdir(p) else [p])
-        for f in files:
-            real = os.path.realpath(f)
-            if real not in seen and os.path.isfile(real):
-                seen.add(real)
-                out.append(real)
-    return out
+def write_demo(path: str, documents, limit: int) -> None:
+    """Byte-level documents (ids 0-255 as uint16, no end-of-document id: the loader appends it)
+    up to `limit` bytes in all, through ringfeed.DatasetWriter (written under a temporary name,
+    renamed by close)."""
+    total = count = 0
+    with ringfeed.DatasetWriter(path, records="tokens", dtype="uint16", labels=False,
+                                chunk_size="64KiB") as w:
+        for doc in documents:
+            data = doc.encode("utf-8") if isinstance(doc, str) else doc
+            if not data:
+                continue
+            data = data[:limit - total]
+            w.write(np.frombuffer(data, dtype=np.uint8).astype(np.uint16))
+            total += len(data)
+            count += 1
+            if total >= limit:
+                break
+    if count == 0:
+        raise ringfeed.UsageError(f"{path}: no text found for this demo corpus; give --data")
+    print(f"wrote {path}: {count:,} documents, {total:,} byte tokens", flush=True)
 
 
-def read_corpus(paths, name: str) -> bytes:
-    parts = []
-    for f in unique_files(paths):
-        try:
-            with open(f, "rb") as fh:
-                parts.append(fh.read())
-        except OSError as e:  # an unreadable file is skipped, not fatal
-            print(f"corpus: skipping {f}: {e.strerror}", file=sys.stderr)
-    data = b"".join(parts)
-    print(f"corpus: {name}: {len(parts)} files, {len(data):,} bytes")
-    return data
+def demo_corpora(work: str, limit: int, rank: int, barrier) -> list:
+    """The two demo corpora under `work` (written by rank 0 where missing): [prose, code]."""
+    paths = [os.path.join(work, f"{name}-{limit}.rfd") for name in ("prose", "code")]
+    if rank == 0:
+        os.makedirs(work, exist_ok=True)
+        for path, docs in zip(paths, (prose_documents(), code_documents())):
+            if not os.path.exists(path):
+                write_demo(path, docs, limit)
+    barrier()
+    return paths
 
 
-def default_corpus() -> bytes:
-    for name, files in corpus_sources():
-        data = read_corpus(files, name) if files else b""
-        if len(data) >= MIN_CORPUS:
-            return data
-        print(f"corpus: {name} holds {len(data):,} bytes, under {MIN_CORPUS:,}; trying the next")
-    raise ringfeed.UsageError("no default corpus found; name one with --corpus")
+# --- Training -----------------------------------------------------------------------------------
+
+class Batch(NamedTuple):
+    inputs: torch.Tensor  # [B, L] int64
+    targets: torch.Tensor  # [B, L] int64, IGNORE past each row's valid length
+    positions: torch.Tensor  # [L] or [B, L] (document-aware)
+    docs: Optional[Documents]
+    tokens: int  # B x L
 
 
-def find_convert(given) -> str:
-    for tool in (given, os.environ.get("RINGFEED_CONVERT"), shutil.which("ringfeed-convert"),
-                 REPO_CONVERT):
-        if tool and os.access(tool, os.X_OK):
-            return tool
-    raise ringfeed.UsageError("ringfeed-convert not found: give --convert, set RINGFEED_CONVERT, "
-                              "put it on PATH or build it (build/bin/ringfeed-convert)")
+def model_batch(seq: ringfeed.Sequences, L: int, doc_attention: bool, flash: bool) -> Batch:
+    """A ringfeed.Sequences batch as the model's inputs, targets and positions (views of the
+    loader's buffers but the targets, which are masked into a tensor of their own)."""
+    tokens = torch.from_dlpack(seq.tokens)  # [B, L + 1] int64
+    lengths = torch.from_dlpack(seq.lengths)  # [B]: L + 1, fewer in a partial row, 0 in a pad row
+    # Target j (token j + 1) is real where j + 1 < length.
+    valid = torch.arange(L, device=tokens.device) < (lengths - 1)[:, None]
+    targets = tokens[:, 1:].masked_fill(~valid, IGNORE)
+    docs = None
+    if doc_attention:
+        positions = torch.from_dlpack(seq.position_ids)  # [B, L], 0 at each document's start
+        docs = (Documents(None, torch.from_dlpack(seq.cu_seqlens), L) if flash
+                else Documents(document_mask(positions), None, L))
+    else:
+        positions = torch.arange(L, device=tokens.device)
+    return Batch(tokens[:, :-1], targets, positions, docs, tokens.shape[0] * L)
 
 
-def convert(corpus: bytes, work: str, context: int, convert_tool: str):
-    """Writes work/tokens.bin and work/tokens.rfd; returns their paths."""
-    tokens = np.frombuffer(corpus, dtype=np.uint8).astype(np.uint16)
-    rows = (len(tokens) - 1) // context
-    if rows < 1:
-        raise ringfeed.UsageError(f"the corpus ({len(tokens)} tokens) is shorter than one row of "
-                                  f"{context + 1}")
-    os.makedirs(work, exist_ok=True)
-    bin_path, npy_path, rfd_path = (os.path.join(work, f"tokens.{ext}")
-                                    for ext in ("bin", "npy", "rfd"))
-    tokens.tofile(bin_path)
-    starts = np.arange(rows)[:, None] * context
-    np.save(npy_path, tokens[starts + np.arange(context + 1)])  # (rows, context + 1) uint16
-    cmd = [convert_tool, "npy", "--images", npy_path, "-o", rfd_path, "-q"]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise ringfeed.UsageError(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
-    os.unlink(npy_path)
-    print(f"converted: {len(tokens):,} tokens -> {rfd_path}: {rows:,} rows of {context + 1} "
-          f"uint16 ({os.path.getsize(rfd_path):,} bytes); {bin_path} for the memmap loader")
-    return bin_path, rfd_path
-
-
-# --- The two loaders: endless streams of (B, context + 1) int64 id tensors on the device ---------
-
-def int64_ids(samples: ringfeed.Tensor) -> torch.Tensor:
-    """A batch of stored ids as the int64 tensor nn.Embedding takes (one copy: the widening).
-    torch.from_dlpack takes int32 and int64 ids, and uint16 where torch has torch.uint16 (2.3
-    and later); an older torch has no uint16, so uint16 ids go through numpy (host batches)."""
-    if samples.dtype == "uint16" and not hasattr(torch, "uint16"):
-        if samples.device != "cpu":
-            raise ringfeed.UsageError(f"torch {torch.__version__} has no uint16 to take the GPU "
-                                      f"batches of uint16 ids: use --device cpu, torch >= 2.3, or "
-                                      f"ids stored as int32 (ringfeed-convert --dtype int32)")
-        return torch.from_numpy(samples.numpy().astype(np.int64))
-    return torch.from_dlpack(samples).long()
-
-
-def ringfeed_batches(rfd: str, args, dev: torch.device):
-    loader = ringfeed.Loader(rfd, args.batch_size, device=dev.type, seed=args.seed,
-                             drop_last=True, io=args.io)
-    info = loader.dataset
-    if len(info.shape) != 1 or info.shape[0] < args.context + 1 or info.classes:
-        raise ringfeed.UsageError(f"{rfd}: samples of shape {info.shape} ({info.dtype}); this "
-                                  f"needs rows of --context + 1 = {args.context + 1} or more ids")
-    if len(loader) == 0:
-        raise ringfeed.UsageError(f"{rfd}: {info.samples} rows, fewer than one batch")
+def stream(loader: ringfeed.Loader, mixture: bool):
+    """The loader's batches without end: a mixture's own stream, one dataset's epoch after
+    epoch."""
     while True:
-        for samples, _ in loader:  # the labels of a dataset without labels: zeros, unused
-            yield int64_ids(samples)[:, :args.context + 1]
+        n = 0
+        for seq in loader:
+            n += 1
+            yield seq
+        if mixture or n == 0:
+            raise ringfeed.UsageError("the data holds no sequence" if n == 0 else
+                                      "the mixture's stream ended")
 
 
-def memmap_batches(bin_path: str, args, dev: torch.device):
-    """nanoGPT's get_batch: random windows of a flat uint16 token file, pinned and copied to a
-    GPU (non_blocking) where there is one."""
-    gen = torch.Generator().manual_seed(args.seed)
-    n = os.path.getsize(bin_path) // 2
-    if n < args.context + 1:
-        raise ringfeed.UsageError(f"{bin_path}: {n} tokens, fewer than {args.context + 1}")
-    while True:
-        data = np.memmap(bin_path, dtype=np.uint16, mode="r")  # anew per batch, as nanoGPT does
-        ix = torch.randint(n - args.context, (args.batch_size,), generator=gen)
-        rows = torch.stack([torch.from_numpy(data[i:i + args.context + 1].astype(np.int64))
-                            for i in ix.tolist()])
-        yield rows.pin_memory().to(dev, non_blocking=True) if dev.type == "cuda" else rows
+def loss_of(model: nn.Module, batch: Batch, bf16: bool) -> torch.Tensor:
+    """Mean cross-entropy over the batch's real targets (0 where it has none)."""
+    with torch.autocast(device_type=batch.inputs.device.type, dtype=torch.bfloat16,
+                        enabled=bf16):
+        logits = model(batch.inputs, batch.positions, batch.docs)
+    total = F.cross_entropy(logits.float().flatten(0, 1), batch.targets.flatten(),
+                            ignore_index=IGNORE, reduction="sum")
+    return total / (batch.targets != IGNORE).sum().clamp(min=1)
 
 
-# --- Measuring ---------------------------------------------------------------------------------
+def lr_at(step: int, args: argparse.Namespace) -> float:
+    """Linear warm-up over --warmup steps, then constant (a function of the step alone: a resumed
+    run continues it, whatever its --steps)."""
+    return args.lr * min(1.0, (step + 1) / max(args.warmup, 1))
+
+
+def make_optimizer(model: nn.Module, args: argparse.Namespace) -> torch.optim.Optimizer:
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                              {"params": rest, "weight_decay": 0.0}],
+                             lr=args.lr, betas=(0.9, 0.95))
+
+
+# What a checkpoint's model must match to be resumed (the loader checks its own options).
+MODEL_KEYS = ("vocab", "seq_len", "layers", "d_model", "heads", "doc_attention")
+
+
+def save_checkpoint(path: str, state: dict) -> None:
+    """torch.save to a temporary name in the same directory, fsync, rename over `path`, fsync the
+    directory: `path` is always a whole checkpoint, the new one or the previous one."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
 
 def sync(dev: torch.device) -> None:
     if dev.type == "cuda":
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(dev)
 
 
-def loader_alone(batches, args, dev: torch.device) -> float:
-    """tokens/s of --steps batches, nothing else done with them."""
-    next(batches)  # start-up (threads, first reads) left out, as the training's first step is
-    sync(dev)
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        next(batches)
-    sync(dev)
-    return args.steps * args.batch_size * args.context / (time.perf_counter() - t0)
+def train(args: argparse.Namespace, dev: torch.device, rank: int, world: int, dist) -> int:
+    bf16 = args.dtype == "bf16"
+    say = print if rank == 0 else (lambda *a, **k: None)
+    barrier = dist.barrier if dist is not None else (lambda: None)
+    if args.data:
+        data, weights = args.data, args.weights
+        eod = -1 if args.eod_token is None else args.eod_token
+    else:
+        data = demo_corpora(args.work, args.demo_bytes, rank, barrier)
+        weights = args.weights or [0.7, 0.3]
+        eod = BYTE_EOD if args.eod_token is None else args.eod_token
+    mixture = weights is not None
+    loader = ringfeed.Loader(data if mixture else data[0], args.batch_size,
+                             sequence_length=args.seq_len, weights=weights, eod_token=eod,
+                             seed=args.seed, device=dev.type, dtype="int64", io=args.io)
+    assert (loader.rank, loader.world_size) == (rank, world)
 
-
-def train(batches, args, dev: torch.device):
-    """Trains a fresh model --steps steps; returns (tokens/s after the first step, first loss,
-    mean loss of the last 10 steps)."""
     torch.manual_seed(args.seed)
-    model = TinyGPT(args.context, args.layers, args.d_model, args.heads).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
-    losses = []
-    t0 = None
-    for step in range(args.steps + 1):
-        if step == 1:  # the clock starts after the first step (lazy start-up of both sides)
-            sync(dev)
-            t0 = time.perf_counter()
-        rows = next(batches)
-        x, y = rows[:, :-1], rows[:, 1:]
-        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
-            logits = model(x)
-            loss = F.cross_entropy(logits.float().reshape(-1, VOCAB), y.reshape(-1))
+    model = GPT(args.vocab, args.seq_len, args.layers, args.d_model, args.heads).to(dev)
+    opt = make_optimizer(model, args)
+    config = {k: getattr(args, k) for k in MODEL_KEYS}
+    step = 0
+    if args.resume:
+        state = torch.load(args.checkpoint, map_location=dev)
+        differ = [f"{k} {state['config'][k]} (--{k.replace('_', '-')} here {config[k]})"
+                  for k in MODEL_KEYS if state["config"][k] != config[k]]
+        if differ:
+            raise ringfeed.UsageError(f"--resume: {args.checkpoint} is of another model: "
+                                      + ", ".join(differ))
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        loader.load_state_dict(state["loader"])  # refuses other data, weights, seed, batch, L
+        step = state["step"]
+    net = model
+    if dist is not None:
+        from torch.nn.parallel import DistributedDataParallel
+        net = DistributedDataParallel(model, device_ids=[dev.index] if dev.type == "cuda"
+                                      else None)
+
+    params = sum(p.numel() for p in model.parameters())
+    sources = " + ".join(f"{p} ({w:g})" for p, w in zip(data, weights)) if mixture else data[0]
+    say(f"data: {sources}; "
+        f"end-of-document id {eod if eod >= 0 else 'none'}; "
+        f"rows of {args.seq_len} + 1 tokens, batch {args.batch_size} per rank x {world}")
+    say(f"model: {args.layers} layers, d_model {args.d_model}, {args.heads} heads, vocabulary "
+        f"{args.vocab}, {params:,} parameters; attention: "
+        f"{attention_kernel(args.doc_attention, dev, bf16)}; on {dev}"
+        + (f" x {world}" if world > 1 else "") + (" (bf16 autocast)" if bf16 else " (float32)"))
+    if args.resume:
+        say(f"resumed {args.checkpoint} at step {step}")
+
+    def checkpoint() -> None:
+        if args.checkpoint and rank == 0:
+            save_checkpoint(args.checkpoint, {"model": model.state_dict(),
+                                              "optimizer": opt.state_dict(), "step": step,
+                                              "loader": loader.state_dict(), "config": config})
+
+    batches = (model_batch(seq, args.seq_len, args.doc_attention, use_flash(dev, bf16))
+               for seq in stream(loader, mixture))
+    if args.compute_only:
+        batches = itertools.repeat(next(batches))
+    first = step
+    tokens = 0  # all ranks' input tokens since the first step
+    t0 = t_print = None
+    loss_sum, losses = torch.zeros((), device=dev), 0
+    while step < args.steps:
+        batch = next(batches)
+        if step == first:
+            top = int(max(batch.inputs.max(), batch.targets.max()))  # the first batch's
+            if top >= args.vocab:
+                raise ringfeed.UsageError(f"the data holds id {top}, outside --vocab "
+                                          f"{args.vocab}")
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, args)
+        loss = loss_of(net, batch, bf16)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        losses.append(loss.detach())
+        step += 1
+        loss_sum += loss.detach()
+        losses += 1
+        if step == first + 1:  # the clock starts after the first step (start-up on both sides)
+            sync(dev)
+            t0 = t_print = time.perf_counter()
+            tokens_print = 0
+        else:
+            tokens += batch.tokens * world
+            tokens_print += batch.tokens * world
+        if step % args.print_every == 0 or step == args.steps:
+            mean = float(loss_sum) / losses  # syncs
+            now = time.perf_counter()
+            rate = f", {tokens_print / (now - t_print):,.0f} tokens/s" if now > t_print and \
+                tokens_print else ""
+            say(f"step {step}: loss {mean:.7g}{rate}, the loader's wait so far "
+                f"{loader.stats()['wait_share']:.1%}", flush=True)
+            loss_sum.zero_()
+            losses, t_print, tokens_print = 0, now, 0
+        if args.checkpoint_every and step % args.checkpoint_every == 0:
+            checkpoint()
     sync(dev)
-    rate = args.steps * args.batch_size * args.context / (time.perf_counter() - t0)
-    losses = torch.stack(losses).float().cpu()
-    return rate, float(losses[0]), float(losses[-10:].mean())
+    if step == first:
+        say(f"{args.checkpoint} is at step {step}: nothing to do for --steps {args.steps}")
+        return 0
+    if not (args.checkpoint_every and step % args.checkpoint_every == 0):  # not saved just now
+        checkpoint()
+    secs = time.perf_counter() - t0
+    stats = loader.stats()
+    say(f"{step - first} steps to step {step}: {tokens / secs if secs > 0 else 0:,.0f} tokens/s "
+        f"after the first step; the loader waited for data {stats['wait_share']:.1%} of the time"
+        + (" (--compute-only: the loader ran once)" if args.compute_only else ""))
+    return 0
 
 
-def main() -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--corpus", nargs="+", help="text files or directories (default: see above)")
-    p.add_argument("--data", help="an existing .rfd of id rows, instead of converting a corpus")
-    p.add_argument("--bin", help="with --data: the flat uint16 token file for the memmap loader")
-    p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ringfeed-tokens"),
-                   help="where the conversion writes tokens.bin and tokens.rfd "
-                   "(default: %(default)s)")
-    p.add_argument("--convert", help="ringfeed-convert (default: $RINGFEED_CONVERT, PATH, "
-                   "build/bin)")
-    p.add_argument("--loader", choices=["ringfeed", "memmap", "both"], default="both")
-    p.add_argument("--steps", type=int, default=200, help="steps per loader (and batches timed "
-                   "for the loader alone)")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--context", type=int, default=128)
+    p.add_argument("--data", nargs="+", help="token datasets (.rfd), mixed by --weights where "
+                   "more than one (default: the two demo corpora)")
+    p.add_argument("--weights", nargs="+", type=float, help="one a dataset (default for the demo "
+                   "corpora: 0.7 0.3)")
+    p.add_argument("--eod-token", type=int, default=None, help="the id the loader appends after "
+                   f"each document (default: {BYTE_EOD} for the demo corpora, none with --data; "
+                   "-1: none)")
+    p.add_argument("--vocab", type=int, default=BYTE_EOD + 1, help="ids are below this "
+                   "(default: %(default)s, bytes and the end-of-document id)")
+    p.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                                  "ringfeed-gpt"),
+                   help="where the demo corpora are written (default: %(default)s)")
+    p.add_argument("--demo-bytes", type=int, default=1 << 20, help="byte tokens in each demo "
+                   "corpus at most (default: %(default)s)")
+    p.add_argument("--steps", type=int, default=200, help="train to this step, counting a resumed "
+                   "run's (default: %(default)s)")
+    p.add_argument("--batch-size", type=int, default=32, help="rows per step and rank")
+    p.add_argument("--seq-len", type=int, default=128, help="input tokens a row (L)")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--d-model", type=int, default=128)
     p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--warmup", type=int, default=20, help="steps of linear warm-up")
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=1, help="initial weights and the loader's order")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    p.add_argument("--dtype", choices=["auto", "bf16", "fp32"], default="auto",
+                   help="bf16: autocast (GPU only); auto: bf16 on a GPU, fp32 on the CPU")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    p.add_argument("--io", choices=["direct", "buffered", "pread"], default="direct")
-    args = p.parse_args()
-    if min(args.steps, args.batch_size, args.context, args.layers, args.heads) < 1 \
-            or args.d_model % args.heads:
-        p.error("--steps, --batch-size, --context, --layers and --heads must be positive, and "
-                "--d-model a multiple of --heads")
-    if args.data and args.corpus:
-        p.error("--data and --corpus exclude each other")
+    p.add_argument("--io", choices=["direct", "buffered", "pread"], default="direct",
+                   help="the loader's reads (direct falls back to buffered where refused)")
+    p.add_argument("--doc-attention", action="store_true",
+                   help="attend within each document only, positions from its start")
+    p.add_argument("--checkpoint", help="save model, optimizer, step and loader state here")
+    p.add_argument("--checkpoint-every", type=int, default=0, help="also every N steps")
+    p.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    p.add_argument("--print-every", type=int, default=10)
+    p.add_argument("--compute-only", action="store_true",
+                   help="train on the first batch over and over: the model's speed alone")
+    args = p.parse_args(argv)
+    if min(args.steps, args.batch_size, args.seq_len, args.layers, args.heads, args.d_model,
+           args.print_every, args.demo_bytes, args.vocab) < 1 or args.d_model % args.heads:
+        p.error("--steps, --batch-size, --seq-len, --layers, --heads, --d-model, --print-every, "
+                "--demo-bytes and --vocab must be positive, and --d-model a multiple of --heads")
+    if args.checkpoint_every < 0 or args.warmup < 0 or (args.threads or 1) < 1:
+        p.error("--checkpoint-every, --warmup and --threads must not be negative")
+    if args.weights is not None and len(args.weights) != len(args.data or [None, None]):
+        p.error(f"--weights: {len(args.weights)} weights for "
+                f"{len(args.data) if args.data else 2} datasets")
+    if args.weights is None and args.data and len(args.data) > 1:
+        p.error("--weights: several datasets are mixed by weights, one a dataset")
+    if (args.resume or args.checkpoint_every) and not args.checkpoint:
+        p.error("--resume and --checkpoint-every need --checkpoint")
+    if args.checkpoint and args.resume and not os.path.exists(args.checkpoint):
+        p.error(f"--resume: {args.checkpoint} does not exist")
+    if args.checkpoint and not args.resume and os.path.exists(args.checkpoint):
+        p.error(f"--checkpoint {args.checkpoint} exists: continue it with --resume, or name "
+                "another (a run that did not start from it never replaces it)")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     cuda = torch.cuda.is_available() and ringfeed.cuda_available()
@@ -294,30 +556,22 @@ def main() -> int:
         raise ringfeed.UsageError("--device cuda: torch or this ringfeed build has no CUDA GPU")
     dev = torch.device("cuda" if args.device == "cuda" or (args.device == "auto" and cuda)
                        else "cpu")
-
-    if args.data:
-        rfd, bin_path = args.data, args.bin
-    else:
-        corpus = (read_corpus(args.corpus, " ".join(args.corpus)) if args.corpus
-                  else default_corpus())
-        bin_path, rfd = convert(corpus, args.work, args.context, find_convert(args.convert))
-    kinds = ["ringfeed", "memmap"] if args.loader == "both" else [args.loader]
-    if "memmap" in kinds and not bin_path:
-        raise ringfeed.UsageError("the memmap loader needs --bin (the flat uint16 tokens) with "
-                                  "--data")
-
-    print(f"model: {args.layers} layers, d_model {args.d_model}, {args.heads} heads, context "
-          f"{args.context}, vocabulary {VOCAB}; batch {args.batch_size}, {args.steps} steps on "
-          f"{dev}"
-          + (" (bf16 autocast)" if dev.type == "cuda" else " (float32)"))
-    for kind in kinds:
-        make = ((lambda: ringfeed_batches(rfd, args, dev)) if kind == "ringfeed"
-                else (lambda: memmap_batches(bin_path, args, dev)))
-        alone = loader_alone(make(), args, dev)
-        rate, first, last = train(make(), args, dev)
-        print(f"{kind:8s}: loader alone {alone:,.0f} tokens/s; training {rate:,.0f} tokens/s, "
-              f"loss {first:.3f} -> {last:.3f} (mean of the last 10 steps)", flush=True)
-    return 0
+    if args.dtype == "auto":
+        args.dtype = "bf16" if dev.type == "cuda" else "fp32"
+    if args.dtype == "bf16" and dev.type != "cuda":
+        raise ringfeed.UsageError("--dtype bf16: autocast to bfloat16 on a GPU only (--device "
+                                  "cuda)")
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return train(args, dev, 0, 1, None)
+    import torch.distributed as dist
+    if dev.type == "cuda":
+        dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(dev)  # the loader's device="cuda" is this GPU too
+    dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
+    try:
+        return train(args, dev, dist.get_rank(), dist.get_world_size(), dist)
+    finally:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
 """The examples (examples/*.py) run as programs, on the CPU: torch_train.py learns and resumes bit
-for bit, torch_tokens.py trains through both loaders, torch_ddp.py runs 2 gloo ranks in step and
-resumes their checkpoint at 1."""
+for bit, torch_ddp.py runs 2 gloo ranks in step and resumes their checkpoint at 1 (torch_tokens.py:
+test_torch_tokens.py)."""
 
-import os
 import re
 import subprocess
 import sys
@@ -113,27 +112,6 @@ def test_torch_train_refuses_token_rows(tmp_path):
                            "--device", "cpu"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == f"torch_train: {rows}: uint16 samples are ids, not images"
-
-
-def test_torch_tokens_trains_through_both_loaders(tmp_path):
-    if not os.environ.get("RINGFEED_CONVERT"):
-        pytest.skip("RINGFEED_CONVERT is not set (ctest sets it to the built ringfeed-convert)")
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("".join(f"line {i}: the quick brown fox jumps over the lazy dog.\n"
-                              for i in range(300)))
-    out = run(sys.executable, str(EXAMPLES / "torch_tokens.py"), "--corpus", str(corpus),
-              "--work", str(tmp_path / "work"), "--steps", "6", "--batch-size", "8",
-              "--context", "32", "--layers", "1", "--d-model", "32", "--heads", "2",
-              "--device", "cpu", "--io", "buffered")
-    assert f"corpus: {corpus}: 1 files, {corpus.stat().st_size:,} bytes" in out
-    rows = (corpus.stat().st_size - 1) // 32
-    assert f"{rows:,} rows of 33 uint16" in out
-    for kind in ("ringfeed", "memmap"):
-        m = re.search(rf"^{kind} *: loader alone ([\d,]+) tokens/s; training ([\d,]+) tokens/s, "
-                      r"loss (\S+) -> (\S+)", out, re.M)
-        assert m, out
-        assert int(m[1].replace(",", "")) > 0 and int(m[2].replace(",", "")) > 0
-        assert 0 < float(m[4]) < float(m[3]) < 6.5, out  # from about ln 256 = 5.5, downwards
 
 
 def test_torch_ddp_two_cpu_ranks_step_together(images, tmp_path):
