@@ -11,8 +11,12 @@ Result<std::unique_ptr<HostChunkStaging>> HostChunkStaging::Create(const Staging
   }
   std::unique_ptr<HostChunkStaging> s(new HostChunkStaging());
   s->layout_ = layout;
-  RF_ASSIGN_OR_RETURN(
-      s->area_, HostBuffer::Allocate(uint64_t{layout.slots} * layout.slot_bytes, PinMode::kOff));
+  RF_ASSIGN_OR_RETURN(s->area_,
+                      // Three windows of chunks: faulted in by the chunks' first copies, so that a
+                      // loader's first batch waits for its first window only, not for the whole
+                      // area (its size grows with the window, up to hundreds of MB).
+                      HostBuffer::Allocate(uint64_t{layout.slots} * layout.slot_bytes,
+                                           PinMode::kOff, Prefault::kOnFirstWrite));
   if (!layout.records)
     s->samples_.reset(new uint8_t[size_t{layout.max_batch} * layout.sample_bytes]);
   s->labels_.reset(new uint8_t[size_t{layout.max_batch} * layout.label_bytes]);

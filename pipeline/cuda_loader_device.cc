@@ -1,6 +1,7 @@
 #include "pipeline/cuda_loader_device.h"
 
 #include "cuda/check.h"
+#include "cuda/handles.h"
 #include "pipeline/cuda_chunk_staging.h"
 #include "pipeline/cuda_output_pool.h"
 #include "pipeline/managed_source.h"
@@ -81,7 +82,9 @@ Status CudaLoaderDevice::PutRecords(const Batch& host, void* values, int64_t* of
 }
 
 Status CudaLoaderDevice::PutBytes(const void* host, void* out, size_t bytes) {
-  // Pageable memory: the copy has read `host` when the call returns.
+  // Pageable memory: the copy has read `host` when the call returns. Any thread (a packing
+  // worker's too): the stream's GPU made current for the call.
+  cuda::ScopedDevice on(gpu_);
   RF_CUDA_CHECK(cudaMemcpyAsync(out, host, bytes, cudaMemcpyHostToDevice, stream_));
   return Status::Ok();
 }

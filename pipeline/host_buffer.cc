@@ -70,7 +70,7 @@ size_t HostBuffer::HugePageBytes() const {
   return 0;
 }
 
-Result<HostBuffer> HostBuffer::Allocate(size_t bytes, PinMode pin) {
+Result<HostBuffer> HostBuffer::Allocate(size_t bytes, PinMode pin, Prefault prefault) {
   const bool want_pinned = pin == PinMode::kOn || (pin == PinMode::kAuto && CudaDevicePresent());
 #if !RINGFEED_HAVE_CUDA
   if (want_pinned) return Status::Unsupported("pinned memory needs a CUDA build");
@@ -101,8 +101,8 @@ Result<HostBuffer> HostBuffer::Allocate(size_t bytes, PinMode pin) {
     (void)::madvise(aligned, b.map_bytes_, MADV_HUGEPAGE);  // advice; without THP, 4 KiB pages
   }
   b.data_ = aligned;
-  // Fault every page in now, at start, rather than in the data path.
-  std::memset(b.data_, 0, b.map_bytes_);
+  // Fault every page in now, at start, rather than in the data path (pinning does anyway).
+  if (prefault == Prefault::kAtStart || want_pinned) std::memset(b.data_, 0, b.map_bytes_);
   if (want_pinned) {
 #if RINGFEED_HAVE_CUDA
     RF_ASSIGN_OR_RETURN(b.pin_, cuda::RegisterHost(b.data_, b.map_bytes_));

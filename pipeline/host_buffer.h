@@ -2,8 +2,10 @@
 // copy engine reads: pinned (registered in place, cuda/handles.h's HostRegistration) where a CUDA
 // device is present, so host-to-device
 // copies run at full PCIe speed and asynchronously; plain memory otherwise. Buffers of 2 MiB
-// or more are 2 MiB-aligned and asked for transparent huge pages (see Allocate). Allocated and
-// faulted in once at start; nothing in the data path allocates afterwards.
+// or more are 2 MiB-aligned and asked for transparent huge pages (see Allocate). Allocated at
+// start, and faulted in then (Prefault::kAtStart) or by their first writes (kOnFirstWrite: a
+// large area a loader's first batch need not wait for); nothing in the data path allocates
+// afterwards.
 //
 // Thread safety: the memory itself is the users' to coordinate (the SlotRing does); the object
 // is move-only and not thread safe.
@@ -20,7 +22,8 @@
 
 namespace rf {
 
-enum class PinMode { kAuto, kOn, kOff };  // auto: pinned if a CUDA device is present
+enum class PinMode { kAuto, kOn, kOff };          // auto: pinned if a CUDA device is present
+enum class Prefault { kAtStart, kOnFirstWrite };  // pinned memory is faulted in at start
 Result<PinMode> ParsePinMode(const char* s);
 
 class HostBuffer {
@@ -35,7 +38,8 @@ class HostBuffer {
   static constexpr size_t kHugePage = size_t{2} << 20;
 
   // `bytes` is rounded up to a multiple of 4096. kOn fails where no CUDA device can pin.
-  static Result<HostBuffer> Allocate(size_t bytes, PinMode pin);
+  static Result<HostBuffer> Allocate(size_t bytes, PinMode pin,
+                                     Prefault prefault = Prefault::kAtStart);
 
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }

@@ -1,11 +1,13 @@
 #include "pipeline/sequence_loader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
 
+#include "core/clock.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/output_pool.h"
 
@@ -211,8 +213,93 @@ class SequenceLoader::Source {
 };
 
 SequenceLoader::~SequenceLoader() {
+  Stop();
   sources_.clear();
   if (device_) (void)device_->Drain();
+}
+
+void SequenceLoader::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  made_.clear();
+  failed_ = false;
+}
+
+void SequenceLoader::Start() {
+  handed_ = StateNow();
+  stop_ = false;
+  worker_ = std::thread([this] { Work(); });
+}
+
+void SequenceLoader::Work() {
+  const uint32_t ahead = std::max<uint32_t>(options_.output_buffers, 1);
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || made_.size() < ahead; });
+      if (stop_) return;
+    }
+    Result<std::shared_ptr<LoadedBatch>> b = Produce();
+    const bool ok = b.ok();
+    Made m{std::move(b), ok ? StateNow() : SequenceState{}};
+    const LoaderStats stats = SourceStats();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_ = stats;
+      made_.push_back(std::move(m));
+      if (!ok) failed_ = true;
+    }
+    cv_.notify_all();
+    if (!ok) return;  // Next() hands the error out and restarts from the last batch handed out
+  }
+}
+
+SequenceState SequenceLoader::StateNow() const {
+  SequenceState s;
+  s.rows = rows_;
+  s.drawn = drawn_;
+  for (const auto& src : sources_) s.sources.push_back(src->st);
+  return s;
+}
+
+Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Next() {
+  Made m{std::shared_ptr<LoadedBatch>(), {}};
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t asked = SteadyNowNs();
+    if (clock_start_ns_ == 0) clock_start_ns_ = asked;
+    while (made_.empty()) {
+      // Waits in steps, so that the caller's poll (a signal, say) can end the wait.
+      cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return !made_.empty(); });
+      if (made_.empty() && options_.poll) {
+        lock.unlock();
+        const Status st = options_.poll();
+        if (!st.ok()) return st;
+        lock.lock();
+      }
+    }
+    wait_seconds_ += (SteadyNowNs() - asked) * 1e-9;
+    m = std::move(made_.front());
+    made_.pop_front();
+  }
+  cv_.notify_all();
+  if (!m.batch.ok()) {
+    // Restart from where the batches handed out leave off; the error goes to the caller.
+    const Status error = m.batch.status();
+    const SequenceState at = handed_;
+    Stop();
+    const Status st = Restore(at);
+    return st.ok() ? error : st;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  handed_ = std::move(m.after);
+  if (*m.batch) ++handed_batches_;
+  return std::move(*m.batch);
 }
 
 Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
@@ -265,6 +352,7 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
     r.output.normalize = false;
     r.gpu = -1;
     r.stream = nullptr;
+    r.poll = nullptr;  // the worker's thread reads it; Next() polls the caller's
     RF_ASSIGN_OR_RETURN(s->records, Loader::Create(*d, r));
     s->Enter({});
     l->sources_.push_back(std::move(s));
@@ -277,10 +365,11 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
                       Aligned(b * len * 8) + Aligned((b * len + 1) * 4);
   RF_ASSIGN_OR_RETURN(l->pool_, l->device_->MakePool(most, l->batch_, options.output_buffers));
   l->host_.resize(most);
+  l->Start();
   return l;
 }
 
-Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Next() {
+Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Produce() {
   const bool mixture = !weights_.empty();
   Source& single = *sources_[0];
   const uint64_t rows =
@@ -371,21 +460,18 @@ Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Next() {
 }
 
 SequenceState SequenceLoader::state() const {
-  SequenceState s;
-  s.rows = rows_;
-  s.drawn = drawn_;
-  for (const auto& src : sources_) s.sources.push_back(src->st);
-  return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  return handed_;
 }
 
 Status SequenceLoader::Restore(const SequenceState& s) {
   if (s.sources.size() != sources_.size() || s.drawn.size() != sources_.size())
     return Status::Usage("the state is of " + std::to_string(s.sources.size()) +
                          " datasets, this loader reads " + std::to_string(sources_.size()));
+  // Checked whole before anything changes: a refused state leaves the loader as it was.
   for (size_t i = 0; i < sources_.size(); ++i) {
     const SequenceSourceState& g = s.sources[i];
-    Source& src = *sources_[i];
-    const uint64_t total = src.plan->epoch_sequences();
+    const uint64_t total = sources_[i]->plan->epoch_sequences();
     uint64_t last = 0;
     for (const SequenceRange& r : g.list) {
       if (r.begin >= r.end || r.begin < last || r.end > total)
@@ -394,26 +480,37 @@ Status SequenceLoader::Restore(const SequenceState& s) {
                              "), not ascending ranges within its epoch's " + std::to_string(total));
       last = r.end;
     }
-    const uint32_t world = g.world_size == 0 ? src.world : g.world_size;
-    const SequenceList whole = {{0, total}};
-    const SequenceList& list = g.list.empty() ? whole : g.list;
-    const uint64_t rows = (SequenceCount(list) + world - 1) / world;
-    if (g.position > rows)
+    if (g.position > RowsOf(g, i))
       return Status::Usage("the state's dataset " + std::to_string(i) + " is at row " +
-                           std::to_string(g.position) + " of an epoch of " + std::to_string(rows) +
-                           " rows a rank");
+                           std::to_string(g.position) + " of an epoch of " +
+                           std::to_string(RowsOf(g, i)) + " rows a rank");
+  }
+  Stop();
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    const SequenceSourceState& g = s.sources[i];
+    Source& src = *sources_[i];
+    const uint32_t world = g.world_size == 0 ? src.world : g.world_size;
     if (world == src.world) {
       src.Enter(g);
     } else {
       // Another world: what no old rank took, split over this run's ranks.
-      src.Enter({g.epoch, 0, src.world, RemainingSequences(list, world, g.position)});
+      const SequenceList whole = {{0, src.plan->epoch_sequences()}};
+      src.Enter({g.epoch, 0, src.world,
+                 RemainingSequences(g.list.empty() ? whole : g.list, world, g.position)});
       if (SequenceCount(src.st.list) == 0) src.NextEpoch();
     }
   }
   rows_ = s.rows;
   drawn_ = s.drawn;
   ended_ = false;
+  Start();
   return Status::Ok();
+}
+
+uint64_t SequenceLoader::RowsOf(const SequenceSourceState& g, size_t i) const {
+  const uint32_t world = g.world_size == 0 ? sources_[i]->world : g.world_size;
+  const uint64_t n = g.list.empty() ? sources_[i]->plan->epoch_sequences() : SequenceCount(g.list);
+  return n / world + (n % world != 0 ? 1 : 0);
 }
 
 uint64_t SequenceLoader::epoch_sequences(size_t source) const {
@@ -421,14 +518,14 @@ uint64_t SequenceLoader::epoch_sequences(size_t source) const {
 }
 
 uint64_t SequenceLoader::batches_per_epoch() const {
-  const uint64_t rows = sources_[0]->slice.rows;
+  const uint64_t rows = RowsOf(handed_.sources[0], 0);
   return (rows + batch_ - 1) / batch_;
 }
 
 bool SequenceLoader::on_gpu() const { return device_->gpu() >= 0; }
 int SequenceLoader::gpu_device() const { return device_->gpu(); }
 
-LoaderStats SequenceLoader::stats() const {
+LoaderStats SequenceLoader::SourceStats() const {
   LoaderStats out;
   for (const auto& s : sources_) {
     const LoaderStats r = s->records->stats();
@@ -440,7 +537,15 @@ LoaderStats SequenceLoader::stats() const {
     out.wait_seconds += r.wait_seconds;
     out.reader_held_seconds += r.reader_held_seconds;
   }
-  out.batches = rows_ / std::max<uint32_t>(batch_, 1);
+  return out;
+}
+
+LoaderStats SequenceLoader::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  LoaderStats out = stats_;  // the sources' as the worker last saw them
+  out.batches = handed_batches_;
+  out.wait_seconds = wait_seconds_;  // Next() waiting for a packed batch
+  out.seconds = clock_start_ns_ == 0 ? 0 : (SteadyNowNs() - clock_start_ns_) * 1e-9;
   return out;
 }
 

@@ -36,11 +36,19 @@
 // this loader's world size: the same rows at the same world size, and at another the sequences
 // of each source's interrupted epoch that no rank took, split over the new ranks.
 //
-// Threads: one thread at a time calls a SequenceLoader's methods; batches as for Loader.
+// Threads. A worker thread of the loader's own packs batches ahead (prefetch of them, the
+// loader's output buffers) and puts them on the device (queued on the loader's stream); Next()
+// takes the oldest, so the packing and the copy overlap the consumer's work. state() is where the
+// batches handed out leave off, never the worker's place. One thread at a time calls a
+// SequenceLoader's methods; batches as for Loader.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/status.h"
@@ -93,19 +101,37 @@ class SequenceLoader {
   // that cannot be of these sources' epochs.
   Status Restore(const SequenceState& s);
 
+  // Stops the worker (before the sources it uses go).
+  void Stop();
+
   // One source: its sequences per epoch (all ranks), and batches per epoch for each rank of the
   // epoch the next batch comes from.
   uint64_t epoch_sequences(size_t source = 0) const;
   uint64_t batches_per_epoch() const;
   bool on_gpu() const;
   int gpu_device() const;
-  LoaderStats stats() const;  // summed over the sources' loaders
+  // The sources' loaders' reads, summed; wait_seconds: Next() waiting for a packed batch (the
+  // consumer's real wait); seconds since the first Next(); batches handed out.
+  LoaderStats stats() const;
   std::string Describe() const;
 
  private:
   class Source;
   SequenceLoader() = default;
-  Status FillRow(Source& s, uint32_t row, std::vector<uint32_t>* starts);
+  // The next batch, packed and put on the device (the worker's thread); null at a single
+  // source's epoch end.
+  Result<std::shared_ptr<LoadedBatch>> Produce();
+  SequenceState StateNow() const;  // the sources' own place (the worker's)
+  // Rows a rank of source i's epoch `g` (its list split over its world).
+  uint64_t RowsOf(const SequenceSourceState& g, size_t i) const;
+  void Start();  // the worker, from the sources' place
+  void Work();
+
+  // A batch the worker made, with the state after it.
+  struct Made {
+    Result<std::shared_ptr<LoadedBatch>> batch;
+    SequenceState after;
+  };
 
   LoaderOptions options_;
   std::vector<double> weights_;
@@ -116,7 +142,20 @@ class SequenceLoader {
   DType dtype_ = DType::kInt64;
   uint64_t rows_ = 0;
   std::vector<uint64_t> drawn_;
-  bool ended_ = false;  // one source: its epoch's last batch went out, the next Next() is null
+  bool ended_ = false;  // one source: its epoch's last batch went out, the next Produce() is null
+  LoaderStats SourceStats() const;  // the sources' loaders' (the worker's thread)
+
+  mutable std::mutex mu_;
+  uint64_t handed_batches_ = 0;  // under mu_ from here on
+  LoaderStats stats_;            // the sources', as the worker last saw them
+  double wait_seconds_ = 0;      // Next() waiting for a packed batch
+  uint64_t clock_start_ns_ = 0;  // the first Next()
+  std::condition_variable cv_;
+  std::deque<Made> made_;  // packed ahead, oldest first
+  bool stop_ = false;      // the worker is to stop
+  bool failed_ = false;    // the worker stopped at an error (in made_)
+  SequenceState handed_;   // after the last batch Next() handed out
+  std::thread worker_;
   std::vector<uint8_t> host_;  // a batch packed in host memory
 };
 
