@@ -15,6 +15,8 @@ packages=(
   libgtest-dev                  # tests
   openmpi-bin libopenmpi-dev    # data-parallel runs (mpirun; the MPI plugin) and their tests
   python3-dev pybind11-dev      # the Python package's extension (python/)
+  python3-pip python3-venv      # the wheel (tools/test_wheel.sh) and the venvs it is tested in
+  libgfortran-12-dev            # static OpenBLAS's Fortran runtime (RINGFEED_STATIC_DEPS, wheels)
   libdlpack-dev                 # dlpack/dlpack.h: batches exported to torch/numpy
   librandom123-dev              # Random123's Philox: augmentation's draws, host and GPU alike
   python3-numpy python3-pytest  # the Python package's tests

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what ringfeed needs, builds it with warnings as errors,
 # installs the Python package (`import ringfeed` works afterwards), and runs every test (GPU
-# tests skip themselves where no GPU is found; the Python tests run against the build tree).
+# tests skip themselves where no GPU is found; the Python tests run against the build tree, and
+# tools/test_wheel.sh runs them against an installed wheel: CI runs both).
 #
 #   tools/test.sh                      the above, in build/ (RINGFEED_BUILD_DIR), configured by
 #                                      tools/configure.sh as tools/main-job.sh configures it:

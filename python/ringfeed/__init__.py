@@ -16,11 +16,10 @@ ringfeed.UsageError for the errors. Datasets are made by `ringfeed-convert`, or 
 loop by ringfeed.DatasetWriter.
 """
 
-from ._ringfeed import DataError, Tensor, UsageError, cuda_available
+from ._ringfeed import DataError, Tensor, UsageError, __version__, cuda_available
 from .loader import DatasetInfo, Loader, dataset_info
 from .sequences import Sequences
 from .writer import DatasetWriter
 
 __all__ = ["DataError", "DatasetInfo", "DatasetWriter", "Loader", "Sequences", "Tensor", "UsageError",
            "cuda_available", "dataset_info"]
-__version__ = "0.1.0"

@@ -49,6 +49,12 @@
 #include "python/src/status_error.h"
 #include "python/src/writer.h"
 
+// The project's version (the top CMakeLists.txt's project()), which python/CMakeLists.txt defines
+// for the extension: ringfeed.__version__ and the wheel's metadata come from that one place.
+#ifndef RINGFEED_VERSION
+#error "RINGFEED_VERSION is not defined (python/CMakeLists.txt defines it: the project's version)"
+#endif
+
 namespace py = pybind11;
 
 namespace rf::python {
@@ -595,6 +601,7 @@ PYBIND11_MODULE(_ringfeed, m) {
   using namespace rf::python;  // NOLINT
 
   m.doc() = "ringfeed's native layer (pipeline/loader.h). Use the `ringfeed` package instead.";
+  m.attr("__version__") = RINGFEED_VERSION;
 
   g_data_error = PyErr_NewExceptionWithDoc(
       "ringfeed.DataError",

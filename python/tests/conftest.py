@@ -5,7 +5,10 @@ byte k >= 8 holds (i * 31 + k) & 0xff; its label is i % 10), so any misordered, 
 damaged sample shows.
 
 ctest runs these against the build tree (PYTHONPATH=<build>/python) and names the converter in
-RINGFEED_CONVERT; without it the tests skip.
+RINGFEED_CONVERT; without it the tests skip. tools/test_wheel.sh runs them against a wheel
+installed into a virtual environment, with no build tree on sys.path, RINGFEED_CONVERT naming the
+wheel's console entry point and RINGFEED_TEST_WHEEL=1, under which `ringfeed` must be the
+installed distribution's (installed_package() says where it is from).
 """
 
 import os
@@ -17,6 +20,25 @@ import numpy as np
 import pytest
 
 import ringfeed
+
+
+def installed_package() -> Optional[Path]:
+    """The directory of the installed distribution `ringfeed` (a wheel's), where the imported
+    package is that one; None where it is not (the build tree, or a CMake install, which records
+    no distribution)."""
+    try:
+        from importlib import metadata
+        init = metadata.distribution("ringfeed").locate_file("ringfeed/__init__.py")
+    except Exception:  # no such distribution (PackageNotFoundError), or no importlib.metadata
+        return None
+    here = Path(ringfeed.__file__).resolve()
+    return here.parent if Path(init).resolve() == here else None
+
+
+if os.environ.get("RINGFEED_TEST_WHEEL") == "1" and installed_package() is None:
+    raise pytest.UsageError(f"RINGFEED_TEST_WHEEL=1, but ringfeed was imported from "
+                            f"{ringfeed.__file__}, not from an installed wheel (is a build tree on "
+                            f"PYTHONPATH?)")
 
 CLASSES = 10
 

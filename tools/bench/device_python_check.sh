@@ -47,7 +47,12 @@ libs=$(ls "$pkg"/lib/lib*.a)
 codec_libs=""
 ls "$srcroot"/io/codec.h >/dev/null 2>&1 && codec_libs="-l:libzstd.so.1 -l:liblz4.so.1"
 
+# ringfeed.__version__ (module.cc's RINGFEED_VERSION): the project() version of the sources' tree.
+version=$(sed -n 's/^project(ringfeed VERSION \([0-9.]*\).*/\1/p' "$srcroot/CMakeLists.txt" \
+  2>/dev/null || true)
+
 g++ -O2 ${EXTRA_CXXFLAGS:-} -std=c++20 -shared -fPIC -fvisibility=hidden -DRINGFEED_HAVE_CUDA=1 \
+  -DRINGFEED_VERSION="\"${version:-unknown}\"" \
   -I"$srcroot" -I"$pkg/include" -I/usr/local/cuda/include $(python3 -m pybind11 --includes) \
   $(ls "$srcroot"/python/src/module.cc "$srcroot"/python/src/writer.cc 2>/dev/null) \
   -o "$site/ringfeed/_ringfeed$suffix" \

@@ -5,8 +5,9 @@
 # static libraries the Python extension is built from there, with Debian's liburing, xxhash and
 # zlib archives), include/dlpack and include/Random123 (header-only, from Debian's
 # librandom123-dev: core/augment.h's generator), and the source the Python extension is compiled
-# from there (src/: python/src, python/ringfeed and every project header of the tree the build
-# came from, SRC_TREE, default this checkout), so a package of another commit builds its own.
+# from there (src/: python/src, python/ringfeed, every project header and the top CMakeLists.txt,
+# whose version the extension reports, of the tree the build came from, SRC_TREE, default this
+# checkout), so a package of another commit builds its own.
 # Usage: [SRC_TREE=DIR] tools/bench/package_device.sh BUILD_DIR OUT.tar.xz [TEST...]
 set -euo pipefail
 build=$(realpath "$1")
@@ -33,7 +34,8 @@ for l in liburing libxxhash libz; do cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/l
 cp /usr/include/dlpack/dlpack.h "$pkg/include/dlpack/"
 cp -r /usr/include/Random123 "$pkg/include/"
 src_tree=$(realpath "${SRC_TREE:-$(dirname "$0")/../..}")
-(cd "$src_tree" && { git ls-files -- '*.h' '*.cuh' python/src python/ringfeed 2>/dev/null ||
+(cd "$src_tree" &&
+  { git ls-files -- '*.h' '*.cuh' python/src python/ringfeed CMakeLists.txt 2>/dev/null ||
   find . -path ./build\* -prune -o \( -name '*.h' -o -name '*.cuh' \) -print; } |
   tar -cf - -T -) | tar -C "$pkg" --one-top-level=src -xf -
 tar -C "$stage" -cJf "$archive" pkg
