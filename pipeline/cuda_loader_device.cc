@@ -89,6 +89,27 @@ Status CudaLoaderDevice::PutBytes(const void* host, void* out, size_t bytes) {
   return Status::Ok();
 }
 
+Status CudaLoaderDevice::PutBytesAsync(const void* host, void* out, size_t bytes, uint32_t slot) {
+  cuda::ScopedDevice on(gpu_);
+  if (!put_done_[slot]) {
+    RF_ASSIGN_OR_RETURN(put_done_[slot], cuda::CreateEvent(false));
+  }
+  RF_CUDA_CHECK(cudaMemcpyAsync(out, host, bytes, cudaMemcpyHostToDevice, stream_));
+  RF_CUDA_CHECK(cudaEventRecord(put_done_[slot].get(), stream_));
+  return Status::Ok();
+}
+
+Status CudaLoaderDevice::WaitPut(uint32_t slot) {
+  if (!put_done_[slot]) return Status::Ok();  // nothing put from it yet
+  RF_CUDA_CHECK(cudaEventSynchronize(put_done_[slot].get()));
+  return Status::Ok();
+}
+
+Result<HostBuffer> CudaLoaderDevice::HostArea(size_t bytes) {
+  cuda::ScopedDevice on(gpu_);
+  return HostBuffer::Allocate(bytes, PinMode::kOn);
+}
+
 Status CudaLoaderDevice::Drain() {
   if (stream_ == nullptr) return Status::Ok();
   RF_CUDA_CHECK(cudaStreamSynchronize(stream_));

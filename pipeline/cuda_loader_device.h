@@ -38,6 +38,9 @@ class CudaLoaderDevice final : public LoaderDevice {
   Status Decode(const Batch& stored, void* out, int64_t* labels) override;
   Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) override;
   Status PutBytes(const void* host, void* out, size_t bytes) override;
+  Status PutBytesAsync(const void* host, void* out, size_t bytes, uint32_t slot) override;
+  Status WaitPut(uint32_t slot) override;
+  Result<HostBuffer> HostArea(size_t bytes) override;
   Status Drain() override;
   std::string Describe() const override;
 
@@ -48,7 +51,8 @@ class CudaLoaderDevice final : public LoaderDevice {
   cuda::CudaStream own_stream_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<CudaBatchDecoder> decoder_;
-  std::vector<int64_t> record_labels_;  // PutRecords' labels as int64, before their copy
+  std::vector<int64_t> record_labels_;   // PutRecords' labels as int64, before their copy
+  cuda::CudaEvent put_done_[kPutSlots];  // after each slot's last PutBytesAsync
 };
 
 }  // namespace rf

@@ -49,6 +49,13 @@ class HostLoaderDevice final : public LoaderDevice {
     std::memcpy(out, host, bytes);
     return Status::Ok();
   }
+  Status PutBytesAsync(const void* host, void* out, size_t bytes, uint32_t) override {
+    return PutBytes(host, out, bytes);
+  }
+  Status WaitPut(uint32_t) override { return Status::Ok(); }
+  Result<HostBuffer> HostArea(size_t bytes) override {
+    return HostBuffer::Allocate(bytes, PinMode::kOff);
+  }
   Status Drain() override { return Status::Ok(); }
   std::string Describe() const override { return "cpu"; }
 

@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "io/dataset.h"
 #include "pipeline/batch_decode.h"
+#include "pipeline/host_buffer.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/streaming_source.h"
@@ -49,6 +50,14 @@ class LoaderDevice {
   // `bytes` of host memory into the output at `out` (queued, on a GPU; `host` may be reused once
   // this returns).
   virtual Status PutBytes(const void* host, void* out, size_t bytes) = 0;
+  // The same from host memory of HostArea (pinned on a GPU: the copy runs on while the caller
+  // goes on), as one of `kPutSlots` slots: `host` may be written again once WaitPut(slot)
+  // returns. Any thread, one at a time.
+  static constexpr uint32_t kPutSlots = 2;
+  virtual Status PutBytesAsync(const void* host, void* out, size_t bytes, uint32_t slot) = 0;
+  virtual Status WaitPut(uint32_t slot) = 0;
+  // Host memory for PutBytesAsync: pinned on a GPU, plain on the host.
+  virtual Result<HostBuffer> HostArea(size_t bytes) = 0;
   // Waits for the work queued so far.
   virtual Status Drain() = 0;
   virtual std::string Describe() const = 0;

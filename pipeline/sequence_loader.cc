@@ -364,7 +364,9 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
   const size_t most = Aligned(b * (len + 1) * DTypeSize(l->dtype_)) + Aligned(b * 8) +
                       Aligned(b * len * 8) + Aligned((b * len + 1) * 4);
   RF_ASSIGN_OR_RETURN(l->pool_, l->device_->MakePool(most, l->batch_, options.output_buffers));
-  l->host_.resize(most);
+  for (HostBuffer& h : l->host_) {
+    RF_ASSIGN_OR_RETURN(h, l->device_->HostArea(most));
+  }
   l->Start();
   return l;
 }
@@ -380,7 +382,10 @@ Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Produce() {
     return std::shared_ptr<LoadedBatch>();
   }
   const size_t row = length_ + 1;
-  uint8_t* base = host_.data();
+  // The slot's last copy to the device is done before it is written again.
+  slot_ = (slot_ + 1) % LoaderDevice::kPutSlots;
+  RF_RETURN_IF_ERROR(device_->WaitPut(slot_));
+  uint8_t* base = host_[slot_].data();
   const size_t tokens_bytes = Aligned(rows * row * DTypeSize(dtype_));
   auto* lengths = reinterpret_cast<int64_t*>(base + tokens_bytes);
   auto* positions = reinterpret_cast<int64_t*>(base + tokens_bytes + Aligned(rows * 8));
@@ -442,7 +447,7 @@ Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Produce() {
                       pool_->Acquire(static_cast<uint32_t>(rows), dtype_,
                                      {static_cast<int64_t>(rows), static_cast<int64_t>(row)}));
   const size_t used = reinterpret_cast<uint8_t*>(cu + segments + 1) - base;
-  RF_RETURN_IF_ERROR(device_->PutBytes(base, out->samples(), used));
+  RF_RETURN_IF_ERROR(device_->PutBytesAsync(base, out->samples(), used, slot_));
   auto* dst = static_cast<uint8_t*>(out->samples());
   const auto n = static_cast<int64_t>(rows), l = static_cast<int64_t>(length_);
   out->views_ = {

@@ -52,7 +52,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "pipeline/host_buffer.h"
 #include "pipeline/loader.h"
+#include "pipeline/loader_device.h"
 #include "pipeline/sequence_plan.h"
 
 namespace rf {
@@ -156,7 +158,9 @@ class SequenceLoader {
   bool failed_ = false;    // the worker stopped at an error (in made_)
   SequenceState handed_;   // after the last batch Next() handed out
   std::thread worker_;
-  std::vector<uint8_t> host_;  // a batch packed in host memory
+  // Batches are packed in host memory, alternately in each slot (pinned on a GPU).
+  HostBuffer host_[LoaderDevice::kPutSlots];
+  uint32_t slot_ = 0;
 };
 
 }  // namespace rf
