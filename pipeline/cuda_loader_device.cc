@@ -105,6 +105,11 @@ Status CudaLoaderDevice::WaitPut(uint32_t slot) {
   return Status::Ok();
 }
 
+Status CudaLoaderDevice::BindThread() {
+  RF_CUDA_CHECK(cudaSetDevice(gpu_));
+  return Status::Ok();
+}
+
 Result<HostBuffer> CudaLoaderDevice::HostArea(size_t bytes) {
   cuda::ScopedDevice on(gpu_);
   return HostBuffer::Allocate(bytes, PinMode::kOn);

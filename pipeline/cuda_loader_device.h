@@ -40,6 +40,7 @@ class CudaLoaderDevice final : public LoaderDevice {
   Status PutBytes(const void* host, void* out, size_t bytes) override;
   Status PutBytesAsync(const void* host, void* out, size_t bytes, uint32_t slot) override;
   Status WaitPut(uint32_t slot) override;
+  Status BindThread() override;
   Result<HostBuffer> HostArea(size_t bytes) override;
   Status Drain() override;
   std::string Describe() const override;

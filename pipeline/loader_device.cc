@@ -53,6 +53,7 @@ class HostLoaderDevice final : public LoaderDevice {
     return PutBytes(host, out, bytes);
   }
   Status WaitPut(uint32_t) override { return Status::Ok(); }
+  Status BindThread() override { return Status::Ok(); }
   Result<HostBuffer> HostArea(size_t bytes) override {
     return HostBuffer::Allocate(bytes, PinMode::kOff);
   }

@@ -56,6 +56,9 @@ class LoaderDevice {
   static constexpr uint32_t kPutSlots = 2;
   virtual Status PutBytesAsync(const void* host, void* out, size_t bytes, uint32_t slot) = 0;
   virtual Status WaitPut(uint32_t slot) = 0;
+  // Makes the calling thread's CUDA calls go to the device's GPU (a worker thread's, before its
+  // first: the pool's events and the stream are that GPU's). Host: nothing.
+  virtual Status BindThread() = 0;
   // Host memory for PutBytesAsync: pinned on a GPU, plain on the host.
   virtual Result<HostBuffer> HostArea(size_t bytes) = 0;
   // Waits for the work queued so far.

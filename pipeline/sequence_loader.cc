@@ -238,13 +238,16 @@ void SequenceLoader::Start() {
 
 void SequenceLoader::Work() {
   const uint32_t ahead = std::max<uint32_t>(options_.output_buffers, 1);
+  // This thread's CUDA calls on the loader's GPU (not the process's device 0: a rank's other).
+  const Status bound = device_->BindThread();
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || made_.size() < ahead; });
       if (stop_) return;
     }
-    Result<std::shared_ptr<LoadedBatch>> b = Produce();
+    Result<std::shared_ptr<LoadedBatch>> b =
+        bound.ok() ? Produce() : Result<std::shared_ptr<LoadedBatch>>(bound);
     const bool ok = b.ok();
     Made m{std::move(b), ok ? StateNow() : SequenceState{}};
     const LoaderStats stats = SourceStats();
