@@ -249,3 +249,23 @@ def test_what_cannot_be_packed_is_refused(tmp_path, corpus):
         ringfeed.Loader(path, BATCH, eod_token=0, device="cpu")
     with pytest.raises(ringfeed.UsageError, match="int64 or int32"):
         loader(path, dtype="float32")
+
+
+def test_a_loader_on_the_second_gpu_packs_there(corpus):
+    """The packing worker's CUDA calls go to the loader's GPU, not the process's first (GPU 1's
+    pool events recorded from a thread on GPU 0 failed, and DDP's other rank waited forever)."""
+    torch = pytest.importorskip("torch")
+    if not ringfeed.cuda_available() or torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    path, docs = corpus
+    want = [r for r in rows_of(loader(path, shuffle="none", eod_token=0))]
+    ld = ringfeed.Loader(path, BATCH, sequence_length=L, shuffle="none", eod_token=0,
+                         device="cuda:1", shuffle_window=3)
+    assert ld.device == "cuda:1"
+    got = []
+    for b in ld:
+        t = torch.from_dlpack(b.tokens)
+        assert t.device.index == 1
+        for row, k in zip(t.cpu().numpy(), torch.from_dlpack(b.lengths).cpu().numpy()):
+            got.append(row[:k])
+    assert len(got) == len(want) and all(np.array_equal(x, y) for x, y in zip(got, want))
