@@ -221,18 +221,13 @@ void RaiseIfPythonError() {
   if (PyErr_Occurred() != nullptr) throw py::error_already_set();
 }
 
-// One rf::Loader and the dataset it reads (declared first, so destroyed after the loader).
-class NativeLoader {
+// A native loader (rf::Loader or rf::SequenceLoader, `L`) held for Python: its calls run under
+// its mutex with the GIL released, and Close (or the holder's end) stops it. The datasets it
+// reads are held here too, declared first, so destroyed after it.
+template <typename L>
+class NativeHolder {
  public:
-  NativeLoader(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options)
-      : dataset_(std::move(dataset)) {
-    auto r = [&] {
-      py::gil_scoped_release unlocked;
-      return Loader::Create(*dataset_, options);
-    }();
-    loader_ = Take(std::move(r));
-  }
-  ~NativeLoader() {
+  ~NativeHolder() {
     if (InterpreterFinalizing()) {
       loader_.reset();
       return;
@@ -256,6 +251,39 @@ class NativeLoader {
     loader_.reset();
   }
 
+ protected:
+  // Opens the loader with `open` (the GIL released).
+  template <typename Open>
+  void Hold(Open&& open) {
+    auto r = [&] {
+      py::gil_scoped_release unlocked;
+      return open();
+    }();
+    loader_ = Take(std::move(r));
+  }
+  // The batch Next() returned, after a signal's check; null at an epoch's end.
+  std::shared_ptr<LoadedBatch> Taken(Result<std::shared_ptr<LoadedBatch>> r) {
+    RaiseIfPythonError();
+    // A signal that came as Next returned raises here too (the batch goes back to the pool).
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    return Take(std::move(r));
+  }
+
+  std::vector<std::shared_ptr<const Dataset>> datasets_;
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<L> loader_;
+};
+
+// One rf::Loader and the dataset it reads.
+class NativeLoader : public NativeHolder<Loader> {
+ public:
+  NativeLoader(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options) {
+    datasets_ = {std::move(dataset)};
+    Hold([&] { return Loader::Create(*datasets_[0], options); });
+  }
+
   void StartEpoch(uint64_t epoch, uint64_t position) {
     const Status st = Locked([&](Loader& l) { return l.StartEpoch(epoch, position); });
     RaiseIfPythonError();
@@ -263,11 +291,7 @@ class NativeLoader {
   }
 
   py::object Next() {
-    auto r = Locked([](Loader& l) { return l.Next(); });
-    RaiseIfPythonError();
-    // A signal that came as Next returned raises here too (the batch goes back to the pool).
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    std::shared_ptr<LoadedBatch> b = Take(std::move(r));
+    std::shared_ptr<LoadedBatch> b = Taken(Locked([](Loader& l) { return l.Next(); }));
     if (!b) return py::none();
     // Records of any size: (values, offsets, labels).
     if (b->offsets() != nullptr) {
@@ -276,65 +300,30 @@ class NativeLoader {
     }
     return py::make_tuple(Tensor{b, BatchPart::kSamples}, Tensor{b, BatchPart::kLabels});
   }
-
- private:
-  std::shared_ptr<const Dataset> dataset_;
-  std::mutex mu_;
-  std::unique_ptr<Loader> loader_;
 };
 
-// One rf::SequenceLoader and the datasets it reads (declared first, so destroyed after it).
-class NativeSequenceLoader {
+// One rf::SequenceLoader and the datasets it reads.
+class NativeSequenceLoader : public NativeHolder<SequenceLoader> {
  public:
   NativeSequenceLoader(std::vector<std::shared_ptr<const Dataset>> datasets,
                        const LoaderOptions& options)
-      : datasets_(std::move(datasets)) {
+      : options_(options) {
+    datasets_ = std::move(datasets);
     std::vector<const Dataset*> d;
     for (const auto& p : datasets_) d.push_back(p.get());
-    auto r = [&] {
-      py::gil_scoped_release unlocked;
-      return SequenceLoader::Create(d, options);
-    }();
-    loader_ = Take(std::move(r));
-    options_ = options;
-  }
-  ~NativeSequenceLoader() {
-    if (InterpreterFinalizing()) {
-      loader_.reset();
-      return;
-    }
-    Close();
-  }
-
-  template <typename F>
-  auto Locked(F&& f) {
-    py::gil_scoped_release unlocked;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!loader_) Throw(Status::Usage("the loader is closed"));
-    return f(*loader_);
-  }
-  void Close() {
-    py::gil_scoped_release unlocked;
-    std::lock_guard<std::mutex> lock(mu_);
-    loader_.reset();
+    Hold([&] { return SequenceLoader::Create(d, options); });
   }
   const LoaderOptions& options() const { return options_; }
 
   // (tokens, lengths, cu_seqlens, position_ids), or None where one dataset's epoch ends.
   py::object Next() {
-    auto r = Locked([](SequenceLoader& l) { return l.Next(); });
-    RaiseIfPythonError();
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    std::shared_ptr<LoadedBatch> b = Take(std::move(r));
+    std::shared_ptr<LoadedBatch> b = Taken(Locked([](SequenceLoader& l) { return l.Next(); }));
     if (!b) return py::none();
     return py::make_tuple(Tensor{b, BatchPart::kView, 0}, Tensor{b, BatchPart::kView, 1},
                           Tensor{b, BatchPart::kView, 2}, Tensor{b, BatchPart::kView, 3});
   }
 
  private:
-  std::vector<std::shared_ptr<const Dataset>> datasets_;
-  std::mutex mu_;
-  std::unique_ptr<SequenceLoader> loader_;
   LoaderOptions options_;
 };
 
@@ -809,7 +798,7 @@ PYBIND11_MODULE(_ringfeed, m) {
       .def("next", &NativeSequenceLoader::Next,
            "SequenceLoader::Next: (tokens, lengths, cu_seqlens, position_ids), or None where one "
            "dataset's epoch ends.")
-      .def("close", &NativeSequenceLoader::Close)
+      .def("close", [](NativeSequenceLoader& n) { n.Close(); })
       .def("state",
            [](NativeSequenceLoader& n) {
              return SequenceStateDict(n.Locked([](SequenceLoader& l) { return l.state(); }));
@@ -860,7 +849,9 @@ PYBIND11_MODULE(_ringfeed, m) {
            "Loader::StartEpoch: the next batches come from `epoch` at `position`.")
       .def("next", &NativeLoader::Next,
            "Loader::Next: (samples, labels) of the next batch, or None at the epoch's end.")
-      .def("close", &NativeLoader::Close, "Stops the loader (batches handed out stay valid).")
+      .def(
+          "close", [](NativeLoader& n) { n.Close(); },
+          "Stops the loader (batches handed out stay valid).")
       .def("epoch_samples",
            [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.epoch_samples(); }); })
       .def(
