@@ -105,7 +105,7 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
   const SequenceOptions& seq = options.sequence;
   if (seq.length != 0)
     return Status::Usage("sequence_length: packed sequences come from a SequenceLoader");
-  if (seq.eod_token != -1 || seq.pad_token != 0 || !seq.weights.empty())
+  if (seq.eod_token != -1 || seq.pad_token != 0 || !seq.weights.empty() || seq.pad)
     return Status::Usage(
         "eod_token, pad_token and weights shape packed sequences: give "
         "sequence_length too");

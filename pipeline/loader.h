@@ -85,6 +85,7 @@ struct SequenceOptions {
   uint32_t length = 0;         // L: rows of L + 1 tokens
   int64_t eod_token = -1;      // appended after each document; -1: none
   int64_t pad_token = 0;       // fills a row past its length
+  bool pad = false;            // packing "pad": one document a row (else "concat")
   std::vector<float> weights;  // a mixture: one weight a dataset
 };
 

@@ -69,6 +69,12 @@ OptionTable<LoaderOptions> MakeTable() {
           "packed token sequences: each batch is batch_size rows of L + 1 token ids (inputs "
           "[:, :-1], targets [:, 1:]), the documents of a tokens dataset packed end to end, with "
           "lengths, cu_seqlens and position_ids; 0: records as stored");
+  t.Word("packing", [](auto& o) -> auto& { return o.sequence.pad; },
+         {{"concat", false}, {"pad", true}})
+      .For(kLoaderApi)
+      .Help(
+          "packed sequences: concat (documents end to end, split across rows where they must; "
+          "no token dropped) or pad (one document a row, padded, cut at sequence_length + 1)");
   t.Field(
        "eod_token", OptionType::kInteger, [](auto& o) -> auto& { return o.sequence.eod_token; })
       .Range(-1, uint64_t{INT64_MAX})

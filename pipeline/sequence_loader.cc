@@ -196,7 +196,24 @@ class SequenceLoader::Source {
   template <typename Out>
   Status Row(Out* out, uint64_t* valid, std::vector<uint32_t>* starts) {
     *valid = 0;
-    if (st.position < slice.count) {
+    if (st.position < slice.count && plan->pad()) {
+      // Document `seq` of the epoch's order, cut at a row; `tok` counts documents here.
+      const uint64_t seq = slice.ranges[range].begin + in_range;
+      if (tok != seq) {
+        RF_RETURN_IF_ERROR(records->StartEpoch(st.epoch, seq));
+        batch.reset();
+      }
+      RF_RETURN_IF_ERROR(Fill());
+      const uint64_t total = RecordTokens();
+      *valid = std::min(total, plan->row_tokens());
+      RF_RETURN_IF_ERROR(Walk(*valid, out, 0, starts));
+      if (*valid < total) RF_RETURN_IF_ERROR(Walk<Out>(total - *valid, nullptr, 0, nullptr));
+      tok = seq + 1;
+      if (++in_range == slice.ranges[range].size()) {
+        ++range;
+        in_range = 0;
+      }
+    } else if (st.position < slice.count) {
       const uint64_t seq = slice.ranges[range].begin + in_range;
       const uint64_t first = seq * plan->row_tokens();
       *valid = std::min(plan->row_tokens(), plan->epoch_tokens() - first);
@@ -336,7 +353,7 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
       return Status::Usage("dtype int32: " + d->shard_path(0) +
                            " holds int64 ids, which int32 may not hold; use int64");
     RF_ASSIGN_OR_RETURN(s->plan, SequencePlan::Make(*d, order, so.length, so.eod_token >= 0,
-                                                    options.pipeline.order.drop_last));
+                                                    options.pipeline.order.drop_last, so.pad));
     if (s->plan->epoch_sequences() == 0)
       return Status::Usage("sequence_length " + std::to_string(so.length) + ": " +
                            d->shard_path(0) + " holds " + std::to_string(s->plan->epoch_tokens()) +

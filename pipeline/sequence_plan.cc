@@ -71,7 +71,7 @@ SequenceList RemainingSequences(const SequenceList& list, uint32_t world, uint64
 Result<std::shared_ptr<const SequencePlan>> SequencePlan::Make(const Dataset& d,
                                                                const OrderSettings& order,
                                                                uint32_t sequence_length, bool eod,
-                                                               bool drop_last) {
+                                                               bool drop_last, bool pad) {
   const format::Header& h = d.header();
   if (IsImageDType(h.sample_dtype) ||
       (h.variable() && h.record_kind != format::RecordKind::kTokens))
@@ -87,6 +87,7 @@ Result<std::shared_ptr<const SequencePlan>> SequencePlan::Make(const Dataset& d,
   one.resumed = {};
   std::shared_ptr<SequencePlan> p(new SequencePlan(d.ChunkSampleCounts(), one));
   p->length_ = sequence_length;
+  p->pad_ = pad;
   p->chunk_tokens_.resize(d.chunk_count());
   const uint64_t elem = DTypeSize(h.sample_dtype);
   for (size_t g = 0; g < d.chunk_count(); ++g) {
@@ -103,7 +104,8 @@ Result<std::shared_ptr<const SequencePlan>> SequencePlan::Make(const Dataset& d,
     p->tokens_ += p->chunk_tokens_[g];
   }
   const uint64_t row = p->row_tokens();
-  p->sequences_ = p->tokens_ / row + (!drop_last && p->tokens_ % row != 0 ? 1 : 0);
+  p->sequences_ =
+      pad ? d.sample_count() : p->tokens_ / row + (!drop_last && p->tokens_ % row != 0 ? 1 : 0);
   return std::shared_ptr<const SequencePlan>(std::move(p));
 }
 

@@ -17,6 +17,11 @@
 // it reads about 1/W of the epoch's chunks; every rank hands out q = ceil(N / W) rows, the ranks
 // with one sequence fewer an empty row (no valid token) last. All ranks thus step together.
 //
+// Padding (pad): every document starts a row of its own instead, cut at L + 1 tokens (the rest of
+// a longer document is not handed out); global sequence j is then document j of the epoch's
+// order, and the ranks split the documents as above. Every rank's rows are so known from the
+// index (its documents), which continuing a long document over several rows would not allow.
+//
 // Resume at any world size. After p rows a rank (the same p on every rank), rank r has taken
 // the first min(p, its count) of its entries; the rest of the epoch is the list of what no rank
 // took (Remainder), which the next run splits over its own ranks the same way: every sequence
@@ -76,9 +81,10 @@ class SequencePlan {
   static Result<std::shared_ptr<const SequencePlan>> Make(const Dataset& d,
                                                           const OrderSettings& order,
                                                           uint32_t sequence_length, bool eod,
-                                                          bool drop_last);
+                                                          bool drop_last, bool pad = false);
 
   uint32_t sequence_length() const { return length_; }
+  bool pad() const { return pad_; }
   uint64_t row_tokens() const { return uint64_t{length_} + 1; }
   uint64_t epoch_tokens() const { return tokens_; }        // T
   uint64_t epoch_sequences() const { return sequences_; }  // with the partial one unless dropped
@@ -97,6 +103,7 @@ class SequencePlan {
   WindowOrder order_;
   std::vector<uint64_t> chunk_tokens_;
   uint32_t length_ = 0;
+  bool pad_ = false;
   uint64_t tokens_ = 0, sequences_ = 0;
 };
 

@@ -269,3 +269,24 @@ def test_a_loader_on_the_second_gpu_packs_there(corpus):
         for row, k in zip(t.cpu().numpy(), torch.from_dlpack(b.lengths).cpu().numpy()):
             got.append(row[:k])
     assert len(got) == len(want) and all(np.array_equal(x, y) for x, y in zip(got, want))
+
+
+@pytest.mark.parametrize("eod", [None, 0])
+def test_pad_gives_each_document_a_row_of_its_own_cut_at_the_row(corpus, eod):
+    path, docs = corpus
+    rows = rows_of(loader(path, shuffle="none", eod_token=eod, packing="pad", pad_token=-1))
+    assert len(rows) == len(docs)
+    for row, d in zip(rows, docs):
+        want = stream([d], eod)[:L + 1]
+        assert np.array_equal(row, want)
+
+
+def test_pad_resumes_2_3_2_each_document_once(corpus):
+    path, docs = corpus
+    kw = dict(eod_token=0, packing="pad", seed=3)
+    a, s1 = run(path, 2, steps=7, **kw)
+    b, s2 = run(path, 3, state=s1, steps=5, **kw)
+    c, _ = run(path, 2, state=s2, **kw)
+    got = sorted(tuple(r.tolist()) for r in a + b + c if len(r))
+    want = sorted(tuple(stream([d], 0)[:L + 1].tolist()) for d in docs)
+    assert got == want
