@@ -223,8 +223,10 @@ TEST(ConvertCompress, FormatVersionOneWithACodecIsAUsageError) {
     EXPECT_EQ(out,
               "ringfeed-convert: --format-version 1 has no compression: --compress zstd:3 needs "
               "version 2\n");
-    EXPECT_EQ(RunCommand(Program() + cmd + " --format-version 3", &out), 2);
-    EXPECT_EQ(out, "ringfeed-convert: --format-version must be 1 or 2 (0: by the codec), not 3\n");
+    EXPECT_EQ(RunCommand(Program() + cmd + " --format-version 4", &out), 2);
+    EXPECT_EQ(out,
+              "ringfeed-convert: --format-version must be 1, 2 or 3 (0: by the codec and the "
+              "records), not 4\n");
   }
   EXPECT_TRUE(testing::FilesIn(t.path()).empty());
 }
