@@ -63,15 +63,23 @@ Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& f) {
 
 std::vector<std::string> ResumeOverrides(const TrainConfig& asked, const TrainConfig& resumed,
                                          const std::set<std::string>& given) {
+  constexpr OptionFace kFace = OptionFace::kCommandLine;
+  const OptionTable<TrainConfig>& table = TrainOptionTable();
   std::vector<std::string> lines;
-  for (const auto& e : TrainOptionTable().entries()) {
+  for (const auto& e : table.entries()) {
     if (given.count(e.spec.name) == 0) continue;
     const OptionValue was = e.get(asked), is = e.get(resumed);
-    if (was == is) continue;
-    lines.push_back(OptionSettingText(e.spec, was, OptionFace::kCommandLine) +
-                    " given, but --resume " + resumed.resume + " continues its run with " +
-                    OptionSettingText(e.spec, is, OptionFace::kCommandLine) +
-                    " (the checkpoint's wins)");
+    const std::string head = OptionSettingText(e.spec, was, kFace) + " given, but --resume " +
+                             resumed.resume + " continues its run with ";
+    // The flags passed RefuseIdle, so an option idle now is idle by the checkpoint's doing
+    // (--momentum given, the checkpoint's run AdamW): the value it holds would mislead.
+    if (const auto* other = table.IdleBecause(resumed, e); other != nullptr) {
+      lines.push_back(head + OptionSettingText(other->spec, other->get(resumed), kFace) +
+                      ", where " + OptionName(e.spec, kFace) +
+                      " does nothing (the checkpoint's wins)");
+    } else if (was != is) {
+      lines.push_back(head + OptionSettingText(e.spec, is, kFace) + " (the checkpoint's wins)");
+    }
   }
   return lines;
 }
