@@ -20,6 +20,8 @@ constexpr char kMoreHelp[] =
     "(--optimizer, --lr, --momentum, --weight-decay, --beta1, --beta2, --eps, --label-smoothing),\n"
     "lr schedule (with its warmup and the steps it spans) and augmentation win over the flags,\n"
     "and each flag given that the checkpoint overrides is named with the value that wins.\n"
+    "--metrics and --dump-order are written as the run goes (a killed run keeps its lines); a\n"
+    "resumed run appends to them after a line saying where it resumed.\n"
     "Schedules (s: the step, 0-based; T: steps per epoch x --epochs; W: warmup steps):\n"
     "  warmup    b * (s + 1) / W for s < W (not onecycle)\n"
     "  step      b, x0.1 from step floor(0.5 T), x0.01 from floor(0.75 T)\n"
