@@ -279,28 +279,32 @@ Result<OutputPlan> PlanOutput(const std::string& path) {
                                  "; refusing to write an output over it: give a file name");
 }
 
+Result<File> OpenOutputInPlace(const std::string& path) {
+  // O_NONBLOCK only for the open: a FIFO without a reader fails (ENXIO) instead of blocking.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    return Status::IOError(path,
+                           err == ENXIO ? "is a FIFO that nobody reads; refusing to wait for one"
+                                        : "cannot open the output in place",
+                           err);
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::IOError(path, "cannot open the output in place", err);
+  }
+  return File(fd, path);
+}
+
 Result<AtomicOutput> AtomicOutput::Create(const std::string& given, Stale stale) {
   static std::atomic<unsigned> counter{0};
   RF_ASSIGN_OR_RETURN(const OutputPlan plan, PlanOutput(given));
   AtomicOutput out;
   out.final_path_ = given;
   if (plan.kind == OutputPlan::Kind::kInPlace) {
-    // O_NONBLOCK only for the open: a FIFO without a reader fails (ENXIO) instead of blocking.
-    const int fd = ::open(given.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-      const int err = errno;
-      return Status::IOError(given,
-                             err == ENXIO ? "is a FIFO that nobody reads; refusing to wait for one"
-                                          : "cannot open the output in place",
-                             err);
-    }
-    const int flags = ::fcntl(fd, F_GETFL);
-    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return Status::IOError(given, "cannot open the output in place", err);
-    }
-    out.file_ = File(fd, given);
+    RF_ASSIGN_OR_RETURN(out.file_, OpenOutputInPlace(given));
     out.in_place_ = true;
     return out;
   }

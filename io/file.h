@@ -97,6 +97,9 @@ struct OutputPlan {
 };
 // InvalidArgument naming the path and what it is when no output may go there.
 Result<OutputPlan> PlanOutput(const std::string& path);
+// Opens a character device or FIFO (PlanOutput's kInPlace) for writing, front to back. A FIFO
+// that nobody reads is refused (IOError, ENXIO) rather than waited for.
+Result<File> OpenOutputInPlace(const std::string& path);
 
 class AtomicOutput {
  public:

@@ -1,7 +1,8 @@
 // SequentialOutput: an output file written front to back through a buffer, under a temporary
 // name until Commit() (it owns an AtomicOutput, so a failed or abandoned output leaves nothing
-// behind and any earlier file of the same name stays as it was). The converter's exports and
-// `ringfeed train`'s --metrics and --dump-order go through it.
+// behind and any earlier file of the same name stays as it was). The converter's exports go
+// through it; `ringfeed train`'s --metrics and --dump-order, written as the run goes, through
+// io/line_output.h instead.
 //
 // Every write is checked: the first failure (ENOSPC, EFBIG, EIO, ...) is returned, names the
 // final path (never the temporary name), and is returned again by every later Append and by

@@ -171,18 +171,30 @@ class OptionTable {
     return Status::Ok();
   }
 
+  // The option whose value in `c` makes `e` do nothing (an OnlyWith condition `e` declares that
+  // `c` does not meet; *cond set to it where cond is not null), or null where `e` does something.
+  const Entry* IdleBecause(const Config& c, const Entry& e,
+                           const OptionCondition** cond = nullptr) const {
+    for (const OptionCondition& only : e.spec.only_with) {
+      const Entry* other = FindByName(only.option);
+      if (other == nullptr) continue;  // the program does not take it: nothing to contradict
+      const std::string text = OptionValueText(other->spec, other->get(c));
+      bool ok = false;
+      for (const std::string& allowed : only.values) ok = ok || allowed == text;
+      if (ok) continue;
+      if (cond != nullptr) *cond = &only;
+      return other;
+    }
+    return nullptr;
+  }
+
   // The first option of `given` (spec names) that does nothing with `c`'s other options.
   Status RefuseIdle(const Config& c, const std::set<std::string>& given, OptionFace face) const {
     for (const Entry& e : entries_) {
       if (given.count(e.spec.name) == 0) continue;
-      for (const OptionCondition& cond : e.spec.only_with) {
-        const Entry* other = FindByName(cond.option);
-        if (other == nullptr) continue;  // the program does not take it: nothing to contradict
-        const OptionValue v = other->get(c);
-        const std::string text = OptionValueText(other->spec, v);
-        bool ok = false;
-        for (const std::string& allowed : cond.values) ok = ok || allowed == text;
-        if (!ok) return IdleOptionStatus(e.spec, other->spec, v, cond, face);
+      const OptionCondition* cond = nullptr;
+      if (const Entry* other = IdleBecause(c, e, &cond); other != nullptr) {
+        return IdleOptionStatus(e.spec, other->spec, other->get(c), *cond, face);
       }
     }
     return Status::Ok();

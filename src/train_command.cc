@@ -127,11 +127,14 @@ Result<ModelConfig> ModelFor(const TrainConfig& c, const format::Header& h) {
 }
 
 // The run's files before anything is written: no output may replace an input or another output
-// (CheckTrainOutputs), and the checkpoint's directory must take files (or the run would be lost at
-// its first checkpoint) and its file may be replaced (CheckCheckpointTarget); rank 0 writes it.
+// (CheckTrainOutputs), an earlier run's --metrics or --dump-order is continued only by a resumed
+// run or replaced under --overwrite (CheckRunLogTargets), and the checkpoint's directory must
+// take files (or the run would be lost at its first checkpoint) and its file may be replaced
+// (CheckCheckpointTarget); rank 0 writes it and --metrics.
 Status CheckOutputs(const TrainConfig& c, const RunData& data, const World& world) {
   RF_RETURN_IF_ERROR(CheckTrainOutputs(
       c, ShardPaths(data.train), data.test ? ShardPaths(*data.test) : std::vector<std::string>{}));
+  RF_RETURN_IF_ERROR(CheckRunLogTargets(c, world.rank() == 0));
   if (c.checkpoint.empty() || world.rank() != 0) return Status::Ok();
   RF_RETURN_IF_ERROR(CheckDirectoryWritable("--checkpoint", c.checkpoint));
   return CheckCheckpointTarget(c);
@@ -266,10 +269,11 @@ Result<std::string> BoundCpuWarning(World& world) {
 }
 
 // The run's output files: --metrics (rank 0's; its first record says what was set up) and
-// --dump-order go to a temporary name and are committed when the run ends
-// (io/sequential_output.h), so a write error fails the run naming the file and an earlier file of
-// the name stays intact until then; --trace is gathered in memory and written at the end.
-// Not movable: the active Trace points into it.
+// --dump-order are written in place as the run goes, a record a write (io/line_output.h), so a
+// killed run leaves every record written before it; a resumed run appends to them after a record
+// that says where it resumed (CheckRunLogTargets has made sure a fresh run replaces no earlier
+// file unasked). A write error fails the run naming the file. --trace is gathered in memory and
+// written at the end. Not movable: the active Trace points into it.
 class RunFiles {
  public:
   RunFiles() = default;
@@ -279,23 +283,43 @@ class RunFiles {
     if (Trace::Active() == &trace_) Trace::Activate(nullptr);
   }
 
-  Status Open(const TrainConfig& c, TrainEngine& engine, double setup_seconds, const World& world) {
+  // `at`: where the run starts; `overrides`: the flags a resumed checkpoint overrode
+  // (ResumeOverrides), recorded in the resume record.
+  Status Open(const TrainConfig& c, TrainEngine& engine, double setup_seconds, const World& world,
+              const RunState& at, const std::vector<std::string>& overrides) {
+    const bool resumed = !c.resume.empty();
+    const LineOutput::Start start =
+        resumed ? LineOutput::Start::kAppend : LineOutput::Start::kTruncate;
     if (world.rank() == 0 && !c.metrics.empty()) {
-      RF_ASSIGN_OR_RETURN(metrics_, SequentialOutput::Create(c.metrics, 64 << 10));
-      RF_RETURN_IF_ERROR(
-          metrics_->Append(nlohmann::json{{"event", "start"},
-                                          {"mode", PipelineModeName(c.pipeline.mode)},
-                                          {"backend", engine.description()},
-                                          {"source", engine.train().Describe()},
-                                          {"setup_seconds", setup_seconds},
-                                          {"world_size", world.size()},
-                                          {"augment", AugmentSpecText(c.augment)},
-                                          {"gpu_bytes", engine.gpu_bytes()}}
-                               .dump() +
-                           "\n"));
+      RF_ASSIGN_OR_RETURN(metrics_, LineOutput::Open(c.metrics, start));
+      if (resumed) {
+        // "epoch" counts from 1, as the epoch records' do: the epoch the run continues.
+        RF_RETURN_IF_ERROR(metrics_->Write(nlohmann::json{{"event", "resume"},
+                                                          {"checkpoint", c.resume},
+                                                          {"epoch", at.epoch + 1},
+                                                          {"step", at.step},
+                                                          {"overrides", overrides}}
+                                               .dump() +
+                                           "\n"));
+      }
+      RF_RETURN_IF_ERROR(metrics_->Write(nlohmann::json{{"event", "start"},
+                                                        {"mode", PipelineModeName(c.pipeline.mode)},
+                                                        {"backend", engine.description()},
+                                                        {"source", engine.train().Describe()},
+                                                        {"setup_seconds", setup_seconds},
+                                                        {"world_size", world.size()},
+                                                        {"augment", AugmentSpecText(c.augment)},
+                                                        {"gpu_bytes", engine.gpu_bytes()}}
+                                             .dump() +
+                                         "\n"));
     }
     if (!c.dump_order.empty()) {
-      RF_ASSIGN_OR_RETURN(dump_, SequentialOutput::Create(c.dump_order));
+      RF_ASSIGN_OR_RETURN(dump_, LineOutput::Open(c.dump_order, start));
+      if (resumed) {
+        RF_RETURN_IF_ERROR(dump_->Write("# resumed from " + c.resume + " at epoch " +
+                                        std::to_string(at.epoch + 1) + " step " +
+                                        std::to_string(at.step) + "\n"));
+      }
     }
     trace_path_ = c.trace;
     if (!trace_path_.empty()) Trace::Activate(&trace_);
@@ -307,13 +331,13 @@ class RunFiles {
                           std::move(resume_command)};
   }
 
-  // Commits the files whatever the run's outcome `st` (a run stopped by a data error still
-  // reports how far it got), unless writing them is what failed: the first error wins.
+  // Syncs and closes the files whatever the run's outcome `st` (a run stopped by a data error
+  // still reports how far it got), unless writing them is what failed: the first error wins.
   Status Close(Status st, TrainEngine& engine) {
-    for (std::optional<SequentialOutput>* out : {&metrics_, &dump_}) {
+    for (std::optional<LineOutput>* out : {&metrics_, &dump_}) {
       if (!*out) continue;
-      Status committed = (*out)->Commit();
-      if (st.ok()) st = committed;
+      Status closed = (*out)->Close();
+      if (st.ok()) st = closed;
     }
     if (!trace_path_.empty()) {
       // Waits for every queued step, so their trace callbacks have run (the run is over: its
@@ -327,7 +351,7 @@ class RunFiles {
   }
 
  private:
-  std::optional<SequentialOutput> metrics_, dump_;
+  std::optional<LineOutput> metrics_, dump_;
   std::string trace_path_;
   Trace trace_;
 };
@@ -390,10 +414,10 @@ Status Train(TrainConfig c, const std::vector<std::string>& args,
   // world size (or the span the checkpoint recorded).
   const TrainConfig asked = c;
   RF_ASSIGN_OR_RETURN(StartPoint start, Start(model, data.train, world, &c));
+  const std::vector<std::string> overrides =
+      c.resume.empty() ? std::vector<std::string>{} : ResumeOverrides(asked, c, given);
   if (world.rank() == 0) {
-    for (const std::string& line : ResumeOverrides(asked, c, given)) {
-      std::printf("ringfeed train: %s\n", line.c_str());
-    }
+    for (const std::string& line : overrides) std::printf("ringfeed train: %s\n", line.c_str());
   }
   RF_RETURN_IF_ERROR(CheckAugmentFits(c.augment, data.train.header(), "--augment"));
   c.schedule_span = ScheduleSpanFor(
@@ -404,7 +428,7 @@ Status Train(TrainConfig c, const std::vector<std::string>& args,
                       MakeEngine(c, model, data, start, world, &setup_seconds));
   // 6. The run's files and its opening lines.
   RunFiles files;
-  RF_RETURN_IF_ERROR(files.Open(c, *engine, setup_seconds, world));
+  RF_RETURN_IF_ERROR(files.Open(c, *engine, setup_seconds, world, start.state, overrides));
   RF_RETURN_IF_ERROR(PrintStart(c, data.train, model, *engine, setup_seconds, world));
   // 7. The loop.
   InstallStopHandlers();

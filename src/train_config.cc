@@ -1,5 +1,7 @@
 #include "src/train_config.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -142,6 +144,25 @@ Status CheckCheckpointTarget(const TrainConfig& c) {
   return Status::Usage("--checkpoint " + c.checkpoint + " " + what +
                        " that this run does not resume from; refusing to replace it: --resume " +
                        c.checkpoint + " continues it, --overwrite replaces it");
+}
+
+Status CheckRunLogTargets(const TrainConfig& c, bool metrics) {
+  if (!c.resume.empty() || c.overwrite) return Status::Ok();
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string*>{"--metrics", metrics ? &c.metrics : nullptr},
+        {"--dump-order", &c.dump_order}}) {
+    struct stat st;
+    if (path == nullptr || path->empty() || ::stat(path->c_str(), &st) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_size == 0) {
+      continue;
+    }
+    const uint64_t bytes = static_cast<uint64_t>(st.st_size);
+    return Status::Usage(std::string(flag) + " " + *path + " exists (" + std::to_string(bytes) +
+                         " bytes) and this run starts afresh; refusing to replace it: a run "
+                         "given --resume appends to it, --overwrite replaces it, or name another "
+                         "file");
+  }
+  return Status::Ok();
 }
 
 }  // namespace rf

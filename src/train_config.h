@@ -129,4 +129,12 @@ Status CheckTrainOutputs(const TrainConfig& c, const std::vector<std::string>& d
 // passes.
 Status CheckCheckpointTarget(const TrainConfig& c);
 
+// --metrics and --dump-order against what is there already. They are written in place as the run
+// goes (io/line_output.h): a resumed run (--resume) appends to an existing file after a line
+// saying where it resumed, so an earlier run's lines stay; a run started afresh truncates, which
+// only --overwrite allows for a file that holds anything (an empty one, as mktemp makes, holds
+// nothing to lose). Usage naming the flag, the file and its size, and the ways on. A device, a
+// FIFO or no file passes. `metrics`: whether this rank writes --metrics (rank 0 alone does).
+Status CheckRunLogTargets(const TrainConfig& c, bool metrics);
+
 }  // namespace rf

@@ -20,6 +20,8 @@ constexpr char kMoreHelp[] =
     "(--optimizer, --lr, --momentum, --weight-decay, --beta1, --beta2, --eps, --label-smoothing),\n"
     "lr schedule (with its warmup and the steps it spans) and augmentation win over the flags,\n"
     "and each flag given that the checkpoint overrides is named with the value that wins.\n"
+    "--metrics and --dump-order are written as the run goes (a killed run keeps its lines); a\n"
+    "resumed run appends to them after a line saying where it resumed.\n"
     "Schedules (s: the step, 0-based; T: steps per epoch x --epochs; W: warmup steps):\n"
     "  warmup    b * (s + 1) / W for s < W (not onecycle)\n"
     "  step      b, x0.1 from step floor(0.5 T), x0.01 from floor(0.75 T)\n"
@@ -63,15 +65,23 @@ Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& f) {
 
 std::vector<std::string> ResumeOverrides(const TrainConfig& asked, const TrainConfig& resumed,
                                          const std::set<std::string>& given) {
+  constexpr OptionFace kFace = OptionFace::kCommandLine;
+  const OptionTable<TrainConfig>& table = TrainOptionTable();
   std::vector<std::string> lines;
-  for (const auto& e : TrainOptionTable().entries()) {
+  for (const auto& e : table.entries()) {
     if (given.count(e.spec.name) == 0) continue;
     const OptionValue was = e.get(asked), is = e.get(resumed);
-    if (was == is) continue;
-    lines.push_back(OptionSettingText(e.spec, was, OptionFace::kCommandLine) +
-                    " given, but --resume " + resumed.resume + " continues its run with " +
-                    OptionSettingText(e.spec, is, OptionFace::kCommandLine) +
-                    " (the checkpoint's wins)");
+    const std::string head = OptionSettingText(e.spec, was, kFace) + " given, but --resume " +
+                             resumed.resume + " continues its run with ";
+    // The flags passed RefuseIdle, so an option idle now is idle by the checkpoint's doing
+    // (--momentum given, the checkpoint's run AdamW): the value it holds would mislead.
+    if (const auto* other = table.IdleBecause(resumed, e); other != nullptr) {
+      lines.push_back(head + OptionSettingText(other->spec, other->get(resumed), kFace) +
+                      ", where " + OptionName(e.spec, kFace) +
+                      " does nothing (the checkpoint's wins)");
+    } else if (was != is) {
+      lines.push_back(head + OptionSettingText(e.spec, is, kFace) + " (the checkpoint's wins)");
+    }
   }
   return lines;
 }

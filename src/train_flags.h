@@ -42,7 +42,11 @@ Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& flags);
 
 // A resumed run: one line for each option `given` whose value `asked` (the flags') the checkpoint
 // replaced in `resumed` (ApplyCheckpoint), naming both values and that the checkpoint's wins:
-// "--lr 0.1 given, but --resume ck.ckpt continues its run with --lr 0.01 (the checkpoint's wins)".
+// "--lr 0.1 given, but --resume ck.ckpt continues its run with --lr 0.01 (the checkpoint's wins)";
+// an option the checkpoint's settings make do nothing is named with the setting that does:
+// "--momentum 0.5 given, but --resume ck.ckpt continues its run with --optimizer adamw, where
+// --momentum does nothing (the checkpoint's wins)". No line for an option not given, or given
+// at the checkpoint's value.
 std::vector<std::string> ResumeOverrides(const TrainConfig& asked, const TrainConfig& resumed,
                                          const std::set<std::string>& given);
 

@@ -173,7 +173,9 @@ OptionTable<TrainConfig> MakeTable() {
   t.Field(
        "overwrite", OptionType::kSwitch, [](auto& c) -> auto& { return c.overwrite; })
       .For(kTrainCommand)
-      .Help("let --checkpoint replace an existing file this run does not resume from");
+      .Help(
+          "let --checkpoint replace an existing file this run does not resume from, and a run "
+          "started afresh replace an earlier run's --metrics and --dump-order");
   t.Field(
        "checkpoint-every", OptionType::kCount, [](auto& c) -> auto& { return c.checkpoint_every; })
       .For(kTrainCommand)
@@ -194,7 +196,10 @@ OptionTable<TrainConfig> MakeTable() {
        "metrics", OptionType::kText, [](auto& c) -> auto& { return c.metrics; })
       .Metavar("FILE")
       .For(kTrainCommand)
-      .Help("JSON lines: one at the start, one per epoch, one at the end");
+      .Help(
+          "JSON lines, each written as it happens: one at the start, one per epoch, one at the "
+          "end; a resumed run appends after a \"resume\" line, a fresh one refuses an existing "
+          "file but under --overwrite");
   t.Field(
        "trace", OptionType::kText, [](auto& c) -> auto& { return c.trace; })
       .Metavar("FILE")
@@ -206,7 +211,9 @@ OptionTable<TrainConfig> MakeTable() {
        "dump-order", OptionType::kText, [](auto& c) -> auto& { return c.dump_order; })
       .Metavar("FILE")
       .For(kTrainCommand)
-      .Help("the sample indices each epoch visits, one a line after a \"# epoch N\" line");
+      .Help(
+          "the sample indices each epoch visits, one a line after a \"# epoch N\" line, each "
+          "batch's as it is trained; appended to as --metrics is");
   return t;
 }
 

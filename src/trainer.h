@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "io/dataset.h"
-#include "io/sequential_output.h"
+#include "io/line_output.h"
 #include "model/checkpoint.h"
 #include "model/lr_schedule.h"
 #include "parallel/rank_watchdog.h"
@@ -56,12 +56,14 @@
 
 namespace rf {
 
-// The run's files the loop writes, owned by the caller, which commits them after Run (metrics is
+// The run's files the loop writes, owned by the caller, which closes them after Run (metrics is
 // rank 0's alone; either may be null), and the command that resumes from an emergency checkpoint
-// ("": none printed).
+// ("": none printed). Each record goes to the file as it is made: a metrics line per epoch and
+// at the end, an order line per epoch and a batch's indices per step; both are synced before
+// each checkpoint, so after a machine crash they hold at least what led to the checkpoint.
 struct TrainerOutputs {
-  SequentialOutput* metrics = nullptr;
-  SequentialOutput* dump_order = nullptr;
+  LineOutput* metrics = nullptr;
+  LineOutput* dump_order = nullptr;
   std::string resume_command;
 };
 
@@ -167,6 +169,10 @@ class Trainer {
   bool lead() const { return world_.rank() == 0; }
   SourceCounters Counters() const;
   Status WriteMetrics(const nlohmann::json& j);
+  // --dump-order: the batch's sample indices, one a line, as one record.
+  Status DumpBatchOrder();
+  // Makes the run's logs durable (before a checkpoint; every rank its own).
+  Status SyncLogs();
 
   const TrainConfig& c_;
   const OrderSettings& order_;  // c_.pipeline.order
@@ -187,6 +193,7 @@ class Trainer {
   uint64_t marks_used_ = 0;
   uint64_t last_done_ns_ = 0;
   TrainProgress progress_;
+  std::string dump_record_;  // DumpBatchOrder's text, its capacity kept from batch to batch
 };
 
 }  // namespace rf

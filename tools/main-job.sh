@@ -41,7 +41,7 @@ set -x
 "$bin/ringfeed" read "$work/fashion-mnist-test.rfd"
 "$bin/ringfeed" train --data "$work/fashion-mnist-train.rfd" --test "$work/fashion-mnist-test.rfd" \
   --device cpu --epochs "${RINGFEED_EPOCHS:-1}" --batch-size 128 \
-  --metrics "$work/fashion-mnist-train-metrics.jsonl"
+  --metrics "$work/fashion-mnist-train-metrics.jsonl" --overwrite  # this job's own, each run
 /usr/bin/python3 - "$work/fashion-mnist-train.rfd" <<'EOF'
 import sys, ringfeed
 loader = ringfeed.Loader(sys.argv[1], 256, device="cpu")

@@ -4,7 +4,9 @@
 // values a checkpoint brings held to the same bounds.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "model/checkpoint.h"
 #include "tests/src/train_command_testing.h"
@@ -129,6 +131,62 @@ TEST(TrainCommandOptions, ResumeNamesEachFlagTheCheckpointOverrides) {
   EXPECT_EQ(out.find("--seed 9 given"), std::string::npos) << out;
   EXPECT_EQ(out.find("--batch-size 32 given"), std::string::npos) << out;
   EXPECT_EQ(out.find("--augment"), std::string::npos) << out;
+}
+
+// The lines a run printed that name a flag its --resume checkpoint overrode.
+std::vector<std::string> OverrideLines(const std::string& out) {
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(" given, but --resume ") != std::string::npos) lines.push_back(line);
+  }
+  return lines;
+}
+
+// Issue 28, item 4: each flag of the optimizer, the schedule or the augmentation that disagrees
+// with the checkpoint is one line naming the flag, both values and that the checkpoint's wins
+// (a flag the checkpoint's optimizer makes do nothing is named with that optimizer), in the
+// options' order; none where the flags agree with it or are not given.
+TEST(TrainCommandOptions, ResumeNamesEachOptimizerScheduleAndAugmentConflictExactly) {
+  TempDir t;
+  const std::string data = MakeDataset(t);
+  const std::string ck = t.File("ck");
+  const std::string run =
+      "--optimizer adamw --lr 0.003 --lr-schedule cosine --warmup-epochs 0.5 "
+      "--augment flip --label-smoothing 0.1";
+  std::string out;
+  ASSERT_EQ(RunCommand(Train(data, run + " --epochs 2 --max-steps 3 --checkpoint " + ck), &out), 0)
+      << out;
+  int steps = 3;
+  auto resume = [&](const std::string& flags) {
+    steps += 1;
+    EXPECT_EQ(RunCommand(Train(data, "--epochs 2 --max-steps " + std::to_string(steps) +
+                                         " --resume " + ck + " --checkpoint " + ck + " " + flags),
+                         &out),
+              0)
+        << out;
+    return OverrideLines(out);
+  };
+  const std::string but = " given, but --resume " + ck + " continues its run with ";
+  EXPECT_EQ(
+      resume("--momentum 0.5 --lr 0.1 --lr-schedule step --warmup-epochs 1 --augment crop:2 "
+             "--label-smoothing 0"),
+      (std::vector<std::string>{
+          "ringfeed train: --lr 0.1" + but + "--lr 0.003 (the checkpoint's wins)",
+          "ringfeed train: --momentum 0.5" + but +
+              "--optimizer adamw, where --momentum does nothing (the checkpoint's wins)",
+          "ringfeed train: --label-smoothing 0" + but +
+              "--label-smoothing 0.1 (the checkpoint's wins)",
+          "ringfeed train: --lr-schedule step" + but +
+              "--lr-schedule cosine (the checkpoint's wins)",
+          "ringfeed train: --warmup-epochs 1" + but + "--warmup-epochs 0.5 (the checkpoint's wins)",
+          "ringfeed train: --augment crop:2" + but + "--augment flip (the checkpoint's wins)",
+      }));
+  EXPECT_EQ(resume("--optimizer sgd"),
+            (std::vector<std::string>{"ringfeed train: --optimizer sgd" + but +
+                                      "--optimizer adamw (the checkpoint's wins)"}));
+  EXPECT_EQ(resume(run), std::vector<std::string>{});  // every flag as the checkpoint holds it
+  EXPECT_EQ(resume(""), std::vector<std::string>{});   // none given
 }
 
 // Issue 23, accepted item 11: momentum 5 was accepted from the command line and from a checkpoint.

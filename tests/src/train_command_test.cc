@@ -377,29 +377,29 @@ TEST(TrainCommand, ResumeContinuesTheCheckpointsShuffleWithoutItsFlags) {
   std::string out;
   for (const std::string order : {"--shuffle-window 2", "--shuffle none"}) {
     SCOPED_TRACE(order);
-    ASSERT_EQ(RunCommand(Train(data, "--epochs 2 " + order + " --dump-order " + t.File("s")), &out),
-              0)
+    // Each order its own files: a resumed run appends to its --dump-order.
+    const std::string n = order == "--shuffle none" ? "-none" : "-window";
+    const std::string s = t.File("s" + n), p1 = t.File("p1" + n), p2 = t.File("p2" + n);
+    ASSERT_EQ(RunCommand(Train(data, "--epochs 2 " + order + " --dump-order " + s), &out), 0)
         << out;
     // 13 steps: the first epoch (10 steps) and 3 of the second.
-    ASSERT_EQ(
-        RunCommand(Train(data, "--epochs 2 " + order + " --max-steps 13 --overwrite " +
-                                   "--checkpoint " + t.File("c") + " --dump-order " + t.File("p1")),
-                   &out),
-        0)
-        << out;
-    ASSERT_EQ(RunCommand(Train(data, "--epochs 2 --resume " + t.File("c") + " --dump-order " +
-                                         t.File("p2")),
+    ASSERT_EQ(RunCommand(Train(data, "--epochs 2 " + order + " --max-steps 13 --overwrite " +
+                                         "--checkpoint " + t.File("c") + " --dump-order " + p1),
                          &out),
               0)
+        << out;
+    ASSERT_EQ(
+        RunCommand(Train(data, "--epochs 2 --resume " + t.File("c") + " --dump-order " + p2), &out),
+        0)
         << out;
     // The run says which order it follows (it once said "64-chunk shuffle windows" for none).
     const std::string said =
         order == "--shuffle none" ? "; stored order, " : "; 2-chunk shuffle windows, ";
     EXPECT_NE(out.find(said), std::string::npos) << out;
-    std::vector<uint64_t> resumed = OrderSamples(t.File("p1"));
-    const std::vector<uint64_t> rest = OrderSamples(t.File("p2"));
+    std::vector<uint64_t> resumed = OrderSamples(p1);
+    const std::vector<uint64_t> rest = OrderSamples(p2);
     resumed.insert(resumed.end(), rest.begin(), rest.end());
-    EXPECT_EQ(resumed, OrderSamples(t.File("s")));
+    EXPECT_EQ(resumed, OrderSamples(s));
     EXPECT_EQ(resumed.size(), 600u);
   }
 }

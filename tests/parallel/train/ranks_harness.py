@@ -145,6 +145,7 @@ Order = Dict[int, List[int]]
 
 
 def read_order(path: Path) -> Order:
+    """One run's order file (a resumed run's file starts with a "# resumed from ..." line)."""
     out: Order = {}
     current: Optional[List[int]] = None
     for line in path.read_text().splitlines():
@@ -152,6 +153,8 @@ def read_order(path: Path) -> Order:
             epoch = int(line[len("# epoch "):])
             assert epoch not in out, f"{path}: epoch {epoch} twice"
             current = out[epoch] = []
+        elif line.startswith("# resumed from "):
+            assert not out, f"{path}: a resume after epochs (a file of two runs)"
         else:
             assert current is not None, f"{path}: a sample before the first '# epoch' line"
             current.append(int(line))
