@@ -360,6 +360,7 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
                            " tokens, no whole sequence, and drop_last drops the partial one");
     // The records, in the world of one's order, in host memory; the batch is records.
     LoaderOptions r = options;
+    r.pipeline.data = d->shard_path(0);  // this source's, whatever the caller named
     r.sequence = {};
     r.pipeline.device = DeviceKind::kCpu;
     r.pipeline.order.rank = 0;

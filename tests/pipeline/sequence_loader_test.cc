@@ -1,0 +1,134 @@
+// SequenceLoader (pipeline/sequence_loader.h) on the host, through its packing worker: every token
+// of an epoch handed out once, in the stream's order; a state restored mid-epoch, at the same and
+// at another world size, continues with exactly the rest; errors of a restore leave the loader as
+// it was. The threaded suites run it under ThreadSanitizer (the worker and the consumer).
+#include "pipeline/sequence_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "io/dataset.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/token_documents.h"
+
+namespace rf {
+namespace {
+
+constexpr uint32_t kLength = 31;
+
+LoaderOptions Options(uint32_t world, uint32_t rank, bool shuffle) {
+  LoaderOptions o;
+  o.pipeline.device = DeviceKind::kCpu;
+  o.pipeline.order.batch_size = 4;
+  o.pipeline.order.world_size = world;
+  o.pipeline.order.rank = rank;
+  o.pipeline.order.shuffle = shuffle ? ShuffleMode::kWindow : ShuffleMode::kNone;
+  o.pipeline.order.shuffle_window = 3;
+  o.output.dtype = DType::kInt64;
+  o.sequence.length = kLength;
+  o.sequence.eod_token = 0;
+  o.sequence.pad_token = -1;
+  return o;
+}
+
+// The valid tokens of the rows of up to `batches` batches (the epoch's rest where fewer).
+std::vector<int64_t> Take(SequenceLoader& l, size_t batches = ~size_t{0}) {
+  std::vector<int64_t> out;
+  for (size_t b = 0; b < batches; ++b) {
+    Result<std::shared_ptr<LoadedBatch>> r = l.Next();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok() || !*r) break;
+    const auto& v = (*r)->views();
+    EXPECT_EQ(v.size(), 4u);
+    const auto* tokens = static_cast<const int64_t*>(v[0].data);
+    const auto* lengths = static_cast<const int64_t*>(v[1].data);
+    for (int64_t i = 0; i < v[0].shape[0]; ++i)
+      out.insert(out.end(), tokens + i * (kLength + 1), tokens + i * (kLength + 1) + lengths[i]);
+  }
+  return out;
+}
+
+class SequenceLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    docs_ = testing::Documents(400, 150, 9);
+    for (auto& d : docs_)
+      for (auto& t : d) t = static_cast<uint16_t>(t % 1000 + 1);  // 0 is the end of a document
+    ASSERT_TRUE(testing::WriteDocuments(dir_.File("c.rfd"), docs_, {}, 8 << 10, false).ok());
+    auto d = Dataset::Open(dir_.File("c.rfd"));
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    dataset_ = std::make_unique<Dataset>(std::move(*d));
+    for (const auto& doc : docs_) {
+      stream_.insert(stream_.end(), doc.begin(), doc.end());
+      stream_.push_back(0);
+    }
+  }
+  std::unique_ptr<SequenceLoader> Open(uint32_t world, uint32_t rank, bool shuffle) {
+    auto l = SequenceLoader::Create({dataset_.get()}, Options(world, rank, shuffle));
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return l.ok() ? std::move(*l) : nullptr;
+  }
+  testing::TempDir dir_;
+  std::vector<std::vector<uint16_t>> docs_;
+  std::vector<int64_t> stream_;
+  std::unique_ptr<Dataset> dataset_;
+};
+
+TEST_F(SequenceLoaderTest, OneRankHandsOutTheStreamInOrderThenTheNextEpoch) {
+  auto l = Open(1, 0, false);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(Take(*l), stream_);
+  EXPECT_EQ(l->state().sources[0].epoch, 1u);
+  EXPECT_EQ(Take(*l), stream_);  // epoch 1, unshuffled: the same stream
+}
+
+TEST_F(SequenceLoaderTest, ResumesAtAnotherWorldSizeHandOutEveryTokenOnce) {
+  std::vector<int64_t> got;
+  SequenceState state;
+  {
+    std::vector<std::unique_ptr<SequenceLoader>> two;
+    for (uint32_t r = 0; r < 2; ++r) {
+      two.push_back(Open(2, r, true));
+      ASSERT_TRUE(two.back());
+      const std::vector<int64_t> part = Take(*two.back(), 5);
+      got.insert(got.end(), part.begin(), part.end());
+    }
+    state = two[0]->state();
+    EXPECT_EQ(state, two[1]->state());  // ranks at one place hold one state
+  }
+  for (uint32_t r = 0; r < 3; ++r) {
+    auto l = Open(3, r, true);
+    ASSERT_TRUE(l);
+    ASSERT_TRUE(l->Restore(state).ok());
+    const std::vector<int64_t> part = Take(*l);
+    got.insert(got.end(), part.begin(), part.end());
+  }
+  std::vector<int64_t> want = stream_;
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want);
+}
+
+TEST_F(SequenceLoaderTest, ARestoreContinuesExactlyAndARefusedOneChangesNothing) {
+  auto a = Open(1, 0, true);
+  ASSERT_TRUE(a);
+  Take(*a, 3);
+  const SequenceState at = a->state();
+  const std::vector<int64_t> rest = Take(*a);
+  auto b = Open(1, 0, true);
+  ASSERT_TRUE(b);
+  Take(*b, 1);
+  const SequenceState before = b->state();
+  SequenceState bad = at;
+  bad.sources[0].position = 1u << 30;
+  const Status st = b->Restore(bad);
+  EXPECT_TRUE(st.IsUsage()) << st.ToString();
+  EXPECT_EQ(b->state(), before);
+  ASSERT_TRUE(b->Restore(at).ok());
+  EXPECT_EQ(Take(*b), rest);
+}
+
+}  // namespace
+}  // namespace rf
