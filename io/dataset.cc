@@ -22,6 +22,7 @@ struct OpenedShard {
   format::Header header;
   std::vector<format::ChunkEntry> entries;
   uint64_t size = 0;
+  std::vector<std::string> class_names;  // the header's class names block, where it has one
 };
 
 Result<OpenedShard> OpenShard(const std::string& path) {
@@ -35,6 +36,12 @@ Result<OpenedShard> OpenShard(const std::string& path) {
   std::vector<uint8_t> index(s.header.file_size - s.header.index_offset);
   RF_RETURN_IF_ERROR(f.ReadAt(index.data(), index.size(), s.header.index_offset));
   RF_ASSIGN_OR_RETURN(s.entries, format::DecodeIndex(s.header, index.data(), index.size(), path));
+  if (s.header.names_bytes != 0) {  // at most kMaxClassNamesBytes (DecodeHeader)
+    std::vector<uint8_t> names(s.header.names_bytes);
+    RF_RETURN_IF_ERROR(f.ReadAt(names.data(), names.size(), s.header.names_offset));
+    RF_ASSIGN_OR_RETURN(s.class_names,
+                        format::DecodeClassNames(s.header, names.data(), names.size(), path));
+  }
   s.size = size;
   return s;
 }
@@ -48,7 +55,8 @@ bool SameDataset(const format::Header& a, const format::Header& b) {
          a.total_samples == b.total_samples && a.total_chunks == b.total_chunks &&
          a.chunk_samples == b.chunk_samples && a.mean == b.mean && a.stddev == b.stddev &&
          a.version == b.version && a.record_kind == b.record_kind && a.codec == b.codec &&
-         a.media_type == b.media_type && a.origin == b.origin;
+         a.media_type == b.media_type && a.origin == b.origin && a.names_bytes == b.names_bytes &&
+         a.names_checksum == b.names_checksum;
 }
 
 // The shard files of every count under the dataset name `base`, sorted.
@@ -217,6 +225,7 @@ Result<Dataset> Dataset::OpenNamed(const std::string& path) {
 
   Dataset d;
   d.header_ = shards[0].header;
+  d.class_names_ = shards[0].class_names;
   d.path_ = path;
   const bool records = d.header_.variable();
   d.shard_paths_ = std::move(paths);
@@ -315,6 +324,8 @@ void Dataset::AppendPart(Dataset&& part) {
     c.first_sample += p.first_sample;
     chunks_.push_back(c);
   }
+  if (parts_.empty())
+    class_names_ = std::move(part.class_names_);  // every part's (CheckSameRecords)
   for (std::string& f : part.shard_paths_) shard_paths_.push_back(std::move(f));
   for (uint64_t b : part.shard_bytes_) shard_bytes_.push_back(b);
   max_chunk_bytes_ = std::max(max_chunk_bytes_, part.max_chunk_bytes_);
@@ -377,6 +388,14 @@ Status CheckSameRecords(const format::Header& a, const std::string& a_path, cons
   if (a.origin != b.origin) {
     return differ("origin", a.origin.empty() ? "(none)" : a.origin,
                   b.origin.empty() ? "(none)" : b.origin);
+  }
+  // The labels' names (their blocks' size and checksum: the same names give the same block).
+  if (a.names_bytes != b.names_bytes || a.names_checksum != b.names_checksum) {
+    auto names = [](const format::Header& h) {
+      return h.names_bytes == 0 ? std::string("(none)")
+                                : "a block of " + std::to_string(h.names_bytes) + " bytes";
+    };
+    return differ("class names", names(a), names(b));
   }
   if (a.num_classes != b.num_classes) return differ("labels", labels(a), labels(b));
   if (a.HasLabels() && a.label_dtype != b.label_dtype)

@@ -72,6 +72,9 @@ class Dataset {
 
   // Dataset-wide fields. Per-shard fields (shard_index, shard_samples, ...) are shard 0's.
   const format::Header& header() const { return header_; }
+  // The labels' names, class 0 first (the header's class names block); empty where it has none.
+  // A directory's parts all have the same (CheckSameRecords).
+  const std::vector<std::string>& class_names() const { return class_names_; }
   // What Open was given; whether it is a directory of parts.
   const std::string& path() const { return path_; }
   bool is_directory() const { return directory_; }
@@ -142,6 +145,7 @@ class Dataset {
   void AppendPart(Dataset&& part);
 
   format::Header header_;
+  std::vector<std::string> class_names_;
   std::string path_;
   bool directory_ = false;
   std::vector<DatasetPart> parts_;

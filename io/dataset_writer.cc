@@ -46,6 +46,14 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
                                    "': printable ASCII without spaces, at most " +
                                    std::to_string(format::kMaxOrigin) + " characters");
   header.origin = spec.origin;
+  if (!spec.class_names.empty()) {
+    if (!spec.has_labels) return Status::InvalidArgument("class names for samples without labels");
+    if (spec.num_classes != spec.class_names.size())
+      return Status::InvalidArgument(std::to_string(spec.class_names.size()) + " class names for " +
+                                     std::to_string(spec.num_classes) +
+                                     " classes (give num_classes)");
+    RF_RETURN_IF_ERROR(format::EncodeClassNames(spec.class_names).status());
+  }
   if (records && (opts.max_record_bytes < DTypeSize(spec.sample_dtype) ||
                   opts.max_record_bytes > format::kMaxChunkTarget))
     return Status::InvalidArgument("the largest record must be from one element to " +
@@ -439,6 +447,15 @@ Status DatasetWriter::Finish() {
     h.shard_samples = 0;
     for (const auto& e : s.entries) h.shard_samples += e.sample_count;
     h.index_offset = s.next_offset;
+    if (!spec_.class_names.empty()) {  // after the last chunk, before the index (format.h)
+      RF_ASSIGN_OR_RETURN(const std::vector<uint8_t> names,
+                          format::EncodeClassNames(spec_.class_names));
+      h.names_offset = s.next_offset;
+      h.names_bytes = names.size();
+      h.names_checksum = Checksum(names.data(), names.size());
+      RF_RETURN_IF_ERROR(s.out.file().WriteAt(names.data(), names.size(), h.names_offset));
+      h.index_offset = format::RoundUp(h.names_offset + h.names_bytes, format::kAlign);
+    }
     std::vector<uint8_t> index = format::EncodeIndex(s.entries, h.version);
     h.file_size = h.index_offset + index.size();
     RF_RETURN_IF_ERROR(s.out.file().WriteAt(index.data(), index.size(), h.index_offset));

@@ -55,6 +55,9 @@ struct DatasetSpec {
   // Where the records came from, for a tool that writes them back (io/format.h's origin): printable
   // ASCII without spaces, at most 63; "" none. Version 2 only.
   std::string origin;
+  // The labels' names, class 0 first (io/format.h's class names block, in every shard); empty:
+  // none. Where given, has_labels and num_classes == class_names.size().
+  std::vector<std::string> class_names;
 };
 
 // What the compression threads' buffers may take together (WriterOptions::threads is capped).

@@ -40,6 +40,10 @@ enum HeaderOffset : size_t {
   kOffRecordKind = kOffCodecLevel + 4,             // 668
   kOffMediaType = kOffRecordKind + 4,              // 672: kMaxMediaType + 1 bytes, NUL-padded
   kOffOrigin = kOffMediaType + kMaxMediaType + 1,  // 736: kMaxOrigin + 1 bytes, NUL-padded
+  // Any version (zero in every file written before them, which builds before them ignore).
+  kOffNamesOffset = kOffOrigin + kMaxOrigin + 1,  // 800: u64, the class names block's offset
+  kOffNamesBytes = kOffNamesOffset + 8,           // 808: u64, its size
+  kOffNamesChecksum = kOffNamesBytes + 8,         // 816: u64, XXH3-64 of its bytes
   kOffChecksum = kHeaderBytes - 8,
 };
 
@@ -245,6 +249,9 @@ void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
                 std::min(h.media_type.size(), kMaxMediaType));
     std::memcpy(out + kOffOrigin, h.origin.data(), std::min(h.origin.size(), kMaxOrigin));
   }
+  Put<uint64_t>(out, kOffNamesOffset, h.names_offset);
+  Put<uint64_t>(out, kOffNamesBytes, h.names_bytes);
+  Put<uint64_t>(out, kOffNamesChecksum, h.names_checksum);
   Put<uint64_t>(out, kOffChecksum, Checksum(out, kOffChecksum));
 }
 
@@ -457,6 +464,28 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     if (!std::isfinite(h.mean[c]) || !std::isfinite(h.stddev[c]) || h.stddev[c] < 0)
       return field(kOffMean + 4 * c, "channel statistics are not finite");
   }
+  // The class names block: none (all three 0), or one of names for labels that lies after the
+  // header and ends at or before the index (DecodeIndex: after every chunk).
+  h.names_offset = Get<uint64_t>(in, kOffNamesOffset);
+  h.names_bytes = Get<uint64_t>(in, kOffNamesBytes);
+  h.names_checksum = Get<uint64_t>(in, kOffNamesChecksum);
+  if (h.names_bytes == 0) {
+    if (h.names_offset != 0 || h.names_checksum != 0)
+      return field(kOffNamesOffset, "a class names block of 0 bytes");
+  } else {
+    if (!h.HasLabels()) return field(kOffNamesOffset, "class names for a dataset without labels");
+    if (h.names_bytes > kMaxClassNamesBytes || h.names_bytes < uint64_t{2} * h.num_classes)
+      return field(kOffNamesBytes, "class names block of " + std::to_string(h.names_bytes) +
+                                       " bytes for " + std::to_string(h.num_classes) +
+                                       " classes (2 to " + std::to_string(kMaxClassNamesBytes) +
+                                       ": one byte and a newline a class at least)");
+    if (h.names_offset % kAlign != 0 || h.names_offset < kHeaderBytes ||
+        h.names_offset > h.index_offset || h.names_bytes > h.index_offset - h.names_offset)
+      return field(kOffNamesOffset, "class names block at byte " + std::to_string(h.names_offset) +
+                                        " of " + std::to_string(h.names_bytes) +
+                                        " bytes is not between the header and the index at " +
+                                        std::to_string(h.index_offset));
+  }
   return h;
 }
 
@@ -625,10 +654,13 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
       }
     }
     // Compared by subtraction: offset + stored_bytes could wrap past 2^64 to a small number.
-    if (e.offset > h.index_offset || e.stored_bytes > h.index_offset - e.offset) {
+    // The chunks end before the class names block where there is one, else before the index.
+    const uint64_t limit = h.names_bytes != 0 ? h.names_offset : h.index_offset;
+    if (e.offset > limit || e.stored_bytes > limit - e.offset) {
       return bad("chunk at byte " + std::to_string(e.offset) + " of " +
-                 std::to_string(e.stored_bytes) + " bytes runs past the index at byte " +
-                 std::to_string(h.index_offset));
+                 std::to_string(e.stored_bytes) + " bytes runs past the " +
+                 (h.names_bytes != 0 ? "class names block" : "index") + " at byte " +
+                 std::to_string(limit));
     }
     next_offset = e.offset + e.stored_bytes;
     samples += e.sample_count;
@@ -638,6 +670,54 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
                                    " samples, header says " + std::to_string(h.shard_samples))
                          .WithOffset(h.index_offset));
   return entries;
+}
+
+Result<std::vector<uint8_t>> EncodeClassNames(const std::vector<std::string>& names) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
+    if (n.empty())
+      return Status::InvalidArgument("class " + std::to_string(i) + "'s name is empty");
+    for (char c : n) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        return Status::InvalidArgument("class " + std::to_string(i) +
+                                       "'s name holds a control character: '" + n + "'");
+    }
+    out.insert(out.end(), n.begin(), n.end());
+    out.push_back('\n');
+  }
+  if (out.size() > kMaxClassNamesBytes)
+    return Status::InvalidArgument("the class names take " + std::to_string(out.size()) +
+                                   " bytes, more than the format's " +
+                                   std::to_string(kMaxClassNamesBytes));
+  return out;
+}
+
+Result<std::vector<std::string>> DecodeClassNames(const Header& h, const uint8_t* in, size_t n,
+                                                  const std::string& path) {
+  auto bad = [&](uint64_t at, const std::string& what) {
+    return std::move(Bad(path, "bad class names block: " + what).WithOffset(h.names_offset + at));
+  };
+  if (n != h.names_bytes) return bad(0, "truncated");
+  if (Checksum(in, n) != h.names_checksum)
+    return bad(0, "checksum mismatch (class names corrupted)");
+  std::vector<std::string> names;
+  size_t start = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = in[i];
+    if (c == '\n') {
+      if (i == start) return bad(i, "an empty class name");
+      names.emplace_back(reinterpret_cast<const char*>(in) + start, i - start);
+      start = i + 1;
+    } else if (c < 0x20 || c == 0x7f) {
+      return bad(i, "a control character in a class name");
+    }
+  }
+  if (start != n) return bad(start, "the last class name has no newline");
+  if (names.size() != h.num_classes)
+    return bad(0, std::to_string(names.size()) + " class names for " +
+                      std::to_string(h.num_classes) + " classes");
+  return names;
 }
 
 Status VerifyChunk(const ChunkEntry& e, const void* data, const std::string& path) {

@@ -86,6 +86,15 @@
 // it: a tool that made the dataset from another format writes what it needs to write the records
 // back as they were (ringfeed-convert: "megatron;dtype=int32;documents=labels",
 // tools/convert/megatron.h), and only such a tool reads it. Builds before the field ignore it.
+//
+// Class names (any version, optional): three u64 at byte 800, the offset, size and XXH3-64 of a
+// block of the labels' names in the file, all 0 where there is none (every file written before
+// the fields). The block is num_classes names, each one or more bytes without control
+// characters (UTF-8 as given: folder names), each ended by '\n', class 0 first; at most
+// kMaxClassNamesBytes. It lies after the last chunk (at a multiple of 4096) and ends at or before
+// the index, in every shard; nothing else refers to it, so builds before the fields read such a
+// file unchanged (their index rules allow space between the last chunk and the index). The
+// header cannot hold the names itself: ImageNet's 1000 WordNet ids alone take 10,000 bytes.
 #pragma once
 
 #include <array>
@@ -133,6 +142,8 @@ bool ParseRecordKind(const std::string& name, RecordKind* out);
 inline constexpr size_t kMaxMediaType = 63;
 // The longest origin a header holds (above), ASCII without controls or spaces.
 inline constexpr size_t kMaxOrigin = 63;
+// The largest class names block (above): 1 MiB, about 100K ImageNet-style names.
+inline constexpr uint64_t kMaxClassNamesBytes = uint64_t{1} << 20;
 // Whether `text` is at most `max` characters of printable ASCII without spaces (0x21 to 0x7e):
 // what the header's media type and origin hold.
 bool IsHeaderText(const std::string& text, size_t max);
@@ -169,6 +180,10 @@ struct Header {
   CodecSpec codec = {};    // what the writer compressed with; each chunk's entry names its own
   std::string media_type;  // bytes records: what they are ("image/jpeg"); "" unknown
   std::string origin;      // where the records came from (above); "" unknown
+  // The class names block (above): 0, 0, 0 where the dataset has none.
+  uint64_t names_offset = 0;
+  uint64_t names_bytes = 0;
+  uint64_t names_checksum = 0;
 
   bool variable() const { return IsVariable(record_kind); }
 
@@ -264,6 +279,14 @@ std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries, uint32_
 // computed without overflow), so chunks neither overlap nor run past the file.
 Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, size_t n,
                                             const std::string& path);
+
+// The class names block (above) for `names`; InvalidArgument for an empty name, one with a
+// control character, or a block larger than kMaxClassNamesBytes.
+Result<std::vector<uint8_t>> EncodeClassNames(const std::vector<std::string>& names);
+// The names in the block h names (its n bytes read from the file at h.names_offset): checksum,
+// the names' bytes and their count (num_classes) are checked; errors name file and byte.
+Result<std::vector<std::string>> DecodeClassNames(const Header& h, const uint8_t* in, size_t n,
+                                                  const std::string& path);
 
 // Checks a chunk's stored bytes against its entry; the error names file, chunk and offset.
 Status VerifyChunk(const ChunkEntry& e, const void* data, const std::string& path);

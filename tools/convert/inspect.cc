@@ -74,7 +74,13 @@ std::string DescribeDataset(const Dataset& d) {
       << (IsImageDType(h.sample_dtype) ? "" : " (ids, stored exactly)") << "\n";
   if (h.HasLabels()) {
     out << "label dtype:  " << DTypeName(h.label_dtype) << "\n";
-    out << "classes:      " << h.num_classes << "\n";
+    out << "classes:      " << h.num_classes;
+    if (const std::vector<std::string>& names = d.class_names(); !names.empty()) {
+      out << " (named: ";  // the first eight
+      for (size_t i = 0; i < names.size() && i < 8; ++i) out << (i ? ", " : "") << names[i];
+      out << (names.size() > 8 ? ", ...)" : ")");
+    }
+    out << "\n";
   } else {
     out << "labels:       no labels (0 classes; every stored label is 0)\n";
   }
