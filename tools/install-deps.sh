@@ -12,6 +12,7 @@ packages=(
   libopenblas-dev               # CPU training backend (sgemm)
   zlib1g-dev                    # gzipped IDX input
   libzstd-dev liblz4-dev        # compressed chunks (format version 2)
+  libturbojpeg0-dev             # ringfeed-convert images: JPEG headers (libjpeg-turbo 2.1.5)
   libgtest-dev                  # tests
   openmpi-bin libopenmpi-dev    # data-parallel runs (mpirun; the MPI plugin) and their tests
   python3-dev pybind11-dev      # the Python package's extension (python/)
@@ -20,6 +21,7 @@ packages=(
   libdlpack-dev                 # dlpack/dlpack.h: batches exported to torch/numpy
   librandom123-dev              # Random123's Philox: augmentation's draws, host and GPU alike
   python3-numpy python3-pytest  # the Python package's tests
+  python3-pil python3-skimage   # tools/bench/make_jpeg_set.py: JPEGs from skimage's photographs
   python3-hypothesis            # ... and its property tests (load_state_dict)
   python3-torch                 # ... which check zero-copy export to torch (CPU build)
   dataset-fashion-mnist         # the real data the main job and the tests convert

@@ -25,6 +25,7 @@ const std::vector<Command>& Commands() {
       {"npy-docs", ".npy token documents (a directory, or ids with --offsets)", RunNpyDocsCommand},
       {"jsonl", "JSON lines of token ids", RunJsonlCommand},
       {"text", "text files through the byte tokenizer (--tokenizer bytes)", RunTextCommand},
+      {"images", "JPEG images: an ImageFolder tree or WebDataset .tar shards", RunImagesCommand},
       {"export", "write a dataset back as raw, idx, cifar, npy, predecessor or megatron files",
        RunExportCommand},
       {"recompress", "write a dataset again with another codec, chunk for chunk",

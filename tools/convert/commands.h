@@ -38,6 +38,8 @@ Status RunMegatronCommand(const std::vector<std::string>& args, std::ostream& ou
 Status RunNpyDocsCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunJsonlCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunTextCommand(const std::vector<std::string>& args, std::ostream& out);
+// JPEG images (image_commands.cc).
+Status RunImagesCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunExportCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunRecompressCommand(const std::vector<std::string>& args, std::ostream& out);
 Status RunInspectCommand(const std::vector<std::string>& args, std::ostream& out);
