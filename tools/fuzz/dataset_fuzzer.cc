@@ -2,7 +2,8 @@
 // and index fields of a valid dataset's files (versions 1 and 2) and the codec frames of its
 // chunks (or replace a file whole: the raw mode), can swap or drop shard files, and the harness
 // recomputes the checksums it is asked to (chunks, index, header), so the forgery reaches the
-// checks behind them and the decompression. An opened dataset is then read whole, as
+// checks behind them and the decompression (the class names block's checksum too, unless the
+// input leaves it). An opened dataset is then read whole, as
 // `ringfeed-convert verify` reads it. What opens must describe chunks that lie inside their
 // files, with data the format bounds; nothing may be allocated from a size the files or the
 // format do not bound (run.sh's -malloc_limit_mb).
@@ -39,6 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (mode & 0x80) {
     files[0] = in.ConsumeRemainingBytes<uint8_t>();  // raw: a file of the fuzzer's bytes
   } else {
+    // Whether the class names block's checksum (header byte 816) is left as the edits left it.
+    const bool keep_names_checksum = in.ConsumeBool();
     if (mode & 0x01) {
       EditFrames(in, 4, &files[in.ConsumeIntegralInRange<size_t>(0, files.size() - 1)]);
     }
@@ -54,6 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (std::vector<uint8_t>& f : files) {
       if ((mode & 0x04) == 0) FixChunkChecksums(&f);
       if ((mode & 0x08) == 0) FixIndexChecksum(&f);
+      if (!keep_names_checksum) FixNamesChecksum(&f);
       if ((mode & 0x10) == 0) FixHeaderChecksum(&f);
     }
   }
@@ -88,6 +92,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     samples += c.entry.sample_count;
   }
   RF_FUZZ_CHECK(samples == h.total_samples);
+  // The class names (header byte 800): none where the header has no block; else one name a
+  // class, each non-empty and without a control character (a newline would split it), from a
+  // block that lies after every chunk and before the index in each file (CheckAcceptedHeader
+  // holds the first shard's fields; every shard's must agree with them).
+  const std::vector<std::string>& class_names = d->class_names();
+  if (h.names_bytes == 0) {
+    RF_FUZZ_CHECK(class_names.empty());
+  } else {
+    RF_FUZZ_CHECK(class_names.size() == h.num_classes);
+    uint64_t bytes = 0;
+    for (const std::string& n : class_names) {
+      RF_FUZZ_CHECK(!n.empty());
+      for (char c : n) RF_FUZZ_CHECK(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f);
+      bytes += n.size() + 1;
+    }
+    RF_FUZZ_CHECK(bytes == h.names_bytes);
+    for (size_t s = 0; s < d->shard_count(); ++s)
+      RF_FUZZ_CHECK(h.names_offset + h.names_bytes <= d->shard_bytes(s));
+    for (size_t g = 0; g < d->chunk_count(); ++g) {
+      const format::ChunkEntry& e = d->chunk(g).entry;
+      RF_FUZZ_CHECK(e.offset + e.stored_bytes <= h.names_offset);
+    }
+  }
   // Read it whole, as verify does, each chunk into a buffer of exactly its data (so ASan sees a
   // write past it): every chunk that passes has every label in range.
   for (size_t g = 0; g < d->chunk_count(); ++g) {

@@ -165,6 +165,10 @@ const std::vector<Field>& HeaderFields() {
         {"codec", 660, 4},
         {"codec_level", 664, 4},
         {"record_kind", 668, 4},
+        // Any version: the class names block (offset, size, checksum).
+        {"names_offset", 800, 8},
+        {"names_bytes", 808, 8},
+        {"names_checksum", 816, 8},
     };
     // The table against the encoder: a header of distinct values puts each where it says.
     format::Header h;
@@ -184,6 +188,9 @@ const std::vector<Field>& HeaderFields() {
     h.width = 0xdd;
     h.version = 2;
     h.codec = {Codec::kZstd, 0x11};
+    h.names_offset = 0xeeeeeeeeeeull;
+    h.names_bytes = 0xfffffffffull;
+    h.names_checksum = 0x1212121212121212ull;
     std::vector<uint8_t> b(format::kHeaderBytes);
     format::EncodeHeader(h, b.data());
     const uint64_t want[] = {h.dataset_id,
@@ -201,11 +208,15 @@ const std::vector<Field>& HeaderFields() {
                              h.width,
                              h.version,
                              2,
-                             0x11};
+                             0x11,
+                             h.names_offset,
+                             h.names_bytes,
+                             h.names_checksum};
     const char* names[] = {"dataset_id",    "shard_index",  "shard_count",   "num_classes",
                            "total_samples", "total_chunks", "chunk_samples", "shard_chunks",
                            "shard_samples", "index_offset", "file_size",     "height",
-                           "width",         "version",      "codec",         "codec_level"};
+                           "width",         "version",      "codec",         "codec_level",
+                           "names_offset",  "names_bytes",  "names_checksum"};
     for (size_t i = 0; i < std::size(want); ++i) {
       for (const Field& x : f) {
         if (std::strcmp(x.name, names[i]) == 0)
@@ -331,6 +342,17 @@ const std::vector<DatasetFiles>& ValidDatasets() {
     blobs.media_type = "image/jpeg";
     blobs.num_classes = 5;
     s.push_back(WriteValid("blobs.rfd", blobs, 1, 300));
+    // The class names block (header byte 800), in each of two shards: JPEG-like records of 4
+    // named classes (one name of several bytes, one of one byte, one UTF-8), and fixed-shape
+    // images of 3 named classes compressed with zstd.
+    DatasetSpec named = blobs;
+    named.num_classes = 4;
+    named.class_names = {"n01440764", "b", "caf\xc3\xa9 au lait", "dog"};
+    s.push_back(WriteValid("named.rfd", named, 2, 120));
+    DatasetSpec named_images = wide;
+    named_images.num_classes = 3;
+    named_images.class_names = {"cat", "dog", "a name with spaces"};
+    s.push_back(WriteValid("named_images.rfd", named_images, 1, 40, {Codec::kZstd, 1}, 16384));
     return s;
   }();
   return sets;
@@ -472,6 +494,13 @@ void FixIndexChecksum(std::vector<uint8_t>* file) {
     return;
   }
   PutField(file, at + body, 8, Checksum(file->data() + at, body));
+}
+
+void FixNamesChecksum(std::vector<uint8_t>* file) {
+  if (file->size() < format::kHeaderBytes) return;
+  const uint64_t at = GetField(*file, 800, 8), bytes = GetField(*file, 808, 8);
+  if (bytes == 0 || at > file->size() || bytes > file->size() - at) return;
+  PutField(file, 816, 8, Checksum(file->data() + at, bytes));
 }
 
 void FixChunkChecksums(std::vector<uint8_t>* file) {

@@ -52,7 +52,10 @@ void EditFrames(FuzzedDataProvider& in, size_t max_edits, std::vector<uint8_t>* 
 // 1: the same in 2 shards; 2: one file of 16-token int64 rows without labels, in 2 chunks;
 // 3: one file of 2-dim 6x7 float32 samples, int32 labels of 300 classes;
 // 4: format version 2, 60 images of 3x16x16 in chunks of 16 KiB of data stored zstd-compressed
-// (the last, of 18 samples, too); 5: the same with lz4, 100 images in 2 shards.
+// (the last, of 18 samples, too); 5: the same with lz4, 100 images in 2 shards; 6: token
+// documents in 2 shards, zstd; 7: 300 image/jpeg bytes records of 1 to 13 bytes, 5 classes;
+// 8: the same, 120 records of 4 classes with a class names block in each of 2 shards; 9: 40
+// images of 3x16x16, 3 named classes, zstd.
 // Each is a list of (file name, bytes), shard order.
 struct DatasetFiles {
   std::string base;  // the name the dataset is opened by
@@ -86,6 +89,9 @@ void PutField(std::vector<uint8_t>* bytes, size_t offset, size_t width, uint64_t
 void FixHeaderChecksum(std::vector<uint8_t>* file);
 void FixIndexChecksum(std::vector<uint8_t>* file);
 void FixChunkChecksums(std::vector<uint8_t>* file);
+// The class names block's (header bytes 800-823), where the header places one inside the file;
+// before FixHeaderChecksum, whose checksum covers the field.
+void FixNamesChecksum(std::vector<uint8_t>* file);
 
 // A directory of this process's own under /dev/shm (or $TMPDIR), removed at exit.
 const std::string& ScratchDir();

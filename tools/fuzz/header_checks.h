@@ -50,6 +50,19 @@ inline void CheckAcceptedHeader(const format::Header& h) {
   RF_FUZZ_CHECK(h.file_size - h.index_offset ==
                 format::IndexStoredBytes(h.shard_chunks, h.version));
   RF_FUZZ_CHECK(h.version >= format::kOldestVersion && h.version <= format::kVersion);
+  // The class names block (any version): none (all three fields 0), or a block of 2 to
+  // kMaxClassNamesBytes bytes for labelled samples, two bytes a class at least, at a multiple of
+  // 4096 between the header and the index.
+  if (h.names_bytes == 0) {
+    RF_FUZZ_CHECK(h.names_offset == 0 && h.names_checksum == 0);
+  } else {
+    RF_FUZZ_CHECK(h.HasLabels());
+    RF_FUZZ_CHECK(h.names_bytes <= format::kMaxClassNamesBytes &&
+                  h.names_bytes >= uint64_t{2} * h.num_classes);
+    RF_FUZZ_CHECK(h.names_offset % format::kAlign == 0 && h.names_offset >= format::kHeaderBytes);
+    RF_FUZZ_CHECK(h.names_offset <= h.index_offset &&
+                  h.names_bytes <= h.index_offset - h.names_offset);
+  }
   if (h.version < 2) {
     RF_FUZZ_CHECK(h.record_kind == format::RecordKind::kTensor);
     RF_FUZZ_CHECK(h.codec == CodecSpec{});

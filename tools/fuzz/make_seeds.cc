@@ -57,14 +57,14 @@ int main(int argc, char** argv) {
     // Edit programs: the set, opened by its base name, one field edit of each kind.
     for (uint8_t kind = 0; kind < 3; ++kind) {
       Seed(root + "/dataset", "edit-" + std::to_string(s) + "-" + std::to_string(kind),
-           {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 5, kind, 0, 1, static_cast<uint8_t>(s),
-            0});
+           {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 5, kind, 0, 0, 1,
+            static_cast<uint8_t>(s), 0});
     }
     // Frame edits (mode 0x01), one seed ending in each edit kind (the bytes before it choose
     // the chunk, the place and what is written), for the fuzzer to grow from.
     for (uint8_t kind = 0; kind < 3; ++kind) {
       Seed(root + "/dataset", "frame-" + std::to_string(s) + "-" + std::to_string(kind),
-           {0xde, 0xad, 0xbe, 0xef, 0x00, 0xff, 0x7f, 0x80, 40, 3, 9, kind, 0, 0, 1,
+           {0xde, 0xad, 0xbe, 0xef, 0x00, 0xff, 0x7f, 0x80, 40, 3, 9, kind, 0, 0, 0, 1,
             static_cast<uint8_t>(s), 0x01});
     }
     Seed(root + "/header", "set-" + std::to_string(s), {1, 0, static_cast<uint8_t>(s)});
