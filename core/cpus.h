@@ -1,13 +1,17 @@
-// The CPUs this process may run on: its affinity mask's count (what a launcher that binds ranks
-// leaves it), else the machine's, at least 1. For sizing thread pools.
+// The CPUs this process may run on, and the ranks that share the machine: for sizing thread
+// pools.
 #pragma once
 
 #include <sched.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <thread>
 
 namespace rf {
 
+// Its affinity mask's count (what a launcher that binds ranks leaves it), else the machine's, at
+// least 1.
 inline unsigned AvailableCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -17,6 +21,19 @@ inline unsigned AvailableCpus() {
   }
   const unsigned n = std::thread::hardware_concurrency();
   return n > 0 ? n : 1;
+}
+
+// The ranks sharing this machine, as the launcher says ($OMPI_COMM_WORLD_LOCAL_SIZE under
+// mpirun, $LOCAL_WORLD_SIZE under torchrun); 1 where neither is set or sensible.
+inline uint32_t LocalRanks() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) continue;
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(v, &end, 10);
+    if (end != v && *end == '\0' && n >= 1 && n <= 4096) return static_cast<uint32_t>(n);
+  }
+  return 1;
 }
 
 }  // namespace rf

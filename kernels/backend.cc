@@ -19,7 +19,8 @@ Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend) {
                                    " are not one the model reads (uint8, float16, bfloat16, "
                                    "float32)");
   }
-  if (!IsLabelDType(batch.label_dtype)) {
+  // A dataset's label dtypes, and int64: the library loader's decoded batches (decoded images).
+  if (!IsIntegerDType(batch.label_dtype)) {
     return Status::InvalidArgument("labels of type " + std::string(DTypeName(batch.label_dtype)) +
                                    " are not a label type");
   }

@@ -236,7 +236,7 @@ cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t
 cudaError_t DecodeLabels(const void* labels, DType dtype, uint32_t n, uint32_t classes,
                          int32_t* out, unsigned long long* step_bad, unsigned long long* sticky_bad,
                          cudaStream_t stream) {
-  if (!IsLabelDType(dtype)) return cudaErrorInvalidValue;
+  if (!IsIntegerDType(dtype)) return cudaErrorInvalidValue;  // int64: decoded images' batches
   return decode::LaunchLabels(dtype, labels, n, CheckedLabels{classes, out, step_bad, sticky_bad},
                               stream);
 }

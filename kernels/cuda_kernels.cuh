@@ -43,7 +43,7 @@ cudaError_t DecodeSamples(const void* samples, DType dtype, uint32_t n, uint32_t
                           uint32_t height, uint32_t width, const float* mean, const float* stddev,
                           const AugmentBatch& augment, float* out, cudaStream_t stream);
 
-// out[i] = labels[i] as int32 (labels in uint8, uint16 or int32; decode/kernel.cuh's label
+// out[i] = labels[i] as int32 (labels in uint8, uint16, int32 or int64; decode/kernel.cuh's label
 // kernel, cudaErrorInvalidValue for another dtype). A label outside [0, classes)
 // becomes 0 in `out` (so later kernels index safely) and is recorded, by atomicMin, in both
 // *step_bad (which the caller resets to kNoBadLabel before each batch) and *sticky_bad (which

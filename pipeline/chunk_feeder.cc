@@ -1,7 +1,6 @@
 #include "pipeline/chunk_feeder.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <future>
 #include <string>
 
@@ -10,20 +9,6 @@
 #include "pipeline/trace.h"
 
 namespace rf {
-namespace {
-
-uint32_t LocalRanks() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"}) {
-    const char* v = std::getenv(name);
-    if (v == nullptr) continue;
-    char* end = nullptr;
-    const unsigned long n = std::strtoul(v, &end, 10);
-    if (end != v && *end == '\0' && n >= 1 && n <= 4096) return static_cast<uint32_t>(n);
-  }
-  return 1;
-}
-
-}  // namespace
 
 uint32_t DefaultDecodeThreads() {
   return std::clamp<uint32_t>(AvailableCpus() / LocalRanks() / 2, 2, 8);

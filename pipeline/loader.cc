@@ -6,6 +6,7 @@
 #include "core/augment_spec.h"
 #include "core/clock.h"
 #include "pipeline/chunk_staging.h"
+#include "pipeline/image_stage.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/loader_options.h"
 #include "pipeline/output_pool.h"
@@ -50,6 +51,55 @@ Result<std::vector<int64_t>> SampleShape(const format::Header& h, SampleLayout l
   return std::vector<int64_t>{shape[1], shape[2], shape[0]};
 }
 
+// Next()'s decoded images as a TrainingSource (Loader::source() for images): each batch valid
+// until the next call, in the loader's output dtype and layout, labels int64.
+class DecodedImageSource final : public TrainingSource {
+ public:
+  DecodedImageSource(Loader& loader, TrainingSource& source) : loader_(loader), source_(source) {}
+
+  uint64_t sample_count() const override { return source_.sample_count(); }
+  uint64_t epoch_samples() const override { return source_.epoch_samples(); }
+  Status StartEpoch(uint64_t epoch, uint64_t position) override {
+    held_.reset();
+    return loader_.StartEpoch(epoch, position);
+  }
+  Result<Batch> Next() override {
+    held_.reset();  // back to the pool: the consumer is done with it
+    RF_ASSIGN_OR_RETURN(held_, loader_.Next());
+    if (!held_) return Batch{};
+    Batch b;
+    b.samples = held_->samples();
+    b.sample_dtype = held_->dtype();
+    b.labels = held_->labels();
+    b.label_dtype = DType::kInt64;
+    b.n = held_->size();
+    b.sample_indices = held_->indices().data();  // host memory: for --dump-order, not a kernel
+    b.epoch = held_->epoch();
+    return b;
+  }
+  uint64_t position() const override { return loader_.position(); }
+  const std::vector<uint64_t>& batch_samples() const override {
+    return held_ ? held_->indices() : none_;
+  }
+  uint64_t bytes_read() const override { return source_.bytes_read(); }
+  double wait_seconds() const override { return source_.wait_seconds(); }
+  uint64_t bytes_delivered() const override { return source_.bytes_delivered(); }
+  double decode_busy_seconds() const override { return source_.decode_busy_seconds(); }
+  uint32_t decode_threads() const override { return source_.decode_threads(); }
+  double reader_held_seconds() const override { return source_.reader_held_seconds(); }
+  std::string Describe() const override { return loader_.Describe(); }
+  std::string EpochReport() const override {
+    const SkippedRecords s = loader_.skipped();
+    return s.Text(s.epoch + 1);  // `ringfeed train` counts epochs from 1
+  }
+
+ private:
+  Loader& loader_;
+  TrainingSource& source_;
+  std::shared_ptr<LoadedBatch> held_;
+  const std::vector<uint64_t> none_;
+};
+
 }  // namespace
 
 Status CheckAugmentFits(const AugmentParams& augment, const format::Header& h,
@@ -92,7 +142,11 @@ Result<std::unique_ptr<Loader>> Loader::Create(const Dataset& dataset,
 }
 
 Loader::~Loader() {
-  // The source first: its threads stop and its staging drains; then the device's stream drains.
+  // The image stage first (its decode threads write the pool's buffers and it reads the
+  // source), then the source: its threads stop and its staging drains; then the device's
+  // stream drains.
+  decoded_source_.reset();
+  images_.reset();
   source_.reset();
   if (device_) (void)device_->Drain();
 }
@@ -110,6 +164,25 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
         "eod_token, pad_token and weights shape packed sequences: give "
         "sequence_length too");
   records_ = h.variable();
+  const ImageOptions& image = options.image;
+  const bool images = decoded && HoldsJpegRecords(h) && image.size != 0;
+  if (!images) {
+    // What only decoded images take does nothing here.
+    const ImageOptions plain;
+    const char* idle = image.crop != plain.crop                   ? "image_crop"
+                       : image.threads != plain.threads           ? "image_threads"
+                       : image.skip_bad_records                   ? "skip_bad_records"
+                       : image.max_side != plain.max_side         ? "max_image_side"
+                                                                  : nullptr;
+    if (idle != nullptr) {
+      return Status::Usage(std::string(idle) + ": " +
+                           (HoldsJpegRecords(h) && decoded ? "image_size 0 hands out the JPEG bytes as stored"
+                                                 : "this dataset's batches are no decoded images "
+                                                   "(it holds no image/jpeg records)") +
+                           "; leave it out");
+    }
+  }
+  if (images) return BuildImages(dataset, options);
   if (records_) {
     // Records of any size come out as they are stored: values and offsets, no decode.
     const OutputOptions& out = options.output;
@@ -188,6 +261,92 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
   return Status::Ok();
 }
 
+Status Loader::BuildImages(const Dataset& dataset, const LoaderOptions& options) {
+  const OutputOptions& out = options.output;
+  records_ = false;  // the batches are fixed-shape images
+  if (!out.augment.empty() && out.augment != "none") {
+    return Status::Usage(
+        "augment: image/jpeg records are decoded with their own random resized crop and flip "
+        "(image_crop); leave augment off");
+  }
+  if (options.pipeline.mode == PipelineMode::kManaged)
+    return Status::Usage("mode managed serves fixed-shape tensors; image/jpeg records stream");
+  if (options.output_buffers > kMaxOutputBuffers) {
+    return Status::Usage("prefetch must be at most " + std::to_string(kMaxOutputBuffers) +
+                         " batches, got " + std::to_string(options.output_buffers));
+  }
+  if (!out.normalize && (!out.mean.empty() || !out.stddev.empty()))
+    return Status::Usage("mean and std: given with normalize off, they would do nothing");
+  ImageDecodeSpec spec;
+  spec.size = options.image.size;
+  spec.crop = options.image.crop;
+  spec.output = out.dtype;
+  spec.channels_last = out.layout == SampleLayout::kNHWC;
+  spec.normalize = out.normalize;
+  spec.max_side = options.image.max_side;
+  spec.seed = options.pipeline.order.seed;
+  if (!out.mean.empty() || !out.stddev.empty()) {
+    if (out.mean.size() != 3 || out.stddev.size() != 3) {
+      return Status::Usage("mean and std: decoded images have 3 channels, so one value a channel (" +
+                           std::to_string(out.mean.size()) + " means and " +
+                           std::to_string(out.stddev.size()) + " stds given), in pixel units "
+                           "(0 to 255)");
+    }
+    std::copy(out.mean.begin(), out.mean.end(), spec.mean.begin());
+    std::copy(out.stddev.begin(), out.stddev.end(), spec.stddev.begin());
+  }
+  RF_RETURN_IF_ERROR(spec.Validate());
+  const int64_t size = spec.size;
+  sample_shape_ = spec.channels_last ? std::vector<int64_t>{size, size, 3}
+                                     : std::vector<int64_t>{3, size, size};
+  const OrderSettings& order = options.pipeline.order;
+  if (order.drop_last &&
+      WindowOrder(dataset.ChunkSampleCounts(), order).EpochSampleCount() < order.batch_size) {
+    return Status::Usage("--drop-last with --batch-size " + std::to_string(order.batch_size) +
+                         " drops every batch; leave --drop-last out or take a smaller batch");
+  }
+  RF_ASSIGN_OR_RETURN(device_,
+                      MakeLoaderDevice(options.pipeline.device, options.gpu, options.stream));
+  gpu_device_ = device_->gpu();
+  // The records are gathered in host memory (the decoder reads them there), whatever the device.
+  StreamingOptions so = StreamingOptionsFor(options.pipeline, options.epochs);
+  so.poll = options.poll;
+  const StagingFactory staging = [](const StagingLayout& l)
+      -> Result<std::unique_ptr<ChunkStaging>> {
+    RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
+    return std::unique_ptr<ChunkStaging>(std::move(s));
+  };
+  RF_ASSIGN_OR_RETURN(auto source, StreamingSource::Create(dataset, so, staging));
+  source_ = std::move(source);
+  const uint32_t batch = order.batch_size;
+  RF_ASSIGN_OR_RETURN(pool_,
+                      device_->MakePool(spec.OutputSampleBytes() * batch, batch,
+                                        options.output_buffers));
+  const uint32_t threads =
+      options.image.threads != 0
+          ? options.image.threads
+          : DefaultImageThreads(source_->decode_threads(), dataset.compressed());
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<ImageDecoder> decoder, MakeCpuImageDecoder(spec, threads));
+  // Batches decoded ahead: the pool's buffers less the one the consumer holds and the one it
+  // may still hold while asking for the next (more are allocated, never deadlocked, if it holds
+  // more).
+  const uint32_t depth = std::max<uint32_t>(1, options.output_buffers - std::min<uint32_t>(
+                                                                          2, options.output_buffers));
+  RF_ASSIGN_OR_RETURN(images_,
+                      ImageStage::Create(dataset, *source_, *device_, pool_, std::move(decoder),
+                                         batch, depth, options.image.skip_bad_records));
+  decoded_source_ = std::make_unique<DecodedImageSource>(*this, *source_);
+  return Status::Ok();
+}
+
+uint64_t Loader::position() const {
+  return images_ ? images_->position() : source_->position();
+}
+
+SkippedRecords Loader::skipped() const {
+  return images_ ? images_->skipped() : SkippedRecords{epoch_, 0, {}};
+}
+
 uint64_t Loader::batches_per_epoch() const {
   const uint64_t b = options_.pipeline.order.batch_size;
   return (epoch_samples() + b - 1) / b;
@@ -197,7 +356,8 @@ Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
   // The clock of stats() starts here, so the wait for the first window (in StartEpoch) is inside
   // the time it is a share of.
   if (clock_start_ns_ == 0) clock_start_ns_ = SteadyNowNs();
-  RF_RETURN_IF_ERROR(source_->StartEpoch(epoch, position));
+  RF_RETURN_IF_ERROR(images_ ? images_->StartEpoch(epoch, position)
+                             : source_->StartEpoch(epoch, position));
   epoch_ = epoch;
   return Status::Ok();
 }
@@ -207,6 +367,14 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
     return Status::Usage("this loader serves its raw source only (opened with output_buffers 0)");
   }
   if (clock_start_ns_ == 0) clock_start_ns_ = SteadyNowNs();
+  if (images_) {
+    // The stage has written the batch (on a GPU: queued its copy) and set its place.
+    RF_ASSIGN_OR_RETURN(std::shared_ptr<LoadedBatch> out, images_->Next());
+    if (!out) return out;
+    RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
+    ++batches_;
+    return out;
+  }
   const uint64_t position = source_->position();
   RF_ASSIGN_OR_RETURN(const Batch stored, source_->Next());
   if (stored.n == 0) return std::shared_ptr<LoadedBatch>();
@@ -251,9 +419,18 @@ LoaderStats Loader::stats() const {
   s.wait_seconds = source_->wait_seconds();
   s.reader_held_seconds = source_->reader_held_seconds();
   s.batches = batches_;
+  if (images_) {
+    s.image_threads = images_->decoder().threads();
+    s.image_busy_seconds = images_->decoder().busy_seconds();
+    s.images_decoded = images_->decoder().records();
+    s.records_skipped = images_->skipped_total();
+  }
   return s;
 }
 
-std::string Loader::Describe() const { return device_->Describe() + ", " + source_->Describe(); }
+std::string Loader::Describe() const {
+  return device_->Describe() + ", " + source_->Describe() +
+         (images_ ? ", " + images_->Describe() : std::string());
+}
 
 }  // namespace rf

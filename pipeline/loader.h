@@ -12,7 +12,13 @@
 //                                   a buffer of its own; null at the epoch's end
 //   source()                        the raw level: the TrainingSource itself, batches in the
 //                                   stored dtype valid until its next call (`ringfeed train`'s
-//                                   backends decode for themselves)
+//                                   backends decode for themselves); for decoded images, a
+//                                   TrainingSource of Next()'s batches
+//
+// image/jpeg records (io/format.h's bytes records of that media type) are decoded into images of
+// options.image.size (pipeline/image_stage.h: decode threads ahead of the consumer, the crop a
+// function of the seed, the epoch and the sample's index), unless that size is 0: then they come
+// out as stored, as any records of any size do.
 //
 // A decoded batch (LoadedBatch) owns its buffer through a shared_ptr: it stays valid, unchanged,
 // for as long as any holder keeps it, whatever the loader does meanwhile, even after the loader is
@@ -50,6 +56,7 @@
 #include "core/status.h"
 #include "io/dataset.h"
 #include "pipeline/batch_decode.h"
+#include "pipeline/image_options.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/training_source.h"
 
@@ -64,6 +71,18 @@ Status CheckAugmentFits(const AugmentParams& augment, const format::Header& h,
 
 class OutputPool;    // pipeline/output_pool.h
 class LoaderDevice;  // pipeline/loader_device.h
+class ImageStage;    // pipeline/image_stage.h
+
+// Image/jpeg records a loader skipped in one epoch (ImageOptions::skip_bad_records): how many, and
+// the first ImageStage::kNamedSkips of them named ("sample G (FILE chunk C record R): why").
+struct SkippedRecords {
+  uint64_t epoch = 0;
+  uint64_t count = 0;
+  std::vector<std::string> named;
+  // One line, "" where none was skipped: "2 bad image records skipped in epoch E: ...; ..." (E:
+  // `shown_epoch`, the epoch as the caller's user counts it).
+  std::string Text(uint64_t shown_epoch) const;
+};
 
 // How batches come out of Next(): the decode (pipeline/batch_decode.h) from the stored samples.
 struct OutputOptions {
@@ -73,6 +92,9 @@ struct OutputOptions {
   // Statistics to normalize with instead of the header's (one per channel; both or neither): a
   // test split normalized as its training split was.
   std::vector<float> mean, stddev;
+  // Image/jpeg records (ImageOptions::size not 0): the statistics normalize takes when mean and
+  // std are not given are ImageNet's, in pixel units (decode/jpeg_image.h), and dtype may also be
+  // uint8 (the pixels, without normalize).
   // Data augmentation, an --augment spec (core/augment_spec.h: "crop:4,flip,erase:0.5"; "" or
   // "none": off), fused into the decode; each sample's transform keyed by the pipeline's seed, the
   // epoch and the sample's global index, so the same on the host and the GPU, and on resume. Leave
@@ -92,6 +114,10 @@ struct SequenceOptions {
 struct LoaderOptions {
   PipelineConfig pipeline;  // the dataset, mode, device, batch, order, rank, reader
   OutputOptions output;
+  // image/jpeg records: decoded to images of image.size (pipeline/image_stage.h), or (size 0)
+  // handed out as stored; ignored for other datasets, but for options that would do nothing
+  // there (a crop, threads, skipping, a side limit), which are refused.
+  ImageOptions image;
   SequenceOptions sequence;
   // Decoded batches the loader keeps ready for the consumer (the buffers the pool starts with);
   // 0: the raw level only (source(); Next() refused), with no decoder and no pool.
@@ -118,6 +144,13 @@ struct LoaderStats {
   double wait_seconds = 0;         // Next() blocked waiting for data
   double reader_held_seconds = 0;  // the reader idle for want of a free ring slot
   uint64_t batches = 0;            // decoded batches handed out
+  // Decoded images (image/jpeg records): the decode threads, their working seconds summed, the
+  // records decoded (ahead of the batches handed out: up to the batches in flight more), and the
+  // bad records skipped (skip_bad_records), since Open.
+  uint32_t image_threads = 0;
+  double image_busy_seconds = 0;
+  uint64_t images_decoded = 0;
+  uint64_t records_skipped = 0;
 };
 
 // One decoded batch: n samples in `dtype`, shaped `shape` ({n, C, H, W} or {n, H, W, C} for
@@ -135,6 +168,9 @@ class LoadedBatch {
   // offsets[i] .. offsets[i + 1]), in the same memory as the samples; null for fixed shapes.
   int64_t* offsets() const { return records_ ? offsets_ : nullptr; }
   uint32_t size() const { return n_; }
+  // The samples of the epoch the batch stands for: size(), plus the bad records skipped from it
+  // (decoded images under skip_bad_records). position() + span() is where the next batch starts.
+  uint32_t span() const { return span_ != 0 ? span_ : n_; }
   // Packed token sequences (pipeline/sequence_loader.h): the batch's tensors, each a compact
   // row-major view of its buffer (tokens, lengths, cu_seqlens, position_ids); empty otherwise.
   struct View {
@@ -162,6 +198,7 @@ class LoadedBatch {
   friend class OutputPool;
   friend class Loader;
   friend class SequenceLoader;
+  friend class ImageStage;
   LoadedBatch() = default;
 
   std::shared_ptr<OutputPool> pool_;  // keeps the buffer's memory alive
@@ -171,6 +208,7 @@ class LoadedBatch {
   int64_t* offsets_ = nullptr;
   bool records_ = false;
   uint32_t n_ = 0;
+  uint32_t span_ = 0;  // 0: n_
   DType dtype_ = DType::kFloat32;
   std::vector<int64_t> shape_;
   int gpu_device_ = -1;
@@ -213,10 +251,17 @@ class Loader {
   // The next decoded batch of the epoch started last; null once the epoch is over.
   Result<std::shared_ptr<LoadedBatch>> Next();
   uint64_t epoch() const { return epoch_; }
-  uint64_t position() const { return source_->position(); }
+  // Where the next batch Next() hands out starts (decoded images: the source reads ahead).
+  uint64_t position() const;
 
-  // The raw level (stored-dtype batches; `ringfeed train`). Not to be mixed with Next().
-  TrainingSource& source() { return *source_; }
+  // The raw level (stored-dtype batches; `ringfeed train`). Not to be mixed with Next(). For
+  // decoded images, Next()'s batches (in the output dtype and layout, labels int64, each valid
+  // until the next call) as a TrainingSource.
+  TrainingSource& source() { return images_ ? *decoded_source_ : *source_; }
+  // Whether the batches are decoded images of image/jpeg records.
+  bool images() const { return images_ != nullptr; }
+  // The bad image records skipped in the epoch StartEpoch began last (skip_bad_records).
+  SkippedRecords skipped() const;
 
   LoaderStats stats() const;
   // One line: the mode, device and memory.
@@ -239,6 +284,12 @@ class Loader {
   std::shared_ptr<OutputPool> pool_;
   // Declared after device_ (whose stream it uses), so destroyed first.
   std::unique_ptr<TrainingSource> source_;
+  // Decoded images: the stage over source_ and pool_, and Next() as a TrainingSource; destroyed
+  // before source_ (~Loader).
+  std::unique_ptr<ImageStage> images_;
+  std::unique_ptr<TrainingSource> decoded_source_;
+  // Builds images_ for image/jpeg records where options.image.size is not 0.
+  Status BuildImages(const Dataset& dataset, const LoaderOptions& options);
   uint64_t epoch_ = 0;
   uint64_t batches_ = 0;
   uint64_t clock_start_ns_ = 0;  // the first StartEpoch or Next: stats()'s clock

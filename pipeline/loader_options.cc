@@ -5,6 +5,7 @@
 
 #include "core/augment_spec.h"
 #include "core/dtype.h"
+#include "pipeline/image_options.h"
 #include "pipeline/pipeline_options.h"
 
 namespace rf {
@@ -14,6 +15,8 @@ OptionTable<LoaderOptions> MakeTable() {
   OptionTable<LoaderOptions> t;
   t.Include(
       PipelineOptionTable(), kLoaderApi, [](auto& o) -> auto& { return o.pipeline; });
+  t.Include(
+      ImageOptionTable(), kLoaderApi, [](auto& o) -> auto& { return o.image; });
   std::vector<std::pair<std::string, DType>> dtypes;
   for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kUInt8, DType::kUInt16,
                   DType::kInt32, DType::kInt64}) {
@@ -25,7 +28,8 @@ OptionTable<LoaderOptions> MakeTable() {
       .Unset("float32 for image data, the stored dtype for token ids")
       .Help(
           "the samples' output dtype: float32, bfloat16, float16, or the stored dtype itself "
-          "(uint8 images, integer token ids); labels are always int64");
+          "(uint8 images, integer token ids; uint8 pixels for decoded image/jpeg records); "
+          "labels are always int64");
   t.Word("layout", [](auto& o) -> auto& { return o.output.layout; },
          {{"NCHW", SampleLayout::kNCHW}, {"NHWC", SampleLayout::kNHWC}})
       .For(kLoaderApi)
@@ -40,16 +44,19 @@ OptionTable<LoaderOptions> MakeTable() {
   t.Field(
        "mean", OptionType::kNumbers, [](auto& o) -> auto& { return o.output.mean; })
       .For(kLoaderApi)
-      .Unset("the dataset header's")
+      .Unset("the dataset header's; ImageNet's for decoded images")
       .Help(
           "per-channel means to normalize with instead of the header's (with std, one value a "
-          "channel), e.g. a test split's with its training split's");
+          "channel), e.g. a test split's with its training split's; decoded images: in pixel "
+          "units, ImageNet's 123.675,116.28,103.53 (0.485,0.456,0.406 x 255) unless given");
   t.Field(
        "std", OptionType::kNumbers, [](auto& o) -> auto& { return o.output.stddev; })
       .RangeReal(0, FLT_MAX, /*min_open=*/true)
       .For(kLoaderApi)
-      .Unset("the dataset header's")
-      .Help("per-channel standard deviations to normalize with (with mean), each > 0");
+      .Unset("the dataset header's; ImageNet's for decoded images")
+      .Help(
+          "per-channel standard deviations to normalize with (with mean), each > 0; decoded "
+          "images: ImageNet's 58.395,57.12,57.375 (0.229,0.224,0.225 x 255) unless given");
   t.Custom(
       AugmentOptionSpec(),
       [](LoaderOptions& o, const OptionValue& v) -> Status {

@@ -32,6 +32,9 @@ class TrainingSource : public BatchSource {
   virtual double reader_held_seconds() const { return 0; }
   // One line for the start of a run: the mode and its memory.
   virtual std::string Describe() const = 0;
+  // What the epoch StartEpoch began last has to report at its end (decoded images: the bad
+  // records skipped); "" for nothing.
+  virtual std::string EpochReport() const { return ""; }
 };
 
 }  // namespace rf

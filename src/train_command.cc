@@ -65,11 +65,18 @@ std::vector<std::string> ShardPaths(const Dataset& d) {
 // Usage naming the dataset where the CNN cannot train it. It trains images: samples of 3 dims
 // (C,H,W) or 2 (H,W, one channel: how an .npy of (N,H,W) is stored), of a dtype it decodes
 // (uint8, float16, bfloat16, float32; not ids such as token rows), fixed-shape (not records of
-// any size), with labels of 2 or more classes.
-Status CheckTrainable(const std::string& flag, const std::string& path, const format::Header& h) {
+// any size but image/jpeg records, which the loader decodes to --image-size), with labels of 2
+// or more classes.
+Status CheckTrainable(const std::string& flag, const std::string& path, const format::Header& h,
+                      uint32_t image_size) {
   const std::vector<uint64_t> shape = h.Shape();
   std::string why;
-  if (h.variable()) {
+  if (HoldsJpegRecords(h) && image_size == 0) {
+    why = "it holds image/jpeg records, which --image-size 0 leaves undecoded; give the size to "
+          "train at (224 by default)";
+  } else if (HoldsJpegRecords(h)) {
+    // Decoded to 3 x image_size x image_size by the loader.
+  } else if (h.variable()) {
     why = "it holds " + std::string(format::RecordKindName(h.record_kind)) +
           " records of any size; the CNN trains fixed-shape image tensors (read them with "
           "ringfeed.Loader, which hands them out as values and offsets)";
@@ -99,13 +106,17 @@ struct RunData {
 Result<RunData> OpenData(const TrainConfig& c) {
   RunData d;
   RF_ASSIGN_OR_RETURN(d.train, Dataset::Open(c.pipeline.data));
-  RF_RETURN_IF_ERROR(CheckTrainable("--data", c.pipeline.data, d.train.header()));
+  RF_RETURN_IF_ERROR(CheckTrainable("--data", c.pipeline.data, d.train.header(), c.image.size));
   if (c.test.empty()) return d;
   RF_ASSIGN_OR_RETURN(d.test, Dataset::Open(c.test));
-  RF_RETURN_IF_ERROR(CheckTrainable("--test", c.test, d.test->header()));
+  RF_RETURN_IF_ERROR(CheckTrainable("--test", c.test, d.test->header(), c.image.size));
   const format::Header &h = d.train.header(), &t = d.test->header();
-  if (t.channels != h.channels || t.height != h.height || t.width != h.width ||
-      t.num_classes != h.num_classes) {
+  // Decoded images have the model's input shape whatever their files' sizes.
+  const bool same_shape = HoldsJpegRecords(h) || HoldsJpegRecords(t)
+                              ? HoldsJpegRecords(h) && HoldsJpegRecords(t)
+                              : t.channels == h.channels && t.height == h.height &&
+                                    t.width == h.width;
+  if (!same_shape || t.num_classes != h.num_classes) {
     return Status::Usage("--test " + c.test + " has another shape or class count than " +
                          c.pipeline.data);
   }
@@ -118,6 +129,10 @@ Result<ModelConfig> ModelFor(const TrainConfig& c, const format::Header& h) {
   m.channels = h.channels;
   m.height = h.height;
   m.width = h.width;
+  if (HoldsJpegRecords(h)) {  // the loader's decoded images: RGB at --image-size
+    m.channels = 3;
+    m.height = m.width = c.image.size;
+  }
   m.classes = h.num_classes;
   m.conv = c.conv;
   m.hidden = c.hidden;
@@ -212,6 +227,7 @@ Result<std::unique_ptr<TrainEngine>> MakeEngine(const TrainConfig& c, const Mode
   in.config = model;
   in.norm.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
   in.norm.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
+  if (HoldsJpegRecords(h)) in.norm = DecodedImageStatistics();
   in.train = &data.train;
   in.test = data.test && world.rank() == 0 ? &*data.test : nullptr;
   in.world = &world;
@@ -419,7 +435,14 @@ Status Train(TrainConfig c, const std::vector<std::string>& args,
   if (world.rank() == 0) {
     for (const std::string& line : overrides) std::printf("ringfeed train: %s\n", line.c_str());
   }
-  RF_RETURN_IF_ERROR(CheckAugmentFits(c.augment, data.train.header(), "--augment"));
+  if (HoldsJpegRecords(data.train.header()) && c.augment.enabled()) {
+    return Status::Usage("--augment " + AugmentSpecText(c.augment) +
+                         ": image/jpeg records are decoded with their own random resized crop and "
+                         "flip; leave --augment out");
+  }
+  if (!HoldsJpegRecords(data.train.header())) {
+    RF_RETURN_IF_ERROR(CheckAugmentFits(c.augment, data.train.header(), "--augment"));
+  }
   c.schedule_span = ScheduleSpanFor(
       c, WindowOrder(data.train.ChunkSampleCounts(), c.pipeline.order).EpochSampleCount());
   // 5. The engine.

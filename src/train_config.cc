@@ -114,6 +114,24 @@ LoaderOptions TestLoaderOptions(const TrainConfig& c) {
   return o;
 }
 
+LoaderOptions DecodedImageOptions(LoaderOptions o, const TrainConfig& c, ImageCrop crop) {
+  o.image = c.image;
+  o.image.crop = crop;
+  o.output.dtype = DType::kUInt8;  // the pixels: the backend's decode normalizes them
+  o.output.normalize = false;
+  o.output.layout = SampleLayout::kNCHW;
+  o.output_buffers = 4;
+  return o;
+}
+
+Normalization DecodedImageStatistics() {
+  const ImageDecodeSpec spec;
+  Normalization n;
+  n.mean.assign(spec.mean.begin(), spec.mean.end());
+  n.stddev.assign(spec.stddev.begin(), spec.stddev.end());
+  return n;
+}
+
 Status CheckTrainOutputs(const TrainConfig& c, const std::vector<std::string>& data_shards,
                          const std::vector<std::string>& test_shards) {
   std::vector<NamedPath> outputs, others;  // others: all but --checkpoint

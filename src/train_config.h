@@ -64,6 +64,10 @@ struct TrainConfig {
   // never the test split's. Recorded in checkpoints (from version 3), whose augmentation a resumed
   // run takes.
   AugmentParams augment;
+  // Datasets of image/jpeg records: decoded to images of image.size (--image-size, default 224:
+  // the CNN trains at that size), the training split with random resized crops and flips, the
+  // test split with centre crops (pipeline/image_stage.h).
+  ImageOptions image;
   // Files. Inputs: resume. Outputs: the others (none of them may be an input: CheckTrainOutputs).
   std::string checkpoint, resume, metrics, dump_order, trace;
   uint64_t checkpoint_every = 0;  // steps; 0: at the end only
@@ -108,6 +112,13 @@ LoaderOptions TrainLoaderOptions(const TrainConfig& c);
 // The test split's (c.test): stored order, every sample, one rank, streamed whatever the training
 // mode, the training split's reader settings and batch size, one pass per evaluation.
 LoaderOptions TestLoaderOptions(const TrainConfig& c);
+// Either split's loader options for a dataset of image/jpeg records: decoded to c.image.size in
+// uint8 NCHW (the backends normalize, DecodedImageStatistics), with `crop` (the training split's
+// random resized crops, the test split's centre crops) and 4 batches decoded ahead of training.
+LoaderOptions DecodedImageOptions(LoaderOptions o, const TrainConfig& c, ImageCrop crop);
+// The statistics the model normalizes decoded images with: ImageNet's, in pixel units
+// (decode/jpeg_image.h's ImageDecodeSpec defaults).
+Normalization DecodedImageStatistics();
 
 // The steps the schedule spans for a run of `c` on a dataset whose ordinary epoch gives each rank
 // `epoch_samples` samples: c.schedule_span where recorded, else {ceil(EpochSamples(...) /

@@ -24,9 +24,17 @@ Status TrainEngine::MakeSources(const TrainConfig& c, const EngineInputs& in, De
     lo.stream = stream;
     return lo;
   };
-  RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, on_device(TrainLoaderOptions(c))));
+  // Image/jpeg records are decoded by the loader (its decode threads, ahead of training) into
+  // uint8 images the backend normalizes as it does stored ones.
+  LoaderOptions train = TrainLoaderOptions(c);
+  if (HoldsJpegRecords(in.train->header()))
+    train = DecodedImageOptions(train, c, ImageCrop::kRandomResized);
+  RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, on_device(train)));
   if (in.test != nullptr) {
-    RF_ASSIGN_OR_RETURN(test_loader_, Loader::Create(*in.test, on_device(TestLoaderOptions(c))));
+    LoaderOptions test = TestLoaderOptions(c);
+    if (HoldsJpegRecords(in.test->header()))
+      test = DecodedImageOptions(test, c, ImageCrop::kCenter);
+    RF_ASSIGN_OR_RETURN(test_loader_, Loader::Create(*in.test, on_device(test)));
     test_ = &test_loader_->source();
   }
   // The training batches carry their samples' indices and epoch; the backend draws each sample's

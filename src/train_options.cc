@@ -3,6 +3,7 @@
 #include <cfloat>
 
 #include "core/augment_spec.h"
+#include "pipeline/image_options.h"
 #include "pipeline/loader_options.h"
 #include "pipeline/pipeline_options.h"
 
@@ -18,6 +19,8 @@ OptionTable<TrainConfig> MakeTable() {
   OptionTable<TrainConfig> t;
   t.Include(
       PipelineOptionTable(), kTrainCommand, [](auto& c) -> auto& { return c.pipeline; });
+  t.Include(
+      ImageOptionTable(), kTrainCommand, [](auto& c) -> auto& { return c.image; });
   t.Custom(
        OptionSpec::Of("config", OptionType::kText).For(kTrainCommand),
        [](TrainConfig&, const OptionValue&) { return Status::Ok(); },  // read by the parser

@@ -179,6 +179,12 @@ Result<std::optional<StepStats>> Trainer::Evaluate() {
 Status Trainer::ReportEpoch(const RunState& s, const EpochFigures& mine,
                             const std::optional<StepStats>& test) {
   RF_ASSIGN_OR_RETURN(const EpochSummary epoch, GatherEpoch(mine));
+  // Each rank's bad records skipped (--skip-bad-records), named, before the epoch's line.
+  if (const std::string skipped = source_.EpochReport(); !skipped.empty()) {
+    std::printf("%s%s\n",
+                world_.size() > 1 ? ("rank " + std::to_string(world_.rank()) + ": ").c_str() : "",
+                skipped.c_str());
+  }
   if (!lead()) return Status::Ok();
   std::fputs(EpochLine(s, epoch, mine, test).c_str(), stdout);
   std::fflush(stdout);

@@ -13,6 +13,7 @@ packages=(
   zlib1g-dev                    # gzipped IDX input
   libzstd-dev liblz4-dev        # compressed chunks (format version 2)
   libturbojpeg0-dev             # ringfeed-convert images: JPEG headers (libjpeg-turbo 2.1.5)
+  libjpeg62-turbo-dev           # the loader's JPEG decode: the crop's region (its libjpeg API)
   libgtest-dev                  # tests
   openmpi-bin libopenmpi-dev    # data-parallel runs (mpirun; the MPI plugin) and their tests
   python3-dev pybind11-dev      # the Python package's extension (python/)

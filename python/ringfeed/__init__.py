@@ -17,9 +17,9 @@ loop by ringfeed.DatasetWriter.
 """
 
 from ._ringfeed import DataError, Tensor, UsageError, __version__, cuda_available
-from .loader import DatasetInfo, Loader, dataset_info
+from .loader import BadRecordsSkipped, DatasetInfo, Loader, dataset_info
 from .sequences import Sequences
 from .writer import DatasetWriter
 
-__all__ = ["DataError", "DatasetInfo", "DatasetWriter", "Loader", "Sequences", "Tensor", "UsageError",
+__all__ = ["BadRecordsSkipped", "DataError", "DatasetInfo", "DatasetWriter", "Loader", "Sequences", "Tensor", "UsageError",
            "cuda_available", "dataset_info"]

@@ -37,13 +37,14 @@ import os
 import re
 import sys
 import threading
+import warnings
 from typing import Any, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _ringfeed
 from ._ringfeed import Tensor, UsageError
 from .sequences import PackedLoader, open_datasets
 
-__all__ = ["DatasetInfo", "Loader"]
+__all__ = ["BadRecordsSkipped", "DatasetInfo", "Loader"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -66,6 +67,12 @@ _OPTION_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", 
                 "world_size", "augment", "dtype")
 
 _FLOAT_OUTPUTS = ("float32", "bfloat16", "float16")
+
+
+class BadRecordsSkipped(UserWarning):
+    """Warned at the end of an epoch in which a loader with skip_bad_records=True skipped image
+    records that did not decode: how many, and the first ten named (sample index, file, chunk,
+    record, why)."""
 
 
 class DatasetInfo(NamedTuple):
@@ -337,12 +344,15 @@ class Loader:
             return
 
         dataset = _open_dataset(data)
-        dtype = options.get("dtype", "float32" if dataset.is_image else dataset.dtype)
+        # image/jpeg records are decoded into images unless image_size is 0.
+        images = (dataset.record_kind == "bytes" and dataset.media_type == "image/jpeg"
+                  and options.get("image_size", _OPTIONS["image_size"]["default"]) != 0)
+        dtype = options.get("dtype", "float32" if dataset.is_image or images else dataset.dtype)
         canonical = _ringfeed.dtype_name(dtype) if isinstance(dtype, str) else None
         if canonical is None:
             raise UsageError(f"dtype: unknown dtype {dtype!r} (float32, bfloat16, float16, or the "
                              f"dataset's own, {dataset.dtype})")
-        self._records = dataset.record_kind != "tensor"
+        self._records = dataset.record_kind != "tensor" and not images
         if self._records and (canonical != dataset.dtype or options.get("normalize")):
             raise UsageError(f"dtype and normalize: {dataset.record_kind} records come out as "
                              f"stored ({dataset.dtype} values and int64 offsets), not decoded")
@@ -507,11 +517,14 @@ class Loader:
                 self._native_at = None
                 raise RuntimeError(f"the loader ended epoch {self._epoch} at sample "
                                    f"{self._position} of {epoch_end}")
-            # (samples, labels), or for records of any size (values, offsets, labels): the
-            # labels, last, have one entry a sample.
-            end = out[0].position + out[-1].shape[0]
+            # (samples, labels), or for records of any size (values, offsets, labels). A batch
+            # spans its samples, and the bad image records skipped from it (skip_bad_records).
+            end = out[0].position + out[0].span
             self._native_at = (self._epoch, end)
             if end >= epoch_end:
+                skipped = native.skipped()
+                if skipped:  # decoded images under skip_bad_records: the epoch's report
+                    warnings.warn(skipped, BadRecordsSkipped, stacklevel=3)
                 self._epoch += 1
                 self._position = 0
             else:
@@ -683,7 +696,10 @@ class Loader:
         compressed dataset), decode_threads and decode_busy_share (the threads that verify and
         decompress chunks, and the share of their time they worked), wait_seconds and wait_share
         (the time and the share of `seconds` spent waiting for data), reader_held_seconds (the
-        disk reader idle for want of a free ring slot), batches (handed out)."""
+        disk reader idle for want of a free ring slot), batches (handed out); for decoded images,
+        image_threads and image_busy_share (the threads that decode and crop JPEG records, and the
+        share of their time they worked), images_decoded (records decoded, up to the batches in
+        flight ahead of those handed out) and records_skipped (bad records, skip_bad_records)."""
         s = self._packed.stats() if self._packed is not None else self._open_native().stats()
         seconds = s["seconds"]
         s["disk_gbps"] = s["bytes_read"] / seconds / 1e9 if seconds > 0 else 0.0
@@ -692,6 +708,10 @@ class Loader:
         s["decode_busy_share"] = (s["decode_busy_seconds"] / seconds / threads
                                   if seconds > 0 and threads > 0 else 0.0)
         s["wait_share"] = s["wait_seconds"] / seconds if seconds > 0 else 0.0
+        if "image_threads" in s:
+            image_threads = s["image_threads"]
+            s["image_busy_share"] = (s["image_busy_seconds"] / seconds / image_threads
+                                     if seconds > 0 and image_threads > 0 else 0.0)
         return s
 
     def close(self) -> None:

@@ -300,6 +300,14 @@ class NativeLoader : public NativeHolder<Loader> {
     }
     return py::make_tuple(Tensor{b, BatchPart::kSamples}, Tensor{b, BatchPart::kLabels});
   }
+
+  // The epoch's skipped image records as one line (Python counts epochs from 0), "" for none.
+  std::string Skipped() {
+    return Locked([](Loader& l) {
+      const SkippedRecords s = l.skipped();
+      return s.Text(s.epoch);
+    });
+  }
 };
 
 // One rf::SequenceLoader and the datasets it reads.
@@ -575,6 +583,10 @@ py::dict StatsDict(const LoaderStats& s) {
   d["wait_seconds"] = s.wait_seconds;
   d["reader_held_seconds"] = s.reader_held_seconds;
   d["batches"] = s.batches;
+  d["image_threads"] = s.image_threads;
+  d["image_busy_seconds"] = s.image_busy_seconds;
+  d["images_decoded"] = s.images_decoded;
+  d["records_skipped"] = s.records_skipped;
   return d;
 }
 
@@ -727,6 +739,10 @@ PYBIND11_MODULE(_ringfeed, m) {
       .def_property_readonly(
           "indices", [](const Tensor& t) { return t.batch->indices(); },
           "The dataset indices of the batch's samples, in batch order.")
+      .def_property_readonly(
+          "span", [](const Tensor& t) { return t.batch->span(); },
+          "The samples of the epoch the batch stands for: its own, and the bad image records "
+          "skipped from it (skip_bad_records); position + span is where the next batch starts.")
       .def("__dlpack__", &DlpackCapsule, py::kw_only(), py::arg("stream") = py::none(),
            py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
            py::arg("copy") = py::none(),
@@ -847,6 +863,9 @@ PYBIND11_MODULE(_ringfeed, m) {
            })
       .def("start_epoch", &NativeLoader::StartEpoch, py::arg("epoch"), py::arg("position"),
            "Loader::StartEpoch: the next batches come from `epoch` at `position`.")
+      .def("skipped", &NativeLoader::Skipped,
+           "Loader::skipped: the bad image records skipped in the current epoch, as one line "
+           "('' for none).")
       .def("next", &NativeLoader::Next,
            "Loader::Next: (samples, labels) of the next batch, or None at the epoch's end.")
       .def(

@@ -1,0 +1,292 @@
+#include "decode/image_resample.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace rf::decode {
+
+void ResampleAxis::Build(double origin, double step, uint32_t out, int32_t clip_lo,
+                         int32_t clip_hi) {
+  const double widen = std::max(step, 1.0);  // the triangle's half-width, in source pixels
+  // Every tap lies within `widen` of its centre: at most 2 * widen + 2 of them.
+  const int32_t bound = static_cast<int32_t>(std::ceil(2 * widen)) + 2;
+  first.assign(out, 0);
+  count_.assign(out, 0);
+  all_.assign(size_t{out} * bound, 0.0);
+  std::vector<int32_t>& count = count_;
+  std::vector<double>& all = all_;
+  taps = 0;
+  lo = clip_hi;
+  hi = clip_lo;
+  for (uint32_t o = 0; o < out; ++o) {
+    double* w = &all[size_t{o} * bound];
+    const double centre = origin + (o + 0.5) * step;
+    int32_t a = static_cast<int32_t>(std::floor(centre - widen + 0.5));
+    int32_t b = static_cast<int32_t>(std::floor(centre + widen + 0.5));
+    a = std::clamp(a, clip_lo, clip_hi - 1);
+    b = std::clamp(b, a + 1, std::min(clip_hi, a + bound));
+    double sum = 0;
+    int32_t n = 0;
+    for (int32_t x = a; x < b; ++x, ++n) {
+      w[n] = std::max(0.0, 1.0 - std::fabs((x + 0.5 - centre) / widen));
+      sum += w[n];
+    }
+    // Taps of weight 0 at either end read nothing: drop them.
+    int32_t skip = 0;
+    while (skip < n - 1 && w[skip] == 0) ++skip;
+    while (n - 1 > skip && w[n - 1] == 0) --n;
+    if (sum == 0) {  // the centre lies outside the clip range: its nearest pixel
+      skip = 0;
+      n = 1;
+      w[0] = 1;
+      sum = 1;
+      a = std::clamp(static_cast<int32_t>(std::floor(centre)), clip_lo, clip_hi - 1);
+    }
+    for (int32_t k = skip; k < n; ++k) w[k - skip] = w[k] / sum;
+    first[o] = a + skip;
+    count[o] = n - skip;
+    taps = std::max(taps, count[o]);
+    lo = std::min(lo, first[o]);
+    hi = std::max(hi, first[o] + count[o]);
+  }
+  weights.assign(size_t{out} * taps, 0.f);
+  for (uint32_t o = 0; o < out; ++o) {
+    for (int32_t k = 0; k < count[o]; ++k) {
+      weights[size_t{o} * taps + k] = static_cast<float>(all[size_t{o} * bound + k]);
+    }
+  }
+}
+
+namespace {
+
+// Four floats in one SSE register (GCC's and Clang's vector extension: SSE2 on any x86-64).
+typedef float V4 __attribute__((vector_size(16)));
+
+inline V4 Load4(const float* p) {
+  V4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// The kernels below are compiled twice, for Haswell's AVX2 and FMA and for the x86-64 baseline,
+// and the better one is chosen where the program starts (GCC's and Clang's target_clones).
+// Not under the sanitizers, whose run-time the clones' resolvers would run before.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RF_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RF_SANITIZED 1
+#endif
+#endif
+#if defined(__x86_64__) && !defined(RF_SANITIZED)
+#define RF_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define RF_CLONES
+#endif
+
+// The vertical pass of one output row: row[i] = sum over its taps k of w[k] * p[k * pitch + i],
+// for the `width` values of the columns the horizontal taps read. Contiguous: it vectorizes.
+// Taps past a shorter output's count have weight 0 and are not read (their rows may lie past
+// the decoded region).
+RF_CLONES void Vertical(const uint8_t* __restrict p, size_t pitch, const float* __restrict w,
+                        int32_t taps, size_t width, float* __restrict row) {
+  const float w0 = w[0];
+  for (size_t i = 0; i < width; ++i) row[i] = w0 * static_cast<float>(p[i]);
+  for (int32_t k = 1; k < taps && w[k] != 0.f; ++k) {
+    const uint8_t* pk = p + size_t(k) * pitch;
+    const float wk = w[k];
+    for (size_t i = 0; i < width; ++i) row[i] += wk * static_cast<float>(pk[i]);
+  }
+}
+
+// The pixel value of a resampled v: rounded to nearest and clamped to 0..255 (v > -0.5:
+// truncation is rounding), in branch-free integer arithmetic (with compares, GCC 12 left some of
+// these loops scalar; a resampled value lies within rounding of [0, 255] anyway).
+// A macro: a call, even to an inline function, keeps a target_clones clone from vectorizing.
+#define RF_PIXEL(v, p)                                \
+  int32_t p = static_cast<int32_t>((v) + 0.5f);       \
+  p &= ~(p >> 31);                    /* max(p, 0) */ \
+  p -= (p - 255) & ~((p - 255) >> 31) /* min(p, 255) */
+
+// n elements: (pixel(px[i]) - mean[i]) / stddev[i] (a true division: decode/element.h's rule),
+// or the pixel itself as float without normalize.
+RF_CLONES void NormalizeRow(const float* __restrict px, size_t n, const float* __restrict mean,
+                            const float* __restrict stddev, bool normalize, float* __restrict out) {
+  if (!normalize) {
+    for (size_t i = 0; i < n; ++i) {
+      RF_PIXEL(px[i], p);
+      out[i] = static_cast<float>(p);
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    RF_PIXEL(px[i], p);
+    out[i] = (static_cast<float>(p) - mean[i]) / stddev[i];
+  }
+}
+
+RF_CLONES void RoundRow(const float* __restrict px, size_t n, uint8_t* __restrict out) {
+  for (size_t i = 0; i < n; ++i) {
+    RF_PIXEL(px[i], p);
+    out[i] = static_cast<uint8_t>(p);
+  }
+}
+
+// The horizontal pass of one row, 3 channels: output pixel xo (in output order: flipped or not)
+// is its taps' weighted sum of `row` (columns from cols.lo, interleaved RGB, padded past
+// cols.hi with zeros and one float more), the three channels in one 4-lane vector. Written
+// planar (3 planes of `size`) or interleaved (size x 3, one float of slack after: each pixel's
+// fourth lane lands where the next pixel's first goes, and is overwritten by it). The tap count
+// is a compile-time constant where it is small, so the loop unrolls.
+template <int T, bool kPlanar>
+void Horizontal3(const float* row, const ResampleAxis& cols, uint32_t size, bool flip, float* out) {
+  const int taps = T > 0 ? T : cols.taps;
+  for (uint32_t xo = 0; xo < size; ++xo) {
+    const uint32_t x = flip ? size - 1 - xo : xo;
+    const float* w = &cols.weights[size_t{x} * taps];
+    const float* q = row + size_t(cols.first[x] - cols.lo) * 3;
+    V4 acc = {0.f, 0.f, 0.f, 0.f};
+    for (int k = 0; k < taps; ++k) acc += w[k] * Load4(q + 3 * k);
+    if constexpr (kPlanar) {
+      out[xo] = acc[0];
+      out[size + xo] = acc[1];
+      out[2 * size_t{size} + xo] = acc[2];
+    } else {
+      std::memcpy(out + size_t{xo} * 3, &acc, sizeof acc);
+    }
+  }
+}
+
+template <bool kPlanar>
+void Horizontal3Of(const float* row, const ResampleAxis& cols, uint32_t size, bool flip,
+                   float* out) {
+  switch (cols.taps) {
+    case 1:
+      return Horizontal3<1, kPlanar>(row, cols, size, flip, out);
+    case 2:
+      return Horizontal3<2, kPlanar>(row, cols, size, flip, out);
+    case 3:
+      return Horizontal3<3, kPlanar>(row, cols, size, flip, out);
+    case 4:
+      return Horizontal3<4, kPlanar>(row, cols, size, flip, out);
+    case 5:
+      return Horizontal3<5, kPlanar>(row, cols, size, flip, out);
+    case 6:
+      return Horizontal3<6, kPlanar>(row, cols, size, flip, out);
+    default:
+      return Horizontal3<0, kPlanar>(row, cols, size, flip, out);
+  }
+}
+
+// The horizontal pass of one grey row: one plane of `size`, in output order.
+void Horizontal1(const float* row, const ResampleAxis& cols, uint32_t size, bool flip, float* out) {
+  for (uint32_t xo = 0; xo < size; ++xo) {
+    const uint32_t x = flip ? size - 1 - xo : xo;
+    const float* w = &cols.weights[size_t{x} * cols.taps];
+    const float* q = row + (cols.first[x] - cols.lo);
+    float acc = 0.f;
+    for (int32_t k = 0; k < cols.taps; ++k) acc += w[k] * q[k];
+    out[xo] = acc;
+  }
+}
+
+// One output row (row y) from its pixels: `px` planar (3 planes of `size`; a grey image's one
+// plane serves all three) or interleaved (size x 3), as the layout wants them.
+template <typename T>
+void StoreRow(const float* px, bool grey, const ResampleOutput& o, uint32_t y, ResampleScratch& s) {
+  const uint32_t size = o.size;
+  T* out = static_cast<T*>(o.out);
+  const T* lut = static_cast<const T*>(o.lut);
+  if (o.channels_last) {
+    T* to = out + size_t{y} * size * 3;
+    const size_t n = size_t{size} * 3;
+    if (grey) {  // interleave the one plane into three channels
+      s.spread.resize(n);
+      for (uint32_t x = 0; x < size; ++x) {
+        for (int c = 0; c < 3; ++c) s.spread[x * 3 + c] = px[x];
+      }
+      px = s.spread.data();
+    }
+    if constexpr (sizeof(T) == 4) {
+      NormalizeRow(px, n, s.mean.data(), s.stddev.data(), o.normalize, to);
+    } else if constexpr (sizeof(T) == 1) {
+      RoundRow(px, n, to);
+    } else {
+      s.rounded.resize(n);
+      RoundRow(px, n, s.rounded.data());
+      for (size_t i = 0; i < n; ++i) to[i] = lut[(i % 3) * 256 + s.rounded[i]];
+    }
+    return;
+  }
+  const size_t plane = size_t{size} * size;
+  for (int c = 0; c < 3; ++c) {
+    T* to = out + c * plane + size_t{y} * size;
+    const float* from = grey ? px : px + size_t(c) * size;
+    if constexpr (sizeof(T) == 4) {
+      NormalizeRow(from, size, s.mean.data() + size_t(c) * size, s.stddev.data() + size_t(c) * size,
+                   o.normalize, to);
+    } else if constexpr (sizeof(T) == 1) {
+      RoundRow(from, size, to);
+    } else {
+      s.rounded.resize(size);
+      RoundRow(from, size, s.rounded.data());
+      const T* l = lut + c * 256;
+      for (uint32_t x = 0; x < size; ++x) to[x] = l[s.rounded[x]];
+    }
+  }
+}
+
+template <typename T>
+void Resample(const uint8_t* src, size_t pitch, int32_t col0, uint32_t channels, ResampleScratch& s,
+              const ResampleOutput& o) {
+  const ResampleAxis &ry = s.rows, &rx = s.cols;
+  const uint32_t size = o.size;
+  // The vertical pass covers the columns the taps read; zeros after, for the taps of weight 0
+  // past cols.hi and the fourth lane of the last one.
+  const size_t width = size_t(rx.hi - rx.lo) * channels;
+  s.row.assign(size_t(rx.hi - rx.lo + rx.taps) * channels + 1, 0.f);
+  s.pixels.resize(size_t{size} * 3 + 1);
+  if constexpr (sizeof(T) == 4) {
+    // Each output element's statistics, in the order NormalizeRow walks a row: per channel
+    // plane (NCHW) or interleaved (NHWC).
+    s.mean.resize(size_t{size} * 3);
+    s.stddev.resize(size_t{size} * 3);
+    for (uint32_t x = 0; x < size; ++x) {
+      for (uint32_t c = 0; c < 3; ++c) {
+        const size_t i = o.channels_last ? size_t{x} * 3 + c : size_t{c} * size + x;
+        s.mean[i] = o.mean[c];
+        s.stddev[i] = o.stddev[c];
+      }
+    }
+  }
+  const uint8_t* base = src + size_t(rx.lo - col0) * channels;
+  for (uint32_t y = 0; y < size; ++y) {
+    Vertical(base + size_t(ry.first[y] - ry.lo) * pitch, pitch, &ry.weights[size_t{y} * ry.taps],
+             ry.taps, width, s.row.data());
+    if (channels == 1) {
+      Horizontal1(s.row.data(), rx, size, o.flip, s.pixels.data());
+    } else if (o.channels_last) {
+      Horizontal3Of<false>(s.row.data(), rx, size, o.flip, s.pixels.data());
+    } else {
+      Horizontal3Of<true>(s.row.data(), rx, size, o.flip, s.pixels.data());
+    }
+    StoreRow<T>(s.pixels.data(), channels == 1, o, y, s);
+  }
+}
+
+}  // namespace
+
+void ResampleInto(const uint8_t* src, size_t pitch, int32_t col0, uint32_t channels,
+                  ResampleScratch& scratch, const ResampleOutput& o) {
+  switch (o.element_bytes) {
+    case 1:
+      return Resample<uint8_t>(src, pitch, col0, channels, scratch, o);
+    case 2:
+      return Resample<uint16_t>(src, pitch, col0, channels, scratch, o);
+    default:
+      return Resample<float>(src, pitch, col0, channels, scratch, o);
+  }
+}
+
+}  // namespace rf::decode

@@ -1,0 +1,74 @@
+// ImageDecoder: where a batch of image/jpeg records becomes a batch of model input (the
+// decoded, cropped, resized, flipped, normalized images of decode/jpeg_image.h's spec). The
+// loader's image stage (pipeline/image_stage.h) chooses one at Open and hands it batches as
+// jobs; it knows nothing of how they are decoded:
+//
+//   CpuImageDecoder (cpu_image_decoder.cc) libjpeg-turbo on worker threads, into host memory
+//   (not yet) a GPU decoder                nvJPEG's batched decode into device memory, on the
+//                                          loader's stream, with the same crops
+//                                          (core/resized_crop.h) and the CPU decoder as its
+//                                          fallback for what nvJPEG refuses
+//
+// A job goes in with Submit and comes out with Wait, in submission order; several jobs may be in
+// flight, so the decode of the next batches runs while the consumer uses this one.
+//
+// Thread safety: Submit and Wait from one thread (the loader's); the decoder's own threads
+// write the jobs' outputs and `bad` lists, which the caller reads once Wait has returned.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "decode/jpeg_image.h"
+
+namespace rf {
+
+// A record a decode refused: its slot in the batch and why (decode/jpeg_image.h's reason).
+struct BadRecord {
+  uint32_t slot = 0;
+  std::string why;
+};
+
+// One batch to decode. The caller owns every array and keeps it, unchanged, from Submit until
+// Wait returns for the job.
+struct ImageJob {
+  const uint8_t* bytes = nullptr;    // the n records back to back (host memory)
+  const int64_t* offsets = nullptr;  // n + 1 byte offsets into bytes: record i is [o[i], o[i+1])
+  uint32_t n = 0;
+  const uint64_t* indices = nullptr;  // the records' global sample indices: the crops' keys
+  uint64_t epoch = 0;
+  void* out = nullptr;  // n x the spec's OutputSampleBytes(), in the decoder's output memory
+  // Written by the decoder: the records it refused, in slot order once Wait returns. Their
+  // outputs are left as they are.
+  std::vector<BadRecord> bad;
+
+  // The decoder's bookkeeping (its lock guards them).
+  uint32_t next = 0, done = 0;
+};
+
+class ImageDecoder {
+ public:
+  virtual ~ImageDecoder() = default;
+  // Queues `job` (n >= 1) behind the ones queued before; returns at once.
+  virtual Status Submit(ImageJob* job) = 0;
+  // Waits until `job`, the oldest job submitted and not waited for, is decoded.
+  virtual Status Wait(ImageJob* job) = 0;
+  virtual const ImageDecodeSpec& spec() const = 0;
+  virtual uint32_t threads() const = 0;
+  // The decode threads' working seconds, summed, and the records they decoded (or refused),
+  // since creation.
+  virtual double busy_seconds() const = 0;
+  virtual uint64_t records() const = 0;
+  // A phrase for the loader's Describe(): "jpeg decode on 15 CPU threads".
+  virtual std::string Describe() const = 0;
+};
+
+// The CPU decoder: `threads` (>= 1) workers, each with its own JpegImageDecoder. Usage where
+// the spec cannot be decoded (ImageDecodeSpec::Validate).
+Result<std::unique_ptr<ImageDecoder>> MakeCpuImageDecoder(const ImageDecodeSpec& spec,
+                                                          uint32_t threads);
+
+}  // namespace rf

@@ -1,0 +1,67 @@
+#include "pipeline/image_options.h"
+
+#include <algorithm>
+
+#include "core/cpus.h"
+
+namespace rf {
+namespace {
+
+OptionTable<ImageOptions> MakeTable() {
+  OptionTable<ImageOptions> t;
+  t.Field(
+       "image-size", OptionType::kCount, [](auto& o) -> auto& { return o.size; })
+      .Range(0, 65535)
+      .For(kTrainCommand | kLoaderApi)
+      .Help(
+          "image/jpeg records are decoded to SIZE x SIZE images (3 channels): a random resized "
+          "crop and flip for training, the centre crop of the image resized to SIZE / 0.875 for "
+          "evaluation; 0 (the loader only): they come out as stored, their bytes and offsets");
+  t.Word("image-crop", [](auto& o) -> auto& { return o.crop; },
+         {{"random", ImageCrop::kRandomResized}, {"center", ImageCrop::kCenter}})
+      .For(kLoaderApi)
+      .Help(
+          "decoded images: random (torchvision's RandomResizedCrop, scale 0.08 to 1, ratio 3/4 "
+          "to 4/3, and a horizontal flip with probability 1/2, each a function of the seed, the "
+          "epoch and the sample's index) for training, or center (the shorter side resized to "
+          "image_size / 0.875, the centre image_size x image_size) for evaluation");
+  t.Field(
+       "image-threads", OptionType::kCount, [](auto& o) -> auto& { return o.threads; })
+      .Range(0, kMaxImageThreads)
+      .For(kTrainCommand | kLoaderApi)
+      .Help(
+          "threads that decode and crop image/jpeg records, ahead of the consumer; 0: the cores "
+          "this process may use (its ranks' share) less one for the loader's own threads, at "
+          "least 1");
+  t.Field(
+       "skip-bad-records", OptionType::kSwitch, [](auto& o) -> auto& { return o.skip_bad_records; })
+      .For(kTrainCommand | kLoaderApi)
+      .Help(
+          "a JPEG record that does not decode (truncated, corrupt, too large) is skipped, its "
+          "batch one sample shorter, and counted and named at the epoch's end; without it, the "
+          "first such record stops the run naming its file, chunk and record");
+  t.Field(
+       "max-image-side", OptionType::kCount, [](auto& o) -> auto& { return o.max_side; })
+      .Range(1, 65535)
+      .For(kTrainCommand | kLoaderApi)
+      .Help(
+          "the longest side of a JPEG record, from its header, read before anything is "
+          "allocated for it; a longer one is a bad record (ringfeed-convert images' "
+          "--max-image-side)");
+  return t;
+}
+
+}  // namespace
+
+uint32_t DefaultImageThreads(uint32_t chunk_threads, bool compressed) {
+  const uint32_t cores = std::max<uint32_t>(1, AvailableCpus() / LocalRanks());
+  const uint32_t own = 1 + (compressed ? chunk_threads : 0);
+  return cores > own ? cores - own : 1;
+}
+
+const OptionTable<ImageOptions>& ImageOptionTable() {
+  static const OptionTable<ImageOptions> table = MakeTable();
+  return table;
+}
+
+}  // namespace rf

@@ -1,0 +1,235 @@
+#include "pipeline/image_stage.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "pipeline/batch_decode.h"
+
+namespace rf {
+namespace {
+
+// The global chunk holding global sample `index` (chunks are in sample order).
+size_t ChunkOf(const Dataset& d, uint64_t index) {
+  size_t lo = 0, hi = d.chunk_count();
+  while (hi - lo > 1) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (d.chunk(mid).first_sample <= index) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ImageStage>> ImageStage::Create(const Dataset& dataset,
+                                                       TrainingSource& source, LoaderDevice& device,
+                                                       std::shared_ptr<OutputPool> pool,
+                                                       std::unique_ptr<ImageDecoder> decoder,
+                                                       uint32_t batch, uint32_t depth,
+                                                       bool skip_bad_records) {
+  if (depth == 0 || batch == 0) return Status::InvalidArgument("an image stage of depth 0");
+  std::unique_ptr<ImageStage> s(new ImageStage(dataset, source, device, std::move(pool),
+                                               std::move(decoder), skip_bad_records));
+  const ImageDecodeSpec& spec = s->decoder_->spec();
+  s->sample_bytes_ = spec.OutputSampleBytes();
+  const int64_t size = spec.size;
+  s->sample_shape_ = spec.channels_last ? std::vector<int64_t>{size, size, 3}
+                                        : std::vector<int64_t>{3, size, size};
+  for (uint32_t i = 0; i < depth; ++i) {
+    auto slot = std::make_unique<Slot>();
+    slot->indices.reserve(batch);
+    slot->offsets.reserve(size_t{batch} + 1);
+    if (device.gpu() >= 0) {
+      RF_ASSIGN_OR_RETURN(slot->staging, device.HostArea(size_t{batch} * s->sample_bytes_));
+      slot->labels.resize(batch);
+    }
+    s->free_.push_back(slot.get());
+    s->slots_.push_back(std::move(slot));
+  }
+  return s;
+}
+
+ImageStage::~ImageStage() { Drain(); }
+
+void ImageStage::Drain() {
+  while (!in_flight_.empty()) {
+    Slot* s = in_flight_.front();
+    in_flight_.pop_front();
+    (void)decoder_->Wait(&s->job);
+    s->out.reset();  // back to the pool
+    free_.push_back(s);
+  }
+}
+
+Status ImageStage::StartEpoch(uint64_t epoch, uint64_t position) {
+  Drain();
+  failure_ = Status::Ok();
+  source_done_ = false;
+  if (epoch != skipped_.epoch) skipped_ = SkippedRecords{epoch, 0, {}};
+  RF_RETURN_IF_ERROR(source_.StartEpoch(epoch, position));
+  position_ = position;
+  return Status::Ok();
+}
+
+Status ImageStage::Fill() {
+  const bool on_gpu = device_.gpu() >= 0;
+  while (!source_done_ && !free_.empty()) {
+    const uint64_t position = source_.position();
+    RF_ASSIGN_OR_RETURN(const Batch b, source_.Next());
+    if (b.n == 0) {
+      source_done_ = true;
+      break;
+    }
+    Slot& s = *free_.back();
+    // The source's batch is valid until its next call: its records, offsets (elements of uint8:
+    // bytes) and indices are copied; the vectors grow to the largest batch and stay there.
+    s.bytes.assign(static_cast<const uint8_t*>(b.samples),
+                   static_cast<const uint8_t*>(b.samples) + b.values_bytes);
+    s.offsets.assign(b.offsets, b.offsets + b.n + 1);
+    s.indices = source_.batch_samples();
+    s.position = position;
+    std::vector<int64_t> shape{b.n};
+    shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+    RF_ASSIGN_OR_RETURN(s.out, pool_->Acquire(b.n, decoder_->spec().output, std::move(shape)));
+    DecodeLabelsOnHost(b.label_dtype, b.labels, b.n, on_gpu ? s.labels.data() : s.out->labels());
+    ImageJob& job = s.job;
+    job.bytes = s.bytes.data();
+    job.offsets = s.offsets.data();
+    job.n = b.n;
+    job.indices = s.indices.data();
+    job.epoch = b.epoch;
+    job.out = on_gpu ? static_cast<void*>(s.staging.data()) : s.out->samples();
+    RF_RETURN_IF_ERROR(decoder_->Submit(&job));
+    free_.pop_back();
+    in_flight_.push_back(&s);
+  }
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<LoadedBatch>> ImageStage::Next() {
+  RF_RETURN_IF_ERROR(failure_);
+  for (;;) {
+    if (Status st = Fill(); !st.ok()) {
+      failure_ = st;
+      return st;
+    }
+    if (in_flight_.empty()) return std::shared_ptr<LoadedBatch>();  // the epoch is over
+    Slot& s = *in_flight_.front();
+    in_flight_.pop_front();
+    Status st = decoder_->Wait(&s.job);
+    if (st.ok()) st = Settle(s);
+    std::shared_ptr<LoadedBatch> out = std::move(s.out);
+    const uint32_t span = s.job.n;
+    free_.push_back(&s);
+    if (!st.ok()) {
+      failure_ = st;
+      return st;
+    }
+    position_ = s.position + span;
+    if (out->n_ == 0) continue;  // every record of the batch was bad, and skipped
+    out->epoch_ = s.job.epoch;
+    out->position_ = s.position;
+    out->span_ = span;
+    if (device_.gpu() >= 0) {
+      RF_RETURN_IF_ERROR(
+          device_.PutBytes(s.staging.data(), out->samples(), size_t{out->n_} * sample_bytes_));
+      RF_RETURN_IF_ERROR(
+          device_.PutBytes(s.labels.data(), out->labels(), size_t{out->n_} * sizeof(int64_t)));
+    }
+    return out;
+  }
+}
+
+Status ImageStage::Settle(Slot& s) {
+  LoadedBatch& out = *s.out;
+  const ImageJob& job = s.job;
+  out.indices_ = s.indices;
+  if (job.bad.empty()) return Status::Ok();
+  if (!skip_) {
+    const BadRecord& first = job.bad.front();
+    return BadRecordStatus(s.indices[first.slot],
+                           static_cast<size_t>(s.offsets[first.slot + 1] - s.offsets[first.slot]),
+                           first.why);
+  }
+  // The good samples moved up over the bad ones, in order: outputs, labels, indices.
+  uint8_t* samples = static_cast<uint8_t*>(job.out);
+  int64_t* labels = device_.gpu() >= 0 ? s.labels.data() : out.labels();
+  uint32_t kept = 0;
+  size_t b = 0;
+  for (uint32_t i = 0; i < job.n; ++i) {
+    if (b < job.bad.size() && job.bad[b].slot == i) {
+      ++skipped_.count;
+      ++skipped_total_;
+      if (skipped_.named.size() < kNamedSkips)
+        skipped_.named.push_back(NameRecord(s.indices[i]) + ": " + job.bad[b].why);
+      ++b;
+      continue;
+    }
+    if (kept != i) {
+      std::memmove(samples + size_t{kept} * sample_bytes_, samples + size_t{i} * sample_bytes_,
+                   sample_bytes_);
+      labels[kept] = labels[i];
+      out.indices_[kept] = out.indices_[i];
+    }
+    ++kept;
+  }
+  out.n_ = kept;
+  out.indices_.resize(kept);
+  out.shape_[0] = kept;
+  return Status::Ok();
+}
+
+std::string ImageStage::NameRecord(uint64_t index) const {
+  const ChunkLocation& c = dataset_.chunk(ChunkOf(dataset_, index));
+  return "sample " + std::to_string(index) + " (" + dataset_.shard_path(c.shard) + " chunk " +
+         std::to_string(c.entry.index) + " record " +
+         std::to_string(c.entry.first_sample + (index - c.first_sample)) + ")";
+}
+
+Status ImageStage::BadRecordStatus(uint64_t index, size_t bytes, const std::string& why) const {
+  const size_t global = ChunkOf(dataset_, index);
+  const ChunkLocation& c = dataset_.chunk(global);
+  const uint64_t in_chunk = index - c.first_sample;
+  std::string what = "record " + std::to_string(c.entry.first_sample + in_chunk) + " (sample " +
+                     std::to_string(index) + " of the dataset), a JPEG of " +
+                     std::to_string(bytes) + " bytes, does not decode: " + why;
+  // The record's own byte: read from its chunk's record table (an error's path only; a raw
+  // chunk's record lies at its own byte of the file, a compressed chunk's only in its data).
+  uint64_t offset = c.entry.offset;
+  std::vector<uint8_t> chunk(c.entry.data_bytes);
+  if (dataset_.ReadChunk(global, chunk.data()).ok()) {
+    uint64_t start = 0;
+    std::memcpy(&start, chunk.data() + in_chunk * sizeof(uint64_t), sizeof start);
+    const uint64_t in_data = dataset_.RecordsOffset(global) + start;
+    if (c.entry.compressed()) {
+      what += " (byte " + std::to_string(in_data) + " of the chunk's data)";
+    } else {
+      offset += in_data;
+    }
+  }
+  what += "; skip_bad_records (--skip-bad-records) skips such records";
+  return std::move(Status::Corruption(dataset_.shard_path(c.shard), what)
+                       .WithChunk(c.entry.index)
+                       .WithOffset(offset));
+}
+
+std::string ImageStage::Describe() const {
+  const ImageDecodeSpec& spec = decoder_->spec();
+  return "images " + std::to_string(spec.size) + "x" + std::to_string(spec.size) + " (" +
+         (spec.crop == ImageCrop::kCenter ? "centre crop" : "random resized crop and flip") +
+         "), " + decoder_->Describe() + ", " + std::to_string(slots_.size()) + " batches ahead";
+}
+
+std::string SkippedRecords::Text(uint64_t shown_epoch) const {
+  if (count == 0) return "";
+  std::string s = std::to_string(count) + " bad image record" + (count == 1 ? "" : "s") +
+                  " skipped in epoch " + std::to_string(shown_epoch) + ": ";
+  for (size_t i = 0; i < named.size(); ++i) s += (i == 0 ? "" : "; ") + named[i];
+  if (count > named.size()) s += "; and " + std::to_string(count - named.size()) + " more";
+  return s;
+}
+
+}  // namespace rf
