@@ -211,7 +211,8 @@ Result<std::unique_ptr<JpegImageDecoder>> JpegImageDecoder::Create(const ImageDe
 
 bool JpegImageDecoder::ReadRegion(const uint8_t* data, size_t n, const JpegFrame& frame,
                                   uint32_t denom, uint32_t channels, int32_t row_lo, int32_t row_hi,
-                                  int32_t col_lo, int32_t col_hi, int32_t* col0, size_t* pitch) {
+                                  int32_t col_lo, int32_t col_hi, int32_t* row0, int32_t* col0,
+                                  size_t* pitch) {
   // Between setjmp and a longjmp only libjpeg's C frames run, and this function's locals are
   // not read after one: nothing is skipped that needed destroying.
   jpeg_decompress_struct* c = &jpeg_->cinfo;
@@ -235,23 +236,34 @@ bool JpegImageDecoder::ReadRegion(const uint8_t* data, size_t n, const JpegFrame
   c->scale_denom = denom;
   c->out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_EXT_RGB;
   jpeg_start_decompress(c);
-  JDIMENSION x = static_cast<JDIMENSION>(col_lo), w = static_cast<JDIMENSION>(col_hi - col_lo);
+  // A region's chroma is upsampled as if its first and last columns (and its first row) were
+  // the image's edges, replicated where the full decode reads their neighbours (measured: up to
+  // 13 levels off in the crop's edge columns of real photos). So the region is widened by one
+  // iMCU (16 pixels of a 4:2:0 image, scaled) on either side and above, within the image: the
+  // pixels the resample reads are then the full decode's.
+  const int32_t imcu_w = c->max_h_samp_factor * c->min_DCT_scaled_size;
+  const int32_t imcu_h = c->max_v_samp_factor * c->min_DCT_scaled_size;
+  const int32_t first_row = std::max(0, row_lo - imcu_h);
+  const int32_t wide_lo = std::max(0, col_lo - imcu_w);
+  const int32_t wide_hi = std::min(static_cast<int32_t>(c->output_width), col_hi + imcu_w);
+  JDIMENSION x = static_cast<JDIMENSION>(wide_lo), w = static_cast<JDIMENSION>(wide_hi - wide_lo);
   if (w < c->output_width) {
     jpeg_crop_scanline(c, &x, &w);  // x down and w up to whole iMCU columns
   } else {
     x = 0;
   }
   *col0 = static_cast<int32_t>(x);
+  *row0 = first_row;
   *pitch = size_t{c->output_width} * channels;
-  const size_t bytes = size_t(row_hi - row_lo) * *pitch;
+  const size_t bytes = size_t(row_hi - first_row) * *pitch;
   if (pixels_.size() < bytes) pixels_.resize(bytes);
-  if (row_lo > 0) jpeg_skip_scanlines(c, static_cast<JDIMENSION>(row_lo));
+  if (first_row > 0) jpeg_skip_scanlines(c, static_cast<JDIMENSION>(first_row));
   while (c->output_scanline < static_cast<JDIMENSION>(row_hi)) {
     JSAMPROW rows[4];
     const JDIMENSION at = c->output_scanline;
     const JDIMENSION count = std::min<JDIMENSION>(4, static_cast<JDIMENSION>(row_hi) - at);
     for (JDIMENSION i = 0; i < count; ++i) {
-      rows[i] = pixels_.data() + size_t(at + i - row_lo) * *pitch;
+      rows[i] = pixels_.data() + size_t(at + i - first_row) * *pitch;
     }
     jpeg_read_scanlines(c, rows, count);
   }
@@ -277,10 +289,10 @@ std::string JpegImageDecoder::Decode(const uint8_t* data, size_t n, uint64_t epo
   scratch_.rows.Build(sy.origin, sy.step, size, sy.lo, sy.hi);
   scratch_.cols.Build(sx.origin, sx.step, size, sx.lo, sx.hi);
   const uint32_t channels = f.components == 1 ? 1 : 3;
-  int32_t col0 = 0;
+  int32_t row0 = 0, col0 = 0;
   size_t pitch = 0;
   if (!ReadRegion(data, n, f, d, channels, scratch_.rows.lo, scratch_.rows.hi, scratch_.cols.lo,
-                  scratch_.cols.hi, &col0, &pitch)) {
+                  scratch_.cols.hi, &row0, &col0, &pitch)) {
     return std::string("libjpeg-turbo: ") + jpeg_->errors.message;
   }
   if (jpeg_->errors.warning_code >= 0)
@@ -297,7 +309,8 @@ std::string JpegImageDecoder::Decode(const uint8_t* data, size_t n, uint64_t epo
   o.size = size;
   o.channels_last = spec_.channels_last;
   o.flip = box.flip;
-  decode::ResampleInto(pixels_.data(), pitch, col0, channels, scratch_, o);
+  decode::ResampleInto(pixels_.data() + size_t(scratch_.rows.lo - row0) * pitch, pitch, col0,
+                       channels, scratch_, o);
   return "";
 }
 

@@ -14,7 +14,8 @@
 //        - at the coarsest DCT scale (1/8, 1/4, 1/2 or 1) at which the crop keeps at least
 //          `size` pixels on both sides: a crop twice the output or more costs less than a
 //          quarter of the full decode's inverse DCT, colour conversion and memory;
-//        - only the crop's columns (jpeg_crop_scanline, widened to whole iMCU columns) and
+//        - only the crop's columns (jpeg_crop_scanline, widened by an iMCU on either side, so
+//          that the chroma upsampling at the crop's edges is the full decode's) and
 //          rows: the rows above it are entropy-decoded only (jpeg_skip_scanlines), the rows
 //          below it not at all (the decode stops at the crop's last row);
 //      grey JPEGs decode as grey and become 3 equal channels at the end;
@@ -112,12 +113,13 @@ class JpegImageDecoder {
   struct LibjpegDelete {
     void operator()(Libjpeg* j) const;
   };
-  // Decodes rows [row_lo, row_hi) and columns [col_lo, col_hi) (or more: whole iMCU columns) of
-  // the JPEG at data[0, n) at DCT scale 1/denom into pixels_: *col0 the first column decoded,
-  // *pitch the bytes a row. False with jpeg_'s message set where libjpeg-turbo fails.
+  // Decodes rows [row_lo, row_hi) and columns [col_lo, col_hi) (and more: an iMCU's margin,
+  // whole iMCU columns) of the JPEG at data[0, n) at DCT scale 1/denom into pixels_: *row0 and
+  // *col0 the first row and column decoded, *pitch the bytes a row. False with jpeg_'s message
+  // set where libjpeg-turbo fails.
   bool ReadRegion(const uint8_t* data, size_t n, const JpegFrame& frame, uint32_t denom,
                   uint32_t channels, int32_t row_lo, int32_t row_hi, int32_t col_lo, int32_t col_hi,
-                  int32_t* col0, size_t* pitch);
+                  int32_t* row0, int32_t* col0, size_t* pitch);
 
   ImageDecodeSpec spec_;
   std::unique_ptr<Libjpeg, LibjpegDelete> jpeg_;

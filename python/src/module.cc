@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/resized_crop.h"
 #include "core/status.h"
 #include "cuda/device.h"
 #include "io/dataset.h"
@@ -643,6 +644,29 @@ PYBIND11_MODULE(_ringfeed, m) {
         "where the name is no shard name.");
   m.def("shard_path", &format::ShardPath, py::arg("base"), py::arg("index"), py::arg("count"),
         "Shard `index` of `count` of base name `base`: 'd-00001-of-00004.rfd'.");
+  m.def(
+      "random_resized_crop",
+      [](uint64_t seed, uint64_t epoch, uint64_t index, uint32_t height, uint32_t width) {
+        if (height == 0 || width == 0 || height > 65535 || width > 65535)
+          Throw(Status::Usage("height and width must be 1 to 65535"));
+        const CropBox b = RandomResizedCropOf(seed, epoch, index, height, width);
+        return py::make_tuple(b.top, b.left, b.height, b.width, b.flip);
+      },
+      py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("height"), py::arg("width"),
+      "The training crop decoded images take for sample `index` of `epoch` (core/resized_crop.h): "
+      "(top, left, height, width, flip) of a height x width image.");
+  m.def(
+      "center_crop",
+      [](uint32_t height, uint32_t width, uint32_t size) {
+        if (height == 0 || width == 0 || size == 0)
+          Throw(Status::Usage("height, width and size must be at least 1"));
+        const CropBox b = CenterCropOf(height, width, size);
+        return py::make_tuple(b.top, b.left, b.height, b.width, b.resized_height,
+                              b.resized_width);
+      },
+      py::arg("height"), py::arg("width"), py::arg("size"),
+      "The evaluation crop (image_crop='center'): (top, left, height, width, resized_height, "
+      "resized_width), the box in the image resized to resized_height x resized_width.");
 
   py::class_<Dataset, std::shared_ptr<Dataset>>(
       m, "_Dataset", "An opened, checked dataset: every shard's header and chunk index.")

@@ -173,6 +173,28 @@ TEST(JpegImage, TrainingCropsEqualTheReferenceAtEachDctScale) {
               worst_mean, worst_p99);
 }
 
+TEST(JpegImage, CropEdgesOfSharpColourAreTheFullDecodes) {
+  // Saturated colour blocks, 4:2:0: chroma upsampled at a decoded region's edge differs from the
+  // whole image's (by up to a quarter of the range) unless the region reaches past what the
+  // resample reads.
+  const uint32_t h = 375, w = 500;
+  const std::vector<uint8_t> jpeg = MakeJpeg(h, w, 3, 95, TJSAMP_420, 0, /*sharp=*/true);
+  for (ImageCrop crop : {ImageCrop::kRandomResized, ImageCrop::kCenter}) {
+    const ImageDecodeSpec spec = Uint8Nhwc(112, crop);
+    auto dec = JpegImageDecoder::Create(spec);
+    ASSERT_TRUE(dec.ok());
+    for (uint64_t index = 0; index < 40; ++index) {
+      const std::vector<uint8_t> got = DecodeOne(**dec, jpeg, 0, index, spec.OutputSampleBytes());
+      const uint32_t d = (*dec)->last_scale();
+      uint32_t dh = 0, dw = 0;
+      const std::vector<uint8_t> whole = TurboDecode(jpeg, d, 3, &dh, &dw);
+      const CropBox b = CropFor(spec, 0, index, h, w);
+      EXPECT_LE(Compare(got, Reference(whole, dh, dw, 3, h, w, b, 112)).max, 1)
+          << "index " << index << " at 1/" << d << (crop == ImageCrop::kCenter ? ", centre" : "");
+    }
+  }
+}
+
 TEST(JpegImage, FlippedCropsMirrorTheReference) {
   const std::vector<uint8_t> jpeg = MakeJpeg(240, 320);
   const ImageDecodeSpec spec = Uint8Nhwc(64, ImageCrop::kRandomResized);

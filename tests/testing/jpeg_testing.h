@@ -33,16 +33,28 @@ inline uint8_t PatternValue(uint32_t y, uint32_t x, uint32_t h, uint32_t w, int 
   return static_cast<uint8_t>(std::lround(std::fmin(255, std::fmax(0, v + (seed % 7)))));
 }
 
-// An h x w JPEG of `channels` (1: grey, 3: colour) of the pattern, baseline, at `quality`, with
-// `subsampling` (TJSAMP_420, TJSAMP_444, ...; grey takes TJSAMP_GRAY whatever is given).
+// Sharp colour: blocks of 5 x 7 pixels, each one of 8 saturated colours by its place, so the
+// chroma changes at almost every column an edge of a crop can fall on (where a decode of part of
+// the image upsamples its chroma differently from a decode of the whole).
+inline uint8_t BlockValue(uint32_t y, uint32_t x, int c) {
+  const uint32_t colour = (y / 7 * 3 + x / 5) % 8;
+  return (colour >> c) & 1 ? 230 : 25;
+}
+
+// An h x w JPEG of `channels` (1: grey, 3: colour) of the pattern (or, `sharp`, of BlockValue's
+// blocks), baseline, at `quality`, with `subsampling` (TJSAMP_420, TJSAMP_444, ...; grey takes
+// TJSAMP_GRAY whatever is given).
 inline std::vector<uint8_t> MakeJpeg(uint32_t h, uint32_t w, int channels = 3, int quality = 92,
-                                     int subsampling = TJSAMP_420, uint32_t seed = 0) {
+                                     int subsampling = TJSAMP_420, uint32_t seed = 0,
+                                     bool sharp = false) {
   std::vector<uint8_t> pixels(size_t{h} * w * channels);
   for (uint32_t y = 0; y < h; ++y) {
     for (uint32_t x = 0; x < w; ++x) {
       for (int c = 0; c < channels; ++c) {
-        pixels[(size_t{y} * w + x) * channels + c] =
-            channels == 1 ? PatternValue(y, x, h, w, 2, seed) : PatternValue(y, x, h, w, c, seed);
+        pixels[(size_t{y} * w + x) * channels + c] = sharp ? BlockValue(y, x, channels == 1 ? 1 : c)
+                                                     : channels == 1
+                                                         ? PatternValue(y, x, h, w, 2, seed)
+                                                         : PatternValue(y, x, h, w, c, seed);
       }
     }
   }
