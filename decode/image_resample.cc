@@ -141,11 +141,16 @@ RF_CLONES void RoundRow(const float* __restrict px, size_t n, uint8_t* __restric
 // is a compile-time constant where it is small, so the loop unrolls.
 template <int T, bool kPlanar>
 void Horizontal3(const float* row, const ResampleAxis& cols, uint32_t size, bool flip, float* out) {
+  // The axis's arrays in locals: the stores below (a memcpy's may alias anything) would
+  // otherwise make the compiler reload them every pixel.
   const int taps = T > 0 ? T : cols.taps;
+  const float* const weights = cols.weights.data();
+  const int32_t* const first = cols.first.data();
+  const int32_t lo = cols.lo;
   for (uint32_t xo = 0; xo < size; ++xo) {
     const uint32_t x = flip ? size - 1 - xo : xo;
-    const float* w = &cols.weights[size_t{x} * taps];
-    const float* q = row + size_t(cols.first[x] - cols.lo) * 3;
+    const float* w = weights + size_t{x} * taps;
+    const float* q = row + size_t(first[x] - lo) * 3;
     V4 acc = {0.f, 0.f, 0.f, 0.f};
     for (int k = 0; k < taps; ++k) acc += w[k] * Load4(q + 3 * k);
     if constexpr (kPlanar) {
