@@ -63,6 +63,7 @@ class CpuImageDecoder final : public ImageDecoder {
   }
 
   const ImageDecodeSpec& spec() const override { return spec_; }
+  int output_gpu() const override { return -1; }
   uint32_t threads() const override { return static_cast<uint32_t>(workers_.size()); }
   double busy_seconds() const override { return busy_ns_.load() * 1e-9; }
   uint64_t records() const override { return records_.load(); }

@@ -9,6 +9,8 @@
 //                                          (core/resized_crop.h) and the CPU decoder as its
 //                                          fallback for what nvJPEG refuses
 //
+// The loader's device chooses the decoder (LoaderDevice::MakeImageDecoder), once, at Open.
+//
 // A job goes in with Submit and comes out with Wait, in submission order; several jobs may be in
 // flight, so the decode of the next batches runs while the consumer uses this one.
 //
@@ -57,6 +59,10 @@ class ImageDecoder {
   // Waits until `job`, the oldest job submitted and not waited for, is decoded.
   virtual Status Wait(ImageJob* job) = 0;
   virtual const ImageDecodeSpec& spec() const = 0;
+  // The memory a job's `out` is in: -1 host memory (the CPU decoder), else that GPU's. The
+  // image stage hands a decoder the output buffer itself where it is in that memory, else a
+  // host buffer it copies from.
+  virtual int output_gpu() const = 0;
   virtual uint32_t threads() const = 0;
   // The decode threads' working seconds, summed, and the records they decoded (or refused),
   // since creation.

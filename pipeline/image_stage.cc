@@ -38,11 +38,14 @@ Result<std::unique_ptr<ImageStage>> ImageStage::Create(const Dataset& dataset,
   const int64_t size = spec.size;
   s->sample_shape_ = spec.channels_last ? std::vector<int64_t>{size, size, 3}
                                         : std::vector<int64_t>{3, size, size};
+  // The decoder writes the pool's buffers where they are in its memory; else a host buffer a
+  // slot, copied to the batch's.
+  s->staged_ = s->decoder_->output_gpu() != device.gpu();
   for (uint32_t i = 0; i < depth; ++i) {
     auto slot = std::make_unique<Slot>();
     slot->indices.reserve(batch);
     slot->offsets.reserve(size_t{batch} + 1);
-    if (device.gpu() >= 0) {
+    if (s->staged_) {
       RF_ASSIGN_OR_RETURN(slot->staging, device.HostArea(size_t{batch} * s->sample_bytes_));
       slot->labels.resize(batch);
     }
@@ -75,7 +78,6 @@ Status ImageStage::StartEpoch(uint64_t epoch, uint64_t position) {
 }
 
 Status ImageStage::Fill() {
-  const bool on_gpu = device_.gpu() >= 0;
   while (!source_done_ && !free_.empty()) {
     const uint64_t position = source_.position();
     RF_ASSIGN_OR_RETURN(const Batch b, source_.Next());
@@ -94,14 +96,14 @@ Status ImageStage::Fill() {
     std::vector<int64_t> shape{b.n};
     shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
     RF_ASSIGN_OR_RETURN(s.out, pool_->Acquire(b.n, decoder_->spec().output, std::move(shape)));
-    DecodeLabelsOnHost(b.label_dtype, b.labels, b.n, on_gpu ? s.labels.data() : s.out->labels());
+    DecodeLabelsOnHost(b.label_dtype, b.labels, b.n, staged_ ? s.labels.data() : s.out->labels());
     ImageJob& job = s.job;
     job.bytes = s.bytes.data();
     job.offsets = s.offsets.data();
     job.n = b.n;
     job.indices = s.indices.data();
     job.epoch = b.epoch;
-    job.out = on_gpu ? static_cast<void*>(s.staging.data()) : s.out->samples();
+    job.out = staged_ ? static_cast<void*>(s.staging.data()) : s.out->samples();
     RF_RETURN_IF_ERROR(decoder_->Submit(&job));
     free_.pop_back();
     in_flight_.push_back(&s);
@@ -133,7 +135,7 @@ Result<std::shared_ptr<LoadedBatch>> ImageStage::Next() {
     out->epoch_ = s.job.epoch;
     out->position_ = s.position;
     out->span_ = span;
-    if (device_.gpu() >= 0) {
+    if (staged_) {
       RF_RETURN_IF_ERROR(
           device_.PutBytes(s.staging.data(), out->samples(), size_t{out->n_} * sample_bytes_));
       RF_RETURN_IF_ERROR(
@@ -156,7 +158,7 @@ Status ImageStage::Settle(Slot& s) {
   }
   // The good samples moved up over the bad ones, in order: outputs, labels, indices.
   uint8_t* samples = static_cast<uint8_t*>(job.out);
-  int64_t* labels = device_.gpu() >= 0 ? s.labels.data() : out.labels();
+  int64_t* labels = staged_ ? s.labels.data() : out.labels();
   uint32_t kept = 0;
   size_t b = 0;
   for (uint32_t i = 0; i < job.n; ++i) {

@@ -19,9 +19,10 @@
 // moved up, n smaller; LoadedBatch::span() still the samples of the epoch it covers), and each
 // is counted in the epoch's SkippedRecords.
 //
-// Memory: `depth` slots, each the records of one batch (grown to the largest batch met) and, on
-// a GPU, a pinned host buffer of one decoded batch that is copied to the batch's device buffer
-// (the CPU decoder writes host memory); the output buffers are the pool's.
+// Memory: `depth` slots, each the records of one batch (grown to the largest batch met) and,
+// where the decoder writes other memory than the pool's (the CPU decoder on a GPU loader), a
+// host buffer (pinned) of one decoded batch, copied to the batch's own; the output buffers are
+// the pool's.
 //
 // Thread safety: the loader's thread only (the decoder's threads are its own).
 #pragma once
@@ -79,8 +80,8 @@ class ImageStage {
     std::vector<uint8_t> bytes;
     std::vector<int64_t> offsets;
     std::vector<uint64_t> indices;
-    std::vector<int64_t> labels;  // the host's labels, where the output is on a GPU
-    HostBuffer staging;           // the decoded samples, where the output is on a GPU
+    std::vector<int64_t> labels;  // the host's labels, where staged_
+    HostBuffer staging;           // the decoded samples, where staged_
     std::shared_ptr<LoadedBatch> out;
     uint64_t position = 0;
   };
@@ -111,6 +112,7 @@ class ImageStage {
   std::shared_ptr<OutputPool> pool_;
   std::unique_ptr<ImageDecoder> decoder_;
   const bool skip_;
+  bool staged_ = false;  // the decoder writes other memory than the pool's: slots' staging
   size_t sample_bytes_ = 0;
   std::vector<int64_t> sample_shape_;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -45,6 +45,10 @@ class HostLoaderDevice final : public LoaderDevice {
     DecodeLabelsOnHost(host.label_dtype, host.labels, host.n, labels);
     return Status::Ok();
   }
+  Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
+                                                         uint32_t threads) override {
+    return MakeCpuImageDecoder(spec, threads);
+  }
   Status PutBytes(const void* host, void* out, size_t bytes) override {
     std::memcpy(out, host, bytes);
     return Status::Ok();

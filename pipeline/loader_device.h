@@ -2,10 +2,13 @@
 // makes the device-specific parts of the one pipeline:
 //
 //   HostLoaderDevice (here)                  host memory: HostChunkStaging, DecodeSamplesOnHost on
-//                                            the caller's thread, a HostOutputPool
+//                                            the caller's thread, a HostOutputPool, the CPU image
+//                                            decoder
 //   CudaLoaderDevice (cuda_loader_device.h)  one GPU: CudaChunkStaging (copy streams), the managed
 //                                            mode's source, CudaBatchDecoder on the stream, a
-//                                            CudaOutputPool
+//                                            CudaOutputPool; the CPU image decoder too, for now
+//                                            (its images copied to the GPU: an nvJPEG decoder
+//                                            writing device memory is the step to come)
 //
 // The stream: the GPU device's work goes on one stream (the loader's own, or the caller's).
 //
@@ -20,6 +23,7 @@
 #include "io/dataset.h"
 #include "pipeline/batch_decode.h"
 #include "pipeline/host_buffer.h"
+#include "pipeline/image_decoder.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/streaming_source.h"
@@ -47,6 +51,10 @@ class LoaderDevice {
   // values_bytes) into the output: the values as they are, the n + 1 offsets, the labels as int64
   // (queued, on a GPU; `host` may be reused once this returns).
   virtual Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) = 0;
+  // The decoder of image/jpeg records (pipeline/image_decoder.h) for this device: `threads`
+  // CPU threads where it decodes on the CPU.
+  virtual Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
+                                                                 uint32_t threads) = 0;
   // `bytes` of host memory into the output at `out` (queued, on a GPU; `host` may be reused once
   // this returns).
   virtual Status PutBytes(const void* host, void* out, size_t bytes) = 0;
