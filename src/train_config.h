@@ -60,6 +60,9 @@ struct TrainConfig {
   uint64_t epochs = 1;                     // >= 1
   Precision precision = Precision::kBf16;  // CUDA only
   bool cuda_graph = true;  // CUDA: replay each full batch's forward + backward as a CUDA graph
+  // CUDA, several ranks: the gradient's reduce buckets (CudaBackendOptions::reduce_buckets:
+  // 1 one reduction after the backward pass, N at most N overlapping it, 0 auto).
+  uint32_t reduce_buckets = 0;
   // Data augmentation of the training split (--augment; core/augment_spec.h), keyed by the seed:
   // never the test split's. Recorded in checkpoints (from version 3), whose augmentation a resumed
   // run takes.
