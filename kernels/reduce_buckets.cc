@@ -42,12 +42,21 @@ std::vector<ReduceBucket> PlanReduceBuckets(const ModelConfig& config,
     spans.emplace_back(u, u);
     bytes.push_back(unit_bytes[u]);
   }
-  auto too_many = [&] {
-    if (spans.size() <= 1) return false;
-    if (max_buckets == 0) return *std::min_element(bytes.begin(), bytes.end()) < kAutoBucketBytes;
-    return spans.size() > max_buckets;
-  };
-  while (too_many()) {
+  if (max_buckets == 0) {
+    // Auto: a layer under kAutoBucketBytes joins the one the backward pass finishes next; the
+    // last stays alone.
+    for (size_t k = 0; k + 1 < spans.size();) {
+      if (bytes[k] >= kAutoBucketBytes) {
+        ++k;
+        continue;
+      }
+      spans[k].second = spans[k + 1].second;
+      bytes[k] += bytes[k + 1];
+      spans.erase(spans.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+      bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+    }
+  }
+  while (max_buckets != 0 && spans.size() > max_buckets) {
     const size_t s = std::min_element(bytes.begin(), bytes.end()) - bytes.begin();
     // Its smaller neighbour; a tie (or the only one) goes to the later.
     size_t other;

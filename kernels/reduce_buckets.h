@@ -8,13 +8,15 @@
 // but the last overlaps the rest of the backward pass, and only the last one's reduction is
 // left after it.
 //
-// The grouping: every unit starts as a bucket of its own; the smallest bucket is merged into its
-// smaller neighbour (in backward order; a tie goes to the later one) while there are more
-// buckets than max_buckets, or, for max_buckets 0 (auto), while the smallest holds fewer than
-// kAutoBucketBytes. Auto thus keeps a bucket per layer of any size and gathers the small layers
-// (each reduction costs a collective's latency, about 10 us over NVLink, whatever its size)
-// with their neighbours. Each bucket's gradient lies in at most two runs of the flat buffer
-// (the blocks' and fc layers' tensors, and the batch-norm scales after fc2): `ranges`, each
+// The grouping: every unit starts as a bucket of its own. max_buckets N: the smallest bucket is
+// merged into its smaller neighbour (in backward order; a tie goes to the later one) while
+// there are more than N. Auto (max_buckets 0): a unit under kAutoBucketBytes joins the unit the
+// backward pass finishes after it (each reduction costs a collective's latency, about 10 us
+// over NVLink, whatever its size), but the last unit stays alone, however small: its reduction
+// is the one left after the backward pass, and the smaller the sooner it ends (measured on
+// 2 H100s: the default model at batch 128 trained 1.83x one GPU with its last two blocks in one
+// bucket, 1.86x with the last alone). Each bucket's gradient lies in at most two runs of the flat
+// buffer (the blocks' and fc layers' tensors, and the batch-norm scales after fc2): `ranges`, each
 // covering whole padded tensors (offsets within the flat buffer and its zero gaps), so the
 // buckets' ranges cover [0, padded_count) exactly once.
 //

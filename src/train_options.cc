@@ -82,7 +82,7 @@ OptionTable<TrainConfig> MakeTable() {
       .Help(
           "several ranks on GPUs: reduce the gradient in at most N buckets, each as soon as the "
           "backward pass has written it, overlapping the rest (1: one reduction after it; auto: "
-          "a bucket per layer, small layers merged to 64 KiB)");
+          "a bucket per layer, one under 64 KiB joined to the next but the last)");
   t.Field(
        "gpu", OptionType::kInteger, [](auto& c) -> auto& { return c.gpu; })
       .Range(-1, 1023)

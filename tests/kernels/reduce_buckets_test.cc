@@ -80,23 +80,33 @@ TEST(PlanReduceBuckets, OneBucketIsTheWholeBufferAndTheDefaultModelsBucketsAreTh
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].ranges, (std::vector<GradientRange>{{0, padded}}));
 
-  // Units in backward order: fc2 (10.5 KB), fc1 (2 MiB), block 2 (297 KB), block 1 (74 KB),
-  // block 0 (4 KB). Auto: block 0 (the smallest) joins its one neighbour, block 1; then fc2
-  // joins fc1; then every bucket holds >= 64 KiB.
+  // Units in backward order: fc2 (10.5 KB), fc1 (2 MiB), conv2 (289 KiB), conv1 (74 KB), conv0
+  // (4 KB). Auto: fc2 (under 64 KiB) joins fc1; conv0, under it too, stays alone as the last.
   using S = std::vector<std::pair<size_t, size_t>>;
-  EXPECT_EQ(Spans(PlanReduceBuckets(c, offsets, padded, 0)), (S{{0, 1}, {2, 2}, {3, 4}}));
+  EXPECT_EQ(Spans(PlanReduceBuckets(c, offsets, padded, 0)), (S{{0, 1}, {2, 2}, {3, 3}, {4, 4}}));
   EXPECT_EQ(Spans(PlanReduceBuckets(c, offsets, padded, 5)),
             (S{{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 4}}));
   EXPECT_EQ(Spans(PlanReduceBuckets(c, offsets, padded, 4)), (S{{0, 0}, {1, 1}, {2, 2}, {3, 4}}));
   EXPECT_EQ(Spans(PlanReduceBuckets(c, offsets, padded, 2)), (S{{0, 1}, {2, 4}}));
-  // Block 1 + block 0: their filters and biases (tensors 0-3, one run) and their scales (one run
-  // after fc2).
-  const std::vector<ReduceBucket> autos = PlanReduceBuckets(c, offsets, padded, 0);
-  ASSERT_EQ(autos[2].ranges.size(), 2u);
-  EXPECT_EQ(autos[2].ranges[0].offset, 0u);
-  EXPECT_EQ(autos[2].ranges[0].count, offsets[4]);
-  EXPECT_EQ(autos[2].ranges[1].offset, offsets[10]);
-  EXPECT_EQ(autos[2].ranges[1].count, offsets[12] - offsets[10]);
+  // Merged by the smallest-first rule: conv1 + conv0, their filters and biases (tensors 0-3, one
+  // run) and their scales (one run after fc2).
+  const std::vector<ReduceBucket> three = PlanReduceBuckets(c, offsets, padded, 3);
+  ASSERT_EQ(Spans(three), (S{{0, 1}, {2, 2}, {3, 4}}));
+  ASSERT_EQ(three[2].ranges.size(), 2u);
+  EXPECT_EQ(three[2].ranges[0].offset, 0u);
+  EXPECT_EQ(three[2].ranges[0].count, offsets[4]);
+  EXPECT_EQ(three[2].ranges[1].offset, offsets[10]);
+  EXPECT_EQ(three[2].ranges[1].count, offsets[12] - offsets[10]);
+}
+
+TEST(PlanReduceBuckets, AutoKeepsTheLastLayerAloneAndJoinsSmallLayersToTheNext) {
+  ModelConfig c;
+  c.conv = {8, 8, 256};  // conv0 and conv1 under 64 KiB, conv2 over it
+  size_t padded = 0;
+  const std::vector<size_t> offsets = Offsets(c, &padded);
+  using S = std::vector<std::pair<size_t, size_t>>;
+  // fc2 joins fc1; conv1 (under 64 KiB, not the last) joins conv0, the last.
+  EXPECT_EQ(Spans(PlanReduceBuckets(c, offsets, padded, 0)), (S{{0, 1}, {2, 2}, {3, 4}}));
 }
 
 }  // namespace
