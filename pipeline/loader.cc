@@ -5,6 +5,7 @@
 
 #include "core/augment_spec.h"
 #include "core/clock.h"
+#include "pipeline/batch_worker.h"
 #include "pipeline/chunk_staging.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/loader_options.h"
@@ -92,7 +93,9 @@ Result<std::unique_ptr<Loader>> Loader::Create(const Dataset& dataset,
 }
 
 Loader::~Loader() {
-  // The source first: its threads stop and its staging drains; then the device's stream drains.
+  // The worker first (it runs the source), then the source: its threads stop and its staging
+  // drains; then the device's stream drains.
+  worker_.reset();
   source_.reset();
   if (device_) (void)device_->Drain();
 }
@@ -159,7 +162,6 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
     RF_ASSIGN_OR_RETURN(source_, device_->Managed(dataset, options.pipeline));
   } else {
     StreamingOptions so = StreamingOptionsFor(options.pipeline, options.epochs);
-    so.poll = options.poll;
     // Records are gathered in host memory whatever the device (pipeline/chunk_staging.h), then
     // copied to it batch by batch: they are compact, and their sizes are known on the host.
     StagingFactory staging = device_->Staging(options.pipeline);
@@ -169,6 +171,7 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
         return std::unique_ptr<ChunkStaging>(std::move(s));
       };
     }
+    so.poll = [this] { return Poll(); };
     RF_ASSIGN_OR_RETURN(auto s, StreamingSource::Create(dataset, so, staging));
     source_ = std::move(s);
   }
@@ -185,7 +188,15 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
     RF_ASSIGN_OR_RETURN(pool_, device_->MakePool(decode_.OutputSampleBytes() * batch, batch,
                                                  options.output_buffers));
   }
+  epoch_samples_ = source_->epoch_samples();
   return Status::Ok();
+}
+
+Status Loader::Poll() const {
+  if (worker_ && worker_->on_worker_thread()) {
+    return worker_->stopping() ? Status::Aborted("the loader's worker was stopped") : Status::Ok();
+  }
+  return options_.poll ? options_.poll() : Status::Ok();
 }
 
 uint64_t Loader::batches_per_epoch() const {
@@ -197,8 +208,18 @@ Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
   // The clock of stats() starts here, so the wait for the first window (in StartEpoch) is inside
   // the time it is a share of.
   if (clock_start_ns_ == 0) clock_start_ns_ = SteadyNowNs();
+  if (worker_) {
+    worker_->Stop();  // the batches made ahead of the old place are dropped
+    started_ = false;
+  }
   RF_RETURN_IF_ERROR(source_->StartEpoch(epoch, position));
   epoch_ = epoch;
+  epoch_samples_ = source_->epoch_samples();
+  position_ = position;
+  if (worker_) {
+    std::lock_guard<std::mutex> lock(snapshot_mu_);
+    snapshot_ = SourceStats();
+  }
   return Status::Ok();
 }
 
@@ -207,6 +228,37 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
     return Status::Usage("this loader serves its raw source only (opened with output_buffers 0)");
   }
   if (clock_start_ns_ == 0) clock_start_ns_ = SteadyNowNs();
+  Result<std::shared_ptr<LoadedBatch>> b = [&]() -> Result<std::shared_ptr<LoadedBatch>> {
+    if (!options_.worker) return Make();
+    if (!worker_) {
+      const uint32_t depth = options_.output_buffers > 2 ? options_.output_buffers - 2 : 1;
+      worker_ = std::make_unique<BatchWorker>(
+          depth, [this] { return device_->BindThread(); },
+          [this] {
+            Result<std::shared_ptr<LoadedBatch>> made = Make();
+            std::lock_guard<std::mutex> lock(snapshot_mu_);
+            snapshot_ = SourceStats();
+            return made;
+          });
+    }
+    if (!started_) {
+      worker_->Start();
+      started_ = true;
+    }
+    Result<std::shared_ptr<LoadedBatch>> taken = worker_->Take(options_.poll);
+    // The end of the epoch, or an error, is the last of the worker's run (it parks): the next
+    // Next() starts it again, so that it asks the source again, as a Next() without it would.
+    if (!taken.ok() || *taken == nullptr) started_ = false;
+    return taken;
+  }();
+  if (b.ok() && *b != nullptr) {
+    position_ = (*b)->position() + (*b)->size();
+    ++batches_;
+  }
+  return b;
+}
+
+Result<std::shared_ptr<LoadedBatch>> Loader::Make() {
   const uint64_t position = source_->position();
   RF_ASSIGN_OR_RETURN(const Batch stored, source_->Next());
   if (stored.n == 0) return std::shared_ptr<LoadedBatch>();
@@ -237,19 +289,31 @@ Result<std::shared_ptr<LoadedBatch>> Loader::HandOut(std::shared_ptr<LoadedBatch
   out->indices_ = source_->batch_samples();
   out->epoch_ = epoch_;
   out->position_ = position;
-  ++batches_;
   return out;
 }
 
-LoaderStats Loader::stats() const {
+LoaderStats Loader::SourceStats() const {
   LoaderStats s;
   s.bytes_read = source_->bytes_read();
   s.bytes_delivered = source_->bytes_delivered();
   s.decode_busy_seconds = source_->decode_busy_seconds();
   s.decode_threads = source_->decode_threads();
-  s.seconds = clock_start_ns_ == 0 ? 0 : (SteadyNowNs() - clock_start_ns_) * 1e-9;
   s.wait_seconds = source_->wait_seconds();
   s.reader_held_seconds = source_->reader_held_seconds();
+  return s;
+}
+
+LoaderStats Loader::stats() const {
+  LoaderStats s;
+  if (worker_) {
+    std::lock_guard<std::mutex> lock(snapshot_mu_);
+    s = snapshot_;
+    // The consumer's wait: for the worker's batches (its own waits for data are ahead of time).
+    s.wait_seconds = static_cast<double>(worker_->wait_ns()) * 1e-9;
+  } else {
+    s = SourceStats();
+  }
+  s.seconds = clock_start_ns_ == 0 ? 0 : (SteadyNowNs() - clock_start_ns_) * 1e-9;
   s.batches = batches_;
   return s;
 }

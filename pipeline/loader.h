@@ -37,12 +37,15 @@
 // chunk and offset; after a data error the loader stays failed until StartEpoch restarts it.
 //
 // Thread safety: one thread at a time calls a Loader's methods (the Python binding holds the
-// loader's lock). LoadedBatch's methods and its release may run on any thread.
+// loader's lock). LoadedBatch's methods and its release may run on any thread. With
+// options.worker, the loader's worker thread runs the source and the decode between the calls;
+// StartEpoch stops it (dropping the batches it made ahead) and the next Next() restarts it.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -64,6 +67,7 @@ Status CheckAugmentFits(const AugmentParams& augment, const format::Header& h,
 
 class OutputPool;    // pipeline/output_pool.h
 class LoaderDevice;  // pipeline/loader_device.h
+class BatchWorker;   // pipeline/batch_worker.h
 
 // How batches come out of Next(): the decode (pipeline/batch_decode.h) from the stored samples.
 struct OutputOptions {
@@ -105,7 +109,13 @@ struct LoaderOptions {
   void* stream = nullptr;
   // Called about every 100 ms while StartEpoch or Next waits for data (streaming mode); a status
   // other than OK ends the wait and is returned. The loader must then be restarted by StartEpoch.
+  // Always on the thread that called StartEpoch or Next.
   std::function<Status()> poll;
+  // Decoded batches (Next) made on a thread of the loader's own (pipeline/batch_worker.h), up to
+  // output_buffers - 2 (at least 1) ahead of the consumer: the reads waited for, the gather and
+  // decode (on the GPU: their kernel launches and events) leave the consumer's thread, and Next()
+  // is a hand-off from a queue. The batches and their order are the same either way.
+  bool worker = false;
 };
 
 // What the loader reads, and how fast.
@@ -206,14 +216,15 @@ class Loader {
   // Samples and batches for this rank of the epoch StartEpoch began last (epoch 0 before any):
   // the same for every rank, and for every epoch but a resumed one
   // (options.pipeline.order.resumed).
-  uint64_t epoch_samples() const { return source_->epoch_samples(); }
+  uint64_t epoch_samples() const { return epoch_samples_; }
   uint64_t batches_per_epoch() const;
 
   Status StartEpoch(uint64_t epoch, uint64_t position);
   // The next decoded batch of the epoch started last; null once the epoch is over.
   Result<std::shared_ptr<LoadedBatch>> Next();
   uint64_t epoch() const { return epoch_; }
-  uint64_t position() const { return source_->position(); }
+  // Where the batches handed out leave off in the epoch (the worker may have made more).
+  uint64_t position() const { return position_; }
 
   // The raw level (stored-dtype batches; `ringfeed train`). Not to be mixed with Next().
   TrainingSource& source() { return *source_; }
@@ -226,8 +237,16 @@ class Loader {
   Loader() = default;
   Status Build(const Dataset& dataset, const LoaderOptions& options);
   bool records_ = false;  // the dataset holds records of any size (tokens, bytes)
-  // A batch whose writes are queued: marked ready, its indices and place set, counted.
+  // A batch whose writes are queued: marked ready, its indices and place set.
   Result<std::shared_ptr<LoadedBatch>> HandOut(std::shared_ptr<LoadedBatch> out, uint64_t position);
+  // The next batch made now, on the calling thread (Next's, or the worker's).
+  Result<std::shared_ptr<LoadedBatch>> Make();
+  // The source's figures, read on the thread that runs it (stats() reads them there without the
+  // worker, from the worker's last snapshot with it).
+  LoaderStats SourceStats() const;
+  // The source's poll: options.poll on the consumer's thread; on the worker's, whether Stop()
+  // waits for it.
+  Status Poll() const;
 
   std::unique_ptr<Dataset> owned_dataset_;
   const Dataset* dataset_ = nullptr;
@@ -240,8 +259,17 @@ class Loader {
   // Declared after device_ (whose stream it uses), so destroyed first.
   std::unique_ptr<TrainingSource> source_;
   uint64_t epoch_ = 0;
+  uint64_t epoch_samples_ = 0;  // of epoch_, as the source said at StartEpoch
+  uint64_t position_ = 0;       // handed out
   uint64_t batches_ = 0;
   uint64_t clock_start_ns_ = 0;  // the first StartEpoch or Next: stats()'s clock
+  // options.worker: made at the first Next(), destroyed before the source and pool it uses
+  // (declared last). `started_`: producing since the last StartEpoch. `snapshot_`: SourceStats()
+  // as of the worker's last batch, under snapshot_mu_.
+  bool started_ = false;
+  mutable std::mutex snapshot_mu_;
+  LoaderStats snapshot_;
+  std::unique_ptr<BatchWorker> worker_;
 };
 
 }  // namespace rf

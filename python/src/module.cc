@@ -281,7 +281,10 @@ class NativeLoader : public NativeHolder<Loader> {
  public:
   NativeLoader(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options) {
     datasets_ = {std::move(dataset)};
-    Hold([&] { return Loader::Create(*datasets_[0], options); });
+    // Batches made on the loader's own thread: a training loop's Python thread only takes them.
+    LoaderOptions o = options;
+    o.worker = true;
+    Hold([&] { return Loader::Create(*datasets_[0], o); });
   }
 
   void StartEpoch(uint64_t epoch, uint64_t position) {

@@ -135,6 +135,22 @@ TEST_F(CudaLoader, ManagedModeGivesTheStreamingBatches) {
   ExpectSame(Epochs(streaming, stream_.get()), Epochs(managed, stream_.get()));
 }
 
+// The loader's worker (LoaderOptions::worker) makes the batches on a thread of its own, bound to
+// the loader's GPU, with the gather and decode queued from there: the same bits, streaming and
+// managed.
+TEST_F(CudaLoader, TheWorkersBatchesAreTheCallersThreads) {
+  for (PipelineMode mode : {PipelineMode::kStreaming, PipelineMode::kManaged}) {
+    LoaderOptions caller = Options(path_, DeviceKind::kCuda);
+    caller.output.dtype = DType::kBFloat16;
+    caller.output.layout = SampleLayout::kNHWC;
+    caller.pipeline.mode = mode;
+    LoaderOptions worker = caller;
+    worker.worker = true;
+    SCOPED_TRACE(mode == PipelineMode::kManaged ? "managed" : "streaming");
+    ExpectSame(Epochs(caller, stream_.get()), Epochs(worker, stream_.get()));
+  }
+}
+
 // Augmentation (OutputOptions::augment) is fused into the GPU decode kernel and keyed by each
 // sample's global index, which the gather copies to the device with the batch: every spec, every
 // output kind, in streaming and managed mode, gives the host loader's bits.
