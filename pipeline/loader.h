@@ -82,11 +82,10 @@ struct OutputOptions {
 
 // Packed token sequences (pipeline/sequence_loader.h): sequence_length 0 leaves them off.
 struct SequenceOptions {
-  uint32_t length = 0;         // L: rows of L + 1 tokens
-  int64_t eod_token = -1;      // appended after each document; -1: none
-  int64_t pad_token = 0;       // fills a row past its length
-  bool pad = false;            // packing "pad": one document a row (else "concat")
-  std::vector<float> weights;  // a mixture: one weight a dataset
+  uint32_t length = 0;     // L: rows of L + 1 tokens
+  int64_t eod_token = -1;  // appended after each document; -1: none
+  int64_t pad_token = 0;   // fills a row past its length
+  bool pad = false;        // packing "pad": one document a row (else "concat")
 };
 
 struct LoaderOptions {
@@ -190,11 +189,22 @@ class Loader {
   // The same over a dataset the caller has opened; it must outlive the loader.
   static Result<std::unique_ptr<Loader>> Create(const Dataset& dataset,
                                                 const LoaderOptions& options);
+  // A weighted mixture of `datasets` (options.pipeline.weights, one a dataset; each dataset
+  // outliving the loader): pipeline/mixed_source.h, starting where options.pipeline.mixture
+  // says. Usage errors besides Create's: weights NormalizeWeights refuses, datasets whose samples
+  // differ (CheckMixable), managed mode, a start state that cannot be of these datasets. One
+  // dataset without weights is Create's loader.
+  static Result<std::unique_ptr<Loader>> Create(const std::vector<const Dataset*>& datasets,
+                                                const LoaderOptions& options);
   // Stops the pipeline's threads and reads and waits for the work queued on its stream. Batches
   // handed out stay valid.
   ~Loader();
 
-  const Dataset& dataset() const { return *dataset_; }
+  const Dataset& dataset() const { return *dataset_; }  // a mixture's first
+  // A mixture's datasets (one for a single dataset), and its normalized weights (none).
+  const std::vector<const Dataset*>& datasets() const { return datasets_; }
+  const std::vector<double>& weights() const { return weights_; }
+  bool mixture() const { return !weights_.empty(); }
   const LoaderOptions& options() const { return options_; }
   bool on_gpu() const { return gpu_device_ >= 0; }
   int gpu_device() const { return gpu_device_; }
@@ -215,6 +225,16 @@ class Loader {
   uint64_t epoch() const { return epoch_; }
   uint64_t position() const { return source_->position(); }
 
+  // The samples each rank trains on in epoch `epoch` for a loader of these options whose order
+  // resumed `resumed` instead (a state dict's, checked: Usage for stretches the data cannot have
+  // had), less a partial last batch with drop_last; known without opening one.
+  Result<uint64_t> EpochSamplesFor(uint64_t epoch, const ResumedEpoch& resumed) const;
+  // A mixture: where its stream stands after the last batch handed out (null for one dataset),
+  // and continuing `s` (at this world size: ContinueMixture) with `resumed` as the mixture
+  // epoch's stretches; the next StartEpoch names the epoch and position (MixedSource::Restore).
+  const MixtureState* mixture_state() const { return source_->mixture_state(); }
+  Status RestoreMixture(const MixtureState& s, const ResumedEpoch& resumed);
+
   // The raw level (stored-dtype batches; `ringfeed train`). Not to be mixed with Next().
   TrainingSource& source() { return *source_; }
 
@@ -224,13 +244,17 @@ class Loader {
 
  private:
   Loader() = default;
-  Status Build(const Dataset& dataset, const LoaderOptions& options);
+  Status Build(const std::vector<const Dataset*>& datasets, const LoaderOptions& options);
+  // A mixture's source, each dataset's StreamingSource made as a single dataset's would be.
+  Status BuildMixture(const LoaderOptions& options);
   bool records_ = false;  // the dataset holds records of any size (tokens, bytes)
   // A batch whose writes are queued: marked ready, its indices and place set, counted.
   Result<std::shared_ptr<LoadedBatch>> HandOut(std::shared_ptr<LoadedBatch> out, uint64_t position);
 
-  std::unique_ptr<Dataset> owned_dataset_;
+  std::vector<std::unique_ptr<Dataset>> owned_datasets_;
   const Dataset* dataset_ = nullptr;
+  std::vector<const Dataset*> datasets_;
+  std::vector<double> weights_;  // normalized; empty: one dataset
   LoaderOptions options_;
   int gpu_device_ = -1;
   std::vector<int64_t> sample_shape_;
