@@ -34,9 +34,13 @@ Status HostChunkStaging::CopyIn(uint32_t slot, const uint8_t* src, size_t bytes,
   return Status::Ok();
 }
 
-Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) {
+Result<Batch> HostChunkStaging::GatherFrom(const uint8_t* base, const SampleRef* refs,
+                                           const uint64_t* indices, uint32_t n) {
   if (n > layout_.max_batch) return Status::InvalidArgument("batch larger than the staging's");
-  const uint8_t* area = area_.data();
+  // Offsets from `base`, or addresses (base null): one integer sum either way.
+  const auto at = [origin = reinterpret_cast<uintptr_t>(base)](uint64_t offset) {
+    return reinterpret_cast<const uint8_t*>(origin + offset);
+  };
   if (layout_.records) {
     const size_t elem = DTypeSize(layout_.sample_dtype);
     offsets_.resize(size_t{n} + 1);
@@ -49,8 +53,8 @@ Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, const uint64_t* in
     if (values_.size() < total) values_.resize(total);
     for (uint32_t i = 0; i < n; ++i) {
       std::memcpy(values_.data() + static_cast<uint64_t>(offsets_[i]) * elem,
-                  area + refs[i].sample_offset, refs[i].record_bytes);
-      std::memcpy(labels_.get() + i * layout_.label_bytes, area + refs[i].label_offset,
+                  at(refs[i].sample_offset), refs[i].record_bytes);
+      std::memcpy(labels_.get() + i * layout_.label_bytes, at(refs[i].label_offset),
                   layout_.label_bytes);
     }
     Batch b = layout_.BatchAt(values_.data(), labels_.get(), n);
@@ -60,9 +64,9 @@ Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, const uint64_t* in
     return b;
   }
   for (uint32_t i = 0; i < n; ++i) {
-    std::memcpy(samples_.get() + i * layout_.sample_bytes, area + refs[i].sample_offset,
+    std::memcpy(samples_.get() + i * layout_.sample_bytes, at(refs[i].sample_offset),
                 layout_.sample_bytes);
-    std::memcpy(labels_.get() + i * layout_.label_bytes, area + refs[i].label_offset,
+    std::memcpy(labels_.get() + i * layout_.label_bytes, at(refs[i].label_offset),
                 layout_.label_bytes);
   }
   Batch b = layout_.BatchAt(samples_.get(), labels_.get(), n);

@@ -93,7 +93,16 @@ class ChunkStaging {
   // queued before the next Gather has run). `indices` (host memory, n global sample indices) become
   // the batch's sample_indices, in its memory; the caller keeps them unchanged until the next
   // Gather and sets the batch's epoch.
-  virtual Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) = 0;
+  virtual Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) {
+    return GatherFrom(area(), refs, indices, n);
+  }
+  // The same with the refs' offsets counted from `base` instead of this area's start; base null:
+  // they are addresses (reinterpret_cast<uintptr_t>), of memory the gather can read (a mixture's
+  // batch, pipeline/mixed_source.h, from the staging areas of several sources of this layout).
+  virtual Result<Batch> GatherFrom(const uint8_t* base, const SampleRef* refs,
+                                   const uint64_t* indices, uint32_t n) = 0;
+  // The area's first byte (host or device memory): what SampleRef offsets count from.
+  virtual const uint8_t* area() const = 0;
   // Waits until every copy and every batch queued so far has run (and every release called).
   virtual Status Drain() = 0;
   // The staging area where the host can read it (a slot's chunk once AwaitCopy returned for it);
@@ -112,7 +121,9 @@ class HostChunkStaging final : public ChunkStaging {
                 void* arg) override;
   Status AwaitCopy(uint32_t) override { return Status::Ok(); }
   Status Retire(uint32_t) override { return Status::Ok(); }
-  Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) override;
+  Result<Batch> GatherFrom(const uint8_t* base, const SampleRef* refs, const uint64_t* indices,
+                           uint32_t n) override;
+  const uint8_t* area() const override { return area_.data(); }
   Status Drain() override { return Status::Ok(); }
   const uint8_t* host_area() const override { return area_.data(); }
 

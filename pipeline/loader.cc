@@ -9,6 +9,8 @@
 #include "pipeline/chunk_staging.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/loader_options.h"
+#include "pipeline/mixed_source.h"
+#include "pipeline/mixture.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/streaming_source.h"
 #include "pipeline/window_order.h"
@@ -77,10 +79,16 @@ Status CheckAugmentFits(const AugmentParams& augment, const format::Header& h,
 Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& options) {
   RF_RETURN_IF_ERROR(options.pipeline.Validate());
   std::unique_ptr<Loader> l(new Loader);
-  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(options.pipeline.data));
-  RF_RETURN_IF_ERROR(options.pipeline.ValidateFor(d.ChunkSampleCounts()));
-  l->owned_dataset_ = std::make_unique<Dataset>(std::move(d));
-  RF_RETURN_IF_ERROR(l->Build(*l->owned_dataset_, options));
+  RF_ASSIGN_OR_RETURN(const std::vector<std::string> paths, options.pipeline.DataPaths());
+  std::vector<const Dataset*> datasets;
+  for (const std::string& path : paths) {
+    RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(path));
+    l->owned_datasets_.push_back(std::make_unique<Dataset>(std::move(d)));
+    datasets.push_back(l->owned_datasets_.back().get());
+  }
+  if (options.pipeline.weights.empty())
+    RF_RETURN_IF_ERROR(options.pipeline.ValidateFor(datasets[0]->ChunkSampleCounts()));
+  RF_RETURN_IF_ERROR(l->Build(datasets, options));
   return l;
 }
 
@@ -88,7 +96,18 @@ Result<std::unique_ptr<Loader>> Loader::Create(const Dataset& dataset,
                                                const LoaderOptions& options) {
   RF_RETURN_IF_ERROR(options.pipeline.ValidateFor(dataset.ChunkSampleCounts()));
   std::unique_ptr<Loader> l(new Loader);
-  RF_RETURN_IF_ERROR(l->Build(dataset, options));
+  RF_RETURN_IF_ERROR(l->Build({&dataset}, options));
+  return l;
+}
+
+Result<std::unique_ptr<Loader>> Loader::Create(const std::vector<const Dataset*>& datasets,
+                                               const LoaderOptions& options) {
+  if (datasets.empty()) return Status::Usage("data: no dataset");
+  if (datasets.size() == 1 && options.pipeline.weights.empty())
+    return Create(*datasets[0], options);
+  RF_RETURN_IF_ERROR(options.pipeline.Validate());
+  std::unique_ptr<Loader> l(new Loader);
+  RF_RETURN_IF_ERROR(l->Build(datasets, options));
   return l;
 }
 
@@ -100,18 +119,34 @@ Loader::~Loader() {
   if (device_) (void)device_->Drain();
 }
 
-Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
-  dataset_ = &dataset;
+Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOptions& options) {
+  datasets_ = datasets;
+  dataset_ = datasets[0];
+  const Dataset& dataset = *dataset_;
   options_ = options;
-  const format::Header& h = dataset.header();
+  format::Header h = dataset.header();
   const bool decoded = options.output_buffers > 0;
   const SequenceOptions& seq = options.sequence;
   if (seq.length != 0)
     return Status::Usage("sequence_length: packed sequences come from a SequenceLoader");
-  if (seq.eod_token != -1 || seq.pad_token != 0 || !seq.weights.empty() || seq.pad)
+  if (seq.eod_token != -1 || seq.pad_token != 0 || seq.pad)
     return Status::Usage(
-        "eod_token, pad_token and weights shape packed sequences: give "
-        "sequence_length too");
+        "eod_token, pad_token and packing shape packed sequences: give sequence_length too");
+  if (datasets.size() > 1 || !options.pipeline.weights.empty()) {
+    // A mixture: samples of one shape and type, normalized with the mixture's statistics.
+    RF_ASSIGN_OR_RETURN(weights_, NormalizeWeights(options.pipeline.weights, datasets.size()));
+    RF_RETURN_IF_ERROR(CheckMixable(datasets));
+    if (options.pipeline.mode == PipelineMode::kManaged)
+      return Status::Usage(
+          "managed mode loads one dataset into GPU memory; a mixture of datasets streams "
+          "(streaming mode, the default)");
+    std::vector<const format::Header*> headers;
+    for (const Dataset* d : datasets) headers.push_back(&d->header());
+    if (!MixtureStatistics(headers, weights_, h.channels, &h.mean, &h.stddev))
+      return Status::Usage("weights: the datasets' channel statistics, mixed, overflow float32");
+  } else if (!options.pipeline.mixture.sources.empty()) {
+    return Status::Usage("a mixture's state is for a mixture of datasets (weights)");
+  }
   records_ = h.variable();
   if (records_) {
     // Records of any size come out as they are stored: values and offsets, no decode.
@@ -147,7 +182,17 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
   const OrderSettings& order = options.pipeline.order;
   if (order.drop_last) {
     // An epoch shorter than one batch would hand out nothing, every epoch.
-    const uint64_t per_rank = WindowOrder(dataset.ChunkSampleCounts(), order).EpochSampleCount();
+    uint64_t per_rank = 0;
+    if (mixture()) {
+      std::vector<uint64_t> samples;
+      for (const Dataset* d : datasets) samples.push_back(d->sample_count());
+      OrderSettings ordinary = order;
+      ordinary.resumed = {};
+      RF_ASSIGN_OR_RETURN(per_rank,
+                          MixtureEpochCount(MixtureSamples(samples, weights_), ordinary, 0));
+    } else {
+      per_rank = WindowOrder(dataset.ChunkSampleCounts(), order).EpochSampleCount();
+    }
     if (per_rank < order.batch_size) {
       return Status::Usage("--drop-last with --batch-size " + std::to_string(order.batch_size) +
                            " drops every batch: an epoch holds " + std::to_string(per_rank) +
@@ -158,7 +203,9 @@ Status Loader::Build(const Dataset& dataset, const LoaderOptions& options) {
   RF_ASSIGN_OR_RETURN(device_,
                       MakeLoaderDevice(options.pipeline.device, options.gpu, options.stream));
   gpu_device_ = device_->gpu();
-  if (options.pipeline.mode == PipelineMode::kManaged) {
+  if (mixture()) {
+    RF_RETURN_IF_ERROR(BuildMixture(options));
+  } else if (options.pipeline.mode == PipelineMode::kManaged) {
     RF_ASSIGN_OR_RETURN(source_, device_->Managed(dataset, options.pipeline));
   } else {
     StreamingOptions so = StreamingOptionsFor(options.pipeline, options.epochs);
@@ -199,6 +246,53 @@ Status Loader::Poll() const {
   return options_.poll ? options_.poll() : Status::Ok();
 }
 
+Status Loader::BuildMixture(const LoaderOptions& options) {
+  // Each dataset's source is the one a single dataset's loader of these options makes: its own
+  // staging (records gathered on the host), an endless read plan (its epochs are its own), its
+  // own order. The mixture's gather reads every source's staging area, of one layout.
+  const StagingFactory device_staging = device_->Staging(options.pipeline);
+  const bool records = records_;
+  MixedSource::SourceFactory make =
+      [this, device_staging, records, options](
+          size_t i, const OrderSettings& order) -> Result<std::unique_ptr<StreamingSource>> {
+    PipelineConfig p = options.pipeline;
+    p.order = order;
+    StreamingOptions so = StreamingOptionsFor(p, /*epochs=*/0);
+    so.poll = [this] { return Poll(); };
+    StagingFactory staging = device_staging;
+    if (records) {
+      staging = [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
+        RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
+        return std::unique_ptr<ChunkStaging>(std::move(s));
+      };
+    }
+    return StreamingSource::Create(*datasets_[i], so, staging);
+  };
+  RF_ASSIGN_OR_RETURN(auto m, MixedSource::Create(datasets_, weights_, options.pipeline.order,
+                                                  options.pipeline.mixture, std::move(make)));
+  source_ = std::move(m);
+  return Status::Ok();
+}
+
+Result<uint64_t> Loader::EpochSamplesFor(uint64_t epoch, const ResumedEpoch& resumed) const {
+  PipelineConfig p = options_.pipeline;
+  p.order.resumed = resumed;
+  if (!mixture()) return p.EpochSamplesFor(dataset_->ChunkSampleCounts(), epoch);
+  RF_ASSIGN_OR_RETURN(const uint64_t count,
+                      static_cast<const MixedSource&>(*source_).EpochCount(epoch, resumed));
+  return EpochSamples(count, p.order.batch_size, p.order.drop_last);
+}
+
+Status Loader::RestoreMixture(const MixtureState& s, const ResumedEpoch& resumed) {
+  if (!mixture()) return Status::Usage("a mixture's state: this loader reads one dataset");
+  if (worker_) {  // it runs the source being restored; what it made ahead is of the old place
+    worker_->Stop();
+    started_ = false;
+  }
+
+  return static_cast<MixedSource&>(*source_).Restore(s, resumed);
+}
+
 uint64_t Loader::batches_per_epoch() const {
   const uint64_t b = options_.pipeline.order.batch_size;
   return (epoch_samples() + b - 1) / b;
@@ -216,6 +310,7 @@ Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
   epoch_ = epoch;
   epoch_samples_ = source_->epoch_samples();
   position_ = position;
+
   if (worker_) {
     std::lock_guard<std::mutex> lock(snapshot_mu_);
     snapshot_ = SourceStats();
@@ -229,7 +324,7 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
   }
   if (clock_start_ns_ == 0) clock_start_ns_ = SteadyNowNs();
   Result<std::shared_ptr<LoadedBatch>> b = [&]() -> Result<std::shared_ptr<LoadedBatch>> {
-    if (!options_.worker) return Make();
+    if (!options_.worker || mixture()) return Make();
     if (!worker_) {
       const uint32_t depth = options_.output_buffers > 2 ? options_.output_buffers - 2 : 1;
       worker_ = std::make_unique<BatchWorker>(

@@ -86,15 +86,6 @@ OptionTable<LoaderOptions> MakeTable() {
       .For(kLoaderApi)
       .Help("packed sequences: the id a row holds past its length");
   t.Field(
-       "weights", OptionType::kNumbers, [](auto& o) -> auto& { return o.sequence.weights; })
-      .RangeReal(0, DBL_MAX)
-      .For(kLoaderApi)
-      .Unset("one dataset, no mixture")
-      .Help(
-          "packed sequences from a mixture: one weight a dataset (data is then a list of "
-          "datasets), each >= 0, not all 0; the source of each row is a pure function of the "
-          "weights, the seed and the row's number");
-  t.Field(
        "prefetch", OptionType::kCount, [](auto& o) -> auto& { return o.output_buffers; })
       .Range(1, kMaxOutputBuffers)
       .For(kLoaderApi)

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -44,39 +43,6 @@ void CopyIds(const void* src, DType s, uint64_t first, uint64_t count, Out* dst)
 }
 
 }  // namespace
-
-size_t MixtureSource(const std::vector<double>& weights, uint64_t seed, uint64_t k,
-                     const std::vector<uint64_t>& drawn) {
-  const size_t n = weights.size();
-  size_t best = 0;
-  double best_deficit = -std::numeric_limits<double>::infinity();
-  for (size_t j = 0; j < n; ++j) {
-    const size_t i = (seed + j) % n;  // ties: the first from seed mod n on
-    if (weights[i] <= 0) continue;
-    const double deficit = weights[i] * static_cast<double>(k + 1) - static_cast<double>(drawn[i]);
-    if (deficit > best_deficit) {
-      best_deficit = deficit;
-      best = i;
-    }
-  }
-  return best;
-}
-
-Result<std::vector<double>> NormalizeWeights(const std::vector<float>& weights, size_t sources) {
-  if (weights.size() != sources)
-    return Status::Usage("weights: one weight a dataset: " + std::to_string(sources) +
-                         " datasets, " + std::to_string(weights.size()) + " weights");
-  double sum = 0;
-  for (float w : weights) {
-    if (!std::isfinite(w) || w < 0)
-      return Status::Usage("weights must be finite and >= 0, got " + std::to_string(w));
-    sum += w;
-  }
-  if (sum <= 0) return Status::Usage("weights: at least one must be above 0");
-  std::vector<double> out;
-  for (float w : weights) out.push_back(w / sum);
-  return out;
-}
 
 // One dataset of the loader: its plan, its records' loader, where its epoch stands for this rank
 // (the state, its slice of the epoch's list and the next row's place in it) and where its stream
@@ -335,8 +301,9 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
   if (l->dtype_ != DType::kInt64 && l->dtype_ != DType::kInt32)
     return Status::Usage("dtype: packed sequences' tokens are int64 or int32, not " +
                          std::string(DTypeName(l->dtype_)));
-  if (datasets.size() > 1 || !so.weights.empty()) {
-    RF_ASSIGN_OR_RETURN(l->weights_, NormalizeWeights(so.weights, datasets.size()));
+  const std::vector<float>& weights = options.pipeline.weights;
+  if (datasets.size() > 1 || !weights.empty()) {
+    RF_ASSIGN_OR_RETURN(l->weights_, NormalizeWeights(weights, datasets.size()));
   }
   const OrderSettings& order = options.pipeline.order;
   for (const Dataset* d : datasets) {
@@ -362,6 +329,8 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
     LoaderOptions r = options;
     r.pipeline.data = d->shard_path(0);  // this source's, whatever the caller named
     r.sequence = {};
+    r.pipeline.weights = {};  // each source is one dataset
+    r.pipeline.mixture = {};
     r.pipeline.device = DeviceKind::kCpu;
     r.pipeline.order.rank = 0;
     r.pipeline.order.world_size = 1;

@@ -10,11 +10,12 @@
 // per rank, q, is the same on every rank), a mixture's batches are always full and its sources'
 // epochs roll over within them, each source keeping its own epoch counter.
 //
-// The mixture. Row k of every rank (k counts this rank's rows since the start) comes from the
-// source i that maximizes w_i (k + 1) - drawn_i(k) (drawn_i: the rows source i gave so far;
-// ties go to the first source from seed mod n on): a pure function of (weights, seed, k),
-// computed as the rows go with no index. Its deficit stays within (-1, n - 1): after every k,
-// |drawn_i - w_i k| < n - 1 (the test checks the tighter figure it measures).
+// The mixture (pipeline/mixture.h's rule, the one sample mixtures follow too). Row k of every
+// rank (k counts this rank's rows since the start) comes from the source i that maximizes
+// w_i (k + 1) - drawn_i(k) (drawn_i: the rows source i gave so far; ties go to the first source
+// from seed mod n on): a pure function of (weights, seed, k), computed as the rows go with no
+// index. Its deficit stays within (-1, n - 1): after every k, |drawn_i - w_i k| < n - 1 (the test
+// checks the tighter figure it measures).
 //
 // A batch (LoadedBatch::views(), in host memory or on the GPU as the loader's device says):
 //   tokens        [B, L + 1]  int64 or int32 (the dtype option); a row's tokens past its length
@@ -55,6 +56,7 @@
 #include "pipeline/host_buffer.h"
 #include "pipeline/loader.h"
 #include "pipeline/loader_device.h"
+#include "pipeline/mixture.h"
 #include "pipeline/sequence_plan.h"
 
 namespace rf {
@@ -76,13 +78,6 @@ struct SequenceState {
   std::vector<SequenceSourceState> sources;
   bool operator==(const SequenceState&) const = default;
 };
-
-// The mixture's source of row k given the draws so far (the rule above). `weights` sum to 1.
-size_t MixtureSource(const std::vector<double>& weights, uint64_t seed, uint64_t k,
-                     const std::vector<uint64_t>& drawn);
-// Weights as given -> normalized; Usage error for none, one negative, NaN or infinite, or all 0,
-// or a count other than `sources`.
-Result<std::vector<double>> NormalizeWeights(const std::vector<float>& weights, size_t sources);
 
 class SequenceLoader {
  public:

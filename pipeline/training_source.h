@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/order_settings.h"
 #include "pipeline/batch_source.h"
 
 namespace rf {
@@ -32,6 +33,9 @@ class TrainingSource : public BatchSource {
   virtual double reader_held_seconds() const { return 0; }
   // One line for the start of a run: the mode and its memory.
   virtual std::string Describe() const = 0;
+  // A mixture of datasets (pipeline/mixed_source.h): where its stream stands after the last
+  // batch handed out, for a checkpoint; null for one dataset.
+  virtual const MixtureState* mixture_state() const { return nullptr; }
 };
 
 }  // namespace rf

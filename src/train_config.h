@@ -101,6 +101,9 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 //   another world size            the samples the checkpoint's ranks had not trained in that
 //                                 epoch are shared by this run's ranks, each exactly once
 //                                 (pipeline/window_order.h's stretches); *position = 0.
+// A mixture's checkpoint (--weights) continues the mixture's epoch so, and each dataset's own
+// epoch by the same rule (config->pipeline.mixture: pipeline/mixture.h's ContinueMixture); the
+// datasets and weights are the caller's to compare with the run's.
 Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position);
 
 // The loaders the engine opens (src/train_engine.h), from the config. The training split's: the

@@ -24,7 +24,11 @@ Status TrainEngine::MakeSources(const TrainConfig& c, const EngineInputs& in, De
     lo.stream = stream;
     return lo;
   };
-  RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, on_device(TrainLoaderOptions(c))));
+  if (in.mixture.empty()) {
+    RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, on_device(TrainLoaderOptions(c))));
+  } else {
+    RF_ASSIGN_OR_RETURN(loader_, Loader::Create(in.mixture, on_device(TrainLoaderOptions(c))));
+  }
   if (in.test != nullptr) {
     RF_ASSIGN_OR_RETURN(test_loader_, Loader::Create(*in.test, on_device(TestLoaderOptions(c))));
     test_ = &test_loader_->source();

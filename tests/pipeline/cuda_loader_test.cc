@@ -129,6 +129,29 @@ TEST_F(CudaLoader, EqualsTheHostLoaderBitForBitInEveryOutput) {
   ExpectSame(Epochs(host, stream_.get()), Epochs(gpu, stream_.get()));
 }
 
+// A mixture of two datasets (pipeline/mixed_source.h): its batch gathered on the GPU from both
+// datasets' staging areas in one kernel, decoded (with the mixture's statistics) and augmented
+// (keyed by each sample's dataset epoch and index), gives the host loader's bits.
+TEST_F(CudaLoader, AMixtureEqualsTheHostLoaderBitForBit) {
+  testing::PositionalDatasetOptions po;
+  po.channels = 3;
+  po.height = 6;
+  po.width = 5;
+  po.chunk_bytes = 4096;
+  po.first_sample = 1500;
+  const std::string other = testing::WritePositionalDataset(dir_.File("e.rfd"), 700, po);
+  for (const char* augment : {"none", "crop:2,flip,erase:0.5"}) {
+    SCOPED_TRACE(augment);
+    LoaderOptions host = Options(path_ + "," + other, DeviceKind::kCpu),
+                  gpu = Options(path_ + "," + other, DeviceKind::kCuda);
+    host.pipeline.weights = gpu.pipeline.weights = {0.6f, 0.4f};
+    host.output.augment = gpu.output.augment = augment;
+    const std::vector<HostCopy> want = Epochs(host, stream_.get());
+    ASSERT_EQ(want.size(), 2u * (1500 + 700) / 40);  // two mixture epochs of 2200 samples
+    ExpectSame(want, Epochs(gpu, stream_.get()));
+  }
+}
+
 TEST_F(CudaLoader, ManagedModeGivesTheStreamingBatches) {
   LoaderOptions streaming = Options(path_, DeviceKind::kCuda), managed = streaming;
   managed.pipeline.mode = PipelineMode::kManaged;
