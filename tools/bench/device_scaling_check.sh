@@ -61,8 +61,10 @@ if [[ " $parts " == *" buckets "* ]]; then
     local label=$1 ranks=$2 batch=$3 buckets=$4
     local cmd=("$pkg/bin/ringfeed" train --data "$data" --epochs "${EPOCHS:-2}" --io buffered
                --batch-size "$batch" --reduce-buckets "$buckets" --metrics "$logs/$label.jsonl")
+    local extra=()
+    [ -n "${NCCL_MAX_CTAS:-}" ] && extra=(-x NCCL_MAX_CTAS)
     [ "$ranks" -gt 0 ] && cmd=(mpirun --oversubscribe --bind-to none -np "$ranks" "${pass[@]}"
-                               -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE "${cmd[@]}")
+                               -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE "${extra[@]}" "${cmd[@]}")
     "${cmd[@]}" >"$logs/$label.log" 2>&1
     local rc=$?
     local rate
@@ -71,25 +73,50 @@ if [[ " $parts " == *" buckets "* ]]; then
     [ $rc = 0 ] || tail -5 "$logs/$label.log"
   }
   export NCCL_P2P_DISABLE=0 NCCL_SHM_DISABLE=0
-  for r in $(seq 1 "$rounds"); do
+  for r in $(seq 1 "${BUCKET_ROUNDS:-$rounds}"); do
     for b in 256 128; do
       train "alone-b$b-r$r" 0 "$b" 1
-      train "mpi2-b$b-buckets1-r$r" 2 "$b" 1
-      train "mpi2-b$b-auto-r$r" 2 "$b" auto
-      train "mpi2-b$b-buckets5-r$r" 2 "$b" 5
+      for k in ${BUCKETS:-1 auto 5}; do
+        train "mpi2-b$b-buckets$k-r$r" 2 "$b" "$k"
+      done
+      # NCCL's CTAs a collective may take (NCCL_MAX_CTAS): fewer leave more SMs to the backward
+      # pass the buckets overlap.
+      for c in ${CTAS:-}; do
+        NCCL_MAX_CTAS=$c train "mpi2-b$b-bucketsauto-ctas$c-r$r" 2 "$b" auto
+      done
     done
     if [ "$r" -le 2 ]; then
       NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 train "sockets-b256-buckets1-r$r" 2 256 1
-      NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 train "sockets-b256-auto-r$r" 2 256 auto
+      NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 train "sockets-b256-bucketsauto-r$r" 2 256 auto
     fi
   done
 fi
 
-if [[ " $parts " == *" handoff "* ]]; then
-  echo "== hand-off into PyTorch"
-  site=$work/site
+for t in ${TESTS:-}; do
+  if "$pkg/tests/$t" >"$logs/$t.log" 2>&1; then
+    echo "$t: ok, $(grep -Eo '[0-9]+ tests? from [0-9]+ test suites? ran' "$logs/$t.log" | head -1), $(grep -c '^\[  SKIPPED \]' "$logs/$t.log") skipped lines"
+  else
+    echo "$t: FAILED"; grep -E -B2 -A10 '(Failure|FAILED)' "$logs/$t.log" | head -40
+  fi
+done
+
+site=$work/site
+if [[ " $parts " == *" handoff "* || " $parts " == *" pytest "* ]]; then
   SITE=$site BUILD_ONLY=1 RINGFEED_DATA=$work "$here/device_python_check.sh" "$pkg" "$out/pybuild" \
     >"$logs/pybuild.log" 2>&1 || { echo "extension build failed"; tail -20 "$logs/pybuild.log"; }
+fi
+if [[ " $parts " == *" pytest "* ]]; then
+  echo "== the Python tests on the GPU machine (python/tests, GPU cases included)"
+  pytest_path=""
+  python3 -c "import pytest" 2>/dev/null || pytest_path=$pkg/pytest
+  (cd python/tests && PYTHONPATH=$site${pytest_path:+:$pytest_path} \
+    RINGFEED_CONVERT=$pkg/bin/ringfeed-convert timeout 300 python3 -m pytest -q -p no:cacheprovider . \
+    >"$logs/pytest.log" 2>&1)
+  echo "pytest exit $?: $(tail -1 "$logs/pytest.log")"; grep -E '^(FAILED|ERROR)' "$logs/pytest.log" | head
+fi
+
+if [[ " $parts " == *" handoff "* ]]; then
+  echo "== hand-off into PyTorch"
   export PYTHONPATH=$site
   python3 "$here/handoff_profile.py" --data "$data" --io buffered --rounds "$rounds" \
     --profile 20 --trace-dir "$logs/traces" --json "$logs/handoff-1gpu.json" \

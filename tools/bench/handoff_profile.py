@@ -58,6 +58,9 @@ def main():
     p.add_argument("--profile", type=int, default=0)
     p.add_argument("--trace-dir", default="")
     p.add_argument("--json", default="")
+    p.add_argument("--pin", action="store_true",
+                   help="the loader's threads on cores other than the training thread's and "
+                        "its SMT sibling, the training thread on one core of its own")
     args = p.parse_args()
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -83,9 +86,37 @@ def main():
         opt.step()
 
     kw = {"io": args.io} if args.io else {}
+    main_cpus = None
+    if args.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        mine = cpus[2 * (local + 1)]
+        sib = open(f"/sys/devices/system/cpu/cpu{mine}/topology/thread_siblings_list").read()
+        main_cpus = {mine}
+        avoid = set()
+        for part in sib.strip().split(","):
+            lo, _, hi = part.partition("-")
+            avoid.update(range(int(lo), int(hi or lo) + 1))
+        os.sched_setaffinity(0, set(cpus) - avoid)  # the loader's threads inherit this
     loader = ringfeed.Loader(args.data, args.batch_size, device="cuda", dtype="bfloat16",
                              layout="NHWC", normalize=True, drop_last=True, **kw)
     batches = iter(())
+    if main_cpus is not None:
+        # the loader's threads start with its first batch: take it before pinning this thread
+        next(iter(loader))
+        os.sched_setaffinity(0, main_cpus)
+        if rank == 0:
+            print(f"pinned: training thread on {sorted(main_cpus)}", flush=True)
+
+    def thread_cpu():
+        out = {}
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                f = open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+                name = open(f"/proc/self/task/{tid}/comm").read().strip()
+                out[f"{name}:{tid}"] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+            except OSError:
+                pass
+        return out
 
     def take():
         nonlocal batches
@@ -127,10 +158,14 @@ def main():
             if world > 1:
                 torch.distributed.barrier()
             host_take, host_step = [], []
+            cpu0 = thread_cpu()
             t0 = time.perf_counter()
             run(phase, args.steps, host_take, host_step)
             torch.cuda.synchronize()
             secs = time.perf_counter() - t0
+            cpu1 = thread_cpu()
+            busy = {k: round((cpu1[k] - cpu0.get(k, 0)) / secs, 3) for k in cpu1
+                    if cpu1[k] - cpu0.get(k, 0) > 0.02 * secs}
             res = {"samples_per_s": round(args.steps * args.batch_size * world / secs, 1),
                    "ms_per_step": round(secs / args.steps * 1e3, 4)}
             if phase != "alone":
@@ -139,6 +174,7 @@ def main():
             if phase != "take_only":
                 res["step_host_us_median"] = round(statistics.median(host_step) / 1e3, 1)
                 res["step_host_us_p99"] = round(pct(host_step, 0.99) / 1e3, 1)
+            res["thread_cpu_share"] = busy
             results[phase].append(res)
             if rank == 0:
                 print(f"[round {r}] {phase} (world {world}): {json.dumps(res)}", flush=True)
