@@ -247,13 +247,14 @@ Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
   return AwaitWindow(0);
 }
 
-Result<Batch> StreamingSource::Next() {
+Result<uint32_t> StreamingSource::TakeBatch(bool indices) {
   if (!failure_.ok()) return failure_;
-  // The batch handed out last has been queued by now: windows it finished can be reused.
+  // The batch handed out last has been queued (or read, in place) by now: windows it finished can
+  // be reused.
   RF_RETURN_IF_ERROR(RetirePending());
   batch_samples_.clear();
   const uint32_t n = BatchSizeAt(position_, options_.order.batch_size, epoch_samples());
-  if (n == 0) return Batch{};
+  if (n == 0) return 0u;
   const uint64_t slot_bytes = staging_->layout().slot_bytes;
   // Records of any size: each chunk's record table, read where the host staging holds it.
   const uint8_t* records = staging_->layout().records ? staging_->host_area() : nullptr;
@@ -266,12 +267,30 @@ Result<Batch> StreamingSource::Next() {
     const uint64_t base = window_slots_[s.chunk_in_window] * slot_bytes;
     refs_[i] = records ? RecordRefTo(dataset_, s.chunk, base, records + base, s.sample)
                        : RefTo(dataset_, s.chunk, base, s.sample);
-    batch_samples_.push_back(order_.GlobalSample(s.chunk, s.sample));
+    if (indices) batch_samples_.push_back(order_.GlobalSample(s.chunk, s.sample));
   }
   position_ += n;
+  return n;
+}
+
+Result<Batch> StreamingSource::Next() {
+  RF_ASSIGN_OR_RETURN(const uint32_t n, TakeBatch(true));
+  if (n == 0) return Batch{};
   RF_ASSIGN_OR_RETURN(Batch b, staging_->Gather(refs_.data(), batch_samples_.data(), n));
   b.epoch = epoch_;
   return b;
+}
+
+Result<uint32_t> StreamingSource::NextInPlace(std::vector<HostSpan>* out) {
+  const uint8_t* area = staging_->host_area();
+  if (area == nullptr)
+    return Status::Unsupported("the staging area is on a device: its samples are not in place");
+  RF_ASSIGN_OR_RETURN(const uint32_t n, TakeBatch(false));
+  const StagingLayout& l = staging_->layout();
+  out->resize(n);
+  for (uint32_t i = 0; i < n; ++i)
+    (*out)[i] = {area + refs_[i].sample_offset, l.records ? refs_[i].record_bytes : l.sample_bytes};
+  return n;
 }
 
 }  // namespace rf

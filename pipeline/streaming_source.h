@@ -99,6 +99,9 @@ class StreamingSource final : public TrainingSource {
   // epoch's samples.
   Status StartEpoch(uint64_t epoch, uint64_t position) override;
   Result<Batch> Next() override;
+  // Host staging only (the records' and the host device's): the batch's samples in the staging
+  // area, as Next() would gather them. batch_samples() is not kept by it.
+  Result<uint32_t> NextInPlace(std::vector<HostSpan>* out) override;
   uint64_t position() const override { return position_; }
 
   const std::vector<uint64_t>& batch_samples() const override { return batch_samples_; }
@@ -124,6 +127,9 @@ class StreamingSource final : public TrainingSource {
   // The plan position of a chunk of a window of the cursor's epoch.
   uint64_t SeqOf(uint64_t window, uint32_t chunk_in_window) const;
   uint64_t EpochSamplesOf(uint64_t epoch) const;
+  // The next batch's samples into refs_ (and their global indices into batch_samples_ where
+  // `indices`); their count, 0 at the epoch's end.
+  Result<uint32_t> TakeBatch(bool indices);
 
   const Dataset& dataset_;
   StreamingOptions options_;
