@@ -65,7 +65,7 @@ if [ -x "$pkg/bin/ringfeed-bench-pack" ]; then
   echo "== the packing alone, corpus in the page cache (ringfeed-bench-pack)"
   corpus=/var/tmp/ringfeed-tokens/pack.rfd
   mkdir -p "$(dirname "$corpus")"
-  [ -e "$corpus" ] || "$pkg/bin/ringfeed-bench-pack" --make "$corpus" --tokens 1000000000 \
+  [ -e "$corpus" ] || "$pkg/bin/ringfeed-bench-pack" --make "$corpus" --tokens 500000000 \
     --compress lz4 --rounds 0 >"$out/logs/pack_make.log" 2>&1
   for b in 16 64; do
     "$pkg/bin/ringfeed-bench-pack" --data "$corpus" --device cuda --batch "$b" --rounds 2 \
