@@ -8,7 +8,7 @@
 # rate per busy second on this host, no Python in the loop), then tools/bench/tokens_bench.py
 # (start-up cold on 1e6, 1e9 tokens and >= 10 GB; tokens delivered cold against the disk x the
 # codec ratio at batches of 16 and 64 rows, nanoGPT's memmap loader and a Megatron-style loader,
-# in the same call).
+# in the same call), and the first batch's timeline on the start-up corpora.
 # Usage: tools/bench/device_tokens_check.sh PKG_DIR TOKENS_RFD OUT_DIR
 # (the package: tools/bench/package_device.sh BUILD OUT.tar.xz pipeline_sequence_loader_test
 #  pipeline_cuda_sequence_loader_test, from a build with RINGFEED_STATIC_DEPS=ON; PACK_ARGS and
@@ -76,3 +76,12 @@ fi
 echo "== tokens_bench"
 python3 tools/bench/tokens_bench.py --source "$source_rfd" --work /var/tmp/ringfeed-tokens \
   --json "$out/tokens.json" ${TOKENS_ARGS:-} 2>&1 | tee "$out/logs/tokens_bench.log"
+if [ -x "$pkg/bin/ringfeed-bench-pack" ]; then
+  # Where a first batch's time goes (reads, checksums, decompression, copies, the wait), cold, on
+  # the start-up corpora tokens_bench made: logs/first-CORPUS-K.json, Chrome traces.
+  echo "== the first batch's timeline, cold (ringfeed-bench-pack --first-batch)"
+  for c in c1e6 c1e9; do
+    "$pkg/bin/ringfeed-bench-pack" --data "/var/tmp/ringfeed-tokens/$c.rfd" --device cuda \
+      --first-batch 3 --rounds 0 --trace "$out/logs/first-$c" 2>&1 | sed "s/^/$c /"
+  done
+fi
