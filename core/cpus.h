@@ -4,6 +4,8 @@
 
 #include <sched.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <thread>
 
 namespace rf {
@@ -17,6 +19,19 @@ inline unsigned AvailableCpus() {
   }
   const unsigned n = std::thread::hardware_concurrency();
   return n > 0 ? n : 1;
+}
+
+// The ranks sharing this machine (OMPI_COMM_WORLD_LOCAL_SIZE or torchrun's LOCAL_WORLD_SIZE),
+// 1 where neither is set: a rank's thread pools take their share of AvailableCpus().
+inline uint32_t LocalRanks() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) continue;
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(v, &end, 10);
+    if (end != v && *end == '\0' && n >= 1 && n <= 4096) return static_cast<uint32_t>(n);
+  }
+  return 1;
 }
 
 }  // namespace rf

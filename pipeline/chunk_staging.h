@@ -32,6 +32,7 @@
 #include "io/dataset.h"
 #include "pipeline/batch_source.h"
 #include "pipeline/host_buffer.h"
+#include "pipeline/work_pool.h"
 
 namespace rf {
 
@@ -110,11 +111,19 @@ class ChunkStaging {
   virtual const uint8_t* host_area() const { return nullptr; }
 };
 
-// Host memory: the CPU backend's staging. CopyIn copies at once and releases; Gather copies the
-// batch's samples and labels into one batch buffer.
+// Host memory: the CPU backend's staging, and records'. CopyIn copies at once, split over
+// `copy_threads` (the copy thread and helpers: the chunks of a window that came in together are
+// copied each in a fraction of the time, so a first window waits for the slowest chunk's read,
+// not for its chunks' copies one after another), and releases; Gather copies the batch's samples
+// and labels into one batch buffer.
 class HostChunkStaging final : public ChunkStaging {
  public:
-  static Result<std::unique_ptr<HostChunkStaging>> Create(const StagingLayout& layout);
+  static Result<std::unique_ptr<HostChunkStaging>> Create(
+      const StagingLayout& layout, uint32_t copy_threads = DefaultHostCopyThreads());
+  ~HostChunkStaging() override;
+  // A quarter of the cores this process may use, shared with the other ranks on the machine, 1
+  // to 4.
+  static uint32_t DefaultHostCopyThreads();
 
   const StagingLayout& layout() const override { return layout_; }
   Status CopyIn(uint32_t slot, const uint8_t* src, size_t bytes, ReleaseFn release,
@@ -131,6 +140,7 @@ class HostChunkStaging final : public ChunkStaging {
   HostChunkStaging() = default;
   StagingLayout layout_;
   HostBuffer area_;
+  std::unique_ptr<WorkPool> copiers_;
   std::unique_ptr<uint8_t[]> samples_, labels_;
   // Records of any size: the batch's records (grown to the largest batch yet) and offsets.
   std::vector<uint8_t> values_;

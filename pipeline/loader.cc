@@ -209,6 +209,10 @@ Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOp
     RF_ASSIGN_OR_RETURN(source_, device_->Managed(dataset, options.pipeline));
   } else {
     StreamingOptions so = StreamingOptionsFor(options.pipeline, options.epochs);
+    // A ring whose chunks are copied to host staging (the host's, or records') is never read by
+    // a GPU's copy engine: pinning it would only make the loader's start pay for it
+    // (cudaHostRegister of ring_slots x the largest chunk, faulted in first).
+    if (records_ || gpu_device_ < 0) so.pin = PinMode::kOff;
     // Records are gathered in host memory whatever the device (pipeline/chunk_staging.h), then
     // copied to it batch by batch: they are compact, and their sizes are known on the host.
     StagingFactory staging = device_->Staging(options.pipeline);

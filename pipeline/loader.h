@@ -90,6 +90,13 @@ struct SequenceOptions {
   int64_t eod_token = -1;  // appended after each document; -1: none
   int64_t pad_token = 0;   // fills a row past its length
   bool pad = false;        // packing "pad": one document a row (else "concat")
+  // Threads that copy a batch's tokens (the loader's worker and helpers); 0: DefaultPackThreads()
+  // (pipeline/sequence_loader.h).
+  uint32_t pack_threads = 0;
+  // Tests and benchmarks, no option: on the host too, pack the ids narrow and widen them in a
+  // second pass (WidenSequencesOnHost, what a GPU's kernel does), so that the GPU's way of packing
+  // runs, and is checked against the host's, on a machine without a GPU.
+  bool pack_narrow = false;
 };
 
 struct LoaderOptions {

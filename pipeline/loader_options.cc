@@ -86,6 +86,14 @@ OptionTable<LoaderOptions> MakeTable() {
       .For(kLoaderApi)
       .Help("packed sequences: the id a row holds past its length");
   t.Field(
+       "pack_threads", OptionType::kCount, [](auto& o) -> auto& { return o.sequence.pack_threads; })
+      .Range(0, kMaxPackThreads)
+      .For(kLoaderApi)
+      .Help(
+          "packed sequences: threads that copy a batch's tokens into place (the loader's worker "
+          "and its helpers, which take part in batches large enough to pay for them); 0: a "
+          "quarter of the cores shared by the ranks on the machine, 1 to 4");
+  t.Field(
        "prefetch", OptionType::kCount, [](auto& o) -> auto& { return o.output_buffers; })
       .Range(1, kMaxOutputBuffers)
       .For(kLoaderApi)

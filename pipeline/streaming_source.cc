@@ -285,10 +285,27 @@ Status StreamingSource::TakeRefs(uint32_t n, SampleRef* refs, uint64_t* indices)
     const uint64_t base = window_slots_[s.chunk_in_window] * slot_bytes;
     refs[i] = records ? RecordRefTo(dataset_, s.chunk, base, records + base, s.sample)
                       : RefTo(dataset_, s.chunk, base, s.sample);
-    indices[i] = order_.GlobalSample(s.chunk, s.sample);
+    if (indices != nullptr) indices[i] = order_.GlobalSample(s.chunk, s.sample);
   }
   position_ += n;
   return Status::Ok();
+}
+
+Result<uint32_t> StreamingSource::NextInPlace(std::vector<HostSpan>* out) {
+  const uint8_t* area = staging_->host_area();
+  if (area == nullptr)
+    return Status::Unsupported("the staging area is on a device: its samples are not in place");
+  if (!failure_.ok()) return failure_;
+  // The batch read in place last is done with by now: windows it finished can be reused.
+  RF_RETURN_IF_ERROR(RetirePending());
+  batch_samples_.clear();  // no indices: the packing reads only the ids
+  const uint32_t n = BatchSizeAt(position_, options_.order.batch_size, epoch_samples());
+  RF_RETURN_IF_ERROR(TakeRefs(n, refs_.data(), nullptr));
+  const StagingLayout& l = staging_->layout();
+  out->resize(n);
+  for (uint32_t i = 0; i < n; ++i)
+    (*out)[i] = {area + refs_[i].sample_offset, l.records ? refs_[i].record_bytes : l.sample_bytes};
+  return n;
 }
 
 }  // namespace rf

@@ -99,6 +99,9 @@ class StreamingSource final : public TrainingSource {
   // epoch's samples.
   Status StartEpoch(uint64_t epoch, uint64_t position) override;
   Result<Batch> Next() override;
+  // Host staging only (the records' and the host device's): the batch's samples in the staging
+  // area, as Next() would gather them. batch_samples() is not kept by it.
+  Result<uint32_t> NextInPlace(std::vector<HostSpan>* out) override;
   uint64_t position() const override { return position_; }
 
   // A mixture's part of a batch (pipeline/mixed_source.h): up to `max` (at most the batch size)
@@ -131,7 +134,8 @@ class StreamingSource final : public TrainingSource {
   // ones batches are gathered from (the cursor is already in it or enters it here).
   Status AwaitWindow(uint64_t w);
   Status RetirePending();
-  // The epoch's next n samples (n at most what is left of it) as refs and global indices.
+  // The epoch's next n samples (n at most what is left of it) as refs and global indices
+  // (indices null: none).
   Status TakeRefs(uint32_t n, SampleRef* refs, uint64_t* indices);
   // The plan position of a chunk of a window of the cursor's epoch.
   uint64_t SeqOf(uint64_t window, uint32_t chunk_in_window) const;
