@@ -1,5 +1,5 @@
-// The CPUs this process may run on, and the ranks that share the machine: for sizing thread
-// pools.
+// The CPUs this process may run on: its affinity mask's count (what a launcher that binds ranks
+// leaves it), else the machine's, at least 1. For sizing thread pools.
 #pragma once
 
 #include <sched.h>
@@ -10,8 +10,6 @@
 
 namespace rf {
 
-// Its affinity mask's count (what a launcher that binds ranks leaves it), else the machine's, at
-// least 1.
 inline unsigned AvailableCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -23,8 +21,8 @@ inline unsigned AvailableCpus() {
   return n > 0 ? n : 1;
 }
 
-// The ranks sharing this machine, as the launcher says ($OMPI_COMM_WORLD_LOCAL_SIZE under
-// mpirun, $LOCAL_WORLD_SIZE under torchrun); 1 where neither is set or sensible.
+// The ranks sharing this machine (OMPI_COMM_WORLD_LOCAL_SIZE or torchrun's LOCAL_WORLD_SIZE),
+// 1 where neither is set: a rank's thread pools take their share of AvailableCpus().
 inline uint32_t LocalRanks() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"}) {
     const char* v = std::getenv(name);

@@ -6,7 +6,8 @@
 // (src/train_config.h's ApplyCheckpoint). It is copied whole, never field by field.
 //
 // ResumedEpoch is the resume record: an epoch begun by earlier runs at other world sizes, as the
-// order continues it and as the checkpoint stores it.
+// order continues it and as the checkpoint stores it. MixtureState is a weighted mixture of
+// datasets' (pipeline/mixture.h): where its stream and each dataset's epoch stand.
 //
 // It lives in core/ because pipeline/ (the order) and model/ (the checkpoint) both use it and never
 // include each other.
@@ -27,6 +28,7 @@ enum class ShuffleMode { kWindow, kNone };
 struct EpochStretch {
   uint32_t world_size = 1;  // >= 1
   uint64_t position = 0;
+  bool operator==(const EpochStretch&) const = default;
 };
 
 // Epoch `epoch` was begun by earlier runs at other world sizes, `stretches` of it, oldest first:
@@ -35,6 +37,25 @@ struct EpochStretch {
 struct ResumedEpoch {
   uint64_t epoch = 0;
   std::vector<EpochStretch> stretches = {};
+};
+
+// Where a weighted mixture of datasets stands (pipeline/mixture.h states the mixture): the steps
+// each rank has taken since the start (every rank takes one sample a step, all from the same
+// dataset), how many of them each dataset gave, and where each dataset's own epoch stands. The
+// same on every rank; a checkpoint records it (model/checkpoint.h) and a state dict (Python).
+struct MixtureSourceState {
+  uint64_t epoch = 0;     // the dataset's own epoch
+  uint64_t position = 0;  // samples of it each rank took, in the rank's order of that epoch
+  // The stretches of `epoch` that runs at other world sizes trained before the one `position`
+  // counts in (ResumedEpoch's, oldest first); none for an ordinary epoch.
+  std::vector<EpochStretch> stretches = {};
+  bool operator==(const MixtureSourceState&) const = default;
+};
+struct MixtureState {
+  uint64_t steps = 0;                // k: samples each rank took since the start
+  std::vector<uint64_t> drawn = {};  // per dataset: the steps it gave (they sum to steps)
+  std::vector<MixtureSourceState> sources = {};  // per dataset; none: the mixture's start
+  bool operator==(const MixtureState&) const = default;
 };
 
 struct OrderSettings {

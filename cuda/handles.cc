@@ -7,9 +7,11 @@
 
 namespace rf::cuda {
 
-Result<CudaStream> CreateStream() {
+Result<CudaStream> CreateStream(bool highest_priority) {
+  int least = 0, greatest = 0;
+  if (highest_priority) RF_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   cudaStream_t s = nullptr;
-  RF_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  RF_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
   return CudaStream(s);
 }
 

@@ -67,8 +67,10 @@ using CudaEvent = UniqueHandle<cudaEvent_t, EventDestroy>;
 using CudaGraph = UniqueHandle<cudaGraph_t, GraphDestroy>;
 using CudaGraphExec = UniqueHandle<cudaGraphExec_t, GraphExecDestroy>;
 
-// A non-blocking stream (it does not wait for the legacy default stream).
-Result<CudaStream> CreateStream();
+// A non-blocking stream (it does not wait for the legacy default stream). highest_priority: the
+// device's greatest stream priority (its kernels are scheduled before those of lower-priority
+// streams that wait for SMs: a collective overlapping compute).
+Result<CudaStream> CreateStream(bool highest_priority = false);
 // timing: whether cudaEventElapsedTime may use it (events without timing are cheaper).
 Result<CudaEvent> CreateEvent(bool timing);
 // Ends the capture begun on `stream` with cudaStreamBeginCapture (always, so the stream leaves

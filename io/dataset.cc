@@ -359,11 +359,15 @@ bool IsDatasetFile(const std::string& path) {
 }
 
 Status CheckSameRecords(const format::Header& a, const std::string& a_path, const format::Header& b,
-                        const std::string& b_path) {
+                        const std::string& b_path, RecordsUse use) {
   auto differ = [&](std::string_view field, std::string_view in_a, std::string_view in_b) {
     std::string what = "holds other records than " + a_path + ": ";
     what.append(field).append(" ").append(in_b).append(", not ").append(in_a);
-    what += " (the datasets of a directory are read as one, so they must hold the same records)";
+    what += use == RecordsUse::kDirectory
+                ? " (the datasets of a directory are read as one, so they must hold the same "
+                  "records)"
+                : " (the datasets of a mixture are drawn into the same batches, so they must "
+                  "hold the same records)";
     return std::move(Status::InvalidArgument(what).WithPath(b_path));
   };
   auto labels = [](const format::Header& h) {
@@ -385,7 +389,7 @@ Status CheckSameRecords(const format::Header& a, const std::string& a_path, cons
   }
   // Where the records came from: a tool writing them back (export --format megatron) reads
   // the first part's origin for all of them.
-  if (a.origin != b.origin) {
+  if (use == RecordsUse::kDirectory && a.origin != b.origin) {
     return differ("origin", a.origin.empty() ? "(none)" : a.origin,
                   b.origin.empty() ? "(none)" : b.origin);
   }

@@ -175,9 +175,12 @@ bool IsDatasetFile(const std::string& path);
 // InvalidArgument naming b_path, a_path and the first field that differs, with both values.
 // What describes a record is compared here and only here: a header field that describes records
 // belongs in it. (Counts, ids, statistics, version and codec may differ among a directory's
-// parts.)
+// parts.) `use` says why they must agree, in the message: the parts of a directory (read as one,
+// where their origin must agree too: a tool writing them back reads the first's), or the datasets
+// of a mixture (drawn into the same batches: pipeline/mixture.h; their origins may differ).
+enum class RecordsUse { kDirectory, kMixture };
 Status CheckSameRecords(const format::Header& a, const std::string& a_path, const format::Header& b,
-                        const std::string& b_path);
+                        const std::string& b_path, RecordsUse use = RecordsUse::kDirectory);
 
 // The per-channel mean and std of the samples of several datasets together, from each one's
 // sample count, mean and std (population statistics, as the writer computes them), exactly:

@@ -81,11 +81,14 @@ CudaBackend::CudaBackend(const ModelConfig& config, const Normalization& norm, u
     padded_count_ += (s.count() + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
   }
   host_stage_.assign(padded_count_, 0.f);
+  buckets_ = PlanReduceBuckets(config_, offsets_, padded_count_, options_.reduce_buckets);
 }
 
 CudaBackend::~CudaBackend() {
-  // Queued kernels may still use the buffers freed below.
+  // Queued kernels may still use the buffers freed below (a failed step may have left reductions
+  // that the compute stream never joined).
   if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+  if (reduce_stream_) (void)cudaStreamSynchronize(reduce_stream_.get());
 }
 
 Status CudaBackend::Init(const Tensors& initial_params) {
@@ -415,6 +418,15 @@ Status CudaBackend::SetGradientReducer(GradientReducer* reducer) {
     graph_ = cuda::CudaGraphExec();
   }
   reducer_ = reducer;
+  if (Bucketed() && !reduce_stream_) {
+    RF_CUDA_CHECK(cudaSetDevice(options_.device));
+    RF_ASSIGN_OR_RETURN(reduce_stream_, cuda::CreateStream(/*highest_priority=*/true));
+    for (size_t k = 0; k < buckets_.size(); ++k) {
+      RF_ASSIGN_OR_RETURN(cuda::CudaEvent e, cuda::CreateEvent(/*timing=*/false));
+      bucket_ready_.push_back(std::move(e));
+    }
+    RF_ASSIGN_OR_RETURN(reduced_, cuda::CreateEvent(/*timing=*/false));
+  }
   return Status::Ok();
 }
 

@@ -46,6 +46,7 @@
 #include "kernels/cuda_done_clock.h"
 #include "kernels/cuda_kernels.cuh"
 #include "kernels/dnn_handles.h"
+#include "kernels/reduce_buckets.h"
 
 namespace rf {
 
@@ -70,6 +71,14 @@ struct CudaBackendOptions {
   size_t workspace_limit = size_t{256} << 20;
   // The compute stream; null: the backend creates and owns one (non-blocking).
   cudaStream_t stream = nullptr;
+  // Data-parallel steps (a GradientReducer set): how the gradient's mean over the ranks is
+  // queued. 1: one reduction of the whole flat gradient after the backward pass, on the compute
+  // stream. N > 1: at most N buckets (kernels/reduce_buckets.h), each reduced on the backend's
+  // reduce stream (highest priority) as soon as the backward pass has written its layers'
+  // gradients, while the backward pass goes on; the compute stream waits for the last bucket
+  // before the finite check. 0: auto (kernels/reduce_buckets.h). The CUDA graph captures the
+  // buckets' reductions with the rest (a fork to the reduce stream and a join back, by events).
+  uint32_t reduce_buckets = 0;
 };
 
 class CudaBackend final : public Backend {
@@ -114,6 +123,9 @@ class CudaBackend final : public Backend {
   uint64_t graph_replays() const { return graph_replays_; }
   // The device, the math and the algorithm chosen for each conv block, one line each.
   std::string Describe() const;
+  // The gradient's reduce buckets (reduce_buckets 1: one); a data-parallel step reduces in
+  // these.
+  const std::vector<ReduceBucket>& reduce_buckets() const { return buckets_; }
 
  private:
   // What lives on the device beside the tensors: statistics and the bad-label records.
@@ -158,7 +170,16 @@ class CudaBackend final : public Backend {
   // otherwise).
   // `training`: batch norm by the batch's statistics (else by the running ones).
   Status Forward(uint32_t n, cuda::DeviceStats* stats, const float* smoothing, bool training);
-  Status Backward(uint32_t n);
+  // `reduce`: queue each reduce bucket's mean over the ranks as soon as its gradients are written
+  // (bucketed data-parallel steps only; ComputeGradients reduces nothing).
+  Status Backward(uint32_t n, bool reduce);
+  // Backward's hook after backward unit `unit` (kernels/reduce_buckets.h) is written: forks the
+  // buckets that end there to the reduce stream, and after the last joins the compute stream
+  // to it.
+  Status ReduceFinished(size_t unit);
+  // Whether data-parallel steps reduce in buckets on the reduce stream (a reducer and more than
+  // one bucket).
+  bool Bucketed() const { return reducer_ != nullptr && buckets_.size() > 1; }
   // The forward pass's loss and hits into *stats, unless the step is recorded bad (or its loss
   // sum is not finite, which it then records).
   Status CountStep(uint32_t n, cuda::DeviceStats* stats);
@@ -206,6 +227,13 @@ class CudaBackend final : public Backend {
   // Declared first so it is destroyed last: everything below may have work queued on it.
   cuda::CudaStream owned_stream_;
   cudaStream_t stream_ = nullptr;
+  // Bucketed reductions: the stream they run on (created with the first reducer that needs it),
+  // an event a bucket (its gradients written, on stream_) and the join (the last reduction
+  // done, on reduce_stream_).
+  cuda::CudaStream reduce_stream_;
+  std::vector<ReduceBucket> buckets_;
+  std::vector<cuda::CudaEvent> bucket_ready_;
+  cuda::CudaEvent reduced_;
   cuda::CudnnHandle cudnn_;
   cuda::CublasHandle cublas_;
   std::vector<cuda::CudaConvBlock> blocks_;

@@ -150,7 +150,28 @@ Status CudaBackend::FinishGradients(uint32_t n) {
   return CountStep(n, &state()->train);
 }
 
-Status CudaBackend::Backward(uint32_t n) {
+Status CudaBackend::ReduceFinished(size_t unit) {
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    if (buckets_[k].last_unit != unit) continue;
+    // Fork: the reduce stream takes the bucket once the compute stream has written it. The
+    // backward pass goes on writing other units' gradients, never this bucket's ranges.
+    RF_CUDA_CHECK(cudaEventRecord(bucket_ready_[k].get(), stream_));
+    RF_CUDA_CHECK(cudaStreamWaitEvent(reduce_stream_.get(), bucket_ready_[k].get(), 0));
+    for (const GradientRange& r : buckets_[k].ranges) {
+      RF_RETURN_IF_ERROR(
+          reducer_->MeanOverRanks(Grad(0) + r.offset, r.count, reduce_stream_.get()));
+    }
+    if (k + 1 == buckets_.size()) {  // join: the finite check and the update read every bucket
+      RF_CUDA_CHECK(cudaEventRecord(reduced_.get(), reduce_stream_.get()));
+      RF_CUDA_CHECK(cudaStreamWaitEvent(stream_, reduced_.get(), 0));
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::Backward(uint32_t n, bool reduce) {
+  // Backward units (kernels/reduce_buckets.h): 0 fc2, 1 fc1, 2 + j block blocks - 1 - j.
+  auto finished = [&](size_t unit) { return reduce ? ReduceFinished(unit) : Status::Ok(); };
   const float* x = FcInput();
   float* x_grad =
       options_.bf16 ? fc_in_grad_.as<float>() : block_buffers_.back().pooled_grad.as<float>();
@@ -165,6 +186,7 @@ Status CudaBackend::Backward(uint32_t n) {
   // db2[K] = column sums of dlogits[n][K] (a product with ones: deterministic, no atomics)
   RF_CUDA_CHECK(cublasSgemv(cublas_.get(), CUBLAS_OP_N, classes, in, &one, logits_grad_.as<float>(),
                             classes, ones_.as<float>(), 1, &zero, Grad(fc1 + 3), 1));
+  RF_RETURN_IF_ERROR(finished(0));
   // dhidden[n][H] = dlogits[n][K] . W2[K][H], then through fc1's ReLU
   RF_RETURN_IF_ERROR(Gemm(false, false, hidden, in, classes, Param(fc1 + 2), hidden,
                           logits_grad_.as<float>(), classes, hidden_grad_.as<float>(), hidden));
@@ -175,6 +197,7 @@ Status CudaBackend::Backward(uint32_t n) {
                           Grad(fc1), flat));
   RF_CUDA_CHECK(cublasSgemv(cublas_.get(), CUBLAS_OP_N, hidden, in, &one, hidden_grad_.as<float>(),
                             hidden, ones_.as<float>(), 1, &zero, Grad(fc1 + 1), 1));
+  RF_RETURN_IF_ERROR(finished(1));
   // dx[n][F] = dhidden[n][H] . W1[H][F]: the gradient of the last block's pooled output
   RF_RETURN_IF_ERROR(Gemm(false, false, flat, in, hidden, Param(fc1), flat,
                           hidden_grad_.as<float>(), hidden, x_grad, flat));
@@ -194,17 +217,19 @@ Status CudaBackend::Backward(uint32_t n) {
                                                 block_buffers_[b].filter_grad_bf16.data(),
                                                 Grad(2 * b), stream_));
     }
+    RF_RETURN_IF_ERROR(finished(2 + (blocks_.size() - 1 - b)));
   }
   return Status::Ok();
 }
 
 Status CudaBackend::Gradients(uint32_t n) {
   RF_RETURN_IF_ERROR(Forward(n, nullptr, &state()->smoothing_train, /*training=*/true));
-  RF_RETURN_IF_ERROR(Backward(n));
   // Data-parallel: the flat gradient buffer (its gaps are zeros on every rank) becomes the mean
-  // over the ranks on this stream, between the backward pass and the update; the finite check
-  // then looks at the mean, so every rank decides alike.
-  if (reducer_ != nullptr) {
+  // over the ranks before the finite check, which then looks at the mean, so every rank decides
+  // alike: bucket by bucket during the backward pass on the reduce stream, joined back before
+  // the check (Bucketed), or in one reduction on this stream after it.
+  RF_RETURN_IF_ERROR(Backward(n, /*reduce=*/Bucketed()));
+  if (reducer_ != nullptr && !Bucketed()) {
     RF_RETURN_IF_ERROR(reducer_->MeanOverRanks(grads_.as<float>(), padded_count_, stream_));
   }
   return FinishGradients(n);
@@ -285,7 +310,7 @@ Status CudaBackend::ComputeGradients(const Batch& batch, double* mean_loss, Tens
   RF_CUDA_CHECK(cudaMemsetAsync(&state()->scratch, 0, sizeof(cuda::DeviceStats), stream_));
   RF_RETURN_IF_ERROR(Forward(batch.n, &state()->scratch, &state()->smoothing_none,
                              /*training=*/true));
-  RF_RETURN_IF_ERROR(Backward(batch.n));
+  RF_RETURN_IF_ERROR(Backward(batch.n, /*reduce=*/false));
   RF_CUDA_CHECK(cudaMemcpyAsync(&host()->stats, &state()->scratch, sizeof(cuda::DeviceStats),
                                 cudaMemcpyDeviceToHost, stream_));
   RF_CUDA_CHECK(cudaMemcpyAsync(host_stage_.data(), grads_.data(), grads_.bytes(),

@@ -150,6 +150,40 @@ std::string DescribeModel(const ModelConfig& c) {
   return s + ", hidden " + std::to_string(c.hidden) + (c.batch_norm ? ", batch norm" : "");
 }
 
+namespace {
+
+// Version 5: a mixture's datasets and stream (none: a u32 0).
+Status PutMixture(const Checkpoint& c, Encoder& e) {
+  const MixtureState& m = c.mixture;
+  if (c.datasets.size() > kMaxMixtureDatasets || m.sources.size() != c.datasets.size() ||
+      m.drawn.size() != c.datasets.size()) {
+    return Status::InvalidArgument("checkpoint: a mixture of " + std::to_string(c.datasets.size()) +
+                                   " datasets with " + std::to_string(m.sources.size()) +
+                                   " states and " + std::to_string(m.drawn.size()) + " draws");
+  }
+  e.Put<uint32_t>(c.datasets.size());
+  if (c.datasets.empty()) return Status::Ok();
+  e.Put(m.steps);
+  for (size_t i = 0; i < c.datasets.size(); ++i) {
+    const MixtureSourceState& s = m.sources[i];
+    if (s.stretches.size() > kMaxCheckpointStretches) {
+      return Status::InvalidArgument("checkpoint: too many stretches");
+    }
+    e.Put(c.datasets[i].dataset_id);
+    e.Put(c.datasets[i].dataset_samples);
+    e.Put(c.datasets[i].weight);
+    for (uint64_t v : {m.drawn[i], s.epoch, s.position}) e.Put(v);
+    e.Put<uint32_t>(s.stretches.size());
+    for (const EpochStretch& st : s.stretches) {
+      e.Put(st.world_size);
+      e.Put(st.position);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   RF_RETURN_IF_ERROR(c.config.Validate());
   const std::vector<ParamShape> shapes = ParameterShapes(c.config);
@@ -215,6 +249,7 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   e.Put(augment.flip);
   e.Put(augment.erase_threshold);
   e.Put<uint32_t>(m.batch_norm ? 1 : 0);
+  RF_RETURN_IF_ERROR(PutMixture(c, e));
   e.Put<uint32_t>(shapes.size());
   for (const auto& t : c.params.t) e.PutFloats(t);
   for (const auto& t : c.momentum.t) e.PutFloats(t);
@@ -359,6 +394,45 @@ Status ReadBatchNorm(Decoder& d, ModelConfig* m, uint64_t model_at) {
   return Status::Ok();
 }
 
+// Version 5: a mixture's datasets and stream, whose counts size the lists.
+Status ReadMixture(Decoder& d, Checkpoint* c) {
+  const uint64_t mixture_at = d.at();
+  uint32_t datasets = 0;
+  RF_RETURN_IF_ERROR(d.Get(&datasets, "mixture"));
+  if (datasets > kMaxMixtureDatasets) {
+    return d.Error(mixture_at, "a mixture of " + std::to_string(datasets) + " datasets");
+  }
+  if (datasets == 0) return Status::Ok();
+  MixtureState& m = c->mixture;
+  RF_RETURN_IF_ERROR(d.Get(&m.steps, "mixture"));
+  c->datasets.resize(datasets);
+  m.drawn.resize(datasets);
+  m.sources.resize(datasets);
+  for (uint32_t i = 0; i < datasets; ++i) {
+    Checkpoint::MixtureDataset& ds = c->datasets[i];
+    MixtureSourceState& s = m.sources[i];
+    RF_RETURN_IF_ERROR(d.Get(&ds.dataset_id, "mixture"));
+    RF_RETURN_IF_ERROR(d.Get(&ds.dataset_samples, "mixture"));
+    RF_RETURN_IF_ERROR(d.Get(&ds.weight, "mixture"));
+    for (uint64_t* v : {&m.drawn[i], &s.epoch, &s.position})
+      RF_RETURN_IF_ERROR(d.Get(v, "mixture"));
+    const uint64_t stretches_at = d.at();
+    uint32_t stretches = 0;
+    RF_RETURN_IF_ERROR(d.Get(&stretches, "mixture"));
+    if (stretches > kMaxCheckpointStretches) {
+      return d.Error(stretches_at, "dataset " + std::to_string(i) + " of the mixture has " +
+                                       std::to_string(stretches) + " stretches");
+    }
+    s.stretches.resize(stretches);
+    for (EpochStretch& st : s.stretches) {
+      RF_RETURN_IF_ERROR(d.Get(&st.world_size, "mixture"));
+      RF_RETURN_IF_ERROR(d.Get(&st.position, "mixture"));
+      if (st.world_size == 0) return d.Error(d.at() - 12, "a stretch of world size 0");
+    }
+  }
+  return Status::Ok();
+}
+
 // One tensor of `count` floats. The first value in the file that is not finite (or, with
 // `nonnegative`, below zero) becomes *forged, named by `name` and its offset: reported once the
 // checksum holds.
@@ -488,6 +562,33 @@ Status CheckPosition(const Decoder& d, const Checkpoint& c, uint64_t at) {
   return Status::Ok();
 }
 
+Status CheckMixture(const Decoder& d, const Checkpoint& c, uint64_t at) {
+  if (c.datasets.empty()) return Status::Ok();
+  double sum = 0;
+  uint64_t drawn = 0;
+  for (size_t i = 0; i < c.datasets.size(); ++i) {
+    const double w = c.datasets[i].weight;
+    const MixtureSourceState& s = c.mixture.sources[i];
+    const std::string named = "mixture dataset " + std::to_string(i) + ": ";
+    if (!std::isfinite(w) || w < 0) return d.Error(at, named + "weight " + FloatText(float(w)));
+    if (s.epoch > kMaxCheckpointEpoch) {
+      return d.Error(at, named + "epoch " + std::to_string(s.epoch));
+    }
+    if (s.position > c.datasets[i].dataset_samples) {
+      return d.Error(at, named + "position " + std::to_string(s.position) + " is past its " +
+                             std::to_string(c.datasets[i].dataset_samples) + " samples");
+    }
+    sum += w;
+    drawn += c.mixture.drawn[i];
+  }
+  if (!(sum > 0)) return d.Error(at, "mixture weights all 0");
+  if (drawn != c.mixture.steps) {
+    return d.Error(at, "mixture draws sum to " + std::to_string(drawn) + ", not its " +
+                           std::to_string(c.mixture.steps) + " steps");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::string& path) {
@@ -515,6 +616,8 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
     RF_RETURN_IF_ERROR(ReadAugment(d, &c.augment));
   }
   if (version >= 4) RF_RETURN_IF_ERROR(ReadBatchNorm(d, &c.config, at.model));
+  const uint64_t mixture_at = d.at();
+  if (version >= 5) RF_RETURN_IF_ERROR(ReadMixture(d, &c));
   Status forged = Status::Ok();  // a tensor value no run writes
   RF_RETURN_IF_ERROR(ReadTensors(d, &c, &forged));
   RF_RETURN_IF_ERROR(ReadRunningStats(d, &c, &forged));
@@ -527,6 +630,7 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
     RF_RETURN_IF_ERROR(CheckAugment(d, *c.augment, at.augment));
   }
   RF_RETURN_IF_ERROR(CheckPosition(d, c, at.position));
+  RF_RETURN_IF_ERROR(CheckMixture(d, c, mixture_at));
   RF_RETURN_IF_ERROR(forged);
   return c;
 }

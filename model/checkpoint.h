@@ -2,7 +2,7 @@
 // backend-independent file (parameters and momentum are host copies, so a checkpoint written from
 // the CPU backend loads in the CUDA backend and back).
 //
-// File layout (version 4, all integers and floats little-endian):
+// File layout (version 5, all integers and floats little-endian):
 //
 //   magic "RFCKPT\0\x1a" (8) | u32 version
 //   model:     u32 channels, height, width, classes | u32 blocks | u32 conv[blocks] | u32 hidden
@@ -14,6 +14,10 @@
 //   schedule:  u32 kind (LrScheduleKind) | f32 warmup_epochs | u64 steps_per_epoch, epochs (v3)
 //   augment:   u32 crop_pad | u32 flip | u64 erase_threshold (core/augment.h's AugmentParams) (v3)
 //   batch norm: u32 0 or 1 (the model's; the tensors follow from it)                        (v4)
+//   mixture:   u32 datasets (0: one dataset, none of what follows) | u64 steps                (v5)
+//              per dataset: u64 dataset_id, dataset_samples | f64 weight (normalized)
+//                           u64 drawn, epoch, next_sample | u32 stretches
+//                           per stretch: u32 world_size, u64 position
 //   u32 tensors | per parameter tensor (ParameterShapes order): u64 count, f32[count]
 //                 then the same for each optimizer state tensor: OptimizerSlots(kind) slots of
 //                 `tensors` tensors (SGD: momentum; AdamW: first moments, then second moments)
@@ -35,6 +39,12 @@
 // in its part of the epoch) and, where the epoch was begun by runs at other world sizes, their
 // stretches (the resume record, core/order_settings.h's ResumedEpoch), oldest first; version 1
 // files (written before ranks) read as world size 1 with none.
+// A mixture of datasets (`ringfeed train --data a,b --weights`, pipeline/mixture.h) records its
+// datasets (id, samples, normalized weight) and its stream (core/order_settings.h's MixtureState:
+// the steps, and each dataset's draws, epoch, position in its epoch's order at the checkpoint's
+// world size, and that epoch's stretches); the top-level epoch, next_sample and stretches are
+// then the mixture epoch's, dataset_id the datasets' ids hashed (io/dataset.h's PartsDatasetId)
+// and dataset_samples their samples together. Files before version 5 read as one dataset.
 // Writing goes through AtomicOutput (temp name, fsync, rename): a crash mid-write leaves the
 // previous checkpoint in place.
 #pragma once
@@ -79,10 +89,19 @@ struct Checkpoint {
   uint64_t step = 0;         // training steps taken so far, over all epochs
   uint64_t dataset_id = 0;   // of the training dataset, so a resume on other data is refused
   uint64_t dataset_samples = 0;
+  // A mixture's datasets, in order (none: one dataset), and its stream (sources: one a dataset).
+  struct MixtureDataset {
+    uint64_t dataset_id = 0, dataset_samples = 0;
+    double weight = 0;  // normalized
+    bool operator==(const MixtureDataset&) const = default;
+  };
+  std::vector<MixtureDataset> datasets;
+  MixtureState mixture;
 };
 
 inline constexpr char kCheckpointMagic[8] = {'R', 'F', 'C', 'K', 'P', 'T', '\0', '\x1a'};
-inline constexpr uint32_t kCheckpointVersion = 4;
+inline constexpr uint32_t kCheckpointVersion = 5;
+inline constexpr uint32_t kMaxMixtureDatasets = 4096;      // more is a damaged file
 inline constexpr uint32_t kMaxCheckpointStretches = 1024;  // more is a damaged file
 inline constexpr uint32_t kOrderStored = 0xffffffffu;      // order_window of `--shuffle none`
 // No run trains 2^32 epochs: a larger epoch is a damaged or forged file.
@@ -100,7 +119,9 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c);
 // [0, 1), an eps that is not positive and finite, a label smoothing outside [0, 1), a warmup
 // that is negative or not finite, an augmentation --augment cannot ask for, a batch norm flag
 // other than 0 or 1, a running statistic that is not finite or a negative variance, an epoch above
-// kMaxCheckpointEpoch, a next sample past dataset_samples, a batch size or world size of 0. Nothing
+// kMaxCheckpointEpoch, a next sample past dataset_samples, a batch size or world size of 0, a
+// mixture's weight that is negative or not finite or weights all 0, draws that do not sum to its
+// steps, a dataset's position past its samples or epoch above kMaxCheckpointEpoch. Nothing
 // is allocated from a size the file claims before the bytes for it are known to be there.
 Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::string& path);
 

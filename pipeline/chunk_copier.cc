@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/thread_name.h"
 #include "pipeline/trace.h"
 
 namespace rf {
@@ -15,7 +16,10 @@ ChunkCopier::ChunkCopier(SlotRing& ring, ChunkStaging& staging)
 
 std::unique_ptr<ChunkCopier> ChunkCopier::Start(SlotRing& ring, ChunkStaging& staging) {
   std::unique_ptr<ChunkCopier> c(new ChunkCopier(ring, staging));
-  c->thread_ = std::thread([p = c.get()] { p->Loop(); });
+  c->thread_ = std::thread([p = c.get()] {
+    NameThread("rf-copy");
+    p->Loop();
+  });
   return c;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/cpus.h"
+#include "core/thread_name.h"
 #include "pipeline/trace.h"
 
 namespace rf {
@@ -45,14 +46,16 @@ Result<std::unique_ptr<ChunkFeeder>> ChunkFeeder::Start(const Dataset& dataset, 
   std::unique_ptr<ChunkFeeder> f(new ChunkFeeder(dataset, ring, std::move(plan), options));
   if (dataset.compressed()) {
     f->stored_slot_bytes_ = format::RoundUp(dataset.max_stored_bytes(), format::kAlign);
-    RF_ASSIGN_OR_RETURN(
-        f->stored_, HostBuffer::Allocate(f->stored_slot_bytes_ * ring.slot_count(), PinMode::kOff));
+    // Faulted in by the reads into it (or the reader's registration), as the ring is.
+    RF_ASSIGN_OR_RETURN(f->stored_, HostBuffer::Allocate(f->stored_slot_bytes_ * ring.slot_count(),
+                                                         PinMode::kOff, Prefault::kOnFirstWrite));
   }
   // The reader is created on the feeder thread; the start waits to hear whether that worked.
   std::promise<Status> created;
   std::future<Status> created_future = created.get_future();
   ChunkFeeder* self = f.get();
   f->thread_ = std::thread([self, &created] {
+    NameThread("rf-read");
     std::vector<iovec> slots = self->ring_.iovecs();
     for (uint32_t i = 0; self->stored_.data() != nullptr && i < self->ring_.slot_count(); ++i)
       slots.push_back(
@@ -113,7 +116,11 @@ void ChunkFeeder::Run(std::unique_ptr<ChunkReader> reader) {
     stage_threads_ =
         std::min(kMaxDecodeThreads,
                  options_.decode_threads != 0 ? options_.decode_threads : DefaultDecodeThreads());
-    for (uint32_t i = 0; i < stage_threads_; ++i) stage_.emplace_back([this] { StageLoop(); });
+    for (uint32_t i = 0; i < stage_threads_; ++i)
+      stage_.emplace_back([this] {
+        NameThread("rf-chunk-stage");
+        StageLoop();
+      });
   }
   Status st = Feed(*reader);
   reader.reset();  // on this thread: io_uring's single issuer owns the ring

@@ -1,11 +1,26 @@
 #include "pipeline/chunk_staging.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "core/cpus.h"
+
 namespace rf {
 
-Result<std::unique_ptr<HostChunkStaging>> HostChunkStaging::Create(const StagingLayout& layout) {
+namespace {
+// A chunk copy's part, at least (smaller ones are not worth waking a thread for).
+constexpr uint64_t kCopyPartBytes = 1 << 20;
+}  // namespace
+
+uint32_t HostChunkStaging::DefaultHostCopyThreads() {
+  return std::clamp<uint32_t>(AvailableCpus() / LocalRanks() / 4, 1, 4);
+}
+
+HostChunkStaging::~HostChunkStaging() = default;
+
+Result<std::unique_ptr<HostChunkStaging>> HostChunkStaging::Create(const StagingLayout& layout,
+                                                                   uint32_t copy_threads) {
   if (layout.slots == 0 || layout.slot_bytes == 0 || layout.max_batch == 0) {
     return Status::InvalidArgument("chunk staging needs slots, a slot size and a batch size");
   }
@@ -20,6 +35,7 @@ Result<std::unique_ptr<HostChunkStaging>> HostChunkStaging::Create(const Staging
   if (!layout.records)
     s->samples_.reset(new uint8_t[size_t{layout.max_batch} * layout.sample_bytes]);
   s->labels_.reset(new uint8_t[size_t{layout.max_batch} * layout.label_bytes]);
+  if (copy_threads > 1) s->copiers_ = std::make_unique<WorkPool>(copy_threads, "rf-copy-help");
   return s;
 }
 
@@ -29,14 +45,32 @@ Status HostChunkStaging::CopyIn(uint32_t slot, const uint8_t* src, size_t bytes,
     return Status::InvalidArgument("chunk of " + std::to_string(bytes) +
                                    " bytes does not fit staging slot " + std::to_string(slot));
   }
-  std::memcpy(area_.data() + slot * layout_.slot_bytes, src, bytes);
+  uint8_t* dst = area_.data() + slot * layout_.slot_bytes;
+  const uint32_t parts = copiers_ ? static_cast<uint32_t>(std::clamp<uint64_t>(
+                                        bytes / kCopyPartBytes, 1, copiers_->threads()))
+                                  : 1;
+  if (parts <= 1) {
+    std::memcpy(dst, src, bytes);
+  } else {
+    copiers_->Run(parts, [&](uint32_t p) {
+      // Parts of whole 4 KiB pages (each page faulted in by one thread).
+      const uint64_t pages = (bytes + 4095) / 4096;
+      const uint64_t lo = std::min<uint64_t>(bytes, pages * p / parts * 4096);
+      const uint64_t hi = std::min<uint64_t>(bytes, pages * (p + 1) / parts * 4096);
+      std::memcpy(dst + lo, src + lo, hi - lo);
+    });
+  }
   release(arg);
   return Status::Ok();
 }
 
-Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) {
+Result<Batch> HostChunkStaging::GatherFrom(const uint8_t* base, const SampleRef* refs,
+                                           const uint64_t* indices, uint32_t n) {
   if (n > layout_.max_batch) return Status::InvalidArgument("batch larger than the staging's");
-  const uint8_t* area = area_.data();
+  // Offsets from `base`, or addresses (base null): one integer sum either way.
+  const auto at = [origin = reinterpret_cast<uintptr_t>(base)](uint64_t offset) {
+    return reinterpret_cast<const uint8_t*>(origin + offset);
+  };
   if (layout_.records) {
     const size_t elem = DTypeSize(layout_.sample_dtype);
     offsets_.resize(size_t{n} + 1);
@@ -49,8 +83,8 @@ Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, const uint64_t* in
     if (values_.size() < total) values_.resize(total);
     for (uint32_t i = 0; i < n; ++i) {
       std::memcpy(values_.data() + static_cast<uint64_t>(offsets_[i]) * elem,
-                  area + refs[i].sample_offset, refs[i].record_bytes);
-      std::memcpy(labels_.get() + i * layout_.label_bytes, area + refs[i].label_offset,
+                  at(refs[i].sample_offset), refs[i].record_bytes);
+      std::memcpy(labels_.get() + i * layout_.label_bytes, at(refs[i].label_offset),
                   layout_.label_bytes);
     }
     Batch b = layout_.BatchAt(values_.data(), labels_.get(), n);
@@ -60,9 +94,9 @@ Result<Batch> HostChunkStaging::Gather(const SampleRef* refs, const uint64_t* in
     return b;
   }
   for (uint32_t i = 0; i < n; ++i) {
-    std::memcpy(samples_.get() + i * layout_.sample_bytes, area + refs[i].sample_offset,
+    std::memcpy(samples_.get() + i * layout_.sample_bytes, at(refs[i].sample_offset),
                 layout_.sample_bytes);
-    std::memcpy(labels_.get() + i * layout_.label_bytes, area + refs[i].label_offset,
+    std::memcpy(labels_.get() + i * layout_.label_bytes, at(refs[i].label_offset),
                 layout_.label_bytes);
   }
   Batch b = layout_.BatchAt(samples_.get(), labels_.get(), n);

@@ -32,6 +32,7 @@
 #include "io/dataset.h"
 #include "pipeline/batch_source.h"
 #include "pipeline/host_buffer.h"
+#include "pipeline/work_pool.h"
 
 namespace rf {
 
@@ -93,7 +94,16 @@ class ChunkStaging {
   // queued before the next Gather has run). `indices` (host memory, n global sample indices) become
   // the batch's sample_indices, in its memory; the caller keeps them unchanged until the next
   // Gather and sets the batch's epoch.
-  virtual Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) = 0;
+  virtual Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) {
+    return GatherFrom(area(), refs, indices, n);
+  }
+  // The same with the refs' offsets counted from `base` instead of this area's start; base null:
+  // they are addresses (reinterpret_cast<uintptr_t>), of memory the gather can read (a mixture's
+  // batch, pipeline/mixed_source.h, from the staging areas of several sources of this layout).
+  virtual Result<Batch> GatherFrom(const uint8_t* base, const SampleRef* refs,
+                                   const uint64_t* indices, uint32_t n) = 0;
+  // The area's first byte (host or device memory): what SampleRef offsets count from.
+  virtual const uint8_t* area() const = 0;
   // Waits until every copy and every batch queued so far has run (and every release called).
   virtual Status Drain() = 0;
   // The staging area where the host can read it (a slot's chunk once AwaitCopy returned for it);
@@ -101,18 +111,28 @@ class ChunkStaging {
   virtual const uint8_t* host_area() const { return nullptr; }
 };
 
-// Host memory: the CPU backend's staging. CopyIn copies at once and releases; Gather copies the
-// batch's samples and labels into one batch buffer.
+// Host memory: the CPU backend's staging, and records'. CopyIn copies at once, split over
+// `copy_threads` (the copy thread and helpers: the chunks of a window that came in together are
+// copied each in a fraction of the time, so a first window waits for the slowest chunk's read,
+// not for its chunks' copies one after another), and releases; Gather copies the batch's samples
+// and labels into one batch buffer.
 class HostChunkStaging final : public ChunkStaging {
  public:
-  static Result<std::unique_ptr<HostChunkStaging>> Create(const StagingLayout& layout);
+  static Result<std::unique_ptr<HostChunkStaging>> Create(
+      const StagingLayout& layout, uint32_t copy_threads = DefaultHostCopyThreads());
+  ~HostChunkStaging() override;
+  // A quarter of the cores this process may use, shared with the other ranks on the machine, 1
+  // to 4.
+  static uint32_t DefaultHostCopyThreads();
 
   const StagingLayout& layout() const override { return layout_; }
   Status CopyIn(uint32_t slot, const uint8_t* src, size_t bytes, ReleaseFn release,
                 void* arg) override;
   Status AwaitCopy(uint32_t) override { return Status::Ok(); }
   Status Retire(uint32_t) override { return Status::Ok(); }
-  Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) override;
+  Result<Batch> GatherFrom(const uint8_t* base, const SampleRef* refs, const uint64_t* indices,
+                           uint32_t n) override;
+  const uint8_t* area() const override { return area_.data(); }
   Status Drain() override { return Status::Ok(); }
   const uint8_t* host_area() const override { return area_.data(); }
 
@@ -120,6 +140,7 @@ class HostChunkStaging final : public ChunkStaging {
   HostChunkStaging() = default;
   StagingLayout layout_;
   HostBuffer area_;
+  std::unique_ptr<WorkPool> copiers_;
   std::unique_ptr<uint8_t[]> samples_, labels_;
   // Records of any size: the batch's records (grown to the largest batch yet) and offsets.
   std::vector<uint8_t> values_;

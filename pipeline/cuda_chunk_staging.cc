@@ -69,8 +69,9 @@ Status CudaChunkStaging::Retire(uint32_t slot) {
   return Status::Ok();
 }
 
-Result<Batch> CudaChunkStaging::Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) {
-  return gather_->Gather(area_.as<uint8_t>(), refs, indices, n);
+Result<Batch> CudaChunkStaging::GatherFrom(const uint8_t* base, const SampleRef* refs,
+                                           const uint64_t* indices, uint32_t n) {
+  return gather_->Gather(base, refs, indices, n);
 }
 
 Status CudaChunkStaging::Drain() {

@@ -38,7 +38,9 @@ class CudaChunkStaging final : public ChunkStaging {
                 void* arg) override;
   Status AwaitCopy(uint32_t slot) override;
   Status Retire(uint32_t slot) override;
-  Result<Batch> Gather(const SampleRef* refs, const uint64_t* indices, uint32_t n) override;
+  Result<Batch> GatherFrom(const uint8_t* base, const SampleRef* refs, const uint64_t* indices,
+                           uint32_t n) override;
+  const uint8_t* area() const override { return area_.as<uint8_t>(); }
   Status Drain() override;
 
  private:

@@ -1,9 +1,12 @@
 #include "pipeline/cuda_loader_device.h"
 
+#include <algorithm>
+
 #include "cuda/check.h"
 #include "cuda/handles.h"
 #include "pipeline/cuda_chunk_staging.h"
 #include "pipeline/cuda_output_pool.h"
+#include "pipeline/cuda_sequence_pack.cuh"
 #include "pipeline/managed_source.h"
 
 namespace rf {
@@ -82,20 +85,39 @@ Status CudaLoaderDevice::PutRecords(const Batch& host, void* values, int64_t* of
 }
 
 Status CudaLoaderDevice::PutBytes(const void* host, void* out, size_t bytes) {
-  // Pageable memory: the copy has read `host` when the call returns. Any thread (a packing
-  // worker's too): the stream's GPU made current for the call.
+  // Pageable memory: the copy has read `host` when the call returns. The stream's GPU made
+  // current for the call (any thread).
   cuda::ScopedDevice on(gpu_);
   RF_CUDA_CHECK(cudaMemcpyAsync(out, host, bytes, cudaMemcpyHostToDevice, stream_));
   return Status::Ok();
 }
 
-Status CudaLoaderDevice::PutBytesAsync(const void* host, void* out, size_t bytes, uint32_t slot) {
+Status CudaLoaderDevice::PutSequencesAsync(const SequencePut& p, uint32_t slot) {
   cuda::ScopedDevice on(gpu_);
   if (!put_done_[slot]) {
     RF_ASSIGN_OR_RETURN(put_done_[slot], cuda::CreateEvent(false));
   }
-  RF_CUDA_CHECK(cudaMemcpyAsync(out, host, bytes, cudaMemcpyHostToDevice, stream_));
+  cuda::DeviceBuffer& area = sequence_area_[slot];
+  if (area.bytes() < p.bytes) {
+    // The kernels queued so far may read the old area: freed after them.
+    RF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    RF_ASSIGN_OR_RETURN(area, cuda::DeviceBuffer::Allocate(std::max(p.bytes, p.capacity),
+                                                           "packed sequences before widening"));
+  }
+  uint8_t* d = area.as<uint8_t>();
+  RF_CUDA_CHECK(cudaMemcpyAsync(d, p.host, p.bytes, cudaMemcpyHostToDevice, stream_));
+  // The host area is free again once the copy has read it; the device area is reused in the
+  // stream's order (the next copy into it queued after this kernel).
   RF_CUDA_CHECK(cudaEventRecord(put_done_[slot].get(), stream_));
+  if (p.rows == 0) {  // an empty batch (a state at its epoch's end): its cu_seqlens, {0}
+    RF_CUDA_CHECK(
+        cudaMemcpyAsync(p.cu, d + p.cu_at, sizeof(int32_t), cudaMemcpyDeviceToDevice, stream_));
+    return Status::Ok();
+  }
+  RF_CUDA_CHECK(
+      cuda::WidenSequences(d, p.narrow_bytes, reinterpret_cast<const int64_t*>(d + p.lengths_at),
+                           reinterpret_cast<const int32_t*>(d + p.cu_at), p.segments, p.rows, p.row,
+                           p.out_int32, p.pad, p.tokens, p.lengths, p.cu, p.positions, stream_));
   return Status::Ok();
 }
 

@@ -44,8 +44,9 @@ class CudaLoaderDevice final : public LoaderDevice {
     return MakeCpuImageDecoder(spec, threads);
   }
   Status PutBytes(const void* host, void* out, size_t bytes) override;
-  Status PutBytesAsync(const void* host, void* out, size_t bytes, uint32_t slot) override;
   Status WaitPut(uint32_t slot) override;
+  bool WidensSequences() const override { return true; }
+  Status PutSequencesAsync(const SequencePut& p, uint32_t slot) override;
   Status BindThread() override;
   Result<HostBuffer> HostArea(size_t bytes) override;
   Status Drain() override;
@@ -59,7 +60,9 @@ class CudaLoaderDevice final : public LoaderDevice {
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<CudaBatchDecoder> decoder_;
   std::vector<int64_t> record_labels_;   // PutRecords' labels as int64, before their copy
-  cuda::CudaEvent put_done_[kPutSlots];  // after each slot's last PutBytesAsync
+  cuda::CudaEvent put_done_[kPutSlots];  // after each slot's last copy
+  // PutSequencesAsync's narrow batch on the device, a slot each (reused in the stream's order).
+  cuda::DeviceBuffer sequence_area_[kPutSlots];
 };
 
 }  // namespace rf

@@ -46,7 +46,7 @@ Result<std::unique_ptr<ImageStage>> ImageStage::Create(const Dataset& dataset,
     slot->indices.reserve(batch);
     slot->offsets.reserve(size_t{batch} + 1);
     if (s->staged_) {
-      RF_ASSIGN_OR_RETURN(slot->staging, device.HostArea(size_t{batch} * s->sample_bytes_));
+      slot->staging.resize(size_t{batch} * s->sample_bytes_);
       slot->labels.resize(batch);
     }
     s->free_.push_back(slot.get());

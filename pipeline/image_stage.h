@@ -21,8 +21,8 @@
 //
 // Memory: `depth` slots, each the records of one batch (grown to the largest batch met) and,
 // where the decoder writes other memory than the pool's (the CPU decoder on a GPU loader), a
-// host buffer (pinned) of one decoded batch, copied to the batch's own; the output buffers are
-// the pool's.
+// host buffer of one decoded batch, copied to the batch's own; the output buffers are the
+// pool's.
 //
 // Thread safety: the loader's thread only (the decoder's threads are its own).
 #pragma once
@@ -80,8 +80,10 @@ class ImageStage {
     std::vector<uint8_t> bytes;
     std::vector<int64_t> offsets;
     std::vector<uint64_t> indices;
-    std::vector<int64_t> labels;  // the host's labels, where staged_
-    HostBuffer staging;           // the decoded samples, where staged_
+    // Where staged_: the decoded samples and the labels, in pageable memory (LoaderDevice::
+    // PutBytes has read it when it returns, so the slot is free again at once).
+    std::vector<uint8_t> staging;
+    std::vector<int64_t> labels;
     std::shared_ptr<LoadedBatch> out;
     uint64_t position = 0;
   };

@@ -43,12 +43,15 @@
 // chunk and offset; after a data error the loader stays failed until StartEpoch restarts it.
 //
 // Thread safety: one thread at a time calls a Loader's methods (the Python binding holds the
-// loader's lock). LoadedBatch's methods and its release may run on any thread.
+// loader's lock). LoadedBatch's methods and its release may run on any thread. With
+// options.worker, the loader's worker thread runs the source and the decode between the calls;
+// StartEpoch stops it (dropping the batches it made ahead) and the next Next() restarts it.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -71,6 +74,7 @@ Status CheckAugmentFits(const AugmentParams& augment, const format::Header& h,
 
 class OutputPool;    // pipeline/output_pool.h
 class LoaderDevice;  // pipeline/loader_device.h
+class BatchWorker;   // pipeline/batch_worker.h
 class ImageStage;    // pipeline/image_stage.h
 
 // Image/jpeg records a loader skipped in one epoch (ImageOptions::skip_bad_records): how many, and
@@ -104,11 +108,17 @@ struct OutputOptions {
 
 // Packed token sequences (pipeline/sequence_loader.h): sequence_length 0 leaves them off.
 struct SequenceOptions {
-  uint32_t length = 0;         // L: rows of L + 1 tokens
-  int64_t eod_token = -1;      // appended after each document; -1: none
-  int64_t pad_token = 0;       // fills a row past its length
-  bool pad = false;            // packing "pad": one document a row (else "concat")
-  std::vector<float> weights;  // a mixture: one weight a dataset
+  uint32_t length = 0;     // L: rows of L + 1 tokens
+  int64_t eod_token = -1;  // appended after each document; -1: none
+  int64_t pad_token = 0;   // fills a row past its length
+  bool pad = false;        // packing "pad": one document a row (else "concat")
+  // Threads that copy a batch's tokens (the loader's worker and helpers); 0: DefaultPackThreads()
+  // (pipeline/sequence_loader.h).
+  uint32_t pack_threads = 0;
+  // Tests and benchmarks, no option: on the host too, pack the ids narrow and widen them in a
+  // second pass (WidenSequencesOnHost, what a GPU's kernel does), so that the GPU's way of packing
+  // runs, and is checked against the host's, on a machine without a GPU.
+  bool pack_narrow = false;
 };
 
 struct LoaderOptions {
@@ -131,7 +141,15 @@ struct LoaderOptions {
   void* stream = nullptr;
   // Called about every 100 ms while StartEpoch or Next waits for data (streaming mode); a status
   // other than OK ends the wait and is returned. The loader must then be restarted by StartEpoch.
+  // Always on the thread that called StartEpoch or Next.
   std::function<Status()> poll;
+  // Decoded batches (Next) made on a thread of the loader's own (pipeline/batch_worker.h), up to
+  // output_buffers - 2 (at least 1) ahead of the consumer: the reads waited for, the gather and
+  // decode (on the GPU: their kernel launches and events) leave the consumer's thread, and Next()
+  // is a hand-off from a queue. The batches and their order are the same either way. Not for a
+  // mixture of datasets (mixture_state()), nor for decoded images, whose image stage decodes
+  // ahead on threads of its own (pipeline/image_stage.h).
+  bool worker = false;
 };
 
 // What the loader reads, and how fast.
@@ -228,11 +246,22 @@ class Loader {
   // The same over a dataset the caller has opened; it must outlive the loader.
   static Result<std::unique_ptr<Loader>> Create(const Dataset& dataset,
                                                 const LoaderOptions& options);
+  // A weighted mixture of `datasets` (options.pipeline.weights, one a dataset; each dataset
+  // outliving the loader): pipeline/mixed_source.h, starting where options.pipeline.mixture
+  // says. Usage errors besides Create's: weights NormalizeWeights refuses, datasets whose samples
+  // differ (CheckMixable), managed mode, a start state that cannot be of these datasets. One
+  // dataset without weights is Create's loader.
+  static Result<std::unique_ptr<Loader>> Create(const std::vector<const Dataset*>& datasets,
+                                                const LoaderOptions& options);
   // Stops the pipeline's threads and reads and waits for the work queued on its stream. Batches
   // handed out stay valid.
   ~Loader();
 
-  const Dataset& dataset() const { return *dataset_; }
+  const Dataset& dataset() const { return *dataset_; }  // a mixture's first
+  // A mixture's datasets (one for a single dataset), and its normalized weights (none).
+  const std::vector<const Dataset*>& datasets() const { return datasets_; }
+  const std::vector<double>& weights() const { return weights_; }
+  bool mixture() const { return !weights_.empty(); }
   const LoaderOptions& options() const { return options_; }
   bool on_gpu() const { return gpu_device_ >= 0; }
   int gpu_device() const { return gpu_device_; }
@@ -244,15 +273,28 @@ class Loader {
   // Samples and batches for this rank of the epoch StartEpoch began last (epoch 0 before any):
   // the same for every rank, and for every epoch but a resumed one
   // (options.pipeline.order.resumed).
-  uint64_t epoch_samples() const { return source_->epoch_samples(); }
+  uint64_t epoch_samples() const { return worker_ ? epoch_samples_ : source_->epoch_samples(); }
   uint64_t batches_per_epoch() const;
 
   Status StartEpoch(uint64_t epoch, uint64_t position);
   // The next decoded batch of the epoch started last; null once the epoch is over.
   Result<std::shared_ptr<LoadedBatch>> Next();
   uint64_t epoch() const { return epoch_; }
-  // Where the next batch Next() hands out starts (decoded images: the source reads ahead).
+  // Where the batches handed out leave off in the epoch (the worker, or the image stage, may
+  // have made more).
   uint64_t position() const;
+
+  // The samples each rank trains on in epoch `epoch` for a loader of these options whose order
+  // resumed `resumed` instead (a state dict's, checked: Usage for stretches the data cannot have
+  // had), less a partial last batch with drop_last; known without opening one.
+  Result<uint64_t> EpochSamplesFor(uint64_t epoch, const ResumedEpoch& resumed) const;
+  // A mixture: where its stream stands after the last batch handed out (null for one dataset),
+  // and continuing `s` (at this world size: ContinueMixture) with `resumed` as the mixture
+  // epoch's stretches; the next StartEpoch names the epoch and position (MixedSource::Restore).
+  // (A mixture's batches are made on the caller's thread, whatever options.worker says: its
+  // state and a restart's place are the source's, which the worker would have moved ahead.)
+  const MixtureState* mixture_state() const { return source_->mixture_state(); }
+  Status RestoreMixture(const MixtureState& s, const ResumedEpoch& resumed);
 
   // The raw level (stored-dtype batches; `ringfeed train`). Not to be mixed with Next(). For
   // decoded images, Next()'s batches (in the output dtype and layout, labels int64, each valid
@@ -269,13 +311,25 @@ class Loader {
 
  private:
   Loader() = default;
-  Status Build(const Dataset& dataset, const LoaderOptions& options);
+  Status Build(const std::vector<const Dataset*>& datasets, const LoaderOptions& options);
+  // A mixture's source, each dataset's StreamingSource made as a single dataset's would be.
+  Status BuildMixture(const LoaderOptions& options);
   bool records_ = false;  // the dataset holds records of any size (tokens, bytes)
-  // A batch whose writes are queued: marked ready, its indices and place set, counted.
+  // A batch whose writes are queued: marked ready, its indices and place set.
   Result<std::shared_ptr<LoadedBatch>> HandOut(std::shared_ptr<LoadedBatch> out, uint64_t position);
+  // The next batch made now, on the calling thread (Next's, or the worker's).
+  Result<std::shared_ptr<LoadedBatch>> Make();
+  // The source's figures, read on the thread that runs it (stats() reads them there without the
+  // worker, from the worker's last snapshot with it).
+  LoaderStats SourceStats() const;
+  // The source's poll: options.poll on the consumer's thread; on the worker's, whether Stop()
+  // waits for it.
+  Status Poll() const;
 
-  std::unique_ptr<Dataset> owned_dataset_;
+  std::vector<std::unique_ptr<Dataset>> owned_datasets_;
   const Dataset* dataset_ = nullptr;
+  std::vector<const Dataset*> datasets_;
+  std::vector<double> weights_;  // normalized; empty: one dataset
   LoaderOptions options_;
   int gpu_device_ = -1;
   std::vector<int64_t> sample_shape_;
@@ -291,8 +345,20 @@ class Loader {
   // Builds images_ for image/jpeg records where options.image.size is not 0.
   Status BuildImages(const Dataset& dataset, const LoaderOptions& options);
   uint64_t epoch_ = 0;
+  // With the worker (which runs the source meanwhile): epoch_'s samples as the source said at
+  // StartEpoch, and the place the batches handed out leave off. Without it, the source's own
+  // (raw-level callers move it themselves).
+  uint64_t epoch_samples_ = 0;
+  uint64_t position_ = 0;
   uint64_t batches_ = 0;
   uint64_t clock_start_ns_ = 0;  // the first StartEpoch or Next: stats()'s clock
+  // options.worker: made at the first Next(), destroyed before the source and pool it uses
+  // (declared last). `started_`: producing since the last StartEpoch. `snapshot_`: SourceStats()
+  // as of the worker's last batch, under snapshot_mu_.
+  bool started_ = false;
+  mutable std::mutex snapshot_mu_;
+  LoaderStats snapshot_;
+  std::unique_ptr<BatchWorker> worker_;
 };
 
 }  // namespace rf

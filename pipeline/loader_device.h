@@ -55,24 +55,54 @@ class LoaderDevice {
   // CPU threads where it decodes on the CPU.
   virtual Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
                                                                  uint32_t threads) = 0;
-  // `bytes` of host memory into the output at `out` (queued, on a GPU; `host` may be reused once
-  // this returns).
+  // `bytes` of pageable host memory into the output at `out` (queued, on a GPU): the copy has
+  // read `host` when the call returns, so it may be written again at once (CUDA's rule for
+  // pageable memory; not memory of HostArea, which is pinned on a GPU).
   virtual Status PutBytes(const void* host, void* out, size_t bytes) = 0;
-  // The same from host memory of HostArea (pinned on a GPU: the copy runs on while the caller
-  // goes on), as one of `kPutSlots` slots: `host` may be written again once WaitPut(slot)
-  // returns. Any thread, one at a time.
-  static constexpr uint32_t kPutSlots = 2;
-  virtual Status PutBytesAsync(const void* host, void* out, size_t bytes, uint32_t slot) = 0;
+  // Copies from host memory of HostArea (pinned on a GPU: the copy runs on while the caller goes
+  // on) go as one of `kPutSlots` slots: the slot's memory may be written again once
+  // WaitPut(slot) returns (its last copy has read it). Any thread, one at a time.
+  static constexpr uint32_t kPutSlots = 3;
   virtual Status WaitPut(uint32_t slot) = 0;
+  // Packed token sequences (pipeline/sequence_loader.h) finished on the device: the loader packs
+  // a batch's tokens in a narrow width on the host (`host`, HostArea memory of slot `slot`: the
+  // tokens [rows, row] at 0, a row's ids past its length anything; the rows' int64 lengths at
+  // lengths_at; the segments + 1 int32 cu_seqlens at cu_at; `bytes` in all); the device copies
+  // it over and writes the batch (queued): `tokens` widened to int64 or int32 with pad past each
+  // row's length, `lengths`, `cu` and the int64 `positions` [rows, row - 1] (each input's place in
+  // its segment, from cu). Where WidensSequences() is false the loader packs the batch whole on
+  // the host instead (the host's PutSequencesAsync widens on the host, at once, for
+  // SequenceOptions::pack_narrow).
+  struct SequencePut {
+    const uint8_t* host = nullptr;
+    size_t bytes = 0, lengths_at = 0, cu_at = 0;
+    size_t capacity = 0;        // the most `bytes` will be (the device's own copy of the area)
+    uint32_t narrow_bytes = 2;  // a token's on the host: 2 uint16, 4 int32, 8 int64
+    uint64_t rows = 0, row = 0, segments = 0;
+    bool out_int32 = false;
+    int64_t pad = 0;
+    void* tokens = nullptr;
+    int64_t* lengths = nullptr;
+    int32_t* cu = nullptr;
+    int64_t* positions = nullptr;
+  };
+  virtual bool WidensSequences() const { return false; }
+  virtual Status PutSequencesAsync(const SequencePut& /*p*/, uint32_t /*slot*/) {
+    return Status::Unsupported("this device does not widen packed sequences");
+  }
   // Makes the calling thread's CUDA calls go to the device's GPU (a worker thread's, before its
   // first: the pool's events and the stream are that GPU's). Host: nothing.
   virtual Status BindThread() = 0;
-  // Host memory for PutBytesAsync: pinned on a GPU, plain on the host.
+  // Host memory for PutSequencesAsync: pinned on a GPU, plain on the host.
   virtual Result<HostBuffer> HostArea(size_t bytes) = 0;
   // Waits for the work queued so far.
   virtual Status Drain() = 0;
   virtual std::string Describe() const = 0;
 };
+
+// What PutSequencesAsync's kernel does, on the host, with p.host and the outputs in host memory
+// (the host device's PutSequencesAsync; the reference the GPU's is tested against).
+void WidenSequencesOnHost(const LoaderDevice::SequencePut& p);
 
 // The device for `kind`: kCpu the host; kCuda GPU `gpu` (-1: the calling thread's current
 // device), Usage error where the build or the machine has none; kAuto a GPU where one is found.

@@ -93,14 +93,13 @@ OptionTable<LoaderOptions> MakeTable() {
       .For(kLoaderApi)
       .Help("packed sequences: the id a row holds past its length");
   t.Field(
-       "weights", OptionType::kNumbers, [](auto& o) -> auto& { return o.sequence.weights; })
-      .RangeReal(0, DBL_MAX)
+       "pack_threads", OptionType::kCount, [](auto& o) -> auto& { return o.sequence.pack_threads; })
+      .Range(0, kMaxPackThreads)
       .For(kLoaderApi)
-      .Unset("one dataset, no mixture")
       .Help(
-          "packed sequences from a mixture: one weight a dataset (data is then a list of "
-          "datasets), each >= 0, not all 0; the source of each row is a pure function of the "
-          "weights, the seed and the row's number");
+          "packed sequences: threads that copy a batch's tokens into place (the loader's worker "
+          "and its helpers, which take part in batches large enough to pay for them); 0: a "
+          "quarter of the cores shared by the ranks on the machine, 1 to 4");
   t.Field(
        "prefetch", OptionType::kCount, [](auto& o) -> auto& { return o.output_buffers; })
       .Range(1, kMaxOutputBuffers)

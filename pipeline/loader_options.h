@@ -18,6 +18,8 @@ namespace rf {
 inline constexpr uint32_t kMaxOutputBuffers = 64;
 // The longest packed sequence (tokens a row: one more).
 inline constexpr uint32_t kMaxSequenceLength = 1u << 22;
+// Packed sequences' packing threads (SequenceOptions::pack_threads).
+inline constexpr uint32_t kMaxPackThreads = 64;
 
 const OptionTable<LoaderOptions>& LoaderOptionTable();
 

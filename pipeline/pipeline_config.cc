@@ -1,5 +1,8 @@
 #include "pipeline/pipeline_config.h"
 
+#include <algorithm>
+
+#include "io/file.h"
 #include "pipeline/batch_source.h"
 #include "pipeline/epoch_remainder.h"
 #include "pipeline/pipeline_options.h"
@@ -88,6 +91,41 @@ Result<uint64_t> PipelineConfig::EpochSamplesFor(const std::vector<uint32_t>& ch
   RF_RETURN_IF_ERROR(ValidateFor(chunk_samples));
   return EpochSamples(WindowOrder(chunk_samples, order).EpochSampleCount(epoch), order.batch_size,
                       order.drop_last);
+}
+
+Result<std::vector<std::string>> PipelineConfig::DataPaths(OptionFace face) const {
+  const bool python = face == OptionFace::kPython;
+  const std::string data_flag = python ? "data" : "--data",
+                    weights_flag = python ? "weights" : "--weights";
+  std::vector<std::string> paths;
+  for (size_t start = 0; start <= data.size();) {
+    const size_t comma = std::min(data.find(',', start), data.size());
+    paths.push_back(data.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (weights.empty()) {
+    if (paths.size() == 1 || FileExists(data)) return std::vector<std::string>{data};
+    return Status::Usage(data_flag + " names " + std::to_string(paths.size()) + " datasets (" +
+                         data + "): a mixture of them needs " + weights_flag +
+                         ", one weight a dataset");
+  }
+  if (paths.size() == 1) {
+    return Status::Usage(weights_flag + " mixes several datasets, and " + data_flag +
+                         " names one (" + data + "): give " + data_flag +
+                         " a comma list of datasets, one a weight");
+  }
+  if (paths.size() != weights.size()) {
+    return Status::Usage(data_flag + " names " + std::to_string(paths.size()) + " datasets and " +
+                         weights_flag + " gives " + std::to_string(weights.size()) +
+                         " weights: one weight a dataset");
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (paths[i].empty()) {
+      return Status::Usage(data_flag + " " + data + ": dataset " + std::to_string(i + 1) +
+                           " of the list is empty");
+    }
+  }
+  return paths;
 }
 
 StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs) {

@@ -81,6 +81,14 @@ struct PipelineConfig {
   // default for every program, 1: `ringfeed train --seed`'s since its first checkpoints and
   // measured accuracies (the Python loader's 0 changed to it; a state dict records its seed).
   OrderSettings order;
+  // A weighted mixture of datasets (pipeline/mixture.h): one weight a dataset, `data` naming
+  // them as a comma list on the command line (DataPaths; the library's loaders take the datasets
+  // themselves); empty: one dataset.
+  std::vector<float> weights;
+  // Where a sample mixture's stream starts (a checkpoint's or a state dict's, continued at this
+  // world size by ContinueMixture): the steps, the draws, and each dataset's epoch and place;
+  // no sources: the mixture's start.
+  MixtureState mixture;
   bool verify = FeederOptions{}.verify;  // check every chunk's XXH3
   StreamingConfig streaming;             // streaming mode only
   ManagedConfig managed;                 // managed mode only
@@ -101,6 +109,11 @@ struct PipelineConfig {
   // O(chunks) time and memory.
   Result<uint64_t> EpochSamplesFor(const std::vector<uint32_t>& chunk_samples,
                                    uint64_t epoch) const;
+  // The datasets `data` names: itself, or, with weights, the comma list it is (`ringfeed train
+  // --data a.rfd,b.rfd --weights 0.7,0.3`). Usage for weights with one dataset, a count of
+  // datasets other than of weights (naming both), or a comma list of datasets without weights
+  // (where no file is named so whole).
+  Result<std::vector<std::string>> DataPaths(OptionFace face = OptionFace::kCommandLine) const;
 };
 
 // The streaming source's options; `epochs`: how many epochs its read plan covers.

@@ -1,5 +1,7 @@
 #include "pipeline/pipeline_options.h"
 
+#include <cfloat>
+
 #include "io/chunk_reader.h"
 #include "pipeline/chunk_feeder.h"
 
@@ -17,6 +19,17 @@ OptionTable<PipelineConfig> MakeTable() {
       .Positional()
       .For(kTrain | kRead)
       .Help("the dataset: a .rfd file, any one of its shards, or the shards' base name");
+  t.Field(
+       "weights", OptionType::kNumbers, [](auto& c) -> auto& { return c.weights; })
+      .RangeReal(0, DBL_MAX)
+      .Metavar("W1,W2,...")
+      .For(kTrain | kLoader)
+      .Unset("one dataset, no mixture")
+      .Help(
+          "a weighted mixture of datasets: one weight a dataset (--data then a comma list of "
+          "them; in Python a list), each >= 0, not all 0; the dataset of each sample (or packed "
+          "row) is a pure function of the weights, the seed and its number, each dataset keeping "
+          "its own epochs");
   t.Word("device", [](auto& c) -> auto& { return c.device; },
          {{DeviceKindName(DeviceKind::kAuto), DeviceKind::kAuto},
           {DeviceKindName(DeviceKind::kCuda), DeviceKind::kCuda},

@@ -2,93 +2,208 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 
 #include "core/clock.h"
+#include "core/cpus.h"
+#include "core/thread_name.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/output_pool.h"
+#include "pipeline/work_pool.h"
 
 namespace rf {
 namespace {
 
 constexpr uint64_t kNowhere = std::numeric_limits<uint64_t>::max();
-// Records a source's loader gathers a batch (its batches are read, not handed out).
+// Records a source's loader takes at a time (read in place: pipeline/training_source.h's
+// NextInPlace; the pieces of a batch that read them are copied before the next take).
 constexpr uint32_t kRecordBatch = 512;
 constexpr size_t kPartAlign = 64;
+// The bytes a packing thread writes at least for a batch to be split over more threads (less,
+// and waking a thread costs more than it saves).
+constexpr uint64_t kPartBytes = 128 << 10;
 
 size_t Aligned(size_t n) { return (n + kPartAlign - 1) / kPartAlign * kPartAlign; }
 
-// Ids [first, first + count) of `src` (stored dtype s) into `dst` (int64 or int32).
+// `count` ids of `src` (stored dtype s) into `dst`.
 template <typename Out>
-void CopyIds(const void* src, DType s, uint64_t first, uint64_t count, Out* dst) {
+void CopyIds(const uint8_t* src, DType s, uint64_t count, Out* dst) {
   switch (s) {
     case DType::kUInt16: {
-      const auto* p = static_cast<const uint16_t*>(src) + first;
+      if constexpr (std::is_same_v<Out, uint16_t>) {
+        std::memcpy(dst, src, count * sizeof(Out));
+        return;
+      }
+      const auto* p = reinterpret_cast<const uint16_t*>(src);
       for (uint64_t i = 0; i < count; ++i) dst[i] = static_cast<Out>(p[i]);
       return;
     }
     case DType::kInt32: {
-      const auto* p = static_cast<const int32_t*>(src) + first;
+      if constexpr (std::is_same_v<Out, int32_t>) {
+        std::memcpy(dst, src, count * sizeof(Out));
+        return;
+      }
+      const auto* p = reinterpret_cast<const int32_t*>(src);
       for (uint64_t i = 0; i < count; ++i) dst[i] = static_cast<Out>(p[i]);
       return;
     }
     default: {
-      const auto* p = static_cast<const int64_t*>(src) + first;
+      if constexpr (std::is_same_v<Out, int64_t>) {
+        std::memcpy(dst, src, count * sizeof(Out));
+        return;
+      }
+      const auto* p = reinterpret_cast<const int64_t*>(src);
       for (uint64_t i = 0; i < count; ++i) dst[i] = static_cast<Out>(p[i]);
       return;
     }
   }
 }
 
+// Parts of `total` units for threads that each take at least `least` (at most `most` parts).
+uint32_t Parts(uint64_t total, uint64_t least, uint32_t most) {
+  return static_cast<uint32_t>(std::clamp<uint64_t>(total / std::max<uint64_t>(least, 1), 1, most));
+}
+
 }  // namespace
 
-size_t MixtureSource(const std::vector<double>& weights, uint64_t seed, uint64_t k,
-                     const std::vector<uint64_t>& drawn) {
-  const size_t n = weights.size();
-  size_t best = 0;
-  double best_deficit = -std::numeric_limits<double>::infinity();
-  for (size_t j = 0; j < n; ++j) {
-    const size_t i = (seed + j) % n;  // ties: the first from seed mod n on
-    if (weights[i] <= 0) continue;
-    const double deficit = weights[i] * static_cast<double>(k + 1) - static_cast<double>(drawn[i]);
-    if (deficit > best_deficit) {
-      best_deficit = deficit;
-      best = i;
-    }
-  }
-  return best;
+uint32_t DefaultPackThreads() {
+  return std::clamp<uint32_t>(AvailableCpus() / LocalRanks() / 4, 1, 4);
 }
 
-Result<std::vector<double>> NormalizeWeights(const std::vector<float>& weights, size_t sources) {
-  if (weights.size() != sources)
-    return Status::Usage("weights: one weight a dataset: " + std::to_string(sources) +
-                         " datasets, " + std::to_string(weights.size()) + " weights");
-  double sum = 0;
-  for (float w : weights) {
-    if (!std::isfinite(w) || w < 0)
-      return Status::Usage("weights must be finite and >= 0, got " + std::to_string(w));
-    sum += w;
+// A batch's tokens as the worker walks the stream: the pieces to copy, each a run of ids from a
+// record where the source's staging holds it (or one end-of-document token), to its place in the
+// batch. The copies run on the pool, split by rows; Flush runs those added so far before a source
+// moves on from the records they read.
+class SequenceLoader::Packer {
+ public:
+  explicit Packer(uint32_t threads) : pool_(threads, "rf-pack-help") {}
+
+  uint32_t threads() const { return pool_.threads(); }
+
+  // A batch into `tokens` (ids of dtype `out`, `row` a row).
+  void Begin(void* tokens, DType out, uint64_t row, int64_t eod) {
+    tokens_ = static_cast<uint8_t*>(tokens);
+    out_ = out;
+    row_ = row;
+    eod_ = eod;
+    pieces_.clear();
+    row_pieces_.clear();
+    done_ = 0;
   }
-  if (sum <= 0) return Status::Usage("weights: at least one must be above 0");
-  std::vector<double> out;
-  for (float w : weights) out.push_back(w / sum);
-  return out;
-}
+  void BeginRow() { row_pieces_.push_back(pieces_.size()); }
+  // `count` ids of dtype `dtype` at `src` to element `dst` of the batch.
+  void Add(const uint8_t* src, DType dtype, uint64_t dst, uint64_t count) {
+    pieces_.push_back({src, dst, count, dtype});
+  }
+  void AddEod(uint64_t dst) { pieces_.push_back({nullptr, dst, 1, out_}); }
+
+  // Copies the pieces added so far (the records they read are about to be let go).
+  void Flush() {
+    const size_t from = done_, to = pieces_.size();
+    if (from == to) return;
+    uint64_t ids = 0;
+    for (size_t i = from; i < to; ++i) ids += pieces_[i].count;
+    const uint32_t parts = Parts(ids * DTypeSize(out_), kPartBytes, 2 * pool_.threads());
+    pool_.Run(parts, [&](uint32_t p) {
+      // Parts of about equal ids, cut at pieces.
+      const uint64_t lo = ids * p / parts, hi = ids * (p + 1) / parts;
+      uint64_t at = 0;
+      for (size_t i = from; i < to && at < hi; ++i) {
+        if (at >= lo) Copy(pieces_[i]);
+        at += pieces_[i].count;
+      }
+    });
+    done_ = to;
+  }
+
+  // Copies the rest of the batch's `rows` rows; with `positions` (the host's batch, written
+  // whole here) fills each row past lengths[r] with `pad` and writes each input's place in its
+  // segment (row r's segments: cu[row_segments[r]] .. up to cu[row_segments[r + 1]]).
+  void Finish(uint64_t rows, const int64_t* lengths, const int32_t* cu,
+              const std::vector<size_t>& row_segments, int64_t* positions, int64_t pad) {
+    row_pieces_.push_back(pieces_.size());
+    const uint64_t per_row = row_ * (DTypeSize(out_) + (positions != nullptr ? 8 : 0));
+    const uint32_t parts = static_cast<uint32_t>(
+        std::min<uint64_t>(rows, Parts(rows * per_row, kPartBytes, 2 * pool_.threads())));
+    pool_.Run(parts, [&](uint32_t p) {
+      const uint64_t r0 = rows * p / parts, r1 = rows * (p + 1) / parts;
+      for (size_t i = std::max(row_pieces_[r0], done_); i < row_pieces_[r1]; ++i) Copy(pieces_[i]);
+      if (positions == nullptr) return;
+      for (uint64_t r = r0; r < r1; ++r) {
+        Fill(r * row_ + static_cast<uint64_t>(lengths[r]), (r + 1) * row_, pad);
+        for (size_t k = row_segments[r]; k < row_segments[r + 1]; ++k) {
+          const int64_t first = cu[k], end = cu[k + 1];
+          int64_t* out = positions + first;
+          for (int64_t t = 0; t < end - first; ++t) out[t] = t;
+        }
+      }
+    });
+    done_ = pieces_.size();
+  }
+
+ private:
+  struct Piece {
+    const uint8_t* src;  // null: one end-of-document token
+    uint64_t dst;
+    uint64_t count;
+    DType dtype;
+  };
+
+  template <typename Out>
+  void CopyAs(const Piece& piece) {
+    Out* dst = reinterpret_cast<Out*>(tokens_) + piece.dst;
+    if (piece.src == nullptr) {
+      *dst = static_cast<Out>(eod_);
+    } else {
+      CopyIds(piece.src, piece.dtype, piece.count, dst);
+    }
+  }
+  void Copy(const Piece& piece) {
+    switch (out_) {
+      case DType::kUInt16:
+        return CopyAs<uint16_t>(piece);
+      case DType::kInt32:
+        return CopyAs<int32_t>(piece);
+      default:
+        return CopyAs<int64_t>(piece);
+    }
+  }
+  // Elements [from, to) of the batch's tokens as `pad`.
+  void Fill(uint64_t from, uint64_t to, int64_t pad) {
+    if (out_ == DType::kInt32) {
+      std::fill(reinterpret_cast<int32_t*>(tokens_) + from,
+                reinterpret_cast<int32_t*>(tokens_) + to, static_cast<int32_t>(pad));
+    } else {
+      std::fill(reinterpret_cast<int64_t*>(tokens_) + from,
+                reinterpret_cast<int64_t*>(tokens_) + to, pad);
+    }
+  }
+
+  WorkPool pool_;
+  uint8_t* tokens_ = nullptr;
+  DType out_ = DType::kInt64;
+  uint64_t row_ = 0;
+  int64_t eod_ = -1;
+  std::vector<Piece> pieces_;
+  std::vector<size_t> row_pieces_;  // each row's first piece (and, after Finish, the end)
+  size_t done_ = 0;                 // pieces copied
+};
 
 // One dataset of the loader: its plan, its records' loader, where its epoch stands for this rank
 // (the state, its slice of the epoch's list and the next row's place in it) and where its stream
-// stands (the next stream token, the record batch in hand and the place in it).
+// stands (the next stream token, the records in hand, where the staging holds them, and the place
+// in them).
 class SequenceLoader::Source {
  public:
   const Dataset* dataset = nullptr;
   std::shared_ptr<const SequencePlan> plan;
-  std::unique_ptr<Loader> records;
+  std::unique_ptr<Loader> records;  // its raw level, read in place
+  Packer* packer = nullptr;         // flushed before the records in hand are let go
   DType stored = DType::kUInt16;
-  bool tensor = false;     // fixed rows, each a document
-  uint64_t row_elems = 0;  // tensor: ids a row
+  uint64_t elem = 2;  // bytes an id
   int64_t eod = -1;
   uint32_t world = 1, rank = 0;
 
@@ -100,7 +215,8 @@ class SequenceLoader::Source {
   EpochLayout layout;
   bool have_layout = false;
   uint64_t tok = kNowhere;
-  std::shared_ptr<LoadedBatch> batch;
+  std::vector<HostSpan> spans;  // the records in hand
+  uint32_t held = 0;            // of spans
   uint32_t rec = 0;
   uint64_t off = 0;
 
@@ -128,47 +244,45 @@ class SequenceLoader::Source {
       have_layout = true;
     }
     tok = kNowhere;
-    batch.reset();
+    held = 0;
   }
   void NextEpoch() { Enter({st.epoch + 1, 0, world, {}}); }
 
-  uint64_t RecordIds() const {
-    if (tensor) return row_elems;
-    const int64_t* o = batch->offsets();
-    return static_cast<uint64_t>(o[rec + 1] - o[rec]);
-  }
+  uint64_t RecordIds() const { return spans[rec].bytes / elem; }
   uint64_t RecordTokens() const { return RecordIds() + (eod >= 0 ? 1 : 0); }
 
   Status Fill() {
-    if (batch && rec < batch->size()) return Status::Ok();
-    RF_ASSIGN_OR_RETURN(batch, records->Next());
+    if (rec < held) return Status::Ok();
+    packer->Flush();  // the pieces copy from the records in hand: before they go
+    RF_ASSIGN_OR_RETURN(held, records->source().NextInPlace(&spans));
     rec = 0;
     off = 0;
-    if (!batch)
+    if (held == 0)
       return Status::Aborted("the token stream of " + dataset->shard_path(0) + " ended at token " +
                              std::to_string(tok) + " of epoch " + std::to_string(st.epoch) + "'s " +
                              std::to_string(plan->epoch_tokens()));
     return Status::Ok();
   }
+  // Restarts the records' loader at `position` of the current epoch's order.
+  Status Restart(uint64_t position) {
+    packer->Flush();
+    held = 0;
+    return records->StartEpoch(st.epoch, position);
+  }
 
-  // Moves `n` tokens on; with `out`, copies them there and notes in *starts the places (from
-  // `at`) where a document begins.
-  template <typename Out>
-  Status Walk(uint64_t n, Out* out, uint32_t at, std::vector<uint32_t>* starts) {
+  // Moves `n` tokens on; with `pack`, adds their copy to the batch's element `dst` on, and notes
+  // in *starts the places (from `at`) where a document begins.
+  Status Walk(uint64_t n, Packer* pack, uint64_t dst, uint32_t at, std::vector<uint32_t>* starts) {
     while (n > 0) {
       RF_RETURN_IF_ERROR(Fill());
       const uint64_t ids = RecordIds(), total = ids + (eod >= 0 ? 1 : 0);
       const uint64_t k = std::min(n, total - off);
-      if (out != nullptr) {
+      if (pack != nullptr) {
         if (off == 0 && starts != nullptr) starts->push_back(at);
         const uint64_t from_ids = off < ids ? std::min(k, ids - off) : 0;
-        if (from_ids > 0) {
-          const uint64_t first = tensor ? uint64_t{rec} * row_elems + off
-                                        : static_cast<uint64_t>(batch->offsets()[rec]) + off;
-          CopyIds(batch->samples(), stored, first, from_ids, out);
-        }
-        if (k > from_ids) out[from_ids] = static_cast<Out>(eod);  // the document's end
-        out += k;
+        if (from_ids > 0) pack->Add(spans[rec].data + off * elem, stored, dst, from_ids);
+        if (k > from_ids) pack->AddEod(dst + from_ids);  // the document's end
+        dst += k;
         at += static_cast<uint32_t>(k);
       }
       off += k;
@@ -186,28 +300,24 @@ class SequenceLoader::Source {
   // window holding it, and the window's tokens before it skipped.
   Status Seek(uint64_t token) {
     const StreamWindow w = plan->Locate(layout, token);
-    RF_RETURN_IF_ERROR(records->StartEpoch(st.epoch, w.position));
-    batch.reset();
+    RF_RETURN_IF_ERROR(Restart(w.position));
     tok = w.token;
-    return Walk<int64_t>(token - w.token, nullptr, 0, nullptr);
+    return Walk(token - w.token, nullptr, 0, 0, nullptr);
   }
 
-  // The next row of this rank's epoch into `out` (row_tokens() ids); its valid tokens in *valid.
-  template <typename Out>
-  Status Row(Out* out, uint64_t* valid, std::vector<uint32_t>* starts) {
+  // The next row of this rank's epoch into the batch at element `dst` (row_tokens() ids); its
+  // valid tokens in *valid.
+  Status Row(Packer* pack, uint64_t dst, uint64_t* valid, std::vector<uint32_t>* starts) {
     *valid = 0;
     if (st.position < slice.count && plan->pad()) {
       // Document `seq` of the epoch's order, cut at a row; `tok` counts documents here.
       const uint64_t seq = slice.ranges[range].begin + in_range;
-      if (tok != seq) {
-        RF_RETURN_IF_ERROR(records->StartEpoch(st.epoch, seq));
-        batch.reset();
-      }
+      if (tok != seq) RF_RETURN_IF_ERROR(Restart(seq));
       RF_RETURN_IF_ERROR(Fill());
       const uint64_t total = RecordTokens();
       *valid = std::min(total, plan->row_tokens());
-      RF_RETURN_IF_ERROR(Walk(*valid, out, 0, starts));
-      if (*valid < total) RF_RETURN_IF_ERROR(Walk<Out>(total - *valid, nullptr, 0, nullptr));
+      RF_RETURN_IF_ERROR(Walk(*valid, pack, dst, 0, starts));
+      if (*valid < total) RF_RETURN_IF_ERROR(Walk(total - *valid, nullptr, 0, 0, nullptr));
       tok = seq + 1;
       if (++in_range == slice.ranges[range].size()) {
         ++range;
@@ -218,7 +328,7 @@ class SequenceLoader::Source {
       const uint64_t first = seq * plan->row_tokens();
       *valid = std::min(plan->row_tokens(), plan->epoch_tokens() - first);
       if (tok != first) RF_RETURN_IF_ERROR(Seek(first));
-      RF_RETURN_IF_ERROR(Walk(*valid, out, 0, starts));
+      RF_RETURN_IF_ERROR(Walk(*valid, pack, dst, 0, starts));
       if (++in_range == slice.ranges[range].size()) {
         ++range;
         in_range = 0;
@@ -241,41 +351,92 @@ void SequenceLoader::Stop() {
     stop_ = true;
   }
   cv_.notify_all();
+  room_.notify_all();
+  to_put_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (putter_.joinable()) putter_.join();
   std::lock_guard<std::mutex> lock(mu_);
   made_.clear();
+  to_put_.clear();
   failed_ = false;
 }
 
 void SequenceLoader::Start() {
   handed_ = StateNow();
   stop_ = false;
+  packed_ = 0;
+  putted_ = 0;
   worker_ = std::thread([this] { Work(); });
+  if (narrow_on_host_) putter_ = std::thread([this] { PutLoop(); });
+}
+
+bool SequenceLoader::Deliver(Packed& p, Result<std::shared_ptr<LoadedBatch>> b) {
+  const bool ok = b.ok();
+  stats_ = p.stats;
+  made_.push_back(Made{std::move(b), ok ? std::move(p.after) : SequenceState{}});
+  if (!ok) failed_ = true;
+  return ok;
 }
 
 void SequenceLoader::Work() {
+  NameThread("rf-pack");
   const uint32_t ahead = std::max<uint32_t>(options_.output_buffers, 1);
   // This thread's CUDA calls on the loader's GPU (not the process's device 0: a rank's other).
   const Status bound = device_->BindThread();
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || made_.size() < ahead; });
+      // The batches made and in the making hold at most `ahead` of the pool's buffers.
+      room_.wait(lock, [&] { return stop_ || made_.size() + to_put_.size() + putting_ < ahead; });
       if (stop_) return;
     }
-    Result<std::shared_ptr<LoadedBatch>> b =
-        bound.ok() ? Produce() : Result<std::shared_ptr<LoadedBatch>>(bound);
-    const bool ok = b.ok();
-    Made m{std::move(b), ok ? StateNow() : SequenceState{}};
-    const LoaderStats stats = SourceStats();
+    Packed p;
+    p.error = bound.ok() ? Pack(&p) : bound;
+    const bool ok = p.error.ok();
+    if (ok) p.after = StateNow();
+    p.stats = SourceStats();
+    if (narrow_on_host_) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        to_put_.push_back(std::move(p));
+      }
+      to_put_cv_.notify_one();
+    } else {
+      Result<std::shared_ptr<LoadedBatch>> b = Put(p);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!Deliver(p, std::move(b))) return;
+      }
+      cv_.notify_all();
+    }
+    if (!ok) return;  // Next() hands the error out and restarts from the last batch handed out
+  }
+}
+
+void SequenceLoader::PutLoop() {
+  NameThread("rf-put");
+  const Status bound = device_->BindThread();
+  for (;;) {
+    Packed p;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      to_put_cv_.wait(lock, [&] { return stop_ || !to_put_.empty(); });
+      if (stop_) return;
+      p = std::move(to_put_.front());
+      to_put_.pop_front();
+      putting_ = 1;
+    }
+    Result<std::shared_ptr<LoadedBatch>> b = bound.ok() ? Put(p) : bound;
+    bool ok = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stats_ = stats;
-      made_.push_back(std::move(m));
-      if (!ok) failed_ = true;
+      if (p.slotted) ++putted_;  // the slot's copy is queued (or it failed and the putter stops)
+      putting_ = 0;
+      ok = Deliver(p, std::move(b));
     }
     cv_.notify_all();
-    if (!ok) return;  // Next() hands the error out and restarts from the last batch handed out
+    room_.notify_all();
+    if (!ok) return;
   }
 }
 
@@ -307,7 +468,7 @@ Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Next() {
     m = std::move(made_.front());
     made_.pop_front();
   }
-  cv_.notify_all();
+  room_.notify_all();
   if (!m.batch.ok()) {
     // Restart from where the batches handed out leave off; the error goes to the caller.
     const Status error = m.batch.status();
@@ -335,8 +496,9 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
   if (l->dtype_ != DType::kInt64 && l->dtype_ != DType::kInt32)
     return Status::Usage("dtype: packed sequences' tokens are int64 or int32, not " +
                          std::string(DTypeName(l->dtype_)));
-  if (datasets.size() > 1 || !so.weights.empty()) {
-    RF_ASSIGN_OR_RETURN(l->weights_, NormalizeWeights(so.weights, datasets.size()));
+  const std::vector<float>& weights = options.pipeline.weights;
+  if (datasets.size() > 1 || !weights.empty()) {
+    RF_ASSIGN_OR_RETURN(l->weights_, NormalizeWeights(weights, datasets.size()));
   }
   const OrderSettings& order = options.pipeline.order;
   for (const Dataset* d : datasets) {
@@ -344,8 +506,7 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
     s->dataset = d;
     const format::Header& h = d->header();
     s->stored = h.sample_dtype;
-    s->tensor = !h.variable();
-    s->row_elems = h.SampleElems();
+    s->elem = DTypeSize(h.sample_dtype);
     s->eod = so.eod_token;
     s->world = order.world_size;
     s->rank = order.rank;
@@ -358,10 +519,13 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
       return Status::Usage("sequence_length " + std::to_string(so.length) + ": " +
                            d->shard_path(0) + " holds " + std::to_string(s->plan->epoch_tokens()) +
                            " tokens, no whole sequence, and drop_last drops the partial one");
-    // The records, in the world of one's order, in host memory; the batch is records.
+    // The records, in the world of one's order, in host memory, read in place (its raw level:
+    // no output buffers).
     LoaderOptions r = options;
     r.pipeline.data = d->shard_path(0);  // this source's, whatever the caller named
     r.sequence = {};
+    r.pipeline.weights = {};  // each source is one dataset
+    r.pipeline.mixture = {};
     r.pipeline.device = DeviceKind::kCpu;
     r.pipeline.order.rank = 0;
     r.pipeline.order.world_size = 1;
@@ -374,6 +538,7 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
     r.gpu = -1;
     r.stream = nullptr;
     r.poll = nullptr;  // the worker's thread reads it; Next() polls the caller's
+    r.output_buffers = 0;
     RF_ASSIGN_OR_RETURN(s->records, Loader::Create(*d, r));
     s->Enter({});
     l->sources_.push_back(std::move(s));
@@ -385,51 +550,109 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
   const size_t most = Aligned(b * (len + 1) * DTypeSize(l->dtype_)) + Aligned(b * 8) +
                       Aligned(b * len * 8) + Aligned((b * len + 1) * 4);
   RF_ASSIGN_OR_RETURN(l->pool_, l->device_->MakePool(most, l->batch_, options.output_buffers));
-  for (HostBuffer& h : l->host_) {
-    RF_ASSIGN_OR_RETURN(h, l->device_->HostArea(most));
+  l->narrow_on_host_ = l->device_->WidensSequences() || so.pack_narrow;
+  if (l->narrow_on_host_) {
+    // The narrowest ids that hold every source's and the end-of-document token.
+    DType n = DType::kUInt16;
+    for (const auto& s : l->sources_) {
+      if (s->stored == DType::kInt64) {
+        n = DType::kInt64;
+      } else if (s->stored == DType::kInt32 && n == DType::kUInt16) {
+        n = DType::kInt32;
+      }
+    }
+    if (so.eod_token > std::numeric_limits<uint16_t>::max() && n == DType::kUInt16)
+      n = DType::kInt32;
+    if (so.eod_token > std::numeric_limits<int32_t>::max()) n = DType::kInt64;
+    l->narrow_ = n;
+    l->narrow_bytes_ =
+        Aligned(b * (len + 1) * DTypeSize(n)) + Aligned(b * 8) + Aligned((b * len + 1) * 4);
+    for (HostBuffer& h : l->host_) {
+      RF_ASSIGN_OR_RETURN(h, l->device_->HostArea(l->narrow_bytes_));
+    }
   }
+  const uint32_t threads =
+      options.sequence.pack_threads != 0 ? options.sequence.pack_threads : DefaultPackThreads();
+  l->packer_ = std::make_unique<Packer>(threads);
+  for (auto& s : l->sources_) s->packer = l->packer_.get();
   l->Start();
   return l;
 }
 
-Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Produce() {
+namespace {
+
+// A batch's layout in its buffer: tokens, lengths, position_ids, cu_seqlens (each aligned); and
+// in a GPU's pinned slot: the narrow tokens, lengths, cu_seqlens.
+struct BatchLayout {
+  size_t lengths_at, positions_at, cu_at;
+  BatchLayout(uint64_t rows, uint64_t length, DType dtype)
+      : lengths_at(Aligned(rows * (length + 1) * DTypeSize(dtype))),
+        positions_at(lengths_at + Aligned(rows * 8)),
+        cu_at(positions_at + Aligned(rows * length * 8)) {}
+};
+struct NarrowLayout {
+  size_t lengths_at, cu_at;
+  NarrowLayout(uint64_t rows, uint64_t length, DType narrow)
+      : lengths_at(Aligned(rows * (length + 1) * DTypeSize(narrow))),
+        cu_at(lengths_at + Aligned(rows * 8)) {}
+};
+
+}  // namespace
+
+Status SequenceLoader::Pack(Packed* p) {
   const bool mixture = !weights_.empty();
   Source& single = *sources_[0];
   const uint64_t rows =
       mixture ? batch_ : std::min<uint64_t>(batch_, single.slice.rows - single.st.position);
-  const uint64_t epoch = single.st.epoch, position = single.st.position;
+  p->epoch = single.st.epoch;
+  p->position = single.st.position;
   if (!mixture && ended_) {
     ended_ = false;
-    return std::shared_ptr<LoadedBatch>();
+    p->end = true;
+    return Status::Ok();
   }
   const size_t row = length_ + 1;
-  // The slot's last copy to the device is done before it is written again.
-  slot_ = (slot_ + 1) % LoaderDevice::kPutSlots;
-  RF_RETURN_IF_ERROR(device_->WaitPut(slot_));
-  uint8_t* base = host_[slot_].data();
-  const size_t tokens_bytes = Aligned(rows * row * DTypeSize(dtype_));
-  auto* lengths = reinterpret_cast<int64_t*>(base + tokens_bytes);
-  auto* positions = reinterpret_cast<int64_t*>(base + tokens_bytes + Aligned(rows * 8));
-  auto* cu = reinterpret_cast<int32_t*>(base + tokens_bytes + Aligned(rows * 8) +
-                                        Aligned(rows * length_ * 8));
+  uint8_t* base = nullptr;
+  int64_t* lengths = nullptr;
+  int32_t* cu = nullptr;
+  int64_t* positions = nullptr;
+  if (narrow_on_host_) {
+    // Packed narrow in a pinned slot, widened on the device. The slot's last batch must have been
+    // put (its copy queued) and its copy done before it is written again.
+    p->slot = static_cast<uint32_t>(packed_ % LoaderDevice::kPutSlots);
+    if (packed_ >= LoaderDevice::kPutSlots) {
+      std::unique_lock<std::mutex> lock(mu_);
+      room_.wait(lock, [&] { return stop_ || putted_ + LoaderDevice::kPutSlots > packed_; });
+      if (stop_) return Status::Aborted("the loader stopped");
+    }
+    RF_RETURN_IF_ERROR(device_->WaitPut(p->slot));
+    base = host_[p->slot].data();
+    const NarrowLayout at(rows, length_, narrow_);
+    lengths = reinterpret_cast<int64_t*>(base + at.lengths_at);
+    cu = reinterpret_cast<int32_t*>(base + at.cu_at);
+    packer_->Begin(base, narrow_, row, options_.sequence.eod_token);
+  } else {
+    // Host memory: packed whole, in place in the batch's buffer.
+    RF_ASSIGN_OR_RETURN(p->out,
+                        pool_->Acquire(static_cast<uint32_t>(rows), dtype_,
+                                       {static_cast<int64_t>(rows), static_cast<int64_t>(row)}));
+    base = static_cast<uint8_t*>(p->out->samples());
+    const BatchLayout at(rows, length_, dtype_);
+    lengths = reinterpret_cast<int64_t*>(base + at.lengths_at);
+    cu = reinterpret_cast<int32_t*>(base + at.cu_at);
+    positions = reinterpret_cast<int64_t*>(base + at.positions_at);
+    packer_->Begin(base, dtype_, row, options_.sequence.eod_token);
+  }
   size_t segments = 0;
-  std::vector<uint32_t> starts;
+  row_segments_.clear();
   for (uint64_t r = 0; r < rows; ++r) {
     const size_t i =
         mixture ? MixtureSource(weights_, options_.pipeline.order.seed, rows_, drawn_) : 0;
     Source& s = *sources_[i];
-    starts.clear();
+    starts_.clear();
     uint64_t valid = 0;
-    Status st;
-    if (dtype_ == DType::kInt64) {
-      int64_t* out = reinterpret_cast<int64_t*>(base) + r * row;
-      st = s.Row(out, &valid, &starts);
-      std::fill(out + valid, out + row, options_.sequence.pad_token);
-    } else {
-      int32_t* out = reinterpret_cast<int32_t*>(base) + r * row;
-      st = s.Row(out, &valid, &starts);
-      std::fill(out + valid, out + row, static_cast<int32_t>(options_.sequence.pad_token));
-    }
+    packer_->BeginRow();
+    const Status st = s.Row(packer_.get(), r * row, &valid, &starts_);
     if (!st.ok()) {
       s.tok = kNowhere;  // the next try seeks afresh
       return st;
@@ -442,45 +665,77 @@ Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Produce() {
     // and the padding past them.
     const uint64_t inputs = std::min<uint64_t>(valid, length_);
     const int32_t row_base = static_cast<int32_t>(r * length_);
-    int64_t* pos = positions + r * length_;
     uint64_t seg_start = 0;
+    row_segments_.push_back(segments);
     cu[segments++] = row_base;
-    for (uint32_t p : starts) {
-      if (p == 0 || p >= inputs) continue;
-      for (uint64_t t = seg_start; t < p; ++t) pos[t] = static_cast<int64_t>(t - seg_start);
-      cu[segments++] = row_base + static_cast<int32_t>(p);
-      seg_start = p;
+    for (uint32_t q : starts_) {
+      if (q == 0 || q >= inputs) continue;
+      cu[segments++] = row_base + static_cast<int32_t>(q);
+      seg_start = q;
     }
-    if (inputs < length_ && inputs > seg_start) {
-      for (uint64_t t = seg_start; t < inputs; ++t) pos[t] = static_cast<int64_t>(t - seg_start);
+    if (inputs < length_ && inputs > seg_start)
       cu[segments++] = row_base + static_cast<int32_t>(inputs);
-      seg_start = inputs;
-    }
-    for (uint64_t t = seg_start; t < length_; ++t) pos[t] = static_cast<int64_t>(t - seg_start);
   }
   cu[segments] = static_cast<int32_t>(rows * length_);
+  row_segments_.push_back(segments);
   if (!mixture && single.EpochDone()) {
     single.NextEpoch();
     ended_ = true;
   }
+  packer_->Finish(rows, lengths, cu, row_segments_, positions, options_.sequence.pad_token);
+  p->rows = rows;
+  p->segments = segments;
+  if (narrow_on_host_) {
+    ++packed_;
+    p->slotted = true;
+  }
+  return Status::Ok();
+}
 
-  RF_ASSIGN_OR_RETURN(std::shared_ptr<LoadedBatch> out,
-                      pool_->Acquire(static_cast<uint32_t>(rows), dtype_,
-                                     {static_cast<int64_t>(rows), static_cast<int64_t>(row)}));
-  const size_t used = reinterpret_cast<uint8_t*>(cu + segments + 1) - base;
-  RF_RETURN_IF_ERROR(device_->PutBytesAsync(base, out->samples(), used, slot_));
-  auto* dst = static_cast<uint8_t*>(out->samples());
+void SequenceLoader::SetViews(LoadedBatch& b, uint64_t rows, uint64_t segments) const {
+  auto* dst = static_cast<uint8_t*>(b.samples());
+  const BatchLayout at(rows, length_, dtype_);
   const auto n = static_cast<int64_t>(rows), l = static_cast<int64_t>(length_);
-  out->views_ = {
+  b.views_ = {
       {dst, dtype_, {n, l + 1}},
-      {dst + tokens_bytes, DType::kInt64, {n}},
-      {dst + (reinterpret_cast<uint8_t*>(cu) - base),
-       DType::kInt32,
-       {static_cast<int64_t>(segments) + 1}},
-      {dst + tokens_bytes + Aligned(rows * 8), DType::kInt64, {n, l}},
+      {dst + at.lengths_at, DType::kInt64, {n}},
+      {dst + at.cu_at, DType::kInt32, {static_cast<int64_t>(segments) + 1}},
+      {dst + at.positions_at, DType::kInt64, {n, l}},
   };
-  out->epoch_ = epoch;
-  out->position_ = position;
+}
+
+Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Put(Packed& p) {
+  if (!p.error.ok()) return p.error;
+  if (p.end) return std::shared_ptr<LoadedBatch>();
+  std::shared_ptr<LoadedBatch> out = std::move(p.out);
+  if (narrow_on_host_) {
+    RF_ASSIGN_OR_RETURN(
+        out, pool_->Acquire(static_cast<uint32_t>(p.rows), dtype_,
+                            {static_cast<int64_t>(p.rows), static_cast<int64_t>(length_) + 1}));
+    auto* dst = static_cast<uint8_t*>(out->samples());
+    const BatchLayout at(p.rows, length_, dtype_);
+    const NarrowLayout narrow(p.rows, length_, narrow_);
+    LoaderDevice::SequencePut put;
+    put.host = host_[p.slot].data();
+    put.bytes = narrow.cu_at + (p.segments + 1) * sizeof(int32_t);
+    put.lengths_at = narrow.lengths_at;
+    put.cu_at = narrow.cu_at;
+    put.capacity = narrow_bytes_;
+    put.narrow_bytes = static_cast<uint32_t>(DTypeSize(narrow_));
+    put.rows = p.rows;
+    put.row = length_ + 1;
+    put.segments = p.segments;
+    put.out_int32 = dtype_ == DType::kInt32;
+    put.pad = options_.sequence.pad_token;
+    put.tokens = dst;
+    put.lengths = reinterpret_cast<int64_t*>(dst + at.lengths_at);
+    put.cu = reinterpret_cast<int32_t*>(dst + at.cu_at);
+    put.positions = reinterpret_cast<int64_t*>(dst + at.positions_at);
+    RF_RETURN_IF_ERROR(device_->PutSequencesAsync(put, p.slot));
+  }
+  SetViews(*out, p.rows, p.segments);
+  out->epoch_ = p.epoch;
+  out->position_ = p.position;
   RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
   return out;
 }
@@ -576,8 +831,13 @@ LoaderStats SequenceLoader::stats() const {
 }
 
 std::string SequenceLoader::Describe() const {
+  const std::string packing = std::to_string(packer_->threads()) + " packing thread(s)" +
+                              (device_->WidensSequences() ? ", " + std::string(DTypeName(narrow_)) +
+                                                                " ids widened on the device"
+                                                          : std::string());
   return device_->Describe() + ", packed sequences of " + std::to_string(length_) + " from " +
-         std::to_string(sources_.size()) + " dataset(s), " + sources_[0]->records->Describe();
+         std::to_string(sources_.size()) + " dataset(s) (" + packing + "), " +
+         sources_[0]->records->Describe();
 }
 
 }  // namespace rf

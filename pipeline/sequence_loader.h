@@ -10,11 +10,12 @@
 // per rank, q, is the same on every rank), a mixture's batches are always full and its sources'
 // epochs roll over within them, each source keeping its own epoch counter.
 //
-// The mixture. Row k of every rank (k counts this rank's rows since the start) comes from the
-// source i that maximizes w_i (k + 1) - drawn_i(k) (drawn_i: the rows source i gave so far;
-// ties go to the first source from seed mod n on): a pure function of (weights, seed, k),
-// computed as the rows go with no index. Its deficit stays within (-1, n - 1): after every k,
-// |drawn_i - w_i k| < n - 1 (the test checks the tighter figure it measures).
+// The mixture (pipeline/mixture.h's rule, the one sample mixtures follow too). Row k of every
+// rank (k counts this rank's rows since the start) comes from the source i that maximizes
+// w_i (k + 1) - drawn_i(k) (drawn_i: the rows source i gave so far; ties go to the first source
+// from seed mod n on): a pure function of (weights, seed, k), computed as the rows go with no
+// index. Its deficit stays within (-1, n - 1): after every k, |drawn_i - w_i k| < n - 1 (the test
+// checks the tighter figure it measures).
 //
 // A batch (LoadedBatch::views(), in host memory or on the GPU as the loader's device says):
 //   tokens        [B, L + 1]  int64 or int32 (the dtype option); a row's tokens past its length
@@ -37,10 +38,25 @@
 // of each source's interrupted epoch that no rank took, split over the new ranks.
 //
 // Threads. A worker thread of the loader's own packs batches ahead (prefetch of them, the
-// loader's output buffers) and puts them on the device (queued on the loader's stream); Next()
-// takes the oldest, so the packing and the copy overlap the consumer's work. state() is where the
-// batches handed out leave off, never the worker's place. One thread at a time calls a
-// SequenceLoader's methods; batches as for Loader.
+// loader's output buffers) and, on a GPU, a putter thread puts them on the device (the copy and
+// the kernel queued on the loader's stream, the batch marked ready and handed on), so that the
+// CUDA calls and the consumer's wake-up are off the packing thread; Next() takes the oldest, so
+// the packing and the copy overlap the consumer's work. state() is where the batches handed out
+// leave off, never the worker's place. One thread at a time calls a SequenceLoader's methods;
+// batches as for Loader.
+//
+// The packing. Each token is copied once on the host, from where the source's staging holds its
+// decompressed chunk (its records read in place: TrainingSource::NextInPlace) to its place in the
+// batch. The worker walks the stream and notes the batch as pieces (a run of a record's ids, or
+// an end-of-document token, and where it goes), the lengths and the cu_seqlens; the pieces are
+// then copied by the worker and pack_threads - 1 helpers (a batch split by rows where it is large
+// enough to pay for waking them), before the source lets its records go. On the host the batch is
+// packed whole in its own buffer: ids widened, pad, position_ids. On a GPU it is packed in the
+// ids' own width (uint16 where every source's ids and the end-of-document token fit, else int32 or
+// int64) in one of LoaderDevice::kPutSlots pinned slots (one is filled while the others' copies
+// run), copied over, and a kernel on the loader's stream widens the ids, pads the rows and writes
+// position_ids from the cu_seqlens (LoaderDevice::PutSequencesAsync): 2 bytes a token over PCIe
+// instead of 16. The batches are the same, bit for bit, either way.
 #pragma once
 
 #include <condition_variable>
@@ -55,6 +71,7 @@
 #include "pipeline/host_buffer.h"
 #include "pipeline/loader.h"
 #include "pipeline/loader_device.h"
+#include "pipeline/mixture.h"
 #include "pipeline/sequence_plan.h"
 
 namespace rf {
@@ -77,12 +94,9 @@ struct SequenceState {
   bool operator==(const SequenceState&) const = default;
 };
 
-// The mixture's source of row k given the draws so far (the rule above). `weights` sum to 1.
-size_t MixtureSource(const std::vector<double>& weights, uint64_t seed, uint64_t k,
-                     const std::vector<uint64_t>& drawn);
-// Weights as given -> normalized; Usage error for none, one negative, NaN or infinite, or all 0,
-// or a count other than `sources`.
-Result<std::vector<double>> NormalizeWeights(const std::vector<float>& weights, size_t sources);
+// Threads that copy a batch's tokens where pack_threads is 0: a quarter of the cores this
+// process may use, shared with the other ranks on the machine, 1 to 4.
+uint32_t DefaultPackThreads();
 
 class SequenceLoader {
  public:
@@ -119,15 +133,35 @@ class SequenceLoader {
 
  private:
   class Source;
+  class Packer;
   SequenceLoader() = default;
-  // The next batch, packed and put on the device (the worker's thread); null at a single
+  // A batch the worker packed, for its put (the host's: done; a GPU's: the copy and the kernel).
+  struct Packed {
+    Status error;                      // the packing failed: handed out as the batch
+    bool end = false;                  // a single source's epoch ended: a null batch
+    uint32_t slot = 0;                 // a GPU's: the pinned slot it is packed in
+    bool slotted = false;              // it is (packed_ counted it)
+    std::shared_ptr<LoadedBatch> out;  // the host's: the batch, packed whole
+    uint64_t rows = 0, segments = 0, epoch = 0, position = 0;
+    SequenceState after;  // the sources' state after it
+    LoaderStats stats;    // the sources' loaders' as the worker saw them
+  };
+  // The next batch packed into *p (the worker's thread), on a GPU into the pinned slot of
+  // packed_, once the putter has put that slot's last batch and its copy is done.
+  Status Pack(Packed* p);
+  // The batch of `p` put on the device (on a GPU the putter's thread): null at a single
   // source's epoch end.
-  Result<std::shared_ptr<LoadedBatch>> Produce();
+  Result<std::shared_ptr<LoadedBatch>> Put(Packed& p);
+  // Sets the batch's views: its tokens, lengths, cu_seqlens (segments + 1) and position_ids.
+  void SetViews(LoadedBatch& b, uint64_t rows, uint64_t segments) const;
   SequenceState StateNow() const;  // the sources' own place (the worker's)
   // Rows a rank of source i's epoch `g` (its list split over its world).
   uint64_t RowsOf(const SequenceSourceState& g, size_t i) const;
-  void Start();  // the worker, from the sources' place
+  void Start();  // the worker (and the putter), from the sources' place
   void Work();
+  void PutLoop();
+  // The put batch `p` into made_, with what it says of the state (mu_ held).
+  bool Deliver(Packed& p, Result<std::shared_ptr<LoadedBatch>> b);
 
   // A batch the worker made, with the state after it.
   struct Made {
@@ -144,23 +178,36 @@ class SequenceLoader {
   DType dtype_ = DType::kInt64;
   uint64_t rows_ = 0;
   std::vector<uint64_t> drawn_;
-  bool ended_ = false;  // one source: its epoch's last batch went out, the next Produce() is null
+  bool ended_ = false;  // one source: its epoch's last batch went out, the next Pack() ends it
   LoaderStats SourceStats() const;  // the sources' loaders' (the worker's thread)
 
   mutable std::mutex mu_;
-  uint64_t handed_batches_ = 0;  // under mu_ from here on
-  LoaderStats stats_;            // the sources', as the worker last saw them
-  double wait_seconds_ = 0;      // Next() waiting for a packed batch
-  uint64_t clock_start_ns_ = 0;  // the first Next()
-  std::condition_variable cv_;
-  std::deque<Made> made_;  // packed ahead, oldest first
-  bool stop_ = false;      // the worker is to stop
-  bool failed_ = false;    // the worker stopped at an error (in made_)
-  SequenceState handed_;   // after the last batch Next() handed out
-  std::thread worker_;
-  // Batches are packed in host memory, alternately in each slot (pinned on a GPU).
+  uint64_t handed_batches_ = 0;   // under mu_ from here on
+  LoaderStats stats_;             // the sources', as the worker last saw them
+  double wait_seconds_ = 0;       // Next() waiting for a packed batch
+  uint64_t clock_start_ns_ = 0;   // the first Next()
+  std::condition_variable cv_;    // made_ has a batch
+  std::condition_variable room_;  // made_ and to_put_ have room, or putted_ moved on
+  std::condition_variable to_put_cv_;
+  std::deque<Made> made_;      // put ahead, oldest first
+  std::deque<Packed> to_put_;  // a GPU's: packed, for the putter
+  uint64_t putted_ = 0;        // a GPU's: slots' batches the putter put since Start
+  uint32_t putting_ = 0;       // a GPU's: 1 while the putter puts one
+  bool stop_ = false;          // the worker and the putter are to stop
+  bool failed_ = false;        // the worker stopped at an error (in made_)
+  SequenceState handed_;       // after the last batch Next() handed out
+  std::thread worker_, putter_;
+  // On a GPU, batches are packed narrow in pinned memory, in each of kPutSlots slots in turn
+  // (the worker fills one while the copies of the others run), and widened on the device
+  // (narrow_bytes_ a slot); on the host, whole in their own buffers.
+  bool narrow_on_host_ = false;
+  DType narrow_ = DType::kUInt16;
+  size_t narrow_bytes_ = 0;
   HostBuffer host_[LoaderDevice::kPutSlots];
-  uint32_t slot_ = 0;
+  uint64_t packed_ = 0;             // the worker's: batches packed since Start
+  std::unique_ptr<Packer> packer_;  // the worker's
+  std::vector<size_t> row_segments_;
+  std::vector<uint32_t> starts_;
 };
 
 }  // namespace rf

@@ -9,7 +9,11 @@ Result<std::unique_ptr<SlotRing>> SlotRing::Create(uint32_t slots, uint64_t slot
                                                    PinMode pin) {
   if (slots < 2) return Status::InvalidArgument("the ring needs at least 2 slots");
   slot_bytes = format::RoundUp(slot_bytes, format::kAlign);
-  RF_ASSIGN_OR_RETURN(HostBuffer mem, HostBuffer::Allocate(slot_bytes * slots, pin));
+  // Faulted in by the reads (or by io_uring's registration of the slots), not by a pass of its
+  // own before the first read: the loader's start waits for no more than its first chunks.
+  // Pinned memory is faulted in at once all the same (HostBuffer).
+  RF_ASSIGN_OR_RETURN(HostBuffer mem,
+                      HostBuffer::Allocate(slot_bytes * slots, pin, Prefault::kOnFirstWrite));
   return std::unique_ptr<SlotRing>(new SlotRing(std::move(mem), slots, slot_bytes));
 }
 

@@ -239,7 +239,7 @@ Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
     RF_RETURN_IF_ERROR(AwaitWindow(w));
     retire_.insert(retire_.end(), window_slots_.begin(), window_slots_.end());
   }
-  RF_RETURN_IF_ERROR(RetirePending());
+  if (!defer_retire_) RF_RETURN_IF_ERROR(RetirePending());
   window_slots_.clear();
   epoch_offset_ += cursor_.epoch_chunks().size();
   cursor_.Start(epoch, 0);
@@ -254,6 +254,25 @@ Result<Batch> StreamingSource::Next() {
   batch_samples_.clear();
   const uint32_t n = BatchSizeAt(position_, options_.order.batch_size, epoch_samples());
   if (n == 0) return Batch{};
+  batch_samples_.resize(n);
+  RF_RETURN_IF_ERROR(TakeRefs(n, refs_.data(), batch_samples_.data()));
+  RF_ASSIGN_OR_RETURN(Batch b, staging_->Gather(refs_.data(), batch_samples_.data(), n));
+  b.epoch = epoch_;
+  return b;
+}
+
+Result<uint32_t> StreamingSource::Take(uint32_t max, SampleRef* refs, uint64_t* indices) {
+  if (!failure_.ok()) return failure_;
+  if (!defer_retire_) RF_RETURN_IF_ERROR(RetirePending());
+  batch_samples_.clear();
+  const uint32_t n =
+      std::min(max, BatchSizeAt(position_, options_.order.batch_size, epoch_samples()));
+  RF_RETURN_IF_ERROR(TakeRefs(n, refs, indices));
+  batch_samples_.assign(indices, indices + n);
+  return n;
+}
+
+Status StreamingSource::TakeRefs(uint32_t n, SampleRef* refs, uint64_t* indices) {
   const uint64_t slot_bytes = staging_->layout().slot_bytes;
   // Records of any size: each chunk's record table, read where the host staging holds it.
   const uint8_t* records = staging_->layout().records ? staging_->host_area() : nullptr;
@@ -264,14 +283,29 @@ Result<Batch> StreamingSource::Next() {
     }
     const WindowCursor::Sample s = cursor_.Take();
     const uint64_t base = window_slots_[s.chunk_in_window] * slot_bytes;
-    refs_[i] = records ? RecordRefTo(dataset_, s.chunk, base, records + base, s.sample)
-                       : RefTo(dataset_, s.chunk, base, s.sample);
-    batch_samples_.push_back(order_.GlobalSample(s.chunk, s.sample));
+    refs[i] = records ? RecordRefTo(dataset_, s.chunk, base, records + base, s.sample)
+                      : RefTo(dataset_, s.chunk, base, s.sample);
+    if (indices != nullptr) indices[i] = order_.GlobalSample(s.chunk, s.sample);
   }
   position_ += n;
-  RF_ASSIGN_OR_RETURN(Batch b, staging_->Gather(refs_.data(), batch_samples_.data(), n));
-  b.epoch = epoch_;
-  return b;
+  return Status::Ok();
+}
+
+Result<uint32_t> StreamingSource::NextInPlace(std::vector<HostSpan>* out) {
+  const uint8_t* area = staging_->host_area();
+  if (area == nullptr)
+    return Status::Unsupported("the staging area is on a device: its samples are not in place");
+  if (!failure_.ok()) return failure_;
+  // The batch read in place last is done with by now: windows it finished can be reused.
+  RF_RETURN_IF_ERROR(RetirePending());
+  batch_samples_.clear();  // no indices: the packing reads only the ids
+  const uint32_t n = BatchSizeAt(position_, options_.order.batch_size, epoch_samples());
+  RF_RETURN_IF_ERROR(TakeRefs(n, refs_.data(), nullptr));
+  const StagingLayout& l = staging_->layout();
+  out->resize(n);
+  for (uint32_t i = 0; i < n; ++i)
+    (*out)[i] = {area + refs_[i].sample_offset, l.records ? refs_[i].record_bytes : l.sample_bytes};
+  return n;
 }
 
 }  // namespace rf

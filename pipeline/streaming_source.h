@@ -99,7 +99,20 @@ class StreamingSource final : public TrainingSource {
   // epoch's samples.
   Status StartEpoch(uint64_t epoch, uint64_t position) override;
   Result<Batch> Next() override;
+  // Host staging only (the records' and the host device's): the batch's samples in the staging
+  // area, as Next() would gather them. batch_samples() is not kept by it.
+  Result<uint32_t> NextInPlace(std::vector<HostSpan>* out) override;
   uint64_t position() const override { return position_; }
+
+  // A mixture's part of a batch (pipeline/mixed_source.h): up to `max` (at most the batch size)
+  // of the epoch's next samples, as refs into the staging area (offsets from staging().area())
+  // and their global indices, not gathered: the mixture gathers the samples of all its datasets
+  // into one batch. 0 at the epoch's end. With DeferRetire, the windows the refs read, and those
+  // of an epoch that StartEpoch continued past, stay resident until Release(), which the caller
+  // calls once the batch that reads them is queued (Next retires them itself, at its next call).
+  Result<uint32_t> Take(uint32_t max, SampleRef* refs, uint64_t* indices);
+  void DeferRetire() { defer_retire_ = true; }
+  Status Release() { return RetirePending(); }
 
   const std::vector<uint64_t>& batch_samples() const override { return batch_samples_; }
   uint64_t bytes_read() const override;
@@ -121,6 +134,9 @@ class StreamingSource final : public TrainingSource {
   // ones batches are gathered from (the cursor is already in it or enters it here).
   Status AwaitWindow(uint64_t w);
   Status RetirePending();
+  // The epoch's next n samples (n at most what is left of it) as refs and global indices
+  // (indices null: none).
+  Status TakeRefs(uint32_t n, SampleRef* refs, uint64_t* indices);
   // The plan position of a chunk of a window of the cursor's epoch.
   uint64_t SeqOf(uint64_t window, uint32_t chunk_in_window) const;
   uint64_t EpochSamplesOf(uint64_t epoch) const;
@@ -148,7 +164,8 @@ class StreamingSource final : public TrainingSource {
   // epoch starts epoch_offset_ chunks after that epoch's first chunk.
   uint64_t plan_skipped_ = 0, epoch_offset_ = 0;
   std::vector<uint32_t> window_slots_;  // staging slot of each chunk of the current window
-  std::vector<uint32_t> retire_;        // slots to retire at the next call
+  std::vector<uint32_t> retire_;        // slots to retire at the next call (or Release)
+  bool defer_retire_ = false;           // Take and StartEpoch leave them to Release
   std::vector<SampleRef> refs_;
   std::vector<uint64_t> batch_samples_;
   uint64_t wait_ns_ = 0;

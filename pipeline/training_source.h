@@ -9,9 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "core/order_settings.h"
 #include "pipeline/batch_source.h"
 
 namespace rf {
+
+// One sample where it lies in host memory: a record of any size, or a fixed-shape sample.
+struct HostSpan {
+  const uint8_t* data = nullptr;
+  uint64_t bytes = 0;
+};
 
 class TrainingSource : public BatchSource {
  public:
@@ -35,6 +42,16 @@ class TrainingSource : public BatchSource {
   // What the epoch StartEpoch began last has to report at its end (decoded images: the bad
   // records skipped); "" for nothing.
   virtual std::string EpochReport() const { return ""; }
+  // A mixture of datasets (pipeline/mixed_source.h): where its stream stands after the last
+  // batch handed out, for a checkpoint; null for one dataset.
+  virtual const MixtureState* mixture_state() const { return nullptr; }
+  // The next batch's samples where they lie, ungathered (a reader that copies each sample once,
+  // to where it goes: pipeline/sequence_loader.h's packing): `out` gets one span a sample, valid
+  // until the next call of NextInPlace, Next or StartEpoch; 0 once the epoch is over. Where the
+  // source's samples are not in host memory: Unsupported.
+  virtual Result<uint32_t> NextInPlace(std::vector<HostSpan>* /*out*/) {
+    return Status::Unsupported("this source's samples are not in host memory");
+  }
 };
 
 }  // namespace rf

@@ -41,6 +41,7 @@
 #include "model/checkpoint.h"
 #include "parallel/world.h"
 #include "pipeline/loader.h"
+#include "pipeline/mixture.h"
 #include "pipeline/trace.h"
 #include "pipeline/window_order.h"
 #include "src/command_checks.h"
@@ -95,22 +96,49 @@ Status CheckTrainable(const std::string& flag, const std::string& path, const fo
   return Status::Usage(flag + " " + path + ": cannot train on it: " + why);
 }
 
-// The datasets the run reads: the training split, and the test split where --test names one
-// (Usage where either cannot be trained on, or the test split's shape or classes are not the
-// training split's).
+// The datasets the run reads: the training split (one dataset, or a mixture's: --data a,b
+// --weights), and the test split where --test names one (Usage where any cannot be trained on,
+// a mixture's datasets hold other samples than each other, or the test split's shape or classes
+// are not the training split's).
 struct RunData {
-  Dataset train;
+  std::vector<Dataset> train;
+  std::vector<double> weights;  // a mixture's, normalized; empty: one dataset
   std::optional<Dataset> test;
+
+  const Dataset& first() const { return train[0]; }
+  bool mixture() const { return !weights.empty(); }
+  std::vector<const Dataset*> sources() const {
+    std::vector<const Dataset*> out;
+    for (const Dataset& d : train) out.push_back(&d);
+    return out;
+  }
+  // The training split's samples: a mixture's datasets' together.
+  uint64_t samples() const {
+    uint64_t n = 0;
+    for (const Dataset& d : train) n += d.sample_count();
+    return n;
+  }
 };
 
 Result<RunData> OpenData(const TrainConfig& c) {
   RunData d;
-  RF_ASSIGN_OR_RETURN(d.train, Dataset::Open(c.pipeline.data));
-  RF_RETURN_IF_ERROR(CheckTrainable("--data", c.pipeline.data, d.train.header(), c.image.size));
+  RF_ASSIGN_OR_RETURN(const std::vector<std::string> paths, c.pipeline.DataPaths());
+  for (const std::string& path : paths) {
+    RF_ASSIGN_OR_RETURN(Dataset one, Dataset::Open(path));
+    RF_RETURN_IF_ERROR(CheckTrainable("--data", path, one.header(), c.image.size));
+    d.train.push_back(std::move(one));
+  }
+  if (!c.pipeline.weights.empty()) {
+    Result<std::vector<double>> weights = NormalizeWeights(c.pipeline.weights, d.train.size());
+    if (!weights.ok()) return Status::Usage("--" + weights.status().message());  // "--weights..."
+    d.weights = std::move(weights).value();
+    Status mixable = CheckMixable(d.sources());
+    if (!mixable.ok()) return Status::Usage("--data: " + mixable.ToString());
+  }
   if (c.test.empty()) return d;
   RF_ASSIGN_OR_RETURN(d.test, Dataset::Open(c.test));
   RF_RETURN_IF_ERROR(CheckTrainable("--test", c.test, d.test->header(), c.image.size));
-  const format::Header &h = d.train.header(), &t = d.test->header();
+  const format::Header &h = d.first().header(), &t = d.test->header();
   // Decoded images have the model's input shape whatever their files' sizes.
   const bool same_shape = HoldsJpegRecords(h) || HoldsJpegRecords(t)
                               ? HoldsJpegRecords(h) && HoldsJpegRecords(t)
@@ -118,7 +146,7 @@ Result<RunData> OpenData(const TrainConfig& c) {
                                     t.width == h.width;
   if (!same_shape || t.num_classes != h.num_classes) {
     return Status::Usage("--test " + c.test + " has another shape or class count than " +
-                         c.pipeline.data);
+                         d.first().path());
   }
   return d;
 }
@@ -147,8 +175,12 @@ Result<ModelConfig> ModelFor(const TrainConfig& c, const format::Header& h) {
 // take files (or the run would be lost at its first checkpoint) and its file may be replaced
 // (CheckCheckpointTarget); rank 0 writes it and --metrics.
 Status CheckOutputs(const TrainConfig& c, const RunData& data, const World& world) {
+  std::vector<std::string> shards;
+  for (const Dataset& d : data.train) {
+    for (std::string& s : ShardPaths(d)) shards.push_back(std::move(s));
+  }
   RF_RETURN_IF_ERROR(CheckTrainOutputs(
-      c, ShardPaths(data.train), data.test ? ShardPaths(*data.test) : std::vector<std::string>{}));
+      c, shards, data.test ? ShardPaths(*data.test) : std::vector<std::string>{}));
   RF_RETURN_IF_ERROR(CheckRunLogTargets(c, world.rank() == 0));
   if (c.checkpoint.empty() || world.rank() != 0) return Status::Ok();
   RF_RETURN_IF_ERROR(CheckDirectoryWritable("--checkpoint", c.checkpoint));
@@ -183,7 +215,89 @@ Result<std::vector<uint8_t>> CheckpointBytes(const std::string& path, World& wor
   return bytes;
 }
 
-Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& world,
+// The samples each rank trains on in `epoch` (a resumed epoch's own count), less a partial last
+// batch with drop_last: a dataset's (PipelineConfig::EpochSamplesFor) or a mixture's
+// (pipeline/mixture.h's epochs); Usage for stretches the data cannot have had.
+Result<uint64_t> EpochSamplesOf(const TrainConfig& c, const RunData& data, uint64_t epoch) {
+  if (!data.mixture()) return c.pipeline.EpochSamplesFor(data.first().ChunkSampleCounts(), epoch);
+  std::vector<uint64_t> samples;
+  for (const Dataset& d : data.train) samples.push_back(d.sample_count());
+  const OrderSettings& order = c.pipeline.order;
+  RF_ASSIGN_OR_RETURN(const uint64_t count,
+                      MixtureEpochCount(MixtureSamples(samples, data.weights), order, epoch));
+  return EpochSamples(count, order.batch_size, order.drop_last);
+}
+
+// The samples of an ordinary epoch of each rank, before drop_last (what the schedule's span is
+// counted from).
+uint64_t OrdinaryEpochSamples(const TrainConfig& c, const RunData& data) {
+  OrderSettings order = c.pipeline.order;
+  order.resumed = {};
+  if (!data.mixture())
+    return WindowOrder(data.first().ChunkSampleCounts(), order).EpochSampleCount();
+  std::vector<uint64_t> samples;
+  for (const Dataset& d : data.train) samples.push_back(d.sample_count());
+  const Result<uint64_t> count = MixtureEpochCount(MixtureSamples(samples, data.weights), order, 0);
+  return count.ok() ? count.value() : 0;
+}
+
+// Usage (or, for other datasets, Corruption) naming what differs where the checkpoint `ck` is of
+// another training split than `data`: one dataset against a mixture, other datasets, or other
+// weights.
+Status CheckCheckpointData(const Checkpoint& ck, const RunData& data, const TrainConfig& c) {
+  const std::string& path = c.resume;
+  if (!data.mixture()) {
+    if (!ck.datasets.empty()) {
+      return Status::Usage(
+          "--resume " + path + " is of a mixture of " + std::to_string(ck.datasets.size()) +
+          " datasets (--data a,b --weights ...); this run reads one, " + c.pipeline.data);
+    }
+    if (ck.dataset_id != data.first().header().dataset_id ||
+        ck.dataset_samples != data.first().sample_count()) {
+      return Status::Corruption(
+          path, "checkpoint was trained on another dataset than " + c.pipeline.data);
+    }
+    return Status::Ok();
+  }
+  if (ck.datasets.empty()) {
+    return Status::Usage("--resume " + path + " is of one dataset; this run mixes " +
+                         std::to_string(data.train.size()) + " (" + c.pipeline.data + ")");
+  }
+  if (ck.datasets.size() != data.train.size()) {
+    return Status::Usage("--resume " + path + " is of a mixture of " +
+                         std::to_string(ck.datasets.size()) + " datasets; this run mixes " +
+                         std::to_string(data.train.size()) + " (" + c.pipeline.data + ")");
+  }
+  for (size_t i = 0; i < ck.datasets.size(); ++i) {
+    const Dataset& d = data.train[i];
+    if (ck.datasets[i].dataset_id != d.header().dataset_id ||
+        ck.datasets[i].dataset_samples != d.sample_count()) {
+      return Status::Corruption(path, "checkpoint's dataset " + std::to_string(i + 1) +
+                                          " of the mixture is another than " + d.path() + " (" +
+                                          std::to_string(ck.datasets[i].dataset_samples) +
+                                          " samples, not " + std::to_string(d.sample_count()) +
+                                          ")");
+    }
+  }
+  std::string theirs, ours;
+  bool same = true;
+  for (size_t i = 0; i < ck.datasets.size(); ++i) {
+    char a[32], b[32];
+    std::snprintf(a, sizeof a, "%s%.6g", i ? "," : "", ck.datasets[i].weight);
+    std::snprintf(b, sizeof b, "%s%.6g", i ? "," : "", data.weights[i]);
+    theirs += a;
+    ours += b;
+    same = same && ck.datasets[i].weight == data.weights[i];
+  }
+  if (!same) {
+    return Status::Usage("--weights: --resume " + path + " mixes its datasets by weights " +
+                         theirs + " (normalized), this run by " + ours +
+                         "; a resumed mixture goes on with its own (give those)");
+  }
+  return Status::Ok();
+}
+
+Result<StartPoint> Start(const ModelConfig& model, const RunData& data, World& world,
                          TrainConfig* c) {
   if (c->resume.empty()) {
     return StartPoint{InitialParameters(model, c->pipeline.order.seed),
@@ -194,10 +308,7 @@ Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& 
   RF_ASSIGN_OR_RETURN(Checkpoint ck, DecodeCheckpoint(bytes.data(), bytes.size(), c->resume));
   // The one InvalidArgument: the file is of another model than the one asked for.
   if (Status st = CheckCheckpointModel(ck, model, c->resume); !st.ok()) return AsUsage(st);
-  if (ck.dataset_id != train.header().dataset_id || ck.dataset_samples != train.sample_count()) {
-    return Status::Corruption(c->resume,
-                              "checkpoint was trained on another dataset than " + c->pipeline.data);
-  }
+  RF_RETURN_IF_ERROR(CheckCheckpointData(ck, data, *c));
   uint64_t position = 0;
   RF_RETURN_IF_ERROR(ApplyCheckpoint(ck, c, &position));
   // What the checkpoint set is held to the options' bounds too (a file of an older ringfeed may
@@ -207,8 +318,7 @@ Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& 
   }
   // The checkpoint's stretches against this dataset (Usage), then its position against the epoch
   // it continues, which may be one resumed at another world size: its own count.
-  RF_ASSIGN_OR_RETURN(const uint64_t epoch_samples,
-                      c->pipeline.EpochSamplesFor(train.ChunkSampleCounts(), ck.epoch));
+  RF_ASSIGN_OR_RETURN(const uint64_t epoch_samples, EpochSamplesOf(*c, data, ck.epoch));
   if (position > epoch_samples) {
     return Status::Corruption(c->resume, "checkpoint position is past the end of the epoch");
   }
@@ -222,13 +332,21 @@ Result<StartPoint> Start(const ModelConfig& model, const Dataset& train, World& 
 Result<std::unique_ptr<TrainEngine>> MakeEngine(const TrainConfig& c, const ModelConfig& model,
                                                 const RunData& data, const StartPoint& start,
                                                 World& world, double* setup_seconds) {
-  const format::Header& h = data.train.header();
+  format::Header h = data.first().header();
+  if (data.mixture()) {  // the mixture's statistics: its datasets', by weight
+    std::vector<const format::Header*> headers;
+    for (const Dataset& d : data.train) headers.push_back(&d.header());
+    if (!MixtureStatistics(headers, data.weights, h.channels, &h.mean, &h.stddev)) {
+      return Status::Usage("--weights: the datasets' channel statistics, mixed, overflow float32");
+    }
+  }
   EngineInputs in;
   in.config = model;
   in.norm.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
   in.norm.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
   if (HoldsJpegRecords(h)) in.norm = DecodedImageStatistics();
-  in.train = &data.train;
+  in.train = &data.first();
+  if (data.mixture()) in.mixture = data.sources();
   in.test = data.test && world.rank() == 0 ? &*data.test : nullptr;
   in.world = &world;
   const auto t0 = std::chrono::steady_clock::now();
@@ -259,10 +377,14 @@ std::string ResumeCommand(const std::vector<std::string>& args, const std::strin
     if (args[i] == "--resume") {
       ++i;  // and its value
     } else if (args[i].rfind("--resume=", 0) != 0) {
-      cmd += " " + ShellWord(args[i]);
+      // Appended apart: " " + std::string&& trips GCC 12's -Wrestrict at -O3 (a false positive).
+      cmd += ' ';
+      cmd += ShellWord(args[i]);
     }
   }
-  return cmd + " --resume " + ShellWord(checkpoint);
+  cmd += " --resume ";
+  cmd += ShellWord(checkpoint);
+  return cmd;
 }
 
 // Under a launcher: a warning where some rank may run on one CPU only (Open MPI's mpirun binds
@@ -374,7 +496,7 @@ class RunFiles {
 
 // Rank 0's opening lines: the data, model and batch, the backend, the ranks' reduction, the
 // source, the set-up time; and, on every rank (a collective), the bound-CPU warning.
-Status PrintStart(const TrainConfig& c, const Dataset& train, const ModelConfig& model,
+Status PrintStart(const TrainConfig& c, const RunData& data, const ModelConfig& model,
                   TrainEngine& engine, double setup_seconds, World& world) {
   RF_ASSIGN_OR_RETURN(const std::string bound, BoundCpuWarning(world));
   if (world.rank() != 0) return Status::Ok();
@@ -393,7 +515,7 @@ Status PrintStart(const TrainConfig& c, const Dataset& train, const ModelConfig&
   std::printf(
       "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %s%s\nbackend: %s\n"
       "%s%s%s\nset up in %.2f s%s\n%s",
-      c.pipeline.data.c_str(), static_cast<unsigned long long>(train.sample_count()),
+      c.pipeline.data.c_str(), static_cast<unsigned long long>(data.samples()),
       DescribeModel(model).c_str(), ParameterCount(model), batch.c_str(),
       c.resume.empty() ? "" : (", resumed from " + c.resume).c_str(), engine.description().c_str(),
       engine.reduction().empty() ? "" : "ranks: ",
@@ -423,28 +545,27 @@ Status Train(TrainConfig c, const std::vector<std::string>& args,
   // 1. The data. 2. The outputs. 3. The model.
   RF_ASSIGN_OR_RETURN(RunData data, OpenData(c));
   RF_RETURN_IF_ERROR(CheckOutputs(c, data, world));
-  RF_ASSIGN_OR_RETURN(const ModelConfig model, ModelFor(c, data.train.header()));
+  RF_ASSIGN_OR_RETURN(const ModelConfig model, ModelFor(c, data.first().header()));
   // 4. Where training starts; a resumed checkpoint has adjusted the config, which is final now
   // (rank 0 names each flag given that the checkpoint overrode). The augmentation, the flag's or
   // the checkpoint's, against the images it transforms. The schedule spans ordinary epochs at this
   // world size (or the span the checkpoint recorded).
   const TrainConfig asked = c;
-  RF_ASSIGN_OR_RETURN(StartPoint start, Start(model, data.train, world, &c));
+  RF_ASSIGN_OR_RETURN(StartPoint start, Start(model, data, world, &c));
   const std::vector<std::string> overrides =
       c.resume.empty() ? std::vector<std::string>{} : ResumeOverrides(asked, c, given);
   if (world.rank() == 0) {
     for (const std::string& line : overrides) std::printf("ringfeed train: %s\n", line.c_str());
   }
-  if (HoldsJpegRecords(data.train.header()) && c.augment.enabled()) {
+  if (HoldsJpegRecords(data.first().header()) && c.augment.enabled()) {
     return Status::Usage("--augment " + AugmentSpecText(c.augment) +
                          ": image/jpeg records are decoded with their own random resized crop and "
                          "flip; leave --augment out");
   }
-  if (!HoldsJpegRecords(data.train.header())) {
-    RF_RETURN_IF_ERROR(CheckAugmentFits(c.augment, data.train.header(), "--augment"));
+  if (!HoldsJpegRecords(data.first().header())) {
+    RF_RETURN_IF_ERROR(CheckAugmentFits(c.augment, data.first().header(), "--augment"));
   }
-  c.schedule_span = ScheduleSpanFor(
-      c, WindowOrder(data.train.ChunkSampleCounts(), c.pipeline.order).EpochSampleCount());
+  c.schedule_span = ScheduleSpanFor(c, OrdinaryEpochSamples(c, data));
   // 5. The engine.
   double setup_seconds = 0;
   RF_ASSIGN_OR_RETURN(std::unique_ptr<TrainEngine> engine,
@@ -452,10 +573,10 @@ Status Train(TrainConfig c, const std::vector<std::string>& args,
   // 6. The run's files and its opening lines.
   RunFiles files;
   RF_RETURN_IF_ERROR(files.Open(c, *engine, setup_seconds, world, start.state, overrides));
-  RF_RETURN_IF_ERROR(PrintStart(c, data.train, model, *engine, setup_seconds, world));
+  RF_RETURN_IF_ERROR(PrintStart(c, data, model, *engine, setup_seconds, world));
   // 7. The loop.
   InstallStopHandlers();
-  Trainer trainer(c, model, data.train, *engine, world,
+  Trainer trainer(c, model, data.sources(), *engine, world,
                   files.ForTrainer(c.checkpoint.empty() ? "" : ResumeCommand(args, c.checkpoint)));
   return files.Close(trainer.Run(start.state), *engine);
 }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "io/file.h"
+#include "pipeline/mixture.h"
 #include "pipeline/window_order.h"
 #include "src/command_checks.h"
 #include "src/train_options.h"
@@ -20,6 +21,13 @@ Status TrainConfig::Validate() const {
   RF_RETURN_IF_ERROR(pipeline.Validate());
   // Every option's declared bounds (src/train_options.h), for a config made or resumed in C++ too.
   RF_RETURN_IF_ERROR(TrainOptionTable().Check(*this, kTrainCommand, OptionFace::kCommandLine));
+  // A mixture's flags agree with each other (--data a,b --weights 0.7,0.3).
+  RF_RETURN_IF_ERROR(pipeline.DataPaths().status());
+  if (!pipeline.weights.empty()) {
+    const Result<std::vector<double>> w =
+        NormalizeWeights(pipeline.weights, pipeline.weights.size());
+    if (!w.ok()) return Status::Usage("--" + w.status().message());  // "--weights: ..."
+  }
   if (conv.empty()) return Status::Usage("--conv is empty");
   for (uint32_t w : conv) {
     if (w == 0) return Status::Usage("--conv wants positive channel counts, got 0");
@@ -70,6 +78,10 @@ Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* posit
   }
   ResumePoint at = ResumeAt(c.epoch, c.order.resumed.stretches, c.order.world_size, c.next_sample,
                             order.world_size);
+  // A mixture's datasets continue their own epochs by the same rule (pipeline/mixture.h).
+  config->pipeline.mixture = c.datasets.empty()
+                                 ? MixtureState{}
+                                 : ContinueMixture(c.mixture, c.order.world_size, order.world_size);
   order.resumed = std::move(at.resumed);
   *position = at.position;
   return Status::Ok();
@@ -96,6 +108,8 @@ LoaderOptions TestLoaderOptions(const TrainConfig& c) {
   o.pipeline = c.pipeline;
   PipelineConfig& p = o.pipeline;
   p.data = c.test;
+  p.weights = {};  // one dataset, whatever the training split mixes
+  p.mixture = {};
   // Streamed in any training mode (managed mode is the training baseline, not a way to read a
   // test split). Rank 0 alone evaluates, so one rank and every sample: a fresh order of the
   // training split's batch size, in stored order. Stored order needs no shuffle window; the window

@@ -60,6 +60,9 @@ struct TrainConfig {
   uint64_t epochs = 1;                     // >= 1
   Precision precision = Precision::kBf16;  // CUDA only
   bool cuda_graph = true;  // CUDA: replay each full batch's forward + backward as a CUDA graph
+  // CUDA, several ranks: the gradient's reduce buckets (CudaBackendOptions::reduce_buckets:
+  // 1 one reduction after the backward pass, N at most N overlapping it, 0 auto).
+  uint32_t reduce_buckets = 0;
   // Data augmentation of the training split (--augment; core/augment_spec.h), keyed by the seed:
   // never the test split's. Recorded in checkpoints (from version 3), whose augmentation a resumed
   // run takes.
@@ -102,6 +105,9 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 //   another world size            the samples the checkpoint's ranks had not trained in that
 //                                 epoch are shared by this run's ranks, each exactly once
 //                                 (pipeline/window_order.h's stretches); *position = 0.
+// A mixture's checkpoint (--weights) continues the mixture's epoch so, and each dataset's own
+// epoch by the same rule (config->pipeline.mixture: pipeline/mixture.h's ContinueMixture); the
+// datasets and weights are the caller's to compare with the run's.
 Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position);
 
 // The loaders the engine opens (src/train_engine.h), from the config. The training split's: the

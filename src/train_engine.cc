@@ -29,7 +29,11 @@ Status TrainEngine::MakeSources(const TrainConfig& c, const EngineInputs& in, De
   LoaderOptions train = TrainLoaderOptions(c);
   if (HoldsJpegRecords(in.train->header()))
     train = DecodedImageOptions(train, c, ImageCrop::kRandomResized);
-  RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, on_device(train)));
+  if (in.mixture.empty()) {
+    RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, on_device(train)));
+  } else {
+    RF_ASSIGN_OR_RETURN(loader_, Loader::Create(in.mixture, on_device(train)));
+  }
   if (in.test != nullptr) {
     LoaderOptions test = TestLoaderOptions(c);
     if (HoldsJpegRecords(in.test->header()))
@@ -93,18 +97,21 @@ class CudaEngine final : public TrainEngine {
     bo.tf32 = c.precision != Precision::kFp32;
     bo.bf16 = c.precision == Precision::kBf16;
     bo.cuda_graph = c.cuda_graph;
+    bo.reduce_buckets = c.reduce_buckets;
     bo.device = gpu;
     const uint32_t max_batch = c.pipeline.order.batch_size;
     RF_ASSIGN_OR_RETURN(auto backend,
                         CudaBackend::Create(in.config, in.norm, max_batch, params, bo));
     const cudaStream_t stream = backend->stream();
+    const std::string buckets = ReduceBucketsText(backend->reduce_buckets());
     e->description_ = backend->Describe();
     e->backend_ = std::move(backend);
     if (DataParallel(in)) {
 #if RINGFEED_NCCL
       RF_ASSIGN_OR_RETURN(auto nccl, NcclReducer::Create(*in.world, gpu));
       e->nccl_ = nccl.get();
-      e->reduction_ = "gradients averaged by " + nccl->Describe() + " over " + in.world->Describe();
+      e->reduction_ = "gradients averaged by " + nccl->Describe() + " over " +
+                      in.world->Describe() + ", " + buckets;
       e->reducer_ = std::move(nccl);
       RF_RETURN_IF_ERROR(e->backend_->SetGradientReducer(e->reducer_.get()));
 #else

@@ -3,7 +3,8 @@
 //   training  the library's Loader (pipeline/loader.h) on the backend's device and stream, at its
 //             raw level: streaming mode stages chunks where the backend computes (host memory for
 //             the CPU backend; device memory and copy streams for the CUDA one); managed mode (GPU
-//             only) gathers from one cudaMallocManaged allocation
+//             only) gathers from one cudaMallocManaged allocation; a mixture of datasets
+//             (--weights) streams each and gathers the batch from them (pipeline/mixed_source.h)
 //   test      a second Loader at its raw level over the test split, on the same device and stream:
 //             streamed in stored order as training streams (the test split need not fit in
 //             memory), in streaming mode whatever the training mode
@@ -37,7 +38,9 @@ struct EngineInputs {
   ModelConfig config;
   Normalization norm;
   const Dataset* train = nullptr;  // must outlive the engine
-  const Dataset* test = nullptr;   // the test split, optional; must outlive the engine
+  // A mixture's datasets (c.pipeline.weights), train the first; each must outlive the engine.
+  std::vector<const Dataset*> mixture;
+  const Dataset* test = nullptr;  // the test split, optional; must outlive the engine
   // The job's ranks; null or a world of one: no gradient reduction. Must outlive the engine.
   World* world = nullptr;
 };

@@ -1,6 +1,8 @@
 #include "src/train_options.h"
 
 #include <cfloat>
+#include <charconv>
+#include <string>
 
 #include "core/augment_spec.h"
 #include "pipeline/image_options.h"
@@ -14,6 +16,8 @@ static_assert(kMaxEpoch == kMaxCheckpointEpoch, "the loader's epochs are the che
 
 // Settings of the GPU: on the CPU they do nothing.
 constexpr char kGpuOnly[] = "GPU only";
+// More than the model's layers can use (a bucket per layer at most); the bound of the flag.
+constexpr uint32_t kMaxReduceBuckets = 1024;
 
 OptionTable<TrainConfig> MakeTable() {
   OptionTable<TrainConfig> t;
@@ -54,6 +58,34 @@ OptionTable<TrainConfig> MakeTable() {
       .For(kTrainCommand)
       .OnlyWith("device", {"auto", "cuda"}, kGpuOnly)
       .Help("replay each full batch's forward and backward pass as one CUDA graph");
+  t.Custom(
+       OptionSpec::Of("reduce-buckets", OptionType::kText).For(kTrainCommand),
+       [](TrainConfig& c, const OptionValue& v) -> Status {
+         const std::string& text = std::get<std::string>(v);
+         if (text == "auto") {
+           c.reduce_buckets = 0;
+           return Status::Ok();
+         }
+         uint32_t n = 0;
+         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+         if (ec != std::errc() || end != text.data() + text.size() || n < 1 ||
+             n > kMaxReduceBuckets) {
+           return Status::Usage("--reduce-buckets must be auto or a whole number from 1 to " +
+                                std::to_string(kMaxReduceBuckets) + ", got '" + text + "'");
+         }
+         c.reduce_buckets = n;
+         return Status::Ok();
+       },
+       [](const TrainConfig& c) {
+         return OptionValue(c.reduce_buckets == 0 ? std::string("auto")
+                                                  : std::to_string(c.reduce_buckets));
+       })
+      .Metavar("N|auto")
+      .OnlyWith("device", {"auto", "cuda"}, kGpuOnly)
+      .Help(
+          "several ranks on GPUs: reduce the gradient in at most N buckets, each as soon as the "
+          "backward pass has written it, overlapping the rest (1: one reduction after it; auto: "
+          "a bucket per layer, one under 64 KiB joined to the next but the last)");
   t.Field(
        "gpu", OptionType::kInteger, [](auto& c) -> auto& { return c.gpu; })
       .Range(-1, 1023)

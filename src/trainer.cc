@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/units.h"
+#include "pipeline/mixture.h"
 #include "pipeline/trace.h"
 
 namespace rf {
@@ -46,12 +47,12 @@ void InstallStopHandlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-Trainer::Trainer(const TrainConfig& c, ModelConfig model, const Dataset& train, TrainEngine& engine,
-                 World& world, TrainerOutputs outputs)
+Trainer::Trainer(const TrainConfig& c, ModelConfig model, std::vector<const Dataset*> train,
+                 TrainEngine& engine, World& world, TrainerOutputs outputs)
     : c_(c),
       order_(c.pipeline.order),
       model_(std::move(model)),
-      train_(train),
+      train_(std::move(train)),
       engine_(engine),
       world_(world),
       outputs_(std::move(outputs)),
@@ -398,8 +399,24 @@ Status Trainer::Save(const RunState& s) {
     // again while it is not finished.
     c.order = order_;
     if (epoch_done || s.epoch != order_.resumed.epoch) c.order.resumed = ResumedEpoch{c.epoch, {}};
-    c.dataset_id = train_.header().dataset_id;
-    c.dataset_samples = train_.sample_count();
+    if (const MixtureState* mixture = source_.mixture_state(); mixture != nullptr) {
+      // A mixture: its datasets and stream; the top-level id and samples are theirs together.
+      RF_ASSIGN_OR_RETURN(const std::vector<double> weights,
+                          NormalizeWeights(c_.pipeline.weights, train_.size()));
+      std::vector<uint64_t> ids;
+      c.dataset_samples = 0;
+      for (size_t i = 0; i < train_.size(); ++i) {
+        c.datasets.push_back(
+            {train_[i]->header().dataset_id, train_[i]->sample_count(), weights[i]});
+        ids.push_back(train_[i]->header().dataset_id);
+        c.dataset_samples += train_[i]->sample_count();
+      }
+      c.dataset_id = PartsDatasetId(ids);
+      c.mixture = *mixture;
+    } else {
+      c.dataset_id = train_[0]->header().dataset_id;
+      c.dataset_samples = train_[0]->sample_count();
+    }
     written = WriteCheckpoint(c_.checkpoint, c);
   }
   if (world_.size() == 1) return written;

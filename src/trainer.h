@@ -79,9 +79,10 @@ void InstallStopHandlers();
 class Trainer {
  public:
   // `c` is the run's config after its set-up (a resumed checkpoint applied, the schedule's span
-  // set: src/train_config.h); it, `train`, `engine` and `world` must outlive the Trainer.
-  Trainer(const TrainConfig& c, ModelConfig model, const Dataset& train, TrainEngine& engine,
-          World& world, TrainerOutputs outputs);
+  // set: src/train_config.h); it, `train` (the training split's datasets: one, or a mixture's),
+  // `engine` and `world` must outlive the Trainer.
+  Trainer(const TrainConfig& c, ModelConfig model, std::vector<const Dataset*> train,
+          TrainEngine& engine, World& world, TrainerOutputs outputs);
 
   // Trains from `s` until c.epochs are done, --max-steps is reached, a signal arrives or an error.
   // c.optimizer.lr is the base lr; each step trains at the schedule's lr for its index (adam_step
@@ -177,7 +178,7 @@ class Trainer {
   const TrainConfig& c_;
   const OrderSettings& order_;  // c_.pipeline.order
   const ModelConfig model_;
-  const Dataset& train_;
+  const std::vector<const Dataset*> train_;
   TrainEngine& engine_;
   World& world_;
   const TrainerOutputs outputs_;

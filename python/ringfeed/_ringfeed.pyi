@@ -1,5 +1,5 @@
 # Type stubs of the extension ringfeed._ringfeed (python/src/module.cc).
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, overload
 
 class DataError(ValueError):
     """A dataset's bytes are bad; the message names the file, the chunk and the byte offset."""
@@ -83,8 +83,18 @@ class _DatasetWriter:
 class _Loader:
     # options: keyword arguments by the names of loader_options(), each its declared type.
     # resumed_epoch, stretches: an epoch begun at other world sizes, [(world_size, position)].
+    @overload
     def __init__(self, dataset: _Dataset, options: Dict[str, Any], gpu: int = -1,
                  resumed_epoch: int = 0, stretches: List[Tuple[int, int]] = ...) -> None: ...
+    # A sample mixture of `datasets` (options' weights), starting at `mixture` (a state saved at
+    # saved_world_size: {"steps", "drawn", "sources": [{"epoch", "position", "stretches"}]}).
+    @overload
+    def __init__(self, datasets: List[_Dataset], options: Dict[str, Any], gpu: int = -1,
+                 resumed_epoch: int = 0, stretches: List[Tuple[int, int]] = ...,
+                 mixture: Optional[Dict[str, Any]] = None, saved_world_size: int = 1) -> None: ...
+    def mixture_state(self) -> Optional[Dict[str, Any]]: ...
+    def restore_mixture(self, state: Dict[str, Any], saved_world_size: int, resumed_epoch: int,
+                        stretches: List[Tuple[int, int]]) -> None: ...
     def options(self) -> Dict[str, Any]: ...
     def start_epoch(self, epoch: int, position: int) -> None: ...
     def next(self) -> Optional[Tuple[Tensor, Tensor]]: ...

@@ -52,6 +52,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 # the augmentation and the output dtype; version 3 the stretches, with which a state loads at
 # any world size (a state of version 1 or 2 has none: its epoch was an ordinary one).
 _STATE_VERSION = 3
+# A sample mixture's state dict (kind 'mixture') has a version of its own.
+_MIXTURE_STATE_VERSION = 1
 # What identifies an epoch order: a state saved under other values would not resume exactly.
 _ORDER_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "dataset_id",
                "dataset_samples")
@@ -302,7 +304,12 @@ class Loader:
     data: the dataset: a ``.rfd`` file, any one of its shards or the shards' base name, a glob
         pattern of its shard files, or a list of them (every shard of one dataset, once); or a
         directory, whose datasets (each written by its own DatasetWriter, say) are read as one,
-        in the order of their names.
+        in the order of their names. With ``weights``, a list of datasets (each any of those),
+        mixed sample by sample: each step of each rank takes a sample of the dataset with the
+        largest deficit w_i (k + 1) - drawn_i, a pure function of (weights, seed, k); each
+        dataset keeps its own epochs and order (a single-dataset loader's, this rank's part of
+        each); an epoch of the mixture is its datasets' samples together; a batch's indices count
+        the datasets one after another (pipeline/mixed_source.h).
     device also takes 'cuda:N' (GPU N) and a torch.device; 'cuda' is the current GPU, as
         torch.cuda.set_device sets it. dtype: 'bf16' and other names of a dtype work too.
 
@@ -324,6 +331,7 @@ class Loader:
         # The signature help() and inspect show is _SIGNATURE, made from the declarations.
         self._native: Optional[_ringfeed._Loader] = None
         self._packed: Optional[PackedLoader] = None
+        self._mixture: Optional[list] = None  # a sample mixture's datasets
         self._lock = threading.RLock()
         unknown = [k for k in options if k not in _OPTIONS or k == "batch_size"]
         if unknown:
@@ -343,7 +351,11 @@ class Loader:
             self._init_packed(data, options, gpu)
             return
 
-        dataset = _open_dataset(data)
+        # A sample mixture (weights): several datasets of one sample shape and type, each drawn
+        # by its weight (pipeline/mixed_source.h); else one dataset.
+        mixture = open_datasets(data, options["weights"], _open_dataset) if (
+            "weights" in options) else None
+        dataset = mixture[0] if mixture else _open_dataset(data)
         # image/jpeg records are decoded into images unless image_size is 0.
         images = (dataset.record_kind == "bytes" and dataset.media_type == "image/jpeg"
                   and options.get("image_size", _OPTIONS["image_size"]["default"]) != 0)
@@ -362,7 +374,11 @@ class Loader:
             raise UsageError("mean and std: give both or neither")
 
         self._dataset = dataset
-        self._native = _ringfeed._Loader(dataset, options, gpu)
+        self._mixture = mixture
+        if mixture:
+            self._native = _ringfeed._Loader(mixture, options, gpu)
+        else:
+            self._native = _ringfeed._Loader(dataset, options, gpu)
         # What the batches depend on, as the library took it (its defaults where not given).
         self._options = self._native.options()
         self._batch_size = self._options["batch_size"]
@@ -417,8 +433,13 @@ class Loader:
 
     @property
     def dataset(self) -> DatasetInfo:
-        """The dataset's header (:class:`DatasetInfo`)."""
+        """The dataset's header (:class:`DatasetInfo`); a mixture's first dataset's."""
         return _info(self._dataset)
+
+    @property
+    def datasets(self) -> Tuple[DatasetInfo, ...]:
+        """A sample mixture's datasets' headers, in the order given (one dataset: itself)."""
+        return tuple(_info(d) for d in (self._mixture or [self._dataset]))
 
     @property
     def device(self) -> str:
@@ -465,8 +486,8 @@ class Loader:
 
     def __len__(self) -> int:
         """Batches in the current epoch for this rank (the last one included unless drop_last
-        drops it): the same for every epoch but one resumed at another world size. A mixture of
-        datasets (weights) has no epoch: TypeError."""
+        drops it): the same for every epoch but one resumed at another world size. Packed
+        sequences from a mixture (weights) have no epoch: TypeError."""
         if self._packed is not None:
             return self._packed.batches_per_epoch()
         return -(-self._samples_of(self._epoch) // self._batch_size)
@@ -534,7 +555,8 @@ class Loader:
     def set_epoch(self, epoch: int) -> None:
         """Makes the next iteration epoch `epoch`, from its start (0 to 2**32 - 1: what a
         ringfeed checkpoint holds). A loader that load_state_dict resumed at another world size
-        keeps that epoch's order: set back to it, it gives the same share of the remainder."""
+        keeps that epoch's order: set back to it, it gives the same share of the remainder. A
+        mixture's datasets are not rewound: its stream goes on, the next epoch named `epoch`."""
         epoch = _int_option("epoch", epoch, 0, _ringfeed.max_epoch)
         with self._lock:
             self._epoch = epoch
@@ -556,6 +578,11 @@ class Loader:
         the same state but for ``rank``: rank 0's holds what every rank, of this world size or
         another, needs to continue.
 
+        A mixture of datasets (weights): kind 'mixture', the epoch, position and stretches of
+        the mixture's epoch, the options above, the normalized weights, each dataset's id,
+        samples and path, and the stream: its steps, each dataset's draws, and each dataset's
+        epoch, position and stretches. Rank 0's holds what every rank needs, at any world size.
+
         Packed sequences: kind 'sequences', what the batches depend on (seed, batch_size,
         sequence_length, eod_token, pad_token, shuffle, shuffle_window, drop_last, dtype,
         weights, each dataset's id and samples) and where they stand (rows handed out, each
@@ -564,6 +591,8 @@ class Loader:
         size or another."""
         if self._packed is not None:
             return self._packed.state_dict()
+        if self._mixture:
+            return self._mixture_state_dict()
         with self._lock:
             state = {"version": _STATE_VERSION, "epoch": self._epoch,
                      "position": self._position,
@@ -591,7 +620,14 @@ class Loader:
         field of another type: 64.0 for 64, True for 1; a rank not below its world_size;
         stretches that are no list of dicts of world_size and position, or that no loader of
         this dataset can have trained), or at a position no loader stops at. The loader is then
-        as it was. States of version 1 (before augment and dtype were recorded) load without
+        as it was.
+
+        A mixture (weights): kind 'mixture', refused where its options, normalized weights or
+        datasets (each id and sample count; the path is named, not compared) differ from this
+        loader's, each named. At the state's world size the next batches are exactly those the
+        saved loader would have handed out; at another, the mixture epoch goes on with what the
+        saved ranks left of it, and each dataset's interrupted epoch with the samples no rank
+        had taken, each once (the stretches of each, as above); the draws go on. States of version 1 (before augment and dtype were recorded) load without
         those two checked; states of versions 1 and 2 (before stretches) are of ordinary
         epochs.
 
@@ -600,9 +636,16 @@ class Loader:
         if self._packed is not None:
             self._packed.load_state_dict(state)
             return
+        if self._mixture:
+            self._load_mixture_state(state)
+            return
         if not isinstance(state, dict):
             raise UsageError(f"load_state_dict takes a dict from state_dict(), got "
                              f"{type(state).__name__}")
+        if state.get("kind") == "mixture":
+            raise UsageError(f"load_state_dict: the state is a mixture's of "
+                             f"{len(state.get('datasets') or [])} datasets (weights); this loader "
+                             f"reads one dataset")
         version = state.get("version")
         if type(version) is not int or version not in (1, 2, _STATE_VERSION):
             raise UsageError(f"load_state_dict: unknown state version {version!r} "
@@ -653,6 +696,102 @@ class Loader:
                                  f"{self._batch_size} below {max(samples, 1)})")
             if resumed != self._resumed:
                 self._reopen(resumed, samples)
+            self._epoch = epoch
+            self._position = at
+            self._generation += 1
+
+    # --- A sample mixture's checkpoints ---------------------------------------------------------
+
+    def _mixture_state_dict(self) -> Dict[str, Any]:
+        """state_dict of a sample mixture: the mixture epoch's place (epoch, position, its
+        stretches), what the batches depend on, and the stream: its steps, each dataset's draws,
+        and each dataset's epoch, position and stretches."""
+        with self._lock:
+            state: Dict[str, Any] = {
+                "version": _MIXTURE_STATE_VERSION, "kind": "mixture", "epoch": self._epoch,
+                "position": self._position,
+                "stretches": [{"world_size": w, "position": p}
+                              for w, p in self._stretches_of(self._epoch)]}
+            native = self._open_native().mixture_state()
+        for key in _OPTION_KEYS:
+            state[key] = self._options[key]
+        state["weights"] = self._weights()
+        state["datasets"] = [{"id": f"{d.id:016x}", "samples": d.samples,
+                              "path": d.shard_paths[0]} for d in self._mixture]
+        state["steps"] = native["steps"]
+        state["drawn"] = list(native["drawn"])
+        state["sources"] = [{"epoch": g["epoch"], "position": g["position"],
+                             "stretches": [{"world_size": w, "position": p}
+                                           for w, p in g["stretches"]]}
+                            for g in native["sources"]]
+        return state
+
+    def _weights(self) -> list:
+        """The weights, normalized to sum 1 (as the library draws by them)."""
+        weights = [float(w) for w in self._options["weights"]]
+        total = sum(weights)
+        return [w / total for w in weights]
+
+    def _load_mixture_state(self, state: Dict[str, Any]) -> None:
+        """load_state_dict of a sample mixture (see load_state_dict)."""
+        if not isinstance(state, dict) or state.get("kind") != "mixture":
+            raise UsageError("load_state_dict: not a mixture's state (from a Loader of several "
+                             "datasets with weights): " +
+                             (f"kind {state.get('kind')!r}" if isinstance(state, dict)
+                              else type(state).__name__))
+        if state.get("version") != _MIXTURE_STATE_VERSION:
+            raise UsageError(f"load_state_dict: unknown mixture state version "
+                             f"{state.get('version')!r} (this ringfeed reads "
+                             f"{_MIXTURE_STATE_VERSION})")
+        own = self._mixture_state_dict()
+        missing = [k for k in own if k not in state]
+        if missing:
+            raise UsageError(f"load_state_dict: the state lacks {missing}")
+        wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
+                 for k in own if type(state[k]) is not type(own[k])]
+        if wrong:
+            raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
+        keys = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "augment",
+                "dtype", "weights")
+        differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
+                  for k in keys if state[k] != own[k]]
+        differ += _datasets_differ(state["datasets"], own["datasets"])
+        if differ:
+            raise UsageError("load_state_dict: the state is of another mixture: " +
+                             "; ".join(differ))
+        epoch = _int_option("the state's epoch", state["epoch"], 0, _ringfeed.max_epoch)
+        position = _int_option("the state's position", state["position"], 0, 2**64 - 1)
+        saved_world = _int_option("the state's world_size", state["world_size"], 1, 2**32 - 1)
+        _int_option("the state's rank", state["rank"], 0, saved_world - 1)
+        stretches = _stretches(state["stretches"])
+        if position % self._batch_size != 0:
+            raise UsageError(f"load_state_dict: position {position} is no batch boundary (a "
+                             f"multiple of batch_size {self._batch_size})")
+        native = _mixture_stream(state)
+        # The mixture epoch continues by the library's rule, as a dataset's epoch does; each
+        # dataset's epoch by the same rule, in the library (ContinueMixture).
+        resumed_stretches, at = _ringfeed.resume_at(epoch, list(stretches), saved_world,
+                                                    position, self.world_size)
+        stretches = tuple(resumed_stretches)
+        resumed = (epoch, stretches) if stretches else None
+        with self._lock:
+            loader = self._open_native()
+            try:
+                samples = loader.epoch_samples_for(epoch, epoch, list(stretches))
+            except UsageError as e:
+                raise UsageError(f"load_state_dict: {e}") from None
+            if at >= max(samples, 1):
+                raise UsageError(f"load_state_dict: position {at} is no batch boundary of "
+                                 f"this loader's epoch {epoch} (multiples of batch_size "
+                                 f"{self._batch_size} below {max(samples, 1)})")
+            try:
+                loader.restore_mixture(native, saved_world, epoch if resumed else 0,
+                                       list(stretches))
+            except UsageError as e:
+                raise UsageError(f"load_state_dict: {e}") from None
+            self._resumed = resumed
+            self._resumed_samples = samples if resumed is not None else 0
+            self._native_at = None
             self._epoch = epoch
             self._position = at
             self._generation += 1
@@ -735,6 +874,44 @@ class Loader:
             raise UsageError("the loader is closed")
         return self._native
 
+
+
+def _datasets_differ(saved: list, own: list) -> list:
+    """What differs between a mixture state's datasets and a loader's (each id and samples; the
+    path is named, not compared: a dataset may move)."""
+    if len(saved) != len(own):
+        return [f"datasets: the state has {len(saved)}, this loader {len(own)}"]
+    out = []
+    for i, (a, b) in enumerate(zip(saved, own)):
+        if type(a) is not dict or (a.get("id"), a.get("samples")) != (b["id"], b["samples"]):
+            shown = (f"id {a.get('id')} ({a.get('path')}, {a.get('samples')} samples)"
+                     if type(a) is dict else repr(a))
+            out.append(f"datasets[{i}]: the state has {shown}, this loader id {b['id']} "
+                       f"({b['path']}, {b['samples']} samples)")
+    return out
+
+
+def _mixture_stream(state: Dict[str, Any]) -> Dict[str, Any]:
+    """A mixture state's stream as the library takes it (MixtureState); UsageError naming what
+    is malformed. Whether the datasets can have been there is the library's check."""
+    steps = _int_option("the state's steps", state["steps"], 0, 2**64 - 1)
+    drawn = [_int_option(f"the state's drawn[{i}]", d, 0, 2**64 - 1)
+             for i, d in enumerate(state["drawn"])]
+    sources = []
+    for i, g in enumerate(state["sources"]):
+        if type(g) is not dict or set(g) != {"epoch", "position", "stretches"}:
+            raise UsageError(f"load_state_dict: malformed state: sources[{i}] must be a dict of "
+                             f"epoch, position and stretches, got {g!r}")
+        if type(g["stretches"]) is not list:
+            raise UsageError(f"load_state_dict: malformed state: sources[{i}]['stretches'] must "
+                             f"be a list, got {g['stretches']!r}")
+        sources.append({
+            "epoch": _int_option(f"the state's sources[{i}]['epoch']", g["epoch"], 0,
+                                 _ringfeed.max_epoch),
+            "position": _int_option(f"the state's sources[{i}]['position']", g["position"], 0,
+                                    2**64 - 1),
+            "stretches": list(_stretches(g["stretches"]))})
+    return {"steps": steps, "drawn": drawn, "sources": sources}
 
 
 class _EpochIterator:

@@ -7,8 +7,8 @@
 // here.
 //
 //   _Dataset     an opened dataset (rf::Dataset): the header's fields
-//   _Loader      one rf::Loader over a _Dataset (and a state dict's resumed epoch): start_epoch,
-//                next, stats, options
+//   _Loader      one rf::Loader over a _Dataset, or over a mixture of them (weights), and a state
+//                dict's resumed epoch (and a mixture's stream): start_epoch, next, stats, options
 //   Tensor       a decoded batch's samples or labels, exported through DLPack
 //   _DatasetWriter  rf::DatasetWriter (writer.cc): what ringfeed.DatasetWriter writes through
 //   DataError, UsageError   the exceptions a Status becomes (RaiseStatus, the one place)
@@ -43,6 +43,7 @@
 #include "pipeline/batch_decode.h"
 #include "pipeline/loader.h"
 #include "pipeline/loader_options.h"
+#include "pipeline/mixture.h"
 #include "pipeline/pipeline_options.h"
 #include "pipeline/sequence_loader.h"
 #include "pipeline/window_order.h"
@@ -282,7 +283,17 @@ class NativeLoader : public NativeHolder<Loader> {
  public:
   NativeLoader(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options) {
     datasets_ = {std::move(dataset)};
-    Hold([&] { return Loader::Create(*datasets_[0], options); });
+    // Batches made on the loader's own thread: a training loop's Python thread only takes them.
+    LoaderOptions o = options;
+    o.worker = true;
+    Hold([&] { return Loader::Create(*datasets_[0], o); });
+  }
+  // A mixture of datasets (options.pipeline.weights).
+  NativeLoader(std::vector<std::shared_ptr<const Dataset>> datasets, const LoaderOptions& options) {
+    datasets_ = std::move(datasets);
+    std::vector<const Dataset*> d;
+    for (const auto& p : datasets_) d.push_back(p.get());
+    Hold([&] { return Loader::Create(d, options); });
   }
 
   void StartEpoch(uint64_t epoch, uint64_t position) {
@@ -375,6 +386,50 @@ SequenceState SequenceStateFrom(const py::dict& d) {
   } catch (const std::exception& e) {
     Throw(Status::Usage(std::string("load_state_dict: malformed sequences state (") + e.what() +
                         ")"));
+  }
+  return s;
+}
+
+// A sample mixture's state (core/order_settings.h's MixtureState) as Python gives and takes it:
+// {"steps", "drawn", "sources": [{"epoch", "position", "stretches": [(world_size, position)]}]}.
+py::dict MixtureStateDict(const MixtureState& s) {
+  py::dict d;
+  d["steps"] = s.steps;
+  d["drawn"] = s.drawn;
+  py::list sources;
+  for (const MixtureSourceState& g : s.sources) {
+    py::dict x;
+    x["epoch"] = g.epoch;
+    x["position"] = g.position;
+    py::list stretches;
+    for (const EpochStretch& st : g.stretches)
+      stretches.append(py::make_tuple(st.world_size, st.position));
+    x["stretches"] = stretches;
+    sources.append(x);
+  }
+  d["sources"] = sources;
+  return d;
+}
+
+MixtureState MixtureStateFrom(const py::dict& d) {
+  MixtureState s;
+  try {
+    s.steps = d["steps"].cast<uint64_t>();
+    s.drawn = d["drawn"].cast<std::vector<uint64_t>>();
+    for (py::handle h : d["sources"].cast<py::list>()) {
+      const py::dict x = h.cast<py::dict>();
+      MixtureSourceState g;
+      g.epoch = x["epoch"].cast<uint64_t>();
+      g.position = x["position"].cast<uint64_t>();
+      for (const auto& [w, p] : x["stretches"].cast<std::vector<std::pair<uint32_t, uint64_t>>>())
+        g.stretches.push_back({w, p});
+      s.sources.push_back(std::move(g));
+    }
+  } catch (const py::error_already_set&) {
+    throw;
+  } catch (const std::exception& e) {
+    Throw(
+        Status::Usage(std::string("load_state_dict: malformed mixture state (") + e.what() + ")"));
   }
   return s;
 }
@@ -880,6 +935,49 @@ PYBIND11_MODULE(_ringfeed, m) {
            }),
            py::arg("dataset"), py::arg("options"), py::arg("gpu") = -1,
            py::arg("resumed_epoch") = 0, py::arg("stretches") = StretchList{})
+      .def(py::init([](std::vector<std::shared_ptr<Dataset>> ds, const py::dict& options, int gpu,
+                       uint64_t resumed_epoch, const StretchList& stretches,
+                       const py::object& mixture, uint32_t saved_world_size) {
+             if (ds.empty()) Throw(Status::Usage("data: no dataset"));
+             LoaderOptions o = MakeOptions(*ds[0], options, gpu);
+             o.pipeline.order.resumed = ResumedEpoch{resumed_epoch, StretchesFrom(stretches)};
+             if (!mixture.is_none()) {
+               o.pipeline.mixture = ContinueMixture(MixtureStateFrom(mixture.cast<py::dict>()),
+                                                    saved_world_size, o.pipeline.order.world_size);
+             }
+             std::vector<std::shared_ptr<const Dataset>> c(ds.begin(), ds.end());
+             return std::make_unique<NativeLoader>(std::move(c), o);
+           }),
+           py::arg("datasets"), py::arg("options"), py::arg("gpu") = -1,
+           py::arg("resumed_epoch") = 0, py::arg("stretches") = StretchList{},
+           py::arg("mixture") = py::none(), py::arg("saved_world_size") = 1,
+           "A sample mixture of the datasets (options' weights), starting at `mixture` (a state "
+           "saved at saved_world_size, continued at this world size) or at its start.")
+      .def(
+          "mixture_state",
+          [](NativeLoader& n) -> py::object {
+            const std::optional<MixtureState> s = n.Locked([](Loader& l) {
+              const MixtureState* m = l.mixture_state();
+              return m ? std::optional<MixtureState>(*m) : std::nullopt;
+            });
+            return s ? py::object(MixtureStateDict(*s)) : py::object(py::none());
+          },
+          "A mixture's stream after the last batch handed out (MixtureState), or None.")
+      .def(
+          "restore_mixture",
+          [](NativeLoader& n, const py::dict& state, uint32_t saved_world_size,
+             uint64_t resumed_epoch, const StretchList& stretches) {
+            const MixtureState saved = MixtureStateFrom(state);
+            Check(n.Locked([&](Loader& l) {
+              const MixtureState s =
+                  ContinueMixture(saved, saved_world_size, l.options().pipeline.order.world_size);
+              return l.RestoreMixture(s, ResumedEpoch{resumed_epoch, StretchesFrom(stretches)});
+            }));
+          },
+          py::arg("state"), py::arg("saved_world_size"), py::arg("resumed_epoch"),
+          py::arg("stretches"),
+          "Loader::RestoreMixture of `state` saved at saved_world_size (ContinueMixture), with the "
+          "mixture epoch's stretches; the next start_epoch places it.")
       .def("options",
            [](NativeLoader& n) {
              const LoaderOptions o = n.Locked([](Loader& l) { return l.options(); });
@@ -902,9 +1000,8 @@ PYBIND11_MODULE(_ringfeed, m) {
           [](NativeLoader& n, uint64_t epoch, uint64_t resumed_epoch,
              const StretchList& stretches) {
             return Take(n.Locked([&](Loader& l) {
-              PipelineConfig p = l.options().pipeline;
-              p.order.resumed = ResumedEpoch{resumed_epoch, StretchesFrom(stretches)};
-              return p.EpochSamplesFor(l.dataset().ChunkSampleCounts(), epoch);
+              return l.EpochSamplesFor(epoch,
+                                       ResumedEpoch{resumed_epoch, StretchesFrom(stretches)});
             }));
           },
           py::arg("epoch"), py::arg("resumed_epoch"), py::arg("stretches"),

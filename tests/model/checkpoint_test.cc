@@ -20,9 +20,10 @@ using testing::BitIdentical;
 using testing::TempDir;
 
 // Version 3's optimizer, schedule and augmentation block: u32 kind, 4 f32, u32 kind, f32 warmup,
-// 2 u64, 2 u32, u64; then version 4's batch norm flag (u32).
+// 2 u64, 2 u32, u64; then version 4's batch norm flag (u32) and version 5's mixture block (a u32
+// count, 0 for one dataset: nothing else).
 constexpr size_t kVersion3Block = 4 + 4 * 4 + 4 + 4 + 2 * 8 + 2 * 4 + 8;
-constexpr size_t kSinceVersion3 = kVersion3Block + 4;
+constexpr size_t kSinceVersion3 = kVersion3Block + 4 + 4;
 // Where SmallConfig's ranks block starts: magic, version, model (4 dims, block count, 2 widths,
 // hidden), sgd, position (4 u64, 2 u32, 2 u64).
 constexpr size_t kRanksAt = 8 + 4 + (4 * 4 + 4 + 2 * 4 + 4) + 3 * 4 + (4 * 8 + 2 * 4 + 2 * 8);
@@ -215,8 +216,8 @@ TEST(Checkpoint, ReadsVersion3FilesAsModelsWithoutBatchNorm) {
   const size_t flag_at = kRanksAt + 8 + 2 * 12 + kVersion3Block;
   uint32_t flag = 9;
   std::memcpy(&flag, b.data() + flag_at, 4);
-  ASSERT_EQ(flag, 0u);  // the flag is where the layout says
-  b.erase(b.begin() + flag_at, b.begin() + flag_at + 4);
+  ASSERT_EQ(flag, 0u);                                    // the flag is where the layout says
+  b.erase(b.begin() + flag_at, b.begin() + flag_at + 8);  // and version 5's empty mixture block
   const uint32_t v3 = 3;
   std::memcpy(b.data() + 8, &v3, 4);
   Reseal(&b);
@@ -225,6 +226,65 @@ TEST(Checkpoint, ReadsVersion3FilesAsModelsWithoutBatchNorm) {
   EXPECT_FALSE(r->config.batch_norm);
   EXPECT_TRUE(r->running_stats.t.empty());
   EXPECT_TRUE(BitIdentical(r->params, c.params));
+}
+
+// Version 4 files (before mixtures) read as one dataset.
+TEST(Checkpoint, ReadsVersion4FilesAsOneDataset) {
+  Checkpoint c = Numbered();
+  std::vector<uint8_t> b = Encoded(c);
+  const size_t mixture_at = kRanksAt + 8 + 2 * 12 + kVersion3Block + 4;
+  uint32_t count = 9;
+  std::memcpy(&count, b.data() + mixture_at, 4);
+  ASSERT_EQ(count, 0u);  // the block is where the layout says
+  b.erase(b.begin() + mixture_at, b.begin() + mixture_at + 4);
+  const uint32_t v4 = 4;
+  std::memcpy(b.data() + 8, &v4, 4);
+  Reseal(&b);
+  auto r = DecodeCheckpoint(b.data(), b.size(), "v4.ckpt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->datasets.empty());
+  EXPECT_TRUE(r->mixture.sources.empty());
+  EXPECT_TRUE(BitIdentical(r->params, c.params));
+}
+
+// A mixture's datasets and stream come back exactly; fields no run writes are refused at the
+// mixture block's offset once the checksum holds.
+TEST(Checkpoint, RoundTripsAMixtureAndRefusesOneNoRunWrites) {
+  Checkpoint c = Numbered();
+  c.datasets = {{11, 300, 0.6}, {13, 200, 0.4}, {17, 50, 0}};
+  c.mixture.steps = 500;
+  c.mixture.drawn = {300, 200, 0};
+  c.mixture.sources = {{2, 40, {{4, 10}, {2, 3}}}, {1, 0, {}}, {0, 0, {}}};
+  const std::vector<uint8_t> bytes = Encoded(c);
+  auto r = DecodeCheckpoint(bytes.data(), bytes.size(), "m.ckpt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->datasets, c.datasets);
+  EXPECT_EQ(r->mixture, c.mixture);
+  const size_t mixture_at = kRanksAt + 8 + 2 * 12 + kVersion3Block + 4;
+  for (auto [what, edit] : std::vector<std::pair<std::string, void (*)(Checkpoint*)>>{
+           {"weight -1", [](Checkpoint* m) { m->datasets[1].weight = -1; }},
+           {"weights all 0",
+            [](Checkpoint* m) {
+              for (auto& d : m->datasets) d.weight = 0;
+            }},
+           {"draws sum to 499, not its 500 steps",
+            [](Checkpoint* m) { m->mixture.drawn[0] = 299; }},
+           {"position 201 is past its 200 samples",
+            [](Checkpoint* m) { m->mixture.sources[1].position = 201; }}}) {
+    Checkpoint bad = c;
+    edit(&bad);
+    const std::vector<uint8_t> b = Encoded(bad);
+    auto refused = DecodeCheckpoint(b.data(), b.size(), "m.ckpt");
+    ASSERT_FALSE(refused.ok()) << what;
+    EXPECT_NE(refused.status().ToString().find(what), std::string::npos)
+        << refused.status().ToString();
+    EXPECT_NE(refused.status().ToString().find("at byte " + std::to_string(mixture_at)),
+              std::string::npos)
+        << refused.status().ToString();
+  }
+  // A mixture of another count of states than of datasets is not written.
+  c.mixture.drawn.pop_back();
+  EXPECT_FALSE(EncodeCheckpoint(c).ok());
 }
 
 // With batch norm: the scales are parameters (with their optimizer state), the running

@@ -6,12 +6,15 @@
 //   checkpoint_v2.ckpt  20dcf81 (before the optimizer, schedule and augmentation blocks)
 //   checkpoint_v3.ckpt  72b5eef (before batch norm)
 //   checkpoint_v4.ckpt  29c45e6 (before DecodeCheckpoint was split into a reader per section)
+//   checkpoint_v5.ckpt  the mixture block's commit (RF_WRITE_CHECKPOINT_V5=FILE makes the test
+//                       below write it)
 //
 // from the content Written(version) describes; every value encodes its place, so a field or value
 // read from the wrong offset shows.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -92,6 +95,12 @@ Checkpoint Written(uint32_t version) {
     c.order.world_size = 2;
     c.order.resumed.stretches = {{3, 10}, {5, 4}};
   }
+  if (version >= 5) {  // a mixture of two datasets: its datasets and its stream
+    c.datasets = {{0x1111222233334445ull, 120, 0.75}, {0x5555666677778889ull, 80, 0.25}};
+    c.mixture.steps = 96;
+    c.mixture.drawn = {72, 24};
+    c.mixture.sources = {{1, 10, {{3, 4}}}, {0, 20, {}}};
+  }
   return c;
 }
 
@@ -135,6 +144,8 @@ void ExpectSame(const Checkpoint& got, const Checkpoint& want) {
   EXPECT_EQ(got.dataset_samples, want.dataset_samples);
   EXPECT_EQ(got.order.world_size, want.order.world_size);
   EXPECT_EQ(got.order.resumed.epoch, want.order.resumed.epoch);
+  EXPECT_EQ(got.datasets, want.datasets);
+  EXPECT_EQ(got.mixture, want.mixture);
   const std::vector<EpochStretch>&got_st = got.order.resumed.stretches,
         &want_st = want.order.resumed.stretches;
   ASSERT_EQ(got_st.size(), want_st.size());
@@ -156,12 +167,16 @@ TEST(CheckpointVersions, ReadsEveryVersionEarlierBuildsWrote) {
   }
 }
 
-// The writer has not changed the format: the same content gives the version 4 file byte for byte.
+// The writer has not changed the format: the same content gives the version 5 file byte for byte.
 TEST(CheckpointVersions, WritesTheLatestVersionByteForByteAsItsFileHolds) {
-  ASSERT_EQ(kCheckpointVersion, 4u) << "a new version: check in a file of it, as above";
-  Result<std::vector<uint8_t>> encoded = EncodeCheckpoint(Written(4));
+  ASSERT_EQ(kCheckpointVersion, 5u) << "a new version: check in a file of it, as above";
+  Result<std::vector<uint8_t>> encoded = EncodeCheckpoint(Written(5));
   ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
-  EXPECT_EQ(*encoded, Bytes(DataFile(4)));
+  if (const char* out = std::getenv("RF_WRITE_CHECKPOINT_V5")) {  // how the file was made
+    std::ofstream(out, std::ios::binary)
+        .write(reinterpret_cast<const char*>(encoded->data()), encoded->size());
+  }
+  EXPECT_EQ(*encoded, Bytes(DataFile(5)));
 }
 
 }  // namespace

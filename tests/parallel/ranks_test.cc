@@ -5,6 +5,7 @@
 // not leave the others waiting in a call it will not make.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -19,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda_backend.h"
+#include "kernels/reduce_buckets.h"
 #include "parallel/nccl_reducer.h"
 #include "tests/kernels/cuda_test_util.h"
 #include "tests/testing/require_gpu.h"
@@ -262,12 +264,17 @@ TEST(NcclReducer, CudaBackendStepAppliesTheMeanOfTheRanksLocalGradients) {
 }
 
 // Whole batches, as training runs them: the first step captures the backend's CUDA graph again
-// with the NCCL all-reduce inside it, the rest replay that graph.
+// with the NCCL all-reduce inside it, the rest replay that graph. The parameter is the
+// backend's reduce_buckets: 1, one reduction after the backward pass; 2 and 16 (a bucket per
+// layer), reductions forked to the reduce stream during the backward pass and joined before the
+// finite check.
 // Every rank ends where the CPU backend's ranks end (the MPI mean) within float rounding, with
 // the same bits as every other rank. Then one rank alone gets an infinite input: the mean over
 // the ranks is not finite, so every rank (not only that one) refuses the step and keeps its
 // parameters, since the check looks at the mean.
-TEST(NcclReducer, GraphReplayedStepsApplyTheMeanAndEveryRankRefusesANonFiniteMean) {
+class NcclBuckets : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(NcclBuckets, GraphReplayedStepsApplyTheMeanAndEveryRankRefusesANonFiniteMean) {
   if (!EveryRankHasItsGpu()) GTEST_SKIP() << "fewer GPUs than ranks on a machine";
   const int gpu = static_cast<int>(W().local_rank());
   ASSERT_EQ(cudaSetDevice(gpu), cudaSuccess);
@@ -300,8 +307,10 @@ TEST(NcclReducer, GraphReplayedStepsApplyTheMeanAndEveryRankRefusesANonFiniteMea
   o.device = gpu;
   o.tf32 = false;
   o.cuda_graph = true;
+  o.reduce_buckets = GetParam();
   auto ranked = CudaBackend::Create(c, TinyNormalization(c), kBatch, start, o);
   ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
+  ASSERT_EQ((*ranked)->reduce_buckets().size(), std::min<size_t>(GetParam(), ReduceUnitCount(c)));
   ASSERT_TRUE((*ranked)->SetGradientReducer(nccl->get()).ok());
   // Each batch in device memory of its own, kept to the end: no step's input is overwritten.
   std::vector<testing::DeviceBatch> on_gpu;
@@ -361,6 +370,70 @@ TEST(NcclReducer, GraphReplayedStepsApplyTheMeanAndEveryRankRefusesANonFiniteMea
     for (float v : t) {
       ASSERT_EQ(v, flat[j]) << "rank " << W().rank() << " changed value " << j;
       ++j;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OneOrSeveral, NcclBuckets, ::testing::Values(1u, 2u, 16u));
+
+// Buckets change where the reductions run, not what they compute: with batch norm (its scales'
+// gradients lie apart from their blocks'), a bucket per layer and two buckets end every step
+// where one reduction after the backward pass does. On 2 ranks an element's mean is
+// (a + b) / 2 whichever way NCCL splits the buffer, so float32 gives the same bits; bf16
+// (whose conv algorithms each backend times for itself) agrees within its rounding, which a
+// reduction that read a filter gradient before its float copy was written would not.
+TEST(NcclReducer, BucketsEndWhereOneReductionEnds) {
+  if (!EveryRankHasItsGpu()) GTEST_SKIP() << "fewer GPUs than ranks on a machine";
+  const int gpu = static_cast<int>(W().local_rank());
+  ASSERT_EQ(cudaSetDevice(gpu), cudaSuccess);
+  constexpr uint32_t kBatch = 16, kSteps = 5;
+  ModelConfig c = TinyConfig();
+  c.batch_norm = true;
+  const Tensors start = InitialParameters(c, 9);
+  const OptimizerConfig sgd{0.05f, 0.9f, 0.f};
+  std::vector<testing::DeviceBatch> batches;
+  for (uint32_t s = 0; s < kSteps; ++s) {
+    batches.push_back(
+        testing::ToDevice(RandomBatch(c, kBatch, 500 + 10 * s + W().rank(), DType::kFloat32)));
+  }
+  auto nccl = NcclReducer::Create(W(), gpu);
+  ASSERT_TRUE(nccl.ok()) << nccl.status().ToString();
+  for (bool bf16 : {false, true}) {
+    std::vector<std::vector<float>> ends;
+    for (uint32_t buckets : {1u, 2u, 16u}) {
+      SCOPED_TRACE(std::string(bf16 ? "bf16" : "fp32") + ", reduce_buckets " +
+                   std::to_string(buckets));
+      CudaBackendOptions o;
+      o.device = gpu;
+      o.tf32 = false;
+      o.bf16 = bf16;
+      o.cuda_graph = true;
+      o.reduce_buckets = buckets;
+      auto ranked = CudaBackend::Create(c, TinyNormalization(c), kBatch, start, o);
+      ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
+      ASSERT_TRUE((*ranked)->SetGradientReducer(nccl->get()).ok());
+      Status steps;
+      for (const auto& b : batches) {
+        if (steps.ok()) steps = (*ranked)->TrainStep(b.ref(), sgd);
+      }
+      ASSERT_TRUE(steps.ok()) << steps.ToString();
+      EXPECT_EQ((*ranked)->graph_replays(), kSteps - 1);
+      Tensors got;
+      ASSERT_TRUE((*ranked)->GetState(&got, nullptr).ok());
+      std::vector<float> flat;
+      for (const auto& t : got.t) flat.insert(flat.end(), t.begin(), t.end());
+      ends.push_back(std::move(flat));
+    }
+    for (size_t k = 1; k < ends.size(); ++k) {
+      ASSERT_EQ(ends[k].size(), ends[0].size());
+      for (size_t i = 0; i < ends[0].size(); ++i) {
+        if (!bf16 && W().size() == 2) {
+          ASSERT_EQ(ends[k][i], ends[0][i]) << "setting " << k << ", value " << i;
+        } else {
+          ASSERT_NEAR(ends[k][i], ends[0][i], 2e-3f + 2e-2f * std::fabs(ends[0][i]))
+              << (bf16 ? "bf16" : "fp32") << ", setting " << k << ", value " << i;
+        }
+      }
     }
   }
 }

@@ -129,10 +129,49 @@ TEST_F(CudaLoader, EqualsTheHostLoaderBitForBitInEveryOutput) {
   ExpectSame(Epochs(host, stream_.get()), Epochs(gpu, stream_.get()));
 }
 
+// A mixture of two datasets (pipeline/mixed_source.h): its batch gathered on the GPU from both
+// datasets' staging areas in one kernel, decoded (with the mixture's statistics) and augmented
+// (keyed by each sample's dataset epoch and index), gives the host loader's bits.
+TEST_F(CudaLoader, AMixtureEqualsTheHostLoaderBitForBit) {
+  testing::PositionalDatasetOptions po;
+  po.channels = 3;
+  po.height = 6;
+  po.width = 5;
+  po.chunk_bytes = 4096;
+  po.first_sample = 1500;
+  const std::string other = testing::WritePositionalDataset(dir_.File("e.rfd"), 700, po);
+  for (const char* augment : {"none", "crop:2,flip,erase:0.5"}) {
+    SCOPED_TRACE(augment);
+    LoaderOptions host = Options(path_ + "," + other, DeviceKind::kCpu),
+                  gpu = Options(path_ + "," + other, DeviceKind::kCuda);
+    host.pipeline.weights = gpu.pipeline.weights = {0.6f, 0.4f};
+    host.output.augment = gpu.output.augment = augment;
+    const std::vector<HostCopy> want = Epochs(host, stream_.get());
+    ASSERT_EQ(want.size(), 2u * (1500 + 700) / 40);  // two mixture epochs of 2200 samples
+    ExpectSame(want, Epochs(gpu, stream_.get()));
+  }
+}
+
 TEST_F(CudaLoader, ManagedModeGivesTheStreamingBatches) {
   LoaderOptions streaming = Options(path_, DeviceKind::kCuda), managed = streaming;
   managed.pipeline.mode = PipelineMode::kManaged;
   ExpectSame(Epochs(streaming, stream_.get()), Epochs(managed, stream_.get()));
+}
+
+// The loader's worker (LoaderOptions::worker) makes the batches on a thread of its own, bound to
+// the loader's GPU, with the gather and decode queued from there: the same bits, streaming and
+// managed.
+TEST_F(CudaLoader, TheWorkersBatchesAreTheCallersThreads) {
+  for (PipelineMode mode : {PipelineMode::kStreaming, PipelineMode::kManaged}) {
+    LoaderOptions caller = Options(path_, DeviceKind::kCuda);
+    caller.output.dtype = DType::kBFloat16;
+    caller.output.layout = SampleLayout::kNHWC;
+    caller.pipeline.mode = mode;
+    LoaderOptions worker = caller;
+    worker.worker = true;
+    SCOPED_TRACE(mode == PipelineMode::kManaged ? "managed" : "streaming");
+    ExpectSame(Epochs(caller, stream_.get()), Epochs(worker, stream_.get()));
+  }
 }
 
 // Augmentation (OutputOptions::augment) is fused into the GPU decode kernel and keyed by each

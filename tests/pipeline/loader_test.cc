@@ -1,15 +1,19 @@
 // Loader on the host (the CPU loader): decoded batches carry every sample of an epoch once, with
 // the right values, shape and labels; a held batch outlives later batches and the loader; a
 // restart at a position continues the uninterrupted order; a consumer holding more batches than
-// the pool has never blocks the loader; errors name file and chunk.
+// the pool has never blocks the loader; errors name file and chunk. Every case runs with Next()
+// on the caller's thread and with the loader's worker (LoaderOptions::worker); the worker's own
+// cases follow (a restart drops what it made ahead, the consumer's place and counts, its end).
 #include "pipeline/loader.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "tests/pipeline/loader_testing.h"
@@ -19,7 +23,6 @@
 namespace rf {
 namespace {
 
-using testing::HostOptions;
 using testing::PositionalLabel;
 using testing::PositionalSample;
 using testing::TempDir;
@@ -28,11 +31,21 @@ constexpr uint64_t kSamples = 1000;
 
 std::unique_ptr<Loader> Open(const LoaderOptions& o) { return testing::OpenLoader(o); }
 
+// The parameter: LoaderOptions::worker.
+class LoaderTest : public ::testing::TestWithParam<bool> {
+ protected:
+  LoaderOptions HostOptions(const std::string& path, uint32_t batch) const {
+    LoaderOptions o = testing::HostOptions(path, batch);
+    o.worker = GetParam();
+    return o;
+  }
+};
+
 std::vector<uint64_t> DrainEpoch(Loader& l, size_t sample_elems) {
   return testing::DrainDecodedEpoch(l, sample_elems);
 }
 
-TEST(Loader, AnEpochDeliversEverySampleOnceDecodedAsFloats) {
+TEST_P(LoaderTest, AnEpochDeliversEverySampleOnceDecodedAsFloats) {
   TempDir dir;
   const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
   auto l = Open(HostOptions(path, 32));
@@ -50,7 +63,7 @@ TEST(Loader, AnEpochDeliversEverySampleOnceDecodedAsFloats) {
   EXPECT_GT(l->stats().bytes_read, 0u);
 }
 
-TEST(Loader, AResumedEpochHasItsOwnBatchCountAndStretchesThatCannotBeAreRefused) {
+TEST_P(LoaderTest, AResumedEpochHasItsOwnBatchCountAndStretchesThatCannotBeAreRefused) {
   TempDir dir;
   const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
   LoaderOptions o = HostOptions(path, 32);
@@ -81,7 +94,7 @@ TEST(Loader, AResumedEpochHasItsOwnBatchCountAndStretchesThatCannotBeAreRefused)
             "stretch 1 of epoch 2 (world size 3): position 335 is past its 334 samples per rank");
 }
 
-TEST(Loader, NormalizedChannelsLastBFloat16IsTheFormulaRounded) {
+TEST_P(LoaderTest, NormalizedChannelsLastBFloat16IsTheFormulaRounded) {
   TempDir dir;
   testing::PositionalDatasetOptions po;
   po.channels = 3;
@@ -116,7 +129,7 @@ TEST(Loader, NormalizedChannelsLastBFloat16IsTheFormulaRounded) {
   }
 }
 
-TEST(Loader, GivenStatisticsNormalizeInsteadOfTheHeaders) {
+TEST_P(LoaderTest, GivenStatisticsNormalizeInsteadOfTheHeaders) {
   TempDir dir;
   const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), 100);
   LoaderOptions o = HostOptions(path, 10);
@@ -147,7 +160,7 @@ TEST(Loader, GivenStatisticsNormalizeInsteadOfTheHeaders) {
   EXPECT_NE(unused.status().message().find("normalize off"), std::string::npos);
 }
 
-TEST(Loader, AHeldBatchOutlivesLaterBatchesAndTheLoader) {
+TEST_P(LoaderTest, AHeldBatchOutlivesLaterBatchesAndTheLoader) {
   TempDir dir;
   const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
   auto l = Open(HostOptions(path, 50));
@@ -174,7 +187,7 @@ TEST(Loader, AHeldBatchOutlivesLaterBatchesAndTheLoader) {
   }
 }
 
-TEST(Loader, AStartAtAPositionContinuesTheUninterruptedOrder) {
+TEST_P(LoaderTest, AStartAtAPositionContinuesTheUninterruptedOrder) {
   TempDir dir;
   const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
   auto whole = Open(HostOptions(path, 24));
@@ -192,7 +205,7 @@ TEST(Loader, AStartAtAPositionContinuesTheUninterruptedOrder) {
   }
 }
 
-TEST(Loader, ARawLoaderRefusesDecodedBatches) {
+TEST_P(LoaderTest, ARawLoaderRefusesDecodedBatches) {
   TempDir dir;
   const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), 100);
   LoaderOptions o = HostOptions(path, 10);
@@ -210,7 +223,7 @@ TEST(Loader, ARawLoaderRefusesDecodedBatches) {
   EXPECT_EQ(raw->sample_dtype, DType::kUInt8);
 }
 
-TEST(Loader, ADecodeTheDatasetCannotTakeIsAUsageError) {
+TEST_P(LoaderTest, ADecodeTheDatasetCannotTakeIsAUsageError) {
   TempDir dir;
   const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), 100);
   LoaderOptions o = HostOptions(path, 10);
@@ -222,7 +235,7 @@ TEST(Loader, ADecodeTheDatasetCannotTakeIsAUsageError) {
   EXPECT_NE(l.status().message().find("normalize"), std::string::npos) << l.status().ToString();
 }
 
-TEST(Loader, ACorruptChunkFailsTheBatchNamingFileAndChunk) {
+TEST_P(LoaderTest, ACorruptChunkFailsTheBatchNamingFileAndChunk) {
   TempDir dir;
   const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
   {
@@ -238,6 +251,100 @@ TEST(Loader, ACorruptChunkFailsTheBatchNamingFileAndChunk) {
   ASSERT_FALSE(error.ok()) << "the corrupt chunk was delivered";
   EXPECT_NE(error.ToString().find(path), std::string::npos) << error.ToString();
   EXPECT_NE(error.ToString().find("chunk 2"), std::string::npos) << error.ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(CallersThreadOrWorker, LoaderTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "Worker" : "CallersThread";
+                         });
+
+LoaderOptions WorkerOptions(const std::string& path, uint32_t batch) {
+  LoaderOptions o = testing::HostOptions(path, batch);
+  o.worker = true;
+  o.output_buffers = 6;  // the worker makes up to 4 batches ahead
+  return o;
+}
+
+// Time for the worker to make batches ahead (what the cases check holds however far it got).
+void LetTheWorkerRunAhead() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
+
+TEST(LoaderWorker, ARestartDropsTheBatchesMadeAheadAndContinuesFromTheGivenPlace) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
+  auto whole = Open(testing::HostOptions(path, 24));
+  ASSERT_NE(whole, nullptr);
+  ASSERT_TRUE(whole->StartEpoch(1, 0).ok());
+  const std::vector<uint64_t> order = DrainEpoch(*whole, 64);
+  ASSERT_EQ(order.size(), kSamples);
+
+  auto l = Open(WorkerOptions(path, 24));
+  ASSERT_NE(l, nullptr);
+  ASSERT_TRUE(l->StartEpoch(1, 0).ok());
+  for (int k = 0; k < 5; ++k) ASSERT_TRUE(l->Next().ok());
+  LetTheWorkerRunAhead();
+  // Its place is the batches handed out, not the worker's.
+  EXPECT_EQ(l->position(), 5u * 24);
+  EXPECT_EQ(l->stats().batches, 5u);
+  // Back to batch 2, forward to batch 20: the order from there, the batches made ahead dropped.
+  for (uint64_t position : {uint64_t{24} * 2, uint64_t{24} * 20}) {
+    ASSERT_TRUE(l->StartEpoch(1, position).ok());
+    Result<std::shared_ptr<LoadedBatch>> b = l->Next();
+    ASSERT_TRUE(b.ok() && *b != nullptr);
+    EXPECT_EQ((*b)->position(), position);
+    for (uint32_t j = 0; j < (*b)->size(); ++j) {
+      ASSERT_EQ((*b)->indices()[j], order[position + j]) << "position " << position;
+      ASSERT_EQ(testing::FloatSampleIndex(**b, j, 64), order[position + j]);
+    }
+    LetTheWorkerRunAhead();
+  }
+  const std::vector<uint64_t> rest = DrainEpoch(*l, 64);
+  ASSERT_EQ(rest.size(), kSamples - 24 * 21);
+  EXPECT_TRUE(std::equal(rest.begin(), rest.end(), order.begin() + 24 * 21));
+  EXPECT_EQ(l->position(), kSamples);
+}
+
+TEST(LoaderWorker, AfterTheEpochsEndNextKeepsSayingSoUntilARestart) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), 100);
+  auto l = Open(WorkerOptions(path, 30));
+  ASSERT_NE(l, nullptr);
+  ASSERT_TRUE(l->StartEpoch(0, 0).ok());
+  EXPECT_EQ(DrainEpoch(*l, 64).size(), 100u);
+  for (int k = 0; k < 3; ++k) {
+    Result<std::shared_ptr<LoadedBatch>> b = l->Next();
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(*b, nullptr) << "call " << k << " after the end";
+  }
+  ASSERT_TRUE(l->StartEpoch(1, 0).ok());
+  EXPECT_EQ(DrainEpoch(*l, 64).size(), 100u);
+}
+
+TEST(LoaderWorker, AFailedBatchStaysFailedUntilARestartAndTheLoaderClosesWhileItWorks) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), kSamples);
+  uint64_t after_bad = 0;  // the first sample of chunk 3, in the stored order
+  {
+    Result<Dataset> d = Dataset::Open(path);
+    ASSERT_TRUE(d.ok());
+    testing::FlipBit(path, d->chunk(2).entry.offset + 10, 1);
+    after_bad = d->chunk(3).first_sample;
+  }
+  LoaderOptions o = WorkerOptions(path, 32);
+  o.pipeline.order.shuffle = ShuffleMode::kNone;
+  auto l = Open(o);
+  ASSERT_NE(l, nullptr);
+  const Status error = testing::FirstErrorOfEpoch(*l);
+  ASSERT_FALSE(error.ok());
+  EXPECT_NE(error.ToString().find("chunk 2"), std::string::npos) << error.ToString();
+  Result<std::shared_ptr<LoadedBatch>> again = l->Next();
+  ASSERT_FALSE(again.ok()) << "the loader went on past a failed chunk";
+  // A restart past the bad chunk's samples serves again.
+  ASSERT_TRUE(l->StartEpoch(0, after_bad).ok());
+  Result<std::shared_ptr<LoadedBatch>> b = l->Next();
+  ASSERT_TRUE(b.ok() && *b != nullptr) << b.status().ToString();
+  EXPECT_EQ((*b)->indices()[0], after_bad);
+  // Destroyed while the worker makes batches ahead: returns (the test would hang otherwise).
+  l.reset();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -408,6 +409,31 @@ TEST(StreamingSource, OpenEndedEpochsRunOnWithoutAFixedCount) {
   Status st = fixed->StartEpoch(2, 0);
   EXPECT_TRUE(st.IsInvalidArgument());
   EXPECT_EQ(st.message(), "epoch 3 is past the streaming plan's 2");
+}
+
+// The host staging's copy split over its threads (a chunk of several MiB, not a whole number of
+// pages) lands byte for byte where one thread's would, and releases the ring slot once.
+TEST(HostChunkStaging, ACopySplitOverThreadsIsTheOneThreadCopy) {
+  StagingLayout l;
+  l.slots = 2;
+  l.slot_bytes = (5 << 20) + 8192;
+  l.max_batch = 1;
+  l.sample_bytes = 16;
+  l.label_bytes = 1;
+  std::vector<uint8_t> chunk((5 << 20) + 4321);
+  for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<uint8_t>(i * 2654435761u >> 7);
+  for (uint32_t threads : {1u, 3u, 4u}) {
+    auto s = HostChunkStaging::Create(l, threads);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    std::atomic<int> released{0};
+    ASSERT_TRUE((*s)->CopyIn(
+                        1, chunk.data(), chunk.size(),
+                        [](void* a) { ++*static_cast<std::atomic<int>*>(a); }, &released)
+                    .ok());
+    EXPECT_EQ(released.load(), 1);
+    EXPECT_EQ(std::memcmp((*s)->host_area() + l.slot_bytes, chunk.data(), chunk.size()), 0)
+        << threads << " threads";
+  }
 }
 
 }  // namespace

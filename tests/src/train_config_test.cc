@@ -92,7 +92,7 @@ TEST(TrainConfig, EveryOptionReachesItsComponent) {
              "--io",         "pread", "--queue-depth",    "3",  "--read-size",        "64KiB",
              "--ring-slots", "5",     "--copy-streams",   "4",  "--precision",        "tf32",
              "--cuda-graph", "off",   "--checkpoint",     "ck", "--checkpoint-every", "6",
-             "--max-steps",  "11",    "--metrics",        "m"});
+             "--max-steps",  "11",    "--metrics",        "m",  "--reduce-buckets",   "3"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const LoaderOptions train = TrainLoaderOptions(*c), test_split = TestLoaderOptions(*c);
   // Every source's options derive from the training loader's config, in one place.
@@ -125,6 +125,7 @@ TEST(TrainConfig, EveryOptionReachesItsComponent) {
   EXPECT_EQ(train.pipeline.streaming.copy_streams, 4u);
   EXPECT_EQ(c->precision, Precision::kTf32);
   EXPECT_FALSE(c->cuda_graph);
+  EXPECT_EQ(c->reduce_buckets, 3u);
   // The test split: every sample, in stored order, one rank, streamed; the reader's options the
   // training split's.
   const StreamingOptions test = StreamingOptionsFor(test_split.pipeline, test_split.epochs);
@@ -221,7 +222,8 @@ TEST(TrainConfig, StreamingModeRefusesTheManagedFlags) {
 TEST(TrainConfig, CpuDeviceRefusesTheGpuFlags) {
   for (std::vector<std::string> flag : {std::vector<std::string>{"--copy-streams", "2"},
                                         {"--precision", "fp32"},
-                                        {"--cuda-graph", "off"}}) {
+                                        {"--cuda-graph", "off"},
+                                        {"--reduce-buckets", "2"}}) {
     SCOPED_TRACE(flag[0]);
     std::vector<std::string> args = {"--data", "d.rfd", "--device", "cpu"};
     args.insert(args.end(), flag.begin(), flag.end());
@@ -268,6 +270,17 @@ TEST(TrainConfig, BadValuesAreUsageErrorsNamingTheFlag) {
             "--conv wants comma-separated channel counts, got \"8,,16\"");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--cuda-graph", "yes"}),
             "--cuda-graph must be on or off, got 'yes'");
+  for (const char* bad : {"0", "1025", "2x", "", "-1", "Auto"}) {
+    EXPECT_EQ(Refusal({"--data", "d.rfd", "--reduce-buckets", bad}),
+              std::string("--reduce-buckets must be auto or a whole number from 1 to 1024, got '") +
+                  bad + "'");
+  }
+  Result<TrainConfig> buckets = Parse({"--data", "d.rfd", "--reduce-buckets", "auto"});
+  ASSERT_TRUE(buckets.ok());
+  EXPECT_EQ(buckets->reduce_buckets, 0u);
+  buckets = Parse({"--data", "d.rfd", "--reduce-buckets", "1024"});
+  ASSERT_TRUE(buckets.ok());
+  EXPECT_EQ(buckets->reduce_buckets, 1024u);
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--lr", "nan"}),
             "--lr must be a finite number >= 0, got 'nan'");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--momentum", "inf"}),

@@ -19,7 +19,7 @@ trap 'rm -rf "$stage"' EXIT
 pkg=$stage/pkg
 mkdir -p "$pkg/bin" "$pkg/tests" "$pkg/lib" "$pkg/include/dlpack"
 cp "$build/bin/ringfeed" "$build/bin/ringfeed-convert" "$pkg/bin/"
-for b in ringfeed-bench-compute ringfeed-bench-whole-shard; do
+for b in ringfeed-bench-compute ringfeed-bench-whole-shard ringfeed-bench-pack; do
   [ -f "$build/bin/$b" ] && cp "$build/bin/$b" "$pkg/bin/"
 done
 [ -f "$build/bin/libringfeed_mpi.so" ] && cp "$build/bin/libringfeed_mpi.so" "$pkg/bin/"

@@ -8,7 +8,11 @@
   tokens     tokens/s delivered to the GPU from a cold compressed corpus by ringfeed, against the
              disk's own cold rate (one O_DIRECT-like read of the raw ids with posix_fadvise
              DONTNEED before) times the codec ratio, and against nanoGPT's np.memmap random-offset
-             loader and the Megatron-style loader on the raw ids (both cold)
+             loader and the Megatron-style loader on the raw ids (both cold). ringfeed is
+             measured at each batch size of --rate-batches (rows of --seq + 1): at the default
+             16 rows the goal's rate is ~40,000 batches/s, where the Python loop's own time a
+             batch (printed: the consumer's share of the time over the batches) bounds what any
+             loader can hand it; a larger batch shows the loader's own rate
 
 The text: .carry/tokens/tokens.rfd (tools/bench/make_token_corpus.py: Linux documentation as
 SentencePiece ids, documents ended by id 2), replicated to each size (documents in order,
@@ -131,22 +135,38 @@ def first_batch_seconds(rfd, seq, batch, device):
     return time.perf_counter() - t0
 
 
-def ringfeed_rate(rfd, seq, batch, seconds):
+def to_device(x, device):
+    """A host batch on `device` as the usual loaders put it there (pinned, asynchronous)."""
+    return x.pin_memory().to(device, non_blocking=True) if device == "cuda" else x
+
+
+def synchronize(device):
+    if device == "cuda":
+        import torch
+        torch.cuda.synchronize()
+
+
+def ringfeed_rate(rfd, seq, batch, seconds, device="cuda"):
+    """Tokens/s the consumer takes from a cold loader (each batch's tokens as a torch tensor on
+    the GPU); with the loader's stats and the consumer's own time a batch."""
     import torch
-    ld = ringfeed.Loader(rfd, batch, sequence_length=seq, device="cuda")
-    n, t0 = 0, time.perf_counter()
+    ld = ringfeed.Loader(rfd, batch, sequence_length=seq, device=device)
+    n, batches, t0 = 0, 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         for b in ld:
-            torch.from_dlpack(b.tokens)
-            n += int(np.prod(b.tokens.shape))
+            n += torch.from_dlpack(b.tokens).numel()
+            batches += 1
             if time.perf_counter() - t0 >= seconds:
                 break
-    torch.cuda.synchronize()
+    synchronize(device)
+    rate = n / (time.perf_counter() - t0)
     s = ld.stats()
-    return n / (time.perf_counter() - t0), s
+    s["consumer_us_a_batch"] = (s["seconds"] - s["wait_seconds"]) / max(batches, 1) * 1e6
+    ld.close()
+    return rate, s
 
 
-def memmap_rate(raw, seq, batch, seconds, seed=1):
+def memmap_rate(raw, seq, batch, seconds, seed=1, device="cuda"):
     """nanoGPT's get_batch: random offsets into np.memmap, stacked, pinned, to the GPU."""
     import torch
     rng = np.random.default_rng(seed)
@@ -155,22 +175,22 @@ def memmap_rate(raw, seq, batch, seconds, seed=1):
     while time.perf_counter() - t0 < seconds:
         ix = rng.integers(0, len(data) - seq - 1, size=batch)
         x = torch.stack([torch.from_numpy(data[i:i + seq + 1].astype(np.int64)) for i in ix])
-        x = x.pin_memory().to("cuda", non_blocking=True)
+        x = to_device(x, device)
         n += x.numel()
-    torch.cuda.synchronize()
+    synchronize(device)
     return n / (time.perf_counter() - t0)
 
 
-def megatron_rate(m, batch, seconds):
+def megatron_rate(m, batch, seconds, device="cuda"):
     import torch
     n, i, t0 = 0, 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         x = torch.from_numpy(np.stack([m.sample((i + k) % len(m.shuffle_idx)).astype(np.int64)
                                        for k in range(batch)]))
-        x = x.pin_memory().to("cuda", non_blocking=True)
+        x = to_device(x, device)
         n += x.numel()
         i += batch
-    torch.cuda.synchronize()
+    synchronize(device)
     return n / (time.perf_counter() - t0)
 
 
@@ -198,18 +218,24 @@ def main():
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--big-gb", type=float, default=10.0)
+    p.add_argument("--mid-tokens", type=float, default=1e9,
+                   help="the start-up comparison's larger corpus (1e9: the goal's)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--compress", default="lz4")
+    p.add_argument("--device", default="cuda",
+                   help="where the batches go: cuda (the goals), or cpu (a smoke run anywhere)")
+    p.add_argument("--rate-batches", default="16,64",
+                   help="the batch sizes ringfeed's tokens/s is measured at, comma-separated")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    out = {"seq": a.seq, "batch": a.batch, "compress": a.compress}
+    out = {"seq": a.seq, "batch": a.batch, "compress": a.compress, "device": a.device}
     ids, ends = source_documents(a.source)
     print(f"source: {ids.size} ids, {ends.size} documents", flush=True)
     t0 = time.perf_counter()
     corpora = {
         "1e6": build(a.work, "c1e6", ids, ends, 10**6, a.compress),
-        "1e9": build(a.work, "c1e9", ids, ends, 10**9, a.compress),
+        "1e9": build(a.work, "c1e9", ids, ends, int(a.mid_tokens), a.compress),
         "big": build(a.work, "cbig", ids, ends, int(a.big_gb * 1e9 / 2), a.compress),
     }
     print(f"corpora written in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -226,7 +252,7 @@ def main():
     for r in range(a.rounds):
         for k, (rfd, raw, docs) in corpora.items():
             drop_caches()
-            startup[k].append(first_batch_seconds(rfd, a.seq, a.batch, "cuda"))
+            startup[k].append(first_batch_seconds(rfd, a.seq, a.batch, a.device))
         for k, (rfd, raw, docs) in corpora.items():
             drop_caches()
             megatron[k].append(MegatronStyle(raw, docs, a.seq).build_seconds)
@@ -241,23 +267,39 @@ def main():
     m = MegatronStyle(raw, docs, a.seq)
     info = out["corpus_big"]
     ratio = info["data_bytes"] / info["stored_bytes"]
-    rows = {"disk_gbps": [], "ringfeed": [], "memmap": [], "megatron": [], "wait_share": []}
+    rate_batches = [int(x) for x in a.rate_batches.split(",")]
+    rows = {"disk_gbps": [], "memmap": [], "megatron": []}
+    for b in rate_batches:
+        rows.update({f"ringfeed_b{b}": [], f"wait_share_b{b}": [], f"consumer_us_b{b}": [],
+                     f"chunk_stage_share_b{b}": [], f"reader_held_share_b{b}": []})
     for r in range(a.rounds):
         drop_caches()
         rows["disk_gbps"].append(disk_rate(raw) / 1e9)
-        drop_caches()
-        rate, s = ringfeed_rate(rfd, a.seq, a.batch, a.seconds)
-        rows["ringfeed"].append(rate)
-        rows["wait_share"].append(s["wait_seconds"] / max(s["seconds"], 1e-9))
-        drop_caches()
-        rows["memmap"].append(memmap_rate(raw, a.seq, a.batch, a.seconds))
-        drop_caches()
-        rows["megatron"].append(megatron_rate(m, a.batch, a.seconds))
         goal = 0.95 * ratio * rows["disk_gbps"][-1] * 1e9 / 2
-        print(f"round {r}: disk {rows['disk_gbps'][-1]:.2f} GB/s (ratio {ratio:.2f}: goal "
-              f"{goal / 1e6:.0f}M tokens/s); ringfeed {rate / 1e6:.0f}M tokens/s (wait "
-              f"{rows['wait_share'][-1]:.3f}); memmap {rows['memmap'][-1] / 1e6:.1f}M; "
-              f"megatron-style {rows['megatron'][-1] / 1e6:.1f}M", flush=True)
+        line = (f"round {r}: disk {rows['disk_gbps'][-1]:.2f} GB/s (ratio {ratio:.2f}: goal "
+                f"{goal / 1e6:.0f}M tokens/s)")
+        for b in rate_batches:
+            drop_caches()
+            rate, s = ringfeed_rate(rfd, a.seq, b, a.seconds, a.device)
+            secs = max(s["seconds"], 1e-9)
+            rows[f"ringfeed_b{b}"].append(rate)
+            rows[f"wait_share_b{b}"].append(s["wait_seconds"] / secs)
+            rows[f"consumer_us_b{b}"].append(s["consumer_us_a_batch"])
+            rows[f"chunk_stage_share_b{b}"].append(
+                s["decode_busy_seconds"] / max(s["decode_threads"], 1) / secs)
+            rows[f"reader_held_share_b{b}"].append(s["reader_held_seconds"] / secs)
+            line += (f"; ringfeed batch {b}: {rate / 1e6:.0f}M tokens/s ({rate / goal:.2f} of the "
+                     f"goal; consumer waited {rows[f'wait_share_b{b}'][-1]:.2f}, its own "
+                     f"{s['consumer_us_a_batch']:.1f} us a batch; chunk stage busy "
+                     f"{rows[f'chunk_stage_share_b{b}'][-1]:.2f} of {s['decode_threads']} "
+                     f"threads; reader held {rows[f'reader_held_share_b{b}'][-1]:.2f})")
+        drop_caches()
+        rows["memmap"].append(memmap_rate(raw, a.seq, a.batch, a.seconds, device=a.device))
+        drop_caches()
+        rows["megatron"].append(megatron_rate(m, a.batch, a.seconds, a.device))
+        line += (f"; memmap {rows['memmap'][-1] / 1e6:.1f}M; megatron-style "
+                 f"{rows['megatron'][-1] / 1e6:.1f}M")
+        print(line, flush=True)
     out["tokens"] = rows
     out["codec_ratio"] = ratio
     with open(a.json, "w") as f:

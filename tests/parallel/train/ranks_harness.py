@@ -103,7 +103,7 @@ def read_chunk_index(path: Path) -> List[ChunkEntry]:
     return out
 
 
-# --- checkpoints (model/checkpoint.h, versions 2 and 3: the same fields up to the ranks) -------
+# --- checkpoints (model/checkpoint.h, versions 2 to 5: the same fields up to the ranks) -------
 
 
 @dataclass
@@ -115,13 +115,15 @@ class CheckpointPosition:
     batch_size: int
     world_size: int
     stretches: List[tuple]
+    # A mixture's datasets (version 5): each (epoch, position, drawn); none for one dataset.
+    mixture: List[tuple] = field(default_factory=list)
 
 
 def read_checkpoint(path: Path) -> CheckpointPosition:
     b = Path(path).read_bytes()
     assert b[:8] == b"RFCKPT\0\x1a", f"{path} is not a checkpoint"
     (version,) = struct.unpack_from("<I", b, 8)
-    assert version in (2, 3, 4), f"{path}: checkpoint version {version}"  # same fields up to here
+    assert version in (2, 3, 4, 5), f"{path}: checkpoint version {version}"  # same fields here
     off = 12 + 4 * 4  # channels, height, width, classes
     (blocks,) = struct.unpack_from("<I", b, off)
     off += 4 + 4 * blocks + 4 + 3 * 4  # conv widths, hidden, lr/momentum/weight decay
@@ -135,7 +137,17 @@ def read_checkpoint(path: Path) -> CheckpointPosition:
     for _ in range(n):
         stretches.append(struct.unpack_from("<IQ", b, off))
         off += 12
-    return CheckpointPosition(seed, epoch, next_sample, step, batch_size, world_size, stretches)
+    mixture = []
+    if version >= 5:
+        off += 20 + 24 + 16 + 4  # optimizer, schedule, augmentation, batch norm
+        (datasets,) = struct.unpack_from("<I", b, off)
+        off += 4 + (8 if datasets else 0)  # and the steps
+        for _ in range(datasets):
+            _, _, _, drawn, d_epoch, d_position, d_stretches = struct.unpack_from("<2Qd3QI", b, off)
+            off += 8 * 6 + 4 + 12 * d_stretches
+            mixture.append((d_epoch, d_position, drawn))
+    return CheckpointPosition(seed, epoch, next_sample, step, batch_size, world_size, stretches,
+                              mixture)
 
 
 # --- runs -------------------------------------------------------------------------------------

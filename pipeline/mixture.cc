@@ -1,0 +1,121 @@
+#include "pipeline/mixture.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "pipeline/window_order.h"
+
+namespace rf {
+
+size_t MixtureSource(const std::vector<double>& weights, uint64_t seed, uint64_t k,
+                     const std::vector<uint64_t>& drawn) {
+  const size_t n = weights.size();
+  size_t best = 0;
+  double best_deficit = -std::numeric_limits<double>::infinity();
+  for (size_t j = 0; j < n; ++j) {
+    const size_t i = (seed + j) % n;  // ties: the first from seed mod n on
+    if (weights[i] <= 0) continue;
+    const double deficit = weights[i] * static_cast<double>(k + 1) - static_cast<double>(drawn[i]);
+    if (deficit > best_deficit) {
+      best_deficit = deficit;
+      best = i;
+    }
+  }
+  return best;
+}
+
+Result<std::vector<double>> NormalizeWeights(const std::vector<float>& weights, size_t sources) {
+  if (weights.size() != sources)
+    return Status::Usage("weights: one weight a dataset: " + std::to_string(sources) +
+                         " datasets, " + std::to_string(weights.size()) + " weights");
+  double sum = 0;
+  for (float w : weights) {
+    if (!std::isfinite(w) || w < 0)
+      return Status::Usage("weights must be finite and >= 0, got " + std::to_string(w));
+    sum += w;
+  }
+  if (sum <= 0) return Status::Usage("weights: at least one must be above 0");
+  std::vector<double> out;
+  for (float w : weights) out.push_back(w / sum);
+  return out;
+}
+
+Status CheckMixable(const std::vector<const Dataset*>& datasets) {
+  for (size_t i = 1; i < datasets.size(); ++i) {
+    const Status st =
+        CheckSameRecords(datasets[0]->header(), datasets[0]->path(), datasets[i]->header(),
+                         datasets[i]->path(), RecordsUse::kMixture);
+    if (!st.ok()) return Status::Usage(st.message()).WithPath(st.path());
+  }
+  return Status::Ok();
+}
+
+bool MixtureStatistics(const std::vector<const format::Header*>& headers,
+                       const std::vector<double>& weights, uint32_t channels,
+                       std::array<float, format::kMaxChannels>* mean,
+                       std::array<float, format::kMaxChannels>* stddev) {
+  *mean = headers[0]->mean;
+  *stddev = headers[0]->stddev;
+  for (uint32_t c = 0; c < std::min(channels, format::kMaxChannels); ++c) {
+    double m = 0;
+    for (size_t i = 0; i < headers.size(); ++i) m += weights[i] * headers[i]->mean[c];
+    double var = 0;
+    for (size_t i = 0; i < headers.size(); ++i) {
+      const double s = headers[i]->stddev[c], d = headers[i]->mean[c] - m;
+      var += weights[i] * (s * s + d * d);
+    }
+    const float fm = static_cast<float>(m), fs = static_cast<float>(std::sqrt(var));
+    if (!std::isfinite(fm) || !std::isfinite(fs)) return false;
+    (*mean)[c] = fm;
+    (*stddev)[c] = fs;
+  }
+  return true;
+}
+
+uint64_t MixtureSamples(const std::vector<uint64_t>& dataset_samples,
+                        const std::vector<double>& weights) {
+  uint64_t m = 0;
+  for (size_t i = 0; i < dataset_samples.size(); ++i) {
+    if (weights[i] > 0) m += dataset_samples[i];
+  }
+  return m;
+}
+
+Result<uint64_t> MixtureEpochCount(uint64_t mixture_samples, const OrderSettings& order,
+                                   uint64_t epoch) {
+  const auto ceil_div = [](uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); };
+  const uint64_t world = std::max<uint32_t>(order.world_size, 1);
+  uint64_t left = mixture_samples;
+  const std::vector<EpochStretch>& stretches = order.resumed.stretches;
+  if (order.resumed.epoch == epoch) {
+    for (size_t k = 0; k < stretches.size(); ++k) {
+      const EpochStretch& s = stretches[k];
+      const std::string named =
+          "stretch " + std::to_string(k + 1) + " of epoch " + std::to_string(epoch + 1);
+      if (s.world_size < 1) return Status::Usage(named + ": world size must be >= 1, got 0");
+      const uint64_t steps = ceil_div(left, s.world_size);
+      if (s.position > steps) {
+        return Status::Usage(named + " (world size " + std::to_string(s.world_size) +
+                             "): position " + std::to_string(s.position) + " is past its " +
+                             std::to_string(steps) + " samples per rank");
+      }
+      left -= std::min(left, s.position * s.world_size);
+    }
+  }
+  return ceil_div(left, world);
+}
+
+MixtureState ContinueMixture(const MixtureState& saved, uint32_t saved_world_size,
+                             uint32_t world_size) {
+  MixtureState out = saved;
+  for (MixtureSourceState& s : out.sources) {
+    const ResumePoint at = ResumeAt(s.epoch, s.stretches, saved_world_size, s.position, world_size);
+    s.position = at.position;
+    s.stretches = at.resumed.stretches;
+  }
+  return out;
+}
+
+}  // namespace rf
