@@ -653,27 +653,9 @@ class Loader:
         keys = _ORDER_KEYS if version == 1 else _ORDER_KEYS + _OUTPUT_KEYS
         fields = ("epoch", "position") + keys + _RANK_KEYS + (
             ("stretches",) if version >= 3 else ())
-        missing = [k for k in fields if k not in state]
-        if missing:
-            raise UsageError(f"load_state_dict: the state lacks {missing}")
-        own = self.state_dict()
-        wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
-                 for k in fields if type(state[k]) is not type(own[k])]
-        if wrong:
-            raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
-        differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
-                  for k in keys if state[k] != own[k]]
-        if differ:
-            raise UsageError("load_state_dict: the state is of other batches: " +
-                             "; ".join(differ))
-        epoch = _int_option("the state's epoch", state["epoch"], 0, _ringfeed.max_epoch)
-        position = _int_option("the state's position", state["position"], 0, 2**64 - 1)
-        saved_world = _int_option("the state's world_size", state["world_size"], 1, 2**32 - 1)
-        _int_option("the state's rank", state["rank"], 0, saved_world - 1)
-        stretches = _stretches(state["stretches"]) if version >= 3 else ()
-        if position % self._batch_size != 0:
-            raise UsageError(f"load_state_dict: position {position} is no batch boundary (a "
-                             f"multiple of batch_size {self._batch_size})")
+        _check_state(state, self.state_dict, fields, keys, "of other batches")
+        epoch, position, saved_world, stretches = _state_place(state, self._batch_size,
+                                                               version >= 3)
         # Where this loader continues: the library's rule, `ringfeed train --resume`'s (at the
         # state's world size, in the same order at the same position; at another, the saved
         # stretch appended, and this world's ranks share what the stretches left from the start).
@@ -744,29 +726,11 @@ class Loader:
                              f"{state.get('version')!r} (this ringfeed reads "
                              f"{_MIXTURE_STATE_VERSION})")
         own = self._mixture_state_dict()
-        missing = [k for k in own if k not in state]
-        if missing:
-            raise UsageError(f"load_state_dict: the state lacks {missing}")
-        wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
-                 for k in own if type(state[k]) is not type(own[k])]
-        if wrong:
-            raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
         keys = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "augment",
                 "dtype", "weights")
-        differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
-                  for k in keys if state[k] != own[k]]
-        differ += _datasets_differ(state["datasets"], own["datasets"])
-        if differ:
-            raise UsageError("load_state_dict: the state is of another mixture: " +
-                             "; ".join(differ))
-        epoch = _int_option("the state's epoch", state["epoch"], 0, _ringfeed.max_epoch)
-        position = _int_option("the state's position", state["position"], 0, 2**64 - 1)
-        saved_world = _int_option("the state's world_size", state["world_size"], 1, 2**32 - 1)
-        _int_option("the state's rank", state["rank"], 0, saved_world - 1)
-        stretches = _stretches(state["stretches"])
-        if position % self._batch_size != 0:
-            raise UsageError(f"load_state_dict: position {position} is no batch boundary (a "
-                             f"multiple of batch_size {self._batch_size})")
+        _check_state(state, lambda: own, tuple(own), keys, "of another mixture",
+                     lambda: _datasets_differ(state["datasets"], own["datasets"]))
+        epoch, position, saved_world, stretches = _state_place(state, self._batch_size, True)
         native = _mixture_stream(state)
         # The mixture epoch continues by the library's rule, as a dataset's epoch does; each
         # dataset's epoch by the same rule, in the library (ContinueMixture).
@@ -874,6 +838,43 @@ class Loader:
             raise UsageError("the loader is closed")
         return self._native
 
+
+
+def _check_state(state: Dict[str, Any], own_state, fields: Tuple[str, ...],
+                 keys: Tuple[str, ...], other: str, more_differ=None) -> None:
+    """load_state_dict's checks of `state` against this loader's own state (own_state(), asked
+    for once every field is present): every one of `fields` present and of the own state's type,
+    and `keys` (and what more_differ() returns) equal; a UsageError naming each that is not
+    (`other`: what a state that differs is of)."""
+    missing = [k for k in fields if k not in state]
+    if missing:
+        raise UsageError(f"load_state_dict: the state lacks {missing}")
+    own = own_state()
+    wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
+             for k in fields if type(state[k]) is not type(own[k])]
+    if wrong:
+        raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
+    differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
+              for k in keys if state[k] != own[k]]
+    if more_differ is not None:
+        differ += more_differ()
+    if differ:
+        raise UsageError(f"load_state_dict: the state is {other}: " + "; ".join(differ))
+
+
+def _state_place(state: Dict[str, Any], batch_size: int,
+                 has_stretches: bool) -> Tuple[int, int, int, Tuple[Tuple[int, int], ...]]:
+    """A checked state's epoch, position, world_size and stretches (none without has_stretches),
+    its rank within that world and its position a batch boundary: UsageError otherwise."""
+    epoch = _int_option("the state's epoch", state["epoch"], 0, _ringfeed.max_epoch)
+    position = _int_option("the state's position", state["position"], 0, 2**64 - 1)
+    saved_world = _int_option("the state's world_size", state["world_size"], 1, 2**32 - 1)
+    _int_option("the state's rank", state["rank"], 0, saved_world - 1)
+    stretches = _stretches(state["stretches"]) if has_stretches else ()
+    if position % batch_size != 0:
+        raise UsageError(f"load_state_dict: position {position} is no batch boundary (a "
+                         f"multiple of batch_size {batch_size})")
+    return epoch, position, saved_world, stretches
 
 
 def _datasets_differ(saved: list, own: list) -> list:

@@ -384,6 +384,22 @@ const std::vector<uint8_t>& ValidCheckpoint() {
   return bytes;
 }
 
+const std::vector<uint8_t>& ValidMixtureCheckpoint() {
+  static const std::vector<uint8_t> bytes = [] {
+    const std::vector<uint8_t>& one = ValidCheckpoint();
+    Result<Checkpoint> c = DecodeCheckpoint(one.data(), one.size(), "seed");
+    RF_FUZZ_CHECK(c.ok());
+    c->datasets = {{11, 40, 0.75}, {12, 24, 0.25}};
+    c->mixture.steps = 16;
+    c->mixture.drawn = {12, 4};
+    c->mixture.sources = {{1, 2, {{3, 6}}}, {0, 4, {}}};
+    auto b = EncodeCheckpoint(*c);
+    RF_FUZZ_CHECK(b.ok());
+    return *b;
+  }();
+  return bytes;
+}
+
 const std::vector<Field>& CheckpointFields() {
   // model/checkpoint.h's layout for ValidCheckpoint's two conv blocks and one stretch.
   static const std::vector<Field> fields = {

@@ -67,6 +67,10 @@ const std::vector<DatasetFiles>& ValidDatasets();
 // A valid checkpoint (1x8x8, 3 classes, conv 2,3, hidden 5; world size 2 with one stretch), and
 // where its fields lie.
 const std::vector<uint8_t>& ValidCheckpoint();
+// ValidCheckpoint's run as a mixture of two datasets (its version 5 mixture block: the datasets'
+// ids, samples and weights, the stream's steps and draws, each dataset's epoch, place and a
+// stretch), a seed of the raw target.
+const std::vector<uint8_t>& ValidMixtureCheckpoint();
 const std::vector<Field>& CheckpointFields();
 
 // An edge value (0, 1, 2^31, 2^32, 2^63, 2^64-1, ...), give or take 2.

@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
     Seed(root + "/codec", "zstd-declared", declared);
   }
   Seed(root + "/checkpoint_raw", "valid", ValidCheckpoint());
+  Seed(root + "/checkpoint_raw", "mixture", ValidMixtureCheckpoint());
   Seed(root + "/checkpoint", "valid", {0});
   Seed(root + "/checkpoint", "edit", {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 3, 0, 0});
   // options: command lines (words joined by NUL, as the target splits them) and --config texts
@@ -123,6 +124,6 @@ int main(int argc, char** argv) {
     Seed(root + "/options", "valid-" + std::to_string(i),
          std::vector<uint8_t>(options[i].begin(), options[i].end()));
   }
-  std::printf("fuzz_seeds: %d dataset files, 1 checkpoint, under %s\n", n, root.c_str());
+  std::printf("fuzz_seeds: %d dataset files, 2 checkpoints, under %s\n", n, root.c_str());
   return 0;
 }
