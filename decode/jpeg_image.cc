@@ -22,30 +22,6 @@ bool IsFrameMarker(uint8_t m) {
 
 std::string Side(uint32_t h, uint32_t w) { return std::to_string(w) + "x" + std::to_string(h); }
 
-// The source window of one axis of a crop, in the image's pixels: output o centres on origin + (o
-// + 0.5) * step, its taps clipped to [lo, hi).
-struct AxisWindow {
-  double origin = 0, step = 1;
-  int32_t lo = 0, hi = 1;
-};
-
-AxisWindow WindowOf(uint32_t start, uint32_t extent, uint32_t resized, uint32_t image,
-                    uint32_t size) {
-  AxisWindow a;
-  if (resized != 0) {  // evaluation: the whole image resized, then the crop of it
-    a.step = static_cast<double>(image) / resized;
-    a.origin = start * a.step;
-    a.lo = 0;
-    a.hi = static_cast<int32_t>(image);
-  } else {  // training: the crop box, resized
-    a.step = static_cast<double>(extent) / size;
-    a.origin = start;
-    a.lo = static_cast<int32_t>(start);
-    a.hi = static_cast<int32_t>(start + extent);
-  }
-  return a;
-}
-
 // The window in an image scaled to `scaled` pixels of `image` (the DCT scale).
 AxisWindow Scaled(const AxisWindow& a, uint32_t image, uint32_t scaled) {
   if (scaled == image) return a;
@@ -63,6 +39,23 @@ AxisWindow Scaled(const AxisWindow& a, uint32_t image, uint32_t scaled) {
 }
 
 }  // namespace
+
+AxisWindow CropAxisWindow(uint32_t start, uint32_t extent, uint32_t resized, uint32_t image,
+                          uint32_t size) {
+  AxisWindow a;
+  if (resized != 0) {  // evaluation: the whole image resized, then the crop of it
+    a.step = static_cast<double>(image) / resized;
+    a.origin = start * a.step;
+    a.lo = 0;
+    a.hi = static_cast<int32_t>(image);
+  } else {  // training: the crop box, resized
+    a.step = static_cast<double>(extent) / size;
+    a.origin = start;
+    a.lo = static_cast<int32_t>(start);
+    a.hi = static_cast<int32_t>(start + extent);
+  }
+  return a;
+}
 
 Status ImageDecodeSpec::Validate() const {
   if (size == 0 || size > 65535)
@@ -278,8 +271,8 @@ std::string JpegImageDecoder::Decode(const uint8_t* data, size_t n, uint64_t epo
   if (std::string why = ReadJpegFrame(data, n, spec_.max_side, &f); !why.empty()) return why;
   const CropBox box = CropFor(spec_, epoch, index, f.height, f.width);
   const uint32_t size = spec_.size;
-  const AxisWindow ry = WindowOf(box.top, box.height, box.resized_height, f.height, size);
-  const AxisWindow rx = WindowOf(box.left, box.width, box.resized_width, f.width, size);
+  const AxisWindow ry = CropAxisWindow(box.top, box.height, box.resized_height, f.height, size);
+  const AxisWindow rx = CropAxisWindow(box.left, box.width, box.resized_width, f.width, size);
   // The coarsest DCT scale that leaves the crop at least `size` pixels both ways.
   uint32_t d = 8;
   while (d > 1 && (ry.step * size / d < size || rx.step * size / d < size)) d /= 2;

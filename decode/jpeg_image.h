@@ -81,6 +81,17 @@ struct ImageDecodeSpec {
 CropBox CropFor(const ImageDecodeSpec& spec, uint64_t epoch, uint64_t index, uint32_t height,
                 uint32_t width);
 
+// One axis of a crop in the image's own pixels: output o (of spec.size) centres on origin + (o +
+// 0.5) * step, its taps clipped to [lo, hi) (decode/image_resample.h's filter). For the box's
+// start and extent on that axis, its resized extent (CropBox::resized_*: 0 for a training crop)
+// and the image's extent.
+struct AxisWindow {
+  double origin = 0, step = 1;
+  int32_t lo = 0, hi = 1;
+};
+AxisWindow CropAxisWindow(uint32_t start, uint32_t extent, uint32_t resized, uint32_t image,
+                          uint32_t size);
+
 // What a JPEG's frame header says, read without decoding (ReadJpegFrame).
 struct JpegFrame {
   uint32_t width = 0, height = 0, components = 0;

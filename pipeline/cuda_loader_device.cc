@@ -149,4 +149,16 @@ std::string CudaLoaderDevice::Describe() const {
   return "cuda:" + std::to_string(gpu_) + (known ? std::string(" (") + prop.name + ")" : "");
 }
 
+Result<std::unique_ptr<ImageDecoder>> CudaLoaderDevice::MakeImageDecoder(
+    const ImageDecodeSpec& spec, uint32_t threads, ImageDecoderChoice choice) {
+  if (choice == ImageDecoderChoice::kCpu) return MakeCpuImageDecoder(spec, threads);
+  Result<std::unique_ptr<ImageDecoder>> gpu = MakeNvjpegImageDecoder(spec, gpu_, stream_, threads);
+  // auto: where nvJPEG is not there (not installed, or it will not start), the CPU threads.
+  if (!gpu.ok() && choice == ImageDecoderChoice::kAuto &&
+      gpu.status().code() == Status::Code::kUnsupported) {
+    return MakeCpuImageDecoder(spec, threads);
+  }
+  return gpu;
+}
+
 }  // namespace rf

@@ -37,12 +37,11 @@ class CudaLoaderDevice final : public LoaderDevice {
   Status PrepareDecode(const DecodeSpec& spec, uint32_t max_batch) override;
   Status Decode(const Batch& stored, void* out, int64_t* labels) override;
   Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) override;
-  // The CPU decoder (host memory; the image stage copies its batches here): nvJPEG's batched
-  // decode into this GPU's memory is the step to come.
+  // nvJPEG into this GPU's memory, ordered before the stream's later work (auto: where it
+  // loads), else the CPU decoder (host memory; the image stage copies its batches here).
   Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
-                                                         uint32_t threads) override {
-    return MakeCpuImageDecoder(spec, threads);
-  }
+                                                         uint32_t threads,
+                                                         ImageDecoderChoice choice) override;
   Status PutBytes(const void* host, void* out, size_t bytes) override;
   Status WaitPut(uint32_t slot) override;
   bool WidensSequences() const override { return true; }

@@ -3,13 +3,16 @@
 // loader's image stage (pipeline/image_stage.h) chooses one at Open and hands it batches as
 // jobs; it knows nothing of how they are decoded:
 //
-//   CpuImageDecoder (cpu_image_decoder.cc) libjpeg-turbo on worker threads, into host memory
-//   (not yet) a GPU decoder                nvJPEG's batched decode into device memory, on the
-//                                          loader's stream, with the same crops
-//                                          (core/resized_crop.h) and the CPU decoder as its
-//                                          fallback for what nvJPEG refuses
+//   CpuImageDecoder (cpu_image_decoder.cc)        libjpeg-turbo on worker threads, into host
+//                                                 memory
+//   NvjpegImageDecoder (nvjpeg_image_decoder.cc)  nvJPEG's batched decode (the hardware decoder
+//                                                 where the GPU has one) and one crop kernel,
+//                                                 into the GPU's memory, with the same crops
+//                                                 (core/resized_crop.h) and the CPU decoder as
+//                                                 its fallback for what nvJPEG refuses
 //
-// The loader's device chooses the decoder (LoaderDevice::MakeImageDecoder), once, at Open.
+// The loader's device chooses the decoder (LoaderDevice::MakeImageDecoder), once, at Open, as
+// ImageOptions::decoder says.
 //
 // A job goes in with Submit and comes out with Wait, in submission order; several jobs may be in
 // flight, so the decode of the next batches runs while the consumer uses this one.
@@ -76,5 +79,13 @@ class ImageDecoder {
 // the spec cannot be decoded (ImageDecodeSpec::Validate).
 Result<std::unique_ptr<ImageDecoder>> MakeCpuImageDecoder(const ImageDecodeSpec& spec,
                                                           uint32_t threads);
+
+// The GPU decoder (CUDA builds only): on GPU `gpu`, its jobs' outputs in that GPU's memory and
+// ordered before the work queued on `consumer_stream` (a cudaStream_t) after each Wait; a CPU
+// decoder of `fallback_threads` for the records nvJPEG does not take. Unsupported where nvJPEG
+// cannot be loaded (cuda/nvjpeg_library.h) or will not start on this GPU.
+Result<std::unique_ptr<ImageDecoder>> MakeNvjpegImageDecoder(const ImageDecodeSpec& spec, int gpu,
+                                                             void* consumer_stream,
+                                                             uint32_t fallback_threads);
 
 }  // namespace rf

@@ -48,6 +48,17 @@ OptionTable<ImageOptions> MakeTable() {
           "the longest side of a JPEG record, from its header, read before anything is "
           "allocated for it; a longer one is a bad record (ringfeed-convert images' "
           "--max-image-side)");
+  t.Word("image-decoder", [](auto& o) -> auto& { return o.decoder; },
+         {{"auto", ImageDecoderChoice::kAuto},
+          {"cpu", ImageDecoderChoice::kCpu},
+          {"nvjpeg", ImageDecoderChoice::kNvjpeg}})
+      .For(kTrainCommand | kLoaderApi)
+      .Help(
+          "what decodes image/jpeg records: nvjpeg (nvJPEG's batched decode on the loader's GPU, "
+          "its hardware decoder where the GPU has one, and the crop on the GPU; only the JPEG "
+          "bytes cross PCIe; libnvjpeg.so.13 is loaded at run time, RINGFEED_NVJPEG names it "
+          "where the loader does not find it), cpu (libjpeg-turbo on image_threads CPU threads), "
+          "or auto (nvjpeg on a GPU where it loads, else cpu)");
   return t;
 }
 

@@ -1,8 +1,9 @@
 // The options of decoded images (image/jpeg records), declared once (options/option_table.h) for
 // every program that decodes them: `ringfeed train` (its --image-size, --image-threads,
-// --skip-bad-records, --max-image-side, through TrainConfig::image) and the library's loader
-// (Python's image_size, image_crop, image_threads, skip_bad_records, max_image_side, through
-// LoaderOptions::image). What they do: pipeline/image_stage.h and decode/jpeg_image.h.
+// --skip-bad-records, --max-image-side, --image-decoder, through TrainConfig::image) and the
+// library's loader (Python's image_size, image_crop, image_threads, skip_bad_records,
+// max_image_side, image_decoder, through LoaderOptions::image). What they do:
+// pipeline/image_stage.h and decode/jpeg_image.h.
 //
 // Thread safety: the table is built on first use (a function-local static) and only read after.
 #pragma once
@@ -18,6 +19,13 @@ namespace rf {
 // Decode threads a loader may be given (each holds a decoder and a decoded image's buffer).
 inline constexpr uint32_t kMaxImageThreads = 1024;
 
+// Which decoder turns image/jpeg records into images (pipeline/image_decoder.h).
+enum class ImageDecoderChoice {
+  kAuto,    // nvJPEG on a GPU loader where it loads, else CPU threads (a host loader: always)
+  kCpu,     // libjpeg-turbo on CPU threads, whatever the device
+  kNvjpeg,  // nvJPEG on the loader's GPU; refused on a host loader or where nvJPEG does not load
+};
+
 struct ImageOptions {
   // The decoded images' height and width; 0: image/jpeg records come out as stored (their bytes
   // and offsets), not decoded.
@@ -26,6 +34,7 @@ struct ImageOptions {
   uint32_t threads = 0;                        // decode threads; 0: DefaultImageThreads
   bool skip_bad_records = false;  // a JPEG that does not decode is skipped (else the run stops)
   uint32_t max_side = kDefaultMaxImageSide;  // a JPEG with a longer side is a bad record
+  ImageDecoderChoice decoder = ImageDecoderChoice::kAuto;
 
   bool operator==(const ImageOptions&) const = default;
 };

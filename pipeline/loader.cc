@@ -206,16 +206,18 @@ Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOp
   if (!images) {
     // What only decoded images take does nothing here.
     const ImageOptions plain;
-    const char* idle = image.crop != plain.crop                   ? "image_crop"
-                       : image.threads != plain.threads           ? "image_threads"
-                       : image.skip_bad_records                   ? "skip_bad_records"
-                       : image.max_side != plain.max_side         ? "max_image_side"
-                                                                  : nullptr;
+    const char* idle = image.crop != plain.crop           ? "image_crop"
+                       : image.threads != plain.threads   ? "image_threads"
+                       : image.skip_bad_records           ? "skip_bad_records"
+                       : image.max_side != plain.max_side ? "max_image_side"
+                       : image.decoder != plain.decoder   ? "image_decoder"
+                                                          : nullptr;
     if (idle != nullptr) {
       return Status::Usage(std::string(idle) + ": " +
-                           (HoldsJpegRecords(h) && decoded ? "image_size 0 hands out the JPEG bytes as stored"
-                                                 : "this dataset's batches are no decoded images "
-                                                   "(it holds no image/jpeg records)") +
+                           (HoldsJpegRecords(h) && decoded
+                                ? "image_size 0 hands out the JPEG bytes as stored"
+                                : "this dataset's batches are no decoded images "
+                                  "(it holds no image/jpeg records)") +
                            "; leave it out");
     }
   }
@@ -348,10 +350,11 @@ Status Loader::BuildImages(const Dataset& dataset, const LoaderOptions& options)
   spec.seed = options.pipeline.order.seed;
   if (!out.mean.empty() || !out.stddev.empty()) {
     if (out.mean.size() != 3 || out.stddev.size() != 3) {
-      return Status::Usage("mean and std: decoded images have 3 channels, so one value a channel (" +
-                           std::to_string(out.mean.size()) + " means and " +
-                           std::to_string(out.stddev.size()) + " stds given), in pixel units "
-                           "(0 to 255)");
+      return Status::Usage(
+          "mean and std: decoded images have 3 channels, so one value a channel (" +
+          std::to_string(out.mean.size()) + " means and " + std::to_string(out.stddev.size()) +
+          " stds given), in pixel units "
+          "(0 to 255)");
     }
     std::copy(out.mean.begin(), out.mean.end(), spec.mean.begin());
     std::copy(out.stddev.begin(), out.stddev.end(), spec.stddev.begin());
@@ -374,31 +377,30 @@ Status Loader::BuildImages(const Dataset& dataset, const LoaderOptions& options)
   StreamingOptions so = StreamingOptionsFor(options.pipeline, options.epochs);
   so.pin = PinMode::kOff;
   so.poll = [this] { return Poll(); };
-  const StagingFactory staging = [](const StagingLayout& l)
-      -> Result<std::unique_ptr<ChunkStaging>> {
+  const StagingFactory staging =
+      [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
     RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
     return std::unique_ptr<ChunkStaging>(std::move(s));
   };
   RF_ASSIGN_OR_RETURN(auto source, StreamingSource::Create(dataset, so, staging));
   source_ = std::move(source);
   const uint32_t batch = order.batch_size;
-  RF_ASSIGN_OR_RETURN(pool_,
-                      device_->MakePool(spec.OutputSampleBytes() * batch, batch,
-                                        options.output_buffers));
+  RF_ASSIGN_OR_RETURN(
+      pool_, device_->MakePool(spec.OutputSampleBytes() * batch, batch, options.output_buffers));
   const uint32_t threads =
       options.image.threads != 0
           ? options.image.threads
           : DefaultImageThreads(source_->decode_threads(), dataset.compressed());
   RF_ASSIGN_OR_RETURN(std::unique_ptr<ImageDecoder> decoder,
-                      device_->MakeImageDecoder(spec, threads));
+                      device_->MakeImageDecoder(spec, threads, options.image.decoder));
   // Batches decoded ahead: the pool's buffers less the one the consumer holds and the one it
   // may still hold while asking for the next (more are allocated, never deadlocked, if it holds
   // more).
-  const uint32_t depth = std::max<uint32_t>(1, options.output_buffers - std::min<uint32_t>(
-                                                                          2, options.output_buffers));
-  RF_ASSIGN_OR_RETURN(images_,
-                      ImageStage::Create(dataset, *source_, *device_, pool_, std::move(decoder),
-                                         batch, depth, options.image.skip_bad_records));
+  const uint32_t depth =
+      std::max<uint32_t>(1, options.output_buffers - std::min<uint32_t>(2, options.output_buffers));
+  RF_ASSIGN_OR_RETURN(
+      images_, ImageStage::Create(dataset, *source_, *device_, pool_, std::move(decoder), batch,
+                                  depth, options.image.skip_bad_records));
   decoded_source_ = std::make_unique<DecodedImageSource>(*this, *source_);
   epoch_samples_ = source_->epoch_samples();
   return Status::Ok();

@@ -46,7 +46,12 @@ class HostLoaderDevice final : public LoaderDevice {
     return Status::Ok();
   }
   Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
-                                                         uint32_t threads) override {
+                                                         uint32_t threads,
+                                                         ImageDecoderChoice choice) override {
+    if (choice == ImageDecoderChoice::kNvjpeg) {
+      return Status::Usage(
+          "image_decoder nvjpeg decodes on a GPU: give device cuda, or image_decoder cpu or auto");
+    }
     return MakeCpuImageDecoder(spec, threads);
   }
   Status PutBytes(const void* host, void* out, size_t bytes) override {

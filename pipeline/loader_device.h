@@ -24,6 +24,7 @@
 #include "pipeline/batch_decode.h"
 #include "pipeline/host_buffer.h"
 #include "pipeline/image_decoder.h"
+#include "pipeline/image_options.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/streaming_source.h"
@@ -51,10 +52,12 @@ class LoaderDevice {
   // values_bytes) into the output: the values as they are, the n + 1 offsets, the labels as int64
   // (queued, on a GPU; `host` may be reused once this returns).
   virtual Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) = 0;
-  // The decoder of image/jpeg records (pipeline/image_decoder.h) for this device: `threads`
-  // CPU threads where it decodes on the CPU.
+  // The decoder of image/jpeg records (pipeline/image_decoder.h) for this device, as `choice`
+  // says (pipeline/image_options.h): `threads` CPU threads where it decodes on the CPU (or falls
+  // back to it). Usage for nvjpeg on the host; Unsupported for nvjpeg where it does not load.
   virtual Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
-                                                                 uint32_t threads) = 0;
+                                                                 uint32_t threads,
+                                                                 ImageDecoderChoice choice) = 0;
   // `bytes` of pageable host memory into the output at `out` (queued, on a GPU): the copy has
   // read `host` when the call returns, so it may be written again at once (CUDA's rule for
   // pageable memory; not memory of HostArea, which is pinned on a GPU).

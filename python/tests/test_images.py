@@ -271,10 +271,12 @@ def test_image_options_and_what_they_refuse(photos):
                        ({"dtype": "int32"}, "float32, bfloat16, float16 or uint8"),
                        ({"image_size": 0, "image_crop": "center"}, "image_crop"),
                        ({"image_size": 70000}, "image_size"),
-                       ({"max_image_side": 0}, "max_image_side")]:
+                       ({"max_image_side": 0}, "max_image_side"),
+                       ({"image_decoder": "nvjpeg"}, "image_decoder nvjpeg decodes on a GPU"),
+                       ({"image_decoder": "gpu"}, "image_decoder")]:
         with pytest.raises(UsageError, match=match):
             ringfeed.Loader(data, batch_size=4, device="cpu", **bad)
     params = inspect.signature(ringfeed.Loader).parameters
     for name in ("image_size", "image_crop", "image_threads", "skip_bad_records",
-                 "max_image_side"):
+                 "max_image_side", "image_decoder"):
         assert name in params

@@ -1,14 +1,22 @@
 // Decoded images (image/jpeg records) through a loader on a GPU against the host loader: the CPU
 // decoder's batches copied to the GPU hold the same pixels and labels, in every output dtype and
-// layout, and a held batch stays valid through later batches. Skips without a GPU.
+// layout, and a held batch stays valid through later batches; nvJPEG's batches hold the same
+// samples and labels, their pixels within the decoders' rounding (printed: the tolerance the docs
+// state), their float outputs exactly the normalization of their pixels, the records nvJPEG does
+// not take decoded by the CPU fallback exactly as the host does, and bad records named or skipped
+// as on the host. Skips without a GPU; the nvJPEG cases skip where nvJPEG does not load.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "cuda/handles.h"
+#include "cuda/nvjpeg_library.h"
 #include "pipeline/loader.h"
 #include "tests/testing/jpeg_testing.h"
 #include "tests/testing/require_gpu.h"
@@ -17,7 +25,9 @@
 namespace rf {
 namespace {
 
-LoaderOptions Options(const std::string& path, DeviceKind device, DType dtype, bool nhwc) {
+LoaderOptions Options(const std::string& path, DeviceKind device, DType dtype, bool nhwc,
+                      ImageDecoderChoice decoder = ImageDecoderChoice::kCpu, uint32_t size = 40,
+                      ImageCrop crop = ImageCrop::kRandomResized) {
   LoaderOptions o;
   o.pipeline.data = path;
   o.pipeline.device = device;
@@ -29,7 +39,9 @@ LoaderOptions Options(const std::string& path, DeviceKind device, DType dtype, b
   o.output.dtype = dtype;
   o.output.normalize = dtype != DType::kUInt8;
   o.output.layout = nhwc ? SampleLayout::kNHWC : SampleLayout::kNCHW;
-  o.image.size = 40;
+  o.image.size = size;
+  o.image.crop = crop;
+  o.image.decoder = decoder;
   o.image.threads = 3;
   o.output_buffers = 4;
   o.epochs = 2;
@@ -50,7 +62,7 @@ std::vector<Copy> Epochs(const LoaderOptions& o, cudaStream_t stream) {
   EXPECT_TRUE(l.ok()) << l.status().ToString();
   if (!l.ok()) return out;
   EXPECT_TRUE((*l)->images());
-  const size_t bytes = 3 * 40 * 40 * DTypeSize(o.output.dtype);
+  const size_t bytes = size_t{3} * o.image.size * o.image.size * DTypeSize(o.output.dtype);
   auto fetch = [&](LoadedBatch& b) {
     Copy c;
     c.samples.resize(b.size() * bytes);
@@ -66,7 +78,7 @@ std::vector<Copy> Epochs(const LoaderOptions& o, cudaStream_t stream) {
     return c;
   };
   std::shared_ptr<LoadedBatch> held;
-  for (uint64_t e = 0; e < 2; ++e) {
+  for (uint64_t e = 0; e < o.epochs; ++e) {
     EXPECT_TRUE((*l)->StartEpoch(e, 0).ok());
     for (;;) {
       Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
@@ -102,11 +114,208 @@ TEST(CudaLoaderImages, BatchesEqualTheHostLoadersInEveryDtypeAndLayout) {
       for (size_t b = 0; b < host.size(); ++b) {
         EXPECT_EQ(host[b].indices, gpu[b].indices) << b;
         EXPECT_EQ(host[b].labels, gpu[b].labels) << b;
-        EXPECT_EQ(host[b].samples, gpu[b].samples) << "batch " << b << ", dtype "
-                                                    << DTypeName(dtype) << (nhwc ? ", NHWC" : "");
+        EXPECT_EQ(host[b].samples, gpu[b].samples)
+            << "batch " << b << ", dtype " << DTypeName(dtype) << (nhwc ? ", NHWC" : "");
       }
     }
   }
+}
+
+// The loader's nvJPEG decoder, or a skip where nvJPEG does not load.
+#define RF_REQUIRE_NVJPEG()                                         \
+  do {                                                              \
+    Result<const cuda::nvjpeg::Api*> api = cuda::nvjpeg::Library(); \
+    if (!api.ok()) GTEST_SKIP() << api.status().ToString();         \
+  } while (0)
+
+// How far nvJPEG's pixels are from the CPU decoder's, over every sample of two epochs.
+struct PixelGap {
+  double mean = 0;
+  int max = 0;
+  double over8 = 0;  // the share of pixels more than 8 apart
+};
+
+PixelGap Gap(const std::vector<Copy>& a, const std::vector<Copy>& b) {
+  PixelGap g;
+  uint64_t n = 0, over = 0;
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].samples.size(), b[i].samples.size());
+    for (size_t k = 0; k < std::min(a[i].samples.size(), b[i].samples.size()); ++k) {
+      const int d = std::abs(int(a[i].samples[k]) - int(b[i].samples[k]));
+      sum += d;
+      over += d > 8;
+      g.max = std::max(g.max, d);
+      ++n;
+    }
+  }
+  g.mean = n ? sum / n : 0;
+  g.over8 = n ? double(over) / n : 0;
+  return g;
+}
+
+void ExpectSameSamples(const std::vector<Copy>& a, const std::vector<Copy>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].indices, b[i].indices) << i;
+    EXPECT_EQ(a[i].labels, b[i].labels) << i;
+  }
+}
+
+class CudaLoaderNvjpeg : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RF_REQUIRE_GPU();
+    RF_REQUIRE_NVJPEG();
+    jpegs_ = testing::MakeJpegs(50);
+    ASSERT_TRUE(testing::WriteJpegDataset(t_.File("jpegs.rfd"), jpegs_).ok());
+    Result<cuda::CudaStream> s = cuda::CreateStream();
+    ASSERT_TRUE(s.ok());
+    stream_ = std::move(*s);
+  }
+  std::string Data() const { return t_.File("jpegs.rfd"); }
+  testing::TempDir t_;
+  std::vector<std::vector<uint8_t>> jpegs_;
+  cuda::CudaStream stream_;
+};
+
+TEST_F(CudaLoaderNvjpeg, SamplesEqualTheHostLoadersAndPixelsAreWithinTheDecodersRounding) {
+  // Size 100: every crop of these images (40 to 199 pixels a side) is under twice the output,
+  // so the CPU decodes at full size too and the gap is the JPEG decoders' alone. Size 40: the
+  // CPU decodes most crops at 1/2, 1/4 (DCT scaling) and the GPU resamples the full image.
+  for (uint32_t size : {100u, 40u}) {
+    for (ImageCrop crop : {ImageCrop::kRandomResized, ImageCrop::kCenter}) {
+      for (bool nhwc : {false, true}) {
+        const auto host = Epochs(Options(Data(), DeviceKind::kCpu, DType::kUInt8, nhwc,
+                                         ImageDecoderChoice::kCpu, size, crop),
+                                 stream_.get());
+        const auto gpu = Epochs(Options(Data(), DeviceKind::kCuda, DType::kUInt8, nhwc,
+                                        ImageDecoderChoice::kNvjpeg, size, crop),
+                                stream_.get());
+        ExpectSameSamples(host, gpu);
+        const PixelGap g = Gap(host, gpu);
+        std::printf(
+            "nvJPEG vs libjpeg-turbo, size %u, %s crop, %s: mean |diff| %.3f, max %d, "
+            "%.4f%% over 8\n",
+            size, crop == ImageCrop::kCenter ? "centre" : "random", nhwc ? "NHWC" : "NCHW", g.mean,
+            g.max, 100 * g.over8);
+        // The bounds the docs state (docs/images.md), with room over what was measured.
+        EXPECT_LT(g.mean, size == 100 ? 1.0 : 2.0);
+        EXPECT_LT(g.over8, size == 100 ? 0.002 : 0.02);
+      }
+    }
+  }
+}
+
+TEST_F(CudaLoaderNvjpeg, FloatOutputsAreTheNormalizationOfItsPixelsAndRunsRepeatBitForBit) {
+  const auto u8 =
+      Epochs(Options(Data(), DeviceKind::kCuda, DType::kUInt8, true, ImageDecoderChoice::kNvjpeg),
+             stream_.get());
+  const auto again =
+      Epochs(Options(Data(), DeviceKind::kCuda, DType::kUInt8, true, ImageDecoderChoice::kNvjpeg),
+             stream_.get());
+  ASSERT_EQ(u8.size(), again.size());
+  for (size_t b = 0; b < u8.size(); ++b) EXPECT_EQ(u8[b].samples, again[b].samples) << b;
+  const auto f32 =
+      Epochs(Options(Data(), DeviceKind::kCuda, DType::kFloat32, true, ImageDecoderChoice::kNvjpeg),
+             stream_.get());
+  ExpectSameSamples(u8, f32);
+  const ImageDecodeSpec spec;  // ImageNet's statistics, the loader's default
+  for (size_t b = 0; b < u8.size(); ++b) {
+    ASSERT_EQ(f32[b].samples.size(), u8[b].samples.size() * 4);
+    for (size_t k = 0; k < u8[b].samples.size(); ++k) {
+      const int c = static_cast<int>(k % 3);  // NHWC
+      const float want = (static_cast<float>(u8[b].samples[k]) - spec.mean[c]) / spec.stddev[c];
+      float got;
+      std::memcpy(&got, &f32[b].samples[k * 4], 4);
+      ASSERT_EQ(got, want) << "batch " << b << " element " << k;
+    }
+  }
+}
+
+TEST_F(CudaLoaderNvjpeg, RecordsNvjpegDoesNotTakeAreDecodedByTheCpuFallbackAsOnTheHost) {
+  // 4:1:1 chroma: nvJPEG's hardware decoder does not take it (and on a GPU without one, the CUDA
+  // decode may); whichever decodes it, the samples are the host's, and the CPU's bit for bit
+  // where the CPU fallback decoded them.
+  std::vector<std::vector<uint8_t>> j;
+  for (uint32_t i = 0; i < 24; ++i)
+    j.push_back(testing::MakeJpeg(60 + i * 3, 90 + i * 2, 3, 90, TJSAMP_411, i));
+  ASSERT_TRUE(testing::WriteJpegDataset(t_.File("411.rfd"), j).ok());
+  const auto host = Epochs(Options(t_.File("411.rfd"), DeviceKind::kCpu, DType::kUInt8, false,
+                                   ImageDecoderChoice::kCpu, 60),
+                           stream_.get());
+  Result<std::unique_ptr<Loader>> l =
+      Loader::Open(Options(t_.File("411.rfd"), DeviceKind::kCuda, DType::kUInt8, false,
+                           ImageDecoderChoice::kNvjpeg, 60));
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  const std::string describe = (*l)->Describe();
+  std::printf("%s\n", describe.c_str());
+  EXPECT_NE(describe.find("nvJPEG"), std::string::npos) << describe;
+  const auto gpu = Epochs(Options(t_.File("411.rfd"), DeviceKind::kCuda, DType::kUInt8, false,
+                                  ImageDecoderChoice::kNvjpeg, 60),
+                          stream_.get());
+  ExpectSameSamples(host, gpu);
+  if (describe.find("hardware") != std::string::npos) {
+    for (size_t b = 0; b < host.size(); ++b) EXPECT_EQ(host[b].samples, gpu[b].samples) << b;
+  } else {
+    EXPECT_LT(Gap(host, gpu).mean, 2.0);
+  }
+}
+
+TEST_F(CudaLoaderNvjpeg, BadRecordsAreNamedOrSkippedAsOnTheHost) {
+  std::vector<std::vector<uint8_t>> j = jpegs_;
+  j[17].resize(j[17].size() / 2);  // cut short
+  std::vector<uint8_t> huge = j[40];
+  for (size_t p = 2; p + 8 < huge.size(); ++p) {
+    if (huge[p] == 0xff && huge[p + 1] == 0xc0) {
+      huge[p + 5] = huge[p + 6] = huge[p + 7] = huge[p + 8] = 0xff;  // 65535 x 65535
+      break;
+    }
+  }
+  j[40] = huge;
+  j[41] = {0x89, 'P', 'N', 'G', 13, 10, 26, 10, 0, 0, 0, 13};
+  ASSERT_TRUE(testing::WriteJpegDataset(t_.File("bad.rfd"), j).ok());
+  LoaderOptions o = Options(t_.File("bad.rfd"), DeviceKind::kCuda, DType::kUInt8, false,
+                            ImageDecoderChoice::kNvjpeg, 40, ImageCrop::kCenter);
+  o.epochs = 1;
+  o.pipeline.order.shuffle = ShuffleMode::kNone;  // the skipped records named in stored order
+  {
+    Result<std::unique_ptr<Loader>> l = Loader::Open(o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    ASSERT_TRUE((*l)->StartEpoch(0, 0).ok());
+    Status st;
+    for (;;) {
+      Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
+      if (!b.ok()) {
+        st = b.status();
+        break;
+      }
+      if (*b == nullptr) break;
+    }
+    ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+    EXPECT_EQ(st.path(), t_.File("bad.rfd"));
+    EXPECT_NE(st.message().find("record 17 (sample 17 of the dataset)"), std::string::npos)
+        << st.message();
+  }
+  o.image.skip_bad_records = true;
+  Result<std::unique_ptr<Loader>> l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_TRUE((*l)->StartEpoch(0, 0).ok());
+  uint64_t seen = 0;
+  for (;;) {
+    Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (*b == nullptr) break;
+    for (uint64_t i : (*b)->indices()) EXPECT_TRUE(i != 17 && i != 40 && i != 41) << i;
+    seen += (*b)->size();
+  }
+  EXPECT_EQ(seen, j.size() - 3);
+  const SkippedRecords s = (*l)->skipped();
+  ASSERT_EQ(s.count, 3u);
+  EXPECT_NE(s.named[0].find("libjpeg-turbo: Premature end of JPEG file"), std::string::npos)
+      << s.named[0];
+  EXPECT_NE(s.named[1].find("65535x65535"), std::string::npos) << s.named[1];
+  EXPECT_NE(s.named[2].find("no JPEG start-of-image marker"), std::string::npos) << s.named[2];
 }
 
 }  // namespace

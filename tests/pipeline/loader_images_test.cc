@@ -358,6 +358,10 @@ TEST_F(LoaderImages, WhatDecodedImagesCannotTakeIsRefusedNamingTheOption) {
   o = DecodedOptions(Data(), 8, ImageCrop::kRandomResized);
   o.output.dtype = DType::kInt32;
   refused(o, "float32, bfloat16, float16 or uint8");
+  o = DecodedOptions(Data(), 8, ImageCrop::kRandomResized);  // a host loader
+  o.image.decoder = ImageDecoderChoice::kNvjpeg;
+  refused(o,
+          "image_decoder nvjpeg decodes on a GPU: give device cuda, or image_decoder cpu or auto");
   // image_size 0: the records as stored, and the image options then do nothing.
   o = DecodedOptions(Data(), 8, ImageCrop::kCenter);
   o.image.size = 0;
