@@ -234,8 +234,14 @@ bool JpegImageDecoder::ReadRegion(const uint8_t* data, size_t n, const JpegFrame
   // 13 levels off in the crop's edge columns of real photos). So the region is widened by one
   // iMCU (16 pixels of a 4:2:0 image, scaled) on either side and above, within the image: the
   // pixels the resample reads are then the full decode's.
+#if JPEG_LIB_VERSION >= \
+    70  // the libjpeg 7 and 8 ABIs (Ubuntu's libjpeg-turbo8) scale each way apart
+  const int32_t imcu_w = c->max_h_samp_factor * c->min_DCT_h_scaled_size;
+  const int32_t imcu_h = c->max_v_samp_factor * c->min_DCT_v_scaled_size;
+#else  // the libjpeg 6.2 ABI (Debian's libjpeg62-turbo)
   const int32_t imcu_w = c->max_h_samp_factor * c->min_DCT_scaled_size;
   const int32_t imcu_h = c->max_v_samp_factor * c->min_DCT_scaled_size;
+#endif
   const int32_t first_row = std::max(0, row_lo - imcu_h);
   const int32_t wide_lo = std::max(0, col_lo - imcu_w);
   const int32_t wide_hi = std::min(static_cast<int32_t>(c->output_width), col_hi + imcu_w);

@@ -92,6 +92,12 @@ Status CudaLoaderDevice::PutBytes(const void* host, void* out, size_t bytes) {
   return Status::Ok();
 }
 
+Status CudaLoaderDevice::MoveWithin(void* to, const void* from, size_t bytes) {
+  cuda::ScopedDevice on(gpu_);
+  RF_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream_));
+  return Status::Ok();
+}
+
 Status CudaLoaderDevice::PutSequencesAsync(const SequencePut& p, uint32_t slot) {
   cuda::ScopedDevice on(gpu_);
   if (!put_done_[slot]) {

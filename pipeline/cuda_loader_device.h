@@ -43,6 +43,7 @@ class CudaLoaderDevice final : public LoaderDevice {
                                                          uint32_t threads,
                                                          ImageDecoderChoice choice) override;
   Status PutBytes(const void* host, void* out, size_t bytes) override;
+  Status MoveWithin(void* to, const void* from, size_t bytes) override;
   Status WaitPut(uint32_t slot) override;
   bool WidensSequences() const override { return true; }
   Status PutSequencesAsync(const SequencePut& p, uint32_t slot) override;

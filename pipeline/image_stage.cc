@@ -41,14 +41,15 @@ Result<std::unique_ptr<ImageStage>> ImageStage::Create(const Dataset& dataset,
   // The decoder writes the pool's buffers where they are in its memory; else a host buffer a
   // slot, copied to the batch's.
   s->staged_ = s->decoder_->output_gpu() != device.gpu();
+  // The decoder writes the GPU's memory itself (nvJPEG): the labels are made on the host and
+  // copied, and a skipped record's samples are moved up on the GPU.
+  s->gpu_out_ = !s->staged_ && device.gpu() >= 0;
   for (uint32_t i = 0; i < depth; ++i) {
     auto slot = std::make_unique<Slot>();
     slot->indices.reserve(batch);
     slot->offsets.reserve(size_t{batch} + 1);
-    if (s->staged_) {
-      slot->staging.resize(size_t{batch} * s->sample_bytes_);
-      slot->labels.resize(batch);
-    }
+    if (s->staged_) slot->staging.resize(size_t{batch} * s->sample_bytes_);
+    if (s->staged_ || s->gpu_out_) slot->labels.resize(batch);
     s->free_.push_back(slot.get());
     s->slots_.push_back(std::move(slot));
   }
@@ -96,7 +97,8 @@ Status ImageStage::Fill() {
     std::vector<int64_t> shape{b.n};
     shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
     RF_ASSIGN_OR_RETURN(s.out, pool_->Acquire(b.n, decoder_->spec().output, std::move(shape)));
-    DecodeLabelsOnHost(b.label_dtype, b.labels, b.n, staged_ ? s.labels.data() : s.out->labels());
+    DecodeLabelsOnHost(b.label_dtype, b.labels, b.n,
+                       staged_ || gpu_out_ ? s.labels.data() : s.out->labels());
     ImageJob& job = s.job;
     job.bytes = s.bytes.data();
     job.offsets = s.offsets.data();
@@ -138,6 +140,8 @@ Result<std::shared_ptr<LoadedBatch>> ImageStage::Next() {
     if (staged_) {
       RF_RETURN_IF_ERROR(
           device_.PutBytes(s.staging.data(), out->samples(), size_t{out->n_} * sample_bytes_));
+    }
+    if (staged_ || gpu_out_) {
       RF_RETURN_IF_ERROR(
           device_.PutBytes(s.labels.data(), out->labels(), size_t{out->n_} * sizeof(int64_t)));
     }
@@ -158,7 +162,7 @@ Status ImageStage::Settle(Slot& s) {
   }
   // The good samples moved up over the bad ones, in order: outputs, labels, indices.
   uint8_t* samples = static_cast<uint8_t*>(job.out);
-  int64_t* labels = staged_ ? s.labels.data() : out.labels();
+  int64_t* labels = staged_ || gpu_out_ ? s.labels.data() : out.labels();
   uint32_t kept = 0;
   size_t b = 0;
   for (uint32_t i = 0; i < job.n; ++i) {
@@ -171,8 +175,13 @@ Status ImageStage::Settle(Slot& s) {
       continue;
     }
     if (kept != i) {
-      std::memmove(samples + size_t{kept} * sample_bytes_, samples + size_t{i} * sample_bytes_,
-                   sample_bytes_);
+      if (gpu_out_) {  // on the loader's stream, after the decode (Wait ordered it so)
+        RF_RETURN_IF_ERROR(device_.MoveWithin(samples + size_t{kept} * sample_bytes_,
+                                              samples + size_t{i} * sample_bytes_, sample_bytes_));
+      } else {
+        std::memmove(samples + size_t{kept} * sample_bytes_, samples + size_t{i} * sample_bytes_,
+                     sample_bytes_);
+      }
       labels[kept] = labels[i];
       out.indices_[kept] = out.indices_[i];
     }

@@ -21,8 +21,8 @@
 //
 // Memory: `depth` slots, each the records of one batch (grown to the largest batch met) and,
 // where the decoder writes other memory than the pool's (the CPU decoder on a GPU loader), a
-// host buffer of one decoded batch, copied to the batch's own; the output buffers are the
-// pool's.
+// host buffer of one decoded batch, copied to the batch's own; where the output is on a GPU,
+// the batch's labels, made on the host and copied; the output buffers are the pool's.
 //
 // Thread safety: the loader's thread only (the decoder's threads are its own).
 #pragma once
@@ -114,7 +114,8 @@ class ImageStage {
   std::shared_ptr<OutputPool> pool_;
   std::unique_ptr<ImageDecoder> decoder_;
   const bool skip_;
-  bool staged_ = false;  // the decoder writes other memory than the pool's: slots' staging
+  bool staged_ = false;   // the decoder writes other memory than the pool's: slots' staging
+  bool gpu_out_ = false;  // the decoder writes the pool's GPU memory: slots' labels
   size_t sample_bytes_ = 0;
   std::vector<int64_t> sample_shape_;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -58,6 +58,10 @@ class HostLoaderDevice final : public LoaderDevice {
     std::memcpy(out, host, bytes);
     return Status::Ok();
   }
+  Status MoveWithin(void* to, const void* from, size_t bytes) override {
+    std::memcpy(to, from, bytes);
+    return Status::Ok();
+  }
   Status WaitPut(uint32_t) override { return Status::Ok(); }
   Status PutSequencesAsync(const SequencePut& p, uint32_t) override {
     WidenSequencesOnHost(p);

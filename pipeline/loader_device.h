@@ -62,6 +62,9 @@ class LoaderDevice {
   // read `host` when the call returns, so it may be written again at once (CUDA's rule for
   // pageable memory; not memory of HostArea, which is pinned on a GPU).
   virtual Status PutBytes(const void* host, void* out, size_t bytes) = 0;
+  // `bytes` from `from` to `to`, both in the output's memory and not overlapping (queued, on a
+  // GPU, after the work queued before it).
+  virtual Status MoveWithin(void* to, const void* from, size_t bytes) = 0;
   // Copies from host memory of HostArea (pinned on a GPU: the copy runs on while the caller goes
   // on) go as one of `kPutSlots` slots: the slot's memory may be written again once
   // WaitPut(slot) returns (its last copy has read it). Any thread, one at a time.

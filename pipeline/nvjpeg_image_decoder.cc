@@ -3,7 +3,8 @@
 // normalized and written in the output's dtype and layout by one kernel (decode/
 // gpu_image_resample.h), into the loader's output buffer in GPU memory.
 //
-// A job, on the decoder's own thread (Submit returns at once):
+// A job, split into parts (up to kMaxLanes, of at least kMinPart records), each part on one of
+// the decoder's threads (its lanes; Submit returns at once):
 //   1. each record's frame header read on the host (decode/jpeg_image.h's ReadJpegFrame: no
 //      start-of-image, no frame, a side over max_side: a bad record, before any allocation),
 //      then nvJPEG's parse of its header and whether its batched decode takes it (the hardware
@@ -21,21 +22,23 @@
 // within the decoders' rounding (the measured tolerance: tests/pipeline/
 // cuda_loader_images_test.cc).
 //
-// Streams: the decoder's work runs on its own stream. Submit records an event on the consumer's
-// stream (the loader's) and the decoder's stream waits for it before it writes the job's output
-// (whatever the consumer's stream had queued on that buffer first); Wait makes the consumer's
-// stream wait for the job's last work. Neither blocks the host on the GPU.
+// Streams: each lane's work runs on its own stream. Submit records an event on the consumer's
+// stream (the loader's), and a lane's thread waits for it before it queues the part's decode
+// (whatever the consumer's stream had queued on that buffer first: in the steady state it has
+// passed); Wait makes the consumer's stream wait for each part's last work, without blocking the
+// host.
 //
-// Memory (GPU): the decode area and the crops' table, grown to the largest group met and reused;
-// nvJPEG's own buffers. Host: the fallback's staging, grown likewise.
+// Memory (GPU), a lane: the decode area and the crops' table, grown to the largest group met and
+// reused; nvJPEG's own buffers. Host: the fallback's staging, grown likewise.
 //
-// Thread safety: Submit and Wait from one thread (the loader's); the decoder's thread does the
-// rest; the job list is under one lock.
+// Thread safety: Submit and Wait from one thread (the loader's); the lanes do the rest; the job
+// list (and the records' `bad` list) is under one lock, the CPU fallback under another.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -89,7 +92,8 @@ class NvjpegImageDecoder final : public ImageDecoder {
     RF_ASSIGN_OR_RETURN(const nj::Api* api, nj::Library());
     std::unique_ptr<NvjpegImageDecoder> d(new NvjpegImageDecoder(spec, gpu, consumer, api));
     RF_RETURN_IF_ERROR(d->Open(threads));
-    d->thread_ = std::thread([p = d.get()] { p->Run(); });
+    for (auto& lane : d->lanes_)
+      lane->thread = std::thread([p = d.get(), l = lane.get()] { p->Run(*l); });
     return std::unique_ptr<ImageDecoder>(std::move(d));
   }
 
@@ -99,11 +103,13 @@ class NvjpegImageDecoder final : public ImageDecoder {
       stop_ = true;
     }
     work_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    if (stream_) (void)cudaStreamSynchronize(stream_.get());
-    if (jpeg_stream_ != nullptr) api_->JpegStreamDestroy(jpeg_stream_);
-    if (state_ != nullptr) api_->JpegStateDestroy(state_);
-    if (handle_ != nullptr) api_->Destroy(handle_);
+    for (auto& lane : lanes_) {
+      if (lane->thread.joinable()) lane->thread.join();
+      if (lane->stream) (void)cudaStreamSynchronize(lane->stream.get());
+      if (lane->jpeg_stream != nullptr) api_->JpegStreamDestroy(lane->jpeg_stream);
+      if (lane->state != nullptr) api_->JpegStateDestroy(lane->state);
+      if (lane->handle != nullptr) api_->Destroy(lane->handle);
+    }
   }
 
   Status Submit(ImageJob* job) override {
@@ -112,10 +118,12 @@ class NvjpegImageDecoder final : public ImageDecoder {
     job->bad.clear();
     Pending p;
     p.job = job;
+    // Parts of at least kMinPart records, one a lane at most.
+    p.parts = std::clamp<uint32_t>(job->n / kMinPart, 1, static_cast<uint32_t>(lanes_.size()));
     {
       std::lock_guard<std::mutex> lock(mu_);
       RF_RETURN_IF_ERROR(TakeEvent(&p.write_ok));
-      RF_RETURN_IF_ERROR(TakeEvent(&p.done));
+      for (uint32_t k = 0; k < p.parts; ++k) RF_RETURN_IF_ERROR(TakeEvent(&p.done[k]));
     }
     RF_CUDA_CHECK(cudaEventRecord(p.write_ok, consumer_));
     {
@@ -130,48 +138,93 @@ class NvjpegImageDecoder final : public ImageDecoder {
     std::unique_lock<std::mutex> lock(mu_);
     if (jobs_.empty() || jobs_.front().job != job)
       return Status::InvalidArgument("nvJPEG decoder: Wait for a job not the oldest submitted");
-    done_.wait(lock, [&] { return jobs_.front().finished; });
-    Pending p = jobs_.front();
+    done_.wait(lock, [&] { return jobs_.front().finished == jobs_.front().parts; });
+    Pending p = std::move(jobs_.front());
     jobs_.pop_front();
     free_events_.push_back(p.write_ok);
     lock.unlock();
     std::sort(job->bad.begin(), job->bad.end(),
               [](const BadRecord& a, const BadRecord& b) { return a.slot < b.slot; });
     Status s = p.status;
-    if (s.ok()) {
-      const cudaError_t e = cudaStreamWaitEvent(consumer_, p.done, 0);
+    for (uint32_t k = 0; k < p.parts && s.ok(); ++k) {
+      const cudaError_t e = cudaStreamWaitEvent(consumer_, p.done[k], 0);
       if (e != cudaSuccess)
         s = cuda::Failure(cuda::Describe(e), "cudaStreamWaitEvent", __FILE__, __LINE__);
     }
     lock.lock();
-    free_events_.push_back(p.done);  // waited on by the consumer's stream: free to record again
+    // Waited on by the consumer's stream (or never to be): free to record again.
+    for (uint32_t k = 0; k < p.parts; ++k) free_events_.push_back(p.done[k]);
     return s;
   }
 
   const ImageDecodeSpec& spec() const override { return spec_; }
   int output_gpu() const override { return gpu_; }
-  uint32_t threads() const override { return 1; }
+  uint32_t threads() const override { return static_cast<uint32_t>(lanes_.size()); }
   double busy_seconds() const override { return busy_ns_.load() * 1e-9; }
   uint64_t records() const override { return records_.load(); }
   std::string Describe() const override {
     return std::string("jpeg decode by nvJPEG (") + (hardware_ ? "hardware decoder" : "CUDA") +
-           ") on GPU " + std::to_string(gpu_) + ", " + std::to_string(fallback_records_.load()) +
-           " records so far on the CPU fallback (" + fallback_->Describe() + ")";
+           ") on GPU " + std::to_string(gpu_) + " from " + std::to_string(lanes_.size()) +
+           " thread" + (lanes_.size() == 1 ? "" : "s") + ", " +
+           std::to_string(fallback_records_.load()) + " records so far on the CPU fallback (" +
+           fallback_->Describe() + ")" + HostTimes();
   }
 
+  // Where the lanes' host time went, a record: ", host time a record: 12.3 us reading
+  // headers, 45.6 us in nvJPEG's decode calls" (empty before any record).
+  std::string HostTimes() const {
+    const uint64_t n = records_.load();
+    if (n == 0) return "";
+    char text[128];
+    std::snprintf(text, sizeof text,
+                  ", host time a record: %.1f us reading headers, %.1f us in nvJPEG's decode calls",
+                  parse_ns_.load() * 1e-3 / n, nvjpeg_ns_.load() * 1e-3 / n);
+    return text;
+  }
+
+  // The threads that drive nvJPEG, each with its own nvJPEG instance, decode state, stream and
+  // decode area. One: on an H100 (2026-11-27) one thread's host work (nvJPEG's calls: about 40
+  // us a 500 x 375 image) kept the hardware decoder about 90% busy, and with four, each on parts
+  // of 64 images of a batch of 256, the decode stalled for good after 10 to 20 batches (with
+  // parts of 16 it did not), whether the lanes shared one nvJPEG instance or had one each. The
+  // cause is not found; the lanes stay one until it is.
+  static constexpr uint32_t kMaxLanes = 1;
+  // A job is split into parts of at least this many records, one a lane.
+  static constexpr uint32_t kMinPart = 16;
+
  private:
-  // A job submitted and not yet waited for.
+  // A job submitted and not yet waited for: its parts, decoded by the lanes.
   struct Pending {
     ImageJob* job = nullptr;
     cudaEvent_t write_ok = nullptr;  // on the consumer's stream, at Submit
-    cudaEvent_t done = nullptr;      // on the decoder's stream, after the job's last work
-    bool started = false, finished = false;
-    Status status;
+    uint32_t parts = 1, started = 0, finished = 0;
+    cudaEvent_t done[kMaxLanes] = {};  // on each part's lane stream, after its last work
+    Status status;                     // the first part's failure
   };
   // A record nvJPEG takes: its slot and size.
   struct Taken {
     uint32_t slot = 0;
     JpegFrame frame;
+  };
+  // One thread driving nvJPEG, and what it reuses from part to part.
+  struct Lane {
+    std::thread thread;
+    nj::Handle handle = nullptr;
+    nj::State state = nullptr;
+    nj::Stream jpeg_stream = nullptr;
+    uint32_t initialized = 0;  // the batch size nvJPEG's batched decode was initialized for
+    cuda::CudaStream stream;
+    cuda::DeviceBuffer area, crops;
+    std::vector<Taken> taken;
+    std::vector<uint32_t> cpu;
+    std::vector<BadRecord> bad;
+    std::vector<const unsigned char*> data;
+    std::vector<size_t> lengths;
+    std::vector<nj::Image> images;
+    std::vector<decode::GpuCrop> host_crops;
+    std::vector<uint8_t> fallback_bytes, fallback_out;
+    std::vector<int64_t> fallback_offsets;
+    std::vector<uint64_t> fallback_indices;
   };
 
   NvjpegImageDecoder(const ImageDecodeSpec& spec, int gpu, cudaStream_t consumer,
@@ -185,20 +238,27 @@ class NvjpegImageDecoder final : public ImageDecoder {
 
   Status Open(uint32_t threads) {
     RF_CUDA_CHECK(cudaSetDevice(gpu_));
-    // The hardware decoder where the GPU has one (A100, H100), else nvJPEG's CUDA decode.
-    hardware_ = api_->CreateEx(nj::kBackendHardware, nullptr, nullptr, 0, &handle_) == nj::kSuccess;
-    if (!hardware_) {
-      handle_ = nullptr;
-      const nj::Code c = api_->CreateEx(nj::kBackendDefault, nullptr, nullptr, 0, &handle_);
+    const uint32_t lanes = std::clamp<uint32_t>(threads, 1, kMaxLanes);
+    for (uint32_t i = 0; i < lanes; ++i) {
+      auto lane = std::make_unique<Lane>();
+      // Each lane its own nvJPEG instance: the hardware decoder where the GPU has one (A100,
+      // H100), else nvJPEG's CUDA decode. (Lanes sharing one hardware instance stalled for good
+      // at batches of 256 on an H100: 2026-11-27.)
+      const bool hw =
+          api_->CreateEx(nj::kBackendHardware, nullptr, nullptr, 0, &lane->handle) == nj::kSuccess;
+      hardware_ = i == 0 ? hw : hardware_ && hw;
+      nj::Code c = nj::kSuccess;
+      if (!hw) {
+        lane->handle = nullptr;
+        c = api_->CreateEx(nj::kBackendDefault, nullptr, nullptr, 0, &lane->handle);
+      }
+      if (c == nj::kSuccess) c = api_->JpegStateCreate(lane->handle, &lane->state);
+      if (c == nj::kSuccess) c = api_->JpegStreamCreate(lane->handle, &lane->jpeg_stream);
+      lanes_.push_back(std::move(lane));  // the destructor frees what was made
       if (c != nj::kSuccess)
-        return Status::Unsupported("nvJPEG (" + api_->path +
-                                   "): nvjpegCreateEx: " + nj::CodeName(c));
+        return Status::Unsupported("nvJPEG (" + api_->path + "): " + nj::CodeName(c));
+      RF_ASSIGN_OR_RETURN(lanes_.back()->stream, cuda::CreateStream());
     }
-    nj::Code c = api_->JpegStateCreate(handle_, &state_);
-    if (c == nj::kSuccess) c = api_->JpegStreamCreate(handle_, &jpeg_stream_);
-    if (c != nj::kSuccess)
-      return Status::Unsupported("nvJPEG (" + api_->path + "): state: " + nj::CodeName(c));
-    RF_ASSIGN_OR_RETURN(stream_, cuda::CreateStream());
     RF_ASSIGN_OR_RETURN(fallback_, MakeCpuImageDecoder(spec_, threads));
     return Status::Ok();
   }
@@ -216,7 +276,7 @@ class NvjpegImageDecoder final : public ImageDecoder {
     return Status::Ok();
   }
 
-  void Run() {
+  void Run(Lane& lane) {
     (void)cudaSetDevice(gpu_);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -224,7 +284,7 @@ class NvjpegImageDecoder final : public ImageDecoder {
       work_.wait(lock, [&] {
         if (stop_) return true;
         for (Pending& q : jobs_) {
-          if (!q.started) {
+          if (q.started < q.parts) {
             p = &q;
             return true;
           }
@@ -232,65 +292,75 @@ class NvjpegImageDecoder final : public ImageDecoder {
         return false;
       });
       if (stop_) return;
-      p->started = true;
+      const uint32_t part = p->started++;
       ImageJob* job = p->job;
-      const cudaEvent_t write_ok = p->write_ok, done = p->done;
+      const cudaEvent_t write_ok = p->write_ok, done = p->done[part];
+      const uint32_t lo = static_cast<uint32_t>(uint64_t{job->n} * part / p->parts);
+      const uint32_t hi = static_cast<uint32_t>(uint64_t{job->n} * (part + 1) / p->parts);
       lock.unlock();  // jobs_ is a deque: p stays valid while only its front is popped
       const uint64_t t0 = SteadyNowNs();
-      Status s = Decode(*job, write_ok);
+      lane.bad.clear();
+      Status s = Decode(lane, *job, lo, hi, write_ok);
       if (s.ok()) {
-        const cudaError_t e = cudaEventRecord(done, stream_.get());
+        const cudaError_t e = cudaEventRecord(done, lane.stream.get());
         if (e != cudaSuccess)
           s = cuda::Failure(cuda::Describe(e), "cudaEventRecord", __FILE__, __LINE__);
       }
       busy_ns_ += SteadyNowNs() - t0;
-      records_ += job->n;
+      records_ += hi - lo;
       lock.lock();
-      p->status = std::move(s);
-      p->finished = true;
-      done_.notify_all();
+      for (BadRecord& b : lane.bad) job->bad.push_back(std::move(b));
+      if (!s.ok() && p->status.ok()) p->status = std::move(s);
+      if (++p->finished == p->parts) done_.notify_all();
     }
   }
 
-  Status Decode(ImageJob& job, cudaEvent_t write_ok) {
-    taken_.clear();
-    cpu_.clear();
-    for (uint32_t i = 0; i < job.n; ++i) {
+  // Records [lo, hi) of `job` on `lane`.
+  Status Decode(Lane& lane, ImageJob& job, uint32_t lo, uint32_t hi, cudaEvent_t write_ok) {
+    lane.taken.clear();
+    lane.cpu.clear();
+    const uint64_t t0 = SteadyNowNs();
+    for (uint32_t i = lo; i < hi; ++i) {
       const uint8_t* data = job.bytes + job.offsets[i];
       const size_t n = static_cast<size_t>(job.offsets[i + 1] - job.offsets[i]);
       Taken t;
       t.slot = i;
       if (std::string why = ReadJpegFrame(data, n, spec_.max_side, &t.frame); !why.empty()) {
-        job.bad.push_back({i, std::move(why)});
+        lane.bad.push_back({i, std::move(why)});
         continue;
       }
       // A JPEG that does not end in its end-of-image marker (cut short) goes to the CPU decoder,
       // which decodes what the crop needs and names where it fails (decode/jpeg_image.h).
       const bool whole = n >= 2 && data[n - 2] == 0xff && data[n - 1] == 0xd9;
       int unsupported = 0;
-      if (!whole || api_->JpegStreamParseHeader(handle_, data, n, jpeg_stream_) != nj::kSuccess ||
-          (hardware_ &&
-           (api_->DecodeBatchedSupported(handle_, jpeg_stream_, &unsupported) != nj::kSuccess ||
-            unsupported != 0))) {
-        cpu_.push_back(i);
+      if (!whole ||
+          api_->JpegStreamParseHeader(lane.handle, data, n, lane.jpeg_stream) != nj::kSuccess ||
+          (hardware_ && (api_->DecodeBatchedSupported(lane.handle, lane.jpeg_stream,
+                                                      &unsupported) != nj::kSuccess ||
+                         unsupported != 0))) {
+        lane.cpu.push_back(i);
         continue;
       }
-      taken_.push_back(t);
+      lane.taken.push_back(t);
     }
-    RF_CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), write_ok, 0));
+    parse_ns_ += SteadyNowNs() - t0;
+    // The host waits until the consumer's stream has let go of the output (it has, unless the
+    // consumer still holds the batch that buffer last held): nothing queued to nvJPEG may wait
+    // on the consumer, whose progress may wait on another lane's decode behind it.
+    RF_CUDA_CHECK(cudaEventSynchronize(write_ok));
     // Groups of the records taken, each as many as the area holds.
-    for (size_t g = 0; g < taken_.size();) {
+    for (size_t g = 0; g < lane.taken.size();) {
       size_t end = g, bytes = 0;
-      while (end < taken_.size()) {
-        const size_t b = ImageBytes(taken_[end].frame);
-        if (end > g && bytes + b > std::max(kMinAreaBytes, area_.bytes())) break;
+      while (end < lane.taken.size()) {
+        const size_t b = ImageBytes(lane.taken[end].frame);
+        if (end > g && bytes + b > std::max(kMinAreaBytes, lane.area.bytes())) break;
         bytes += b;
         ++end;
       }
-      RF_RETURN_IF_ERROR(DecodeGroup(job, g, end, bytes));
+      RF_RETURN_IF_ERROR(DecodeGroup(lane, job, g, end, bytes));
       g = end;
     }
-    if (!cpu_.empty()) RF_RETURN_IF_ERROR(DecodeOnCpu(job));
+    if (!lane.cpu.empty()) RF_RETURN_IF_ERROR(DecodeOnCpu(lane, job));
     return Status::Ok();
   }
 
@@ -299,36 +369,36 @@ class NvjpegImageDecoder final : public ImageDecoder {
     return (b + kAreaAlign - 1) / kAreaAlign * kAreaAlign;
   }
 
-  // taken_[g, end) (`bytes` of decoded pixels) through nvJPEG and the crops' kernel; a group
-  // nvJPEG fails goes to cpu_.
-  Status DecodeGroup(ImageJob& job, size_t g, size_t end, size_t bytes) {
+  // lane.taken[g, end) (`bytes` of decoded pixels) through nvJPEG and the crops' kernel; a
+  // group nvJPEG fails goes to lane.cpu.
+  Status DecodeGroup(Lane& lane, ImageJob& job, size_t g, size_t end, size_t bytes) {
     const uint32_t n = static_cast<uint32_t>(end - g);
-    if (area_.bytes() < bytes) {
-      RF_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));  // the old area's last reader
-      area_ = {};
-      RF_ASSIGN_OR_RETURN(area_, cuda::DeviceBuffer::Allocate(std::max(bytes, kMinAreaBytes),
-                                                              "the nvJPEG decode area"));
+    if (lane.area.bytes() < bytes) {
+      RF_CUDA_CHECK(cudaStreamSynchronize(lane.stream.get()));  // the old area's last reader
+      lane.area = {};
+      RF_ASSIGN_OR_RETURN(lane.area, cuda::DeviceBuffer::Allocate(std::max(bytes, kMinAreaBytes),
+                                                                  "the nvJPEG decode area"));
     }
-    if (crops_.bytes() < n * sizeof(decode::GpuCrop)) {
-      RF_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-      crops_ = {};
+    if (lane.crops.bytes() < n * sizeof(decode::GpuCrop)) {
+      RF_CUDA_CHECK(cudaStreamSynchronize(lane.stream.get()));
+      lane.crops = {};
       RF_ASSIGN_OR_RETURN(
-          crops_, cuda::DeviceBuffer::Allocate(std::max<size_t>(n, 256) * sizeof(decode::GpuCrop),
-                                               "the nvJPEG crops"));
+          lane.crops, cuda::DeviceBuffer::Allocate(
+                          std::max<size_t>(n, 256) * sizeof(decode::GpuCrop), "the nvJPEG crops"));
     }
-    data_.clear();
-    lengths_.clear();
-    images_.assign(n, nj::Image{});
-    host_crops_.assign(n, decode::GpuCrop{});
-    uint8_t* area = area_.as<uint8_t>();
+    lane.data.clear();
+    lane.lengths.clear();
+    lane.images.assign(n, nj::Image{});
+    lane.host_crops.assign(n, decode::GpuCrop{});
+    uint8_t* area = lane.area.as<uint8_t>();
     size_t at = 0;
     for (uint32_t k = 0; k < n; ++k) {
-      const Taken& t = taken_[g + k];
-      data_.push_back(job.bytes + job.offsets[t.slot]);
-      lengths_.push_back(static_cast<size_t>(job.offsets[t.slot + 1] - job.offsets[t.slot]));
-      images_[k].channel[0] = area + at;
-      images_[k].pitch[0] = size_t{t.frame.width} * 3;
-      decode::GpuCrop& c = host_crops_[k];
+      const Taken& t = lane.taken[g + k];
+      lane.data.push_back(job.bytes + job.offsets[t.slot]);
+      lane.lengths.push_back(static_cast<size_t>(job.offsets[t.slot + 1] - job.offsets[t.slot]));
+      lane.images[k].channel[0] = area + at;
+      lane.images[k].pitch[0] = size_t{t.frame.width} * 3;
+      decode::GpuCrop& c = lane.host_crops[k];
       c.offset = at;
       c.pitch = t.frame.width * 3;
       c.slot = t.slot;
@@ -343,65 +413,71 @@ class NvjpegImageDecoder final : public ImageDecoder {
       c.flip = box.flip ? 1 : 0;
       at += ImageBytes(t.frame);
     }
+    const uint64_t t0 = SteadyNowNs();
     nj::Code code = nj::kSuccess;
-    if (initialized_ != n) {
-      code = api_->DecodeBatchedInitialize(handle_, state_, static_cast<int>(n), 1,
+    if (lane.initialized != n) {
+      code = api_->DecodeBatchedInitialize(lane.handle, lane.state, static_cast<int>(n), 1,
                                            nj::kOutputRgbInterleaved);
-      initialized_ = code == nj::kSuccess ? n : 0;
+      lane.initialized = code == nj::kSuccess ? n : 0;
     }
     if (code == nj::kSuccess) {
-      code = api_->DecodeBatched(handle_, state_, data_.data(), lengths_.data(), images_.data(),
-                                 stream_.get());
+      code = api_->DecodeBatched(lane.handle, lane.state, lane.data.data(), lane.lengths.data(),
+                                 lane.images.data(), lane.stream.get());
     }
+    nvjpeg_ns_ += SteadyNowNs() - t0;
     if (code != nj::kSuccess) {
       // nvJPEG says only that the batch failed: the CPU decoder finds which record, and why.
-      initialized_ = 0;  // nvJPEG's rule: initialize again after a failed batch
-      ++failed_groups_;
-      for (size_t k = g; k < end; ++k) cpu_.push_back(taken_[k].slot);
+      lane.initialized = 0;  // nvJPEG's rule: initialize again after a failed batch
+      for (size_t k = g; k < end; ++k) lane.cpu.push_back(lane.taken[k].slot);
       return Status::Ok();
     }
-    RF_CUDA_CHECK(cudaMemcpyAsync(crops_.data(), host_crops_.data(), n * sizeof(decode::GpuCrop),
-                                  cudaMemcpyHostToDevice, stream_.get()));
-    RF_CUDA_CHECK(decode::ResampleCropsOnGpu(area, crops_.as<decode::GpuCrop>(), n, output_,
-                                             job.out, stream_.get()));
+    RF_CUDA_CHECK(cudaMemcpyAsync(lane.crops.data(), lane.host_crops.data(),
+                                  n * sizeof(decode::GpuCrop), cudaMemcpyHostToDevice,
+                                  lane.stream.get()));
+    RF_CUDA_CHECK(decode::ResampleCropsOnGpu(area, lane.crops.as<decode::GpuCrop>(), n, output_,
+                                             job.out, lane.stream.get()));
     return Status::Ok();
   }
 
-  // cpu_'s records through the CPU decoder, into host staging, then copied to their samples.
-  Status DecodeOnCpu(ImageJob& job) {
-    std::sort(cpu_.begin(), cpu_.end());
-    fallback_bytes_.clear();
-    fallback_offsets_.assign(1, 0);
-    fallback_indices_.clear();
-    for (uint32_t slot : cpu_) {
+  // lane.cpu's records through the CPU decoder (one lane's at a time), into host staging, then
+  // copied to their samples.
+  Status DecodeOnCpu(Lane& lane, ImageJob& job) {
+    std::sort(lane.cpu.begin(), lane.cpu.end());
+    lane.fallback_bytes.clear();
+    lane.fallback_offsets.assign(1, 0);
+    lane.fallback_indices.clear();
+    for (uint32_t slot : lane.cpu) {
       const uint8_t* data = job.bytes + job.offsets[slot];
-      fallback_bytes_.insert(fallback_bytes_.end(), data,
-                             data + (job.offsets[slot + 1] - job.offsets[slot]));
-      fallback_offsets_.push_back(static_cast<int64_t>(fallback_bytes_.size()));
-      fallback_indices_.push_back(job.indices[slot]);
+      lane.fallback_bytes.insert(lane.fallback_bytes.end(), data,
+                                 data + (job.offsets[slot + 1] - job.offsets[slot]));
+      lane.fallback_offsets.push_back(static_cast<int64_t>(lane.fallback_bytes.size()));
+      lane.fallback_indices.push_back(job.indices[slot]);
     }
-    fallback_out_.resize(cpu_.size() * sample_bytes_);
+    lane.fallback_out.resize(lane.cpu.size() * sample_bytes_);
     ImageJob sub;
-    sub.bytes = fallback_bytes_.data();
-    sub.offsets = fallback_offsets_.data();
-    sub.n = static_cast<uint32_t>(cpu_.size());
-    sub.indices = fallback_indices_.data();
+    sub.bytes = lane.fallback_bytes.data();
+    sub.offsets = lane.fallback_offsets.data();
+    sub.n = static_cast<uint32_t>(lane.cpu.size());
+    sub.indices = lane.fallback_indices.data();
     sub.epoch = job.epoch;
-    sub.out = fallback_out_.data();
-    RF_RETURN_IF_ERROR(fallback_->Submit(&sub));
-    RF_RETURN_IF_ERROR(fallback_->Wait(&sub));
+    sub.out = lane.fallback_out.data();
+    {
+      std::lock_guard<std::mutex> one(fallback_mu_);  // its Submit and Wait: one thread's
+      RF_RETURN_IF_ERROR(fallback_->Submit(&sub));
+      RF_RETURN_IF_ERROR(fallback_->Wait(&sub));
+    }
     fallback_records_ += sub.n;
     size_t b = 0;
     for (uint32_t k = 0; k < sub.n; ++k) {
       if (b < sub.bad.size() && sub.bad[b].slot == k) {
-        job.bad.push_back({cpu_[k], std::move(sub.bad[b].why)});
+        lane.bad.push_back({lane.cpu[k], std::move(sub.bad[b].why)});
         ++b;
         continue;
       }
       // Pageable memory: the copy has read it when the call returns.
-      RF_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(job.out) + cpu_[k] * sample_bytes_,
-                                    fallback_out_.data() + k * sample_bytes_, sample_bytes_,
-                                    cudaMemcpyHostToDevice, stream_.get()));
+      RF_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(job.out) + lane.cpu[k] * sample_bytes_,
+                                    lane.fallback_out.data() + k * sample_bytes_, sample_bytes_,
+                                    cudaMemcpyHostToDevice, lane.stream.get()));
     }
     return Status::Ok();
   }
@@ -413,28 +489,11 @@ class NvjpegImageDecoder final : public ImageDecoder {
   const cudaStream_t consumer_;
   const nj::Api* const api_;
 
-  // nvJPEG's and the GPU's (the decoder's thread's, after Open).
-  nj::Handle handle_ = nullptr;
-  nj::State state_ = nullptr;
-  nj::Stream jpeg_stream_ = nullptr;
   bool hardware_ = false;
-  uint32_t initialized_ = 0;  // the batch size nvJPEG's batched decode was initialized for
-  cuda::CudaStream stream_;
-  cuda::DeviceBuffer area_, crops_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
   std::unique_ptr<ImageDecoder> fallback_;
-  // Per job (the decoder's thread).
-  std::vector<Taken> taken_;
-  std::vector<uint32_t> cpu_;
-  std::vector<const unsigned char*> data_;
-  std::vector<size_t> lengths_;
-  std::vector<nj::Image> images_;
-  std::vector<decode::GpuCrop> host_crops_;
-  std::vector<uint8_t> fallback_bytes_, fallback_out_;
-  std::vector<int64_t> fallback_offsets_;
-  std::vector<uint64_t> fallback_indices_;
-  uint64_t failed_groups_ = 0;
+  std::mutex fallback_mu_;
 
-  std::thread thread_;
   std::mutex mu_;
   std::condition_variable work_, done_;
   std::deque<Pending> jobs_;  // submitted, not yet waited for; oldest first
@@ -442,6 +501,7 @@ class NvjpegImageDecoder final : public ImageDecoder {
   std::vector<cudaEvent_t> free_events_;
   bool stop_ = false;
   std::atomic<uint64_t> busy_ns_{0}, records_{0}, fallback_records_{0};
+  std::atomic<uint64_t> parse_ns_{0}, nvjpeg_ns_{0};  // the lanes' host time in each step
 };
 
 }  // namespace
