@@ -149,6 +149,19 @@ if [ -z "${RINGFEED_NVJPEG:-}" ] && [ -s "$work/nvjpeg-path" ]; then
   export RINGFEED_NVJPEG
   say "RINGFEED_NVJPEG=$RINGFEED_NVJPEG (libnvjpeg.so.13 is not found by name here)"
 fi
+# cuda/nvjpeg_library.h's declarations against this machine's nvjpeg.h (a compile-time check).
+if has build; then
+  hdr=$(ls /usr/local/cuda*/targets/x86_64-linux/include/nvjpeg.h /usr/local/cuda*/include/nvjpeg.h \
+        2>/dev/null | head -1)
+  if [ -z "$hdr" ]; then
+    say "nvjpeg_abi_check: no nvjpeg.h on this machine"
+  elif g++ -std=c++20 -fsyntax-only -I"$pkg/src" -I"$(dirname "$hdr")" \
+      "$here/../../tests/pipeline/nvjpeg_abi_check.cc" >"$logs/nvjpeg_abi_check.log" 2>&1; then
+    say "nvjpeg_abi_check: cuda/nvjpeg_library.h matches $hdr"
+  else
+    say "nvjpeg_abi_check FAILED against $hdr"; head -30 "$logs/nvjpeg_abi_check.log" | tee -a "$summary"
+  fi
+fi
 
 # --- the data ------------------------------------------------------------------------------------
 folder=$work/jpegs-$count

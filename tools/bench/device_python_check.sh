@@ -41,7 +41,22 @@ srcroot=.
 cp "$srcroot"/python/ringfeed/*.py "$srcroot"/python/ringfeed/*.pyi "$srcroot"/python/ringfeed/py.typed \
   "$site/ringfeed/"
 suffix=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-libs=$(ls "$pkg"/lib/lib*.a)
+libs=$(ls "$pkg"/lib/lib*.a | grep -v '/librf_jpeg\.a$')
+# The JPEG decode (decoded image records: decode/jpeg_image.cc, image_resample.cc) compiled here,
+# against this machine's libjpeg-turbo (its jpeglib.h, its shared libjpeg: Debian's libjpeg.a is
+# not position-independent, and this machine's libjpeg may be of another ABI, 8 not 6.2).
+jpeg_libs=""
+if [ -f "$pkg/lib/librf_jpeg.a" ]; then
+  jpeg_obj=$(mktemp -d)
+  for f in jpeg_image image_resample; do
+    g++ -O2 -std=c++20 -fPIC -ffp-contract=off -fvisibility=hidden -I"$srcroot" -I"$pkg/include" \
+      -c "$srcroot/decode/$f.cc" -o "$jpeg_obj/$f.o" ||
+      { echo "extension build FAILED: decode/$f.cc"; exit 1; }
+  done
+  ar rcs "$jpeg_obj/librf_jpeg.a" "$jpeg_obj"/*.o
+  libs="$libs $jpeg_obj/librf_jpeg.a"
+  jpeg_libs="-ljpeg"
+fi
 # The codecs (format version 2): the machine's own shared libzstd and liblz4 (Debian's .a are not
 # position-independent); a package from before them links without.
 codec_libs=""
@@ -56,7 +71,7 @@ g++ -O2 ${EXTRA_CXXFLAGS:-} -std=c++20 -shared -fPIC -fvisibility=hidden -DRINGF
   -I"$srcroot" -I"$pkg/include" -I/usr/local/cuda/include $(python3 -m pybind11 --includes) \
   $(ls "$srcroot"/python/src/module.cc "$srcroot"/python/src/writer.cc 2>/dev/null) \
   -o "$site/ringfeed/_ringfeed$suffix" \
-  -Wl,--start-group $libs -Wl,--end-group $codec_libs \
+  -Wl,--start-group $libs -Wl,--end-group $codec_libs $jpeg_libs \
   -L/usr/local/cuda/lib64 -lcudart_static -lpthread -ldl -lrt -Wl,--exclude-libs,ALL \
   >"$logs/build.log" 2>&1 || { echo "extension build FAILED"; tail -30 "$logs/build.log"; exit 1; }
 echo "built: $site/ringfeed/_ringfeed$suffix"

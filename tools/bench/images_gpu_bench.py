@@ -181,7 +181,7 @@ def ringfeed_epoch(data, args, decoder, cache, cold, **options):
     least_free = free_before
     c0, t0 = time.process_time(), time.perf_counter()
     loader, note = open_loader(data, args, decoder, **options)
-    images, batches, first = 0, 0, None
+    images, batches, first, first_images = 0, 0, None, 0
     try:
         for x, y in loader:
             xt, _ = torch.from_dlpack(x), torch.from_dlpack(y)  # the stream waits, no copy
@@ -190,6 +190,7 @@ def ringfeed_epoch(data, args, decoder, cache, cold, **options):
             if first is None:
                 torch.cuda.synchronize()
                 first = time.perf_counter() - t0
+                first_images = images
             if batches % 8 == 1:
                 least_free = min(least_free, gpu_free_mb())
         torch.cuda.synchronize()
@@ -199,7 +200,11 @@ def ringfeed_epoch(data, args, decoder, cache, cold, **options):
         rss = proc_status("VmRSS")
     finally:
         loader.close()
+    # After the first batch: the steady rate, without the open and the first batch's latency.
+    steady = ((images - first_images) / (secs - first)
+              if first is not None and secs > first and images > first_images else None)
     out = {"images": images, "seconds": secs, "cpu_seconds": cpu, "first_batch_s": first,
+           "steady_images_per_s": round(steady, 1) if steady else None,
            "cold": bool(dropped) if cold else False, "io": options.get("io", "direct"),
            "gpu_taken_mb": round(free_before - least_free, 1), "rss_mb": round(rss, 1),
            "image_threads": stats.get("image_threads"),
@@ -531,6 +536,11 @@ def summarize(chosen, results, errors, round_seconds, command, sink):
                          "warm (page cache)" if name.endswith("warm") else "page cache not dropped")
             notes.append(f"threads {runs[-1].get('image_threads')}, busy "
                          f"{statistics.median(x.get('image_busy_share') or 0 for x in runs):.2f}")
+            steady = [x["steady_images_per_s"] for x in runs if x.get("steady_images_per_s")]
+            if steady:
+                medians[name + " (after the first batch)"] = round(statistics.median(steady), 1)
+                notes.append(f"after the first batch {statistics.median(steady):.0f}/s, first "
+                             f"batch {statistics.median(x['first_batch_s'] for x in runs):.3f} s")
             if runs[-1].get("note"):
                 notes.append(runs[-1]["note"])
         if name == "pil-dataloader":
@@ -542,7 +552,8 @@ def summarize(chosen, results, errors, round_seconds, command, sink):
               f"{gpu if name.startswith('ringfeed') else float('nan'):7.0f} "
               f"{rss if name.startswith('ringfeed') else float('nan'):7.0f}  {'; '.join(notes)}")
     ratios = {}
-    for a, b in (("ringfeed-gpu", "tv-crop"), ("ringfeed-gpu", "pil-dataloader"),
+    for a, b in (("ringfeed-gpu (after the first batch)", "tv-decode"),
+                 ("ringfeed-gpu", "tv-crop"), ("ringfeed-gpu", "pil-dataloader"),
                  ("ringfeed-gpu", "ringfeed-cpu"), ("ringfeed-gpu", "tv-decode"),
                  ("ringfeed-cpu", "pil-dataloader"), ("ringfeed-gpu-warm", "ringfeed-gpu")):
         if a in medians and b in medians:

@@ -3,8 +3,10 @@
 # (cmake -DRINGFEED_STATIC_DEPS=ON) into one archive to carry there: bin/ (ringfeed, the MPI
 # plugin, ringfeed-convert), tests/ (the named test executables), lib/ (the position-independent
 # static libraries the Python extension is built from there, with Debian's liburing, xxhash and
-# zlib archives), include/dlpack and include/Random123 (header-only, from Debian's
-# librandom123-dev: core/augment.h's generator), and the source the Python extension is compiled
+# zlib archives; not Debian's libjpeg.a, which is not position-independent: the JPEG decode's
+# two sources go in src/ and are compiled there against the machine's own libjpeg-turbo),
+# include/dlpack and include/Random123 (header-only, from Debian's librandom123-dev:
+# core/augment.h's generator), and the source the Python extension is compiled
 # from there (src/: python/src, python/ringfeed, every project header and the top CMakeLists.txt,
 # whose version the extension reports, of the tree the build came from, SRC_TREE, default this
 # checkout), so a package of another commit builds its own.
@@ -26,7 +28,8 @@ done
 for t in "$@"; do cp "$build/tests/$t" "$pkg/tests/"; done
 # The libraries the extension links (those a build of this commit has).
 for l in python/librf_dlpack_export pipeline/librf_loader pipeline/librf_cuda_pipeline \
-         pipeline/librf_pipeline decode/librf_cuda_decode decode/librf_decode cuda/librf_cuda \
+         pipeline/librf_pipeline decode/librf_cuda_decode decode/librf_jpeg decode/librf_decode \
+         cuda/librf_cuda \
          io/librf_io options/librf_options core/librf_core; do
   [ -f "$build/$l.a" ] && cp "$build/$l.a" "$pkg/lib/"
 done
@@ -35,7 +38,8 @@ cp /usr/include/dlpack/dlpack.h "$pkg/include/dlpack/"
 cp -r /usr/include/Random123 "$pkg/include/"
 src_tree=$(realpath "${SRC_TREE:-$(dirname "$0")/../..}")
 (cd "$src_tree" &&
-  { git ls-files -- '*.h' '*.cuh' python/src python/ringfeed CMakeLists.txt 2>/dev/null ||
+  { git ls-files -- '*.h' '*.cuh' python/src python/ringfeed CMakeLists.txt decode/jpeg_image.cc \
+      decode/image_resample.cc 2>/dev/null ||
   find . -path ./build\* -prune -o \( -name '*.h' -o -name '*.cuh' \) -print; } |
   tar -cf - -T -) | tar -C "$pkg" --one-top-level=src -xf -
 tar -C "$stage" -cJf "$archive" pkg
