@@ -15,6 +15,48 @@
 namespace rf {
 namespace {
 
+// libjpeg's message texts, indexed by message code: the table jerror.c builds, built here from
+// the public jerror.h the same way (JMESSAGE defined, the header included again). The error
+// manager below is ours alone, so nothing of jerror.c is linked: its default handlers print to
+// stderr, and Debian's libjpeg.a, compiled for executables, reaches stderr in a way a shared
+// object (the Python extension, the wheel) cannot link.
+// Two texts come from libjpeg's own jversion.h, which it does not install; no error uses them.
+#ifndef JVERSION
+#define JVERSION "libjpeg-turbo"
+#endif
+#ifndef JCOPYRIGHT_SHORT
+#define JCOPYRIGHT_SHORT ""
+#endif
+#define JMESSAGE(code, string) string,
+const char* const kJpegMessages[] = {
+#include <jerror.h>
+    nullptr};
+
+// jpeg_error_mgr::format_message: the code's text with its parameters, as jerror.c's does (a
+// text with "%s" takes the string parameter, else the eight integers).
+void FormatJpegMessage(j_common_ptr c, char* buffer) {
+  const jpeg_error_mgr* err = c->err;
+  const int code = err->msg_code;
+  const char* text =
+      code > 0 && code <= err->last_jpeg_message ? err->jpeg_message_table[code] : nullptr;
+  if (text == nullptr) {
+    std::snprintf(buffer, JMSG_LENGTH_MAX, "Bogus message code %d", code);
+    return;
+  }
+  if (std::strstr(text, "%s") != nullptr) {
+    std::snprintf(buffer, JMSG_LENGTH_MAX, text, err->msg_parm.s);
+    return;
+  }
+  const int* i = err->msg_parm.i;
+  std::snprintf(buffer, JMSG_LENGTH_MAX, text, i[0], i[1], i[2], i[3], i[4], i[5], i[6], i[7]);
+}
+
+void NoJpegOutput(j_common_ptr) {}
+void ResetJpegErrors(j_common_ptr c) {
+  c->err->num_warnings = 0;
+  c->err->msg_code = 0;
+}
+
 bool IsFrameMarker(uint8_t m) {
   // SOF0 to SOF15 but DHT (C4), JPG (C8) and DAC (CC).
   return m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc;
@@ -190,9 +232,17 @@ Result<std::unique_ptr<JpegImageDecoder>> JpegImageDecoder::Create(const ImageDe
   std::unique_ptr<JpegImageDecoder> d(new JpegImageDecoder(spec));
   d->jpeg_.reset(new Libjpeg{});
   Libjpeg& j = *d->jpeg_;
-  j.cinfo.err = jpeg_std_error(&j.errors.mgr);
-  j.errors.mgr.error_exit = Libjpeg::OnError;
-  j.errors.mgr.emit_message = Libjpeg::OnMessage;
+  // What jpeg_std_error would set, with our handlers (see kJpegMessages).
+  jpeg_error_mgr& m = j.errors.mgr;
+  std::memset(&m, 0, sizeof m);
+  m.error_exit = Libjpeg::OnError;
+  m.emit_message = Libjpeg::OnMessage;
+  m.output_message = NoJpegOutput;
+  m.format_message = FormatJpegMessage;
+  m.reset_error_mgr = ResetJpegErrors;
+  m.jpeg_message_table = kJpegMessages;
+  m.last_jpeg_message = static_cast<int>(JMSG_LASTMSGCODE) - 1;
+  j.cinfo.err = &m;
   if (setjmp(j.errors.jump) != 0) {
     return Status::Unsupported(std::string("libjpeg-turbo: jpeg_create_decompress: ") +
                                j.errors.message);
