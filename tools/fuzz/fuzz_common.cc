@@ -469,11 +469,13 @@ void ApplyEdits(FuzzedDataProvider& in, const std::vector<Field>& fields, size_t
     switch (in.ConsumeIntegralInRange<int>(0, 5)) {
       case 0:  // a field to an edge value, or that value plus a small step
       case 1: {
+        if (fields.empty()) break;  // a file without such fields (an index of no entries)
         const Field& f = fields[in.ConsumeIntegralInRange<size_t>(0, fields.size() - 1)];
         PutField(bytes, f.offset, f.width, EdgeValue(in));
         break;
       }
       case 2: {  // a field to the input's own value
+        if (fields.empty()) break;
         const Field& f = fields[in.ConsumeIntegralInRange<size_t>(0, fields.size() - 1)];
         PutField(bytes, f.offset, f.width, in.ConsumeIntegral<uint64_t>());
         break;

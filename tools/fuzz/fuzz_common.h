@@ -78,7 +78,8 @@ uint64_t EdgeValue(FuzzedDataProvider& in);
 
 // Applies up to `max_edits` edits the input asks for to `bytes`: a field of `fields` set to an
 // edge value (0, 1, 2^31, 2^32, 2^63, 2^64-1, ...) or to the input's own bytes, any byte
-// overwritten, or the buffer cut or extended. Stops when the input runs out.
+// overwritten, or the buffer cut or extended (no field edit where `fields` is empty). Stops when
+// the input runs out.
 void ApplyEdits(FuzzedDataProvider& in, const std::vector<Field>& fields, size_t max_edits,
                 std::vector<uint8_t>* bytes);
 
