@@ -73,8 +73,9 @@ Status CheckTrainable(const std::string& flag, const std::string& path, const fo
   const std::vector<uint64_t> shape = h.Shape();
   std::string why;
   if (HoldsJpegRecords(h) && image_size == 0) {
-    why = "it holds image/jpeg records, which --image-size 0 leaves undecoded; give the size to "
-          "train at (224 by default)";
+    why =
+        "it holds image/jpeg records, which --image-size 0 leaves undecoded; give the size to "
+        "train at (224 by default)";
   } else if (HoldsJpegRecords(h)) {
     // Decoded to 3 x image_size x image_size by the loader.
   } else if (h.variable()) {
@@ -140,10 +141,10 @@ Result<RunData> OpenData(const TrainConfig& c) {
   RF_RETURN_IF_ERROR(CheckTrainable("--test", c.test, d.test->header(), c.image.size));
   const format::Header &h = d.first().header(), &t = d.test->header();
   // Decoded images have the model's input shape whatever their files' sizes.
-  const bool same_shape = HoldsJpegRecords(h) || HoldsJpegRecords(t)
-                              ? HoldsJpegRecords(h) && HoldsJpegRecords(t)
-                              : t.channels == h.channels && t.height == h.height &&
-                                    t.width == h.width;
+  const bool same_shape =
+      HoldsJpegRecords(h) || HoldsJpegRecords(t)
+          ? HoldsJpegRecords(h) && HoldsJpegRecords(t)
+          : t.channels == h.channels && t.height == h.height && t.width == h.width;
   if (!same_shape || t.num_classes != h.num_classes) {
     return Status::Usage("--test " + c.test + " has another shape or class count than " +
                          d.first().path());

@@ -716,8 +716,7 @@ PYBIND11_MODULE(_ringfeed, m) {
         if (height == 0 || width == 0 || size == 0)
           Throw(Status::Usage("height, width and size must be at least 1"));
         const CropBox b = CenterCropOf(height, width, size);
-        return py::make_tuple(b.top, b.left, b.height, b.width, b.resized_height,
-                              b.resized_width);
+        return py::make_tuple(b.top, b.left, b.height, b.width, b.resized_height, b.resized_width);
       },
       py::arg("height"), py::arg("width"), py::arg("size"),
       "The evaluation crop (image_crop='center'): (top, left, height, width, resized_height, "

@@ -193,25 +193,11 @@ const std::vector<Field>& HeaderFields() {
     h.names_checksum = 0x1212121212121212ull;
     std::vector<uint8_t> b(format::kHeaderBytes);
     format::EncodeHeader(h, b.data());
-    const uint64_t want[] = {h.dataset_id,
-                             h.shard_index,
-                             h.shard_count,
-                             h.num_classes,
-                             h.total_samples,
-                             h.total_chunks,
-                             h.chunk_samples,
-                             h.shard_chunks,
-                             h.shard_samples,
-                             h.index_offset,
-                             h.file_size,
-                             h.height,
-                             h.width,
-                             h.version,
-                             2,
-                             0x11,
-                             h.names_offset,
-                             h.names_bytes,
-                             h.names_checksum};
+    const uint64_t want[] = {
+        h.dataset_id,   h.shard_index,   h.shard_count,  h.num_classes,   h.total_samples,
+        h.total_chunks, h.chunk_samples, h.shard_chunks, h.shard_samples, h.index_offset,
+        h.file_size,    h.height,        h.width,        h.version,       2,
+        0x11,           h.names_offset,  h.names_bytes,  h.names_checksum};
     const char* names[] = {"dataset_id",    "shard_index",  "shard_count",   "num_classes",
                            "total_samples", "total_chunks", "chunk_samples", "shard_chunks",
                            "shard_samples", "index_offset", "file_size",     "height",
