@@ -156,11 +156,12 @@ std::string CudaLoaderDevice::Describe() const {
 }
 
 Result<std::unique_ptr<ImageDecoder>> CudaLoaderDevice::MakeImageDecoder(
-    const ImageDecodeSpec& spec, uint32_t threads, ImageDecoderChoice choice) {
-  if (choice == ImageDecoderChoice::kCpu) return MakeCpuImageDecoder(spec, threads);
-  Result<std::unique_ptr<ImageDecoder>> gpu = MakeNvjpegImageDecoder(spec, gpu_, stream_, threads);
+    const ImageDecodeSpec& spec, uint32_t threads, const ImageOptions& image) {
+  if (image.decoder == ImageDecoderChoice::kCpu) return MakeCpuImageDecoder(spec, threads);
+  Result<std::unique_ptr<ImageDecoder>> gpu =
+      MakeNvjpegImageDecoder(spec, gpu_, stream_, threads, image.cpu_share);
   // auto: where nvJPEG is not there (not installed, or it will not start), the CPU threads.
-  if (!gpu.ok() && choice == ImageDecoderChoice::kAuto &&
+  if (!gpu.ok() && image.decoder == ImageDecoderChoice::kAuto &&
       gpu.status().code() == Status::Code::kUnsupported) {
     return MakeCpuImageDecoder(spec, threads);
   }

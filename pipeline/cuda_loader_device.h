@@ -41,7 +41,7 @@ class CudaLoaderDevice final : public LoaderDevice {
   // loads), else the CPU decoder (host memory; the image stage copies its batches here).
   Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
                                                          uint32_t threads,
-                                                         ImageDecoderChoice choice) override;
+                                                         const ImageOptions& image) override;
   Status PutBytes(const void* host, void* out, size_t bytes) override;
   Status MoveWithin(void* to, const void* from, size_t bytes) override;
   Status WaitPut(uint32_t slot) override;

@@ -81,11 +81,13 @@ Result<std::unique_ptr<ImageDecoder>> MakeCpuImageDecoder(const ImageDecodeSpec&
                                                           uint32_t threads);
 
 // The GPU decoder (CUDA builds only): on GPU `gpu`, its jobs' outputs in that GPU's memory and
-// ordered before the work queued on `consumer_stream` (a cudaStream_t) after each Wait; a CPU
-// decoder of `fallback_threads` for the records nvJPEG does not take. Unsupported where nvJPEG
-// cannot be loaded (cuda/nvjpeg_library.h) or will not start on this GPU.
+// ordered before the work queued on `consumer_stream` (a cudaStream_t) after each Wait; of
+// `threads`, one drives nvJPEG and the others are a CPU decoder that takes `cpu_share` of each
+// batch (0 to 1; negative: what the threads can carry beside the hardware decoder) and the
+// records nvJPEG does not take. Unsupported where nvJPEG cannot be loaded (cuda/
+// nvjpeg_library.h) or will not start on this GPU.
 Result<std::unique_ptr<ImageDecoder>> MakeNvjpegImageDecoder(const ImageDecodeSpec& spec, int gpu,
                                                              void* consumer_stream,
-                                                             uint32_t fallback_threads);
+                                                             uint32_t threads, double cpu_share);
 
 }  // namespace rf

@@ -59,6 +59,16 @@ OptionTable<ImageOptions> MakeTable() {
           "bytes cross PCIe; libnvjpeg.so.13 is loaded at run time, RINGFEED_NVJPEG names it "
           "where the loader does not find it), cpu (libjpeg-turbo on image_threads CPU threads), "
           "or auto (nvjpeg on a GPU where it loads, else cpu)");
+  t.Field(
+       "image-cpu-share", OptionType::kNumber, [](auto& o) -> auto& { return o.cpu_share; })
+      .RangeReal(-1, 1)
+      .For(kTrainCommand | kLoaderApi)
+      .Help(
+          "with nvjpeg: the share of each batch decoded on the CPU threads while nvJPEG decodes "
+          "the rest, so the two add up; which records go is a function of the seed, the epoch "
+          "and the sample index, so a run repeats bit for bit at the same share (the two "
+          "decoders' pixels differ by their rounding); -1: as much as image_threads less one "
+          "can carry beside the hardware decoder (about 0.2 with 15 threads), 0: none");
   return t;
 }
 

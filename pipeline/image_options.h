@@ -35,6 +35,9 @@ struct ImageOptions {
   bool skip_bad_records = false;  // a JPEG that does not decode is skipped (else the run stops)
   uint32_t max_side = kDefaultMaxImageSide;  // a JPEG with a longer side is a bad record
   ImageDecoderChoice decoder = ImageDecoderChoice::kAuto;
+  // nvJPEG's decoder: the share of each batch decoded on the CPU threads meanwhile; negative:
+  // auto (pipeline/nvjpeg_image_decoder.cc).
+  double cpu_share = -1;
 
   bool operator==(const ImageOptions&) const = default;
 };

@@ -392,7 +392,7 @@ Status Loader::BuildImages(const Dataset& dataset, const LoaderOptions& options)
           ? options.image.threads
           : DefaultImageThreads(source_->decode_threads(), dataset.compressed());
   RF_ASSIGN_OR_RETURN(std::unique_ptr<ImageDecoder> decoder,
-                      device_->MakeImageDecoder(spec, threads, options.image.decoder));
+                      device_->MakeImageDecoder(spec, threads, options.image));
   // Batches decoded ahead: the pool's buffers less the one the consumer holds and the one it
   // may still hold while asking for the next (more are allocated, never deadlocked, if it holds
   // more).

@@ -47,8 +47,8 @@ class HostLoaderDevice final : public LoaderDevice {
   }
   Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
                                                          uint32_t threads,
-                                                         ImageDecoderChoice choice) override {
-    if (choice == ImageDecoderChoice::kNvjpeg) {
+                                                         const ImageOptions& image) override {
+    if (image.decoder == ImageDecoderChoice::kNvjpeg) {
       return Status::Usage(
           "image_decoder nvjpeg decodes on a GPU: give device cuda, or image_decoder cpu or auto");
     }

@@ -52,12 +52,13 @@ class LoaderDevice {
   // values_bytes) into the output: the values as they are, the n + 1 offsets, the labels as int64
   // (queued, on a GPU; `host` may be reused once this returns).
   virtual Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) = 0;
-  // The decoder of image/jpeg records (pipeline/image_decoder.h) for this device, as `choice`
-  // says (pipeline/image_options.h): `threads` CPU threads where it decodes on the CPU (or falls
-  // back to it). Usage for nvjpeg on the host; Unsupported for nvjpeg where it does not load.
+  // The decoder of image/jpeg records (pipeline/image_decoder.h) for this device, as
+  // `image.decoder` says (pipeline/image_options.h): `threads` CPU threads where it decodes on
+  // the CPU (or shares the work with nvJPEG). Usage for nvjpeg on the host; Unsupported for
+  // nvjpeg where it does not load.
   virtual Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
                                                                  uint32_t threads,
-                                                                 ImageDecoderChoice choice) = 0;
+                                                                 const ImageOptions& image) = 0;
   // `bytes` of pageable host memory into the output at `out` (queued, on a GPU): the copy has
   // read `host` when the call returns, so it may be written again at once (CUDA's rule for
   // pageable memory; not memory of HostArea, which is pinned on a GPU).

@@ -1,42 +1,64 @@
 // NvjpegImageDecoder (pipeline/image_decoder.h): JPEG records decoded on the GPU by nvJPEG's
 // batched decode (cuda/nvjpeg_library.h: loaded at run time), then cropped, resized, flipped,
 // normalized and written in the output's dtype and layout by one kernel (decode/
-// gpu_image_resample.h), into the loader's output buffer in GPU memory.
+// gpu_image_resample.h), into the loader's output buffer in GPU memory; a share of each batch
+// decoded on CPU threads at the same time.
 //
-// A job, split into parts (up to kMaxLanes, of at least kMinPart records), each part on one of
-// the decoder's threads (its lanes; Submit returns at once):
-//   1. each record's frame header read on the host (decode/jpeg_image.h's ReadJpegFrame: no
-//      start-of-image, no frame, a side over max_side: a bad record, before any allocation),
-//      then nvJPEG's parse of its header and whether its batched decode takes it (the hardware
-//      decoder takes baseline JPEGs of one scan; not 4:1:0 or 4:1:1, not progressive); a
-//      record that does not end in an end-of-image marker is not given to nvJPEG;
-//   2. those it takes, in groups whose decoded pixels fit the decode area (at least 512 MiB, or
-//      the largest image), decoded whole as interleaved RGB into the area, on the decoder's
-//      stream (only the records' JPEG bytes cross PCIe), then the crops' kernel from the area
-//      into the output;
-//   3. those it does not take, or that a group's decode failed on, decoded by the CPU decoder
-//      (pipeline/cpu_image_decoder.cc: libjpeg-turbo on worker threads), which names a bad
-//      record's fault, into host memory copied to their output samples.
+// A job (Submit returns at once) goes through two threads, in submission order:
+//   the decode thread
+//     1. the CPU share: the k = round(n x cpu_share) records of the job whose key (Philox block
+//        kShareBlock of (seed, epoch, sample index)) is smallest are handed to the CPU decoder
+//        (pipeline/cpu_image_decoder.cc: libjpeg-turbo on worker threads, at a DCT scale where
+//        the crop allows), into pinned host memory. Which records go is a function of the
+//        share, the seed, the epoch and the indices alone, never of timing: a run repeats bit
+//        for bit, as long as the share is the same;
+//     2. the others: each record's frame header read on the host (decode/jpeg_image.h's
+//        ReadJpegFrame: no start-of-image, no frame, a side over max_side: a bad record, before
+//        any allocation), then nvJPEG's parse of its header and whether its batched decode
+//        takes it (the hardware decoder takes baseline JPEGs of one scan; not 4:1:0 or 4:1:1,
+//        not progressive); a record that does not end in an end-of-image marker is not given to
+//        nvJPEG;
+//     3. those it takes, in groups whose decoded pixels fit the decode area (at least 256 MiB,
+//        or the largest image), decoded whole as interleaved RGB into the area (only the
+//        records' JPEG bytes cross PCIe), then the crops' kernel from the area into the output,
+//        on the decode stream;
+//     4. those it does not take, or that a group's decode failed on, decoded by the CPU decoder
+//        there and then (rare), which names a bad record's fault, copied to their samples;
+//   the finish thread
+//     5. waits for the CPU share (step 1), then copies its samples into the output on the copy
+//        stream.
+// The CPU share is what lets the loader pass the hardware decoder's own rate: the decode thread
+// spends its time in nvJPEG's calls (about 40 us a 500 x 375 image on an H100, 2026-11-27), and
+// the CPU threads would otherwise idle. auto (a negative cpu_share): the share the CPU threads
+// can carry at the measured rates, kCpuImagesPerSecond a thread against kHardwareImagesPerSecond
+// (AutoCpuShare).
+//
 // The crops are the CPU decoder's (CropFor: keyed by seed, epoch and sample index); the GPU
 // resamples the full-size decode where the CPU may decode at a DCT scale, so the two agree to
 // within the decoders' rounding (the measured tolerance: tests/pipeline/
 // cuda_loader_images_test.cc).
 //
-// Streams: each lane's work runs on its own stream. Submit records an event on the consumer's
-// stream (the loader's), and a lane's thread waits for it before it queues the part's decode
-// (whatever the consumer's stream had queued on that buffer first: in the steady state it has
-// passed); Wait makes the consumer's stream wait for each part's last work, without blocking the
-// host.
+// Streams and the host waits nvJPEG needs: nvJPEG's hardware decoder writes the decode area when
+// DecodeBatched is called, not when its stream reaches the call (seen on H100s with nvJPEG 12.3
+// to 13.2: meta-pytorch/torchcodec#1634). So the decode thread waits on the host, before each
+// DecodeBatched, for the event recorded after the area's last reader (the previous crops'
+// kernel), and before the first write of a job's output, for the job's write_ok event (recorded
+// on the consumer's stream at Submit: the consumer has let go of that buffer). In the steady
+// state both have long passed. Wait makes the consumer's stream wait for the job's decode and
+// copy events, without blocking the host.
 //
-// Memory (GPU), a lane: the decode area and the crops' table, grown to the largest group met and
-// reused; nvJPEG's own buffers. Host: the fallback's staging, grown likewise.
+// Memory (GPU): the decode area and the crops' table, grown to the largest group met and
+// reused; nvJPEG's own buffers. Host: a job's CPU share in pinned memory (k samples), reused
+// from job to job once its copies are done; the late fallback's staging, grown likewise.
 //
-// Thread safety: Submit and Wait from one thread (the loader's); the lanes do the rest; the job
-// list (and the records' `bad` list) is under one lock, the CPU fallback under another.
+// Thread safety: Submit and Wait from one thread (the loader's). The job queue is under one lock;
+// a job's fields are written by the decode thread, then the finish thread, then read by Wait,
+// each handing it on under that lock.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -44,7 +66,9 @@
 #include <mutex>
 #include <thread>
 
+#include "core/augment.h"
 #include "core/clock.h"
+#include "core/resized_crop.h"
 #include "cuda/check.h"
 #include "cuda/handles.h"
 #include "cuda/nvjpeg_library.h"
@@ -57,8 +81,16 @@ namespace {
 namespace nj = cuda::nvjpeg;
 
 // The decode area's least size: a batch of 256 ImageNet-sized images (500 x 375 RGB) is 144 MB.
-constexpr size_t kMinAreaBytes = size_t{512} << 20;
+constexpr size_t kMinAreaBytes = size_t{256} << 20;
 constexpr size_t kAreaAlign = 256;
+// The Philox block of a sample's draws that picks the CPU share (core/augment.h uses blocks 0
+// to 10, core/resized_crop.h 16 to 26).
+constexpr uint32_t kShareBlock = 27;
+// The rates the automatic share assumes (H100, 500 x 375 photographs at quality 90, 224 x 224
+// random resized crops; 2026-11-27): one CPU thread's decode and crop, and the hardware decoder
+// driven by one thread.
+constexpr double kCpuImagesPerSecond = 400;
+constexpr double kHardwareImagesPerSecond = 24000;
 
 decode::GpuImageOutput OutputOf(const ImageDecodeSpec& s) {
   decode::GpuImageOutput o;
@@ -88,12 +120,13 @@ decode::GpuImageOutput OutputOf(const ImageDecodeSpec& s) {
 class NvjpegImageDecoder final : public ImageDecoder {
  public:
   static Result<std::unique_ptr<ImageDecoder>> Create(const ImageDecodeSpec& spec, int gpu,
-                                                      cudaStream_t consumer, uint32_t threads) {
+                                                      cudaStream_t consumer, uint32_t threads,
+                                                      double cpu_share) {
     RF_ASSIGN_OR_RETURN(const nj::Api* api, nj::Library());
     std::unique_ptr<NvjpegImageDecoder> d(new NvjpegImageDecoder(spec, gpu, consumer, api));
-    RF_RETURN_IF_ERROR(d->Open(threads));
-    for (auto& lane : d->lanes_)
-      lane->thread = std::thread([p = d.get(), l = lane.get()] { p->Run(*l); });
+    RF_RETURN_IF_ERROR(d->Open(threads, cpu_share));
+    d->decode_thread_ = std::thread([p = d.get()] { p->RunDecode(); });
+    d->finish_thread_ = std::thread([p = d.get()] { p->RunFinish(); });
     return std::unique_ptr<ImageDecoder>(std::move(d));
   }
 
@@ -103,31 +136,41 @@ class NvjpegImageDecoder final : public ImageDecoder {
       stop_ = true;
     }
     work_.notify_all();
-    for (auto& lane : lanes_) {
-      if (lane->thread.joinable()) lane->thread.join();
-      if (lane->stream) (void)cudaStreamSynchronize(lane->stream.get());
-      if (lane->jpeg_stream != nullptr) api_->JpegStreamDestroy(lane->jpeg_stream);
-      if (lane->state != nullptr) api_->JpegStateDestroy(lane->state);
-      if (lane->handle != nullptr) api_->Destroy(lane->handle);
-    }
+    if (decode_thread_.joinable()) decode_thread_.join();
+    if (finish_thread_.joinable()) finish_thread_.join();
+    // The CPU workers may still write a job's pinned share: stopped before the jobs are freed.
+    fallback_.reset();
+    if (stream_) (void)cudaStreamSynchronize(stream_.get());
+    if (copy_stream_) (void)cudaStreamSynchronize(copy_stream_.get());
+    if (jpeg_stream_ != nullptr) api_->JpegStreamDestroy(jpeg_stream_);
+    if (state_ != nullptr) api_->JpegStateDestroy(state_);
+    if (handle_ != nullptr) api_->Destroy(handle_);
   }
 
   Status Submit(ImageJob* job) override {
     if (job->n == 0) return Status::InvalidArgument("an image job of 0 records");
     job->next = job->done = 0;
     job->bad.clear();
-    Pending p;
-    p.job = job;
-    // Parts of at least kMinPart records, one a lane at most.
-    p.parts = std::clamp<uint32_t>(job->n / kMinPart, 1, static_cast<uint32_t>(lanes_.size()));
+    Pending* p = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      RF_RETURN_IF_ERROR(TakeEvent(&p.write_ok));
-      for (uint32_t k = 0; k < p.parts; ++k) RF_RETURN_IF_ERROR(TakeEvent(&p.done[k]));
+      if (free_.empty()) {
+        RF_ASSIGN_OR_RETURN(std::unique_ptr<Pending> made, MakePending());
+        free_.push_back(made.get());
+        pendings_.push_back(std::move(made));
+      }
+      p = free_.back();
+      free_.pop_back();
     }
-    RF_CUDA_CHECK(cudaEventRecord(p.write_ok, consumer_));
+    p->job = job;
+    p->status = Status::Ok();
+    p->finished = false;
+    p->copies = false;
+    p->bad.clear();
+    RF_CUDA_CHECK(cudaEventRecord(p->write_ok.get(), consumer_));
     {
       std::lock_guard<std::mutex> lock(mu_);
+      to_decode_.push_back(p);
       jobs_.push_back(p);
     }
     work_.notify_all();
@@ -136,95 +179,88 @@ class NvjpegImageDecoder final : public ImageDecoder {
 
   Status Wait(ImageJob* job) override {
     std::unique_lock<std::mutex> lock(mu_);
-    if (jobs_.empty() || jobs_.front().job != job)
+    if (jobs_.empty() || jobs_.front()->job != job)
       return Status::InvalidArgument("nvJPEG decoder: Wait for a job not the oldest submitted");
-    done_.wait(lock, [&] { return jobs_.front().finished == jobs_.front().parts; });
-    Pending p = std::move(jobs_.front());
+    Pending* p = jobs_.front();
+    done_.wait(lock, [&] { return p->finished; });
     jobs_.pop_front();
-    free_events_.push_back(p.write_ok);
     lock.unlock();
+    job->bad = std::move(p->bad);
     std::sort(job->bad.begin(), job->bad.end(),
               [](const BadRecord& a, const BadRecord& b) { return a.slot < b.slot; });
-    Status s = p.status;
-    for (uint32_t k = 0; k < p.parts && s.ok(); ++k) {
-      const cudaError_t e = cudaStreamWaitEvent(consumer_, p.done[k], 0);
-      if (e != cudaSuccess)
-        s = cuda::Failure(cuda::Describe(e), "cudaStreamWaitEvent", __FILE__, __LINE__);
-    }
+    Status s = p->status;
+    if (s.ok()) s = WaitOn(p->decoded.get());
+    if (s.ok() && p->copies) s = WaitOn(p->copied.get());
     lock.lock();
-    // Waited on by the consumer's stream (or never to be): free to record again.
-    for (uint32_t k = 0; k < p.parts; ++k) free_events_.push_back(p.done[k]);
+    // Waited on by the consumer's stream (or never to be): its events free to record again; its
+    // pinned share is reused once its `copied` event has passed (the decode thread waits).
+    free_.push_back(p);
     return s;
   }
 
   const ImageDecodeSpec& spec() const override { return spec_; }
   int output_gpu() const override { return gpu_; }
-  uint32_t threads() const override { return static_cast<uint32_t>(lanes_.size()); }
-  double busy_seconds() const override { return busy_ns_.load() * 1e-9; }
+  // The decode thread and the CPU decoder's threads.
+  uint32_t threads() const override { return 1 + fallback_->threads(); }
+  double busy_seconds() const override {
+    return decode_busy_ns_.load() * 1e-9 + fallback_->busy_seconds();
+  }
   uint64_t records() const override { return records_.load(); }
   std::string Describe() const override {
+    char share[64];
+    std::snprintf(share, sizeof share, "%.3f", cpu_share_);
     return std::string("jpeg decode by nvJPEG (") + (hardware_ ? "hardware decoder" : "CUDA") +
-           ") on GPU " + std::to_string(gpu_) + " from " + std::to_string(lanes_.size()) +
-           " thread" + (lanes_.size() == 1 ? "" : "s") + ", " +
-           std::to_string(fallback_records_.load()) + " records so far on the CPU fallback (" +
-           fallback_->Describe() + ")" + HostTimes();
+           ") on GPU " + std::to_string(gpu_) + " from one thread, a share of " + share +
+           " of each batch and what nvJPEG does not take on the CPU (" + fallback_->Describe() +
+           "): " + std::to_string(share_records_.load()) + " records so far in the share, " +
+           std::to_string(late_records_.load()) + " on the fallback" + HostTimes();
   }
 
-  // Where the lanes' host time went, a record: ", host time a record: 12.3 us reading
-  // headers, 45.6 us in nvJPEG's decode calls" (empty before any record).
+  // Where the decode thread's time went, a record it gave nvJPEG: ", decode thread busy 1.23 s,
+  // a record: 12.3 us reading headers, 45.6 us in nvJPEG's decode calls" (empty before any).
   std::string HostTimes() const {
-    const uint64_t n = records_.load();
+    const uint64_t n = nvjpeg_records_.load();
     if (n == 0) return "";
-    char text[128];
+    char text[160];
     std::snprintf(text, sizeof text,
-                  ", host time a record: %.1f us reading headers, %.1f us in nvJPEG's decode calls",
-                  parse_ns_.load() * 1e-3 / n, nvjpeg_ns_.load() * 1e-3 / n);
+                  ", decode thread busy %.3f s, a record to nvJPEG: %.1f us reading headers, "
+                  "%.1f us in nvJPEG's decode calls",
+                  decode_busy_ns_.load() * 1e-9, parse_ns_.load() * 1e-3 / n,
+                  nvjpeg_ns_.load() * 1e-3 / n);
     return text;
   }
 
-  // The threads that drive nvJPEG, each with its own nvJPEG instance, decode state, stream and
-  // decode area. One: on an H100 (2026-11-27) one thread's host work (nvJPEG's calls: about 40
-  // us a 500 x 375 image) kept the hardware decoder about 90% busy, and with four, each on parts
-  // of 64 images of a batch of 256, the decode stalled for good after 10 to 20 batches (with
-  // parts of 16 it did not), whether the lanes shared one nvJPEG instance or had one each. The
-  // cause is not found; the lanes stay one until it is.
-  static constexpr uint32_t kMaxLanes = 1;
-  // A job is split into parts of at least this many records, one a lane.
-  static constexpr uint32_t kMinPart = 16;
+  // The share of each batch the CPU threads decode where none is given: what `threads` threads
+  // at kCpuImagesPerSecond add to the hardware decoder's kHardwareImagesPerSecond.
+  static double AutoCpuShare(uint32_t threads) {
+    const double cpu = threads * kCpuImagesPerSecond;
+    return cpu / (cpu + kHardwareImagesPerSecond);
+  }
 
  private:
-  // A job submitted and not yet waited for: its parts, decoded by the lanes.
+  // A job submitted and not yet waited for, and what it reuses from job to job.
   struct Pending {
     ImageJob* job = nullptr;
-    cudaEvent_t write_ok = nullptr;  // on the consumer's stream, at Submit
-    uint32_t parts = 1, started = 0, finished = 0;
-    cudaEvent_t done[kMaxLanes] = {};  // on each part's lane stream, after its last work
-    Status status;                     // the first part's failure
+    cuda::CudaEvent write_ok;  // on the consumer's stream, at Submit
+    cuda::CudaEvent decoded;   // on the decode stream, after the job's last work there
+    cuda::CudaEvent copied;    // on the copy stream, after the CPU share's copies
+    bool copies = false;       // `copied` recorded for this job
+    bool finished = false;     // the finish thread is done with it
+    Status status;             // the first failure
+    std::vector<BadRecord> bad;
+    // The CPU share: its records' slots (ascending), bytes, offsets and indices, its job and
+    // its output (pinned).
+    std::vector<uint32_t> share_slots;
+    std::vector<uint8_t> share_bytes;
+    std::vector<int64_t> share_offsets;
+    std::vector<uint64_t> share_indices;
+    ImageJob share;
+    cuda::PinnedBuffer share_out;
   };
   // A record nvJPEG takes: its slot and size.
   struct Taken {
     uint32_t slot = 0;
     JpegFrame frame;
-  };
-  // One thread driving nvJPEG, and what it reuses from part to part.
-  struct Lane {
-    std::thread thread;
-    nj::Handle handle = nullptr;
-    nj::State state = nullptr;
-    nj::Stream jpeg_stream = nullptr;
-    uint32_t initialized = 0;  // the batch size nvJPEG's batched decode was initialized for
-    cuda::CudaStream stream;
-    cuda::DeviceBuffer area, crops;
-    std::vector<Taken> taken;
-    std::vector<uint32_t> cpu;
-    std::vector<BadRecord> bad;
-    std::vector<const unsigned char*> data;
-    std::vector<size_t> lengths;
-    std::vector<nj::Image> images;
-    std::vector<decode::GpuCrop> host_crops;
-    std::vector<uint8_t> fallback_bytes, fallback_out;
-    std::vector<int64_t> fallback_offsets;
-    std::vector<uint64_t> fallback_indices;
   };
 
   NvjpegImageDecoder(const ImageDecodeSpec& spec, int gpu, cudaStream_t consumer,
@@ -236,131 +272,218 @@ class NvjpegImageDecoder final : public ImageDecoder {
         consumer_(consumer),
         api_(api) {}
 
-  Status Open(uint32_t threads) {
+  Status Open(uint32_t threads, double cpu_share) {
     RF_CUDA_CHECK(cudaSetDevice(gpu_));
-    const uint32_t lanes = std::clamp<uint32_t>(threads, 1, kMaxLanes);
-    for (uint32_t i = 0; i < lanes; ++i) {
-      auto lane = std::make_unique<Lane>();
-      // Each lane its own nvJPEG instance: the hardware decoder where the GPU has one (A100,
-      // H100), else nvJPEG's CUDA decode. (Lanes sharing one hardware instance stalled for good
-      // at batches of 256 on an H100: 2026-11-27.)
-      const bool hw =
-          api_->CreateEx(nj::kBackendHardware, nullptr, nullptr, 0, &lane->handle) == nj::kSuccess;
-      hardware_ = i == 0 ? hw : hardware_ && hw;
-      nj::Code c = nj::kSuccess;
-      if (!hw) {
-        lane->handle = nullptr;
-        c = api_->CreateEx(nj::kBackendDefault, nullptr, nullptr, 0, &lane->handle);
-      }
-      if (c == nj::kSuccess) c = api_->JpegStateCreate(lane->handle, &lane->state);
-      if (c == nj::kSuccess) c = api_->JpegStreamCreate(lane->handle, &lane->jpeg_stream);
-      lanes_.push_back(std::move(lane));  // the destructor frees what was made
-      if (c != nj::kSuccess)
-        return Status::Unsupported("nvJPEG (" + api_->path + "): " + nj::CodeName(c));
-      RF_ASSIGN_OR_RETURN(lanes_.back()->stream, cuda::CreateStream());
+    // The hardware decoder where the GPU has one (A100, H100), else nvJPEG's CUDA decode.
+    hardware_ = api_->CreateEx(nj::kBackendHardware, nullptr, nullptr, 0, &handle_) == nj::kSuccess;
+    nj::Code c = nj::kSuccess;
+    if (!hardware_) {
+      handle_ = nullptr;
+      c = api_->CreateEx(nj::kBackendDefault, nullptr, nullptr, 0, &handle_);
     }
-    RF_ASSIGN_OR_RETURN(fallback_, MakeCpuImageDecoder(spec_, threads));
+    if (c == nj::kSuccess) c = api_->JpegStateCreate(handle_, &state_);
+    if (c == nj::kSuccess) c = api_->JpegStreamCreate(handle_, &jpeg_stream_);
+    if (c != nj::kSuccess)
+      return Status::Unsupported("nvJPEG (" + api_->path + "): " + nj::CodeName(c));
+    // The decode stream at the highest priority: the crops' kernel frees the decode area the
+    // next DecodeBatched waits for, and should not queue behind the model's kernels.
+    RF_ASSIGN_OR_RETURN(stream_, cuda::CreateStream(true));
+    RF_ASSIGN_OR_RETURN(copy_stream_, cuda::CreateStream());
+    RF_ASSIGN_OR_RETURN(area_free_, cuda::CreateEvent(false));
+    // The decode thread takes a core of the `threads`.
+    const uint32_t cpu = threads > 2 ? threads - 1 : 1;
+    RF_ASSIGN_OR_RETURN(fallback_, MakeCpuImageDecoder(spec_, cpu));
+    cpu_share_ = cpu_share < 0 ? AutoCpuShare(cpu) : std::min(cpu_share, 1.0);
     return Status::Ok();
   }
 
-  // An event from the free list, or a new one (under mu_).
-  Status TakeEvent(cudaEvent_t* e) {
-    if (!free_events_.empty()) {
-      *e = free_events_.back();
-      free_events_.pop_back();
-      return Status::Ok();
-    }
-    RF_ASSIGN_OR_RETURN(cuda::CudaEvent made, cuda::CreateEvent(false));
-    events_.push_back(std::move(made));
-    *e = events_.back().get();
+  static Result<std::unique_ptr<Pending>> MakePending() {
+    auto p = std::make_unique<Pending>();
+    RF_ASSIGN_OR_RETURN(p->write_ok, cuda::CreateEvent(false));
+    RF_ASSIGN_OR_RETURN(p->decoded, cuda::CreateEvent(false));
+    RF_ASSIGN_OR_RETURN(p->copied, cuda::CreateEvent(false));
+    return p;
+  }
+
+  Status WaitOn(cudaEvent_t e) {
+    const cudaError_t r = cudaStreamWaitEvent(consumer_, e, 0);
+    if (r != cudaSuccess)
+      return cuda::Failure(cuda::Describe(r), "cudaStreamWaitEvent", __FILE__, __LINE__);
     return Status::Ok();
   }
 
-  void Run(Lane& lane) {
+  void RunDecode() {
     (void)cudaSetDevice(gpu_);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      Pending* p = nullptr;
-      work_.wait(lock, [&] {
-        if (stop_) return true;
-        for (Pending& q : jobs_) {
-          if (q.started < q.parts) {
-            p = &q;
-            return true;
-          }
-        }
-        return false;
-      });
+      work_.wait(lock, [&] { return stop_ || !to_decode_.empty(); });
       if (stop_) return;
-      const uint32_t part = p->started++;
-      ImageJob* job = p->job;
-      const cudaEvent_t write_ok = p->write_ok, done = p->done[part];
-      const uint32_t lo = static_cast<uint32_t>(uint64_t{job->n} * part / p->parts);
-      const uint32_t hi = static_cast<uint32_t>(uint64_t{job->n} * (part + 1) / p->parts);
-      lock.unlock();  // jobs_ is a deque: p stays valid while only its front is popped
+      Pending* p = to_decode_.front();
+      to_decode_.pop_front();
+      lock.unlock();
       const uint64_t t0 = SteadyNowNs();
-      lane.bad.clear();
-      Status s = Decode(lane, *job, lo, hi, write_ok);
-      if (s.ok()) {
-        const cudaError_t e = cudaEventRecord(done, lane.stream.get());
-        if (e != cudaSuccess)
-          s = cuda::Failure(cuda::Describe(e), "cudaEventRecord", __FILE__, __LINE__);
-      }
-      busy_ns_ += SteadyNowNs() - t0;
-      records_ += hi - lo;
+      Status s = Decode(*p);
+      decode_busy_ns_ += SteadyNowNs() - t0;
+      records_ += p->job->n;
       lock.lock();
-      for (BadRecord& b : lane.bad) job->bad.push_back(std::move(b));
       if (!s.ok() && p->status.ok()) p->status = std::move(s);
-      if (++p->finished == p->parts) done_.notify_all();
+      to_finish_.push_back(p);
+      work_.notify_all();
     }
   }
 
-  // Records [lo, hi) of `job` on `lane`.
-  Status Decode(Lane& lane, ImageJob& job, uint32_t lo, uint32_t hi, cudaEvent_t write_ok) {
-    lane.taken.clear();
-    lane.cpu.clear();
+  void RunFinish() {
+    (void)cudaSetDevice(gpu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      work_.wait(lock, [&] { return stop_ || !to_finish_.empty(); });
+      if (stop_) return;
+      Pending* p = to_finish_.front();
+      to_finish_.pop_front();
+      lock.unlock();
+      Status s = p->share.n == 0 ? Status::Ok() : FinishShare(*p);
+      lock.lock();
+      if (!s.ok() && p->status.ok()) p->status = std::move(s);
+      p->finished = true;
+      done_.notify_all();
+    }
+  }
+
+  // The job's records through the steps above, up to the CPU share's submission (the finish
+  // thread does the rest).
+  Status Decode(Pending& p) {
+    ImageJob& job = *p.job;
+    taken_.clear();
+    late_.clear();
+    p.share.n = 0;
+    write_ok_waited_ = false;
+    RF_RETURN_IF_ERROR(SubmitShare(p));
     const uint64_t t0 = SteadyNowNs();
-    for (uint32_t i = lo; i < hi; ++i) {
+    size_t s = 0;  // the next of the share's slots (ascending)
+    for (uint32_t i = 0; i < job.n; ++i) {
+      if (s < p.share_slots.size() && p.share_slots[s] == i) {
+        ++s;
+        continue;
+      }
       const uint8_t* data = job.bytes + job.offsets[i];
       const size_t n = static_cast<size_t>(job.offsets[i + 1] - job.offsets[i]);
       Taken t;
       t.slot = i;
       if (std::string why = ReadJpegFrame(data, n, spec_.max_side, &t.frame); !why.empty()) {
-        lane.bad.push_back({i, std::move(why)});
+        p.bad.push_back({i, std::move(why)});
         continue;
       }
       // A JPEG that does not end in its end-of-image marker (cut short) goes to the CPU decoder,
       // which decodes what the crop needs and names where it fails (decode/jpeg_image.h).
       const bool whole = n >= 2 && data[n - 2] == 0xff && data[n - 1] == 0xd9;
       int unsupported = 0;
-      if (!whole ||
-          api_->JpegStreamParseHeader(lane.handle, data, n, lane.jpeg_stream) != nj::kSuccess ||
-          (hardware_ && (api_->DecodeBatchedSupported(lane.handle, lane.jpeg_stream,
-                                                      &unsupported) != nj::kSuccess ||
-                         unsupported != 0))) {
-        lane.cpu.push_back(i);
+      if (!whole || api_->JpegStreamParseHeader(handle_, data, n, jpeg_stream_) != nj::kSuccess ||
+          (hardware_ &&
+           (api_->DecodeBatchedSupported(handle_, jpeg_stream_, &unsupported) != nj::kSuccess ||
+            unsupported != 0))) {
+        late_.push_back(i);
         continue;
       }
-      lane.taken.push_back(t);
+      taken_.push_back(t);
     }
     parse_ns_ += SteadyNowNs() - t0;
-    // The host waits until the consumer's stream has let go of the output (it has, unless the
-    // consumer still holds the batch that buffer last held): nothing queued to nvJPEG may wait
-    // on the consumer, whose progress may wait on another lane's decode behind it.
-    RF_CUDA_CHECK(cudaEventSynchronize(write_ok));
+    nvjpeg_records_ += taken_.size();
     // Groups of the records taken, each as many as the area holds.
-    for (size_t g = 0; g < lane.taken.size();) {
+    for (size_t g = 0; g < taken_.size();) {
       size_t end = g, bytes = 0;
-      while (end < lane.taken.size()) {
-        const size_t b = ImageBytes(lane.taken[end].frame);
-        if (end > g && bytes + b > std::max(kMinAreaBytes, lane.area.bytes())) break;
+      while (end < taken_.size()) {
+        const size_t b = ImageBytes(taken_[end].frame);
+        if (end > g && bytes + b > std::max(kMinAreaBytes, area_.bytes())) break;
         bytes += b;
         ++end;
       }
-      RF_RETURN_IF_ERROR(DecodeGroup(lane, job, g, end, bytes));
+      RF_RETURN_IF_ERROR(DecodeGroup(p, g, end, bytes));
       g = end;
     }
-    if (!lane.cpu.empty()) RF_RETURN_IF_ERROR(DecodeOnCpu(lane, job));
+    if (!late_.empty()) RF_RETURN_IF_ERROR(DecodeLate(p));
+    RF_RETURN_IF_ERROR(WaitWriteOk(p));  // the finish thread's copies come after it
+    RF_CUDA_CHECK(cudaEventRecord(p.decoded.get(), stream_.get()));
+    return Status::Ok();
+  }
+
+  // The job's output may be written: the consumer's stream has passed write_ok (once a job).
+  Status WaitWriteOk(Pending& p) {
+    if (!write_ok_waited_) RF_CUDA_CHECK(cudaEventSynchronize(p.write_ok.get()));
+    write_ok_waited_ = true;
+    return Status::Ok();
+  }
+
+  // Step 1: the CPU share chosen, its bytes gathered and submitted to the CPU decoder.
+  Status SubmitShare(Pending& p) {
+    ImageJob& job = *p.job;
+    p.share_slots.clear();
+    const uint32_t k =
+        static_cast<uint32_t>(std::min<double>(job.n, std::floor(job.n * cpu_share_ + 0.5)));
+    if (k == 0) return Status::Ok();
+    keys_.clear();
+    for (uint32_t i = 0; i < job.n; ++i) {
+      const auto d = augment::Draws(spec_.seed, job.epoch, job.indices[i], kShareBlock);
+      keys_.push_back({(uint64_t{d.v[0]} << 32) | d.v[1], i});
+    }
+    std::nth_element(keys_.begin(), keys_.begin() + (k - 1), keys_.end());
+    for (uint32_t j = 0; j < k; ++j) p.share_slots.push_back(keys_[j].second);
+    std::sort(p.share_slots.begin(), p.share_slots.end());
+    // The previous job's copies from this pinned share have read it.
+    RF_CUDA_CHECK(cudaEventSynchronize(p.copied.get()));
+    if (p.share_out.bytes() < size_t{k} * sample_bytes_) {
+      p.share_out = {};
+      RF_ASSIGN_OR_RETURN(p.share_out,
+                          cuda::PinnedBuffer::Allocate(size_t{job.n} * sample_bytes_,
+                                                       "the CPU share of nvJPEG's batches"));
+    }
+    p.share_bytes.clear();
+    p.share_offsets.assign(1, 0);
+    p.share_indices.clear();
+    for (uint32_t slot : p.share_slots) {
+      const uint8_t* data = job.bytes + job.offsets[slot];
+      p.share_bytes.insert(p.share_bytes.end(), data,
+                           data + (job.offsets[slot + 1] - job.offsets[slot]));
+      p.share_offsets.push_back(static_cast<int64_t>(p.share_bytes.size()));
+      p.share_indices.push_back(job.indices[slot]);
+    }
+    p.share = ImageJob{};
+    p.share.bytes = p.share_bytes.data();
+    p.share.offsets = p.share_offsets.data();
+    p.share.n = k;
+    p.share.indices = p.share_indices.data();
+    p.share.epoch = job.epoch;
+    p.share.out = p.share_out.data();
+    share_records_ += k;
+    Status s = fallback_->Submit(&p.share);
+    if (!s.ok()) p.share.n = 0;  // nothing for the finish thread to wait for
+    return s;
+  }
+
+  // Step 5 (the finish thread): the CPU share decoded, its samples copied into the output (runs
+  // of consecutive slots in one copy each) on the copy stream.
+  Status FinishShare(Pending& p) {
+    RF_RETURN_IF_ERROR(fallback_->Wait(&p.share));
+    const auto* from = p.share_out.as<uint8_t>();
+    auto* out = static_cast<uint8_t*>(p.job->out);
+    size_t b = 0;
+    for (uint32_t k = 0; k < p.share.n;) {
+      if (b < p.share.bad.size() && p.share.bad[b].slot == k) {
+        p.bad.push_back({p.share_slots[k], std::move(p.share.bad[b].why)});
+        ++b;
+        ++k;
+        continue;
+      }
+      uint32_t end = k + 1;  // a run of slots, none bad
+      while (end < p.share.n && p.share_slots[end] == p.share_slots[end - 1] + 1 &&
+             !(b < p.share.bad.size() && p.share.bad[b].slot == end))
+        ++end;
+      RF_CUDA_CHECK(cudaMemcpyAsync(out + p.share_slots[k] * sample_bytes_,
+                                    from + k * sample_bytes_, (end - k) * sample_bytes_,
+                                    cudaMemcpyHostToDevice, copy_stream_.get()));
+      k = end;
+    }
+    RF_CUDA_CHECK(cudaEventRecord(p.copied.get(), copy_stream_.get()));
+    p.copies = true;
     return Status::Ok();
   }
 
@@ -369,36 +492,38 @@ class NvjpegImageDecoder final : public ImageDecoder {
     return (b + kAreaAlign - 1) / kAreaAlign * kAreaAlign;
   }
 
-  // lane.taken[g, end) (`bytes` of decoded pixels) through nvJPEG and the crops' kernel; a
-  // group nvJPEG fails goes to lane.cpu.
-  Status DecodeGroup(Lane& lane, ImageJob& job, size_t g, size_t end, size_t bytes) {
+  // taken_[g, end) of `p` (`bytes` of decoded pixels) through nvJPEG and the crops' kernel; a
+  // group nvJPEG fails goes to late_.
+  Status DecodeGroup(Pending& p, size_t g, size_t end, size_t bytes) {
+    const ImageJob& job = *p.job;
     const uint32_t n = static_cast<uint32_t>(end - g);
-    if (lane.area.bytes() < bytes) {
-      RF_CUDA_CHECK(cudaStreamSynchronize(lane.stream.get()));  // the old area's last reader
-      lane.area = {};
-      RF_ASSIGN_OR_RETURN(lane.area, cuda::DeviceBuffer::Allocate(std::max(bytes, kMinAreaBytes),
-                                                                  "the nvJPEG decode area"));
+    // The area's last reader (the crops' kernel before) is done: nvJPEG's hardware decoder
+    // writes it when DecodeBatched is called (see the top of this file).
+    RF_CUDA_CHECK(cudaEventSynchronize(area_free_.get()));
+    if (area_.bytes() < bytes) {
+      area_ = {};
+      RF_ASSIGN_OR_RETURN(area_, cuda::DeviceBuffer::Allocate(std::max(bytes, kMinAreaBytes),
+                                                              "the nvJPEG decode area"));
     }
-    if (lane.crops.bytes() < n * sizeof(decode::GpuCrop)) {
-      RF_CUDA_CHECK(cudaStreamSynchronize(lane.stream.get()));
-      lane.crops = {};
+    if (crops_.bytes() < n * sizeof(decode::GpuCrop)) {
+      crops_ = {};
       RF_ASSIGN_OR_RETURN(
-          lane.crops, cuda::DeviceBuffer::Allocate(
-                          std::max<size_t>(n, 256) * sizeof(decode::GpuCrop), "the nvJPEG crops"));
+          crops_, cuda::DeviceBuffer::Allocate(std::max<size_t>(n, 256) * sizeof(decode::GpuCrop),
+                                               "the nvJPEG crops"));
     }
-    lane.data.clear();
-    lane.lengths.clear();
-    lane.images.assign(n, nj::Image{});
-    lane.host_crops.assign(n, decode::GpuCrop{});
-    uint8_t* area = lane.area.as<uint8_t>();
+    data_.clear();
+    lengths_.clear();
+    images_.assign(n, nj::Image{});
+    host_crops_.assign(n, decode::GpuCrop{});
+    uint8_t* area = area_.as<uint8_t>();
     size_t at = 0;
     for (uint32_t k = 0; k < n; ++k) {
-      const Taken& t = lane.taken[g + k];
-      lane.data.push_back(job.bytes + job.offsets[t.slot]);
-      lane.lengths.push_back(static_cast<size_t>(job.offsets[t.slot + 1] - job.offsets[t.slot]));
-      lane.images[k].channel[0] = area + at;
-      lane.images[k].pitch[0] = size_t{t.frame.width} * 3;
-      decode::GpuCrop& c = lane.host_crops[k];
+      const Taken& t = taken_[g + k];
+      data_.push_back(job.bytes + job.offsets[t.slot]);
+      lengths_.push_back(static_cast<size_t>(job.offsets[t.slot + 1] - job.offsets[t.slot]));
+      images_[k].channel[0] = area + at;
+      images_[k].pitch[0] = size_t{t.frame.width} * 3;
+      decode::GpuCrop& c = host_crops_[k];
       c.offset = at;
       c.pitch = t.frame.width * 3;
       c.slot = t.slot;
@@ -415,69 +540,69 @@ class NvjpegImageDecoder final : public ImageDecoder {
     }
     const uint64_t t0 = SteadyNowNs();
     nj::Code code = nj::kSuccess;
-    if (lane.initialized != n) {
-      code = api_->DecodeBatchedInitialize(lane.handle, lane.state, static_cast<int>(n), 1,
+    if (initialized_ != n) {
+      code = api_->DecodeBatchedInitialize(handle_, state_, static_cast<int>(n), 1,
                                            nj::kOutputRgbInterleaved);
-      lane.initialized = code == nj::kSuccess ? n : 0;
+      initialized_ = code == nj::kSuccess ? n : 0;
     }
     if (code == nj::kSuccess) {
-      code = api_->DecodeBatched(lane.handle, lane.state, lane.data.data(), lane.lengths.data(),
-                                 lane.images.data(), lane.stream.get());
+      code = api_->DecodeBatched(handle_, state_, data_.data(), lengths_.data(), images_.data(),
+                                 stream_.get());
     }
     nvjpeg_ns_ += SteadyNowNs() - t0;
     if (code != nj::kSuccess) {
       // nvJPEG says only that the batch failed: the CPU decoder finds which record, and why.
-      lane.initialized = 0;  // nvJPEG's rule: initialize again after a failed batch
-      for (size_t k = g; k < end; ++k) lane.cpu.push_back(lane.taken[k].slot);
+      initialized_ = 0;  // nvJPEG's rule: initialize again after a failed batch
+      for (size_t k = g; k < end; ++k) late_.push_back(taken_[k].slot);
       return Status::Ok();
     }
-    RF_CUDA_CHECK(cudaMemcpyAsync(lane.crops.data(), lane.host_crops.data(),
-                                  n * sizeof(decode::GpuCrop), cudaMemcpyHostToDevice,
-                                  lane.stream.get()));
-    RF_CUDA_CHECK(decode::ResampleCropsOnGpu(area, lane.crops.as<decode::GpuCrop>(), n, output_,
-                                             job.out, lane.stream.get()));
+    RF_RETURN_IF_ERROR(WaitWriteOk(p));
+    RF_CUDA_CHECK(cudaMemcpyAsync(crops_.data(), host_crops_.data(), n * sizeof(decode::GpuCrop),
+                                  cudaMemcpyHostToDevice, stream_.get()));
+    RF_CUDA_CHECK(decode::ResampleCropsOnGpu(area, crops_.as<decode::GpuCrop>(), n, output_,
+                                             job.out, stream_.get()));
+    RF_CUDA_CHECK(cudaEventRecord(area_free_.get(), stream_.get()));
     return Status::Ok();
   }
 
-  // lane.cpu's records through the CPU decoder (one lane's at a time), into host staging, then
-  // copied to their samples.
-  Status DecodeOnCpu(Lane& lane, ImageJob& job) {
-    std::sort(lane.cpu.begin(), lane.cpu.end());
-    lane.fallback_bytes.clear();
-    lane.fallback_offsets.assign(1, 0);
-    lane.fallback_indices.clear();
-    for (uint32_t slot : lane.cpu) {
+  // Step 4: late_'s records through the CPU decoder, there and then, into host staging, copied to
+  // their samples.
+  Status DecodeLate(Pending& p) {
+    ImageJob& job = *p.job;
+    std::sort(late_.begin(), late_.end());
+    late_bytes_.clear();
+    late_offsets_.assign(1, 0);
+    late_indices_.clear();
+    for (uint32_t slot : late_) {
       const uint8_t* data = job.bytes + job.offsets[slot];
-      lane.fallback_bytes.insert(lane.fallback_bytes.end(), data,
-                                 data + (job.offsets[slot + 1] - job.offsets[slot]));
-      lane.fallback_offsets.push_back(static_cast<int64_t>(lane.fallback_bytes.size()));
-      lane.fallback_indices.push_back(job.indices[slot]);
+      late_bytes_.insert(late_bytes_.end(), data,
+                         data + (job.offsets[slot + 1] - job.offsets[slot]));
+      late_offsets_.push_back(static_cast<int64_t>(late_bytes_.size()));
+      late_indices_.push_back(job.indices[slot]);
     }
-    lane.fallback_out.resize(lane.cpu.size() * sample_bytes_);
+    late_out_.resize(late_.size() * sample_bytes_);
     ImageJob sub;
-    sub.bytes = lane.fallback_bytes.data();
-    sub.offsets = lane.fallback_offsets.data();
-    sub.n = static_cast<uint32_t>(lane.cpu.size());
-    sub.indices = lane.fallback_indices.data();
+    sub.bytes = late_bytes_.data();
+    sub.offsets = late_offsets_.data();
+    sub.n = static_cast<uint32_t>(late_.size());
+    sub.indices = late_indices_.data();
     sub.epoch = job.epoch;
-    sub.out = lane.fallback_out.data();
-    {
-      std::lock_guard<std::mutex> one(fallback_mu_);  // its Submit and Wait: one thread's
-      RF_RETURN_IF_ERROR(fallback_->Submit(&sub));
-      RF_RETURN_IF_ERROR(fallback_->Wait(&sub));
-    }
-    fallback_records_ += sub.n;
+    sub.out = late_out_.data();
+    RF_RETURN_IF_ERROR(fallback_->Submit(&sub));
+    RF_RETURN_IF_ERROR(fallback_->Wait(&sub));
+    late_records_ += sub.n;
+    RF_RETURN_IF_ERROR(WaitWriteOk(p));
     size_t b = 0;
     for (uint32_t k = 0; k < sub.n; ++k) {
       if (b < sub.bad.size() && sub.bad[b].slot == k) {
-        lane.bad.push_back({lane.cpu[k], std::move(sub.bad[b].why)});
+        p.bad.push_back({late_[k], std::move(sub.bad[b].why)});
         ++b;
         continue;
       }
       // Pageable memory: the copy has read it when the call returns.
-      RF_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(job.out) + lane.cpu[k] * sample_bytes_,
-                                    lane.fallback_out.data() + k * sample_bytes_, sample_bytes_,
-                                    cudaMemcpyHostToDevice, lane.stream.get()));
+      RF_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(job.out) + late_[k] * sample_bytes_,
+                                    late_out_.data() + k * sample_bytes_, sample_bytes_,
+                                    cudaMemcpyHostToDevice, stream_.get()));
     }
     return Status::Ok();
   }
@@ -489,28 +614,50 @@ class NvjpegImageDecoder final : public ImageDecoder {
   const cudaStream_t consumer_;
   const nj::Api* const api_;
 
+  // nvJPEG's instance and the decode thread's reusables (that thread's alone once it runs).
   bool hardware_ = false;
-  std::vector<std::unique_ptr<Lane>> lanes_;
-  std::unique_ptr<ImageDecoder> fallback_;
-  std::mutex fallback_mu_;
+  double cpu_share_ = 0;
+  nj::Handle handle_ = nullptr;
+  nj::State state_ = nullptr;
+  nj::Stream jpeg_stream_ = nullptr;
+  uint32_t initialized_ = 0;  // the batch size nvJPEG's batched decode was initialized for
+  cuda::CudaStream stream_, copy_stream_;
+  cuda::CudaEvent area_free_;  // on stream_, after the area's last reader
+  cuda::DeviceBuffer area_, crops_;
+  bool write_ok_waited_ = false;
+  std::vector<Taken> taken_;
+  std::vector<uint32_t> late_;
+  std::vector<std::pair<uint64_t, uint32_t>> keys_;
+  std::vector<const unsigned char*> data_;
+  std::vector<size_t> lengths_;
+  std::vector<nj::Image> images_;
+  std::vector<decode::GpuCrop> host_crops_;
+  std::vector<uint8_t> late_bytes_, late_out_;
+  std::vector<int64_t> late_offsets_;
+  std::vector<uint64_t> late_indices_;
 
   std::mutex mu_;
   std::condition_variable work_, done_;
-  std::deque<Pending> jobs_;  // submitted, not yet waited for; oldest first
-  std::vector<cuda::CudaEvent> events_;
-  std::vector<cudaEvent_t> free_events_;
+  std::vector<std::unique_ptr<Pending>> pendings_;  // every job's bookkeeping, made as needed
+  std::vector<Pending*> free_;                      // not in flight
+  std::deque<Pending*> jobs_;                       // submitted, not yet waited for; oldest first
+  std::deque<Pending*> to_decode_, to_finish_;      // each thread's queue
   bool stop_ = false;
-  std::atomic<uint64_t> busy_ns_{0}, records_{0}, fallback_records_{0};
-  std::atomic<uint64_t> parse_ns_{0}, nvjpeg_ns_{0};  // the lanes' host time in each step
+  // Declared after the jobs: destroyed (its workers stopped) before them; the destructor resets
+  // it first anyway.
+  std::unique_ptr<ImageDecoder> fallback_;
+  std::thread decode_thread_, finish_thread_;
+  std::atomic<uint64_t> decode_busy_ns_{0}, records_{0}, share_records_{0}, late_records_{0};
+  std::atomic<uint64_t> parse_ns_{0}, nvjpeg_ns_{0}, nvjpeg_records_{0};
 };
 
 }  // namespace
 
 Result<std::unique_ptr<ImageDecoder>> MakeNvjpegImageDecoder(const ImageDecodeSpec& spec, int gpu,
                                                              void* consumer_stream,
-                                                             uint32_t fallback_threads) {
-  return NvjpegImageDecoder::Create(spec, gpu, static_cast<cudaStream_t>(consumer_stream),
-                                    fallback_threads);
+                                                             uint32_t threads, double cpu_share) {
+  return NvjpegImageDecoder::Create(spec, gpu, static_cast<cudaStream_t>(consumer_stream), threads,
+                                    cpu_share);
 }
 
 }  // namespace rf

@@ -3,8 +3,9 @@
 // layout, and a held batch stays valid through later batches; nvJPEG's batches hold the same
 // samples and labels, their pixels within the decoders' rounding (printed: the tolerance the docs
 // state), their float outputs exactly the normalization of their pixels, the records nvJPEG does
-// not take decoded by the CPU fallback exactly as the host does, and bad records named or skipped
-// as on the host. Skips without a GPU; the nvJPEG cases skip where nvJPEG does not load.
+// not take and the CPU share decoded exactly as the host does, a run repeated bit for bit, and
+// bad records named or skipped as on the host. Skips without a GPU; the nvJPEG cases skip where
+// nvJPEG does not load.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -262,6 +263,45 @@ TEST_F(CudaLoaderNvjpeg, RecordsNvjpegDoesNotTakeAreDecodedByTheCpuFallbackAsOnT
   }
 }
 
+TEST_F(CudaLoaderNvjpeg, TheCpuShareIsTheHostsDecodeAndARunRepeatsBitForBit) {
+  // Share 1: every record on the CPU threads, so the batches are the host loader's bit for bit.
+  // Share 0.5: half of each batch (6 of 12) on the CPU, the rest nvJPEG's; each sample is one
+  // or the other's, and a second run makes the same choice.
+  auto with = [&](double share) {
+    LoaderOptions o =
+        Options(Data(), DeviceKind::kCuda, DType::kUInt8, true, ImageDecoderChoice::kNvjpeg, 64);
+    o.image.cpu_share = share;
+    return Epochs(o, stream_.get());
+  };
+  const auto host =
+      Epochs(Options(Data(), DeviceKind::kCpu, DType::kUInt8, true, ImageDecoderChoice::kCpu, 64),
+             stream_.get());
+  const auto all_cpu = with(1.0), none = with(0.0), half = with(0.5), again = with(0.5);
+  ExpectSameSamples(host, all_cpu);
+  ExpectSameSamples(host, half);
+  for (size_t b = 0; b < host.size(); ++b) EXPECT_EQ(host[b].samples, all_cpu[b].samples) << b;
+  const size_t bytes = size_t{3} * 64 * 64;
+  size_t cpu_only = 0, gpu_only = 0;
+  for (size_t b = 0; b < host.size(); ++b) {
+    EXPECT_EQ(half[b].samples, again[b].samples) << b;
+    const size_t n = host[b].indices.size();
+    size_t from_cpu = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const auto at = [&](const Copy& c) { return c.samples.begin() + i * bytes; };
+      const bool cpu = std::equal(at(half[b]), at(half[b]) + bytes, at(host[b]));
+      const bool gpu = std::equal(at(half[b]), at(half[b]) + bytes, at(none[b]));
+      EXPECT_TRUE(cpu || gpu) << "batch " << b << " sample " << i;
+      from_cpu += cpu;
+      cpu_only += cpu && !gpu;
+      gpu_only += gpu && !cpu;
+    }
+    EXPECT_GE(from_cpu, static_cast<size_t>(std::floor(n * 0.5 + 0.5))) << b;
+  }
+  // The two decoders' pixels differ on most images, so both kinds are seen.
+  EXPECT_GT(cpu_only, 0u);
+  EXPECT_GT(gpu_only, 0u);
+}
+
 TEST_F(CudaLoaderNvjpeg, BadRecordsAreNamedOrSkippedAsOnTheHost) {
   std::vector<std::vector<uint8_t>> j = jpegs_;
   j[17].resize(j[17].size() / 2);  // cut short
@@ -275,47 +315,53 @@ TEST_F(CudaLoaderNvjpeg, BadRecordsAreNamedOrSkippedAsOnTheHost) {
   j[40] = huge;
   j[41] = {0x89, 'P', 'N', 'G', 13, 10, 26, 10, 0, 0, 0, 13};
   ASSERT_TRUE(testing::WriteJpegDataset(t_.File("bad.rfd"), j).ok());
-  LoaderOptions o = Options(t_.File("bad.rfd"), DeviceKind::kCuda, DType::kUInt8, false,
-                            ImageDecoderChoice::kNvjpeg, 40, ImageCrop::kCenter);
-  o.epochs = 1;
-  o.pipeline.order.shuffle = ShuffleMode::kNone;  // the skipped records named in stored order
-  {
+  // Share 0: the bad records go through the nvJPEG path's checks and its late fallback; share
+  // 1: through the CPU share.
+  for (double share : {0.0, 1.0}) {
+    SCOPED_TRACE(share);
+    LoaderOptions o = Options(t_.File("bad.rfd"), DeviceKind::kCuda, DType::kUInt8, false,
+                              ImageDecoderChoice::kNvjpeg, 40, ImageCrop::kCenter);
+    o.image.cpu_share = share;
+    o.epochs = 1;
+    o.pipeline.order.shuffle = ShuffleMode::kNone;  // the skipped records named in stored order
+    {
+      Result<std::unique_ptr<Loader>> l = Loader::Open(o);
+      ASSERT_TRUE(l.ok()) << l.status().ToString();
+      ASSERT_TRUE((*l)->StartEpoch(0, 0).ok());
+      Status st;
+      for (;;) {
+        Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
+        if (!b.ok()) {
+          st = b.status();
+          break;
+        }
+        if (*b == nullptr) break;
+      }
+      ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+      EXPECT_EQ(st.path(), t_.File("bad.rfd"));
+      EXPECT_NE(st.message().find("record 17 (sample 17 of the dataset)"), std::string::npos)
+          << st.message();
+    }
+    o.image.skip_bad_records = true;
     Result<std::unique_ptr<Loader>> l = Loader::Open(o);
     ASSERT_TRUE(l.ok()) << l.status().ToString();
     ASSERT_TRUE((*l)->StartEpoch(0, 0).ok());
-    Status st;
+    uint64_t seen = 0;
     for (;;) {
       Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
-      if (!b.ok()) {
-        st = b.status();
-        break;
-      }
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
       if (*b == nullptr) break;
+      for (uint64_t i : (*b)->indices()) EXPECT_TRUE(i != 17 && i != 40 && i != 41) << i;
+      seen += (*b)->size();
     }
-    ASSERT_TRUE(st.IsCorruption()) << st.ToString();
-    EXPECT_EQ(st.path(), t_.File("bad.rfd"));
-    EXPECT_NE(st.message().find("record 17 (sample 17 of the dataset)"), std::string::npos)
-        << st.message();
+    EXPECT_EQ(seen, j.size() - 3);
+    const SkippedRecords s = (*l)->skipped();
+    ASSERT_EQ(s.count, 3u);
+    EXPECT_NE(s.named[0].find("libjpeg-turbo: Premature end of JPEG file"), std::string::npos)
+        << s.named[0];
+    EXPECT_NE(s.named[1].find("65535x65535"), std::string::npos) << s.named[1];
+    EXPECT_NE(s.named[2].find("no JPEG start-of-image marker"), std::string::npos) << s.named[2];
   }
-  o.image.skip_bad_records = true;
-  Result<std::unique_ptr<Loader>> l = Loader::Open(o);
-  ASSERT_TRUE(l.ok()) << l.status().ToString();
-  ASSERT_TRUE((*l)->StartEpoch(0, 0).ok());
-  uint64_t seen = 0;
-  for (;;) {
-    Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
-    ASSERT_TRUE(b.ok()) << b.status().ToString();
-    if (*b == nullptr) break;
-    for (uint64_t i : (*b)->indices()) EXPECT_TRUE(i != 17 && i != 40 && i != 41) << i;
-    seen += (*b)->size();
-  }
-  EXPECT_EQ(seen, j.size() - 3);
-  const SkippedRecords s = (*l)->skipped();
-  ASSERT_EQ(s.count, 3u);
-  EXPECT_NE(s.named[0].find("libjpeg-turbo: Premature end of JPEG file"), std::string::npos)
-      << s.named[0];
-  EXPECT_NE(s.named[1].find("65535x65535"), std::string::npos) << s.named[1];
-  EXPECT_NE(s.named[2].find("no JPEG start-of-image marker"), std::string::npos) << s.named[2];
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #   TESTS [the package's *image* and *jpeg* tests; 'none': none]  TEST_TIMEOUT [120]
 #   ROUNDS: the bench's rounds [3]  BENCH_ARGS: more flags for images_gpu_bench.py ['']
 #   STEPS [100]  WARM [20]  BATCH [256]  ARCH [resnet50]  RESNET_ROUNDS [2]
+#   RESNET_NPROCS: GPUs, one process each under torch.distributed.run (DDP) [1]
 #   RESNET_MODES: any of fed alone dataloader fed-nvjpeg fed-cpu [fed alone dataloader]
 #   RESNET_FLAGS: more flags for every torch_resnet50.py run, RESNET_FED_FLAGS for those reading
 #   the dataset (fed*, alone: --image-threads, --io, ...) ['']  RESNET_RESERVE: seconds kept for
@@ -66,6 +67,7 @@ warm=${WARM:-20}
 batch=${BATCH:-256}
 arch=${ARCH:-resnet50}
 resnet_rounds=${RESNET_ROUNDS:-2}
+nprocs=${RESNET_NPROCS:-1}
 cores=$(nproc)
 summary=$out/summary.txt
 : >"$summary"
@@ -279,7 +281,8 @@ fi
 # --- ResNet-50 -----------------------------------------------------------------------------------
 if has resnet && fits resnet 60; then
   say "== $arch: fed by ringfeed.Loader, compute alone, the DataLoader ($steps timed steps" \
-    "after $warm, batch $batch, $resnet_rounds rounds; the folder in the page cache)"
+    "after $warm, batch $batch a GPU, $nprocs GPU(s), $resnet_rounds rounds; the folder in the" \
+    "page cache)"
   find "$folder" -name '*.jpg' -print0 | xargs -0 -P "$cores" -n 256 cat >/dev/null
   modes=(${RESNET_MODES:-fed alone dataloader})
   per_run=60  # seconds a run is allowed before the first has shown what one takes
@@ -299,8 +302,11 @@ if has resnet && fits resnet 60; then
         dataloader) src=(--dataloader "$folder") ;;
         *) say "RESNET_MODES: unknown $m"; continue ;;
       esac
-      cmd=(python3 "$repo/examples/torch_resnet50.py" "${src[@]}" --arch "$arch" --batch "$batch"
-           --steps "$steps" --warm "$warm" ${RESNET_FLAGS:-})
+      launch=(python3)
+      [ "$nprocs" -gt 1 ] && launch=(python3 -m torch.distributed.run --standalone
+                                     --nproc_per_node="$nprocs")
+      cmd=("${launch[@]}" "$repo/examples/torch_resnet50.py" "${src[@]}" --arch "$arch"
+           --batch "$batch" --steps "$steps" --warm "$warm" ${RESNET_FLAGS:-})
       t0=$SECONDS
       timeout $(($(left) - 5)) "${cmd[@]}" >"$logs/resnet-$m-r$r.log" 2>&1
       rc=$?

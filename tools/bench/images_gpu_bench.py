@@ -10,6 +10,8 @@ opened, the DataLoader's workers started) to torch.cuda.synchronize() after the 
                      layout='NHWC', image_decoder='nvjpeg'), COLD: the page cache dropped first
                      (--drop-caches, as root; the loader's default io='direct' reads the disk
                      anyway); each batch taken by torch.from_dlpack
+  ringfeed-gpu-hw    the same with image_cpu_share=0: every record nvJPEG takes on nvJPEG, the
+                     CPU threads idle (ringfeed-gpu's default shares each batch with them)
   ringfeed-gpu-warm  the same with io='buffered', the dataset's files read into the page cache
                      first (untimed)
   ringfeed-cpu       the same as ringfeed-gpu (cold) with image_decoder='cpu' and image_threads =
@@ -70,7 +72,7 @@ import torch
 
 import ringfeed
 
-CONTESTANTS = ("ringfeed-gpu", "ringfeed-gpu-warm", "ringfeed-cpu", "tv-decode", "tv-crop",
+CONTESTANTS = ("ringfeed-gpu", "ringfeed-gpu-hw", "ringfeed-gpu-warm", "ringfeed-cpu", "tv-decode", "tv-crop",
                "pil-dataloader")
 MEAN = (0.485, 0.456, 0.406)  # ImageNet's, as torchvision's examples normalize
 STD = (0.229, 0.224, 0.225)
@@ -197,6 +199,7 @@ def ringfeed_epoch(data, args, decoder, cache, cold, **options):
         secs, cpu = time.perf_counter() - t0, time.process_time() - c0
         least_free = min(least_free, gpu_free_mb())
         stats = loader.stats()
+        described = repr(loader)
         rss = proc_status("VmRSS")
     finally:
         loader.close()
@@ -210,7 +213,7 @@ def ringfeed_epoch(data, args, decoder, cache, cold, **options):
            "image_threads": stats.get("image_threads"),
            "image_busy_share": stats.get("image_busy_share"),
            "wait_share": stats.get("wait_share"), "disk_gbps": stats.get("disk_gbps"),
-           "records_skipped": stats.get("records_skipped")}
+           "records_skipped": stats.get("records_skipped"), "loader": described}
     if note:
         out["note"] = note
     return out
@@ -394,6 +397,8 @@ def main():
     p.add_argument("--datasets", default="", help="A.rfd,B.rfd: the memory part's datasets")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--contestants", default=",".join(CONTESTANTS))
+    p.add_argument("--shares", default="", help="0.1,0.3: more contestants, ringfeed-gpu with "
+                   "image_cpu_share=0.1 (ringfeed-gpu-share0.1), ...")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--workers", type=int, default=os.cpu_count(),
@@ -448,9 +453,14 @@ def main():
     runners = {}
     ringfeed_options = {
         "ringfeed-gpu": ("nvjpeg", True, {}),
+        "ringfeed-gpu-hw": ("nvjpeg", True, {"image_cpu_share": 0.0}),
         "ringfeed-gpu-warm": ("nvjpeg", False, {"io": "buffered"}),
         "ringfeed-cpu": ("cpu", True, {"image_threads": args.image_threads}),
     }
+    for share in [x for x in args.shares.split(",") if x]:
+        name = f"ringfeed-gpu-share{share}"
+        ringfeed_options[name] = ("nvjpeg", True, {"image_cpu_share": float(share)})
+        chosen.append(name)
     for name, (decoder, cold, options) in ringfeed_options.items():
         runners[name] = (lambda d=decoder, c=cold, o=options:
                          ringfeed_epoch(args.data, args, d, cache, c, **o))
@@ -513,7 +523,7 @@ def summarize(chosen, results, errors, round_seconds, command, sink):
     print(f"\nsummary: {len(round_seconds)} rounds ({', '.join(f'{s:.0f}' for s in round_seconds)}"
           f" s); median round's images/s of wall time, images per process CPU-second; tv-*: "
           f"the first round on its own\n  command: {command}")
-    print(f"  {'contestant':18s} {'runs':>4s} {'images/s':>9s} {'min':>9s} {'max':>9s} "
+    print(f"  {'contestant':22s} {'runs':>4s} {'images/s':>9s} {'min':>9s} {'max':>9s} "
           f"{'/CPU-s':>8s} {'first':>9s} {'GPU MB':>7s} {'RSS MB':>7s}  notes")
     medians = {}
     for name in chosen:
@@ -547,15 +557,24 @@ def summarize(chosen, results, errors, round_seconds, command, sink):
             notes.append(f"{runs[-1]['workers']} workers, files in the page cache")
         if errors[name]:
             notes.append(f"{len(errors[name])} failed: {errors[name][0]}")
-        print(f"  {name:18s} {len(runs):4d} {med:9.0f} {min(rates):9.0f} {max(rates):9.0f} "
+        print(f"  {name:22s} {len(runs):4d} {med:9.0f} {min(rates):9.0f} {max(rates):9.0f} "
               f"{cpu:8.0f} {first['images_per_s'] if first else float('nan'):9.0f} "
               f"{gpu if name.startswith('ringfeed') else float('nan'):7.0f} "
               f"{rss if name.startswith('ringfeed') else float('nan'):7.0f}  {'; '.join(notes)}")
+    for name in chosen:
+        runs = results[name]
+        if name.startswith("ringfeed") and runs and runs[-1].get("loader"):
+            # The decoder's part of the loader's description: its threads and host times.
+            text = runs[-1]["loader"]
+            at = text.find("jpeg decode")
+            print(f"  {name}: {text[at:] if at >= 0 else text}")
     ratios = {}
     for a, b in (("ringfeed-gpu (after the first batch)", "tv-decode"),
                  ("ringfeed-gpu", "tv-crop"), ("ringfeed-gpu", "pil-dataloader"),
                  ("ringfeed-gpu", "ringfeed-cpu"), ("ringfeed-gpu", "tv-decode"),
-                 ("ringfeed-cpu", "pil-dataloader"), ("ringfeed-gpu-warm", "ringfeed-gpu")):
+                 ("ringfeed-cpu", "pil-dataloader"), ("ringfeed-gpu-warm", "ringfeed-gpu"),
+                 ("ringfeed-gpu", "ringfeed-gpu-hw"),
+                 ("ringfeed-gpu (after the first batch)", "ringfeed-gpu-hw (after the first batch)")):
         if a in medians and b in medians:
             ratios[f"{a} / {b}"] = round(medians[a] / medians[b], 3)
     for k, v in ratios.items():
