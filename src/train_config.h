@@ -106,8 +106,8 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 // resized crop and flip; --test: the centre crop) are no flags, and what the flags change does
 // not change a decoded sample's crop: --skip-bad-records and --max-image-side decide what becomes
 // of a record that does not decode (given after a run stopped on one, they are how it goes on),
-// --image-decoder only the decoder's rounding of the same crop (nvJPEG's pixels within a few
-// levels of libjpeg-turbo's), --image-threads nothing.
+// --image-decoder and --image-cpu-share only the decoder's rounding of the same crop (nvJPEG's
+// pixels within a few levels of libjpeg-turbo's), --image-threads nothing.
 //
 // Where the run has config->pipeline.order.world_size ranks:
 //   the checkpoint's world size   the interrupted epoch continues at the checkpoint's position

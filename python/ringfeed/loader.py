@@ -73,8 +73,8 @@ _OUTPUT_KEYS = ("augment", "dtype")
 # Recorded nowhere, so free to change at a resume, as what cannot change a sample's crop:
 # skip_bad_records and max_image_side (what becomes of a record that does not decode: a loader
 # that stopped on a bad record goes on from its state with skip_bad_records=True, as the error
-# says), image_decoder (the same crops; nvJPEG's pixels within a few levels of libjpeg-turbo's),
-# image_threads and prefetch (nothing).
+# says), image_decoder and image_cpu_share (the same crops, decoded by nvJPEG or the CPU: their
+# pixels within a few levels of each other), image_threads and prefetch (nothing).
 _LOOK_KEYS = ("layout", "normalize", "mean", "std")
 _IMAGE_KEYS = ("image_size", "image_crop")
 # The most stretches a state may hold: what a ringfeed checkpoint holds (model/checkpoint.h's
@@ -640,8 +640,8 @@ class Loader:
 
         UsageError where the state is of other batches (each differing field named, with both
         values: seed, dataset, batch size, image_size, ...; rank and world_size may differ;
-        skip_bad_records, max_image_side, image_decoder and image_threads are not recorded, and
-        may change: they change no sample's crop), malformed (a
+        skip_bad_records, max_image_side, image_decoder, image_cpu_share and image_threads are
+        not recorded, and may change: they change no sample's crop), malformed (a
         field of another type: 64.0 for 64, True for 1; a rank not below its world_size;
         stretches that are no list of dicts of world_size and position, or that no loader of
         this dataset can have trained), or at a position no loader stops at. The loader is then
