@@ -43,7 +43,10 @@ struct ImageJob {
   const uint8_t* bytes = nullptr;    // the n records back to back (host memory)
   const int64_t* offsets = nullptr;  // n + 1 byte offsets into bytes: record i is [o[i], o[i+1])
   uint32_t n = 0;
-  const uint64_t* indices = nullptr;  // the records' global sample indices: the crops' keys
+  // The crops' keys, with `epoch` (core/resized_crop.h): the batch's augmentation keys
+  // (core/batch.h's sample_indices and epoch: one dataset's global sample indices and epoch; a
+  // mixture's e_i T + first_i + j and epoch 0, pipeline/mixed_source.h).
+  const uint64_t* indices = nullptr;
   uint64_t epoch = 0;
   void* out = nullptr;  // n x the spec's OutputSampleBytes(), in the decoder's output memory
   // Written by the decoder: the records it refused, in slot order once Wait returns. Their

@@ -24,15 +24,25 @@ size_t ChunkOf(const Dataset& d, uint64_t index) {
 
 }  // namespace
 
-Result<std::unique_ptr<ImageStage>> ImageStage::Create(const Dataset& dataset,
+Result<std::unique_ptr<ImageStage>> ImageStage::Create(const std::vector<const Dataset*>& datasets,
                                                        TrainingSource& source, LoaderDevice& device,
                                                        std::shared_ptr<OutputPool> pool,
                                                        std::unique_ptr<ImageDecoder> decoder,
                                                        uint32_t batch, uint32_t depth,
                                                        bool skip_bad_records) {
   if (depth == 0 || batch == 0) return Status::InvalidArgument("an image stage of depth 0");
-  std::unique_ptr<ImageStage> s(new ImageStage(dataset, source, device, std::move(pool),
+  if (datasets.empty()) return Status::InvalidArgument("an image stage of no dataset");
+  std::unique_ptr<ImageStage> s(new ImageStage(datasets, source, device, std::move(pool),
                                                std::move(decoder), skip_bad_records));
+  uint64_t first = 0;
+  for (const Dataset* d : datasets) {
+    s->firsts_.push_back(first);
+    first += d->sample_count();
+  }
+  if (const MixtureState* m = source.mixture_state(); m != nullptr) {
+    s->mixture_ = true;
+    s->mark_ = *m;
+  }
   const ImageDecodeSpec& spec = s->decoder_->spec();
   s->sample_bytes_ = spec.OutputSampleBytes();
   const int64_t size = spec.size;
@@ -47,6 +57,7 @@ Result<std::unique_ptr<ImageStage>> ImageStage::Create(const Dataset& dataset,
   for (uint32_t i = 0; i < depth; ++i) {
     auto slot = std::make_unique<Slot>();
     slot->indices.reserve(batch);
+    slot->keys.reserve(batch);
     slot->offsets.reserve(size_t{batch} + 1);
     if (s->staged_) slot->staging.resize(size_t{batch} * s->sample_bytes_);
     if (s->staged_ || s->gpu_out_) slot->labels.resize(batch);
@@ -68,9 +79,20 @@ void ImageStage::Drain() {
   }
 }
 
+void ImageStage::SourceRestored() {
+  Drain();
+  if (const MixtureState* m = source_.mixture_state(); m != nullptr) mark_ = *m;
+  ahead_ = false;
+}
+
 Status ImageStage::StartEpoch(uint64_t epoch, uint64_t position) {
   Drain();
   failure_ = Status::Ok();
+  if (mixture_ && ahead_) {
+    // The stream goes on from the last batch handed out, not from the batches dropped.
+    RF_RETURN_IF_ERROR(source_.RewindMixture(mark_));
+    ahead_ = false;
+  }
   source_done_ = false;
   if (epoch != skipped_.epoch) skipped_ = SkippedRecords{epoch, 0, {}};
   RF_RETURN_IF_ERROR(source_.StartEpoch(epoch, position));
@@ -86,13 +108,20 @@ Status ImageStage::Fill() {
       source_done_ = true;
       break;
     }
+    ahead_ = true;
     Slot& s = *free_.back();
     // The source's batch is valid until its next call: its records, offsets (elements of uint8:
-    // bytes) and indices are copied; the vectors grow to the largest batch and stay there.
+    // bytes), indices and keys are copied; the vectors grow to the largest batch and stay there.
     s.bytes.assign(static_cast<const uint8_t*>(b.samples),
                    static_cast<const uint8_t*>(b.samples) + b.values_bytes);
     s.offsets.assign(b.offsets, b.offsets + b.n + 1);
     s.indices = source_.batch_samples();
+    if (b.sample_indices != nullptr) {
+      s.keys.assign(b.sample_indices, b.sample_indices + b.n);
+    } else {
+      s.keys = s.indices;
+    }
+    if (mixture_) s.mixture = *source_.mixture_state();
     s.position = position;
     std::vector<int64_t> shape{b.n};
     shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
@@ -103,7 +132,7 @@ Status ImageStage::Fill() {
     job.bytes = s.bytes.data();
     job.offsets = s.offsets.data();
     job.n = b.n;
-    job.indices = s.indices.data();
+    job.indices = s.keys.data();
     job.epoch = b.epoch;
     job.out = staged_ ? static_cast<void*>(s.staging.data()) : s.out->samples();
     RF_RETURN_IF_ERROR(decoder_->Submit(&job));
@@ -133,6 +162,10 @@ Result<std::shared_ptr<LoadedBatch>> ImageStage::Next() {
       return st;
     }
     position_ = s.position + span;
+    if (mixture_) {
+      mark_ = s.mixture;
+      ahead_ = !in_flight_.empty();  // else the source stands where this batch left it
+    }
     if (out->n_ == 0) continue;  // every record of the batch was bad, and skipped
     out->epoch_ = s.job.epoch;
     out->position_ = s.position;
@@ -193,28 +226,37 @@ Status ImageStage::Settle(Slot& s) {
   return Status::Ok();
 }
 
+std::pair<const Dataset*, uint64_t> ImageStage::Locate(uint64_t index) const {
+  size_t i = datasets_.size() - 1;
+  while (i > 0 && firsts_[i] > index) --i;
+  return {datasets_[i], index - firsts_[i]};
+}
+
 std::string ImageStage::NameRecord(uint64_t index) const {
-  const ChunkLocation& c = dataset_.chunk(ChunkOf(dataset_, index));
-  return "sample " + std::to_string(index) + " (" + dataset_.shard_path(c.shard) + " chunk " +
+  const auto [dataset, local] = Locate(index);
+  const ChunkLocation& c = dataset->chunk(ChunkOf(*dataset, local));
+  return "sample " + std::to_string(index) + " (" + dataset->shard_path(c.shard) + " chunk " +
          std::to_string(c.entry.index) + " record " +
-         std::to_string(c.entry.first_sample + (index - c.first_sample)) + ")";
+         std::to_string(c.entry.first_sample + (local - c.first_sample)) + ")";
 }
 
 Status ImageStage::BadRecordStatus(uint64_t index, size_t bytes, const std::string& why) const {
-  const size_t global = ChunkOf(dataset_, index);
-  const ChunkLocation& c = dataset_.chunk(global);
-  const uint64_t in_chunk = index - c.first_sample;
+  const auto [dataset, local] = Locate(index);
+  const size_t global = ChunkOf(*dataset, local);
+  const ChunkLocation& c = dataset->chunk(global);
+  const uint64_t in_chunk = local - c.first_sample;
   std::string what = "record " + std::to_string(c.entry.first_sample + in_chunk) + " (sample " +
-                     std::to_string(index) + " of the dataset), a JPEG of " +
-                     std::to_string(bytes) + " bytes, does not decode: " + why;
+                     std::to_string(local) + " of the dataset" +
+                     (mixture_ ? ", " + std::to_string(index) + " of the mixture" : "") +
+                     "), a JPEG of " + std::to_string(bytes) + " bytes, does not decode: " + why;
   // The record's own byte: read from its chunk's record table (an error's path only; a raw
   // chunk's record lies at its own byte of the file, a compressed chunk's only in its data).
   uint64_t offset = c.entry.offset;
   std::vector<uint8_t> chunk(c.entry.data_bytes);
-  if (dataset_.ReadChunk(global, chunk.data()).ok()) {
+  if (dataset->ReadChunk(global, chunk.data()).ok()) {
     uint64_t start = 0;
     std::memcpy(&start, chunk.data() + in_chunk * sizeof(uint64_t), sizeof start);
-    const uint64_t in_data = dataset_.RecordsOffset(global) + start;
+    const uint64_t in_data = dataset->RecordsOffset(global) + start;
     if (c.entry.compressed()) {
       what += " (byte " + std::to_string(in_data) + " of the chunk's data)";
     } else {
@@ -222,7 +264,7 @@ Status ImageStage::BadRecordStatus(uint64_t index, size_t bytes, const std::stri
     }
   }
   what += "; skip_bad_records (--skip-bad-records) skips such records";
-  return std::move(Status::Corruption(dataset_.shard_path(c.shard), what)
+  return std::move(Status::Corruption(dataset->shard_path(c.shard), what)
                        .WithChunk(c.entry.index)
                        .WithOffset(offset));
 }

@@ -54,6 +54,15 @@ Result<std::vector<int64_t>> SampleShape(const format::Header& h, SampleLayout l
   return std::vector<int64_t>{shape[1], shape[2], shape[0]};
 }
 
+// Host staging for any source (pipeline/chunk_staging.h): records' and decoded images', whose
+// gather and decode read the host's memory whatever the device.
+StagingFactory HostStaging() {
+  return [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
+    RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
+    return std::unique_ptr<ChunkStaging>(std::move(s));
+  };
+}
+
 // Next()'s decoded images as a TrainingSource (Loader::source() for images): each batch valid
 // until the next call, in the loader's output dtype and layout, labels int64.
 class DecodedImageSource final : public TrainingSource {
@@ -95,6 +104,9 @@ class DecodedImageSource final : public TrainingSource {
     const SkippedRecords s = loader_.skipped();
     return s.Text(s.epoch + 1);  // `ringfeed train` counts epochs from 1
   }
+  // A mixture's stream after the last batch handed out (the image stage's, not the source's,
+  // which is ahead by the batches decoded ahead).
+  const MixtureState* mixture_state() const override { return loader_.mixture_state(); }
 
  private:
   Loader& loader_;
@@ -221,14 +233,7 @@ Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOp
                            "; leave it out");
     }
   }
-  if (images) {
-    if (mixture()) {
-      return Status::Usage(
-          "weights: a mixture of image/jpeg datasets is not decoded yet; mix them with "
-          "image_size 0 (their bytes), or read one dataset");
-    }
-    return BuildImages(dataset, options);
-  }
+  if (images) return BuildImages(options);
   if (records_) {
     // Records of any size come out as they are stored: values and offsets, no decode.
     const OutputOptions& out = options.output;
@@ -260,32 +265,12 @@ Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOp
     RF_RETURN_IF_ERROR(decode_.Validate());
     RF_ASSIGN_OR_RETURN(sample_shape_, SampleShape(h, options.output.layout));
   }
-  const OrderSettings& order = options.pipeline.order;
-  if (order.drop_last) {
-    // An epoch shorter than one batch would hand out nothing, every epoch.
-    uint64_t per_rank = 0;
-    if (mixture()) {
-      std::vector<uint64_t> samples;
-      for (const Dataset* d : datasets) samples.push_back(d->sample_count());
-      OrderSettings ordinary = order;
-      ordinary.resumed = {};
-      RF_ASSIGN_OR_RETURN(per_rank,
-                          MixtureEpochCount(MixtureSamples(samples, weights_), ordinary, 0));
-    } else {
-      per_rank = WindowOrder(dataset.ChunkSampleCounts(), order).EpochSampleCount();
-    }
-    if (per_rank < order.batch_size) {
-      return Status::Usage("--drop-last with --batch-size " + std::to_string(order.batch_size) +
-                           " drops every batch: an epoch holds " + std::to_string(per_rank) +
-                           " samples" + (order.world_size > 1 ? " a rank" : "") +
-                           "; leave --drop-last out or take a smaller batch");
-    }
-  }
+  RF_RETURN_IF_ERROR(CheckDropLast());
   RF_ASSIGN_OR_RETURN(device_,
                       MakeLoaderDevice(options.pipeline.device, options.gpu, options.stream));
   gpu_device_ = device_->gpu();
   if (mixture()) {
-    RF_RETURN_IF_ERROR(BuildMixture(options));
+    RF_RETURN_IF_ERROR(BuildMixture(options, /*host_staging=*/records_));
   } else if (options.pipeline.mode == PipelineMode::kManaged) {
     RF_ASSIGN_OR_RETURN(source_, device_->Managed(dataset, options.pipeline));
   } else {
@@ -296,13 +281,7 @@ Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOp
     if (records_ || gpu_device_ < 0) so.pin = PinMode::kOff;
     // Records are gathered in host memory whatever the device (pipeline/chunk_staging.h), then
     // copied to it batch by batch: they are compact, and their sizes are known on the host.
-    StagingFactory staging = device_->Staging(options.pipeline);
-    if (records_) {
-      staging = [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
-        RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
-        return std::unique_ptr<ChunkStaging>(std::move(s));
-      };
-    }
+    const StagingFactory staging = records_ ? HostStaging() : device_->Staging(options.pipeline);
     so.poll = [this] { return Poll(); };
     RF_ASSIGN_OR_RETURN(auto s, StreamingSource::Create(dataset, so, staging));
     source_ = std::move(s);
@@ -324,7 +303,31 @@ Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOp
   return Status::Ok();
 }
 
-Status Loader::BuildImages(const Dataset& dataset, const LoaderOptions& options) {
+Status Loader::CheckDropLast() const {
+  const OrderSettings& order = options_.pipeline.order;
+  if (!order.drop_last) return Status::Ok();
+  // An epoch shorter than one batch would hand out nothing, every epoch.
+  uint64_t per_rank = 0;
+  if (mixture()) {
+    std::vector<uint64_t> samples;
+    for (const Dataset* d : datasets_) samples.push_back(d->sample_count());
+    OrderSettings ordinary = order;
+    ordinary.resumed = {};
+    RF_ASSIGN_OR_RETURN(per_rank,
+                        MixtureEpochCount(MixtureSamples(samples, weights_), ordinary, 0));
+  } else {
+    per_rank = WindowOrder(dataset_->ChunkSampleCounts(), order).EpochSampleCount();
+  }
+  if (per_rank < order.batch_size) {
+    return Status::Usage("--drop-last with --batch-size " + std::to_string(order.batch_size) +
+                         " drops every batch: an epoch holds " + std::to_string(per_rank) +
+                         " samples" + (order.world_size > 1 ? " a rank" : "") +
+                         "; leave --drop-last out or take a smaller batch");
+  }
+  return Status::Ok();
+}
+
+Status Loader::BuildImages(const LoaderOptions& options) {
   const OutputOptions& out = options.output;
   records_ = false;  // the batches are fixed-shape images
   if (!out.augment.empty() && out.augment != "none") {
@@ -363,34 +366,30 @@ Status Loader::BuildImages(const Dataset& dataset, const LoaderOptions& options)
   const int64_t size = spec.size;
   sample_shape_ = spec.channels_last ? std::vector<int64_t>{size, size, 3}
                                      : std::vector<int64_t>{3, size, size};
-  const OrderSettings& order = options.pipeline.order;
-  if (order.drop_last &&
-      WindowOrder(dataset.ChunkSampleCounts(), order).EpochSampleCount() < order.batch_size) {
-    return Status::Usage("--drop-last with --batch-size " + std::to_string(order.batch_size) +
-                         " drops every batch; leave --drop-last out or take a smaller batch");
-  }
+  RF_RETURN_IF_ERROR(CheckDropLast());
   RF_ASSIGN_OR_RETURN(device_,
                       MakeLoaderDevice(options.pipeline.device, options.gpu, options.stream));
   gpu_device_ = device_->gpu();
   // The records are gathered in host memory (the decoder reads them there), whatever the device:
-  // no GPU's copy engine reads the ring, so it is not pinned.
-  StreamingOptions so = StreamingOptionsFor(options.pipeline, options.epochs);
-  so.pin = PinMode::kOff;
-  so.poll = [this] { return Poll(); };
-  const StagingFactory staging =
-      [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
-    RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
-    return std::unique_ptr<ChunkStaging>(std::move(s));
-  };
-  RF_ASSIGN_OR_RETURN(auto source, StreamingSource::Create(dataset, so, staging));
-  source_ = std::move(source);
-  const uint32_t batch = order.batch_size;
+  // no GPU's copy engine reads the ring, so it is not pinned. A mixture's datasets each so
+  // (BuildMixture), their batches gathered into one host batch of records.
+  if (mixture()) {
+    RF_RETURN_IF_ERROR(BuildMixture(options, /*host_staging=*/true));
+  } else {
+    StreamingOptions so = StreamingOptionsFor(options.pipeline, options.epochs);
+    so.pin = PinMode::kOff;
+    so.poll = [this] { return Poll(); };
+    RF_ASSIGN_OR_RETURN(auto source, StreamingSource::Create(*dataset_, so, HostStaging()));
+    source_ = std::move(source);
+  }
+  const uint32_t batch = options.pipeline.order.batch_size;
+  bool compressed = false;
+  for (const Dataset* d : datasets_) compressed = compressed || d->compressed();
   RF_ASSIGN_OR_RETURN(
       pool_, device_->MakePool(spec.OutputSampleBytes() * batch, batch, options.output_buffers));
-  const uint32_t threads =
-      options.image.threads != 0
-          ? options.image.threads
-          : DefaultImageThreads(source_->decode_threads(), dataset.compressed());
+  const uint32_t threads = options.image.threads != 0
+                               ? options.image.threads
+                               : DefaultImageThreads(source_->decode_threads(), compressed);
   RF_ASSIGN_OR_RETURN(std::unique_ptr<ImageDecoder> decoder,
                       device_->MakeImageDecoder(spec, threads, options.image));
   // Batches decoded ahead: the pool's buffers less the one the consumer holds and the one it
@@ -399,7 +398,7 @@ Status Loader::BuildImages(const Dataset& dataset, const LoaderOptions& options)
   const uint32_t depth =
       std::max<uint32_t>(1, options.output_buffers - std::min<uint32_t>(2, options.output_buffers));
   RF_ASSIGN_OR_RETURN(
-      images_, ImageStage::Create(dataset, *source_, *device_, pool_, std::move(decoder), batch,
+      images_, ImageStage::Create(datasets_, *source_, *device_, pool_, std::move(decoder), batch,
                                   depth, options.image.skip_bad_records));
   decoded_source_ = std::make_unique<DecodedImageSource>(*this, *source_);
   epoch_samples_ = source_->epoch_samples();
@@ -422,26 +421,21 @@ Status Loader::Poll() const {
   return options_.poll ? options_.poll() : Status::Ok();
 }
 
-Status Loader::BuildMixture(const LoaderOptions& options) {
+Status Loader::BuildMixture(const LoaderOptions& options, bool host_staging) {
   // Each dataset's source is the one a single dataset's loader of these options makes: its own
-  // staging (records gathered on the host), an endless read plan (its epochs are its own), its
-  // own order. The mixture's gather reads every source's staging area, of one layout.
-  const StagingFactory device_staging = device_->Staging(options.pipeline);
-  const bool records = records_;
+  // staging (records and decoded images gathered on the host, from a ring left unpinned), an
+  // endless read plan (its epochs are its own), its own order. The mixture's gather reads every
+  // source's staging area, of one layout.
+  const StagingFactory staging = host_staging ? HostStaging() : device_->Staging(options.pipeline);
+  const bool unpinned = host_staging || gpu_device_ < 0;
   MixedSource::SourceFactory make =
-      [this, device_staging, records, options](
+      [this, staging, unpinned, options](
           size_t i, const OrderSettings& order) -> Result<std::unique_ptr<StreamingSource>> {
     PipelineConfig p = options.pipeline;
     p.order = order;
     StreamingOptions so = StreamingOptionsFor(p, /*epochs=*/0);
+    if (unpinned) so.pin = PinMode::kOff;
     so.poll = [this] { return Poll(); };
-    StagingFactory staging = device_staging;
-    if (records) {
-      staging = [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
-        RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
-        return std::unique_ptr<ChunkStaging>(std::move(s));
-      };
-    }
     return StreamingSource::Create(*datasets_[i], so, staging);
   };
   RF_ASSIGN_OR_RETURN(auto m, MixedSource::Create(datasets_, weights_, options.pipeline.order,
@@ -466,7 +460,13 @@ Status Loader::RestoreMixture(const MixtureState& s, const ResumedEpoch& resumed
     started_ = false;
   }
 
-  return static_cast<MixedSource&>(*source_).Restore(s, resumed);
+  RF_RETURN_IF_ERROR(static_cast<MixedSource&>(*source_).Restore(s, resumed));
+  if (images_) images_->SourceRestored();
+  return Status::Ok();
+}
+
+const MixtureState* Loader::mixture_state() const {
+  return images_ ? images_->mixture_state() : source_->mixture_state();
 }
 
 uint64_t Loader::batches_per_epoch() const {

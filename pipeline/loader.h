@@ -17,7 +17,8 @@
 //
 // image/jpeg records (io/format.h's bytes records of that media type) are decoded into images of
 // options.image.size (pipeline/image_stage.h: decode threads ahead of the consumer, the crop a
-// function of the seed, the epoch and the sample's index), unless that size is 0: then they come
+// function of the seed, the epoch and the sample's index; a mixture's batches too, each sample
+// keyed as pipeline/mixed_source.h says), unless that size is 0: then they come
 // out as stored, as any records of any size do.
 //
 // A decoded batch (LoadedBatch) owns its buffer through a shared_ptr: it stays valid, unchanged,
@@ -292,8 +293,10 @@ class Loader {
   // and continuing `s` (at this world size: ContinueMixture) with `resumed` as the mixture
   // epoch's stretches; the next StartEpoch names the epoch and position (MixedSource::Restore).
   // (A mixture's batches are made on the caller's thread, whatever options.worker says: its
-  // state and a restart's place are the source's, which the worker would have moved ahead.)
-  const MixtureState* mixture_state() const { return source_->mixture_state(); }
+  // state and a restart's place are the source's, which the worker would have moved ahead. A
+  // mixture of decoded images is decoded ahead by the image stage, which keeps the state of each
+  // batch and rewinds the source to the last one handed out: pipeline/image_stage.h.)
+  const MixtureState* mixture_state() const;
   Status RestoreMixture(const MixtureState& s, const ResumedEpoch& resumed);
 
   // The raw level (stored-dtype batches; `ringfeed train`). Not to be mixed with Next(). For
@@ -312,8 +315,11 @@ class Loader {
  private:
   Loader() = default;
   Status Build(const std::vector<const Dataset*>& datasets, const LoaderOptions& options);
-  // A mixture's source, each dataset's StreamingSource made as a single dataset's would be.
-  Status BuildMixture(const LoaderOptions& options);
+  // A mixture's source, each dataset's StreamingSource made as a single dataset's would be
+  // (`host_staging`: its staging in host memory, as records' and decoded images' are).
+  Status BuildMixture(const LoaderOptions& options, bool host_staging);
+  // Usage where drop_last would drop every batch of an epoch (options_, datasets_, weights_).
+  Status CheckDropLast() const;
   bool records_ = false;  // the dataset holds records of any size (tokens, bytes)
   // A batch whose writes are queued: marked ready, its indices and place set.
   Result<std::shared_ptr<LoadedBatch>> HandOut(std::shared_ptr<LoadedBatch> out, uint64_t position);
@@ -342,8 +348,9 @@ class Loader {
   // before source_ (~Loader).
   std::unique_ptr<ImageStage> images_;
   std::unique_ptr<TrainingSource> decoded_source_;
-  // Builds images_ for image/jpeg records where options.image.size is not 0.
-  Status BuildImages(const Dataset& dataset, const LoaderOptions& options);
+  // Builds images_ for image/jpeg records where options.image.size is not 0: over one dataset,
+  // or over the mixture of datasets_ (weights_), whose batches it decodes as one dataset's.
+  Status BuildImages(const LoaderOptions& options);
   uint64_t epoch_ = 0;
   // With the worker (which runs the source meanwhile): epoch_'s samples as the source said at
   // StartEpoch, and the place the batches handed out leave off. Without it, the source's own

@@ -20,7 +20,12 @@
 // batch's indices) count the datasets one after another: sample j of dataset i is
 // first_i + j, first_i the samples of the datasets before i. Augmentation keys each sample by
 // (seed, 0, e_i T + first_i + j), e_i its dataset's epoch and T all the datasets' samples, so a
-// sample's transform differs from one of its dataset's epochs to the next and resumes exactly.
+// sample's transform differs from one of its dataset's epochs to the next and resumes exactly;
+// a batch carries these keys as its sample_indices, and its epoch as 0 (core/batch.h). The crops
+// of decoded images (image/jpeg records, pipeline/image_stage.h) are keyed by the same: sample j
+// of dataset i in that dataset's epoch e_i is cropped as a single-dataset loader crops sample
+// e_i T + first_i + j of epoch 0 (for the first dataset in its first epoch: as a loader of that
+// dataset alone crops it in epoch 0), whatever the batch, the rank or a resume.
 //
 // Epochs and state. The source's epochs are the mixture's (pipeline/mixture.h: M samples over
 // the ranks, an epoch begun at other world sizes the rest of M), counted as any BatchSource's:
@@ -86,6 +91,9 @@ class MixedSource final : public TrainingSource {
   double reader_held_seconds() const override;
   std::string Describe() const override;
   const MixtureState* mixture_state() const override { return &state_; }
+  // Restore(s, the mixture epoch's stretches as they are): the image stage's way back to the
+  // last batch it handed out, dropping those it decoded ahead.
+  Status RewindMixture(const MixtureState& s) override { return Restore(s, order_.resumed); }
 
   // The samples each rank takes in mixture epoch `epoch` with `resumed` as the mixture's resumed
   // epoch, before drop_last; Usage for stretches no run of these datasets can have trained.

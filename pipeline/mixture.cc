@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "pipeline/image_options.h"
 #include "pipeline/window_order.h"
 
 namespace rf {
@@ -42,11 +43,63 @@ Result<std::vector<double>> NormalizeWeights(const std::vector<float>& weights, 
   return out;
 }
 
+namespace {
+
+// What a dataset's samples are, for a message: "image/jpeg records", "tokens records",
+// "uint8 samples of shape 3x32x32".
+std::string SamplesText(const format::Header& h) {
+  if (h.variable()) {
+    return (h.media_type.empty() ? std::string() : h.media_type + " ") +
+           format::RecordKindName(h.record_kind) + " records";
+  }
+  return std::string(DTypeName(h.sample_dtype)) + " samples of shape " +
+         format::ShapeText(h.Shape());
+}
+
+// Usage naming `b`, `a` and the first class on which their class lists (the class names blocks)
+// differ; OK where they are the same list.
+Status CheckSameClasses(const Dataset& a, const Dataset& b) {
+  const std::vector<std::string>&x = a.class_names(), &y = b.class_names();
+  if (x == y) return Status::Ok();
+  std::string what = "holds other classes than " + a.path() + ": ";
+  const size_t common = std::min(x.size(), y.size());
+  size_t k = 0;
+  while (k < common && x[k] == y[k]) ++k;
+  if (k < common) {
+    what += "its class " + std::to_string(k) + " is \"" + y[k] + "\", not \"" + x[k] + "\"";
+  } else if (x.empty() || y.empty()) {
+    const std::string named = std::to_string(std::max(x.size(), y.size())) + " class names";
+    what += y.empty() ? "it has none, " + a.path() + " " + named
+                      : "it has " + named + ", " + a.path() + " none";
+  } else {
+    what += "it has " + std::to_string(y.size()) + " class names, not " + std::to_string(x.size()) +
+            " (the first " + std::to_string(common) + " the same)";
+  }
+  what +=
+      " (a label names one class in every dataset of a mixture, so their class lists must be "
+      "equal, in the same order)";
+  return std::move(Status::Usage(what).WithPath(b.path()));
+}
+
+}  // namespace
+
 Status CheckMixable(const std::vector<const Dataset*>& datasets) {
+  const Dataset& a = *datasets[0];
   for (size_t i = 1; i < datasets.size(); ++i) {
-    const Status st =
-        CheckSameRecords(datasets[0]->header(), datasets[0]->path(), datasets[i]->header(),
-                         datasets[i]->path(), RecordsUse::kMixture);
+    const Dataset& b = *datasets[i];
+    const format::Header &ha = a.header(), &hb = b.header();
+    if (HoldsJpegRecords(ha) != HoldsJpegRecords(hb)) {
+      // Decoded images and anything else: said so, before the fields in which they differ.
+      return std::move(
+          Status::Usage("cannot be mixed with " + a.path() + ": it holds " + SamplesText(hb) +
+                        ", " + a.path() + " " + SamplesText(ha) +
+                        "; a mixture's datasets are drawn into the same batches, so a mixture "
+                        "of image/jpeg datasets (decoded into images) takes image/jpeg datasets "
+                        "only")
+              .WithPath(b.path()));
+    }
+    RF_RETURN_IF_ERROR(CheckSameClasses(a, b));
+    const Status st = CheckSameRecords(ha, a.path(), hb, b.path(), RecordsUse::kMixture);
     if (!st.ok()) return Status::Usage(st.message()).WithPath(st.path());
   }
   return Status::Ok();

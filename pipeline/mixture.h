@@ -43,9 +43,12 @@ size_t MixtureSource(const std::vector<double>& weights, uint64_t seed, uint64_t
 // or a count other than `sources`.
 Result<std::vector<double>> NormalizeWeights(const std::vector<float>& weights, size_t sources);
 
-// Usage naming the first dataset whose samples are not those of datasets[0] (record kind, dtype,
-// shape, media type, labels, label dtype: io/dataset.h's CheckSameRecords), with both values: a
-// batch holds samples of one shape and type.
+// Usage naming the first dataset whose samples are not those of datasets[0], with both values: a
+// batch holds samples of one shape and type. In this order: image/jpeg records (decoded into
+// images) against anything else, both datasets' samples named; the class lists (the class names
+// blocks: ImageFolder's classes), which must be equal, in order, naming the first class that
+// differs (or the counts); then record kind, dtype, shape, media type, labels and label dtype
+// (io/dataset.h's CheckSameRecords).
 Status CheckMixable(const std::vector<const Dataset*>& datasets);
 
 // The per-channel mean and std of the mixture's samples, each dataset's statistics weighted by

@@ -45,6 +45,13 @@ class TrainingSource : public BatchSource {
   // A mixture of datasets (pipeline/mixed_source.h): where its stream stands after the last
   // batch handed out, for a checkpoint; null for one dataset.
   virtual const MixtureState* mixture_state() const { return nullptr; }
+  // A mixture: back to `s`, a state mixture_state() gave after an earlier batch of the same
+  // order, for a consumer that read ahead of its own consumer and drops the batches after it
+  // (pipeline/image_stage.h); the next StartEpoch names the mixture epoch and position. Usage
+  // where `s` cannot be this mixture's; Unsupported for one dataset.
+  virtual Status RewindMixture(const MixtureState& /*s*/) {
+    return Status::Unsupported("a mixture's state: this source reads one dataset");
+  }
   // The next batch's samples where they lie, ungathered (a reader that copies each sample once,
   // to where it goes: pipeline/sequence_loader.h's packing): `out` gets one span a sample, valid
   // until the next call of NextInPlace, Next or StartEpoch; 0 once the epoch is over. Where the

@@ -298,20 +298,24 @@ Status CheckCheckpointData(const Checkpoint& ck, const RunData& data, const Trai
   return Status::Ok();
 }
 
-Result<StartPoint> Start(const ModelConfig& model, const RunData& data, World& world,
-                         TrainConfig* c) {
+// *model: the model the flags ask for, which a checkpoint of decoded images sets to the image
+// size it trained at (ApplyCheckpoint).
+Result<StartPoint> Start(const RunData& data, World& world, TrainConfig* c, ModelConfig* model) {
   if (c->resume.empty()) {
-    return StartPoint{InitialParameters(model, c->pipeline.order.seed),
-                      OptimizerStateZeros(model, c->optimizer.kind), InitialRunningStats(model),
+    return StartPoint{InitialParameters(*model, c->pipeline.order.seed),
+                      OptimizerStateZeros(*model, c->optimizer.kind), InitialRunningStats(*model),
                       RunState{}};
   }
   RF_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, CheckpointBytes(c->resume, world));
   RF_ASSIGN_OR_RETURN(Checkpoint ck, DecodeCheckpoint(bytes.data(), bytes.size(), c->resume));
-  // The one InvalidArgument: the file is of another model than the one asked for.
-  if (Status st = CheckCheckpointModel(ck, model, c->resume); !st.ok()) return AsUsage(st);
-  RF_RETURN_IF_ERROR(CheckCheckpointData(ck, data, *c));
+  // The checkpoint's settings first (a decoded file's batch size is not 0, so this does not
+  // fail): the model it asks for takes the checkpoint's image size.
   uint64_t position = 0;
-  RF_RETURN_IF_ERROR(ApplyCheckpoint(ck, c, &position));
+  RF_RETURN_IF_ERROR(ApplyCheckpoint(ck, c, &position, HoldsJpegRecords(data.first().header())));
+  RF_ASSIGN_OR_RETURN(*model, ModelFor(*c, data.first().header()));
+  // The one InvalidArgument: the file is of another model than the one asked for.
+  if (Status st = CheckCheckpointModel(ck, *model, c->resume); !st.ok()) return AsUsage(st);
+  RF_RETURN_IF_ERROR(CheckCheckpointData(ck, data, *c));
   // What the checkpoint set is held to the options' bounds too (a file of an older ringfeed may
   // hold a momentum of 5).
   if (Status st = c->Validate(); !st.ok()) {
@@ -546,13 +550,14 @@ Status Train(TrainConfig c, const std::vector<std::string>& args,
   // 1. The data. 2. The outputs. 3. The model.
   RF_ASSIGN_OR_RETURN(RunData data, OpenData(c));
   RF_RETURN_IF_ERROR(CheckOutputs(c, data, world));
-  RF_ASSIGN_OR_RETURN(const ModelConfig model, ModelFor(c, data.first().header()));
-  // 4. Where training starts; a resumed checkpoint has adjusted the config, which is final now
-  // (rank 0 names each flag given that the checkpoint overrode). The augmentation, the flag's or
-  // the checkpoint's, against the images it transforms. The schedule spans ordinary epochs at this
-  // world size (or the span the checkpoint recorded).
+  RF_ASSIGN_OR_RETURN(ModelConfig model, ModelFor(c, data.first().header()));
+  // 4. Where training starts; a resumed checkpoint has adjusted the config (and, for decoded
+  // images, the model's input size), which is final now (rank 0 names each flag given that the
+  // checkpoint overrode). The augmentation, the flag's or the checkpoint's, against the images it
+  // transforms. The schedule spans ordinary epochs at this world size (or the span the checkpoint
+  // recorded).
   const TrainConfig asked = c;
-  RF_ASSIGN_OR_RETURN(StartPoint start, Start(model, data, world, &c));
+  RF_ASSIGN_OR_RETURN(StartPoint start, Start(data, world, &c, &model));
   const std::vector<std::string> overrides =
       c.resume.empty() ? std::vector<std::string>{} : ResumeOverrides(asked, c, given);
   if (world.rank() == 0) {

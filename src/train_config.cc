@@ -60,9 +60,17 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths) {
   return s;
 }
 
-Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position) {
+Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position,
+                       bool decoded_images) {
   if (c.order.batch_size == 0) {
     return Status::Corruption(config->resume, "checkpoint has batch size 0");
+  }
+  // A model of another input than decoded images' (3 x S x S) keeps the flag's: the model check
+  // refuses it.
+  const ModelConfig& m = c.config;
+  if (decoded_images && m.channels == 3 && m.height == m.width && m.height >= 1 &&
+      m.height <= 65535) {
+    config->image.size = m.height;
   }
   config->optimizer = c.optimizer;
   config->schedule = c.schedule;

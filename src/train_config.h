@@ -98,6 +98,17 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 // before the window was recorded keep the config's) replace the config's; drop_last and the ranks
 // stay the config's. Corruption naming config->resume for a checkpoint whose batch size is 0.
 //
+// Decoded images (`decoded_images`: the training data holds image/jpeg records): the checkpoint's
+// model input, 3 x S x S, is the --image-size S its run decoded at (src/train_command.cc's model
+// is 3 x --image-size x --image-size for such data; the file has no field of its own for it), and
+// S replaces the config's, so a resumed run decodes the same crops at the same size. The other
+// image settings are not recorded and stay the config's: the crops themselves (training: random
+// resized crop and flip; --test: the centre crop) are no flags, and what the flags change does
+// not change a decoded sample's crop: --skip-bad-records and --max-image-side decide what becomes
+// of a record that does not decode (given after a run stopped on one, they are how it goes on),
+// --image-decoder and --image-cpu-share only the decoder's rounding of the same crop (nvJPEG's
+// pixels within a few levels of libjpeg-turbo's), --image-threads nothing.
+//
 // Where the run has config->pipeline.order.world_size ranks:
 //   the checkpoint's world size   the interrupted epoch continues at the checkpoint's position
 //                                 (*position = c.next_sample): the same samples in the same
@@ -108,7 +119,8 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 // A mixture's checkpoint (--weights) continues the mixture's epoch so, and each dataset's own
 // epoch by the same rule (config->pipeline.mixture: pipeline/mixture.h's ContinueMixture); the
 // datasets and weights are the caller's to compare with the run's.
-Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position);
+Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position,
+                       bool decoded_images = false);
 
 // The loaders the engine opens (src/train_engine.h), from the config. The training split's: the
 // config's pipeline at the raw level (output_buffers 0: the backends decode the stored samples

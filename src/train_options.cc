@@ -221,8 +221,8 @@ OptionTable<TrainConfig> MakeTable() {
       .For(kTrainCommand)
       .Help(
           "continue from this checkpoint: its seed, batch size, shuffle, optimizer settings, lr "
-          "schedule and augmentation win over the flags (each flag it overrides is named); "
-          "--conv, --hidden and --batch-norm must match it");
+          "schedule, augmentation and (JPEG records) --image-size win over the flags (each flag "
+          "it overrides is named); --conv, --hidden and --batch-norm must match it");
   t.Field(
        "max-steps", OptionType::kCount, [](auto& c) -> auto& { return c.max_steps; })
       .For(kTrainCommand)

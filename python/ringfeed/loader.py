@@ -50,10 +50,12 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 # The state dict's own version: load_state_dict refuses one it does not know. Version 2 added
 # the augmentation and the output dtype; version 3 the stretches, with which a state loads at
-# any world size (a state of version 1 or 2 has none: its epoch was an ordinary one).
-_STATE_VERSION = 3
-# A sample mixture's state dict (kind 'mixture') has a version of its own.
-_MIXTURE_STATE_VERSION = 1
+# any world size (a state of version 1 or 2 has none: its epoch was an ordinary one); version 4
+# the look of the samples (_LOOK_KEYS).
+_STATE_VERSION = 4
+# A sample mixture's state dict (kind 'mixture') has a version of its own: version 2 added the
+# look of the samples.
+_MIXTURE_STATE_VERSION = 2
 # What identifies an epoch order: a state saved under other values would not resume exactly.
 _ORDER_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "dataset_id",
                "dataset_samples")
@@ -61,12 +63,26 @@ _ORDER_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "
 _RANK_KEYS = ("rank", "world_size")
 # What else the batches depend on (version 2 on).
 _OUTPUT_KEYS = ("augment", "dtype")
+# What the samples look like (version 4 on; a mixture's state: version 2 on), recorded in every
+# state and checked where they decide this loader's samples: the layout and the normalization
+# (normalize, and mean and std where given) where the batches are decoded (not records of any
+# size), and a dataset of image/jpeg records' decode: image_size (0 too: its bytes) and
+# image_crop ('random': RandomResizedCrop and a flip, each keyed by the seed, the epoch and the
+# sample; 'center'). A state saved before them (without these fields) loads with them unchecked:
+# unknown, not taken as the defaults, which an older loader may not have had.
+# Recorded nowhere, so free to change at a resume, as what cannot change a sample's crop:
+# skip_bad_records and max_image_side (what becomes of a record that does not decode: a loader
+# that stopped on a bad record goes on from its state with skip_bad_records=True, as the error
+# says), image_decoder and image_cpu_share (the same crops, decoded by nvJPEG or the CPU: their
+# pixels within a few levels of each other), image_threads and prefetch (nothing).
+_LOOK_KEYS = ("layout", "normalize", "mean", "std")
+_IMAGE_KEYS = ("image_size", "image_crop")
 # The most stretches a state may hold: what a ringfeed checkpoint holds (model/checkpoint.h's
 # kMaxCheckpointStretches); a resume adds one.
 _MAX_STRETCHES = 1024
 # The loader options a state records.
 _OPTION_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "rank",
-                "world_size", "augment", "dtype")
+                "world_size", "augment", "dtype") + _LOOK_KEYS + _IMAGE_KEYS
 
 _FLOAT_OUTPUTS = ("float32", "bfloat16", "float16")
 
@@ -365,6 +381,10 @@ class Loader:
             raise UsageError(f"dtype: unknown dtype {dtype!r} (float32, bfloat16, float16, or the "
                              f"dataset's own, {dataset.dtype})")
         self._records = dataset.record_kind != "tensor" and not images
+        # The recorded keys a state must agree on with this loader (_LOOK_KEYS).
+        self._look_keys = ((() if self._records else _LOOK_KEYS) +
+                           (_IMAGE_KEYS if dataset.record_kind == "bytes"
+                            and dataset.media_type == "image/jpeg" else ()))
         if self._records and (canonical != dataset.dtype or options.get("normalize")):
             raise UsageError(f"dtype and normalize: {dataset.record_kind} records come out as "
                              f"stored ({dataset.dtype} values and int64 offsets), not decoded")
@@ -571,8 +591,11 @@ class Loader:
         parts trained by earlier loaders at other world sizes, oldest first, each a dict of
         world_size and position; [] for an ordinary epoch) and what identifies its batches
         (seed, batch size, shuffle mode and window, drop_last, rank, world size, the
-        augmentation and the output dtype, the dataset's id, as a hex string, and sample count).
-        Its size does not grow with the dataset: one stretch per resume at another world size.
+        augmentation and the output dtype, the dataset's id, as a hex string, and sample count)
+        and what its samples look like (layout, normalize, mean, std; and the decode of
+        image/jpeg records: image_size and image_crop, recorded whatever the dataset and checked
+        where they apply). Its size does not grow with the dataset: one stretch per resume at
+        another world size.
 
         Ranks that have taken the same number of batches (as data-parallel training does) have
         the same state but for ``rank``: rank 0's holds what every rank, of this world size or
@@ -616,7 +639,9 @@ class Loader:
         world size. Any number of such resumes may follow one another within an epoch.
 
         UsageError where the state is of other batches (each differing field named, with both
-        values: seed, dataset, batch size, ...; rank and world_size may differ), malformed (a
+        values: seed, dataset, batch size, image_size, ...; rank and world_size may differ;
+        skip_bad_records, max_image_side, image_decoder, image_cpu_share and image_threads are
+        not recorded, and may change: they change no sample's crop), malformed (a
         field of another type: 64.0 for 64, True for 1; a rank not below its world_size;
         stretches that are no list of dicts of world_size and position, or that no loader of
         this dataset can have trained), or at a position no loader stops at. The loader is then
@@ -627,9 +652,12 @@ class Loader:
         loader's, each named. At the state's world size the next batches are exactly those the
         saved loader would have handed out; at another, the mixture epoch goes on with what the
         saved ranks left of it, and each dataset's interrupted epoch with the samples no rank
-        had taken, each once (the stretches of each, as above); the draws go on. States of version 1 (before augment and dtype were recorded) load without
+        had taken, each once (the stretches of each, as above); the draws go on; a mixture's
+        state of version 1 (before the look of the samples was recorded) loads without it
+        checked. States of version 1 (before augment and dtype were recorded) load without
         those two checked; states of versions 1 and 2 (before stretches) are of ordinary
-        epochs.
+        epochs; states of versions 1 to 3 (before layout, normalize, mean, std, image_size and
+        image_crop were recorded) load without those checked.
 
         Resuming at another world size reopens the native loader for the resumed epoch (its
         stats() start again); should that reopening fail (memory, say), the loader is closed."""
@@ -647,12 +675,15 @@ class Loader:
                              f"{len(state.get('datasets') or [])} datasets (weights); this loader "
                              f"reads one dataset")
         version = state.get("version")
-        if type(version) is not int or version not in (1, 2, _STATE_VERSION):
+        if type(version) is not int or version not in (1, 2, 3, _STATE_VERSION):
             raise UsageError(f"load_state_dict: unknown state version {version!r} "
                              f"(this ringfeed reads 1 to {_STATE_VERSION})")
         keys = _ORDER_KEYS if version == 1 else _ORDER_KEYS + _OUTPUT_KEYS
         fields = ("epoch", "position") + keys + _RANK_KEYS + (
-            ("stretches",) if version >= 3 else ())
+            ("stretches",) if version >= 3 else ()) + (
+            _LOOK_KEYS + _IMAGE_KEYS if version >= 4 else ())
+        if version >= 4:
+            keys += self._look_keys
         _check_state(state, self.state_dict, fields, keys, "of other batches")
         epoch, position, saved_world, stretches = _state_place(state, self._batch_size,
                                                                version >= 3)
@@ -721,14 +752,20 @@ class Loader:
                              "datasets with weights): " +
                              (f"kind {state.get('kind')!r}" if isinstance(state, dict)
                               else type(state).__name__))
-        if state.get("version") != _MIXTURE_STATE_VERSION:
+        version = state.get("version")
+        if type(version) is not int or version not in (1, _MIXTURE_STATE_VERSION):
             raise UsageError(f"load_state_dict: unknown mixture state version "
-                             f"{state.get('version')!r} (this ringfeed reads "
+                             f"{version!r} (this ringfeed reads 1 to "
                              f"{_MIXTURE_STATE_VERSION})")
         own = self._mixture_state_dict()
         keys = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "augment",
                 "dtype", "weights")
-        _check_state(state, lambda: own, tuple(own), keys, "of another mixture",
+        fields = tuple(own)
+        if version >= 2:
+            keys += self._look_keys
+        else:  # before the look of the samples was recorded: unknown, unchecked
+            fields = tuple(k for k in fields if k not in _LOOK_KEYS + _IMAGE_KEYS)
+        _check_state(state, lambda: own, fields, keys, "of another mixture",
                      lambda: _datasets_differ(state["datasets"], own["datasets"]))
         epoch, position, saved_world, stretches = _state_place(state, self._batch_size, True)
         native = _mixture_stream(state)

@@ -20,7 +20,8 @@ def _mutations():
     values = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
                        st.floats(allow_nan=True), st.text(max_size=8),
                        st.sampled_from([0, 1, 2, 32, 64, 999, 1000, 2**32 - 1, 2**32, 2**63,
-                                        "window", "none", "flip", "uint8", "float32"]),
+                                        "window", "none", "flip", "uint8", "float32", "NHWC",
+                                        "center", 224]),
                        st.lists(st.integers(), max_size=2),
                        st.lists(st.fixed_dictionaries({
                            "world_size": st.sampled_from([0, 1, 2, 3, 7, 2**16 + 1]),
@@ -28,7 +29,8 @@ def _mutations():
                            max_size=3))
     fields = st.sampled_from(["version", "epoch", "position", "stretches", "seed", "batch_size",
                               "shuffle", "shuffle_window", "drop_last", "rank", "world_size",
-                              "dataset_id", "dataset_samples", "augment", "dtype", "extra"])
+                              "dataset_id", "dataset_samples", "augment", "dtype", "layout",
+                              "normalize", "mean", "std", "image_size", "image_crop", "extra"])
     return st.lists(st.tuples(fields, values), min_size=1, max_size=3)
 
 
@@ -53,11 +55,17 @@ def test_any_state_is_refused_or_resumes_exactly(datasets, edits, drop):
     except ringfeed.UsageError:
         return  # refused, by the one exception it may raise
     # Taken: the fields that name its batches are its own (but for those a version 1 state does
-    # not record), its rank and world size stay its own, and it stands where the resume rule
-    # (src/train_config.h's ApplyCheckpoint) puts it: at another world size, the state's
-    # position ends one more stretch of its epoch, and the loader starts that epoch's remainder.
+    # not record, those versions 1 to 3 do not, and the image decode's, which a dataset of
+    # tensors does not take), its rank and world size stay its own, and it stands where the
+    # resume rule (src/train_config.h's ApplyCheckpoint) puts it: at another world size, the
+    # state's position ends one more stretch of its epoch, and the loader starts that epoch's
+    # remainder.
     mine = loader.state_dict()
-    unchecked = ("augment", "dtype") if state["version"] == 1 else ()
+    unchecked = ("image_size", "image_crop")
+    if state["version"] == 1:
+        unchecked += ("augment", "dtype")
+    if state["version"] < 4:
+        unchecked += ("layout", "normalize", "mean", "std")
     for key in mine:
         if key not in ("epoch", "position", "version", "rank", "world_size", "stretches",
                        *unchecked):

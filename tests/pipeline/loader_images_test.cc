@@ -40,19 +40,6 @@ LoaderOptions DecodedOptions(const std::string& path, uint32_t batch, ImageCrop 
   return o;
 }
 
-// The decoder spec a loader of `o` decodes with.
-ImageDecodeSpec SpecOf(const LoaderOptions& o) {
-  ImageDecodeSpec s;
-  s.size = o.image.size;
-  s.crop = o.image.crop;
-  s.output = o.output.dtype;
-  s.channels_last = o.output.layout == SampleLayout::kNHWC;
-  s.normalize = o.output.normalize;
-  s.max_side = o.image.max_side;
-  s.seed = o.pipeline.order.seed;
-  return s;
-}
-
 struct Epoch {
   Pixels pixels;
   std::vector<uint64_t> order;
@@ -117,7 +104,7 @@ TEST_F(LoaderImages, EverySampleIsItsOwnRecordDecodedUnderItsOwnCrop) {
   EXPECT_TRUE(l->images());
   EXPECT_FALSE(l->records());
   EXPECT_EQ(l->sample_shape(), (std::vector<int64_t>{32, 32, 3}));
-  auto ref = JpegImageDecoder::Create(SpecOf(o));
+  auto ref = JpegImageDecoder::Create(testing::ImageSpecOf(o));
   ASSERT_TRUE(ref.ok());
   for (uint64_t epoch = 0; epoch < 2; ++epoch) {
     const Epoch e = TakeEpoch(*l, epoch);
@@ -181,7 +168,7 @@ TEST_F(LoaderImages, EvaluationCropsAreTheSameEveryEpoch) {
   ASSERT_TRUE(l);
   const Epoch e0 = TakeEpoch(*l, 0), e1 = TakeEpoch(*l, 1);
   EXPECT_EQ(e0.pixels, e1.pixels);
-  auto ref = JpegImageDecoder::Create(SpecOf(o));
+  auto ref = JpegImageDecoder::Create(testing::ImageSpecOf(o));
   ASSERT_TRUE(ref.ok());
   std::vector<uint8_t> want(3 * 32 * 32);
   ASSERT_EQ((*ref)->Decode(jpegs_[5].data(), jpegs_[5].size(), 9, 5, want.data()), "");

@@ -1,6 +1,7 @@
 // Helpers of the host loader's tests (loader_test.cc, loader_augment_test.cc,
-// loader_directory_test.cc): the options of a small CPU loader, opening one, and draining an
-// epoch of its positional samples (tests/testing/positional_data.h) decoded as floats.
+// loader_directory_test.cc, loader_images_test.cc, loader_image_mixture_test.cc): the options of a
+// small CPU loader, opening one, draining an epoch of its positional samples
+// (tests/testing/positional_data.h) decoded as floats, and the decode spec of decoded images.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -30,6 +31,20 @@ inline LoaderOptions HostOptions(const std::string& path, uint32_t batch) {
   o.output_buffers = 2;
   o.epochs = 3;
   return o;
+}
+
+// The decoder spec a loader of `o` decodes image/jpeg records with (its own statistics: none
+// given), for a reference decode (JpegImageDecoder) in the tests.
+inline ImageDecodeSpec ImageSpecOf(const LoaderOptions& o) {
+  ImageDecodeSpec s;
+  s.size = o.image.size;
+  s.crop = o.image.crop;
+  s.output = o.output.dtype;
+  s.channels_last = o.output.layout == SampleLayout::kNHWC;
+  s.normalize = o.output.normalize;
+  s.max_side = o.image.max_side;
+  s.seed = o.pipeline.order.seed;
+  return s;
 }
 
 // The loader, or null with a test failure.

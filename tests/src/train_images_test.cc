@@ -39,6 +39,36 @@ std::string TrainJpegs(const std::string& data, const std::string& extra,
          size + " " + extra;
 }
 
+// `data` trained 2 epochs straight into checkpoint `straight`, and again stopped at step 9
+// (epoch 2, mid-way: 6 steps an epoch) into `ck`, then resumed from it at --image-size
+// `resume_size`; the resumed run's output in *out.
+void TrainStraightAndResumed(const TempDir& t, const std::string& data, std::string* out,
+                             const std::string& resume_size = "24") {
+  ASSERT_EQ(RunCommand(TrainJpegs(data, "--epochs 2 --checkpoint " + t.File("straight")), out), 0)
+      << *out;
+  ASSERT_EQ(
+      RunCommand(TrainJpegs(data, "--epochs 2 --max-steps 9 --checkpoint " + t.File("ck")), out), 0)
+      << *out;
+  ASSERT_EQ(
+      RunCommand(
+          TrainJpegs(data, "--epochs 2 --resume " + t.File("ck") + " --checkpoint " + t.File("ck"),
+                     resume_size),
+          out),
+      0)
+      << *out;
+}
+
+// Checkpoints `a` and `b` end at the same step with the same parameters and momentum, bit for
+// bit.
+void ExpectSameEnd(const std::string& a, const std::string& b) {
+  auto x = ReadCheckpoint(a);
+  auto y = ReadCheckpoint(b);
+  ASSERT_TRUE(x.ok() && y.ok());
+  EXPECT_EQ(x->step, y->step);
+  EXPECT_TRUE(testing::BitIdentical(x->params, y->params));
+  EXPECT_TRUE(testing::BitIdentical(x->momentum, y->momentum));
+}
+
 TEST(TrainImages, TrainsAtTheImageSizeAndEvaluatesCentreCrops) {
   TempDir t;
   const std::string data = JpegData(t, "train.rfd");
@@ -57,24 +87,70 @@ TEST(TrainImages, AResumedRunEndsBitIdenticalToOneNeverStopped) {
   TempDir t;
   const std::string data = JpegData(t, "train.rfd");
   std::string out;
-  ASSERT_EQ(RunCommand(TrainJpegs(data, "--epochs 2 --checkpoint " + t.File("straight")), &out), 0)
+  TrainStraightAndResumed(t, data, &out);
+  ExpectSameEnd(t.File("straight"), t.File("ck"));
+}
+
+TEST(TrainImages, AResumeTakesTheCheckpointsImageSizeNamingTheFlagItOverrides) {
+  TempDir t;
+  const std::string data = JpegData(t, "train.rfd");
+  std::string out;
+  // Resumed at --image-size 20: the checkpoint's 24 wins, said in one line, and the run goes on
+  // with its crops at 24 (bit-identical to the run never stopped).
+  TrainStraightAndResumed(t, data, &out, "20");
+  EXPECT_NE(out.find("ringfeed train: --image-size 20 given, but --resume " + t.File("ck") +
+                     " continues its run with --image-size 24 (the checkpoint's wins)\n"),
+            std::string::npos)
       << out;
-  // Stopped at step 9 (epoch 2, mid-way: 6 steps an epoch), then resumed.
+  EXPECT_NE(out.find("model 3x24x24"), std::string::npos) << out;
+  ExpectSameEnd(t.File("straight"), t.File("ck"));
+  // Without --image-size (its default 224 not given): the checkpoint's, and no line.
   ASSERT_EQ(
-      RunCommand(TrainJpegs(data, "--epochs 2 --max-steps 9 --checkpoint " + t.File("ck")), &out),
+      RunCommand(TrainJpegs(data, "--epochs 2 --max-steps 9 --checkpoint " + t.File("ck2")), &out),
       0)
       << out;
-  ASSERT_EQ(RunCommand(TrainJpegs(data, "--epochs 2 --resume " + t.File("ck") + " --checkpoint " +
-                                            t.File("ck")),
+  ASSERT_EQ(RunCommand(ProgramPath("ringfeed") + " train --data " + data +
+                           " --device cpu --image-threads 2 --conv 4,8 --hidden 16 --epochs 2 "
+                           "--resume " +
+                           t.File("ck2") + " --checkpoint " + t.File("ck2"),
                        &out),
             0)
       << out;
-  auto a = ReadCheckpoint(t.File("straight"));
-  auto b = ReadCheckpoint(t.File("ck"));
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(a->step, b->step);
-  EXPECT_TRUE(testing::BitIdentical(a->params, b->params));
-  EXPECT_TRUE(testing::BitIdentical(a->momentum, b->momentum));
+  EXPECT_EQ(out.find("--image-size"), std::string::npos) << out;
+  ExpectSameEnd(t.File("straight"), t.File("ck2"));
+}
+
+TEST(TrainImages, AMixtureOfJpegDatasetsTrainsAndResumesBitIdentical) {
+  TempDir t;
+  const std::vector<std::vector<uint8_t>> jpegs = testing::MakeJpegs(96);
+  const std::string a = t.File("a.rfd"), b = t.File("b.rfd");
+  ASSERT_TRUE(testing::WriteJpegDataset(a, {jpegs.begin(), jpegs.begin() + 56}, 4, 32768).ok());
+  ASSERT_TRUE(testing::WriteJpegDataset(b, {jpegs.begin() + 56, jpegs.end()}, 4, 32768).ok());
+  const std::string data = a + "," + b + " --weights 0.7,0.3";
+  std::string out;
+  // Stopped mid-epoch (the image stage had decoded ahead of step 9), then resumed.
+  TrainStraightAndResumed(t, data, &out);
+  EXPECT_NE(out.find("96 samples, model 3x24x24, 4 classes"), std::string::npos) << out;
+  EXPECT_NE(out.find("mixture of 2 datasets by weight (0.7, 0.3)"), std::string::npos) << out;
+  EXPECT_NE(out.find("images 24x24 (random resized crop and flip)"), std::string::npos) << out;
+  ExpectSameEnd(t.File("straight"), t.File("ck"));
+  auto x = ReadCheckpoint(t.File("straight"));
+  auto y = ReadCheckpoint(t.File("ck"));
+  ASSERT_TRUE(x.ok() && y.ok());
+  EXPECT_EQ(x->datasets.size(), 2u);
+  EXPECT_EQ(x->mixture.steps, y->mixture.steps);
+  EXPECT_EQ(x->mixture.drawn, y->mixture.drawn);
+  // Datasets whose class lists differ are no mixture.
+  const std::string cats = t.File("cats.rfd"), owls = t.File("owls.rfd");
+  const std::vector<std::vector<uint8_t>> some(jpegs.begin(), jpegs.begin() + 20);
+  ASSERT_TRUE(testing::WriteJpegDataset(cats, some, 2, 32768, {}, {"cat", "dog"}).ok());
+  ASSERT_TRUE(testing::WriteJpegDataset(owls, some, 2, 32768, {}, {"cat", "owl"}).ok());
+  EXPECT_EQ(RunCommand(TrainJpegs(cats + "," + owls + " --weights 1,1", "--epochs 1"), &out), 2)
+      << out;
+  EXPECT_NE(out.find("--data: " + owls + ": holds other classes than " + cats +
+                     ": its class 1 is \"owl\", not \"dog\""),
+            std::string::npos)
+      << out;
 }
 
 TEST(TrainImages, ABadRecordStopsTheRunNamingFileChunkAndRecord) {

@@ -103,14 +103,17 @@ inline std::vector<std::vector<uint8_t>> MakeJpegs(uint32_t n) {
 }
 
 // A dataset of `jpegs` as image/jpeg records at `path`, labels i % `classes`, chunks of about
-// `chunk_bytes` (so several), compressed with `codec`.
+// `chunk_bytes` (so several), compressed with `codec`, with `class_names` (as ImageFolder's
+// classes; none where empty, else `classes` of them).
 inline Status WriteJpegDataset(const std::string& path,
                                const std::vector<std::vector<uint8_t>>& jpegs, uint32_t classes = 5,
-                               uint64_t chunk_bytes = 16384, CodecSpec codec = {}) {
+                               uint64_t chunk_bytes = 16384, CodecSpec codec = {},
+                               const std::vector<std::string>& class_names = {}) {
   DatasetSpec spec;
   spec.record_kind = format::RecordKind::kBytes;
   spec.media_type = "image/jpeg";
   spec.num_classes = classes;
+  spec.class_names = class_names;
   WriterOptions o;
   o.chunk_bytes = chunk_bytes;
   o.codec = codec;
