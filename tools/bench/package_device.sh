@@ -9,7 +9,13 @@
 # core/augment.h's generator), and the source the Python extension is compiled
 # from there (src/: python/src, python/ringfeed, every project header and the top CMakeLists.txt,
 # whose version the extension reports, of the tree the build came from, SRC_TREE, default this
-# checkout), so a package of another commit builds its own.
+# checkout), so a package of another commit builds its own. deps/ is a CMake prefix holding the
+# rest of what the project's own CMake build (`pip wheel .`, RINGFEED_STATIC_DEPS) needs and a GPU
+# machine lacks (tools/bench/device_wheel_check.sh: CMAKE_PREFIX_PATH="PKG/deps;PKG"): the static
+# libraries of Boost.Program_options, zstd, lz4, libjpeg and TurboJPEG, OpenBLAS with the
+# compiler's libgfortran and libquadmath, every header those and the archives of lib/ include (the
+# ones Debian ships beside them, found by the preprocessor: the machine's own headers of other
+# versions are not used) and nlohmann-json's headers and CMake package.
 # Usage: [SRC_TREE=DIR] tools/bench/package_device.sh BUILD_DIR OUT.tar.xz [TEST...]
 set -euo pipefail
 build=$(realpath "$1")
@@ -36,6 +42,36 @@ done
 for l in liburing libxxhash libz; do cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"; done
 cp /usr/include/dlpack/dlpack.h "$pkg/include/dlpack/"
 cp -r /usr/include/Random123 "$pkg/include/"
+
+# deps/: the static build's third-party libraries, as the configure step of this build found them
+# (Debian's; OpenBLAS's archive through its alternatives link), and their headers.
+deps=$pkg/deps
+mkdir -p "$deps/lib" "$deps/include" "$deps/share/cmake"
+for l in boost_program_options zstd lz4 jpeg turbojpeg openblas; do
+  cp -L "/usr/lib/x86_64-linux-gnu/lib$l.a" "$deps/lib/"
+done
+for l in libgfortran.a libquadmath.a; do cp "$(g++ -print-file-name=$l)" "$deps/lib/"; done
+# The headers: what the preprocessor opens for the project's third-party includes, less what the C
+# library, the kernel's headers and the compiler bring (packages every machine that builds has).
+# Debian's multiarch and OpenBLAS directories are flattened into include/, as one -I finds them.
+hdr=$stage/deps.cc
+printf '#include <%s>\n' boost/program_options.hpp nlohmann/json.hpp cblas.h cstdio turbojpeg.h \
+  jpeglib.h jerror.h liburing.h lz4.h xxhash.h zlib.h zstd.h >"$hdr"
+g++ -std=c++20 -I/usr/include/x86_64-linux-gnu/openblas-pthread -M "$hdr" | tr ' \\' '\n\n' |
+  grep '^/usr/include/' | sort -u >"$stage/headers"
+# shellcheck disable=SC2046
+dpkg -S $(xargs realpath <"$stage/headers") 2>/dev/null |
+  grep -Ev '^(libc6-dev|linux-libc-dev|libstdc\+\+-[0-9]+-dev|libgcc-[0-9]+-dev)[:,]' |
+  sed 's/^.*: //' | sort -u >"$stage/carried"
+while read -r h; do
+  grep -qx "$(realpath "$h")" "$stage/carried" || continue
+  rel=${h#/usr/include/}
+  rel=${rel#x86_64-linux-gnu/}
+  rel=${rel#openblas-pthread/}
+  mkdir -p "$deps/include/$(dirname "$rel")"
+  cp -L "$h" "$deps/include/$rel"
+done <"$stage/headers"
+cp -r /usr/share/cmake/nlohmann_json "$deps/share/cmake/"
 src_tree=$(realpath "${SRC_TREE:-$(dirname "$0")/../..}")
 (cd "$src_tree" &&
   { git ls-files -- '*.h' '*.cuh' python/src python/ringfeed CMakeLists.txt decode/jpeg_image.cc \
