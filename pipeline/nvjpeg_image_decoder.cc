@@ -338,48 +338,58 @@ class NvjpegImageDecoder final : public ImageDecoder {
     return Status::Ok();
   }
 
-  void RunDecode() {
+  // The loop of the decode and the finish thread: takes `queue`'s jobs in order, runs
+  // `step(job)` on each without the lock, keeps its failure, then `hand_on(job)` under the lock.
+  template <typename Step, typename HandOn>
+  void Serve(std::deque<Pending*>& queue, Step step, HandOn hand_on) {
     (void)cudaSetDevice(gpu_);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      work_.wait(lock, [&] { return stop_ || !to_decode_.empty(); });
+      work_.wait(lock, [&] { return stop_ || !queue.empty(); });
       if (stop_) return;
-      Pending* p = to_decode_.front();
-      to_decode_.pop_front();
+      Pending* p = queue.front();
+      queue.pop_front();
       lock.unlock();
-      const uint64_t t0 = SteadyNowNs();
-      Status s = Decode(*p);
-      decode_busy_ns_ += SteadyNowNs() - t0;
-      records_ += p->job->n;
+      Status s = step(*p);
       lock.lock();
       if (!s.ok() && p->status.ok()) p->status = std::move(s);
-      to_finish_.push_back(p);
-      work_.notify_all();
+      hand_on(p);
     }
   }
 
+  void RunDecode() {
+    Serve(
+        to_decode_,
+        [this](Pending& p) {
+          const uint64_t t0 = SteadyNowNs();
+          Status s = Decode(p);
+          decode_busy_ns_ += SteadyNowNs() - t0;
+          records_ += p.job->n;
+          return s;
+        },
+        [this](Pending* p) {
+          to_finish_.push_back(p);
+          work_.notify_all();
+        });
+  }
+
   void RunFinish() {
-    (void)cudaSetDevice(gpu_);
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      work_.wait(lock, [&] { return stop_ || !to_finish_.empty(); });
-      if (stop_) return;
-      Pending* p = to_finish_.front();
-      to_finish_.pop_front();
-      lock.unlock();
-      Status s = p->share.n == 0 ? Status::Ok() : FinishShare(*p);
-      if (s.ok() && (p->share.n > 0 || p->late_copies)) {
-        const cudaError_t e = cudaEventRecord(p->copied.get(), copy_stream_.get());
-        if (e == cudaSuccess)
-          p->copies = true;
-        else
-          s = cuda::Failure(cuda::Describe(e), "cudaEventRecord", __FILE__, __LINE__);
-      }
-      lock.lock();
-      if (!s.ok() && p->status.ok()) p->status = std::move(s);
-      p->finished = true;
-      done_.notify_all();
-    }
+    Serve(
+        to_finish_,
+        [this](Pending& p) {
+          Status s = p.share.n == 0 ? Status::Ok() : FinishShare(p);
+          if (s.ok() && (p.share.n > 0 || p.late_copies)) {
+            const cudaError_t e = cudaEventRecord(p.copied.get(), copy_stream_.get());
+            if (e != cudaSuccess)
+              return cuda::Failure(cuda::Describe(e), "cudaEventRecord", __FILE__, __LINE__);
+            p.copies = true;
+          }
+          return s;
+        },
+        [this](Pending* p) {
+          p->finished = true;
+          done_.notify_all();
+        });
   }
 
   // The job's records through the steps above, up to the CPU share's submission (the finish
