@@ -15,15 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import photographs_or_skip
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 pytest.importorskip("PIL")
 
 REPO = Path(__file__).resolve().parents[2]
-PHOTOS = os.environ.get("RINGFEED_PHOTOS", "/usr/lib/python3/dist-packages/skimage/data")
-if not os.path.isfile(os.path.join(PHOTOS, "astronaut.png")):
-    pytest.skip(f"no photographs in {PHOTOS} (apt-get install python3-skimage, or RINGFEED_PHOTOS "
-                f"naming tools/bench/carry_photos.sh's copy)", allow_module_level=True)
 EXAMPLE = REPO / "examples" / "torch_resnet50.py"
 COUNT, BATCH = 40, 8  # 5 batches an epoch
 SMALL = ["--device", "cpu", "--arch", "resnet18", "--image-size", "32", "--batch", str(BATCH),
@@ -48,10 +46,11 @@ def jpegs(tmp_path_factory):
     tool = os.environ.get("RINGFEED_CONVERT")
     if not tool:
         pytest.skip("RINGFEED_CONVERT is not set (ctest sets it to the built ringfeed-convert)")
+    photographs = photographs_or_skip()
     root = tmp_path_factory.mktemp("resnet")
     folder, data = root / "folder", root / "photos.rfd"
     subprocess.run([sys.executable, str(REPO / "tools/bench/make_jpeg_set.py"), "-o", str(folder),
-                    "--count", str(COUNT), "--workers", "1", "--data", PHOTOS], check=True,
+                    "--count", str(COUNT), "--workers", "1", "--data", photographs], check=True,
                    capture_output=True)
     subprocess.run([tool, "images", str(folder), "-o", str(data), "--chunk-size", "256KiB", "-q"],
                    check=True, capture_output=True)

@@ -24,6 +24,8 @@ import pytest
 import ringfeed
 from ringfeed import BadRecordsSkipped, DataError, UsageError
 
+from conftest import photographs_or_skip
+
 REPO = Path(__file__).resolve().parents[2]
 SEED = 3
 
@@ -104,14 +106,14 @@ def photos(tmp_path_factory):
     """(dataset path, {index: jpeg bytes}) of 48 JPEGs of 500x375 (or 375x500) made by
     tools/bench/make_jpeg_set.py from scikit-image's photographs, converted by ringfeed-convert."""
     pytest.importorskip("PIL")
-    pytest.importorskip("skimage")
+    photographs = photographs_or_skip()
     tool = os.environ.get("RINGFEED_CONVERT")
     if not tool:
         pytest.skip("RINGFEED_CONVERT is not set (ctest sets it to the built ringfeed-convert)")
     root = tmp_path_factory.mktemp("photos")
     subprocess.run([sys.executable, str(REPO / "tools/bench/make_jpeg_set.py"), "-o",
-                    str(root / "folder"), "--count", "48", "--workers", "1"],
-                   check=True, capture_output=True)
+                    str(root / "folder"), "--count", "48", "--workers", "1", "--data",
+                    photographs], check=True, capture_output=True)
     data = root / "photos.rfd"
     subprocess.run([tool, "images", str(root / "folder"), "-o", str(data), "--chunk-size",
                     "256KiB", "-q"], check=True, capture_output=True)

@@ -33,7 +33,8 @@
 #   WORK: the build, the wheel, the venv [/var/tmp/ringfeed-wheel; emptied each run]
 # Through the device tool: here, first
 #   tools/bench/package_device.sh build-static .carry/wheel.tar.xz
-# then run with carry [".carry/wheel.tar.xz"]:
+# then run with carry [".carry/wheel.tar.xz", ".carry/photos"] (tools/bench/carry_photos.sh: the
+# image tests' photographs; without them those tests skip):
 #   tools/bench/device_wheel_check.sh .carry/wheel.tar.xz "$OUT"
 # Here (no GPU: its tests skip), e.g. PYTHON=/usr/bin/python3 CUDA=off.
 set -uo pipefail
@@ -163,6 +164,10 @@ limit=$(left)
 [ -n "${PYTEST_TIMEOUT:-}" ] && [ "$PYTEST_TIMEOUT" -lt "$limit" ] && limit=$PYTEST_TIMEOUT
 [ "$limit" -ge 30 ] || fail "$limit s of TIME=$budget left for the tests"
 t0=$SECONDS
+# The photographs the image tests make their JPEGs from (tools/bench/carry_photos.sh's copy, where
+# it was carried; else the tests look for python3-skimage's and skip without them).
+photos=${RINGFEED_PHOTOS:-$repo/.carry/photos}
+[ -f "$photos/astronaut.png" ] && export RINGFEED_PHOTOS=$photos
 # shellcheck disable=SC2086
 step "$logs/pytest.log" env RINGFEED_TEST_WHEEL=1 RINGFEED_CONVERT="$venv/bin/ringfeed-convert" \
   PYTHONDONTWRITEBYTECODE=1 HYPOTHESIS_STORAGE_DIRECTORY="$work/.hypothesis" \
