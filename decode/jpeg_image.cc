@@ -278,7 +278,8 @@ std::string JpegImageDecoder::Decode(const uint8_t* data, size_t n, uint64_t epo
     o.mean[c] = spec_.mean[c];
     o.stddev[c] = spec_.stddev[c];
   }
-  o.size = size;
+  o.height = size;
+  o.width = size;
   o.channels_last = spec_.channels_last;
   o.flip = box.flip;
   decode::ResampleInto(pixels_.data() + size_t(scratch_.rows.lo - row0) * pitch, pitch, col0,
