@@ -1,6 +1,7 @@
-// The error manager every libjpeg object of the project (the crop decoder, jpeg_image.h) is
-// given, in place of jpeg_std_error's: errors longjmp back to the caller's setjmp with the message
-// formatted, warnings are recorded (the first that matters), nothing is printed.
+// The error manager every libjpeg object of the project (the crop decoder, jpeg_image.h; the
+// encoder, jpeg_encode.h; the re-encoder's whole-image decode, jpeg_reencode.h) is given, in place
+// of jpeg_std_error's: errors longjmp back to the caller's setjmp with the message formatted,
+// warnings are recorded (the first that matters), nothing is printed.
 //
 // Why not jpeg_std_error: its handlers (jerror.c) print to stderr, and Debian's libjpeg.a,
 // compiled for executables, reaches stderr in a way a shared object (the Python extension, the
