@@ -4,8 +4,6 @@
 // 65535x65535 JPEG, an unreadable file) refused naming the file, nothing written. The JPEGs are
 // made here with TurboJPEG's encoder; a set of photographs (tools/bench/make_jpeg_set.py) too
 // where Python has PIL and scikit-image's data.
-#include "tools/convert/image_inputs.h"
-
 #include <gtest/gtest.h>
 #include <turbojpeg.h>
 
@@ -18,6 +16,7 @@
 #include "io/dataset.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
+#include "tools/convert/jpeg_check.h"
 
 namespace rf {
 namespace {

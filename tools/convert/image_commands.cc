@@ -4,6 +4,7 @@
 
 #include "tools/convert/cli_options.h"
 #include "tools/convert/commands.h"
+#include "tools/convert/image_converter.h"
 #include "tools/convert/image_inputs.h"
 
 namespace rf::convert {
