@@ -3,15 +3,22 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/cpus.h"
 #include "io/dataset.h"
 #include "io/dataset_writer.h"
 #include "tools/convert/elem_type.h"
+#include "tools/convert/image_pipeline.h"
 #include "tools/convert/progress.h"
 
 namespace rf::convert {
 
 Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& out_path,
                                           const ImageConvertOptions& o) {
+  // The command checks these first, naming its options; here for any other caller.
+  if (o.max_side > o.max_image_side || (o.max_side != 0 && (o.quality < 1 || o.quality > 100)))
+    return Status::Usage("max_side " + std::to_string(o.max_side) + " above max_image_side " +
+                         std::to_string(o.max_image_side) + ", or quality " +
+                         std::to_string(o.quality) + " not 1 to 100");
   const std::vector<std::string> inputs = src.input_paths();
   std::vector<NamedPath> outputs, input_files;
   for (uint32_t i = 0; i < o.shards; ++i)
@@ -45,35 +52,39 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   RF_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
                       DatasetWriter::Create(out_path, spec, w));
 
-  constexpr size_t kNamed = 10;
+  constexpr size_t kNamed = 10, kConvertedNamed = 5;
   std::vector<std::string> bad;
   uint64_t bad_count = 0, read_bytes = 0;
-  ImageItem item;
   std::vector<uint8_t> label(8);
   Progress progress("converting", src.input_bytes(), o.progress);
-  for (;;) {
-    RF_ASSIGN_OR_RETURN(bool more, src.Next(&item));
-    if (!more) break;
-    read_bytes += item.bytes.size();
-    JpegInfo info;
-    std::string why;
-    if (!item.error.empty()) {
-      why = item.error;
-    } else {
-      why = CheckJpeg(item.bytes.data(), item.bytes.size(), o.max_image_side, &info);
-    }
-    if (!why.empty()) {
-      if (bad.size() < kNamed) bad.push_back(item.name + ": " + why);
-      ++bad_count;
-      continue;
-    }
-    if (bad_count != 0) continue;  // nothing more is written; every bad image is still named
-    StoreInteger(ElemOf(s.label_dtype), item.label, label.data(), 0);
-    const uint64_t offsets[2] = {0, item.bytes.size()};
-    RF_RETURN_IF_ERROR(writer->AppendRecords(item.bytes.data(), offsets, label.data(), 1));
-    ++s.images;
+  ImageRules rules;
+  rules.max_image_side = o.max_image_side;
+  rules.max_side = o.max_side;
+  rules.quality = o.quality;
+  const uint32_t threads = o.threads != 0 ? o.threads : AvailableCpus();
+  RF_RETURN_IF_ERROR(RunImagePipeline(src, rules, threads, [&](const CheckedImage& c) -> Status {
+    read_bytes += c.item.bytes.size();
     progress.Update(read_bytes);
-  }
+    if (!c.refused.empty()) {
+      if (bad.size() < kNamed) bad.push_back(c.item.name + ": " + c.refused);
+      ++bad_count;
+      return Status::Ok();
+    }
+    if (bad_count != 0) return Status::Ok();  // nothing more is written; every bad one is named
+    StoreInteger(ElemOf(s.label_dtype), c.item.label, label.data(), 0);
+    const std::vector<uint8_t>& bytes = c.stored();
+    const uint64_t offsets[2] = {0, bytes.size()};
+    RF_RETURN_IF_ERROR(writer->AppendRecords(bytes.data(), offsets, label.data(), 1));
+    ++s.images;
+    s.reencoded += c.reencoded;
+    s.resized += c.resized;
+    if (!c.converted.empty()) {
+      if (s.converted_named.size() < kConvertedNamed)
+        s.converted_named.push_back(c.item.name + " (" + c.converted + ")");
+      ++s.converted;
+    }
+    return Status::Ok();
+  }));
   progress.Finish();
   if (bad_count != 0) {
     std::string what = std::to_string(bad_count) + " image" + (bad_count == 1 ? "" : "s") +
@@ -89,10 +100,38 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   s.removed = writer->removed();
   s.input_bytes = read_bytes;
   s.passed_over = src.passed_over();
+  s.max_side = o.max_side;
+  s.quality = o.quality;
   RF_ASSIGN_OR_RETURN(Dataset written, Dataset::Open(out_path));
   s.chunks = written.chunk_count();
   return s;
 }
+
+namespace {
+
+std::string Images(uint64_t n) { return std::to_string(n) + (n == 1 ? " image" : " images"); }
+
+// "re-encoded 3 images at quality 90: 2 resized to 512 pixels on the longer side; 1 converted to
+// a baseline JPEG: a.jpg (a progressive JPEG (SOF2))".
+std::string ReencodeReport(const ImageConvertSummary& s) {
+  const std::string side = std::to_string(s.max_side);
+  if (s.reencoded == 0)
+    return "re-encoded no image: each is a baseline JPEG within --max-side " + side +
+           " pixels a side, stored as it is\n";
+  std::string out = "re-encoded " + Images(s.reencoded) + " at quality " +
+                    std::to_string(s.quality) + ": " + std::to_string(s.resized) + " resized to " +
+                    side + " pixels on the longer side";
+  if (s.converted != 0) {
+    out += "; " + std::to_string(s.converted) + " converted to a baseline JPEG: ";
+    for (size_t i = 0; i < s.converted_named.size(); ++i)
+      out += (i ? ", " : "") + s.converted_named[i];
+    if (s.converted > s.converted_named.size())
+      out += " and " + std::to_string(s.converted - s.converted_named.size()) + " more";
+  }
+  return out + "\n";
+}
+
+}  // namespace
 
 std::string ImageConvertReport(const ImageConvertSummary& s) {
   char line[512];
@@ -108,6 +147,7 @@ std::string ImageConvertReport(const ImageConvertSummary& s) {
   if (s.passed_over != 0)
     out += "passed over " + std::to_string(s.passed_over) + " file" +
            (s.passed_over == 1 ? "" : "s") + " that are not images (by extension)\n";
+  if (s.max_side != 0) out += ReencodeReport(s);
   for (const std::string& f : s.removed)
     out += "removed " + f + " (an older dataset of the same name)\n";
   return out;
