@@ -136,27 +136,28 @@ RF_CLONES void RoundRow(const float* __restrict px, size_t n, uint8_t* __restric
 // The horizontal pass of one row, 3 channels: output pixel xo (in output order: flipped or not)
 // is its taps' weighted sum of `row` (columns from cols.lo, interleaved RGB, padded past
 // cols.hi with zeros and one float more), the three channels in one 4-lane vector. Written
-// planar (3 planes of `size`) or interleaved (size x 3, one float of slack after: each pixel's
+// planar (3 planes of `width`) or interleaved (width x 3, one float of slack after: each pixel's
 // fourth lane lands where the next pixel's first goes, and is overwritten by it). The tap count
 // is a compile-time constant where it is small, so the loop unrolls.
 template <int T, bool kPlanar>
-void Horizontal3(const float* row, const ResampleAxis& cols, uint32_t size, bool flip, float* out) {
+void Horizontal3(const float* row, const ResampleAxis& cols, uint32_t width, bool flip,
+                 float* out) {
   // The axis's arrays in locals: the stores below (a memcpy's may alias anything) would
   // otherwise make the compiler reload them every pixel.
   const int taps = T > 0 ? T : cols.taps;
   const float* const weights = cols.weights.data();
   const int32_t* const first = cols.first.data();
   const int32_t lo = cols.lo;
-  for (uint32_t xo = 0; xo < size; ++xo) {
-    const uint32_t x = flip ? size - 1 - xo : xo;
+  for (uint32_t xo = 0; xo < width; ++xo) {
+    const uint32_t x = flip ? width - 1 - xo : xo;
     const float* w = weights + size_t{x} * taps;
     const float* q = row + size_t(first[x] - lo) * 3;
     V4 acc = {0.f, 0.f, 0.f, 0.f};
     for (int k = 0; k < taps; ++k) acc += w[k] * Load4(q + 3 * k);
     if constexpr (kPlanar) {
       out[xo] = acc[0];
-      out[size + xo] = acc[1];
-      out[2 * size_t{size} + xo] = acc[2];
+      out[width + xo] = acc[1];
+      out[2 * size_t{width} + xo] = acc[2];
     } else {
       std::memcpy(out + size_t{xo} * 3, &acc, sizeof acc);
     }
@@ -164,30 +165,31 @@ void Horizontal3(const float* row, const ResampleAxis& cols, uint32_t size, bool
 }
 
 template <bool kPlanar>
-void Horizontal3Of(const float* row, const ResampleAxis& cols, uint32_t size, bool flip,
+void Horizontal3Of(const float* row, const ResampleAxis& cols, uint32_t width, bool flip,
                    float* out) {
   switch (cols.taps) {
     case 1:
-      return Horizontal3<1, kPlanar>(row, cols, size, flip, out);
+      return Horizontal3<1, kPlanar>(row, cols, width, flip, out);
     case 2:
-      return Horizontal3<2, kPlanar>(row, cols, size, flip, out);
+      return Horizontal3<2, kPlanar>(row, cols, width, flip, out);
     case 3:
-      return Horizontal3<3, kPlanar>(row, cols, size, flip, out);
+      return Horizontal3<3, kPlanar>(row, cols, width, flip, out);
     case 4:
-      return Horizontal3<4, kPlanar>(row, cols, size, flip, out);
+      return Horizontal3<4, kPlanar>(row, cols, width, flip, out);
     case 5:
-      return Horizontal3<5, kPlanar>(row, cols, size, flip, out);
+      return Horizontal3<5, kPlanar>(row, cols, width, flip, out);
     case 6:
-      return Horizontal3<6, kPlanar>(row, cols, size, flip, out);
+      return Horizontal3<6, kPlanar>(row, cols, width, flip, out);
     default:
-      return Horizontal3<0, kPlanar>(row, cols, size, flip, out);
+      return Horizontal3<0, kPlanar>(row, cols, width, flip, out);
   }
 }
 
-// The horizontal pass of one grey row: one plane of `size`, in output order.
-void Horizontal1(const float* row, const ResampleAxis& cols, uint32_t size, bool flip, float* out) {
-  for (uint32_t xo = 0; xo < size; ++xo) {
-    const uint32_t x = flip ? size - 1 - xo : xo;
+// The horizontal pass of one grey row: one plane of `width`, in output order.
+void Horizontal1(const float* row, const ResampleAxis& cols, uint32_t width, bool flip,
+                 float* out) {
+  for (uint32_t xo = 0; xo < width; ++xo) {
+    const uint32_t x = flip ? width - 1 - xo : xo;
     const float* w = &cols.weights[size_t{x} * cols.taps];
     const float* q = row + (cols.first[x] - cols.lo);
     float acc = 0.f;
@@ -196,19 +198,26 @@ void Horizontal1(const float* row, const ResampleAxis& cols, uint32_t size, bool
   }
 }
 
-// One output row (row y) from its pixels: `px` planar (3 planes of `size`; a grey image's one
-// plane serves all three) or interleaved (size x 3), as the layout wants them.
+// One output row (row y) from its pixels: `px` planar (3 planes of `width`; a grey image's one
+// plane serves all three) or interleaved (width x 3), as the layout wants them. A grey image
+// under keep_grey is its one plane alone (uint8).
 template <typename T>
 void StoreRow(const float* px, bool grey, const ResampleOutput& o, uint32_t y, ResampleScratch& s) {
-  const uint32_t size = o.size;
+  const uint32_t width = o.width;
   T* out = static_cast<T*>(o.out);
   const T* lut = static_cast<const T*>(o.lut);
+  if constexpr (sizeof(T) == 1) {
+    if (grey && o.keep_grey) {
+      RoundRow(px, width, out + size_t{y} * width);
+      return;
+    }
+  }
   if (o.channels_last) {
-    T* to = out + size_t{y} * size * 3;
-    const size_t n = size_t{size} * 3;
+    T* to = out + size_t{y} * width * 3;
+    const size_t n = size_t{width} * 3;
     if (grey) {  // interleave the one plane into three channels
       s.spread.resize(n);
-      for (uint32_t x = 0; x < size; ++x) {
+      for (uint32_t x = 0; x < width; ++x) {
         for (int c = 0; c < 3; ++c) s.spread[x * 3 + c] = px[x];
       }
       px = s.spread.data();
@@ -224,20 +233,20 @@ void StoreRow(const float* px, bool grey, const ResampleOutput& o, uint32_t y, R
     }
     return;
   }
-  const size_t plane = size_t{size} * size;
+  const size_t plane = size_t{o.height} * width;
   for (int c = 0; c < 3; ++c) {
-    T* to = out + c * plane + size_t{y} * size;
-    const float* from = grey ? px : px + size_t(c) * size;
+    T* to = out + c * plane + size_t{y} * width;
+    const float* from = grey ? px : px + size_t(c) * width;
     if constexpr (sizeof(T) == 4) {
-      NormalizeRow(from, size, s.mean.data() + size_t(c) * size, s.stddev.data() + size_t(c) * size,
-                   o.normalize, to);
+      NormalizeRow(from, width, s.mean.data() + size_t(c) * width,
+                   s.stddev.data() + size_t(c) * width, o.normalize, to);
     } else if constexpr (sizeof(T) == 1) {
-      RoundRow(from, size, to);
+      RoundRow(from, width, to);
     } else {
-      s.rounded.resize(size);
-      RoundRow(from, size, s.rounded.data());
+      s.rounded.resize(width);
+      RoundRow(from, width, s.rounded.data());
       const T* l = lut + c * 256;
-      for (uint32_t x = 0; x < size; ++x) to[x] = l[s.rounded[x]];
+      for (uint32_t x = 0; x < width; ++x) to[x] = l[s.rounded[x]];
     }
   }
 }
@@ -246,35 +255,35 @@ template <typename T>
 void Resample(const uint8_t* src, size_t pitch, int32_t col0, uint32_t channels, ResampleScratch& s,
               const ResampleOutput& o) {
   const ResampleAxis &ry = s.rows, &rx = s.cols;
-  const uint32_t size = o.size;
+  const uint32_t width = o.width;
   // The vertical pass covers the columns the taps read; zeros after, for the taps of weight 0
   // past cols.hi and the fourth lane of the last one.
-  const size_t width = size_t(rx.hi - rx.lo) * channels;
+  const size_t span = size_t(rx.hi - rx.lo) * channels;
   s.row.assign(size_t(rx.hi - rx.lo + rx.taps) * channels + 1, 0.f);
-  s.pixels.resize(size_t{size} * 3 + 1);
+  s.pixels.resize(size_t{width} * 3 + 1);
   if constexpr (sizeof(T) == 4) {
     // Each output element's statistics, in the order NormalizeRow walks a row: per channel
     // plane (NCHW) or interleaved (NHWC).
-    s.mean.resize(size_t{size} * 3);
-    s.stddev.resize(size_t{size} * 3);
-    for (uint32_t x = 0; x < size; ++x) {
+    s.mean.resize(size_t{width} * 3);
+    s.stddev.resize(size_t{width} * 3);
+    for (uint32_t x = 0; x < width; ++x) {
       for (uint32_t c = 0; c < 3; ++c) {
-        const size_t i = o.channels_last ? size_t{x} * 3 + c : size_t{c} * size + x;
+        const size_t i = o.channels_last ? size_t{x} * 3 + c : size_t{c} * width + x;
         s.mean[i] = o.mean[c];
         s.stddev[i] = o.stddev[c];
       }
     }
   }
   const uint8_t* base = src + size_t(rx.lo - col0) * channels;
-  for (uint32_t y = 0; y < size; ++y) {
+  for (uint32_t y = 0; y < o.height; ++y) {
     Vertical(base + size_t(ry.first[y] - ry.lo) * pitch, pitch, &ry.weights[size_t{y} * ry.taps],
-             ry.taps, width, s.row.data());
+             ry.taps, span, s.row.data());
     if (channels == 1) {
-      Horizontal1(s.row.data(), rx, size, o.flip, s.pixels.data());
+      Horizontal1(s.row.data(), rx, width, o.flip, s.pixels.data());
     } else if (o.channels_last) {
-      Horizontal3Of<false>(s.row.data(), rx, size, o.flip, s.pixels.data());
+      Horizontal3Of<false>(s.row.data(), rx, width, o.flip, s.pixels.data());
     } else {
-      Horizontal3Of<true>(s.row.data(), rx, size, o.flip, s.pixels.data());
+      Horizontal3Of<true>(s.row.data(), rx, width, o.flip, s.pixels.data());
     }
     StoreRow<T>(s.pixels.data(), channels == 1, o, y, s);
   }

@@ -1,6 +1,7 @@
 // The resize of a decoded image's crop to the output square, fused with the flip, the
 // normalization, the output dtype and the layout: what every decoded JPEG goes through on the
-// host (decode/jpeg_image.h).
+// host (decode/jpeg_image.h); and the resize of a whole image that ringfeed-convert re-encodes
+// (decode/jpeg_reencode.h).
 //
 // The filter is torchvision's bilinear (PIL's, and torchvision's tensor resize with antialias):
 // a triangle filter, widened by the downscale factor so that a shrink averages every source
@@ -57,22 +58,26 @@ struct ResampleScratch {
   std::vector<uint8_t> rounded;
 };
 
-// Where the output goes: a size x size sample of 3 channels at `out` (aligned to its element),
-// channels last (NHWC) or planar (NCHW), flipped (output column x written at size - 1 - x) or
+// Where the output goes: a height x width image of 3 channels at `out` (aligned to its element),
+// channels last (NHWC) or planar (NCHW), flipped (output column x written at width - 1 - x) or
 // not; each element of `element_bytes`: 1 the uint8 pixel, 4 float32 (normalized with mean and
-// stddev or not), 2 looked up in `lut` (3 x 256 values, channel by channel).
+// stddev or not), 2 looked up in `lut` (3 x 256 values, channel by channel). The crops of
+// decoded records are squares (height = width = the image size); a re-encode's resize is not.
+// `keep_grey`: a grey source is written as one channel (height x width uint8 pixels; uint8 only)
+// instead of three equal ones.
 struct ResampleOutput {
   void* out = nullptr;
   uint32_t element_bytes = 4;
   bool normalize = false;
   float mean[3] = {0, 0, 0}, stddev[3] = {1, 1, 1};
   const void* lut = nullptr;
-  uint32_t size = 0;
+  uint32_t height = 0, width = 0;
   bool channels_last = false;
   bool flip = false;
+  bool keep_grey = false;
 };
 
-// Resamples a decoded region through scratch.rows and scratch.cols (built for the output's size)
+// Resamples a decoded region through scratch.rows and scratch.cols (built for o.height and o.width)
 // into `o`. The region holds source rows scratch.rows.lo .. scratch.rows.hi - 1 (and more, after)
 // and source columns from `col0` on: source pixel (y, x) at src + (y - rows.lo) * pitch + (x -
 // col0) * channels, channels 1 (grey: copied to all three output channels, each through its own

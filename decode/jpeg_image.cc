@@ -3,59 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <csetjmp>
-#include <cstdio>  // jpeglib.h needs FILE
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
-// clang-format off
-#include <jpeglib.h>
-#include <jerror.h>
-// clang-format on
+#include "decode/jpeg_errors.h"
 
 namespace rf {
 namespace {
-
-// libjpeg's message texts, indexed by message code: the table jerror.c builds, built here from
-// the public jerror.h the same way (JMESSAGE defined, the header included again). The error
-// manager below is ours alone, so nothing of jerror.c is linked: its default handlers print to
-// stderr, and Debian's libjpeg.a, compiled for executables, reaches stderr in a way a shared
-// object (the Python extension, the wheel) cannot link.
-// Two texts come from libjpeg's own jversion.h, which it does not install; no error uses them.
-#ifndef JVERSION
-#define JVERSION "libjpeg-turbo"
-#endif
-#ifndef JCOPYRIGHT_SHORT
-#define JCOPYRIGHT_SHORT ""
-#endif
-#define JMESSAGE(code, string) string,
-const char* const kJpegMessages[] = {
-#include <jerror.h>
-    nullptr};
-
-// jpeg_error_mgr::format_message: the code's text with its parameters, as jerror.c's does (a
-// text with "%s" takes the string parameter, else the eight integers).
-void FormatJpegMessage(j_common_ptr c, char* buffer) {
-  const jpeg_error_mgr* err = c->err;
-  const int code = err->msg_code;
-  const char* text =
-      code > 0 && code <= err->last_jpeg_message ? err->jpeg_message_table[code] : nullptr;
-  if (text == nullptr) {
-    std::snprintf(buffer, JMSG_LENGTH_MAX, "Bogus message code %d", code);
-    return;
-  }
-  if (std::strstr(text, "%s") != nullptr) {
-    std::snprintf(buffer, JMSG_LENGTH_MAX, text, err->msg_parm.s);
-    return;
-  }
-  const int* i = err->msg_parm.i;
-  std::snprintf(buffer, JMSG_LENGTH_MAX, text, i[0], i[1], i[2], i[3], i[4], i[5], i[6], i[7]);
-}
-
-void NoJpegOutput(j_common_ptr) {}
-void ResetJpegErrors(j_common_ptr c) {
-  c->err->num_warnings = 0;
-  c->err->msg_code = 0;
-}
 
 bool IsFrameMarker(uint8_t m) {
   // SOF0 to SOF15 but DHT (C4), JPG (C8) and DAC (CC).
@@ -189,34 +144,12 @@ std::vector<uint8_t> ImageOutputTable(const ImageDecodeSpec& spec) {
   return lut;
 }
 
-// libjpeg's decompressor and the error manager its callbacks reach through cinfo.err (the
-// manager first in ErrorManager, so the pointer is both). Errors longjmp back to the setjmp in
-// Create or ReadRegion, which returns normally; warnings are recorded, never printed.
+// libjpeg's decompressor and its error manager (decode/jpeg_errors.h): errors longjmp back to the
+// setjmp in Create or ReadRegion, which returns normally; warnings are recorded, never printed.
 struct JpegImageDecoder::Libjpeg {
-  struct ErrorManager {
-    jpeg_error_mgr mgr;
-    jmp_buf jump;
-    char message[JMSG_LENGTH_MAX];  // the error's
-    int warning_code;               // the first warning's msg_code that is not harmless; -1 none
-    char warning[JMSG_LENGTH_MAX];
-  };
   jpeg_decompress_struct cinfo;
-  ErrorManager errors;
+  JpegErrors errors;
   bool created = false;
-
-  static void OnError(j_common_ptr c) {
-    auto* e = reinterpret_cast<ErrorManager*>(c->err);
-    c->err->format_message(c, e->message);
-    std::longjmp(e->jump, 1);
-  }
-  static void OnMessage(j_common_ptr c, int level) {
-    if (level >= 0) return;  // trace messages
-    auto* e = reinterpret_cast<ErrorManager*>(c->err);
-    // Extraneous bytes before a marker are skipped and leave the image whole.
-    if (c->err->msg_code == JWRN_EXTRANEOUS_DATA || e->warning_code >= 0) return;
-    e->warning_code = c->err->msg_code;
-    c->err->format_message(c, e->warning);
-  }
 };
 
 void JpegImageDecoder::LibjpegDelete::operator()(Libjpeg* j) const {
@@ -232,17 +165,7 @@ Result<std::unique_ptr<JpegImageDecoder>> JpegImageDecoder::Create(const ImageDe
   std::unique_ptr<JpegImageDecoder> d(new JpegImageDecoder(spec));
   d->jpeg_.reset(new Libjpeg{});
   Libjpeg& j = *d->jpeg_;
-  // What jpeg_std_error would set, with our handlers (see kJpegMessages).
-  jpeg_error_mgr& m = j.errors.mgr;
-  std::memset(&m, 0, sizeof m);
-  m.error_exit = Libjpeg::OnError;
-  m.emit_message = Libjpeg::OnMessage;
-  m.output_message = NoJpegOutput;
-  m.format_message = FormatJpegMessage;
-  m.reset_error_mgr = ResetJpegErrors;
-  m.jpeg_message_table = kJpegMessages;
-  m.last_jpeg_message = static_cast<int>(JMSG_LASTMSGCODE) - 1;
-  j.cinfo.err = &m;
+  j.cinfo.err = j.errors.Install();
   if (setjmp(j.errors.jump) != 0) {
     return Status::Unsupported(std::string("libjpeg-turbo: jpeg_create_decompress: ") +
                                j.errors.message);
@@ -259,8 +182,8 @@ bool JpegImageDecoder::ReadRegion(const uint8_t* data, size_t n, const JpegFrame
   // Between setjmp and a longjmp only libjpeg's C frames run, and this function's locals are
   // not read after one: nothing is skipped that needed destroying.
   jpeg_decompress_struct* c = &jpeg_->cinfo;
-  Libjpeg::ErrorManager& e = jpeg_->errors;
-  e.warning_code = -1;
+  JpegErrors& e = jpeg_->errors;
+  e.ResetWarning();
   if (setjmp(e.jump) != 0) {
     jpeg_abort_decompress(c);
     return false;
@@ -355,7 +278,8 @@ std::string JpegImageDecoder::Decode(const uint8_t* data, size_t n, uint64_t epo
     o.mean[c] = spec_.mean[c];
     o.stddev[c] = spec_.stddev[c];
   }
-  o.size = size;
+  o.height = size;
+  o.width = size;
   o.channels_last = spec_.channels_last;
   o.flip = box.flip;
   decode::ResampleInto(pixels_.data() + size_t(scratch_.rows.lo - row0) * pitch, pitch, col0,

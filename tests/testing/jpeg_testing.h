@@ -91,6 +91,19 @@ inline std::vector<uint8_t> TurboDecode(const std::vector<uint8_t>& jpeg, uint32
   return out;
 }
 
+// The second byte of a JPEG's first frame header marker (c0 baseline, c1 extended, c2
+// progressive, c9 arithmetic-coded, ...), *at where its ff is; 0 where there is none.
+inline uint8_t FrameMarker(const std::vector<uint8_t>& j, size_t* at = nullptr) {
+  for (size_t i = 2; i + 1 < j.size(); ++i) {
+    const uint8_t m = j[i + 1];
+    if (j[i] == 0xff && m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc) {
+      if (at != nullptr) *at = i;
+      return m;
+    }
+  }
+  return 0;
+}
+
 // n JPEGs of sizes from 40 to 199 pixels a side (landscape and portrait), every seventh grey,
 // each its own pattern: JPEG i's size and content are functions of i.
 inline std::vector<std::vector<uint8_t>> MakeJpegs(uint32_t n) {

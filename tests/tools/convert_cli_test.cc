@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "tests/testing/jpeg_testing.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
@@ -275,6 +276,40 @@ TEST(ConvertCli, InputsAndOtherFilesNamedLikeShardsOfTheOutputAreKept) {
     ASSERT_EQ(::lstat(t.File("null").c_str(), &st), 0);
     EXPECT_TRUE(S_ISCHR(st.st_mode));
   }
+}
+
+// ringfeed-convert images --max-side / --quality through the binary: a value out of range exits
+// 2 with one line naming the option and its range; a re-encode exits 0 and says what it did; an
+// image no decoder takes exits 1 naming the file. Nothing is written but by the good run.
+TEST(ConvertCli, ImagesReencodeOptionsOutOfRangeExitTwoAndAReencodeSaysWhatItDid) {
+  TempDir t;
+  ::mkdir(t.File("tree").c_str(), 0755);
+  ::mkdir(t.File("tree/c").c_str(), 0755);
+  testing::WriteAll(t.File("tree/c/big.jpg"), testing::MakeJpeg(300, 400));
+  testing::WriteAll(t.File("tree/c/small.jpg"), testing::MakeJpeg(30, 40));
+  const std::string images = Program() + " images " + t.File("tree") + " -o " + t.File("d.rfd");
+  struct Case {
+    std::string flags, line;
+  };
+  for (const Case& c : {Case{"--max-side 65536", "--max-side must be 1 to 65535, not 65536"},
+                        Case{"--max-side 0", "--max-side must be 1 to 65535, not 0"},
+                        Case{"--max-side 64 --quality 101", "--quality must be 1 to 100, not 101"},
+                        Case{"--max-side 64 --quality 0", "--quality must be 1 to 100, not 0"}}) {
+    std::string out;
+    EXPECT_EQ(RunCommand(images + " " + c.flags, &out), 2) << c.flags;
+    EXPECT_EQ(out, "ringfeed-convert: " + c.line + "\n") << c.flags;
+  }
+  EXPECT_TRUE(testing::FilesIn(t.path()) == std::vector<std::string>{"tree"});
+  std::string out;
+  EXPECT_EQ(RunCommand(images + " --max-side 100 --quality 80", &out), 0) << out;
+  EXPECT_NE(out.find("re-encoded 1 image at quality 80: 1 resized to 100 pixels on the longer "
+                     "side\n"),
+            std::string::npos)
+      << out;
+  testing::WriteAll(t.File("tree/c/p.png"), "\x89PNG\r\n\x1a\n", 8);
+  EXPECT_EQ(RunCommand(images + " --max-side 100 -q", &out), 1);
+  EXPECT_EQ(out, "ringfeed-convert: 1 image refused, nothing written: " + t.File("tree/c/p.png") +
+                     ": PNG data, not a JPEG\n");
 }
 
 }  // namespace

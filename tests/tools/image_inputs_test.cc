@@ -4,8 +4,6 @@
 // 65535x65535 JPEG, an unreadable file) refused naming the file, nothing written. The JPEGs are
 // made here with TurboJPEG's encoder; a set of photographs (tools/bench/make_jpeg_set.py) too
 // where Python has PIL and scikit-image's data.
-#include "tools/convert/image_inputs.h"
-
 #include <gtest/gtest.h>
 #include <turbojpeg.h>
 
@@ -18,37 +16,23 @@
 #include "io/dataset.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
+#include "tests/tools/image_testing.h"
+#include "tools/convert/jpeg_check.h"
 
 namespace rf {
 namespace {
 
+using testing::BadImage;
 using testing::Convert;
 using testing::FailsWith;
 using testing::FilesIn;
+using testing::Jpeg;
+using testing::Record;
+using testing::Records;
+using testing::TarMember;
 using testing::TempDir;
 using testing::WriteAll;
 namespace fs = std::filesystem;
-
-// A smooth w x h image (a gradient that depends on `seed`) as a JPEG.
-std::vector<uint8_t> Jpeg(int w, int h, int seed, int flags = 0, int pf = TJPF_RGB) {
-  const int ps = tjPixelSize[pf];
-  std::vector<uint8_t> px(static_cast<size_t>(w) * h * ps);
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      for (int c = 0; c < ps; ++c)
-        px[(static_cast<size_t>(y) * w + x) * ps + c] =
-            static_cast<uint8_t>((x * (c + 1) + y * (3 - c) + seed * 37) & 0xff);
-  tjhandle tj = tjInitCompress();
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  const int sub = pf == TJPF_CMYK ? TJSAMP_444 : TJSAMP_420;
-  EXPECT_EQ(tjCompress2(tj, px.data(), w, 0, h, pf, &out, &size, sub, 90, flags), 0)
-      << tjGetErrorStr2(tj);
-  std::vector<uint8_t> jpeg(out, out + size);
-  tjFree(out);
-  tjDestroy(tj);
-  return jpeg;
-}
 
 // Where the frame header (SOF0) of a baseline JPEG starts: its marker's ff.
 size_t Sof0(const std::vector<uint8_t>& j) {
@@ -56,30 +40,6 @@ size_t Sof0(const std::vector<uint8_t>& j) {
     if (j[i] == 0xff && j[i + 1] == 0xc0) return i;
   ADD_FAILURE() << "no SOF0";
   return 0;
-}
-
-struct Record {
-  std::vector<uint8_t> bytes;
-  int64_t label;
-};
-
-std::vector<Record> Records(const std::string& path) {
-  Result<Dataset> d = Dataset::Open(path);
-  EXPECT_TRUE(d.ok()) << d.status().ToString();
-  if (!d.ok()) return {};
-  EXPECT_EQ(d->header().record_kind, format::RecordKind::kBytes);
-  EXPECT_EQ(d->header().media_type, "image/jpeg");
-  std::vector<Record> out;
-  std::vector<uint8_t> buf(d->max_chunk_bytes());
-  for (size_t g = 0; g < d->chunk_count(); ++g) {
-    EXPECT_TRUE(d->ReadChunk(g, buf.data()).ok());
-    const auto* table = reinterpret_cast<const uint64_t*>(buf.data());
-    const uint8_t* records = buf.data() + d->RecordsOffset(g);
-    for (uint32_t i = 0; i < d->chunk(g).entry.sample_count; ++i)
-      out.push_back({std::vector<uint8_t>(records + table[i], records + table[i + 1]),
-                     d->Label(g, buf.data(), i)});
-  }
-  return out;
 }
 
 // An ImageFolder: classes given out of name order, a nested folder, a file that is no image.
@@ -151,28 +111,6 @@ TEST(ImagesFolder, ClassNamesInEveryShardAndKeptByRecompress) {
 }
 
 // ---- WebDataset
-
-void TarMember(std::vector<uint8_t>* tar, const std::string& name, const std::vector<uint8_t>& d) {
-  uint8_t h[512] = {};
-  std::memcpy(h, name.data(), name.size());
-  std::snprintf(reinterpret_cast<char*>(h) + 100, 8, "%07o", 0644);
-  std::snprintf(reinterpret_cast<char*>(h) + 108, 8, "%07o", 0);
-  std::snprintf(reinterpret_cast<char*>(h) + 116, 8, "%07o", 0);
-  std::snprintf(reinterpret_cast<char*>(h) + 124, 12, "%011o", static_cast<unsigned>(d.size()));
-  std::snprintf(reinterpret_cast<char*>(h) + 136, 12, "%011o", 0);
-  h[156] = '0';
-  std::memcpy(h + 257,
-              "ustar\0"
-              "00",
-              8);
-  std::memset(h + 148, ' ', 8);
-  unsigned sum = 0;
-  for (uint8_t b : h) sum += b;
-  std::snprintf(reinterpret_cast<char*>(h) + 148, 8, "%06o", sum);
-  tar->insert(tar->end(), h, h + 512);
-  tar->insert(tar->end(), d.begin(), d.end());
-  tar->resize((tar->size() + 511) / 512 * 512);
-}
 
 std::vector<uint8_t> Text(const std::string& s) { return {s.begin(), s.end()}; }
 
@@ -246,12 +184,7 @@ TEST(ImagesBadInput, EachBadImageIsRefusedNamingTheFileAndNothingIsWritten) {
   twelve[sof + 4] = 12;                                       // precision
   for (size_t i = sof + 5; i < sof + 9; ++i) huge[i] = 0xff;  // 65535 x 65535
   std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13};
-  struct Case {
-    std::string name;
-    std::vector<uint8_t> bytes;
-    std::string fragment;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<BadImage> cases = {
       {"png.jpg", png, "PNG data, not a JPEG"},
       {"cut.jpg", std::vector<uint8_t>(big.begin(), big.begin() + big.size() / 2),
        "truncated: no end-of-image marker after the scan"},
@@ -264,7 +197,7 @@ TEST(ImagesBadInput, EachBadImageIsRefusedNamingTheFileAndNothingIsWritten) {
       {"huge.jpg", huge, "65535x65535 pixels, more than --max-image-side 16384 a side"},
       {"empty.jpg", {}, "an empty file, not a JPEG"},
   };
-  for (const Case& c : cases) {
+  for (const BadImage& c : cases) {
     TempDir t;
     const Folder f = MakeFolder(t.File("tree"));
     WriteAll(t.File("tree/dog/") + c.name, c.bytes);

@@ -42,13 +42,15 @@ cp "$srcroot"/python/ringfeed/*.py "$srcroot"/python/ringfeed/*.pyi "$srcroot"/p
   "$site/ringfeed/"
 suffix=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 libs=$(ls "$pkg"/lib/lib*.a | grep -v '/librf_jpeg\.a$')
-# The JPEG decode (decoded image records: decode/jpeg_image.cc, image_resample.cc) compiled here,
-# against this machine's libjpeg-turbo (its jpeglib.h, its shared libjpeg: Debian's libjpeg.a is
-# not position-independent, and this machine's libjpeg may be of another ABI, 8 not 6.2).
+# The JPEG decode (decoded image records: decode/jpeg_image.cc, jpeg_errors.cc, image_resample.cc)
+# compiled here, against this machine's libjpeg-turbo (its jpeglib.h, its shared libjpeg: Debian's
+# libjpeg.a is not position-independent, and this machine's libjpeg may be of another ABI, 8 not
+# 6.2).
 jpeg_libs=""
 if [ -f "$pkg/lib/librf_jpeg.a" ]; then
   jpeg_obj=$(mktemp -d)
-  for f in jpeg_image image_resample; do
+  for f in jpeg_errors jpeg_image image_resample; do
+    [ -f "$srcroot/decode/$f.cc" ] || continue  # a package from before jpeg_errors.cc
     g++ -O2 -std=c++20 -fPIC -ffp-contract=off -fvisibility=hidden -I"$srcroot" -I"$pkg/include" \
       -c "$srcroot/decode/$f.cc" -o "$jpeg_obj/$f.o" ||
       { echo "extension build FAILED: decode/$f.cc"; exit 1; }

@@ -75,7 +75,7 @@ cp -r /usr/share/cmake/nlohmann_json "$deps/share/cmake/"
 src_tree=$(realpath "${SRC_TREE:-$(dirname "$0")/../..}")
 (cd "$src_tree" &&
   { git ls-files -- '*.h' '*.cuh' python/src python/ringfeed CMakeLists.txt decode/jpeg_image.cc \
-      decode/image_resample.cc 2>/dev/null ||
+      decode/jpeg_errors.cc decode/image_resample.cc 2>/dev/null ||
   find . -path ./build\* -prune -o \( -name '*.h' -o -name '*.cuh' \) -print; } |
   tar -cf - -T -) | tar -C "$pkg" --one-top-level=src -xf -
 tar -C "$stage" -cJf "$archive" pkg

@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
-#include <exception>
 #include <limits>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tools/convert/elem_type.h"
+#include "tools/convert/stage_threads.h"
 
 namespace rf::convert {
 namespace {
@@ -85,22 +84,22 @@ class BlockPipeline {
     piece_ = batch_ * std::max<uint64_t>(1, kPieceBytes / (batch_ * in_bytes_));
     // The stored bytes are a copy unless they are the bytes read, as read.
     copy_out_ = !conv.passthrough || source.decodes();
-    threads_.emplace_back([this] { Guarded([this] { ReadLoop(); }); });
+    stages_.Start([this] { ReadLoop(); });
     for (uint32_t i = 0; i < std::max<uint32_t>(1, options.threads); ++i) {
-      threads_.emplace_back([this] { Guarded([this] { WorkLoop(); }); });
+      stages_.Start([this] { WorkLoop(); });
     }
   }
 
-  ~BlockPipeline() { Stop(); }
+  ~BlockPipeline() { stages_.Stop(); }
 
   Status Run(const std::function<Status(const ConvertedBlock&)>& sink) {
     for (uint64_t seq = 0;; ++seq) {
       Slot& s = slots_[seq % slots_.size()];
       {
         std::unique_lock lock(mu_);
-        ready_cv_.wait(lock, [&] { return s.ready || failure_ != nullptr; });
+        ready_cv_.wait(lock, [&] { return s.ready || stages_.failed(); });
       }
-      RethrowFailure();
+      stages_.RethrowFailure();
       if (!s.read_error.ok()) return Stopped(s.read_error);
       if (s.end) break;
       const Problem* p = &s.label_problem;
@@ -111,7 +110,7 @@ class BlockPipeline {
         if (p->kind == Problem::kNone) p = &piece.output;
       }
       if (p->kind != Problem::kNone) {
-        Stop();
+        stages_.Stop();
         return Describe(*p);
       }
       ConvertedBlock b;
@@ -128,58 +127,21 @@ class BlockPipeline {
       }
       free_cv_.notify_one();
     }
-    Stop();
-    RethrowFailure();
+    stages_.Stop();
+    stages_.RethrowFailure();
     return Status::Ok();
   }
 
  private:
-  // Runs a stage's body; an exception (std::bad_alloc) stops the pipeline and is kept for Run.
-  template <typename F>
-  void Guarded(F body) {
-    try {
-      body();
-    } catch (...) {
-      {
-        std::lock_guard lock(mu_);
-        if (failure_ == nullptr) failure_ = std::current_exception();
-        stop_ = true;
-      }
-      NotifyAll();
-    }
-  }
-
   void NotifyAll() {
     free_cv_.notify_all();
     work_cv_.notify_all();
     ready_cv_.notify_all();
   }
 
-  // Stops and joins every thread (idempotent): nothing touches the source or a slot after.
-  void Stop() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    NotifyAll();
-    for (std::thread& t : threads_) t.join();
-    threads_.clear();
-  }
-
   Status Stopped(const Status& st) {
-    Stop();
+    stages_.Stop();
     return st;
-  }
-
-  void RethrowFailure() {
-    std::exception_ptr f;
-    {
-      std::lock_guard lock(mu_);
-      f = failure_;
-    }
-    if (f == nullptr) return;
-    Stop();
-    std::rethrow_exception(f);
   }
 
   void MarkReady(Slot& s) {
@@ -195,8 +157,8 @@ class BlockPipeline {
       Slot& s = slots_[seq % slots_.size()];
       {
         std::unique_lock lock(mu_);
-        free_cv_.wait(lock, [&] { return s.free || stop_; });
-        if (stop_) return;
+        free_cv_.wait(lock, [&] { return s.free || stages_.stopped(); });
+        if (stages_.stopped()) return;
         s.free = false;
       }
       Result<SampleBlock> r = source_.Read(block_samples_, s.in);
@@ -252,8 +214,8 @@ class BlockPipeline {
       std::pair<Slot*, Piece*> job;
       {
         std::unique_lock lock(mu_);
-        work_cv_.wait(lock, [&] { return !work_.empty() || stop_; });
-        if (stop_) return;
+        work_cv_.wait(lock, [&] { return !work_.empty() || stages_.stopped(); });
+        if (stages_.stopped()) return;
         job = work_.front();
         work_.pop_front();
       }
@@ -364,9 +326,9 @@ class BlockPipeline {
   std::condition_variable work_cv_;            // pieces queued (the workers wait)
   std::condition_variable ready_cv_;           // a slot ready (Run waits)
   std::deque<std::pair<Slot*, Piece*>> work_;  // guarded by mu_
-  bool stop_ = false;                          // guarded by mu_
-  std::exception_ptr failure_;                 // guarded by mu_
-  std::vector<std::thread> threads_;
+  // The reader and the workers; their stop flag and failure guarded by mu_. Last: its threads
+  // are joined before anything they use is destroyed.
+  StageThreads stages_{mu_, [this] { NotifyAll(); }};
 };
 
 }  // namespace

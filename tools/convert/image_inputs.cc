@@ -1,64 +1,22 @@
 #include "tools/convert/image_inputs.h"
 
 #include <fcntl.h>
-#include <turbojpeg.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <system_error>
 
-#include "io/dataset.h"
-#include "io/dataset_writer.h"
+#include "core/dtype.h"
 #include "io/file.h"
-#include "tools/convert/elem_type.h"
-#include "tools/convert/progress.h"
+#include "io/format.h"
 
 namespace rf::convert {
 namespace {
 
 namespace fs = std::filesystem;
-
-uint32_t Be16(const uint8_t* p) { return (uint32_t{p[0]} << 8) | p[1]; }
-
-const char* SofName(uint8_t m) {
-  switch (m) {
-    case 0xc1:
-      return "an extended sequential JPEG (SOF1)";
-    case 0xc2:
-      return "a progressive JPEG (SOF2)";
-    case 0xc3:
-      return "a lossless JPEG (SOF3)";
-    case 0xc5:
-    case 0xc6:
-    case 0xc7:
-      return "a hierarchical JPEG";
-    default:
-      return "an arithmetic-coded JPEG";
-  }
-}
-
-bool IsSof(uint8_t m) { return m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc; }
-
-// libjpeg-turbo's own reading of the header: what it would decode, without decoding.
-std::string TurboHeader(const uint8_t* data, size_t n) {
-  tjhandle tj = tjInitDecompress();
-  if (tj == nullptr) return "libjpeg-turbo could not start";
-  int w = 0, h = 0, subsamp = 0, colorspace = 0;
-  std::string why;
-  if (tjDecompressHeader3(tj, data, static_cast<unsigned long>(n), &w, &h, &subsamp, &colorspace) !=
-      0) {
-    why = std::string("libjpeg-turbo cannot read its header: ") + tjGetErrorStr2(tj);
-  } else if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-    why = "a CMYK JPEG: only grey and YCbCr JPEGs are stored";
-  }
-  tjDestroy(tj);
-  return why;
-}
 
 // The lower-case extension of a file name, with its dot ("" for none).
 std::string Extension(const std::string& name) {
@@ -291,66 +249,6 @@ class WebDatasetSource : public ImageSource {
 
 }  // namespace
 
-std::string CheckJpeg(const uint8_t* d, size_t n, uint32_t max_side, JpegInfo* info) {
-  static const uint8_t kPng[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (n >= sizeof kPng && std::memcmp(d, kPng, sizeof kPng) == 0) return "PNG data, not a JPEG";
-  if (n == 0) return "an empty file, not a JPEG";
-  if (n < 4 || d[0] != 0xff || d[1] != 0xd8) {
-    char b[96];
-    std::snprintf(b, sizeof b, "not a JPEG (it starts with bytes %02x %02x, not ff d8)", d[0],
-                  n > 1 ? d[1] : 0);
-    return b;
-  }
-  size_t p = 2;
-  bool have_sof = false;
-  size_t sos = 0;
-  while (sos == 0) {
-    while (p < n && d[p] == 0xff && p + 1 < n && d[p + 1] == 0xff) ++p;  // fill bytes
-    if (p + 2 > n) return "truncated: its header ends before the first scan";
-    if (d[p] != 0xff) return "not a JPEG: a byte between markers at " + std::to_string(p);
-    const uint8_t m = d[p + 1];
-    p += 2;
-    if (m == 0x01 || (m >= 0xd0 && m <= 0xd7)) continue;  // no length
-    if (m == 0xd9) return "no image: an end-of-image marker before any scan";
-    if (p + 2 > n) return "truncated: its header ends before the first scan";
-    const uint32_t len = Be16(d + p);
-    if (len < 2 || p + len > n) return "truncated: its header ends before the first scan";
-    if (IsSof(m)) {
-      if (have_sof) return "two frame headers";
-      have_sof = true;
-      if (len < 8) return "a frame header too short";
-      const uint32_t precision = d[p + 2];
-      info->height = Be16(d + p + 3);
-      info->width = Be16(d + p + 5);
-      info->components = d[p + 7];
-      if (m != 0xc0) return std::string(SofName(m)) + ": only baseline JPEGs (SOF0) are stored";
-      if (precision != 8)
-        return std::to_string(precision) + "-bit samples: only 8-bit JPEGs are stored";
-      if (info->width == 0 || info->height == 0)
-        return "a frame header of " + std::to_string(info->width) + "x" +
-               std::to_string(info->height) + " pixels";
-      if (info->width > max_side || info->height > max_side)
-        return std::to_string(info->width) + "x" + std::to_string(info->height) +
-               " pixels, more than --max-image-side " + std::to_string(max_side) + " a side";
-      if (info->components == 4) return "a CMYK JPEG: only grey and YCbCr JPEGs are stored";
-      if (info->components != 1 && info->components != 3)
-        return std::to_string(info->components) +
-               " components: only grey (1) and YCbCr (3) JPEGs are stored";
-    }
-    if (m == 0xda) {
-      if (!have_sof) return "a scan before the frame header";
-      sos = p + len;
-    }
-    p += len;
-  }
-  // The entropy-coded data stuffs every 0xff as ff 00 (or is an ff d0-d7 restart marker), so
-  // ff d9 after the first scan's header is the end-of-image marker (trailing bytes allowed).
-  bool eoi = false;
-  for (size_t i = n - 1; i > sos && !eoi; --i) eoi = d[i] == 0xd9 && d[i - 1] == 0xff;
-  if (!eoi) return "truncated: no end-of-image marker after the scan";
-  return TurboHeader(d, n);
-}
-
 Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& dir,
                                                            uint64_t max_file_bytes) {
   std::error_code ec;
@@ -476,109 +374,6 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
         .WithPath(tars.empty() ? "" : tars.front());
   return std::unique_ptr<ImageSource>(new WebDatasetSource(
       tars, std::move(samples), static_cast<uint32_t>(largest + 1), bytes, passed, max_file_bytes));
-}
-
-Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& out_path,
-                                          const ImageConvertOptions& o) {
-  const std::vector<std::string> inputs = src.input_paths();
-  std::vector<NamedPath> outputs, input_files;
-  for (uint32_t i = 0; i < o.shards; ++i)
-    outputs.push_back({"", format::ShardPath(out_path, i, o.shards)});
-  for (const std::string& in : inputs) input_files.push_back({"", in});
-  RF_RETURN_IF_ERROR(CheckOutputPaths(outputs, input_files));
-
-  const auto start = std::chrono::steady_clock::now();
-  ImageConvertSummary s;
-  s.classes = src.classes();
-  s.label_dtype = s.classes <= 256     ? DType::kUInt8
-                  : s.classes <= 65536 ? DType::kUInt16
-                                       : DType::kInt32;
-  DatasetSpec spec;
-  spec.record_kind = format::RecordKind::kBytes;
-  spec.sample_dtype = DType::kUInt8;
-  spec.media_type = "image/jpeg";
-  spec.has_labels = true;
-  spec.label_dtype = s.label_dtype;
-  spec.num_classes = s.classes;
-  spec.class_names = src.class_names();
-  WriterOptions w;
-  w.shards = o.shards;
-  w.chunk_bytes = o.chunk_bytes;
-  w.codec = o.codec;
-  w.threads = o.compress_threads;
-  w.version = o.format_version;
-  w.dataset_id = o.dataset_id;
-  w.keep = inputs;
-  w.max_record_bytes = o.max_record_bytes;
-  RF_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
-                      DatasetWriter::Create(out_path, spec, w));
-
-  constexpr size_t kNamed = 10;
-  std::vector<std::string> bad;
-  uint64_t bad_count = 0, read_bytes = 0;
-  ImageItem item;
-  std::vector<uint8_t> label(8);
-  Progress progress("converting", src.input_bytes(), o.progress);
-  for (;;) {
-    RF_ASSIGN_OR_RETURN(bool more, src.Next(&item));
-    if (!more) break;
-    read_bytes += item.bytes.size();
-    JpegInfo info;
-    std::string why;
-    if (!item.error.empty()) {
-      why = item.error;
-    } else {
-      why = CheckJpeg(item.bytes.data(), item.bytes.size(), o.max_image_side, &info);
-    }
-    if (!why.empty()) {
-      if (bad.size() < kNamed) bad.push_back(item.name + ": " + why);
-      ++bad_count;
-      continue;
-    }
-    if (bad_count != 0) continue;  // nothing more is written; every bad image is still named
-    StoreInteger(ElemOf(s.label_dtype), item.label, label.data(), 0);
-    const uint64_t offsets[2] = {0, item.bytes.size()};
-    RF_RETURN_IF_ERROR(writer->AppendRecords(item.bytes.data(), offsets, label.data(), 1));
-    ++s.images;
-    progress.Update(read_bytes);
-  }
-  progress.Finish();
-  if (bad_count != 0) {
-    std::string what = std::to_string(bad_count) + " image" + (bad_count == 1 ? "" : "s") +
-                       " refused, nothing written: ";
-    for (size_t i = 0; i < bad.size(); ++i) what += (i ? "; " : "") + bad[i];
-    if (bad_count > bad.size()) what += "; and " + std::to_string(bad_count - bad.size()) + " more";
-    return Status::InvalidArgument(what);
-  }
-  RF_RETURN_IF_ERROR(writer->Finish());
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  s.bytes = writer->bytes_written();
-  s.paths = writer->paths();
-  s.removed = writer->removed();
-  s.input_bytes = read_bytes;
-  s.passed_over = src.passed_over();
-  RF_ASSIGN_OR_RETURN(Dataset written, Dataset::Open(out_path));
-  s.chunks = written.chunk_count();
-  return s;
-}
-
-std::string ImageConvertReport(const ImageConvertSummary& s) {
-  char line[512];
-  const double mb = static_cast<double>(s.input_bytes) / 1e6;
-  std::snprintf(line, sizeof line,
-                "wrote %s: %llu JPEG images of %u classes (%s labels), %llu chunks, %.1f MB "
-                "stored; %.1f MB of images in %.2f s (%.1f MB/s)\n",
-                s.paths.front().c_str(), static_cast<unsigned long long>(s.images), s.classes,
-                std::string(DTypeName(s.label_dtype)).c_str(),
-                static_cast<unsigned long long>(s.chunks), static_cast<double>(s.bytes) / 1e6, mb,
-                s.seconds, s.seconds > 0 ? mb / s.seconds : 0.0);
-  std::string out = line;
-  if (s.passed_over != 0)
-    out += "passed over " + std::to_string(s.passed_over) + " file" +
-           (s.passed_over == 1 ? "" : "s") + " that are not images (by extension)\n";
-  for (const std::string& f : s.removed)
-    out += "removed " + f + " (an older dataset of the same name)\n";
-  return out;
 }
 
 }  // namespace rf::convert

@@ -1,0 +1,328 @@
+// ringfeed-convert images --max-side N --quality Q: an image above N a side stored resized to N
+// on its longer side, at the quality asked; one within N byte for byte; a JPEG the decoders do
+// not take as it is (progressive, CMYK, extended, arithmetic-coded) converted to baseline and
+// named in the summary; PNG, 12-bit, lossless, truncated and undecodable files refused naming
+// the file, nothing written; the options' bad values usage errors naming the option. The
+// stored records are read back through TurboJPEG (their header: size, baseline, subsampling).
+#include <gtest/gtest.h>
+#include <turbojpeg.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+// clang-format off
+#include <jpeglib.h>
+// clang-format on
+
+#include "tests/testing/jpeg_testing.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/tools/convert_testing.h"
+#include "tests/tools/image_testing.h"
+
+namespace rf {
+namespace {
+
+using testing::BadImage;
+using testing::Convert;
+using testing::FailsWith;
+using testing::FilesIn;
+using testing::FrameMarker;
+using testing::Jpeg;
+using testing::MakeJpeg;
+using testing::Record;
+using testing::Records;
+using testing::TempDir;
+using testing::WriteAll;
+namespace fs = std::filesystem;
+
+struct Header {
+  int width = 0, height = 0, subsamp = -1;
+};
+
+Header ReadHeader(const std::vector<uint8_t>& jpeg) {
+  Header h;
+  int colorspace = 0;
+  tjhandle t = tjInitDecompress();
+  EXPECT_EQ(tjDecompressHeader3(t, jpeg.data(), jpeg.size(), &h.width, &h.height, &h.subsamp,
+                                &colorspace),
+            0)
+      << tjGetErrorStr2(t);
+  tjDestroy(t);
+  return h;
+}
+
+// An arithmetic-coded JPEG (SOF9), through libjpeg itself (TurboJPEG 2.1 writes Huffman only).
+std::vector<uint8_t> ArithmeticJpeg(uint32_t h, uint32_t w) {
+  jpeg_compress_struct c;
+  jpeg_error_mgr err;
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &buf, &size);
+  c.image_width = w;
+  c.image_height = h;
+  c.input_components = 3;
+  c.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&c);
+  c.arith_code = TRUE;
+  jpeg_start_compress(&c, TRUE);
+  std::vector<uint8_t> row(size_t{w} * 3);
+  while (c.next_scanline < h) {
+    for (uint32_t x = 0; x < w; ++x)
+      for (int k = 0; k < 3; ++k)
+        row[x * 3 + k] = testing::PatternValue(c.next_scanline, x, h, w, k, 2);
+    JSAMPROW r = row.data();
+    jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  std::vector<uint8_t> out(buf, buf + size);
+  std::free(buf);
+  return out;
+}
+
+// `j` with its frame header's marker made `marker` (a baseline JPEG read as SOF1 decodes the
+// same; as SOF3 it is a lossless JPEG no one decodes).
+std::vector<uint8_t> WithFrameMarker(std::vector<uint8_t> j, uint8_t marker) {
+  size_t at = 0;
+  EXPECT_EQ(FrameMarker(j, &at), 0xc0);
+  j[at + 1] = marker;
+  return j;
+}
+
+// A tree of one class, "c", holding `files` (name, bytes) in name order.
+void MakeTree(const std::string& root,
+              const std::vector<std::pair<std::string, std::vector<uint8_t>>>& files) {
+  fs::create_directories(root + "/c");
+  for (const auto& [name, bytes] : files) WriteAll(root + "/c/" + name, bytes);
+}
+
+TEST(ImagesReencode, ALargeImageIsStoredResizedToMaxSideAndASmallOneByteForByte) {
+  TempDir t;
+  const std::vector<uint8_t> wide = MakeJpeg(400, 600, 3, 92, TJSAMP_420, 1),
+                             small = MakeJpeg(80, 100, 3, 92, TJSAMP_444, 2),
+                             tall = MakeJpeg(700, 300, 3, 92, TJSAMP_420, 3),
+                             grey = MakeJpeg(500, 300, 1, 92, TJSAMP_GRAY, 4),
+                             edge = MakeJpeg(256, 200, 3, 92, TJSAMP_420, 5);
+  MakeTree(t.File("tree"), {{"a-wide.jpg", wide},
+                            {"b-small.jpg", small},
+                            {"c-tall.jpg", tall},
+                            {"d-grey.jpg", grey},
+                            {"e-edge.jpg", edge}});
+  std::string out;
+  const Status st = Convert(
+      {"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "256", "--threads", "3"},
+      &out);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const std::vector<Record> r = Records(t.File("d.rfd"));
+  ASSERT_EQ(r.size(), 5u);
+  struct Want {
+    int width, height, subsamp;
+  };
+  // 600x400 -> 256x170.7; 300x700 -> 109.7x256; 300x500 -> 153.6x256.
+  const Want want[] = {{256, 171, TJSAMP_420},
+                       {100, 80, TJSAMP_444},
+                       {110, 256, TJSAMP_420},
+                       {154, 256, TJSAMP_GRAY},
+                       {200, 256, TJSAMP_420}};
+  for (size_t i = 0; i < r.size(); ++i) {
+    const Header h = ReadHeader(r[i].bytes);
+    EXPECT_EQ(h.width, want[i].width) << i;
+    EXPECT_EQ(h.height, want[i].height) << i;
+    EXPECT_EQ(h.subsamp, want[i].subsamp) << i;
+    EXPECT_EQ(FrameMarker(r[i].bytes), 0xc0) << i;
+  }
+  EXPECT_EQ(r[1].bytes, small);  // within 256: its own bytes
+  EXPECT_EQ(r[4].bytes, edge);   // 256 exactly: within
+  EXPECT_NE(out.find("5 JPEG images of 1 classes"), std::string::npos) << out;
+  EXPECT_NE(out.find("re-encoded 3 images at quality 90: 3 resized to 256 pixels on the longer "
+                     "side\n"),
+            std::string::npos)
+      << out;
+}
+
+TEST(ImagesReencode, ALowerQualityStoresFewerBytesAndTheSameInputTheSameBytes) {
+  TempDir t;
+  const std::vector<uint8_t> big = MakeJpeg(480, 640, 3, 95, TJSAMP_420, 6),
+                             small = MakeJpeg(40, 60, 3, 95, TJSAMP_420, 7);
+  MakeTree(t.File("tree"), {{"big.jpg", big}, {"small.jpg", small}});
+  const auto convert = [&](const std::string& name, const std::string& quality,
+                           const std::string& threads) {
+    const Status st = Convert({"images", t.File("tree"), "-o", t.File(name), "--max-side", "300",
+                               "--quality", quality, "--threads", threads, "-q"});
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return Records(t.File(name));
+  };
+  const std::vector<Record> q90 = convert("a.rfd", "90", "1"), again = convert("b.rfd", "90", "4"),
+                            q40 = convert("c.rfd", "40", "2");
+  ASSERT_EQ(q90.size(), 2u);
+  ASSERT_EQ(again.size(), 2u);
+  ASSERT_EQ(q40.size(), 2u);
+  EXPECT_EQ(q90[0].bytes, again[0].bytes);  // the same bytes, whatever the thread count
+  EXPECT_LT(q40[0].bytes.size() * 10, q90[0].bytes.size() * 7) << q40[0].bytes.size();
+  EXPECT_EQ(ReadHeader(q40[0].bytes).width, 300);
+  EXPECT_EQ(q90[1].bytes, small);
+  EXPECT_EQ(q40[1].bytes, small);
+}
+
+// Progressive, CMYK, extended and arithmetic-coded JPEGs: converted (at their own size, within
+// --max-side) and named; without --max-side, refused and named.
+TEST(ImagesReencode, JpegsTheDecodersDoNotTakeAreConvertedUnderMaxSideAndRefusedWithout) {
+  TempDir t;
+  const std::vector<uint8_t> baseline = Jpeg(48, 32, 3);
+  MakeTree(t.File("tree"), {{"a-arith.jpg", ArithmeticJpeg(30, 50)},
+                            {"b-cmyk.jpg", Jpeg(48, 32, 3, 0, TJPF_CMYK)},
+                            {"c-extended.jpg", WithFrameMarker(baseline, 0xc1)},
+                            {"d-progressive.jpg", Jpeg(40, 36, 3, TJFLAG_PROGRESSIVE)},
+                            {"e-baseline.jpg", baseline}});
+  std::string out;
+  const Status st =
+      Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "64"}, &out);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const std::vector<Record> r = Records(t.File("d.rfd"));
+  ASSERT_EQ(r.size(), 5u);
+  const int widths[] = {50, 48, 48, 40, 48}, heights[] = {30, 32, 32, 36, 32};
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(FrameMarker(r[i].bytes), 0xc0) << i;
+    const Header h = ReadHeader(r[i].bytes);
+    EXPECT_EQ(h.width, widths[i]) << i;
+    EXPECT_EQ(h.height, heights[i]) << i;
+  }
+  EXPECT_EQ(r[4].bytes, baseline);
+  const std::string c = t.File("tree/c/");
+  EXPECT_NE(out.find("re-encoded 4 images at quality 90: 0 resized to 64 pixels on the longer "
+                     "side; 4 converted to a baseline JPEG: " +
+                     c + "a-arith.jpg (an arithmetic-coded JPEG (SOF9)), " + c +
+                     "b-cmyk.jpg (a CMYK (YCCK) JPEG), " + c +
+                     "c-extended.jpg (an extended sequential JPEG (SOF1)), " + c +
+                     "d-progressive.jpg (a progressive JPEG (SOF2))\n"),
+            std::string::npos)
+      << out;
+
+  const Status refused = Convert({"images", t.File("tree"), "-o", t.File("e.rfd"), "-q"});
+  EXPECT_TRUE(FailsWith(refused, "4 images refused, nothing written: " + c +
+                                     "a-arith.jpg: an arithmetic-coded JPEG (SOF9): only baseline "
+                                     "JPEGs (SOF0) are stored; " +
+                                     c + "b-cmyk.jpg: a CMYK JPEG"));
+  EXPECT_TRUE(FailsWith(refused, c + "d-progressive.jpg: a progressive JPEG (SOF2): only baseline "
+                                     "JPEGs (SOF0) are stored"));
+  EXPECT_FALSE(fs::exists(t.File("e.rfd")));
+}
+
+TEST(ImagesReencode, TheSummaryNamesTheFirstFiveConvertedAndCountsTheRest) {
+  TempDir t;
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> files;
+  for (char i = 0; i < 7; ++i)
+    files.push_back({std::string{'p', static_cast<char>('0' + i)} + ".jpg",
+                     Jpeg(20 + i, 20, i, TJFLAG_PROGRESSIVE)});
+  MakeTree(t.File("tree"), files);
+  std::string out;
+  ASSERT_TRUE(
+      Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "16"}, &out).ok());
+  EXPECT_NE(out.find("re-encoded 7 images at quality 90: 7 resized to 16 pixels on the longer "
+                     "side; 7 converted to a baseline JPEG: " +
+                     t.File("tree/c/p0.jpg") + " (a progressive JPEG (SOF2)), "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(t.File("tree/c/p4.jpg") + " (a progressive JPEG (SOF2)) and 2 more\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("p5.jpg"), std::string::npos) << out;
+}
+
+TEST(ImagesReencode, WebDatasetImagesAreReencodedToo) {
+  TempDir t;
+  std::vector<uint8_t> tar;
+  const std::vector<uint8_t> big = MakeJpeg(300, 200, 3), small = MakeJpeg(20, 30, 3);
+  testing::TarMember(&tar, "a.jpg", big);
+  testing::TarMember(&tar, "a.cls", {'1'});
+  testing::TarMember(&tar, "b.jpg", small);
+  testing::TarMember(&tar, "b.cls", {'0'});
+  tar.resize(tar.size() + 1024);
+  WriteAll(t.File("s.tar"), tar);
+  ASSERT_TRUE(
+      Convert({"images", t.File("s.tar"), "-o", t.File("w.rfd"), "--max-side", "100", "-q"}).ok());
+  const std::vector<Record> r = Records(t.File("w.rfd"));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(ReadHeader(r[0].bytes).height, 100);
+  EXPECT_EQ(ReadHeader(r[0].bytes).width, 67);  // 200 * 100 / 300 = 66.7
+  EXPECT_EQ(r[0].label, 1);
+  EXPECT_EQ(r[1].bytes, small);
+}
+
+TEST(ImagesReencode, WhatNoDecoderTakesIsRefusedNamingTheFileAndNothingIsWritten) {
+  const std::vector<uint8_t> good = Jpeg(48, 32, 3), big = MakeJpeg(200, 300, 3);
+  std::vector<uint8_t> twelve = good;
+  size_t sof = 0;
+  ASSERT_EQ(FrameMarker(good, &sof), 0xc0);
+  twelve[sof + 4] = 12;  // precision
+  // The first 40% of the scan, then its end-of-image marker: libjpeg meets the marker in the
+  // scan's data.
+  std::vector<uint8_t> corrupt(big.begin(), big.begin() + big.size() * 2 / 5);
+  corrupt.push_back(0xff);
+  corrupt.push_back(0xd9);
+  const std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13};
+  const std::vector<BadImage> cases = {
+      {"png.jpg", png, "PNG data, not a JPEG"},
+      {"png.png", png, "PNG data, not a JPEG"},
+      {"twelve.jpg", twelve, "12-bit samples: only 8-bit JPEGs are stored or converted"},
+      {"lossless.jpg", WithFrameMarker(good, 0xc3),
+       "a lossless JPEG (SOF3): libjpeg-turbo does not decode it"},
+      {"cut.jpg", std::vector<uint8_t>(big.begin(), big.begin() + big.size() / 2),
+       "truncated: no end-of-image marker after the scan"},
+      {"corrupt.jpg", corrupt,
+       "its re-encode failed: libjpeg-turbo: Corrupt JPEG data: premature end of data segment"},
+  };
+  for (const BadImage& c : cases) {
+    TempDir t;
+    MakeTree(t.File("tree"), {{"a.jpg", big}, {c.name, c.bytes}, {"z.jpg", good}});
+    const Status st =
+        Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "64", "-q"});
+    EXPECT_TRUE(FailsWith(
+        st, "1 image refused, nothing written: " + t.File("tree/c/") + c.name + ": " + c.fragment))
+        << c.name;
+    EXPECT_EQ(st.ToString().find('\n'), std::string::npos);
+    EXPECT_FALSE(st.IsUsage());  // a data error: exit 1
+    EXPECT_EQ(FilesIn(t.path()), std::vector<std::string>{"tree"}) << c.name;  // no temporaries
+  }
+}
+
+TEST(ImagesReencode, MaxSideQualityAndThreadsOutOfRangeAreUsageErrorsNamingTheOption) {
+  TempDir t;
+  MakeTree(t.File("tree"), {{"a.jpg", MakeJpeg(40, 30, 3)}});
+  struct Case {
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--max-side", "0"}, "--max-side must be 1 to 65535, not 0"},
+      {{"--max-side", "65536"}, "--max-side must be 1 to 65535, not 65536"},
+      {{"--max-side", "64", "--quality", "0"}, "--quality must be 1 to 100, not 0"},
+      {{"--max-side", "64", "--quality", "101"}, "--quality must be 1 to 100, not 101"},
+      {{"--quality", "80"}, "--quality is the quality of a re-encode: give --max-side too"},
+      {{"--max-side", "20000"},
+       "--max-side 20000 is more than --max-image-side 16384, which every stored image must be "
+       "within: raise --max-image-side"},
+      {{"--max-side", "64", "--threads", "1025"}, "--threads 1025: at most 1024"},
+      {{"--max-side", "-1"}, "--max-side"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"images", t.File("tree"), "-o", t.File("d.rfd"), "-q"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const Status st = Convert(args);
+    EXPECT_TRUE(FailsWith(st, "usage: ")) << c.message;
+    EXPECT_TRUE(FailsWith(st, c.message));
+    EXPECT_FALSE(fs::exists(t.File("d.rfd"))) << c.message;
+  }
+  // The guard raised with it: 20000 a side is allowed.
+  EXPECT_TRUE(Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "-q", "--max-side", "20000",
+                       "--max-image-side", "20000"})
+                  .ok());
+}
+
+}  // namespace
+}  // namespace rf

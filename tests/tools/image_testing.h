@@ -1,0 +1,96 @@
+// The converter's image tests' helpers (tools_images_test): JPEGs of a gradient made with
+// TurboJPEG in any of its pixel formats and flags (progressive, CMYK), a dataset's image/jpeg
+// records read back, tar members for WebDataset shards. Header-only.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <turbojpeg.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "io/dataset.h"
+
+namespace rf::testing {
+
+// A smooth w x h image (a gradient that depends on `seed`) as a JPEG.
+inline std::vector<uint8_t> Jpeg(int w, int h, int seed, int flags = 0, int pf = TJPF_RGB) {
+  const int ps = tjPixelSize[pf];
+  std::vector<uint8_t> px(static_cast<size_t>(w) * h * ps);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < ps; ++c)
+        px[(static_cast<size_t>(y) * w + x) * ps + c] =
+            static_cast<uint8_t>((x * (c + 1) + y * (3 - c) + seed * 37) & 0xff);
+  tjhandle tj = tjInitCompress();
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  const int sub = pf == TJPF_CMYK ? TJSAMP_444 : TJSAMP_420;
+  EXPECT_EQ(tjCompress2(tj, px.data(), w, 0, h, pf, &out, &size, sub, 90, flags), 0)
+      << tjGetErrorStr2(tj);
+  std::vector<uint8_t> jpeg(out, out + size);
+  tjFree(out);
+  tjDestroy(tj);
+  return jpeg;
+}
+
+struct Record {
+  std::vector<uint8_t> bytes;
+  int64_t label;
+};
+
+inline std::vector<Record> Records(const std::string& path) {
+  Result<Dataset> d = Dataset::Open(path);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  if (!d.ok()) return {};
+  EXPECT_EQ(d->header().record_kind, format::RecordKind::kBytes);
+  EXPECT_EQ(d->header().media_type, "image/jpeg");
+  std::vector<Record> out;
+  std::vector<uint8_t> buf(d->max_chunk_bytes());
+  for (size_t g = 0; g < d->chunk_count(); ++g) {
+    EXPECT_TRUE(d->ReadChunk(g, buf.data()).ok());
+    const auto* table = reinterpret_cast<const uint64_t*>(buf.data());
+    const uint8_t* records = buf.data() + d->RecordsOffset(g);
+    for (uint32_t i = 0; i < d->chunk(g).entry.sample_count; ++i)
+      out.push_back({std::vector<uint8_t>(records + table[i], records + table[i + 1]),
+                     d->Label(g, buf.data(), i)});
+  }
+  return out;
+}
+
+// A bad file for a test that plants it among good ones: its name, its bytes, and the phrase the
+// conversion refuses it with.
+struct BadImage {
+  std::string name;
+  std::vector<uint8_t> bytes;
+  std::string fragment;
+};
+
+// A ustar member `name` holding `d`, appended to *tar (padded to its 512-byte blocks).
+inline void TarMember(std::vector<uint8_t>* tar, const std::string& name,
+                      const std::vector<uint8_t>& d) {
+  uint8_t h[512] = {};
+  std::memcpy(h, name.data(), name.size());
+  std::snprintf(reinterpret_cast<char*>(h) + 100, 8, "%07o", 0644);
+  std::snprintf(reinterpret_cast<char*>(h) + 108, 8, "%07o", 0);
+  std::snprintf(reinterpret_cast<char*>(h) + 116, 8, "%07o", 0);
+  std::snprintf(reinterpret_cast<char*>(h) + 124, 12, "%011o", static_cast<unsigned>(d.size()));
+  std::snprintf(reinterpret_cast<char*>(h) + 136, 12, "%011o", 0);
+  h[156] = '0';
+  std::memcpy(h + 257,
+              "ustar\0"
+              "00",
+              8);
+  std::memset(h + 148, ' ', 8);
+  unsigned sum = 0;
+  for (uint8_t b : h) sum += b;
+  std::snprintf(reinterpret_cast<char*>(h) + 148, 8, "%06o", sum);
+  tar->insert(tar->end(), h, h + 512);
+  tar->insert(tar->end(), d.begin(), d.end());
+  tar->resize((tar->size() + 511) / 512 * 512);
+}
+
+}  // namespace rf::testing

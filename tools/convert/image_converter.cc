@@ -1,0 +1,156 @@
+#include "tools/convert/image_converter.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/cpus.h"
+#include "io/dataset.h"
+#include "io/dataset_writer.h"
+#include "tools/convert/elem_type.h"
+#include "tools/convert/image_pipeline.h"
+#include "tools/convert/progress.h"
+
+namespace rf::convert {
+
+Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& out_path,
+                                          const ImageConvertOptions& o) {
+  // The command checks these first, naming its options; here for any other caller.
+  if (o.max_side > o.max_image_side || (o.max_side != 0 && (o.quality < 1 || o.quality > 100)))
+    return Status::Usage("max_side " + std::to_string(o.max_side) + " above max_image_side " +
+                         std::to_string(o.max_image_side) + ", or quality " +
+                         std::to_string(o.quality) + " not 1 to 100");
+  const std::vector<std::string> inputs = src.input_paths();
+  std::vector<NamedPath> outputs, input_files;
+  for (uint32_t i = 0; i < o.shards; ++i)
+    outputs.push_back({"", format::ShardPath(out_path, i, o.shards)});
+  for (const std::string& in : inputs) input_files.push_back({"", in});
+  RF_RETURN_IF_ERROR(CheckOutputPaths(outputs, input_files));
+
+  const auto start = std::chrono::steady_clock::now();
+  ImageConvertSummary s;
+  s.classes = src.classes();
+  s.label_dtype = s.classes <= 256     ? DType::kUInt8
+                  : s.classes <= 65536 ? DType::kUInt16
+                                       : DType::kInt32;
+  DatasetSpec spec;
+  spec.record_kind = format::RecordKind::kBytes;
+  spec.sample_dtype = DType::kUInt8;
+  spec.media_type = "image/jpeg";
+  spec.has_labels = true;
+  spec.label_dtype = s.label_dtype;
+  spec.num_classes = s.classes;
+  spec.class_names = src.class_names();
+  WriterOptions w;
+  w.shards = o.shards;
+  w.chunk_bytes = o.chunk_bytes;
+  w.codec = o.codec;
+  w.threads = o.compress_threads;
+  w.version = o.format_version;
+  w.dataset_id = o.dataset_id;
+  w.keep = inputs;
+  w.max_record_bytes = o.max_record_bytes;
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
+                      DatasetWriter::Create(out_path, spec, w));
+
+  constexpr size_t kNamed = 10, kConvertedNamed = 5;
+  std::vector<std::string> bad;
+  uint64_t bad_count = 0, read_bytes = 0;
+  std::vector<uint8_t> label(8);
+  Progress progress("converting", src.input_bytes(), o.progress);
+  ImageRules rules;
+  rules.max_image_side = o.max_image_side;
+  rules.max_side = o.max_side;
+  rules.quality = o.quality;
+  const uint32_t threads = o.threads != 0 ? o.threads : AvailableCpus();
+  RF_RETURN_IF_ERROR(RunImagePipeline(src, rules, threads, [&](const CheckedImage& c) -> Status {
+    read_bytes += c.item.bytes.size();
+    progress.Update(read_bytes);
+    if (!c.refused.empty()) {
+      if (bad.size() < kNamed) bad.push_back(c.item.name + ": " + c.refused);
+      ++bad_count;
+      return Status::Ok();
+    }
+    if (bad_count != 0) return Status::Ok();  // nothing more is written; every bad one is named
+    StoreInteger(ElemOf(s.label_dtype), c.item.label, label.data(), 0);
+    const std::vector<uint8_t>& bytes = c.stored();
+    const uint64_t offsets[2] = {0, bytes.size()};
+    RF_RETURN_IF_ERROR(writer->AppendRecords(bytes.data(), offsets, label.data(), 1));
+    ++s.images;
+    s.reencoded += c.reencoded;
+    s.resized += c.resized;
+    if (!c.converted.empty()) {
+      if (s.converted_named.size() < kConvertedNamed)
+        s.converted_named.push_back(c.item.name + " (" + c.converted + ")");
+      ++s.converted;
+    }
+    return Status::Ok();
+  }));
+  progress.Finish();
+  if (bad_count != 0) {
+    std::string what = std::to_string(bad_count) + " image" + (bad_count == 1 ? "" : "s") +
+                       " refused, nothing written: ";
+    for (size_t i = 0; i < bad.size(); ++i) what += (i ? "; " : "") + bad[i];
+    if (bad_count > bad.size()) what += "; and " + std::to_string(bad_count - bad.size()) + " more";
+    return Status::InvalidArgument(what);
+  }
+  RF_RETURN_IF_ERROR(writer->Finish());
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  s.bytes = writer->bytes_written();
+  s.paths = writer->paths();
+  s.removed = writer->removed();
+  s.input_bytes = read_bytes;
+  s.passed_over = src.passed_over();
+  s.max_side = o.max_side;
+  s.quality = o.quality;
+  RF_ASSIGN_OR_RETURN(Dataset written, Dataset::Open(out_path));
+  s.chunks = written.chunk_count();
+  return s;
+}
+
+namespace {
+
+std::string Images(uint64_t n) { return std::to_string(n) + (n == 1 ? " image" : " images"); }
+
+// "re-encoded 3 images at quality 90: 2 resized to 512 pixels on the longer side; 1 converted to
+// a baseline JPEG: a.jpg (a progressive JPEG (SOF2))".
+std::string ReencodeReport(const ImageConvertSummary& s) {
+  const std::string side = std::to_string(s.max_side);
+  if (s.reencoded == 0)
+    return "re-encoded no image: each is a baseline JPEG within --max-side " + side +
+           " pixels a side, stored as it is\n";
+  std::string out = "re-encoded " + Images(s.reencoded) + " at quality " +
+                    std::to_string(s.quality) + ": " + std::to_string(s.resized) + " resized to " +
+                    side + " pixels on the longer side";
+  if (s.converted != 0) {
+    out += "; " + std::to_string(s.converted) + " converted to a baseline JPEG: ";
+    for (size_t i = 0; i < s.converted_named.size(); ++i)
+      out += (i ? ", " : "") + s.converted_named[i];
+    if (s.converted > s.converted_named.size())
+      out += " and " + std::to_string(s.converted - s.converted_named.size()) + " more";
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string ImageConvertReport(const ImageConvertSummary& s) {
+  char line[512];
+  const double mb = static_cast<double>(s.input_bytes) / 1e6;
+  std::snprintf(line, sizeof line,
+                "wrote %s: %llu JPEG images of %u classes (%s labels), %llu chunks, %.1f MB "
+                "stored; %.1f MB of images in %.2f s (%.1f MB/s)\n",
+                s.paths.front().c_str(), static_cast<unsigned long long>(s.images), s.classes,
+                std::string(DTypeName(s.label_dtype)).c_str(),
+                static_cast<unsigned long long>(s.chunks), static_cast<double>(s.bytes) / 1e6, mb,
+                s.seconds, s.seconds > 0 ? mb / s.seconds : 0.0);
+  std::string out = line;
+  if (s.passed_over != 0)
+    out += "passed over " + std::to_string(s.passed_over) + " file" +
+           (s.passed_over == 1 ? "" : "s") + " that are not images (by extension)\n";
+  if (s.max_side != 0) out += ReencodeReport(s);
+  for (const std::string& f : s.removed)
+    out += "removed " + f + " (an older dataset of the same name)\n";
+  return out;
+}
+
+}  // namespace rf::convert

@@ -1,0 +1,72 @@
+// ConvertImages: the images of an ImageSource (image_inputs.h) as a bytes dataset of media type
+// image/jpeg, one record an image, with int labels, in input order (chunks ending where the next
+// image would pass chunk_bytes). Each image is checked, and stored as it is, re-encoded or
+// refused, on `threads` workers (image_pipeline.h) by the rules of jpeg_check.h:
+//
+//   default (max_side 0)   its original bytes, byte for byte; a JPEG the decoders do not take as
+//                          it is, or one above max_image_side a side, refused;
+//   max_side N, quality Q  an image above N a side resized to N on its longer side, and one the
+//                          decoders do not take as it is (progressive, CMYK, ...) converted, each
+//                          re-encoded as a baseline JPEG at quality Q (decode/jpeg_reencode.h);
+//                          the others, baseline and within N, their original bytes. What is
+//                          stored is then within N a side, so N may not pass max_image_side,
+//                          whose guard is of what is stored (the command refuses that).
+//
+// The dataset's records are the same bytes whatever the thread count, and on every run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "io/codec.h"
+#include "tools/convert/image_inputs.h"
+#include "tools/convert/jpeg_check.h"
+
+namespace rf::convert {
+
+struct ImageConvertOptions {
+  uint64_t chunk_bytes = 4 << 20;
+  uint32_t shards = 1;
+  uint64_t max_record_bytes = uint64_t{64} << 20;
+  uint32_t max_image_side = kDefaultMaxImageSide;
+  uint32_t max_side = 0;  // --max-side: 0 stores every image as it is (image_pipeline.h's rules)
+  int quality = 90;       // --quality, with max_side
+  uint32_t threads = 0;   // workers that check and re-encode; 0: the CPUs this process may use
+  CodecSpec codec = {};
+  uint32_t compress_threads = 0;
+  uint32_t format_version = 0;
+  uint64_t dataset_id = 0;
+  bool progress = true;
+};
+
+struct ImageConvertSummary {
+  uint64_t images = 0;
+  uint32_t classes = 0;
+  uint64_t bytes = 0;  // chunk bytes stored
+  uint64_t input_bytes = 0;
+  uint64_t chunks = 0;
+  uint64_t passed_over = 0;
+  DType label_dtype = DType::kUInt8;
+  double seconds = 0;
+  std::vector<std::string> paths;
+  std::vector<std::string> removed;
+  // Under max_side: the images re-encoded, of them those resized and those converted, and the
+  // first few converted, "NAME (what it was)".
+  uint32_t max_side = 0;
+  int quality = 0;
+  uint64_t reencoded = 0, resized = 0, converted = 0;
+  std::vector<std::string> converted_named;
+};
+
+// Every image of `source` as a record, in order. An image refused (by the rules above, one too
+// large to read, one whose re-encode fails) does not stop the reading: every bad image is found,
+// then the conversion fails with one line naming them (the first 10 and how many in all), and
+// nothing is written. Usage where max_side is above max_image_side or quality not 1 to 100.
+Result<ImageConvertSummary> ConvertImages(ImageSource& source, const std::string& out_path,
+                                          const ImageConvertOptions& options);
+std::string ImageConvertReport(const ImageConvertSummary& s);
+
+}  // namespace rf::convert
