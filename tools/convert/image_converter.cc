@@ -2,13 +2,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <utility>
 
 #include "core/cpus.h"
-#include "io/dataset.h"
-#include "io/dataset_writer.h"
 #include "tools/convert/elem_type.h"
 #include "tools/convert/image_pipeline.h"
 #include "tools/convert/progress.h"
+#include "tools/convert/record_output.h"
 
 namespace rf::convert {
 
@@ -20,11 +20,7 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
                          std::to_string(o.max_image_side) + ", or quality " +
                          std::to_string(o.quality) + " not 1 to 100");
   const std::vector<std::string> inputs = src.input_paths();
-  std::vector<NamedPath> outputs, input_files;
-  for (uint32_t i = 0; i < o.shards; ++i)
-    outputs.push_back({"", format::ShardPath(out_path, i, o.shards)});
-  for (const std::string& in : inputs) input_files.push_back({"", in});
-  RF_RETURN_IF_ERROR(CheckOutputPaths(outputs, input_files));
+  RF_RETURN_IF_ERROR(CheckRecordOutputs(out_path, o.shards, inputs));
 
   const auto start = std::chrono::steady_clock::now();
   ImageConvertSummary s;
@@ -40,17 +36,8 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   spec.label_dtype = s.label_dtype;
   spec.num_classes = s.classes;
   spec.class_names = src.class_names();
-  WriterOptions w;
-  w.shards = o.shards;
-  w.chunk_bytes = o.chunk_bytes;
-  w.codec = o.codec;
-  w.threads = o.compress_threads;
-  w.version = o.format_version;
-  w.dataset_id = o.dataset_id;
-  w.keep = inputs;
-  w.max_record_bytes = o.max_record_bytes;
   RF_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
-                      DatasetWriter::Create(out_path, spec, w));
+                      DatasetWriter::Create(out_path, spec, RecordWriterOptions(o, inputs)));
 
   constexpr size_t kNamed = 10, kConvertedNamed = 5;
   std::vector<std::string> bad;
@@ -93,17 +80,16 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
     if (bad_count > bad.size()) what += "; and " + std::to_string(bad_count - bad.size()) + " more";
     return Status::InvalidArgument(what);
   }
-  RF_RETURN_IF_ERROR(writer->Finish());
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  s.bytes = writer->bytes_written();
-  s.paths = writer->paths();
-  s.removed = writer->removed();
+  RF_ASSIGN_OR_RETURN(RecordOutput written, FinishRecordOutput(*writer, out_path));
+  s.seconds = std::chrono::duration<double>(written.finished - start).count();
+  s.bytes = written.bytes;
+  s.paths = std::move(written.paths);
+  s.removed = std::move(written.removed);
+  s.chunks = written.chunks;
   s.input_bytes = read_bytes;
   s.passed_over = src.passed_over();
   s.max_side = o.max_side;
   s.quality = o.quality;
-  RF_ASSIGN_OR_RETURN(Dataset written, Dataset::Open(out_path));
-  s.chunks = written.chunk_count();
   return s;
 }
 
@@ -148,9 +134,7 @@ std::string ImageConvertReport(const ImageConvertSummary& s) {
     out += "passed over " + std::to_string(s.passed_over) + " file" +
            (s.passed_over == 1 ? "" : "s") + " that are not images (by extension)\n";
   if (s.max_side != 0) out += ReencodeReport(s);
-  for (const std::string& f : s.removed)
-    out += "removed " + f + " (an older dataset of the same name)\n";
-  return out;
+  return out + RemovedReport(s.removed);
 }
 
 }  // namespace rf::convert

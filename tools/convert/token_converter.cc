@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <utility>
 
-#include "io/dataset.h"
 #include "io/dataset_writer.h"
-#include "io/file.h"
 #include "tools/convert/progress.h"
+#include "tools/convert/record_output.h"
 #include "tools/convert/token_ids.h"
 
 namespace rf::convert {
@@ -95,11 +95,7 @@ Result<TokenConvertSummary> ConvertDocuments(DocumentSource& src, const std::str
                                              const TokenConvertOptions& o) {
   if (o.vocab_size && *o.vocab_size == 0) return Status::Usage("--vocab-size must be at least 1");
   const std::vector<std::string> inputs = src.input_paths();
-  std::vector<NamedPath> outputs, input_files;
-  for (uint32_t i = 0; i < o.shards; ++i)
-    outputs.push_back({"", format::ShardPath(out_path, i, o.shards)});
-  for (const std::string& in : inputs) input_files.push_back({"", in});
-  RF_RETURN_IF_ERROR(CheckOutputPaths(outputs, input_files));
+  RF_RETURN_IF_ERROR(CheckRecordOutputs(out_path, o.shards, inputs));
 
   const auto start = std::chrono::steady_clock::now();
   TokenConvertSummary s;
@@ -121,15 +117,8 @@ Result<TokenConvertSummary> ConvertDocuments(DocumentSource& src, const std::str
     spec.num_classes = labels->classes;
   }
   spec.origin = src.origin();
-  WriterOptions w;
-  w.shards = o.shards;
-  w.chunk_bytes = o.chunk_bytes;
-  w.codec = o.codec;
-  w.threads = o.compress_threads;
-  w.version = o.format_version;  // 0: the newest, which records of any size take
-  w.dataset_id = o.dataset_id;
-  w.keep = inputs;
-  w.max_record_bytes = max_ids * DTypeSize(dtype);
+  WriterOptions w = RecordWriterOptions(o, inputs);
+  w.max_record_bytes = max_ids * DTypeSize(dtype);  // whole ids
   RF_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
                       DatasetWriter::Create(out_path, spec, w));
 
@@ -193,15 +182,14 @@ Result<TokenConvertSummary> ConvertDocuments(DocumentSource& src, const std::str
                                    std::to_string(s.empty_skipped) +
                                    " empty ones skipped); a dataset holds one record at least");
   }
-  RF_RETURN_IF_ERROR(writer->Finish());
+  RF_ASSIGN_OR_RETURN(RecordOutput written, FinishRecordOutput(*writer, out_path));
   progress.Finish();
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  s.bytes = writer->bytes_written();
-  s.paths = writer->paths();
-  s.removed = writer->removed();
+  s.seconds = std::chrono::duration<double>(written.finished - start).count();
+  s.bytes = written.bytes;
+  s.paths = std::move(written.paths);
+  s.removed = std::move(written.removed);
+  s.chunks = written.chunks;
   s.input_bytes = src.input_bytes();
-  RF_ASSIGN_OR_RETURN(Dataset written, Dataset::Open(out_path));
-  s.chunks = written.chunk_count();
   return s;
 }
 
@@ -221,9 +209,7 @@ std::string TokenConvertReport(const TokenConvertSummary& s) {
     out += "skipped " + std::to_string(s.empty_skipped) + " empty document" +
            (s.empty_skipped == 1 ? "" : "s") + " (a record holds one id at least)\n";
   }
-  for (const std::string& f : s.removed)
-    out += "removed " + f + " (an older dataset of the same name)\n";
-  return out;
+  return out + RemovedReport(s.removed);
 }
 
 }  // namespace rf::convert
