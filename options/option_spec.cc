@@ -16,18 +16,22 @@ bool IsDigits(std::string_view t) {
   return !t.empty() && t.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
-// The shortest text that reads back as `v`, as a float where `v` is one (a float field's
-// default, 0.01f, prints as "0.01", not "0.009999999776").
-std::string ShortestNumber(double v) {
+// The shortest text that reads back as `v`: as a float where `single` (a float field's default,
+// 0.01f, prints as "0.01", not "0.009999999776"), else as a double.
+std::string ShortestNumber(double v, bool single) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
-  const bool is_float = std::isfinite(v) && static_cast<double>(static_cast<float>(v)) == v;
   char buf[40];
   for (int digits = 1; digits <= 17; ++digits) {
     std::snprintf(buf, sizeof buf, "%.*g", digits, v);
     const double back = std::strtod(buf, nullptr);
-    if (back == v || (is_float && static_cast<float>(back) == static_cast<float>(v))) break;
+    if (single ? static_cast<float>(back) == static_cast<float>(v) : back == v) break;
   }
   return buf;
+}
+
+// `v` as the spec's field holds it: rounded to float where the field is one.
+double Held(const OptionSpec& s, double v) {
+  return s.single_precision ? static_cast<double>(static_cast<float>(v)) : v;
 }
 
 std::string BytesText(uint64_t bytes) {
@@ -76,10 +80,11 @@ std::string RealRangeText(const OptionSpec& s, bool list) {
   const std::string finite = list ? "a list of finite numbers" : "a finite number";
   if (s.min_real <= -highest && s.max_real >= highest) return finite;
   if (s.max_real >= highest) {
-    return finite + (s.min_open ? " > " : " >= ") + ShortestNumber(s.min_real);
+    return finite + (s.min_open ? " > " : " >= ") + ShortestNumber(s.min_real, s.single_precision);
   }
-  return numbers + " in " + (s.min_open ? "(" : "[") + ShortestNumber(s.min_real) + ", " +
-         ShortestNumber(s.max_real) + (s.max_open ? ")" : "]");
+  return numbers + " in " + (s.min_open ? "(" : "[") +
+         ShortestNumber(s.min_real, s.single_precision) + ", " +
+         ShortestNumber(s.max_real, s.single_precision) + (s.max_open ? ")" : "]");
 }
 
 std::string JoinWords(const std::vector<std::string>& words, const char* last) {
@@ -142,6 +147,15 @@ OptionSpec& OptionSpec::MultipleOf(uint64_t m) {
   return *this;
 }
 OptionSpec& OptionSpec::RangeReal(double min, double max, bool open_min, bool open_max) {
+  if (single_precision) {
+    // The bounds a float field can hold, rounded inward: the rule states what the field takes
+    // (2^32 - 1 is 4294967040 in a float; 4294967296 would pass a bound of 2^32 - 1).
+    float lo = static_cast<float>(min), hi = static_cast<float>(max);
+    if (lo < min) lo = std::nextafter(lo, std::numeric_limits<float>::infinity());
+    if (hi > max) hi = std::nextafter(hi, -std::numeric_limits<float>::infinity());
+    min = lo;
+    max = hi;
+  }
   min_real = min;
   max_real = max;
   min_open = open_min;
@@ -299,9 +313,8 @@ Result<OptionValue> ParseOptionText(const OptionSpec& s, std::string_view text, 
     case OptionType::kNumber: {
       const std::optional<double> v = ParseDecimal(text);
       if (!v) return Refused(s, face, got);
-      const OptionValue out = *v;
-      RF_RETURN_IF_ERROR(CheckOptionValue(s, out, face));
-      return out;
+      RF_RETURN_IF_ERROR(CheckOptionValue(s, *v, face));  // names the number given
+      return OptionValue{Held(s, *v)};
     }
     case OptionType::kNumbers: {
       std::vector<double> values;
@@ -313,9 +326,9 @@ Result<OptionValue> ParseOptionText(const OptionSpec& s, std::string_view text, 
         values.push_back(*v);
         start = comma + 1;
       }
-      const OptionValue out = std::move(values);
-      RF_RETURN_IF_ERROR(CheckOptionValue(s, out, face));
-      return out;
+      RF_RETURN_IF_ERROR(CheckOptionValue(s, values, face));  // names the numbers given
+      for (double& v : values) v = Held(s, v);
+      return OptionValue{std::move(values)};
     }
     case OptionType::kByteSize: {
       // core/units.h's sizes, in decimal (strtod there would read "0x10" as hex).
@@ -374,14 +387,16 @@ Status CheckOptionValue(const OptionSpec& s, const OptionValue& v, OptionFace fa
       break;
     case OptionType::kNumber:
       if (const double* d = std::get_if<double>(&v)) {
-        if (!InRealRange(s, *d)) return Refused(s, face, ShortestNumber(*d));
+        if (!InRealRange(s, Held(s, *d))) {
+          return Refused(s, face, ShortestNumber(*d, s.single_precision));
+        }
         return Status::Ok();
       }
       break;
     case OptionType::kNumbers:
       if (const auto* list = std::get_if<std::vector<double>>(&v)) {
         for (double d : *list) {
-          if (!InRealRange(s, d)) return Refused(s, face, OptionValueText(s, v));
+          if (!InRealRange(s, Held(s, d))) return Refused(s, face, OptionValueText(s, v));
         }
         return Status::Ok();
       }
@@ -413,12 +428,12 @@ std::string OptionValueText(const OptionSpec& s, const OptionValue& v) {
   }
   if (const uint64_t* u = std::get_if<uint64_t>(&v)) return IntText(s, *u);
   if (const int64_t* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
-  if (const double* d = std::get_if<double>(&v)) return ShortestNumber(*d);
+  if (const double* d = std::get_if<double>(&v)) return ShortestNumber(*d, s.single_precision);
   if (const std::string* t = std::get_if<std::string>(&v)) return *t;
   std::string out;
   for (double d : std::get<std::vector<double>>(v)) {
     if (!out.empty()) out += ',';
-    out += ShortestNumber(d);
+    out += ShortestNumber(d, s.single_precision);
   }
   return out;
 }

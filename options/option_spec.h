@@ -76,6 +76,9 @@ struct OptionSpec {
   double min_real = -std::numeric_limits<double>::max();
   double max_real = std::numeric_limits<double>::max();
   bool min_open = false, max_open = false;
+  // kNumber(s) over a float field (set by the table): a value is held as the field holds it, each
+  // number rounded to float when read, checked and written ("0.01", not "0.009999999776").
+  bool single_precision = false;
   // kWord: the words it takes; true_word/false_word: what a Python bool stands for (shuffle=True
   // is "window"), empty where a bool is refused.
   std::vector<std::string> words;

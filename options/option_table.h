@@ -74,6 +74,7 @@ class OptionTable {
     } else if constexpr (std::is_floating_point_v<F> || std::is_same_v<F, std::vector<float>>) {
       s.min_real = -std::numeric_limits<float>::max();
       s.max_real = std::numeric_limits<float>::max();
+      s.single_precision = !std::is_same_v<F, double>;
     }
     return Add(
         std::move(s),

@@ -83,6 +83,46 @@ TEST(OptionSpec, NumbersAreEachHeldToTheRange) {
             "std must be a list of finite numbers > 0, got -1");
 }
 
+// A float field's value is held as the field holds it, so what is written reads back to itself:
+// the fuzzer's "--weights 0000000000018446744073709551615" (2^64, which a float holds exactly)
+// was written at float precision and read back as another double.
+TEST(OptionSpec, AFloatFieldsNumbersAreHeldWrittenAndReadAtFloatPrecision) {
+  OptionSpec single = OptionSpec::Of("weights", OptionType::kNumbers);
+  single.single_precision = true;
+  OptionSpec dual = OptionSpec::Of("weights", OptionType::kNumbers);
+  for (const OptionSpec* s : {&single, &dual}) {
+    for (const char* text : {"0000000000018446744073709551615", "0.01", "1e-7,3.3", "16777217"}) {
+      Result<OptionValue> v = ParseOptionText(*s, text, OptionFace::kCommandLine);
+      ASSERT_TRUE(v.ok()) << text;
+      const std::string written = OptionValueText(*s, *v);
+      Result<OptionValue> back = ParseOptionText(*s, written, OptionFace::kCommandLine);
+      ASSERT_TRUE(back.ok()) << written;
+      EXPECT_EQ(*back, *v) << text << " written " << written;
+    }
+  }
+  // The float field holds float(0.01) and writes it short; a double field holds 0.01 itself.
+  const auto parsed = [](const OptionSpec& s, const char* text) {
+    Result<OptionValue> v = ParseOptionText(s, text, OptionFace::kPython);
+    EXPECT_TRUE(v.ok()) << text;
+    return v.ok() ? *v : OptionValue{};
+  };
+  EXPECT_EQ(OptionValueText(single, parsed(single, "0.01")), "0.01");
+  EXPECT_EQ(std::get<std::vector<double>>(parsed(single, "0.01")),
+            std::vector<double>{static_cast<double>(0.01f)});
+  EXPECT_EQ(std::get<std::vector<double>>(parsed(dual, "0.01")), std::vector<double>{0.01});
+  EXPECT_EQ(OptionValueText(dual, std::vector<double>{static_cast<double>(0.01f)}),
+            "0.009999999776482582");
+  EXPECT_EQ(OptionValueText(single, parsed(single, "16777217")), "16777216");
+  // A number the float field would hold as 0 is refused by an open lower bound.
+  OptionSpec eps = OptionSpec::Of("eps", OptionType::kNumber);
+  eps.RangeReal(0, 1, /*min_open=*/true);
+  EXPECT_EQ(Refusal(eps, "1e-50"), "");
+  eps.single_precision = true;
+  EXPECT_EQ(Refusal(eps, "1e-50"), "--eps must be a number in (0, 1], got 1e-50");
+  EXPECT_EQ(CheckOptionValue(eps, 1e-50, OptionFace::kPython).message(),
+            "eps must be a number in (0, 1], got 1e-50");
+}
+
 TEST(OptionSpec, ByteSizeHoldsItsMultipleAndBoundsAndPrintsInUnits) {
   OptionSpec s = OptionSpec::Of("read-size", OptionType::kByteSize);
   s.Range(4096, uint64_t{1} << 30).MultipleOf(4096);

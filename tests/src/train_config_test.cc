@@ -320,9 +320,9 @@ TEST(TrainConfig, OptimizerFlagsOutOfRangeOrForTheOtherOptimizerAreRefusedNaming
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--lr-schedule", "linear"}),
             "--lr-schedule must be constant, step, cosine or onecycle, got \"linear\"");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--warmup-epochs", "nan"}),
-            "--warmup-epochs must be a number in [0, 4294967295], got 'nan'");
+            "--warmup-epochs must be a number in [0, 4294967040], got 'nan'");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--warmup-epochs", "-1"}),
-            "--warmup-epochs must be a number in [0, 4294967295], got -1");
+            "--warmup-epochs must be a number in [0, 4294967040], got -1");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--label-smoothing", "1"}),
             "--label-smoothing must be a number in [0, 1), got 1");
   EXPECT_EQ(Refusal({"--data", "d.rfd", "--label-smoothing", "nan"}),

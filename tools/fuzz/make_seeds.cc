@@ -119,7 +119,9 @@ int main(int argc, char** argv) {
       words({"--queue-depth", "8", "--read-size=64KiB", "--no-verify", "--shuffle", "none"}),
       words({"--batch-size", "32", "--mean", "0.5,1e-3", "--std", "2", "--augment", "crop:2,flip"}),
       "batch-size = 64\nshuffle = none\n# a comment\nprefetch = 4\nread-size = 4MiB\n",
-      "managed-prefetch = 2\nmode = managed\nno-normalize = true\nworld-size = 3\nrank = 2\n"};
+      "managed-prefetch = 2\nmode = managed\nno-normalize = true\nworld-size = 3\nrank = 2\n",
+      // Once a crash: 2^64, which a float holds exactly, did not read back at double precision.
+      words({"--weights", "0000000000018446744073709551615,0.01"})};
   for (size_t i = 0; i < options.size(); ++i) {
     Seed(root + "/options", "valid-" + std::to_string(i),
          std::vector<uint8_t>(options[i].begin(), options[i].end()));
