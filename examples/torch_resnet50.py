@@ -41,6 +41,7 @@ Exit status: 0, 1 a data or file error, 2 a usage error (one line naming it).
 """
 
 import argparse
+import ast
 import json
 import os
 import sys
@@ -82,6 +83,11 @@ def make_parser() -> argparse.ArgumentParser:
                    help="the loader's image_decoder (default: the loader's own)")
     p.add_argument("--image-threads", type=int, default=None,
                    help="the loader's image_threads (default: the loader's own)")
+    p.add_argument("--image-cpu-share", type=float, default=None,
+                   help="the loader's image_cpu_share (default: the loader's own)")
+    p.add_argument("--loader-option", action="append", default=[], metavar="NAME=VALUE",
+                   help="any other ringfeed.Loader option (prefetch=6, shuffle_window=16); the "
+                        "value is read as a Python literal where it is one")
     p.add_argument("--io", choices=["direct", "buffered", "pread"], default=None,
                    help="the loader's reads (default: the loader's own)")
     p.add_argument("--workers", type=int, default=None,
@@ -89,6 +95,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--checkpoint", help="save model, optimizer and loader state here at the end")
     p.add_argument("--resume", help="continue from this checkpoint")
+    p.add_argument("--profile", metavar="FILE",
+                   help="after the timed steps, profile 6 more with torch.profiler (CPU and CUDA) "
+                        "and write rank 0's Chrome trace here")
     return p
 
 
@@ -99,8 +108,13 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--image-size must be 8 or more")
     if (args.workers is not None and args.workers < 0) or (args.threads or 1) < 1:
         p.error("--workers must not be negative, --threads must be positive")
-    if args.dataloader and (args.image_decoder or args.image_threads is not None or args.io):
-        p.error("--image-decoder, --image-threads and --io are the ringfeed loader's (--data)")
+    loader_flags = (args.image_decoder, args.image_threads, args.image_cpu_share, args.io)
+    if args.dataloader and (any(f is not None for f in loader_flags) or args.loader_option):
+        p.error("--image-decoder, --image-threads, --image-cpu-share, --io and --loader-option "
+                "are the ringfeed loader's (--data)")
+    for o in args.loader_option:
+        if "=" not in o or not o.split("=", 1)[0].isidentifier():
+            p.error(f"--loader-option wants NAME=VALUE, got {o!r}")
 
 
 def process_group() -> tuple:
@@ -140,9 +154,15 @@ class RingfeedBatches:
         options = dict(image_size=args.image_size, device="cuda" if cuda else "cpu",
                        dtype="bfloat16" if cuda else "float32", layout="NHWC" if cuda else "NCHW",
                        rank=rank, world_size=world, seed=args.seed, drop_last=True)
-        for name in ("image_decoder", "image_threads", "io"):
+        for name in ("image_decoder", "image_threads", "image_cpu_share", "io"):
             if getattr(args, name) is not None:
                 options[name] = getattr(args, name)
+        for o in args.loader_option:
+            name, text = o.split("=", 1)
+            try:
+                options[name] = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                options[name] = text
         info = ringfeed.dataset_info(args.data)
         if info.media_type != "image/jpeg":
             raise ringfeed.UsageError(f"--data {args.data}: not a dataset of JPEG records "
@@ -177,7 +197,8 @@ class RingfeedBatches:
     def stats(self):
         s = self.loader.stats()
         return {k: s.get(k) for k in ("image_threads", "image_busy_share", "wait_share",
-                                      "disk_gbps", "records_skipped")}
+                                      "wait_seconds", "seconds", "reader_held_seconds",
+                                      "bytes_read", "disk_gbps", "records_skipped")}
 
     def close(self):
         self.loader.close()
@@ -258,6 +279,28 @@ class OneBatch:
         pass
 
 
+def take_quantiles(takes_ns) -> dict:
+    """The timed steps' waits in next(): median, 90th percentile and largest, ms."""
+    if not takes_ns:
+        return {}
+    ordered = sorted(takes_ns)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1e6
+    return {"p50": round(pick(0.5), 3), "p90": round(pick(0.9), 3),
+            "max": round(ordered[-1] / 1e6, 3)}
+
+
+def profile_steps(path: str, rank: int, cuda: bool, steps) -> None:
+    """Runs `steps` under torch.profiler; rank 0 writes the Chrome trace to `path`."""
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        steps()
+        if cuda:
+            torch.cuda.synchronize()
+    if rank == 0:
+        prof.export_chrome_trace(path)
+
+
 def main() -> int:
     p = make_parser()
     args = p.parse_args()
@@ -319,13 +362,18 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
         sched.step()
         return loss
 
-    def run(n):
+    takes = []  # each timed step's wait in next(), ns
+
+    def run(n, record=False):
         nonlocal step
         take_ns, loss = 0, None
         for _ in range(n):
             t0 = time.perf_counter_ns()
             x, y = next(source)
-            take_ns += time.perf_counter_ns() - t0
+            took = time.perf_counter_ns() - t0
+            take_ns += took
+            if record:
+                takes.append(took)
             loss = train_step(x, y)
             step += 1
         return take_ns, loss
@@ -340,10 +388,12 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
     warm_loss = float(loss) if loss is not None else None
     barrier()
     t0 = time.perf_counter()
-    take_ns, loss = run(args.steps)
+    take_ns, loss = run(args.steps, record=True)
     barrier()  # the slowest rank's end
     secs = time.perf_counter() - t0
     loss = float(loss)
+    if args.profile:
+        profile_steps(args.profile, rank, cuda, lambda: run(6))
 
     if args.checkpoint and rank == 0:  # rank 0's loader state holds what every rank needs
         torch_train.save_checkpoint(args.checkpoint, {
@@ -359,6 +409,8 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
             "steps": args.steps, "step": step, "seconds": round(secs, 4),
             "samples_per_s": round(args.steps * args.batch * world / secs, 1),
             "take_ms_per_step": round(take_ns / args.steps / 1e6, 3),
+            "take_ms_quantiles": take_quantiles(takes),
+            "take_ms": [round(t / 1e6, 2) for t in takes],
             "loss": round(loss, 5), "warm_loss": None if warm_loss is None else round(warm_loss, 5),
             "data": args.data or args.dataloader, "stats": stats}
         if args.image_decoder:

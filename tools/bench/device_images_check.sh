@@ -35,7 +35,10 @@
 #   ROUNDS: the bench's rounds [3]  BENCH_ARGS: more flags for images_gpu_bench.py ['']
 #   STEPS [100]  WARM [20]  BATCH [256]  ARCH [resnet50]  RESNET_ROUNDS [2]
 #   RESNET_NPROCS: GPUs, one process each under torch.distributed.run (DDP) [1]
-#   RESNET_MODES: any of fed alone dataloader fed-nvjpeg fed-cpu [fed alone dataloader]
+#   RESNET_MODES: any of fed alone dataloader fed-nvjpeg fed-cpu, and fed:FLAG,FLAG (fed with
+#   those flags: fed:--image-cpu-share=0,--image-threads=4) [fed alone dataloader]
+#   RESNET_PROFILE: a mode ('fed' or one above) run once more after the rounds, its 6 steps after
+#   the timed ones profiled by torch.profiler: OUT/resnet-profile.json.gz (rank 0) ['']
 #   RESNET_FLAGS: more flags for every torch_resnet50.py run, RESNET_FED_FLAGS for those reading
 #   the dataset (fed*, alone: --image-threads, --io, ...) ['']  RESNET_RESERVE: seconds kept for
 #   the resnet part while the bench runs [200]  RINGFEED_DATA [/var/tmp/ringfeed-images]
@@ -286,6 +289,50 @@ if has resnet && fits resnet 60; then
   find "$folder" -name '*.jpg' -print0 | xargs -0 -P "$cores" -n 256 cat >/dev/null
   modes=(${RESNET_MODES:-fed alone dataloader})
   per_run=60  # seconds a run is allowed before the first has shown what one takes
+  # One run of mode $1 in round $2 (more flags after), its figures into resnet.jsonl and here.
+  resnet_run() {
+    local m=$1 r=$2 extra
+    shift 2
+    local fed_flags=(${RESNET_FED_FLAGS:-})
+    case $m in
+      fed) src=(--data "$data" "${fed_flags[@]}") ;;
+      # fed:FLAG,FLAG: fed with more flags (fed:--image-cpu-share=0,--image-threads=4)
+      fed:*) extra=${m#fed:}; src=(--data "$data" "${fed_flags[@]}" ${extra//,/ }) ;;
+      fed-nvjpeg) src=(--data "$data" --image-decoder nvjpeg "${fed_flags[@]}") ;;
+      fed-cpu) src=(--data "$data" --image-decoder cpu "${fed_flags[@]}") ;;
+      alone) src=(--data "$data" --compute-alone "${fed_flags[@]}") ;;
+      dataloader) src=(--dataloader "$folder") ;;
+      *) say "RESNET_MODES: unknown $m"; return ;;
+    esac
+    local launch=(python3)
+    [ "$nprocs" -gt 1 ] && launch=(python3 -m torch.distributed.run --standalone
+                                   --nproc_per_node="$nprocs")
+    local cmd=("${launch[@]}" "$repo/examples/torch_resnet50.py" "${src[@]}" --arch "$arch"
+               --batch "$batch" --steps "$steps" --warm "$warm" ${RESNET_FLAGS:-} "$@")
+    local log="$logs/resnet-${m//[:,=]/_}-r$r.log" t0=$SECONDS rc took line figures
+    timeout $(($(left) - 5)) "${cmd[@]}" >"$log" 2>&1
+    rc=$?
+    took=$((SECONDS - t0))
+    [ $((took + 10)) -gt $per_run ] && per_run=$((took + 10))
+    line=$(grep -m1 '^{' "$log")
+    # The run's JSON line, labelled, into resnet.jsonl; its figures on one line here.
+    figures=$(python3 - "$line" "$m" "$r" "$(tcmd "${cmd[@]}")" "$out/resnet.jsonl" <<'PY'
+import json, sys
+line, label, rnd, command, sink = sys.argv[1:]
+if not line:
+    print("no figure")
+    sys.exit()
+d = json.loads(line)
+d.update(label=label, round=int(rnd) if rnd.isdigit() else rnd, command=command)
+with open(sink, "a") as f:
+    f.write(json.dumps(d) + "\n")
+print(f"{d['samples_per_s']} samples/s, taking batches {d['take_ms_per_step']} ms a step "
+      f"{d.get('take_ms_quantiles')}, {d['stats']}")
+PY
+)
+    say "round $r $m: exit $rc in $took s: $figures"
+    [ $rc = 0 ] || tail -8 "$log" | tee -a "$summary"
+  }
   for r in $(seq 1 "$resnet_rounds"); do
     order=("${modes[@]}")
     if [ $((r % 2)) = 0 ]; then  # every other round backwards
@@ -293,49 +340,18 @@ if has resnet && fits resnet 60; then
     fi
     for m in "${order[@]}"; do
       fits "$arch $m round $r" "$per_run" || break 2
-      fed_flags=(${RESNET_FED_FLAGS:-})
-      case $m in
-        fed) src=(--data "$data" "${fed_flags[@]}") ;;
-        fed-nvjpeg) src=(--data "$data" --image-decoder nvjpeg "${fed_flags[@]}") ;;
-        fed-cpu) src=(--data "$data" --image-decoder cpu "${fed_flags[@]}") ;;
-        alone) src=(--data "$data" --compute-alone "${fed_flags[@]}") ;;
-        dataloader) src=(--dataloader "$folder") ;;
-        *) say "RESNET_MODES: unknown $m"; continue ;;
-      esac
-      launch=(python3)
-      [ "$nprocs" -gt 1 ] && launch=(python3 -m torch.distributed.run --standalone
-                                     --nproc_per_node="$nprocs")
-      cmd=("${launch[@]}" "$repo/examples/torch_resnet50.py" "${src[@]}" --arch "$arch"
-           --batch "$batch" --steps "$steps" --warm "$warm" ${RESNET_FLAGS:-})
-      t0=$SECONDS
-      timeout $(($(left) - 5)) "${cmd[@]}" >"$logs/resnet-$m-r$r.log" 2>&1
-      rc=$?
-      took=$((SECONDS - t0))
-      [ $((took + 10)) -gt $per_run ] && per_run=$((took + 10))
-      line=$(grep -m1 '^{' "$logs/resnet-$m-r$r.log")
-      # The run's JSON line, labelled, into resnet.jsonl; its figures on one line here.
-      figures=$(python3 - "$line" "$m" "$r" "$(tcmd "${cmd[@]}")" "$out/resnet.jsonl" <<'PY'
-import json, sys
-line, label, rnd, command, sink = sys.argv[1:]
-if not line:
-    print("no figure")
-    sys.exit()
-d = json.loads(line)
-d.update(label=label, round=int(rnd), command=command)
-with open(sink, "a") as f:
-    f.write(json.dumps(d) + "\n")
-print(f"{d['samples_per_s']} samples/s, taking batches {d['take_ms_per_step']} ms a step, "
-      f"{d['stats']}")
-PY
-)
-      say "round $r $m: exit $rc in $took s: $figures"
-      [ $rc = 0 ] || tail -8 "$logs/resnet-$m-r$r.log" | tee -a "$summary"
+      resnet_run "$m" "$r"
     done
   done
+  if [ -n "${RESNET_PROFILE:-}" ] && fits "$arch $RESNET_PROFILE profiled" $((per_run + 20)); then
+    resnet_run "$RESNET_PROFILE" profiled --profile "$out/resnet-profile.json"
+    [ -f "$out/resnet-profile.json" ] && gzip -f "$out/resnet-profile.json"
+  fi
   if [ -s "$out/resnet.jsonl" ]; then
     python3 - "$out/resnet.jsonl" <<'PY' | tee -a "$summary"
 import json, statistics, sys
 runs = [json.loads(x) for x in open(sys.argv[1])]
+runs = [r for r in runs if r["round"] != "profiled"]
 by = {}
 for r in runs:
     by.setdefault(r["label"], []).append(r["samples_per_s"])
@@ -345,8 +361,8 @@ print(f"{runs[0]['arch']} on {runs[0]['device']}, batch {runs[0]['batch']}, {run
 for k, v in by.items():
     print(f"  {k:12s} {med[k]:9.1f}  {v}")
 rounds = sorted({r["round"] for r in runs})
-for a, b in (("fed", "alone"), ("fed-nvjpeg", "alone"), ("fed-cpu", "alone"),
-             ("dataloader", "alone"), ("fed", "dataloader")):
+pairs = [(k, "alone") for k in by if k != "alone"] + [("fed", "dataloader")]
+for a, b in pairs:
     if a in med and b in med:
         per = []
         for n in rounds:
