@@ -23,15 +23,19 @@ class EpochRemainder::Builder {
  public:
   Builder(EpochRemainder& out, const OrderSettings& o)
       : out_(out), old_(out.old_), deal_(old_.Deal(out.epoch_)) {
-    // Where each window of an old rank starts in its order: the same for every old rank (with
-    // more than one, windows but the last hold dealt full chunks only, and the last the same
-    // share of the shared stream).
+    // Each old rank's part of the shared stream, and where each of its windows starts in its
+    // order (a round-robin deal's are the same for every old rank; a balanced deal's are not).
     std::vector<uint64_t> chunks;
-    bounds_.push_back(0);
-    for (uint64_t w = 0; w < old_.windows(); ++w) {
-      chunks.clear();
-      old_.AppendWindowChunks(deal_, 0, w, &chunks);
-      bounds_.push_back(bounds_.back() + old_.WindowSamples(chunks.data(), w));
+    bounds_.resize(old_.world_size());
+    for (uint32_t r = 0; r < old_.world_size(); ++r) {
+      out_.shares_.push_back(old_.Share(deal_, r));
+      bounds_[r].push_back(0);
+      for (uint64_t w = 0; w < old_.windows(); ++w) {
+        chunks.clear();
+        old_.AppendWindowChunks(deal_, r, w, &chunks);
+        bounds_[r].push_back(bounds_[r].back() +
+                             old_.WindowSamples(chunks.data(), out_.shares_[r], w));
+      }
     }
     const uint64_t c0 = old_.RankSamples();
     const std::vector<EpochStretch>& stretches = o.resumed.stretches;
@@ -43,7 +47,7 @@ class EpochRemainder::Builder {
     Level l1;
     l1.offset.push_back(0);
     for (uint32_t r = 0; r < old_.world_size(); ++r) {
-      const uint64_t pad = PadPosition(r, /*needed=*/p0_ > bounds_[bounds_.size() - 2]);
+      const uint64_t pad = PadPosition(r, /*needed=*/p0_ > LastWindowStart(r));
       const bool pad_left = old_.HasPadding(r) && (pad == kUnknown || pad >= p0_);
       l1.start.push_back(p0_);
       l1.offset.push_back(l1.offset.back() + (c0 - p0_) - (pad_left ? 1 : 0));
@@ -83,11 +87,12 @@ class EpochRemainder::Builder {
   void TrimParts() {
     std::vector<uint64_t> chunks;
     for (Piece& p : out_.pieces_) {
-      if (p.samples < bounds_[p.old_window + 1] - bounds_[p.old_window]) {
+      const std::vector<uint64_t>& bounds = bounds_[p.old_rank];
+      if (p.samples < bounds[p.old_window + 1] - bounds[p.old_window]) {
         chunks.clear();
         old_.AppendWindowChunks(deal_, p.old_rank, p.old_window, &chunks);
         const std::vector<WindowEntry> entries =
-            old_.Window(chunks.data(), out_.epoch_, p.old_rank, p.old_window);
+            old_.Window(chunks.data(), out_.epoch_, out_.shares_[p.old_rank], p.old_window);
         std::vector<bool> read(chunks.size(), false);
         for (size_t i = p.first_range; i < p.first_range + p.ranges; ++i) {
           for (uint64_t e = out_.ranges_[i].first; e < out_.ranges_[i].second; ++e) {
@@ -124,8 +129,8 @@ class EpochRemainder::Builder {
       std::vector<uint64_t> chunks;
       old_.AppendWindowChunks(deal_, r, last, &chunks);
       uint64_t at = WorldOrder::kNoPadding;
-      (void)old_.Window(chunks.data(), out_.epoch_, r, last, &at);
-      pad_[r] = bounds_[last] + at;
+      (void)old_.Window(chunks.data(), out_.epoch_, out_.shares_[r], last, &at);
+      pad_[r] = bounds_[r][last] + at;
     }
     return pad_[r];
   }
@@ -154,7 +159,7 @@ class EpochRemainder::Builder {
   // that lies at or after p0): the padding entry is stepped over.
   void EmitOld(uint32_t r, uint64_t from, uint64_t to) {
     // Short of the last window, the run ends before any padding entry there.
-    const uint64_t pad = PadPosition(r, /*needed=*/to > bounds_[bounds_.size() - 2]);
+    const uint64_t pad = PadPosition(r, /*needed=*/to > LastWindowStart(r));
     if (pad == kUnknown || pad < p0_ || to <= pad) return EmitReal(r, from, to);
     if (from >= pad) return EmitReal(r, from + 1, to + 1);
     EmitReal(r, from, pad);
@@ -163,13 +168,17 @@ class EpochRemainder::Builder {
 
   // Positions [from, to) of old rank r's order, split at its windows' edges.
   void EmitReal(uint32_t r, uint64_t from, uint64_t to) {
-    uint64_t w = std::upper_bound(bounds_.begin(), bounds_.end(), from) - bounds_.begin() - 1;
+    const std::vector<uint64_t>& bounds = bounds_[r];
+    uint64_t w = std::upper_bound(bounds.begin(), bounds.end(), from) - bounds.begin() - 1;
     for (; from < to; ++w) {
-      const uint64_t hi = std::min(to, bounds_[w + 1]);
-      AddPiece(r, w, from - bounds_[w], hi - bounds_[w]);
+      const uint64_t hi = std::min(to, bounds[w + 1]);
+      AddPiece(r, w, from - bounds[w], hi - bounds[w]);
       from = hi;
     }
   }
+
+  // Where old rank r's last window starts in its order.
+  uint64_t LastWindowStart(uint32_t r) const { return bounds_[r][bounds_[r].size() - 2]; }
 
   void AddPiece(uint32_t r, uint64_t w, uint64_t begin, uint64_t end) {
     if (begin == end) return;
@@ -190,8 +199,8 @@ class EpochRemainder::Builder {
 
   EpochRemainder& out_;
   const WorldOrder& old_;
-  const EpochDeal deal_;          // stretch 0's epoch
-  std::vector<uint64_t> bounds_;  // bounds_[w]: samples of an old rank before its window w
+  const EpochDeal deal_;                       // stretch 0's epoch
+  std::vector<std::vector<uint64_t>> bounds_;  // bounds_[r][w]: old rank r's before its window w
   uint64_t p0_ = 0;
   std::vector<uint64_t> pad_;  // per old rank: its padding position, once found
   std::vector<Level> levels_;  // L1, L2, ..., the list this run splits
@@ -244,8 +253,8 @@ std::vector<WindowEntry> EpochRemainder::Window(const uint64_t* window_chunks, u
   const Piece& p = pieces_[w];
   const Part* part = p.part == kWhole ? nullptr : &parts_[p.part];
   // Part of a window: its entries are the old window's, and their chunks the kept ones.
-  const std::vector<WindowEntry> all =
-      old_.Window(part ? part->window.data() : window_chunks, epoch_, p.old_rank, p.old_window);
+  const std::vector<WindowEntry> all = old_.Window(part ? part->window.data() : window_chunks,
+                                                   epoch_, shares_[p.old_rank], p.old_window);
   std::vector<WindowEntry> out;
   out.reserve(p.samples);
   for (size_t i = p.first_range; i < p.first_range + p.ranges; ++i) {

@@ -87,6 +87,7 @@ class EpochRemainder {
 
   WorldOrder old_;  // stretch 0's world
   uint64_t epoch_;
+  std::vector<RankShare> shares_;  // each old rank's part of stretch 0's shared stream
   std::vector<uint64_t> level_samples_;
   std::vector<Piece> pieces_;
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // [begin, end) of an old window's entries

@@ -59,7 +59,9 @@ EpochLayout WindowOrder::Layout(uint64_t epoch) const {
     remainder_->Chunks(&l.chunks_, &l.starts_);
     return l;
   }
-  l.chunks_ = world_.RankChunks(world_.Deal(epoch), rank_);
+  const EpochDeal deal = world_.Deal(epoch);
+  l.chunks_ = world_.RankChunks(deal, rank_);
+  l.share_ = world_.Share(deal, rank_);
   const uint64_t windows = world_.windows();
   l.starts_.resize(windows + 1);
   for (uint64_t w = 0; w < windows; ++w) l.starts_[w] = world_.WindowStart(w);
@@ -72,23 +74,14 @@ std::vector<WindowOrder::Entry> WindowOrder::Window(const EpochLayout& layout,
   if (window >= layout.window_count()) return {};
   const uint64_t* chunks = layout.chunks().data() + layout.WindowStart(window);
   if (layout.resumed()) return remainder_->Window(chunks, window);
-  return world_.Window(chunks, layout.epoch(), rank_, window);
+  return world_.Window(chunks, layout.epoch(), layout.share_, window);
 }
 
 uint64_t WindowOrder::WindowSamples(const EpochLayout& layout, uint64_t window) const {
   if (window >= layout.window_count()) return 0;
   if (layout.resumed()) return remainder_->WindowSamples(window);
-  return world_.WindowSamples(layout.chunks().data() + layout.WindowStart(window), window);
-}
-
-std::vector<WindowOrder::Entry> WindowOrder::Window(const std::vector<uint64_t>& epoch_chunks,
-                                                    uint64_t epoch, uint64_t window) const {
-  return world_.Window(epoch_chunks.data() + WindowStart(window), epoch, rank_, window);
-}
-
-uint64_t WindowOrder::WindowSamples(const std::vector<uint64_t>& epoch_chunks,
-                                    uint64_t window) const {
-  return world_.WindowSamples(epoch_chunks.data() + WindowStart(window), window);
+  return world_.WindowSamples(layout.chunks().data() + layout.WindowStart(window), layout.share_,
+                              window);
 }
 
 uint64_t WindowOrder::WindowAt(const EpochLayout& layout, uint64_t position,

@@ -41,6 +41,27 @@
 // With world_size 1 every chunk is dealt to rank 0 and nothing is shared: the order is the one
 // above, bit for bit.
 //
+// Balanced deals. Records of any size (JPEG images, documents) fill chunks to a byte size, so
+// their chunks' sample counts vary and few are full: the deal above would share nearly every
+// chunk, and every rank would read the whole dataset. Where it reads fewer chunks a rank (ties
+// keep the deal above, so fixed-size datasets keep their order), the chunks are dealt balanced:
+//   shared       the last S chunks of the epoch's permutation, S = C - D * N, where D = floor((C
+//                - K) / N) and K is the fewest chunks whose smallest K hold N * (M + 1) samples,
+//                M the largest chunk's (every chunk where the dataset holds fewer);
+//   dealt        the first D * N, in rounds of N consecutive ones: the round's largest chunk to
+//                the rank with the fewest dealt samples so far, the next largest to the next
+//                (ties: the earlier chunk, the lower rank). D chunks each; the ranks' dealt
+//                samples never differ by more than M;
+//   the stream   the shared chunks' samples back to back in visiting order; the ranks take runs
+//                of it in rank order, rank r as many as bring it to ceil(T/N) samples with its
+//                dealt ones, less one where it pads. The tail's margin keeps every run's length
+//                at least 0, and the runs cover the stream exactly;
+//   padding      the same ceil(T/N) * N - T ranks as above (the last ones) repeat one sample
+//                each: the one after their run (the next rank's first, so not one of their own).
+// Windows are formed as above; a rank's windows' sample counts then differ from another's, its
+// epoch's do not. Every rank reads its D chunks and the S shared: with 32,000 photographs in 333
+// chunks of 94 to 100, 168 chunks a rank at N = 2 (the deal above: all 333).
+//
 // A resumed epoch (order.resumed.stretches not empty; pipeline/epoch_remainder.h builds it): epoch
 // order.resumed.epoch was begun by earlier runs at other world sizes, the stretches, oldest first.
 // Each rank of stretch 0 (world N0) took the first p0 samples of its ordinary order; what they
@@ -125,6 +146,7 @@ class EpochLayout {
   bool resumed_ = false;
   std::vector<uint64_t> chunks_;
   std::vector<uint64_t> starts_ = {0};  // window w: chunks_[starts_[w] .. starts_[w + 1])
+  RankShare share_;                     // an ordinary epoch's: the rank's part of the shared stream
 };
 
 class WindowOrder {
@@ -148,6 +170,9 @@ class WindowOrder {
   // shared), the shared ones among them, and the samples it trains on (all of sample_count() with
   // world_size 1).
   uint64_t epoch_chunk_count() const { return world_.dealt() + world_.shared(); }
+  // Whether the ranks' chunks are dealt balanced by samples (chunks of varied sample counts)
+  // rather than round-robin among the full chunks (see the comment at the top).
+  bool balanced() const { return world_.balanced(); }
   uint64_t shared_chunk_count() const { return world_.shared(); }
   uint64_t EpochSampleCount() const { return world_.RankSamples(); }
   // The samples this rank trains on in epoch `epoch`: EpochSampleCount() but in a resumed epoch.
@@ -181,10 +206,6 @@ class WindowOrder {
   // Window w of an epoch's layout, in visiting order; and the samples this rank visits in it.
   std::vector<Entry> Window(const EpochLayout& layout, uint64_t window) const;
   uint64_t WindowSamples(const EpochLayout& layout, uint64_t window) const;
-  // The same for an ordinary epoch whose chunks are `epoch_chunks` (from EpochChunks).
-  std::vector<Entry> Window(const std::vector<uint64_t>& epoch_chunks, uint64_t epoch,
-                            uint64_t window) const;
-  uint64_t WindowSamples(const std::vector<uint64_t>& epoch_chunks, uint64_t window) const;
 
   uint64_t GlobalSample(uint64_t chunk, uint32_t sample) const {
     return table_->first[chunk] + sample;

@@ -1,6 +1,7 @@
 #include "pipeline/world_order.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <numeric>
 
 #include "pipeline/epoch_order.h"
@@ -28,21 +29,41 @@ WorldOrder::WorldOrder(std::shared_ptr<const ChunkTable> table, bool shuffle,
     dealt_total_ = dealt_ = chunks;
     return;
   }
+  // Round-robin among the full chunks: each rank reads its dealt ones and the shared ones.
   dealt_ = table_->full_chunks / world_;
   dealt_total_ = dealt_ * world_;
   shared_ = chunks - dealt_total_;
   shared_samples_ = table_->sample_count() - dealt_total_ * table_->full_samples;
+  // Balanced: the tail that evens out any deal holds at least N * (M + 1) samples, M the largest
+  // chunk's: K chunks, the fewest whose smallest K hold that many.
+  std::vector<uint32_t> ascending = table_->samples;
+  std::sort(ascending.begin(), ascending.end());
+  const uint64_t margin = uint64_t{world_} * (uint64_t{table_->full_samples} + 1);
+  uint64_t tail = 0, held = 0;
+  while (tail < chunks && held < margin) held += ascending[tail++];
+  const uint64_t dealt = (chunks - tail) / world_;
+  // The deal that reads fewer chunks a rank (a tie keeps round-robin, the order before balanced
+  // deals existed: a dataset of fixed-size records keeps it).
+  if (dealt + (chunks - dealt * world_) < dealt_ + shared_) {
+    balanced_ = true;
+    dealt_ = dealt;
+    dealt_total_ = dealt * world_;
+    shared_ = chunks - dealt_total_;
+    shared_samples_ = 0;  // it varies with the epoch
+  }
 }
 
 uint64_t WorldOrder::RankSamples() const {
   if (world_ == 1) return table_->sample_count();
+  if (balanced_) return (table_->sample_count() + world_ - 1) / world_;
   return dealt_ * table_->full_samples + (shared_samples_ + world_ - 1) / world_;
 }
 
 bool WorldOrder::HasPadding(uint32_t rank) const {
-  if (shared_samples_ == 0) return false;
-  const uint64_t take = (shared_samples_ + world_ - 1) / world_;
-  return rank + (take - 1) * world_ >= shared_samples_;
+  if (world_ == 1) return false;
+  // Either deal pads P = N * RankSamples() - samples of the ranks, the last P ranks one each.
+  const uint64_t padding = uint64_t{world_} * RankSamples() - table_->sample_count();
+  return rank + padding >= world_;
 }
 
 uint64_t WorldOrder::windows() const {
@@ -78,6 +99,7 @@ EpochDeal WorldOrder::Deal(uint64_t epoch) const {
     deal.dealt = std::move(chunks);
     return deal;
   }
+  if (balanced_) return DealBalanced(chunks);
   // The first dealt_total_ full chunks go round-robin; the rest to every rank, after its own.
   deal.dealt.reserve(dealt_total_);
   deal.shared.reserve(shared_);
@@ -89,6 +111,57 @@ EpochDeal WorldOrder::Deal(uint64_t epoch) const {
     }
   }
   return deal;
+}
+
+EpochDeal WorldOrder::DealBalanced(const std::vector<uint64_t>& chunks) const {
+  const std::vector<uint32_t>& samples = table_->samples;
+  EpochDeal deal;
+  deal.dealt.resize(dealt_total_);
+  deal.shared.assign(chunks.begin() + static_cast<ptrdiff_t>(dealt_total_), chunks.end());
+  // Round i deals permutation chunks i*N .. i*N + N - 1: the largest to the rank with the fewest
+  // samples so far (ties: the earlier chunk, the lower rank). The ranks' totals then never differ
+  // by more than the largest chunk.
+  std::vector<uint64_t> total(world_, 0);
+  std::vector<uint32_t> by_total(world_), by_size(world_);
+  for (uint64_t round = 0; round < dealt_; ++round) {
+    const uint64_t* c = chunks.data() + round * world_;
+    std::iota(by_total.begin(), by_total.end(), 0u);
+    std::stable_sort(by_total.begin(), by_total.end(),
+                     [&](uint32_t a, uint32_t b) { return total[a] < total[b]; });
+    std::iota(by_size.begin(), by_size.end(), 0u);
+    std::stable_sort(by_size.begin(), by_size.end(),
+                     [&](uint32_t a, uint32_t b) { return samples[c[a]] > samples[c[b]]; });
+    for (uint32_t k = 0; k < world_; ++k) {
+      const uint32_t r = by_total[k];
+      const uint64_t g = c[by_size[k]];
+      deal.dealt[round * world_ + r] = g;
+      total[r] += samples[g];
+    }
+  }
+  // The shared stream makes every rank's count RankSamples(): rank r takes the next
+  // RankSamples() - total[r] samples, less its padding entry. The tail's margin (N * (M + 1)
+  // samples) keeps every count at least 0; the counts add up to the stream's length.
+  const uint64_t each = RankSamples();
+  deal.share_first.resize(world_);
+  deal.share_count.resize(world_);
+  uint64_t first = 0;
+  for (uint32_t r = 0; r < world_; ++r) {
+    const uint64_t want = total[r] + (HasPadding(r) ? 1 : 0);
+    deal.share_first[r] = first;
+    deal.share_count[r] = each > want ? each - want : 0;
+    first += deal.share_count[r];
+  }
+  return deal;
+}
+
+RankShare WorldOrder::Share(const EpochDeal& deal, uint32_t rank) const {
+  RankShare s;
+  s.rank = rank;
+  if (rank < deal.share_first.size()) {
+    s.first = deal.share_first[rank];
+    s.count = deal.share_count[rank];
+  }
+  return s;
 }
 
 std::vector<uint64_t> WorldOrder::RankChunks(const EpochDeal& deal, uint32_t rank) const {
@@ -104,20 +177,24 @@ void WorldOrder::AppendWindowChunks(const EpochDeal& deal, uint32_t rank, uint64
   for (uint64_t i = start; i < start + count; ++i) out->push_back(RankChunk(deal, rank, i));
 }
 
-uint64_t WorldOrder::WindowSamples(const uint64_t* window_chunks, uint64_t w) const {
+uint64_t WorldOrder::WindowSamples(const uint64_t* window_chunks, const RankShare& share,
+                                   uint64_t w) const {
   const bool last = w + 1 == windows();
   const uint64_t dealt = WindowChunks(w) - (last ? shared_ : 0);
   uint64_t n = 0;
   for (uint64_t i = 0; i < dealt; ++i) n += table_->samples[window_chunks[i]];
-  if (last) n += (shared_samples_ + world_ - 1) / world_;
+  if (last && balanced_) n += share.count + (HasPadding(share.rank) ? 1 : 0);
+  if (last && !balanced_) n += (shared_samples_ + world_ - 1) / world_;
   return n;
 }
 
 std::vector<WindowEntry> WorldOrder::Window(const uint64_t* window_chunks, uint64_t epoch,
-                                            uint32_t rank, uint64_t w, uint64_t* padding_at) const {
+                                            const RankShare& share, uint64_t w,
+                                            uint64_t* padding_at) const {
+  const uint32_t rank = share.rank;
   const std::vector<uint32_t>& samples = table_->samples;
   std::vector<WindowEntry> stored;
-  stored.reserve(WindowSamples(window_chunks, w));
+  stored.reserve(WindowSamples(window_chunks, share, w));
   const bool last = w + 1 == windows();
   const uint64_t dealt = WindowChunks(w) - (last ? shared_ : 0);
   for (uint64_t i = 0; i < dealt; ++i) {
@@ -126,7 +203,30 @@ std::vector<WindowEntry> WorldOrder::Window(const uint64_t* window_chunks, uint6
     }
   }
   uint64_t padding = kNoPadding;  // its index in `stored`
-  if (last && shared_samples_ != 0) {
+  if (last && balanced_) {
+    // The rank's run of the shared stream (the shared chunks' samples back to back, in visiting
+    // order), then its padding entry: the sample after the run (the next rank's first), which
+    // this rank does not see otherwise.
+    const uint64_t* shared = window_chunks + dealt;
+    uint64_t stream = 0;
+    for (uint64_t k = 0; k < shared_; ++k) stream += samples[shared[k]];
+    const bool pad = HasPadding(rank) && stream != 0;
+    uint64_t k = 0, chunk_first = 0;  // shared chunk k holds stream[chunk_first ...]
+    for (uint64_t i = 0; i < share.count + (pad ? 1 : 0); ++i) {
+      uint64_t j = share.first + i;
+      if (i == share.count) {
+        j %= stream;
+        if (j < chunk_first) k = chunk_first = 0;
+        padding = stored.size();
+      }
+      while (j >= chunk_first + samples[shared[k]]) {
+        chunk_first += samples[shared[k]];
+        ++k;
+      }
+      stored.push_back({static_cast<uint32_t>(dealt + k), static_cast<uint32_t>(j - chunk_first)});
+    }
+  }
+  if (last && !balanced_ && shared_samples_ != 0) {
     // The rank's share of the shared stream (the shared chunks' samples back to back, in
     // visiting order): stream[j mod S] for j = rank, rank + N, ... < ceil(S/N) * N. Only the
     // last j can reach S ((ceil(S/N) - 1) * N < S), so the stream wraps at most once: the

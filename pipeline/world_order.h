@@ -5,8 +5,9 @@
 // an order or a chunk list per old rank.
 //
 //   ChunkTable  the dataset's chunk layout, shared (read-only) by every order built over it
-//   EpochDeal   one epoch's chunks at one world size: the dealt full chunks of all ranks in
-//               permutation order (rank r's i-th is dealt[i * N + r]) and the shared ones
+//   EpochDeal   one epoch's chunks at one world size: the dealt chunks of all ranks (rank r's
+//               i-th is dealt[i * N + r]), the shared ones, and for a balanced deal each rank's
+//               run of the shared stream (pipeline/window_order.h states both deals)
 //
 // Thread safety: immutable after construction; any thread may call the methods.
 #pragma once
@@ -39,8 +40,19 @@ struct WindowEntry {
 };
 
 struct EpochDeal {
-  std::vector<uint64_t> dealt;   // every rank's dealt chunks, in permutation order
+  std::vector<uint64_t> dealt;   // every rank's dealt chunks (rank r's i-th is dealt[i * N + r])
   std::vector<uint64_t> shared;  // every rank reads them, in permutation order
+  // A balanced deal's (WorldOrder::balanced()): rank r trains on shared-stream samples
+  // share_first[r] .. share_first[r] + share_count[r] - 1. Empty for a round-robin deal, whose
+  // shares are strided and the same size for every rank.
+  std::vector<uint64_t> share_first, share_count;
+};
+
+// One rank's part of one epoch's shared stream: which rank, and for a balanced deal its samples
+// of the stream (first, count); what Window and WindowSamples need beside a window's chunks.
+struct RankShare {
+  uint32_t rank = 0;
+  uint64_t first = 0, count = 0;
 };
 
 class WorldOrder {
@@ -55,6 +67,9 @@ class WorldOrder {
   const ChunkTable& table() const { return *table_; }
   uint32_t world_size() const { return world_; }
   uint32_t window_chunks() const { return window_; }
+  // Whether the chunks are dealt balanced by samples (records of any size; see the class comment)
+  // rather than round-robin among the full chunks.
+  bool balanced() const { return balanced_; }
 
   // Per rank and epoch, the same for every rank and every ordinary epoch.
   uint64_t dealt() const { return dealt_; }    // chunks dealt to the rank
@@ -71,6 +86,8 @@ class WorldOrder {
 
   // Epoch `epoch`'s chunks at this world size (one permutation of the dataset's chunks).
   EpochDeal Deal(uint64_t epoch) const;
+  // Rank `rank`'s part of the deal's shared stream.
+  RankShare Share(const EpochDeal& deal, uint32_t rank) const;
   // Chunk i of the rank's epoch (dealt, then shared).
   uint64_t RankChunk(const EpochDeal& deal, uint32_t rank, uint64_t i) const {
     return i < dealt_ ? deal.dealt[i * world_ + rank] : deal.shared[i - dealt_];
@@ -82,24 +99,29 @@ class WorldOrder {
                           std::vector<uint64_t>* out) const;
 
   // Window w of a rank's epoch; `window_chunks` points at its WindowChunks(w) chunks (the last
-  // window's shared chunks are its final shared() ones). The samples it visits (the same for
-  // every rank but in a world of one, where they depend on which chunks the window holds):
-  uint64_t WindowSamples(const uint64_t* window_chunks, uint64_t w) const;
+  // window's shared chunks are its final shared() ones), `share` is the rank's (Share). The
+  // samples it visits (they depend on which chunks the window holds; a round-robin deal's are the
+  // same for every rank in a world of more than one):
+  uint64_t WindowSamples(const uint64_t* window_chunks, const RankShare& share, uint64_t w) const;
   // Its entries in visiting order; *padding_at (where given) gets the index of the padding entry
   // (HasPadding, last window), or kNoPadding.
-  std::vector<WindowEntry> Window(const uint64_t* window_chunks, uint64_t epoch, uint32_t rank,
-                                  uint64_t w, uint64_t* padding_at = nullptr) const;
+  std::vector<WindowEntry> Window(const uint64_t* window_chunks, uint64_t epoch,
+                                  const RankShare& share, uint64_t w,
+                                  uint64_t* padding_at = nullptr) const;
 
  private:
+  EpochDeal DealBalanced(const std::vector<uint64_t>& chunks) const;
+
   std::shared_ptr<const ChunkTable> table_;
   uint32_t window_, first_window_;
   bool shuffle_;
   uint64_t seed_;
   uint32_t world_;
-  uint64_t dealt_total_ = 0;     // full chunks dealt out per epoch, over all ranks
+  bool balanced_ = false;
+  uint64_t dealt_total_ = 0;     // chunks dealt out per epoch, over all ranks
   uint64_t dealt_ = 0;           // chunks dealt to each rank per epoch
   uint64_t shared_ = 0;          // shared chunks per epoch
-  uint64_t shared_samples_ = 0;  // S: their samples
+  uint64_t shared_samples_ = 0;  // S: their samples (a round-robin deal's; the same every epoch)
 };
 
 }  // namespace rf

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -172,6 +173,112 @@ TEST(WindowOrder, RanksReadOnlyTheirDealtChunksAndTheSharedOnes) {
   }
 }
 
+// Records of any size (JPEG images, documents) fill chunks to a byte size, so their sample counts
+// vary and almost no chunk is "full": dealing round-robin among full chunks would share nearly
+// every chunk, and every rank would read the whole dataset. These deals are balanced instead.
+std::vector<uint32_t> Varied(uint32_t chunks, uint32_t lo, uint32_t hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<uint32_t> count(lo, hi);
+  std::vector<uint32_t> l(chunks);
+  for (uint32_t& c : l) c = count(rng);
+  return l;
+}
+
+const std::vector<std::vector<uint32_t>>& VariedLayouts() {
+  static const std::vector<std::vector<uint32_t>> layouts = [] {
+    std::vector<std::vector<uint32_t>> v = {
+        Varied(333, 94, 100, 1),  // 32,000 photographs in 4 MiB chunks, as issue 25 measured
+        Varied(200, 1, 60, 2),    // widely varied
+        Varied(7, 3, 40, 3),      // fewer chunks than the margin: every chunk shared
+    };
+    v.push_back(Varied(50, 30, 40, 4));
+    v.back().push_back(3);  // a short last chunk
+    return v;
+  }();
+  return layouts;
+}
+
+TEST(WindowOrder, VariedChunksAreDealtBalancedAndEachRankReadsAboutItsShare) {
+  for (const std::vector<uint32_t>& layout : VariedLayouts()) {
+    const uint64_t total = Total(layout), chunks = layout.size();
+    std::vector<uint64_t> first(chunks + 1, 0);  // global sample -> chunk
+    for (size_t g = 0; g < chunks; ++g) first[g + 1] = first[g] + layout[g];
+    const auto chunk_of = [&](uint64_t s) {
+      return static_cast<uint64_t>(std::upper_bound(first.begin(), first.end(), s) - first.begin() -
+                                   1);
+    };
+    const uint32_t largest = *std::max_element(layout.begin(), layout.end());
+    for (uint32_t world : {2u, 3u, 4u, 7u, 8u}) {
+      for (const bool shuffle : {true, false}) {
+        const std::vector<WindowOrder> ranks =
+            Ranks(layout, world, testing::Order(shuffle, 16, 4, 11));
+        const uint64_t count = ranks[0].EpochSampleCount();
+        EXPECT_EQ(count, (total + world - 1) / world);  // the least padding equal counts allow
+        const uint64_t shared = ranks[0].shared_chunk_count();
+        // The shared tail: the fewest chunks holding N * (largest + 1) samples, and fewer than N
+        // more; everything where the dataset holds fewer samples.
+        std::vector<uint32_t> ascending = layout;
+        std::sort(ascending.begin(), ascending.end());
+        uint64_t tail = 0, held = 0;
+        while (tail < chunks && held < uint64_t{world} * (largest + 1)) held += ascending[tail++];
+        EXPECT_GE(shared, tail);
+        EXPECT_LT(shared, tail + world);
+        if (chunks == 333 && world == 2) {
+          EXPECT_LE(ranks[0].epoch_chunk_count(), 166u + 5) << "about half the chunks";
+        }
+        for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+          const std::string name = Name(layout, world, epoch) + (shuffle ? "" : ", stored order");
+          std::map<uint64_t, int> visits;
+          std::multiset<uint64_t> read;
+          std::vector<uint64_t> shared_chunks;
+          for (const WindowOrder& r : ranks) {
+            const std::vector<uint64_t> mine = r.EpochSamples(epoch);
+            ASSERT_EQ(mine.size(), count) << name << ", rank " << r.rank();
+            EXPECT_EQ(std::set<uint64_t>(mine.begin(), mine.end()).size(), mine.size()) << name;
+            for (uint64_t s : mine) ++visits[s];
+            const std::vector<uint64_t> reads = r.EpochChunks(epoch);
+            ASSERT_EQ(reads.size(), r.epoch_chunk_count()) << name;
+            const std::vector<uint64_t> tail_chunks(reads.end() - shared, reads.end());
+            if (r.rank() == 0) shared_chunks = tail_chunks;
+            EXPECT_EQ(tail_chunks, shared_chunks) << name;
+            read.insert(reads.begin(), reads.end() - shared);
+            // Its samples come from the chunks it reads, and every dealt one is trained on.
+            std::set<uint64_t> touched;
+            for (uint64_t s : mine) touched.insert(chunk_of(s));
+            const std::set<uint64_t> has(reads.begin(), reads.end());
+            EXPECT_TRUE(std::includes(has.begin(), has.end(), touched.begin(), touched.end()))
+                << name;
+            for (auto c = reads.begin(); c != reads.end() - shared; ++c) {
+              EXPECT_EQ(touched.count(*c), 1u) << name << ", dealt chunk " << *c;
+            }
+            // Its windows' sample counts add up to its epoch.
+            const EpochLayout l = r.Layout(epoch);
+            uint64_t windows = 0;
+            for (uint64_t w = 0; w < l.window_count(); ++w) {
+              const uint64_t n = r.WindowSamples(l, w);
+              EXPECT_EQ(r.Window(l, w).size(), n) << name << ", window " << w;
+              windows += n;
+            }
+            EXPECT_EQ(windows, count) << name;
+          }
+          ASSERT_EQ(visits.size(), total) << name;  // every sample, and nothing else
+          uint64_t repeats = 0;
+          for (const auto& [sample, n] : visits) {
+            EXPECT_LE(n, 2) << name << ", sample " << sample;
+            repeats += n - 1;
+          }
+          EXPECT_EQ(repeats, count * world - total) << name;
+          read.insert(shared_chunks.begin(), shared_chunks.end());
+          std::vector<uint64_t> all(chunks);
+          std::iota(all.begin(), all.end(), uint64_t{0});
+          EXPECT_EQ(std::vector<uint64_t>(read.begin(), read.end()), all)
+              << name << ": dealt chunks are disjoint, and with the shared ones every chunk";
+        }
+      }
+    }
+  }
+}
+
 TEST(WindowOrder, RankOrderIsAFunctionOfSeedEpochAndRankAlone) {
   const std::vector<uint32_t> layout = Layout(40, 23, 7);
   const std::vector<WindowOrder> a = Ranks(layout, 3, testing::Order(true, 4, 2, 9));
@@ -199,11 +306,11 @@ TEST(WindowOrder, SharedChunksJoinTheLastWindow) {
     EXPECT_EQ(r.WindowChunks(1), 3u);
     EXPECT_EQ(r.WindowChunks(2), 3u + 2);
     EXPECT_EQ(r.max_window_chunks(), 5u);
-    const std::vector<uint64_t> chunks = r.EpochChunks(1);
+    const EpochLayout layout = r.Layout(1);
     uint64_t total = 0;
     for (uint64_t w = 0; w < r.windows_per_epoch(); ++w) {
-      const auto entries = r.Window(chunks, 1, w);
-      EXPECT_EQ(entries.size(), r.WindowSamples(chunks, w));
+      const auto entries = r.Window(layout, w);
+      EXPECT_EQ(entries.size(), r.WindowSamples(layout, w));
       std::set<uint32_t> seen;
       for (const auto& e : entries) {
         ASSERT_LT(e.chunk_in_window, r.WindowChunks(w));

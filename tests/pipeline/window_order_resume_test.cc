@@ -48,25 +48,46 @@ struct OldWorld {
   }
 };
 
+uint64_t Total(const std::vector<uint32_t>& layout) {
+  return std::accumulate(layout.begin(), layout.end(), uint64_t{0});
+}
+
 OldWorld Old(const std::vector<uint32_t>& layout, OrderSettings o, uint32_t world, uint64_t epoch) {
   o.world_size = world;
   o.resumed.stretches.clear();
   OldWorld w;
+  uint64_t taken = 0;  // a balanced deal's shared stream: what the ranks before took
   for (uint32_t r = 0; r < world; ++r) {
     o.rank = r;
     const WindowOrder order(layout, o);
     w.order.push_back(order.EpochSamples(epoch));
-    // The padding, from the documented rule: the shared stream is the shared chunks' samples
-    // back to back; rank r takes stream[r + i*N] for i < ceil(S/N), wrapping once, at the end.
+    // The padding, from the documented rules. The shared stream is the shared chunks' samples
+    // back to back. Round-robin: rank r takes stream[r + i*N] for i < ceil(S/N), wrapping once,
+    // at the end. Balanced: the ranks take runs of it in rank order, each as many as its count
+    // wants beside its dealt chunks' samples, and the padding entry is the sample after the run.
     const std::vector<uint64_t> chunks = order.EpochChunks(epoch);
+    const uint64_t shared = order.shared_chunk_count(), count = order.EpochSampleCount();
     std::vector<uint64_t> stream;
-    for (auto c = chunks.end() - order.shared_chunk_count(); c != chunks.end(); ++c) {
+    uint64_t dealt = 0;
+    for (auto c = chunks.begin(); c != chunks.end(); ++c) {
+      if (c < chunks.end() - shared) {
+        dealt += layout[*c];
+        continue;
+      }
       for (uint32_t s = 0; s < layout[*c]; ++s) stream.push_back(order.GlobalSample(*c, s));
     }
     const uint64_t n = stream.size(), take = n == 0 ? 0 : (n + world - 1) / world;
+    uint64_t sample = OldWorld::kNone;
+    if (order.balanced()) {
+      const bool pads = r + (count * world - Total(layout)) >= world;
+      const uint64_t run = count - dealt - (pads ? 1 : 0);
+      if (pads) sample = stream[(taken + run) % n];
+      taken += run;
+    } else if (n != 0 && r + (take - 1) * world >= n) {
+      sample = stream[r + (take - 1) * world - n];
+    }
     uint64_t pad = OldWorld::kNone;
-    if (n != 0 && r + (take - 1) * world >= n) {
-      const uint64_t sample = stream[r + (take - 1) * world - n];
+    if (sample != OldWorld::kNone) {
       pad = std::find(w.order[r].begin(), w.order[r].end(), sample) - w.order[r].begin();
     }
     w.pad.push_back(pad);
@@ -236,6 +257,9 @@ const std::vector<std::vector<uint32_t>>& Layouts() {
       Layout(29, 17, 9),  // a prime count of full chunks and a short one
       Layout(10, 13, 0),  // 10 full chunks: not divisible by 3 or 4
       Layout(3, 11, 4),   // fewer full chunks than some worlds: everything shared
+      // Records of any size: chunks of varied counts, dealt balanced (window_order.h).
+      {23, 17, 30, 9, 26, 21, 30, 12, 28, 19, 25, 14, 29, 22, 18, 27, 11, 24, 30, 16, 20, 13, 5},
+      {40, 38, 39, 40, 37, 36, 40, 39, 38, 35, 40, 37, 39, 36, 38, 40, 39, 37, 2},
   };
   return layouts;
 }

@@ -66,13 +66,13 @@ TEST(WindowOrder, WindowsHoldTheirChunksSamplesOnly) {
   OrderSettings o = testing::Order(true, 4, 2, 2);  // W = 4; each epoch's first window: 2 chunks
   const WindowOrder order(Layout(1000, 30), o);     // 34 chunks: windows of 2, 4 x 8
   EXPECT_EQ(order.windows_per_epoch(), 9u);
-  const std::vector<uint64_t> chunks = order.EpochChunks(1);
+  const EpochLayout layout = order.Layout(1);
   uint64_t total = 0;
   for (uint64_t w = 0; w < order.windows_per_epoch(); ++w) {
     EXPECT_EQ(order.WindowChunks(w), w == 0 ? 2u : 4u) << w;
     EXPECT_EQ(order.WindowStart(w), w == 0 ? 0u : 2 + 4 * (w - 1)) << w;
-    const auto entries = order.Window(chunks, 1, w);
-    EXPECT_EQ(entries.size(), order.WindowSamples(chunks, w));
+    const auto entries = order.Window(layout, w);
+    EXPECT_EQ(entries.size(), order.WindowSamples(layout, w));
     std::set<uint32_t> chunks_seen;
     for (const auto& e : entries) {
       ASSERT_LT(e.chunk_in_window, order.WindowChunks(w));
