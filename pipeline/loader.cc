@@ -174,12 +174,12 @@ Result<std::unique_ptr<Loader>> Loader::Create(const std::vector<const Dataset*>
 }
 
 Loader::~Loader() {
-  // The image stage first (its decode threads write the pool's buffers and it reads the
-  // source), the worker (it runs the source), then the source: its threads stop and its
-  // staging drains; then the device's stream drains.
+  // The worker first (it runs the image stage or the source), the image stage (its decode
+  // threads write the pool's buffers and it reads the source), then the source: its threads stop
+  // and its staging drains; then the device's stream drains.
   decoded_source_.reset();
-  images_.reset();
   worker_.reset();
+  images_.reset();
   source_.reset();
   if (device_) (void)device_->Drain();
 }
@@ -385,8 +385,11 @@ Status Loader::BuildImages(const LoaderOptions& options) {
   const uint32_t batch = options.pipeline.order.batch_size;
   bool compressed = false;
   for (const Dataset* d : datasets_) compressed = compressed || d->compressed();
-  RF_ASSIGN_OR_RETURN(
-      pool_, device_->MakePool(spec.OutputSampleBytes() * batch, batch, options.output_buffers));
+  // With the worker (one dataset), the stage runs on its thread and one finished batch may wait
+  // in its queue: one buffer more.
+  const uint32_t worker_buffer = options.worker && !mixture() ? 1 : 0;
+  RF_ASSIGN_OR_RETURN(pool_, device_->MakePool(spec.OutputSampleBytes() * batch, batch,
+                                               options.output_buffers + worker_buffer));
   const uint32_t threads = options.image.threads != 0
                                ? options.image.threads
                                : DefaultImageThreads(source_->decode_threads(), compressed);
@@ -406,12 +409,15 @@ Status Loader::BuildImages(const LoaderOptions& options) {
 }
 
 uint64_t Loader::position() const {
-  if (images_) return images_->position();
-  return worker_ ? position_ : source_->position();
+  if (worker_) return position_;
+  return images_ ? images_->position() : source_->position();
 }
 
 SkippedRecords Loader::skipped() const {
-  return images_ ? images_->skipped() : SkippedRecords{epoch_, 0, {}};
+  if (!images_) return SkippedRecords{epoch_, 0, {}};
+  if (!worker_) return images_->skipped();
+  std::lock_guard<std::mutex> lock(snapshot_mu_);
+  return skipped_snapshot_;
 }
 
 Status Loader::Poll() const {
@@ -491,6 +497,10 @@ Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
   if (worker_) {
     std::lock_guard<std::mutex> lock(snapshot_mu_);
     snapshot_ = SourceStats();
+    if (images_) {
+      skipped_snapshot_ = images_->skipped();
+      skipped_total_snapshot_ = images_->skipped_total();
+    }
   }
   return Status::Ok();
 }
@@ -500,24 +510,24 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
     return Status::Usage("this loader serves its raw source only (opened with output_buffers 0)");
   }
   if (clock_start_ns_ == 0) clock_start_ns_ = SteadyNowNs();
-  if (images_) {
-    // The stage has written the batch (on a GPU: queued its copy) and set its place.
-    RF_ASSIGN_OR_RETURN(std::shared_ptr<LoadedBatch> out, images_->Next());
-    if (!out) return out;
-    RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
-    ++batches_;
-    return out;
-  }
   Result<std::shared_ptr<LoadedBatch>> b = [&]() -> Result<std::shared_ptr<LoadedBatch>> {
-    if (!options_.worker || mixture()) return Make();
+    if (!options_.worker || mixture()) return images_ ? MakeImages() : Make();
     if (!worker_) {
-      const uint32_t depth = options_.output_buffers > 2 ? options_.output_buffers - 2 : 1;
+      // Decoded images: the stage keeps its own batches in flight; the worker's queue holds one
+      // finished batch (the pool's buffer for it is BuildImages').
+      const uint32_t depth = images_                       ? 1
+                             : options_.output_buffers > 2 ? options_.output_buffers - 2
+                                                           : 1;
       worker_ = std::make_unique<BatchWorker>(
           depth, [this] { return device_->BindThread(); },
           [this] {
-            Result<std::shared_ptr<LoadedBatch>> made = Make();
+            Result<std::shared_ptr<LoadedBatch>> made = images_ ? MakeImages() : Make();
             std::lock_guard<std::mutex> lock(snapshot_mu_);
             snapshot_ = SourceStats();
+            if (images_) {
+              skipped_snapshot_ = images_->skipped();
+              skipped_total_snapshot_ = images_->skipped_total();
+            }
             return made;
           });
     }
@@ -532,10 +542,17 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
     return taken;
   }();
   if (b.ok() && *b != nullptr) {
-    position_ = (*b)->position() + (*b)->size();
+    position_ = (*b)->position() + (*b)->span();
     ++batches_;
   }
   return b;
+}
+
+Result<std::shared_ptr<LoadedBatch>> Loader::MakeImages() {
+  // The stage has written the batch (on a GPU: queued its copy) and set its place.
+  RF_ASSIGN_OR_RETURN(std::shared_ptr<LoadedBatch> out, images_->Next());
+  if (out) RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
+  return out;
 }
 
 Result<std::shared_ptr<LoadedBatch>> Loader::Make() {
@@ -599,7 +616,12 @@ LoaderStats Loader::stats() const {
     s.image_threads = images_->decoder().threads();
     s.image_busy_seconds = images_->decoder().busy_seconds();
     s.images_decoded = images_->decoder().records();
-    s.records_skipped = images_->skipped_total();
+    if (worker_) {
+      std::lock_guard<std::mutex> lock(snapshot_mu_);
+      s.records_skipped = skipped_total_snapshot_;
+    } else {
+      s.records_skipped = images_->skipped_total();
+    }
   }
   return s;
 }

@@ -147,9 +147,11 @@ struct LoaderOptions {
   // Decoded batches (Next) made on a thread of the loader's own (pipeline/batch_worker.h), up to
   // output_buffers - 2 (at least 1) ahead of the consumer: the reads waited for, the gather and
   // decode (on the GPU: their kernel launches and events) leave the consumer's thread, and Next()
-  // is a hand-off from a queue. The batches and their order are the same either way. Not for a
-  // mixture of datasets (mixture_state()), nor for decoded images, whose image stage decodes
-  // ahead on threads of its own (pipeline/image_stage.h).
+  // is a hand-off from a queue. The batches and their order are the same either way. Decoded
+  // images: the image stage (pipeline/image_stage.h: the records' gather and copy, the hand-off
+  // to its decode threads, the wait for them) runs on the worker, its own batches in flight as
+  // without it, and one finished batch waits in the worker's queue (the pool holds one buffer
+  // more). Not for a mixture of datasets (mixture_state()).
   bool worker = false;
 };
 
@@ -323,8 +325,10 @@ class Loader {
   bool records_ = false;  // the dataset holds records of any size (tokens, bytes)
   // A batch whose writes are queued: marked ready, its indices and place set.
   Result<std::shared_ptr<LoadedBatch>> HandOut(std::shared_ptr<LoadedBatch> out, uint64_t position);
-  // The next batch made now, on the calling thread (Next's, or the worker's).
+  // The next batch made now, on the calling thread (Next's, or the worker's); MakeImages: the
+  // image stage's.
   Result<std::shared_ptr<LoadedBatch>> Make();
+  Result<std::shared_ptr<LoadedBatch>> MakeImages();
   // The source's figures, read on the thread that runs it (stats() reads them there without the
   // worker, from the worker's last snapshot with it).
   LoaderStats SourceStats() const;
@@ -361,10 +365,13 @@ class Loader {
   uint64_t clock_start_ns_ = 0;  // the first StartEpoch or Next: stats()'s clock
   // options.worker: made at the first Next(), destroyed before the source and pool it uses
   // (declared last). `started_`: producing since the last StartEpoch. `snapshot_`: SourceStats()
-  // as of the worker's last batch, under snapshot_mu_.
+  // as of the worker's last batch, under snapshot_mu_; so are the image stage's skipped records
+  // (the worker runs the stage).
   bool started_ = false;
   mutable std::mutex snapshot_mu_;
   LoaderStats snapshot_;
+  SkippedRecords skipped_snapshot_;
+  uint64_t skipped_total_snapshot_ = 0;
   std::unique_ptr<BatchWorker> worker_;
 };
 

@@ -93,6 +93,10 @@ class LoaderImages : public ::testing::Test {
   std::vector<uint8_t> Truncated(uint64_t i) const {
     return std::vector<uint8_t>(jpegs_[i].begin(), jpegs_[i].begin() + jpegs_[i].size() / 2);
   }
+  // Cases run with and without the loader's worker (LoaderOptions::worker).
+  void ResumedRunSeesTheCropsOfOneNeverStopped(bool worker);
+  void BadRecordStopsTheRunNamingFileChunkAndRecord(bool worker);
+  void SkipBadRecordsSkipsCountsAndReportsThem(bool worker);
   testing::TempDir dir_;
   Jpegs jpegs_;
 };
@@ -128,16 +132,31 @@ TEST_F(LoaderImages, TheBatchesAreTheSameWhateverTheThreadsAndTheDepth) {
   one.output_buffers = 1;
   LoaderOptions many = DecodedOptions(Data(), 8, ImageCrop::kRandomResized, 4);
   many.output_buffers = 8;
+  // And with the stage on the loader's worker thread (LoaderOptions::worker, as Python's).
+  LoaderOptions worker = DecodedOptions(Data(), 8, ImageCrop::kRandomResized, 3);
+  worker.worker = true;
   auto a = testing::OpenLoader(one);
   auto b = testing::OpenLoader(many);
-  ASSERT_TRUE(a && b);
-  const Epoch ea = TakeEpoch(*a, 1), eb = TakeEpoch(*b, 1);
+  auto c = testing::OpenLoader(worker);
+  ASSERT_TRUE(a && b && c);
+  const Epoch ea = TakeEpoch(*a, 1), eb = TakeEpoch(*b, 1), ec = TakeEpoch(*c, 1);
   EXPECT_EQ(ea.order, eb.order);
   EXPECT_EQ(ea.pixels, eb.pixels);
+  EXPECT_EQ(ea.order, ec.order);
+  EXPECT_EQ(ea.pixels, ec.pixels);
+  EXPECT_EQ(ea.positions, ec.positions);
 }
 
 TEST_F(LoaderImages, AResumedRunSeesTheCropsOfOneNeverStopped) {
-  const LoaderOptions o = DecodedOptions(Data(), 8, ImageCrop::kRandomResized);
+  for (const bool worker : {false, true}) {
+    SCOPED_TRACE(worker ? "on the worker" : "on the caller's thread");
+    ResumedRunSeesTheCropsOfOneNeverStopped(worker);
+  }
+}
+
+void LoaderImages::ResumedRunSeesTheCropsOfOneNeverStopped(bool worker) {
+  LoaderOptions o = DecodedOptions(Data(), 8, ImageCrop::kRandomResized);
+  o.worker = worker;
   Epoch straight;
   {
     auto l = testing::OpenLoader(o);
@@ -228,10 +247,19 @@ TEST_F(LoaderImages, TheDecodeRunsAheadWhileTheConsumerHoldsItsBatch) {
 }
 
 TEST_F(LoaderImages, ABadRecordStopsTheRunNamingFileChunkAndRecord) {
-  const std::string data = WithBad("bad.rfd", {{17, Truncated(17)}});
+  for (const bool worker : {false, true}) {
+    SCOPED_TRACE(worker ? "on the worker" : "on the caller's thread");
+    BadRecordStopsTheRunNamingFileChunkAndRecord(worker);
+  }
+}
+
+void LoaderImages::BadRecordStopsTheRunNamingFileChunkAndRecord(bool worker) {
+  const std::string data = WithBad(worker ? "bad-w.rfd" : "bad.rfd", {{17, Truncated(17)}});
   auto d = Dataset::Open(data);
   ASSERT_TRUE(d.ok());
-  auto l = testing::OpenLoader(DecodedOptions(data, 8, ImageCrop::kCenter));
+  LoaderOptions o = DecodedOptions(data, 8, ImageCrop::kCenter);
+  o.worker = worker;
+  auto l = testing::OpenLoader(o);
   ASSERT_TRUE(l);
   const Status st = testing::FirstErrorOfEpoch(*l);
   ASSERT_TRUE(st.IsCorruption()) << st.ToString();
@@ -268,6 +296,13 @@ TEST_F(LoaderImages, ABadRecordOfACompressedChunkIsNamedByItsByteInTheChunksData
 }
 
 TEST_F(LoaderImages, SkipBadRecordsSkipsCountsAndReportsThem) {
+  for (const bool worker : {false, true}) {
+    SCOPED_TRACE(worker ? "on the worker" : "on the caller's thread");
+    SkipBadRecordsSkipsCountsAndReportsThem(worker);
+  }
+}
+
+void LoaderImages::SkipBadRecordsSkipsCountsAndReportsThem(bool worker) {
   std::vector<uint8_t> huge = jpegs_[40];
   for (size_t p = 2; p + 8 < huge.size(); ++p) {
     if (huge[p] == 0xff && huge[p + 1] == 0xc0) {
@@ -276,9 +311,11 @@ TEST_F(LoaderImages, SkipBadRecordsSkipsCountsAndReportsThem) {
     }
   }
   const std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', 13, 10, 26, 10, 0, 0, 0, 13};
-  const std::string data = WithBad("bad3.rfd", {{3, Truncated(3)}, {40, huge}, {41, png}});
+  const std::string data =
+      WithBad(worker ? "bad3-w.rfd" : "bad3.rfd", {{3, Truncated(3)}, {40, huge}, {41, png}});
   LoaderOptions o = DecodedOptions(data, 8, ImageCrop::kRandomResized);
   o.image.skip_bad_records = true;
+  o.worker = worker;
   o.pipeline.order.shuffle = ShuffleMode::kNone;  // stored order: batch 5 holds 40 to 47
   auto l = testing::OpenLoader(o);
   ASSERT_TRUE(l);
