@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <string>
 
+#include "decode/jpeg_image.h"  // kDefaultMaxImageSide: CheckJpeg's default side too
+
 namespace rf::convert {
 
 // What a check found of an image it accepted.
@@ -36,10 +38,6 @@ struct JpegInfo {
   // CMYK"); "" for a baseline grey or YCbCr JPEG (and always "" from CheckJpeg).
   std::string convert;
 };
-
-// The largest image side CheckJpeg takes by default (--max-image-side): 16384 pixels, 805 MB as
-// 8-bit RGB, which a decoder must allocate; JPEG's own limit is 65535.
-inline constexpr uint32_t kDefaultMaxImageSide = 16384;
 
 // "" where `data` is a JPEG stored as it is (above), else why not, one phrase ("PNG data, not a
 // JPEG", "a progressive JPEG (SOF2): only baseline JPEGs (SOF0) are stored", "65535x65535
