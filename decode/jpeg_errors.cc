@@ -81,4 +81,16 @@ jpeg_error_mgr* JpegErrors::Install() {
   return &mgr;
 }
 
+JpegDecompressor::~JpegDecompressor() {
+  if (created) jpeg_destroy_decompress(&cinfo);
+}
+
+bool JpegDecompressor::Create() {
+  cinfo.err = errors.Install();
+  if (setjmp(errors.jump) != 0) return false;
+  jpeg_create_decompress(&cinfo);
+  created = true;
+  return true;
+}
+
 }  // namespace rf

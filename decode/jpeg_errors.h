@@ -16,7 +16,7 @@
 // destructor may be created there that is not destroyed before a libjpeg call.
 //
 // Thread safety: one JpegErrors a libjpeg object, used by its thread; the message table is
-// constant and shared.
+// constant and shared. So is a JpegDecompressor: one thread at a time.
 #pragma once
 
 #include <csetjmp>
@@ -42,6 +42,22 @@ struct JpegErrors {
   void ResetWarning() { warning_code = -1; }
   // The message code of the last error or warning libjpeg raised (JERR_..., JWRN_...).
   int last_code() const { return mgr.msg_code; }
+};
+
+// A libjpeg decompressor under its JpegErrors: the decoders' one (jpeg_image.h's crops,
+// jpeg_reencode.h's whole images), each the owner of one, held by pointer (cinfo.err points into
+// it, so it must not move). Create() runs jpeg_create_decompress under the error manager: false,
+// errors.message set, where it fails. The destructor destroys what Create made.
+struct JpegDecompressor {
+  jpeg_decompress_struct cinfo;
+  JpegErrors errors;
+  bool created = false;
+
+  JpegDecompressor() = default;
+  JpegDecompressor(const JpegDecompressor&) = delete;
+  JpegDecompressor& operator=(const JpegDecompressor&) = delete;
+  ~JpegDecompressor();
+  bool Create();
 };
 
 }  // namespace rf

@@ -144,34 +144,22 @@ std::vector<uint8_t> ImageOutputTable(const ImageDecodeSpec& spec) {
   return lut;
 }
 
-// libjpeg's decompressor and its error manager (decode/jpeg_errors.h): errors longjmp back to the
-// setjmp in Create or ReadRegion, which returns normally; warnings are recorded, never printed.
-struct JpegImageDecoder::Libjpeg {
-  jpeg_decompress_struct cinfo;
-  JpegErrors errors;
-  bool created = false;
-};
-
-void JpegImageDecoder::LibjpegDelete::operator()(Libjpeg* j) const {
-  if (j->created) jpeg_destroy_decompress(&j->cinfo);
-  delete j;
-}
-
+// The decoder's libjpeg decompressor (decode/jpeg_errors.h): errors longjmp back to the setjmp in
+// JpegDecompressor::Create or ReadRegion, which returns normally; warnings are recorded, never
+// printed.
 JpegImageDecoder::JpegImageDecoder(const ImageDecodeSpec& spec)
     : spec_(spec), lut_(ImageOutputTable(spec)) {}
+
+JpegImageDecoder::~JpegImageDecoder() = default;
 
 Result<std::unique_ptr<JpegImageDecoder>> JpegImageDecoder::Create(const ImageDecodeSpec& spec) {
   RF_RETURN_IF_ERROR(spec.Validate());
   std::unique_ptr<JpegImageDecoder> d(new JpegImageDecoder(spec));
-  d->jpeg_.reset(new Libjpeg{});
-  Libjpeg& j = *d->jpeg_;
-  j.cinfo.err = j.errors.Install();
-  if (setjmp(j.errors.jump) != 0) {
+  d->jpeg_ = std::make_unique<JpegDecompressor>();
+  if (!d->jpeg_->Create()) {
     return Status::Unsupported(std::string("libjpeg-turbo: jpeg_create_decompress: ") +
-                               j.errors.message);
+                               d->jpeg_->errors.message);
   }
-  jpeg_create_decompress(&j.cinfo);
-  j.created = true;
   return d;
 }
 

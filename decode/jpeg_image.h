@@ -47,6 +47,8 @@
 
 namespace rf {
 
+struct JpegDecompressor;  // decode/jpeg_errors.h
+
 // The largest image side a decode takes by default: ringfeed-convert images' --max-image-side
 // default (16384: 805 MB as 8-bit RGB), which is also where a crafted 65535 x 65535 header is
 // refused.
@@ -106,6 +108,7 @@ class JpegImageDecoder {
  public:
   // One decoder, its libjpeg decompressor made (Unsupported where libjpeg-turbo cannot make one).
   static Result<std::unique_ptr<JpegImageDecoder>> Create(const ImageDecodeSpec& spec);
+  ~JpegImageDecoder();
 
   // Decodes the JPEG at data[0, n) as sample `index` of `epoch` into `out`
   // (spec.OutputSampleBytes(), aligned to its element). "" on success, else why the
@@ -118,12 +121,6 @@ class JpegImageDecoder {
  private:
   explicit JpegImageDecoder(const ImageDecodeSpec& spec);
 
-  // libjpeg's decompressor and error manager (jpeg_image.cc): created with the decoder, destroyed
-  // with it; its one owner.
-  struct Libjpeg;
-  struct LibjpegDelete {
-    void operator()(Libjpeg* j) const;
-  };
   // Decodes rows [row_lo, row_hi) and columns [col_lo, col_hi) (and more: an iMCU's margin,
   // whole iMCU columns) of the JPEG at data[0, n) at DCT scale 1/denom into pixels_: *row0 and
   // *col0 the first row and column decoded, *pitch the bytes a row. False with jpeg_'s message
@@ -133,7 +130,9 @@ class JpegImageDecoder {
                   int32_t* row0, int32_t* col0, size_t* pitch);
 
   ImageDecodeSpec spec_;
-  std::unique_ptr<Libjpeg, LibjpegDelete> jpeg_;
+  // libjpeg's decompressor and error manager (decode/jpeg_errors.h): created with the decoder,
+  // destroyed with it; its one owner.
+  std::unique_ptr<JpegDecompressor> jpeg_;
   std::vector<uint8_t> pixels_;  // the decoded region
   std::vector<uint8_t> lut_;     // 3 x 256 output elements: lut[c][x]
   decode::ResampleScratch scratch_;

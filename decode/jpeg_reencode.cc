@@ -49,29 +49,12 @@ ImageSize FitWithin(uint32_t height, uint32_t width, uint32_t max_side) {
   return tall ? ImageSize{max_side, scaled} : ImageSize{scaled, max_side};
 }
 
-struct JpegReencoder::Libjpeg {
-  jpeg_decompress_struct cinfo;
-  JpegErrors errors;
-  bool created = false;
-
-  // jpeg_create_decompress under the error manager: false, errors.message set, where it fails.
-  bool Create() {
-    cinfo.err = errors.Install();
-    if (setjmp(errors.jump) != 0) return false;
-    jpeg_create_decompress(&cinfo);
-    created = true;
-    return true;
-  }
-};
-
-JpegReencoder::~JpegReencoder() {
-  if (jpeg_ && jpeg_->created) jpeg_destroy_decompress(&jpeg_->cinfo);
-}
+JpegReencoder::~JpegReencoder() = default;
 
 Result<std::unique_ptr<JpegReencoder>> JpegReencoder::Create() {
   std::unique_ptr<JpegReencoder> r(new JpegReencoder());
   RF_ASSIGN_OR_RETURN(r->encoder_, JpegEncoder::Create());
-  r->jpeg_.reset(new Libjpeg{});
+  r->jpeg_ = std::make_unique<JpegDecompressor>();
   if (!r->jpeg_->Create()) {
     return Status::Unsupported(std::string("libjpeg-turbo: jpeg_create_decompress: ") +
                                r->jpeg_->errors.message);

@@ -41,6 +41,8 @@
 
 namespace rf {
 
+struct JpegDecompressor;  // decode/jpeg_errors.h
+
 // The most memory one image's decode may take: 4 GiB (a 16384 x 16384 progressive 4:4:4 JPEG
 // takes 2.4 GiB).
 inline constexpr uint64_t kMaxReencodeDecodeBytes = uint64_t{4} << 30;
@@ -81,10 +83,9 @@ class JpegReencoder {
   std::string Decode(const uint8_t* data, size_t n, ImageSize size, ImageSize* decoded,
                      uint32_t* channels);
 
-  // libjpeg's decompressor and error manager (jpeg_reencode.cc): created with the re-encoder,
-  // destroyed with it; its one owner.
-  struct Libjpeg;
-  std::unique_ptr<Libjpeg> jpeg_;
+  // libjpeg's decompressor and error manager (decode/jpeg_errors.h): created with the
+  // re-encoder, destroyed with it; its one owner.
+  std::unique_ptr<JpegDecompressor> jpeg_;
   std::unique_ptr<JpegEncoder> encoder_;
   std::vector<uint8_t> pixels_;   // the decoded image
   std::vector<uint8_t> resized_;  // the resized one
