@@ -34,17 +34,19 @@ WorldOrder::WorldOrder(std::shared_ptr<const ChunkTable> table, bool shuffle,
   dealt_total_ = dealt_ * world_;
   shared_ = chunks - dealt_total_;
   shared_samples_ = table_->sample_count() - dealt_total_ * table_->full_samples;
-  // Balanced: the tail that evens out any deal holds at least N * (M + 1) samples, M the largest
-  // chunk's: K chunks, the fewest whose smallest K hold that many.
+  // A rank reads C - (N - 1) * D chunks for D dealt: the deal that deals more reads fewer. A tie
+  // keeps round-robin, the order from before balanced deals: a dataset of fixed-size records
+  // keeps it. The balanced tail holds more than N chunks (N * (M + 1) samples, M the largest
+  // chunk's), so it can deal more only where more than N + 1 chunks are not full.
+  if (chunks - table_->full_chunks <= uint64_t{world_} + 1) return;
+  // Its tail: K chunks, the fewest whose smallest K hold N * (M + 1) samples.
   std::vector<uint32_t> ascending = table_->samples;
   std::sort(ascending.begin(), ascending.end());
   const uint64_t margin = uint64_t{world_} * (uint64_t{table_->full_samples} + 1);
   uint64_t tail = 0, held = 0;
   while (tail < chunks && held < margin) held += ascending[tail++];
   const uint64_t dealt = (chunks - tail) / world_;
-  // The deal that reads fewer chunks a rank (a tie keeps round-robin, the order before balanced
-  // deals existed: a dataset of fixed-size records keeps it).
-  if (dealt + (chunks - dealt * world_) < dealt_ + shared_) {
+  if (dealt > dealt_) {
     balanced_ = true;
     dealt_ = dealt;
     dealt_total_ = dealt * world_;
@@ -142,26 +144,24 @@ EpochDeal WorldOrder::DealBalanced(const std::vector<uint64_t>& chunks) const {
   // RankSamples() - total[r] samples, less its padding entry. The tail's margin (N * (M + 1)
   // samples) keeps every count at least 0; the counts add up to the stream's length.
   const uint64_t each = RankSamples();
-  deal.share_first.resize(world_);
-  deal.share_count.resize(world_);
   uint64_t first = 0;
   for (uint32_t r = 0; r < world_; ++r) {
     const uint64_t want = total[r] + (HasPadding(r) ? 1 : 0);
-    deal.share_first[r] = first;
-    deal.share_count[r] = each > want ? each - want : 0;
-    first += deal.share_count[r];
+    deal.shares.push_back({r, first, each > want ? each - want : 0});
+    first += deal.shares.back().count;
   }
   return deal;
 }
 
 RankShare WorldOrder::Share(const EpochDeal& deal, uint32_t rank) const {
-  RankShare s;
-  s.rank = rank;
-  if (rank < deal.share_first.size()) {
-    s.first = deal.share_first[rank];
-    s.count = deal.share_count[rank];
-  }
-  return s;
+  return rank < deal.shares.size() ? deal.shares[rank] : RankShare{rank, 0, 0};
+}
+
+WorldOrder::SharedRun WorldOrder::RunOf(const RankShare& share) const {
+  const bool pad = HasPadding(share.rank);
+  if (balanced_) return {share.first, 1, share.count, pad};
+  const uint64_t take = (shared_samples_ + world_ - 1) / world_;
+  return {share.rank, world_, take - (pad ? 1 : 0), pad};
 }
 
 std::vector<uint64_t> WorldOrder::RankChunks(const EpochDeal& deal, uint32_t rank) const {
@@ -183,8 +183,10 @@ uint64_t WorldOrder::WindowSamples(const uint64_t* window_chunks, const RankShar
   const uint64_t dealt = WindowChunks(w) - (last ? shared_ : 0);
   uint64_t n = 0;
   for (uint64_t i = 0; i < dealt; ++i) n += table_->samples[window_chunks[i]];
-  if (last && balanced_) n += share.count + (HasPadding(share.rank) ? 1 : 0);
-  if (last && !balanced_) n += (shared_samples_ + world_ - 1) / world_;
+  if (last) {
+    const SharedRun run = RunOf(share);
+    n += run.count + (run.pad ? 1 : 0);
+  }
   return n;
 }
 
@@ -203,42 +205,21 @@ std::vector<WindowEntry> WorldOrder::Window(const uint64_t* window_chunks, uint6
     }
   }
   uint64_t padding = kNoPadding;  // its index in `stored`
-  if (last && balanced_) {
+  if (last) {
     // The rank's run of the shared stream (the shared chunks' samples back to back, in visiting
-    // order), then its padding entry: the sample after the run (the next rank's first), which
-    // this rank does not see otherwise.
+    // order), then its padding entry, the stream wrapped once: a sample the rank does not see
+    // otherwise (round-robin: the run's next, stream[j mod S], from a chunk of this same window;
+    // balanced: the run's next, the next rank's first).
     const uint64_t* shared = window_chunks + dealt;
     uint64_t stream = 0;
     for (uint64_t k = 0; k < shared_; ++k) stream += samples[shared[k]];
-    const bool pad = HasPadding(rank) && stream != 0;
+    const SharedRun run = RunOf(share);
     uint64_t k = 0, chunk_first = 0;  // shared chunk k holds stream[chunk_first ...]
-    for (uint64_t i = 0; i < share.count + (pad ? 1 : 0); ++i) {
-      uint64_t j = share.first + i;
-      if (i == share.count) {
+    for (uint64_t i = 0; i < run.count + (run.pad ? 1 : 0); ++i) {
+      uint64_t j = run.first + i * run.stride;
+      if (i == run.count) {  // the padding: a stream that pads holds samples
         j %= stream;
         if (j < chunk_first) k = chunk_first = 0;
-        padding = stored.size();
-      }
-      while (j >= chunk_first + samples[shared[k]]) {
-        chunk_first += samples[shared[k]];
-        ++k;
-      }
-      stored.push_back({static_cast<uint32_t>(dealt + k), static_cast<uint32_t>(j - chunk_first)});
-    }
-  }
-  if (last && !balanced_ && shared_samples_ != 0) {
-    // The rank's share of the shared stream (the shared chunks' samples back to back, in
-    // visiting order): stream[j mod S] for j = rank, rank + N, ... < ceil(S/N) * N. Only the
-    // last j can reach S ((ceil(S/N) - 1) * N < S), so the stream wraps at most once: the
-    // padding sample, from a chunk of this same window.
-    const uint64_t s_total = shared_samples_, take = (s_total + world_ - 1) / world_;
-    const uint64_t* shared = window_chunks + dealt;
-    uint64_t k = 0, chunk_first = 0;  // shared chunk k holds stream[chunk_first ...]
-    for (uint64_t i = 0; i < take; ++i) {
-      uint64_t j = rank + i * world_;
-      if (j >= s_total) {
-        j %= s_total;
-        k = chunk_first = 0;
         padding = stored.size();
       }
       while (j >= chunk_first + samples[shared[k]]) {

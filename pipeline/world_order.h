@@ -39,20 +39,19 @@ struct WindowEntry {
   uint32_t sample;
 };
 
-struct EpochDeal {
-  std::vector<uint64_t> dealt;   // every rank's dealt chunks (rank r's i-th is dealt[i * N + r])
-  std::vector<uint64_t> shared;  // every rank reads them, in permutation order
-  // A balanced deal's (WorldOrder::balanced()): rank r trains on shared-stream samples
-  // share_first[r] .. share_first[r] + share_count[r] - 1. Empty for a round-robin deal, whose
-  // shares are strided and the same size for every rank.
-  std::vector<uint64_t> share_first, share_count;
-};
-
 // One rank's part of one epoch's shared stream: which rank, and for a balanced deal its samples
 // of the stream (first, count); what Window and WindowSamples need beside a window's chunks.
 struct RankShare {
   uint32_t rank = 0;
   uint64_t first = 0, count = 0;
+};
+
+struct EpochDeal {
+  std::vector<uint64_t> dealt;   // every rank's dealt chunks (rank r's i-th is dealt[i * N + r])
+  std::vector<uint64_t> shared;  // every rank reads them, in permutation order
+  // A balanced deal's (WorldOrder::balanced()), one a rank: its run of the shared stream. Empty
+  // for a round-robin deal, whose runs are strided and the same size for every rank.
+  std::vector<RankShare> shares;
 };
 
 class WorldOrder {
@@ -111,6 +110,13 @@ class WorldOrder {
 
  private:
   EpochDeal DealBalanced(const std::vector<uint64_t>& chunks) const;
+  // The rank's entries of a last window's shared stream: stream[first + i * stride] for i <
+  // count, then, where it pads, stream[(first + count * stride) mod S].
+  struct SharedRun {
+    uint64_t first, stride, count;
+    bool pad;
+  };
+  SharedRun RunOf(const RankShare& share) const;
 
   std::shared_ptr<const ChunkTable> table_;
   uint32_t window_, first_window_;
