@@ -494,15 +494,17 @@ Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
   epoch_samples_ = source_->epoch_samples();
   position_ = position;
 
-  if (worker_) {
-    std::lock_guard<std::mutex> lock(snapshot_mu_);
-    snapshot_ = SourceStats();
-    if (images_) {
-      skipped_snapshot_ = images_->skipped();
-      skipped_total_snapshot_ = images_->skipped_total();
-    }
-  }
+  if (worker_) TakeSnapshot();
   return Status::Ok();
+}
+
+void Loader::TakeSnapshot() {
+  std::lock_guard<std::mutex> lock(snapshot_mu_);
+  snapshot_ = SourceStats();
+  if (images_) {
+    skipped_snapshot_ = images_->skipped();
+    skipped_total_snapshot_ = images_->skipped_total();
+  }
 }
 
 Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
@@ -522,12 +524,7 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
           depth, [this] { return device_->BindThread(); },
           [this] {
             Result<std::shared_ptr<LoadedBatch>> made = images_ ? MakeImages() : Make();
-            std::lock_guard<std::mutex> lock(snapshot_mu_);
-            snapshot_ = SourceStats();
-            if (images_) {
-              skipped_snapshot_ = images_->skipped();
-              skipped_total_snapshot_ = images_->skipped_total();
-            }
+            TakeSnapshot();
             return made;
           });
     }

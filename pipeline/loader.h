@@ -332,6 +332,9 @@ class Loader {
   // The source's figures, read on the thread that runs it (stats() reads them there without the
   // worker, from the worker's last snapshot with it).
   LoaderStats SourceStats() const;
+  // With the worker: snapshot_ and the image stage's skipped records, read on the thread that
+  // runs the source (the worker's, or StartEpoch's while the worker is stopped).
+  void TakeSnapshot();
   // The source's poll: options.poll on the consumer's thread; on the worker's, whether Stop()
   // waits for it.
   Status Poll() const;
