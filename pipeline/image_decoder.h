@@ -79,16 +79,18 @@ class ImageDecoder {
 };
 
 // The CPU decoder: `threads` (>= 1) workers, each with its own JpegImageDecoder. Usage where
-// the spec cannot be decoded (ImageDecodeSpec::Validate).
+// the spec cannot be decoded (ImageDecodeSpec::Validate). Unlike the interface's rule, its
+// Submit and Wait may be called from several threads, and a job waited for out of order (the
+// nvJPEG decoder's drivers share one).
 Result<std::unique_ptr<ImageDecoder>> MakeCpuImageDecoder(const ImageDecodeSpec& spec,
                                                           uint32_t threads);
 
 // The GPU decoder (CUDA builds only): on GPU `gpu`, its jobs' outputs in that GPU's memory and
 // ordered before the work queued on `consumer_stream` (a cudaStream_t) after each Wait; of
-// `threads`, one drives nvJPEG and the others are a CPU decoder that takes `cpu_share` of each
-// batch (0 to 1; negative: what the threads can carry beside the hardware decoder) and the
-// records nvJPEG does not take. Unsupported where nvJPEG cannot be loaded (cuda/
-// nvjpeg_library.h) or will not start on this GPU.
+// `threads`, two drive nvJPEG (one where fewer than 4 are given) and the others are a CPU decoder
+// that takes `cpu_share` of each batch (0 to 1; negative: what the threads can carry beside the
+// hardware decoder) and the records nvJPEG does not take. Unsupported where nvJPEG cannot be
+// loaded (cuda/nvjpeg_library.h) or will not start on this GPU.
 Result<std::unique_ptr<ImageDecoder>> MakeNvjpegImageDecoder(const ImageDecodeSpec& spec, int gpu,
                                                              void* consumer_stream,
                                                              uint32_t threads, double cpu_share);

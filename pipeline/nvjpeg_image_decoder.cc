@@ -4,8 +4,10 @@
 // gpu_image_resample.h), into the loader's output buffer in GPU memory; a share of each batch
 // decoded on CPU threads at the same time.
 //
-// A job (Submit returns at once) goes through two threads, in submission order:
-//   the decode thread
+// A job (Submit returns at once) goes through two threads:
+//   a driver thread (kDrivers of them where the threads allow: each takes the oldest job not yet
+//   taken, so two jobs are in nvJPEG's calls at once; each driver has its own decode states,
+//   sets and scratch, the nvJPEG handle is shared, as nvJPEG allows)
 //     1. the CPU share: the k = round(n x cpu_share) records of the job whose key (Philox block
 //        kShareBlock of (seed, epoch, sample index)) is smallest are handed to the CPU decoder
 //        (pipeline/cpu_image_decoder.cc: libjpeg-turbo on worker threads, at a DCT scale where
@@ -25,14 +27,14 @@
 //        that nvJPEG takes the next group while the crops' kernel still reads this one's area;
 //     4. those it does not take, or that a group's decode failed on, decoded by the CPU decoder
 //        there and then (rare), which names a bad record's fault, copied to their samples;
-//   the finish thread
+//   the finish thread, in submission order, once a job's driver is done with it
 //     5. waits for the CPU share (step 1), then copies its samples into the output on the copy
 //        stream.
-// The CPU share is what lets the loader pass the hardware decoder's own rate: the decode thread
-// spends its time in nvJPEG's calls (about 40 us a 500 x 375 image on an H100, 2026-11-27), and
-// the CPU threads would otherwise idle. auto (a negative cpu_share): the share the CPU threads
-// can carry at the measured rates, kCpuImagesPerSecond a thread against kHardwareImagesPerSecond
-// (AutoCpuShare).
+// The drivers and the CPU share are what let the loader pass the hardware decoder's rate from
+// one thread: a driver spends its time in nvJPEG's calls (about 40 us a 500 x 375 image on an
+// H100, 2026-11-27), and the CPU threads would otherwise idle. auto (a negative cpu_share): the
+// share the CPU threads can carry at the measured rates, kCpuImagesPerSecond a thread against
+// kHardwareImagesPerSecond a driver (AutoCpuShare).
 //
 // The crops are the CPU decoder's (CropFor: keyed by seed, epoch and sample index); the GPU
 // resamples the full-size decode where the CPU may decode at a DCT scale, so the two agree to
@@ -41,20 +43,21 @@
 //
 // Streams and the host waits nvJPEG needs: nvJPEG's hardware decoder writes the decode area when
 // DecodeBatched is called, not when its stream reaches the call (seen on H100s with nvJPEG 12.3
-// to 13.2: meta-pytorch/torchcodec#1634). So the decode thread waits on the host, before each
+// to 13.2: meta-pytorch/torchcodec#1634). So a driver waits on the host, before each
 // DecodeBatched, for the event recorded after its set's area's last reader (that set's previous
 // crops' kernel), and before the first write of a job's output, for the job's write_ok event
 // (recorded on the consumer's stream at Submit: the consumer has let go of that buffer). In the
 // steady state both have long passed. Wait makes the consumer's stream wait for the job's events
 // on the sets' streams and the copy stream, without blocking the host.
 //
-// Memory (GPU): two decode areas and crops' tables, grown to the largest group met and reused;
-// nvJPEG's own buffers. Host: a job's CPU share in pinned memory (k samples), reused
+// Memory (GPU): two decode areas and crops' tables a driver, grown to the largest group met and
+// reused; nvJPEG's own buffers. Host: a job's CPU share in pinned memory (k samples), reused
 // from job to job once its copies are done; the late fallback's staging, grown likewise.
 //
 // Thread safety: Submit and Wait from one thread (the loader's). The job queue is under one lock;
-// a job's fields are written by the decode thread, then the finish thread, then read by Wait,
-// each handing it on under that lock.
+// a job's fields are written by its driver, then the finish thread, then read by Wait, each
+// handing it on under that lock. The CPU decoder takes Submit and Wait from every driver and the
+// finish thread (pipeline/cpu_image_decoder.cc: each job waited for by itself).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -126,7 +129,8 @@ class NvjpegImageDecoder final : public ImageDecoder {
     RF_ASSIGN_OR_RETURN(const nj::Api* api, nj::Library());
     std::unique_ptr<NvjpegImageDecoder> d(new NvjpegImageDecoder(spec, gpu, consumer, api));
     RF_RETURN_IF_ERROR(d->Open(threads, cpu_share));
-    d->decode_thread_ = std::thread([p = d.get()] { p->RunDecode(); });
+    for (auto& driver : d->drivers_)
+      driver->thread = std::thread([p = d.get(), r = driver.get()] { p->RunDriver(*r); });
     d->finish_thread_ = std::thread([p = d.get()] { p->RunFinish(); });
     return std::unique_ptr<ImageDecoder>(std::move(d));
   }
@@ -137,16 +141,19 @@ class NvjpegImageDecoder final : public ImageDecoder {
       stop_ = true;
     }
     work_.notify_all();
-    if (decode_thread_.joinable()) decode_thread_.join();
+    for (auto& driver : drivers_)
+      if (driver->thread.joinable()) driver->thread.join();
     if (finish_thread_.joinable()) finish_thread_.join();
     // The CPU workers may still write a job's pinned share: stopped before the jobs are freed.
     fallback_.reset();
-    for (Set& set : sets_) {
-      if (set.stream) (void)cudaStreamSynchronize(set.stream.get());
-      if (set.state != nullptr) api_->JpegStateDestroy(set.state);
+    for (auto& driver : drivers_) {
+      for (Set& set : driver->sets) {
+        if (set.stream) (void)cudaStreamSynchronize(set.stream.get());
+        if (set.state != nullptr) api_->JpegStateDestroy(set.state);
+      }
+      if (driver->jpeg_stream != nullptr) api_->JpegStreamDestroy(driver->jpeg_stream);
     }
     if (copy_stream_) (void)cudaStreamSynchronize(copy_stream_.get());
-    if (jpeg_stream_ != nullptr) api_->JpegStreamDestroy(jpeg_stream_);
     if (handle_ != nullptr) api_->Destroy(handle_);
   }
 
@@ -167,7 +174,7 @@ class NvjpegImageDecoder final : public ImageDecoder {
     }
     p->job = job;
     p->status = Status::Ok();
-    p->finished = false;
+    p->driven = p->finished = false;
     p->copies = p->late_copies = false;
     for (bool& on : p->decoded_on) on = false;
     p->bad.clear();
@@ -175,6 +182,7 @@ class NvjpegImageDecoder final : public ImageDecoder {
     {
       std::lock_guard<std::mutex> lock(mu_);
       to_decode_.push_back(p);
+      to_finish_.push_back(p);
       jobs_.push_back(p);
     }
     work_.notify_all();
@@ -198,58 +206,73 @@ class NvjpegImageDecoder final : public ImageDecoder {
     if (s.ok() && p->copies) s = WaitOn(p->copied.get());
     lock.lock();
     // Waited on by the consumer's stream (or never to be): its events free to record again; its
-    // pinned share is reused once its `copied` event has passed (the decode thread waits).
+    // pinned share is reused once its `copied` event has passed (its next driver waits).
     free_.push_back(p);
     return s;
   }
 
   const ImageDecodeSpec& spec() const override { return spec_; }
   int output_gpu() const override { return gpu_; }
-  // The decode thread and the CPU decoder's threads.
-  uint32_t threads() const override { return 1 + fallback_->threads(); }
+  // The drivers and the CPU decoder's threads.
+  uint32_t threads() const override {
+    return static_cast<uint32_t>(drivers_.size()) + fallback_->threads();
+  }
   double busy_seconds() const override {
-    return decode_busy_ns_.load() * 1e-9 + fallback_->busy_seconds();
+    return driver_busy_ns_.load() * 1e-9 + fallback_->busy_seconds();
   }
   uint64_t records() const override { return records_.load(); }
   std::string Describe() const override {
     char share[64];
     std::snprintf(share, sizeof share, "%.3f", cpu_share_);
+    const size_t n = drivers_.size();
     return std::string("jpeg decode by nvJPEG (") + (hardware_ ? "hardware decoder" : "CUDA") +
-           ") on GPU " + std::to_string(gpu_) + " from one thread, a share of " + share +
-           " of each batch and what nvJPEG does not take on the CPU (" + fallback_->Describe() +
-           "): " + std::to_string(share_records_.load()) + " records so far in the share, " +
-           std::to_string(late_records_.load()) + " on the fallback" + HostTimes();
+           ") on GPU " + std::to_string(gpu_) + " from " +
+           (n == 1 ? std::string("one thread") : std::to_string(n) + " threads") + ", a share of " +
+           share + " of each batch and what nvJPEG does not take on the CPU (" +
+           fallback_->Describe() + "): " + std::to_string(share_records_.load()) +
+           " records so far in the share, " + std::to_string(late_records_.load()) +
+           " on the fallback" + HostTimes();
   }
 
-  // Where the decode thread's time went, a record it gave nvJPEG: ", decode thread busy 1.23 s,
-  // a record: 12.3 us reading headers, 45.6 us in nvJPEG's decode calls" (empty before any).
+  // Where the drivers' time went, a record they gave nvJPEG: ", drivers busy 1.23 s (0.012 s of
+  // it waiting for the GPU), a record: 12.3 us reading headers, 45.6 us in nvJPEG's decode
+  // calls" (empty before any; summed over the drivers). The waits for the GPU: for the consumer
+  // to let go of an output buffer, for a decode area's last reader, for a pinned share's last
+  // copy.
   std::string HostTimes() const {
     const uint64_t n = nvjpeg_records_.load();
     if (n == 0) return "";
-    char text[160];
+    char text[224];
     std::snprintf(text, sizeof text,
-                  ", decode thread busy %.3f s, a record to nvJPEG: %.1f us reading headers, "
-                  "%.1f us in nvJPEG's decode calls",
-                  decode_busy_ns_.load() * 1e-9, parse_ns_.load() * 1e-3 / n,
-                  nvjpeg_ns_.load() * 1e-3 / n);
+                  ", %s busy %.3f s (%.3f s of it waiting for the GPU), a record to nvJPEG: %.1f "
+                  "us reading headers, %.1f us in nvJPEG's decode calls",
+                  drivers_.size() == 1 ? "the driver" : "the drivers",
+                  driver_busy_ns_.load() * 1e-9, gpu_wait_ns_.load() * 1e-9,
+                  parse_ns_.load() * 1e-3 / n, nvjpeg_ns_.load() * 1e-3 / n);
     return text;
   }
 
-  // The share of each batch the CPU threads decode where none is given: what `threads` threads
-  // at kCpuImagesPerSecond add to the hardware decoder's kHardwareImagesPerSecond.
-  static double AutoCpuShare(uint32_t threads) {
-    const double cpu = threads * kCpuImagesPerSecond;
-    return cpu / (cpu + kHardwareImagesPerSecond);
+  // The drivers where `threads` are given: two where the threads leave the CPU decoder at least
+  // two (a driver takes a core), else one.
+  static uint32_t DriversFor(uint32_t threads) { return threads >= 4 ? kDrivers : 1; }
+
+  // The share of each batch the CPU threads decode where none is given: what `cpu` threads at
+  // kCpuImagesPerSecond add to `drivers` drivers at kHardwareImagesPerSecond each.
+  static double AutoCpuShare(uint32_t cpu, uint32_t drivers) {
+    const double c = cpu * kCpuImagesPerSecond;
+    return c / (c + drivers * kHardwareImagesPerSecond);
   }
 
  private:
-  // What one batched decode uses, in turn with the other set, so that nvJPEG can take the next
-  // group while the crops' kernel reads this one's area: its decode state, the batch size it
-  // was initialized for, its stream, its decode area and crops' table (grown to the largest
-  // group met), and the event after the area's last reader. With one set, nvJPEG's calls took
-  // 63 us of the decode thread a record, with two 40 (H100, 100,000 photographs of 500 x 375,
-  // auto share, 2026-11-27).
+  // What one batched decode uses, in turn with the driver's other set, so that nvJPEG can take the
+  // next group while the crops' kernel reads this one's area: its decode state, the batch size it
+  // was initialized for, its stream, its decode area and crops' table (grown to the largest group
+  // met), and the event after the area's last reader. With one set, nvJPEG's calls took 63 us of
+  // the decode thread a record, with two 40 (H100, 100,000 photographs of 500 x 375, auto share,
+  // 2026-11-27).
   static constexpr int kSets = 2;
+  // The drivers at most: one job in nvJPEG's calls while another is.
+  static constexpr uint32_t kDrivers = 2;
   struct Set {
     nj::State state = nullptr;
     uint32_t initialized = 0;
@@ -261,11 +284,12 @@ class NvjpegImageDecoder final : public ImageDecoder {
   struct Pending {
     ImageJob* job = nullptr;
     cuda::CudaEvent write_ok;        // on the consumer's stream, at Submit
-    cuda::CudaEvent decoded[kSets];  // on each set's stream, after the job's last work there
+    cuda::CudaEvent decoded[kSets];  // on each of its driver's sets' streams, after its work there
     bool decoded_on[kSets] = {};     // recorded for this job
     cuda::CudaEvent copied;          // on the copy stream, after the job's copies from host
-    bool late_copies = false;        // the decode thread queued copies there
+    bool late_copies = false;        // its driver queued copies there
     bool copies = false;             // `copied` recorded for this job
+    bool driven = false;             // its driver is done with it
     bool finished = false;           // the finish thread is done with it
     Status status;                   // the first failure
     std::vector<BadRecord> bad;
@@ -282,6 +306,25 @@ class NvjpegImageDecoder final : public ImageDecoder {
   struct Taken {
     uint32_t slot = 0;
     JpegFrame frame;
+  };
+  // A driver: its thread, its sets and header parser, and the scratch of the job it drives (its
+  // thread's alone once it runs).
+  struct Driver {
+    Set sets[kSets];
+    uint32_t next_set = 0;
+    nj::Stream jpeg_stream = nullptr;  // the headers' parse
+    bool write_ok_waited = false;      // for the job it drives
+    std::vector<Taken> taken;
+    std::vector<uint32_t> late;
+    std::vector<std::pair<uint64_t, uint32_t>> keys;
+    std::vector<const unsigned char*> data;
+    std::vector<size_t> lengths;
+    std::vector<nj::Image> images;
+    std::vector<decode::GpuCrop> host_crops;
+    std::vector<uint8_t> late_bytes, late_out;
+    std::vector<int64_t> late_offsets;
+    std::vector<uint64_t> late_indices;
+    std::thread thread;
   };
 
   NvjpegImageDecoder(const ImageDecodeSpec& spec, int gpu, cudaStream_t consumer,
@@ -302,22 +345,28 @@ class NvjpegImageDecoder final : public ImageDecoder {
       handle_ = nullptr;
       c = api_->CreateEx(nj::kBackendDefault, nullptr, nullptr, 0, &handle_);
     }
-    for (Set& set : sets_)
-      if (c == nj::kSuccess) c = api_->JpegStateCreate(handle_, &set.state);
-    if (c == nj::kSuccess) c = api_->JpegStreamCreate(handle_, &jpeg_stream_);
+    const uint32_t drivers = DriversFor(threads);
+    for (uint32_t i = 0; i < drivers; ++i) drivers_.push_back(std::make_unique<Driver>());
+    for (auto& driver : drivers_) {
+      for (Set& set : driver->sets)
+        if (c == nj::kSuccess) c = api_->JpegStateCreate(handle_, &set.state);
+      if (c == nj::kSuccess) c = api_->JpegStreamCreate(handle_, &driver->jpeg_stream);
+    }
     if (c != nj::kSuccess)
       return Status::Unsupported("nvJPEG (" + api_->path + "): " + nj::CodeName(c));
-    for (Set& set : sets_) {
-      // At the highest priority: the crops' kernel frees the decode area the set's next
-      // DecodeBatched waits for, and should not queue behind the model's kernels.
-      RF_ASSIGN_OR_RETURN(set.stream, cuda::CreateStream(true));
-      RF_ASSIGN_OR_RETURN(set.area_free, cuda::CreateEvent(false));
+    for (auto& driver : drivers_) {
+      for (Set& set : driver->sets) {
+        // At the highest priority: the crops' kernel frees the decode area the set's next
+        // DecodeBatched waits for, and should not queue behind the model's kernels.
+        RF_ASSIGN_OR_RETURN(set.stream, cuda::CreateStream(true));
+        RF_ASSIGN_OR_RETURN(set.area_free, cuda::CreateEvent(false));
+      }
     }
     RF_ASSIGN_OR_RETURN(copy_stream_, cuda::CreateStream());
-    // The decode thread takes a core of the `threads`.
-    const uint32_t cpu = threads > 2 ? threads - 1 : 1;
+    // Each driver takes a core of the `threads`.
+    const uint32_t cpu = threads > drivers + 1 ? threads - drivers : 1;
     RF_ASSIGN_OR_RETURN(fallback_, MakeCpuImageDecoder(spec_, cpu));
-    cpu_share_ = cpu_share < 0 ? AutoCpuShare(cpu) : std::min(cpu_share, 1.0);
+    cpu_share_ = cpu_share < 0 ? AutoCpuShare(cpu, drivers) : std::min(cpu_share, 1.0);
     return Status::Ok();
   }
 
@@ -338,14 +387,15 @@ class NvjpegImageDecoder final : public ImageDecoder {
     return Status::Ok();
   }
 
-  // The loop of the decode and the finish thread: takes `queue`'s jobs in order, runs
-  // `step(job)` on each without the lock, keeps its failure, then `hand_on(job)` under the lock.
-  template <typename Step, typename HandOn>
-  void Serve(std::deque<Pending*>& queue, Step step, HandOn hand_on) {
+  // The loop of the drivers and the finish thread: takes `queue`'s front job once `ready(job)`,
+  // runs `step(job)` on it without the lock, keeps its failure, then `hand_on(job)` under the
+  // lock.
+  template <typename Ready, typename Step, typename HandOn>
+  void Serve(std::deque<Pending*>& queue, Ready ready, Step step, HandOn hand_on) {
     (void)cudaSetDevice(gpu_);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      work_.wait(lock, [&] { return stop_ || !queue.empty(); });
+      work_.wait(lock, [&] { return stop_ || (!queue.empty() && ready(*queue.front())); });
       if (stop_) return;
       Pending* p = queue.front();
       queue.pop_front();
@@ -357,25 +407,26 @@ class NvjpegImageDecoder final : public ImageDecoder {
     }
   }
 
-  void RunDecode() {
+  void RunDriver(Driver& d) {
     Serve(
-        to_decode_,
-        [this](Pending& p) {
+        to_decode_, [](const Pending&) { return true; },
+        [this, &d](Pending& p) {
           const uint64_t t0 = SteadyNowNs();
-          Status s = Decode(p);
-          decode_busy_ns_ += SteadyNowNs() - t0;
+          Status s = Decode(d, p);
+          driver_busy_ns_ += SteadyNowNs() - t0;
           records_ += p.job->n;
           return s;
         },
         [this](Pending* p) {
-          to_finish_.push_back(p);
+          p->driven = true;
           work_.notify_all();
         });
   }
 
+  // In submission order, each job once its driver is done with it.
   void RunFinish() {
     Serve(
-        to_finish_,
+        to_finish_, [](const Pending& p) { return p.driven; },
         [this](Pending& p) {
           Status s = p.share.n == 0 ? Status::Ok() : FinishShare(p);
           if (s.ok() && (p.share.n > 0 || p.late_copies)) {
@@ -394,13 +445,13 @@ class NvjpegImageDecoder final : public ImageDecoder {
 
   // The job's records through the steps above, up to the CPU share's submission (the finish
   // thread does the rest).
-  Status Decode(Pending& p) {
+  Status Decode(Driver& d, Pending& p) {
     ImageJob& job = *p.job;
-    taken_.clear();
-    late_.clear();
+    d.taken.clear();
+    d.late.clear();
     p.share.n = 0;
-    write_ok_waited_ = false;
-    RF_RETURN_IF_ERROR(SubmitShare(p));
+    d.write_ok_waited = false;
+    RF_RETURN_IF_ERROR(SubmitShare(d, p));
     const uint64_t t0 = SteadyNowNs();
     size_t s = 0;  // the next of the share's slots (ascending)
     for (uint32_t i = 0; i < job.n; ++i) {
@@ -420,58 +471,68 @@ class NvjpegImageDecoder final : public ImageDecoder {
       // which decodes what the crop needs and names where it fails (decode/jpeg_image.h).
       const bool whole = n >= 2 && data[n - 2] == 0xff && data[n - 1] == 0xd9;
       int unsupported = 0;
-      if (!whole || api_->JpegStreamParseHeader(handle_, data, n, jpeg_stream_) != nj::kSuccess ||
+      if (!whole || api_->JpegStreamParseHeader(handle_, data, n, d.jpeg_stream) != nj::kSuccess ||
           (hardware_ &&
-           (api_->DecodeBatchedSupported(handle_, jpeg_stream_, &unsupported) != nj::kSuccess ||
+           (api_->DecodeBatchedSupported(handle_, d.jpeg_stream, &unsupported) != nj::kSuccess ||
             unsupported != 0))) {
-        late_.push_back(i);
+        d.late.push_back(i);
         continue;
       }
-      taken_.push_back(t);
+      d.taken.push_back(t);
     }
     parse_ns_ += SteadyNowNs() - t0;
-    nvjpeg_records_ += taken_.size();
+    nvjpeg_records_ += d.taken.size();
     // Groups of the records taken, each as many as the area holds.
-    for (size_t g = 0; g < taken_.size();) {
+    for (size_t g = 0; g < d.taken.size();) {
       size_t end = g, bytes = 0;
-      while (end < taken_.size()) {
-        const size_t b = ImageBytes(taken_[end].frame);
-        if (end > g && bytes + b > std::max(kMinAreaBytes, sets_[next_set_].area.bytes())) break;
+      while (end < d.taken.size()) {
+        const size_t b = ImageBytes(d.taken[end].frame);
+        if (end > g && bytes + b > std::max(kMinAreaBytes, d.sets[d.next_set].area.bytes())) break;
         bytes += b;
         ++end;
       }
-      RF_RETURN_IF_ERROR(DecodeGroup(p, g, end, bytes));
+      RF_RETURN_IF_ERROR(DecodeGroup(d, p, g, end, bytes));
       g = end;
     }
-    if (!late_.empty()) RF_RETURN_IF_ERROR(DecodeLate(p));
-    RF_RETURN_IF_ERROR(WaitWriteOk(p));  // the finish thread's copies come after it
+    if (!d.late.empty()) RF_RETURN_IF_ERROR(DecodeLate(d, p));
+    RF_RETURN_IF_ERROR(WaitWriteOk(d, p));  // the finish thread's copies come after it
     return Status::Ok();
   }
 
   // The job's output may be written: the consumer's stream has passed write_ok (once a job).
-  Status WaitWriteOk(Pending& p) {
-    if (!write_ok_waited_) RF_CUDA_CHECK(cudaEventSynchronize(p.write_ok.get()));
-    write_ok_waited_ = true;
+  Status WaitWriteOk(Driver& d, Pending& p) {
+    if (!d.write_ok_waited) RF_RETURN_IF_ERROR(HostWait(p.write_ok.get()));
+    d.write_ok_waited = true;
+    return Status::Ok();
+  }
+
+  // A driver waits on the host for `e` (the GPU's progress), and counts the time.
+  Status HostWait(cudaEvent_t e) {
+    const uint64_t t0 = SteadyNowNs();
+    const cudaError_t r = cudaEventSynchronize(e);
+    gpu_wait_ns_ += SteadyNowNs() - t0;
+    if (r != cudaSuccess)
+      return cuda::Failure(cuda::Describe(r), "cudaEventSynchronize", __FILE__, __LINE__);
     return Status::Ok();
   }
 
   // Step 1: the CPU share chosen, its bytes gathered and submitted to the CPU decoder.
-  Status SubmitShare(Pending& p) {
+  Status SubmitShare(Driver& d, Pending& p) {
     ImageJob& job = *p.job;
     p.share_slots.clear();
     const uint32_t k =
         static_cast<uint32_t>(std::min<double>(job.n, std::floor(job.n * cpu_share_ + 0.5)));
     if (k == 0) return Status::Ok();
-    keys_.clear();
+    d.keys.clear();
     for (uint32_t i = 0; i < job.n; ++i) {
-      const auto d = augment::Draws(spec_.seed, job.epoch, job.indices[i], kShareBlock);
-      keys_.push_back({(uint64_t{d.v[0]} << 32) | d.v[1], i});
+      const auto draws = augment::Draws(spec_.seed, job.epoch, job.indices[i], kShareBlock);
+      d.keys.push_back({(uint64_t{draws.v[0]} << 32) | draws.v[1], i});
     }
-    std::nth_element(keys_.begin(), keys_.begin() + (k - 1), keys_.end());
-    for (uint32_t j = 0; j < k; ++j) p.share_slots.push_back(keys_[j].second);
+    std::nth_element(d.keys.begin(), d.keys.begin() + (k - 1), d.keys.end());
+    for (uint32_t j = 0; j < k; ++j) p.share_slots.push_back(d.keys[j].second);
     std::sort(p.share_slots.begin(), p.share_slots.end());
     // The previous job's copies from this pinned share have read it.
-    RF_CUDA_CHECK(cudaEventSynchronize(p.copied.get()));
+    RF_RETURN_IF_ERROR(HostWait(p.copied.get()));
     if (p.share_out.bytes() < size_t{k} * sample_bytes_) {
       p.share_out = {};
       RF_ASSIGN_OR_RETURN(p.share_out,
@@ -532,17 +593,17 @@ class NvjpegImageDecoder final : public ImageDecoder {
     return (b + kAreaAlign - 1) / kAreaAlign * kAreaAlign;
   }
 
-  // taken_[g, end) of `p` (`bytes` of decoded pixels) through nvJPEG and the crops' kernel; a
-  // group nvJPEG fails goes to late_.
-  Status DecodeGroup(Pending& p, size_t g, size_t end, size_t bytes) {
+  // d.taken[g, end) of `p` (`bytes` of decoded pixels) through nvJPEG and the crops' kernel; a
+  // group nvJPEG fails goes to d.late.
+  Status DecodeGroup(Driver& d, Pending& p, size_t g, size_t end, size_t bytes) {
     const ImageJob& job = *p.job;
     const uint32_t n = static_cast<uint32_t>(end - g);
-    const uint32_t which = next_set_;
-    next_set_ = (next_set_ + 1) % kSets;
-    Set& set = sets_[which];
+    const uint32_t which = d.next_set;
+    d.next_set = (d.next_set + 1) % kSets;
+    Set& set = d.sets[which];
     // The set's area's last reader (its crops' kernel before) is done: nvJPEG's hardware decoder
     // writes it when DecodeBatched is called (see the top of this file).
-    RF_CUDA_CHECK(cudaEventSynchronize(set.area_free.get()));
+    RF_RETURN_IF_ERROR(HostWait(set.area_free.get()));
     if (set.area.bytes() < bytes) {
       set.area = {};
       RF_ASSIGN_OR_RETURN(set.area, cuda::DeviceBuffer::Allocate(std::max(bytes, kMinAreaBytes),
@@ -554,19 +615,19 @@ class NvjpegImageDecoder final : public ImageDecoder {
           set.crops, cuda::DeviceBuffer::Allocate(
                          std::max<size_t>(n, 256) * sizeof(decode::GpuCrop), "the nvJPEG crops"));
     }
-    data_.clear();
-    lengths_.clear();
-    images_.assign(n, nj::Image{});
-    host_crops_.assign(n, decode::GpuCrop{});
+    d.data.clear();
+    d.lengths.clear();
+    d.images.assign(n, nj::Image{});
+    d.host_crops.assign(n, decode::GpuCrop{});
     uint8_t* area = set.area.as<uint8_t>();
     size_t at = 0;
     for (uint32_t k = 0; k < n; ++k) {
-      const Taken& t = taken_[g + k];
-      data_.push_back(job.bytes + job.offsets[t.slot]);
-      lengths_.push_back(static_cast<size_t>(job.offsets[t.slot + 1] - job.offsets[t.slot]));
-      images_[k].channel[0] = area + at;
-      images_[k].pitch[0] = size_t{t.frame.width} * 3;
-      decode::GpuCrop& c = host_crops_[k];
+      const Taken& t = d.taken[g + k];
+      d.data.push_back(job.bytes + job.offsets[t.slot]);
+      d.lengths.push_back(static_cast<size_t>(job.offsets[t.slot + 1] - job.offsets[t.slot]));
+      d.images[k].channel[0] = area + at;
+      d.images[k].pitch[0] = size_t{t.frame.width} * 3;
+      decode::GpuCrop& c = d.host_crops[k];
       c.offset = at;
       c.pitch = t.frame.width * 3;
       c.slot = t.slot;
@@ -589,19 +650,20 @@ class NvjpegImageDecoder final : public ImageDecoder {
       set.initialized = code == nj::kSuccess ? n : 0;
     }
     if (code == nj::kSuccess) {
-      code = api_->DecodeBatched(handle_, set.state, data_.data(), lengths_.data(), images_.data(),
-                                 set.stream.get());
+      code = api_->DecodeBatched(handle_, set.state, d.data.data(), d.lengths.data(),
+                                 d.images.data(), set.stream.get());
     }
     nvjpeg_ns_ += SteadyNowNs() - t0;
     if (code != nj::kSuccess) {
       // nvJPEG says only that the batch failed: the CPU decoder finds which record, and why.
       set.initialized = 0;  // nvJPEG's rule: initialize again after a failed batch
-      for (size_t k = g; k < end; ++k) late_.push_back(taken_[k].slot);
+      for (size_t k = g; k < end; ++k) d.late.push_back(d.taken[k].slot);
       return Status::Ok();
     }
-    RF_RETURN_IF_ERROR(WaitWriteOk(p));
-    RF_CUDA_CHECK(cudaMemcpyAsync(set.crops.data(), host_crops_.data(), n * sizeof(decode::GpuCrop),
-                                  cudaMemcpyHostToDevice, set.stream.get()));
+    RF_RETURN_IF_ERROR(WaitWriteOk(d, p));
+    RF_CUDA_CHECK(cudaMemcpyAsync(set.crops.data(), d.host_crops.data(),
+                                  n * sizeof(decode::GpuCrop), cudaMemcpyHostToDevice,
+                                  set.stream.get()));
     RF_CUDA_CHECK(decode::ResampleCropsOnGpu(area, set.crops.as<decode::GpuCrop>(), n, output_,
                                              job.out, set.stream.get()));
     RF_CUDA_CHECK(cudaEventRecord(set.area_free.get(), set.stream.get()));
@@ -610,43 +672,43 @@ class NvjpegImageDecoder final : public ImageDecoder {
     return Status::Ok();
   }
 
-  // Step 4: late_'s records through the CPU decoder, there and then, into host staging, copied to
-  // their samples.
-  Status DecodeLate(Pending& p) {
+  // Step 4: d.late's records through the CPU decoder, there and then, into host staging, copied
+  // to their samples.
+  Status DecodeLate(Driver& d, Pending& p) {
     ImageJob& job = *p.job;
-    std::sort(late_.begin(), late_.end());
-    late_bytes_.clear();
-    late_offsets_.assign(1, 0);
-    late_indices_.clear();
-    for (uint32_t slot : late_) {
+    std::sort(d.late.begin(), d.late.end());
+    d.late_bytes.clear();
+    d.late_offsets.assign(1, 0);
+    d.late_indices.clear();
+    for (uint32_t slot : d.late) {
       const uint8_t* data = job.bytes + job.offsets[slot];
-      late_bytes_.insert(late_bytes_.end(), data,
-                         data + (job.offsets[slot + 1] - job.offsets[slot]));
-      late_offsets_.push_back(static_cast<int64_t>(late_bytes_.size()));
-      late_indices_.push_back(job.indices[slot]);
+      d.late_bytes.insert(d.late_bytes.end(), data,
+                          data + (job.offsets[slot + 1] - job.offsets[slot]));
+      d.late_offsets.push_back(static_cast<int64_t>(d.late_bytes.size()));
+      d.late_indices.push_back(job.indices[slot]);
     }
-    late_out_.resize(late_.size() * sample_bytes_);
+    d.late_out.resize(d.late.size() * sample_bytes_);
     ImageJob sub;
-    sub.bytes = late_bytes_.data();
-    sub.offsets = late_offsets_.data();
-    sub.n = static_cast<uint32_t>(late_.size());
-    sub.indices = late_indices_.data();
+    sub.bytes = d.late_bytes.data();
+    sub.offsets = d.late_offsets.data();
+    sub.n = static_cast<uint32_t>(d.late.size());
+    sub.indices = d.late_indices.data();
     sub.epoch = job.epoch;
-    sub.out = late_out_.data();
+    sub.out = d.late_out.data();
     RF_RETURN_IF_ERROR(fallback_->Submit(&sub));
     RF_RETURN_IF_ERROR(fallback_->Wait(&sub));
     late_records_ += sub.n;
-    RF_RETURN_IF_ERROR(WaitWriteOk(p));
+    RF_RETURN_IF_ERROR(WaitWriteOk(d, p));
     size_t b = 0;
     for (uint32_t k = 0; k < sub.n; ++k) {
       if (b < sub.bad.size() && sub.bad[b].slot == k) {
-        p.bad.push_back({late_[k], std::move(sub.bad[b].why)});
+        p.bad.push_back({d.late[k], std::move(sub.bad[b].why)});
         ++b;
         continue;
       }
       // Pageable memory: the copy has read it when the call returns.
-      RF_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(job.out) + late_[k] * sample_bytes_,
-                                    late_out_.data() + k * sample_bytes_, sample_bytes_,
+      RF_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(job.out) + d.late[k] * sample_bytes_,
+                                    d.late_out.data() + k * sample_bytes_, sample_bytes_,
                                     cudaMemcpyHostToDevice, copy_stream_.get()));
       p.late_copies = true;
     }
@@ -660,39 +722,28 @@ class NvjpegImageDecoder final : public ImageDecoder {
   const cudaStream_t consumer_;
   const nj::Api* const api_;
 
-  // nvJPEG's instance and the decode thread's reusables (that thread's alone once it runs).
+  // nvJPEG's instance (shared by the drivers) and the drivers.
   bool hardware_ = false;
   double cpu_share_ = 0;
   nj::Handle handle_ = nullptr;
-  nj::Stream jpeg_stream_ = nullptr;  // the headers' parse
-  Set sets_[kSets];
-  uint32_t next_set_ = 0;
+  std::vector<std::unique_ptr<Driver>> drivers_;
   cuda::CudaStream copy_stream_;  // the copies from host memory (the CPU's samples)
-  bool write_ok_waited_ = false;
-  std::vector<Taken> taken_;
-  std::vector<uint32_t> late_;
-  std::vector<std::pair<uint64_t, uint32_t>> keys_;
-  std::vector<const unsigned char*> data_;
-  std::vector<size_t> lengths_;
-  std::vector<nj::Image> images_;
-  std::vector<decode::GpuCrop> host_crops_;
-  std::vector<uint8_t> late_bytes_, late_out_;
-  std::vector<int64_t> late_offsets_;
-  std::vector<uint64_t> late_indices_;
 
   std::mutex mu_;
   std::condition_variable work_, done_;
   std::vector<std::unique_ptr<Pending>> pendings_;  // every job's bookkeeping, made as needed
   std::vector<Pending*> free_;                      // not in flight
   std::deque<Pending*> jobs_;                       // submitted, not yet waited for; oldest first
-  std::deque<Pending*> to_decode_, to_finish_;      // each thread's queue
+  // The drivers' queue (jobs not yet taken) and the finish thread's (jobs not yet finished, in
+  // submission order).
+  std::deque<Pending*> to_decode_, to_finish_;
   bool stop_ = false;
   // Declared after the jobs: destroyed (its workers stopped) before them; the destructor resets
   // it first anyway.
   std::unique_ptr<ImageDecoder> fallback_;
-  std::thread decode_thread_, finish_thread_;
-  std::atomic<uint64_t> decode_busy_ns_{0}, records_{0}, share_records_{0}, late_records_{0};
-  std::atomic<uint64_t> parse_ns_{0}, nvjpeg_ns_{0}, nvjpeg_records_{0};
+  std::thread finish_thread_;
+  std::atomic<uint64_t> driver_busy_ns_{0}, records_{0}, share_records_{0}, late_records_{0};
+  std::atomic<uint64_t> parse_ns_{0}, nvjpeg_ns_{0}, nvjpeg_records_{0}, gpu_wait_ns_{0};
 };
 
 }  // namespace
