@@ -18,7 +18,9 @@ batch / 256, ramped linearly over the first --warmup-steps steps.
 What is timed: --warm steps first (cuDNN's choices, the loader's start), then --steps steps
 between two torch.cuda.synchronize() calls; the run prints one JSON line (rank 0) with
 samples/s over all ranks, and the host time spent taking batches (next() and from_dlpack, or the
-DataLoader's next() and the copy to the GPU queued). Three modes, on the same model and batch:
+DataLoader's next() and the copy to the GPU queued), and each rank's timed steps under "ranks":
+the wait in next(), the host's launch time, and on a GPU the model's stream busy with the step and
+idle before it (CUDA events). Three modes, on the same model and batch:
   (default)        batches from ringfeed.Loader(--data, ...)
   --compute-alone  one batch taken once (from --data, or --dataloader) and kept on the device;
                    every step trains on it: the model's speed without data
@@ -196,9 +198,12 @@ class RingfeedBatches:
 
     def stats(self):
         s = self.loader.stats()
-        return {k: s.get(k) for k in ("image_threads", "image_busy_share", "wait_share",
-                                      "wait_seconds", "seconds", "reader_held_seconds",
-                                      "bytes_read", "disk_gbps", "records_skipped")}
+        out = {k: s.get(k) for k in ("image_threads", "image_busy_share", "wait_share",
+                                     "wait_seconds", "image_wait_seconds", "seconds",
+                                     "reader_held_seconds", "bytes_read", "disk_gbps",
+                                     "records_skipped")}
+        out["loader"] = repr(self.loader)  # its decoder's figures among them
+        return out
 
     def close(self):
         self.loader.close()
@@ -289,6 +294,22 @@ def take_quantiles(takes_ns) -> dict:
             "max": round(ordered[-1] / 1e6, 3)}
 
 
+def step_timeline(takes_ns, launches_ns, marks) -> dict:
+    """One rank's timed steps, ms each: the wait in next() (take_ms), the host's time launching
+    the step (launch_ms), and on a GPU the model's stream from the step's start to its end
+    (step_ms) and idle before it (gap_ms: from the previous step's end to this one's start, which
+    includes a wait for the batch's decode; 0 for the first), with their sums."""
+    ms = lambda v: [round(t / 1e6, 2) for t in v]
+    out = {"take_ms": ms(takes_ns), "launch_ms": ms(launches_ns)}
+    if marks:
+        step_ms = [a.elapsed_time(b) for a, b in marks]
+        gap_ms = [0.0] + [marks[i - 1][1].elapsed_time(marks[i][0]) for i in range(1, len(marks))]
+        out["step_ms"] = [round(t, 2) for t in step_ms]
+        out["gap_ms"] = [round(t, 2) for t in gap_ms]
+    out["sums_ms"] = {k[:-3]: round(sum(v), 1) for k, v in out.items()}
+    return out
+
+
 def profile_steps(path: str, rank: int, cuda: bool, steps) -> None:
     """Runs `steps` under torch.profiler; rank 0 writes the Chrome trace to `path`."""
     from torch.profiler import ProfilerActivity, profile
@@ -363,6 +384,8 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
         return loss
 
     takes = []  # each timed step's wait in next(), ns
+    launches = []  # each timed step's host time from next()'s return to its last launch, ns
+    marks = []  # each timed step's (start, end) events on the model's stream (CUDA)
 
     def run(n, record=False):
         nonlocal step
@@ -370,11 +393,21 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
         for _ in range(n):
             t0 = time.perf_counter_ns()
             x, y = next(source)
-            took = time.perf_counter_ns() - t0
-            take_ns += took
+            t1 = time.perf_counter_ns()
+            take_ns += t1 - t0
+            start = None
             if record:
-                takes.append(took)
+                takes.append(t1 - t0)
+                if cuda:  # after the stream's wait for the batch (from_dlpack queued it)
+                    start = torch.cuda.Event(enable_timing=True)
+                    start.record()
             loss = train_step(x, y)
+            if record:
+                launches.append(time.perf_counter_ns() - t1)
+                if cuda:
+                    end = torch.cuda.Event(enable_timing=True)
+                    end.record()
+                    marks.append((start, end))
             step += 1
         return take_ns, loss
 
@@ -401,6 +434,11 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
             "scheduler": sched.state_dict(), "loader": source.state_dict(), "step": step})
     stats = source.stats()
     source.close()
+    timeline = step_timeline(takes, launches, marks)
+    timelines = [timeline]
+    if world > 1:
+        timelines = [None] * world
+        dist.all_gather_object(timelines, timeline)
     if rank == 0:
         record = {
             "example": "torch_resnet50", "mode": mode, "arch": args.arch,
@@ -411,6 +449,7 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
             "take_ms_per_step": round(take_ns / args.steps / 1e6, 3),
             "take_ms_quantiles": take_quantiles(takes),
             "take_ms": [round(t / 1e6, 2) for t in takes],
+            "ranks": timelines,
             "loss": round(loss, 5), "warm_loss": None if warm_loss is None else round(warm_loss, 5),
             "data": args.data or args.dataloader, "stats": stats}
         if args.image_decoder:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/clock.h"
 #include "pipeline/batch_decode.h"
 
 namespace rf {
@@ -152,7 +153,9 @@ Result<std::shared_ptr<LoadedBatch>> ImageStage::Next() {
     if (in_flight_.empty()) return std::shared_ptr<LoadedBatch>();  // the epoch is over
     Slot& s = *in_flight_.front();
     in_flight_.pop_front();
+    const uint64_t t0 = SteadyNowNs();
     Status st = decoder_->Wait(&s.job);
+    decoder_wait_ns_ += SteadyNowNs() - t0;
     if (st.ok()) st = Settle(s);
     std::shared_ptr<LoadedBatch> out = std::move(s.out);
     const uint32_t span = s.job.n;

@@ -38,6 +38,7 @@
 // Thread safety: the loader's thread only (the decoder's threads are its own).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -89,6 +90,8 @@ class ImageStage {
   const SkippedRecords& skipped() const { return skipped_; }
   uint64_t skipped_total() const { return skipped_total_; }
   const ImageDecoder& decoder() const { return *decoder_; }
+  // Next()'s wait for the decoder, since Create (any thread).
+  double decoder_wait_seconds() const { return decoder_wait_ns_.load() * 1e-9; }
   std::string Describe() const;
 
   // The samples a skipped record report names, at most.
@@ -156,6 +159,7 @@ class ImageStage {
   bool mixture_ = false;
   MixtureState mark_;
   bool ahead_ = false;
+  std::atomic<uint64_t> decoder_wait_ns_{0};
 };
 
 }  // namespace rf

@@ -613,6 +613,7 @@ LoaderStats Loader::stats() const {
     s.image_threads = images_->decoder().threads();
     s.image_busy_seconds = images_->decoder().busy_seconds();
     s.images_decoded = images_->decoder().records();
+    s.image_wait_seconds = images_->decoder_wait_seconds();
     if (worker_) {
       std::lock_guard<std::mutex> lock(snapshot_mu_);
       s.records_skipped = skipped_total_snapshot_;

@@ -172,6 +172,9 @@ struct LoaderStats {
   double image_busy_seconds = 0;
   uint64_t images_decoded = 0;
   uint64_t records_skipped = 0;
+  // The image stage's wait for its decoder's batches (on the loader's worker where it runs one:
+  // ahead of the consumer, whose own wait is wait_seconds).
+  double image_wait_seconds = 0;
 };
 
 // One decoded batch: n samples in `dtype`, shaped `shape` ({n, C, H, W} or {n, H, W, C} for

@@ -839,7 +839,9 @@ class Loader:
         disk reader idle for want of a free ring slot), batches (handed out); for decoded images,
         image_threads and image_busy_share (the threads that decode and crop JPEG records, and the
         share of their time they worked), images_decoded (records decoded, up to the batches in
-        flight ahead of those handed out) and records_skipped (bad records, skip_bad_records)."""
+        flight ahead of those handed out), records_skipped (bad records, skip_bad_records) and
+        image_wait_seconds (the loader's own wait for its decoder, on its worker thread: ahead of
+        the consumer, whose wait is wait_seconds)."""
         s = self._packed.stats() if self._packed is not None else self._open_native().stats()
         seconds = s["seconds"]
         s["disk_gbps"] = s["bytes_read"] / seconds / 1e9 if seconds > 0 else 0.0

@@ -643,6 +643,7 @@ py::dict StatsDict(const LoaderStats& s) {
   d["image_busy_seconds"] = s.image_busy_seconds;
   d["images_decoded"] = s.images_decoded;
   d["records_skipped"] = s.records_skipped;
+  d["image_wait_seconds"] = s.image_wait_seconds;
   return d;
 }
 

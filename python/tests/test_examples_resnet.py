@@ -64,6 +64,11 @@ def test_fed_by_ringfeed(jpegs):
         ("ringfeed", "resnet18", 1, 3, 4)
     assert r["samples_per_s"] > 0 and r["loss"] == r["loss"], r  # a rate, a finite loss
     assert r["stats"]["image_threads"] >= 1 and r["stats"]["records_skipped"] == 0, r
+    assert 0 <= r["stats"]["image_wait_seconds"] <= r["stats"]["seconds"], r
+    # One rank's timed steps: each wait and launch (no GPU: no stream's times).
+    [steps] = r["ranks"]
+    assert len(steps["take_ms"]) == len(steps["launch_ms"]) == 3 and "gap_ms" not in steps, r
+    assert steps["sums_ms"]["launch"] == pytest.approx(sum(steps["launch_ms"]), abs=0.1), r
 
 
 def test_compute_alone(jpegs):

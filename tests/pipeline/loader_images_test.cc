@@ -244,6 +244,10 @@ TEST_F(LoaderImages, TheDecodeRunsAheadWhileTheConsumerHoldsItsBatch) {
   EXPECT_EQ(l->stats().batches, 1u);
   EXPECT_GT(l->stats().image_busy_seconds, 0);
   EXPECT_EQ(l->stats().image_threads, 1u);
+  // Next() waited for batch 0's decode: a time, within the loader's clock.
+  const LoaderStats s = l->stats();
+  EXPECT_GT(s.image_wait_seconds, 0);
+  EXPECT_LE(s.image_wait_seconds, s.seconds);
 }
 
 TEST_F(LoaderImages, ABadRecordStopsTheRunNamingFileChunkAndRecord) {

@@ -326,8 +326,12 @@ d = json.loads(line)
 d.update(label=label, round=int(rnd) if rnd.isdigit() else rnd, command=command)
 with open(sink, "a") as f:
     f.write(json.dumps(d) + "\n")
+# Each rank's timed steps summed (ms): next()'s waits, the launches, the GPU's steps and its idle
+# time between them.
+ranks = "; ".join(f"rank {i}: " + ", ".join(f"{k} {v}" for k, v in t["sums_ms"].items())
+                  for i, t in enumerate(d.get("ranks") or []) if t)
 print(f"{d['samples_per_s']} samples/s, taking batches {d['take_ms_per_step']} ms a step "
-      f"{d.get('take_ms_quantiles')}, {d['stats']}")
+      f"{d.get('take_ms_quantiles')}, {d['stats']}; summed ms: {ranks}")
 PY
 )
     say "round $r $m: exit $rc in $took s: $figures"
