@@ -12,7 +12,7 @@ packages=(
   libopenblas-dev               # CPU training backend (sgemm)
   zlib1g-dev                    # gzipped IDX input
   libzstd-dev liblz4-dev        # compressed chunks (format version 2)
-  libturbojpeg0-dev             # ringfeed-convert images: JPEG headers (libjpeg-turbo 2.1.5)
+  libturbojpeg0-dev             # the tests: they make and read JPEGs (libjpeg-turbo 2.1.5)
   libjpeg62-turbo-dev           # the loader's JPEG decode: the crop's region (its libjpeg API)
   libgtest-dev                  # tests
   openmpi-bin libopenmpi-dev    # data-parallel runs (mpirun; the MPI plugin) and their tests

@@ -1,9 +1,10 @@
 #include "tools/convert/jpeg_check.h"
 
-#include <turbojpeg.h>
-
+#include <csetjmp>
 #include <cstdio>
 #include <cstring>
+
+#include "decode/jpeg_errors.h"
 
 namespace rf::convert {
 namespace {
@@ -131,22 +132,21 @@ std::string CheckReencodedFrame(const Frame& f, const JpegInfo& info) {
   return "";
 }
 
-// libjpeg-turbo's own reading of the header, what it would decode, without decoding: "" and
-// *colorspace (TJCS_...), or why it cannot.
-std::string TurboHeader(const uint8_t* data, size_t n, int* colorspace) {
-  tjhandle tj = tjInitDecompress();
-  if (tj == nullptr) return "libjpeg-turbo could not start";
-  int w = 0, h = 0, subsamp = 0;
-  std::string why;
-  if (tjDecompressHeader3(tj, data, static_cast<unsigned long>(n), &w, &h, &subsamp, colorspace) !=
-      0) {
-    why = std::string("libjpeg-turbo cannot read its header: ") + tjGetErrorStr2(tj);
-  }
-  tjDestroy(tj);
-  return why;
+// libjpeg-turbo's own reading of the header (jpeg_read_header, through the decoders' error
+// manager: decode/jpeg_errors.h), what it would decode, without decoding: "" and *space (the
+// JPEG's colour space), or why it cannot.
+std::string LibjpegHeader(const uint8_t* data, size_t n, J_COLOR_SPACE* space) {
+  JpegDecompressor d;
+  if (!d.Create()) return std::string("libjpeg-turbo could not start: ") + d.errors.message;
+  if (setjmp(d.errors.jump) != 0)
+    return std::string("libjpeg-turbo cannot read its header: ") + d.errors.message;
+  jpeg_mem_src(&d.cinfo, data, static_cast<unsigned long>(n));
+  jpeg_read_header(&d.cinfo, TRUE);
+  *space = d.cinfo.jpeg_color_space;
+  return "";
 }
 
-bool IsCmyk(int colorspace) { return colorspace == TJCS_CMYK || colorspace == TJCS_YCCK; }
+bool IsCmyk(J_COLOR_SPACE space) { return space == JCS_CMYK || space == JCS_YCCK; }
 
 }  // namespace
 
@@ -159,9 +159,9 @@ std::string CheckJpeg(const uint8_t* d, size_t n, uint32_t max_side, JpegInfo* i
     if (std::string why = CheckStoredFrame(frame, *info, max_side); !why.empty()) return why;
   }
   if (!structure.empty()) return structure;
-  int colorspace = -1;
-  if (std::string why = TurboHeader(d, n, &colorspace); !why.empty()) return why;
-  if (IsCmyk(colorspace)) return "a CMYK JPEG: only grey and YCbCr JPEGs are stored";
+  J_COLOR_SPACE space = JCS_UNKNOWN;
+  if (std::string why = LibjpegHeader(d, n, &space); !why.empty()) return why;
+  if (IsCmyk(space)) return "a CMYK JPEG: only grey and YCbCr JPEGs are stored";
   return "";
 }
 
@@ -173,11 +173,11 @@ std::string CheckJpegToReencode(const uint8_t* d, size_t n, JpegInfo* info) {
     if (std::string why = CheckReencodedFrame(frame, *info); !why.empty()) return why;
   }
   if (!structure.empty()) return structure;
-  int colorspace = -1;
-  if (std::string why = TurboHeader(d, n, &colorspace); !why.empty()) return why;
+  J_COLOR_SPACE space = JCS_UNKNOWN;
+  if (std::string why = LibjpegHeader(d, n, &space); !why.empty()) return why;
   if (frame.marker != 0xc0) info->convert = SofName(frame.marker);
-  if (IsCmyk(colorspace)) {
-    const char* kind = colorspace == TJCS_CMYK ? "CMYK" : "CMYK (YCCK)";
+  if (IsCmyk(space)) {
+    const char* kind = space == JCS_CMYK ? "CMYK" : "CMYK (YCCK)";
     info->convert =
         info->convert.empty() ? std::string("a ") + kind + " JPEG" : info->convert + ", " + kind;
   }

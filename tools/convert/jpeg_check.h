@@ -14,8 +14,8 @@
 // lossless or hierarchical JPEG, 12-bit (or other non-8-bit) samples, 2 or more than 4
 // components, a truncated file.
 //
-// What is checked is the file's structure and header (libjpeg-turbo's tjDecompressHeader3 reads
-// it too), not the entropy-coded data: a stored file damaged inside its scan converts, and its
+// What is checked is the file's structure and header (libjpeg-turbo's jpeg_read_header reads it
+// too), not the entropy-coded data: a stored file damaged inside its scan converts, and its
 // decode will fail at read time (that is decided by the reader, issue 25); a re-encoded one
 // fails its decode in the converter. A truncated file has no end-of-image marker and is refused.
 // Nothing is allocated for the image: the checks allocate nothing of its size.
