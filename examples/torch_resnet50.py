@@ -448,7 +448,7 @@ def train(args, dev: torch.device, rank: int, world: int) -> int:
             "samples_per_s": round(args.steps * args.batch * world / secs, 1),
             "take_ms_per_step": round(take_ns / args.steps / 1e6, 3),
             "take_ms_quantiles": take_quantiles(takes),
-            "take_ms": [round(t / 1e6, 2) for t in takes],
+            "take_ms": timeline["take_ms"],
             "ranks": timelines,
             "loss": round(loss, 5), "warm_loss": None if warm_loss is None else round(warm_loss, 5),
             "data": args.data or args.dataloader, "stats": stats}

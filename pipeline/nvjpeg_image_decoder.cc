@@ -234,7 +234,7 @@ class NvjpegImageDecoder final : public ImageDecoder {
            " on the fallback" + HostTimes();
   }
 
-  // Where the drivers' time went, a record they gave nvJPEG: ", drivers busy 1.23 s (0.012 s of
+  // Where the drivers' time went, a record they gave nvJPEG: ", the drivers busy 1.23 s (0.012 s of
   // it waiting for the GPU), a record: 12.3 us reading headers, 45.6 us in nvJPEG's decode
   // calls" (empty before any; summed over the drivers). The waits for the GPU: for the consumer
   // to let go of an output buffer, for a decode area's last reader, for a pinned share's last
