@@ -36,7 +36,8 @@
 #   STEPS [100]  WARM [20]  BATCH [256]  ARCH [resnet50]  RESNET_ROUNDS [2]
 #   RESNET_NPROCS: GPUs, one process each under torch.distributed.run (DDP) [1]
 #   RESNET_MODES: any of fed alone dataloader fed-nvjpeg fed-cpu, and fed:FLAG,FLAG (fed with
-#   those flags: fed:--image-cpu-share=0,--image-threads=4) [fed alone dataloader]
+#   those flags: fed:--image-cpu-share=0,--image-threads=4), each optionally NAME=VALUE,...@MODE
+#   (MODE with that environment) [fed alone dataloader]
 #   RESNET_PROFILE: a mode ('fed' or one above) run once more after the rounds, its 6 steps after
 #   the timed ones profiled by torch.profiler: OUT/resnet-profile.json.gz (rank 0) ['']
 #   RESNET_FLAGS: more flags for every torch_resnet50.py run, RESNET_FED_FLAGS for those reading
@@ -291,9 +292,15 @@ if has resnet && fits resnet 60; then
   per_run=60  # seconds a run is allowed before the first has shown what one takes
   # One run of mode $1 in round $2 (more flags after), its figures into resnet.jsonl and here.
   resnet_run() {
-    local m=$1 r=$2 extra
+    local m=$1 r=$2 label=$1 extra env=()
     shift 2
     local fed_flags=(${RESNET_FED_FLAGS:-})
+    # NAME=VALUE,NAME=VALUE@MODE: MODE with that environment.
+    if [[ $m == *@* ]]; then
+      local assigns=${m%%@*}
+      env=(${assigns//,/ })
+      m=${m#*@}
+    fi
     case $m in
       fed) src=(--data "$data" "${fed_flags[@]}") ;;
       # fed:FLAG,FLAG: fed with more flags (fed:--image-cpu-share=0,--image-threads=4)
@@ -304,19 +311,19 @@ if has resnet && fits resnet 60; then
       dataloader) src=(--dataloader "$folder") ;;
       *) say "RESNET_MODES: unknown $m"; return ;;
     esac
-    local launch=(python3)
-    [ "$nprocs" -gt 1 ] && launch=(python3 -m torch.distributed.run --standalone
+    local launch=(env "${env[@]}" python3)
+    [ "$nprocs" -gt 1 ] && launch=(env "${env[@]}" python3 -m torch.distributed.run --standalone
                                    --nproc_per_node="$nprocs")
     local cmd=("${launch[@]}" "$repo/examples/torch_resnet50.py" "${src[@]}" --arch "$arch"
                --batch "$batch" --steps "$steps" --warm "$warm" ${RESNET_FLAGS:-} "$@")
-    local log="$logs/resnet-${m//[:,=]/_}-r$r.log" t0=$SECONDS rc took line figures
+    local log="$logs/resnet-${label//[:,=@]/_}-r$r.log" t0=$SECONDS rc took line figures
     timeout $(($(left) - 5)) "${cmd[@]}" >"$log" 2>&1
     rc=$?
     took=$((SECONDS - t0))
     [ $((took + 10)) -gt $per_run ] && per_run=$((took + 10))
     line=$(grep -m1 '^{' "$log")
     # The run's JSON line, labelled, into resnet.jsonl; its figures on one line here.
-    figures=$(python3 - "$line" "$m" "$r" "$(tcmd "${cmd[@]}")" "$out/resnet.jsonl" <<'PY'
+    figures=$(python3 - "$line" "$label" "$r" "$(tcmd "${cmd[@]}")" "$out/resnet.jsonl" <<'PY'
 import json, sys
 line, label, rnd, command, sink = sys.argv[1:]
 if not line:
@@ -334,7 +341,7 @@ print(f"{d['samples_per_s']} samples/s, taking batches {d['take_ms_per_step']} m
       f"{d.get('take_ms_quantiles')}, {d['stats']}; summed ms: {ranks}")
 PY
 )
-    say "round $r $m: exit $rc in $took s: $figures"
+    say "round $r $label: exit $rc in $took s: $figures"
     [ $rc = 0 ] || tail -8 "$log" | tee -a "$summary"
   }
   for r in $(seq 1 "$resnet_rounds"); do
