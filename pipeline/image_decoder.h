@@ -88,9 +88,9 @@ Result<std::unique_ptr<ImageDecoder>> MakeCpuImageDecoder(const ImageDecodeSpec&
 // The GPU decoder (CUDA builds only): on GPU `gpu`, its jobs' outputs in that GPU's memory and
 // ordered before the work queued on `consumer_stream` (a cudaStream_t) after each Wait; of
 // `threads`, two drive nvJPEG (one where fewer than 4 are given) and the others are a CPU decoder
-// that takes `cpu_share` of each batch (0 to 1; negative: what the threads can carry beside the
-// hardware decoder) and the records nvJPEG does not take. Unsupported where nvJPEG cannot be
-// loaded (cuda/nvjpeg_library.h) or will not start on this GPU.
+// that takes `cpu_share` of each batch (0 to 1; negative: as much as keeps the consumer from
+// waiting, pipeline/cpu_share.h) and the records nvJPEG does not take. Unsupported where nvJPEG
+// cannot be loaded (cuda/nvjpeg_library.h) or will not start on this GPU.
 Result<std::unique_ptr<ImageDecoder>> MakeNvjpegImageDecoder(const ImageDecodeSpec& spec, int gpu,
                                                              void* consumer_stream,
                                                              uint32_t threads, double cpu_share);

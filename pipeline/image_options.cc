@@ -67,10 +67,11 @@ OptionTable<ImageOptions> MakeTable() {
           "with nvjpeg: the share of each batch decoded on the CPU threads while nvJPEG decodes "
           "the rest, so the two add up; which records go is a function of the seed, the epoch "
           "and the sample index, so a run repeats bit for bit at the same share (the two "
-          "decoders' pixels differ by their rounding); -1: as much as image_threads less the "
-          "nvJPEG drivers can carry beside the hardware decoder (about 0.1 with 15 threads), 1: "
-          "all on the CPU threads (nvJPEG's kernels slow a model beside them: for a model the "
-          "threads keep up with), 0: none");
+          "decoders' pixels differ by their rounding; the crops are the same); 1: all on the CPU "
+          "threads, 0: none; -1: as much as keeps the consumer from waiting, from the fastest "
+          "split (about 0.1 with 15 threads) up to 1 for a model the CPU threads keep up with "
+          "(nvJPEG's per-image work slows a model on the same GPU), so which decoder takes a "
+          "record depends on timing: give a number for runs that repeat bit for bit");
   return t;
 }
 

@@ -36,7 +36,7 @@ struct ImageOptions {
   uint32_t max_side = kDefaultMaxImageSide;  // a JPEG with a longer side is a bad record
   ImageDecoderChoice decoder = ImageDecoderChoice::kAuto;
   // nvJPEG's decoder: the share of each batch decoded on the CPU threads meanwhile; negative:
-  // auto (pipeline/nvjpeg_image_decoder.cc).
+  // auto, as the consumer keeps up (pipeline/cpu_share.h).
   double cpu_share = -1;
 
   bool operator==(const ImageOptions&) const = default;

@@ -8,12 +8,13 @@
 //   a driver thread (kDrivers of them where the threads allow: each takes the oldest job not yet
 //   taken, so two jobs are in nvJPEG's calls at once; each driver has its own decode states,
 //   sets and scratch, the nvJPEG handle is shared, as nvJPEG allows)
-//     1. the CPU share: the k = round(n x cpu_share) records of the job whose key (Philox block
+//     1. the CPU share: the k = round(n x share) records of the job whose key (Philox block
 //        kShareBlock of (seed, epoch, sample index)) is smallest are handed to the CPU decoder
 //        (pipeline/cpu_image_decoder.cc: libjpeg-turbo on worker threads, at a DCT scale where
 //        the crop allows), into pinned host memory. Which records go is a function of the
-//        share, the seed, the epoch and the indices alone, never of timing: a run repeats bit
-//        for bit, as long as the share is the same;
+//        share, the seed, the epoch and the indices alone: at a fixed share (cpu_share from 0 to
+//        1) a run repeats bit for bit. The share is the job's at the time its driver takes it:
+//        the fixed one, or auto's (pipeline/cpu_share.h), which follows the consumer's waits;
 //     2. the others: each record's frame header read on the host (decode/jpeg_image.h's
 //        ReadJpegFrame: no start-of-image, no frame, a side over max_side: a bad record, before
 //        any allocation), then nvJPEG's parse of its header and whether its batched decode
@@ -32,9 +33,11 @@
 //        stream.
 // The drivers and the CPU share are what let the loader pass the hardware decoder's rate from
 // one thread: a driver spends its time in nvJPEG's calls (about 40 us a 500 x 375 image on an
-// H100, 2026-11-27), and the CPU threads would otherwise idle. auto (a negative cpu_share): the
-// share the CPU threads can carry at the measured rates, kCpuImagesPerSecond a thread against
-// kHardwareImagesPerSecond a driver (AutoCpuShare).
+// H100, 2026-11-27), and the CPU threads would otherwise idle. auto (a negative cpu_share):
+// AdaptiveCpuShare (pipeline/cpu_share.h), from the share at which the two decoders finish a batch
+// together (AutoCpuShare: kCpuImagesPerSecond a thread against kHardwareImagesPerSecond a driver)
+// up to 1 while the consumer finds its batches ready, since nvJPEG's per-image work slows a model
+// on the same GPU; Wait tells it how long the consumer waited.
 //
 // The crops are the CPU decoder's (CropFor: keyed by seed, epoch and sample index); the GPU
 // resamples the full-size decode where the CPU may decode at a DCT scale, so the two agree to
@@ -77,6 +80,7 @@
 #include "cuda/handles.h"
 #include "cuda/nvjpeg_library.h"
 #include "decode/gpu_image_resample.h"
+#include "pipeline/cpu_share.h"
 #include "pipeline/image_decoder.h"
 
 namespace rf {
@@ -173,6 +177,7 @@ class NvjpegImageDecoder final : public ImageDecoder {
       free_.pop_back();
     }
     p->job = job;
+    p->submitted_ns = SteadyNowNs();
     p->status = Status::Ok();
     p->driven = p->finished = false;
     p->copies = p->late_copies = false;
@@ -194,9 +199,16 @@ class NvjpegImageDecoder final : public ImageDecoder {
     if (jobs_.empty() || jobs_.front()->job != job)
       return Status::InvalidArgument("nvJPEG decoder: Wait for a job not the oldest submitted");
     Pending* p = jobs_.front();
+    const uint64_t t0 = SteadyNowNs();
     done_.wait(lock, [&] { return p->finished; });
     jobs_.pop_front();
     lock.unlock();
+    // The wait tells the auto share something only for a job submitted before the consumer's
+    // last batch came: a job submitted just now (the first ones, or after a new epoch's start)
+    // had no time to be decoded.
+    const uint64_t t1 = SteadyNowNs();
+    if (adaptive_ && p->submitted_ns < last_wait_end_ns_) adaptive_->Waited(t1 - t0);
+    last_wait_end_ns_ = t1;
     job->bad = std::move(p->bad);
     std::sort(job->bad.begin(), job->bad.end(),
               [](const BadRecord& a, const BadRecord& b) { return a.slot < b.slot; });
@@ -222,16 +234,24 @@ class NvjpegImageDecoder final : public ImageDecoder {
   }
   uint64_t records() const override { return records_.load(); }
   std::string Describe() const override {
-    char share[64];
-    std::snprintf(share, sizeof share, "%.3f", cpu_share_);
+    char share[160];
+    if (adaptive_) {
+      const uint64_t all = records_.load();
+      std::snprintf(share, sizeof share,
+                    "a share of each batch as the CPU threads keep up (from %.3f to 1; now %.3f, "
+                    "%.3f of the records so far)",
+                    adaptive_->floor(), adaptive_->share(),
+                    all == 0 ? 0.0 : static_cast<double>(share_records_.load()) / all);
+    } else {
+      std::snprintf(share, sizeof share, "a share of %.3f of each batch", cpu_share_);
+    }
     const size_t n = drivers_.size();
     return std::string("jpeg decode by nvJPEG (") + (hardware_ ? "hardware decoder" : "CUDA") +
            ") on GPU " + std::to_string(gpu_) + " from " +
-           (n == 1 ? std::string("one thread") : std::to_string(n) + " threads") + ", a share of " +
-           share + " of each batch and what nvJPEG does not take on the CPU (" +
-           fallback_->Describe() + "): " + std::to_string(share_records_.load()) +
-           " records so far in the share, " + std::to_string(late_records_.load()) +
-           " on the fallback" + HostTimes();
+           (n == 1 ? std::string("one thread") : std::to_string(n) + " threads") + ", " + share +
+           " and what nvJPEG does not take on the CPU (" + fallback_->Describe() +
+           "): " + std::to_string(share_records_.load()) + " records so far in the share, " +
+           std::to_string(late_records_.load()) + " on the fallback" + HostTimes();
   }
 
   // Where the drivers' time went, a record they gave nvJPEG: ", the drivers busy 1.23 s (0.012 s of
@@ -283,6 +303,7 @@ class NvjpegImageDecoder final : public ImageDecoder {
   // A job submitted and not yet waited for, and what it reuses from job to job.
   struct Pending {
     ImageJob* job = nullptr;
+    uint64_t submitted_ns = 0;       // when Submit took it
     cuda::CudaEvent write_ok;        // on the consumer's stream, at Submit
     cuda::CudaEvent decoded[kSets];  // on each of its driver's sets' streams, after its work there
     bool decoded_on[kSets] = {};     // recorded for this job
@@ -366,7 +387,11 @@ class NvjpegImageDecoder final : public ImageDecoder {
     // Each driver takes a core of the `threads`.
     const uint32_t cpu = threads > drivers + 1 ? threads - drivers : 1;
     RF_ASSIGN_OR_RETURN(fallback_, MakeCpuImageDecoder(spec_, cpu));
-    cpu_share_ = cpu_share < 0 ? AutoCpuShare(cpu, drivers) : std::min(cpu_share, 1.0);
+    if (cpu_share < 0) {
+      adaptive_ = std::make_unique<AdaptiveCpuShare>(AutoCpuShare(cpu, drivers));
+    } else {
+      cpu_share_ = std::min(cpu_share, 1.0);
+    }
     return Status::Ok();
   }
 
@@ -520,8 +545,9 @@ class NvjpegImageDecoder final : public ImageDecoder {
   Status SubmitShare(Driver& d, Pending& p) {
     ImageJob& job = *p.job;
     p.share_slots.clear();
+    const double share = adaptive_ ? adaptive_->share() : cpu_share_;
     const uint32_t k =
-        static_cast<uint32_t>(std::min<double>(job.n, std::floor(job.n * cpu_share_ + 0.5)));
+        static_cast<uint32_t>(std::min<double>(job.n, std::floor(job.n * share + 0.5)));
     if (k == 0) return Status::Ok();
     d.keys.clear();
     for (uint32_t i = 0; i < job.n; ++i) {
@@ -724,7 +750,9 @@ class NvjpegImageDecoder final : public ImageDecoder {
 
   // nvJPEG's instance (shared by the drivers) and the drivers.
   bool hardware_ = false;
-  double cpu_share_ = 0;
+  double cpu_share_ = 0;                        // a fixed share
+  std::unique_ptr<AdaptiveCpuShare> adaptive_;  // else this one's (set at Open)
+  uint64_t last_wait_end_ns_ = 0;               // when Wait last returned (the loader's thread)
   nj::Handle handle_ = nullptr;
   std::vector<std::unique_ptr<Driver>> drivers_;
   cuda::CudaStream copy_stream_;  // the copies from host memory (the CPU's samples)

@@ -3,17 +3,20 @@
 // layout, and a held batch stays valid through later batches; nvJPEG's batches hold the same
 // samples and labels, their pixels within the decoders' rounding (printed: the tolerance the docs
 // state), their float outputs exactly the normalization of their pixels, the records nvJPEG does
-// not take and the CPU share decoded exactly as the host does, a run repeated bit for bit, and
-// bad records named or skipped as on the host. Skips without a GPU; the nvJPEG cases skip where
+// not take and the CPU share decoded exactly as the host does, a run repeated bit for bit at a
+// fixed share, the auto share giving every record to the CPU threads where they keep up, and bad
+// records named or skipped as on the host. Skips without a GPU; the nvJPEG cases skip where
 // nvJPEG does not load.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "cuda/handles.h"
@@ -209,17 +212,18 @@ TEST_F(CudaLoaderNvjpeg, SamplesEqualTheHostLoadersAndPixelsAreWithinTheDecoders
 }
 
 TEST_F(CudaLoaderNvjpeg, FloatOutputsAreTheNormalizationOfItsPixelsAndRunsRepeatBitForBit) {
-  const auto u8 =
-      Epochs(Options(Data(), DeviceKind::kCuda, DType::kUInt8, true, ImageDecoderChoice::kNvjpeg),
-             stream_.get());
-  const auto again =
-      Epochs(Options(Data(), DeviceKind::kCuda, DType::kUInt8, true, ImageDecoderChoice::kNvjpeg),
-             stream_.get());
+  // At a fixed CPU share (the auto share follows the consumer's waits: which decoder takes a
+  // record, and so its pixels' rounding, may change from run to run).
+  auto run = [&](DType dtype) {
+    LoaderOptions o = Options(Data(), DeviceKind::kCuda, dtype, true, ImageDecoderChoice::kNvjpeg);
+    o.image.cpu_share = 0.25;
+    return Epochs(o, stream_.get());
+  };
+  const auto u8 = run(DType::kUInt8);
+  const auto again = run(DType::kUInt8);
   ASSERT_EQ(u8.size(), again.size());
   for (size_t b = 0; b < u8.size(); ++b) EXPECT_EQ(u8[b].samples, again[b].samples) << b;
-  const auto f32 =
-      Epochs(Options(Data(), DeviceKind::kCuda, DType::kFloat32, true, ImageDecoderChoice::kNvjpeg),
-             stream_.get());
+  const auto f32 = run(DType::kFloat32);
   ExpectSameSamples(u8, f32);
   const ImageDecodeSpec spec;  // ImageNet's statistics, the loader's default
   for (size_t b = 0; b < u8.size(); ++b) {
@@ -300,6 +304,55 @@ TEST_F(CudaLoaderNvjpeg, TheCpuShareIsTheHostsDecodeAndARunRepeatsBitForBit) {
   // The two decoders' pixels differ on most images, so both kinds are seen.
   EXPECT_GT(cpu_only, 0u);
   EXPECT_GT(gpu_only, 0u);
+}
+
+TEST_F(CudaLoaderNvjpeg, TheAutoShareGivesTheCpuThreadsEveryRecordWhereTheyKeepUp) {
+  // A consumer that takes 15 ms a batch, far longer than 3 CPU threads take for 12 small images:
+  // the auto share (pipeline/cpu_share.h) rises from its floor to 1 as the consumer finds its
+  // batches ready, and from then on every batch is the host loader's, bit for bit. The share
+  // starts at its floor, so the first batches are partly nvJPEG's.
+  LoaderOptions o =
+      Options(Data(), DeviceKind::kCuda, DType::kUInt8, true, ImageDecoderChoice::kNvjpeg, 64);
+  o.image.threads = 5;              // two nvJPEG drivers and 3 CPU threads
+  o.epochs = 10;                    // 50 batches of 12 (the last of each epoch 2)
+  ASSERT_LT(o.image.cpu_share, 0);  // the default
+  LoaderOptions h =
+      Options(Data(), DeviceKind::kCpu, DType::kUInt8, true, ImageDecoderChoice::kCpu, 64);
+  h.epochs = o.epochs;
+  const auto host = Epochs(h, stream_.get());
+  Result<std::unique_ptr<Loader>> l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  const size_t bytes = size_t{3} * 64 * 64;
+  std::vector<bool> same;  // each batch: the host's bit for bit
+  for (uint64_t e = 0; e < o.epochs; ++e) {
+    ASSERT_TRUE((*l)->StartEpoch(e, 0).ok());
+    for (;;) {
+      Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
+      if (*b == nullptr) break;
+      const size_t at = same.size();
+      ASSERT_LT(at, host.size());
+      EXPECT_EQ((*b)->indices(), host[at].indices) << at;
+      std::vector<uint8_t> got((*b)->size() * bytes);
+      ASSERT_TRUE((*b)->WaitOn(stream_.get()).ok());
+      ASSERT_EQ(cudaMemcpyAsync(got.data(), (*b)->samples(), got.size(), cudaMemcpyDeviceToHost,
+                                stream_.get()),
+                cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream_.get()), cudaSuccess);
+      same.push_back(got == host[at].samples);
+      std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    }
+  }
+  ASSERT_EQ(same.size(), host.size());
+  const std::string describe = (*l)->Describe();
+  std::printf("%s\n", describe.c_str());
+  EXPECT_NE(describe.find("as the CPU threads keep up"), std::string::npos) << describe;
+  EXPECT_NE(describe.find("now 1.000"), std::string::npos) << describe;
+  // The floor (about 0.025 for 3 threads beside two drivers) rises by 0.05 a batch: 1 within 20
+  // batches, with room for waits while the decoders start.
+  for (size_t b = 30; b < same.size(); ++b) EXPECT_TRUE(same[b]) << "batch " << b;
+  // And before, some batch was not all the CPU's (the floor is not 1).
+  EXPECT_FALSE(same[0] && same[1] && same[2]);
 }
 
 TEST_F(CudaLoaderNvjpeg, BadRecordsAreNamedOrSkippedAsOnTheHost) {

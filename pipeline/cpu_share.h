@@ -1,0 +1,54 @@
+// AdaptiveCpuShare: how much of each batch the nvJPEG decoder (pipeline/nvjpeg_image_decoder.cc)
+// hands its CPU threads where image_cpu_share is auto (negative): as much as keeps the consumer
+// from waiting, between a floor (the share at which the two decoders finish a batch together,
+// the fastest split) and 1 (every record on the CPU threads, nvJPEG idle).
+//
+// Why: nvJPEG's hardware decode makes CUDA calls and launches a kernel for every image, and a
+// model on the same GPU slows beside them (ResNet-50 on one H200: 0.93 of its speed alone with
+// the floor's share, 1.00 with every record on the CPU threads; docs/performance.md). The GPU
+// decode is worth that cost only where the CPU threads cannot keep up with the consumer. So the
+// share starts at the floor, rises while the consumer finds its batches ready, and falls back
+// each time it had to wait:
+//   - a consumer slower than the CPU threads (a model that takes longer a step than the threads
+//     take a batch) never waits, and the share reaches 1;
+//   - a consumer faster than both decoders together always waits, and the share stays at the
+//     floor, where the batch rate is highest;
+//   - in between, the share settles where the CPU threads carry what they can and nvJPEG the rest.
+// What this costs: which decoder takes a record depends on timing, and the two decoders' pixels
+// differ by their rounding (the crops do not: they are keyed by seed, epoch and sample index).
+// A fixed share (image_cpu_share from 0 to 1) repeats bit for bit.
+//
+// Threads: Waited from the consumer's thread, share() from any (the decoder's drivers); the
+// share is one atomic.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace rf {
+
+class AdaptiveCpuShare {
+ public:
+  // A wait longer than this is the consumer waiting for the decode.
+  static constexpr uint64_t kLateNs = 1'000'000;
+  // The share's steps: up after a batch found ready, down after a wait (down faster than up, so
+  // that a backlog on the CPU threads drains before it grows).
+  static constexpr double kRise = 0.05;
+  static constexpr double kFall = 0.10;
+
+  // `floor` from 0 to 1.
+  explicit AdaptiveCpuShare(double floor);
+
+  // The share for the next batch.
+  double share() const { return share_.load(std::memory_order_relaxed); }
+  double floor() const { return floor_; }
+  // The consumer's wait for its last batch; the caller leaves out a batch submitted after the
+  // consumer's previous one came (it had no time to be decoded: the first batches, a new epoch).
+  void Waited(uint64_t ns);
+
+ private:
+  const double floor_;
+  std::atomic<double> share_;
+};
+
+}  // namespace rf

@@ -1,0 +1,115 @@
+// AdaptiveCpuShare (pipeline/cpu_share.h) steering a simulated loader: the nvJPEG decoder's two
+// decoders as two queues (the CPU threads at C records a second, nvJPEG at G), the image stage's
+// jobs (`depth` in flight, each split by the share when submitted) and a consumer that takes T
+// seconds a batch. The times are simulated, so the test neither sleeps nor depends on the
+// machine.
+#include "pipeline/cpu_share.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <vector>
+
+namespace rf {
+namespace {
+
+struct Trace {
+  std::vector<double> shares;  // each batch's share when it was submitted
+  std::vector<double> waits;   // the consumer's wait for each batch (s)
+  double seconds = 0;          // the consumer's clock at the end
+};
+
+// `batches` batches of n records through the simulated loader.
+Trace Simulate(double cpu_rate, double gpu_rate, double step_s, int batches, double floor,
+               int n = 256, int depth = 2) {
+  AdaptiveCpuShare governor(floor);
+  Trace run;
+  double cpu_free = 0, gpu_free = 0, t = 0;
+  std::deque<double> done, submitted;  // the batches in flight: when each is decoded, submitted
+  double last_wait_end = -1;
+  auto submit = [&](double at) {
+    const double s = governor.share();
+    run.shares.push_back(s);
+    submitted.push_back(at);
+    const double k = std::floor(n * s + 0.5);
+    double finished = at;
+    if (k > 0) finished = cpu_free = std::max(cpu_free, at) + k / cpu_rate;
+    if (k < n)
+      finished = std::max(finished, gpu_free = std::max(gpu_free, at) + (n - k) / gpu_rate);
+    done.push_back(finished);
+  };
+  for (int j = 0; j < depth; ++j) submit(0);
+  for (int j = 0; j < batches; ++j) {
+    const double wait = std::max(0.0, done.front() - t);
+    // As the decoder does: a batch submitted after the previous one came is left out (the stage
+    // submits at the start of the consumer's call, before its wait: at the same simulated time).
+    if (submitted.front() <= last_wait_end) governor.Waited(static_cast<uint64_t>(wait * 1e9));
+    done.pop_front();
+    submitted.pop_front();
+    run.waits.push_back(wait);
+    t += wait;
+    last_wait_end = t;
+    t += step_s;
+    submit(t);  // the stage refills the freed slot on the consumer's next call
+  }
+  run.seconds = t;
+  return run;
+}
+
+double Mean(const std::vector<double>& v, size_t from) {
+  double s = 0;
+  for (size_t i = from; i < v.size(); ++i) s += v[i];
+  return s / static_cast<double>(v.size() - from);
+}
+
+TEST(AdaptiveCpuShare, StartsAtItsFloorAndStaysBetweenItAndOne) {
+  AdaptiveCpuShare g(0.2);
+  EXPECT_DOUBLE_EQ(g.share(), 0.2);
+  for (int i = 0; i < 100; ++i) g.Waited(0);
+  EXPECT_DOUBLE_EQ(g.share(), 1.0);
+  for (int i = 0; i < 100; ++i) g.Waited(AdaptiveCpuShare::kLateNs + 1);
+  EXPECT_DOUBLE_EQ(g.share(), 0.2);
+  g.Waited(AdaptiveCpuShare::kLateNs);  // a wait of exactly the limit is not late
+  EXPECT_NEAR(g.share(), 0.2 + AdaptiveCpuShare::kRise, 1e-12);
+  EXPECT_DOUBLE_EQ(AdaptiveCpuShare(-1).floor(), 0.0);
+  EXPECT_DOUBLE_EQ(AdaptiveCpuShare(2).floor(), 1.0);
+}
+
+TEST(AdaptiveCpuShare, AConsumerSlowerThanTheCpuThreadsGetsEveryRecordFromThem) {
+  // The CPU threads take 51 ms a batch, the consumer 60: nvJPEG is left idle.
+  const Trace r = Simulate(5000, 25000, 0.060, 400, 5000.0 / 30000);
+  const auto first_all = std::find(r.shares.begin(), r.shares.end(), 1.0) - r.shares.begin();
+  EXPECT_LE(first_all, 20);
+  for (size_t j = 40; j < r.shares.size(); ++j) ASSERT_DOUBLE_EQ(r.shares[j], 1.0) << j;
+  for (size_t j = 40; j < r.waits.size(); ++j) ASSERT_EQ(r.waits[j], 0.0) << j;
+}
+
+TEST(AdaptiveCpuShare, AConsumerFasterThanBothDecodersKeepsTheFastestSplit) {
+  // The consumer never waits for itself: every batch is late, and the share stays at the floor,
+  // the split at which both decoders finish together (256 records in 8.5 ms).
+  const double floor = 5000.0 / 30000;
+  const Trace r = Simulate(5000, 25000, 0.0, 400, floor);
+  for (double s : r.shares) ASSERT_DOUBLE_EQ(s, floor);
+  EXPECT_NEAR(400 * 256 / r.seconds, 30000, 300);
+}
+
+TEST(AdaptiveCpuShare, InBetweenTheCpuThreadsCarryWhatTheyCanAndTheConsumerSeldomWaits) {
+  // The CPU threads alone would take 64 ms a batch, the consumer takes 55: nvJPEG must take at
+  // least 1 - 55/64 = 0.14 of the records, and not much more.
+  const double floor = 4000.0 / 29000;
+  const Trace r = Simulate(4000, 25000, 0.055, 1000, floor);
+  const double share = Mean(r.shares, 200);
+  EXPECT_GT(share, 0.6);
+  EXPECT_LT(share, 55.0 / 64);
+  // The consumer's rate: within 5% of its own (the waits are that small).
+  EXPECT_LT(Mean(r.waits, 200), 0.05 * 0.055);
+  // A fixed share at the floor would feed it as fast, with nvJPEG taking most records; all on the
+  // CPU would starve it.
+  const Trace all_cpu = Simulate(4000, 25000, 0.055, 1000, 1.0);
+  EXPECT_GT(Mean(all_cpu.waits, 200), 0.1 * 0.055);
+}
+
+}  // namespace
+}  // namespace rf
