@@ -7,15 +7,18 @@
 //                                edit programs (of fields, and of the codec frames)
 //   codec                        frames of each codec (valid, bombs, of another size)
 //   header, index, checkpoint    edit programs (the empty input is the valid file itself)
+//   jpeg                         JPEGs of the project's encoder, whole and cut short
 //
 // FuzzedDataProvider takes integers from the input's end and bytes from its front, so a seed is
 // [bytes...][choices, last one first].
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "decode/jpeg_encode.h"
 #include "io/codec.h"
 #include "io/format.h"
 #include "tools/fuzz/fuzz_common.h"
@@ -126,6 +129,32 @@ int main(int argc, char** argv) {
     Seed(root + "/options", "valid-" + std::to_string(i),
          std::vector<uint8_t>(options[i].begin(), options[i].end()));
   }
-  std::printf("fuzz_seeds: %d dataset files, 2 checkpoints, under %s\n", n, root.c_str());
+  // jpeg: JPEGs the project's encoder writes (4:2:0 colour, grey), one cut short, each followed by
+  // the target's choices (sample index, crop, output size; read from the end).
+  Result<std::unique_ptr<JpegEncoder>> encoder = JpegEncoder::Create();
+  if (!encoder.ok()) {
+    std::fprintf(stderr, "fuzz_seeds: %s\n", encoder.status().ToString().c_str());
+    return 1;
+  }
+  const auto jpeg_seed = [&](const std::string& name, uint32_t h, uint32_t w, uint32_t channels,
+                             size_t keep, uint8_t crop) {
+    std::vector<uint8_t> pixels(size_t{h} * w * channels);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7 + i / 97);
+    std::vector<uint8_t> bytes;
+    if (!(*encoder)
+             ->Encode(pixels.data(), size_t{w} * channels, h, w, channels, 85, &bytes)
+             .empty())
+      return false;
+    if (keep < bytes.size()) bytes.resize(keep);
+    for (uint8_t b : {uint8_t{7}, uint8_t{0}, crop, uint8_t{24}}) bytes.push_back(b);
+    Seed(root + "/jpeg", name, bytes);
+    return true;
+  };
+  if (!jpeg_seed("rgb", 40, 48, 3, SIZE_MAX, 0) || !jpeg_seed("grey", 17, 33, 1, SIZE_MAX, 1) ||
+      !jpeg_seed("cut", 64, 64, 3, 300, 0)) {
+    std::fprintf(stderr, "fuzz_seeds: the JPEG encoder failed\n");
+    return 1;
+  }
+  std::printf("fuzz_seeds: %d dataset files, 2 checkpoints, 3 JPEGs, under %s\n", n, root.c_str());
   return 0;
 }

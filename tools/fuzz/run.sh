@@ -5,7 +5,7 @@
 #
 # Builds the libFuzzer targets of tools/fuzz with clang (ASan + UBSan over everything, in
 # $RINGFEED_FUZZ_BUILD_DIR, default build-fuzz), writes the seed corpus, then runs each TARGET
-# (default all 8: header header_raw index dataset codec checkpoint checkpoint_raw options) for N
+# (default all 9: header header_raw index dataset codec checkpoint checkpoint_raw options jpeg) for N
 # seconds (default $RINGFEED_FUZZ_SECONDS, else 60), one after another. The corpus grows in
 # BUILD/fuzz/corpus/TARGET and is kept between runs. A crash, a sanitizer report, a hang
 # (-timeout), an allocation above -malloc_limit_mb (a size taken from the file) or an accepted
@@ -27,7 +27,8 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(header header_raw index dataset codec checkpoint checkpoint_raw options)
+[ ${#targets[@]} -gt 0 ] || targets=(header header_raw index dataset codec checkpoint checkpoint_raw options
+                                     jpeg)
 case "$seconds" in ''|*[!0-9]*) echo "run.sh: --seconds wants a whole number, got '$seconds'" >&2; exit 2 ;; esac
 
 build=${RINGFEED_FUZZ_BUILD_DIR:-build-fuzz}
