@@ -22,6 +22,7 @@
 #include "cuda/handles.h"
 #include "cuda/nvjpeg_library.h"
 #include "pipeline/loader.h"
+#include "tests/testing/batch_copy.h"
 #include "tests/testing/jpeg_testing.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/temp_dir.h"
@@ -52,11 +53,7 @@ LoaderOptions Options(const std::string& path, DeviceKind device, DType dtype, b
   return o;
 }
 
-struct Copy {
-  std::vector<uint8_t> samples;
-  std::vector<int64_t> labels;
-  std::vector<uint64_t> indices;
-};
+using Copy = testing::HostBatch;
 
 // Two epochs' batches, copied to the host (on `stream`, after it waits for each batch). The
 // first batch is held to the end and checked unchanged.
@@ -67,20 +64,7 @@ std::vector<Copy> Epochs(const LoaderOptions& o, cudaStream_t stream) {
   if (!l.ok()) return out;
   EXPECT_TRUE((*l)->images());
   const size_t bytes = size_t{3} * o.image.size * o.image.size * DTypeSize(o.output.dtype);
-  auto fetch = [&](LoadedBatch& b) {
-    Copy c;
-    c.samples.resize(b.size() * bytes);
-    c.labels.resize(b.size());
-    c.indices = b.indices();
-    EXPECT_TRUE(b.WaitOn(stream).ok());
-    const cudaMemcpyKind kind = b.on_gpu() ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost;
-    EXPECT_EQ(cudaMemcpyAsync(c.samples.data(), b.samples(), c.samples.size(), kind, stream),
-              cudaSuccess);
-    EXPECT_EQ(cudaMemcpyAsync(c.labels.data(), b.labels(), c.labels.size() * 8, kind, stream),
-              cudaSuccess);
-    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    return c;
-  };
+  auto fetch = [&](LoadedBatch& b) { return testing::CopyToHost(b, bytes, stream); };
   std::shared_ptr<LoadedBatch> held;
   for (uint64_t e = 0; e < o.epochs; ++e) {
     EXPECT_TRUE((*l)->StartEpoch(e, 0).ok());
@@ -333,13 +317,7 @@ TEST_F(CudaLoaderNvjpeg, TheAutoShareGivesTheCpuThreadsEveryRecordWhereTheyKeepU
       const size_t at = same.size();
       ASSERT_LT(at, host.size());
       EXPECT_EQ((*b)->indices(), host[at].indices) << at;
-      std::vector<uint8_t> got((*b)->size() * bytes);
-      ASSERT_TRUE((*b)->WaitOn(stream_.get()).ok());
-      ASSERT_EQ(cudaMemcpyAsync(got.data(), (*b)->samples(), got.size(), cudaMemcpyDeviceToHost,
-                                stream_.get()),
-                cudaSuccess);
-      ASSERT_EQ(cudaStreamSynchronize(stream_.get()), cudaSuccess);
-      same.push_back(got == host[at].samples);
+      same.push_back(testing::CopyToHost(**b, bytes, stream_.get()).samples == host[at].samples);
       std::this_thread::sleep_for(std::chrono::milliseconds(15));
     }
   }

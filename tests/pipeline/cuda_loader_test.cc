@@ -12,6 +12,7 @@
 
 #include "cuda/handles.h"
 #include "pipeline/loader.h"
+#include "tests/testing/batch_copy.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/temp_dir.h"
@@ -36,33 +37,7 @@ LoaderOptions Options(const std::string& path, DeviceKind device) {
   return o;
 }
 
-struct HostCopy {
-  std::vector<uint8_t> samples;
-  std::vector<int64_t> labels;
-  std::vector<uint64_t> indices;
-};
-
-// A batch's bytes, copied to the host on `stream` after making it wait for the batch.
-HostCopy Fetch(LoadedBatch& b, size_t sample_bytes, cudaStream_t stream) {
-  HostCopy c;
-  c.samples.resize(b.size() * sample_bytes);
-  c.labels.resize(b.size());
-  c.indices = b.indices();
-  if (!b.on_gpu()) {
-    std::memcpy(c.samples.data(), b.samples(), c.samples.size());
-    std::memcpy(c.labels.data(), b.labels(), c.labels.size() * sizeof(int64_t));
-    return c;
-  }
-  EXPECT_TRUE(b.WaitOn(stream).ok());
-  EXPECT_EQ(cudaMemcpyAsync(c.samples.data(), b.samples(), c.samples.size(), cudaMemcpyDeviceToHost,
-                            stream),
-            cudaSuccess);
-  EXPECT_EQ(cudaMemcpyAsync(c.labels.data(), b.labels(), c.labels.size() * sizeof(int64_t),
-                            cudaMemcpyDeviceToHost, stream),
-            cudaSuccess);
-  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  return c;
-}
+using HostCopy = testing::HostBatch;
 
 std::vector<HostCopy> Epochs(const LoaderOptions& o, cudaStream_t stream) {
   std::vector<HostCopy> out;
@@ -77,7 +52,7 @@ std::vector<HostCopy> Epochs(const LoaderOptions& o, cudaStream_t stream) {
       EXPECT_TRUE(b.ok()) << b.status().ToString();
       if (!b.ok() || *b == nullptr) break;
       EXPECT_EQ((*b)->on_gpu(), o.pipeline.device == DeviceKind::kCuda);
-      out.push_back(Fetch(**b, bytes, stream));
+      out.push_back(testing::CopyToHost(**b, bytes, stream));
     }
   }
   return out;
@@ -226,14 +201,14 @@ TEST_F(CudaLoader, AHeldBatchOutlivesLaterBatchesAndTheLoader) {
   Result<std::shared_ptr<LoadedBatch>> first = (*l)->Next();
   ASSERT_TRUE(first.ok() && *first != nullptr);
   std::shared_ptr<LoadedBatch> held = *first;
-  const HostCopy before = Fetch(*held, bytes, stream_.get());
+  const HostCopy before = testing::CopyToHost(*held, bytes, stream_.get());
   for (int k = 0; k < 20; ++k) {  // the pool of one grows by one: the held buffer is never reused
     Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
     ASSERT_TRUE(b.ok() && *b != nullptr);
     ASSERT_NE((*b)->samples(), held->samples());
   }
   l->reset();
-  const HostCopy after = Fetch(*held, bytes, stream_.get());
+  const HostCopy after = testing::CopyToHost(*held, bytes, stream_.get());
   EXPECT_TRUE(before.samples == after.samples);
   EXPECT_EQ(before.labels, after.labels);
 }
