@@ -9,8 +9,12 @@ AdaptiveCpuShare::AdaptiveCpuShare(double floor)
 
 void AdaptiveCpuShare::Waited(uint64_t ns) {
   const double s = share();
-  const double next = ns > kLateNs ? std::max(floor_, s - kFall) : std::min(1.0, s + kRise);
-  share_.store(next, std::memory_order_relaxed);
+  if (ns > kLateNs) {
+    ready_ = 0;
+    share_.store(std::max(floor_, s - kFall), std::memory_order_relaxed);
+  } else if (++ready_ >= kReadyRun) {
+    share_.store(std::min(1.0, s + kRise), std::memory_order_relaxed);
+  }
 }
 
 }  // namespace rf

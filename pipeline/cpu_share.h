@@ -8,7 +8,7 @@
 // the floor's share, 1.00 with every record on the CPU threads; docs/performance.md). The GPU
 // decode is worth that cost only where the CPU threads cannot keep up with the consumer. So the
 // share starts at the floor, rises while the consumer finds its batches ready, and falls back
-// each time it had to wait:
+// each time it had to wait (it rises after two batches in a row found ready: see kReadyRun):
 //   - a consumer slower than the CPU threads (a model that takes longer a step than the threads
 //     take a batch) never waits, and the share reaches 1;
 //   - a consumer faster than both decoders together always waits, and the share stays at the
@@ -35,6 +35,10 @@ class AdaptiveCpuShare {
   // that a backlog on the CPU threads drains before it grows).
   static constexpr double kRise = 0.05;
   static constexpr double kFall = 0.10;
+  // The share rises after this many batches in a row found ready. With two nvJPEG drivers a
+  // decode-bound consumer finds every other batch ready (the second of two decoded side by
+  // side); a consumer the decoders are ahead of finds them all ready.
+  static constexpr uint32_t kReadyRun = 2;
 
   // `floor` from 0 to 1.
   explicit AdaptiveCpuShare(double floor);
@@ -49,6 +53,7 @@ class AdaptiveCpuShare {
  private:
   const double floor_;
   std::atomic<double> share_;
+  uint32_t ready_ = 0;  // batches found ready in a row (Waited's thread)
 };
 
 }  // namespace rf
