@@ -11,8 +11,8 @@
 // each time it had to wait (it rises after two batches in a row found ready: see kReadyRun):
 //   - a consumer slower than the CPU threads (a model that takes longer a step than the threads
 //     take a batch) never waits, and the share reaches 1;
-//   - a consumer faster than both decoders together always waits, and the share stays at the
-//     floor, where the batch rate is highest;
+//   - a consumer faster than both decoders together waits for at least every other batch, and
+//     the share stays at the floor, where the batch rate is highest;
 //   - in between, the share settles where the CPU threads carry what they can and nvJPEG the rest.
 // What this costs: which decoder takes a record depends on timing, and the two decoders' pixels
 // differ by their rounding (the crops do not: they are keyed by seed, epoch and sample index).
@@ -31,8 +31,8 @@ class AdaptiveCpuShare {
  public:
   // A wait longer than this is the consumer waiting for the decode.
   static constexpr uint64_t kLateNs = 1'000'000;
-  // The share's steps: up after a batch found ready, down after a wait (down faster than up, so
-  // that a backlog on the CPU threads drains before it grows).
+  // The share's steps: up after kReadyRun batches in a row found ready, down after a wait (down
+  // faster than up, so that a backlog on the CPU threads drains before it grows).
   static constexpr double kRise = 0.05;
   static constexpr double kFall = 0.10;
   // The share rises after this many batches in a row found ready. With two nvJPEG drivers a
