@@ -12,7 +12,6 @@
 //
 // Input: [the JPEG's bytes][choices from the end: the output size, the crop, the sample index].
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
