@@ -44,6 +44,7 @@ class CpuImageDecoder final : public ImageDecoder {
   Status Submit(ImageJob* job) override {
     if (job->n == 0) return Status::InvalidArgument("an image job of 0 records");
     job->next = job->done = 0;
+    job->done_ns = 0;
     job->bad.clear();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -95,7 +96,10 @@ class CpuImageDecoder final : public ImageDecoder {
       ++records_;
       lock.lock();
       if (!why.empty()) job->bad.push_back({i, std::move(why)});
-      if (++job->done == job->n) done_.notify_all();
+      if (++job->done == job->n) {
+        job->done_ns = SteadyNowNs();
+        done_.notify_all();
+      }
     }
   }
 

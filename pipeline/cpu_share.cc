@@ -7,11 +7,12 @@ namespace rf {
 AdaptiveCpuShare::AdaptiveCpuShare(double floor)
     : floor_(std::clamp(floor, 0.0, 1.0)), share_(floor_) {}
 
-void AdaptiveCpuShare::Waited(uint64_t ns) {
+void AdaptiveCpuShare::Waited(uint64_t ns, bool cpu_last) {
   const double s = share();
   if (ns > kLateNs) {
     ready_ = 0;
-    share_.store(std::max(floor_, s - kFall), std::memory_order_relaxed);
+    share_.store(cpu_last ? std::max(floor_, s - kFall) : std::min(1.0, s + kRise),
+                 std::memory_order_relaxed);
   } else if (++ready_ >= kReadyRun) {
     share_.store(std::min(1.0, s + kRise), std::memory_order_relaxed);
   }

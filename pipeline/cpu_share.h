@@ -7,12 +7,15 @@
 // model on the same GPU slows beside them (ResNet-50 on one H200: 0.93 of its speed alone with
 // the floor's share, 1.00 with every record on the CPU threads; docs/performance.md). The GPU
 // decode is worth that cost only where the CPU threads cannot keep up with the consumer. So the
-// share starts at the floor, rises while the consumer finds its batches ready, and falls back
-// each time it had to wait (it rises after two batches in a row found ready: see kReadyRun):
+// share starts at the floor and rises while the consumer finds its batches ready (after two in
+// a row: see kReadyRun). Where the consumer had to wait, it moves away from the decoder that came
+// last: down where the CPU threads finished their part after nvJPEG did, up where nvJPEG came
+// last (beside a model nvJPEG decodes several times slower than alone, 0.3 ms an image instead
+// of 0.05 on an H200: at the floor's share it can be the one the model waits for). So:
 //   - a consumer slower than the CPU threads (a model that takes longer a step than the threads
 //     take a batch) never waits, and the share reaches 1;
 //   - a consumer faster than both decoders together waits for at least every other batch, and
-//     the share stays at the floor, where the batch rate is highest;
+//     the share stays near the split where both finish together, at the floor or above it;
 //   - in between, the share settles where the CPU threads carry what they can and nvJPEG the rest.
 // What this costs: which decoder takes a record depends on timing, and the two decoders' pixels
 // differ by their rounding (the crops do not: they are keyed by seed, epoch and sample index).
@@ -31,8 +34,9 @@ class AdaptiveCpuShare {
  public:
   // A wait longer than this is the consumer waiting for the decode.
   static constexpr uint64_t kLateNs = 1'000'000;
-  // The share's steps: up after kReadyRun batches in a row found ready, down after a wait (down
-  // faster than up, so that a backlog on the CPU threads drains before it grows).
+  // The share's steps: up after kReadyRun batches in a row found ready or a wait for nvJPEG,
+  // down after a wait for the CPU threads (down faster than up, so that a backlog on the CPU
+  // threads drains before it grows).
   static constexpr double kRise = 0.05;
   static constexpr double kFall = 0.10;
   // The share rises after this many batches in a row found ready. With two nvJPEG drivers a
@@ -46,9 +50,11 @@ class AdaptiveCpuShare {
   // The share for the next batch.
   double share() const { return share_.load(std::memory_order_relaxed); }
   double floor() const { return floor_; }
-  // The consumer's wait for its last batch; the caller leaves out a batch submitted after the
-  // consumer's previous one came (it had no time to be decoded: the first batches, a new epoch).
-  void Waited(uint64_t ns);
+  // The consumer's wait for its last batch, and whether the CPU threads finished their part of
+  // it after nvJPEG finished the rest (false where they had none of it); the caller leaves out a
+  // batch submitted after the consumer's previous one came (it had no time to be decoded: the
+  // first batches, a new epoch).
+  void Waited(uint64_t ns, bool cpu_last);
 
  private:
   const double floor_;

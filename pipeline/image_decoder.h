@@ -53,8 +53,11 @@ struct ImageJob {
   // outputs are left as they are.
   std::vector<BadRecord> bad;
 
-  // The decoder's bookkeeping (its lock guards them).
+  // The decoder's bookkeeping (its lock guards them); done_ns: when its last record was done
+  // (core/clock.h's SteadyNowNs), where the decoder keeps it (the CPU decoder), read once Wait
+  // has returned.
   uint32_t next = 0, done = 0;
+  uint64_t done_ns = 0;
 };
 
 class ImageDecoder {

@@ -37,7 +37,9 @@
 // AdaptiveCpuShare (pipeline/cpu_share.h), from the share at which the two decoders finish a batch
 // together (AutoCpuShare: kCpuImagesPerSecond a thread against kHardwareImagesPerSecond a driver)
 // up to 1 while the consumer finds its batches ready, since nvJPEG's per-image work slows a model
-// on the same GPU; Wait tells it how long the consumer waited.
+// on the same GPU; Wait tells it how long the consumer waited, and whether the CPU threads
+// finished their part of that job after its driver (the CPU decoder's done_ns against the job's
+// driven_ns).
 //
 // The crops are the CPU decoder's (CropFor: keyed by seed, epoch and sample index); the GPU
 // resamples the full-size decode where the CPU may decode at a DCT scale, so the two agree to
@@ -207,7 +209,10 @@ class NvjpegImageDecoder final : public ImageDecoder {
     // last batch came: a job submitted just now (the first ones, or after a new epoch's start)
     // had no time to be decoded.
     const uint64_t t1 = SteadyNowNs();
-    if (adaptive_ && p->submitted_ns < last_wait_end_ns_) adaptive_->Waited(t1 - t0);
+    // Which decoder came last: the CPU threads where they finished the job's share after its
+    // driver was done with the rest.
+    if (adaptive_ && p->submitted_ns < last_wait_end_ns_)
+      adaptive_->Waited(t1 - t0, p->share.n > 0 && p->share.done_ns > p->driven_ns);
     last_wait_end_ns_ = t1;
     job->bad = std::move(p->bad);
     std::sort(job->bad.begin(), job->bad.end(),
@@ -311,6 +316,7 @@ class NvjpegImageDecoder final : public ImageDecoder {
     bool late_copies = false;        // its driver queued copies there
     bool copies = false;             // `copied` recorded for this job
     bool driven = false;             // its driver is done with it
+    uint64_t driven_ns = 0;          // when (SteadyNowNs)
     bool finished = false;           // the finish thread is done with it
     Status status;                   // the first failure
     std::vector<BadRecord> bad;
@@ -438,7 +444,8 @@ class NvjpegImageDecoder final : public ImageDecoder {
         [this, &d](Pending& p) {
           const uint64_t t0 = SteadyNowNs();
           Status s = Decode(d, p);
-          driver_busy_ns_ += SteadyNowNs() - t0;
+          p.driven_ns = SteadyNowNs();
+          driver_busy_ns_ += p.driven_ns - t0;
           records_ += p.job->n;
           return s;
         },
