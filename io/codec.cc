@@ -89,6 +89,13 @@ size_t CompressBound(Codec c, size_t n) {
   return n;
 }
 
+uint64_t MaxDecompressedBytes(Codec c, uint64_t frame_bytes) {
+  const uint64_t ratio = c == Codec::kLz4    ? kLz4MaxExpansion
+                         : c == Codec::kZstd ? kZstdMaxExpansion
+                                             : 1;
+  return frame_bytes > UINT64_MAX / ratio ? UINT64_MAX : frame_bytes * ratio;
+}
+
 struct Compressor::Ctx {
   ZSTD_CCtx* zstd = nullptr;
   ~Ctx() { ZSTD_freeCCtx(zstd); }

@@ -41,6 +41,17 @@ bool IsCodec(uint32_t value);
 // The largest frame Compress can make of n bytes.
 size_t CompressBound(Codec c, size_t n);
 
+// The most bytes a frame of `frame_bytes` of codec `c` can decompress to: the codec's own limit,
+// whatever the frame holds (none: the frame itself). lz4: a block gives at most 255 bytes a byte
+// (a match's length grows by 255 an extension byte); zstd: a block is at most 128 KiB and takes
+// 4 bytes at least (its 3-byte header and one RLE byte), so at most 32768 bytes a byte (1 GiB of
+// zeros makes a frame of 33,006 bytes at level 19). A chunk's index entry that declares more data
+// than its frame can make is refused (format::DecodeIndex) before any buffer is sized from it:
+// what a reader allocates for a chunk follows its stored bytes, which its file bounds.
+inline constexpr uint64_t kLz4MaxExpansion = 255;
+inline constexpr uint64_t kZstdMaxExpansion = 32768;
+uint64_t MaxDecompressedBytes(Codec c, uint64_t frame_bytes);
+
 class Compressor {
  public:
   explicit Compressor(CodecSpec spec);

@@ -235,7 +235,8 @@ Result<Dataset> Dataset::OpenNamed(const std::string& path) {
     for (const format::ChunkEntry& e : shards[i].entries) {
       d.chunks_[e.index] = ChunkLocation{i, e, e.first_sample};
       d.max_chunk_bytes_ = std::max(d.max_chunk_bytes_, e.data_bytes);
-      d.max_stored_bytes_ = std::max(d.max_stored_bytes_, e.stored_bytes);
+      uint64_t& most = e.compressed() ? d.max_stored_bytes_ : d.max_raw_bytes_;
+      most = std::max(most, e.stored_bytes);
       d.compressed_chunks_ += e.compressed() ? 1 : 0;
       d.data_bytes_ += e.data_bytes;
     }
@@ -329,6 +330,7 @@ void Dataset::AppendPart(Dataset&& part) {
   for (std::string& f : part.shard_paths_) shard_paths_.push_back(std::move(f));
   for (uint64_t b : part.shard_bytes_) shard_bytes_.push_back(b);
   max_chunk_bytes_ = std::max(max_chunk_bytes_, part.max_chunk_bytes_);
+  max_raw_bytes_ = std::max(max_raw_bytes_, part.max_raw_bytes_);
   max_stored_bytes_ = std::max(max_stored_bytes_, part.max_stored_bytes_);
   compressed_chunks_ += part.compressed_chunks_;
   data_bytes_ += part.data_bytes_;

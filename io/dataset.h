@@ -88,9 +88,14 @@ class Dataset {
 
   size_t chunk_count() const { return chunks_.size(); }
   const ChunkLocation& chunk(size_t global) const { return chunks_[global]; }
-  // The largest chunk's data (what a ring slot holds: decompressed), and its stored extent (what
-  // a read fetches). Equal where no chunk is compressed.
+  // The largest chunk's data (what a ring slot holds: decompressed). Every size here is one
+  // DecodeIndex held to what the file and the header allow (a compressed chunk's data to what its
+  // frame can make, io/codec.h), so memory sized from them follows the stored bytes.
   uint64_t max_chunk_bytes() const { return max_chunk_bytes_; }
+  // The largest raw chunk (what a read puts straight into a ring slot), and the largest stored
+  // extent of a compressed chunk (what a read puts into a stored buffer, to be decompressed into
+  // a ring slot); 0 where the dataset has no such chunk.
+  uint64_t max_raw_bytes() const { return max_raw_bytes_; }
   uint64_t max_stored_bytes() const { return max_stored_bytes_; }
   // Chunks stored compressed (format version 2); 0 for every version 1 dataset.
   uint64_t compressed_chunks() const { return compressed_chunks_; }
@@ -153,6 +158,7 @@ class Dataset {
   std::vector<uint64_t> shard_bytes_;
   std::vector<ChunkLocation> chunks_;
   uint64_t max_chunk_bytes_ = 0;
+  uint64_t max_raw_bytes_ = 0;
   uint64_t max_stored_bytes_ = 0;
   uint64_t compressed_chunks_ = 0;
   uint64_t data_bytes_ = 0;

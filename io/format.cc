@@ -212,6 +212,13 @@ uint64_t MaxChunkDataBytes(const Header& h) {
   return std::max(kMaxChunkTarget, one);
 }
 
+uint64_t MaxRecordChunkBytes(const Header& h, uint64_t n) {
+  const uint64_t format_most = MaxChunkDataBytes(h);
+  // n x the largest record, compared by division: the product could pass 2^64.
+  if (n != 0 && h.SampleBytes() > format_most / n) return format_most;
+  return std::min(format_most, RecordChunkBytes(n, h.LabelBytes(), n * h.SampleBytes()));
+}
+
 void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
   std::memset(out, 0, kHeaderBytes);
   std::memcpy(out + kOffMagic, kMagic, sizeof kMagic);
@@ -600,14 +607,17 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
     ChunkLayout layout{};
     if (h.variable()) {
       // Version 2 only (DecodeHeader). The data holds the table, the labels and one element a
-      // record at least, and no more than the format's chunk.
+      // record at least, and no more than its records at the header's largest record each, nor
+      // than the format's chunk.
       const uint64_t least = RecordChunkBytes(e.sample_count, h.LabelBytes(),
                                               uint64_t{e.sample_count} * DTypeSize(h.sample_dtype));
+      const uint64_t most = MaxRecordChunkBytes(h, e.sample_count);
       const uint64_t data = Get<uint64_t>(p, kEntDataBytes);
-      if (data < least || data > MaxChunkDataBytes(h) || data % kAlign != 0)
+      if (data < least || data > most || data % kAlign != 0)
         return bad("data size " + std::to_string(data) + " for " + std::to_string(e.sample_count) +
-                   " records (a multiple of 4096 from " + std::to_string(least) + " to " +
-                   std::to_string(MaxChunkDataBytes(h)) + ")");
+                   " records of at most " + std::to_string(h.SampleBytes()) +
+                   " bytes each (a multiple of 4096 from " + std::to_string(least) + " to " +
+                   std::to_string(most) + ")");
       layout.stored_bytes = data;
       if (h.version >= 3) {
         // The records' bytes: one element a record at least, whole elements, and exactly the
@@ -651,6 +661,13 @@ Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, 
                  e.stored_bytes != RoundUp(e.frame_bytes, kAlign)) {
         return bad(std::string(CodecName(e.codec)) + " frame of " + std::to_string(e.frame_bytes) +
                    " bytes in a stored extent of " + std::to_string(e.stored_bytes));
+      } else if (e.data_bytes > MaxDecompressedBytes(e.codec, e.frame_bytes)) {
+        // The codec's own limit (io/codec.h): a ring slot is sized from the data size, so a
+        // frame cannot make a reader allocate more than its stored bytes could ever give.
+        return bad("data size " + std::to_string(e.data_bytes) + " from a " + CodecName(e.codec) +
+                   " frame of " + std::to_string(e.frame_bytes) + " bytes, more than " +
+                   CodecName(e.codec) + " can make of it (" +
+                   std::to_string(MaxDecompressedBytes(e.codec, e.frame_bytes)) + ")");
       }
     }
     // Compared by subtraction: offset + stored_bytes could wrap past 2^64 to a small number.

@@ -256,6 +256,11 @@ uint64_t IndexStoredBytes(uint64_t chunks, uint32_t version = 1);
 // The most data bytes a chunk of this header's dataset may hold (the format's bound above:
 // version 2 only; version 1 chunks are bounded by their file).
 uint64_t MaxChunkDataBytes(const Header& h);
+// The most data bytes a chunk of n records of any size may hold: its table, labels and n records
+// of the header's largest record (SampleBytes()), within MaxChunkDataBytes. DecodeIndex holds
+// every entry to it, so a forged data size cannot make a reader size a buffer past what the
+// header's own records allow.
+uint64_t MaxRecordChunkBytes(const Header& h, uint64_t n);
 
 void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]);
 // Checks magic, version, checksum and that every field is in range and consistent with the
@@ -274,7 +279,9 @@ std::vector<uint8_t> EncodeIndex(const std::vector<ChunkEntry>& entries, uint32_
 // Decodes and validates the index of the file described by h (a header DecodeHeader accepted):
 // entry numbering, alignment, bounds, sizes and sample counts; for version 2 also the codec id,
 // that the data size is the sample count's chunk, and that the frame fits its stored extent
-// (stored = frame rounded up to 4096; raw chunks: frame = data = stored). Every chunk lies after
+// (stored = frame rounded up to 4096; raw chunks: frame = data = stored), that a compressed
+// chunk's data is no more than its frame can make (MaxDecompressedBytes, io/codec.h) and that a
+// chunk of records holds no more than MaxRecordChunkBytes. Every chunk lies after
 // the header and the chunk before it, and ends at or before the index (offset + stored_bytes
 // computed without overflow), so chunks neither overlap nor run past the file.
 Result<std::vector<ChunkEntry>> DecodeIndex(const Header& h, const uint8_t* in, size_t n,

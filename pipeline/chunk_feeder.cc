@@ -56,7 +56,11 @@ Result<std::unique_ptr<ChunkFeeder>> ChunkFeeder::Start(const Dataset& dataset, 
   ChunkFeeder* self = f.get();
   f->thread_ = std::thread([self, &created] {
     NameThread("rf-read");
-    std::vector<iovec> slots = self->ring_.iovecs();
+    // Raw chunks are read into the ring's slots, compressed ones into the stored buffers (and
+    // decompressed into the slots, whose pages are then faulted in by what the frames make): a
+    // reader registers (pins) only the bytes its reads fill, a whole 4096 block at least.
+    std::vector<iovec> slots =
+        self->ring_.iovecs(std::max<uint64_t>(self->dataset_.max_raw_bytes(), format::kAlign));
     for (uint32_t i = 0; self->stored_.data() != nullptr && i < self->ring_.slot_count(); ++i)
       slots.push_back(
           iovec{self->stored_.data() + i * self->stored_slot_bytes_, self->stored_slot_bytes_});

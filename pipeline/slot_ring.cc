@@ -1,5 +1,7 @@
 #include "pipeline/slot_ring.h"
 
+#include <algorithm>
+
 #include "core/clock.h"
 #include "io/format.h"
 
@@ -23,9 +25,10 @@ SlotRing::SlotRing(HostBuffer memory, uint32_t slots, uint64_t slot_bytes)
       states_(slots, State::kFree),
       filled_(slots) {}
 
-std::vector<iovec> SlotRing::iovecs() const {
+std::vector<iovec> SlotRing::iovecs(uint64_t bytes) const {
   std::vector<iovec> v(slot_count());
-  for (uint32_t i = 0; i < slot_count(); ++i) v[i] = iovec{data(i), slot_bytes_};
+  const uint64_t len = std::min(slot_bytes_, bytes);
+  for (uint32_t i = 0; i < slot_count(); ++i) v[i] = iovec{data(i), len};
   return v;
 }
 

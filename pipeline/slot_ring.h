@@ -53,8 +53,10 @@ class SlotRing {
   bool pinned() const { return memory_.pinned(); }
   size_t huge_page_bytes() const { return memory_.HugePageBytes(); }
   uint8_t* data(uint32_t slot) const { return memory_.data() + slot * slot_bytes_; }
-  // One iovec per slot, for registering the slots with the reader.
-  std::vector<iovec> iovecs() const;
+  // One iovec per slot, for registering the slots with the reader: the first `bytes` of each
+  // (at most slot_bytes()), where reads land. A ring whose slots are also decompressed into
+  // registers only what its raw chunks fill, so the kernel pins no more than the reads need.
+  std::vector<iovec> iovecs(uint64_t bytes = UINT64_MAX) const;
 
   // Producer. Blocks until the next slot in ring order is free; marks it kFilling.
   std::optional<uint32_t> AcquireFree();

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -46,6 +47,20 @@ TEST(SlotRing, SlotsAreAlignedAndDisjoint) {
     EXPECT_EQ(iov[i].iov_base, ring->data(i));
   }
   EXPECT_EQ(ring->data(1) - ring->data(0), 4096);
+}
+
+// Issue 40, M1: a reader registers (pins) only what its reads of raw chunks fill of each slot.
+TEST(SlotRing, TheRegisteredPartOfEachSlotIsWhatTheReadsFillAtMost) {
+  auto ring = SlotRing::Create(2, 3 * 4096, PinMode::kOff);
+  ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+  for (const uint64_t bytes : {uint64_t{4096}, uint64_t{3 * 4096}, uint64_t{1} << 40}) {
+    const std::vector<iovec> iov = (*ring)->iovecs(bytes);
+    ASSERT_EQ(iov.size(), 2u);
+    for (uint32_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(iov[i].iov_base, (*ring)->data(i));
+      EXPECT_EQ(iov[i].iov_len, std::min<uint64_t>(bytes, 3 * 4096));
+    }
+  }
 }
 
 TEST(SlotRing, ConsumerGetsChunksInScheduledOrderWhenReadsCompleteOutOfOrder) {

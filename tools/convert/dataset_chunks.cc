@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "io/chunk_fetcher.h"
@@ -26,9 +27,12 @@ uint64_t StoredChunkBytes(const Dataset& d) {
 
 Status ForEachChunk(const Dataset& d, const std::function<Status(const ChunkView&)>& fn) {
   RF_ASSIGN_OR_RETURN(ChunkFetcher fetcher, ChunkFetcher::Create(d));
-  std::vector<uint8_t> data(d.max_chunk_bytes());  // sized once, from the index
+  // Sized once, from the index, and left uninitialized: its pages are faulted in by what the
+  // chunks really hold (a compressed chunk's declared data is only what its frame could make).
+  const std::unique_ptr<uint8_t[]> buffer(new uint8_t[d.max_chunk_bytes()]);
+  uint8_t* const data = buffer.get();
   for (size_t c = 0; c < d.chunk_count(); ++c) {
-    RF_RETURN_IF_ERROR(fetcher.Fetch(c, data.data()));
+    RF_RETURN_IF_ERROR(fetcher.Fetch(c, data));
     const ChunkLocation& at = d.chunk(c);
     const format::ChunkEntry& e = at.entry;
     ChunkView v;
@@ -37,9 +41,9 @@ Status ForEachChunk(const Dataset& d, const std::function<Status(const ChunkView
     v.count = e.sample_count;
     v.stored_bytes = e.stored_bytes;
     v.codec = e.codec;
-    v.samples = data.data();
-    v.labels = data.data() + d.LabelsOffset(c);
-    if (d.header().variable()) v.records = data.data() + d.RecordsOffset(c);
+    v.samples = data;
+    v.labels = data + d.LabelsOffset(c);
+    if (d.header().variable()) v.records = data + d.RecordsOffset(c);
     RF_RETURN_IF_ERROR(fn(v));
   }
   return Status::Ok();

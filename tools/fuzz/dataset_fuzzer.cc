@@ -78,9 +78,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t largest_file = 0, samples = 0;
   for (size_t s = 0; s < d->shard_count(); ++s)
     largest_file = std::max(largest_file, d->shard_bytes(s));
-  // What a ring slot is sized from: a version 1 chunk's file holds it; a version 2 chunk's data
-  // is bounded by the format.
-  RF_FUZZ_CHECK(d->max_stored_bytes() <= largest_file);
+  // What a ring slot and a stored buffer are sized from: a raw chunk's file holds it; a
+  // compressed chunk's data is what its frame (in its file) can make, and within the format's.
+  RF_FUZZ_CHECK(d->max_stored_bytes() <= largest_file && d->max_raw_bytes() <= largest_file);
   RF_FUZZ_CHECK(d->max_chunk_bytes() <=
                 (h.version < 2 ? largest_file : format::MaxChunkDataBytes(h)));
   for (size_t g = 0; g < d->chunk_count(); ++g) {
@@ -89,6 +89,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RF_FUZZ_CHECK(c.entry.offset <= d->shard_bytes(c.shard) &&
                   c.entry.stored_bytes <= d->shard_bytes(c.shard) - c.entry.offset);
     RF_FUZZ_CHECK(c.entry.frame_bytes <= c.entry.stored_bytes);
+    RF_FUZZ_CHECK(c.entry.data_bytes <= MaxDecompressedBytes(c.entry.codec, c.entry.frame_bytes));
+    if (h.variable())
+      RF_FUZZ_CHECK(c.entry.data_bytes <= format::MaxRecordChunkBytes(h, c.entry.sample_count));
     samples += c.entry.sample_count;
   }
   RF_FUZZ_CHECK(samples == h.total_samples);

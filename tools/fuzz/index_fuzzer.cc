@@ -3,7 +3,8 @@
 // codec, frame and data sizes) and of its header; the harness recomputes both checksums. Whatever
 // is accepted lies inside the file, in order, without overlap, aligned, accounts for the shard's
 // samples, and has each chunk's data the size of its samples (records of any size: room for its
-// table, labels and one id a record, within the format's chunk) and its frame inside its extent.
+// table, labels and one id a record, and no more than its records at the header's largest record)
+// and its frame inside its extent, its data no more than the frame can make.
 #include <cstdint>
 #include <vector>
 
@@ -50,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                     e.data_bytes >= format::RecordChunkBytes(
                                         e.sample_count, h->LabelBytes(),
                                         uint64_t{e.sample_count} * DTypeSize(h->sample_dtype)) &&
-                    e.data_bytes <= format::MaxChunkDataBytes(*h));
+                    e.data_bytes <= format::MaxRecordChunkBytes(*h, e.sample_count));
     } else {
       const format::ChunkLayout l =
           format::LayoutFor(e.sample_count, h->SampleBytes(), h->LabelBytes());
@@ -66,6 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       RF_FUZZ_CHECK(e.frame_bytes >= 1 && e.frame_bytes <= e.stored_bytes &&
                     e.stored_bytes == format::RoundUp(e.frame_bytes, format::kAlign));
       RF_FUZZ_CHECK(e.data_bytes <= format::MaxChunkDataBytes(*h));
+      // Issue 40, M1: no more than the frame can make, so nothing sized from it outgrows the file.
+      RF_FUZZ_CHECK(e.data_bytes <= MaxDecompressedBytes(e.codec, e.frame_bytes));
     }
     next = e.offset + e.stored_bytes;
     samples += e.sample_count;
