@@ -511,13 +511,15 @@ Status Dataset::CheckRecords(size_t global, const void* data) const {
 }
 
 Status Dataset::CheckLabels(size_t global, const void* data) const {
-  if (!header_.HasLabels()) return Status::Ok();
+  // Without labels every stored label is a uint8 0 (io/format.h): a reader hands them out, so
+  // one forged to another value is refused as a label past the class count is.
+  const bool labelled = header_.HasLabels();
   const ChunkLocation& c = chunks_[global];
   const uint64_t labels_at = LabelsOffset(global);
   const char* labels = static_cast<const char*>(data) + labels_at;
   for (uint32_t i = 0; i < c.entry.sample_count; ++i) {
     const int64_t v = LoadLabel(header_.label_dtype, labels, i);
-    if (v >= 0 && v < int64_t{header_.num_classes}) continue;
+    if (labelled ? v >= 0 && v < int64_t{header_.num_classes} : v == 0) continue;
     // A raw chunk's label lies at its own byte of the file. A compressed chunk's lies only in
     // the chunk's data: the error names the chunk's offset and the label's byte in the data (the
     // file's byte at the data's offset belongs to another chunk, or to none).
@@ -529,9 +531,13 @@ Status Dataset::CheckLabels(size_t global, const void* data) const {
       what += std::to_string(in_data);
       what += " of the chunk's data)";
     }
-    what += " is outside [0, ";
-    what += std::to_string(header_.num_classes);
-    what += "), the header's class count";
+    if (labelled) {
+      what += " is outside [0, ";
+      what += std::to_string(header_.num_classes);
+      what += "), the header's class count";
+    } else {
+      what += " is not 0: the header says the dataset has no labels (0 classes)";
+    }
     return std::move(Status::Corruption(shard_paths_[c.shard], what)
                          .WithChunk(c.entry.index)
                          .WithOffset(c.entry.offset + (c.entry.compressed() ? 0 : in_data)));

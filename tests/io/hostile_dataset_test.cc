@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "io/dataset.h"
+#include "io/dataset_writer.h"
 #include "tests/testing/forged_dataset.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/token_documents.h"
 
 namespace rf {
 namespace {
@@ -158,6 +160,41 @@ TEST(HostileDataset, ANegativeInt32LabelIsRefused) {
   const Status st = d->ReadChunk(0, buf.data());
   EXPECT_NE(st.ToString().find(": label -1 of sample 7 is outside [0, 5)"), std::string::npos)
       << st.ToString();
+}
+
+// Issue 40, A1: a dataset without labels stores every label as a uint8 0, and the readers hand
+// them out; one forged to 9 (checksums recomputed) passed `verify`, and a loader handed out
+// labels [0 0 9 0]. Refused as a label past the class count is, for tensors and for records.
+TEST(HostileDataset, ALabelOtherThanZeroInADatasetWithoutLabelsIsRefused) {
+  TempDir t;
+  const std::string tensors = t.File("t.rfd");
+  {
+    DatasetSpec spec;
+    spec.shape = {16};
+    spec.has_labels = false;
+    auto w = DatasetWriter::Create(tensors, spec, WriterOptions{});
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    const std::vector<uint8_t> samples = testing::PositionalSamples(4, 16);
+    ASSERT_TRUE((*w)->Append(samples.data(), nullptr, 4).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  const std::string records = t.File("r.rfd");
+  ASSERT_TRUE(
+      testing::WriteDocuments(records, testing::Documents(20, 30), {}, 16 << 10, false).ok());
+  for (const std::string& p : {tensors, records}) {
+    testing::ForgeLabel(p, 0, 2, 9);
+    auto d = Dataset::Open(p);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    ASSERT_EQ(d->header().num_classes, 0u);
+    std::vector<uint8_t> buf(d->max_chunk_bytes());
+    const Status st = d->ReadChunk(0, buf.data());
+    ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+    const uint64_t at = d->chunk(0).entry.offset + d->LabelsOffset(0) + 2;
+    EXPECT_EQ(st.ToString(), p + ": chunk 0 at byte " + std::to_string(at) +
+                                 ": label 9 of sample 2 is not 0: the header says the dataset has "
+                                 "no labels (0 classes)");
+    EXPECT_EQ(d->CheckLabels(0, buf.data()).ToString(), st.ToString());
+  }
 }
 
 // Version 2: 400 positional samples of 1x32x32 in chunks of 16 KiB (15 samples), zstd.

@@ -62,7 +62,10 @@ void ForgeLabel(const std::string& path, size_t chunk, uint32_t i, int64_t value
   format::ChunkEntry& e = entries[chunk];
   ASSERT_LT(i, e.sample_count);
   const uint64_t labels_at =
-      e.offset + format::LayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes()).labels_offset;
+      e.offset +
+      (h.variable()
+           ? format::RecordLayoutFor(e.sample_count, h.LabelBytes()).labels_offset
+           : format::LayoutFor(e.sample_count, h.SampleBytes(), h.LabelBytes()).labels_offset);
   // Little-endian: the low LabelBytes() bytes of the value are the label.
   std::memcpy(bytes.data() + labels_at + i * h.LabelBytes(), &value, h.LabelBytes());
   e.checksum = Checksum(bytes.data() + e.offset, e.stored_bytes);
