@@ -13,6 +13,36 @@
 
 namespace rf {
 
+namespace {
+
+// Issue 40, W5: the files the new dataset's name already names (NAME.rfd, shards of any count)
+// that Finish would neither overwrite (one of the new files) nor replace (an older dataset of the
+// name, not an input): left beside the new files, they would make the name ambiguous, and the
+// dataset could not be opened by it (Dataset::Open refuses "2 datasets have this name"). Refused
+// before anything is written, naming the file and why it stays.
+Status CheckNameIsFree(const std::string& path, uint32_t shards,
+                       const std::vector<std::string>& keep) {
+  std::vector<std::string> ours;
+  for (uint32_t s = 0; s < shards; ++s) ours.push_back(format::ShardPath(path, s, shards));
+  for (const std::string& f : DatasetFilesNamed(path)) {
+    if (std::find(ours.begin(), ours.end(), f) != ours.end()) continue;
+    const bool input = std::any_of(keep.begin(), keep.end(),
+                                   [&f](const std::string& k) { return IsSameFile(f, k); });
+    if (!input && IsDatasetFile(f)) continue;  // an older dataset of the name: Finish replaces it
+    const char* why = input               ? "it is an input"
+                      : IsSymbolicLink(f) ? "a symbolic link, which the writer never removes"
+                                          : "it is not a ringfeed dataset";
+    const std::string written =
+        shards == 1 ? path : "its " + std::to_string(shards) + " shards (" + ours[0] + ", ...)";
+    return Status::Usage(f + " has the name of the dataset being written and would stay (" + why +
+                         "), so " + written + " could not be opened as " + path +
+                         ": move it, or write the dataset under another name");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& path,
                                                              const DatasetSpec& spec,
                                                              const WriterOptions& opts) {
@@ -93,6 +123,8 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
                            ") and give the shard count");
     }
   }
+
+  RF_RETURN_IF_ERROR(CheckNameIsFree(path, opts.shards, opts.keep));
 
   std::unique_ptr<DatasetWriter> w(new DatasetWriter());
   w->path_ = path;

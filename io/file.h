@@ -168,6 +168,8 @@ bool IsSameFile(const std::string& a, const std::string& b);
 bool FileExists(const std::string& path);
 // Is path a directory (after following symbolic links)?
 bool IsDirectory(const std::string& path);
+// Is path itself a symbolic link (not followed)?
+bool IsSymbolicLink(const std::string& path);
 // What is at path (after following symbolic links), for messages: "a regular file", "a
 // directory", "a character device", "a block device", "a FIFO", "a socket"; null where nothing is.
 const char* FileKindName(const std::string& path);

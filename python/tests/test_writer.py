@@ -132,3 +132,15 @@ def test_close_reports_what_was_written_and_is_idempotent(tmp_path):
     assert "written" in repr(w)
     with pytest.raises(ringfeed.UsageError, match="closed"):
         w.write(positional_samples(1, SHAPE), positional_labels(1))
+
+
+def test_a_file_of_the_name_that_would_stay_is_refused_before_anything_is_written(tmp_path):
+    # Issue 40, W5: DatasetWriter(shards=2) beside a text file of the dataset's name wrote both
+    # shards and exited cleanly; nothing could then open the dataset by its name.
+    (tmp_path / "n.rfd").write_text("notes")
+    with pytest.raises(ringfeed.UsageError,
+                       match=r"n\.rfd has the name of the dataset being written and would stay "
+                             r"\(it is not a ringfeed dataset\), so its 2 shards"):
+        write(tmp_path / "n.rfd", shards=2)
+    assert sorted(os.listdir(tmp_path)) == ["n.rfd"]
+    assert (tmp_path / "n.rfd").read_text() == "notes"

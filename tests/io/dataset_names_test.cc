@@ -84,29 +84,68 @@ TEST(DatasetNames, ShardsOfTwoCountsAreRefusedNamingOneOfEach) {
 TEST(DatasetNames, OnlyOlderDatasetsAreRemovedNeverInputsOrOtherFiles) {
   TempDir t;
   const std::string name = t.File("d.rfd");
-  // Inputs named like shards of the output, one of them reached through a symbolic link.
-  testing::WriteAll(t.File("d-00000-of-00002.rfd"), "images", 6);
-  testing::WriteAll(t.File("d-00001-of-00002.rfd"), "labels", 6);
-  testing::WriteAll(t.File("d-00003-of-00007.rfd"), "a note", 6);  // not a dataset at all
-  ASSERT_EQ(::symlink(t.File("d-00001-of-00002.rfd").c_str(), t.File("labels-link").c_str()), 0);
+  testing::WriteAll(t.File("images.npy"), "images", 6);
+  ASSERT_EQ(::symlink(t.File("images.npy").c_str(), t.File("images-link").c_str()), 0);
   // An older dataset of the name, in 3 shards: it is what the new one replaces.
   const std::vector<std::string> older = Write(name, 300, 3);
 
   DatasetSpec spec;
   spec.height = spec.width = 8;
   WriterOptions o{.chunk_bytes = 4096};
-  o.keep = {t.File("d-00000-of-00002.rfd"), t.File("labels-link")};
+  o.keep = {t.File("images-link")};
   auto w = DatasetWriter::Create(name, spec, o);
-  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
   const std::vector<uint8_t> samples(64 * 10, 3), labels(10, 1);
   ASSERT_TRUE((*w)->Append(samples.data(), labels.data(), 10).ok());
   ASSERT_TRUE((*w)->Finish().ok());
   EXPECT_EQ((*w)->removed(), older);
   EXPECT_EQ(testing::FilesIn(t.path()),
-            (std::vector<std::string>{"d-00000-of-00002.rfd", "d-00001-of-00002.rfd",
-                                      "d-00003-of-00007.rfd", "d.rfd", "labels-link"}));
-  EXPECT_EQ(testing::ReadAll(t.File("d-00001-of-00002.rfd")),
-            (std::vector<uint8_t>{'l', 'a', 'b', 'e', 'l', 's'}));
+            (std::vector<std::string>{"d.rfd", "images-link", "images.npy"}));
+  EXPECT_EQ(testing::ReadAll(t.File("images.npy")),
+            (std::vector<uint8_t>{'i', 'm', 'a', 'g', 'e', 's'}));
+}
+
+// Issue 40, W5: files the new dataset's name would share that the writer does not replace (a
+// file that is not a dataset, an input, a symbolic link) left the name naming two datasets: the
+// shards were written, then nothing could open them by the name ("2 datasets have this name",
+// calling a text file a dataset). Refused before anything is written; every file stays.
+TEST(DatasetNames, AFileOfTheNameThatWouldStayIsRefusedBeforeAnythingIsWritten) {
+  TempDir t;
+  const std::vector<std::string> input = Write(t.File("in.rfd"), 300, 2);
+  testing::WriteAll(t.File("n.rfd"), "notes", 5);                      // beside shards of n
+  testing::WriteAll(t.File("m-00001-of-00003.rfd"), "a note", 6);      // beside m.rfd
+  ASSERT_EQ(::symlink(input[0].c_str(), t.File("k.rfd").c_str()), 0);  // an input, linked
+  const std::vector<std::string> other = Write(t.File("o.rfd"), 100, 1);
+  ASSERT_EQ(::symlink(other[0].c_str(), t.File("j.rfd").c_str()), 0);  // a link, not an input
+  struct Case {
+    std::string name;
+    uint32_t shards;
+    std::string file, why;
+  };
+  const std::vector<Case> cases = {
+      {"n.rfd", 2, "n.rfd", "it is not a ringfeed dataset"},
+      {"m.rfd", 1, "m-00001-of-00003.rfd", "it is not a ringfeed dataset"},
+      {"k.rfd", 2, "k.rfd", "it is an input"},
+      {"j.rfd", 2, "j.rfd", "a symbolic link, which the writer never removes"},
+  };
+  const std::vector<std::string> before = testing::FilesIn(t.path());
+  for (const Case& c : cases) {
+    DatasetSpec spec;
+    WriterOptions o{.shards = c.shards};
+    o.keep = input;
+    auto w = DatasetWriter::Create(t.File(c.name), spec, o);
+    ASSERT_FALSE(w.ok()) << c.name;
+    EXPECT_TRUE(w.status().IsUsage());
+    const std::string written =
+        c.shards == 1 ? t.File(c.name)
+                      : "its 2 shards (" + format::ShardPath(t.File(c.name), 0, 2) + ", ...)";
+    EXPECT_EQ(w.status().message(),
+              t.File(c.file) + " has the name of the dataset being written and would stay (" +
+                  c.why + "), so " + written + " could not be opened as " + t.File(c.name) +
+                  ": move it, or write the dataset under another name");
+    EXPECT_EQ(testing::FilesIn(t.path()), before) << c.name;
+  }
+  EXPECT_EQ(testing::ReadAll(t.File("n.rfd")), (std::vector<uint8_t>{'n', 'o', 't', 'e', 's'}));
 }
 
 // Issue 23, accepted item 5: "-o q-00000-of-00002.rfd" with one shard wrote a dataset nothing

@@ -230,7 +230,8 @@ TEST(ConvertCli, ExportOntoItsOwnDatasetIsRefused) {
 
 // Issue 23, D4: `npy --images d-00000-of-00002.rfd --labels d-00001-of-00002.rfd -o d.rfd`
 // removed both inputs, and a text file named like a shard went too. Only older ringfeed datasets
-// of the name are removed, each named.
+// of the name are removed, each named. Issue 40, W5: a file of the name that stays (an input, a
+// file that is not a dataset) left a dataset nothing could open by its name; refused at once.
 TEST(ConvertCli, InputsAndOtherFilesNamedLikeShardsOfTheOutputAreKept) {
   TempDir t;
   std::vector<uint8_t> pixels(6 * 4 * 4);
@@ -241,28 +242,50 @@ TEST(ConvertCli, InputsAndOtherFilesNamedLikeShardsOfTheOutputAreKept) {
   testing::WriteAll(t.File("d-00000-of-00002.rfd"), images_npy);
   testing::WriteAll(t.File("d-00001-of-00002.rfd"), labels_npy);
   testing::WriteAll(t.File("d-00003-of-00007.rfd"), "a note", 6);
+  const std::vector<std::string> before = testing::FilesIn(t.path());
   std::string out;
-  // An older dataset of the name, in 3 shards: the one file the new dataset replaces.
-  ASSERT_EQ(
+  EXPECT_EQ(
       RunCommand(Program() + " synthetic --samples 64 --shape 1,4,4 --classes 4 --threads 1 " +
                      "--shards 3 -q -o " + t.File("d.rfd"),
+                 &out),
+      2)
+      << out;
+  EXPECT_NE(out.find(t.File("d-00000-of-00002.rfd") +
+                     " has the name of the dataset being written and would stay (it is not a "
+                     "ringfeed dataset)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(RunCommand(Program() + " npy --images " + t.File("d-00000-of-00002.rfd") +
+                           " --labels " + t.File("d-00001-of-00002.rfd") + " -o " + t.File("d.rfd"),
+                       &out),
+            2)
+      << out;
+  EXPECT_NE(out.find(t.File("d-00000-of-00002.rfd") +
+                     " has the name of the dataset being written and would stay (it is an input)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(testing::FilesIn(t.path()), before);
+  // An older dataset of the output's name, in 3 shards: the one thing the new dataset replaces.
+  ASSERT_EQ(
+      RunCommand(Program() + " synthetic --samples 64 --shape 1,4,4 --classes 4 --threads 1 " +
+                     "--shards 3 -q -o " + t.File("e.rfd"),
                  &out),
       0)
       << out;
   ASSERT_EQ(RunCommand(Program() + " npy --images " + t.File("d-00000-of-00002.rfd") +
-                           " --labels " + t.File("d-00001-of-00002.rfd") + " -o " + t.File("d.rfd"),
+                           " --labels " + t.File("d-00001-of-00002.rfd") + " -o " + t.File("e.rfd"),
                        &out),
             0)
       << out;
   for (int s = 0; s < 3; ++s) {
-    const std::string old = t.File("d-0000" + std::to_string(s) + "-of-00003.rfd");
+    const std::string old = t.File("e-0000" + std::to_string(s) + "-of-00003.rfd");
     EXPECT_NE(out.find("removed " + old + " (an older dataset of the same name)"),
               std::string::npos)
         << out;
   }
   EXPECT_EQ(testing::FilesIn(t.path()),
             (std::vector<std::string>{"d-00000-of-00002.rfd", "d-00001-of-00002.rfd",
-                                      "d-00003-of-00007.rfd", "d.rfd"}));
+                                      "d-00003-of-00007.rfd", "e.rfd"}));
   EXPECT_EQ(testing::ReadAll(t.File("d-00000-of-00002.rfd")), images_npy);
   EXPECT_EQ(testing::ReadAll(t.File("d-00001-of-00002.rfd")), labels_npy);
   // A device as -o is written in place (as root, where one can be made) and stays a device.
