@@ -484,7 +484,8 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     if (h.names_bytes > kMaxClassNamesBytes || h.names_bytes < uint64_t{2} * h.num_classes)
       return field(kOffNamesBytes, "class names block of " + std::to_string(h.names_bytes) +
                                        " bytes for " + std::to_string(h.num_classes) +
-                                       " classes (2 to " + std::to_string(kMaxClassNamesBytes) +
+                                       " classes (" + std::to_string(uint64_t{2} * h.num_classes) +
+                                       " to " + std::to_string(kMaxClassNamesBytes) +
                                        ": one byte and a newline a class at least)");
     if (h.names_offset % kAlign != 0 || h.names_offset < kHeaderBytes ||
         h.names_offset > h.index_offset || h.names_bytes > h.index_offset - h.names_offset)

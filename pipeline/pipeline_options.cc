@@ -96,7 +96,11 @@ OptionTable<PipelineConfig> MakeTable() {
   t.Field(
        "verify", OptionType::kSwitch, [](auto& c) -> auto& { return c.verify; })
       .For(kTrain | kRead | kLoader)
-      .Help("check every chunk's XXH3 checksum as it is read (on by default)");
+      .Help(
+          "check every chunk's XXH3 checksum as it is read (on by default). Off, a chunk is "
+          "taken as read: a damaged raw chunk, or a damaged frame that still decompresses to "
+          "exactly its data size, reaches the model; its record table and labels are still "
+          "checked");
   t.Word("io", [](auto& c) -> auto& { return c.streaming.io; },
          {{IoModeName(IoMode::kDirect), IoMode::kDirect},
           {IoModeName(IoMode::kBuffered), IoMode::kBuffered},

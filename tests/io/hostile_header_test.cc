@@ -441,5 +441,20 @@ TEST(HostileIndex, NonzeroSpareBytesOfAVersionOneEntryAreRefused) {
   }
 }
 
+// Issue 40: a 3-byte class names block for 2 classes said "(2 to 1048576: ...)", a range 3 lies
+// inside; the least is two bytes a class.
+TEST(HostileHeader, AClassNamesBlockTooSmallForItsClassesNamesTheLeastItNeeds) {
+  Header h = ValidHeader();
+  h.num_classes = 2;
+  h.names_offset = 6 * kAlign;
+  h.names_bytes = 3;
+  h.names_checksum = 1;
+  EXPECT_EQ(Refusal(h),
+            "x.rfd: at byte 808: bad header: class names block of 3 bytes for 2 classes (4 to "
+            "1048576: one byte and a newline a class at least)");
+  h.names_bytes = 4;
+  EXPECT_EQ(Refusal(h), "accepted");
+}
+
 }  // namespace
 }  // namespace rf::format
