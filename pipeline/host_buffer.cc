@@ -86,8 +86,9 @@ Result<HostBuffer> HostBuffer::Allocate(size_t bytes, PinMode pin, Prefault pref
   const size_t reserve = b.map_bytes_ + (huge ? kHugePage : 0);
   void* p = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
-    return Status::InvalidArgument("cannot map " + std::to_string(reserve) +
-                                   " bytes of host memory: " + std::strerror(errno));
+    // Out of memory or address space: an OSError (ENOMEM) in Python, not a ValueError.
+    return Status::IOError("", "cannot map " + std::to_string(reserve) + " bytes of host memory",
+                           errno);
   }
   auto* base = static_cast<uint8_t*>(p);
   uint8_t* aligned = base;
