@@ -160,6 +160,7 @@ Status MixedSource::Restore(const MixtureState& s, const ResumedEpoch& resumed) 
 }
 
 Status MixedSource::StartEpoch(uint64_t epoch, uint64_t position) {
+  RF_RETURN_IF_ERROR(CheckEpochHandedOut(epoch));
   RF_ASSIGN_OR_RETURN(const uint64_t count, EpochCount(epoch, order_.resumed));
   RF_RETURN_IF_ERROR(
       CheckEpochPosition(position, EpochSamples(count, order_.batch_size, order_.drop_last)));

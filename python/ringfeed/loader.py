@@ -541,7 +541,9 @@ class Loader:
             if self._epoch != epoch:
                 return None
             epoch_end = self._samples_of(epoch)
-            if epoch_end == 0:  # nothing to hand out: the epoch is over at once
+            # Nothing to hand out: the epoch is over at once (but for an epoch past the last one
+            # a loader hands out, which the library's start refuses).
+            if epoch_end == 0 and epoch < _ringfeed.max_epoch:
                 self._epoch += 1
                 return None
             native = self._open_native()
@@ -574,9 +576,11 @@ class Loader:
 
     def set_epoch(self, epoch: int) -> None:
         """Makes the next iteration epoch `epoch`, from its start (0 to 2**32 - 1: what a
-        ringfeed checkpoint holds). A loader that load_state_dict resumed at another world size
-        keeps that epoch's order: set back to it, it gives the same share of the remainder. A
-        mixture's datasets are not rewound: its stream goes on, the next epoch named `epoch`."""
+        ringfeed checkpoint holds; the last epoch a loader hands out is 2**32 - 2, whose end
+        leaves it at 2**32 - 1, where an iteration is refused). A loader that load_state_dict
+        resumed at another world size keeps that epoch's order: set back to it, it gives the same
+        share of the remainder. A mixture's datasets are not rewound: its stream goes on, the
+        next epoch named `epoch`."""
         epoch = _int_option("epoch", epoch, 0, _ringfeed.max_epoch)
         with self._lock:
             self._epoch = epoch
