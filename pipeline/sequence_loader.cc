@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/clock.h"
 #include "core/cpus.h"
@@ -496,6 +497,19 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
   if (l->dtype_ != DType::kInt64 && l->dtype_ != DType::kInt32)
     return Status::Usage("dtype: packed sequences' tokens are int64 or int32, not " +
                          std::string(DTypeName(l->dtype_)));
+  if (l->dtype_ == DType::kInt32) {
+    // A token the output cannot hold would come out cut to another id, a real one: refused, as
+    // int64 ids are below.
+    constexpr int64_t lo = std::numeric_limits<int32_t>::min();
+    constexpr int64_t hi = std::numeric_limits<int32_t>::max();
+    for (const auto& [name, token] :
+         {std::pair{"eod_token", so.eod_token}, std::pair{"pad_token", so.pad_token}}) {
+      if (token < lo || token > hi)
+        return Status::Usage(std::string(name) + " " + std::to_string(token) +
+                             " does not fit the output dtype int32 (" + std::to_string(lo) +
+                             " to " + std::to_string(hi) + "); use dtype int64");
+    }
+  }
   const std::vector<float>& weights = options.pipeline.weights;
   if (datasets.size() > 1 || !weights.empty()) {
     RF_ASSIGN_OR_RETURN(l->weights_, NormalizeWeights(weights, datasets.size()));

@@ -102,8 +102,9 @@ class SequenceLoader {
  public:
   // `datasets` (one or more, each outliving the loader) with `options` (options.sequence set,
   // options.pipeline's order: batch_size rows, seed, shuffle, rank and world size). Usage errors
-  // for what SequencePlan::Make refuses, an output dtype other than int64 or int32, weights
-  // NormalizeWeights refuses, several datasets without weights.
+  // for what SequencePlan::Make refuses, an output dtype other than int64 or int32, an
+  // eod_token or pad_token the int32 output cannot hold, weights NormalizeWeights refuses,
+  // several datasets without weights.
   static Result<std::unique_ptr<SequenceLoader>> Create(const std::vector<const Dataset*>& datasets,
                                                         const LoaderOptions& options);
   ~SequenceLoader();

@@ -240,6 +240,20 @@ def test_bad_weights_and_states_are_refused(two, corpus):
         loader(path).load_state_dict({"version": 3, "epoch": 0})
 
 
+@pytest.mark.parametrize("field, value", [("eod_token", 2**40 + 7), ("eod_token", 2**31),
+                                          ("pad_token", 2**32 + 3), ("pad_token", -2**31 - 1)])
+def test_a_token_the_int32_output_cannot_hold_is_refused(corpus, field, value):
+    """Issue 40, W2: with dtype='int32', eod_token=2**40+7 came out as 7, a real token id."""
+    path, _ = corpus
+    with pytest.raises(ringfeed.UsageError) as e:
+        loader(path, dtype="int32", **{field: value})
+    assert str(e.value) == (f"{field} {value} does not fit the output dtype int32 (-2147483648 "
+                            f"to 2147483647); use dtype int64")
+    fits = loader(path, dtype="int32", eod_token=2**31 - 1, pad_token=-2**31)
+    t = next(iter(fits)).tokens.numpy()
+    assert t.dtype == np.int32 and 2**31 - 1 in t
+
+
 def test_what_cannot_be_packed_is_refused(tmp_path, corpus):
     path, docs = corpus
     v2 = write(tmp_path / "v2.rfd", docs[:50], format_version=2)

@@ -130,5 +130,28 @@ TEST_F(SequenceLoaderTest, ARestoreContinuesExactlyAndARefusedOneChangesNothing)
   EXPECT_EQ(Take(*b), rest);
 }
 
+// Issue 40, W2: with int32 tokens an end-of-document or pad token past int32 came out cut to
+// another id (2^40 + 7 as 7, a real token); it is refused as int64 ids are.
+TEST_F(SequenceLoaderTest, ATokenTheInt32OutputCannotHoldIsRefused) {
+  const auto refusal = [&](int64_t eod, int64_t pad) {
+    LoaderOptions o = Options(1, 0, false);
+    o.output.dtype = DType::kInt32;
+    o.sequence.eod_token = eod;
+    o.sequence.pad_token = pad;
+    auto l = SequenceLoader::Create({dataset_.get()}, o);
+    if (l.ok()) return std::string();
+    EXPECT_TRUE(l.status().IsUsage()) << l.status().ToString();
+    return l.status().message();
+  };
+  const std::string range =
+      " does not fit the output dtype int32 (-2147483648 to 2147483647); "
+      "use dtype int64";
+  EXPECT_EQ(refusal((int64_t{1} << 40) + 7, -1), "eod_token 1099511627783" + range);
+  EXPECT_EQ(refusal(int64_t{1} << 31, -1), "eod_token 2147483648" + range);
+  EXPECT_EQ(refusal(0, (int64_t{1} << 32) + 3), "pad_token 4294967299" + range);
+  EXPECT_EQ(refusal(0, -(int64_t{1} << 31) - 1), "pad_token -2147483649" + range);
+  EXPECT_EQ(refusal((int64_t{1} << 31) - 1, -(int64_t{1} << 31)), "");
+}
+
 }  // namespace
 }  // namespace rf
