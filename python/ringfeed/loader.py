@@ -580,8 +580,13 @@ class Loader:
         leaves it at 2**32 - 1, where an iteration is refused). A loader that load_state_dict
         resumed at another world size keeps that epoch's order: set back to it, it gives the same
         share of the remainder. A mixture's datasets are not rewound: its stream goes on, the
-        next epoch named `epoch`."""
+        next epoch named `epoch` (packed sequences of a mixture, which have no epoch of their
+        own, go on as they are: each dataset keeps its epoch). An iterator made before it
+        refuses to go on."""
         epoch = _int_option("epoch", epoch, 0, _ringfeed.max_epoch)
+        if self._packed is not None:
+            self._packed.set_epoch(epoch)
+            return
         with self._lock:
             self._epoch = epoch
             self._position = 0

@@ -83,12 +83,25 @@ class PackedLoader:
         while True:
             with self._lock:
                 if generation != self._generation:
-                    raise RuntimeError("this iterator is stale: load_state_dict was called "
-                                       "after it started")
+                    raise RuntimeError("this iterator is stale: set_epoch or load_state_dict "
+                                       "was called after it started")
                 out = self._open().next()
             if out is None:
                 return
             yield Sequences(*out)
+
+    def set_epoch(self, epoch: int) -> None:
+        """One dataset: its epoch `epoch` from the start, split over this loader's world (the
+        counts of rows handed out go on). A mixture: its stream goes on, each dataset at its own
+        epoch (as a sample mixture's datasets do). Either way an iterator made before it is
+        stale."""
+        with self._lock:
+            native = self._open()
+            if not self._mixture:
+                where = native.state()
+                where["sources"] = [{"epoch": epoch, "position": 0, "world_size": 0, "list": []}]
+                native.restore(where)
+            self._generation += 1
 
     # --- State --------------------------------------------------------------------------------
 
