@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/cpus.h"
 #include "core/thread_name.h"
+#include "pipeline/batch_source.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/work_pool.h"
@@ -659,6 +660,11 @@ Status SequenceLoader::Pack(Packed* p) {
   }
   size_t segments = 0;
   row_segments_.clear();
+  // rows_ never wraps (the rule's k would go back to 0): a state counts at most 2^64 - 1 rows.
+  if (rows_ > std::numeric_limits<uint64_t>::max() - rows)
+    return Status::Usage("the loader has handed out " + std::to_string(rows_) + " rows, and " +
+                         std::to_string(rows) + " more would pass the most its state counts, " +
+                         "2^64 - 1");
   for (uint64_t r = 0; r < rows; ++r) {
     const size_t i =
         mixture ? MixtureSource(weights_, options_.pipeline.order.seed, rows_, drawn_) : 0;
@@ -763,9 +769,22 @@ Status SequenceLoader::Restore(const SequenceState& s) {
   if (s.sources.size() != sources_.size() || s.drawn.size() != sources_.size())
     return Status::Usage("the state is of " + std::to_string(s.sources.size()) +
                          " datasets, this loader reads " + std::to_string(sources_.size()));
-  // Checked whole before anything changes: a refused state leaves the loader as it was.
+  // Checked whole before anything changes: a refused state leaves the loader as it was. A state
+  // no loader reaches is refused: one source's draws are its rows; a mixture's are the rule's
+  // (mixture.h), and a dataset of it whose epoch is over has moved on to its next (Pack).
+  const bool mixture = !weights_.empty();
+  if (mixture) {
+    RF_RETURN_IF_ERROR(CheckMixtureDraws(weights_, s.rows, s.drawn, "rows"));
+  } else if (s.drawn[0] != s.rows) {
+    return Status::Usage("the state's draws sum to " + std::to_string(s.drawn[0]) + ", not its " +
+                         std::to_string(s.rows) + " rows");
+  }
   for (size_t i = 0; i < sources_.size(); ++i) {
     const SequenceSourceState& g = s.sources[i];
+    const std::string named = "the state's dataset " + std::to_string(i);
+    if (g.epoch > kMaxEpoch)
+      return Status::Usage(named + " is at epoch " + std::to_string(g.epoch) +
+                           ", past the most an epoch counts to, " + std::to_string(kMaxEpoch));
     const uint64_t total = sources_[i]->plan->epoch_sequences();
     uint64_t last = 0;
     for (const SequenceRange& r : g.list) {
@@ -775,10 +794,18 @@ Status SequenceLoader::Restore(const SequenceState& s) {
                              "), not ascending ranges within its epoch's " + std::to_string(total));
       last = r.end;
     }
-    if (g.position > RowsOf(g, i))
-      return Status::Usage("the state's dataset " + std::to_string(i) + " is at row " +
-                           std::to_string(g.position) + " of an epoch of " +
-                           std::to_string(RowsOf(g, i)) + " rows a rank");
+    if (g.position > RowsOf(g, i) || (mixture && g.position == RowsOf(g, i)))
+      return Status::Usage(named + " is at row " + std::to_string(g.position) + " of an epoch of " +
+                           std::to_string(RowsOf(g, i)) + " rows a rank" +
+                           (mixture ? " (a mixture's dataset goes on into its next epoch at the "
+                                      "row that ends one)"
+                                    : ""));
+    // One source hands out whole batches of its epoch (the last one ends it).
+    if (!mixture && g.position % batch_ != 0 && g.position != RowsOf(g, i))
+      return Status::Usage(named + " is at row " + std::to_string(g.position) +
+                           ", no batch boundary (a multiple of batch_size " +
+                           std::to_string(batch_) + ", or its epoch's end, row " +
+                           std::to_string(RowsOf(g, i)) + ")");
   }
   Stop();
   for (size_t i = 0; i < sources_.size(); ++i) {

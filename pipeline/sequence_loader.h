@@ -114,8 +114,11 @@ class SequenceLoader {
 
   SequenceState state() const;
   // Continues `s` (from state() of a loader over the same data and options but maybe another
-  // world size). Usage error for a state of another number of sources, or a list or position
-  // that cannot be of these sources' epochs.
+  // world size). Usage error for a state no such loader reaches: of another number of sources,
+  // draws that are not its rows (a mixture's: not the rule's, CheckMixtureDraws), an epoch past
+  // kMaxEpoch, a list or position that cannot be of these sources' epochs (one source's off a
+  // batch boundary; a mixture's dataset at its epoch's end: it moves on at once). Next() refuses
+  // to pack a batch past 2^64 - 1 rows.
   Status Restore(const SequenceState& s);
 
   // Stops the worker (before the sources it uses go).
