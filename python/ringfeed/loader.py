@@ -42,6 +42,7 @@ from typing import Any, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple, U
 
 from . import _ringfeed
 from ._ringfeed import Tensor, UsageError
+from ._state import _int_option
 from .sequences import PackedLoader, open_datasets
 
 __all__ = ["BadRecordsSkipped", "DatasetInfo", "Loader"]
@@ -188,16 +189,6 @@ def _open_dataset(data: Union[PathLike, Sequence[PathLike]]) -> "_ringfeed._Data
         raise UsageError(f"data: {what} must hold every shard of one dataset exactly once; "
                          + "; ".join(parts))
     return dataset
-
-
-def _int_option(name: str, value: Any, minimum: int, maximum: int) -> int:
-    """An int (NumPy's too, through __index__; not a bool) from minimum to maximum."""
-    if not isinstance(value, bool) and hasattr(value, "__index__"):
-        value = value.__index__()
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise UsageError(f"{name} must be a whole number from {minimum} to {maximum}, "
-                         f"got {value!r}")
-    return value
 
 
 def _stretches(value: list) -> Tuple[Tuple[int, int], ...]:

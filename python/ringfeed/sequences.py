@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence
 
 from . import _ringfeed
 from ._ringfeed import Tensor, UsageError
+from ._state import _sequence_stream
 
 __all__ = ["PackedLoader", "Sequences"]
 
@@ -129,7 +130,7 @@ class PackedLoader:
                              "sequence_length): " + (f"kind {state.get('kind')!r}"
                                                      if isinstance(state, dict) else
                                                      type(state).__name__))
-        if state.get("version") != _PACKED_STATE_VERSION:
+        if type(state.get("version")) is not int or state["version"] != _PACKED_STATE_VERSION:
             raise UsageError(f"load_state_dict: unknown packed state version "
                              f"{state.get('version')!r} (this ringfeed reads "
                              f"{_PACKED_STATE_VERSION})")
@@ -137,19 +138,18 @@ class PackedLoader:
         missing = [k for k in own if k not in state]
         if missing:
             raise UsageError(f"load_state_dict: the state lacks {missing}")
+        keys = _PACKED_KEYS + ("weights", "datasets")
+        wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
+                 for k in keys if type(state[k]) is not type(own[k])]
+        if wrong:
+            raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
         differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
-                  for k in _PACKED_KEYS + ("weights", "datasets") if state[k] != own[k]]
+                  for k in keys if state[k] != own[k]]
         if differ:
             raise UsageError("load_state_dict: the state is of other batches: " +
                              "; ".join(differ))
-        native = {"rows": state["rows"], "drawn": state["drawn"],
-                  "sources": [{"epoch": s["epoch"], "position": s["position"],
-                               "world_size": s["world_size"],
-                               "list": [tuple(r) for r in s["list"]]}
-                              for s in state["sources"]]}
-        for s in native["sources"]:
-            # At the world size it was saved at (the native loader re-splits at another).
-            s["world_size"] = s["world_size"] or state["world_size"]
+        # At the world size it was saved at (the native loader re-splits at another).
+        native = _sequence_stream(state)
         with self._lock:
             self._open().restore(native)
             self._generation += 1
