@@ -240,6 +240,20 @@ def test_bad_weights_and_states_are_refused(two, corpus):
         loader(path).load_state_dict({"version": 3, "epoch": 0})
 
 
+@pytest.mark.parametrize("weights, bad", [([1e308, 1e308], "1e+308 is past the largest float"),
+                                          ([1e300, 1e-300], "1e+300 is past the largest float"),
+                                          ([1, 1e-300], "1e-300 is below the smallest float")])
+def test_weights_no_float_holds_are_refused_saying_so(two, weights, bad):
+    """Issue 40: these were refused as "must be a list of finite numbers >= 0", which they are
+    (and 1e-300 would have been a weight of 0)."""
+    for kw in (dict(sequence_length=L), {}):
+        with pytest.raises(ringfeed.UsageError) as e:
+            ringfeed.Loader(list(two), BATCH, weights=weights, device="cpu", **kw)
+        assert str(e.value).startswith("weights must be a list of finite numbers >= 0, got ")
+        assert bad in str(e.value) and "which the option is held in" in str(e.value)
+    ringfeed.Loader(list(two), BATCH, sequence_length=L, weights=[3e38, 1e-30], device="cpu")
+
+
 @pytest.mark.parametrize("field, value", [("eod_token", 2**40 + 7), ("eod_token", 2**31),
                                           ("pad_token", 2**32 + 3), ("pad_token", -2**31 - 1)])
 def test_a_token_the_int32_output_cannot_hold_is_refused(corpus, field, value):
