@@ -140,3 +140,15 @@ def test_a_list_must_be_every_shard_of_one_dataset(datasets):
     pattern = shards[0].replace("-00000-of-", "-0000[01]-of-")
     with pytest.raises(ringfeed.UsageError, match="missing shards"):
         open_loader(pattern)
+
+
+# Issue 40: refusals outside the documented exceptions (DataError, UsageError, OSError).
+def test_a_name_two_datasets_share_is_a_usage_error(datasets, tmp_path):
+    (tmp_path / "one").mkdir()
+    shutil.copyfile(datasets.positional(n=100), tmp_path / "one" / "x.rfd")
+    sharded = datasets.positional(n=100, shards=2)
+    for i in range(2):
+        src = sharded.replace(".rfd", f"-{i:05d}-of-00002.rfd")
+        shutil.copyfile(src, tmp_path / "one" / f"x-{i:05d}-of-00002.rfd")
+    with pytest.raises(ringfeed.UsageError, match="2 datasets have this name: "):
+        open_loader(str(tmp_path / "one" / "x.rfd"))

@@ -126,9 +126,9 @@ def test_what_records_cannot_be_is_refused(tmp_path):
         ringfeed.DatasetWriter(tmp_path / "x.rfd", records="tokens", dtype="float32")
     with ringfeed.DatasetWriter(tmp_path / "x.rfd", records="tokens", dtype="uint16",
                                 labels=False, max_record_size=64) as w:
-        with pytest.raises(ValueError, match="record 0 is empty"):
+        with pytest.raises(UsageError, match="record 0 is empty"):
             w.write(np.zeros(0, dtype=np.uint16))
-        with pytest.raises(ValueError, match="max_record_bytes"):
+        with pytest.raises(UsageError, match="max_record_bytes"):
             w.write(np.zeros(33, dtype=np.uint16))
         with pytest.raises(UsageError, match="1-D array of uint16"):
             w.write(np.zeros(3, dtype=np.int32))
