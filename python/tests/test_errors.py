@@ -152,3 +152,9 @@ def test_a_name_two_datasets_share_is_a_usage_error(datasets, tmp_path):
         shutil.copyfile(src, tmp_path / "one" / f"x-{i:05d}-of-00002.rfd")
     with pytest.raises(ringfeed.UsageError, match="2 datasets have this name: "):
         open_loader(str(tmp_path / "one" / "x.rfd"))
+
+
+def test_an_image_size_past_its_bound_is_refused_before_anything_is_allocated(datasets):
+    with pytest.raises(ringfeed.UsageError) as e:
+        open_loader(datasets.positional(), image_size=65535)
+    assert str(e.value) == "image_size must be a whole number from 0 to 8192, got 65535"
