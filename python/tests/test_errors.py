@@ -158,3 +158,23 @@ def test_an_image_size_past_its_bound_is_refused_before_anything_is_allocated(da
     with pytest.raises(ringfeed.UsageError) as e:
         open_loader(datasets.positional(), image_size=65535)
     assert str(e.value) == "image_size must be a whole number from 0 to 8192, got 65535"
+
+
+def test_an_output_buffer_that_cannot_be_allocated_is_an_os_error(tmp_path):
+    """It was a RuntimeError; it is ENOMEM, as the kernel says it."""
+    image = pytest.importorskip("PIL.Image")
+    import errno
+    import io
+
+    import numpy as np
+    with ringfeed.DatasetWriter(tmp_path / "j.rfd", records="bytes", media_type="image/jpeg",
+                                classes=2) as w:
+        for i in range(2):
+            buf = io.BytesIO()
+            image.fromarray(np.full((8, 8, 3), 40 * i, np.uint8)).save(buf, format="JPEG")
+            w.write(buf.getvalue(), i)
+    with pytest.raises(OSError) as e:
+        ringfeed.Loader(tmp_path / "j.rfd", 2**20, device="cpu", image_size=8192,
+                        image_threads=1)
+    assert e.value.errno == errno.ENOMEM
+    assert "cannot allocate a 844424946909248-byte output buffer" in str(e.value)
