@@ -218,6 +218,8 @@ class DatasetWriter:
         if isinstance(record, (bytes, bytearray, memoryview)):
             if self.records != "bytes":
                 raise UsageError(f"{self.records} records are arrays of {self.dtype}, not bytes")
+            if isinstance(record, memoryview) and not record.c_contiguous:
+                record = record.tobytes()  # a strided view's bytes, in its order
             return np.frombuffer(record, dtype=np.uint8)
         a = np.asarray(record)
         if a.dtype != want or a.ndim != 1:
