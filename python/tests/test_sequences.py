@@ -279,6 +279,19 @@ def test_what_cannot_be_packed_is_refused(tmp_path, corpus):
         loader(path, dtype="float32")
 
 
+def test_a_directory_part_without_token_counts_is_named_with_its_own_version(tmp_path, corpus):
+    """Issue 40: a part of format version 2 was said to be of version 3, the directory's newest."""
+    _, docs = corpus
+    write(tmp_path / "part-00000.rfd", docs[:50])
+    old = write(tmp_path / "part-00001.rfd", docs[50:100], format_version=2)
+    assert ringfeed.dataset_info(tmp_path).format_version == 3
+    with pytest.raises(ringfeed.UsageError) as e:
+        loader(str(tmp_path))
+    assert str(e.value).startswith(f"sequence_length: {old}: chunk 0: the chunk index does not "
+                                   f"say how many tokens the chunk holds (format version 2); "
+                                   f"rewrite the part with `ringfeed-convert recompress`")
+
+
 def test_a_loader_on_the_second_gpu_packs_there(corpus):
     """The packing worker's CUDA calls go to the loader's GPU, not the process's first (GPU 1's
     pool events recorded from a thread on GPU 0 failed, and DDP's other rank waited forever)."""

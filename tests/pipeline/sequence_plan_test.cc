@@ -10,7 +10,11 @@
 #include <random>
 #include <vector>
 
+#include "io/dataset.h"
+#include "io/dataset_writer.h"
 #include "pipeline/sequence_loader.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/token_documents.h"
 
 namespace rf {
 namespace {
@@ -100,6 +104,38 @@ TEST(Mixture, WeightsNoMixtureCanHaveAreRefused) {
   auto w = NormalizeWeights({3, 1}, 2);
   ASSERT_TRUE(w.ok());
   EXPECT_DOUBLE_EQ((*w)[0], 0.75);
+}
+
+// Issue 40: a directory whose part of format version 2 (no tokens in its chunk index) is read
+// with sequence_length named the directory's newest version, 3, for that part: the part's own.
+TEST(SequencePlan, APartWithoutTokenCountsIsNamedWithItsOwnVersion) {
+  testing::TempDir dir;
+  const auto docs = testing::Documents(50, 40, 2);
+  ASSERT_TRUE(testing::WriteDocuments(dir.File("a.rfd"), docs, {}, 16 << 10, false).ok());  // v3
+  DatasetSpec spec;
+  spec.record_kind = format::RecordKind::kTokens;
+  spec.sample_dtype = DType::kUInt16;
+  spec.has_labels = false;
+  WriterOptions o;
+  o.version = 2;
+  auto w = DatasetWriter::Create(dir.File("b.rfd"), spec, o);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  for (const auto& d : docs) {
+    const uint64_t offsets[2] = {0, d.size()};
+    ASSERT_TRUE((*w)->AppendRecords(d.data(), offsets, nullptr, 1).ok());
+  }
+  ASSERT_TRUE((*w)->Finish().ok());
+  auto d = Dataset::Open(dir.path());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->header().version, 3u);
+  OrderSettings order;
+  auto plan = SequencePlan::Make(*d, order, 31, true, false, false);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_TRUE(plan.status().IsUsage());
+  EXPECT_EQ(plan.status().message(),
+            "sequence_length: " + dir.File("b.rfd") +
+                ": chunk 0: the chunk index does not say how many tokens the chunk holds (format "
+                "version 2); rewrite the part with `ringfeed-convert recompress` (version 3)");
 }
 
 }  // namespace
