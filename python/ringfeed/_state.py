@@ -1,6 +1,7 @@
 """The fields of state dicts as load_state_dict reads them, shared by the loader (loader.py) and
-packed sequences (sequences.py): each field checked for its type and range, a UsageError naming
-it and what it must be otherwise. Whether the values can be of the loader's data is the
+packed sequences (sequences.py): each field checked for its type and range, and the fields a
+state records against the loader's own (_check_state), a UsageError naming each and what it must
+be otherwise. Whether the values can be of the loader's data is the
 library's check (pipeline/mixed_source.h's RestoreCheck, pipeline/sequence_loader.h's Restore).
 """
 
@@ -23,6 +24,28 @@ def _int_option(name: str, value: Any, minimum: int, maximum: int) -> int:
         raise UsageError(f"{name} must be a whole number from {minimum} to {maximum}, "
                          f"got {value!r}")
     return value
+
+
+def _check_state(state: Dict[str, Any], own_state, fields: Tuple[str, ...],
+                 keys: Tuple[str, ...], other: str, more_differ=None) -> None:
+    """load_state_dict's checks of `state` against this loader's own state (own_state(), asked
+    for once every field is present): every one of `fields` present and of the own state's type,
+    and `keys` (and what more_differ() returns) equal; a UsageError naming each that is not
+    (`other`: what a state that differs is of)."""
+    missing = [k for k in fields if k not in state]
+    if missing:
+        raise UsageError(f"load_state_dict: the state lacks {missing}")
+    own = own_state()
+    wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
+             for k in fields if type(state[k]) is not type(own[k])]
+    if wrong:
+        raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
+    differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
+              for k in keys if state[k] != own[k]]
+    if more_differ is not None:
+        differ += more_differ()
+    if differ:
+        raise UsageError(f"load_state_dict: the state is {other}: " + "; ".join(differ))
 
 
 def _list_field(name: str, value: Any) -> list:

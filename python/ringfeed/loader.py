@@ -42,7 +42,7 @@ from typing import Any, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple, U
 
 from . import _ringfeed
 from ._ringfeed import Tensor, UsageError
-from ._state import _int_option
+from ._state import _check_state, _int_option
 from .sequences import PackedLoader, open_datasets
 
 __all__ = ["BadRecordsSkipped", "DatasetInfo", "Loader"]
@@ -877,28 +877,6 @@ class Loader:
             raise UsageError("the loader is closed")
         return self._native
 
-
-
-def _check_state(state: Dict[str, Any], own_state, fields: Tuple[str, ...],
-                 keys: Tuple[str, ...], other: str, more_differ=None) -> None:
-    """load_state_dict's checks of `state` against this loader's own state (own_state(), asked
-    for once every field is present): every one of `fields` present and of the own state's type,
-    and `keys` (and what more_differ() returns) equal; a UsageError naming each that is not
-    (`other`: what a state that differs is of)."""
-    missing = [k for k in fields if k not in state]
-    if missing:
-        raise UsageError(f"load_state_dict: the state lacks {missing}")
-    own = own_state()
-    wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
-             for k in fields if type(state[k]) is not type(own[k])]
-    if wrong:
-        raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
-    differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
-              for k in keys if state[k] != own[k]]
-    if more_differ is not None:
-        differ += more_differ()
-    if differ:
-        raise UsageError(f"load_state_dict: the state is {other}: " + "; ".join(differ))
 
 
 def _state_place(state: Dict[str, Any], batch_size: int,

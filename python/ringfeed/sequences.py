@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence
 
 from . import _ringfeed
 from ._ringfeed import Tensor, UsageError
-from ._state import _sequence_stream
+from ._state import _check_state, _sequence_stream
 
 __all__ = ["PackedLoader", "Sequences"]
 
@@ -135,19 +135,8 @@ class PackedLoader:
                              f"{state.get('version')!r} (this ringfeed reads "
                              f"{_PACKED_STATE_VERSION})")
         own = self.state_dict()
-        missing = [k for k in own if k not in state]
-        if missing:
-            raise UsageError(f"load_state_dict: the state lacks {missing}")
         keys = _PACKED_KEYS + ("weights", "datasets")
-        wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
-                 for k in keys if type(state[k]) is not type(own[k])]
-        if wrong:
-            raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
-        differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
-                  for k in keys if state[k] != own[k]]
-        if differ:
-            raise UsageError("load_state_dict: the state is of other batches: " +
-                             "; ".join(differ))
+        _check_state(state, lambda: own, tuple(own), keys, "of other batches")
         # At the world size it was saved at (the native loader re-splits at another).
         native = _sequence_stream(state)
         with self._lock:

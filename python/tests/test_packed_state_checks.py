@@ -14,23 +14,16 @@ import numpy as np
 import pytest
 
 import ringfeed
+from conftest import LAST_EPOCH_MESSAGE, write_documents
 
 U64 = "from 0 to 18446744073709551615"
-
-
-def tokens(path, seed, low, high, n=200):
-    rng = np.random.default_rng(seed)
-    with ringfeed.DatasetWriter(str(path), records="tokens", dtype="uint16", labels=False,
-                                chunk_size="4KiB") as w:
-        for _ in range(n):
-            w.write(rng.integers(low, high, size=int(rng.integers(1, 60))).astype(np.uint16))
-    return str(path)
 
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
     d = tmp_path_factory.mktemp("packed_state")
-    return tokens(d / "a.rfd", 1, 1, 500), tokens(d / "b.rfd", 2, 500, 1000)
+    return (write_documents(d / "a.rfd", 1, 1, 500, 200),
+            write_documents(d / "b.rfd", 2, 500, 1000, 200))
 
 
 KW = dict(sequence_length=15, device="cpu", eod_token=0, shuffle_window=2)
@@ -67,11 +60,15 @@ def edited(state, **fields):
 
 @pytest.mark.parametrize("value", [-1, None, 1.5, "28", True])
 def test_a_field_of_another_type_or_range_is_refused_naming_it(two, saved, value):
-    for field, name in (("rows", "rows"), ("source_position", "sources[0]['position']"),
+    for field, name in (("source_position", "sources[0]['position']"),
                         ("source_epoch", "sources[0]['epoch']")):
         bound = "from 0 to 4294967295" if field == "source_epoch" else U64
         assert refusal(two, edited(saved, **{field: value})) == (
             f"the state's {name} must be a whole number {bound}, got {value!r}")
+    # A top-level field: of the saved state's type, then in its range, as the other states'.
+    assert refusal(two, edited(saved, rows=value)) == (
+        f"the state's rows must be a whole number {U64}, got -1" if value == -1 else
+        f"load_state_dict: malformed state: rows is {type(value).__name__} {value!r}, not int")
     assert refusal(two, edited(saved, drawn=[value, 12])) == (
         f"the state's drawn[0] must be a whole number {U64}, got {value!r}")
 
@@ -89,7 +86,7 @@ def test_a_malformed_list_or_source_is_refused_naming_it(two, saved):
     assert refusal(two, edited(saved, source_list=[[0, -3]])) == (
         f"the state's sources[0]['list'][0][1] must be a whole number {U64}, got -3")
     assert refusal(two, edited(saved, sources=7)) == (
-        "load_state_dict: malformed state: sources must be a list, got 7")
+        "load_state_dict: malformed state: sources is int 7, not list")
     assert refusal(two, edited(saved, seed=1.0)) == (
         "load_state_dict: malformed state: seed is float 1.0, not int")
 
@@ -131,13 +128,10 @@ def test_the_end_of_the_last_epoch_leaves_a_state_the_loader_takes_back(two):
     other = ringfeed.Loader(two[0], 4, **KW)
     other.load_state_dict(one.state_dict())
     assert other.epoch == 2**32 - 1
-    message = ("epoch 4294967295 is past the last epoch a loader hands out, 4294967294 (epochs "
-               "count from 0; a state or checkpoint holds at most 4294967295, where the last "
-               "one's end leaves it)")
     for ld in (one, other):
         with pytest.raises(ringfeed.UsageError) as e:
             next(iter(ld))
-        assert str(e.value) == message
+        assert str(e.value) == LAST_EPOCH_MESSAGE
     with pytest.raises(ringfeed.UsageError, match="sources\\[0\\]\\['epoch'\\] must be a whole "
                                                   "number from 0 to 4294967295, got 4294967296"):
         other.load_state_dict(edited(one.state_dict(), source_epoch=2**32))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ringfeed
-from conftest import open_loader
+from conftest import open_loader, write_documents
 
 EPOCH = 3
 
@@ -31,17 +31,6 @@ def batch_bytes(batch):
 def epoch_of(loader, steps=None):
     it = iter(loader) if steps is None else itertools.islice(loader, steps)
     return [batch_bytes(b) for b in it]
-
-
-def tokens_dataset(path, seed, low=1, high=1000, n=120):
-    rng = np.random.default_rng(seed)
-    docs = [rng.integers(low, high, size=int(rng.integers(1, 60))).astype(np.uint16)
-            for _ in range(n)]
-    with ringfeed.DatasetWriter(str(path), records="tokens", dtype="uint16", labels=False,
-                                chunk_size="4KiB") as w:
-        for d in docs:
-            w.write(d)
-    return str(path)
 
 
 def jpeg_dataset(path):
@@ -62,8 +51,8 @@ def data(tmp_path_factory, datasets):
     root = tmp_path_factory.mktemp("set_epoch")
     return {"tensors": datasets.positional(n=200),
             "other": datasets.positional(n=130, chunk_size="8KiB"),
-            "tokens": tokens_dataset(root / "a.rfd", 1),
-            "tokens_b": tokens_dataset(root / "b.rfd", 2, 1000, 2000, 60),
+            "tokens": write_documents(root / "a.rfd", 1, 1, 1000, 120),
+            "tokens_b": write_documents(root / "b.rfd", 2, 1000, 2000, 60),
             "jpeg": jpeg_dataset(root / "jpeg.rfd")}
 
 

@@ -5,7 +5,7 @@ bounded by what a ringfeed checkpoint holds, the same for set_epoch and the stat
 import pytest
 
 import ringfeed
-from conftest import open_loader
+from conftest import LAST_EPOCH_MESSAGE, open_loader
 
 MAX_EPOCH = 2**32 - 1
 
@@ -58,11 +58,6 @@ def test_epochs_are_bounded_as_a_checkpoint_holds_them(datasets):
     other = open_loader(datasets.positional())
     other.load_state_dict(state)  # what set_epoch takes, the state takes back
     assert other.epoch == MAX_EPOCH
-
-
-LAST_EPOCH_MESSAGE = ("epoch 4294967295 is past the last epoch a loader hands out, 4294967294 "
-                      "(epochs count from 0; a state or checkpoint holds at most 4294967295, "
-                      "where the last one's end leaves it)")
 
 
 @pytest.mark.parametrize("mixture", [False, True])

@@ -6,13 +6,10 @@ it with UsageError or DataError, or takes it and then stands at a place a loader
 draws are the rule's for its steps, and it goes on as any loader given that state does. Never a
 crash, never another exception."""
 
-import copy
-
 import numpy as np
 import pytest
 
-import ringfeed
-from conftest import open_loader
+from conftest import assert_round_trip, load_edited, open_loader, take_across
 
 hypothesis = pytest.importorskip("hypothesis")  # Debian: python3-hypothesis
 from hypothesis import HealthCheck, event, given, settings  # noqa: E402
@@ -32,37 +29,21 @@ def open_kind(datasets, kind):
 
 def take(loader, k):
     """k batches' sample indices, on across the mixture's epochs."""
-    out, idle = [], 0
-    while len(out) < k and idle < 2:
-        before = len(out)
-        for samples, _ in loader:
-            out.append(tuple(samples.indices))
-            if len(out) == k:
-                break
-        idle = idle + 1 if len(out) == before else 0
-    return out
+    return take_across(loader, k, lambda b: tuple(b[0].indices))
 
 
 @settings(max_examples=50, **SETTINGS)
 @given(kind=st.sampled_from(KINDS), k=st.integers(0, 50), m=st.integers(1, 6))
 def test_a_state_saved_anywhere_is_taken_back_exactly(datasets, kind, k, m):
-    saved = open_kind(datasets, kind)
-    take(saved, k)
-    state = saved.state_dict()
-    rest = take(saved, m)
-    loader = open_kind(datasets, kind)
-    loader.load_state_dict(copy.deepcopy(state))
-    assert loader.state_dict() == state
-    assert take(loader, m) == rest
-    assert loader.state_dict() == saved.state_dict()
+    assert_round_trip(lambda: open_kind(datasets, kind), take, k, m)
 
 
 EDGES = [0, 1, 2, 3, 8, 16, 32, 100, 130, 200, 2**32 - 1, 2**32, 2**63, 2**64 - 1, 2**64, -1]
 # Small whole numbers most often (a place near the saved one, which may well be taken), and
 # values of every JSON type and the edges.
 NEAR = st.integers(0, 300)
-VALUES = st.one_of(NEAR, NEAR, NEAR, NEAR, st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
-                   st.floats(allow_nan=True), st.text(max_size=6), st.sampled_from(EDGES),
+VALUES = st.one_of(NEAR, NEAR, NEAR, NEAR, st.none(), st.booleans(),
+                   st.integers(min_value=-2**70, max_value=2**70), st.floats(allow_nan=True), st.text(max_size=6), st.sampled_from(EDGES),
                    st.sampled_from(["mixture", "window", "none", "uint8", "float32"]),
                    st.lists(st.sampled_from(EDGES), max_size=3),
                    st.lists(st.fixed_dictionaries({
@@ -80,44 +61,15 @@ PATHS = st.one_of(st.tuples(st.sampled_from(TOP)),
                   st.tuples(st.just("sources"), st.integers(0, 1), st.sampled_from(INNER)))
 
 
-def edit(state, path, value, drop):
-    """state with the field at `path` set to `value` (or dropped); a path no longer there (inside
-    a field already replaced) is left alone."""
-    where = state
-    for key in path[:-1]:
-        if isinstance(where, dict) and key in where or (
-                isinstance(where, list) and isinstance(key, int) and key < len(where)):
-            where = where[key]
-        else:
-            return
-    last = path[-1]
-    if isinstance(where, dict):
-        if drop:
-            where.pop(last, None)
-        else:
-            where[last] = value
-    elif isinstance(where, list) and isinstance(last, int) and last < len(where):
-        where[last] = value
-
-
 @settings(max_examples=400, **SETTINGS)
 @given(kind=st.sampled_from(KINDS), k=st.integers(0, 30),
        edits=st.lists(st.tuples(PATHS, VALUES), min_size=1, max_size=2), drop=st.booleans())
 def test_any_state_is_refused_or_stands_where_a_loader_can(datasets, kind, k, edits, drop):
-    saved = open_kind(datasets, kind)
-    take(saved, k)
-    state = saved.state_dict()
-    for path, value in edits:
-        edit(state, path, copy.deepcopy(value), drop)
-    loader = open_kind(datasets, kind)
-    before = loader.state_dict()
-    try:
-        loader.load_state_dict(state)
-    except (ringfeed.UsageError, ringfeed.DataError):
-        assert loader.state_dict() == before  # refused: as it was
-        event("refused")
+    case = load_edited(lambda: open_kind(datasets, kind), take, k, edits, drop)
+    event("taken" if case else "refused")
+    if case is None:
         return
-    event("taken")
+    loader, state, before = case
     mine = loader.state_dict()
     assert (mine["rank"], mine["world_size"]) == (before["rank"], before["world_size"])
     for key in ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "augment",

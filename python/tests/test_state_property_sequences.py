@@ -6,12 +6,11 @@ load_state_dict refuses it with UsageError or DataError, or takes it and then st
 loader reaches: its draws are its rows (a mixture's the rule's), each dataset within its epoch,
 and it goes on as any loader given that state does. Never a crash, never another exception."""
 
-import copy
-
 import numpy as np
 import pytest
 
 import ringfeed
+from conftest import assert_round_trip, load_edited, take_across, write_documents
 
 hypothesis = pytest.importorskip("hypothesis")  # Debian: python3-hypothesis
 from hypothesis import HealthCheck, event, given, settings  # noqa: E402
@@ -23,19 +22,11 @@ SETTINGS = dict(deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-def tokens(path, seed, low, high, n):
-    rng = np.random.default_rng(seed)
-    with ringfeed.DatasetWriter(str(path), records="tokens", dtype="uint16", labels=False,
-                                chunk_size="4KiB") as w:
-        for _ in range(n):
-            w.write(rng.integers(low, high, size=int(rng.integers(1, 40))).astype(np.uint16))
-    return str(path)
-
-
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
     d = tmp_path_factory.mktemp("packed_property")
-    return tokens(d / "a.rfd", 1, 1, 500, 60), tokens(d / "b.rfd", 2, 500, 1000, 30)
+    return (write_documents(d / "a.rfd", 1, 1, 500, 60, longest=40),
+            write_documents(d / "b.rfd", 2, 500, 1000, 30, longest=40))
 
 
 def open_kind(two, kind):
@@ -48,39 +39,23 @@ def open_kind(two, kind):
 
 
 def take(loader, k):
-    """k batches' tokens, on across epoch ends (an iteration that ends at once is the end of
-    an epoch whose last batch was handed out already; two in a row: no more)."""
-    out, idle = [], 0
-    while len(out) < k and idle < 2:
-        before = len(out)
-        for b in loader:
-            out.append(np.from_dlpack(b.tokens).tobytes() + np.from_dlpack(b.lengths).tobytes())
-            if len(out) == k:
-                break
-        idle = idle + 1 if len(out) == before else 0
-    return out
+    """k batches' tokens and lengths, on across epoch ends."""
+    return take_across(loader, k, lambda b: (np.from_dlpack(b.tokens).tobytes() +
+                                             np.from_dlpack(b.lengths).tobytes()))
 
 
 @settings(max_examples=60, **SETTINGS)
 @given(kind=st.sampled_from(KINDS), k=st.integers(0, 70), m=st.integers(1, 6))
 def test_a_state_saved_anywhere_is_taken_back_exactly(two, kind, k, m):
-    saved = open_kind(two, kind)
-    take(saved, k)
-    state = saved.state_dict()
-    rest = take(saved, m)
-    loader = open_kind(two, kind)
-    loader.load_state_dict(copy.deepcopy(state))
-    assert loader.state_dict() == state
-    assert take(loader, m) == rest
-    assert loader.state_dict() == saved.state_dict()
+    assert_round_trip(lambda: open_kind(two, kind), take, k, m)
 
 
 EDGES = [0, 1, 2, 3, 4, 5, 8, 12, 28, 40, 2**31, 2**32 - 1, 2**32, 2**63, 2**64 - 1, 2**64, -1]
 # Small whole numbers most often (a place near the saved one, which may well be taken), and
 # values of every JSON type and the edges.
 NEAR = st.integers(0, 120)
-VALUES = st.one_of(NEAR, NEAR, NEAR, NEAR, st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
-                   st.floats(allow_nan=True), st.text(max_size=6), st.sampled_from(EDGES),
+VALUES = st.one_of(NEAR, NEAR, NEAR, NEAR, st.none(), st.booleans(),
+                   st.integers(min_value=-2**70, max_value=2**70), st.floats(allow_nan=True), st.text(max_size=6), st.sampled_from(EDGES),
                    st.sampled_from(["sequences", "window", "none", "int32", "int64"]),
                    st.lists(st.sampled_from(EDGES), max_size=3),
                    st.lists(st.lists(st.sampled_from(EDGES), min_size=0, max_size=3),
@@ -97,26 +72,6 @@ INNER = ["epoch", "position", "world_size", "list", "extra"]
 PATHS = st.one_of(st.tuples(st.sampled_from(TOP)),
                   st.tuples(st.just("drawn"), st.integers(0, 1)),
                   st.tuples(st.just("sources"), st.integers(0, 1), st.sampled_from(INNER)))
-
-
-def edit(state, path, value, drop):
-    """state with the field at `path` set to `value` (or dropped); a path that is not there
-    (a source of a loader of one dataset, inside a field already replaced) is left alone."""
-    where = state
-    for key in path[:-1]:
-        if isinstance(where, dict) and key in where or (
-                isinstance(where, list) and isinstance(key, int) and key < len(where)):
-            where = where[key]
-        else:
-            return
-    last = path[-1]
-    if isinstance(where, dict):
-        if drop:
-            where.pop(last, None)
-        else:
-            where[last] = value
-    elif isinstance(where, list) and isinstance(last, int) and last < len(where):
-        where[last] = value
 
 
 def place_is_reachable(loader, state):
@@ -139,20 +94,11 @@ def place_is_reachable(loader, state):
 @given(kind=st.sampled_from(KINDS), k=st.integers(0, 40),
        edits=st.lists(st.tuples(PATHS, VALUES), min_size=1, max_size=2), drop=st.booleans())
 def test_any_state_is_refused_or_stands_where_a_loader_can(two, kind, k, edits, drop):
-    saved = open_kind(two, kind)
-    take(saved, k)
-    state = saved.state_dict()
-    for path, value in edits:
-        edit(state, path, copy.deepcopy(value), drop)
-    loader = open_kind(two, kind)
-    before = loader.state_dict()
-    try:
-        loader.load_state_dict(state)
-    except (ringfeed.UsageError, ringfeed.DataError):
-        assert loader.state_dict() == before  # refused: as it was
-        event("refused")
+    case = load_edited(lambda: open_kind(two, kind), take, k, edits, drop)
+    event("taken" if case else "refused")
+    if case is None:
         return
-    event("taken")
+    loader, state, before = case
     mine = loader.state_dict()
     fixed = ("version", "kind", "seed", "batch_size", "sequence_length", "eod_token",
              "pad_token", "shuffle", "shuffle_window", "drop_last", "dtype", "weights",

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "io/dataset.h"
-#include "io/dataset_writer.h"
 #include "pipeline/sequence_loader.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/token_documents.h"
@@ -112,19 +111,7 @@ TEST(SequencePlan, APartWithoutTokenCountsIsNamedWithItsOwnVersion) {
   testing::TempDir dir;
   const auto docs = testing::Documents(50, 40, 2);
   ASSERT_TRUE(testing::WriteDocuments(dir.File("a.rfd"), docs, {}, 16 << 10, false).ok());  // v3
-  DatasetSpec spec;
-  spec.record_kind = format::RecordKind::kTokens;
-  spec.sample_dtype = DType::kUInt16;
-  spec.has_labels = false;
-  WriterOptions o;
-  o.version = 2;
-  auto w = DatasetWriter::Create(dir.File("b.rfd"), spec, o);
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
-  for (const auto& d : docs) {
-    const uint64_t offsets[2] = {0, d.size()};
-    ASSERT_TRUE((*w)->AppendRecords(d.data(), offsets, nullptr, 1).ok());
-  }
-  ASSERT_TRUE((*w)->Finish().ok());
+  ASSERT_TRUE(testing::WriteDocuments(dir.File("b.rfd"), docs, {}, 16 << 10, false, 1, 2).ok());
   auto d = Dataset::Open(dir.path());
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   ASSERT_EQ(d->header().version, 3u);
