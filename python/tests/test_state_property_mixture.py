@@ -43,7 +43,8 @@ EDGES = [0, 1, 2, 3, 8, 16, 32, 100, 130, 200, 2**32 - 1, 2**32, 2**63, 2**64 - 
 # values of every JSON type and the edges.
 NEAR = st.integers(0, 300)
 VALUES = st.one_of(NEAR, NEAR, NEAR, NEAR, st.none(), st.booleans(),
-                   st.integers(min_value=-2**70, max_value=2**70), st.floats(allow_nan=True), st.text(max_size=6), st.sampled_from(EDGES),
+                   st.integers(min_value=-2**70, max_value=2**70), st.floats(allow_nan=True),
+                   st.text(max_size=6), st.sampled_from(EDGES),
                    st.sampled_from(["mixture", "window", "none", "uint8", "float32"]),
                    st.lists(st.sampled_from(EDGES), max_size=3),
                    st.lists(st.fixed_dictionaries({

@@ -55,7 +55,8 @@ EDGES = [0, 1, 2, 3, 4, 5, 8, 12, 28, 40, 2**31, 2**32 - 1, 2**32, 2**63, 2**64 
 # values of every JSON type and the edges.
 NEAR = st.integers(0, 120)
 VALUES = st.one_of(NEAR, NEAR, NEAR, NEAR, st.none(), st.booleans(),
-                   st.integers(min_value=-2**70, max_value=2**70), st.floats(allow_nan=True), st.text(max_size=6), st.sampled_from(EDGES),
+                   st.integers(min_value=-2**70, max_value=2**70), st.floats(allow_nan=True),
+                   st.text(max_size=6), st.sampled_from(EDGES),
                    st.sampled_from(["sequences", "window", "none", "int32", "int64"]),
                    st.lists(st.sampled_from(EDGES), max_size=3),
                    st.lists(st.lists(st.sampled_from(EDGES), min_size=0, max_size=3),
