@@ -65,6 +65,26 @@ std::optional<double> ParseDecimal(std::string_view t) {
   return v;
 }
 
+// Where a finite `v` is no float, for a field that holds one: ": V is past the largest float,
+// ..." (it would be infinite) or ": V is below the smallest float, ..." (it would be 0, unlike
+// V); "" otherwise, as for any value of a double field.
+std::string FloatWhy(const OptionSpec& s, double v) {
+  if (!s.single_precision || !std::isfinite(v)) return "";
+  const double held = Held(s, v);
+  const std::string named = ": " + ShortestNumber(v, false);
+  if (!std::isfinite(held)) {
+    return named + " is past the largest float, " +
+           ShortestNumber(std::numeric_limits<float>::max(), true) +
+           ", which the option is held in";
+  }
+  if (held == 0 && v != 0) {
+    return named + " is below the smallest float, " +
+           ShortestNumber(std::numeric_limits<float>::denorm_min(), true) +
+           ", which the option is held in (it would be 0)";
+  }
+  return "";
+}
+
 bool InRealRange(const OptionSpec& s, double v) {
   if (!std::isfinite(v)) return false;
   if (s.min_open ? !(v > s.min_real) : !(v >= s.min_real)) return false;
@@ -387,8 +407,9 @@ Status CheckOptionValue(const OptionSpec& s, const OptionValue& v, OptionFace fa
       break;
     case OptionType::kNumber:
       if (const double* d = std::get_if<double>(&v)) {
-        if (!InRealRange(s, Held(s, *d))) {
-          return Refused(s, face, ShortestNumber(*d, s.single_precision));
+        const std::string why = FloatWhy(s, *d);
+        if (!why.empty() || !InRealRange(s, Held(s, *d))) {
+          return Refused(s, face, ShortestNumber(*d, s.single_precision) + why);
         }
         return Status::Ok();
       }
@@ -396,7 +417,9 @@ Status CheckOptionValue(const OptionSpec& s, const OptionValue& v, OptionFace fa
     case OptionType::kNumbers:
       if (const auto* list = std::get_if<std::vector<double>>(&v)) {
         for (double d : *list) {
-          if (!InRealRange(s, Held(s, d))) return Refused(s, face, OptionValueText(s, v));
+          const std::string why = FloatWhy(s, d);
+          if (!why.empty() || !InRealRange(s, Held(s, d)))
+            return Refused(s, face, OptionValueText(s, v) + why);
         }
         return Status::Ok();
       }

@@ -11,7 +11,7 @@ OptionTable<ImageOptions> MakeTable() {
   OptionTable<ImageOptions> t;
   t.Field(
        "image-size", OptionType::kCount, [](auto& o) -> auto& { return o.size; })
-      .Range(0, 65535)
+      .Range(0, kMaxImageSize)
       .For(kTrainCommand | kLoaderApi)
       .Help(
           "image/jpeg records are decoded to SIZE x SIZE images (3 channels): a random resized "

@@ -18,6 +18,9 @@ namespace rf {
 
 // Decode threads a loader may be given (each holds a decoder and a decoded image's buffer).
 inline constexpr uint32_t kMaxImageThreads = 1024;
+// The largest decoded image side (image_size, --image-size): 8192 x 8192 x 3 is 805 MB a sample
+// in float32, past what a batch of a model trains on; checked before anything is sized from it.
+inline constexpr uint32_t kMaxImageSize = 8192;
 
 // Which decoder turns image/jpeg records into images (pipeline/image_decoder.h).
 enum class ImageDecoderChoice {

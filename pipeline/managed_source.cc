@@ -152,6 +152,7 @@ uint64_t ManagedSource::EpochSamplesOf(uint64_t epoch) const {
 }
 
 Status ManagedSource::StartEpoch(uint64_t epoch, uint64_t position) {
+  RF_RETURN_IF_ERROR(CheckEpochHandedOut(epoch));
   RF_RETURN_IF_ERROR(CheckEpochPosition(position, EpochSamplesOf(epoch)));
   epoch_ = epoch;
   cursor_.Start(epoch, position);

@@ -104,12 +104,7 @@ Status MixedSource::RestoreCheck(const MixtureState& s) const {
                          " datasets (" + std::to_string(s.drawn.size()) +
                          " draw counts), this one of " + std::to_string(n));
   }
-  uint64_t drawn = 0;
-  for (uint64_t d : s.drawn) drawn += d;
-  if (drawn != s.steps) {
-    return Status::Usage("the state's draws sum to " + std::to_string(drawn) + ", not its " +
-                         std::to_string(s.steps) + " steps");
-  }
+  RF_RETURN_IF_ERROR(CheckMixtureDraws(weights_, s.steps, s.drawn, "steps"));
   for (size_t i = 0; i < n; ++i) {
     if (weights_[i] <= 0) continue;
     const Dataset& d = *children_[i].dataset;
@@ -160,6 +155,7 @@ Status MixedSource::Restore(const MixtureState& s, const ResumedEpoch& resumed) 
 }
 
 Status MixedSource::StartEpoch(uint64_t epoch, uint64_t position) {
+  RF_RETURN_IF_ERROR(CheckEpochHandedOut(epoch));
   RF_ASSIGN_OR_RETURN(const uint64_t count, EpochCount(epoch, order_.resumed));
   RF_RETURN_IF_ERROR(
       CheckEpochPosition(position, EpochSamples(count, order_.batch_size, order_.drop_last)));

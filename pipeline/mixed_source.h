@@ -99,8 +99,9 @@ class MixedSource final : public TrainingSource {
   // epoch, before drop_last; Usage for stretches no run of these datasets can have trained.
   Result<uint64_t> EpochCount(uint64_t epoch, const ResumedEpoch& resumed) const;
   // Usage where `s` cannot be a state of these datasets at this world size: another number of
-  // datasets or draws, draws not summing to the steps, a dataset's stretches no run can have
-  // trained (CheckStretches), or a position past its epoch's samples a rank; each named.
+  // datasets or draws, draws the rule cannot have made in the steps (CheckMixtureDraws), a
+  // dataset's stretches no run can have trained (CheckStretches), or a position past its epoch's
+  // samples a rank; each named.
   Status RestoreCheck(const MixtureState& s) const;
   // Continues `s` (RestoreCheck'ed) with `resumed` as the mixture epoch's stretches: the datasets
   // whose resumed epoch changes get a new source; the next StartEpoch places the mixture epoch.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -41,6 +42,39 @@ Result<std::vector<double>> NormalizeWeights(const std::vector<float>& weights, 
   std::vector<double> out;
   for (float w : weights) out.push_back(w / sum);
   return out;
+}
+
+Status CheckMixtureDraws(const std::vector<double>& weights, uint64_t draws,
+                         const std::vector<uint64_t>& drawn, const std::string& unit) {
+  uint64_t sum = 0;
+  for (uint64_t d : drawn) {
+    if (__builtin_add_overflow(sum, d, &sum))
+      return Status::Usage("the state's draws sum to more than 2^64 - 1, not its " +
+                           std::to_string(draws) + " " + unit);
+  }
+  if (sum != draws)
+    return Status::Usage("the state's draws sum to " + std::to_string(sum) + ", not its " +
+                         std::to_string(draws) + " " + unit);
+  const size_t n = weights.size();
+  // w_i draws in a double is within draws * 2^-52 of its value; the rule's deficits round so too.
+  const double bound =
+      std::max<double>(1, static_cast<double>(n) - 1) + static_cast<double>(draws) * 0x1p-50;
+  for (size_t i = 0; i < n && i < drawn.size(); ++i) {
+    const std::string named = "the state's dataset " + std::to_string(i) + " drew " +
+                              std::to_string(drawn[i]) + " of its " + std::to_string(draws) + " " +
+                              unit;
+    if (weights[i] <= 0 && drawn[i] != 0)
+      return Status::Usage(named + ", but its weight is 0: it never draws");
+    const double expected = weights[i] * static_cast<double>(draws);
+    if (std::fabs(static_cast<double>(drawn[i]) - expected) >= bound) {
+      char text[96];
+      std::snprintf(text, sizeof text, "%.6g of %.6g (weight %.6g)", bound, expected, weights[i]);
+      const std::string rule = text;
+      return Status::Usage(named + ", which no mixture of these weights draws: the rule draws " +
+                           "within " + rule);
+    }
+  }
+  return Status::Ok();
 }
 
 namespace {

@@ -28,6 +28,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/order_settings.h"
@@ -42,6 +43,14 @@ size_t MixtureSource(const std::vector<double>& weights, uint64_t seed, uint64_t
 // Weights as given -> normalized; Usage error for none, one negative, NaN or infinite, or all 0,
 // or a count other than `sources`.
 Result<std::vector<double>> NormalizeWeights(const std::vector<float>& weights, size_t sources);
+
+// Usage where `drawn` (each dataset's draws) cannot be where the rule leaves a mixture of
+// `weights` (normalized) after `draws` draws (`unit`: what a draw is, "steps" or "rows", for the
+// message): their sum is not `draws`, a dataset of weight 0 drew, or a dataset's draws are
+// max(1, n - 1) or more from w_i draws (the bound above, widened by the rounding of w_i draws in
+// a double, which the rule shares). Every place the rule reaches passes: a state's check.
+Status CheckMixtureDraws(const std::vector<double>& weights, uint64_t draws,
+                         const std::vector<uint64_t>& drawn, const std::string& unit);
 
 // Usage naming the first dataset whose samples are not those of datasets[0], with both values: a
 // batch holds samples of one shape and type. In this order: image/jpeg records (decoded into

@@ -1,5 +1,6 @@
 #include "pipeline/output_pool.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -115,8 +116,9 @@ Result<std::pair<void*, OutputPool::Buffer>> HostOutputPool::Allocate(size_t sam
   const size_t bytes = (labels_at + LabelAreaBytes() + kAlign - 1) / kAlign * kAlign;
   void* p = std::aligned_alloc(kAlign, bytes);
   if (p == nullptr) {
-    return Status::Aborted("cannot allocate a " + std::to_string(bytes) +
-                           "-byte output buffer (out of memory)");
+    // ENOMEM, as the kernel says it: an OSError in Python, exit 1 from the programs.
+    return Status::IOError("", "cannot allocate a " + std::to_string(bytes) + "-byte output buffer",
+                           ENOMEM);
   }
   uint8_t* base = static_cast<uint8_t*>(p);
   return std::make_pair(p,

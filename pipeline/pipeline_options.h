@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "options/option_table.h"
+#include "pipeline/batch_source.h"
 #include "pipeline/pipeline_config.h"
 
 namespace rf {
@@ -25,9 +26,7 @@ inline constexpr uint32_t kMaxRingSlots = 1024;            // host ring slots, o
 inline constexpr uint32_t kMaxCopyStreams = 16;            // host-to-device copy streams
 inline constexpr uint32_t kMaxManagedPrefetch = 1u << 16;  // batches ahead
 inline constexpr uint32_t kMaxWorldSize = 1u << 16;        // ranks of one run
-// The last epoch an order is asked for (a Python loader's set_epoch, a state dict's): what a
-// checkpoint holds (model/checkpoint.h's kMaxCheckpointEpoch, checked equal where both are seen).
-inline constexpr uint64_t kMaxEpoch = 0xffffffffu;
+// kMaxEpoch, the most an epoch counter holds: pipeline/batch_source.h.
 
 const OptionTable<PipelineConfig>& PipelineOptionTable();
 

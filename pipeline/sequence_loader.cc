@@ -6,10 +6,12 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/clock.h"
 #include "core/cpus.h"
 #include "core/thread_name.h"
+#include "pipeline/batch_source.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/work_pool.h"
@@ -496,6 +498,19 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
   if (l->dtype_ != DType::kInt64 && l->dtype_ != DType::kInt32)
     return Status::Usage("dtype: packed sequences' tokens are int64 or int32, not " +
                          std::string(DTypeName(l->dtype_)));
+  if (l->dtype_ == DType::kInt32) {
+    // A token the output cannot hold would come out cut to another id, a real one: refused, as
+    // int64 ids are below.
+    constexpr int64_t lo = std::numeric_limits<int32_t>::min();
+    constexpr int64_t hi = std::numeric_limits<int32_t>::max();
+    for (const auto& [name, token] :
+         {std::pair{"eod_token", so.eod_token}, std::pair{"pad_token", so.pad_token}}) {
+      if (token < lo || token > hi)
+        return Status::Usage(std::string(name) + " " + std::to_string(token) +
+                             " does not fit the output dtype int32 (" + std::to_string(lo) +
+                             " to " + std::to_string(hi) + "); use dtype int64");
+    }
+  }
   const std::vector<float>& weights = options.pipeline.weights;
   if (datasets.size() > 1 || !weights.empty()) {
     RF_ASSIGN_OR_RETURN(l->weights_, NormalizeWeights(weights, datasets.size()));
@@ -645,6 +660,11 @@ Status SequenceLoader::Pack(Packed* p) {
   }
   size_t segments = 0;
   row_segments_.clear();
+  // rows_ never wraps (the rule's k would go back to 0): a state counts at most 2^64 - 1 rows.
+  if (rows_ > std::numeric_limits<uint64_t>::max() - rows)
+    return Status::Usage("the loader has handed out " + std::to_string(rows_) + " rows, and " +
+                         std::to_string(rows) + " more would pass the most its state counts, " +
+                         "2^64 - 1");
   for (uint64_t r = 0; r < rows; ++r) {
     const size_t i =
         mixture ? MixtureSource(weights_, options_.pipeline.order.seed, rows_, drawn_) : 0;
@@ -749,9 +769,22 @@ Status SequenceLoader::Restore(const SequenceState& s) {
   if (s.sources.size() != sources_.size() || s.drawn.size() != sources_.size())
     return Status::Usage("the state is of " + std::to_string(s.sources.size()) +
                          " datasets, this loader reads " + std::to_string(sources_.size()));
-  // Checked whole before anything changes: a refused state leaves the loader as it was.
+  // Checked whole before anything changes: a refused state leaves the loader as it was. A state
+  // no loader reaches is refused: one source's draws are its rows; a mixture's are the rule's
+  // (mixture.h), and a dataset of it whose epoch is over has moved on to its next (Pack).
+  const bool mixture = !weights_.empty();
+  if (mixture) {
+    RF_RETURN_IF_ERROR(CheckMixtureDraws(weights_, s.rows, s.drawn, "rows"));
+  } else if (s.drawn[0] != s.rows) {
+    return Status::Usage("the state's draws sum to " + std::to_string(s.drawn[0]) + ", not its " +
+                         std::to_string(s.rows) + " rows");
+  }
   for (size_t i = 0; i < sources_.size(); ++i) {
     const SequenceSourceState& g = s.sources[i];
+    const std::string named = "the state's dataset " + std::to_string(i);
+    if (g.epoch > kMaxEpoch)
+      return Status::Usage(named + " is at epoch " + std::to_string(g.epoch) +
+                           ", past the most an epoch counts to, " + std::to_string(kMaxEpoch));
     const uint64_t total = sources_[i]->plan->epoch_sequences();
     uint64_t last = 0;
     for (const SequenceRange& r : g.list) {
@@ -761,10 +794,18 @@ Status SequenceLoader::Restore(const SequenceState& s) {
                              "), not ascending ranges within its epoch's " + std::to_string(total));
       last = r.end;
     }
-    if (g.position > RowsOf(g, i))
-      return Status::Usage("the state's dataset " + std::to_string(i) + " is at row " +
-                           std::to_string(g.position) + " of an epoch of " +
-                           std::to_string(RowsOf(g, i)) + " rows a rank");
+    if (g.position > RowsOf(g, i) || (mixture && g.position == RowsOf(g, i)))
+      return Status::Usage(named + " is at row " + std::to_string(g.position) + " of an epoch of " +
+                           std::to_string(RowsOf(g, i)) + " rows a rank" +
+                           (mixture ? " (a mixture's dataset goes on into its next epoch at the "
+                                      "row that ends one)"
+                                    : ""));
+    // One source hands out whole batches of its epoch (the last one ends it).
+    if (!mixture && g.position % batch_ != 0 && g.position != RowsOf(g, i))
+      return Status::Usage(named + " is at row " + std::to_string(g.position) +
+                           ", no batch boundary (a multiple of batch_size " +
+                           std::to_string(batch_) + ", or its epoch's end, row " +
+                           std::to_string(RowsOf(g, i)) + ")");
   }
   Stop();
   for (size_t i = 0; i < sources_.size(); ++i) {

@@ -102,8 +102,9 @@ class SequenceLoader {
  public:
   // `datasets` (one or more, each outliving the loader) with `options` (options.sequence set,
   // options.pipeline's order: batch_size rows, seed, shuffle, rank and world size). Usage errors
-  // for what SequencePlan::Make refuses, an output dtype other than int64 or int32, weights
-  // NormalizeWeights refuses, several datasets without weights.
+  // for what SequencePlan::Make refuses, an output dtype other than int64 or int32, an
+  // eod_token or pad_token the int32 output cannot hold, weights NormalizeWeights refuses,
+  // several datasets without weights.
   static Result<std::unique_ptr<SequenceLoader>> Create(const std::vector<const Dataset*>& datasets,
                                                         const LoaderOptions& options);
   ~SequenceLoader();
@@ -113,8 +114,11 @@ class SequenceLoader {
 
   SequenceState state() const;
   // Continues `s` (from state() of a loader over the same data and options but maybe another
-  // world size). Usage error for a state of another number of sources, or a list or position
-  // that cannot be of these sources' epochs.
+  // world size). Usage error for a state no such loader reaches: of another number of sources,
+  // draws that are not its rows (a mixture's: not the rule's, CheckMixtureDraws), an epoch past
+  // kMaxEpoch, a list or position that cannot be of these sources' epochs (one source's off a
+  // batch boundary; a mixture's dataset at its epoch's end: it moves on at once). Next() refuses
+  // to pack a batch past 2^64 - 1 rows.
   Status Restore(const SequenceState& s);
 
   // Stops the worker (before the sources it uses go).

@@ -93,12 +93,21 @@ Result<std::shared_ptr<const SequencePlan>> SequencePlan::Make(const Dataset& d,
   for (size_t g = 0; g < d.chunk_count(); ++g) {
     const ChunkLocation& c = d.chunk(g);
     if (c.entry.record_bytes == 0) {
+      // The version of the dataset holding the chunk: a directory's part's own (the directory's
+      // header holds its newest part's).
+      uint32_t version = h.version;
+      for (size_t p = 0; p < d.part_count(); ++p) {
+        const DatasetPart& part = d.part(p);
+        if (g >= part.first_chunk && g < part.first_chunk + part.chunk_count)
+          version = part.header.version;
+      }
       return Status::Usage("sequence_length: " + d.shard_path(c.shard) + ": chunk " +
                            std::to_string(c.entry.index) +
                            ": the chunk index does not say how many tokens the chunk holds "
                            "(format version " +
-                           std::to_string(h.version) +
-                           "); rewrite the dataset with `ringfeed-convert recompress` (version 3)");
+                           std::to_string(version) + "); rewrite " +
+                           (d.part_count() > 1 ? "the part" : "the dataset") +
+                           " with `ringfeed-convert recompress` (version 3)");
     }
     p->chunk_tokens_[g] = c.entry.record_bytes / elem + (eod ? c.entry.sample_count : 0);
     p->tokens_ += p->chunk_tokens_[g];

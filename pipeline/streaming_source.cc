@@ -221,6 +221,7 @@ Status StreamingSource::RetirePending() {
 }
 
 Status StreamingSource::StartEpoch(uint64_t epoch, uint64_t position) {
+  RF_RETURN_IF_ERROR(CheckEpochHandedOut(epoch));
   RF_RETURN_IF_ERROR(CheckEpochPosition(position, EpochSamplesOf(epoch)));
   if (options_.epochs != 0 && epoch >= options_.epochs) {
     return Status::InvalidArgument("epoch " + std::to_string(epoch + 1) +

@@ -63,7 +63,8 @@ struct StreamingOptions {
   uint32_t ring_slots = 16;  // host ring slots, one chunk each
   PinMode pin = PinMode::kAuto;
   FeederOptions feeder;
-  // The plan reads up to (not including) this epoch; 0: no end (StartEpoch takes any epoch).
+  // The plan reads up to (not including) this epoch; 0: no end (StartEpoch takes any epoch below
+  // kMaxEpoch).
   uint64_t epochs = 1;
   // Called about every ChunkCopier::kPollInterval on the consumer's thread while StartEpoch or
   // Next waits for data; a status other than OK ends the wait and the call returns it (the Python

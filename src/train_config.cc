@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "io/file.h"
+#include "pipeline/image_options.h"
 #include "pipeline/mixture.h"
 #include "pipeline/window_order.h"
 #include "src/command_checks.h"
@@ -69,7 +70,7 @@ Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* posit
   // refuses it.
   const ModelConfig& m = c.config;
   if (decoded_images && m.channels == 3 && m.height == m.width && m.height >= 1 &&
-      m.height <= 65535) {
+      m.height <= kMaxImageSize) {
     config->image.size = m.height;
   }
   config->optimizer = c.optimizer;

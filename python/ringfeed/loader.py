@@ -42,6 +42,7 @@ from typing import Any, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple, U
 
 from . import _ringfeed
 from ._ringfeed import Tensor, UsageError
+from ._state import _check_state, _int_option
 from .sequences import PackedLoader, open_datasets
 
 __all__ = ["BadRecordsSkipped", "DatasetInfo", "Loader"]
@@ -188,16 +189,6 @@ def _open_dataset(data: Union[PathLike, Sequence[PathLike]]) -> "_ringfeed._Data
         raise UsageError(f"data: {what} must hold every shard of one dataset exactly once; "
                          + "; ".join(parts))
     return dataset
-
-
-def _int_option(name: str, value: Any, minimum: int, maximum: int) -> int:
-    """An int (NumPy's too, through __index__; not a bool) from minimum to maximum."""
-    if not isinstance(value, bool) and hasattr(value, "__index__"):
-        value = value.__index__()
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise UsageError(f"{name} must be a whole number from {minimum} to {maximum}, "
-                         f"got {value!r}")
-    return value
 
 
 def _stretches(value: list) -> Tuple[Tuple[int, int], ...]:
@@ -541,7 +532,9 @@ class Loader:
             if self._epoch != epoch:
                 return None
             epoch_end = self._samples_of(epoch)
-            if epoch_end == 0:  # nothing to hand out: the epoch is over at once
+            # Nothing to hand out: the epoch is over at once (but for an epoch past the last one
+            # a loader hands out, which the library's start refuses).
+            if epoch_end == 0 and epoch < _ringfeed.max_epoch:
                 self._epoch += 1
                 return None
             native = self._open_native()
@@ -574,10 +567,17 @@ class Loader:
 
     def set_epoch(self, epoch: int) -> None:
         """Makes the next iteration epoch `epoch`, from its start (0 to 2**32 - 1: what a
-        ringfeed checkpoint holds). A loader that load_state_dict resumed at another world size
-        keeps that epoch's order: set back to it, it gives the same share of the remainder. A
-        mixture's datasets are not rewound: its stream goes on, the next epoch named `epoch`."""
+        ringfeed checkpoint holds; the last epoch a loader hands out is 2**32 - 2, whose end
+        leaves it at 2**32 - 1, where an iteration is refused). A loader that load_state_dict
+        resumed at another world size keeps that epoch's order: set back to it, it gives the same
+        share of the remainder. A mixture's datasets are not rewound: its stream goes on, the
+        next epoch named `epoch` (packed sequences of a mixture, which have no epoch of their
+        own, go on as they are: each dataset keeps its epoch). An iterator made before it
+        refuses to go on."""
         epoch = _int_option("epoch", epoch, 0, _ringfeed.max_epoch)
+        if self._packed is not None:
+            self._packed.set_epoch(epoch)
+            return
         with self._lock:
             self._epoch = epoch
             self._position = 0
@@ -877,28 +877,6 @@ class Loader:
             raise UsageError("the loader is closed")
         return self._native
 
-
-
-def _check_state(state: Dict[str, Any], own_state, fields: Tuple[str, ...],
-                 keys: Tuple[str, ...], other: str, more_differ=None) -> None:
-    """load_state_dict's checks of `state` against this loader's own state (own_state(), asked
-    for once every field is present): every one of `fields` present and of the own state's type,
-    and `keys` (and what more_differ() returns) equal; a UsageError naming each that is not
-    (`other`: what a state that differs is of)."""
-    missing = [k for k in fields if k not in state]
-    if missing:
-        raise UsageError(f"load_state_dict: the state lacks {missing}")
-    own = own_state()
-    wrong = [f"{k} is {type(state[k]).__name__} {state[k]!r}, not {type(own[k]).__name__}"
-             for k in fields if type(state[k]) is not type(own[k])]
-    if wrong:
-        raise UsageError("load_state_dict: malformed state: " + "; ".join(wrong))
-    differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
-              for k in keys if state[k] != own[k]]
-    if more_differ is not None:
-        differ += more_differ()
-    if differ:
-        raise UsageError(f"load_state_dict: the state is {other}: " + "; ".join(differ))
 
 
 def _state_place(state: Dict[str, Any], batch_size: int,

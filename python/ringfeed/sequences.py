@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence
 
 from . import _ringfeed
 from ._ringfeed import Tensor, UsageError
+from ._state import _check_state, _sequence_stream
 
 __all__ = ["PackedLoader", "Sequences"]
 
@@ -83,12 +84,25 @@ class PackedLoader:
         while True:
             with self._lock:
                 if generation != self._generation:
-                    raise RuntimeError("this iterator is stale: load_state_dict was called "
-                                       "after it started")
+                    raise RuntimeError("this iterator is stale: set_epoch or load_state_dict "
+                                       "was called after it started")
                 out = self._open().next()
             if out is None:
                 return
             yield Sequences(*out)
+
+    def set_epoch(self, epoch: int) -> None:
+        """One dataset: its epoch `epoch` from the start, split over this loader's world (the
+        counts of rows handed out go on). A mixture: its stream goes on, each dataset at its own
+        epoch (as a sample mixture's datasets do). Either way an iterator made before it is
+        stale."""
+        with self._lock:
+            native = self._open()
+            if not self._mixture:
+                where = native.state()
+                where["sources"] = [{"epoch": epoch, "position": 0, "world_size": 0, "list": []}]
+                native.restore(where)
+            self._generation += 1
 
     # --- State --------------------------------------------------------------------------------
 
@@ -116,27 +130,15 @@ class PackedLoader:
                              "sequence_length): " + (f"kind {state.get('kind')!r}"
                                                      if isinstance(state, dict) else
                                                      type(state).__name__))
-        if state.get("version") != _PACKED_STATE_VERSION:
+        if type(state.get("version")) is not int or state["version"] != _PACKED_STATE_VERSION:
             raise UsageError(f"load_state_dict: unknown packed state version "
                              f"{state.get('version')!r} (this ringfeed reads "
                              f"{_PACKED_STATE_VERSION})")
         own = self.state_dict()
-        missing = [k for k in own if k not in state]
-        if missing:
-            raise UsageError(f"load_state_dict: the state lacks {missing}")
-        differ = [f"{k}: the state has {state[k]!r}, this loader {own[k]!r}"
-                  for k in _PACKED_KEYS + ("weights", "datasets") if state[k] != own[k]]
-        if differ:
-            raise UsageError("load_state_dict: the state is of other batches: " +
-                             "; ".join(differ))
-        native = {"rows": state["rows"], "drawn": state["drawn"],
-                  "sources": [{"epoch": s["epoch"], "position": s["position"],
-                               "world_size": s["world_size"],
-                               "list": [tuple(r) for r in s["list"]]}
-                              for s in state["sources"]]}
-        for s in native["sources"]:
-            # At the world size it was saved at (the native loader re-splits at another).
-            s["world_size"] = s["world_size"] or state["world_size"]
+        keys = _PACKED_KEYS + ("weights", "datasets")
+        _check_state(state, lambda: own, tuple(own), keys, "of other batches")
+        # At the world size it was saved at (the native loader re-splits at another).
+        native = _sequence_stream(state)
         with self._lock:
             self._open().restore(native)
             self._generation += 1

@@ -102,8 +102,8 @@ class DatasetWriter:
 
     A context manager: leaving the ``with`` block commits the dataset (``close``), unless an
     exception leaves it, which drops everything written (``abort``). Bad values raise
-    UsageError; a label outside [0, classes) ValueError naming the sample; disk errors OSError
-    naming the file. One thread at a time (a lock serializes calls).
+    UsageError (a label outside [0, classes) too, naming the sample); disk errors OSError naming
+    the file. One thread at a time (a lock serializes calls).
     """
 
     def __init__(self, path: PathLike, shape: Optional[Sequence[int]] = None,
@@ -218,6 +218,8 @@ class DatasetWriter:
         if isinstance(record, (bytes, bytearray, memoryview)):
             if self.records != "bytes":
                 raise UsageError(f"{self.records} records are arrays of {self.dtype}, not bytes")
+            if isinstance(record, memoryview) and not record.c_contiguous:
+                record = record.tobytes()  # a strided view's bytes, in its order
             return np.frombuffer(record, dtype=np.uint8)
         a = np.asarray(record)
         if a.dtype != want or a.ndim != 1:
@@ -267,7 +269,7 @@ class DatasetWriter:
             lo, hi = _LABEL_RANGE[self.label_dtype]
             if n and (int(y.min()) < lo or int(y.max()) > hi):
                 bad = int(y.min()) if int(y.min()) < lo else int(y.max())
-                raise ValueError(f"label {bad} does not fit {self.label_dtype} labels "
+                raise UsageError(f"label {bad} does not fit {self.label_dtype} labels "
                                  f"({lo} to {hi})")
             y = np.ascontiguousarray(y, dtype=self.label_dtype)
         elif labels is not None:
@@ -287,7 +289,7 @@ class DatasetWriter:
         """Commits the dataset: writes the indices and headers, fsyncs, renames every shard into
         place, removes an older dataset of the same name. Returns what was written: paths,
         removed (older files replaced), samples, stored_bytes, data_bytes, chunk_samples.
-        Idempotent; an empty dataset is refused (ValueError) and leaves nothing."""
+        Idempotent; an empty dataset is refused (UsageError) and leaves nothing."""
         with self._lock:
             if self._result is None:
                 try:

@@ -74,8 +74,10 @@ py::object OptionalInt(std::optional<uint64_t> v) {
 // Sets the Python error for `s`: the one place a Status becomes an exception.
 //   kCorruption          DataError: bad data (a checksum mismatch, a damaged header or index)
 //   kUsage, kUnsupported UsageError: options that cannot be run (here, or on this machine/build)
+//   kInvalidArgument     UsageError too: a value the caller handed over that is wrong (a
+//                        directory whose datasets differ, a name two datasets share, samples of
+//                        another size); Python's refusals are DataError, UsageError or OSError
 //   kNotFound, kIOError  OSError, made from errno so it is FileNotFoundError, PermissionError, ...
-//   kInvalidArgument     ValueError
 //   kAborted, others     RuntimeError
 // DataError and OSError carry .path (OSError: .filename), .chunk and .offset (None where the
 // Status has none); the message is Status::ToString(), which names all three.
@@ -101,10 +103,8 @@ void RaiseStatus(const Status& s, bool buffer) {
     }
     case Status::Code::kUsage:
     case Status::Code::kUnsupported:
-      PyErr_SetString(g_usage_error, text.c_str());
-      return;
     case Status::Code::kInvalidArgument:
-      PyErr_SetString(PyExc_ValueError, text.c_str());
+      PyErr_SetString(g_usage_error, text.c_str());
       return;
     default:
       PyErr_SetString(PyExc_RuntimeError, text.c_str());

@@ -11,6 +11,7 @@ wheel's console entry point and RINGFEED_TEST_WHEEL=1, under which `ringfeed` mu
 installed distribution's (installed_package() says where it is from).
 """
 
+import copy
 import os
 import subprocess
 from pathlib import Path
@@ -148,3 +149,99 @@ def epoch_indices(loader: ringfeed.Loader) -> list:
         assert np.array_equal(labels.numpy(), idx % CLASSES)
         seen.extend(int(i) for i in idx)
     return seen
+
+
+# --- Token documents and state dicts (packed sequences, mixtures) -------------------------------
+
+# What an iteration past the last epoch a loader hands out is refused with (issue 40, W4).
+LAST_EPOCH_MESSAGE = ("epoch 4294967295 is past the last epoch a loader hands out, 4294967294 "
+                      "(epochs count from 0; a state or checkpoint holds at most 4294967295, "
+                      "where the last one's end leaves it)")
+
+
+def write_documents(path, seed: int, low: int, high: int, n: int, longest: int = 60) -> str:
+    """n documents of 1 to longest - 1 uint16 ids from [low, high) (seeded), as a tokens dataset
+    without labels in 4 KiB chunks; returns its path."""
+    rng = np.random.default_rng(seed)
+    with ringfeed.DatasetWriter(str(path), records="tokens", dtype="uint16", labels=False,
+                                chunk_size="4KiB") as w:
+        for _ in range(n):
+            w.write(rng.integers(low, high, size=int(rng.integers(1, longest))).astype(np.uint16))
+    return str(path)
+
+
+def take_across(loader, k: int, key) -> list:
+    """key(batch) of the loader's next k batches, on across epoch ends (an iteration that ends
+    at once is the end of an epoch whose last batch was handed out already; two in a row: no
+    more)."""
+    out, idle = [], 0
+    while len(out) < k and idle < 2:
+        before = len(out)
+        for b in loader:
+            out.append(key(b))
+            if len(out) == k:
+                break
+        idle = idle + 1 if len(out) == before else 0
+    return out
+
+
+def edit_state(state: dict, path: tuple, value, drop: bool) -> None:
+    """Sets the field of `state` at `path` (keys and list indices) to `value`, or drops it; a
+    path no longer there (inside a field already replaced) is left alone."""
+    where = state
+    for key in path[:-1]:
+        if isinstance(where, dict) and key in where or (
+                isinstance(where, list) and isinstance(key, int) and key < len(where)):
+            where = where[key]
+        else:
+            return
+    last = path[-1]
+    if isinstance(where, dict):
+        if drop:
+            where.pop(last, None)
+        else:
+            where[last] = value
+    elif isinstance(where, list) and isinstance(last, int) and last < len(where):
+        where[last] = value
+
+
+def loads_or_refuses(loader: ringfeed.Loader, state: dict) -> bool:
+    """loader.load_state_dict(state): True where taken; where refused (UsageError or DataError,
+    the two it may raise) the loader is as it was, and False."""
+    before = loader.state_dict()
+    try:
+        loader.load_state_dict(state)
+    except (ringfeed.UsageError, ringfeed.DataError):
+        assert loader.state_dict() == before
+        return False
+    return True
+
+
+def load_edited(open_one, take, k: int, edits, drop: bool):
+    """A property test's case: a loader (open_one()) that took k batches (take(loader, k)) saves
+    its state; each (path, value) of `edits` is made to it (edit_state), and a fresh loader loads
+    it. (loader, edited state, the fresh loader's state before) where taken; None where refused
+    (the loader then as it was: loads_or_refuses)."""
+    saved = open_one()
+    take(saved, k)
+    state = saved.state_dict()
+    for path, value in edits:
+        edit_state(state, path, copy.deepcopy(value), drop)
+    loader = open_one()
+    before = loader.state_dict()
+    return (loader, state, before) if loads_or_refuses(loader, state) else None
+
+
+def assert_round_trip(open_one, take, k: int, m: int) -> None:
+    """A property test's case: the state of a loader (open_one()) after k batches (take(loader,
+    k)) loads into a fresh loader as itself, which then hands out the saved loader's next m
+    batches and stands where it does."""
+    saved = open_one()
+    take(saved, k)
+    state = saved.state_dict()
+    rest = take(saved, m)
+    loader = open_one()
+    loader.load_state_dict(copy.deepcopy(state))
+    assert loader.state_dict() == state
+    assert take(loader, m) == rest
+    assert loader.state_dict() == saved.state_dict()

@@ -140,3 +140,41 @@ def test_a_list_must_be_every_shard_of_one_dataset(datasets):
     pattern = shards[0].replace("-00000-of-", "-0000[01]-of-")
     with pytest.raises(ringfeed.UsageError, match="missing shards"):
         open_loader(pattern)
+
+
+# Issue 40: refusals outside the documented exceptions (DataError, UsageError, OSError).
+def test_a_name_two_datasets_share_is_a_usage_error(datasets, tmp_path):
+    (tmp_path / "one").mkdir()
+    shutil.copyfile(datasets.positional(n=100), tmp_path / "one" / "x.rfd")
+    sharded = datasets.positional(n=100, shards=2)
+    for i in range(2):
+        src = sharded.replace(".rfd", f"-{i:05d}-of-00002.rfd")
+        shutil.copyfile(src, tmp_path / "one" / f"x-{i:05d}-of-00002.rfd")
+    with pytest.raises(ringfeed.UsageError, match="2 datasets have this name: "):
+        open_loader(str(tmp_path / "one" / "x.rfd"))
+
+
+def test_an_image_size_past_its_bound_is_refused_before_anything_is_allocated(datasets):
+    with pytest.raises(ringfeed.UsageError) as e:
+        open_loader(datasets.positional(), image_size=65535)
+    assert str(e.value) == "image_size must be a whole number from 0 to 8192, got 65535"
+
+
+def test_an_output_buffer_that_cannot_be_allocated_is_an_os_error(tmp_path):
+    """It was a RuntimeError; it is ENOMEM, as the kernel says it."""
+    image = pytest.importorskip("PIL.Image")
+    import errno
+    import io
+
+    import numpy as np
+    with ringfeed.DatasetWriter(tmp_path / "j.rfd", records="bytes", media_type="image/jpeg",
+                                classes=2) as w:
+        for i in range(2):
+            buf = io.BytesIO()
+            image.fromarray(np.full((8, 8, 3), 40 * i, np.uint8)).save(buf, format="JPEG")
+            w.write(buf.getvalue(), i)
+    with pytest.raises(OSError) as e:
+        ringfeed.Loader(tmp_path / "j.rfd", 2**20, device="cpu", image_size=8192,
+                        image_threads=1)
+    assert e.value.errno == errno.ENOMEM
+    assert "cannot allocate a 844424946909248-byte output buffer" in str(e.value)

@@ -128,10 +128,10 @@ def test_drop_last_with_a_batch_larger_than_the_epoch_is_refused(datasets):
 # Issue 23, unclear messages: a file that is not a dataset is named as what it is. A directory
 # is a dataset now (its datasets read as one): one without any says so.
 def test_a_device_or_directory_is_named_as_what_it_is(tmp_path):
-    with pytest.raises(ValueError, match="/dev/null: a character device, not a dataset"):
+    with pytest.raises(ringfeed.UsageError, match="/dev/null: a character device, not a dataset"):
         ringfeed.Loader("/dev/null", 8)
     with pytest.raises(FileNotFoundError, match="no dataset in this directory"):
         ringfeed.Loader(str(tmp_path), 8)
     (tmp_path / "sub.rfd").mkdir()
-    with pytest.raises(ValueError, match="sub.rfd: a directory, not a dataset"):
+    with pytest.raises(ringfeed.UsageError, match="sub.rfd: a directory, not a dataset"):
         ringfeed.Loader(str(tmp_path), 8)

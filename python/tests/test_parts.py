@@ -107,7 +107,8 @@ def test_a_part_still_being_written_is_not_read_and_bad_parts_are_refused(tmp_pa
     # Another dtype: refused, naming both files and the field.
     with ringfeed.DatasetWriter(out / "part-00003.rfd", SHAPE, "float32", classes=10) as w:
         w.write(np.zeros((5,) + SHAPE, np.float32), np.zeros(5, np.uint8))
-    with pytest.raises(ValueError, match="part-00003.rfd: holds other records than .*"
+    # A UsageError (issue 40: it was a plain ValueError, outside the documented exceptions).
+    with pytest.raises(ringfeed.UsageError, match="part-00003.rfd: holds other records than .*"
                                          "part-00000.rfd: sample dtype float32, not uint8"):
         ringfeed.Loader(out, 10, device="cpu")
     empty = tmp_path / "empty"

@@ -117,6 +117,18 @@ def test_packed_records_write_as_a_loader_hands_them_out(tmp_path):
                                               device="cpu"), docs)) == list(range(300))
 
 
+def test_a_strided_memoryview_is_written_as_the_bytes_it_shows(tmp_path):
+    """Issue 40: a memoryview that is not contiguous raised BufferError from numpy."""
+    data = bytes(range(40))
+    with ringfeed.DatasetWriter(tmp_path / "m.rfd", records="bytes", labels=False) as w:
+        w.write(memoryview(data)[::3])
+        w.write([memoryview(data)[1::2], memoryview(data)[5:9]])
+    values, offsets, _ = next(iter(ringfeed.Loader(tmp_path / "m.rfd", 3, device="cpu",
+                                                   shuffle="none")))
+    v, o = np.from_dlpack(values), np.from_dlpack(offsets)
+    assert [v[o[i]:o[i + 1]].tobytes() for i in range(3)] == [data[::3], data[1::2], data[5:9]]
+
+
 def test_what_records_cannot_be_is_refused(tmp_path):
     with pytest.raises(UsageError, match="give no shape"):
         ringfeed.DatasetWriter(tmp_path / "x.rfd", shape=(4,), records="tokens", dtype="uint16")
@@ -126,9 +138,9 @@ def test_what_records_cannot_be_is_refused(tmp_path):
         ringfeed.DatasetWriter(tmp_path / "x.rfd", records="tokens", dtype="float32")
     with ringfeed.DatasetWriter(tmp_path / "x.rfd", records="tokens", dtype="uint16",
                                 labels=False, max_record_size=64) as w:
-        with pytest.raises(ValueError, match="record 0 is empty"):
+        with pytest.raises(UsageError, match="record 0 is empty"):
             w.write(np.zeros(0, dtype=np.uint16))
-        with pytest.raises(ValueError, match="max_record_bytes"):
+        with pytest.raises(UsageError, match="max_record_bytes"):
             w.write(np.zeros(33, dtype=np.uint16))
         with pytest.raises(UsageError, match="1-D array of uint16"):
             w.write(np.zeros(3, dtype=np.int32))

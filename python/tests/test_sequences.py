@@ -240,6 +240,34 @@ def test_bad_weights_and_states_are_refused(two, corpus):
         loader(path).load_state_dict({"version": 3, "epoch": 0})
 
 
+@pytest.mark.parametrize("weights, bad", [([1e308, 1e308], "1e+308 is past the largest float"),
+                                          ([1e300, 1e-300], "1e+300 is past the largest float"),
+                                          ([1, 1e-300], "1e-300 is below the smallest float")])
+def test_weights_no_float_holds_are_refused_saying_so(two, weights, bad):
+    """Issue 40: these were refused as "must be a list of finite numbers >= 0", which they are
+    (and 1e-300 would have been a weight of 0)."""
+    for kw in (dict(sequence_length=L), {}):
+        with pytest.raises(ringfeed.UsageError) as e:
+            ringfeed.Loader(list(two), BATCH, weights=weights, device="cpu", **kw)
+        assert str(e.value).startswith("weights must be a list of finite numbers >= 0, got ")
+        assert bad in str(e.value) and "which the option is held in" in str(e.value)
+    ringfeed.Loader(list(two), BATCH, sequence_length=L, weights=[3e38, 1e-30], device="cpu")
+
+
+@pytest.mark.parametrize("field, value", [("eod_token", 2**40 + 7), ("eod_token", 2**31),
+                                          ("pad_token", 2**32 + 3), ("pad_token", -2**31 - 1)])
+def test_a_token_the_int32_output_cannot_hold_is_refused(corpus, field, value):
+    """Issue 40, W2: with dtype='int32', eod_token=2**40+7 came out as 7, a real token id."""
+    path, _ = corpus
+    with pytest.raises(ringfeed.UsageError) as e:
+        loader(path, dtype="int32", **{field: value})
+    assert str(e.value) == (f"{field} {value} does not fit the output dtype int32 (-2147483648 "
+                            f"to 2147483647); use dtype int64")
+    fits = loader(path, dtype="int32", eod_token=2**31 - 1, pad_token=-2**31)
+    t = next(iter(fits)).tokens.numpy()
+    assert t.dtype == np.int32 and 2**31 - 1 in t
+
+
 def test_what_cannot_be_packed_is_refused(tmp_path, corpus):
     path, docs = corpus
     v2 = write(tmp_path / "v2.rfd", docs[:50], format_version=2)
@@ -249,6 +277,19 @@ def test_what_cannot_be_packed_is_refused(tmp_path, corpus):
         ringfeed.Loader(path, BATCH, eod_token=0, device="cpu")
     with pytest.raises(ringfeed.UsageError, match="int64 or int32"):
         loader(path, dtype="float32")
+
+
+def test_a_directory_part_without_token_counts_is_named_with_its_own_version(tmp_path, corpus):
+    """Issue 40: a part of format version 2 was said to be of version 3, the directory's newest."""
+    _, docs = corpus
+    write(tmp_path / "part-00000.rfd", docs[:50])
+    old = write(tmp_path / "part-00001.rfd", docs[50:100], format_version=2)
+    assert ringfeed.dataset_info(tmp_path).format_version == 3
+    with pytest.raises(ringfeed.UsageError) as e:
+        loader(str(tmp_path))
+    assert str(e.value).startswith(f"sequence_length: {old}: chunk 0: the chunk index does not "
+                                   f"say how many tokens the chunk holds (format version 2); "
+                                   f"rewrite the part with `ringfeed-convert recompress`")
 
 
 def test_a_loader_on_the_second_gpu_packs_there(corpus):

@@ -5,7 +5,7 @@ bounded by what a ringfeed checkpoint holds, the same for set_epoch and the stat
 import pytest
 
 import ringfeed
-from conftest import open_loader
+from conftest import LAST_EPOCH_MESSAGE, open_loader
 
 MAX_EPOCH = 2**32 - 1
 
@@ -58,3 +58,25 @@ def test_epochs_are_bounded_as_a_checkpoint_holds_them(datasets):
     other = open_loader(datasets.positional())
     other.load_state_dict(state)  # what set_epoch takes, the state takes back
     assert other.epoch == MAX_EPOCH
+
+
+@pytest.mark.parametrize("mixture", [False, True])
+def test_the_last_epochs_end_leaves_a_state_the_loader_takes_back(datasets, mixture):
+    """Issue 40, W4: after set_epoch(2**32 - 1) and an epoch the loader was at 2**32, which its
+    own load_state_dict refused; the last epoch handed out is 2**32 - 2, whose end leaves the
+    loader at 2**32 - 1, and an iteration of that epoch is refused, naming the bound."""
+    data = ([datasets.positional(n=200), datasets.positional(n=130)] if mixture
+            else datasets.positional(n=200))
+    kw = dict(weights=[0.5, 0.5]) if mixture else {}
+    loader = open_loader(data, **kw)
+    loader.set_epoch(MAX_EPOCH - 1)
+    assert sum(1 for _ in loader) == len(loader)
+    assert (loader.epoch, loader.position) == (MAX_EPOCH, 0)
+    other = open_loader(data, **kw)
+    other.load_state_dict(loader.state_dict())
+    assert other.epoch == MAX_EPOCH
+    for ld in (loader, other):
+        with pytest.raises(ringfeed.UsageError) as e:
+            next(iter(ld))
+        assert str(e.value) == LAST_EPOCH_MESSAGE
+        assert ld.epoch == MAX_EPOCH  # refused, it stays where it was

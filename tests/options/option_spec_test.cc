@@ -113,14 +113,41 @@ TEST(OptionSpec, AFloatFieldsNumbersAreHeldWrittenAndReadAtFloatPrecision) {
   EXPECT_EQ(OptionValueText(dual, std::vector<double>{static_cast<double>(0.01f)}),
             "0.009999999776482582");
   EXPECT_EQ(OptionValueText(single, parsed(single, "16777217")), "16777216");
-  // A number the float field would hold as 0 is refused by an open lower bound.
+  // A number the float field would hold as 0 is refused, saying so.
   OptionSpec eps = OptionSpec::Of("eps", OptionType::kNumber);
   eps.RangeReal(0, 1, /*min_open=*/true);
   EXPECT_EQ(Refusal(eps, "1e-50"), "");
   eps.single_precision = true;
-  EXPECT_EQ(Refusal(eps, "1e-50"), "--eps must be a number in (0, 1], got 1e-50");
+  const std::string below =
+      ": 1e-50 is below the smallest float, 1e-45, which the option is held in (it would be 0)";
+  EXPECT_EQ(Refusal(eps, "1e-50"), "--eps must be a number in (0, 1], got 1e-50" + below);
   EXPECT_EQ(CheckOptionValue(eps, 1e-50, OptionFace::kPython).message(),
-            "eps must be a number in (0, 1], got 1e-50");
+            "eps must be a number in (0, 1], got 1e-50" + below);
+}
+
+// Issue 40: weights=[1e308, 1e308] were refused as "must be a list of finite numbers >= 0",
+// which they are; a float field says which number a float cannot hold, and one it would hold as
+// 0 (weights=[1, 1e-300]: a dataset never drawn) is refused, not taken as 0.
+TEST(OptionSpec, AFloatFieldsRefusalSaysWhichNumberNoFloatHolds) {
+  OptionSpec weights = OptionSpec::Of("weights", OptionType::kNumbers);
+  weights.single_precision = true;
+  weights.RangeReal(0, std::numeric_limits<double>::max());
+  const std::string rule = "weights must be a list of finite numbers >= 0, got ";
+  EXPECT_EQ(Refusal(weights, "1e308,1e308", OptionFace::kPython),
+            rule +
+                "1e+308,1e+308: 1e+308 is past the largest float, 3.4028235e+38, which the "
+                "option is held in");
+  EXPECT_EQ(Refusal(weights, "1e300,1e-300", OptionFace::kPython),
+            rule +
+                "1e+300,1e-300: 1e+300 is past the largest float, 3.4028235e+38, which the "
+                "option is held in");
+  EXPECT_EQ(
+      CheckOptionValue(weights, std::vector<double>{1, 1e-300}, OptionFace::kPython).message(),
+      rule +
+          "1,1e-300: 1e-300 is below the smallest float, 1e-45, which the option is held "
+          "in (it would be 0)");
+  EXPECT_EQ(Refusal(weights, "3e38,1e-45", OptionFace::kPython), "");
+  EXPECT_EQ(Refusal(weights, "0,1", OptionFace::kPython), "");
 }
 
 TEST(OptionSpec, ByteSizeHoldsItsMultipleAndBoundsAndPrintsInUnits) {

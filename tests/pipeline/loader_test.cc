@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "pipeline/batch_source.h"
 #include "tests/pipeline/loader_testing.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
@@ -202,6 +203,29 @@ TEST_P(LoaderTest, AStartAtAPositionContinuesTheUninterruptedOrder) {
     const std::vector<uint64_t> rest = DrainEpoch(*resumed, 64);
     ASSERT_EQ(rest.size(), kSamples - position);
     EXPECT_TRUE(std::equal(rest.begin(), rest.end(), order.begin() + position));
+  }
+}
+
+// Issue 40, W4: the last epoch a loader hands out is kMaxEpoch - 1, whose end leaves an epoch
+// counter at kMaxEpoch, what a state or checkpoint holds; an epoch past it is refused at its
+// start, naming the bound (it was handed out, and its end left 2^32, which no state holds).
+TEST_P(LoaderTest, AnEpochPastTheLastOneAStateCanFollowIsRefusedAtItsStart) {
+  TempDir dir;
+  const std::string path = testing::WritePositionalDataset(dir.File("d.rfd"), 100);
+  LoaderOptions o = HostOptions(path, 32);
+  o.epochs = 0;  // the plan without end, as a Python loader's
+  auto l = Open(o);
+  ASSERT_NE(l, nullptr);
+  const Status last = l->StartEpoch(kMaxEpoch - 1, 0);
+  ASSERT_TRUE(last.ok()) << last.ToString();
+  EXPECT_EQ(DrainEpoch(*l, 64).size(), 100u);
+  for (uint64_t epoch : {kMaxEpoch, kMaxEpoch + 1, ~uint64_t{0}}) {
+    const Status st = l->StartEpoch(epoch, 0);
+    EXPECT_TRUE(st.IsUsage()) << st.ToString();
+    EXPECT_EQ(st.message(), "epoch " + std::to_string(epoch) +
+                                " is past the last epoch a loader hands out, 4294967294 (epochs "
+                                "count from 0; a state or checkpoint holds at most 4294967295, "
+                                "where the last one's end leaves it)");
   }
 }
 

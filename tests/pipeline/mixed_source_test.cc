@@ -379,5 +379,44 @@ TEST_F(MixedSourceTest, WhatCannotBeMixedIsRefusedNamingIt) {
   EXPECT_EQ(loader->mixture_state()->steps, 3 * kBatch);
 }
 
+// Issue 40, A2: draws that sum to the steps but that the rule cannot have made (all of them from
+// one dataset of weight 0.5, or from a dataset of weight 0) are refused, and the loader goes on
+// as it was; every place the rule reaches is taken back.
+TEST_F(MixedSourceTest, DrawsTheRuleCannotHaveMadeAreRefused) {
+  Write({40, 40, 40});
+  auto loader = Open(Options({1, 1, 0}, 1, 0));
+  ASSERT_NE(loader, nullptr);
+  ASSERT_TRUE(loader->StartEpoch(0, 0).ok());
+  Take(*loader, 2);
+  const MixtureState at = *loader->mixture_state();
+  ASSERT_EQ(at.steps, 2 * kBatch);
+  const auto refusal = [&](const MixtureState& s) {
+    const Status st = loader->RestoreMixture(s, {});
+    EXPECT_TRUE(st.IsUsage()) << st.ToString();
+    return st.message();
+  };
+  MixtureState one_sided = at;
+  one_sided.drawn = {2 * kBatch, 0, 0};
+  EXPECT_EQ(refusal(one_sided),
+            "the state's dataset 0 drew 16 of its 16 steps, which no mixture of these weights "
+            "draws: the rule draws within 2 of 8 (weight 0.5)");
+  MixtureState zero = at;
+  zero.drawn = {kBatch, kBatch - 1, 1};
+  EXPECT_EQ(refusal(zero),
+            "the state's dataset 2 drew 1 of its 16 steps, but its weight is 0: it "
+            "never draws");
+  MixtureState wrapped = at;
+  wrapped.drawn = {~uint64_t{0}, 17, 0};
+  EXPECT_EQ(refusal(wrapped), "the state's draws sum to more than 2^64 - 1, not its 16 steps");
+  // Every prefix of the rule's own draws passes.
+  for (uint64_t k = 0; k < 200; ++k) {
+    std::vector<uint64_t> drawn(3, 0);
+    for (uint64_t j = 0; j < k; ++j) ++drawn[MixtureSource({0.5, 0.5, 0}, 7, j, drawn)];
+    EXPECT_TRUE(CheckMixtureDraws({0.5, 0.5, 0}, k, drawn, "steps").ok()) << k;
+  }
+  EXPECT_EQ(loader->mixture_state()->steps, at.steps);
+  EXPECT_EQ(Take(*loader, 1).size(), kBatch);
+}
+
 }  // namespace
 }  // namespace rf

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/dataset.h"
+#include "pipeline/batch_source.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/token_documents.h"
 
@@ -128,6 +129,120 @@ TEST_F(SequenceLoaderTest, ARestoreContinuesExactlyAndARefusedOneChangesNothing)
   EXPECT_EQ(b->state(), before);
   ASSERT_TRUE(b->Restore(at).ok());
   EXPECT_EQ(Take(*b), rest);
+}
+
+// Issue 40, W2: with int32 tokens an end-of-document or pad token past int32 came out cut to
+// another id (2^40 + 7 as 7, a real token); it is refused as int64 ids are.
+TEST_F(SequenceLoaderTest, ATokenTheInt32OutputCannotHoldIsRefused) {
+  const auto refusal = [&](int64_t eod, int64_t pad) {
+    LoaderOptions o = Options(1, 0, false);
+    o.output.dtype = DType::kInt32;
+    o.sequence.eod_token = eod;
+    o.sequence.pad_token = pad;
+    auto l = SequenceLoader::Create({dataset_.get()}, o);
+    if (l.ok()) return std::string();
+    EXPECT_TRUE(l.status().IsUsage()) << l.status().ToString();
+    return l.status().message();
+  };
+  const std::string range =
+      " does not fit the output dtype int32 (-2147483648 to 2147483647); "
+      "use dtype int64";
+  EXPECT_EQ(refusal((int64_t{1} << 40) + 7, -1), "eod_token 1099511627783" + range);
+  EXPECT_EQ(refusal(int64_t{1} << 31, -1), "eod_token 2147483648" + range);
+  EXPECT_EQ(refusal(0, (int64_t{1} << 32) + 3), "pad_token 4294967299" + range);
+  EXPECT_EQ(refusal(0, -(int64_t{1} << 31) - 1), "pad_token -2147483649" + range);
+  EXPECT_EQ(refusal((int64_t{1} << 31) - 1, -(int64_t{1} << 31)), "");
+}
+
+// Issue 40, W4: an epoch past the last one a loader hands out is refused when the packing
+// reaches it, naming the bound, and the state at the bound stays where it is.
+TEST_F(SequenceLoaderTest, AnEpochPastTheLastOneIsRefusedWhereThePackingReachesIt) {
+  auto l = Open(1, 0, false);
+  ASSERT_TRUE(l);
+  SequenceState s = l->state();
+  s.sources[0].epoch = kMaxEpoch - 1;
+  ASSERT_TRUE(l->Restore(s).ok());
+  EXPECT_EQ(Take(*l), stream_);
+  EXPECT_EQ(l->state().sources[0].epoch, kMaxEpoch);  // what a state holds
+  Result<std::shared_ptr<LoadedBatch>> past = l->Next();
+  ASSERT_FALSE(past.ok());
+  EXPECT_TRUE(past.status().IsUsage()) << past.status().ToString();
+  EXPECT_EQ(past.status().message().find("epoch 4294967295 is past the last epoch a loader hands "
+                                         "out, 4294967294"),
+            0u)
+      << past.status().ToString();
+  EXPECT_EQ(l->state().sources[0].epoch, kMaxEpoch);
+  s.sources[0].epoch = kMaxEpoch + 1;
+  const Status st = l->Restore(s);
+  EXPECT_EQ(st.message(),
+            "the state's dataset 0 is at epoch 4294967296, past the most an epoch "
+            "counts to, 4294967295");
+}
+
+// Issue 40, A2: a packed state whose counters disagree was taken (drawn [2^63, 0] then gave none
+// of the weight-0.7 dataset's rows); a state no loader reaches is refused naming what is wrong,
+// and the loader goes on as it was.
+TEST_F(SequenceLoaderTest, AStateWhoseCountersNoLoaderReachesIsRefused) {
+  auto other = testing::Documents(100, 80, 3);
+  ASSERT_TRUE(testing::WriteDocuments(dir_.File("b.rfd"), other, {}, 8 << 10, false).ok());
+  auto b = Dataset::Open(dir_.File("b.rfd"));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  LoaderOptions o = Options(1, 0, true);
+  o.pipeline.weights = {0.7f, 0.3f};
+  auto made = SequenceLoader::Create({dataset_.get(), &*b}, o);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  SequenceLoader& l = **made;
+  Take(l, 3);
+  const SequenceState at = l.state();
+  ASSERT_EQ(at.rows, 12u);
+  const auto refusal = [&](const SequenceState& s) {
+    const Status st = l.Restore(s);
+    EXPECT_TRUE(st.IsUsage()) << st.ToString();
+    return st.message();
+  };
+  SequenceState s = at;
+  s.drawn = {uint64_t{1} << 63, 0};
+  EXPECT_EQ(refusal(s), "the state's draws sum to 9223372036854775808, not its 12 rows");
+  s.rows = uint64_t{1} << 63;
+  EXPECT_EQ(refusal(s).find("the state's dataset 0 drew 9223372036854775808 of its "
+                            "9223372036854775808 rows, which no mixture of these weights draws"),
+            0u);
+  s = at;
+  s.rows = ~uint64_t{0};
+  EXPECT_EQ(refusal(s), "the state's draws sum to 12, not its 18446744073709551615 rows");
+  s = at;
+  s.sources[1].position = l.state().sources[1].position + 10000;
+  EXPECT_EQ(refusal(s).find("the state's dataset 1 is at row "), 0u);
+  // A mixture's dataset at its epoch's end has moved on already.
+  s = at;
+  s.sources[1] = {0, 0, 1, {{0, 1}}};
+  s.sources[1].position = 1;
+  EXPECT_EQ(refusal(s),
+            "the state's dataset 1 is at row 1 of an epoch of 1 rows a rank (a "
+            "mixture's dataset goes on into its next epoch at the row that ends one)");
+  EXPECT_EQ(l.state(), at);
+  ASSERT_TRUE(l.Restore(at).ok());
+
+  // One dataset: its draws are its rows, and it stops at batch boundaries.
+  auto one = Open(1, 0, true);
+  ASSERT_TRUE(one);
+  s = one->state();
+  s.rows = 5;
+  EXPECT_EQ(one->Restore(s).message(), "the state's draws sum to 0, not its 5 rows");
+  s = one->state();
+  s.sources[0].position = 6;
+  EXPECT_EQ(one->Restore(s).message().find("the state's dataset 0 is at row 6, no batch boundary "
+                                           "(a multiple of batch_size 4, or its epoch's end, row "),
+            0u);
+  // Rows at the most a state counts: the next batch is refused, not wrapped to 0.
+  s = one->state();
+  s.rows = s.drawn[0] = ~uint64_t{0};
+  ASSERT_TRUE(one->Restore(s).ok());
+  Result<std::shared_ptr<LoadedBatch>> wrapped = one->Next();
+  ASSERT_FALSE(wrapped.ok());
+  EXPECT_EQ(wrapped.status().message(),
+            "the loader has handed out 18446744073709551615 rows, and 4 more would pass the most "
+            "its state counts, 2^64 - 1");
 }
 
 }  // namespace

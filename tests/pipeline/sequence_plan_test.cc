@@ -10,7 +10,10 @@
 #include <random>
 #include <vector>
 
+#include "io/dataset.h"
 #include "pipeline/sequence_loader.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/token_documents.h"
 
 namespace rf {
 namespace {
@@ -100,6 +103,26 @@ TEST(Mixture, WeightsNoMixtureCanHaveAreRefused) {
   auto w = NormalizeWeights({3, 1}, 2);
   ASSERT_TRUE(w.ok());
   EXPECT_DOUBLE_EQ((*w)[0], 0.75);
+}
+
+// Issue 40: a directory whose part of format version 2 (no tokens in its chunk index) is read
+// with sequence_length named the directory's newest version, 3, for that part: the part's own.
+TEST(SequencePlan, APartWithoutTokenCountsIsNamedWithItsOwnVersion) {
+  testing::TempDir dir;
+  const auto docs = testing::Documents(50, 40, 2);
+  ASSERT_TRUE(testing::WriteDocuments(dir.File("a.rfd"), docs, {}, 16 << 10, false).ok());  // v3
+  ASSERT_TRUE(testing::WriteDocuments(dir.File("b.rfd"), docs, {}, 16 << 10, false, 1, 2).ok());
+  auto d = Dataset::Open(dir.path());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->header().version, 3u);
+  OrderSettings order;
+  auto plan = SequencePlan::Make(*d, order, 31, true, false, false);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_TRUE(plan.status().IsUsage());
+  EXPECT_EQ(plan.status().message(),
+            "sequence_length: " + dir.File("b.rfd") +
+                ": chunk 0: the chunk index does not say how many tokens the chunk holds (format "
+                "version 2); rewrite the part with `ringfeed-convert recompress` (version 3)");
 }
 
 }  // namespace

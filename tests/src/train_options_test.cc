@@ -78,7 +78,8 @@ TEST(TrainOptions, EverySizeHasAnUpperBound) {
       {"queue-depth", 32768}, {"batch-size", 1u << 20}, {"shuffle-window", 4096},
       {"ring-slots", 1024},   {"copy-streams", 16},     {"managed-prefetch", 65536},
       {"world-size", 65536},  {"rank", 65535},          {"read-size", 1u << 30},
-      {"prefetch", 64},       {"epochs", 4294967295u},  {"hidden", 65536}};
+      {"prefetch", 64},       {"epochs", 4294967295u},  {"hidden", 65536},
+      {"image-size", 8192}};
   for (const auto& [name, bound] : bounds) {
     const auto* loader = LoaderOptionTable().FindByName(name);
     const auto* train = TrainOptionTable().FindByName(name);

@@ -23,12 +23,12 @@ inline std::vector<std::vector<uint16_t>> Documents(size_t count, size_t longest
   return docs;
 }
 
-// Writes `docs` as a tokens dataset, document i labelled i % 7 where `labels`; OK or the
-// writer's error.
+// Writes `docs` as a tokens dataset, document i labelled i % 7 where `labels`, in format
+// `version` (WriterOptions::version; 0: the writer's choice, 3); OK or the writer's error.
 inline Status WriteDocuments(const std::string& path,
                              const std::vector<std::vector<uint16_t>>& docs, CodecSpec codec = {},
                              uint64_t chunk_bytes = 16 << 10, bool labels = true,
-                             uint32_t shards = 1) {
+                             uint32_t shards = 1, uint32_t version = 0) {
   DatasetSpec spec;
   spec.record_kind = format::RecordKind::kTokens;
   spec.sample_dtype = DType::kUInt16;
@@ -37,6 +37,7 @@ inline Status WriteDocuments(const std::string& path,
   o.chunk_bytes = chunk_bytes;
   o.codec = codec;
   o.shards = shards;
+  o.version = version;
   RF_ASSIGN_OR_RETURN(auto w, DatasetWriter::Create(path, spec, o));
   for (size_t i = 0; i < docs.size(); ++i) {
     const uint64_t offsets[2] = {0, docs[i].size()};
