@@ -7,6 +7,7 @@
 #include "tools/convert/commands.h"
 #include "tools/convert/image_converter.h"
 #include "tools/convert/image_inputs.h"
+#include "tools/convert/input_file.h"
 
 namespace rf::convert {
 
@@ -97,6 +98,7 @@ Status RunImagesCommand(const std::vector<std::string>& args, std::ostream& out)
         throw UsageError("'" + in + "' is neither a directory (an ImageFolder) nor a .tar shard");
     }
   }
+  if (!folder) RF_RETURN_IF_ERROR(CheckInputsAreRegular(inputs));
   Result<std::unique_ptr<ImageSource>> source =
       folder ? OpenImageFolderSource(inputs[0], o.max_record_bytes)
              : OpenWebDatasetSource(inputs, o.max_record_bytes);

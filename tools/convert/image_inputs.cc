@@ -1,7 +1,5 @@
 #include "tools/convert/image_inputs.h"
 
-#include <fcntl.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include "core/dtype.h"
 #include "io/file.h"
 #include "io/format.h"
+#include "tools/convert/input_file.h"
 
 namespace rf::convert {
 namespace {
@@ -36,7 +35,7 @@ bool IsImageExtension(const std::string& ext) {
 // Reads a whole file into *out; an error names it. `max` bounds what is read.
 Status ReadWhole(const std::string& path, uint64_t max, std::vector<uint8_t>* out,
                  std::string* too_large) {
-  RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File f, OpenInputFile(path));
   RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
   if (size > max) {
     *too_large =
@@ -128,7 +127,7 @@ Result<uint64_t> TarNumber(const uint8_t* p, size_t n, const std::string& path, 
 
 // Every regular member of a tar file, in order, with where its data lies.
 Result<std::vector<TarMember>> ListTar(const std::string& path) {
-  RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File f, OpenInputFile(path));
   RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
   std::vector<TarMember> members;
   std::string long_name;
@@ -223,7 +222,7 @@ class WebDatasetSource : public ImageSource {
       return true;
     }
     if (!open_ || open_tar_ != s.tar) {
-      RF_ASSIGN_OR_RETURN(file_, File::Open(tars_[s.tar], O_RDONLY));
+      RF_ASSIGN_OR_RETURN(file_, OpenInputFile(tars_[s.tar]));
       open_ = true;
       open_tar_ = s.tar;
     }
@@ -278,6 +277,7 @@ Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& di
       if (it->is_directory(ec)) continue;
       const std::string path = it->path().string();
       if (IsImageExtension(Extension(it->path().filename().string()))) {
+        RF_RETURN_IF_ERROR(CheckInputIsRegular(path));  // a FIFO named .jpg would block the read
         in.push_back(path);
         bytes += it->is_regular_file(ec) ? it->file_size(ec) : 0;
         ec.clear();
@@ -305,7 +305,7 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
   for (size_t t = 0; t < tars.size(); ++t) {
     const std::string& path = tars[t];
     RF_ASSIGN_OR_RETURN(std::vector<TarMember> members, ListTar(path));
-    RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
+    RF_ASSIGN_OR_RETURN(File f, OpenInputFile(path));
     RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
     bytes += size;
     // Members of one key are consecutive (WebDataset's rule); a key seen again later is refused.

@@ -1,7 +1,5 @@
 // JSON lines (token_inputs.h): each line a list of ids, or an object with a "tokens" or
 // "input_ids" list, parsed by nlohmann-json's SAX interface (no document tree is built).
-#include <fcntl.h>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "io/file.h"
+#include "tools/convert/input_file.h"
 #include "tools/convert/token_inputs.h"
 
 namespace rf::convert {
@@ -267,7 +266,7 @@ class JsonLinesSource final : public DocumentSource {
     while (offsets_.size() == 1 || ids_.size() * 8 < block_bytes) {
       if (!reader_) {
         if (next_file_ == paths_.size()) break;
-        RF_ASSIGN_OR_RETURN(File f, File::Open(paths_[next_file_], O_RDONLY));
+        RF_ASSIGN_OR_RETURN(File f, OpenInputFile(paths_[next_file_]));
         reader_ = std::make_unique<LineReader>(std::move(f));
         ++next_file_;
       }
@@ -322,7 +321,7 @@ class JsonLinesSource final : public DocumentSource {
     const Line& at = lines_[doc - first];
     std::string text(at.length, '\0');
     uint64_t column = 1;
-    Result<File> f = File::Open(paths_[at.file], O_RDONLY);
+    Result<File> f = OpenInputFile(paths_[at.file]);
     if (f.ok() && f->ReadAt(text.data(), text.size(), at.start).ok()) {
       const auto& [object, key] = keys_[doc - first];
       column = std::max<uint64_t>(ElementColumn(text, object, key, j), 1);
@@ -363,7 +362,7 @@ class JsonLinesSource final : public DocumentSource {
 Result<std::unique_ptr<DocumentSource>> OpenJsonLinesSource(const std::vector<std::string>& paths) {
   uint64_t bytes = 0;
   for (const std::string& p : paths) {
-    RF_ASSIGN_OR_RETURN(File f, File::Open(p, O_RDONLY));  // each exists and can be read
+    RF_ASSIGN_OR_RETURN(File f, OpenInputFile(p));  // each exists and can be read
     RF_ASSIGN_OR_RETURN(const uint64_t size, f.Size());
     bytes += size;
   }

@@ -2,6 +2,7 @@
 // record a document, through ConvertDocuments (token_converter.h).
 #include "tools/convert/cli_options.h"
 #include "tools/convert/commands.h"
+#include "tools/convert/input_file.h"
 #include "tools/convert/megatron.h"
 #include "tools/convert/token_converter.h"
 #include "tools/convert/token_inputs.h"
@@ -117,6 +118,7 @@ Status RunNpyDocsCommand(const std::vector<std::string>& args, std::ostream& out
                         desc, &pos, args, vm, out))
     return Status::Ok();
   const TokenConvertOptions o = ToTokenOptions(f);
+  if (!offsets.empty()) RF_RETURN_IF_ERROR(CheckInputsAreRegular({input, offsets}));
   return ConvertAndReport(
       offsets.empty() ? OpenNpyDirectorySource(input) : OpenNpyOffsetsSource(input, offsets), f, o,
       out);
@@ -137,6 +139,7 @@ Status RunJsonlCommand(const std::vector<std::string>& args, std::ostream& out) 
   if (!ParseCommandLine("jsonl", "FILE... -o OUT.rfd [options]", desc, &pos, args, vm, out))
     return Status::Ok();
   const TokenConvertOptions o = ToTokenOptions(f);
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular(files));
   return ConvertAndReport(OpenJsonLinesSource(files), f, o, out);
 }
 
@@ -166,6 +169,7 @@ Status RunTextCommand(const std::vector<std::string>& args, std::ostream& out) {
   if (split != "files" && split != "lines")
     throw UsageError("--split must be files or lines, not '" + split + "'");
   const TokenConvertOptions o = ToTokenOptions(f);
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular(files));
   return ConvertAndReport(OpenByteTextSource(files, split == "lines"), f, o, out);
 }
 
