@@ -1,13 +1,20 @@
 // ringfeed-convert against inputs that are not regular files (issue 40, M2): a FIFO hung every
 // subcommand that read one (opened, closed unread, opened again, blocked), `text <(...)` said "no
 // document holds an id" and `jsonl <(...)` "read failed: Illegal seek", each leaving a temporary
-// file behind. Each input that is not a regular file is refused at once naming it, before any
-// output exists. Every run here is under `timeout`, so a hang fails instead of waiting.
+// file behind; and a conversion killed by a signal left its temporaries. Each input that is not a
+// regular file is refused at once naming it, before any output exists; a killed conversion
+// removes its temporaries. Every run here is under `timeout`, so a hang fails instead of waiting.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/testing/temp_dir.h"
@@ -131,6 +138,49 @@ TEST(ConvertFifoInput, AProcessSubstitutionIsRefusedNamingIt) {
     EXPECT_EQ(output.find("/dev/fd/"), std::string("ringfeed-convert: ").size()) << output;
   }
   EXPECT_TRUE(testing::FilesIn(t.path()).empty());
+}
+
+// A conversion killed by SIGTERM (`timeout`), SIGINT (Ctrl-C) or SIGHUP (its terminal gone) left
+// f.rfd.tmp.PID.0: it removes its temporaries, then dies of the signal.
+TEST(ConvertFifoInput, AConversionKilledBySignalLeavesNoTemporary) {
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    TempDir t;
+    const std::string program = Program(), output = t.File("f.rfd");
+    // Long enough to be killed mid-run (a few GB of samples through zstd's slowest level), and
+    // writing little meanwhile.
+    const std::vector<std::string> args = {
+        program,   "synthetic", "--samples", "100000000", "--shape", "1,8,8", "--compress",
+        "zstd:19", "--shards",  "2",         "-q",        "-o",      output};
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (int s : {SIGTERM, SIGINT, SIGHUP}) ::signal(s, SIG_DFL);  // as a shell would start it
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      std::vector<char*> argv;
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(program.c_str(), argv.data());
+      ::_exit(127);
+    }
+    // Until both shards' temporaries exist (they are made before the first sample is written).
+    size_t temporaries = 0;
+    for (int i = 0; i < 400 && temporaries < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      temporaries = 0;
+      for (const std::string& name : testing::FilesIn(t.path()))
+        temporaries += name.find(".tmp.") != std::string::npos;
+    }
+    EXPECT_EQ(temporaries, 2u) << "signal " << sig << ": " << testing::FilesIn(t.path()).size();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(::kill(pid, sig), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig)
+        << "signal " << sig << ": status " << status;
+    EXPECT_TRUE(testing::FilesIn(t.path()).empty()) << "signal " << sig;
+  }
 }
 
 }  // namespace
