@@ -1,0 +1,103 @@
+#include "tools/convert/tar_reader.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace rf::convert {
+namespace {
+
+constexpr size_t kBlock = 512;
+
+Result<uint64_t> TarNumber(const uint8_t* p, size_t n, const std::string& path, uint64_t at) {
+  if (p[0] & 0x80) {  // GNU base-256
+    uint64_t v = p[0] & 0x7f;
+    for (size_t i = 1; i < n; ++i) {
+      if (v >> 56) return std::move(Status::Corruption(path, "tar size too large").WithOffset(at));
+      v = (v << 8) | p[i];
+    }
+    return v;
+  }
+  uint64_t v = 0;
+  size_t i = 0;
+  while (i < n && p[i] == ' ') ++i;
+  for (; i < n && p[i] >= '0' && p[i] <= '7'; ++i) {
+    if (v >> 60) return std::move(Status::Corruption(path, "tar size too large").WithOffset(at));
+    v = v * 8 + (p[i] - '0');
+  }
+  for (; i < n; ++i) {
+    if (p[i] != 0 && p[i] != ' ')
+      return std::move(
+          Status::Corruption(path, "not a tar file (a malformed header number)").WithOffset(at));
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<std::vector<TarMember>> ListTar(const File& f) {
+  const std::string& path = f.path();
+  RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
+  std::vector<TarMember> members;
+  std::string long_name;
+  uint8_t h[kBlock];
+  uint64_t at = 0;
+  for (;;) {
+    if (at + kBlock > size) {
+      return std::move(
+          Status::Corruption(path, "tar file ends without its end-of-archive blocks (truncated?)")
+              .WithOffset(at));
+    }
+    RF_RETURN_IF_ERROR(f.ReadAt(h, kBlock, at));
+    if (std::all_of(h, h + kBlock, [](uint8_t b) { return b == 0; })) break;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < kBlock; ++i) sum += (i >= 148 && i < 156) ? ' ' : h[i];
+    RF_ASSIGN_OR_RETURN(uint64_t want, TarNumber(h + 148, 8, path, at + 148));
+    if (sum != want)
+      return std::move(
+          Status::Corruption(path, "not a tar file (a header checksum mismatch)").WithOffset(at));
+    RF_ASSIGN_OR_RETURN(uint64_t msize, TarNumber(h + 124, 12, path, at + 124));
+    const uint64_t data = at + kBlock;
+    if (msize > size - data)
+      return std::move(Status::Corruption(path, "tar member runs past the file's end (truncated?)")
+                           .WithOffset(at));
+    const char type = static_cast<char>(h[156]);
+    auto field = [&](size_t off, size_t n) {
+      const char* s = reinterpret_cast<const char*>(h + off);
+      return std::string(s, strnlen(s, n));
+    };
+    if (type == 'L' || type == 'x') {
+      std::string body(msize, '\0');
+      RF_RETURN_IF_ERROR(f.ReadAt(body.data(), msize, data));
+      if (type == 'L') {
+        long_name = body.c_str();
+      } else {  // pax records "LEN key=value\n": the path only
+        size_t p = 0;
+        while (p < body.size()) {
+          const size_t sp = body.find(' ', p);
+          if (sp == std::string::npos) break;
+          const uint64_t len = std::strtoull(body.c_str() + p, nullptr, 10);
+          if (len == 0 || p + len > body.size()) break;
+          const std::string rec = body.substr(sp + 1, p + len - sp - 2);
+          if (rec.rfind("path=", 0) == 0) long_name = rec.substr(5);
+          p += len;
+        }
+      }
+    } else if (type == '0' || type == '\0' || type == '7') {
+      std::string name = long_name;
+      if (name.empty()) {
+        name = field(0, 100);
+        const std::string prefix = field(345, 155);
+        if (std::memcmp(h + 257, "ustar", 5) == 0 && !prefix.empty()) name = prefix + "/" + name;
+      }
+      members.push_back({name, at, data, msize});
+      long_name.clear();
+    } else {
+      long_name.clear();  // directories, links, global pax headers: nothing to read
+    }
+    at = data + (msize + kBlock - 1) / kBlock * kBlock;
+  }
+  return members;
+}
+
+}  // namespace rf::convert

@@ -1,0 +1,29 @@
+// ListTar: the regular members of a tar file (POSIX ustar, with GNU long names ('L') and pax
+// extended headers' path records ('x')), in order, each with where its header and its data lie,
+// from a walk of the headers only (the data is seeked over). Directories, links and global pax
+// headers are passed over. A malformed or truncated tar is a Corruption naming the file and the
+// byte: a header whose checksum does not match, a number that is not one, a member running past
+// the file's end, a missing end-of-archive.
+//
+// Thread safety: none beyond the File's (ReadAt).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "io/file.h"
+
+namespace rf::convert {
+
+struct TarMember {
+  std::string name;
+  uint64_t header = 0;  // where its header block starts (after any long-name header of it)
+  uint64_t offset = 0;  // where its data starts
+  uint64_t size = 0;
+};
+
+Result<std::vector<TarMember>> ListTar(const File& tar);
+
+}  // namespace rf::convert
