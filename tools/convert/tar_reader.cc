@@ -8,6 +8,11 @@ namespace rf::convert {
 namespace {
 
 constexpr size_t kBlock = 512;
+// The largest long-name header and pax extended header read: a path is at most PATH_MAX (4096)
+// bytes, and a pax header holds a path and a few other records (times, owners), so a larger one
+// is forged, or not what a sample's name needs. Checked before anything is sized from the header.
+constexpr uint64_t kMaxLongName = 4096;
+constexpr uint64_t kMaxPaxHeader = 64 << 10;
 
 Result<uint64_t> TarNumber(const uint8_t* p, size_t n, const std::string& path, uint64_t at) {
   if (p[0] & 0x80) {  // GNU base-256
@@ -67,6 +72,16 @@ Result<std::vector<TarMember>> ListTar(const File& f) {
       return std::string(s, strnlen(s, n));
     };
     if (type == 'L' || type == 'x') {
+      const uint64_t bound = type == 'L' ? kMaxLongName : kMaxPaxHeader;
+      if (msize > bound) {
+        return std::move(
+            Status::Corruption(
+                path,
+                std::string(type == 'L' ? "a GNU long name header" : "a pax extended header") +
+                    " of " + std::to_string(msize) + " bytes, more than the " +
+                    std::to_string(bound) + " this reads (a member's path is a few KiB at most)")
+                .WithOffset(at));
+      }
       std::string body(msize, '\0');
       RF_RETURN_IF_ERROR(f.ReadAt(body.data(), msize, data));
       if (type == 'L') {
@@ -77,7 +92,8 @@ Result<std::vector<TarMember>> ListTar(const File& f) {
           const size_t sp = body.find(' ', p);
           if (sp == std::string::npos) break;
           const uint64_t len = std::strtoull(body.c_str() + p, nullptr, 10);
-          if (len == 0 || p + len > body.size()) break;
+          // "LEN key=value\n", LEN counting itself: the record must hold its ' ' and '\n'.
+          if (len == 0 || len > body.size() - p || sp + 2 > p + len) break;
           const std::string rec = body.substr(sp + 1, p + len - sp - 2);
           if (rec.rfind("path=", 0) == 0) long_name = rec.substr(5);
           p += len;

@@ -1,9 +1,11 @@
 // ListTar: the regular members of a tar file (POSIX ustar, with GNU long names ('L') and pax
 // extended headers' path records ('x')), in order, each with where its header and its data lie,
 // from a walk of the headers only (the data is seeked over). Directories, links and global pax
-// headers are passed over. A malformed or truncated tar is a Corruption naming the file and the
-// byte: a header whose checksum does not match, a number that is not one, a member running past
-// the file's end, a missing end-of-archive.
+// headers are passed over. A GNU long name of more than 4096 bytes (PATH_MAX) or a pax extended
+// header of more than 64 KiB is refused before it is read (a member's path is a few KiB at most;
+// a header declaring gigabytes in a sparse file is forged). A malformed or truncated tar is a
+// Corruption naming the file and the byte: a header whose checksum does not match, a number that is
+// not one, a member running past the file's end, a missing end-of-archive.
 //
 // Thread safety: none beyond the File's (ReadAt).
 #pragma once
