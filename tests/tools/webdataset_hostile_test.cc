@@ -80,5 +80,33 @@ TEST(WebDatasetHostile, LongNameAndPaxHeadersWithinTheBoundsNameTheirMember) {
   EXPECT_NE(out.find("1 JPEG images of 5 classes"), std::string::npos) << out;
 }
 
+// A key with two .cls members converted with exit 0, the later label winning; two images were
+// refused already. Either is refused naming the tar and the second member's header byte.
+TEST(WebDatasetHostile, AKeyWithTwoLabelsOrTwoImagesIsRefusedNamingTheSecond) {
+  TempDir t;
+  const std::vector<uint8_t> j = testing::Jpeg(16, 16, 1);
+  std::vector<uint8_t> tar;
+  testing::TarMember(&tar, "a.jpg", j);
+  testing::TarMember(&tar, "a.cls", Text("1"));
+  const uint64_t second = tar.size();
+  testing::TarMember(&tar, "a.cls", Text("2"));
+  tar.resize(tar.size() + 1024);
+  testing::WriteAll(t.File("s.tar"), tar);
+  Status st = testing::Convert({"images", t.File("s.tar"), "-q", "-o", t.File("o.rfd")});
+  EXPECT_EQ(st.ToString(), t.File("s.tar") + ": at byte " + std::to_string(second) +
+                               ": sample 'a' holds two labels (a.cls twice)");
+  tar.clear();
+  testing::TarMember(&tar, "a.jpg", j);
+  const uint64_t jpeg = tar.size();
+  testing::TarMember(&tar, "a.jpeg", j);
+  testing::TarMember(&tar, "a.cls", Text("1"));
+  tar.resize(tar.size() + 1024);
+  testing::WriteAll(t.File("s.tar"), tar);
+  st = testing::Convert({"images", t.File("s.tar"), "-q", "-o", t.File("o.rfd")});
+  EXPECT_EQ(st.ToString(), t.File("s.tar") + ": at byte " + std::to_string(jpeg) +
+                               ": sample 'a' holds two images (a.jpg, a.jpeg)");
+  EXPECT_EQ(testing::FilesIn(t.path()), std::vector<std::string>{"s.tar"});
+}
+
 }  // namespace
 }  // namespace rf

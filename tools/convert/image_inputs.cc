@@ -233,11 +233,21 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
           break;
         const std::string ext = m.name.substr(key.size() + 1);
         if (ext == "jpg" || ext == "jpeg") {
-          if (image)
-            return Status::InvalidArgument("sample '" + key + "' holds two images").WithPath(path);
+          if (image) {
+            return std::move(Status::InvalidArgument("sample '" + key + "' holds two images (" +
+                                                     s.image.name + ", " + m.name + ")")
+                                 .WithPath(path)
+                                 .WithOffset(m.header));
+          }
           image = true;
           s.image = m;
         } else if (ext == "cls") {
+          if (label) {
+            return std::move(Status::InvalidArgument("sample '" + key + "' holds two labels (" +
+                                                     key + ".cls twice)")
+                                 .WithPath(path)
+                                 .WithOffset(m.header));
+          }
           std::string text(std::min<uint64_t>(m.size, 32), '\0');
           RF_RETURN_IF_ERROR(f.ReadAt(text.data(), text.size(), m.offset));
           while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))

@@ -13,10 +13,10 @@
 //                 first '.'), read in order: KEY.jpg (or .jpeg) the image, KEY.cls its label (a
 //                 decimal integer, 0 or more). Other members of a sample (.json, .txt) are passed
 //                 over. A first pass reads the headers and the .cls members only (the images are
-//                 seeked over), so a sample without an image or a label, a bad label or a
-//                 malformed tar is refused before anything is written, and the class count is
-//                 known (one more than the largest label): there are no class names. The tar
-//                 reader's bounds (long names, pax headers) are tar_reader.h's.
+//                 seeked over), so a sample without an image or a label (or with two), a bad
+//                 label or a malformed tar is refused before anything is written, and the class
+//                 count is known (one more than the largest label): there are no class names.
+//                 The tar reader's bounds (long names, pax headers) are tar_reader.h's.
 #pragma once
 
 #include <cstdint>
