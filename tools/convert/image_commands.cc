@@ -2,6 +2,7 @@
 // an image, its original bytes or (--max-side, --quality) re-encoded, with int labels
 // (image_converter.h).
 #include <filesystem>
+#include <iostream>
 
 #include "tools/convert/cli_options.h"
 #include "tools/convert/commands.h"
@@ -103,6 +104,11 @@ Status RunImagesCommand(const std::vector<std::string>& args, std::ostream& out)
       folder ? OpenImageFolderSource(inputs[0], o.max_record_bytes)
              : OpenWebDatasetSource(inputs, o.max_record_bytes);
   if (!source.ok()) return source.status();
+  // Said before the conversion, and under --quiet too: the tree holds what the dataset will not.
+  if (const std::string links = LinksNotFollowedText((*source)->links_not_followed());
+      !links.empty()) {
+    std::cerr << "ringfeed-convert: passing over " << links << "\n";
+  }
   RF_ASSIGN_OR_RETURN(ImageConvertSummary s, ConvertImages(**source, output, o));
   if (!quiet) out << ImageConvertReport(s);
   return Status::Ok();

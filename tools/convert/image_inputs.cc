@@ -51,12 +51,13 @@ class ImageFolderSource : public ImageSource {
  public:
   ImageFolderSource(std::string dir, std::vector<std::string> names,
                     std::vector<std::pair<std::string, uint32_t>> files, uint64_t bytes,
-                    uint64_t passed, uint64_t max_file)
+                    uint64_t passed, std::vector<std::string> links, uint64_t max_file)
       : dir_(std::move(dir)),
         names_(std::move(names)),
         files_(std::move(files)),
         bytes_(bytes),
         passed_(passed),
+        links_(std::move(links)),
         max_file_(max_file) {}
 
   Result<bool> Next(ImageItem* item) override {
@@ -83,12 +84,15 @@ class ImageFolderSource : public ImageSource {
   }
   uint64_t input_bytes() const override { return bytes_; }
   uint64_t passed_over() const override { return passed_; }
+  std::vector<std::string> links_not_followed() const override { return links_; }
 
  private:
   std::string dir_;
   std::vector<std::string> names_;
   std::vector<std::pair<std::string, uint32_t>> files_;
-  uint64_t bytes_, passed_, max_file_;
+  uint64_t bytes_, passed_;
+  std::vector<std::string> links_;
+  uint64_t max_file_;
   size_t next_ = 0;
 };
 
@@ -167,21 +171,25 @@ Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& di
   if (names.size() > format::MaxClassesFor(DType::kInt32))
     return Status::InvalidArgument("too many class folders").WithPath(dir);
   std::vector<std::pair<std::string, uint32_t>> files;
+  std::vector<std::string> links;
   uint64_t bytes = 0, passed = 0;
   for (uint32_t c = 0; c < names.size(); ++c) {
     const fs::path folder = fs::path(dir) / names[c];
     std::vector<std::string> in;
-    for (fs::recursive_directory_iterator
-             it(folder, fs::directory_options::follow_directory_symlink, ec),
-         end;
-         !ec && it != end; it.increment(ec)) {
-      if (it->is_directory(ec)) continue;
+    // Links to directories are not followed (the iterator's default): a link to the tree or a
+    // parent would make a loop, and a link elsewhere images of another class. Each entry's own
+    // error (a link to nothing) is the entry's, not the listing's.
+    for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code entry;
       const std::string path = it->path().string();
+      if (it->is_directory(entry)) {
+        if (it->is_symlink(entry)) links.push_back(path);
+        continue;
+      }
       if (IsImageExtension(Extension(it->path().filename().string()))) {
         RF_RETURN_IF_ERROR(CheckInputIsRegular(path));  // a FIFO named .jpg would block the read
         in.push_back(path);
-        bytes += it->is_regular_file(ec) ? it->file_size(ec) : 0;
-        ec.clear();
+        bytes += it->is_regular_file(entry) ? it->file_size(entry) : 0;
       } else {
         ++passed;
       }
@@ -194,8 +202,8 @@ Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& di
     std::sort(in.begin(), in.end());
     for (std::string& f : in) files.emplace_back(std::move(f), c);
   }
-  return std::unique_ptr<ImageSource>(new ImageFolderSource(dir, std::move(names), std::move(files),
-                                                            bytes, passed, max_file_bytes));
+  return std::unique_ptr<ImageSource>(new ImageFolderSource(
+      dir, std::move(names), std::move(files), bytes, passed, std::move(links), max_file_bytes));
 }
 
 Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std::string>& tars,
