@@ -36,7 +36,8 @@ void AddTokenOptions(po::options_description& desc, TokenFlags& f) {
       "target chunk size (4KiB to 1GiB); a chunk ends where the next document would pass it");
   add("shards", po::value(&f.shards)->default_value(f.shards), "number of shard files");
   add("max-record-size", po::value(&f.max_record_size)->default_value(f.max_record_size),
-      "the longest document, in stored bytes (up to 1GiB); a longer one is refused");
+      "the longest document, in stored bytes (up to 1GiB); a longer one is refused (jsonl: with "
+      "--memory-budget, the smaller, 64KiB at least, also a line's longest string)");
   add("memory-budget", po::value(&f.memory_budget)->default_value(f.memory_budget),
       "ids read at a time (a block of whole documents; one document at least)");
   AddCodecOptions(desc, f.codec);
@@ -140,7 +141,7 @@ Status RunJsonlCommand(const std::vector<std::string>& args, std::ostream& out) 
     return Status::Ok();
   const TokenConvertOptions o = ToTokenOptions(f);
   RF_RETURN_IF_ERROR(CheckInputsAreRegular(files));
-  return ConvertAndReport(OpenJsonLinesSource(files), f, o, out);
+  return ConvertAndReport(OpenJsonLinesSource(files, o.max_record_bytes, o.block_bytes), f, o, out);
 }
 
 Status RunTextCommand(const std::vector<std::string>& args, std::ostream& out) {
