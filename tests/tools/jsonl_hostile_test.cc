@@ -1,8 +1,9 @@
 // ringfeed-convert jsonl against hostile lines (issue 40): a long line was held whole, about 3
 // times its length (300 MB of whitespace around [1] with --memory-budget 1MiB took 824 MB; a
 // 100 MB "text" member with --max-record-size 1MiB took 301 MB); a NUL byte ended the line
-// silently ("[1,2]\0[3,4]" was the document [1,2]). Lines are parsed as they are read: memory
-// follows the options, and every refusal names file, line, column and byte.
+// silently ("[1,2]\0[3,4]" was the document [1,2]); a key given twice said the object had both
+// "tokens" and "input_ids". Lines are parsed as they are read: memory follows the options, and
+// every refusal names file, line, column and byte.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -98,6 +99,10 @@ TEST(JsonlHostile, LinesAcrossTheBufferAndStreamedLinesAreReadAndNamed) {
       Refusal(t, Around("{\"tokens\": [", 70000, ' ', "3, -4]}\n"), {"--max-record-size", "8"}),
       t.File("x.jsonl") +
           ": at byte 70015: line 1, column 70016: id -4 (id 1 of document 0) is negative");
+  EXPECT_EQ(Refusal(t, Around("{\"tokens\": [1],", 70000, ' ', "\"tokens\": [2]}\n"),
+                    {"--max-record-size", "8"}),
+            t.File("x.jsonl") +
+                ": at byte 70015: line 1, column 70016: the key \"tokens\" appears twice");
 }
 
 TEST(JsonlHostile, ANulByteIsRefusedNamingItsByte) {
@@ -127,6 +132,19 @@ TEST(JsonlHostile, TextAfterTheValueIsRefused) {
                 ": at byte 20: line 1, column 21: malformed JSON: syntax error while parsing value "
                 "- invalid literal; last read: '1]}   x'; expected end of input");
   EXPECT_EQ(Refusal(t, "[1,2]   \t\r\n"), "OK");  // whitespace after it is nothing
+}
+
+TEST(JsonlHostile, AKeyGivenTwiceIsRefusedNamingIt) {
+  TempDir t;
+  EXPECT_EQ(
+      Refusal(t, "[0]\n{\"tokens\":[1],  \"tokens\":[2]}\n"),
+      t.File("x.jsonl") + ": at byte 20: line 2, column 17: the key \"tokens\" appears twice");
+  EXPECT_EQ(
+      Refusal(t, "{\"input_ids\":[1],\"input_ids\":[2]}\n"),
+      t.File("x.jsonl") + ": at byte 17: line 1, column 18: the key \"input_ids\" appears twice");
+  // Inside another member, or another key twice, is not the list's.
+  EXPECT_EQ(Refusal(t, "{\"m\":{\"tokens\":1,\"tokens\":2},\"a\":0,\"a\":1,\"tokens\":[3]}\n"),
+            "OK");
 }
 
 TEST(JsonlHostile, DeepNestingAndLongMalformedTokensEndInOneShortLine) {

@@ -181,7 +181,7 @@ TEST(JsonLines, MalformedLinesAreRefusedNamingLineAndColumn) {
                      "while parsing array"));
   EXPECT_TRUE(refuse("[1]\n\n[2]\n", "at byte 4: line 2, column 1: a blank line"));
   EXPECT_TRUE(refuse("{\"tokens\": [1], \"input_ids\": [1]}\n",
-                     "at byte 0: line 1, column 1: an object with both"));
+                     "at byte 16: line 1, column 17: an object with both"));
   EXPECT_TRUE(
       refuse("{\"text\": \"x\"}\n", "at byte 0: line 1, column 1: an object without a \"tokens\""));
   EXPECT_TRUE(refuse("{\"tokens\": 5}\n",

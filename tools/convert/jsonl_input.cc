@@ -61,7 +61,10 @@ class IdsHandler final : public nlohmann::json_sax<nlohmann::json> {
   }
   bool key(string_t& k) override {
     if (depth_ == 1 && (k == "tokens" || k == "input_ids")) {
-      if (!key_.empty()) return Fail("an object with both \"tokens\" and \"input_ids\"", false);
+      if (k == key_) return FailWhere("the key \"" + k + "\" appears twice", Where::kSecondKey);
+      if (!key_.empty()) {
+        return FailWhere("an object with both \"tokens\" and \"input_ids\"", Where::kSecondKey);
+      }
       key_ = k;
       pending_ = true;
     }

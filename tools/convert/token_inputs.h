@@ -8,7 +8,7 @@
 //                   decreasing: document i is ids[offsets[i]:offsets[i + 1]])
 //   JSON lines      each line one JSON value, parsed by nlohmann-json: a list of integer ids, or
 //                   an object whose "tokens" (or "input_ids") member is one (other members are
-//                   passed over; an object with both, or neither, is refused).
+//                   passed over; an object with both, or neither, or one key twice, is refused).
 //                   A malformed line, a blank one, text after the value, a NUL byte, an element
 //                   that is not an integer, nesting deeper than 512, is refused naming file, line
 //                   and column and the byte. Lines are parsed as they are read, never held whole
