@@ -163,20 +163,20 @@ class NpyOffsetsSource final : public DocumentSource {
     const size_t os = ElemSize(oh_.elem);
     int64_t prev = 0;
     for (uint64_t i = 0; i < count; ++i) {
+      // LoadInteger (Offset) holds a uint64 above 2^63 - 1 at 2^63 - 1: each message prints the
+      // value as the file holds it (IntegerText), never that.
       RF_ASSIGN_OR_RETURN(const uint64_t raw, Offset(i));
       const int64_t v = static_cast<int64_t>(raw);
-      const bool u64_above = oh_.elem == Elem::kU64 && raw > uint64_t{INT64_MAX};
+      const std::string value = IntegerText(oh_.elem, window_.data(), i - window_begin_);
       std::string what;
       if (i == 0 && v != 0) {
-        what = "offset 0 is " + IntegerText(oh_.elem, window_.data(), i - window_begin_) +
-               ", not 0 (the first document starts the ids)";
-      } else if (u64_above || v < prev) {
-        what = "offset " + std::to_string(i) + " is " +
-               IntegerText(oh_.elem, window_.data(), i - window_begin_) +
-               ", below the one before it (" + std::to_string(prev) + ")";
+        what = "offset 0 is " + value + ", not 0 (the first document starts the ids)";
+      } else if (v < prev) {
+        what = "offset " + std::to_string(i) + " is " + value + ", below the one before it (" +
+               std::to_string(prev) + ")";
       } else if (static_cast<uint64_t>(v) > ih_.shape[0] ||
                  (i + 1 == count && static_cast<uint64_t>(v) != ih_.shape[0])) {
-        what = "offset " + std::to_string(i) + " is " + std::to_string(v) + "; the last is " +
+        what = "offset " + std::to_string(i) + " is " + value + "; the last is " +
                ids_file_.path() + "'s length, " + std::to_string(ih_.shape[0]);
       }
       if (!what.empty()) {
@@ -208,15 +208,21 @@ Result<std::unique_ptr<DocumentSource>> OpenNpyDirectorySource(const std::string
         ": not a directory (npy-docs reads a directory of .npy files, or one .npy with "
         "--offsets)");
   }
-  // Every name ending .npy is a document: one that is not a regular file (a FIFO would block the
-  // read) is refused naming it, not passed over; other names are.
+  // Every name ending .npy is a document: one that is a link to nothing, or not a regular file
+  // (a FIFO would block the read), is refused naming it, not passed over; other names are (a
+  // link to nothing among them too: it ended the listing, "cannot list the directory").
   std::vector<std::string> names;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.size() <= 4 || !name.ends_with(".npy")) continue;
     const std::string path = it->path().string();
     std::error_code kind;
-    it->status(kind);  // through symbolic links
+    const std::filesystem::file_status st = it->status(kind);  // through symbolic links
+    if (st.type() == std::filesystem::file_type::not_found) {
+      return Status::InvalidArgument(
+                 "a symbolic link to nothing, where the directory's .npy files are its documents")
+          .WithPath(path);
+    }
     if (kind) return Status::IOError(path, "cannot look at the file", kind.value());
     RF_RETURN_IF_ERROR(CheckInputIsRegular(path));
     names.push_back(name);
