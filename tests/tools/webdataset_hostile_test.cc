@@ -108,5 +108,25 @@ TEST(WebDatasetHostile, AKeyWithTwoLabelsOrTwoImagesIsRefusedNamingTheSecond) {
   EXPECT_EQ(testing::FilesIn(t.path()), std::vector<std::string>{"s.tar"});
 }
 
+// Found writing the tar fuzz target: a member's name is any bytes, and one holding a newline made
+// a refusal two lines. Control bytes are written \xNN.
+TEST(WebDatasetHostile, AMemberNameWithANewlineIsNamedOnOneLine) {
+  TempDir t;
+  std::vector<uint8_t> tar;
+  testing::TarMember(&tar, "a\nb.jpg", testing::Jpeg(16, 16, 1));
+  testing::TarMember(&tar, "a\nb.cls", Text("x\ty"));
+  tar.resize(tar.size() + 1024);
+  testing::WriteAll(t.File("s.tar"), tar);
+  EXPECT_EQ(testing::Convert({"images", t.File("s.tar"), "-q", "-o", t.File("o.rfd")}).ToString(),
+            t.File("s.tar") + ": at byte " + std::to_string(tar.size() - 1024 - 512) +
+                ": a\\x0ab.cls: the label 'x\\x09y' is not an integer from 0 to 2^31 - 1");
+  tar.clear();
+  testing::TarMember(&tar, "a\nb.jpg", testing::Jpeg(16, 16, 1));
+  tar.resize(tar.size() + 1024);
+  testing::WriteAll(t.File("s.tar"), tar);
+  EXPECT_EQ(testing::Convert({"images", t.File("s.tar"), "-q", "-o", t.File("o.rfd")}).ToString(),
+            t.File("s.tar") + ": sample 'a\\x0ab' has no label (a\\x0ab.cls)");
+}
+
 }  // namespace
 }  // namespace rf

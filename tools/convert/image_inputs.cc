@@ -117,7 +117,7 @@ class WebDatasetSource : public ImageSource {
   Result<bool> Next(ImageItem* item) override {
     if (next_ == samples_.size()) return false;
     const WdsSample& s = samples_[next_++];
-    item->name = tars_[s.tar] + ":" + s.image.name;
+    item->name = tars_[s.tar] + ":" + PrintableName(s.image.name);
     item->label = s.label;
     item->bytes.clear();
     item->error.clear();
@@ -226,7 +226,7 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
       const size_t dot = first.find('.', slash == std::string::npos ? 0 : slash + 1);
       const std::string key = first.substr(0, dot);
       if (seen.count(key) != 0)
-        return Status::InvalidArgument("sample '" + key +
+        return Status::InvalidArgument("sample '" + PrintableName(key) +
                                        "' appears twice, not in consecutive members")
             .WithPath(path);
       seen[key] = true;
@@ -242,8 +242,9 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
         const std::string ext = m.name.substr(key.size() + 1);
         if (ext == "jpg" || ext == "jpeg") {
           if (image) {
-            return std::move(Status::InvalidArgument("sample '" + key + "' holds two images (" +
-                                                     s.image.name + ", " + m.name + ")")
+            return std::move(Status::InvalidArgument(
+                                 "sample '" + PrintableName(key) + "' holds two images (" +
+                                 PrintableName(s.image.name) + ", " + PrintableName(m.name) + ")")
                                  .WithPath(path)
                                  .WithOffset(m.header));
           }
@@ -251,8 +252,9 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
           s.image = m;
         } else if (ext == "cls") {
           if (label) {
-            return std::move(Status::InvalidArgument("sample '" + key + "' holds two labels (" +
-                                                     key + ".cls twice)")
+            return std::move(Status::InvalidArgument("sample '" + PrintableName(key) +
+                                                     "' holds two labels (" + PrintableName(key) +
+                                                     ".cls twice)")
                                  .WithPath(path)
                                  .WithOffset(m.header));
           }
@@ -268,7 +270,8 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
               std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
           const int64_t v = digits ? std::stoll(text) : -1;
           if (!digits || v > int64_t{INT32_MAX})
-            return std::move(Status::InvalidArgument(m.name + ": the label '" + text +
+            return std::move(Status::InvalidArgument(PrintableName(m.name) + ": the label '" +
+                                                     PrintableName(text) +
                                                      "' is not an integer from 0 to 2^31 - 1")
                                  .WithPath(path)
                                  .WithOffset(m.offset));
@@ -279,10 +282,12 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
         }
       }
       if (!image)
-        return Status::InvalidArgument("sample '" + key + "' has no image (" + key + ".jpg)")
+        return Status::InvalidArgument("sample '" + PrintableName(key) + "' has no image (" +
+                                       PrintableName(key) + ".jpg)")
             .WithPath(path);
       if (!label)
-        return Status::InvalidArgument("sample '" + key + "' has no label (" + key + ".cls)")
+        return Status::InvalidArgument("sample '" + PrintableName(key) + "' has no label (" +
+                                       PrintableName(key) + ".cls)")
             .WithPath(path);
       largest = std::max(largest, s.label);
       samples.push_back(std::move(s));

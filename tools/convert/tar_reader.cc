@@ -40,6 +40,22 @@ Result<uint64_t> TarNumber(const uint8_t* p, size_t n, const std::string& path, 
 
 }  // namespace
 
+std::string PrintableName(std::string_view name) {
+  std::string out;
+  for (const char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 Result<std::vector<TarMember>> ListTar(const File& f) {
   const std::string& path = f.path();
   RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -27,5 +28,9 @@ struct TarMember {
 };
 
 Result<std::vector<TarMember>> ListTar(const File& tar);
+
+// A member's name (or any text of a tar) for a one-line message: its bytes below 0x20 and 0x7f
+// written as \xNN, so a name holding a newline still makes one line.
+std::string PrintableName(std::string_view name);
 
 }  // namespace rf::convert
