@@ -27,15 +27,8 @@ using testing::TempDir;
 
 std::string Program() { return testing::ProgramPath("ringfeed-convert"); }
 
-struct Outcome {
-  int rc;
-  std::string out;
-};
-Outcome ConvertRun(const std::string& args) {
-  Outcome o;
-  o.rc = testing::RunCommand("timeout 20 " + Program() + " " + args, &o.out);
-  return o;
-}
+using Outcome = testing::ProgramOutcome;
+Outcome ConvertRun(const std::string& args) { return testing::RunConverter(args, 20); }
 
 const char kWhy[] =
     ", not a regular file (ringfeed-convert reads its inputs at offsets, some twice: write the "

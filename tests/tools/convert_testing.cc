@@ -20,6 +20,13 @@
 
 namespace rf::testing {
 
+ProgramOutcome RunConverter(const std::string& args, int timeout_s) {
+  ProgramOutcome o;
+  const std::string timeout = timeout_s != 0 ? "timeout " + std::to_string(timeout_s) + " " : "";
+  o.rc = RunCommand(timeout + ProgramPath("ringfeed-convert") + " " + args, &o.out);
+  return o;
+}
+
 MeasuredRun RunMeasured(const std::vector<std::string>& argv, int timeout_s) {
   MeasuredRun r;
   TempDir t;

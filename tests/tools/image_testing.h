@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <turbojpeg.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "io/dataset.h"
+#include "tools/convert/tar_reader.h"
 
 namespace rf::testing {
 
@@ -71,32 +71,10 @@ struct BadImage {
 };
 
 // A ustar header block of a member `name` of `type` ('0' a file, 'L' a GNU long name, 'x' a pax
-// extended header) declaring `size` bytes of data (in base-256 from 8 GiB on), appended to *tar.
+// extended header) declaring `size` bytes of data, appended to *tar (the converter's writer half).
 inline void TarHeader(std::vector<uint8_t>* tar, const std::string& name, uint64_t size,
                       char type = '0') {
-  uint8_t h[512] = {};
-  std::memcpy(h, name.data(), std::min<size_t>(name.size(), 100));
-  std::snprintf(reinterpret_cast<char*>(h) + 100, 8, "%07o", 0644);
-  std::snprintf(reinterpret_cast<char*>(h) + 108, 8, "%07o", 0);
-  std::snprintf(reinterpret_cast<char*>(h) + 116, 8, "%07o", 0);
-  if (size < (uint64_t{1} << 33)) {
-    std::snprintf(reinterpret_cast<char*>(h) + 124, 12, "%011llo",
-                  static_cast<unsigned long long>(size));
-  } else {
-    h[124] = 0x80;
-    for (int i = 0; i < 8; ++i) h[135 - i] = static_cast<uint8_t>(size >> (8 * i));
-  }
-  std::snprintf(reinterpret_cast<char*>(h) + 136, 12, "%011o", 0);
-  h[156] = static_cast<uint8_t>(type);
-  std::memcpy(h + 257,
-              "ustar\0"
-              "00",
-              8);
-  std::memset(h + 148, ' ', 8);
-  unsigned sum = 0;
-  for (uint8_t b : h) sum += b;
-  std::snprintf(reinterpret_cast<char*>(h) + 148, 8, "%06o", sum);
-  tar->insert(tar->end(), h, h + 512);
+  convert::AppendTarHeader(tar, name, size, type);
 }
 
 // A ustar member `name` holding `d`, appended to *tar (padded to its 512-byte blocks).

@@ -43,7 +43,8 @@ Result<bool> JsonLineStream::NextLine() {
   ++line_number_;
   line_length_ = 0;
   stop_ = Stop::kNone;
-  stop_in_string_ = saw_value_ = in_string_ = escape_ = space_run_ = false;
+  stop_in_string_ = saw_value_ = in_string_ = space_run_ = false;
+  string_ = {};
   prev_ = ' ';
   piece_ = handed_ = collapse_count_ = skipped_ = 0;
   // Whole where the line lies in the buffer (after moving it to the front, if it runs past the

@@ -34,6 +34,20 @@
 
 namespace rf::convert {
 
+// Where a JSON string ends, fed its bytes one at a time after its opening quote: Step(c) is true
+// for the closing quote (a '"' not escaped by a '\\').
+struct JsonStringEnd {
+  bool escape = false;
+  bool Step(char c) {
+    if (escape) {
+      escape = false;
+      return false;
+    }
+    escape = c == '\\';
+    return c == '"';
+  }
+};
+
 class JsonLineStream {
  public:
   JsonLineStream(File file, uint64_t max_piece);
@@ -119,11 +133,7 @@ class JsonLineStream {
     ++handed_;
     if (in_string_) {
       ++piece_;
-      if (escape_) {
-        escape_ = false;
-      } else if (c == '\\') {
-        escape_ = true;
-      } else if (c == '"') {
+      if (string_.Step(c)) {
         in_string_ = false;
         prev_ = c;
       }
@@ -168,10 +178,11 @@ class JsonLineStream {
   uint64_t stop_byte_ = 0;
   bool stop_in_string_ = false;
   bool saw_value_ = false;
-  bool in_string_ = false, escape_ = false, space_run_ = false;
-  char prev_ = ' ';      // the last byte handed on outside a string
-  uint64_t piece_ = 0;   // bytes handed on since the last string or number began
-  uint64_t handed_ = 0;  // bytes of this line handed to the parser
+  bool in_string_ = false, space_run_ = false;
+  JsonStringEnd string_;  // inside a string
+  char prev_ = ' ';       // the last byte handed on outside a string
+  uint64_t piece_ = 0;    // bytes handed on since the last string or number began
+  uint64_t handed_ = 0;   // bytes of this line handed to the parser
   // The last collapses: the count handed before each, and the bytes collapsed up to its end.
   struct Collapse {
     uint64_t handed = 0, skipped = 0;

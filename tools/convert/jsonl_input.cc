@@ -195,16 +195,12 @@ class LineScan {
   // The line's next byte, at 1-based column `column`: true once it is what is looked for.
   bool Feed(char c, uint64_t column) {
     if (in_string_) {
-      if (escape_) {
-        escape_ = false;
-      } else if (c == '\\') {
-        escape_ = true;
-      } else if (c == '"') {
+      if (string_.Step(c)) {
         in_string_ = false;
         after_string_ = true;
-        return false;
+      } else if (last_.size() < kKept) {
+        last_ += c;  // enough to tell the keys from another
       }
-      if (last_.size() < kKept) last_ += c;  // enough to tell the keys from another
       return false;
     }
     if (after_string_) {  // a key is a string followed by ':'; a value equal to it is not one
@@ -231,6 +227,7 @@ class LineScan {
         return false;
       case '"':
         in_string_ = true;
+        string_ = {};
         last_.clear();
         string_column_ = column;
         return AtElement() && Found(column);
@@ -270,7 +267,8 @@ class LineScan {
   uint64_t j_;
   int depth_ = 0, list_depth_;
   uint64_t element_ = 0, keys_ = 0, found_ = 0, string_column_ = 0;
-  bool in_string_ = false, escape_ = false, after_string_ = false;
+  bool in_string_ = false, after_string_ = false;
+  JsonStringEnd string_;
   bool key_seen_ = false, in_run_ = false;
   std::string last_;
 };

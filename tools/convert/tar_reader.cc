@@ -1,6 +1,7 @@
 #include "tools/convert/tar_reader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -39,6 +40,32 @@ Result<uint64_t> TarNumber(const uint8_t* p, size_t n, const std::string& path, 
 }
 
 }  // namespace
+
+void AppendTarHeader(std::vector<uint8_t>* tar, const std::string& name, uint64_t size, char type) {
+  uint8_t h[kBlock] = {};
+  std::memcpy(h, name.data(), std::min<size_t>(name.size(), 100));
+  std::snprintf(reinterpret_cast<char*>(h) + 100, 8, "%07o", 0644);  // mode, then uid and gid
+  std::snprintf(reinterpret_cast<char*>(h) + 108, 8, "%07o", 0);
+  std::snprintf(reinterpret_cast<char*>(h) + 116, 8, "%07o", 0);
+  if (size < (uint64_t{1} << 33)) {
+    std::snprintf(reinterpret_cast<char*>(h) + 124, 12, "%011llo",
+                  static_cast<unsigned long long>(size));
+  } else {
+    h[124] = 0x80;
+    for (int i = 0; i < 8; ++i) h[135 - i] = static_cast<uint8_t>(size >> (8 * i));
+  }
+  std::snprintf(reinterpret_cast<char*>(h) + 136, 12, "%011o", 0);  // mtime
+  h[156] = static_cast<uint8_t>(type);
+  std::memcpy(h + 257,
+              "ustar\0"
+              "00",
+              8);
+  std::memset(h + 148, ' ', 8);
+  unsigned sum = 0;
+  for (uint8_t b : h) sum += b;
+  std::snprintf(reinterpret_cast<char*>(h) + 148, 8, "%06o", sum);
+  tar->insert(tar->end(), h, h + kBlock);
+}
 
 std::string PrintableName(std::string_view name) {
   std::string out;

@@ -29,6 +29,13 @@ struct TarMember {
 
 Result<std::vector<TarMember>> ListTar(const File& tar);
 
+// The writer's half, for tests and fuzz seeds: appends to *tar the ustar header block of a member
+// `name` (its first 100 bytes) of `type` ('0' a file, 'L' a GNU long name, 'x' a pax extended
+// header) declaring `size` bytes of data (in base-256 from 8 GiB on), its checksum made. The data
+// and its padding to 512 bytes are the caller's.
+void AppendTarHeader(std::vector<uint8_t>* tar, const std::string& name, uint64_t size,
+                     char type = '0');
+
 // A member's name (or any text of a tar) for a one-line message: its bytes below 0x20 and 0x7f
 // written as \xNN, so a name holding a newline still makes one line.
 std::string PrintableName(std::string_view name);

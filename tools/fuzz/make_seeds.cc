@@ -13,10 +13,8 @@
 //
 // FuzzedDataProvider takes integers from the input's end and bytes from its front, so a seed is
 // [bytes...][choices, last one first].
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <initializer_list>
 #include <string>
@@ -25,6 +23,7 @@
 #include "decode/jpeg_encode.h"
 #include "io/codec.h"
 #include "io/format.h"
+#include "tools/convert/tar_reader.h"
 #include "tools/fuzz/fuzz_common.h"
 
 using namespace rf;
@@ -163,21 +162,7 @@ int main(int argc, char** argv) {
   // name, a pax path record, a member the sample passes over, a bad label, a cut tar.
   const auto tar_member = [](std::vector<uint8_t>* tar, const std::string& name, char type,
                              const std::string& body) {
-    uint8_t h[512] = {};
-    std::memcpy(h, name.data(), std::min<size_t>(name.size(), 100));
-    std::snprintf(reinterpret_cast<char*>(h) + 100, 8, "%07o", 0644);
-    std::snprintf(reinterpret_cast<char*>(h) + 124, 12, "%011o",
-                  static_cast<unsigned>(body.size()));
-    h[156] = static_cast<uint8_t>(type);
-    std::memcpy(h + 257,
-                "ustar\0"
-                "00",
-                8);
-    std::memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (uint8_t b : h) sum += b;
-    std::snprintf(reinterpret_cast<char*>(h) + 148, 8, "%06o", sum);
-    tar->insert(tar->end(), h, h + 512);
+    convert::AppendTarHeader(tar, name, body.size(), type);
     tar->insert(tar->end(), body.begin(), body.end());
     tar->resize((tar->size() + 511) / 512 * 512);
   };
