@@ -153,7 +153,16 @@ TEST(JsonlHostile, DeepNestingAndLongMalformedTokensEndInOneShortLine) {
             t.File("x.jsonl") +
                 ": at byte 516: line 1, column 517: nested more than 512 levels "
                 "deep");
-  // nlohmann-json quotes the token it read: 40 bytes of it at most.
+  // nlohmann-json quotes the token it read: 40 bytes of it at most, what follows kept.
+  EXPECT_EQ(Refusal(t, Around("[1, ", 5000, '1', "]\n")),
+            t.File("x.jsonl") +
+                ": at byte 5003: line 1, column 5004: malformed JSON: number overflow parsing "
+                "'1111111111111111111111111111111111111111...'");
+  EXPECT_EQ(Refusal(t, Around("{\"", 5000, 'a', "\\q\": 1}\n")),
+            t.File("x.jsonl") +
+                ": at byte 5003: line 1, column 5004: malformed JSON: syntax error while parsing "
+                "object key - invalid string: forbidden character after backslash; last read: "
+                "'\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'; expected string literal");
   EXPECT_EQ(Refusal(t, Around("[1, \"", 5000, 'a', "\\q\"]\n")),
             t.File("x.jsonl") +
                 ": at byte 5006: line 1, column 5007: malformed JSON: syntax error while parsing "

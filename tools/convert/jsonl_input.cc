@@ -89,17 +89,29 @@ class IdsHandler final : public nlohmann::json_sax<nlohmann::json> {
   }
   bool parse_error(std::size_t position, const std::string&,
                    const nlohmann::detail::exception& e) override {
-    // "[json.exception.parse_error.101] parse error at line 1, column 4: syntax error ...":
-    // the reason alone; the caller names line and column.
+    // "[json.exception.parse_error.101] parse error at line 1, column 4: syntax error ...", or
+    // "[json.exception.out_of_range.406] number overflow parsing '...'": the reason alone; the
+    // caller names line and column.
     std::string what = e.what();
     const size_t column = what.find("column ");
     const size_t colon = column == std::string::npos ? column : what.find(": ", column);
-    if (colon != std::string::npos) what = what.substr(colon + 2);
-    // "...; last read: '<the token so far>'": a piece may be 64 KiB or more; a line is enough.
+    if (colon != std::string::npos) {
+      what = what.substr(colon + 2);
+    } else if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos) {
+      what = what.substr(what.find("] ") + 2);
+    }
+    // The token nlohmann-json quotes ("last read: '...'", "parsing '...'") may be as long as a
+    // piece (64 KiB or more): cut to its first kShown bytes, the rest of the reason kept.
     constexpr size_t kShown = 40;
-    const size_t last = what.find("; last read: '");
-    if (last != std::string::npos && what.size() - last > 14 + kShown + 1)
-      what = what.substr(0, last + 14 + kShown) + "...'";
+    for (const std::string_view quote : {"; last read: '", "parsing '"}) {
+      const size_t at = what.find(quote);
+      if (at == std::string::npos) continue;
+      const size_t from = at + quote.size();
+      size_t to = what.rfind("'; expected ");
+      if (to == std::string::npos || to < from) to = what.rfind('\'');
+      if (to != std::string::npos && to > from + kShown)
+        what = what.substr(0, from + kShown) + "..." + what.substr(to);
+    }
     error_ = "malformed JSON: " + what;
     error_byte_ = stream_->ByteOfPosition(position);
     return false;
