@@ -223,6 +223,7 @@ void AtomicOutput::Abandon() {
     (void)file_.Close();
     ::unlink(temp_path_.c_str());
   }
+  live_.Forget();
   temp_path_.clear();
 }
 
@@ -230,6 +231,7 @@ AtomicOutput::AtomicOutput(AtomicOutput&& o) noexcept
     : file_(std::move(o.file_)),
       final_path_(std::move(o.final_path_)),
       temp_path_(std::exchange(o.temp_path_, {})),
+      live_(std::move(o.live_)),
       rename_to_(std::move(o.rename_to_)),
       prepared_(o.prepared_),
       committed_(o.committed_),
@@ -241,6 +243,7 @@ AtomicOutput& AtomicOutput::operator=(AtomicOutput&& o) noexcept {
     file_ = std::move(o.file_);
     final_path_ = std::move(o.final_path_);
     temp_path_ = std::exchange(o.temp_path_, {});
+    live_ = std::move(o.live_);
     rename_to_ = std::move(o.rename_to_);
     prepared_ = o.prepared_;
     committed_ = o.committed_;
@@ -315,6 +318,7 @@ Result<AtomicOutput> AtomicOutput::Create(const std::string& given, Stale stale)
   if (stale == Stale::kRemove)
     RemoveStaleTemporaries(dir, [&name](std::string_view n) { return n == name; });
   out.temp_path_ = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  out.live_ = LiveTemporary(out.temp_path_);  // before it exists: a signal from here removes it
   Result<File> f = File::Open(out.temp_path_, O_RDWR | O_CREAT | O_TRUNC, 0644);
   if (!f.ok()) {
     // Named by the user's path: the temporary name is ours, not something they asked for.
@@ -360,6 +364,7 @@ Status AtomicOutput::Commit() {
   if (::rename(temp_path_.c_str(), rename_to_.c_str()) != 0)
     return Status::IOError(final_path_, "cannot rename " + temp_path_ + " into place", errno);
   committed_ = true;
+  live_.Forget();
   // Make the rename itself durable.
   const std::string dir = DirectoryOf(rename_to_);
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

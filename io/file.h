@@ -22,8 +22,10 @@
 // CheckOutputPaths applies the same rules to a command's outputs before it starts, and refuses
 // two outputs that are one file, or an output that is an input.
 //
-// Temporary names are "<path>.tmp.<pid>.<n>". A process killed while writing leaves its
-// temporary behind; the next AtomicOutput of the same final name removes those whose process is
+// Temporary names are "<path>.tmp.<pid>.<n>", each registered while it exists
+// (io/live_temporaries.h), so a program that calls RemoveLiveTemporariesOnSignals() removes them
+// when a signal kills it. A process killed otherwise (SIGKILL, a crash) leaves its temporary
+// behind; the next AtomicOutput of the same final name removes those whose process is
 // gone (RemoveStaleTemporaries), never a live process's. The pid is this machine's: on a file
 // system shared between machines, a temporary of a live process on another machine whose pid is
 // free here would be taken for stale.
@@ -48,6 +50,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "io/live_temporaries.h"
 
 namespace rf {
 
@@ -135,6 +138,7 @@ class AtomicOutput {
   File file_;
   std::string final_path_;
   std::string temp_path_;
+  LiveTemporary live_;     // temp_path_ while it may exist (io/live_temporaries.h)
   std::string rename_to_;  // final_path_, or the file its symbolic links lead to
   bool prepared_ = false;
   bool committed_ = false;

@@ -16,20 +16,10 @@
 namespace rf {
 namespace {
 
-using testing::RunCommand;
 using testing::TempDir;
 
-std::string Program() { return testing::ProgramPath("ringfeed-convert"); }
-
-struct Outcome {
-  int rc;
-  std::string out;
-};
-Outcome ConvertRun(const std::string& args) {
-  Outcome o;
-  o.rc = RunCommand(Program() + " " + args, &o.out);
-  return o;
-}
+using Outcome = testing::ProgramOutcome;
+Outcome ConvertRun(const std::string& args) { return testing::RunConverter(args); }
 
 // Defect 2: the element count of 64 x 2^29 x 2^29 wraps to 0 (a segfault in the generator);
 // 3 x 999999999 x 999999999 threw an uncaught length_error; the same through predecessor divided

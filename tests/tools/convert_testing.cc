@@ -1,17 +1,67 @@
 #include "tests/tools/convert_testing.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include "io/dataset.h"
+#include "tests/testing/temp_dir.h"
 #include "tools/convert/commands.h"
 
 namespace rf::testing {
+
+ProgramOutcome RunConverter(const std::string& args, int timeout_s) {
+  ProgramOutcome o;
+  const std::string timeout = timeout_s != 0 ? "timeout " + std::to_string(timeout_s) + " " : "";
+  o.rc = RunCommand(timeout + ProgramPath("ringfeed-convert") + " " + args, &o.out);
+  return o;
+}
+
+MeasuredRun RunMeasured(const std::vector<std::string>& argv, int timeout_s) {
+  MeasuredRun r;
+  TempDir t;
+  const std::string log = t.File("output");
+  const pid_t pid = ::fork();
+  if (pid < 0) return r;
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(argv[0].c_str(), args.data());
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  rusage usage{};
+  for (;;) {
+    const pid_t done = ::wait4(pid, &status, WNOHANG, &usage);
+    if (done == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::wait4(pid, &status, 0, &usage);
+      break;
+    }
+    ::usleep(10000);
+  }
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.max_rss_kib = static_cast<uint64_t>(usage.ru_maxrss);
+  const std::vector<uint8_t> out = ReadAll(log);
+  r.output.assign(out.begin(), out.end());
+  return r;
+}
 
 std::vector<uint8_t> IdxBytes(uint8_t type, const std::vector<uint32_t>& dims,
                               const std::vector<uint8_t>& payload) {

@@ -28,6 +28,24 @@ std::vector<uint8_t> NpyBytes(const std::string& descr, const std::vector<uint64
 // Runs `ringfeed-convert args...` in-process (the library's RunCommand); usage errors become an
 // InvalidArgument Status starting "usage: ".
 Status Convert(const std::vector<std::string>& args, std::string* out = nullptr);
+// `ringfeed-convert ARGS` (the built program, through the shell), under `timeout` where
+// timeout_s is not 0 (so a hang fails the test): its exit code, and stdout and stderr together.
+struct ProgramOutcome {
+  int rc;
+  std::string out;
+};
+ProgramOutcome RunConverter(const std::string& args, int timeout_s = 0);
+
+// A program run as a child of its own, and what it took: its exit code (128 + the signal where
+// one ended it), stdout and stderr together, and its peak resident memory (wait4's ru_maxrss, of
+// that child alone). Killed after `timeout_s` seconds (SIGKILL).
+struct MeasuredRun {
+  int rc = -1;
+  std::string output;
+  uint64_t max_rss_kib = 0;
+};
+MeasuredRun RunMeasured(const std::vector<std::string>& argv, int timeout_s = 60);
+
 // The status failed and its one-line message contains `fragment`.
 ::testing::AssertionResult FailsWith(const Status& st, const std::string& fragment);
 

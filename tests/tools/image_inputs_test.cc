@@ -196,6 +196,15 @@ TEST(ImagesBadInput, EachBadImageIsRefusedNamingTheFileAndNothingIsWritten) {
       {"twelve.jpg", twelve, "12-bit samples: only 8-bit JPEGs are stored"},
       {"huge.jpg", huge, "65535x65535 pixels, more than --max-image-side 16384 a side"},
       {"empty.jpg", {}, "an empty file, not a JPEG"},
+      // Issue 40: ff d8 alone said "not a JPEG (it starts with bytes ff d8, not ff d8)".
+      {"two.jpg",
+       {0xff, 0xd8},
+       "truncated: 2 bytes, where a JPEG needs its markers (ff d8, a frame header, a scan, ff d9)"},
+      {"one.jpg",
+       {0xff},
+       "truncated: 1 byte, where a JPEG needs its markers (ff d8, a frame header, a scan, ff d9)"},
+      {"a.jpg", {0x41}, "not a JPEG (its one byte is 41, not ff d8)"},
+      {"ab.jpg", {0x41, 0x42, 0x43}, "not a JPEG (it starts with bytes 41 42, not ff d8)"},
   };
   for (const BadImage& c : cases) {
     TempDir t;

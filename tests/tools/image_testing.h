@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/dataset.h"
+#include "tools/convert/tar_reader.h"
 
 namespace rf::testing {
 
@@ -69,26 +70,17 @@ struct BadImage {
   std::string fragment;
 };
 
+// A ustar header block of a member `name` of `type` ('0' a file, 'L' a GNU long name, 'x' a pax
+// extended header) declaring `size` bytes of data, appended to *tar (the converter's writer half).
+inline void TarHeader(std::vector<uint8_t>* tar, const std::string& name, uint64_t size,
+                      char type = '0') {
+  convert::AppendTarHeader(tar, name, size, type);
+}
+
 // A ustar member `name` holding `d`, appended to *tar (padded to its 512-byte blocks).
 inline void TarMember(std::vector<uint8_t>* tar, const std::string& name,
-                      const std::vector<uint8_t>& d) {
-  uint8_t h[512] = {};
-  std::memcpy(h, name.data(), name.size());
-  std::snprintf(reinterpret_cast<char*>(h) + 100, 8, "%07o", 0644);
-  std::snprintf(reinterpret_cast<char*>(h) + 108, 8, "%07o", 0);
-  std::snprintf(reinterpret_cast<char*>(h) + 116, 8, "%07o", 0);
-  std::snprintf(reinterpret_cast<char*>(h) + 124, 12, "%011o", static_cast<unsigned>(d.size()));
-  std::snprintf(reinterpret_cast<char*>(h) + 136, 12, "%011o", 0);
-  h[156] = '0';
-  std::memcpy(h + 257,
-              "ustar\0"
-              "00",
-              8);
-  std::memset(h + 148, ' ', 8);
-  unsigned sum = 0;
-  for (uint8_t b : h) sum += b;
-  std::snprintf(reinterpret_cast<char*>(h) + 148, 8, "%06o", sum);
-  tar->insert(tar->end(), h, h + 512);
+                      const std::vector<uint8_t>& d, char type = '0') {
+  TarHeader(tar, name, d.size(), type);
   tar->insert(tar->end(), d.begin(), d.end());
   tar->resize((tar->size() + 511) / 512 * 512);
 }

@@ -24,7 +24,6 @@ using testing::WriteAll;
 
 using Docs = std::vector<std::vector<int64_t>>;
 
-
 DType StoredDType(const std::string& path) { return Dataset::Open(path)->header().sample_dtype; }
 
 void WriteText(const std::string& path, const std::string& text) {
@@ -130,7 +129,30 @@ TEST(NpyDocs, OffsetsThatDoNotCoverTheIdsAreRefusedNamingTheByte) {
   EXPECT_TRUE(refuse(
       {0, 4, 9}, "at byte 144: offset 2 is 9; the last is " + t.File("ids.npy") + "'s length, 10"));
   EXPECT_TRUE(refuse({0}, "at byte 60: the offsets hold N + 1 entries for N documents"));
+  // Issue 40: uint64 offsets of 2^63 and 2^64 - 1 were printed as 9223372036854775807.
+  for (const uint64_t big : {uint64_t{1} << 63, ~uint64_t{0}}) {
+    WriteAll(t.File("off.npy"), Npy("<u8", std::vector<uint64_t>{0, big, 10}));
+    EXPECT_TRUE(FailsWith(Convert({"npy-docs", t.File("ids.npy"), "--offsets", t.File("off.npy"),
+                                   "-o", t.File("d.rfd"), "-q"}),
+                          t.File("off.npy") + ": at byte 136: offset 1 is " + std::to_string(big) +
+                              "; the last is " + t.File("ids.npy") + "'s length, 10"));
+  }
   EXPECT_EQ(FilesIn(t.path()), (std::vector<std::string>{"ids.npy", "off.npy"}));
+}
+
+// Issue 40: a link to nothing in the directory said "DIR: cannot list the directory: No such file
+// or directory". One named .npy is refused naming it; one named otherwise is passed over.
+TEST(NpyDocs, ALinkToNothingIsNamed) {
+  TempDir t;
+  std::filesystem::create_directory(t.File("docs"));
+  WriteAll(t.File("docs/a.npy"), Npy("<u2", std::vector<uint16_t>{1, 2}));
+  std::filesystem::create_symlink("gone", t.File("docs/notes.txt"));
+  ASSERT_TRUE(Convert({"npy-docs", t.File("docs"), "-o", t.File("d.rfd"), "-q"}).ok());
+  std::filesystem::create_symlink("gone.npy", t.File("docs/b.npy"));
+  EXPECT_EQ(Convert({"npy-docs", t.File("docs"), "-o", t.File("e.rfd"), "-q"}).ToString(),
+            t.File("docs/b.npy") +
+                ": a symbolic link to nothing, where the directory's .npy files are its documents");
+  EXPECT_EQ(FilesIn(t.path()), (std::vector<std::string>{"d.rfd", "docs"}));
 }
 
 // ---- JSON lines
@@ -181,7 +203,7 @@ TEST(JsonLines, MalformedLinesAreRefusedNamingLineAndColumn) {
                      "while parsing array"));
   EXPECT_TRUE(refuse("[1]\n\n[2]\n", "at byte 4: line 2, column 1: a blank line"));
   EXPECT_TRUE(refuse("{\"tokens\": [1], \"input_ids\": [1]}\n",
-                     "at byte 0: line 1, column 1: an object with both"));
+                     "at byte 16: line 1, column 17: an object with both"));
   EXPECT_TRUE(
       refuse("{\"text\": \"x\"}\n", "at byte 0: line 1, column 1: an object without a \"tokens\""));
   EXPECT_TRUE(refuse("{\"tokens\": 5}\n",

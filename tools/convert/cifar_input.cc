@@ -1,10 +1,9 @@
 #include "tools/convert/cifar_input.h"
 
-#include <fcntl.h>
-
 #include <algorithm>
 
 #include "io/file.h"
+#include "tools/convert/input_file.h"
 
 namespace rf::convert {
 namespace {
@@ -95,7 +94,7 @@ Result<std::unique_ptr<SampleSource>> OpenCifarSource(const std::vector<std::str
   std::vector<File> files;
   std::vector<uint64_t> counts;
   for (const std::string& p : paths) {
-    RF_ASSIGN_OR_RETURN(File f, File::Open(p, O_RDONLY));
+    RF_ASSIGN_OR_RETURN(File f, OpenInputFile(p));
     RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
     if (size % rec != 0) {
       return std::move(Status::Corruption(

@@ -42,6 +42,8 @@ void PrintUsage(std::ostream& out) {
   for (const Command& c : Commands()) {
     out << "  " << c.name << std::string(13 - std::string(c.name).size(), ' ') << c.summary << "\n";
   }
+  out << "Inputs are regular files: a FIFO, a pipe or a device is refused at once (each input is\n"
+         "read at offsets, some twice).\n";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "tools/convert/commands.h"
 #include "tools/convert/converter.h"
 #include "tools/convert/idx_input.h"
+#include "tools/convert/input_file.h"
 #include "tools/convert/npy_input.h"
 #include "tools/convert/predecessor_input.h"
 #include "tools/convert/raw_input.h"
@@ -37,6 +38,7 @@ Status RunIdxCommand(const std::vector<std::string>& args, std::ostream& out) {
     return Status::Ok();
   }
   const ConvertOptions o = ToConvertOptions(f, "--dtype");
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular({images, labels}));
   return ConvertAndReport(OpenIdxSource(images, labels), f, o, out);
 }
 
@@ -57,6 +59,7 @@ Status RunCifarCommand(const std::vector<std::string>& args, std::ostream& out) 
     return Status::Ok();
   }
   const ConvertOptions o = ToConvertOptions(f, "--dtype");
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular(files));
   return ConvertAndReport(OpenCifarSource(files, cifar100), f, o, out);
 }
 
@@ -81,6 +84,7 @@ Status RunNpyCommand(const std::vector<std::string>& args, std::ostream& out) {
     throw UsageError("--layout must be nchw or nhwc, not '" + layout + "'");
   }
   const ConvertOptions o = ToConvertOptions(f, "--dtype");
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular({images, labels}));
   return ConvertAndReport(OpenNpySource(images, labels, layout == "nhwc"), f, o, out);
 }
 
@@ -128,6 +132,7 @@ Status RunRawCommand(const std::vector<std::string>& args, std::ostream& out) {
   }
   r.header_bytes = header_bytes;
   const ConvertOptions o = ToConvertOptions(f, "--out-dtype");
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular({r.records_path, r.labels_path}));
   return ConvertAndReport(OpenRawSource(r), f, o, out);
 }
 
@@ -147,6 +152,7 @@ Status RunPredecessorCommand(const std::vector<std::string>& args, std::ostream&
   }
   const ShapeFlag s = ParseImageShape("--shape", shape);
   const ConvertOptions o = ToConvertOptions(f, "--dtype");
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular({images, labels}));
   return ConvertAndReport(OpenPredecessorSource(images, labels, s.channels, s.height, s.width), f,
                           o, out);
 }

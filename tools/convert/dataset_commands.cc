@@ -3,11 +3,19 @@
 #include "tools/convert/cli_options.h"
 #include "tools/convert/commands.h"
 #include "tools/convert/exporter.h"
+#include "tools/convert/input_file.h"
 #include "tools/convert/inspect.h"
 #include "tools/convert/recompress.h"
 
 namespace rf::convert {
 namespace {
+
+// The dataset a subcommand reads (a file, or a directory of datasets): a FIFO or a device named
+// as it is refused at once (input_file.h) rather than waited on.
+Result<Dataset> OpenDatasetInput(const std::string& path) {
+  if (!IsDirectory(path)) RF_RETURN_IF_ERROR(CheckInputIsRegular(path));
+  return Dataset::Open(path);
+}
 
 Status PrintVerify(const Dataset& d, bool quiet, std::ostream& out) {
   RF_ASSIGN_OR_RETURN(VerifyReport r, VerifyDataset(d, !quiet));
@@ -67,7 +75,7 @@ Status RunExportCommand(const std::vector<std::string>& args, std::ostream& out)
   }
   o.memory_budget = ParseSizeFlag("--memory-budget", budget);
   o.progress = !quiet;
-  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(dataset));
+  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(dataset));
   RF_ASSIGN_OR_RETURN(ExportSummary s, Export(d, o));
   if (!quiet) {
     std::string files;
@@ -100,7 +108,7 @@ Status RunRecompressCommand(const std::vector<std::string>& args, std::ostream& 
   o.compress_threads = c.threads;
   o.format_version = c.format_version;
   o.progress = !quiet;
-  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(dataset));
+  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(dataset));
   RF_ASSIGN_OR_RETURN(RecompressSummary s, Recompress(d, output, o));
   if (!quiet) out << RecompressReport(dataset, s);
   return Status::Ok();
@@ -119,7 +127,7 @@ Status RunInspectCommand(const std::vector<std::string>& args, std::ostream& out
   if (!ParseCommandLine("inspect", "DATASET [--verify]", desc, &pos, args, vm, out)) {
     return Status::Ok();
   }
-  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(dataset));
+  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(dataset));
   out << DescribeDataset(d);
   if (verify) return PrintVerify(d, false, out);
   return Status::Ok();
@@ -135,7 +143,7 @@ Status RunVerifyCommand(const std::vector<std::string>& args, std::ostream& out)
   pos.add("dataset", 1);
   po::variables_map vm;
   if (!ParseCommandLine("verify", "DATASET", desc, &pos, args, vm, out)) return Status::Ok();
-  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(dataset));
+  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(dataset));
   return PrintVerify(d, quiet, out);
 }
 

@@ -2,11 +2,13 @@
 // an image, its original bytes or (--max-side, --quality) re-encoded, with int labels
 // (image_converter.h).
 #include <filesystem>
+#include <iostream>
 
 #include "tools/convert/cli_options.h"
 #include "tools/convert/commands.h"
 #include "tools/convert/image_converter.h"
 #include "tools/convert/image_inputs.h"
+#include "tools/convert/input_file.h"
 
 namespace rf::convert {
 
@@ -97,10 +99,16 @@ Status RunImagesCommand(const std::vector<std::string>& args, std::ostream& out)
         throw UsageError("'" + in + "' is neither a directory (an ImageFolder) nor a .tar shard");
     }
   }
+  if (!folder) RF_RETURN_IF_ERROR(CheckInputsAreRegular(inputs));
   Result<std::unique_ptr<ImageSource>> source =
       folder ? OpenImageFolderSource(inputs[0], o.max_record_bytes)
              : OpenWebDatasetSource(inputs, o.max_record_bytes);
   if (!source.ok()) return source.status();
+  // Said before the conversion, and under --quiet too: the tree holds what the dataset will not.
+  if (const std::string links = LinksNotFollowedText((*source)->links_not_followed());
+      !links.empty()) {
+    std::cerr << "ringfeed-convert: passing over " << links << "\n";
+  }
   RF_ASSIGN_OR_RETURN(ImageConvertSummary s, ConvertImages(**source, output, o));
   if (!quiet) out << ImageConvertReport(s);
   return Status::Ok();

@@ -88,6 +88,7 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   s.chunks = written.chunks;
   s.input_bytes = read_bytes;
   s.passed_over = src.passed_over();
+  s.links_not_followed = src.links_not_followed();
   s.max_side = o.max_side;
   s.quality = o.quality;
   return s;
@@ -119,6 +120,17 @@ std::string ReencodeReport(const ImageConvertSummary& s) {
 
 }  // namespace
 
+std::string LinksNotFollowedText(const std::vector<std::string>& links) {
+  if (links.empty()) return "";
+  constexpr size_t kNamed = 5;
+  std::string out = std::to_string(links.size()) +
+                    (links.size() == 1 ? " link to a directory" : " links to directories") +
+                    ", not followed: ";
+  for (size_t i = 0; i < links.size() && i < kNamed; ++i) out += (i ? ", " : "") + links[i];
+  if (links.size() > kNamed) out += " and " + std::to_string(links.size() - kNamed) + " more";
+  return out;
+}
+
 std::string ImageConvertReport(const ImageConvertSummary& s) {
   char line[512];
   const double mb = static_cast<double>(s.input_bytes) / 1e6;
@@ -133,6 +145,8 @@ std::string ImageConvertReport(const ImageConvertSummary& s) {
   if (s.passed_over != 0)
     out += "passed over " + std::to_string(s.passed_over) + " file" +
            (s.passed_over == 1 ? "" : "s") + " that are not images (by extension)\n";
+  if (!s.links_not_followed.empty())
+    out += "passed over " + LinksNotFollowedText(s.links_not_followed) + "\n";
   if (s.max_side != 0) out += ReencodeReport(s);
   return out + RemovedReport(s.removed);
 }

@@ -49,6 +49,7 @@ struct ImageConvertSummary {
   uint64_t input_bytes = 0;
   uint64_t chunks = 0;
   uint64_t passed_over = 0;
+  std::vector<std::string> links_not_followed;  // ImageSource::links_not_followed
   DType label_dtype = DType::kUInt8;
   double seconds = 0;
   std::vector<std::string> paths;
@@ -68,5 +69,8 @@ struct ImageConvertSummary {
 Result<ImageConvertSummary> ConvertImages(ImageSource& source, const std::string& out_path,
                                           const ImageConvertOptions& options);
 std::string ImageConvertReport(const ImageConvertSummary& s);
+// "2 links to directories, not followed: tree/a/loop, tree/b/up" (the first 5, then "and N
+// more"), for the summary and the command's line on stderr; "" for none.
+std::string LinksNotFollowedText(const std::vector<std::string>& links);
 
 }  // namespace rf::convert

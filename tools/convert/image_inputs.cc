@@ -1,7 +1,5 @@
 #include "tools/convert/image_inputs.h"
 
-#include <fcntl.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -12,6 +10,8 @@
 #include "core/dtype.h"
 #include "io/file.h"
 #include "io/format.h"
+#include "tools/convert/input_file.h"
+#include "tools/convert/tar_reader.h"
 
 namespace rf::convert {
 namespace {
@@ -36,7 +36,7 @@ bool IsImageExtension(const std::string& ext) {
 // Reads a whole file into *out; an error names it. `max` bounds what is read.
 Status ReadWhole(const std::string& path, uint64_t max, std::vector<uint8_t>* out,
                  std::string* too_large) {
-  RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File f, OpenInputFile(path));
   RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
   if (size > max) {
     *too_large =
@@ -51,12 +51,13 @@ class ImageFolderSource : public ImageSource {
  public:
   ImageFolderSource(std::string dir, std::vector<std::string> names,
                     std::vector<std::pair<std::string, uint32_t>> files, uint64_t bytes,
-                    uint64_t passed, uint64_t max_file)
+                    uint64_t passed, std::vector<std::string> links, uint64_t max_file)
       : dir_(std::move(dir)),
         names_(std::move(names)),
         files_(std::move(files)),
         bytes_(bytes),
         passed_(passed),
+        links_(std::move(links)),
         max_file_(max_file) {}
 
   Result<bool> Next(ImageItem* item) override {
@@ -83,114 +84,17 @@ class ImageFolderSource : public ImageSource {
   }
   uint64_t input_bytes() const override { return bytes_; }
   uint64_t passed_over() const override { return passed_; }
+  std::vector<std::string> links_not_followed() const override { return links_; }
 
  private:
   std::string dir_;
   std::vector<std::string> names_;
   std::vector<std::pair<std::string, uint32_t>> files_;
-  uint64_t bytes_, passed_, max_file_;
+  uint64_t bytes_, passed_;
+  std::vector<std::string> links_;
+  uint64_t max_file_;
   size_t next_ = 0;
 };
-
-// ---- tar (POSIX ustar, GNU long names, pax path records)
-
-constexpr size_t kBlock = 512;
-
-struct TarMember {
-  std::string name;
-  uint64_t offset = 0;  // of its data in the file
-  uint64_t size = 0;
-};
-
-Result<uint64_t> TarNumber(const uint8_t* p, size_t n, const std::string& path, uint64_t at) {
-  if (p[0] & 0x80) {  // GNU base-256
-    uint64_t v = p[0] & 0x7f;
-    for (size_t i = 1; i < n; ++i) {
-      if (v >> 56) return std::move(Status::Corruption(path, "tar size too large").WithOffset(at));
-      v = (v << 8) | p[i];
-    }
-    return v;
-  }
-  uint64_t v = 0;
-  size_t i = 0;
-  while (i < n && p[i] == ' ') ++i;
-  for (; i < n && p[i] >= '0' && p[i] <= '7'; ++i) {
-    if (v >> 60) return std::move(Status::Corruption(path, "tar size too large").WithOffset(at));
-    v = v * 8 + (p[i] - '0');
-  }
-  for (; i < n; ++i) {
-    if (p[i] != 0 && p[i] != ' ')
-      return std::move(
-          Status::Corruption(path, "not a tar file (a malformed header number)").WithOffset(at));
-  }
-  return v;
-}
-
-// Every regular member of a tar file, in order, with where its data lies.
-Result<std::vector<TarMember>> ListTar(const std::string& path) {
-  RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
-  RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
-  std::vector<TarMember> members;
-  std::string long_name;
-  uint8_t h[kBlock];
-  uint64_t at = 0;
-  for (;;) {
-    if (at + kBlock > size) {
-      return std::move(
-          Status::Corruption(path, "tar file ends without its end-of-archive blocks (truncated?)")
-              .WithOffset(at));
-    }
-    RF_RETURN_IF_ERROR(f.ReadAt(h, kBlock, at));
-    if (std::all_of(h, h + kBlock, [](uint8_t b) { return b == 0; })) break;
-    uint64_t sum = 0;
-    for (size_t i = 0; i < kBlock; ++i) sum += (i >= 148 && i < 156) ? ' ' : h[i];
-    RF_ASSIGN_OR_RETURN(uint64_t want, TarNumber(h + 148, 8, path, at + 148));
-    if (sum != want)
-      return std::move(
-          Status::Corruption(path, "not a tar file (a header checksum mismatch)").WithOffset(at));
-    RF_ASSIGN_OR_RETURN(uint64_t msize, TarNumber(h + 124, 12, path, at + 124));
-    const uint64_t data = at + kBlock;
-    if (msize > size - data)
-      return std::move(Status::Corruption(path, "tar member runs past the file's end (truncated?)")
-                           .WithOffset(at));
-    const char type = static_cast<char>(h[156]);
-    auto field = [&](size_t off, size_t n) {
-      const char* s = reinterpret_cast<const char*>(h + off);
-      return std::string(s, strnlen(s, n));
-    };
-    if (type == 'L' || type == 'x') {
-      std::string body(msize, '\0');
-      RF_RETURN_IF_ERROR(f.ReadAt(body.data(), msize, data));
-      if (type == 'L') {
-        long_name = body.c_str();
-      } else {  // pax records "LEN key=value\n": the path only
-        size_t p = 0;
-        while (p < body.size()) {
-          const size_t sp = body.find(' ', p);
-          if (sp == std::string::npos) break;
-          const uint64_t len = std::strtoull(body.c_str() + p, nullptr, 10);
-          if (len == 0 || p + len > body.size()) break;
-          const std::string rec = body.substr(sp + 1, p + len - sp - 2);
-          if (rec.rfind("path=", 0) == 0) long_name = rec.substr(5);
-          p += len;
-        }
-      }
-    } else if (type == '0' || type == '\0' || type == '7') {
-      std::string name = long_name;
-      if (name.empty()) {
-        name = field(0, 100);
-        const std::string prefix = field(345, 155);
-        if (std::memcmp(h + 257, "ustar", 5) == 0 && !prefix.empty()) name = prefix + "/" + name;
-      }
-      members.push_back({name, data, msize});
-      long_name.clear();
-    } else {
-      long_name.clear();  // directories, links, global pax headers: nothing to read
-    }
-    at = data + (msize + kBlock - 1) / kBlock * kBlock;
-  }
-  return members;
-}
 
 struct WdsSample {
   size_t tar = 0;
@@ -213,7 +117,7 @@ class WebDatasetSource : public ImageSource {
   Result<bool> Next(ImageItem* item) override {
     if (next_ == samples_.size()) return false;
     const WdsSample& s = samples_[next_++];
-    item->name = tars_[s.tar] + ":" + s.image.name;
+    item->name = tars_[s.tar] + ":" + PrintableName(s.image.name);
     item->label = s.label;
     item->bytes.clear();
     item->error.clear();
@@ -223,7 +127,7 @@ class WebDatasetSource : public ImageSource {
       return true;
     }
     if (!open_ || open_tar_ != s.tar) {
-      RF_ASSIGN_OR_RETURN(file_, File::Open(tars_[s.tar], O_RDONLY));
+      RF_ASSIGN_OR_RETURN(file_, OpenInputFile(tars_[s.tar]));
       open_ = true;
       open_tar_ = s.tar;
     }
@@ -267,20 +171,25 @@ Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& di
   if (names.size() > format::MaxClassesFor(DType::kInt32))
     return Status::InvalidArgument("too many class folders").WithPath(dir);
   std::vector<std::pair<std::string, uint32_t>> files;
+  std::vector<std::string> links;
   uint64_t bytes = 0, passed = 0;
   for (uint32_t c = 0; c < names.size(); ++c) {
     const fs::path folder = fs::path(dir) / names[c];
     std::vector<std::string> in;
-    for (fs::recursive_directory_iterator
-             it(folder, fs::directory_options::follow_directory_symlink, ec),
-         end;
-         !ec && it != end; it.increment(ec)) {
-      if (it->is_directory(ec)) continue;
+    // Links to directories are not followed (the iterator's default): a link to the tree or a
+    // parent would make a loop, and a link elsewhere images of another class. Each entry's own
+    // error (a link to nothing) is the entry's, not the listing's.
+    for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code entry;
       const std::string path = it->path().string();
+      if (it->is_directory(entry)) {
+        if (it->is_symlink(entry)) links.push_back(path);
+        continue;
+      }
       if (IsImageExtension(Extension(it->path().filename().string()))) {
+        RF_RETURN_IF_ERROR(CheckInputIsRegular(path));  // a FIFO named .jpg would block the read
         in.push_back(path);
-        bytes += it->is_regular_file(ec) ? it->file_size(ec) : 0;
-        ec.clear();
+        bytes += it->is_regular_file(entry) ? it->file_size(entry) : 0;
       } else {
         ++passed;
       }
@@ -293,8 +202,8 @@ Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& di
     std::sort(in.begin(), in.end());
     for (std::string& f : in) files.emplace_back(std::move(f), c);
   }
-  return std::unique_ptr<ImageSource>(new ImageFolderSource(dir, std::move(names), std::move(files),
-                                                            bytes, passed, max_file_bytes));
+  return std::unique_ptr<ImageSource>(new ImageFolderSource(
+      dir, std::move(names), std::move(files), bytes, passed, std::move(links), max_file_bytes));
 }
 
 Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std::string>& tars,
@@ -304,8 +213,8 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
   int64_t largest = -1;
   for (size_t t = 0; t < tars.size(); ++t) {
     const std::string& path = tars[t];
-    RF_ASSIGN_OR_RETURN(std::vector<TarMember> members, ListTar(path));
-    RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
+    RF_ASSIGN_OR_RETURN(File f, OpenInputFile(path));
+    RF_ASSIGN_OR_RETURN(std::vector<TarMember> members, ListTar(f));
     RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
     bytes += size;
     // Members of one key are consecutive (WebDataset's rule); a key seen again later is refused.
@@ -317,7 +226,7 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
       const size_t dot = first.find('.', slash == std::string::npos ? 0 : slash + 1);
       const std::string key = first.substr(0, dot);
       if (seen.count(key) != 0)
-        return Status::InvalidArgument("sample '" + key +
+        return Status::InvalidArgument("sample '" + PrintableName(key) +
                                        "' appears twice, not in consecutive members")
             .WithPath(path);
       seen[key] = true;
@@ -332,11 +241,23 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
           break;
         const std::string ext = m.name.substr(key.size() + 1);
         if (ext == "jpg" || ext == "jpeg") {
-          if (image)
-            return Status::InvalidArgument("sample '" + key + "' holds two images").WithPath(path);
+          if (image) {
+            return std::move(Status::InvalidArgument(
+                                 "sample '" + PrintableName(key) + "' holds two images (" +
+                                 PrintableName(s.image.name) + ", " + PrintableName(m.name) + ")")
+                                 .WithPath(path)
+                                 .WithOffset(m.header));
+          }
           image = true;
           s.image = m;
         } else if (ext == "cls") {
+          if (label) {
+            return std::move(Status::InvalidArgument("sample '" + PrintableName(key) +
+                                                     "' holds two labels (" + PrintableName(key) +
+                                                     ".cls twice)")
+                                 .WithPath(path)
+                                 .WithOffset(m.header));
+          }
           std::string text(std::min<uint64_t>(m.size, 32), '\0');
           RF_RETURN_IF_ERROR(f.ReadAt(text.data(), text.size(), m.offset));
           while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
@@ -349,7 +270,8 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
               std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
           const int64_t v = digits ? std::stoll(text) : -1;
           if (!digits || v > int64_t{INT32_MAX})
-            return std::move(Status::InvalidArgument(m.name + ": the label '" + text +
+            return std::move(Status::InvalidArgument(PrintableName(m.name) + ": the label '" +
+                                                     PrintableName(text) +
                                                      "' is not an integer from 0 to 2^31 - 1")
                                  .WithPath(path)
                                  .WithOffset(m.offset));
@@ -360,10 +282,12 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
         }
       }
       if (!image)
-        return Status::InvalidArgument("sample '" + key + "' has no image (" + key + ".jpg)")
+        return Status::InvalidArgument("sample '" + PrintableName(key) + "' has no image (" +
+                                       PrintableName(key) + ".jpg)")
             .WithPath(path);
       if (!label)
-        return Status::InvalidArgument("sample '" + key + "' has no label (" + key + ".cls)")
+        return Status::InvalidArgument("sample '" + PrintableName(key) + "' has no label (" +
+                                       PrintableName(key) + ".cls)")
             .WithPath(path);
       largest = std::max(largest, s.label);
       samples.push_back(std::move(s));

@@ -5,7 +5,10 @@
 //   ImageFolder   a directory with one subfolder a class, as torchvision's ImageFolder: the class
 //                 index is the folder's place in the sorted (byte order) folder names, and the
 //                 names go into the dataset (io/format.h's class names block). Each class folder
-//                 is walked recursively in name order; files whose extension is an image's
+//                 is walked recursively in name order, not into symbolic links to directories
+//                 (a link to its own parent made a tree of 2 images yield 82): each one met is
+//                 passed over, named and counted (links to files are followed); files whose
+//                 extension is an image's
 //                 (torchvision's list: .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp, any case)
 //                 are images, other files are passed over and counted. A class folder with no
 //                 image is refused naming it, before anything is read.
@@ -13,9 +16,10 @@
 //                 first '.'), read in order: KEY.jpg (or .jpeg) the image, KEY.cls its label (a
 //                 decimal integer, 0 or more). Other members of a sample (.json, .txt) are passed
 //                 over. A first pass reads the headers and the .cls members only (the images are
-//                 seeked over), so a sample without an image or a label, a bad label or a
-//                 malformed tar is refused before anything is written, and the class count is
-//                 known (one more than the largest label): there are no class names.
+//                 seeked over), so a sample without an image or a label (or with two), a bad
+//                 label or a malformed tar is refused before anything is written, and the class
+//                 count is known (one more than the largest label): there are no class names.
+//                 The tar reader's bounds (long names, pax headers) are tar_reader.h's.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +54,8 @@ class ImageSource {
   virtual uint64_t input_bytes() const = 0;  // 0: unknown
   // Files passed over as not images (ImageFolder), members passed over (WebDataset).
   virtual uint64_t passed_over() const { return 0; }
+  // The symbolic links to directories the walk did not follow (ImageFolder), in walk order.
+  virtual std::vector<std::string> links_not_followed() const { return {}; }
 };
 
 // `max_file_bytes`: an image file larger than this is refused (named) rather than read.

@@ -9,6 +9,7 @@
 #include <climits>
 
 #include "io/file.h"
+#include "tools/convert/input_file.h"
 
 namespace rf::convert {
 namespace {
@@ -106,7 +107,7 @@ Status InputStream::ReadExact(void* buf, size_t n, const std::string& what) {
 }
 
 Result<std::unique_ptr<InputStream>> InputStream::Open(const std::string& path) {
-  RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File f, OpenInputFile(path));
   RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
   uint8_t magic[2] = {0, 0};
   RF_ASSIGN_OR_RETURN(size_t got, f.ReadSome(magic, 2, 0));

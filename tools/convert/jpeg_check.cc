@@ -53,10 +53,20 @@ std::string ScanJpeg(const uint8_t* d, size_t n, Frame* frame, JpegInfo* info) {
   static const uint8_t kPng[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (n >= sizeof kPng && std::memcmp(d, kPng, sizeof kPng) == 0) return "PNG data, not a JPEG";
   if (n == 0) return "an empty file, not a JPEG";
-  if (n < 4 || d[0] != 0xff || d[1] != 0xd8) {
+  // "ff d8", or as much of it as the file holds, then too few bytes for anything after it.
+  const bool starts = d[0] == 0xff && (n < 2 || d[1] == 0xd8);
+  if (starts && n < 4) {
+    return "truncated: " + std::to_string(n) + (n == 1 ? " byte" : " bytes") +
+           ", where a JPEG needs its markers (ff d8, a frame header, a scan, ff d9)";
+  }
+  if (!starts) {
     char b[96];
-    std::snprintf(b, sizeof b, "not a JPEG (it starts with bytes %02x %02x, not ff d8)", d[0],
-                  n > 1 ? d[1] : 0);
+    if (n == 1) {
+      std::snprintf(b, sizeof b, "not a JPEG (its one byte is %02x, not ff d8)", d[0]);
+    } else {
+      std::snprintf(b, sizeof b, "not a JPEG (it starts with bytes %02x %02x, not ff d8)", d[0],
+                    d[1]);
+    }
     return b;
   }
   size_t p = 2;

@@ -3,7 +3,9 @@
 // and verifies them. See `ringfeed-convert --help` and `ringfeed-convert <command> --help`.
 //
 // Exit codes: 0 success, 1 a data or file error, 2 a command line that cannot be run. Every
-// failure is one line on stderr: "ringfeed-convert: <file>: at byte <offset>: <what>".
+// failure is one line on stderr: "ringfeed-convert: <file>: at byte <offset>: <what>". Killed by
+// a signal it can catch, it removes its temporary files and dies of that signal
+// (io/live_temporaries.h).
 #include <exception>
 #include <iostream>
 #include <new>
@@ -12,9 +14,13 @@
 #include <vector>
 
 #include "io/fault_plan.h"
+#include "io/live_temporaries.h"
 #include "tools/convert/commands.h"
 
 int main(int argc, char** argv) {
+  // A conversion killed by SIGTERM, SIGINT, SIGHUP (`timeout`, Ctrl-C, a closed terminal) removes
+  // its temporary files on its way out, then dies of the signal.
+  rf::RemoveLiveTemporariesOnSignals();
   const std::vector<std::string> args(argv + 1, argv + argc);
   // A malformed RINGFEED_FAULTS is refused here as `ringfeed` refuses it, not ignored: a test that
   // plants a fault and misspells it would otherwise pass for the wrong reason.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "io/file.h"
+#include "tools/convert/input_file.h"
 #include "tools/convert/megatron.h"
 
 namespace rf::convert {
@@ -234,7 +235,7 @@ std::string WithoutExtension(const std::string& prefix) {
   for (const char* ext : {".idx", ".bin"}) {
     const std::string e = ext;
     if (prefix.size() > e.size() && prefix.ends_with(e) &&
-        !File::Open(prefix + ".idx", O_RDONLY).ok()) {
+        FileKindName(prefix + ".idx") == nullptr) {
       return prefix.substr(0, prefix.size() - e.size());
     }
   }
@@ -298,8 +299,8 @@ std::vector<std::string> MegatronPaths(const std::string& prefix) {
 Result<std::unique_ptr<DocumentSource>> OpenMegatronSource(const std::string& given) {
   const std::string prefix = WithoutExtension(given);
   const std::string idx_path = prefix + ".idx", bin_path = prefix + ".bin";
-  RF_ASSIGN_OR_RETURN(File idx, File::Open(idx_path, O_RDONLY));
-  RF_ASSIGN_OR_RETURN(File bin, File::Open(bin_path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File idx, OpenInputFile(idx_path));
+  RF_ASSIGN_OR_RETURN(File bin, OpenInputFile(bin_path));
   RF_ASSIGN_OR_RETURN(const uint64_t idx_bytes, idx.Size());
   RF_ASSIGN_OR_RETURN(const uint64_t bin_bytes, bin.Size());
   if (idx_bytes < kMegatronHeaderBytes) {

@@ -1,12 +1,11 @@
 // .npy documents (token_inputs.h): a directory of 1-D arrays, or one array with its offsets.
-#include <fcntl.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <vector>
 
 #include "io/file.h"
 #include "tools/convert/byte_order.h"
+#include "tools/convert/input_file.h"
 #include "tools/convert/npy_header.h"
 #include "tools/convert/token_inputs.h"
 
@@ -50,7 +49,7 @@ class NpyDirectorySource final : public DocumentSource {
       const uint64_t n = d.header.shape[0];
       if (n > max_ids)
         return TooLongDocument({d.path, d.header.data_offset, ""}, next_, n, max_ids);
-      RF_ASSIGN_OR_RETURN(File f, File::Open(d.path, O_RDONLY));
+      RF_ASSIGN_OR_RETURN(File f, OpenInputFile(d.path));
       const size_t at = ids_.size();
       ids_.resize(at + n * item);
       RF_RETURN_IF_ERROR(f.ReadAt(ids_.data() + at, n * item, d.header.data_offset));
@@ -164,20 +163,20 @@ class NpyOffsetsSource final : public DocumentSource {
     const size_t os = ElemSize(oh_.elem);
     int64_t prev = 0;
     for (uint64_t i = 0; i < count; ++i) {
+      // LoadInteger (Offset) holds a uint64 above 2^63 - 1 at 2^63 - 1: each message prints the
+      // value as the file holds it (IntegerText), never that.
       RF_ASSIGN_OR_RETURN(const uint64_t raw, Offset(i));
       const int64_t v = static_cast<int64_t>(raw);
-      const bool u64_above = oh_.elem == Elem::kU64 && raw > uint64_t{INT64_MAX};
+      const std::string value = IntegerText(oh_.elem, window_.data(), i - window_begin_);
       std::string what;
       if (i == 0 && v != 0) {
-        what = "offset 0 is " + IntegerText(oh_.elem, window_.data(), i - window_begin_) +
-               ", not 0 (the first document starts the ids)";
-      } else if (u64_above || v < prev) {
-        what = "offset " + std::to_string(i) + " is " +
-               IntegerText(oh_.elem, window_.data(), i - window_begin_) +
-               ", below the one before it (" + std::to_string(prev) + ")";
+        what = "offset 0 is " + value + ", not 0 (the first document starts the ids)";
+      } else if (v < prev) {
+        what = "offset " + std::to_string(i) + " is " + value + ", below the one before it (" +
+               std::to_string(prev) + ")";
       } else if (static_cast<uint64_t>(v) > ih_.shape[0] ||
                  (i + 1 == count && static_cast<uint64_t>(v) != ih_.shape[0])) {
-        what = "offset " + std::to_string(i) + " is " + std::to_string(v) + "; the last is " +
+        what = "offset " + std::to_string(i) + " is " + value + "; the last is " +
                ids_file_.path() + "'s length, " + std::to_string(ih_.shape[0]);
       }
       if (!what.empty()) {
@@ -209,11 +208,24 @@ Result<std::unique_ptr<DocumentSource>> OpenNpyDirectorySource(const std::string
         ": not a directory (npy-docs reads a directory of .npy files, or one .npy with "
         "--offsets)");
   }
+  // Every name ending .npy is a document: one that is a link to nothing, or not a regular file
+  // (a FIFO would block the read), is refused naming it, not passed over; other names are (a
+  // link to nothing among them too: it ended the listing, "cannot list the directory").
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() > 4 && name.ends_with(".npy") && entry.is_regular_file(ec))
-      names.push_back(name);
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= 4 || !name.ends_with(".npy")) continue;
+    const std::string path = it->path().string();
+    std::error_code kind;
+    const std::filesystem::file_status st = it->status(kind);  // through symbolic links
+    if (st.type() == std::filesystem::file_type::not_found) {
+      return Status::InvalidArgument(
+                 "a symbolic link to nothing, where the directory's .npy files are its documents")
+          .WithPath(path);
+    }
+    if (kind) return Status::IOError(path, "cannot look at the file", kind.value());
+    RF_RETURN_IF_ERROR(CheckInputIsRegular(path));
+    names.push_back(name);
   }
   if (ec) return Status::IOError(dir, "cannot list the directory", ec.value());
   if (names.empty()) return Status::InvalidArgument(dir + ": no .npy file in the directory");
@@ -222,7 +234,7 @@ Result<std::unique_ptr<DocumentSource>> OpenNpyDirectorySource(const std::string
   uint64_t bytes = 0;
   for (const std::string& name : names) {
     const std::string path = (std::filesystem::path(dir) / name).string();
-    RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
+    RF_ASSIGN_OR_RETURN(File f, OpenInputFile(path));
     RF_ASSIGN_OR_RETURN(NpyHeader h, ReadIdsHeader(f, "a document"));
     if (!docs.empty() && h.elem != docs.front().header.elem) {
       return NotIds(path, h,
@@ -238,9 +250,9 @@ Result<std::unique_ptr<DocumentSource>> OpenNpyDirectorySource(const std::string
 
 Result<std::unique_ptr<DocumentSource>> OpenNpyOffsetsSource(const std::string& ids_path,
                                                              const std::string& offsets_path) {
-  RF_ASSIGN_OR_RETURN(File ids, File::Open(ids_path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File ids, OpenInputFile(ids_path));
   RF_ASSIGN_OR_RETURN(NpyHeader ih, ReadIdsHeader(ids, "the ids"));
-  RF_ASSIGN_OR_RETURN(File offsets, File::Open(offsets_path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File offsets, OpenInputFile(offsets_path));
   RF_ASSIGN_OR_RETURN(NpyHeader oh, ReadIdsHeader(offsets, "the offsets"));
   if (oh.shape[0] < 2) {
     return NotIds(offsets_path, oh,

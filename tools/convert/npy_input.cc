@@ -1,13 +1,12 @@
 #include "tools/convert/npy_input.h"
 
-#include <fcntl.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "io/file.h"
 #include "tools/convert/byte_order.h"
+#include "tools/convert/input_file.h"
 #include "tools/convert/npy_header.h"
 #include "tools/convert/sample_layout.h"
 
@@ -112,7 +111,7 @@ Status ShapeError(const std::string& path, const NpyHeader& h, const std::string
 
 Result<std::unique_ptr<SampleSource>> OpenNpySource(const std::string& images_path,
                                                     const std::string& labels_path, bool nhwc) {
-  RF_ASSIGN_OR_RETURN(File images, File::Open(images_path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File images, OpenInputFile(images_path));
   RF_ASSIGN_OR_RETURN(uint64_t isize, images.Size());
   RF_ASSIGN_OR_RETURN(NpyHeader ih, ReadNpyHeader(images, isize));
   if (ih.shape.size() < 2 || ih.shape.size() > 5) {
@@ -129,7 +128,7 @@ Result<std::unique_ptr<SampleSource>> OpenNpySource(const std::string& images_pa
   File labels;
   NpyHeader lh;
   if (!labels_path.empty()) {
-    RF_ASSIGN_OR_RETURN(labels, File::Open(labels_path, O_RDONLY));
+    RF_ASSIGN_OR_RETURN(labels, OpenInputFile(labels_path));
     RF_ASSIGN_OR_RETURN(uint64_t lsize, labels.Size());
     RF_ASSIGN_OR_RETURN(lh, ReadNpyHeader(labels, lsize));
     if (lh.shape.size() != 1) return ShapeError(labels_path, lh, "labels need shape (N,)");

@@ -8,6 +8,7 @@
 
 #include "io/file.h"
 #include "io/format.h"
+#include "tools/convert/input_file.h"
 #include "tools/convert/transpose.h"
 
 namespace rf::convert {
@@ -102,7 +103,7 @@ Result<std::unique_ptr<SampleSource>> OpenPredecessorSource(const std::string& i
     return Status::Usage("--shape: " + st.message());
   }
   const uint64_t sample_bytes = shape.SampleBytes();
-  RF_ASSIGN_OR_RETURN(File images, File::Open(images_path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File images, OpenInputFile(images_path));
   RF_ASSIGN_OR_RETURN(uint64_t isize, images.Size());
   if (isize % sample_bytes != 0) {
     return std::move(
@@ -113,7 +114,7 @@ Result<std::unique_ptr<SampleSource>> OpenPredecessorSource(const std::string& i
             .WithOffset(isize));
   }
   shape.samples = isize / sample_bytes;
-  RF_ASSIGN_OR_RETURN(File labels, File::Open(labels_path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File labels, OpenInputFile(labels_path));
   RF_ASSIGN_OR_RETURN(uint64_t lsize, labels.Size());
   const uint64_t want = shape.samples * sizeof(int32_t);
   if (lsize != want) {

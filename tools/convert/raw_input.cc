@@ -1,13 +1,12 @@
 #include "tools/convert/raw_input.h"
 
-#include <fcntl.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "io/file.h"
 #include "io/format.h"
+#include "tools/convert/input_file.h"
 
 namespace rf::convert {
 namespace {
@@ -117,7 +116,7 @@ class RawSource final : public SampleSource {
 }  // namespace
 
 Result<std::unique_ptr<SampleSource>> OpenRawSource(const RawOptions& o) {
-  RF_ASSIGN_OR_RETURN(File records, File::Open(o.records_path, O_RDONLY));
+  RF_ASSIGN_OR_RETURN(File records, OpenInputFile(o.records_path));
   RF_ASSIGN_OR_RETURN(uint64_t size, records.Size());
   const std::optional<DType> stored = ElemAsDType(o.elem);
   if (!stored) {
@@ -148,7 +147,7 @@ Result<std::unique_ptr<SampleSource>> OpenRawSource(const RawOptions& o) {
   const uint64_t n = body / rec;
   File labels;
   if (o.labels == RawOptions::Labels::kFile) {
-    RF_ASSIGN_OR_RETURN(labels, File::Open(o.labels_path, O_RDONLY));
+    RF_ASSIGN_OR_RETURN(labels, OpenInputFile(o.labels_path));
     RF_ASSIGN_OR_RETURN(uint64_t lsize, labels.Size());
     const uint64_t want = n * DTypeSize(o.label_dtype);
     if (lsize != want) {

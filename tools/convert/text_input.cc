@@ -1,11 +1,10 @@
 // Text through the byte tokenizer (token_inputs.h): each byte its id, 256 ending each document.
-#include <fcntl.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "io/file.h"
+#include "tools/convert/input_file.h"
 #include "tools/convert/token_inputs.h"
 
 namespace rf::convert {
@@ -29,7 +28,7 @@ class ByteTextSource final : public DocumentSource {
     while (offsets_.size() == 1 || ids_.size() * 2 < block_bytes) {
       if (file_ == paths_.size()) break;
       if (!open_.is_open()) {
-        RF_ASSIGN_OR_RETURN(open_, File::Open(paths_[file_], O_RDONLY));
+        RF_ASSIGN_OR_RETURN(open_, OpenInputFile(paths_[file_]));
         pos_ = 0;
         in_doc_ = false;
       }
@@ -147,7 +146,7 @@ Result<std::unique_ptr<DocumentSource>> OpenByteTextSource(const std::vector<std
                                                            bool split_lines) {
   std::vector<uint64_t> sizes;
   for (const std::string& p : paths) {
-    RF_ASSIGN_OR_RETURN(File f, File::Open(p, O_RDONLY));
+    RF_ASSIGN_OR_RETURN(File f, OpenInputFile(p));
     RF_ASSIGN_OR_RETURN(const uint64_t size, f.Size());
     sizes.push_back(size);
   }

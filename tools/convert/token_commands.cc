@@ -2,6 +2,7 @@
 // record a document, through ConvertDocuments (token_converter.h).
 #include "tools/convert/cli_options.h"
 #include "tools/convert/commands.h"
+#include "tools/convert/input_file.h"
 #include "tools/convert/megatron.h"
 #include "tools/convert/token_converter.h"
 #include "tools/convert/token_inputs.h"
@@ -35,7 +36,8 @@ void AddTokenOptions(po::options_description& desc, TokenFlags& f) {
       "target chunk size (4KiB to 1GiB); a chunk ends where the next document would pass it");
   add("shards", po::value(&f.shards)->default_value(f.shards), "number of shard files");
   add("max-record-size", po::value(&f.max_record_size)->default_value(f.max_record_size),
-      "the longest document, in stored bytes (up to 1GiB); a longer one is refused");
+      "the longest document, in stored bytes (up to 1GiB); a longer one is refused (jsonl: with "
+      "--memory-budget, the smaller, 64KiB at least, also a line's longest string)");
   add("memory-budget", po::value(&f.memory_budget)->default_value(f.memory_budget),
       "ids read at a time (a block of whole documents; one document at least)");
   AddCodecOptions(desc, f.codec);
@@ -117,6 +119,7 @@ Status RunNpyDocsCommand(const std::vector<std::string>& args, std::ostream& out
                         desc, &pos, args, vm, out))
     return Status::Ok();
   const TokenConvertOptions o = ToTokenOptions(f);
+  if (!offsets.empty()) RF_RETURN_IF_ERROR(CheckInputsAreRegular({input, offsets}));
   return ConvertAndReport(
       offsets.empty() ? OpenNpyDirectorySource(input) : OpenNpyOffsetsSource(input, offsets), f, o,
       out);
@@ -137,7 +140,8 @@ Status RunJsonlCommand(const std::vector<std::string>& args, std::ostream& out) 
   if (!ParseCommandLine("jsonl", "FILE... -o OUT.rfd [options]", desc, &pos, args, vm, out))
     return Status::Ok();
   const TokenConvertOptions o = ToTokenOptions(f);
-  return ConvertAndReport(OpenJsonLinesSource(files), f, o, out);
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular(files));
+  return ConvertAndReport(OpenJsonLinesSource(files, o.max_record_bytes, o.block_bytes), f, o, out);
 }
 
 Status RunTextCommand(const std::vector<std::string>& args, std::ostream& out) {
@@ -166,6 +170,7 @@ Status RunTextCommand(const std::vector<std::string>& args, std::ostream& out) {
   if (split != "files" && split != "lines")
     throw UsageError("--split must be files or lines, not '" + split + "'");
   const TokenConvertOptions o = ToTokenOptions(f);
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular(files));
   return ConvertAndReport(OpenByteTextSource(files, split == "lines"), f, o, out);
 }
 

@@ -8,6 +8,8 @@
 //   codec                        frames of each codec (valid, bombs, of another size)
 //   header, index, checkpoint    edit programs (the empty input is the valid file itself)
 //   jpeg                         JPEGs of the project's encoder, whole and cut short
+//   tar                          WebDataset tars (long names, pax headers, a bad label, cut)
+//   jsonl                        JSON lines of each kind taken and refused
 //
 // FuzzedDataProvider takes integers from the input's end and bytes from its front, so a seed is
 // [bytes...][choices, last one first].
@@ -21,6 +23,7 @@
 #include "decode/jpeg_encode.h"
 #include "io/codec.h"
 #include "io/format.h"
+#include "tools/convert/tar_reader.h"
 #include "tools/fuzz/fuzz_common.h"
 
 using namespace rf;
@@ -155,6 +158,57 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fuzz_seeds: the JPEG encoder failed\n");
     return 1;
   }
-  std::printf("fuzz_seeds: %d dataset files, 2 checkpoints, 3 JPEGs, under %s\n", n, root.c_str());
+  // tar: WebDataset shards as `images` reads them: samples of a JPEG and a label, a GNU long
+  // name, a pax path record, a member the sample passes over, a bad label, a cut tar.
+  const auto tar_member = [](std::vector<uint8_t>* tar, const std::string& name, char type,
+                             const std::string& body) {
+    convert::AppendTarHeader(tar, name, body.size(), type);
+    tar->insert(tar->end(), body.begin(), body.end());
+    tar->resize((tar->size() + 511) / 512 * 512);
+  };
+  {
+    const std::string jpeg = "\xff\xd8\xff\xe0 not really a JPEG \xff\xd9";
+    std::vector<uint8_t> tar;
+    tar_member(&tar, "s/a.jpg", '0', jpeg);
+    tar_member(&tar, "s/a.cls", '0', "3\n");
+    tar_member(&tar, "s/a.json", '0', "{}");
+    tar_member(&tar, "././@LongLink", 'L', std::string(120, 'd') + "/b.jpg");
+    tar_member(&tar, "b.jpg", '0', jpeg);
+    const std::string record = " path=" + std::string(120, 'd') + "/b.cls\n";
+    tar_member(&tar, "pax", 'x', std::to_string(record.size() + 3) + record);
+    tar_member(&tar, "b.cls", '0', "0");
+    std::vector<uint8_t> whole = tar;
+    whole.resize(whole.size() + 1024);
+    Seed(root + "/tar", "samples", whole);
+    Seed(root + "/tar", "cut", std::vector<uint8_t>(tar.begin(), tar.end() - 300));
+    std::vector<uint8_t> bad;
+    tar_member(&bad, "c.jpg", '0', jpeg);
+    tar_member(&bad, "c.cls", '0', "-1");
+    bad.resize(bad.size() + 1024);
+    Seed(root + "/tar", "bad-label", bad);
+    std::vector<uint8_t> odd;  // a name holding a newline (once two lines of message)
+    tar_member(&odd, "a\nb.jpg", '0', jpeg);
+    odd.resize(odd.size() + 1024);
+    Seed(root + "/tar", "newline-name", odd);
+  }
+  // jsonl: lines of each kind the reader takes or refuses, each followed by the target's
+  // choices (read from the end: the record size, then the budget).
+  const std::vector<std::string> jsonl = {
+      "[1,2,3]\n{\"tokens\": [4, 5]}\n{\"text\": \"a \\\"b\\\" \\u00e9\", \"input_ids\": "
+      "[6]}\n[]\n",
+      "{\"tokens\":[1],\"tokens\":[2]}\n[1, 2.5]\n",
+      std::string("[1,2]\0[3,4]\n", 12),
+      "   [7]   \n\n[8] x\n{\"meta\": {\"a\": [[1], {\"b\": null}]}, \"input_ids\": [9]}",
+  };
+  for (size_t i = 0; i < jsonl.size(); ++i) {
+    std::vector<uint8_t> bytes(jsonl[i].begin(), jsonl[i].end());
+    bytes.push_back(static_cast<uint8_t>(i * 5));  // the budget: 2^(i*5) bytes
+    bytes.push_back(static_cast<uint8_t>(i * 4));  // the record size: 8 << (i*4) bytes
+    Seed(root + "/jsonl", "lines-" + std::to_string(i), bytes);
+  }
+  std::printf(
+      "fuzz_seeds: %d dataset files, 2 checkpoints, 3 JPEGs, 4 tars, %zu jsonl files, "
+      "under %s\n",
+      n, jsonl.size(), root.c_str());
   return 0;
 }

@@ -5,13 +5,14 @@
 #
 # Builds the libFuzzer targets of tools/fuzz with clang (ASan + UBSan over everything, in
 # $RINGFEED_FUZZ_BUILD_DIR, default build-fuzz), writes the seed corpus, then runs each TARGET
-# (default all 9: header header_raw index dataset codec checkpoint checkpoint_raw options jpeg) for N
-# seconds (default $RINGFEED_FUZZ_SECONDS, else 60), one after another. The corpus grows in
-# BUILD/fuzz/corpus/TARGET and is kept between runs. A crash, a sanitizer report, a hang
-# (-timeout), an allocation above -malloc_limit_mb (a size taken from the file) or an accepted
-# file that breaks its decoder's contract (RF_FUZZ_CHECK) stops that target; the input is saved
-# under BUILD/fuzz/artifacts/TARGET/ and the script exits 1 after running the others. Each
-# target's executions and corpus size are printed, and written to BUILD/fuzz/summary.txt.
+# (default all 11: header header_raw index dataset codec checkpoint checkpoint_raw options jpeg
+# tar jsonl) for N seconds (default $RINGFEED_FUZZ_SECONDS, else 60), one after another. The
+# corpus grows in BUILD/fuzz/corpus/TARGET and is kept between runs. A crash, a sanitizer
+# report, a hang (-timeout), an allocation above -malloc_limit_mb (a size taken from the file) or
+# an accepted file that breaks its decoder's contract (RF_FUZZ_CHECK) stops that target; the
+# input is saved under BUILD/fuzz/artifacts/TARGET/ and the script exits 1 after running the
+# others. Each target's executions and corpus size are printed, and written to
+# BUILD/fuzz/summary.txt.
 #
 # Replay a saved input: BUILD/fuzz/fuzz_TARGET ARTIFACT. For CI (.ci/run): exit 0 means no crash.
 set -euo pipefail
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(header header_raw index dataset codec checkpoint checkpoint_raw options
-                                     jpeg)
+                                     jpeg tar jsonl)
 case "$seconds" in ''|*[!0-9]*) echo "run.sh: --seconds wants a whole number, got '$seconds'" >&2; exit 2 ;; esac
 
 build=${RINGFEED_FUZZ_BUILD_DIR:-build-fuzz}
