@@ -26,7 +26,14 @@ struct OpenedShard {
 };
 
 Result<OpenedShard> OpenShard(const std::string& path) {
-  RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY));
+  // O_NONBLOCK: a FIFO in a shard's or a part's place opens at once instead of waiting for a
+  // writer (forever), and is refused here as what it is; on a regular file it changes nothing.
+  RF_ASSIGN_OR_RETURN(File f, File::Open(path, O_RDONLY | O_NONBLOCK));
+  if (const char* kind = FileKindName(path); kind != nullptr && !FileExists(path)) {
+    return std::move(Status::InvalidArgument(std::string(kind) + ", not a dataset file (" +
+                                             "a dataset's files are regular files)")
+                         .WithPath(path));
+  }
   RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
   std::vector<uint8_t> head(format::kHeaderBytes);
   RF_ASSIGN_OR_RETURN(size_t got, f.ReadSome(head.data(), head.size(), 0));

@@ -3,7 +3,9 @@
 // labels the header's class count does not allow. Each is refused naming the file, and the chunk
 // and byte offset where they apply, before anything is allocated from the forged value.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -160,6 +162,19 @@ TEST(HostileDataset, ANegativeInt32LabelIsRefused) {
   const Status st = d->ReadChunk(0, buf.data());
   EXPECT_NE(st.ToString().find(": label -1 of sample 7 is outside [0, 5)"), std::string::npos)
       << st.ToString();
+}
+
+// Issue 40 (noticed with M2): a FIFO in a shard's place made Dataset::Open wait for a writer
+// forever (ringfeed train, ringfeed read, the Loader); refused at once, naming it.
+TEST(HostileDataset, AFifoInAShardsPlaceIsRefusedAtOnce) {
+  TempDir t;
+  const std::vector<std::string> f = WriteDataset(t.File("f.rfd"), 2);
+  ASSERT_EQ(std::remove(f[1].c_str()), 0);
+  ASSERT_EQ(::mkfifo(f[1].c_str(), 0600), 0);
+  EXPECT_EQ(OpenError(t.File("f.rfd")),
+            f[1] + ": a FIFO, not a dataset file (a dataset's files are regular files)");
+  EXPECT_EQ(OpenError(f[1]),
+            f[1] + ": a FIFO, not a dataset (a .rfd file, or the base name of its shards)");
 }
 
 // Issue 40, A1: a dataset without labels stores every label as a uint8 0, and the readers hand
