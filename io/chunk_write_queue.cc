@@ -15,8 +15,7 @@ Result<ChunkWriteQueue::Mapping> ChunkWriteQueue::Map(size_t bytes, const char* 
   // Page-aligned (format::kAlign is 4096) and untouched until filled.
   void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) {
-    return Status::IOError("", "cannot map " + std::to_string(bytes) + " bytes for " + what,
-                           errno);
+    return Status::IOError("", "cannot map " + std::to_string(bytes) + " bytes for " + what, errno);
   }
   return Mapping(static_cast<uint8_t*>(m), Unmap{bytes});
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "io/format.h"
 #include "tests/testing/forged_dataset.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/token_documents.h"
 
 namespace rf {
 namespace {
@@ -24,25 +26,31 @@ using testing::TempDir;
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 // Three token records of 5,000 uint16 ids (10,000 bytes) each, in one chunk: the file of the
-// issue's reproduction (12 KiB stored where raw). Format `version` 2 or 3.
+// issue's reproduction (12 KiB stored where compressed). Format `version` 2 or 3.
 std::string WriteThreeRecords(const std::string& path, uint32_t version, CodecSpec codec = {}) {
-  DatasetSpec spec;
-  spec.record_kind = format::RecordKind::kTokens;
-  spec.sample_dtype = DType::kUInt16;
-  spec.has_labels = false;
-  WriterOptions o;
-  o.version = version;
-  o.codec = codec;
-  auto w = DatasetWriter::Create(path, spec, o);
-  EXPECT_TRUE(w.ok()) << w.status().ToString();
   std::vector<uint16_t> ids(5000);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>(i % 16);
-  for (int r = 0; r < 3; ++r) {
-    const uint64_t offsets[2] = {0, ids.size()};
-    EXPECT_TRUE((*w)->AppendRecords(ids.data(), offsets, nullptr, 1).ok());
-  }
-  EXPECT_TRUE((*w)->Finish().ok());
+  const Status st = testing::WriteDocuments(path, {ids, ids, ids}, codec, 4 << 20,
+                                            /*labels=*/false, 1, version);
+  EXPECT_TRUE(st.ok()) << st.ToString();
   return path;
+}
+
+// Forges the header's largest record to 2^31 - 1 ids and chunk 0's data size to data(frame) (its
+// record bytes to match), as a careful forger would; returns the chunk's frame size.
+uint64_t ForgeDataFromFrame(const std::string& path,
+                            const std::function<uint64_t(uint64_t frame)>& data) {
+  testing::ForgeHeader(path, [](format::Header* h) {
+    ASSERT_TRUE(format::SetSampleShape({(uint64_t{1} << 31) - 1}, h).ok());
+  });
+  uint64_t frame = 0;
+  testing::ForgeIndex(path, [&](std::vector<format::ChunkEntry>* e) {
+    ASSERT_TRUE((*e)[0].compressed());
+    frame = (*e)[0].frame_bytes;
+    (*e)[0].data_bytes = data(frame);
+    (*e)[0].record_bytes = (*e)[0].data_bytes - format::RecordLayoutFor(3, 1).records_offset;
+  });
+  return frame;
 }
 
 std::string OpenError(const std::string& path) {
@@ -89,16 +97,7 @@ TEST(HostileSizes, AForgedLargestRecordCannotLetATinyFrameDeclareAGibibyte) {
   TempDir t;
   const std::string p = WriteThreeRecords(t.File("z.rfd"), 3, CodecSpec{Codec::kZstd, 3});
   const uint64_t at = EntryAt(p);
-  testing::ForgeHeader(p, [](format::Header* h) {
-    ASSERT_TRUE(format::SetSampleShape({(uint64_t{1} << 31) - 1}, h).ok());
-  });
-  uint64_t frame = 0;
-  testing::ForgeIndex(p, [&](std::vector<format::ChunkEntry>* e) {
-    ASSERT_TRUE((*e)[0].compressed());
-    frame = (*e)[0].frame_bytes;
-    (*e)[0].data_bytes = kGiB;
-    (*e)[0].record_bytes = kGiB - format::RecordLayoutFor(3, 1).records_offset;
-  });
+  const uint64_t frame = ForgeDataFromFrame(p, [](uint64_t) { return kGiB; });
   ASSERT_LT(frame, 4096u);
   EXPECT_EQ(OpenError(p), p + ": chunk 0 at byte " + std::to_string(at) +
                               ": bad chunk index entry: data size 1073741824 from a zstd frame "
@@ -110,17 +109,8 @@ TEST(HostileSizes, AForgedLargestRecordCannotLetATinyFrameDeclareAGibibyte) {
 TEST(HostileSizes, AnLz4FrameDeclaringMoreThan255TimesItsSizeIsRefused) {
   TempDir t;
   const std::string p = WriteThreeRecords(t.File("l.rfd"), 3, CodecSpec{Codec::kLz4, 0});
-  testing::ForgeHeader(p, [](format::Header* h) {
-    ASSERT_TRUE(format::SetSampleShape({(uint64_t{1} << 31) - 1}, h).ok());
-  });
-  uint64_t frame = 0;
-  testing::ForgeIndex(p, [&](std::vector<format::ChunkEntry>* e) {
-    ASSERT_TRUE((*e)[0].compressed());
-    frame = (*e)[0].frame_bytes;
-    const uint64_t data = format::RoundUp(frame * kLz4MaxExpansion + 1, format::kAlign);
-    (*e)[0].data_bytes = data;
-    (*e)[0].record_bytes = data - format::RecordLayoutFor(3, 1).records_offset;
-  });
+  const uint64_t frame = ForgeDataFromFrame(
+      p, [](uint64_t f) { return format::RoundUp(f * kLz4MaxExpansion + 1, format::kAlign); });
   const std::string error = OpenError(p);
   EXPECT_NE(error.find("bad chunk index entry: data size "), std::string::npos) << error;
   EXPECT_NE(error.find(" from a lz4 frame of " + std::to_string(frame) +
