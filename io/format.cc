@@ -206,6 +206,10 @@ uint64_t IndexStoredBytes(uint64_t chunks, uint32_t version) {
   return RoundUp(chunks * IndexEntryBytes(version) + 8, kAlign);
 }
 
+bool HoldsJpegRecords(const Header& h) {
+  return h.record_kind == RecordKind::kBytes && h.media_type == "image/jpeg";
+}
+
 uint64_t MaxChunkDataBytes(const Header& h) {
   const uint64_t one = h.variable() ? RecordChunkBytes(1, h.LabelBytes(), h.SampleBytes())
                                     : LayoutFor(1, h.SampleBytes(), h.LabelBytes()).stored_bytes;

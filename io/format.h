@@ -196,6 +196,10 @@ struct Header {
   bool HasLabels() const { return num_classes != 0; }
 };
 
+// Whether a dataset holds image/jpeg records (bytes records of that media type): what the loader
+// decodes into images.
+bool HoldsJpegRecords(const Header& h);
+
 // InvalidArgument naming the shape where it cannot be stored with this sample dtype (the rules
 // above: 1 to 4 dims, each 1 to 2^32-1, 3-dim shapes at most kMaxChannels channels, at most
 // kMaxSampleBytes a sample).

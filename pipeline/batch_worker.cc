@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "core/clock.h"
-#include "pipeline/loader.h"
+#include "pipeline/loaded_batch.h"
 
 namespace rf {
 namespace {

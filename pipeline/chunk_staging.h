@@ -27,10 +27,10 @@
 #include <memory>
 #include <vector>
 
+#include "core/batch.h"
 #include "core/dtype.h"
 #include "core/status.h"
 #include "io/dataset.h"
-#include "pipeline/batch_source.h"
 #include "pipeline/host_buffer.h"
 #include "pipeline/work_pool.h"
 

@@ -155,17 +155,4 @@ std::string CudaLoaderDevice::Describe() const {
   return "cuda:" + std::to_string(gpu_) + (known ? std::string(" (") + prop.name + ")" : "");
 }
 
-Result<std::unique_ptr<ImageDecoder>> CudaLoaderDevice::MakeImageDecoder(
-    const ImageDecodeSpec& spec, uint32_t threads, const ImageOptions& image) {
-  if (image.decoder == ImageDecoderChoice::kCpu) return MakeCpuImageDecoder(spec, threads);
-  Result<std::unique_ptr<ImageDecoder>> gpu =
-      MakeNvjpegImageDecoder(spec, gpu_, stream_, threads, image.cpu_share);
-  // auto: where nvJPEG is not there (not installed, or it will not start), the CPU threads.
-  if (!gpu.ok() && image.decoder == ImageDecoderChoice::kAuto &&
-      gpu.status().code() == Status::Code::kUnsupported) {
-    return MakeCpuImageDecoder(spec, threads);
-  }
-  return gpu;
-}
-
 }  // namespace rf

@@ -29,6 +29,7 @@ class CudaLoaderDevice final : public LoaderDevice {
 
   int gpu() const override { return gpu_; }
   cudaStream_t stream() const { return stream_; }
+  void* stream_handle() const override { return stream_; }
   StagingFactory Staging(const PipelineConfig& c) override;
   Result<std::unique_ptr<TrainingSource>> Managed(const Dataset& d,
                                                   const PipelineConfig& c) override;
@@ -37,11 +38,6 @@ class CudaLoaderDevice final : public LoaderDevice {
   Status PrepareDecode(const DecodeSpec& spec, uint32_t max_batch) override;
   Status Decode(const Batch& stored, void* out, int64_t* labels) override;
   Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) override;
-  // nvJPEG into this GPU's memory, ordered before the stream's later work (auto: where it
-  // loads), else the CPU decoder (host memory; the image stage copies its batches here).
-  Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
-                                                         uint32_t threads,
-                                                         const ImageOptions& image) override;
   Status PutBytes(const void* host, void* out, size_t bytes) override;
   Status MoveWithin(void* to, const void* from, size_t bytes) override;
   Status WaitPut(uint32_t slot) override;

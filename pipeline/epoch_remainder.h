@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/order_settings.h"
 #include "core/status.h"
-#include "pipeline/window_order.h"
 #include "pipeline/world_order.h"
 
 namespace rf {

@@ -11,8 +11,8 @@
 //                                                 (core/resized_crop.h) and the CPU decoder as
 //                                                 its fallback for what nvJPEG refuses
 //
-// The loader's device chooses the decoder (LoaderDevice::MakeImageDecoder), once, at Open, as
-// ImageOptions::decoder says.
+// MakeImageDecoder (below) chooses the decoder once, at Open, as ImageOptions::decoder says, for
+// the loader's device (its GPU and stream, or the host).
 //
 // A job goes in with Submit and comes out with Wait, in submission order; several jobs may be in
 // flight, so the decode of the next batches runs while the consumer uses this one.
@@ -28,6 +28,7 @@
 
 #include "core/status.h"
 #include "decode/jpeg_image.h"
+#include "pipeline/image_options.h"
 
 namespace rf {
 
@@ -97,5 +98,15 @@ Result<std::unique_ptr<ImageDecoder>> MakeCpuImageDecoder(const ImageDecodeSpec&
 Result<std::unique_ptr<ImageDecoder>> MakeNvjpegImageDecoder(const ImageDecodeSpec& spec, int gpu,
                                                              void* consumer_stream,
                                                              uint32_t threads, double cpu_share);
+
+// The decoder of image/jpeg records for a loader's device (gpu -1: the host; `stream` its
+// cudaStream_t), as image.decoder says: `threads` CPU threads where it decodes on the CPU (or
+// shares the work with nvJPEG). On a GPU, nvJPEG into its memory ordered before the stream's
+// later work (auto: where nvJPEG loads, else the CPU decoder, its batches in host memory for the
+// image stage to copy over). Usage for nvjpeg on the host; Unsupported for nvjpeg where it does
+// not load.
+Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec, int gpu,
+                                                       void* stream, uint32_t threads,
+                                                       const ImageOptions& image);
 
 }  // namespace rf

@@ -54,10 +54,4 @@ uint32_t DefaultImageThreads(uint32_t chunk_threads, bool compressed);
 
 const OptionTable<ImageOptions>& ImageOptionTable();
 
-// Whether a dataset holds image/jpeg records (bytes records of that media type): what the loader
-// decodes into images.
-inline bool HoldsJpegRecords(const format::Header& h) {
-  return h.record_kind == format::RecordKind::kBytes && h.media_type == "image/jpeg";
-}
-
 }  // namespace rf

@@ -169,17 +169,15 @@ Result<std::shared_ptr<LoadedBatch>> ImageStage::Next() {
       mark_ = s.mixture;
       ahead_ = !in_flight_.empty();  // else the source stands where this batch left it
     }
-    if (out->n_ == 0) continue;  // every record of the batch was bad, and skipped
-    out->epoch_ = s.job.epoch;
-    out->position_ = s.position;
-    out->span_ = span;
+    if (out->size() == 0) continue;  // every record of the batch was bad, and skipped
+    out->SetPlace(s.job.epoch, s.position, span);
     if (staged_) {
       RF_RETURN_IF_ERROR(
-          device_.PutBytes(s.staging.data(), out->samples(), size_t{out->n_} * sample_bytes_));
+          device_.PutBytes(s.staging.data(), out->samples(), size_t{out->size()} * sample_bytes_));
     }
     if (staged_ || gpu_out_) {
       RF_RETURN_IF_ERROR(
-          device_.PutBytes(s.labels.data(), out->labels(), size_t{out->n_} * sizeof(int64_t)));
+          device_.PutBytes(s.labels.data(), out->labels(), size_t{out->size()} * sizeof(int64_t)));
     }
     return out;
   }
@@ -188,7 +186,7 @@ Result<std::shared_ptr<LoadedBatch>> ImageStage::Next() {
 Status ImageStage::Settle(Slot& s) {
   LoadedBatch& out = *s.out;
   const ImageJob& job = s.job;
-  out.indices_ = s.indices;
+  out.mutable_indices() = s.indices;
   if (job.bad.empty()) return Status::Ok();
   if (!skip_) {
     const BadRecord& first = job.bad.front();
@@ -219,13 +217,11 @@ Status ImageStage::Settle(Slot& s) {
                      sample_bytes_);
       }
       labels[kept] = labels[i];
-      out.indices_[kept] = out.indices_[i];
+      out.mutable_indices()[kept] = out.mutable_indices()[i];
     }
     ++kept;
   }
-  out.n_ = kept;
-  out.indices_.resize(kept);
-  out.shape_[0] = kept;
+  out.Truncate(kept);
   return Status::Ok();
 }
 

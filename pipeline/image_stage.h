@@ -48,8 +48,9 @@
 
 #include "io/dataset.h"
 #include "pipeline/image_decoder.h"
-#include "pipeline/loader.h"
+#include "pipeline/loaded_batch.h"
 #include "pipeline/loader_device.h"
+#include "pipeline/loader_stats.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/training_source.h"
 

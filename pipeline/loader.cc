@@ -7,9 +7,11 @@
 #include "core/clock.h"
 #include "pipeline/batch_worker.h"
 #include "pipeline/chunk_staging.h"
+#include "pipeline/image_decoder.h"
 #include "pipeline/image_stage.h"
 #include "pipeline/loader_device.h"
 #include "pipeline/loader_options.h"
+#include "pipeline/make_loader_device.h"
 #include "pipeline/mixed_source.h"
 #include "pipeline/mixture.h"
 #include "pipeline/output_pool.h"
@@ -214,7 +216,7 @@ Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOp
   }
   records_ = h.variable();
   const ImageOptions& image = options.image;
-  const bool images = decoded && HoldsJpegRecords(h) && image.size != 0;
+  const bool images = decoded && format::HoldsJpegRecords(h) && image.size != 0;
   if (!images) {
     // What only decoded images take does nothing here.
     const ImageOptions plain;
@@ -226,7 +228,7 @@ Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOp
                                                           : nullptr;
     if (idle != nullptr) {
       return Status::Usage(std::string(idle) + ": " +
-                           (HoldsJpegRecords(h) && decoded
+                           (format::HoldsJpegRecords(h) && decoded
                                 ? "image_size 0 hands out the JPEG bytes as stored"
                                 : "this dataset's batches are no decoded images "
                                   "(it holds no image/jpeg records)") +
@@ -393,8 +395,9 @@ Status Loader::BuildImages(const LoaderOptions& options) {
   const uint32_t threads = options.image.threads != 0
                                ? options.image.threads
                                : DefaultImageThreads(source_->decode_threads(), compressed);
-  RF_ASSIGN_OR_RETURN(std::unique_ptr<ImageDecoder> decoder,
-                      device_->MakeImageDecoder(spec, threads, options.image));
+  RF_ASSIGN_OR_RETURN(
+      std::unique_ptr<ImageDecoder> decoder,
+      MakeImageDecoder(spec, device_->gpu(), device_->stream_handle(), threads, options.image));
   // Batches decoded ahead: the pool's buffers less the one the consumer holds and the one it
   // may still hold while asking for the next (more are allocated, never deadlocked, if it holds
   // more).
@@ -561,8 +564,8 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Make() {
     RF_ASSIGN_OR_RETURN(std::shared_ptr<LoadedBatch> out,
                         pool_->Acquire(stored.n, stored.sample_dtype, {elems}));
     RF_RETURN_IF_ERROR(pool_->Reserve(*out, stored.values_bytes));
-    out->records_ = true;
-    RF_RETURN_IF_ERROR(device_->PutRecords(stored, out->samples(), out->offsets_, out->labels()));
+    int64_t* offsets = out->UseRecordOffsets();
+    RF_RETURN_IF_ERROR(device_->PutRecords(stored, out->samples(), offsets, out->labels()));
     return HandOut(std::move(out), position);
   }
   std::vector<int64_t> shape;
@@ -580,9 +583,8 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Make() {
 Result<std::shared_ptr<LoadedBatch>> Loader::HandOut(std::shared_ptr<LoadedBatch> out,
                                                      uint64_t position) {
   RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
-  out->indices_ = source_->batch_samples();
-  out->epoch_ = epoch_;
-  out->position_ = position;
+  out->mutable_indices() = source_->batch_samples();
+  out->SetPlace(epoch_, position);
   return out;
 }
 

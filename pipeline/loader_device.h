@@ -1,7 +1,7 @@
 // LoaderDevice: where a Loader (pipeline/loader.h) puts its batches, chosen once at Open. It
 // makes the device-specific parts of the one pipeline:
 //
-//   HostLoaderDevice (here)                  host memory: HostChunkStaging, DecodeSamplesOnHost on
+//   HostLoaderDevice (host_loader_device.h)  host memory: HostChunkStaging, DecodeSamplesOnHost on
 //                                            the caller's thread, a HostOutputPool, the CPU image
 //                                            decoder
 //   CudaLoaderDevice (cuda_loader_device.h)  one GPU: CudaChunkStaging (copy streams), the managed
@@ -10,7 +10,8 @@
 //                                            (its images copied to the GPU: an nvJPEG decoder
 //                                            writing device memory is the step to come)
 //
-// The stream: the GPU device's work goes on one stream (the loader's own, or the caller's).
+// MakeLoaderDevice (make_loader_device.h) chooses one. The stream: the GPU device's work goes on
+// one stream (the loader's own, or the caller's).
 //
 // Thread safety: the loader's thread only.
 #pragma once
@@ -23,8 +24,6 @@
 #include "io/dataset.h"
 #include "pipeline/batch_decode.h"
 #include "pipeline/host_buffer.h"
-#include "pipeline/image_decoder.h"
-#include "pipeline/image_options.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/streaming_source.h"
@@ -37,6 +36,9 @@ class LoaderDevice {
   virtual ~LoaderDevice() = default;
 
   virtual int gpu() const = 0;  // -1: host memory
+  // The stream the device's work goes on (a cudaStream_t), for the stages that queue work of
+  // their own before it (the nvJPEG decoder); null on the host.
+  virtual void* stream_handle() const = 0;
   // The staging area of the streaming source.
   virtual StagingFactory Staging(const PipelineConfig& c) = 0;
   // The managed mode's source (Usage error on the host).
@@ -52,13 +54,6 @@ class LoaderDevice {
   // values_bytes) into the output: the values as they are, the n + 1 offsets, the labels as int64
   // (queued, on a GPU; `host` may be reused once this returns).
   virtual Status PutRecords(const Batch& host, void* values, int64_t* offsets, int64_t* labels) = 0;
-  // The decoder of image/jpeg records (pipeline/image_decoder.h) for this device, as
-  // `image.decoder` says (pipeline/image_options.h): `threads` CPU threads where it decodes on
-  // the CPU (or shares the work with nvJPEG). Usage for nvjpeg on the host; Unsupported for
-  // nvjpeg where it does not load.
-  virtual Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec,
-                                                                 uint32_t threads,
-                                                                 const ImageOptions& image) = 0;
   // `bytes` of pageable host memory into the output at `out` (queued, on a GPU): the copy has
   // read `host` when the call returns, so it may be written again at once (CUDA's rule for
   // pageable memory; not memory of HostArea, which is pinned on a GPU).
@@ -110,10 +105,5 @@ class LoaderDevice {
 // What PutSequencesAsync's kernel does, on the host, with p.host and the outputs in host memory
 // (the host device's PutSequencesAsync; the reference the GPU's is tested against).
 void WidenSequencesOnHost(const LoaderDevice::SequencePut& p);
-
-// The device for `kind`: kCpu the host; kCuda GPU `gpu` (-1: the calling thread's current
-// device), Usage error where the build or the machine has none; kAuto a GPU where one is found.
-// `stream` (a cudaStream_t, or null for a stream of the device's own) must outlive the device.
-Result<std::unique_ptr<LoaderDevice>> MakeLoaderDevice(DeviceKind kind, int gpu, void* stream);
 
 }  // namespace rf

@@ -6,7 +6,7 @@
 #include "core/augment_spec.h"
 #include "core/dtype.h"
 #include "pipeline/image_options.h"
-#include "pipeline/pipeline_options.h"
+#include "pipeline/pipeline_config.h"
 
 namespace rf {
 namespace {

@@ -1,5 +1,5 @@
-// The library loader's options (pipeline/loader.h's LoaderOptions), declared once: the pipeline's
-// that the loader takes (pipeline/pipeline_options.h) and the output's (dtype, layout,
+// The library loader's options (LoaderOptions, for pipeline/loader.h), declared once: the
+// pipeline's that the loader takes (pipeline/pipeline_config.h) and the output's (dtype, layout,
 // normalization, augmentation, buffers). Python's ringfeed.Loader takes exactly these, as keyword
 // arguments with '_' for '-' (python/src/module.cc sets them through this table; loader.py makes
 // its signature and help from it).
@@ -8,11 +8,84 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
+#include "core/dtype.h"
+#include "core/status.h"
 #include "options/option_table.h"
-#include "pipeline/loader.h"
+#include "pipeline/batch_decode.h"
+#include "pipeline/image_options.h"
+#include "pipeline/pipeline_config.h"
 
 namespace rf {
+
+// How batches come out of Next(): the decode (pipeline/batch_decode.h) from the stored samples.
+struct OutputOptions {
+  DType dtype = DType::kFloat32;  // float32, bfloat16, float16, or the stored dtype itself
+  SampleLayout layout = SampleLayout::kNCHW;
+  bool normalize = true;  // (x - mean[c]) / std[c] with the dataset header's statistics
+  // Statistics to normalize with instead of the header's (one per channel; both or neither): a
+  // test split normalized as its training split was.
+  std::vector<float> mean, stddev;
+  // Image/jpeg records (ImageOptions::size not 0): the statistics normalize takes when mean and
+  // std are not given are ImageNet's, in pixel units (decode/jpeg_image.h), and dtype may also be
+  // uint8 (the pixels, without normalize).
+  // Data augmentation, an --augment spec (core/augment_spec.h: "crop:4,flip,erase:0.5"; "" or
+  // "none": off), fused into the decode; each sample's transform keyed by the pipeline's seed, the
+  // epoch and the sample's global index, so the same on the host and the GPU, and on resume. Leave
+  // it off for a test split.
+  std::string augment;
+};
+
+// Packed token sequences (pipeline/sequence_loader.h): sequence_length 0 leaves them off.
+struct SequenceOptions {
+  uint32_t length = 0;     // L: rows of L + 1 tokens
+  int64_t eod_token = -1;  // appended after each document; -1: none
+  int64_t pad_token = 0;   // fills a row past its length
+  bool pad = false;        // packing "pad": one document a row (else "concat")
+  // Threads that copy a batch's tokens (the loader's worker and helpers); 0: DefaultPackThreads()
+  // (pipeline/sequence_loader.h).
+  uint32_t pack_threads = 0;
+  // Tests and benchmarks, no option: on the host too, pack the ids narrow and widen them in a
+  // second pass (WidenSequencesOnHost, what a GPU's kernel does), so that the GPU's way of packing
+  // runs, and is checked against the host's, on a machine without a GPU.
+  bool pack_narrow = false;
+};
+
+struct LoaderOptions {
+  PipelineConfig pipeline;  // the dataset, mode, device, batch, order, rank, reader
+  OutputOptions output;
+  // image/jpeg records: decoded to images of image.size (pipeline/image_stage.h), or (size 0)
+  // handed out as stored; ignored for other datasets, but for options that would do nothing
+  // there (a crop, threads, skipping, a side limit), which are refused.
+  ImageOptions image;
+  SequenceOptions sequence;
+  // Decoded batches the loader keeps ready for the consumer (the buffers the pool starts with);
+  // 0: the raw level only (source(); Next() refused), with no decoder and no pool.
+  uint32_t output_buffers = 4;
+  // Epochs the streaming read plan covers; 0: no fixed number (the plan goes on as epochs come).
+  uint64_t epochs = 0;
+  // CUDA: the GPU (-1: the opening thread's current device, as torch.cuda.set_device sets it).
+  int gpu = -1;
+  // CUDA: the stream batches are produced on (a cudaStream_t); null: the loader's own stream.
+  // Must outlive the loader.
+  void* stream = nullptr;
+  // Called about every 100 ms while StartEpoch or Next waits for data (streaming mode); a status
+  // other than OK ends the wait and is returned. The loader must then be restarted by StartEpoch.
+  // Always on the thread that called StartEpoch or Next.
+  std::function<Status()> poll;
+  // Decoded batches (Next) made on a thread of the loader's own (pipeline/batch_worker.h), up to
+  // output_buffers - 2 (at least 1) ahead of the consumer: the reads waited for, the gather and
+  // decode (on the GPU: their kernel launches and events) leave the consumer's thread, and Next()
+  // is a hand-off from a queue. The batches and their order are the same either way. Decoded
+  // images: the image stage (pipeline/image_stage.h: the records' gather and copy, the hand-off
+  // to its decode threads, the wait for them) runs on the worker, its own batches in flight as
+  // without it, and one finished batch waits in the worker's queue (the pool holds one buffer
+  // more). Not for a mixture of datasets (mixture_state()).
+  bool worker = false;
+};
 
 // Decoded batches a loader keeps buffers for (each batch_size x a sample's output bytes).
 inline constexpr uint32_t kMaxOutputBuffers = 64;

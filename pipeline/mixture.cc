@@ -6,7 +6,6 @@
 #include <limits>
 #include <string>
 
-#include "pipeline/image_options.h"
 #include "pipeline/window_order.h"
 
 namespace rf {
@@ -122,7 +121,7 @@ Status CheckMixable(const std::vector<const Dataset*>& datasets) {
   for (size_t i = 1; i < datasets.size(); ++i) {
     const Dataset& b = *datasets[i];
     const format::Header &ha = a.header(), &hb = b.header();
-    if (HoldsJpegRecords(ha) != HoldsJpegRecords(hb)) {
+    if (format::HoldsJpegRecords(ha) != format::HoldsJpegRecords(hb)) {
       // Decoded images and anything else: said so, before the fields in which they differ.
       return std::move(
           Status::Usage("cannot be mixed with " + a.path() + ": it holds " + SamplesText(hb) +

@@ -1,4 +1,4 @@
-// OutputPool: the buffers decoded batches (pipeline/loader.h's LoadedBatch) live in, and the rule
+// OutputPool: the buffers decoded batches (pipeline/loaded_batch.h) live in, and the rule
 // for when a buffer may be written again. A buffer holds one full batch of decoded samples and its
 // int64 labels. Acquire hands out a free buffer as a LoadedBatch; the LoadedBatch's destructor
 // (its last holder letting go, on any thread) hands it back.
@@ -24,7 +24,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
-#include "pipeline/loader.h"
+#include "pipeline/loaded_batch.h"
 
 namespace rf {
 

@@ -1,11 +1,12 @@
 #include "pipeline/pipeline_config.h"
 
 #include <algorithm>
+#include <cfloat>
 
 #include "io/file.h"
 #include "pipeline/batch_source.h"
+#include "pipeline/chunk_feeder.h"
 #include "pipeline/epoch_remainder.h"
-#include "pipeline/pipeline_options.h"
 #if RINGFEED_HAVE_CUDA
 #include "pipeline/managed_source.h"
 #endif
@@ -152,5 +153,173 @@ ManagedOptions ManagedOptionsFor(const PipelineConfig& c) {
   return o;
 }
 #endif
+
+// --- The option table ---------------------------------------------------------------------
+namespace {
+
+constexpr uint32_t kTrain = kTrainCommand, kRead = kReadCommand, kLoader = kLoaderApi;
+constexpr char kStreamingOnly[] = "it sets the streaming reader and ring";
+
+OptionTable<PipelineConfig> MakeTable() {
+  OptionTable<PipelineConfig> t;
+  t.Field(
+       "data", OptionType::kText, [](auto& c) -> auto& { return c.data; })
+      .Metavar("DATA")
+      .Positional()
+      .For(kTrain | kRead)
+      .Help("the dataset: a .rfd file, any one of its shards, or the shards' base name");
+  t.Field(
+       "weights", OptionType::kNumbers, [](auto& c) -> auto& { return c.weights; })
+      .RangeReal(0, DBL_MAX)
+      .Metavar("W1,W2,...")
+      .For(kTrain | kLoader)
+      .Unset("one dataset, no mixture")
+      .Help(
+          "a weighted mixture of datasets: one weight a dataset (--data then a comma list of "
+          "them; in Python a list), each >= 0, not all 0; the dataset of each sample (or packed "
+          "row) is a pure function of the weights, the seed and its number, each dataset keeping "
+          "its own epochs");
+  t.Word("device", [](auto& c) -> auto& { return c.device; },
+         {{DeviceKindName(DeviceKind::kAuto), DeviceKind::kAuto},
+          {DeviceKindName(DeviceKind::kCuda), DeviceKind::kCuda},
+          {DeviceKindName(DeviceKind::kCpu), DeviceKind::kCpu}})
+      .For(kTrain | kLoader)
+      .Unset("'cuda' where the build has CUDA and a GPU is found, else 'cpu'; 'cuda:N' names GPU N")
+      .Help(
+          "where batches are computed: auto (the GPU where one is found, else the CPU), cuda or "
+          "cpu");
+  t.Word("mode", [](auto& c) -> auto& { return c.mode; },
+         {{PipelineModeName(PipelineMode::kStreaming), PipelineMode::kStreaming},
+          {PipelineModeName(PipelineMode::kManaged), PipelineMode::kManaged}})
+      .For(kTrain | kLoader)
+      .Help(
+          "streaming: read chunks from disk as training goes, in fixed memory; managed: the "
+          "whole dataset in one CUDA managed allocation first (the baseline; GPU only)");
+  t.Field(
+       "batch-size", OptionType::kCount, [](auto& c) -> auto& { return c.order.batch_size; })
+      .Range(1, kMaxBatchSize)
+      .For(kTrain | kLoader)
+      .Help("samples a step (a batch) on each rank; the epoch's last batch may be smaller");
+  t.Field(
+       "drop-last", OptionType::kSwitch, [](auto& c) -> auto& { return c.order.drop_last; })
+      .For(kTrain | kLoader)
+      .Help("skip each epoch's partial last batch");
+  t.Word("shuffle", [](auto& c) -> auto& { return c.order.shuffle; },
+         {{ShuffleModeName(ShuffleMode::kWindow), ShuffleMode::kWindow},
+          {ShuffleModeName(ShuffleMode::kNone), ShuffleMode::kNone}})
+      .BoolWords(ShuffleModeName(ShuffleMode::kWindow), ShuffleModeName(ShuffleMode::kNone))
+      .For(kTrain | kLoader)
+      .Help(
+          "window: chunks in a seeded permutation, the samples of --shuffle-window chunks "
+          "shuffled together; none: stored order");
+  t.Field(
+       "shuffle-window", OptionType::kCount,
+       [](auto& c) -> auto& { return c.order.shuffle_window; })
+      .Range(1, kMaxShuffleWindow)
+      .For(kTrain | kLoader)
+      .Help(
+          "chunks resident together whose samples are shuffled together (the staging holds "
+          "three windows)");
+  t.Field(
+       "seed", OptionType::kCount, [](auto& c) -> auto& { return c.order.seed; })
+      .For(kTrain | kRead | kLoader)
+      .Help(
+          "seeds each epoch's order and the augmentation's draws (and, training, the initial "
+          "weights)");
+  t.Field(
+       "rank", OptionType::kCount, [](auto& c) -> auto& { return c.order.rank; })
+      .Range(0, kMaxWorldSize - 1)
+      .For(kRead | kLoader)
+      .Unset(
+          "torch.distributed's rank where it is initialized, else the RANK environment "
+          "variable, else 0")
+      .Help("this rank's part of every epoch (below --world-size)");
+  t.Field(
+       "world-size", OptionType::kCount, [](auto& c) -> auto& { return c.order.world_size; })
+      .Range(1, kMaxWorldSize)
+      .For(kRead | kLoader)
+      .Unset(
+          "torch.distributed's world size where it is initialized, else the WORLD_SIZE "
+          "environment variable, else 1")
+      .Help("ranks every epoch is partitioned over");
+  t.Field(
+       "verify", OptionType::kSwitch, [](auto& c) -> auto& { return c.verify; })
+      .For(kTrain | kRead | kLoader)
+      .Help(
+          "check every chunk's XXH3 checksum as it is read (on by default). Off, a chunk is "
+          "taken as read: a damaged raw chunk, or a damaged frame that still decompresses to "
+          "exactly its data size, reaches the model; its record table and labels are still "
+          "checked");
+  t.Word("io", [](auto& c) -> auto& { return c.streaming.io; },
+         {{IoModeName(IoMode::kDirect), IoMode::kDirect},
+          {IoModeName(IoMode::kBuffered), IoMode::kBuffered},
+          {IoModeName(IoMode::kPread), IoMode::kPread}})
+      .For(kTrain | kRead | kLoader)
+      .OnlyWith("mode", {"streaming"}, kStreamingOnly)
+      .Help("direct: io_uring with O_DIRECT; buffered: io_uring through the page cache; pread");
+  t.Field(
+       "queue-depth", OptionType::kCount, [](auto& c) -> auto& { return c.streaming.queue_depth; })
+      .Range(1, kMaxQueueDepth)
+      .For(kTrain | kRead | kLoader)
+      .OnlyWith("mode", {"streaming"}, kStreamingOnly)
+      .Help("reads in flight (io_uring takes at most 32768)");
+  t.Field(
+       "read-size", OptionType::kByteSize, [](auto& c) -> auto& { return c.streaming.read_bytes; })
+      .Range(kReadSizeAlign, kMaxReadSize)
+      .MultipleOf(kReadSizeAlign)
+      .For(kTrain | kRead | kLoader)
+      .OnlyWith("mode", {"streaming"}, kStreamingOnly)
+      .Help("largest single read; a larger chunk is read in pieces of this size");
+  t.Field(
+       "ring-slots", OptionType::kCount, [](auto& c) -> auto& { return c.streaming.ring_slots; })
+      .Range(2, kMaxRingSlots)
+      .Alias("slots")  // ringfeed read's name before the options were one schema
+      .For(kTrain | kRead | kLoader)
+      .OnlyWith("mode", {"streaming"}, kStreamingOnly)
+      .Help("host ring slots (one chunk each) the reader fills ahead");
+  t.Field(
+       "decode-threads", OptionType::kCount,
+       [](auto& c) -> auto& { return c.streaming.decode_threads; })
+      .Range(0, kMaxDecodeThreads)
+      .For(kTrain | kRead | kLoader)
+      .OnlyWith("mode", {"streaming"}, kStreamingOnly)
+      .Help(
+          "threads that verify and decompress read chunks; 0: half the cores shared by the "
+          "ranks on the machine, 2 to 8");
+  t.Field(
+       "copy-streams", OptionType::kCount,
+       [](auto& c) -> auto& { return c.streaming.copy_streams; })
+      .Range(1, kMaxCopyStreams)
+      .For(kTrain | kLoader)
+      .OnlyWith("mode", {"streaming"}, kStreamingOnly)
+      .OnlyWith("device", {"auto", "cuda"}, "GPU only")
+      .Help("host-to-device copy streams");
+  t.Field(
+       "managed-prefetch", OptionType::kCount,
+       [](auto& c) -> auto& { return c.managed.prefetch_batches; })
+      .Range(0, kMaxManagedPrefetch)
+      .For(kTrain | kLoader)
+      .OnlyWith("mode", {"managed"}, "managed mode only")
+      .Help("prefetch to the GPU the chunks of the batch this many ahead");
+  t.Field(
+       "managed-advise", OptionType::kSwitch, [](auto& c) -> auto& { return c.managed.advise; })
+      .For(kTrain | kLoader)
+      .OnlyWith("mode", {"managed"}, "managed mode only")
+      .Help("advise the managed allocation read-mostly, preferred on the GPU");
+  t.Field(
+       "managed-oversubscribe", OptionType::kSwitch,
+       [](auto& c) -> auto& { return c.managed.oversubscribe; })
+      .For(kTrain | kLoader)
+      .OnlyWith("mode", {"managed"}, "managed mode only")
+      .Help("allow a dataset larger than the GPU's free memory (paged through it)");
+  return t;
+}
+
+}  // namespace
+
+const OptionTable<PipelineConfig>& PipelineOptionTable() {
+  static const OptionTable<PipelineConfig> table = MakeTable();
+  return table;
+}
 
 }  // namespace rf

@@ -11,8 +11,13 @@
 // the components' own (OrderSettings, StreamingOptions, ReaderOptions, FeederOptions); the managed
 // mode's are checked against ManagedOptions at compile time.
 //
-// The options that set it (names, defaults, bounds, help) are declared once in
-// pipeline/pipeline_options.h; Validate holds a config built in C++ to the same bounds.
+// The options that set it are declared once, here (PipelineOptionTable, below: names, defaults,
+// bounds, help, the programs that take each, where it does something: the streaming reader's
+// options are refused in managed mode, the copy streams on the CPU); every program reads its
+// flags, --config files and Python keywords through the table, and Validate holds a config built
+// in C++ to the same bounds. The bounds are the pipeline's: a count a user gives sizes memory
+// (the ring, the staging, the reader's queue), so each has an upper end, checked before anything
+// is allocated. The table is built on first use (a function-local static) and only read after.
 //
 // Errors: Validate returns Status::Usage naming the command-line flag (the library's names are the
 // same with '_' for '-'), one rule and one message per value.
@@ -28,6 +33,8 @@
 #include "core/status.h"
 #include "io/chunk_reader.h"
 #include "options/option_spec.h"
+#include "options/option_table.h"
+#include "pipeline/batch_source.h"
 #include "pipeline/streaming_source.h"
 #include "pipeline/window_order.h"
 
@@ -39,7 +46,7 @@ enum class PipelineMode { kStreaming, kManaged };
 // Where batches are computed on: the GPU where one is found (else the CPU), the GPU, the CPU.
 enum class DeviceKind { kAuto, kCuda, kCpu };
 
-// The words the options take (pipeline/pipeline_options.h reads and writes them).
+// The words the options take (PipelineOptionTable, below, reads and writes them).
 const char* PipelineModeName(PipelineMode m);  // "streaming", "managed"
 const char* DeviceKindName(DeviceKind d);      // "auto", "cuda", "cpu"
 const char* ShuffleModeName(ShuffleMode s);    // "window", "none"
@@ -93,7 +100,7 @@ struct PipelineConfig {
   StreamingConfig streaming;             // streaming mode only
   ManagedConfig managed;                 // managed mode only
 
-  // Usage errors: no dataset, an option outside its declared bounds (pipeline/pipeline_options.h),
+  // Usage errors: no dataset, an option outside its declared bounds (PipelineOptionTable),
   // a rank off CheckRank's rule, managed mode on the CPU, a stretch of world size 0 or more than
   // kMaxWorldSize.
   // `face`: how the messages name the options (the command line's --names, or Python's).
@@ -122,5 +129,16 @@ StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs);
 struct ManagedOptions;  // pipeline/managed_source.h (CUDA headers)
 ManagedOptions ManagedOptionsFor(const PipelineConfig& c);
 #endif
+
+// The pipeline's bounds.
+inline constexpr uint32_t kMaxBatchSize = 1u << 20;        // samples a batch
+inline constexpr uint32_t kMaxShuffleWindow = 4096;        // chunks staged together (3 windows)
+inline constexpr uint32_t kMaxRingSlots = 1024;            // host ring slots, one chunk each
+inline constexpr uint32_t kMaxCopyStreams = 16;            // host-to-device copy streams
+inline constexpr uint32_t kMaxManagedPrefetch = 1u << 16;  // batches ahead
+inline constexpr uint32_t kMaxWorldSize = 1u << 16;        // ranks of one run
+// kMaxEpoch, the most an epoch counter holds: pipeline/batch_source.h.
+
+const OptionTable<PipelineConfig>& PipelineOptionTable();
 
 }  // namespace rf

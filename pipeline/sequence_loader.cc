@@ -13,6 +13,7 @@
 #include "core/thread_name.h"
 #include "pipeline/batch_source.h"
 #include "pipeline/loader_device.h"
+#include "pipeline/make_loader_device.h"
 #include "pipeline/output_pool.h"
 #include "pipeline/work_pool.h"
 
@@ -716,12 +717,12 @@ void SequenceLoader::SetViews(LoadedBatch& b, uint64_t rows, uint64_t segments) 
   auto* dst = static_cast<uint8_t*>(b.samples());
   const BatchLayout at(rows, length_, dtype_);
   const auto n = static_cast<int64_t>(rows), l = static_cast<int64_t>(length_);
-  b.views_ = {
+  b.SetViews({
       {dst, dtype_, {n, l + 1}},
       {dst + at.lengths_at, DType::kInt64, {n}},
       {dst + at.cu_at, DType::kInt32, {static_cast<int64_t>(segments) + 1}},
       {dst + at.positions_at, DType::kInt64, {n, l}},
-  };
+  });
 }
 
 Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Put(Packed& p) {
@@ -754,8 +755,7 @@ Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Put(Packed& p) {
     RF_RETURN_IF_ERROR(device_->PutSequencesAsync(put, p.slot));
   }
   SetViews(*out, p.rows, p.segments);
-  out->epoch_ = p.epoch;
-  out->position_ = p.position;
+  out->SetPlace(p.epoch, p.position);
   RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
   return out;
 }

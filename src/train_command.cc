@@ -72,11 +72,11 @@ Status CheckTrainable(const std::string& flag, const std::string& path, const fo
                       uint32_t image_size) {
   const std::vector<uint64_t> shape = h.Shape();
   std::string why;
-  if (HoldsJpegRecords(h) && image_size == 0) {
+  if (format::HoldsJpegRecords(h) && image_size == 0) {
     why =
         "it holds image/jpeg records, which --image-size 0 leaves undecoded; give the size to "
         "train at (224 by default)";
-  } else if (HoldsJpegRecords(h)) {
+  } else if (format::HoldsJpegRecords(h)) {
     // Decoded to 3 x image_size x image_size by the loader.
   } else if (h.variable()) {
     why = "it holds " + std::string(format::RecordKindName(h.record_kind)) +
@@ -142,8 +142,8 @@ Result<RunData> OpenData(const TrainConfig& c) {
   const format::Header &h = d.first().header(), &t = d.test->header();
   // Decoded images have the model's input shape whatever their files' sizes.
   const bool same_shape =
-      HoldsJpegRecords(h) || HoldsJpegRecords(t)
-          ? HoldsJpegRecords(h) && HoldsJpegRecords(t)
+      format::HoldsJpegRecords(h) || format::HoldsJpegRecords(t)
+          ? format::HoldsJpegRecords(h) && format::HoldsJpegRecords(t)
           : t.channels == h.channels && t.height == h.height && t.width == h.width;
   if (!same_shape || t.num_classes != h.num_classes) {
     return Status::Usage("--test " + c.test + " has another shape or class count than " +
@@ -158,7 +158,7 @@ Result<ModelConfig> ModelFor(const TrainConfig& c, const format::Header& h) {
   m.channels = h.channels;
   m.height = h.height;
   m.width = h.width;
-  if (HoldsJpegRecords(h)) {  // the loader's decoded images: RGB at --image-size
+  if (format::HoldsJpegRecords(h)) {  // the loader's decoded images: RGB at --image-size
     m.channels = 3;
     m.height = m.width = c.image.size;
   }
@@ -311,7 +311,8 @@ Result<StartPoint> Start(const RunData& data, World& world, TrainConfig* c, Mode
   // The checkpoint's settings first (a decoded file's batch size is not 0, so this does not
   // fail): the model it asks for takes the checkpoint's image size.
   uint64_t position = 0;
-  RF_RETURN_IF_ERROR(ApplyCheckpoint(ck, c, &position, HoldsJpegRecords(data.first().header())));
+  RF_RETURN_IF_ERROR(
+      ApplyCheckpoint(ck, c, &position, format::HoldsJpegRecords(data.first().header())));
   RF_ASSIGN_OR_RETURN(*model, ModelFor(*c, data.first().header()));
   // The one InvalidArgument: the file is of another model than the one asked for.
   if (Status st = CheckCheckpointModel(ck, *model, c->resume); !st.ok()) return AsUsage(st);
@@ -349,7 +350,7 @@ Result<std::unique_ptr<TrainEngine>> MakeEngine(const TrainConfig& c, const Mode
   in.config = model;
   in.norm.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
   in.norm.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
-  if (HoldsJpegRecords(h)) in.norm = DecodedImageStatistics();
+  if (format::HoldsJpegRecords(h)) in.norm = DecodedImageStatistics();
   in.train = &data.first();
   if (data.mixture()) in.mixture = data.sources();
   in.test = data.test && world.rank() == 0 ? &*data.test : nullptr;
@@ -563,12 +564,12 @@ Status Train(TrainConfig c, const std::vector<std::string>& args,
   if (world.rank() == 0) {
     for (const std::string& line : overrides) std::printf("ringfeed train: %s\n", line.c_str());
   }
-  if (HoldsJpegRecords(data.first().header()) && c.augment.enabled()) {
+  if (format::HoldsJpegRecords(data.first().header()) && c.augment.enabled()) {
     return Status::Usage("--augment " + AugmentSpecText(c.augment) +
                          ": image/jpeg records are decoded with their own random resized crop and "
                          "flip; leave --augment out");
   }
-  if (!HoldsJpegRecords(data.first().header())) {
+  if (!format::HoldsJpegRecords(data.first().header())) {
     RF_RETURN_IF_ERROR(CheckAugmentFits(c.augment, data.first().header(), "--augment"));
   }
   c.schedule_span = ScheduleSpanFor(c, OrdinaryEpochSamples(c, data));

@@ -7,7 +7,7 @@
 #include "core/augment_spec.h"
 #include "pipeline/image_options.h"
 #include "pipeline/loader_options.h"
-#include "pipeline/pipeline_options.h"
+#include "pipeline/pipeline_config.h"
 
 namespace rf {
 namespace {

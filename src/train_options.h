@@ -1,5 +1,5 @@
 // `ringfeed train`'s options, declared once (options/option_table.h): the pipeline's that training
-// takes (pipeline/pipeline_options.h, through TrainConfig::pipeline) and the run's own: the test
+// takes (pipeline/pipeline_config.h, through TrainConfig::pipeline) and the run's own: the test
 // split, the model, the optimizer and schedule, epochs, checkpoints and output files, the GPU
 // settings. The command line, --config, --help and TrainConfig::Validate all read them here.
 //

@@ -44,7 +44,7 @@
 #include "pipeline/loader.h"
 #include "pipeline/loader_options.h"
 #include "pipeline/mixture.h"
-#include "pipeline/pipeline_options.h"
+#include "pipeline/pipeline_config.h"
 #include "pipeline/sequence_loader.h"
 #include "pipeline/window_order.h"
 #include "python/src/dlpack_export.h"
