@@ -1,7 +1,7 @@
 // Batch: one batch of samples and their labels as the layer that made it hands it to the layer
-// that computes from it: a view, owning nothing. The pipeline's sources (pipeline/batch_source.h)
-// produce batches; the backends (kernels/backend.h) consume them. It lives here, below both, so
-// that pipeline/ and kernels/ need not include each other.
+// that computes from it: a view, owning nothing. The pipeline's sources
+// (pipeline/sources/batch_source.h) produce batches; the backends (kernels/backend.h) consume them.
+// It lives here, below both, so that pipeline/ and kernels/ need not include each other.
 //
 // Memory: host memory for the CPU backend, device memory (or memory the device can read) for the
 // CUDA backend. The producer says how long it stays valid (for the sources: until their next

@@ -1,13 +1,13 @@
 // OrderSettings: what decides which samples each batch holds, one value from the command line to
 // the epoch order and into a checkpoint and back. `ringfeed train`'s flags and the Python loader's
-// keyword arguments set the one inside a PipelineConfig (pipeline/pipeline_config.h); the batch
-// sources hand it whole to the epoch order (pipeline/window_order.h, which states what each field
-// does to the order); a checkpoint records it (model/checkpoint.h) and a resumed run takes it back
-// (src/train_config.h's ApplyCheckpoint). It is copied whole, never field by field.
+// keyword arguments set the one inside a PipelineConfig (pipeline/sources/pipeline_config.h); the
+// batch sources hand it whole to the epoch order (pipeline/order/window_order.h, which states what
+// each field does to the order); a checkpoint records it (model/checkpoint.h) and a resumed run
+// takes it back (src/train_config.h's ApplyCheckpoint). It is copied whole, never field by field.
 //
 // ResumedEpoch is the resume record: an epoch begun by earlier runs at other world sizes, as the
 // order continues it and as the checkpoint stores it. MixtureState is a weighted mixture of
-// datasets' (pipeline/mixture.h): where its stream and each dataset's epoch stand.
+// datasets' (pipeline/sources/mixture.h): where its stream and each dataset's epoch stand.
 //
 // It lives in core/ because pipeline/ (the order) and model/ (the checkpoint) both use it and never
 // include each other.
@@ -39,8 +39,8 @@ struct ResumedEpoch {
   std::vector<EpochStretch> stretches = {};
 };
 
-// Where a weighted mixture of datasets stands (pipeline/mixture.h states the mixture): the steps
-// each rank has taken since the start (every rank takes one sample a step, all from the same
+// Where a weighted mixture of datasets stands (pipeline/sources/mixture.h states the mixture): the
+// steps each rank has taken since the start (every rank takes one sample a step, all from the same
 // dataset), how many of them each dataset gave, and where each dataset's own epoch stands. The
 // same on every rank; a checkpoint records it (model/checkpoint.h) and a state dict (Python).
 struct MixtureSourceState {

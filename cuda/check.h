@@ -2,7 +2,8 @@
 // failed, returns from the enclosing function (which returns Status or Result<T>) a
 // Status::Aborted whose message names the call as written, where it is and the library's own
 // error string:
-//   "cudaMemcpyAsync(...) failed at pipeline/cuda_chunk_staging.cc:61: cudaErrorInvalidValue (...)"
+//   "cudaMemcpyAsync(...) failed at pipeline/stage/cuda_chunk_staging.cc:61: cudaErrorInvalidValue
+//   (...)"
 // Aborted, because a failed GPU call is not something the caller's data or arguments can fix:
 // the run stops with that one line.
 //

@@ -1,7 +1,7 @@
 // The decode of a Plan (decode/plan.h) on the GPU: decode/kernel.cuh's kernel, instantiated for
 // every conversion and layout VisitPlan reaches, NaNs as the host makes them, so that its result
 // equals decode/host_decode.h's DecodeOnHost bit for bit for every plan and input. The library
-// loader's GPU decode (pipeline/cuda_batch_decode.h) is this function.
+// loader's GPU decode (pipeline/output/cuda_batch_decode.h) is this function.
 //
 // Host launchers only (this header compiles as plain C++): no allocation, no synchronization,
 // graph capturable. Thread safety: none beyond the stream's.

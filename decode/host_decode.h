@@ -1,6 +1,6 @@
 // The decode on the host: one loop over a batch, channel plane by channel plane, that makes every
 // output element from decode/element.h's functions. The CPU backend's input (a Cnhw float32 plan)
-// and the library loader's host decode (pipeline/batch_decode.h) are both this loop.
+// and the library loader's host decode (pipeline/output/batch_decode.h) are both this loop.
 //
 // Memory: every array is host memory the caller owns, at any alignment; `in` and `out` do not
 // overlap. Nothing is allocated. Thread safety: no state; any thread may call it.

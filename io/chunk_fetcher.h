@@ -6,7 +6,7 @@
 //
 // The slow path's one loop: Dataset::ReadChunk, managed mode's load (one fetcher a thread), the
 // converter's ForEachChunk. The streaming path is the io_uring reader and the chunk stage
-// (pipeline/chunk_feeder.h), which do the same checks in the same order.
+// (pipeline/stage/chunk_feeder.h), which do the same checks in the same order.
 //
 // Memory: one stored extent (the dataset's largest, where any chunk is compressed) and the codec
 // contexts; each shard file is opened once, at Create.

@@ -183,7 +183,7 @@ bool IsDatasetFile(const std::string& path);
 // belongs in it. (Counts, ids, statistics, version and codec may differ among a directory's
 // parts.) `use` says why they must agree, in the message: the parts of a directory (read as one,
 // where their origin must agree too: a tool writing them back reads the first's), or the datasets
-// of a mixture (drawn into the same batches: pipeline/mixture.h; their origins may differ).
+// of a mixture (drawn into the same batches: pipeline/sources/mixture.h; their origins may differ).
 enum class RecordsUse { kDirectory, kMixture };
 Status CheckSameRecords(const format::Header& a, const std::string& a_path, const format::Header& b,
                         const std::string& b_path, RecordsUse use = RecordsUse::kDirectory);

@@ -57,10 +57,10 @@
 // chunk's record bytes (records of any size: the end of its record table, the bytes of all its
 // records; tensors: its samples' bytes, sample_count x SampleBytes()). So a reader knows every
 // chunk's token count from the index alone, without a chunk read: the packed token sequences'
-// epoch plan (pipeline/sequence_plan.h) is made at open from it. A version 3 chunk of records has
-// exactly the data size its record bytes give (RecordChunkBytes), and its table must end there
-// (Dataset::CheckRecords). Writers write version 3 for records of any size; version 2 records stay
-// readable (their index does not say the record bytes: ChunkEntry::record_bytes is 0).
+// epoch plan (pipeline/sequences/sequence_plan.h) is made at open from it. A version 3 chunk of
+// records has exactly the data size its record bytes give (RecordChunkBytes), and its table must
+// end there (Dataset::CheckRecords). Writers write version 3 for records of any size; version 2
+// records stay readable (their index does not say the record bytes: ChunkEntry::record_bytes is 0).
 //
 // Records of any size (version 2, record kinds `tokens` and `bytes`). A record is a 1-D run of
 // token ids of the sample dtype (uint16, int32, int64), or opaque bytes (uint8) with the media

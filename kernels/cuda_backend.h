@@ -267,7 +267,7 @@ class CudaBackend final : public Backend {
   uint64_t graph_replays_ = 0;  // launches of graph_ after the one that follows its capture
   Status deferred_;             // a failure inside Take*Stats, returned by the next call
   double warm_up_ms_ = 0;
-  // WhenDone's marks: more than the steps the host runs ahead (pipeline/cuda_batch_gather.h).
+  // WhenDone's marks: more than the steps the host runs ahead (pipeline/stage/cuda_batch_gather.h).
   static constexpr uint32_t kDoneMarks = 32;
   std::unique_ptr<cuda::CudaDoneClock> done_clock_;
 };

@@ -34,21 +34,20 @@
 //
 // The order's settings are the run's OrderSettings (core/order_settings.h), as far as the file
 // records them: the shuffling state is (seed, order_window, epoch): the order of an epoch is
-// recomputed from them (pipeline/window_order.h), so no generator state is stored. next_sample
-// indexes that order. order_window is the shuffle window W in chunks, kOrderStored for the stored
-// order, or 0 in files written before it was recorded (the field was reserved, always 0).
-// A data-parallel run records the world size it ran at (next_sample is then each rank's position
-// in its part of the epoch) and, where the epoch was begun by runs at other world sizes, their
-// stretches (the resume record, core/order_settings.h's ResumedEpoch), oldest first; version 1
-// files (written before ranks) read as world size 1 with none.
-// A mixture of datasets (`ringfeed train --data a,b --weights`, pipeline/mixture.h) records its
-// datasets (id, samples, normalized weight) and its stream (core/order_settings.h's MixtureState:
-// the steps, and each dataset's draws, epoch, position in its epoch's order at the checkpoint's
-// world size, and that epoch's stretches); the top-level epoch, next_sample and stretches are
-// then the mixture epoch's, dataset_id the datasets' ids hashed (io/dataset.h's PartsDatasetId)
-// and dataset_samples their samples together. Files before version 5 read as one dataset.
-// Writing goes through AtomicOutput (temp name, fsync, rename): a crash mid-write leaves the
-// previous checkpoint in place.
+// recomputed from them (pipeline/order/window_order.h), so no generator state is stored.
+// next_sample indexes that order. order_window is the shuffle window W in chunks, kOrderStored for
+// the stored order, or 0 in files written before it was recorded (the field was reserved, always
+// 0). A data-parallel run records the world size it ran at (next_sample is then each rank's
+// position in its part of the epoch) and, where the epoch was begun by runs at other world sizes,
+// their stretches (the resume record, core/order_settings.h's ResumedEpoch), oldest first; version
+// 1 files (written before ranks) read as world size 1 with none. A mixture of datasets (`ringfeed
+// train --data a,b --weights`, pipeline/sources/mixture.h) records its datasets (id, samples,
+// normalized weight) and its stream (core/order_settings.h's MixtureState: the steps, and each
+// dataset's draws, epoch, position in its epoch's order at the checkpoint's world size, and that
+// epoch's stretches); the top-level epoch, next_sample and stretches are then the mixture epoch's,
+// dataset_id the datasets' ids hashed (io/dataset.h's PartsDatasetId) and dataset_samples their
+// samples together. Files before version 5 read as one dataset. Writing goes through AtomicOutput
+// (temp name, fsync, rename): a crash mid-write leaves the previous checkpoint in place.
 #pragma once
 
 #include <cstdint>

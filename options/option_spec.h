@@ -7,8 +7,8 @@
 //   Python            Loader(..., queue_depth=8): the name with '_' for '-'
 //
 // so each face accepts and refuses the same values with the same rule. The declarations live
-// beside the code that owns the options (pipeline/pipeline_config.h, src/train_options.h); the
-// binding of a declaration to a config's field is options/option_table.h's.
+// beside the code that owns the options (pipeline/sources/pipeline_config.h, src/train_options.h);
+// the binding of a declaration to a config's field is options/option_table.h's.
 //
 // Bounds: every number a user gives has both ends declared, so a size is checked before anything
 // is sized from it. Text a user gave is quoted in messages with its control and non-UTF-8 bytes

@@ -1,6 +1,6 @@
 // World: the ranks of one data-parallel job and the host-side collectives between them. One
-// process is one rank; each trains on its own part of every epoch (pipeline/window_order.h) with
-// its own GPU, and the ranks meet only in the collectives below and in the gradient reduction
+// process is one rank; each trains on its own part of every epoch (pipeline/order/window_order.h)
+// with its own GPU, and the ranks meet only in the collectives below and in the gradient reduction
 // (dist/host_reducer.h over a World; dist/nccl_reducer.h over NCCL, whose id a World hands out).
 //
 //   OpenWorld()  a process started by mpirun (Open MPI, or Slurm's srun through PMI/PMIx) joins

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "core/clock.h"
-#include "pipeline/loaded_batch.h"
+#include "pipeline/output/loaded_batch.h"
 
 namespace rf {
 namespace {

@@ -6,17 +6,17 @@
 #include "core/augment_spec.h"
 #include "core/clock.h"
 #include "pipeline/batch_worker.h"
-#include "pipeline/chunk_staging.h"
-#include "pipeline/image_decoder.h"
-#include "pipeline/image_stage.h"
-#include "pipeline/loader_device.h"
+#include "pipeline/images/image_decoder.h"
+#include "pipeline/images/image_stage.h"
 #include "pipeline/loader_options.h"
-#include "pipeline/make_loader_device.h"
-#include "pipeline/mixed_source.h"
-#include "pipeline/mixture.h"
-#include "pipeline/output_pool.h"
-#include "pipeline/streaming_source.h"
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
+#include "pipeline/output/loader_device.h"
+#include "pipeline/output/make_loader_device.h"
+#include "pipeline/output/output_pool.h"
+#include "pipeline/sources/mixed_source.h"
+#include "pipeline/sources/mixture.h"
+#include "pipeline/sources/streaming_source.h"
+#include "pipeline/stage/chunk_staging.h"
 
 namespace rf {
 namespace {
@@ -54,15 +54,6 @@ Result<std::vector<int64_t>> SampleShape(const format::Header& h, SampleLayout l
                          format::ShapeText(stored));
   }
   return std::vector<int64_t>{shape[1], shape[2], shape[0]};
-}
-
-// Host staging for any source (pipeline/chunk_staging.h): records' and decoded images', whose
-// gather and decode read the host's memory whatever the device.
-StagingFactory HostStaging() {
-  return [](const StagingLayout& l) -> Result<std::unique_ptr<ChunkStaging>> {
-    RF_ASSIGN_OR_RETURN(auto s, HostChunkStaging::Create(l));
-    return std::unique_ptr<ChunkStaging>(std::move(s));
-  };
 }
 
 // Next()'s decoded images as a TrainingSource (Loader::source() for images): each batch valid
@@ -281,8 +272,8 @@ Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOp
     // a GPU's copy engine: pinning it would only make the loader's start pay for it
     // (cudaHostRegister of ring_slots x the largest chunk, faulted in first).
     if (records_ || gpu_device_ < 0) so.pin = PinMode::kOff;
-    // Records are gathered in host memory whatever the device (pipeline/chunk_staging.h), then
-    // copied to it batch by batch: they are compact, and their sizes are known on the host.
+    // Records are gathered in host memory whatever the device (pipeline/stage/chunk_staging.h),
+    // then copied to it batch by batch: they are compact, and their sizes are known on the host.
     const StagingFactory staging = records_ ? HostStaging() : device_->Staging(options.pipeline);
     so.poll = [this] { return Poll(); };
     RF_ASSIGN_OR_RETURN(auto s, StreamingSource::Create(dataset, so, staging));

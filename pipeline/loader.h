@@ -16,9 +16,9 @@
 //                                   TrainingSource of Next()'s batches
 //
 // image/jpeg records (io/format.h's bytes records of that media type) are decoded into images of
-// options.image.size (pipeline/image_stage.h: decode threads ahead of the consumer, the crop a
-// function of the seed, the epoch and the sample's index; a mixture's batches too, each sample
-// keyed as pipeline/mixed_source.h says), unless that size is 0: then they come
+// options.image.size (pipeline/images/image_stage.h: decode threads ahead of the consumer, the crop
+// a function of the seed, the epoch and the sample's index; a mixture's batches too, each sample
+// keyed as pipeline/sources/mixed_source.h says), unless that size is 0: then they come
 // out as stored, as any records of any size do.
 //
 // A decoded batch (LoadedBatch) owns its buffer through a shared_ptr: it stays valid, unchanged,
@@ -59,12 +59,12 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "io/dataset.h"
-#include "pipeline/batch_decode.h"
-#include "pipeline/loaded_batch.h"
 #include "pipeline/loader_options.h"
-#include "pipeline/loader_stats.h"
-#include "pipeline/pipeline_config.h"
-#include "pipeline/training_source.h"
+#include "pipeline/output/batch_decode.h"
+#include "pipeline/output/loaded_batch.h"
+#include "pipeline/output/loader_stats.h"
+#include "pipeline/sources/pipeline_config.h"
+#include "pipeline/sources/training_source.h"
 
 namespace rf {
 
@@ -75,10 +75,10 @@ namespace rf {
 Status CheckAugmentFits(const AugmentParams& augment, const format::Header& h,
                         const std::string& flag);
 
-class OutputPool;    // pipeline/output_pool.h
-class LoaderDevice;  // pipeline/loader_device.h
+class OutputPool;    // pipeline/output/output_pool.h
+class LoaderDevice;  // pipeline/output/loader_device.h
 class BatchWorker;   // pipeline/batch_worker.h
-class ImageStage;    // pipeline/image_stage.h
+class ImageStage;    // pipeline/images/image_stage.h
 
 class Loader {
  public:
@@ -92,7 +92,7 @@ class Loader {
   static Result<std::unique_ptr<Loader>> Create(const Dataset& dataset,
                                                 const LoaderOptions& options);
   // A weighted mixture of `datasets` (options.pipeline.weights, one a dataset; each dataset
-  // outliving the loader): pipeline/mixed_source.h, starting where options.pipeline.mixture
+  // outliving the loader): pipeline/sources/mixed_source.h, starting where options.pipeline.mixture
   // says. Usage errors besides Create's: weights NormalizeWeights refuses, datasets whose samples
   // differ (CheckMixable), managed mode, a start state that cannot be of these datasets. One
   // dataset without weights is Create's loader.
@@ -139,7 +139,7 @@ class Loader {
   // (A mixture's batches are made on the caller's thread, whatever options.worker says: its
   // state and a restart's place are the source's, which the worker would have moved ahead. A
   // mixture of decoded images is decoded ahead by the image stage, which keeps the state of each
-  // batch and rewinds the source to the last one handed out: pipeline/image_stage.h.)
+  // batch and rewinds the source to the last one handed out: pipeline/images/image_stage.h.)
   const MixtureState* mixture_state() const;
   Status RestoreMixture(const MixtureState& s, const ResumedEpoch& resumed);
 

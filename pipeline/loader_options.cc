@@ -5,8 +5,8 @@
 
 #include "core/augment_spec.h"
 #include "core/dtype.h"
-#include "pipeline/image_options.h"
-#include "pipeline/pipeline_config.h"
+#include "pipeline/images/image_options.h"
+#include "pipeline/sources/pipeline_config.h"
 
 namespace rf {
 namespace {
@@ -126,6 +126,19 @@ OptionSpec AugmentOptionSpec() {
 const OptionTable<LoaderOptions>& LoaderOptionTable() {
   static const OptionTable<LoaderOptions> table = MakeTable();
   return table;
+}
+
+SequenceSpec SequenceSpecFor(const LoaderOptions& options) {
+  SequenceSpec s;
+  s.pipeline = options.pipeline;
+  s.sequence = options.sequence;
+  s.dtype = options.output.dtype;
+  s.output_buffers = options.output_buffers;
+  s.epochs = options.epochs;
+  s.gpu = options.gpu;
+  s.stream = options.stream;
+  s.poll = options.poll;
+  return s;
 }
 
 }  // namespace rf

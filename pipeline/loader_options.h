@@ -1,8 +1,8 @@
 // The library loader's options (LoaderOptions, for pipeline/loader.h), declared once: the
-// pipeline's that the loader takes (pipeline/pipeline_config.h) and the output's (dtype, layout,
-// normalization, augmentation, buffers). Python's ringfeed.Loader takes exactly these, as keyword
-// arguments with '_' for '-' (python/src/module.cc sets them through this table; loader.py makes
-// its signature and help from it).
+// pipeline's that the loader takes (pipeline/sources/pipeline_config.h) and the output's (dtype,
+// layout, normalization, augmentation, buffers). Python's ringfeed.Loader takes exactly these, as
+// keyword arguments with '_' for '-' (python/src/module.cc sets them through this table; loader.py
+// makes its signature and help from it).
 //
 // Thread safety: the table is built on first use (a function-local static) and only read after.
 #pragma once
@@ -15,13 +15,15 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "options/option_table.h"
-#include "pipeline/batch_decode.h"
-#include "pipeline/image_options.h"
-#include "pipeline/pipeline_config.h"
+#include "pipeline/images/image_options.h"
+#include "pipeline/output/batch_decode.h"
+#include "pipeline/sequences/sequence_loader.h"
+#include "pipeline/sources/pipeline_config.h"
 
 namespace rf {
 
-// How batches come out of Next(): the decode (pipeline/batch_decode.h) from the stored samples.
+// How batches come out of Next(): the decode (pipeline/output/batch_decode.h) from the stored
+// samples.
 struct OutputOptions {
   DType dtype = DType::kFloat32;  // float32, bfloat16, float16, or the stored dtype itself
   SampleLayout layout = SampleLayout::kNCHW;
@@ -39,26 +41,11 @@ struct OutputOptions {
   std::string augment;
 };
 
-// Packed token sequences (pipeline/sequence_loader.h): sequence_length 0 leaves them off.
-struct SequenceOptions {
-  uint32_t length = 0;     // L: rows of L + 1 tokens
-  int64_t eod_token = -1;  // appended after each document; -1: none
-  int64_t pad_token = 0;   // fills a row past its length
-  bool pad = false;        // packing "pad": one document a row (else "concat")
-  // Threads that copy a batch's tokens (the loader's worker and helpers); 0: DefaultPackThreads()
-  // (pipeline/sequence_loader.h).
-  uint32_t pack_threads = 0;
-  // Tests and benchmarks, no option: on the host too, pack the ids narrow and widen them in a
-  // second pass (WidenSequencesOnHost, what a GPU's kernel does), so that the GPU's way of packing
-  // runs, and is checked against the host's, on a machine without a GPU.
-  bool pack_narrow = false;
-};
-
 struct LoaderOptions {
   PipelineConfig pipeline;  // the dataset, mode, device, batch, order, rank, reader
   OutputOptions output;
-  // image/jpeg records: decoded to images of image.size (pipeline/image_stage.h), or (size 0)
-  // handed out as stored; ignored for other datasets, but for options that would do nothing
+  // image/jpeg records: decoded to images of image.size (pipeline/images/image_stage.h), or (size
+  // 0) handed out as stored; ignored for other datasets, but for options that would do nothing
   // there (a crop, threads, skipping, a side limit), which are refused.
   ImageOptions image;
   SequenceOptions sequence;
@@ -80,10 +67,10 @@ struct LoaderOptions {
   // output_buffers - 2 (at least 1) ahead of the consumer: the reads waited for, the gather and
   // decode (on the GPU: their kernel launches and events) leave the consumer's thread, and Next()
   // is a hand-off from a queue. The batches and their order are the same either way. Decoded
-  // images: the image stage (pipeline/image_stage.h: the records' gather and copy, the hand-off
-  // to its decode threads, the wait for them) runs on the worker, its own batches in flight as
-  // without it, and one finished batch waits in the worker's queue (the pool holds one buffer
-  // more). Not for a mixture of datasets (mixture_state()).
+  // images: the image stage (pipeline/images/image_stage.h: the records' gather and copy, the
+  // hand-off to its decode threads, the wait for them) runs on the worker, its own batches in
+  // flight as without it, and one finished batch waits in the worker's queue (the pool holds one
+  // buffer more). Not for a mixture of datasets (mixture_state()).
   bool worker = false;
 };
 
@@ -95,6 +82,9 @@ inline constexpr uint32_t kMaxSequenceLength = 1u << 22;
 inline constexpr uint32_t kMaxPackThreads = 64;
 
 const OptionTable<LoaderOptions>& LoaderOptionTable();
+
+// What a SequenceLoader (pipeline/sequences/sequence_loader.h) takes of a loader's options.
+SequenceSpec SequenceSpecFor(const LoaderOptions& options);
 
 // The augmentation option (core/augment_spec.h's SPEC): declared here once, bound by the loader's
 // table to its output and by `ringfeed train`'s to its config.

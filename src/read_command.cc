@@ -1,7 +1,8 @@
 // ringfeed read: drains a dataset through the disk stage alone (io_uring reader -> slot ring ->
 // a consumer that releases each slot at once) and reports the rate. This is the disk-stage
 // figure that training is measured against. Errors go back to main as a CommandStatus
-// (src/commands.h); the read size's rule is the training command's (pipeline/pipeline_config.h).
+// (src/commands.h); the read size's rule is the training command's
+// (pipeline/sources/pipeline_config.h).
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -12,10 +13,10 @@
 #include "io/dataset.h"
 #include "io/file.h"
 #include "options/command_line.h"
-#include "pipeline/chunk_feeder.h"
-#include "pipeline/pipeline_config.h"
-#include "pipeline/slot_ring.h"
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
+#include "pipeline/sources/pipeline_config.h"
+#include "pipeline/stage/chunk_feeder.h"
+#include "pipeline/stage/slot_ring.h"
 #include "src/command_checks.h"
 #include "src/commands.h"
 #include "src/read_options.h"

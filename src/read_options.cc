@@ -1,6 +1,6 @@
 #include "src/read_options.h"
 
-#include "pipeline/pipeline_config.h"
+#include "pipeline/sources/pipeline_config.h"
 
 namespace rf {
 namespace {

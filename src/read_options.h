@@ -1,5 +1,5 @@
 // `ringfeed read`'s options, declared once (options/option_table.h): the pipeline's reader options
-// it takes (pipeline/pipeline_config.h: the dataset, --io, --queue-depth, --read-size,
+// it takes (pipeline/sources/pipeline_config.h: the dataset, --io, --queue-depth, --read-size,
 // --ring-slots, --no-verify, --seed, --rank, --world-size) and its own. The command line and
 // --help read them here.
 //
@@ -11,7 +11,7 @@
 
 #include "io/chunk_reader.h"
 #include "options/option_table.h"
-#include "pipeline/pipeline_config.h"
+#include "pipeline/sources/pipeline_config.h"
 
 namespace rf {
 

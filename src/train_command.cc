@@ -21,8 +21,9 @@
 // for it.
 //
 // The data path, top to bottom: TrainingSource::Next (streaming: the window's chunks read, copied
-// where the backend computes and gathered into a batch, pipeline/streaming_source.h; managed:
-// gathered from one managed allocation, pipeline/managed_source.h) -> Backend::TrainStep.
+// where the backend computes and gathered into a batch, pipeline/sources/streaming_source.h;
+// managed: gathered from one managed allocation, pipeline/sources/managed_source.h) ->
+// Backend::TrainStep.
 #include <sched.h>
 #include <unistd.h>
 
@@ -41,9 +42,9 @@
 #include "model/checkpoint.h"
 #include "parallel/world.h"
 #include "pipeline/loader.h"
-#include "pipeline/mixture.h"
-#include "pipeline/trace.h"
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
+#include "pipeline/sources/mixture.h"
+#include "pipeline/stage/trace.h"
 #include "src/command_checks.h"
 #include "src/commands.h"
 #include "src/train_config.h"
@@ -218,7 +219,7 @@ Result<std::vector<uint8_t>> CheckpointBytes(const std::string& path, World& wor
 
 // The samples each rank trains on in `epoch` (a resumed epoch's own count), less a partial last
 // batch with drop_last: a dataset's (PipelineConfig::EpochSamplesFor) or a mixture's
-// (pipeline/mixture.h's epochs); Usage for stretches the data cannot have had.
+// (pipeline/sources/mixture.h's epochs); Usage for stretches the data cannot have had.
 Result<uint64_t> EpochSamplesOf(const TrainConfig& c, const RunData& data, uint64_t epoch) {
   if (!data.mixture()) return c.pipeline.EpochSamplesFor(data.first().ChunkSampleCounts(), epoch);
   std::vector<uint64_t> samples;

@@ -10,9 +10,9 @@
 #include <utility>
 
 #include "io/file.h"
-#include "pipeline/image_options.h"
-#include "pipeline/mixture.h"
-#include "pipeline/window_order.h"
+#include "pipeline/images/image_options.h"
+#include "pipeline/order/window_order.h"
+#include "pipeline/sources/mixture.h"
 #include "src/command_checks.h"
 #include "src/train_options.h"
 
@@ -87,7 +87,7 @@ Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* posit
   }
   ResumePoint at = ResumeAt(c.epoch, c.order.resumed.stretches, c.order.world_size, c.next_sample,
                             order.world_size);
-  // A mixture's datasets continue their own epochs by the same rule (pipeline/mixture.h).
+  // A mixture's datasets continue their own epochs by the same rule (pipeline/sources/mixture.h).
   config->pipeline.mixture = c.datasets.empty()
                                  ? MixtureState{}
                                  : ContinueMixture(c.mixture, c.order.world_size, order.world_size);
@@ -122,9 +122,9 @@ LoaderOptions TestLoaderOptions(const TrainConfig& c) {
   // Streamed in any training mode (managed mode is the training baseline, not a way to read a
   // test split). Rank 0 alone evaluates, so one rank and every sample: a fresh order of the
   // training split's batch size, in stored order. Stored order needs no shuffle window; the window
-  // sets the staging (three windows of chunks, pipeline/streaming_source.h): 64 chunks of 4 MiB
-  // took 776 MiB more GPU memory on an H200, 4 take about 50 MiB, and stored order reads on from
-  // chunk to chunk either way.
+  // sets the staging (three windows of chunks, pipeline/sources/streaming_source.h): 64 chunks of 4
+  // MiB took 776 MiB more GPU memory on an H200, 4 take about 50 MiB, and stored order reads on
+  // from chunk to chunk either way.
   p.mode = PipelineMode::kStreaming;
   p.order = OrderSettings{};
   p.order.batch_size = c.pipeline.order.batch_size;

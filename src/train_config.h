@@ -5,8 +5,8 @@
 // order and the I/O settings each exist once.
 //
 // The pipeline-facing part (dataset, mode, I/O, device, and the order: batch size, shuffle, seed,
-// drop_last, ranks, a resumed epoch) is a PipelineConfig (pipeline/pipeline_config.h), which a
-// library's loader shares without src/; the rest (test split, model, optimizer, epochs,
+// drop_last, ranks, a resumed epoch) is a PipelineConfig (pipeline/sources/pipeline_config.h),
+// which a library's loader shares without src/; the rest (test split, model, optimizer, epochs,
 // checkpoints, output files) is the trainer's.
 //
 // Errors are Status::Usage (exit 2) for what the command line asks, naming the flag.
@@ -23,9 +23,9 @@
 #include "model/checkpoint.h"
 #include "model/lr_schedule.h"
 #include "model/model.h"
-#include "pipeline/batch_source.h"
 #include "pipeline/loader.h"
-#include "pipeline/pipeline_config.h"
+#include "pipeline/sources/batch_source.h"
+#include "pipeline/sources/pipeline_config.h"
 
 namespace rf {
 
@@ -69,7 +69,7 @@ struct TrainConfig {
   AugmentParams augment;
   // Datasets of image/jpeg records: decoded to images of image.size (--image-size, default 224:
   // the CNN trains at that size), the training split with random resized crops and flips, the
-  // test split with centre crops (pipeline/image_stage.h).
+  // test split with centre crops (pipeline/images/image_stage.h).
   ImageOptions image;
   // Files. Inputs: resume. Outputs: the others (none of them may be an input: CheckTrainOutputs).
   std::string checkpoint, resume, metrics, dump_order, trace;
@@ -115,10 +115,10 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 //                                 order as the uninterrupted run;
 //   another world size            the samples the checkpoint's ranks had not trained in that
 //                                 epoch are shared by this run's ranks, each exactly once
-//                                 (pipeline/window_order.h's stretches); *position = 0.
+//                                 (pipeline/order/window_order.h's stretches); *position = 0.
 // A mixture's checkpoint (--weights) continues the mixture's epoch so, and each dataset's own
-// epoch by the same rule (config->pipeline.mixture: pipeline/mixture.h's ContinueMixture); the
-// datasets and weights are the caller's to compare with the run's.
+// epoch by the same rule (config->pipeline.mixture: pipeline/sources/mixture.h's ContinueMixture);
+// the datasets and weights are the caller's to compare with the run's.
 Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* position,
                        bool decoded_images = false);
 

@@ -4,7 +4,8 @@
 //             raw level: streaming mode stages chunks where the backend computes (host memory for
 //             the CPU backend; device memory and copy streams for the CUDA one); managed mode (GPU
 //             only) gathers from one cudaMallocManaged allocation; a mixture of datasets
-//             (--weights) streams each and gathers the batch from them (pipeline/mixed_source.h)
+//             (--weights) streams each and gathers the batch from them
+//             (pipeline/sources/mixed_source.h)
 //   test      a second Loader at its raw level over the test split, on the same device and stream:
 //             streamed in stored order as training streams (the test split need not fit in
 //             memory), in streaming mode whatever the training mode
@@ -26,9 +27,9 @@
 #include "io/dataset.h"
 #include "kernels/backend.h"
 #include "parallel/world.h"
-#include "pipeline/batch_source.h"
 #include "pipeline/loader.h"
-#include "pipeline/pipeline_config.h"
+#include "pipeline/sources/batch_source.h"
+#include "pipeline/sources/pipeline_config.h"
 #include "src/train_config.h"
 
 namespace rf {

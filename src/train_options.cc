@@ -5,9 +5,9 @@
 #include <string>
 
 #include "core/augment_spec.h"
-#include "pipeline/image_options.h"
+#include "pipeline/images/image_options.h"
 #include "pipeline/loader_options.h"
-#include "pipeline/pipeline_config.h"
+#include "pipeline/sources/pipeline_config.h"
 
 namespace rf {
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/units.h"
-#include "pipeline/mixture.h"
-#include "pipeline/trace.h"
+#include "pipeline/sources/mixture.h"
+#include "pipeline/stage/trace.h"
 
 namespace rf {
 namespace {

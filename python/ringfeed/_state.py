@@ -2,7 +2,7 @@
 packed sequences (sequences.py): each field checked for its type and range, and the fields a
 state records against the loader's own (_check_state), a UsageError naming each and what it must
 be otherwise. Whether the values can be of the loader's data is the
-library's check (pipeline/mixed_source.h's RestoreCheck, pipeline/sequence_loader.h's Restore).
+library's check (pipeline/sources/mixed_source.h's RestoreCheck, pipeline/sequences/sequence_loader.h's Restore).
 """
 
 from __future__ import annotations

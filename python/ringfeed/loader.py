@@ -22,7 +22,7 @@ loader restored from a state dict continues exactly where the saved one was.
 Resume at another world size. A state dict records, besides the epoch and position, the stretches
 of its epoch that earlier loaders at other world sizes had trained (core/order_settings.h's
 ResumedEpoch, what `ringfeed train`'s checkpoints record). A loader of another world size that
-loads it appends the saved world's stretch (pipeline/window_order.h's ResumeAt, the rule of
+loads it appends the saved world's stretch (pipeline/order/window_order.h's ResumeAt, the rule of
 `ringfeed train --resume`) and reopens the native loader with that resumed epoch
 (PipelineConfig's order.resumed): the library's order then shares what no rank had taken among
 the new ranks, each sample once. Nothing of that order is computed here.
@@ -316,7 +316,7 @@ class Loader:
         largest deficit w_i (k + 1) - drawn_i, a pure function of (weights, seed, k); each
         dataset keeps its own epochs and order (a single-dataset loader's, this rank's part of
         each); an epoch of the mixture is its datasets' samples together; a batch's indices count
-        the datasets one after another (pipeline/mixed_source.h).
+        the datasets one after another (pipeline/sources/mixed_source.h).
     device also takes 'cuda:N' (GPU N) and a torch.device; 'cuda' is the current GPU, as
         torch.cuda.set_device sets it. dtype: 'bf16' and other names of a dtype work too.
 
@@ -359,7 +359,7 @@ class Loader:
             return
 
         # A sample mixture (weights): several datasets of one sample shape and type, each drawn
-        # by its weight (pipeline/mixed_source.h); else one dataset.
+        # by its weight (pipeline/sources/mixed_source.h); else one dataset.
         mixture = open_datasets(data, options["weights"], _open_dataset) if (
             "weights" in options) else None
         dataset = mixture[0] if mixture else _open_dataset(data)

@@ -1,6 +1,6 @@
 """Packed token sequences: ``ringfeed.Loader(data, batch_size, sequence_length=L, ...)``.
 
-A thin face over the C++ library's SequenceLoader (pipeline/sequence_loader.h, whose header
+A thin face over the C++ library's SequenceLoader (pipeline/sequences/sequence_loader.h, whose header
 states the packing, the split over ranks, the mixture rule and the state). ``Loader`` hands out a
 :class:`PackedLoader` when ``sequence_length`` is given; this module adds what only Python knows:
 the data given as one dataset or, with ``weights``, a list of datasets, and the state dict.

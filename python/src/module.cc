@@ -40,13 +40,13 @@
 #include "io/dataset.h"
 #include "io/format.h"
 #include "options/option_table.h"
-#include "pipeline/batch_decode.h"
 #include "pipeline/loader.h"
 #include "pipeline/loader_options.h"
-#include "pipeline/mixture.h"
-#include "pipeline/pipeline_config.h"
-#include "pipeline/sequence_loader.h"
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
+#include "pipeline/output/batch_decode.h"
+#include "pipeline/sequences/sequence_loader.h"
+#include "pipeline/sources/mixture.h"
+#include "pipeline/sources/pipeline_config.h"
 #include "python/src/dlpack_export.h"
 #include "python/src/status_error.h"
 #include "python/src/writer.h"
@@ -331,7 +331,7 @@ class NativeSequenceLoader : public NativeHolder<SequenceLoader> {
     datasets_ = std::move(datasets);
     std::vector<const Dataset*> d;
     for (const auto& p : datasets_) d.push_back(p.get());
-    Hold([&] { return SequenceLoader::Create(d, options); });
+    Hold([&] { return SequenceLoader::Create(d, SequenceSpecFor(options)); });
   }
   const LoaderOptions& options() const { return options_; }
 
@@ -876,7 +876,7 @@ PYBIND11_MODULE(_ringfeed, m) {
       },
       py::arg("epoch"), py::arg("stretches"), py::arg("saved_world_size"), py::arg("position"),
       py::arg("world_size"),
-      "pipeline/window_order.h's ResumeAt, ringfeed train's resume rule: where a loader of "
+      "pipeline/order/window_order.h's ResumeAt, ringfeed train's resume rule: where a loader of "
       "world_size ranks continues a state of `epoch` saved at `position` by one of "
       "saved_world_size ranks resumed with `stretches`: (its stretches, its position).");
 

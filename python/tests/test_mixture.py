@@ -1,5 +1,5 @@
 """A sample mixture: ringfeed.Loader([a, b], batch_size, weights=[...]) without sequence_length
-(pipeline/mixed_source.h). The datasets' samples encode their index in the mixture's index space
+(pipeline/sources/mixed_source.h). The datasets' samples encode their index in the mixture's index space
 (dataset i's sample j: first_i + j, first_i the samples of the datasets before it), so each
 batch's samples are checked against the indices it reports, and each sample's dataset is known.
 The shares stay within max(1, n - 1) of the weights at every prefix, by the rule computed apart;
@@ -65,7 +65,7 @@ def mixed(paths, weights, **options):
 
 
 def deficit_rule(weights, seed, steps):
-    """pipeline/mixture.h's rule, computed apart: each step's dataset."""
+    """pipeline/sources/mixture.h's rule, computed apart: each step's dataset."""
     n, total = len(weights), sum(weights)
     w = [x / total for x in weights]
     drawn, out = [0] * n, []

@@ -28,7 +28,7 @@
 #include "decode/plan.h"
 #include "kernels/cuda_bf16_kernels.cuh"
 #include "kernels/cuda_kernels.cuh"
-#include "pipeline/batch_decode.h"
+#include "pipeline/output/batch_decode.h"
 #include "tests/pipeline/decode_testing.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/test_rng.h"

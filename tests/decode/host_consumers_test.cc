@@ -1,6 +1,6 @@
 // The host's consumers of the one decode take their bits from it: the library loader's host decode
-// (pipeline/batch_decode.h) is decode::DecodeOnHost of its spec's plan for every spec, and the
-// CPU backend's input is decode::DecodeOnHost's normalized float32 for every image dtype and
+// (pipeline/output/batch_decode.h) is decode::DecodeOnHost of its spec's plan for every spec, and
+// the CPU backend's input is decode::DecodeOnHost's normalized float32 for every image dtype and
 // transform. CpuBackend has no accessor for its input, so that test goes through its gradients,
 // as tests/pipeline/batch_decode_cpu_backend_test.cc does: a backend with mean 0 and stddev 1 fed
 // the decoded batch ((x - 0) / 1 is x, so its input is the decoded batch itself) must compute the
@@ -21,7 +21,7 @@
 #include "decode/plan.h"
 #include "kernels/cpu_backend.h"
 #include "model/model.h"
-#include "pipeline/batch_decode.h"
+#include "pipeline/output/batch_decode.h"
 #include "tests/kernels/random_batch.h"
 #include "tests/pipeline/decode_testing.h"
 #include "tests/testing/bit_identical.h"

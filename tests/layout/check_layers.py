@@ -10,6 +10,9 @@ file, line and include, on one the table does not allow. A file belongs to the r
 folder that holds it (tools/convert/ before tools/). Folders the table does not list (tests/) are
 not checked.
 
+It also checks that no two modules of the library's pipeline/ (a module: a header and its .cc, .cu
+or .cuh of the same name) include each other, directly or through others: each cycle is named.
+
 Usage: check_layers.py [REPO_ROOT]   (exit 0: clean; 1: violations, one line each; 2: no table)
 """
 import os
@@ -33,6 +36,65 @@ def read_table(readme):
                 allowed = {a.strip().strip("`").rstrip("/") for a in m.group(2).split(",")}
                 rows[m.group(1)] = {a for a in allowed if a and a not in ("-", "—")}
     return rows
+
+
+# The folders whose modules may not include each other in a cycle.
+ACYCLIC = ("pipeline",)
+
+
+def module_cycles(root):
+    """The cycles (each a sorted list of modules, "pipeline/x/y") among the modules of ACYCLIC."""
+    edges = {}
+    for top in ACYCLIC:
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for name in files:
+                if not name.endswith(SOURCE_EXT):
+                    continue
+                path = os.path.join(dirpath, name)
+                module = os.path.splitext(os.path.relpath(path, root))[0]
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for line in f:
+                        m = INCLUDE.match(line)
+                        target = os.path.splitext(m.group(1))[0] if m else None
+                        if target and target != module and target.split("/")[0] in ACYCLIC:
+                            edges.setdefault(module, set()).add(target)
+    # Tarjan's strongly connected components, iteratively.
+    index, low, on, stack, cycles, counter = {}, {}, set(), [], [], [0]
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, ()))))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    cycles.append(sorted(comp))
+    return cycles
 
 
 def top_folders(root):
@@ -81,6 +143,9 @@ def main():
                               f"may include only {', '.join(sorted(rows[folder])) or 'itself'} "
                               f"(README.md, Layout)")
                         bad += 1
+    for cycle in module_cycles(root):
+        print("check_layers: these modules include each other: " + ", ".join(cycle))
+        bad += 1
     return 1 if bad else 0
 
 

@@ -17,7 +17,7 @@
 #include "core/dtype.h"
 #include "kernels/cpu_backend.h"
 #include "model/model.h"
-#include "pipeline/batch_decode.h"
+#include "pipeline/output/batch_decode.h"
 #include "tests/testing/bit_identical.h"
 #include "tests/testing/test_rng.h"
 

@@ -1,8 +1,8 @@
-// The host batch decode (pipeline/batch_decode.h): a tiny image whose every value encodes its
-// position, decoded into every output dtype and layout with and without normalize against
+// The host batch decode (pipeline/output/batch_decode.h): a tiny image whose every value encodes
+// its position, decoded into every output dtype and layout with and without normalize against
 // hand-computed values; rounding and division checked bit by bit; every decode the spec allows
 // equal to the formula on random bits; labels of every integer dtype widened to int64.
-#include "pipeline/batch_decode.h"
+#include "pipeline/output/batch_decode.h"
 
 #include <gtest/gtest.h>
 

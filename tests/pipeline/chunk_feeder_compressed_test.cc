@@ -16,7 +16,7 @@
 
 #include "io/faulty_io_queue.h"
 #include "io/sync_queue.h"
-#include "pipeline/chunk_feeder.h"
+#include "pipeline/stage/chunk_feeder.h"
 #include "tests/testing/forged_dataset.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"

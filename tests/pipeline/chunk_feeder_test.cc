@@ -1,4 +1,4 @@
-#include "pipeline/chunk_feeder.h"
+#include "pipeline/stage/chunk_feeder.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// AdaptiveCpuShare (pipeline/cpu_share.h) steering a simulated loader: the nvJPEG decoder's CPU
-// threads as one queue (C records a second, the oldest batch first) and its two drivers as two
+// AdaptiveCpuShare (pipeline/images/cpu_share.h) steering a simulated loader: the nvJPEG decoder's
+// CPU threads as one queue (C records a second, the oldest batch first) and its two drivers as two
 // more (G/2 each: a batch goes to the first free one, so two batches decode side by side), the
 // image stage's jobs (`depth` in flight, each split by the share when submitted, handed on in
 // order) and a consumer that takes T seconds a batch. The times are simulated, so the test neither
 // sleeps nor depends on the machine.
-#include "pipeline/cpu_share.h"
+#include "pipeline/images/cpu_share.h"
 
 #include <gtest/gtest.h>
 

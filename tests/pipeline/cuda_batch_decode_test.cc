@@ -1,10 +1,10 @@
-// CudaBatchDecoder (pipeline/cuda_batch_decode.h): the GPU's decode equals the host's bit for bit
-// for every spec on random bits (NaNs, infinities and subnormals among them) at n = 1, 7 and 256;
-// labels of every integer dtype likewise; a batch larger than one grid; Decode queues stream work
-// only (it is captured into a CUDA graph under the global capture mode, which refuses allocation
-// and host synchronization); and what Create and Decode refuse, which needs no GPU. The GPU
-// cases skip without one.
-#include "pipeline/cuda_batch_decode.h"
+// CudaBatchDecoder (pipeline/output/cuda_batch_decode.h): the GPU's decode equals the host's bit
+// for bit for every spec on random bits (NaNs, infinities and subnormals among them) at n = 1, 7
+// and 256; labels of every integer dtype likewise; a batch larger than one grid; Decode queues
+// stream work only (it is captured into a CUDA graph under the global capture mode, which refuses
+// allocation and host synchronization); and what Create and Decode refuse, which needs no GPU. The
+// GPU cases skip without one.
+#include "pipeline/output/cuda_batch_decode.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 
 #include "cuda/handles.h"
 #include "decode/dtypes.h"
-#include "pipeline/batch_decode.h"
+#include "pipeline/output/batch_decode.h"
 #include "tests/pipeline/decode_testing.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/test_rng.h"

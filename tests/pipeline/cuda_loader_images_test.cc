@@ -292,8 +292,8 @@ TEST_F(CudaLoaderNvjpeg, TheCpuShareIsTheHostsDecodeAndARunRepeatsBitForBit) {
 
 TEST_F(CudaLoaderNvjpeg, TheAutoShareGivesTheCpuThreadsEveryRecordWhereTheyKeepUp) {
   // A consumer that takes 15 ms a batch, far longer than 3 CPU threads take for 12 small images:
-  // the auto share (pipeline/cpu_share.h) rises from its floor to 1 as the consumer finds its
-  // batches ready, and from then on every batch is the host loader's, bit for bit. The share
+  // the auto share (pipeline/images/cpu_share.h) rises from its floor to 1 as the consumer finds
+  // its batches ready, and from then on every batch is the host loader's, bit for bit. The share
   // starts at its floor, so the first batches are partly nvJPEG's.
   LoaderOptions o =
       Options(Data(), DeviceKind::kCuda, DType::kUInt8, true, ImageDecoderChoice::kNvjpeg, 64);

@@ -104,8 +104,8 @@ TEST_F(CudaLoader, EqualsTheHostLoaderBitForBitInEveryOutput) {
   ExpectSame(Epochs(host, stream_.get()), Epochs(gpu, stream_.get()));
 }
 
-// A mixture of two datasets (pipeline/mixed_source.h): its batch gathered on the GPU from both
-// datasets' staging areas in one kernel, decoded (with the mixture's statistics) and augmented
+// A mixture of two datasets (pipeline/sources/mixed_source.h): its batch gathered on the GPU from
+// both datasets' staging areas in one kernel, decoded (with the mixture's statistics) and augmented
 // (keyed by each sample's dataset epoch and index), gives the host loader's bits.
 TEST_F(CudaLoader, AMixtureEqualsTheHostLoaderBitForBit) {
   testing::PositionalDatasetOptions po;

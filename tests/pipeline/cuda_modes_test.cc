@@ -10,9 +10,9 @@
 
 #include "core/augment_spec.h"
 #include "kernels/cuda_backend.h"
-#include "pipeline/cuda_chunk_staging.h"
-#include "pipeline/managed_source.h"
-#include "pipeline/streaming_source.h"
+#include "pipeline/sources/managed_source.h"
+#include "pipeline/sources/streaming_source.h"
+#include "pipeline/stage/cuda_chunk_staging.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/temp_dir.h"

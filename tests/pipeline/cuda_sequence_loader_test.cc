@@ -1,5 +1,5 @@
-// SequenceLoader (pipeline/sequence_loader.h) on a GPU against the host, its reference: the ids
-// packed narrow on the host, copied over and widened by the kernel (pipeline/
+// SequenceLoader (pipeline/sequences/sequence_loader.h) on a GPU against the host, its reference:
+// the ids packed narrow on the host, copied over and widened by the kernel (pipeline/
 // cuda_sequence_pack.cuh), with the pad and the position_ids it builds from cu_seqlens, give the
 // host's batches bit for bit in every view, for every case of tests/pipeline/sequence_testing.h
 // (eod within and beyond the ids' width, no eod, packing pad, int32 and int64, int32 ids, a

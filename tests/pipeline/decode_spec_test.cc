@@ -1,4 +1,4 @@
-// DecodeSpec::Validate (pipeline/batch_decode.h): what it accepts, and each refusal with the
+// DecodeSpec::Validate (pipeline/output/batch_decode.h): what it accepts, and each refusal with the
 // option it names; OutputSampleBytes.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "decode/dtypes.h"
-#include "pipeline/batch_decode.h"
+#include "pipeline/output/batch_decode.h"
 #include "tests/pipeline/decode_testing.h"
 
 namespace rf {

@@ -14,7 +14,7 @@
 
 #include "core/dtype.h"
 #include "decode/dtypes.h"
-#include "pipeline/batch_decode.h"
+#include "pipeline/output/batch_decode.h"
 #include "tests/testing/test_rng.h"
 
 namespace rf::testing {

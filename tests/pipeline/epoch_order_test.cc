@@ -1,5 +1,5 @@
-// EpochOrder (pipeline/epoch_order.h): the seeded permutation the window order draws from.
-#include "pipeline/epoch_order.h"
+// EpochOrder (pipeline/order/epoch_order.h): the seeded permutation the window order draws from.
+#include "pipeline/order/epoch_order.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "pipeline/host_buffer.h"
+#include "pipeline/stage/host_buffer.h"
 
 #include <gtest/gtest.h>
 

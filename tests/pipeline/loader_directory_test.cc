@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "pipeline/loader.h"
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
 #include "tests/pipeline/loader_testing.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"

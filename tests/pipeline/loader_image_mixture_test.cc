@@ -1,7 +1,7 @@
-// A mixture of image/jpeg datasets through the library's loader (pipeline/image_stage.h over
-// pipeline/mixed_source.h): every sample is its own dataset's record decoded under the crop of its
-// mixture key (seed, 0, e_i T + first_i + j), so the first dataset's first epoch is cropped as a
-// loader of that dataset alone crops it, and centre crops equal the single-dataset loader's
+// A mixture of image/jpeg datasets through the library's loader (pipeline/images/image_stage.h over
+// pipeline/sources/mixed_source.h): every sample is its own dataset's record decoded under the crop
+// of its mixture key (seed, 0, e_i T + first_i + j), so the first dataset's first epoch is cropped
+// as a loader of that dataset alone crops it, and centre crops equal the single-dataset loader's
 // everywhere; a state saved while the stage has decoded ahead, or a restart mid-epoch, gives the
 // batches of a run never stopped, bit for bit; a bad record is named in its own dataset; datasets
 // with other class lists, or an image dataset mixed with another kind, are refused naming both.

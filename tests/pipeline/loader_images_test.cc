@@ -1,6 +1,6 @@
-// The loader over image/jpeg records (pipeline/image_stage.h): every sample the decode of its own
-// record under its own crop, keyed by (seed, epoch, index) whatever the threads, the depth or a
-// resume; evaluation crops fixed; the outputs' dtypes; the decode running ahead of the
+// The loader over image/jpeg records (pipeline/images/image_stage.h): every sample the decode of
+// its own record under its own crop, keyed by (seed, epoch, index) whatever the threads, the depth
+// or a resume; evaluation crops fixed; the outputs' dtypes; the decode running ahead of the
 // consumer; bad records stopping the run naming file, chunk and record, or skipped, counted and
 // reported; and the options decoded images refuse.
 #include <gtest/gtest.h>

@@ -12,7 +12,7 @@
 #include "io/dataset.h"
 #include "io/dataset_writer.h"
 #include "pipeline/loader.h"
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
 #include "tests/pipeline/loader_testing.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/token_documents.h"

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/batch_source.h"
+#include "pipeline/sources/batch_source.h"
 #include "tests/pipeline/loader_testing.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"

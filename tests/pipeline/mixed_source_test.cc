@@ -1,10 +1,11 @@
-// A sample mixture (pipeline/mixed_source.h) through the library's loader on the host, at its raw
-// level (the batches `ringfeed train` trains from), over positional datasets whose samples encode
-// their index in the mixture's index space (dataset i's sample j: first_i + j): the datasets'
-// shares stay within the bound of the weights at every prefix; each dataset's samples come once
-// per its own epoch, on one rank and over ranks; a state continues exactly at the same world size,
-// and through 2 -> 3 -> 2 ranks every sample of each dataset's interrupted epoch comes once (plus
-// the padding repeats a resumed epoch may hold); what cannot be mixed is refused, naming it.
+// A sample mixture (pipeline/sources/mixed_source.h) through the library's loader on the host, at
+// its raw level (the batches `ringfeed train` trains from), over positional datasets whose samples
+// encode their index in the mixture's index space (dataset i's sample j: first_i + j): the
+// datasets' shares stay within the bound of the weights at every prefix; each dataset's samples
+// come once per its own epoch, on one rank and over ranks; a state continues exactly at the same
+// world size, and through 2 -> 3 -> 2 ranks every sample of each dataset's interrupted epoch comes
+// once (plus the padding repeats a resumed epoch may hold); what cannot be mixed is refused, naming
+// it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,8 +18,8 @@
 
 #include "io/dataset.h"
 #include "pipeline/loader.h"
-#include "pipeline/mixture.h"
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
+#include "pipeline/sources/mixture.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 

@@ -2,14 +2,14 @@
 // the order of both modes (their options' OrderSettings); a resumed epoch's stretches likewise,
 // refused where no run could have trained them, and counted (EpochSamplesFor) before any loader
 // is opened.
-#include "pipeline/pipeline_config.h"
+#include "pipeline/sources/pipeline_config.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #if RINGFEED_HAVE_CUDA
-#include "pipeline/managed_source.h"
+#include "pipeline/sources/managed_source.h"
 #endif
 
 namespace rf {

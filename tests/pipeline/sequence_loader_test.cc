@@ -1,8 +1,9 @@
-// SequenceLoader (pipeline/sequence_loader.h) on the host, through its packing worker: every token
-// of an epoch handed out once, in the stream's order; a state restored mid-epoch, at the same and
-// at another world size, continues with exactly the rest; errors of a restore leave the loader as
-// it was. The threaded suites run it under ThreadSanitizer (the worker and the consumer).
-#include "pipeline/sequence_loader.h"
+// SequenceLoader (pipeline/sequences/sequence_loader.h) on the host, through its packing worker:
+// every token of an epoch handed out once, in the stream's order; a state restored mid-epoch, at
+// the same and at another world size, continues with exactly the rest; errors of a restore leave
+// the loader as it was. The threaded suites run it under ThreadSanitizer (the worker and the
+// consumer).
+#include "pipeline/sequences/sequence_loader.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,8 @@
 #include <vector>
 
 #include "io/dataset.h"
-#include "pipeline/batch_source.h"
+#include "pipeline/loader_options.h"
+#include "pipeline/sources/batch_source.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/token_documents.h"
 
@@ -67,7 +69,8 @@ class SequenceLoaderTest : public ::testing::Test {
     }
   }
   std::unique_ptr<SequenceLoader> Open(uint32_t world, uint32_t rank, bool shuffle) {
-    auto l = SequenceLoader::Create({dataset_.get()}, Options(world, rank, shuffle));
+    auto l =
+        SequenceLoader::Create({dataset_.get()}, SequenceSpecFor(Options(world, rank, shuffle)));
     EXPECT_TRUE(l.ok()) << l.status().ToString();
     return l.ok() ? std::move(*l) : nullptr;
   }
@@ -139,7 +142,7 @@ TEST_F(SequenceLoaderTest, ATokenTheInt32OutputCannotHoldIsRefused) {
     o.output.dtype = DType::kInt32;
     o.sequence.eod_token = eod;
     o.sequence.pad_token = pad;
-    auto l = SequenceLoader::Create({dataset_.get()}, o);
+    auto l = SequenceLoader::Create({dataset_.get()}, SequenceSpecFor(o));
     if (l.ok()) return std::string();
     EXPECT_TRUE(l.status().IsUsage()) << l.status().ToString();
     return l.status().message();
@@ -189,7 +192,7 @@ TEST_F(SequenceLoaderTest, AStateWhoseCountersNoLoaderReachesIsRefused) {
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   LoaderOptions o = Options(1, 0, true);
   o.pipeline.weights = {0.7f, 0.3f};
-  auto made = SequenceLoader::Create({dataset_.get(), &*b}, o);
+  auto made = SequenceLoader::Create({dataset_.get(), &*b}, SequenceSpecFor(o));
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   SequenceLoader& l = **made;
   Take(l, 3);

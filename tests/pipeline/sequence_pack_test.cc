@@ -1,4 +1,4 @@
-// The packing of SequenceLoader (pipeline/sequence_loader.h) done each way gives the same
+// The packing of SequenceLoader (pipeline/sequences/sequence_loader.h) done each way gives the same
 // batches, bit for bit: the GPU's way (the ids packed narrow, then widened with the pad and the
 // position_ids built from cu_seqlens: SequenceOptions::pack_narrow runs it on the host) against
 // the host's (packed whole), and several packing threads against one; every case of

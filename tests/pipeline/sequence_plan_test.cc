@@ -1,8 +1,9 @@
-// The packed sequences' rank split and resume (pipeline/sequence_plan.h) and the mixture's rule
-// (pipeline/sequence_loader.h), as functions: every sequence of an epoch reaches exactly one rank
-// once through any chain of resumes at other world sizes, every rank hands out the same rows, and
-// a mixture's draws stay within the stated bound of the weights at every prefix.
-#include "pipeline/sequence_plan.h"
+// The packed sequences' rank split and resume (pipeline/sequences/sequence_plan.h) and the
+// mixture's rule (pipeline/sequences/sequence_loader.h), as functions: every sequence of an epoch
+// reaches exactly one rank once through any chain of resumes at other world sizes, every rank hands
+// out the same rows, and a mixture's draws stay within the stated bound of the weights at every
+// prefix.
+#include "pipeline/sequences/sequence_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "io/dataset.h"
-#include "pipeline/sequence_loader.h"
+#include "pipeline/sequences/sequence_loader.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/token_documents.h"
 

@@ -16,7 +16,8 @@
 
 #include "io/dataset.h"
 #include "io/dataset_writer.h"
-#include "pipeline/sequence_loader.h"
+#include "pipeline/loader_options.h"
+#include "pipeline/sequences/sequence_loader.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/token_documents.h"
 
@@ -44,7 +45,7 @@ inline std::vector<SequenceBatch> TakeBatches(const std::vector<const Dataset*>&
                                               const BatchCopier& copy = HostCopier,
                                               const SequenceState* restore = nullptr) {
   std::vector<SequenceBatch> out;
-  auto l = SequenceLoader::Create(datasets, o);
+  auto l = SequenceLoader::Create(datasets, SequenceSpecFor(o));
   EXPECT_TRUE(l.ok()) << l.status().ToString();
   if (!l.ok()) return out;
   if (restore != nullptr) {
@@ -157,7 +158,7 @@ class PackCorpora {
   // A state of the small corpus's loaders (Cases' first) at the end of its epoch 0: the next
   // batch has no rows.
   SequenceState AtEpochEnd(const LoaderOptions& o) const {
-    auto l = SequenceLoader::Create({small()}, o);
+    auto l = SequenceLoader::Create({small()}, SequenceSpecFor(o));
     EXPECT_TRUE(l.ok()) << l.status().ToString();
     if (!l.ok()) return {};
     SequenceState s = (*l)->state();

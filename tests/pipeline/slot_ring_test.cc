@@ -1,4 +1,4 @@
-#include "pipeline/slot_ring.h"
+#include "pipeline/stage/slot_ring.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/streaming_source.h"
+#include "pipeline/sources/streaming_source.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 

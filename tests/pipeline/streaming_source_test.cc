@@ -2,7 +2,7 @@
 // WindowOrder exactly, whatever the ring, queue and read settings; a resumed source continues the
 // same order from the same position; drop_last; errors reach Next() naming file and chunk; slow
 // consumers and slow readers only slow it down; nothing hangs.
-#include "pipeline/streaming_source.h"
+#include "pipeline/sources/streaming_source.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "io/sync_queue.h"
-#include "pipeline/trace.h"
+#include "pipeline/stage/trace.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
 

@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
 #include "tests/pipeline/order_testing.h"
 
 namespace rf {

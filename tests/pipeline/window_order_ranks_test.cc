@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
 #include "tests/pipeline/order_testing.h"
 
 namespace rf {

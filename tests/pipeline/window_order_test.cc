@@ -1,7 +1,7 @@
 // WindowOrder: every epoch a permutation, a function of (layout, seed, W, epoch) alone, stored
 // order without shuffling, and batches as class-diverse as a full shuffle on a label-sorted
 // dataset (the worst case for chunk-level shuffling; FFCV's quasi-random order falls short there).
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <set>
 #include <vector>
 
-#include "pipeline/epoch_order.h"
+#include "pipeline/order/epoch_order.h"
 #include "tests/pipeline/order_testing.h"
 
 namespace rf {

@@ -5,7 +5,7 @@
 
 #include "io/dataset.h"
 #include "io/dataset_writer.h"
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf {
@@ -100,7 +100,7 @@ TEST(ReadCommand, TrainOrderReadsEveryChunkOnce) {
 }
 
 // With --world-size, the chunks one rank reads in the epoch: its dealt ones and the shared ones
-// (pipeline/window_order.h), in either order; the ranks' reads cover the dataset.
+// (pipeline/order/window_order.h), in either order; the ranks' reads cover the dataset.
 TEST(ReadCommand, WorldSizeReadsOnlyTheRanksChunks) {
   TempDir t;
   const std::string path = MakeDataset(t, 2);

@@ -14,7 +14,7 @@
 #include "src/train_options.h"
 #include "tests/testing/temp_dir.h"
 #if RINGFEED_HAVE_CUDA
-#include "pipeline/managed_source.h"  // CUDA headers: the managed mode is built with CUDA only
+#include "pipeline/sources/managed_source.h"  // CUDA headers: the managed mode is built with CUDA only
 #endif
 
 namespace rf {

@@ -12,7 +12,7 @@
 #include "core/order_settings.h"
 #include "io/dataset.h"
 #include "model/checkpoint.h"
-#include "pipeline/window_order.h"
+#include "pipeline/order/window_order.h"
 #include "tests/src/train_command_testing.h"
 #include "tests/testing/bit_identical.h"
 #include "tests/testing/temp_dir.h"

@@ -1,4 +1,4 @@
-// The option declarations themselves (src/train_options.h, pipeline/pipeline_config.h,
+// The option declarations themselves (src/train_options.h, pipeline/sources/pipeline_config.h,
 // pipeline/loader_options.h): every bound fits the field it guards, the faces share their
 // defaults, every size has an upper end, and the README's option tables say what the
 // declarations say.
@@ -25,7 +25,7 @@
 #include <sstream>
 
 #include "pipeline/loader_options.h"
-#include "pipeline/pipeline_config.h"
+#include "pipeline/sources/pipeline_config.h"
 #include "src/read_options.h"
 
 namespace rf {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packed sequences' packing (pipeline/sequence_loader.h), a build before a change against one
+# Packed sequences' packing (pipeline/sequences/sequence_loader.h), a build before a change against one
 # after it, on any machine (no GPU), interleaved so that the machine's other load falls on both
 # alike: ringfeed-bench-pack (tools/bench/pack_throughput.cc, one source file that builds
 # against either) on a token corpus in the page cache, device cpu, int64, rows of 2049, batch

@@ -1,7 +1,7 @@
-// ringfeed-bench-pack: packed token sequences (pipeline/sequence_loader.h) from a corpus in the
-// page cache, as fast as the consumer takes them: the tokens/s the loader hands out, and where
-// the CPU time goes. The consumer does nothing with a batch but take it, so what is measured is
-// the loader: its reader, decompression, record walk, packing and copy.
+// ringfeed-bench-pack: packed token sequences (pipeline/sequences/sequence_loader.h) from a corpus
+// in the page cache, as fast as the consumer takes them: the tokens/s the loader hands out, and
+// where the CPU time goes. The consumer does nothing with a batch but take it, so what is measured
+// is the loader: its reader, decompression, record walk, packing and copy.
 //
 //   --make PATH   writes a tokens corpus first (uint16 ids, documents of 1 to 2 x --doc-tokens
 //                 ids made of "words" of 1 to 6 ids drawn with a skew, so that lz4 compresses
@@ -25,7 +25,7 @@
 //
 // --first-batch N: first N times the first batch, cold (the page cache dropped where this runs as
 // root): the loader's construction to its first batch ready; with --trace PREFIX each one's
-// timeline (pipeline/trace.h: reads, checksums, decompression, copies, the wait) as
+// timeline (pipeline/stage/trace.h: reads, checksums, decompression, copies, the wait) as
 // PREFIX-K.json (--warm: with the corpus in the page cache, the start's own work alone). With
 // --rounds 0 nothing else.
 //
@@ -59,12 +59,12 @@
 #include "io/dataset_writer.h"
 #include "io/file.h"
 #include "pipeline/loader_options.h"
-#include "pipeline/sequence_loader.h"
-#include "pipeline/trace.h"
+#include "pipeline/sequences/sequence_loader.h"
+#include "pipeline/stage/trace.h"
 // A build with the GPU's way of packing (the ids packed narrow, widened on the device) has these.
-#if __has_include("pipeline/cuda_sequence_pack.cuh")
+#if __has_include("pipeline/output/cuda_sequence_pack.cuh")
 #define RF_BENCH_PACK_NARROW 1
-#include "pipeline/loader_device.h"
+#include "pipeline/output/loader_device.h"
 #endif
 
 namespace rf {
@@ -288,7 +288,7 @@ int Run(const Args& a) {
       Trace trace;
       if (!a.trace.empty()) Trace::Activate(&trace);
       const double t0 = Now(), cpu0 = ProcessCpu();
-      auto l = SequenceLoader::Create({&*d}, o);
+      auto l = SequenceLoader::Create({&*d}, SequenceSpecFor(o));
       if (!l.ok()) {
         std::fprintf(stderr, "%s: %s\n", kTool, l.status().ToString().c_str());
         return 1;
@@ -316,7 +316,7 @@ int Run(const Args& a) {
   }
   nlohmann::json rounds = nlohmann::json::array();
   std::vector<double> rates, packing_rates;
-  auto l = SequenceLoader::Create({&*d}, o);
+  auto l = SequenceLoader::Create({&*d}, SequenceSpecFor(o));
   if (!l.ok()) {
     std::fprintf(stderr, "%s: %s\n", kTool, l.status().ToString().c_str());
     return 1;

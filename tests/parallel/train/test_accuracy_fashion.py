@@ -7,7 +7,7 @@ than luck: shuffled, the two runs' orders differ, and that alone moved the final
 0.5 to 1.9 points over four seeds (this model, 2 epochs). So the data is stored in chunks of C =
 67 samples (52 KiB: a chunk's size is a multiple of 4 KiB, so no chunk of 784-byte samples holds
 64), the order is the stored one (--shuffle none), and B = C: a rank's step is one chunk and the
-ranks are dealt alternate chunks (pipeline/window_order.h), so step k trains chunks 2k and 2k+1
+ranks are dealt alternate chunks (pipeline/order/window_order.h), so step k trains chunks 2k and 2k+1
 at 2 ranks as at 1. The test checks that premise from --dump-order too."""
 
 import json

@@ -1,5 +1,5 @@
 """Every sample exactly once per epoch over the ranks of `mpirun -np N ringfeed train`, read from
-each rank's --dump-order file (pipeline/window_order.h's partition, end to end); the order a
+each rank's --dump-order file (pipeline/order/window_order.h's partition, end to end); the order a
 function of the seed; and a run without mpirun is one rank writing the plain --dump-order file."""
 
 import json

@@ -2,7 +2,7 @@
 resumed at 3 and stopped, resumed at 2 again. Over the three runs every sample of each dataset's
 interrupted epoch is trained once (plus fewer repeats than the ranks of the resumed splits: their
 padding), the ranks of a run draw the same dataset at every step, and each checkpoint records
-where each dataset's epoch stands (pipeline/mixture.h). The datasets hold consecutive samples of
+where each dataset's epoch stands (pipeline/sources/mixture.h). The datasets hold consecutive samples of
 the positional pattern, so --dump-order's indices (dataset i's sample j: first_i + j) are the
 samples' own."""
 

@@ -1,5 +1,5 @@
 """A run stopped mid-epoch at N ranks and resumed at M: the samples the N ranks had not trained in
-that epoch are trained by the M ranks, each once (pipeline/window_order.h's stretches), and the
+that epoch are trained by the M ranks, each once (pipeline/order/window_order.h's stretches), and the
 next epoch is an ordinary M-rank epoch. Also over two changes (2 -> 3 -> 2), where the checkpoint
 of the middle run carries the first run's stretch."""
 
