@@ -99,8 +99,11 @@ class Build:
         if os.path.exists(os.path.join(src, "io", "codec.h")):
             extra += ["-l:libzstd.so.1", "-l:liblz4.so.1"]  # format 2's codecs
         version = project_version(os.path.join(src, "CMakeLists.txt"))
+        # pybind11's own include flags where pip's module is there (the GPU machines), else
+        # Python's headers (Debian's pybind11-dev puts pybind11's in /usr/include).
         includes = subprocess.run([ctx.python_exe, "-m", "pybind11", "--includes"],
-                                  capture_output=True, text=True).stdout.split()
+                                  capture_output=True, text=True).stdout.split() or [
+            "-I" + sysconfig.get_paths()["include"]]
         sources = [f for f in (os.path.join(src, "python", "src", n) for n in ("module.cc",
                                                                                "writer.cc"))
                    if os.path.exists(f)]

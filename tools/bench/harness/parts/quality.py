@@ -95,6 +95,8 @@ def compare(a, b):
             "epochs_equal": sum(x.get("test_accuracy") == y.get("test_accuracy")
                                 for x, y in pairs),
             "epochs_compared": len(pairs),
+            "max_test_accuracy_diff": max(abs((x.get("test_accuracy") or 0)
+                                              - (y.get("test_accuracy") or 0)) for x, y in pairs),
             "max_train_loss_diff": max(abs(x["train_loss"] - y["train_loss"]) for x, y in pairs)}
 
 
