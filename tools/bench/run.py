@@ -61,7 +61,9 @@ def list_parts():
     for p in PARTS.values():
         print(f"{p.name:16} {p.budget:5d}s  {p.needs():14} {p.about}")
         if p.settings:
-            print(" " * 25 + "settings: " + ", ".join(f"{k}={v!r}" for k, v in p.settings.items()))
+            shown = (f"{k}={v!r}" if len(repr(v)) < 60 else f"{k}={repr(v)[:56]}...'"
+                     for k, v in p.settings.items())
+            print(" " * 25 + "settings: " + ", ".join(shown))
 
 
 def default_build():

@@ -100,6 +100,13 @@ class Context:
         plugin = self.after.tool("libringfeed_mpi.so")
         if os.path.exists(plugin):
             env["RINGFEED_MPI_PLUGIN"] = plugin
+        from . import data  # (data imports this module: here, not at the top)
+
+        photos, fm = data.photos_dir(), data.fmnist_dir(self)
+        if photos:
+            env["RINGFEED_PHOTOS"] = photos  # the image tests make their JPEGs from these
+        if fm:
+            env["RINGFEED_FASHION_MNIST"] = fm
         nccl = nccl_library_dir() if self.gpus else None
         if nccl:
             env["LD_LIBRARY_PATH"] = nccl + (os.pathsep + env["LD_LIBRARY_PATH"]

@@ -18,6 +18,12 @@ PREP = {"gb": 8.0, "tok_gb": 8.0, "pixels": "none lz4 zstd:1 zstd:3", "fmnist": 
 PREP_TINY = {"gb": 0.004, "tok_gb": 0.002, "pixels": "none zstd:1"}
 
 
+def on_prepared(name, budget, about, settings, tiny, before=False):
+    """Registers a part that reads the prepared datasets: PREP's settings beside its own."""
+    return part(name, budget=budget, about=about, before=before, settings=dict(PREP, **settings),
+                tiny=dict(PREP_TINY, **tiny))
+
+
 def tag(codec):
     return codec.replace(":", "")
 
@@ -30,11 +36,10 @@ def prepared(ctx, s):
     return all(os.path.exists(path(ctx, "pix", c) + ".complete") for c in names(s.pixels))
 
 
-@part("codecs", budget=480, about="the datasets (converted raw, lz4, zstd:1, zstd:3; each "
-      "conversion timed), then cold `ringfeed read --order train` of each: delivered and stored "
-      "GB/s, the decode threads and their busy share; zstd:3 pixels at 1, 2 and 4 decode threads",
-      settings=dict(PREP, rounds=3, threads="1 2 4"),
-      tiny=dict(PREP_TINY, rounds=1, threads="2"))
+@on_prepared("codecs", 480, "the datasets (converted raw, lz4, zstd:1, zstd:3; each conversion "
+             "timed), then cold `ringfeed read --order train` of each: delivered and stored GB/s, "
+             "the decode threads and their busy share; zstd:3 pixels at 1, 2 and 4 decode threads",
+             {"rounds": 3, "threads": "1 2 4"}, {"rounds": 1, "threads": "2"})
 def codecs(ctx, s):
     prepare(ctx, s)
     sets = [f"pix-{tag(c)}" for c in names(s.pixels)] + [f"tok-{tag(c)}" for c in TOKENS
@@ -117,11 +122,10 @@ def prepare(ctx, s):
             os.unlink(f)
 
 
-@part("codecs-train", budget=360, about="`ringfeed train` (mpirun -np RANKS) one epoch of the raw, "
-      "lz4 and zstd:1 pixels, cold, rotated rounds, against the same from the page cache (the "
-      "compute bound): samples/s and the share of time waiting for data",
-      settings=dict(PREP, ranks=2, rounds=3, batch=256),
-      tiny=dict(PREP_TINY, ranks=0, rounds=1, batch=64))
+@on_prepared("codecs-train", 360, "`ringfeed train` (mpirun -np RANKS) one epoch of the raw, lz4 "
+             "and zstd:1 pixels, cold, rotated rounds, against the same from the page cache (the "
+             "compute bound): samples/s and the share of time waiting for data",
+             {"ranks": 2, "rounds": 3, "batch": 256}, {"ranks": 0, "rounds": 1, "batch": 64})
 def codecs_train(ctx, s):
     if not prepared(ctx, s):
         prepare(ctx, s)
@@ -172,11 +176,10 @@ def codecs_memory(ctx, s):
         os.unlink(out)
 
 
-@part("whole-shard", budget=180, about="MosaicML MDS / litdata's way, a whole 64 MB shard "
-      "compressed and decompressed into a cache before its first sample, against ringfeed's "
-      "first batch and disk space, same bytes, same codec (ringfeed-bench-whole-shard)",
-      settings=dict(PREP, rounds=3, codecs="zstd:1 lz4"),
-      tiny=dict(PREP_TINY, rounds=1, codecs="zstd:1"))
+@on_prepared("whole-shard", 180, "MosaicML MDS / litdata's way, a whole 64 MB shard compressed and "
+             "decompressed into a cache before its first sample, against ringfeed's first batch "
+             "and disk space, same bytes, same codec (ringfeed-bench-whole-shard)",
+             {"rounds": 3, "codecs": "zstd:1 lz4"}, {"rounds": 1, "codecs": "zstd:1"})
 def whole_shard(ctx, s):
     if not ctx.after.has("ringfeed-bench-whole-shard"):
         ctx.skip("whole-shard", f"no ringfeed-bench-whole-shard in {ctx.after.bin}")
@@ -196,11 +199,10 @@ def whole_shard(ctx, s):
         shutil.rmtree(shards, ignore_errors=True)
 
 
-@part("codecs-noregress", budget=300, before=True, about="BEFORE's and AFTER's `ringfeed read` "
-      "and one-process `ringfeed train` of the raw (format 1) pixels, and AFTER's of the same as "
-      "uncompressed format 2, cold, interleaved (goal >= 0.98)",
-      settings=dict(PREP, rounds=3, batch=256),
-      tiny=dict(PREP_TINY, rounds=1, batch=64))
+@on_prepared("codecs-noregress", 300, "BEFORE's and AFTER's `ringfeed read` and one-process "
+             "`ringfeed train` of the raw (format 1) pixels, and AFTER's of the same as "
+             "uncompressed format 2, cold, interleaved (goal >= 0.98)",
+             {"rounds": 3, "batch": 256}, {"rounds": 1, "batch": 64}, before=True)
 def codecs_noregress(ctx, s):
     if not prepared(ctx, s):
         prepare(ctx, s)

@@ -11,7 +11,7 @@ import subprocess
 
 from .. import data
 from ..context import BENCH, ROOT
-from ..measure import fmt, gtest, median, pytest
+from ..measure import fmt, gtest, median
 from ..registry import names, part
 
 
@@ -34,13 +34,9 @@ def images_tests(ctx, s):
     b = ctx.after
     chosen = names(s.tests) or [t for t in b.test_executables()
                                 if "image" in t.lower() or "jpeg" in t.lower()]
-    env = dict(ctx.env)
-    photos = data.photos_dir()
-    if photos:
-        env["RINGFEED_PHOTOS"] = photos
     for t in chosen:
         if ctx.fits(20, f"test {t}"):
-            gtest(ctx, os.path.join(b.tests, t), timeout=s.timeout, env=env)
+            gtest(ctx, os.path.join(b.tests, t), timeout=s.timeout)
     headers = glob.glob("/usr/local/cuda*/targets/x86_64-linux/include/nvjpeg.h") + glob.glob(
         "/usr/local/cuda*/include/nvjpeg.h")
     if not headers:
@@ -214,17 +210,3 @@ def resnet_run(ctx, s, mode, rnd, folder, full, sink, extra=()):
             f"{d.get('take_ms_per_step')} ms a step, {d.get('stats')}; summed ms: {ranks}")
     d["_seconds"] = r.seconds
     return d
-
-
-@part("images-pytest", budget=120, torch=True, about="python/tests/test_examples_resnet.py on "
-      "this machine's torch and torchvision", settings={"files": ""})
-def images_pytest(ctx, s):
-    ctx.extension()
-    env = dict(ctx.env)
-    photos = data.photos_dir()
-    if photos:
-        env["RINGFEED_PHOTOS"] = photos
-    files = [os.path.join(ROOT, "python/tests/test_examples_resnet.py")] + [
-        os.path.join(ROOT, f) for f in names(s.files)]
-    if not pytest(ctx, "pytest-resnet", files, env=env):
-        ctx.fail("pytest failed")

@@ -7,7 +7,6 @@ import shlex
 import shutil
 import subprocess
 
-from .. import data
 from ..context import ROOT
 from ..measure import gtest, pytest
 from ..registry import names, part
@@ -44,16 +43,10 @@ def tests(ctx, s):
         ctx.skip("tests", f"no test executables in {b.tests}")
         return
     env = dict(ctx.env)
-    fm = data.fmnist_dir(ctx)
-    if fm:
-        env["RINGFEED_FASHION_MNIST"] = fm
-    elif not s.filter:
-        env["GTEST_FILTER"] = "-FashionMnist.*"  # its dataset is Debian's, not carried
     if s.filter:
         env["GTEST_FILTER"] = s.filter
-    photos = data.photos_dir()
-    if photos:
-        env["RINGFEED_PHOTOS"] = photos
+    elif "RINGFEED_FASHION_MNIST" not in env:
+        env["GTEST_FILTER"] = "-FashionMnist.*"  # its dataset is Debian's (carry.sh fmnist)
     failed = []
     for t in chosen:
         path = os.path.join(b.tests, t)
@@ -72,16 +65,13 @@ def tests(ctx, s):
 
 
 @part("pytest", budget=300, about="python/tests (GPU cases where a GPU is) against the build's "
-      "extension", settings={"files": "python/tests", "args": ""},
+      "extension (FILES: e.g. python/tests/test_examples_resnet.py, ResNet-50's example)",
+      settings={"files": "python/tests", "args": ""},
       tiny={"files": "python/tests/test_package.py"})
 def pytest_part(ctx, s):
     ctx.extension()
-    env = dict(ctx.env)
-    photos = data.photos_dir()
-    if photos:
-        env["RINGFEED_PHOTOS"] = photos
     targets = [os.path.join(ROOT, f) for f in names(s.files)]
-    if not pytest(ctx, "pytest", targets, env=env, args=shlex.split(s.args)):
+    if not pytest(ctx, "pytest", targets, args=shlex.split(s.args)):
         ctx.fail("pytest failed")
 
 
@@ -135,9 +125,6 @@ def wheel(ctx, s):
     env.update(RINGFEED_TEST_WHEEL="1", RINGFEED_CONVERT=os.path.join(venv, "bin",
                                                                       "ringfeed-convert"),
                HYPOTHESIS_STORAGE_DIRECTORY=os.path.join(work, ".hypothesis"))
-    photos = data.photos_dir()
-    if photos:
-        env["RINGFEED_PHOTOS"] = photos
     env["PATH"] = os.path.join(venv, "bin") + os.pathsep + env.get("PATH", "")
     ok = pytest(ctx, "pytest-wheel", [os.path.join(ROOT, "python", "tests")], env=env,
                 args=shlex.split(s.pytest_args), cwd=work, python=vpy)
