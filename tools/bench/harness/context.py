@@ -164,6 +164,13 @@ class Context:
     def fail(self, why):
         raise PartFailed(why)
 
+    def work_path(self, name):
+        """A file of the current part's that is not a log (a checkpoint, a trace): under the
+        work folder, so that logs.tar.gz stays under the 16 MiB a returned file may have."""
+        d = os.path.join(self.work, "files", self.rec.name if self.rec else "run")
+        os.makedirs(d, exist_ok=True)
+        return os.path.join(d, name)
+
     def log_path(self, name, suffix=".log"):
         d = os.path.join(self.logs, self.rec.name if self.rec else "run")
         os.makedirs(d, exist_ok=True)

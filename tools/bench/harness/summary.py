@@ -48,6 +48,9 @@ def pack_logs(ctx):
     with tarfile.open(path, "w:gz") as t:
         t.add(ctx.logs, arcname="logs")
     shutil.rmtree(ctx.logs)
+    if os.path.getsize(path) > 15 * 2**20:
+        print(f"logs.tar.gz is {os.path.getsize(path) / 2**20:.0f} MiB: the device tool returns "
+              "at most 16 MiB a file (summary.md and summary.json still come back)")
     return path
 
 

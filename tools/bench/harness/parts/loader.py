@@ -103,7 +103,7 @@ def handoff(ctx, s):
     path = data.synthetic(ctx, s.gb, seed=7)
     if s.io == "buffered":
         data.warm(path)
-    traces = os.path.join(ctx.logs, "handoff", "traces")
+    traces = ctx.work_path("traces")
     for procs in (1, 2) if ctx.gpus >= 2 else (1,):
         out = ctx.log_path(f"handoff-{procs}gpu", ".json")
         r = ctx.run(f"handoff-{procs}gpu", [

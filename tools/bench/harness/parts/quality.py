@@ -165,7 +165,7 @@ def same(ctx, s):
     if not splits:
         return
     common = ["--data", splits[0], "--test", splits[1], "--epochs", s.epochs, *tiny(ctx, s.flags)]
-    ck = {n: ctx.log_path(n, ".ckpt") for n in ("q-before", "q-after", "r-part")}
+    ck = {n: ctx.work_path(n + ".ckpt") for n in ("q-before", "q-after", "r-part")}
     runs = {}
     for b in ctx.builds:
         runs[b.name] = train(ctx, b, f"q-{b.name}", [*common, "--seed", 1, "--checkpoint",
@@ -183,7 +183,7 @@ def same(ctx, s):
                                              "--checkpoint", ck["r-part"]])
     if part is None:
         ctx.fail("BEFORE's run to step STOP")
-    resumed = ctx.log_path("r-resumed", ".ckpt")
+    resumed = ctx.work_path("r-resumed.ckpt")
     with open(ck["r-part"], "rb") as f, open(resumed, "wb") as g:
         g.write(f.read())
     if not train(ctx, ctx.after, "r-resumed", [*common, "--resume", resumed, "--checkpoint",

@@ -5,6 +5,7 @@ resumed on the GPU."""
 
 import collections
 import os
+import shutil
 
 from .. import data
 from ..context import BENCH, ROOT
@@ -46,7 +47,7 @@ def ranks(ctx, s):
         ctx.skip("parallel_ranks_test", f"not in {ctx.after.tests}")
     if s.e2e and ctx.gpus >= 2:
         env = dict(ctx.env, RINGFEED_TEST_DEVICE="cuda", RINGFEED_TEST_GPUS=str(ctx.gpus),
-                   MPIEXEC="mpirun")
+                   MPIEXEC=shutil.which("mpirun") or "mpirun")
         pytest(ctx, "e2e", [os.path.join(ROOT, "tests", "parallel", "train")], env=env,
                args=["--ignore", os.path.join(ROOT, "tests/parallel/train/"
                                                     "test_accuracy_fashion.py")], timeout=400)
@@ -173,7 +174,7 @@ def resume(ctx, s):
     small = ["--conv", "4,8", "--hidden", 16, "--batch-size", 32, "--epochs", 2, "--seed", 4]
     path = data.synthetic(ctx, 0, seed=3, samples=s.samples, shape="3,16,16",
                           extra=("--chunk-size", "64KiB"))
-    ck, first = ctx.log_path("ck", ".ckpt"), ctx.log_path("first", ".order")
+    ck, first = ctx.work_path("ck.ckpt"), ctx.log_path("first", ".order")
     if not train(ctx, ctx.after, "two-cpu-ranks", ["--data", path, "--device", "cpu", *small,
                                                    "--max-steps", s.stop, "--checkpoint", ck,
                                                    "--dump-order", first], ranks=2):

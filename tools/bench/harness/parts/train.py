@@ -178,7 +178,7 @@ def compute_part(ctx, s):
       tiny={"gb": data.TINY_GB, "batch": 64})
 def timeline(ctx, s):
     small = data.synthetic(ctx, s.gb, seed=2)
-    trace = ctx.log_path("trace", ".json")
+    trace = ctx.work_path("trace.json")
     m = train(ctx, ctx.after, "traced", ["--data", small, "--epochs", 1, "--batch-size", s.batch,
                                          "--trace", trace, *model_flags(ctx, s)], cold=True)
     if not m:
