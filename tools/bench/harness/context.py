@@ -236,8 +236,8 @@ class Context:
         """mpirun's words for RANKS processes of one machine, passing the environment the ranks
         need (the MPI plugin, NCCL's settings, the library path where NCCL was found)."""
         words = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks)]
-        for v in ("RINGFEED_MPI_PLUGIN", "NCCL_NVLS_ENABLE", "LD_LIBRARY_PATH", "PYTHONPATH",
-                  *extra_env):
+        for v in ("RINGFEED_MPI_PLUGIN", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+                  "NVSHMEM_DISABLE_NVLS", "LD_LIBRARY_PATH", "PYTHONPATH", *extra_env):
             if v in self.env or v in extra_env:
                 words += ["-x", v]
         return words
