@@ -46,13 +46,13 @@ CLASSES = 10
 
 def photographs_or_skip() -> str:
     """The folder of photographs tools/bench/make_jpeg_set.py makes its JPEGs from:
-    $RINGFEED_PHOTOS (tools/bench/carry_photos.sh's copy) or Debian's python3-skimage data; the
+    $RINGFEED_PHOTOS (`tools/bench/carry.sh photos`'s copy) or Debian's python3-skimage data; the
     calling test or fixture is skipped, naming both, where neither holds them (scikit-image from
     pip fetches its photographs on first use, which an offline machine cannot)."""
     photos = os.environ.get("RINGFEED_PHOTOS", "/usr/lib/python3/dist-packages/skimage/data")
     if not os.path.isfile(os.path.join(photos, "astronaut.png")):
         pytest.skip(f"no photographs in {photos} (apt-get install python3-skimage, or "
-                    f"RINGFEED_PHOTOS naming tools/bench/carry_photos.sh's copy)")
+                    f"RINGFEED_PHOTOS naming `tools/bench/carry.sh photos`'s copy)")
     return photos
 
 

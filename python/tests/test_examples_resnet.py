@@ -4,7 +4,7 @@ ringfeed-convert images: each mode prints its JSON line (fed by ringfeed.Loader,
 the torchvision DataLoader baseline), and a run stopped, checkpointed and resumed ends bit for bit
 as the uninterrupted run (model, optimizer, schedule, loader state), across an epoch's end.
 Skipped without torch, torchvision, PIL, scikit-image's photographs (python3-skimage, or a copy
-named by RINGFEED_PHOTOS: tools/bench/carry_photos.sh's, for a machine without scikit-image) or
+named by RINGFEED_PHOTOS: `tools/bench/carry.sh photos`'s, for a machine without scikit-image) or
 RINGFEED_CONVERT."""
 
 import json

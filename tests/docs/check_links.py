@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The documentation's links resolve: every relative link and image in README.md and docs/*.md
-names a file or folder of the repository, and a link's #anchor names a heading of the Markdown
+"""The documentation's links resolve: every relative link and image in README.md, docs/*.md and
+the results folders' pages (docs/results/*/*.md) names a file or folder of the repository, and a link's #anchor names a heading of the Markdown
 file it points to (GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens).
 Links to other sites (http:, https:, mailto:) are not followed. Code (indented four spaces, or
 fenced) is skipped.
@@ -58,6 +58,7 @@ def main():
                            os.path.join(os.path.dirname(__file__), "..", ".."))
     pages = [os.path.join(root, "README.md")]
     pages += sorted(glob.glob(os.path.join(root, "docs", "*.md")))
+    pages += sorted(glob.glob(os.path.join(root, "docs", "results", "*", "*.md")))
     bad = 0
     for page in pages:
         for n, line in prose_lines(page):

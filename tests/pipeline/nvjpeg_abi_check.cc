@@ -1,7 +1,7 @@
 // cuda/nvjpeg_library.h's declarations of nvJPEG's C ABI against the real nvjpeg.h, at compile
 // time: every enum value, the image descriptor's layout and every entry point's signature (with
 // our types for nvJPEG's). Built where nvjpeg.h is installed (the GPU machines; CMake builds it
-// where it finds the header, and tools/bench/device_images_check.sh compiles it there), so a
+// where it finds the header, and tools/bench/run.py's images-tests part compiles it there), so a
 // mismatch is a compile error, never a wrong call.
 #include <nvjpeg.h>
 

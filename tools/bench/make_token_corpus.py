@@ -7,8 +7,9 @@ Documentation/**/*.rst and *.txt, about 24 MB of English technical prose, read i
 order). The tokenizer: a SentencePiece BPE model of 32,000 pieces (Debian's python3-sentencepiece)
 trained on that text here, so every id fits uint16. Writes OUT/tokens.u16 (little-endian uint16
 ids, documents in order, each ended by the model's </s> id), OUT/tokenizer.model and
-OUT/corpus.json (the counts and the exact source). tools/bench/device_format2_check.sh replicates
-the ids to the size it needs on the device (the machine there has no network).
+OUT/corpus.json (the counts and the exact source). tools/bench/run.py's codecs part replicates
+the ids to the size it needs on the device (the machine there has no network; `tools/bench/carry.sh
+tokens` stores them as .carry/tokens/tokens.rfd to carry there).
 
     apt-get install linux-doc-6.1 python3-sentencepiece
     /usr/bin/python3 tools/bench/make_token_corpus.py .carry/tokens

@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
-# Packs what the GPU-machine scripts (tools/bench/device_*_check.sh) need from a static build
-# (cmake -DRINGFEED_STATIC_DEPS=ON) into one archive to carry there: bin/ (ringfeed, the MPI
-# plugin, ringfeed-convert), tests/ (the named test executables), lib/ (the position-independent
-# static libraries the Python extension is built from there, with Debian's liburing, xxhash and
-# zlib archives; not Debian's libjpeg.a, which is not position-independent: the JPEG decode's
-# two sources go in src/ and are compiled there against the machine's own libjpeg-turbo),
-# include/dlpack and include/Random123 (header-only, from Debian's librandom123-dev:
-# core/augment.h's generator), and the source the Python extension is compiled
-# from there (src/: python/src, python/ringfeed, every project header and the top CMakeLists.txt,
-# whose version the extension reports, of the tree the build came from, SRC_TREE, default this
-# checkout), so a package of another commit builds its own. deps/ is a CMake prefix holding the
+# Packs what tools/bench/run.py needs on a GPU machine from a static build (cmake
+# -DRINGFEED_STATIC_DEPS=ON) into one archive to carry there: bin/ (ringfeed, the MPI plugin,
+# ringfeed-convert, the ringfeed-bench-* programs the build has), tests/ (the named test
+# executables), lib/ (the position-independent static libraries the Python extension is built from
+# there, with Debian's liburing, xxhash and zlib archives; not Debian's libjpeg.a, which is not
+# position-independent: the JPEG decode's two sources go in src/ and are compiled there against
+# the machine's own libjpeg-turbo), include/dlpack and include/Random123 (header-only, from
+# Debian's librandom123-dev: core/augment.h's generator), and the source the Python extension is
+# compiled from there (src/: python/src, python/ringfeed, every project header and the top
+# CMakeLists.txt, whose version the extension reports, of the tree the build came from, SRC_TREE,
+# default this checkout), so a package of another commit builds its own. COMMIT names that tree's
+# commit (git describe --dirty): run.py's summary records it. deps/ is a CMake prefix holding the
 # rest of what the project's own CMake build (`pip wheel .`, RINGFEED_STATIC_DEPS) needs and a GPU
-# machine lacks (tools/bench/device_wheel_check.sh: CMAKE_PREFIX_PATH="PKG/deps;PKG"): the static
-# libraries of Boost.Program_options, zstd, lz4, libjpeg and TurboJPEG, OpenBLAS with the
-# compiler's libgfortran and libquadmath, every header those and the archives of lib/ include (the
-# ones Debian ships beside them, found by the preprocessor: the machine's own headers of other
-# versions are not used) and nlohmann-json's headers and CMake package.
+# machine lacks (run.py's wheel part: CMAKE_PREFIX_PATH="PKG/deps;PKG"): the static libraries of
+# Boost.Program_options, zstd, lz4, libjpeg and TurboJPEG, OpenBLAS with the compiler's
+# libgfortran and libquadmath, every header those and the archives of lib/ include (the ones
+# Debian ships beside them, found by the preprocessor: the machine's own headers of other versions
+# are not used) and nlohmann-json's headers and CMake package.
 # Usage: [SRC_TREE=DIR] tools/bench/package_device.sh BUILD_DIR OUT.tar.xz [TEST...]
 set -euo pipefail
 build=$(realpath "$1")
@@ -27,7 +28,8 @@ trap 'rm -rf "$stage"' EXIT
 pkg=$stage/pkg
 mkdir -p "$pkg/bin" "$pkg/tests" "$pkg/lib" "$pkg/include/dlpack"
 cp "$build/bin/ringfeed" "$build/bin/ringfeed-convert" "$pkg/bin/"
-for b in ringfeed-bench-compute ringfeed-bench-whole-shard ringfeed-bench-pack; do
+for b in ringfeed-bench-compute ringfeed-bench-h2d ringfeed-bench-naive ringfeed-bench-whole-shard \
+         ringfeed-bench-jpeg ringfeed-bench-pack; do
   [ -f "$build/bin/$b" ] && cp "$build/bin/$b" "$pkg/bin/"
 done
 [ -f "$build/bin/libringfeed_mpi.so" ] && cp "$build/bin/libringfeed_mpi.so" "$pkg/bin/"
@@ -73,6 +75,8 @@ while read -r h; do
 done <"$stage/headers"
 cp -r /usr/share/cmake/nlohmann_json "$deps/share/cmake/"
 src_tree=$(realpath "${SRC_TREE:-$(dirname "$0")/../..}")
+git -C "$src_tree" describe --always --dirty --abbrev=10 >"$pkg/COMMIT" 2>/dev/null ||
+  echo unknown >"$pkg/COMMIT"
 (cd "$src_tree" &&
   { git ls-files -- '*.h' '*.cuh' python/src python/ringfeed CMakeLists.txt decode/jpeg_image.cc \
       decode/jpeg_errors.cc decode/image_resample.cc 2>/dev/null ||

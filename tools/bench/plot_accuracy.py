@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Draws and tabulates tools/bench/device_quality_check.sh's accuracy ablation (issue 13).
+"""Draws and tabulates Fashion-MNIST's accuracy per configuration (issue 13's ablation).
 
-Reads its quality.json (or `ringfeed train --metrics` JSONL files: each file one configuration,
-named after the file) and writes
+Reads tools/bench/run.py's summary.json (its quality part), a quality.json of the campaign script
+that part replaced (the results folders keep some), or `ringfeed train --metrics` JSONL files (each
+file one configuration, named after the file), and writes
   - a PNG (-o): test accuracy (solid) and train accuracy (dashed) per epoch, one colour per
     configuration, in one figure; repeats of a configuration (REPEAT) are left out unless
     --with-repeats;
@@ -46,7 +47,16 @@ def from_jsonl(path):
 
 def load(paths):
     if len(paths) == 1 and paths[0].endswith(".json"):
-        return json.load(open(paths[0]))
+        doc = json.load(open(paths[0]))
+        if "parts" not in doc:
+            return doc  # a quality.json
+        q = doc["parts"].get("quality") or {}
+        s = q.get("settings") or {}
+        return {"accuracy": q.get("figures", {}).get("accuracy", []),
+                "repeats": q.get("figures", {}).get("repeats", []), "machine": doc["machine"],
+                "date": doc["machine"]["date"], "commit": doc["builds"]["after"]["commit"],
+                "settings": {"EPOCHS": s.get("epochs"), "SEED": s.get("seed"),
+                             "FM_BATCH": s.get("batch")}}
     return {"accuracy": [from_jsonl(p) for p in paths]}
 
 

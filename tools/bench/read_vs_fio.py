@@ -36,7 +36,12 @@ DIAGNOSTIC_VARIANTS = {
 }
 
 
+WARM = False  # --warm: the page cache is left alone (a shared machine's; the runs are warm)
+
+
 def drop_caches():
+    if WARM:
+        return False
     try:
         subprocess.run(["sync"], check=True)
         with open("/proc/sys/vm/drop_caches", "w") as f:
@@ -83,13 +88,17 @@ def main():
     ap.add_argument("dataset")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default=".")
-    ap.add_argument("--fio", default=os.environ.get("FIO", "fio"))
+    ap.add_argument("--fio", default=os.environ.get("FIO", "fio"), help="fio ('': ringfeed alone)")
     ap.add_argument("--ringfeed", default=os.path.join(os.environ.get("RINGFEED_BIN", "build/bin"), "ringfeed"))
     ap.add_argument("--ringfeed-args", default="", help="extra flags for every ringfeed read")
     ap.add_argument("--configs", default="", help="read-size:depth pairs, e.g. 1M:16,4M:8")
+    ap.add_argument("--warm", action="store_true",
+                    help="never drop the page cache (a shared machine): every run is warm")
     ap.add_argument("--variants", default="", help="diagnostic ringfeed variants to add: " +
                     ",".join(DIAGNOSTIC_VARIANTS))
     a = ap.parse_args()
+    global WARM
+    WARM = a.warm
     os.makedirs(a.out, exist_ok=True)
     extra = shlex.split(a.ringfeed_args)
     configs = [(c.split(":")[0], int(c.split(":")[1])) for c in a.configs.split(",") if c] or CONFIGS
@@ -99,7 +108,8 @@ def main():
     size = os.path.getsize(a.dataset)
     cold = True
 
-    jobs = [(tool, bs, qd) for bs, qd in configs for tool in ("fio", *variants)]
+    tools = ("fio", *variants) if a.fio else tuple(variants)  # --fio '': ringfeed alone
+    jobs = [(tool, bs, qd) for bs, qd in configs for tool in tools]
     runs = {j: [] for j in jobs}
     for rnd in range(a.rounds):
         k = rnd % len(jobs)
@@ -116,26 +126,29 @@ def main():
     dd = run_dd(a.dataset)
 
     def med(tool, bs, qd):
-        return statistics.median(r["gb_per_s"] for r in runs[(tool, bs, qd)])
+        rs = runs.get((tool, bs, qd))
+        return statistics.median(r["gb_per_s"] for r in rs) if rs else None
 
     table = []
     for bs, qd in configs:
         f, r = med("fio", bs, qd), med("ringfeed", bs, qd)
-        row = {"bs": bs, "iodepth": qd, "fio_median": f, "ringfeed_median": r, "ratio": r / f,
-               "fio_runs": [x["gb_per_s"] for x in runs[("fio", bs, qd)]]}
+        row = {"bs": bs, "iodepth": qd, "fio_median": f, "ringfeed_median": r,
+               "ratio": r / f if f else None,
+               "fio_runs": [x["gb_per_s"] for x in runs.get(("fio", bs, qd), [])]}
         for v in variants:
             row[f"{v}_median"] = med(v, bs, qd)
             row[f"{v}_runs"] = [x["gb_per_s"] for x in runs[(v, bs, qd)]]
         table.append(row)
-    fio_best = max(table, key=lambda t: t["fio_median"])
+    fio_best = max(table, key=lambda t: t["fio_median"] or 0)
     rf_best = max(table, key=lambda t: t["ringfeed_median"])
     rf_default = table[0]
+    fio_top = fio_best["fio_median"]
     result = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "dataset": a.dataset, "file_bytes": size,
         "cold_cache": cold, "rounds": a.rounds, "dd": dd, "configs": table,
         "runs": {f"{t}:{b}:{q}": v for (t, b, q), v in runs.items()},
-        "ratio_default_vs_fio_best": rf_default["ringfeed_median"] / fio_best["fio_median"],
-        "ratio_best_vs_best": rf_best["ringfeed_median"] / fio_best["fio_median"],
+        "ratio_default_vs_fio_best": rf_default["ringfeed_median"] / fio_top if fio_top else None,
+        "ratio_best_vs_best": rf_best["ringfeed_median"] / fio_top if fio_top else None,
     }
     with open(os.path.join(a.out, "read_vs_fio.json"), "w") as f:
         json.dump(result, f, indent=2)
@@ -145,10 +158,14 @@ def main():
           f"{'cold (dropped before every run)' if cold else 'NOT dropped (not root?)'}; {a.rounds} rounds")
     print(f"{'read size':>9} {'depth':>5} {'fio':>7} " + " ".join(f"{v:>16}" for v in variants) +
           "  ratio  (median GB/s; ratio = ringfeed / fio)")
+    num = lambda x, w: f"{x:{w}.3f}" if x is not None else f"{'-':>{w}}"  # noqa: E731
     for t in table:
-        print(f"{t['bs']:>9} {t['iodepth']:>5} {t['fio_median']:7.3f} " +
-              " ".join(f"{t[v + '_median']:16.3f}" for v in variants) + f"  {t['ratio']:5.3f}")
+        print(f"{t['bs']:>9} {t['iodepth']:>5} {num(t['fio_median'], 7)} " +
+              " ".join(f"{t[v + '_median']:16.3f}" for v in variants) + f"  {num(t['ratio'], 5)}")
     print(f"dd iflag=direct bs=4M (once): {dd['gb_per_s']:.3f} GB/s")
+    if not a.fio:
+        print("fio: not run (--fio '')")
+        return 0
     print(f"ringfeed default (4MiB, depth 8) / fio best ({fio_best['bs']}, {fio_best['iodepth']}) = "
           f"{result['ratio_default_vs_fio_best']:.3f}")
     print(f"ringfeed best / fio best = {result['ratio_best_vs_best']:.3f}")

@@ -36,7 +36,12 @@ import ringfeed
 EOS = 2
 
 
+WARM = False  # --warm: the page cache is left alone (a shared machine's; the figures are warm)
+
+
 def drop_caches():
+    if WARM:
+        return False
     subprocess.run(["sync"])
     try:
         with open("/proc/sys/vm/drop_caches", "w") as f:
@@ -227,7 +232,13 @@ def main():
                    help="where the batches go: cuda (the goals), or cpu (a smoke run anywhere)")
     p.add_argument("--rate-batches", default="16,64",
                    help="the batch sizes ringfeed's tokens/s is measured at, comma-separated")
+    p.add_argument("--corpora-only", action="store_true",
+                   help="write the corpora (WORK/c1e6.rfd, c1e9.rfd, cbig.rfd) and stop")
+    p.add_argument("--warm", action="store_true",
+                   help="never drop the page cache (a shared machine): every run is warm")
     a = p.parse_args()
+    global WARM
+    WARM = a.warm
     os.makedirs(a.work, exist_ok=True)
     out = {"seq": a.seq, "batch": a.batch, "compress": a.compress, "device": a.device}
     ids, ends = source_documents(a.source)
@@ -245,6 +256,8 @@ def main():
                               "stored_bytes": info.stored_bytes, "data_bytes": info.data_bytes,
                               "raw_bytes": os.path.getsize(raw)}
         print(k, out[f"corpus_{k}"], flush=True)
+    if a.corpora_only:
+        return 0
 
     # Start-up, cold, interleaved.
     startup = {k: [] for k in corpora}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What else ran on the GPU beside a model, and what it cost the model: reads a torch.profiler
-Chrome trace (examples/torch_resnet50.py --profile FILE, or tools/bench/device_images_check.sh's
-RESNET_PROFILE: OUT/resnet-profile.json.gz) and prints
+Chrome trace (examples/torch_resnet50.py --profile FILE, or tools/bench/run.py's resnet part with
+--set resnet.profile=MODE, which runs this on it) and prints
   - the GPU time of every kernel and copy not on the model's stream (the stream with the most
     kernel time), by name: the loader's (nvJPEG's conversion kernels and copies, ringfeed's crop
     kernel, the pinned copies of the CPU share);

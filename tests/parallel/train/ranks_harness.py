@@ -31,7 +31,7 @@ BATCH = 16
 MODEL = ["--conv", "4,8", "--hidden", "16"]
 WINDOW = ["--shuffle-window", "4"]
 # The backend the runs train on: the CPU (MPI for the gradient mean) unless RINGFEED_TEST_DEVICE
-# says cuda, as tools/bench/device_ranks_check.sh does on a machine with a GPU a rank (NCCL).
+# says cuda, as tools/bench/run.py's ranks part does on a machine with a GPU a rank (NCCL).
 DEVICE = os.environ.get("RINGFEED_TEST_DEVICE", "cpu")
 
 
