@@ -507,6 +507,27 @@ OptionValue FromPython(const OptionSpec& s, py::handle v) {
       }
       return out;
     }
+    case OptionType::kCounts: {
+      std::vector<uint64_t> out;
+      py::object list = py::reinterpret_borrow<py::object>(v);
+      if (PyIndex_Check(v.ptr()) && !IsBool(v)) list = py::make_tuple(list);  // one int: a list
+      if (PyUnicode_Check(v.ptr()) || !py::isinstance<py::iterable>(list)) WrongType(s, v);
+      for (py::handle item : py::reinterpret_borrow<py::iterable>(list)) {
+        const OptionValue n = IntegerFromPython(s, item);
+        if (!std::holds_alternative<uint64_t>(n)) WrongType(s, v);
+        out.push_back(std::get<uint64_t>(n));
+      }
+      return out;
+    }
+    case OptionType::kTexts: {
+      std::vector<std::string> out;
+      if (PyUnicode_Check(v.ptr()) || !py::isinstance<py::iterable>(v)) WrongType(s, v);
+      for (py::handle item : py::reinterpret_borrow<py::iterable>(v)) {
+        if (!PyUnicode_Check(item.ptr())) WrongType(s, v);
+        out.push_back(item.cast<std::string>());
+      }
+      return out;
+    }
     case OptionType::kByteSize:
       if (PyUnicode_Check(v.ptr())) {
         return Take(ParseOptionText(s, v.cast<std::string>(), OptionFace::kPython));
@@ -534,7 +555,9 @@ py::object ToPython(const OptionSpec& s, const OptionValue& v) {
           return py::bool_(x);
         } else if constexpr (std::is_same_v<T, std::string>) {
           return py::str(x);
-        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+        } else if constexpr (std::is_same_v<T, std::vector<double>> ||
+                             std::is_same_v<T, std::vector<uint64_t>> ||
+                             std::is_same_v<T, std::vector<std::string>>) {
           return py::cast(x);
         } else if constexpr (std::is_same_v<T, double>) {
           return py::float_(x);
@@ -557,6 +580,10 @@ const char* TypeName(OptionType t) {
       return "float";
     case OptionType::kNumbers:
       return "Sequence[float]";
+    case OptionType::kCounts:
+      return "Sequence[int]";
+    case OptionType::kTexts:
+      return "Sequence[str]";
     case OptionType::kByteSize:
       return "Union[int, str]";
     case OptionType::kWord:
