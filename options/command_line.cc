@@ -325,6 +325,12 @@ std::string FormatOptionsHelp(const std::vector<OptionSpec>& specs) {
       notes.push_back("default " + def);
     }
     for (const OptionCondition& c : s.only_with) {
+      // A condition on an option the program does not take never holds it back (OptionTable's
+      // IdleBecause): not a note to read.
+      if (std::none_of(specs.begin(), specs.end(),
+                       [&](const OptionSpec& o) { return o.name == c.option; })) {
+        continue;
+      }
       std::string values;
       for (const std::string& v : c.values) values += (values.empty() ? "" : "|") + v;
       notes.push_back("only with --" + c.option + " " + values);

@@ -54,7 +54,7 @@ Status ParseConfigText(const std::vector<OptionSpec>& specs, const std::string& 
 Result<std::string> ReadConfigText(const std::string& path);
 
 // The options' help: each option with its value's form, what it does, its range, its default and
-// where it does something, wrapped at 100 columns.
+// where it does something (a condition on an option of `specs`), wrapped at 100 columns.
 std::string FormatOptionsHelp(const std::vector<OptionSpec>& specs);
 
 }  // namespace rf

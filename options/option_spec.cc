@@ -242,6 +242,12 @@ OptionSpec& OptionSpec::Required() {
   return *this;
 }
 
+OptionSpec& OptionSpec::TextRule(std::string rule, std::function<bool(std::string_view)> t) {
+  text_rule = std::move(rule);
+  takes = std::move(t);
+  return *this;
+}
+
 std::string CommandLineKey(const OptionSpec& s) {
   const bool negated = s.type == OptionType::kSwitch &&
                        std::holds_alternative<bool>(s.default_value) &&
@@ -279,7 +285,7 @@ std::string OptionRuleText(const OptionSpec& s) {
     case OptionType::kWord:
       return JoinWords(s.words, " or ");
     case OptionType::kText:
-      return "text";
+      return s.text_rule.empty() ? "text" : s.text_rule;
     case OptionType::kCounts:
       return (s.min_items == s.max_items
                   ? std::to_string(s.min_items)
@@ -403,6 +409,7 @@ Result<OptionValue> ParseOptionText(const OptionSpec& s, std::string_view text, 
       return out;
     }
     case OptionType::kText:
+      if (s.takes && !s.takes(text)) return Refused(s, face, got);
       return OptionValue(std::string(text));
     case OptionType::kCounts: {
       std::vector<uint64_t> values;
@@ -496,7 +503,10 @@ Status CheckOptionValue(const OptionSpec& s, const OptionValue& v, OptionFace fa
       }
       break;
     case OptionType::kText:
-      if (std::holds_alternative<std::string>(v)) return Status::Ok();
+      if (const std::string* t = std::get_if<std::string>(&v)) {
+        if (s.takes && !s.takes(*t)) return Refused(s, face, QuoteUserText(*t));
+        return Status::Ok();
+      }
       break;
     case OptionType::kCounts:
       if (const auto* list = std::get_if<std::vector<uint64_t>>(&v)) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -70,6 +71,14 @@ enum OptionUser : uint32_t {
   kConvertInspect = 1u << 17,
   kConvertVerify = 1u << 18,
 };
+// The converter's subcommands by what they do: make a dataset of fixed-shape samples, of token
+// documents, of images; and every one that writes a dataset (recompress too).
+inline constexpr uint32_t kConvertSamples = kConvertIdx | kConvertCifar | kConvertNpy |
+                                            kConvertRaw | kConvertPredecessor | kConvertSynthetic;
+inline constexpr uint32_t kConvertTokens =
+    kConvertMegatron | kConvertNpyDocs | kConvertJsonl | kConvertText;
+inline constexpr uint32_t kConvertWriters =
+    kConvertSamples | kConvertTokens | kConvertImages | kConvertRecompress;
 
 // How a face spells an option in its messages: "--queue-depth" or "queue_depth".
 enum class OptionFace { kCommandLine, kPython };
@@ -116,6 +125,11 @@ struct OptionSpec {
   std::vector<std::string> words;
   std::vector<std::string> word_aliases;
   std::string true_word, false_word;
+  // kText: where its owner takes only some texts, the test of one (`takes`) and the rule that says
+  // which ("none, lz4, zstd or zstd:LEVEL with LEVEL 1 to 22"), for its messages and help; every
+  // face refuses a text `takes` refuses, naming the option as that face does. None: any text.
+  std::string text_rule;
+  std::function<bool(std::string_view)> takes;
   std::vector<OptionCondition> only_with;
   // Python: what leaving it unset (None) means where that is not one fixed value: "the header's
   // statistics". Empty: None means the default.
@@ -145,6 +159,7 @@ struct OptionSpec {
   OptionSpec& Short(char name);
   OptionSpec& PythonName(std::string name);
   OptionSpec& Required();
+  OptionSpec& TextRule(std::string rule, std::function<bool(std::string_view)> takes_text);
 };
 
 // The name as `face` spells it: "--queue-depth" / "queue_depth"; a switch that is on by default

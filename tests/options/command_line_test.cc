@@ -180,6 +180,8 @@ TEST(CommandLine, HelpShowsEachOptionsFormBoundsDefaultAndWhereItApplies) {
   std::vector<OptionSpec> specs = Specs();
   specs[2].Help("reads in flight").OnlyWith("mode", {"streaming"}, "the reader's");
   specs[2].default_value = uint64_t{8};
+  specs[4].Help("skip the last batch").OnlyWith("sampler", {"sequential"}, "no such option here");
+  specs.push_back(OptionSpec::Of("mode", OptionType::kWord).Words({"streaming", "managed"}));
   const std::string help = FormatOptionsHelp(specs);
   EXPECT_NE(help.find("  --queue-depth N"), std::string::npos) << help;
   EXPECT_NE(help.find("  --queue-depth N             reads in flight (a whole number from 1 to "
@@ -189,6 +191,9 @@ TEST(CommandLine, HelpShowsEachOptionsFormBoundsDefaultAndWhereItApplies) {
       << help;
   EXPECT_EQ(help.find(" \n"), std::string::npos) << help;  // no trailing spaces
   EXPECT_NE(help.find("  --no-verify\n"), std::string::npos) << help;
+  // A condition on an option the program does not take is no note.
+  EXPECT_NE(help.find("  --drop-last                 skip the last batch\n"), std::string::npos)
+      << help;
   EXPECT_NE(help.find("  --data TEXT (or a bare TEXT)"), std::string::npos) << help;
   // A one-letter name beside the long one; what must be given, said; a default the option's own
   // rule refuses (0 where 1 to 65535 is taken: "not given") is not shown as one.
