@@ -23,7 +23,7 @@ OptionTable<WriterConfig> MakeTable() {
       .Range(1, std::numeric_limits<uint32_t>::max())
       .Items(1, format::kMaxDims)
       .For(kWriterApi)
-      .OnlyWith("records", {"tensor"}, "records of any size have no fixed shape")
+      .OnlyWith("record-kind", {"tensor"}, "records of any size have no fixed shape")
       .Unset("none: records of any size; fixed-shape samples must give theirs")
       .Help("the shape of every sample, 1 to 4 dims, outermost first (an int: one dim)");
   t.Word(
@@ -35,20 +35,23 @@ OptionTable<WriterConfig> MakeTable() {
           "the samples' stored dtype: uint8, float16, bfloat16, float32 (intensities) or uint16, "
           "int32, int64 (ids such as tokens); bfloat16 arrays as their raw uint16 bits or "
           "ml_dtypes.bfloat16");
+  // Python's labels= and records= are named apart from the converter's --labels FILE and --records
+  // FILE: the conditions below name them, and the converter's table holds those.
   t.Field(
-       "labels", OptionType::kSwitch, [](auto& c) -> auto& { return c.spec.has_labels; })
+       "labeled", OptionType::kSwitch, [](auto& c) -> auto& { return c.spec.has_labels; })
+      .PythonName("labels")
       .For(kWriterApi)
       .Help("whether samples have labels (then every write gives them)");
   t.Word(
        "label-dtype", [](auto& c) -> auto& { return c.spec.label_dtype; },
        DTypeWords({DType::kUInt8, DType::kUInt16, DType::kInt32}))
       .For(kWriterApi | kConvertRaw)
-      .OnlyWith("labels", {"true"}, "a dataset without labels stores none")
+      .OnlyWith("labeled", {"true"}, "a dataset without labels stores none")
       .Help("the labels' stored dtype (raw: the records' labels' type too)");
   t.Field(
        "classes", OptionType::kCount, [](auto& c) -> auto& { return c.spec.num_classes; })
       .For(kWriterApi | (kConvertSamples & ~kConvertSynthetic))
-      .OnlyWith("labels", {"true"}, "a dataset without labels has no classes")
+      .OnlyWith("labeled", {"true"}, "a dataset without labels has no classes")
       .Help(
           "number of classes; every label must be below it (0: one more than the largest label "
           "written; the converter's inputs: known from the format where it says)");
@@ -101,10 +104,11 @@ OptionTable<WriterConfig> MakeTable() {
        "keep", OptionType::kTexts, [](auto& c) -> auto& { return c.options.keep; })
       .For(kWriterApi)
       .Help("files an older dataset of this name may share (inputs) that must not be removed");
-  t.Word("records", [](auto& c) -> auto& { return c.spec.record_kind; },
+  t.Word("record-kind", [](auto& c) -> auto& { return c.spec.record_kind; },
          {{"tensor", format::RecordKind::kTensor},
           {"tokens", format::RecordKind::kTokens},
           {"bytes", format::RecordKind::kBytes}})
+      .PythonName("records")
       .For(kWriterApi)
       .Help(
           "what a sample is: tensor (every sample of shape), or records of any size: tokens "
@@ -113,14 +117,14 @@ OptionTable<WriterConfig> MakeTable() {
   t.Field(
        "media-type", OptionType::kText, [](auto& c) -> auto& { return c.spec.media_type; })
       .For(kWriterApi)
-      .OnlyWith("records", {"bytes"}, "a media type says what bytes records are")
+      .OnlyWith("record-kind", {"bytes"}, "a media type says what bytes records are")
       .Help("what bytes records are, such as image/jpeg");
   t.Field(
        "max-record-size", OptionType::kByteSize,
        [](auto& c) -> auto& { return c.options.max_record_bytes; })
       .Range(1, format::kMaxChunkTarget)
       .For(kWriterApi | kRecordMakers)
-      .OnlyWith("records", {"tokens", "bytes"}, "a fixed-shape sample is its shape's size")
+      .OnlyWith("record-kind", {"tokens", "bytes"}, "a fixed-shape sample is its shape's size")
       .Help(
           "records of any size: the largest record taken, in stored bytes (a chunk holds one at "
           "least); a larger one is refused (token corpora: the longest document, 8 bytes at "
@@ -158,7 +162,7 @@ Status CheckWriterSpec(const WriterConfig& c, OptionFace face) {
   if (c.spec.record_kind == format::RecordKind::kTensor && c.spec.shape.empty()) {
     return Status::Usage(OptionName(Spec("shape"), face) +
                          ": give the shape of every sample (fixed-shape samples, " +
-                         OptionSettingText(Spec("records"), std::string("tensor"), face) + ")");
+                         OptionSettingText(Spec("record-kind"), std::string("tensor"), face) + ")");
   }
   const uint64_t most = format::MaxClassesFor(c.spec.label_dtype);
   if (c.spec.has_labels && c.spec.num_classes > most) {

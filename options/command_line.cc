@@ -318,9 +318,10 @@ std::string FormatOptionsHelp(const std::vector<OptionSpec>& specs) {
       notes.push_back(OptionRuleText(s));
     }
     // A default the option's own rule refuses stands for "not given" (--max-side's 0: nothing
-    // re-encoded), which the help text says; it is not shown as a value to give.
+    // re-encoded), which the help text says; it is not shown as a value to give, nor is the
+    // default of an option that must be given.
     const std::string def = OptionValueText(s, s.default_value);
-    if (s.type != OptionType::kSwitch && !def.empty() &&
+    if (s.type != OptionType::kSwitch && !s.required && !def.empty() &&
         CheckOptionValue(s, s.default_value, OptionFace::kCommandLine).ok()) {
       notes.push_back("default " + def);
     }

@@ -76,7 +76,7 @@ TEST(WriterOptions, OptionsGivenTogetherAreCheckedNamingEachAsTheFaceDoes) {
             "--format-version 1 has no compression: --compress zstd:3 needs version 2");
   EXPECT_EQ(CheckWriterVersion(c, OptionFace::kPython).message(),
             "format_version=1 has no compression: compress='zstd:3' needs version 2");
-  c = Set({{"format-version", uint64_t{1}}, {"records", std::string("tokens")}});
+  c = Set({{"format-version", uint64_t{1}}, {"record-kind", std::string("tokens")}});
   EXPECT_EQ(CheckWriterVersion(c, OptionFace::kPython).message(),
             "format_version=1 holds fixed-shape samples only: tokens records need version 2 or 3");
   EXPECT_EQ(CheckWriterSpec(WriterConfig{}, OptionFace::kPython).message(),
@@ -89,8 +89,8 @@ TEST(WriterOptions, OptionsGivenTogetherAreCheckedNamingEachAsTheFaceDoes) {
            {"label-dtype", std::string("uint16")}});
   EXPECT_TRUE(CheckWriterSpec(c, OptionFace::kPython).ok());
   // An option that does nothing with the others is refused, naming both.
-  const std::set<std::string> given = {"shape", "records"};
-  c = Set({{"shape", std::vector<uint64_t>{4}}, {"records", std::string("bytes")}});
+  const std::set<std::string> given = {"shape", "record-kind"};
+  c = Set({{"shape", std::vector<uint64_t>{4}}, {"record-kind", std::string("bytes")}});
   EXPECT_EQ(WriterOptionTable().RefuseIdle(c, given, OptionFace::kPython).message(),
             "shape does nothing with records='bytes' (records of any size have no fixed shape); "
             "leave it out");
