@@ -5,7 +5,7 @@
 #
 #   tools/bench/convert_throughput.sh BIN SIZE [DIR]
 #
-#   BIN   the ringfeed-convert binary (a static build carries liburing, Boost and the rest)
+#   BIN   the ringfeed-convert binary (a static build carries liburing and the rest)
 #   SIZE  bytes of each input's samples, with an optional suffix K, M or G (powers of 1000):
 #         1.2G makes inputs of about 1.2 GB each
 #   DIR   where the inputs and outputs go (default: a new directory under ${TMPDIR:-/tmp});

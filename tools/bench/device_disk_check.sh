@@ -19,7 +19,7 @@ export RINGFEED_BIN=$bin
 echo "== machine"
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader
 echo "kernel $(uname -r), $(nproc) cores"; free -g | head -2; df -hT "$data" | tail -1
-ldd "$bin/ringfeed" | grep -E 'not found|uring|boost|xxhash' || echo "ldd: no missing libraries"
+ldd "$bin/ringfeed" | grep -E 'not found|uring|xxhash' || echo "ldd: no missing libraries"
 
 if [ -z "${SKIP_TESTS:-}" ]; then
 echo "== tests"

@@ -2,7 +2,7 @@
 # Issue 28's wheel on a GPU machine, in one device call (at most 10 minutes; the steps share a
 # TIME budget, and the tests get what the build leaves):
 #   package  unpacks tools/bench/package_device.sh's archive: its deps/ and lib/ and include/ are
-#            the static libraries and headers the machine lacks (liburing, Boost, xxhash, zlib,
+#            the static libraries and headers the machine lacks (liburing, xxhash, zlib,
 #            zstd, lz4, libjpeg, TurboJPEG, OpenBLAS, nlohmann-json, Random123, dlpack);
 #   wheel    `pip wheel . --no-build-isolation --no-deps` of this checkout (run from its root, the
 #            device's working directory) with $PYTHON, CUDA on: the project's own build backend and
