@@ -127,9 +127,9 @@ OptionTable<WriterConfig> MakeTable() {
       .OnlyWith("record-kind", {"tokens", "bytes"}, "a fixed-shape sample is its shape's size")
       .Help(
           "records of any size: the largest record taken, in stored bytes (a chunk holds one at "
-          "least); a larger one is refused (token corpora: the longest document, 8 bytes at "
-          "least; jsonl: with --memory-budget, the smaller, 64KiB at least, also a line's "
-          "longest string; images: the largest image file)");
+          "least); a larger one is refused (the converter's token corpora: the longest document, "
+          "8 bytes at least, and jsonl's with its memory budget, the smaller, 64KiB at least, "
+          "also a line's longest string; images: the largest image file)");
   return t;
 }
 

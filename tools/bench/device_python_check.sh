@@ -71,7 +71,8 @@ version=$(sed -n 's/^project(ringfeed VERSION \([0-9.]*\).*/\1/p' "$srcroot/CMak
 g++ -O2 ${EXTRA_CXXFLAGS:-} -std=c++20 -shared -fPIC -fvisibility=hidden -DRINGFEED_HAVE_CUDA=1 \
   -DRINGFEED_VERSION="\"${version:-unknown}\"" \
   -I"$srcroot" -I"$pkg/include" -I/usr/local/cuda/include $(python3 -m pybind11 --includes) \
-  $(ls "$srcroot"/python/src/module.cc "$srcroot"/python/src/writer.cc 2>/dev/null) \
+  $(ls "$srcroot"/python/src/module.cc "$srcroot"/python/src/option_values.cc \
+    "$srcroot"/python/src/writer.cc 2>/dev/null) \
   -o "$site/ringfeed/_ringfeed$suffix" \
   -Wl,--start-group $libs -Wl,--end-group $codec_libs $jpeg_libs \
   -L/usr/local/cuda/lib64 -lcudart_static -lpthread -ldl -lrt -Wl,--exclude-libs,ALL \
