@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace rf {
 namespace {
@@ -227,50 +228,38 @@ Result<ParsedOptions> ParseCommandLine(const std::vector<OptionSpec>& specs,
     }
     const OptionSpec* s = nullptr;
     std::string text;
-    std::string as;  // how the option was spelled, for "given twice"
+    std::string as;                       // how the option was spelled, for "given twice"
+    std::optional<std::string> attached;  // the value in the same argument: --name=V, -oV
     if (words_only || arg.size() < 2 || arg[0] != '-') {
       if (positional == nullptr) {
         return Status::Usage("unexpected argument " + QuoteUserText(arg) + " (see --help)");
       }
       s = positional;
-      text = arg;
+      attached = arg;
       as = "a bare " + QuoteUserText(arg);
     } else if (arg[1] != '-') {
       // A one-letter name: -q, -o OUT, -oOUT.
       s = FindShort(specs, arg[1]);
-      if (s == nullptr) {
-        return Status::Usage("unknown option " + QuoteUserText(arg.substr(0, arg.find('='))) +
-                             " (see --help)");
-      }
       as = arg.substr(0, 2);
-      if (arg.size() > 2) {
-        text = arg.substr(arg[2] == '=' ? 3 : 2);
-      } else if (s->type == OptionType::kSwitch) {
-        text = "true";
-      } else if (i + 1 < args.size()) {
-        text = args[++i];
-      } else {
-        return Status::Usage(as + " needs a value (" + OptionRuleText(*s) + ")");
-      }
+      if (arg.size() > 2) attached = arg.substr(arg[2] == '=' ? 3 : 2);
     } else {
       const size_t eq = arg.find('=');
-      const std::string key = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-      s = FindKey(specs, key);
-      if (s == nullptr) {
-        return Status::Usage("unknown option " +
-                             QuoteUserText(eq == std::string::npos ? arg : arg.substr(0, eq)) +
-                             " (see --help)");
-      }
-      as = "--" + key;
-      if (eq != std::string::npos) {
-        text = arg.substr(eq + 1);
-      } else if (s->type == OptionType::kSwitch) {
-        text = "true";
-      } else if (i + 1 < args.size()) {
-        text = args[++i];
-      } else {
-        return Status::Usage(as + " needs a value (" + OptionRuleText(*s) + ")");
-      }
+      s = FindKey(specs, arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
+      as = arg.substr(0, eq);
+      if (eq != std::string::npos) attached = arg.substr(eq + 1);
+    }
+    if (s == nullptr) {
+      return Status::Usage("unknown option " + QuoteUserText(arg.substr(0, arg.find('='))) +
+                           " (see --help)");
+    }
+    if (attached) {
+      text = *attached;
+    } else if (s->type == OptionType::kSwitch) {
+      text = "true";
+    } else if (i + 1 < args.size()) {
+      text = args[++i];
+    } else {
+      return Status::Usage(as + " needs a value (" + OptionRuleText(*s) + ")");
     }
     if (out.given.count(s->name) != 0 && s->type != OptionType::kTexts) {
       return Status::Usage(OptionName(*s, OptionFace::kCommandLine) + " given twice (the second " +

@@ -21,15 +21,19 @@ constexpr uint32_t kMaxSide = 65535;  // an image side (decode/jpeg_image.h's bo
 // the data too).
 constexpr uint64_t kMaxBudget = uint64_t{1} << 40;
 
-// The input files of `users`: bare words (or --input each), in order.
+// An option that must be given, as bare words or by name: `ringfeed-convert inspect DATASET`
+// (kText), `cifar A B C` (kTexts).
+template <typename Access>
+void Bare(Table& t, const char* name, OptionType type, Access access, const char* metavar,
+          uint32_t users, const char* help) {
+  t.Field(name, type, access).Positional().Required().Metavar(metavar).For(users).Help(help);
+}
+
+// The input files of `users`, in order.
 void Inputs(Table& t, uint32_t users, const char* metavar, const char* help) {
-  t.Field(
-       "input", OptionType::kTexts, [](auto& c) -> auto& { return c.inputs; })
-      .Positional()
-      .Required()
-      .Metavar(metavar)
-      .For(users)
-      .Help(help);
+  Bare(
+      t, "input", OptionType::kTexts, [](auto& c) -> auto& { return c.inputs; }, metavar, users,
+      help);
 }
 
 // The options every subcommand that makes a dataset of fixed-shape samples takes.
@@ -193,22 +197,14 @@ void AddSyntheticOptions(Table& t) {
 }
 
 void AddTokenOptions(Table& t) {
-  t.Field(
-       "prefix", OptionType::kText, [](auto& c) -> auto& { return c.prefix; })
-      .Positional()
-      .Required()
-      .Metavar("PREFIX")
-      .For(kConvertMegatron)
-      .Help("PREFIX of PREFIX.bin and PREFIX.idx (either file's name too)");
-  t.Field(
-       "input", OptionType::kText, [](auto& c) -> auto& { return c.tokens.input; })
-      .Positional()
-      .Required()
-      .Metavar("DIR|IDS.npy")
-      .For(kConvertNpyDocs)
-      .Help(
-          "a directory of .npy files, one 1-D integer array a document, read in name order; or, "
-          "with --offsets, one 1-D .npy of every document's ids");
+  Bare(
+      t, "prefix", OptionType::kText, [](auto& c) -> auto& { return c.prefix; }, "PREFIX",
+      kConvertMegatron, "PREFIX of PREFIX.bin and PREFIX.idx (either file's name too)");
+  Bare(
+      t, "input", OptionType::kText, [](auto& c) -> auto& { return c.tokens.input; }, "DIR|IDS.npy",
+      kConvertNpyDocs,
+      "a directory of .npy files, one 1-D integer array a document, read in name order; or, with "
+      "--offsets, one 1-D .npy of every document's ids");
   t.Field(
        "offsets", OptionType::kText, [](auto& c) -> auto& { return c.tokens.offsets; })
       .Metavar("FILE")
@@ -283,13 +279,10 @@ void AddImageOptions(Table& t) {
 }
 
 void AddDatasetOptions(Table& t) {
-  t.Field(
-       "dataset", OptionType::kText, [](auto& c) -> auto& { return c.dataset; })
-      .Positional()
-      .Required()
-      .Metavar("DATASET")
-      .For(kDatasetReaders)
-      .Help("the dataset: a .rfd file, any one of its shards, or a directory of datasets");
+  Bare(
+      t, "dataset", OptionType::kText, [](auto& c) -> auto& { return c.dataset; }, "DATASET",
+      kDatasetReaders,
+      "the dataset: a .rfd file, any one of its shards, or a directory of datasets");
   t.Word("format", [](auto& c) -> auto& { return c.export_options.format; },
          {{"raw", ExportFormat::kRaw},
           {"idx", ExportFormat::kIdx},
