@@ -42,14 +42,25 @@ std::string_view DTypeName(DType t) {
   return "unknown";
 }
 
+namespace {
+
+constexpr DTypeSpelling kSpellings[] = {
+    {"uint8", DType::kUInt8},     {"float16", DType::kFloat16}, {"bfloat16", DType::kBFloat16},
+    {"float32", DType::kFloat32}, {"uint16", DType::kUInt16},   {"int32", DType::kInt32},
+    {"int64", DType::kInt64},     {"u8", DType::kUInt8},        {"fp16", DType::kFloat16},
+    {"f16", DType::kFloat16},     {"half", DType::kFloat16},    {"bf16", DType::kBFloat16},
+    {"fp32", DType::kFloat32},    {"f32", DType::kFloat32},     {"float", DType::kFloat32},
+    {"u16", DType::kUInt16},      {"i32", DType::kInt32},       {"i64", DType::kInt64},
+};
+
+}  // namespace
+
+std::span<const DTypeSpelling> DTypeSpellings() { return kSpellings; }
+
 std::optional<DType> ParseDType(std::string_view n) {
-  if (n == "uint8" || n == "u8") return DType::kUInt8;
-  if (n == "float16" || n == "fp16" || n == "f16" || n == "half") return DType::kFloat16;
-  if (n == "bfloat16" || n == "bf16") return DType::kBFloat16;
-  if (n == "float32" || n == "fp32" || n == "f32" || n == "float") return DType::kFloat32;
-  if (n == "uint16" || n == "u16") return DType::kUInt16;
-  if (n == "int32" || n == "i32") return DType::kInt32;
-  if (n == "int64" || n == "i64") return DType::kInt64;
+  for (const DTypeSpelling& s : kSpellings) {
+    if (s.name == n) return s.dtype;
+  }
   return std::nullopt;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,13 @@ enum class DType : uint32_t {
 size_t DTypeSize(DType t);
 std::string_view DTypeName(DType t);
 std::optional<DType> ParseDType(std::string_view name);  // "uint8", "float16", "bf16", ...
+// Every spelling ParseDType takes, each with its dtype: each dtype's own name (DTypeName) first,
+// in the enum's order, then the other spellings ("u8", "bf16", "half", ...).
+struct DTypeSpelling {
+  std::string_view name;
+  DType dtype;
+};
+std::span<const DTypeSpelling> DTypeSpellings();
 // constexpr, so that decode/dtypes.h's compile-time lists of dtypes can ask them too.
 constexpr bool IsIntegerDType(DType t) {  // uint8, uint16, int32, int64
   return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kInt32 || t == DType::kInt64;

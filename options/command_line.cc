@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace rf {
 namespace {
@@ -34,6 +35,25 @@ const OptionSpec* FindKey(const std::vector<OptionSpec>& specs, std::string_view
     }
   }
   return nullptr;
+}
+
+const OptionSpec* FindShort(const std::vector<OptionSpec>& specs, char name) {
+  for (const OptionSpec& s : specs) {
+    if (s.short_name != 0 && s.short_name == name) return &s;
+  }
+  return nullptr;
+}
+
+// `v` stored as option `s`'s value in `out`: a kTexts value added to what it holds already.
+void Store(const OptionSpec& s, OptionValue v, ParsedOptions* out) {
+  auto at = out->values.find(s.name);
+  if (s.type == OptionType::kTexts && at != out->values.end()) {
+    std::vector<std::string>& held = std::get<std::vector<std::string>>(at->second);
+    for (std::string& t : std::get<std::vector<std::string>>(v)) held.push_back(std::move(t));
+  } else {
+    out->values[s.name] = std::move(v);
+  }
+  out->given.insert(s.name);
 }
 
 std::string Trim(std::string_view t) {
@@ -83,14 +103,13 @@ Status ParseConfigText(const std::vector<OptionSpec>& specs, const std::string& 
     if (s == nullptr || s->name == "config") {
       return Status::Usage(where + "unknown option " + QuoteUserText(key));
     }
-    if (!seen.insert(s->name).second) {
+    if (!seen.insert(s->name).second && s->type != OptionType::kTexts) {
       return Status::Usage(where + "--" + key + " given twice in the file");
     }
     Result<OptionValue> v = ParseOptionText(*s, value, OptionFace::kCommandLine);
     if (!v.ok()) return Status::Usage(where + v.status().message());
     if (from_command_line.count(s->name) != 0) continue;  // the command line wins
-    out->values[s->name] = std::move(v).value();
-    out->given.insert(s->name);
+    Store(*s, std::move(v).value(), out);
   }
   return Status::Ok();
 }
@@ -119,7 +138,10 @@ std::string Metavar(const OptionSpec& s) {
       return w;
     }
     case OptionType::kText:
+    case OptionType::kTexts:
       return "TEXT";
+    case OptionType::kCounts:
+      return "N,...";
   }
   return "";
 }
@@ -206,48 +228,59 @@ Result<ParsedOptions> ParseCommandLine(const std::vector<OptionSpec>& specs,
     }
     const OptionSpec* s = nullptr;
     std::string text;
-    std::string as;  // how the option was spelled, for "given twice"
+    std::string as;                       // how the option was spelled, for "given twice"
+    std::optional<std::string> attached;  // the value in the same argument: --name=V, -oV
     if (words_only || arg.size() < 2 || arg[0] != '-') {
       if (positional == nullptr) {
         return Status::Usage("unexpected argument " + QuoteUserText(arg) + " (see --help)");
       }
       s = positional;
-      text = arg;
+      attached = arg;
       as = "a bare " + QuoteUserText(arg);
+    } else if (arg[1] != '-') {
+      // A one-letter name: -q, -o OUT, -oOUT.
+      s = FindShort(specs, arg[1]);
+      as = arg.substr(0, 2);
+      if (arg.size() > 2) attached = arg.substr(arg[2] == '=' ? 3 : 2);
     } else {
       const size_t eq = arg.find('=');
-      const std::string key = arg.substr(arg.rfind("--", 0) == 0 ? 2 : 1,
-                                         eq == std::string::npos ? std::string::npos : eq - 2);
-      s = arg.rfind("--", 0) == 0 ? FindKey(specs, key) : nullptr;
-      if (s == nullptr) {
-        return Status::Usage("unknown option " +
-                             QuoteUserText(eq == std::string::npos ? arg : arg.substr(0, eq)) +
-                             " (see --help)");
-      }
-      as = "--" + key;
-      if (eq != std::string::npos) {
-        text = arg.substr(eq + 1);
-      } else if (s->type == OptionType::kSwitch) {
-        text = "true";
-      } else if (i + 1 < args.size()) {
-        text = args[++i];
-      } else {
-        return Status::Usage(as + " needs a value (" + OptionRuleText(*s) + ")");
-      }
+      s = FindKey(specs, arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
+      as = arg.substr(0, eq);
+      if (eq != std::string::npos) attached = arg.substr(eq + 1);
     }
-    if (out.given.count(s->name) != 0) {
+    if (s == nullptr) {
+      return Status::Usage("unknown option " + QuoteUserText(arg.substr(0, arg.find('='))) +
+                           " (see --help)");
+    }
+    if (attached) {
+      text = *attached;
+    } else if (s->type == OptionType::kSwitch) {
+      text = "true";
+    } else if (i + 1 < args.size()) {
+      text = args[++i];
+    } else {
+      return Status::Usage(as + " needs a value (" + OptionRuleText(*s) + ")");
+    }
+    if (out.given.count(s->name) != 0 && s->type != OptionType::kTexts) {
       return Status::Usage(OptionName(*s, OptionFace::kCommandLine) + " given twice (the second " +
                            "time as " + as + ")");
     }
     RF_ASSIGN_OR_RETURN(OptionValue v, ParseOptionText(*s, text, OptionFace::kCommandLine));
-    out.values[s->name] = std::move(v);
-    out.given.insert(s->name);
+    Store(*s, std::move(v), &out);
   }
   const auto config = out.values.find("config");
   if (config != out.values.end()) {
     const std::string path = std::get<std::string>(config->second);
     RF_ASSIGN_OR_RETURN(const std::string text, ReadConfigText(path));
     RF_RETURN_IF_ERROR(ParseConfigText(specs, path, text, &out));
+  }
+  for (const OptionSpec& s : specs) {
+    if (!s.required || out.given.count(s.name) != 0) continue;
+    const std::string name = OptionName(s, OptionFace::kCommandLine);
+    return Status::Usage("no " + name + " given" +
+                         (s.positional ? " (a bare " + Metavar(s) + " or " + name + " " +
+                                             Metavar(s) + "; see --help)"
+                                       : " (see --help)"));
   }
   return out;
 }
@@ -256,7 +289,9 @@ std::string FormatOptionsHelp(const std::vector<OptionSpec>& specs) {
   constexpr size_t kIndent = 30, kWidth = 100;
   std::string out;
   for (const OptionSpec& s : specs) {
-    std::string left = "  " + OptionName(s, OptionFace::kCommandLine);
+    std::string left = "  ";
+    if (s.short_name != 0) left += std::string{'-', s.short_name} + ", ";
+    left += OptionName(s, OptionFace::kCommandLine);
     const std::string metavar = Metavar(s);
     if (!metavar.empty()) left += " " + metavar;
     if (s.positional) left += " (or a bare " + metavar + ")";
@@ -265,14 +300,27 @@ std::string FormatOptionsHelp(const std::vector<OptionSpec>& specs) {
     std::string text =
         CommandLineKey(s) != s.name && !s.help.empty() ? "turns off: " + s.help : s.help;
     std::vector<std::string> notes;
+    if (s.required) notes.push_back("required");
     if (s.type == OptionType::kCount || s.type == OptionType::kInteger ||
         s.type == OptionType::kByteSize || s.type == OptionType::kNumber ||
-        s.type == OptionType::kNumbers) {
+        s.type == OptionType::kNumbers || s.type == OptionType::kCounts) {
       notes.push_back(OptionRuleText(s));
     }
+    // A default the option's own rule refuses stands for "not given" (--max-side's 0: nothing
+    // re-encoded), which the help text says; it is not shown as a value to give, nor is the
+    // default of an option that must be given.
     const std::string def = OptionValueText(s, s.default_value);
-    if (s.type != OptionType::kSwitch && !def.empty()) notes.push_back("default " + def);
+    if (s.type != OptionType::kSwitch && !s.required && !def.empty() &&
+        CheckOptionValue(s, s.default_value, OptionFace::kCommandLine).ok()) {
+      notes.push_back("default " + def);
+    }
     for (const OptionCondition& c : s.only_with) {
+      // A condition on an option the program does not take never holds it back (OptionTable's
+      // IdleBecause): not a note to read.
+      if (std::none_of(specs.begin(), specs.end(),
+                       [&](const OptionSpec& o) { return o.name == c.option; })) {
+        continue;
+      }
       std::string values;
       for (const std::string& v : c.values) values += (values.empty() ? "" : "|") + v;
       notes.push_back("only with --" + c.option + " " + values);

@@ -1,5 +1,21 @@
 // A program's command line and --config file, read by the specs of the options it takes
-// (options/option_spec.h), and its --help made from them.
+// (options/option_spec.h), and its --help made from them. The one command-line parser of both
+// programs: ringfeed (train, read) and every ringfeed-convert subcommand.
+//
+// Why the tables' own parser, not Boost.Program_options under the tables (ringfeed-convert used
+// Boost until issue 41): what a value may be is the declaration's, and this parser reads each
+// value by its declaration directly, so every face takes and refuses by one rule. Under Boost the
+// tables would have had to declare every value to Boost as a string and parse it again here:
+// Boost's own typed values were the bugs the tables fixed (an unsigned option read "-1" as
+// 2^64 - 1, options/unsigned_flags.h patched that afterwards; a value starting with '-', such as
+// --gpu -1, was taken for an option; its messages could not name the rule nor quote the text
+// safely). What Boost would have added is here in a few lines (-o, several values of one option,
+// options that must be given), and what the tables need Boost does not do: exact one-line errors
+// naming option, rule and text (QuoteUserText), --config files with the command line's names,
+// --no-NAME switches, byte sizes, conditions (an idle option refused), and the same declarations
+// read by Python's keyword arguments. One parser also means one dependency less to build, carry
+// to the GPU machines and link into the wheel. Boost's guessing of abbreviated names (--comp for
+// --compress) is not kept: a name is given whole.
 //
 // The command line: `--name value`, `--name=value`, a switch alone (`--drop-last`,
 // `--no-verify`) or with a value (`--drop-last=false`), `--help` / `-h`, and a bare word for the
@@ -54,7 +70,7 @@ Status ParseConfigText(const std::vector<OptionSpec>& specs, const std::string& 
 Result<std::string> ReadConfigText(const std::string& path);
 
 // The options' help: each option with its value's form, what it does, its range, its default and
-// where it does something, wrapped at 100 columns.
+// where it does something (a condition on an option of `specs`), wrapped at 100 columns.
 std::string FormatOptionsHelp(const std::vector<OptionSpec>& specs);
 
 }  // namespace rf

@@ -141,6 +141,12 @@ OptionSpec OptionSpec::Of(std::string name, OptionType type) {
     case OptionType::kNumbers:
       s.default_value = std::vector<double>{};
       break;
+    case OptionType::kCounts:
+      s.default_value = std::vector<uint64_t>{};
+      break;
+    case OptionType::kTexts:
+      s.default_value = std::vector<std::string>{};
+      break;
     case OptionType::kWord:
     case OptionType::kText:
       s.default_value = std::string();
@@ -215,6 +221,33 @@ OptionSpec& OptionSpec::Alias(std::string old_name) {
   return *this;
 }
 
+OptionSpec& OptionSpec::Items(size_t min, size_t max) {
+  min_items = min;
+  max_items = max;
+  return *this;
+}
+
+OptionSpec& OptionSpec::Short(char name) {
+  short_name = name;
+  return *this;
+}
+
+OptionSpec& OptionSpec::PythonName(std::string name) {
+  python_name = std::move(name);
+  return *this;
+}
+
+OptionSpec& OptionSpec::Required() {
+  required = true;
+  return *this;
+}
+
+OptionSpec& OptionSpec::TextRule(std::string rule, std::function<bool(std::string_view)> t) {
+  text_rule = std::move(rule);
+  takes = std::move(t);
+  return *this;
+}
+
 std::string CommandLineKey(const OptionSpec& s) {
   const bool negated = s.type == OptionType::kSwitch &&
                        std::holds_alternative<bool>(s.default_value) &&
@@ -224,6 +257,7 @@ std::string CommandLineKey(const OptionSpec& s) {
 
 std::string OptionName(const OptionSpec& s, OptionFace face) {
   if (face == OptionFace::kCommandLine) return "--" + CommandLineKey(s);
+  if (!s.python_name.empty()) return s.python_name;
   std::string n = s.name;
   for (char& c : n) c = c == '-' ? '_' : c;
   return n;
@@ -251,7 +285,15 @@ std::string OptionRuleText(const OptionSpec& s) {
     case OptionType::kWord:
       return JoinWords(s.words, " or ");
     case OptionType::kText:
-      return "text";
+      return s.text_rule.empty() ? "text" : s.text_rule;
+    case OptionType::kCounts:
+      return (s.min_items == s.max_items
+                  ? std::to_string(s.min_items)
+                  : std::to_string(s.min_items) + " to " + std::to_string(s.max_items)) +
+             " comma-separated whole numbers from " + IntText(s, s.min_int) + " to " +
+             IntText(s, s.max_int);
+    case OptionType::kTexts:
+      return "texts";
   }
   return "";
 }
@@ -367,7 +409,27 @@ Result<OptionValue> ParseOptionText(const OptionSpec& s, std::string_view text, 
       return out;
     }
     case OptionType::kText:
+      if (s.takes && !s.takes(text)) return Refused(s, face, got);
       return OptionValue(std::string(text));
+    case OptionType::kCounts: {
+      std::vector<uint64_t> values;
+      size_t start = 0;
+      while (start <= text.size()) {
+        const size_t comma = std::min(text.find(',', start), text.size());
+        const std::string_view item = text.substr(start, comma - start);
+        // At most max_items numbers are read: a list longer than that is refused as it is.
+        if (!IsDigits(item) || values.size() == s.max_items) return Refused(s, face, got);
+        errno = 0;
+        const unsigned long long v = std::strtoull(std::string(item).c_str(), nullptr, 10);
+        if (errno == ERANGE) return Refused(s, face, got);
+        values.push_back(static_cast<uint64_t>(v));
+        start = comma + 1;
+      }
+      if (CheckOptionValue(s, values, face).ok()) return OptionValue{std::move(values)};
+      return Refused(s, face, got);
+    }
+    case OptionType::kTexts:
+      return OptionValue(std::vector<std::string>{std::string(text)});
   }
   return Status::Usage("unknown option type");
 }
@@ -429,6 +491,9 @@ Status CheckOptionValue(const OptionSpec& s, const OptionValue& v, OptionFace fa
         for (const std::string& ok : s.words) {
           if (*w == ok) return Status::Ok();
         }
+        for (const std::string& ok : s.word_aliases) {
+          if (*w == ok) return Status::Ok();
+        }
         // QuoteUserText's quotes are single; a word is named in double ones. (Built by appending:
         // "x" + std::string&& trips GCC 12's -Wrestrict at -O3, a false positive.)
         const std::string quoted = QuoteUserText(*w);
@@ -438,7 +503,23 @@ Status CheckOptionValue(const OptionSpec& s, const OptionValue& v, OptionFace fa
       }
       break;
     case OptionType::kText:
-      if (std::holds_alternative<std::string>(v)) return Status::Ok();
+      if (const std::string* t = std::get_if<std::string>(&v)) {
+        if (s.takes && !s.takes(*t)) return Refused(s, face, QuoteUserText(*t));
+        return Status::Ok();
+      }
+      break;
+    case OptionType::kCounts:
+      if (const auto* list = std::get_if<std::vector<uint64_t>>(&v)) {
+        bool ok = list->size() >= s.min_items && list->size() <= s.max_items;
+        for (uint64_t u : *list) {
+          ok = ok && u <= s.max_int && (s.min_int <= 0 || u >= static_cast<uint64_t>(s.min_int));
+        }
+        if (!ok) return Refused(s, face, OptionValueText(s, v));
+        return Status::Ok();
+      }
+      break;
+    case OptionType::kTexts:
+      if (std::holds_alternative<std::vector<std::string>>(v)) return Status::Ok();
       break;
   }
   return Status::Usage(OptionName(s, face) + " must be " + OptionRuleText(s));
@@ -454,6 +535,20 @@ std::string OptionValueText(const OptionSpec& s, const OptionValue& v) {
   if (const double* d = std::get_if<double>(&v)) return ShortestNumber(*d, s.single_precision);
   if (const std::string* t = std::get_if<std::string>(&v)) return *t;
   std::string out;
+  if (const auto* counts = std::get_if<std::vector<uint64_t>>(&v)) {
+    for (uint64_t u : *counts) {
+      if (!out.empty()) out += ',';
+      out += std::to_string(u);
+    }
+    return out;
+  }
+  if (const auto* texts = std::get_if<std::vector<std::string>>(&v)) {
+    for (const std::string& t : *texts) {
+      if (!out.empty()) out += ' ';
+      out += t;
+    }
+    return out;
+  }
   for (double d : std::get<std::vector<double>>(v)) {
     if (!out.empty()) out += ',';
     out += ShortestNumber(d, s.single_precision);

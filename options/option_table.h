@@ -61,7 +61,8 @@ class OptionTable {
   // (`[](auto& c) -> auto& { return c.x; }`). The field's type fits the option's: bool (kSwitch,
   // kOnOff), an unsigned integer (kCount, kByteSize; its largest value the default bound), a
   // signed one (kInteger), float or double (kNumber), std::string (kWord, kText),
-  // std::vector<float> (kNumbers).
+  // std::vector<float> (kNumbers), std::vector<uint64_t> (kCounts), std::vector<std::string>
+  // (kTexts).
   template <typename Access>
   OptionSpec& Field(std::string name, OptionType type, Access access) {
     using F = FieldType<Access>;
@@ -71,6 +72,9 @@ class OptionTable {
     if constexpr (std::is_integral_v<F> && !std::is_same_v<F, bool>) {
       s.min_int = std::is_signed_v<F> ? static_cast<int64_t>(std::numeric_limits<F>::min()) : 0;
       s.max_int = static_cast<uint64_t>(std::numeric_limits<F>::max());
+    } else if constexpr (std::is_same_v<F, std::vector<uint64_t>>) {
+      s.min_int = 0;
+      s.max_int = std::numeric_limits<uint64_t>::max();
     } else if constexpr (std::is_floating_point_v<F> || std::is_same_v<F, std::vector<float>>) {
       s.min_real = -std::numeric_limits<float>::max();
       s.max_real = std::numeric_limits<float>::max();
@@ -85,14 +89,20 @@ class OptionTable {
         [access](const Config& c) { return Load(access(c)); });
   }
 
-  // A kWord option over an enum field: each word and the value it stands for.
+  // A kWord option over an enum field (or a std::optional of one, unset by default): each word
+  // and the value it stands for. A word whose value an earlier word has already is an alias of
+  // that word: taken, not listed in the rule ("bf16" after "bfloat16").
   template <typename Access>
   OptionSpec& Word(std::string name, Access access,
                    std::vector<std::pair<std::string, FieldType<Access>>> map) {
     OptionSpec s;
     s.name = std::move(name);
     s.type = OptionType::kWord;
-    for (const auto& [word, value] : map) s.words.push_back(word);
+    for (size_t i = 0; i < map.size(); ++i) {
+      bool alias = false;
+      for (size_t j = 0; j < i; ++j) alias = alias || map[j].second == map[i].second;
+      (alias ? s.word_aliases : s.words).push_back(map[i].first);
+    }
     return Add(
         std::move(s),
         [access, map](Config& c, const OptionValue& v) {
@@ -143,9 +153,11 @@ class OptionTable {
     }
     return nullptr;
   }
-  const Entry* FindByName(std::string_view name) const {
+  // The entry of the spec name that one of `users` takes: a name may be declared more than once
+  // for users that take it apart (ringfeed-convert's --dtype: the samples', the token ids').
+  const Entry* FindByName(std::string_view name, uint32_t users = ~0u) const {
     for (const Entry& e : entries_) {
-      if (e.spec.name == name) return &e;
+      if (e.spec.name == name && (e.spec.users & users) != 0) return &e;
     }
     return nullptr;
   }
@@ -177,7 +189,7 @@ class OptionTable {
   const Entry* IdleBecause(const Config& c, const Entry& e,
                            const OptionCondition** cond = nullptr) const {
     for (const OptionCondition& only : e.spec.only_with) {
-      const Entry* other = FindByName(only.option);
+      const Entry* other = FindByName(only.option, e.spec.users);
       if (other == nullptr) continue;  // the program does not take it: nothing to contradict
       const std::string text = OptionValueText(other->spec, other->get(c));
       bool ok = false;
@@ -189,10 +201,12 @@ class OptionTable {
     return nullptr;
   }
 
-  // The first option of `given` (spec names) that does nothing with `c`'s other options.
-  Status RefuseIdle(const Config& c, const std::set<std::string>& given, OptionFace face) const {
+  // The first option of `given` (spec names) that one of `users` takes and that does nothing with
+  // `c`'s other options.
+  Status RefuseIdle(const Config& c, const std::set<std::string>& given, OptionFace face,
+                    uint32_t users = ~0u) const {
     for (const Entry& e : entries_) {
-      if (given.count(e.spec.name) == 0) continue;
+      if (given.count(e.spec.name) == 0 || (e.spec.users & users) == 0) continue;
       const OptionCondition* cond = nullptr;
       if (const Entry* other = IdleBecause(c, e, &cond); other != nullptr) {
         return IdleOptionStatus(e.spec, other->spec, other->get(c), *cond, face);
@@ -222,6 +236,10 @@ class OptionTable {
       field = static_cast<F>(std::get<double>(v));
     } else if constexpr (std::is_same_v<F, std::string>) {
       field = std::get<std::string>(v);
+    } else if constexpr (std::is_same_v<F, std::vector<uint64_t>>) {
+      field = std::get<std::vector<uint64_t>>(v);
+    } else if constexpr (std::is_same_v<F, std::vector<std::string>>) {
+      field = std::get<std::vector<std::string>>(v);
     } else {
       const std::vector<double>& d = std::get<std::vector<double>>(v);
       field.assign(d.begin(), d.end());
@@ -238,7 +256,9 @@ class OptionTable {
       return static_cast<uint64_t>(field);
     } else if constexpr (std::is_floating_point_v<F>) {
       return static_cast<double>(field);
-    } else if constexpr (std::is_same_v<F, std::string>) {
+    } else if constexpr (std::is_same_v<F, std::string> ||
+                         std::is_same_v<F, std::vector<uint64_t>> ||
+                         std::is_same_v<F, std::vector<std::string>>) {
       return field;
     } else {
       return std::vector<double>(field.begin(), field.end());

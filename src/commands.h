@@ -3,7 +3,8 @@
 //   0  success (--help included)
 //   1  a data, file, I/O or run-time error (a damaged chunk or checkpoint, a missing file)
 //   2  a usage error: Status::Usage (a bad or contradictory flag, flags that disagree with the
-//      files they name, an output that is an input), Boost's parse errors, an unknown command
+//      files they name, an output that is an input, what the option tables' parser refuses),
+//      an unknown command
 #pragma once
 
 #include "core/status.h"
@@ -13,7 +14,7 @@ namespace rf {
 struct CommandStatus {
   Status status;
   // The line's first words: "ringfeed", or "ringfeed train" / "ringfeed read" for errors in the
-  // command line's own syntax (Boost's, an unreadable --config, a missing DATASET).
+  // command line's own syntax (the parser's, an unreadable --config, a missing DATASET).
   const char* who = "ringfeed";
 };
 

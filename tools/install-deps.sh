@@ -6,7 +6,6 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   liburing-dev                  # io_uring reader (static .a used for GPU-machine builds)
-  libboost-program-options-dev  # command lines
   libxxhash-dev                 # per-chunk XXH3 checksums
   nlohmann-json3-dev            # metrics and benchmark JSON; ringfeed-convert jsonl
   libopenblas-dev               # CPU training backend (sgemm)

@@ -6,7 +6,7 @@ same `pip install .` works offline, with or without build isolation. Where CMake
 missing it asks pip for them (get_requires_for_build_wheel), as it asks for tomli on a Python
 older than 3.11.
 
-A wheel is the project's own CMake build (Release, -DRINGFEED_STATIC_DEPS=ON: liburing, Boost,
+A wheel is the project's own CMake build (Release, -DRINGFEED_STATIC_DEPS=ON: liburing,
 xxhash, zlib, zstd, lz4, OpenBLAS and the CUDA runtime linked statically), of the target
 ringfeed_wheel alone (the extension, ringfeed and ringfeed-convert, the MPI plugin where MPI is
 found), installed as the component `wheel` lays it out (python/CMakeLists.txt) and packed with

@@ -32,15 +32,14 @@ from __future__ import annotations
 
 import errno
 import glob
-import inspect
 import os
-import re
 import sys
 import threading
 import warnings
 from typing import Any, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _ringfeed
+from ._options import options_help, signature
 from ._ringfeed import Tensor, UsageError
 from ._state import _check_state, _int_option
 from .sequences import PackedLoader, open_datasets
@@ -253,24 +252,6 @@ def _device_option(device: Any) -> Tuple[str, int]:
 _OPTIONS: Dict[str, Dict[str, Any]] = {o["name"]: o for o in _ringfeed.loader_options()}
 
 
-def _options_help() -> str:
-    lines = []
-    for o in _OPTIONS.values():
-        # The declarations' help names other options as the command line does: --shuffle-window.
-        text = re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), o["help"])
-        if o["type"] in ("int", "float", "Sequence[float]", "Union[int, str]"):
-            text += f" ({o['rule']})"
-        text += f". Default: {o['unset'] if o['unset'] else repr(o['default'])}."
-        words, line = text.split(), "    " + o["name"] + ":"
-        for w in words:
-            if len(line) + 1 + len(w) > 96:
-                lines.append(line)
-                line = "       "
-            line += " " + w
-        lines.append(line)
-    return "\n".join(lines)
-
-
 class Loader:
     """Batches of a ringfeed dataset, read from disk as training goes, in fixed memory.
 
@@ -335,7 +316,7 @@ class Loader:
 
     def __init__(self, data: Union[PathLike, Sequence[PathLike]],
                  batch_size: Optional[int] = None, **options: Any) -> None:
-        # The signature help() and inspect show is _SIGNATURE, made from the declarations.
+        # The signature help() and inspect show is made from the declarations (end of file).
         self._native: Optional[_ringfeed._Loader] = None
         self._packed: Optional[PackedLoader] = None
         self._mixture: Optional[list] = None  # a sample mixture's datasets
@@ -952,24 +933,6 @@ class _EpochIterator:
         return out
 
 
-def _signature() -> inspect.Signature:
-    """Loader's signature as help() and inspect show it: data, batch_size, then every option by
-    name with its default (None where the default depends on the data or the process)."""
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-              inspect.Parameter("data", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    for o in _OPTIONS.values():
-        # None where the default depends on the data or the process (what None means is in the
-        # help), else the declaration's default.
-        default = None if o["unset"] else o["default"]
-        kind = (inspect.Parameter.POSITIONAL_OR_KEYWORD if o["name"] == "batch_size"
-                else inspect.Parameter.KEYWORD_ONLY)
-        param = inspect.Parameter(o["name"], kind, default=default)
-        if o["name"] == "batch_size":
-            params.insert(2, param)
-        else:
-            params.append(param)
-    return inspect.Signature(params)
-
-
-Loader.__init__.__signature__ = _signature()  # type: ignore[attr-defined]
-Loader.__doc__ = (Loader.__doc__ or "").rstrip(" ") + _options_help() + "\n"
+Loader.__init__.__signature__ = signature(  # type: ignore[attr-defined]
+    _OPTIONS, ["data"], ["batch_size"])
+Loader.__doc__ = (Loader.__doc__ or "").rstrip(" ") + options_help(_OPTIONS) + "\n"

@@ -31,70 +31,37 @@ and a loader over them hands out (values, offsets, labels) batches.
 from __future__ import annotations
 
 import os
-import re
 import threading
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 from . import _ringfeed
+from ._options import options_help, signature
 from ._ringfeed import UsageError
 
 __all__ = ["DatasetWriter"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_SIZE = re.compile(r"^([0-9]+)(B|KiB|MiB|GiB)?$")
-_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 # numpy's names of the stored dtypes; bfloat16 takes its raw bits as uint16 (numpy has none) or
 # ml_dtypes' bfloat16.
 _NUMPY = {"uint8": "uint8", "uint16": "uint16", "int32": "int32", "int64": "int64",
           "float16": "float16", "float32": "float32", "bfloat16": "uint16"}
 _LABEL_RANGE = {"uint8": (0, 255), "uint16": (0, 65535), "int32": (0, 2**31 - 1)}
 
-
-def _size(name: str, value: Union[int, str], lo: int, hi: int, span: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise UsageError(f"{name} must be a byte count or a size like '4MiB', got {value!r}")
-    if isinstance(value, int):
-        n = value
-    else:
-        m = _SIZE.match(value)
-        if not m:
-            raise UsageError(f"{name} must be a size like '4MiB' (B, KiB, MiB, GiB), "
-                             f"got {value!r}")
-        n = int(m.group(1)) * _UNITS[m.group(2)]
-    if not lo <= n <= hi:
-        raise UsageError(f"{name} must be from {span}, got {value!r}")
-    return n
-
-
-def _chunk_bytes(chunk_size: Union[int, str]) -> int:
-    return _size("chunk_size", chunk_size, 4096, 1 << 30, "4KiB to 1GiB")
-
-
-def _count(name: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise UsageError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
-    return value
+# The writer's options, declared once in the library (io/writer_options.h), where
+# ringfeed-convert's writer flags are declared too: name, type, default, rule, words, what None
+# means, help. DatasetWriter's signature and the "Options" part of its help are made from them,
+# and every keyword argument is checked and set by the library through the same declarations.
+_OPTIONS: Dict[str, Dict[str, Any]] = {o["name"]: o for o in _ringfeed.writer_options()}
 
 
 class DatasetWriter:
     """Writes the dataset `path` (shards ``NAME-0000K-of-0000N.rfd`` for shards=N) of samples of
-    one `shape` (1 to 4 dims) and `dtype` ('uint8', 'float16', 'bfloat16', 'float32' for
-    intensities; 'uint16', 'int32', 'int64' for ids such as tokens).
-
-    labels: whether samples have labels (then every write gives them), stored as `label_dtype`
-    ('uint8', 'uint16', 'int32'). classes: the class count; None: one more than the largest
-    label written. chunk_size: the target size of a chunk's data (bytes or '4MiB'). compress:
-    each chunk's codec, 'none', 'lz4', 'zstd' or 'zstd:LEVEL' (1 to 22); any codec writes
-    format version 2, and a chunk that does not shrink is stored raw. threads: compression
-    threads (0: one per core, at most 16). format_version: 0 (1 without a codec, 2 with one, 3
-    for records of any size), 1, 2 or 3 (records of any size: 2 or 3; 3's index gives each
-    chunk's record bytes, which packed sequences need). keep: files an older dataset of this name may share (inputs) that must not be removed.
-
-    records: what a sample is: 'tensor' (every sample of `shape`), or records of any size,
-    'tokens' (1-D runs of uint16, int32 or int64 ids) or 'bytes' (uint8, such as encoded images;
-    media_type says what they are, e.g. 'image/jpeg'); records take no shape, and the largest
-    record taken is max_record_size (a chunk holds at least one). Records write format 2.
+    one `shape` (1 to 4 dims) and `dtype` (intensities, or ids such as tokens), or of records of
+    any size (`records`: 'tokens', 1-D runs of ids, or 'bytes', such as encoded images; records
+    take no shape, and the largest record taken is max_record_size: a chunk holds at least one).
+    The options are listed below; they are ringfeed-convert's writer flags too (--chunk-size,
+    --compress, ...), declared once with the same defaults and bounds.
 
     Processes writing in parallel each write their own dataset into one directory (say
     ``out/part-00003.rfd``); ``ringfeed.Loader("out", ...)`` reads the directory's datasets as
@@ -102,66 +69,34 @@ class DatasetWriter:
 
     A context manager: leaving the ``with`` block commits the dataset (``close``), unless an
     exception leaves it, which drops everything written (``abort``). Bad values raise
-    UsageError (a label outside [0, classes) too, naming the sample); disk errors OSError naming
-    the file. One thread at a time (a lock serializes calls).
+    UsageError naming the keyword (a label outside [0, classes) too, naming the sample); disk
+    errors OSError naming the file. One thread at a time (a lock serializes calls).
+
+    Options:
+
     """
 
-    def __init__(self, path: PathLike, shape: Optional[Sequence[int]] = None,
-                 dtype: str = "uint8", *, labels: bool = True, label_dtype: str = "uint8",
-                 classes: Optional[int] = None, shards: int = 1,
-                 chunk_size: Union[int, str] = "4MiB", compress: str = "none", threads: int = 0,
-                 format_version: int = 0, keep: Sequence[PathLike] = (),
-                 records: str = "tensor", media_type: str = "",
-                 max_record_size: Union[int, str] = "64MiB") -> None:
-        path = os.fspath(path)
-        if not isinstance(path, str):
-            raise UsageError(f"path must be a str path, got {path!r}")
-        if records not in ("tensor", "tokens", "bytes"):
-            raise UsageError(f"records must be 'tensor', 'tokens' or 'bytes', got {records!r}")
-        self.records = records
-        if records != "tensor":
-            if shape is not None:
-                raise UsageError(f"{records} records have any size: give no shape")
-            shape = (1,)
-        elif shape is None:
-            raise UsageError("shape: the shape of every sample (records='tensor')")
-        if not isinstance(media_type, str):
-            raise UsageError(f"media_type must be a str such as 'image/jpeg', got {media_type!r}")
-        if isinstance(shape, int):
-            shape = (shape,)
-        self.shape: Tuple[int, ...] = tuple(
-            _count("every dim of shape", d, 1, 2**32 - 1) for d in shape)
-        if not 1 <= len(self.shape) <= 4:
-            raise UsageError(f"shape must have 1 to 4 dims, got {shape!r}")
-        self.dtype = _ringfeed.dtype_name(dtype) if isinstance(dtype, str) else None
-        if self.dtype not in _NUMPY:
-            raise UsageError(f"dtype must be one of {', '.join(_NUMPY)}, got {dtype!r}")
-        if records == "tokens" and self.dtype not in ("uint16", "int32", "int64"):
-            raise UsageError(f"tokens records hold uint16, int32 or int64 ids, not {self.dtype}")
-        if records == "bytes" and self.dtype != "uint8":
-            raise UsageError(f"bytes records are uint8, not {self.dtype}")
-        if not isinstance(labels, bool):
-            raise UsageError(f"labels must be True or False, got {labels!r}")
-        self.labels = labels
-        self.label_dtype = (_ringfeed.dtype_name(label_dtype)
-                            if isinstance(label_dtype, str) else None)
-        if self.label_dtype not in _LABEL_RANGE:
-            raise UsageError(f"label_dtype must be uint8, uint16 or int32, got {label_dtype!r}")
-        if not labels and (classes not in (None, 0) or self.label_dtype != "uint8"):
-            raise UsageError("a dataset without labels has no classes and no label_dtype")
-        hi = _LABEL_RANGE[self.label_dtype][1] + 1
-        n_classes = 0 if classes is None else _count("classes", classes, 1, hi)
-        if not isinstance(compress, str):
-            raise UsageError(f"compress must be a str such as 'zstd', got {compress!r}")
+    def __init__(self, path: PathLike, shape: Any = None, dtype: Any = None,
+                 **options: Any) -> None:
+        # The signature help() and inspect show is made from the declarations (end of file).
+        unknown = [k for k in options if k not in _OPTIONS or k in ("shape", "dtype")]
+        if unknown:
+            raise TypeError(f"DatasetWriter() got an unexpected keyword argument {unknown[0]!r}")
+        options.update(shape=shape, dtype=dtype)
+        keep = options.get("keep")
+        if keep is not None and not isinstance(keep, (str, bytes, os.PathLike)):
+            options["keep"] = [os.fspath(k) for k in keep]  # one path alone: refused as no list
         self._lock = threading.Lock()
         self._result: Optional[Dict[str, Any]] = None
-        self._native = _ringfeed._DatasetWriter(
-            path, list(self.shape), self.dtype, labels, self.label_dtype, n_classes,
-            _count("shards", shards, 1, 99999), _chunk_bytes(chunk_size), compress,
-            _count("threads", threads, 0, 1024), _count("format_version", format_version, 0, 3),
-            [os.fspath(k) for k in keep], records, media_type,
-            _size("max_record_size", max_record_size, 1, 1 << 30, "1 byte to 1GiB"))
-        self.path = path
+        self._native = _ringfeed._DatasetWriter(os.fspath(path), options)
+        # What the writer took (its defaults where not given), its dtypes by their own names.
+        took = self._native.options()
+        self.path = os.fspath(path)
+        self.records: str = took["records"]
+        self.shape: Tuple[int, ...] = tuple(took["shape"]) if self.records == "tensor" else (1,)
+        self.dtype: str = took["dtype"]
+        self.labels: bool = took["labels"]
+        self.label_dtype: str = took["label_dtype"]
         self.sample_elems = 1
         for d in self.shape:
             self.sample_elems *= d
@@ -321,3 +256,8 @@ class DatasetWriter:
             "open" if self._native.open else "aborted")
         return (f"DatasetWriter({self.path!r}, shape={self.shape}, dtype={self.dtype!r}, "
                 f"{self.samples} samples, {state})")
+
+
+DatasetWriter.__init__.__signature__ = signature(  # type: ignore[attr-defined]
+    _OPTIONS, ["path"], ["shape", "dtype"])
+DatasetWriter.__doc__ = (DatasetWriter.__doc__ or "").rstrip(" ") + options_help(_OPTIONS) + "\n"

@@ -48,6 +48,7 @@
 #include "pipeline/sources/mixture.h"
 #include "pipeline/sources/pipeline_config.h"
 #include "python/src/dlpack_export.h"
+#include "python/src/option_values.h"
 #include "python/src/status_error.h"
 #include "python/src/writer.h"
 
@@ -436,168 +437,15 @@ MixtureState MixtureStateFrom(const py::dict& d) {
 
 // --- Options ---------------------------------------------------------------------------------
 // Every keyword argument of the loader is an option of pipeline/loader_options.h's table: each is
-// converted here by its declared type alone and set through the table (its bounds, its words,
-// where it does something), so this file holds no option of its own.
-
-// A Python bool, or NumPy's: numpy.bool_ (NumPy 1), whose type NumPy 2 names numpy.bool.
-bool IsBool(py::handle v) {
-  if (PyBool_Check(v.ptr())) return true;
-  const py::handle type = py::type::handle_of(v);
-  const std::string name = py::str(type.attr("__name__")).cast<std::string>();
-  return (name == "bool_" || name == "bool") &&
-         py::str(type.attr("__module__")).cast<std::string>() == "numpy";
-}
-
-[[noreturn]] void WrongType(const OptionSpec& s, py::handle v) {
-  const bool flag = s.type == OptionType::kSwitch || s.type == OptionType::kOnOff;
-  // Python's repr escapes what is not printable; a long one is cut.
-  std::string shown = py::repr(v).cast<std::string>();
-  if (shown.size() > 80) shown = shown.substr(0, 80) + "...";
-  Throw(Status::Usage(OptionName(s, OptionFace::kPython) + " must be " +
-                      (flag ? "True or False" : OptionRuleText(s)) + ", got " + shown));
-}
-
-// An integer, Python's or NumPy's (anything with __index__ but a bool), as a value of `s`.
-OptionValue IntegerFromPython(const OptionSpec& s, py::handle v) {
-  if (IsBool(v) || !PyIndex_Check(v.ptr())) WrongType(s, v);
-  const py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
-  if (!i) throw py::error_already_set();
-  int overflow = 0;
-  const long long n = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
-  if (overflow == 0) {
-    return n < 0 ? OptionValue(static_cast<int64_t>(n)) : OptionValue(static_cast<uint64_t>(n));
-  }
-  const unsigned long long u = PyLong_AsUnsignedLongLong(i.ptr());
-  if (overflow < 0 || PyErr_Occurred() != nullptr) {
-    PyErr_Clear();
-    WrongType(s, v);
-  }
-  return static_cast<uint64_t>(u);
-}
-
-double NumberFromPython(const OptionSpec& s, py::handle v) {
-  if (IsBool(v) || PyUnicode_Check(v.ptr()) || PyBytes_Check(v.ptr()) ||
-      !(PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr()) || py::hasattr(v, "__float__"))) {
-    WrongType(s, v);
-  }
-  const double d = PyFloat_AsDouble(v.ptr());
-  if (PyErr_Occurred() != nullptr) {
-    PyErr_Clear();
-    WrongType(s, v);
-  }
-  return d;
-}
-
-OptionValue FromPython(const OptionSpec& s, py::handle v) {
-  switch (s.type) {
-    case OptionType::kSwitch:
-    case OptionType::kOnOff:
-      if (!IsBool(v)) WrongType(s, v);
-      return static_cast<bool>(PyObject_IsTrue(v.ptr()));
-    case OptionType::kCount:
-    case OptionType::kInteger:
-      return IntegerFromPython(s, v);
-    case OptionType::kNumber:
-      return NumberFromPython(s, v);
-    case OptionType::kNumbers: {
-      if (PyUnicode_Check(v.ptr()) || !py::isinstance<py::iterable>(v)) WrongType(s, v);
-      std::vector<double> out;
-      for (py::handle item : py::reinterpret_borrow<py::iterable>(v)) {
-        out.push_back(NumberFromPython(s, item));
-      }
-      return out;
-    }
-    case OptionType::kByteSize:
-      if (PyUnicode_Check(v.ptr())) {
-        return Take(ParseOptionText(s, v.cast<std::string>(), OptionFace::kPython));
-      }
-      return IntegerFromPython(s, v);
-    case OptionType::kWord:
-      if (IsBool(v) && !s.true_word.empty()) {
-        return PyObject_IsTrue(v.ptr()) ? s.true_word : s.false_word;
-      }
-      if (!PyUnicode_Check(v.ptr())) WrongType(s, v);
-      return v.cast<std::string>();
-    case OptionType::kText:
-      if (!PyUnicode_Check(v.ptr())) WrongType(s, v);
-      return v.cast<std::string>();
-  }
-  WrongType(s, v);
-}
-
-py::object ToPython(const OptionSpec& s, const OptionValue& v) {
-  if (s.type == OptionType::kByteSize) return py::str(OptionValueText(s, v));
-  return std::visit(
-      [](const auto& x) -> py::object {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, bool>) {
-          return py::bool_(x);
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          return py::str(x);
-        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-          return py::cast(x);
-        } else if constexpr (std::is_same_v<T, double>) {
-          return py::float_(x);
-        } else {
-          return py::int_(x);
-        }
-      },
-      v);
-}
-
-const char* TypeName(OptionType t) {
-  switch (t) {
-    case OptionType::kSwitch:
-    case OptionType::kOnOff:
-      return "bool";
-    case OptionType::kCount:
-    case OptionType::kInteger:
-      return "int";
-    case OptionType::kNumber:
-      return "float";
-    case OptionType::kNumbers:
-      return "Sequence[float]";
-    case OptionType::kByteSize:
-      return "Union[int, str]";
-    case OptionType::kWord:
-    case OptionType::kText:
-      break;
-  }
-  return "str";
-}
-
-// The loader's options as Python sees them: name, type, default, rule, words, what None means
-// and the help, in declaration order (loader.py makes Loader's signature and help from them).
-py::list OptionList() {
-  py::list out;
-  for (const OptionSpec& s : LoaderOptionTable().Specs(kLoaderApi)) {
-    py::dict d;
-    d["name"] = OptionName(s, OptionFace::kPython);
-    d["type"] = TypeName(s.type);
-    d["default"] = ToPython(s, s.default_value);
-    d["rule"] = OptionRuleText(s);
-    d["words"] = s.words;
-    d["unset"] = s.unset;
-    d["help"] = s.help;
-    out.append(d);
-  }
-  return out;
-}
+// converted by its declared type alone (option_values.h) and set through the table (its bounds,
+// its words, where it does something), so this file holds no option of its own.
 
 // The LoaderOptions the keyword arguments `options` ask for (None: the default), refusing one
 // that would do nothing with the others as the command line does.
 LoaderOptions MakeOptions(const Dataset& d, const py::dict& options, int gpu) {
   const OptionTable<LoaderOptions>& table = LoaderOptionTable();
   LoaderOptions o;
-  std::set<std::string> given;
-  for (const auto& [key, value] : options) {
-    const std::string name = py::str(key).cast<std::string>();
-    const OptionTable<LoaderOptions>::Entry* e = table.Find(name, OptionFace::kPython);
-    if (e == nullptr) Throw(Status::Usage("unknown option " + QuoteUserText(name)));
-    if (value.is_none()) continue;
-    Check(table.Set(&o, *e, FromPython(e->spec, value), OptionFace::kPython));
-    given.insert(e->spec.name);
-  }
+  const std::set<std::string> given = SetKeywords(table, kLoaderApi, options, &o);
   Check(table.RefuseIdle(o, given, OptionFace::kPython));
   o.pipeline.data = d.shard_path(0);
   Check(o.pipeline.Validate(OptionFace::kPython));  // what Loader::Create checks, named as here
@@ -622,11 +470,7 @@ StretchList StretchListOf(const std::vector<EpochStretch>& stretches) {
 
 // A loader's options as Python values, by their Python names.
 py::dict OptionValues(const LoaderOptions& o) {
-  py::dict out;
-  for (const auto& e : LoaderOptionTable().entries()) {
-    out[py::str(OptionName(e.spec, OptionFace::kPython))] = ToPython(e.spec, e.get(o));
-  }
-  return out;
+  return python::OptionValues(LoaderOptionTable(), kLoaderApi, o);
 }
 
 py::dict StatsDict(const LoaderStats& s) {
@@ -861,10 +705,11 @@ PYBIND11_MODULE(_ringfeed, m) {
                "')";
       });
 
-  m.def("loader_options", &OptionList,
-        "The loader's options (pipeline/loader_options.h): a list of dicts of name, type, "
-        "default, rule, words, unset (what None means where the default is not one value) and "
-        "help.");
+  m.def(
+      "loader_options", [] { return OptionList(LoaderOptionTable().Specs(kLoaderApi)); },
+      "The loader's options (pipeline/loader_options.h): a list of dicts of name, type, "
+      "default, rule, words, unset (what None means where the default is not one value) and "
+      "help.");
   m.attr("max_epoch") = py::int_(kMaxEpoch);
   m.def(
       "resume_at",

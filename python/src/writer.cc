@@ -3,13 +3,14 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
-#include "io/codec.h"
 #include "io/dataset_writer.h"
-#include "io/format.h"
+#include "io/writer_options.h"
+#include "python/src/option_values.h"
 #include "python/src/status_error.h"
 
 namespace py = pybind11;
@@ -17,49 +18,34 @@ namespace py = pybind11;
 namespace rf::python {
 namespace {
 
-DType DTypeOf(const std::string& name, const char* what) {
-  const std::optional<DType> t = ParseDType(name);
-  if (!t) Throw(Status::Usage(std::string(what) + " '" + name + "' is no dtype"));
-  return *t;
-}
-
 // One writer; finish() commits it, abort() (or dropping it unfinished) removes what it wrote.
 // Used by one Python thread at a time (writer.py holds a lock).
 class NativeWriter {
  public:
-  NativeWriter(const std::string& path, const std::vector<uint64_t>& shape,
-               const std::string& dtype, bool labeled, const std::string& label_dtype,
-               uint32_t classes, uint32_t shards, uint64_t chunk_bytes, const std::string& codec,
-               uint32_t threads, uint32_t version, const std::vector<std::string>& keep,
-               const std::string& record_kind, const std::string& media_type,
-               uint64_t max_record_bytes) {
-    DatasetSpec spec;
-    if (!format::ParseRecordKind(record_kind, &spec.record_kind))
-      Throw(Status::Usage("records must be 'tensor', 'tokens' or 'bytes', got '" + record_kind +
-                          "'"));
-    spec.media_type = media_type;
-    spec.sample_dtype = DTypeOf(dtype, "dtype");
-    spec.label_dtype = DTypeOf(label_dtype, "label_dtype");
-    spec.shape = shape;
-    spec.has_labels = labeled;
-    spec.num_classes = classes;
-    WriterOptions o;
-    o.shards = shards;
-    o.chunk_bytes = chunk_bytes;
-    o.codec = Take(ParseCodec(codec));
-    o.threads = threads;
-    o.version = version;
-    o.keep = keep;
-    o.max_record_bytes = max_record_bytes;
+  // `options`: ringfeed.DatasetWriter's keyword arguments, every one an option of
+  // io/writer_options.h's table, set through it (None: the default).
+  NativeWriter(const py::object& path, const py::dict& options) {
+    if (!PyUnicode_Check(path.ptr())) {
+      Throw(Status::Usage("path must be a str path, got " + py::repr(path).cast<std::string>()));
+    }
+    const OptionTable<WriterConfig>& table = WriterOptionTable();
+    const std::set<std::string> given = SetKeywords(table, kWriterApi, options, &config_);
+    Check(table.RefuseIdle(config_, given, OptionFace::kPython, kWriterApi));
+    Check(CheckWriterSpec(config_, OptionFace::kPython));
+    const DatasetSpec& spec = config_.spec;
     sample_bytes_ = DTypeSize(spec.sample_dtype);
-    for (uint64_t d : shape) sample_bytes_ *= d;
+    for (uint64_t d : spec.shape) sample_bytes_ *= d;
     label_bytes_ = DTypeSize(spec.label_dtype);
+    const std::string where = path.cast<std::string>();
     auto w = [&] {
       py::gil_scoped_release unlocked;
-      return DatasetWriter::Create(path, spec, o);
+      return DatasetWriter::Create(where, spec, config_.options);
     }();
     writer_ = Take(std::move(w));
   }
+
+  // The options as the writer took them (its defaults where not given), by their Python names.
+  py::dict Options() const { return OptionValues(WriterOptionTable(), kWriterApi, config_); }
 
   // n samples (n x the sample's bytes) and their n labels (or None), contiguous, in the stored
   // dtypes: writer.py made them so.
@@ -146,6 +132,7 @@ class NativeWriter {
     return *writer_;
   }
 
+  WriterConfig config_;
   std::unique_ptr<DatasetWriter> writer_;
   uint64_t sample_bytes_ = 0;
   uint64_t label_bytes_ = 0;
@@ -154,18 +141,15 @@ class NativeWriter {
 }  // namespace
 
 void BindWriter(py::module_& m) {
+  m.def(
+      "writer_options", [] { return OptionList(WriterOptionTable().Specs(kWriterApi)); },
+      "ringfeed.DatasetWriter's options (io/writer_options.h): a list of dicts of name, type, "
+      "default, rule, words, unset, help.");
   py::class_<NativeWriter>(m, "_DatasetWriter",
                            "rf::DatasetWriter (see ringfeed.DatasetWriter, which checks the "
                            "arrays this takes).")
-      .def(py::init<const std::string&, const std::vector<uint64_t>&, const std::string&, bool,
-                    const std::string&, uint32_t, uint32_t, uint64_t, const std::string&, uint32_t,
-                    uint32_t, const std::vector<std::string>&, const std::string&,
-                    const std::string&, uint64_t>(),
-           py::arg("path"), py::arg("shape"), py::arg("dtype"), py::arg("labeled"),
-           py::arg("label_dtype"), py::arg("classes"), py::arg("shards"), py::arg("chunk_bytes"),
-           py::arg("codec"), py::arg("threads"), py::arg("version"), py::arg("keep"),
-           py::arg("record_kind") = "tensor", py::arg("media_type") = "",
-           py::arg("max_record_bytes") = uint64_t{64} << 20)
+      .def(py::init<const py::object&, const py::dict&>(), py::arg("path"), py::arg("options"))
+      .def("options", &NativeWriter::Options)
       .def("append_records", &NativeWriter::AppendRecords, py::arg("values"), py::arg("offsets"),
            py::arg("labels"), py::arg("n"),
            "Appends n records of any size: values, n + 1 uint64 element offsets, labels.")

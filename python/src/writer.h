@@ -1,7 +1,8 @@
 // The native half of ringfeed.DatasetWriter (python/ringfeed/writer.py): rf::DatasetWriter
-// (io/dataset_writer.h) as _DatasetWriter. The Python half checks and converts arrays; this half
-// takes contiguous buffers in the stored dtypes and releases the GIL while the writer copies,
-// compresses and writes.
+// (io/dataset_writer.h) as _DatasetWriter, its keyword arguments set through the writer's option
+// table (io/writer_options.h; writer_options() lists them for writer.py's signature and help).
+// The Python half checks and converts arrays; this half takes contiguous buffers in the stored
+// dtypes and releases the GIL while the writer copies, compresses and writes.
 #pragma once
 
 #include <pybind11/pybind11.h>

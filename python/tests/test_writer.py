@@ -79,20 +79,89 @@ def test_bad_arrays_are_refused_naming_what_is_wrong(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+# The rule of each is the library's declaration's (io/writer_options.h), ringfeed-convert's too.
+CODECS = r"compress must be none, lz4, zstd or zstd:LEVEL with LEVEL 1 to 22, got "
+
+
 @pytest.mark.parametrize("kw, match", [
-    (dict(compress="zstd:99"), "zstd levels are 1 to 22"),
-    (dict(compress="gzip"), "unknown codec 'gzip'"),
-    (dict(chunk_size="3KiB"), "chunk_size must be from 4KiB to 1GiB"),
-    (dict(chunk_size="4 MB"), "chunk_size must be a size like"),
+    (dict(compress="zstd:99"), CODECS + "'zstd:99'"),
+    (dict(compress="gzip"), CODECS + "'gzip'"),
+    (dict(chunk_size="3KiB"), "chunk_size must be a byte size from 4KiB to 1GiB, got 3KiB"),
+    (dict(chunk_size="four MiB"),
+     "chunk_size must be a byte size from 4KiB to 1GiB, got 'four MiB'"),
     (dict(shards=0), "shards must be a whole number from 1 to 99999"),
-    (dict(dtype="float64"), "dtype must be one of"),
+    (dict(dtype="float64"), "dtype must be uint8, float16, bfloat16, float32, uint16, int32 or "
+                            "int64, got \"float64\""),
     (dict(label_dtype="int64"), "label_dtype must be uint8, uint16 or int32"),
-    (dict(format_version=1, compress="lz4"), "format version 1 has no compression"),
+    (dict(format_version=1, compress="lz4"),
+     r"format_version=1 has no compression: compress='lz4' needs version 2"),
 ])
 def test_bad_options_are_usage_errors(tmp_path, kw, match):
     with pytest.raises(ringfeed.UsageError, match=match):
         ringfeed.DatasetWriter(tmp_path / "o.rfd", SHAPE, **kw)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("kw, error, match", [
+    # A value of another type, or off its rule, names the keyword and what was given.
+    (dict(threads=2000), ringfeed.UsageError,
+     r"^threads must be a whole number from 0 to 1024, got 2000$"),
+    (dict(threads="2"), ringfeed.UsageError, r"^threads must be a whole number from 0 to 1024, "
+                                             r"got '2'$"),
+    (dict(labels=1), ringfeed.UsageError, r"^labels must be True or False, got 1$"),
+    (dict(shape=(3, -4, 5)), ringfeed.UsageError, r"^shape must be 1 to 4 comma-separated whole "
+                                                  r"numbers from 1 to 4294967295, got \(3, -4, 5\)$"),
+    (dict(shape=(1, 2, 3, 4, 5)), ringfeed.UsageError, r"^shape must be 1 to 4 "),
+    (dict(keep="a.bin"), ringfeed.UsageError, r"^keep must be texts, got 'a.bin'$"),
+    (dict(classes=300), ringfeed.UsageError,
+     r"^classes=300: uint8 labels name at most 256 classes \(label_dtype\)$"),
+    # An option that does nothing with the others, named with the one it contradicts.
+    (dict(labels=False, classes=10), ringfeed.UsageError,
+     r"^classes does nothing with labels=False \(a dataset without labels has no classes\); "
+     r"leave it out$"),
+    (dict(max_record_size="1MiB"), ringfeed.UsageError,
+     r"^max_record_size does nothing with records='tensor' "),
+    (dict(media_type="image/jpeg"), ringfeed.UsageError,
+     r"^media_type does nothing with records='tensor' "),
+    # An unknown keyword is Python's own error for one.
+    (dict(chunksize="4MiB"), TypeError, "unexpected keyword argument 'chunksize'"),
+])
+def test_a_bad_keyword_is_refused_naming_it_before_anything_is_written(tmp_path, kw, error,
+                                                                       match):
+    shape = kw.pop("shape", SHAPE)
+    with pytest.raises(error, match=match):
+        ringfeed.DatasetWriter(tmp_path / "k.rfd", shape, **kw)
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_signature_and_help_are_the_declarations_the_converter_reads_too(tmp_path):
+    """DatasetWriter's keyword arguments are ringfeed-convert's writer flags: one declaration
+    each (io/writer_options.h), so the same defaults and rules in both helps."""
+    import inspect
+    import subprocess
+
+    params = inspect.signature(ringfeed.DatasetWriter).parameters
+    assert list(params)[:3] == ["path", "shape", "dtype"]
+    assert params["shape"].default is None and params["dtype"].default == "uint8"
+    assert (params["chunk_size"].default, params["compress"].default, params["threads"].default,
+            params["shards"].default, params["max_record_size"].default) == (
+                "4MiB", "none", 0, 1, "64MiB")
+    assert params["compress"].kind is inspect.Parameter.KEYWORD_ONLY
+    doc = " ".join(ringfeed.DatasetWriter.__doc__.split())
+    assert "threads: threads that compress (0: one per core, at most 16) (a whole number from 0 " \
+           "to 1024). Default: 0." in doc
+    assert "chunk_size: target size of a chunk's data" in doc
+    tool = os.environ.get("RINGFEED_CONVERT")
+    if not tool:
+        pytest.skip("RINGFEED_CONVERT is not set (ctest sets it to the built ringfeed-convert)")
+    out = " ".join(subprocess.run([tool, "idx", "--help"], capture_output=True,
+                                  text=True).stdout.split())
+    assert "--compress-threads N threads that compress (0: one per core, at most 16) (a whole " \
+           "number from 0 to 1024; default 0)" in out
+    # What the writer took: the defaults where not given, a dtype by its own name.
+    with ringfeed.DatasetWriter(tmp_path / "t.rfd", 7, "bf16", labels=False) as w:
+        assert (w.shape, w.dtype, w.labels, w.records) == ((7,), "bfloat16", False, "tensor")
+        w.write(np.zeros((2, 7), np.uint16))
 
 
 def test_a_label_past_classes_names_its_sample_and_nothing_is_left(tmp_path):

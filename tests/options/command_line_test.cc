@@ -66,6 +66,46 @@ TEST(CommandLine, RefusesUnknownRepeatedAndMissingValuesNamingThem) {
             "--queue-depth must be a whole number from 1 to 32768, got 4294967295");
 }
 
+// ringfeed-convert's forms: one-letter names, an option of several texts given again or as bare
+// words, and options that must be given.
+std::vector<OptionSpec> ConvertSpecs() {
+  std::vector<OptionSpec> s;
+  s.push_back(OptionSpec::Of("input", OptionType::kTexts).Positional().Required().Metavar("FILE"));
+  s.push_back(OptionSpec::Of("output", OptionType::kText).Short('o').Required());
+  s.push_back(OptionSpec::Of("quiet", OptionType::kSwitch).Short('q'));
+  s.push_back(OptionSpec::Of("shards", OptionType::kCount).Range(1, 99999));
+  return s;
+}
+
+TEST(CommandLine, TakesOneLetterNamesSeveralTextsAndRefusesWhatMustBeGivenMissing) {
+  Result<ParsedOptions> p =
+      ParseCommandLine(ConvertSpecs(), {"a.bin", "-o", "d.rfd", "--input", "b.bin", "-q", "c.bin"});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(std::get<std::vector<std::string>>(p->values.at("input")),
+            (std::vector<std::string>{"a.bin", "b.bin", "c.bin"}));
+  EXPECT_EQ(std::get<std::string>(p->values.at("output")), "d.rfd");
+  EXPECT_TRUE(std::get<bool>(p->values.at("quiet")));
+  p = ParseCommandLine(ConvertSpecs(), {"a.bin", "-od.rfd"});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(std::get<std::string>(p->values.at("output")), "d.rfd");
+  const auto refusal = [](std::vector<std::string> args) {
+    Result<ParsedOptions> r = ParseCommandLine(ConvertSpecs(), args);
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? "" : r.status().message();
+  };
+  EXPECT_EQ(refusal({"a.bin"}), "no --output given (see --help)");
+  EXPECT_EQ(refusal({"-o", "d.rfd"}), "no --input given (a bare FILE or --input FILE; see --help)");
+  EXPECT_EQ(refusal({"a.bin", "-o", "d.rfd", "-o", "e.rfd"}),
+            "--output given twice (the second time as -o)");
+  EXPECT_EQ(refusal({"a.bin", "-x", "1"}), "unknown option '-x' (see --help)");
+  EXPECT_EQ(refusal({"a.bin", "-images", "x"}), "unknown option '-images' (see --help)");
+  EXPECT_EQ(refusal({"a.bin", "-o"}), "-o needs a value (text)");
+  EXPECT_EQ(refusal({"a.bin", "-o", "d.rfd", "--shards", "-2"}),
+            "--shards must be a whole number from 1 to 99999, got '-2'");
+  // --help needs nothing else.
+  EXPECT_TRUE(ParseCommandLine(ConvertSpecs(), {"--help"})->help);
+}
+
 TEST(CommandLine, ConfigFileSetsWhatTheCommandLineDoesNotAndCountsAsGiven) {
   TempDir t;
   std::ofstream(t.File("a.cfg")) << "# a comment\n\nqueue-depth = 16\n  no-verify = true  \n"
@@ -140,6 +180,8 @@ TEST(CommandLine, HelpShowsEachOptionsFormBoundsDefaultAndWhereItApplies) {
   std::vector<OptionSpec> specs = Specs();
   specs[2].Help("reads in flight").OnlyWith("mode", {"streaming"}, "the reader's");
   specs[2].default_value = uint64_t{8};
+  specs[4].Help("skip the last batch").OnlyWith("sampler", {"sequential"}, "no such option here");
+  specs.push_back(OptionSpec::Of("mode", OptionType::kWord).Words({"streaming", "managed"}));
   const std::string help = FormatOptionsHelp(specs);
   EXPECT_NE(help.find("  --queue-depth N"), std::string::npos) << help;
   EXPECT_NE(help.find("  --queue-depth N             reads in flight (a whole number from 1 to "
@@ -149,7 +191,22 @@ TEST(CommandLine, HelpShowsEachOptionsFormBoundsDefaultAndWhereItApplies) {
       << help;
   EXPECT_EQ(help.find(" \n"), std::string::npos) << help;  // no trailing spaces
   EXPECT_NE(help.find("  --no-verify\n"), std::string::npos) << help;
+  // A condition on an option the program does not take is no note.
+  EXPECT_NE(help.find("  --drop-last                 skip the last batch\n"), std::string::npos)
+      << help;
   EXPECT_NE(help.find("  --data TEXT (or a bare TEXT)"), std::string::npos) << help;
+  // A one-letter name beside the long one; what must be given, said; a default the option's own
+  // rule refuses (0 where 1 to 65535 is taken: "not given") is not shown as one.
+  std::vector<OptionSpec> convert = ConvertSpecs();
+  convert.push_back(OptionSpec::Of("max-side", OptionType::kCount).Range(1, 65535).Help("resize"));
+  const std::string convert_help = FormatOptionsHelp(convert);
+  EXPECT_NE(convert_help.find("  -o, --output TEXT           (required)\n"), std::string::npos)
+      << convert_help;
+  EXPECT_NE(convert_help.find("  -q, --quiet\n"), std::string::npos) << convert_help;
+  EXPECT_NE(convert_help.find("  --max-side N                resize (a whole number from 1 to "
+                              "65535)\n"),
+            std::string::npos)
+      << convert_help;
   for (size_t start = 0, end; start < help.size(); start = end + 1) {
     end = help.find('\n', start);
     EXPECT_LE(end - start, 100u) << help.substr(start, end - start);

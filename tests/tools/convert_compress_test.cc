@@ -200,33 +200,34 @@ TEST(ConvertCompress, UnknownCodecsAndLevelsAreUsageErrorsNamingTheValidValues) 
                              t.File("d.rfd") + " --compress " + bad,
                          &out),
               2);
-    EXPECT_EQ(out, "ringfeed-convert: " + valid + ", not '" + bad + "'\n");
+    EXPECT_EQ(out, "ringfeed-convert: synthetic: " + valid + ", got '" + bad + "'\n");
     EXPECT_EQ(RunCommand(Program() + " recompress " + t.File("s.rfd") + " -o " + t.File("d.rfd") +
                              " --compress " + bad,
                          &out),
               2);
-    EXPECT_EQ(out, "ringfeed-convert: " + valid + ", not '" + bad + "'\n");
+    EXPECT_EQ(out, "ringfeed-convert: recompress: " + valid + ", got '" + bad + "'\n");
   }
   // Control bytes in the text are escaped: still one line.
-  EXPECT_TRUE(testing::FailsWith(Convert({"synthetic", "--samples", "8", "-q", "-o",
-                                          t.File("d.rfd"), "--compress", "zstd\n3"}),
-                                 "usage: " + valid + ", not 'zstd\\x0a3'"));
+  EXPECT_TRUE(testing::FailsWithUsage(Convert({"synthetic", "--samples", "8", "-q", "-o",
+                                               t.File("d.rfd"), "--compress", "zstd\n3"}),
+                                      "synthetic: " + valid + ", got 'zstd\\x0a3'"));
   EXPECT_EQ(testing::FilesIn(t.path()), std::vector<std::string>{"s.rfd"});
 }
 
 TEST(ConvertCompress, FormatVersionOneWithACodecIsAUsageError) {
   TempDir t;
   std::string out;
-  for (const std::string& cmd : {" synthetic --samples 8 --shape 1,4,4 -q -o " + t.File("d.rfd"),
-                                 " recompress " + t.File("d.rfd") + " -o " + t.File("e.rfd")}) {
+  for (const std::string command : {"synthetic", "recompress"}) {
+    const std::string cmd = command == "synthetic"
+                                ? " synthetic --samples 8 --shape 1,4,4 -q -o " + t.File("d.rfd")
+                                : " recompress " + t.File("d.rfd") + " -o " + t.File("e.rfd");
     EXPECT_EQ(RunCommand(Program() + cmd + " --format-version 1 --compress zstd", &out), 2);
     EXPECT_EQ(out,
               "ringfeed-convert: --format-version 1 has no compression: --compress zstd:3 needs "
               "version 2\n");
     EXPECT_EQ(RunCommand(Program() + cmd + " --format-version 4", &out), 2);
-    EXPECT_EQ(out,
-              "ringfeed-convert: --format-version must be 1, 2 or 3 (0: by the codec and the "
-              "records), not 4\n");
+    EXPECT_EQ(out, "ringfeed-convert: " + command +
+                       ": --format-version must be a whole number from 0 to 3, got 4\n");
   }
   EXPECT_TRUE(testing::FilesIn(t.path()).empty());
 }

@@ -1,8 +1,8 @@
 // The README's ringfeed-convert section says what the program declares: every subcommand of
 // `ringfeed-convert --help` is named in its "Subcommands:" paragraph, and its option table names
 // every option some subcommand's --help lists, and no other. (The train and read tables have
-// their own check, tests/src/train_options_test.cc; the converter's options are Boost's, per
-// subcommand, so this one reads them from --help.)
+// their own check, tests/src/train_options_test.cc. The converter's --help is made from its
+// table, tools/convert/convert_options.h, per subcommand, so reading it reads the declarations.)
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -48,7 +48,7 @@ std::vector<std::string> Subcommands() {
   return names;
 }
 
-// The long names a subcommand's --help lists: "  --name arg" or "  -o [ --output ] arg".
+// The long names a subcommand's --help lists: "  --name N" or "  -o, --output OUT".
 std::set<std::string> HelpOptions(const std::string& command) {
   std::string out;
   EXPECT_TRUE(testing::Convert({command, "--help"}, &out).ok()) << command;

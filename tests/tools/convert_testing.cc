@@ -125,12 +125,7 @@ std::vector<uint8_t> NpyBytes(const std::string& descr, const std::vector<uint64
 
 Status Convert(const std::vector<std::string>& args, std::string* out) {
   std::ostringstream os;
-  Status st;
-  try {
-    st = convert::RunCommand(args, os);
-  } catch (const convert::UsageError& e) {
-    st = Status::InvalidArgument(std::string("usage: ") + e.what());
-  }
+  const Status st = convert::RunCommand(args, os);
   if (out) *out = os.str();
   return st;
 }
@@ -142,6 +137,13 @@ Status Convert(const std::vector<std::string>& args, std::string* out) {
            << "message '" << st.ToString() << "' lacks '" << fragment << "'";
   }
   return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult FailsWithUsage(const Status& st, const std::string& fragment) {
+  if (!st.ok() && !st.IsUsage()) {
+    return ::testing::AssertionFailure() << "not a usage error: '" << st.ToString() << "'";
+  }
+  return FailsWith(st, fragment);
 }
 
 ::testing::AssertionResult SameChunks(const std::string& a, const std::string& b) {

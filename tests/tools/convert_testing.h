@@ -25,8 +25,8 @@ void WriteGzip(const std::string& path, const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> NpyBytes(const std::string& descr, const std::vector<uint64_t>& shape,
                               const void* data, size_t bytes);
 
-// Runs `ringfeed-convert args...` in-process (the library's RunCommand); usage errors become an
-// InvalidArgument Status starting "usage: ".
+// Runs `ringfeed-convert args...` in-process (the library's RunCommand): its Status, a command
+// line that cannot be run a Usage one.
 Status Convert(const std::vector<std::string>& args, std::string* out = nullptr);
 // `ringfeed-convert ARGS` (the built program, through the shell), under `timeout` where
 // timeout_s is not 0 (so a hang fails the test): its exit code, and stdout and stderr together.
@@ -48,6 +48,8 @@ MeasuredRun RunMeasured(const std::vector<std::string>& argv, int timeout_s = 60
 
 // The status failed and its one-line message contains `fragment`.
 ::testing::AssertionResult FailsWith(const Status& st, const std::string& fragment);
+// The same, and the failure is a usage error (exit 2).
+::testing::AssertionResult FailsWithUsage(const Status& st, const std::string& fragment);
 
 // The datasets `a` and `b` open and hold the same chunks, however each is stored: the same dtypes,
 // shape, classes, sample count, chunk_samples and per-chunk sample counts (so the same order for

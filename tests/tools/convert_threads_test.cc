@@ -321,9 +321,10 @@ TEST(ConvertThreads, ABadInputGetsTheSameErrorForAnyThreadCount) {
 TEST(ConvertThreads, MoreThan1024ThreadsIsAUsageError) {
   TempDir t;
   WriteBadNpy(t, -1, -1);
-  EXPECT_TRUE(testing::FailsWith(testing::Convert({"npy", "--images", t.File("x.npy"), "--threads",
-                                                   "1025", "-o", t.File("d.rfd")}),
-                                 "--threads 1025: at most 1024"));
+  EXPECT_TRUE(
+      testing::FailsWithUsage(testing::Convert({"npy", "--images", t.File("x.npy"), "--threads",
+                                                "1025", "-o", t.File("d.rfd")}),
+                              "npy: --threads must be a whole number from 0 to 1024, got 1025"));
 }
 
 }  // namespace

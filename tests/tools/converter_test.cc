@@ -139,11 +139,13 @@ TEST(Converter, BadOptionsAreUsageErrors) {
     args.insert(args.end(), extra.begin(), extra.end());
     return Convert(args);
   };
-  EXPECT_TRUE(
-      testing::FailsWith(with({"--test-split", "1.5"}), "usage: --test-split must be in [0, 1)"));
-  EXPECT_TRUE(testing::FailsWith(with({"--dtype", "int8"}), "usage: --dtype must be uint8"));
-  EXPECT_TRUE(testing::FailsWith(with({"--chunk-size", "4XB"}), "usage: --chunk-size"));
-  EXPECT_TRUE(testing::FailsWith(with({"--bogus"}), "usage: idx: unrecognised option '--bogus'"));
+  EXPECT_TRUE(testing::FailsWithUsage(with({"--test-split", "1.5"}),
+                                      "idx: --test-split must be a number in [0, 1), got 1.5"));
+  EXPECT_TRUE(testing::FailsWithUsage(with({"--dtype", "int8"}), "idx: --dtype must be uint8"));
+  EXPECT_TRUE(testing::FailsWithUsage(with({"--chunk-size", "4XB"}),
+                                      "idx: --chunk-size must be a byte size from 4KiB to 1GiB, "
+                                      "got '4XB'"));
+  EXPECT_TRUE(testing::FailsWithUsage(with({"--bogus"}), "idx: unknown option '--bogus'"));
   EXPECT_EQ(testing::FilesIn(t.path()), (std::vector<std::string>{"i.idx", "l.idx"}));
 }
 

@@ -196,9 +196,11 @@ TEST(TokenData, ShapesTheFormatCannotHoldAreRefused) {
       Convert({"npy", "--images", t.File("c.npy"), "-o", t.File("d.rfd"), "--quiet"}),
       t.File("c.npy") + ": sample shape 65x2x2: 65 channels; a C,H,W sample has at most 64"));
   WriteAll(t.File("r.bin"), bytes);
-  EXPECT_TRUE(FailsWith(Convert({"raw", "--records", t.File("r.bin"), "--shape", "1,2,3,4,5",
-                                 "--label", "none", "-o", t.File("d.rfd")}),
-                        "usage: --shape must be 1 to 4 comma-separated positive integers"));
+  EXPECT_TRUE(testing::FailsWithUsage(
+      Convert({"raw", "--records", t.File("r.bin"), "--shape", "1,2,3,4,5", "--label", "none", "-o",
+               t.File("d.rfd")}),
+      "raw: --shape must be 1 to 4 comma-separated whole numbers from 1 to 4294967295, got "
+      "'1,2,3,4,5'"));
   EXPECT_TRUE(FailsWith(Convert({"raw", "--records", t.File("r.bin"), "--shape",
                                  "999999999,999999999,999999999,999999999", "--label", "none", "-o",
                                  t.File("d.rfd")}),

@@ -262,9 +262,9 @@ TEST(ByteText, EachLineIsADocumentWithoutItsNewline) {
 TEST(ByteText, WhatTheTokenizerCannotDoIsRefused) {
   TempDir t;
   WriteText(t.File("a.txt"), "abc\ndefgh\n");
-  EXPECT_TRUE(
-      FailsWith(Convert({"text", t.File("a.txt"), "--tokenizer", "gpt2", "-o", t.File("d.rfd")}),
-                "usage: --tokenizer must be bytes"));
+  EXPECT_TRUE(testing::FailsWithUsage(
+      Convert({"text", t.File("a.txt"), "--tokenizer", "gpt2", "-o", t.File("d.rfd")}),
+      "text: --tokenizer must be bytes, got \"gpt2\""));
   EXPECT_TRUE(FailsWith(
       Convert({"text", t.File("a.txt"), "--tokenizer", "bytes", "--split", "lines",
                "--max-record-size", "8", "-o", t.File("d.rfd")}),
@@ -275,7 +275,8 @@ TEST(ByteText, WhatTheTokenizerCannotDoIsRefused) {
                                           "below --vocab-size 256"));
   EXPECT_TRUE(FailsWith(Convert({"text", t.File("a.txt"), "--tokenizer", "bytes",
                                  "--format-version", "1", "-o", t.File("d.rfd")}),
-                        "usage: --format-version 1 holds fixed-shape samples only"));
+                        "--format-version 1 holds fixed-shape samples only: tokens records need "
+                        "version 2 or 3"));
   EXPECT_EQ(FilesIn(t.path()), std::vector<std::string>{"a.txt"});
 }
 

@@ -13,7 +13,7 @@
 # commit (git describe --dirty): run.py's summary records it. deps/ is a CMake prefix holding the
 # rest of what the project's own CMake build (`pip wheel .`, RINGFEED_STATIC_DEPS) needs and a GPU
 # machine lacks (run.py's wheel part: CMAKE_PREFIX_PATH="PKG/deps;PKG"): the static libraries of
-# Boost.Program_options, zstd, lz4, libjpeg and TurboJPEG, OpenBLAS with the compiler's
+# zstd, lz4, libjpeg and TurboJPEG, OpenBLAS with the compiler's
 # libgfortran and libquadmath, every header those and the archives of lib/ include (the ones
 # Debian ships beside them, found by the preprocessor: the machine's own headers of other versions
 # are not used) and nlohmann-json's headers and CMake package.
@@ -49,7 +49,7 @@ cp -r /usr/include/Random123 "$pkg/include/"
 # (Debian's; OpenBLAS's archive through its alternatives link), and their headers.
 deps=$pkg/deps
 mkdir -p "$deps/lib" "$deps/include" "$deps/share/cmake"
-for l in boost_program_options zstd lz4 jpeg turbojpeg openblas; do
+for l in zstd lz4 jpeg turbojpeg openblas; do
   cp -L "/usr/lib/x86_64-linux-gnu/lib$l.a" "$deps/lib/"
 done
 for l in libgfortran.a libquadmath.a; do cp "$(g++ -print-file-name=$l)" "$deps/lib/"; done
@@ -57,7 +57,7 @@ for l in libgfortran.a libquadmath.a; do cp "$(g++ -print-file-name=$l)" "$deps/
 # library, the kernel's headers and the compiler bring (packages every machine that builds has).
 # Debian's multiarch and OpenBLAS directories are flattened into include/, as one -I finds them.
 hdr=$stage/deps.cc
-printf '#include <%s>\n' boost/program_options.hpp nlohmann/json.hpp cblas.h cstdio turbojpeg.h \
+printf '#include <%s>\n' nlohmann/json.hpp cblas.h cstdio turbojpeg.h \
   jpeglib.h jerror.h liburing.h lz4.h xxhash.h zlib.h zstd.h >"$hdr"
 g++ -std=c++20 -I/usr/include/x86_64-linux-gnu/openblas-pthread -M "$hdr" | tr ' \\' '\n\n' |
   grep '^/usr/include/' | sort -u >"$stage/headers"

@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include "options/option_spec.h"
+
 namespace rf::convert {
 namespace {
 
@@ -49,7 +51,7 @@ void PrintUsage(std::ostream& out) {
 }  // namespace
 
 Status RunCommand(const std::vector<std::string>& args, std::ostream& out) {
-  if (args.empty()) throw UsageError("no command given (try 'ringfeed-convert --help')");
+  if (args.empty()) return Status::Usage("no command given (try 'ringfeed-convert --help')");
   if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     PrintUsage(out);
     return Status::Ok();
@@ -58,7 +60,8 @@ Status RunCommand(const std::vector<std::string>& args, std::ostream& out) {
     if (args[0] == c.name)
       return c.run(std::vector<std::string>(args.begin() + 1, args.end()), out);
   }
-  throw UsageError("unknown command '" + args[0] + "' (try 'ringfeed-convert --help')");
+  return Status::Usage("unknown command " + QuoteUserText(args[0]) +
+                       " (try 'ringfeed-convert --help')");
 }
 
 }  // namespace rf::convert

@@ -1,26 +1,21 @@
-// The subcommands of ringfeed-convert. Each parses its own command line with
-// Boost.Program_options (and prints its options with their defaults for --help), does its work
-// through the library, and writes its report lines to `out`.
+// The subcommands of ringfeed-convert. Each reads its command line through the option tables
+// (tools/convert/convert_options.h: parsed, checked, --help made from the declarations), does its
+// work through the library, and writes its report lines to `out`.
 //
-// Errors come back two ways, and main() turns each into its exit code: a command line that
-// cannot be run throws UsageError (exit 2); a failure of the work itself is the returned Status
-// (exit 1), naming file and offset where it applies, except Status::Usage (exit 2): flags that
-// only the input shows to be wrong (--classes, --chunk-size against the sample's size).
+// Errors are the returned Status, which main() turns into its exit code: Status::Usage (exit 2)
+// for a command line that cannot be run, naming the option (what the table refuses also names the
+// subcommand: "idx: --shards must be ..."), and for flags that only the input shows to be wrong
+// (--classes, --chunk-size against the sample's size); any other failure of the work (exit 1),
+// naming file and offset where it applies. Nothing here throws.
 #pragma once
 
 #include <ostream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 
 namespace rf::convert {
-
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // args: everything after the program name; args[0] is the subcommand.
 Status RunCommand(const std::vector<std::string>& args, std::ostream& out);

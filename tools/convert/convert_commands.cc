@@ -1,199 +1,161 @@
 // The converting subcommands: idx, cifar, npy, raw, predecessor, synthetic.
 
 #include "tools/convert/cifar_input.h"
-#include "tools/convert/cli_options.h"
 #include "tools/convert/commands.h"
+#include "tools/convert/convert_options.h"
 #include "tools/convert/converter.h"
 #include "tools/convert/idx_input.h"
 #include "tools/convert/input_file.h"
 #include "tools/convert/npy_input.h"
 #include "tools/convert/predecessor_input.h"
+#include "tools/convert/progress.h"
 #include "tools/convert/raw_input.h"
 #include "tools/convert/synthetic_input.h"
 
 namespace rf::convert {
 namespace {
 
-Status ConvertAndReport(Result<std::unique_ptr<SampleSource>> source, const CommonConvertFlags& f,
+// The converter's options the flags ask for, the samples stored as `stored` (unset: the input's
+// own rule).
+Result<ConvertOptions> ToConvertOptions(const ConvertFlags& f, std::optional<DType> stored) {
+  const ConvertConfig& c = f.config;
+  RF_RETURN_IF_ERROR(CheckWriterVersion(c.writer, OptionFace::kCommandLine));
+  ConvertOptions o;
+  o.sample_dtype = stored;
+  if (f.given.count("scale") != 0) o.scale = c.scale;
+  // Given, a chunk size must hold one sample; by default a larger sample makes its own chunks.
+  if (f.given.count("chunk-size") != 0) o.chunk_bytes = c.writer.options.chunk_bytes;
+  o.shards = c.writer.options.shards;
+  o.num_classes = c.writer.spec.num_classes;
+  o.test_fraction = c.test_split;
+  o.split_seed = c.split_seed;
+  o.memory_budget = c.memory_budget;
+  o.threads = c.threads;
+  SetCodecFlags(c, &o);
+  return o;
+}
+
+// The report line of a finished conversion, and the files it replaced.
+void PrintConvertSummary(const ConvertSummary& s, bool quiet, std::ostream& out) {
+  if (quiet) return;
+  std::string what = "wrote " + s.paths.front();
+  if (s.test_samples > 0) {
+    what += " (" + std::to_string(s.samples) + " train, " + std::to_string(s.test_samples) +
+            " test samples)";
+  }
+  out << SummaryLine(what, s.samples + s.test_samples, s.chunks, s.bytes, s.seconds) << "\n";
+  for (const std::string& f : s.removed)
+    out << "removed " << f << " (an older dataset of the same name)\n";
+}
+
+Status ConvertAndReport(Result<std::unique_ptr<SampleSource>> source, const ConvertFlags& f,
                         const ConvertOptions& o, std::ostream& out) {
   if (!source.ok()) return source.status();
-  RF_ASSIGN_OR_RETURN(ConvertSummary s, Convert(**source, f.output, o));
-  PrintConvertSummary(s, f.quiet, out);
+  RF_ASSIGN_OR_RETURN(ConvertSummary s, Convert(**source, f.config.output, o));
+  PrintConvertSummary(s, f.config.quiet, out);
   return Status::Ok();
 }
 
 }  // namespace
 
 Status RunIdxCommand(const std::vector<std::string>& args, std::ostream& out) {
-  CommonConvertFlags f;
-  std::string images, labels;
-  po::options_description desc("idx options");
-  desc.add_options()("images", po::value(&images)->required(),
-                     "IDX images file (N,H,W or N,C,H,W; plain or gzipped)")(
-      "labels", po::value(&labels), "IDX labels file (N); without it the dataset has no labels");
-  AddCommonConvertOptions(desc, f, true, true);
-  po::variables_map vm;
-  if (!ParseCommandLine("idx", "--images F [--labels F] -o OUT.rfd [options]", desc, nullptr, args,
-                        vm, out)) {
-    return Status::Ok();
-  }
-  const ConvertOptions o = ToConvertOptions(f, "--dtype");
-  RF_RETURN_IF_ERROR(CheckInputsAreRegular({images, labels}));
-  return ConvertAndReport(OpenIdxSource(images, labels), f, o, out);
+  static constexpr ConvertCommand kIdx = {"idx", kConvertIdx,
+                                          "--images F [--labels F] -o OUT.rfd [options]"};
+  RF_ASSIGN_OR_RETURN(const std::optional<ConvertFlags> f, ReadConvertFlags(kIdx, args, out));
+  if (!f) return Status::Ok();  // --help
+  const ConvertConfig& c = f->config;
+  RF_ASSIGN_OR_RETURN(const ConvertOptions o, ToConvertOptions(*f, c.dtype));
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular({c.images, c.labels}));
+  return ConvertAndReport(OpenIdxSource(c.images, c.labels), *f, o, out);
 }
 
 Status RunCifarCommand(const std::vector<std::string>& args, std::ostream& out) {
-  CommonConvertFlags f;
-  std::vector<std::string> files;
-  bool cifar100 = false;
-  po::options_description desc("cifar options");
-  desc.add_options()("input", po::value(&files)->required()->multitoken(),
-                     "CIFAR binary batch files (positional; several make one dataset)")(
-      "cifar100", po::bool_switch(&cifar100),
-      "CIFAR-100 records (coarse and fine label bytes; the fine label is kept)");
-  AddCommonConvertOptions(desc, f, true, true);
-  po::positional_options_description pos;
-  pos.add("input", -1);
-  po::variables_map vm;
-  if (!ParseCommandLine("cifar", "FILE... -o OUT.rfd [options]", desc, &pos, args, vm, out)) {
-    return Status::Ok();
-  }
-  const ConvertOptions o = ToConvertOptions(f, "--dtype");
-  RF_RETURN_IF_ERROR(CheckInputsAreRegular(files));
-  return ConvertAndReport(OpenCifarSource(files, cifar100), f, o, out);
+  static constexpr ConvertCommand kCifar = {"cifar", kConvertCifar, "FILE... -o OUT.rfd [options]"};
+  RF_ASSIGN_OR_RETURN(const std::optional<ConvertFlags> f, ReadConvertFlags(kCifar, args, out));
+  if (!f) return Status::Ok();
+  const ConvertConfig& c = f->config;
+  RF_ASSIGN_OR_RETURN(const ConvertOptions o, ToConvertOptions(*f, c.dtype));
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular(c.inputs));
+  return ConvertAndReport(OpenCifarSource(c.inputs, c.cifar100), *f, o, out);
 }
 
 Status RunNpyCommand(const std::vector<std::string>& args, std::ostream& out) {
-  CommonConvertFlags f;
-  std::string images, labels, layout = "nchw";
-  po::options_description desc("npy options");
-  desc.add_options()("images", po::value(&images)->required(),
-                     "samples .npy of shape (N, d1, ..., dk), k = 1 to 4, kept as the sample "
-                     "shape ((N,C,H,W) images, (N,2048) token rows), or (N,H,W,C) with --layout "
-                     "nhwc")("labels", po::value(&labels),
-                             "labels .npy: (N,) integers; without it the dataset has no labels")(
-      "layout", po::value(&layout)->default_value(layout),
-      "nchw (samples as they are), or nhwc: (N,H,W,C) images transposed to C,H,W per sample");
-  AddCommonConvertOptions(desc, f, true, true);
-  po::variables_map vm;
-  if (!ParseCommandLine("npy", "--images X.npy [--labels Y.npy] -o OUT.rfd [options]", desc,
-                        nullptr, args, vm, out)) {
-    return Status::Ok();
-  }
-  if (layout != "nchw" && layout != "nhwc") {
-    throw UsageError("--layout must be nchw or nhwc, not '" + layout + "'");
-  }
-  const ConvertOptions o = ToConvertOptions(f, "--dtype");
-  RF_RETURN_IF_ERROR(CheckInputsAreRegular({images, labels}));
-  return ConvertAndReport(OpenNpySource(images, labels, layout == "nhwc"), f, o, out);
+  static constexpr ConvertCommand kNpy = {"npy", kConvertNpy,
+                                          "--images X.npy [--labels Y.npy] -o OUT.rfd [options]"};
+  RF_ASSIGN_OR_RETURN(const std::optional<ConvertFlags> f, ReadConvertFlags(kNpy, args, out));
+  if (!f) return Status::Ok();
+  const ConvertConfig& c = f->config;
+  RF_ASSIGN_OR_RETURN(const ConvertOptions o, ToConvertOptions(*f, c.dtype));
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular({c.images, c.labels}));
+  return ConvertAndReport(OpenNpySource(c.images, c.labels, c.nhwc), *f, o, out);
 }
 
 Status RunRawCommand(const std::vector<std::string>& args, std::ostream& out) {
-  CommonConvertFlags f;
-  std::string records, shape, dtype = "uint8", label_dtype = "uint8", label = "first";
-  uint64_t header_bytes = 0;
-  po::options_description desc("raw options");
-  desc.add_options()("records", po::value(&records)->required(), "the records file")(
-      "shape", po::value(&shape)->required(),
-      "sample shape: 1 to 4 comma-separated dims (C,H,W for an image, 2048 for a token row)")(
-      "dtype", po::value(&dtype)->default_value(dtype),
-      "element type in the records: uint8, uint16, int32, int64, float16, bfloat16 or float32")(
-      "label-dtype", po::value(&label_dtype)->default_value(label_dtype),
-      "label type: uint8, uint16 or int32 (also the stored label dtype)")(
-      "label", po::value(&label)->default_value(label),
-      "where labels are: first or last in each record, none (the dataset has no labels), or "
-      "file:PATH (a file of N labels)")("header-bytes", po::value(&header_bytes)->default_value(0),
-                                        "bytes to skip at the start of the records file");
-  AddCommonConvertOptions(desc, f, false, true);
-  desc.add_options()("out-dtype", po::value(&f.dtype),
-                     "stored sample dtype (default: --dtype): uint8, uint16, int32, int64, "
-                     "float16, bfloat16, float32");
-  po::variables_map vm;
-  if (!ParseCommandLine("raw", "--records F --shape D1[,D2...] [--dtype T] -o OUT.rfd [options]",
-                        desc, nullptr, args, vm, out)) {
-    return Status::Ok();
-  }
+  static constexpr ConvertCommand kRaw = {
+      "raw", kConvertRaw, "--records F --shape D1[,D2...] [--dtype T] -o OUT.rfd [options]"};
+  RF_ASSIGN_OR_RETURN(const std::optional<ConvertFlags> f, ReadConvertFlags(kRaw, args, out));
+  if (!f) return Status::Ok();
+  const ConvertConfig& c = f->config;
   RawOptions r;
-  r.records_path = records;
-  r.shape = ParseShape("--shape", shape);
-  r.elem = ElemOf(ParseDTypeFlag("--dtype", dtype, DTypeKind::kSample));
-  r.label_dtype = ParseDTypeFlag("--label-dtype", label_dtype, DTypeKind::kLabel);
-  if (label == "first") {
+  r.records_path = c.raw.records;
+  r.shape = c.raw.shape;
+  r.elem = ElemOf(c.raw.dtype);
+  r.label_dtype = c.writer.spec.label_dtype;
+  // --label's rule took first, last, none or file:PATH.
+  if (c.raw.label == "first") {
     r.labels = RawOptions::Labels::kFirst;
-  } else if (label == "last") {
+  } else if (c.raw.label == "last") {
     r.labels = RawOptions::Labels::kLast;
-  } else if (label == "none") {
+  } else if (c.raw.label == "none") {
     r.labels = RawOptions::Labels::kNone;
-  } else if (label.starts_with("file:") && label.size() > 5) {
-    r.labels = RawOptions::Labels::kFile;
-    r.labels_path = label.substr(5);
   } else {
-    throw UsageError("--label must be first, last, none or file:PATH, not '" + label + "'");
+    r.labels = RawOptions::Labels::kFile;
+    r.labels_path = c.raw.label.substr(5);
   }
-  r.header_bytes = header_bytes;
-  const ConvertOptions o = ToConvertOptions(f, "--out-dtype");
+  r.header_bytes = c.raw.header_bytes;
+  // The records' own dtype is stored unless --out-dtype names another.
+  RF_ASSIGN_OR_RETURN(const ConvertOptions o,
+                      ToConvertOptions(*f, c.dtype ? c.dtype : std::optional(c.raw.dtype)));
   RF_RETURN_IF_ERROR(CheckInputsAreRegular({r.records_path, r.labels_path}));
-  return ConvertAndReport(OpenRawSource(r), f, o, out);
+  return ConvertAndReport(OpenRawSource(r), *f, o, out);
 }
 
 Status RunPredecessorCommand(const std::vector<std::string>& args, std::ostream& out) {
-  CommonConvertFlags f;
-  std::string images, labels, shape = "3,32,32";
-  po::options_description desc("predecessor options");
-  desc.add_options()("images", po::value(&images)->required(),
-                     "images_train.bin: float32, feature-major (feature f of sample s at f*N+s)")(
-      "labels", po::value(&labels)->required(), "labels_train.bin: N int32 labels, 0-based")(
-      "shape", po::value(&shape)->default_value(shape), "sample shape C,H,W");
-  AddCommonConvertOptions(desc, f, true, true);
-  po::variables_map vm;
-  if (!ParseCommandLine("predecessor", "--images F --labels F --shape C,H,W -o OUT.rfd [options]",
-                        desc, nullptr, args, vm, out)) {
-    return Status::Ok();
-  }
-  const ShapeFlag s = ParseImageShape("--shape", shape);
-  const ConvertOptions o = ToConvertOptions(f, "--dtype");
-  RF_RETURN_IF_ERROR(CheckInputsAreRegular({images, labels}));
-  return ConvertAndReport(OpenPredecessorSource(images, labels, s.channels, s.height, s.width), f,
-                          o, out);
+  static constexpr ConvertCommand kPredecessor = {
+      "predecessor", kConvertPredecessor,
+      "--images F --labels F --shape C,H,W -o OUT.rfd [options]"};
+  RF_ASSIGN_OR_RETURN(const std::optional<ConvertFlags> f,
+                      ReadConvertFlags(kPredecessor, args, out));
+  if (!f) return Status::Ok();
+  const ConvertConfig& c = f->config;
+  RF_ASSIGN_OR_RETURN(const ConvertOptions o, ToConvertOptions(*f, c.dtype));
+  RF_RETURN_IF_ERROR(CheckInputsAreRegular({c.images, c.labels}));
+  const auto dim = [&](size_t i) { return static_cast<uint32_t>(c.image_shape[i]); };
+  return ConvertAndReport(OpenPredecessorSource(c.images, c.labels, dim(0), dim(1), dim(2)), *f, o,
+                          out);
 }
 
 Status RunSyntheticCommand(const std::vector<std::string>& args, std::ostream& out) {
-  CommonConvertFlags f;
-  f.classes = 10;
-  f.dtype = "uint8";
+  static constexpr ConvertCommand kSynthetic = {
+      "synthetic", kConvertSynthetic, "--samples N [--shape C,H,W] [--classes K] -o OUT.rfd"};
+  RF_ASSIGN_OR_RETURN(const std::optional<ConvertFlags> f, ReadConvertFlags(kSynthetic, args, out));
+  if (!f) return Status::Ok();
+  const ConvertConfig& c = f->config;
+  RF_ASSIGN_OR_RETURN(ConvertOptions o, ToConvertOptions(*f, c.synthetic.dtype));
+  o.num_classes = c.synthetic.classes;
   SyntheticOptions so;
-  std::string shape = "3,32,32", order = "random";
-  po::options_description desc("synthetic options");
-  desc.add_options()("samples", po::value(&so.samples)->required(), "number of samples")(
-      "shape", po::value(&shape)->default_value(shape), "sample shape C,H,W")(
-      "seed", po::value(&so.seed)->default_value(0), "the output is a function of the seed alone")(
-      "order", po::value(&order)->default_value(order),
-      "labels: random per sample, or sorted (the dataset ordered by label)");
-  AddCommonConvertOptions(desc, f, false, false);
-  desc.add_options()("dtype", po::value(&f.dtype)->default_value(f.dtype),
-                     "stored sample dtype: uint8, float16, bfloat16 or float32");
-  po::variables_map vm;
-  if (!ParseCommandLine("synthetic", "--samples N [--shape C,H,W] [--classes K] -o OUT.rfd", desc,
-                        nullptr, args, vm, out)) {
-    return Status::Ok();
-  }
-  ConvertOptions o = ToConvertOptions(f, "--dtype", DTypeKind::kImage);
-  const ShapeFlag s = ParseImageShape("--shape", shape);
-  so.channels = s.channels;
-  so.height = s.height;
-  so.width = s.width;
-  if (f.classes < 2) throw UsageError("--classes must be at least 2 for synthetic data");
-  if (so.samples == 0) throw UsageError("--samples must be at least 1");
-  so.threads = f.threads;  // generator threads too (0: one per hardware thread)
-  if (order != "random" && order != "sorted") {
-    throw UsageError("--order must be random or sorted, not '" + order + "'");
-  }
-  so.classes = f.classes;
-  so.sorted = order == "sorted";
-  so.dtype = *o.sample_dtype;
+  so.samples = c.synthetic.samples;
+  so.channels = static_cast<uint32_t>(c.image_shape[0]);
+  so.height = static_cast<uint32_t>(c.image_shape[1]);
+  so.width = static_cast<uint32_t>(c.image_shape[2]);
+  so.seed = c.synthetic.seed;
+  so.threads = c.threads;  // generator threads too (0: one per hardware thread)
+  so.classes = c.synthetic.classes;
+  so.sorted = c.synthetic.sorted;
+  so.dtype = c.synthetic.dtype;
   o.progress_label = "generating";
   o.dataset_id = SyntheticDatasetId(so);
-  return ConvertAndReport(MakeSyntheticSource(so), f, o, out);
+  return ConvertAndReport(MakeSyntheticSource(so), *f, o, out);
 }
 
 }  // namespace rf::convert

@@ -32,12 +32,9 @@ int main(int argc, char** argv) {
     const rf::Status st = rf::convert::RunCommand(args, std::cout);
     if (!st.ok()) {
       std::cerr << "ringfeed-convert: " << st.ToString() << "\n";
-      return st.IsUsage() ? 2 : 1;  // Usage: the flags disagree with the input (--classes, ...)
+      return st.IsUsage() ? 2 : 1;  // Usage: a command line that cannot be run
     }
     return 0;
-  } catch (const rf::convert::UsageError& e) {
-    std::cerr << "ringfeed-convert: " << e.what() << "\n";
-    return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << "ringfeed-convert: out of memory (--memory-budget bounds the block of samples "
                  "being converted)\n";

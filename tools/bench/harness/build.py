@@ -104,8 +104,10 @@ class Build:
         includes = subprocess.run([ctx.python_exe, "-m", "pybind11", "--includes"],
                                   capture_output=True, text=True).stdout.split() or [
             "-I" + sysconfig.get_paths()["include"]]
-        sources = [f for f in (os.path.join(src, "python", "src", n) for n in ("module.cc",
-                                                                               "writer.cc"))
+        # The binding's own sources (the DLPack export is a library of lib/), those the package's
+        # tree has.
+        sources = [f for f in (os.path.join(src, "python", "src", n)
+                               for n in ("module.cc", "option_values.cc", "writer.cc"))
                    if os.path.exists(f)]
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
         cmd = ["g++", "-O2", "-std=c++20", "-shared", "-fPIC", "-fvisibility=hidden",
