@@ -1,7 +1,7 @@
 // One JPEG record to the pixels a model takes, on the host: libjpeg-turbo decodes the part of
 // it the crop needs, then the crop (core/resized_crop.h) is resized, flipped, normalized and
 // written in the output dtype and layout in one pass (decode/image_resample.h). The CPU image
-// decoder (pipeline/cpu_image_decoder.h) runs one JpegImageDecoder a worker thread.
+// decoder (pipeline/images/image_decoder.h) runs one JpegImageDecoder a worker thread.
 //
 // Per image:
 //   1. the frame header (SOFn) is read from the bytes themselves: an image without one, of a
