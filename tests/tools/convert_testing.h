@@ -38,13 +38,22 @@ ProgramOutcome RunConverter(const std::string& args, int timeout_s = 0);
 
 // A program run as a child of its own, and what it took: its exit code (128 + the signal where
 // one ended it), stdout and stderr together, and its peak resident memory (wait4's ru_maxrss, of
-// that child alone). Killed after `timeout_s` seconds (SIGKILL).
+// that child alone, its peak reset at fork: still, what this process holds at the fork counts,
+// so a test writes large inputs in pieces, WritePieces). Killed after `timeout_s` seconds
+// (SIGKILL).
 struct MeasuredRun {
   int rc = -1;
   std::string output;
   uint64_t max_rss_kib = 0;
 };
 MeasuredRun RunMeasured(const std::vector<std::string>& argv, int timeout_s = 60);
+// Writes `path` as the pieces in order, each piece's text `count` times: an input of hundreds of
+// megabytes without holding it.
+struct Piece {
+  std::string text;
+  size_t count = 1;
+};
+void WritePieces(const std::string& path, const std::vector<Piece>& pieces);
 
 // The status failed and its one-line message contains `fragment`.
 ::testing::AssertionResult FailsWith(const Status& st, const std::string& fragment);

@@ -40,8 +40,10 @@ std::string Refusal(const TempDir& t, const std::string& text,
 
 TEST(JsonlHostile, ALongLineOfWhitespaceIsParsedInBoundedMemory) {
   TempDir t;
-  const std::string pad(32 << 20, ' ');
-  WriteText(t.File("w.jsonl"), "[7]\n" + pad + "[1," + pad + "2]" + pad + "\n\t[3]\t\n");
+  const std::string mib(1 << 20, ' ');  // 32 MiB of spaces three times: a 96 MiB line
+  testing::WritePieces(
+      t.File("w.jsonl"),
+      {{"[7]\n"}, {mib, 32}, {"[1,"}, {mib, 32}, {"2]"}, {mib, 32}, {"\n\t[3]\t\n"}});
   const testing::MeasuredRun r =
       testing::RunMeasured({testing::ProgramPath("ringfeed-convert"), "jsonl", t.File("w.jsonl"),
                             "--memory-budget", "1MiB", "-q", "-o", t.File("w.rfd")});
@@ -53,8 +55,9 @@ TEST(JsonlHostile, ALongLineOfWhitespaceIsParsedInBoundedMemory) {
 
 TEST(JsonlHostile, AStringLongerThanTheBoundIsRefusedInBoundedMemory) {
   TempDir t;
-  WriteText(t.File("s.jsonl"),
-            "[1]\n{\"input_ids\":[1,2],\"text\":\"" + std::string(24 << 20, 'x') + "\"}\n");
+  testing::WritePieces(
+      t.File("s.jsonl"),
+      {{"[1]\n{\"input_ids\":[1,2],\"text\":\""}, {std::string(1 << 20, 'x'), 24}, {"\"}\n"}});
   const testing::MeasuredRun r =
       testing::RunMeasured({testing::ProgramPath("ringfeed-convert"), "jsonl", t.File("s.jsonl"),
                             "--max-record-size", "1MiB", "-q", "-o", t.File("s.rfd")});
