@@ -13,7 +13,9 @@ installed distribution's (installed_package() says where it is from).
 
 import copy
 import os
+import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
@@ -21,6 +23,18 @@ import numpy as np
 import pytest
 
 import ringfeed
+
+
+def torchrun(ranks: int) -> list:
+    """The command that starts `ranks` processes under torch.distributed.run, on a free port of
+    loopback (the launcher's default, 29500, is taken by any other job using it at the time).
+    --redirects 1 --tee 1: torch 1.13's launcher fails to parse its default "0" under Python 3.11
+    (IntFlag iteration skips 0); teeing stdout works everywhere."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}",
+            "--master_addr=127.0.0.1", f"--master_port={port}", "--redirects", "1", "--tee", "1"]
 
 
 def installed_package() -> Optional[Path]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import convert
+from conftest import convert, torchrun
 
 torch = pytest.importorskip("torch")
 
@@ -123,10 +123,7 @@ def test_torch_ddp_two_cpu_ranks_step_together(images, tmp_path):
     if not (dist.is_available() and dist.is_gloo_available()):
         pytest.skip("this torch has no torch.distributed with gloo")
     ckpt = tmp_path / "ddp.pt"
-    # --redirects 1 --tee 1: torch 1.13's launcher parses its default "0" to None under Python
-    # 3.11 (IntFlag iteration skips 0) and fails; teeing stdout works everywhere.
-    out = run(sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-              "--redirects", "1", "--tee", "1", str(EXAMPLES / "torch_ddp.py"),
+    out = run(*torchrun(2), str(EXAMPLES / "torch_ddp.py"),
               *common(images, "--steps", "12", "--checkpoint", str(ckpt)), timeout=120)
     assert (f"2 ranks on the CPU (gloo), each 10 batches of {BATCH} ({SAMPLES // 2} samples) per "
             "epoch: equal on every rank") in out, out
@@ -138,8 +135,7 @@ def test_torch_ddp_two_cpu_ranks_step_together(images, tmp_path):
 
     # Resumed by one rank: it trains the rest of epoch 1 that the 2 ranks left, 320 - 2 * 32.
     more = tmp_path / "more.pt"
-    out = run(sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=1",
-              "--redirects", "1", "--tee", "1", str(EXAMPLES / "torch_ddp.py"),
+    out = run(*torchrun(1), str(EXAMPLES / "torch_ddp.py"),
               *common(images, "--steps", "20", "--resume", str(ckpt), "--checkpoint", str(more)),
               timeout=120)
     assert (f"1 ranks on the CPU (gloo), each 16 batches of {BATCH} (256 samples) per epoch: "

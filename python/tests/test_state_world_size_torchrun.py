@@ -5,13 +5,12 @@ so every sample of the epoch reaches exactly one rank once (but the padding it s
 
 import collections
 import json
-import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import torchrun
 from test_state_world_size import BATCH, SAMPLES, padding_of, resume_2_3_2
 
 torch = pytest.importorskip("torch")
@@ -19,18 +18,9 @@ torch = pytest.importorskip("torch")
 RANK_SCRIPT = Path(__file__).resolve().parent / "state_world_size_rank.py"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(ranks: int, data: str, out: Path, batches: int = 0, state: Path = None) -> dict:
     """One torchrun job of `ranks` ranks; what its rank 0 wrote."""
-    # --redirects 1 --tee 1: torch 1.13's launcher fails to parse its default "0" under Python
-    # 3.11 (as test_examples.py says).
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}",
-           f"--master_port={free_port()}", "--redirects", "1", "--tee", "1", str(RANK_SCRIPT),
+    cmd = torchrun(ranks) + [str(RANK_SCRIPT),
            "--data", data, "--batch-size", str(BATCH), "--batches", str(batches),
            "--out", str(out)]
     if state is not None:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import ringfeed
+from conftest import torchrun
 
 torch = pytest.importorskip("torch")
 
@@ -116,10 +117,7 @@ def test_two_cpu_ranks_then_resumed_at_one(demo, tmp_path):
     _, corpora = demo
     ckpt = tmp_path / "ddp.pt"
     args = ["--data", *corpora, "--weights", "0.7", "0.3", "--eod-token", "256", *TINY]
-    # --redirects 1 --tee 1: torch 1.13's launcher fails to parse its default "0" under Python
-    # 3.11 (test_examples.py says more).
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-                           "--redirects", "1", "--tee", "1", str(EXAMPLES / "torch_tokens.py"),
+    done = subprocess.run([*torchrun(2), str(EXAMPLES / "torch_tokens.py"),
                            *args, "--steps", "6", "--checkpoint", str(ckpt)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
