@@ -1,9 +1,9 @@
 // The option declarations themselves (src/train_options.h, pipeline/sources/pipeline_config.h,
 // pipeline/loader_options.h): every bound fits the field it guards, the faces share their
-// defaults, every size has an upper end, and the README's option tables say what the
-// declarations say.
+// defaults, every size has an upper end, and the option tables of docs/options.md (the README
+// links them) say what the declarations say.
 //
-// The README's tables (README_TABLE_FORMAT, for whoever writes the README): under a heading
+// The tables (OPTION_TABLE_FORMAT, for whoever writes docs/options.md): under a heading
 // whose text starts with "ringfeed train" or "ringfeed read" (the command's options, spelled
 // --name) or is "Python" (the loader's, spelled name), down to the next heading of its level or
 // above, every Markdown table whose header's first two cells are "option" and "default" is read.
@@ -103,9 +103,9 @@ TEST(TrainOptions, PythonAndTheCommandLineShareEveryDefault) {
   EXPECT_EQ(std::get<uint64_t>(TrainOptionTable().FindByName("seed")->spec.default_value), 1u);
 }
 
-// --- The README's tables -------------------------------------------------------------------
+// --- docs/options.md's tables --------------------------------------------------------------
 
-struct ReadmeRow {
+struct DocRow {
   int line = 0;
   std::vector<std::string> names, defaults;
 };
@@ -138,9 +138,9 @@ std::string StripTicks(std::string s) {
 }
 
 // The option tables of the section whose heading matches `heading`: its rows.
-std::vector<ReadmeRow> OptionRows(const std::string& readme, bool (*heading)(const std::string&)) {
-  std::ifstream in(readme);
-  std::vector<ReadmeRow> rows;
+std::vector<DocRow> OptionRows(const std::string& page, bool (*heading)(const std::string&)) {
+  std::ifstream in(page);
+  std::vector<DocRow> rows;
   std::string line;
   int n = 0, level = 0;  // level: the matching heading's, 0 outside the section
   bool table = false;
@@ -171,7 +171,7 @@ std::vector<ReadmeRow> OptionRows(const std::string& readme, bool (*heading)(con
     if (!table || cells.size() < 2 || cells[0].find_first_not_of("-: ") == std::string::npos) {
       continue;
     }
-    ReadmeRow r;
+    DocRow r;
     r.line = n;
     for (size_t at = cells[0].find('`'); at != std::string::npos; at = cells[0].find('`', at)) {
       const size_t end = cells[0].find('`', at + 1);
@@ -190,7 +190,7 @@ std::vector<ReadmeRow> OptionRows(const std::string& readme, bool (*heading)(con
   return rows;
 }
 
-// The default as a README states it: a switch's on/off as spelled, the rest as the command line
+// The default as a table states it: a switch's on/off as spelled, the rest as the command line
 // writes the value.
 std::string DefaultText(const OptionSpec& s) {
   if (s.type == OptionType::kSwitch) {
@@ -200,28 +200,28 @@ std::string DefaultText(const OptionSpec& s) {
   return OptionValueText(s, s.default_value);
 }
 
-bool SameDefault(const std::string& readme, const std::string& declared) {
-  if (readme == declared) return true;
+bool SameDefault(const std::string& written, const std::string& declared) {
+  if (written == declared) return true;
   char* end = nullptr;
-  const double a = std::strtod(readme.c_str(), &end);
-  if (readme.empty() || *end != '\0') return false;
+  const double a = std::strtod(written.c_str(), &end);
+  if (written.empty() || *end != '\0') return false;
   const double b = std::strtod(declared.c_str(), &end);
   return !declared.empty() && *end == '\0' && static_cast<float>(a) == static_cast<float>(b);
 }
 
-// The options README_TABLE_FORMAT's check leaves out, by program: declared but not in the
-// README's tables yet. None: the rewritten README's tables name every option.
-const std::map<std::string, std::vector<std::string>> kReadmePending = {};
+// The options OPTION_TABLE_FORMAT's check leaves out, by program: declared but not in the
+// tables yet. None: the tables name every option.
+const std::map<std::string, std::vector<std::string>> kTablePending = {};
 
-void CheckReadmeSection(const std::string& program, bool (*heading)(const std::string&),
+void CheckOptionSection(const std::string& program, bool (*heading)(const std::string&),
                         const std::vector<OptionSpec>& specs, OptionFace face) {
-  const std::string readme = std::string(RINGFEED_SOURCE_DIR) + "/README.md";
-  const std::vector<ReadmeRow> rows = OptionRows(readme, heading);
+  const std::string page = std::string(RINGFEED_SOURCE_DIR) + "/docs/options.md";
+  const std::vector<DocRow> rows = OptionRows(page, heading);
   if (rows.empty() && face == OptionFace::kPython) return;  // no table: nothing to compare
   ASSERT_FALSE(rows.empty()) << "no option table under a \"" << program << "\" heading";
   std::set<std::string> named;
-  for (const ReadmeRow& r : rows) {
-    SCOPED_TRACE("README.md line " + std::to_string(r.line));
+  for (const DocRow& r : rows) {
+    SCOPED_TRACE("docs/options.md line " + std::to_string(r.line));
     EXPECT_TRUE(r.defaults.empty() || r.defaults.size() == r.names.size())
         << r.names.size() << " options, " << r.defaults.size() << " defaults";
     for (size_t i = 0; i < r.names.size(); ++i) {
@@ -236,31 +236,31 @@ void CheckReadmeSection(const std::string& program, bool (*heading)(const std::s
       named.insert(s->name);
       if (r.defaults.size() == r.names.size()) {
         EXPECT_TRUE(SameDefault(r.defaults[i], DefaultText(*s)))
-            << r.names[i] << ": the README says " << r.defaults[i] << ", the declaration "
+            << r.names[i] << ": docs/options.md says " << r.defaults[i] << ", the declaration "
             << DefaultText(*s);
       }
     }
   }
-  const auto pending = kReadmePending.find(program);
+  const auto pending = kTablePending.find(program);
   for (const OptionSpec& s : specs) {
     if (s.positional || named.count(s.name) != 0) continue;
     const std::string name = OptionName(s, face);
-    if (pending != kReadmePending.end() &&
+    if (pending != kTablePending.end() &&
         std::find(pending->second.begin(), pending->second.end(), name) != pending->second.end()) {
       continue;
     }
-    ADD_FAILURE() << program << "'s option " << name << " is in no README option table";
+    ADD_FAILURE() << program << "'s option " << name << " is in no option table of docs/options.md";
   }
 }
 
-TEST(TrainOptions, TheReadmesOptionTablesAreTheDeclarations) {
-  CheckReadmeSection(
+TEST(TrainOptions, TheOptionTablesOfTheDocsAreTheDeclarations) {
+  CheckOptionSection(
       "ringfeed read", [](const std::string& h) { return h.rfind("ringfeed read", 0) == 0; },
       ReadOptionTable().Specs(kReadCommand), OptionFace::kCommandLine);
-  CheckReadmeSection(
+  CheckOptionSection(
       "ringfeed train", [](const std::string& h) { return h.rfind("ringfeed train", 0) == 0; },
       TrainOptionTable().Specs(kTrainCommand), OptionFace::kCommandLine);
-  CheckReadmeSection(
+  CheckOptionSection(
       "Python", [](const std::string& h) { return h == "Python"; },
       LoaderOptionTable().Specs(kLoaderApi), OptionFace::kPython);
 }

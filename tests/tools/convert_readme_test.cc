@@ -1,6 +1,7 @@
-// The README's ringfeed-convert section says what the program declares: every subcommand of
-// `ringfeed-convert --help` is named in its "Subcommands:" paragraph, and its option table names
-// every option some subcommand's --help lists, and no other. (The train and read tables have
+// docs/options.md's ringfeed-convert section (the README links it) says what the program
+// declares: every subcommand of `ringfeed-convert --help` is named in its "Subcommands:"
+// paragraph, and its option table names every option some subcommand's --help lists, and no
+// other. (The train and read tables have
 // their own check, tests/src/train_options_test.cc. The converter's --help is made from its
 // table, tools/convert/convert_options.h, per subcommand, so reading it reads the declarations.)
 #include <gtest/gtest.h>
@@ -23,9 +24,9 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-// The README's lines from the "## ringfeed-convert" heading to the next heading of its level.
+// docs/options.md's lines from the "## ringfeed-convert" heading to the next heading of its level.
 std::vector<std::string> ConvertSection() {
-  std::ifstream in(std::string(RINGFEED_SOURCE_DIR) + "/README.md");
+  std::ifstream in(std::string(RINGFEED_SOURCE_DIR) + "/docs/options.md");
   std::vector<std::string> section;
   bool inside = false;
   for (std::string line; std::getline(in, line);) {
@@ -62,9 +63,9 @@ std::set<std::string> HelpOptions(const std::string& command) {
   return names;
 }
 
-TEST(ConvertReadme, TheSubcommandsAndTheOptionTableAreTheProgramsOwn) {
+TEST(ConvertOptionsPage, TheSubcommandsAndTheOptionTableAreTheProgramsOwn) {
   const std::vector<std::string> section = ConvertSection();
-  ASSERT_FALSE(section.empty()) << "no \"## ringfeed-convert\" section in README.md";
+  ASSERT_FALSE(section.empty()) << "no \"## ringfeed-convert\" section in docs/options.md";
   std::string subcommands;  // the paragraph that starts "Subcommands:"
   std::set<std::string> table;
   bool paragraph = false;
@@ -83,14 +84,16 @@ TEST(ConvertReadme, TheSubcommandsAndTheOptionTableAreTheProgramsOwn) {
   EXPECT_EQ(commands.size(), 15u);
   for (const std::string& c : commands) {
     EXPECT_NE(subcommands.find("`" + c + "`"), std::string::npos)
-        << c << " is not named in the README's \"Subcommands:\" paragraph";
+        << c << " is not named in docs/options.md's \"Subcommands:\" paragraph";
     for (const std::string& o : HelpOptions(c)) {
       declared.insert(o);
-      EXPECT_EQ(table.count(o), 1u) << c << "'s option " << o << " is in no README table row";
+      EXPECT_EQ(table.count(o), 1u)
+          << c << "'s option " << o << " is in no table row of docs/options.md";
     }
   }
   for (const std::string& o : table) {
-    EXPECT_EQ(declared.count(o), 1u) << "the README names " << o << ", which no subcommand takes";
+    EXPECT_EQ(declared.count(o), 1u)
+        << "docs/options.md names " << o << ", which no subcommand takes";
   }
 }
 
