@@ -306,6 +306,35 @@ class NvjpegImageDecoder final : public ImageDecoder {
     cuda::CudaEvent area_free;
     cuda::DeviceBuffer area, crops;
   };
+  // Some of a job's records gathered for the CPU decoder as a job of their own: their bytes back to
+  // back, offsets and keys, reused from job to job.
+  struct Subset {
+    std::vector<uint8_t> bytes;
+    std::vector<int64_t> offsets;
+    std::vector<uint64_t> indices;
+
+    // `job`'s records at `slots` (ascending) as a job of their own, to be decoded into `out`
+    // (room for slots.size() samples). It points into this subset: valid until the next Gather.
+    ImageJob Gather(const ImageJob& job, const std::vector<uint32_t>& slots, void* out) {
+      bytes.clear();
+      offsets.assign(1, 0);
+      indices.clear();
+      for (uint32_t slot : slots) {
+        const uint8_t* data = job.bytes + job.offsets[slot];
+        bytes.insert(bytes.end(), data, data + (job.offsets[slot + 1] - job.offsets[slot]));
+        offsets.push_back(static_cast<int64_t>(bytes.size()));
+        indices.push_back(job.indices[slot]);
+      }
+      ImageJob sub;
+      sub.bytes = bytes.data();
+      sub.offsets = offsets.data();
+      sub.n = static_cast<uint32_t>(slots.size());
+      sub.indices = indices.data();
+      sub.epoch = job.epoch;
+      sub.out = out;
+      return sub;
+    }
+  };
   // A job submitted and not yet waited for, and what it reuses from job to job.
   struct Pending {
     ImageJob* job = nullptr;
@@ -321,12 +350,10 @@ class NvjpegImageDecoder final : public ImageDecoder {
     bool finished = false;           // the finish thread is done with it
     Status status;                   // the first failure
     std::vector<BadRecord> bad;
-    // The CPU share: its records' slots (ascending), bytes, offsets and indices, its job and
-    // its output (pinned).
+    // The CPU share: its records' slots (ascending), their bytes and keys, its job and its output
+    // (pinned).
     std::vector<uint32_t> share_slots;
-    std::vector<uint8_t> share_bytes;
-    std::vector<int64_t> share_offsets;
-    std::vector<uint64_t> share_indices;
+    Subset share_records;
     ImageJob share;
     cuda::PinnedBuffer share_out;
   };
@@ -349,9 +376,8 @@ class NvjpegImageDecoder final : public ImageDecoder {
     std::vector<size_t> lengths;
     std::vector<nj::Image> images;
     std::vector<decode::GpuCrop> host_crops;
-    std::vector<uint8_t> late_bytes, late_out;
-    std::vector<int64_t> late_offsets;
-    std::vector<uint64_t> late_indices;
+    Subset late_records;
+    std::vector<uint8_t> late_out;
     std::thread thread;
   };
 
@@ -573,23 +599,7 @@ class NvjpegImageDecoder final : public ImageDecoder {
                           cuda::PinnedBuffer::Allocate(size_t{job.n} * sample_bytes_,
                                                        "the CPU share of nvJPEG's batches"));
     }
-    p.share_bytes.clear();
-    p.share_offsets.assign(1, 0);
-    p.share_indices.clear();
-    for (uint32_t slot : p.share_slots) {
-      const uint8_t* data = job.bytes + job.offsets[slot];
-      p.share_bytes.insert(p.share_bytes.end(), data,
-                           data + (job.offsets[slot + 1] - job.offsets[slot]));
-      p.share_offsets.push_back(static_cast<int64_t>(p.share_bytes.size()));
-      p.share_indices.push_back(job.indices[slot]);
-    }
-    p.share = ImageJob{};
-    p.share.bytes = p.share_bytes.data();
-    p.share.offsets = p.share_offsets.data();
-    p.share.n = k;
-    p.share.indices = p.share_indices.data();
-    p.share.epoch = job.epoch;
-    p.share.out = p.share_out.data();
+    p.share = p.share_records.Gather(job, p.share_slots, p.share_out.data());  // k records
     share_records_ += k;
     Status s = fallback_->Submit(&p.share);
     if (!s.ok()) p.share.n = 0;  // nothing for the finish thread to wait for
@@ -711,24 +721,8 @@ class NvjpegImageDecoder final : public ImageDecoder {
   Status DecodeLate(Driver& d, Pending& p) {
     ImageJob& job = *p.job;
     std::sort(d.late.begin(), d.late.end());
-    d.late_bytes.clear();
-    d.late_offsets.assign(1, 0);
-    d.late_indices.clear();
-    for (uint32_t slot : d.late) {
-      const uint8_t* data = job.bytes + job.offsets[slot];
-      d.late_bytes.insert(d.late_bytes.end(), data,
-                          data + (job.offsets[slot + 1] - job.offsets[slot]));
-      d.late_offsets.push_back(static_cast<int64_t>(d.late_bytes.size()));
-      d.late_indices.push_back(job.indices[slot]);
-    }
     d.late_out.resize(d.late.size() * sample_bytes_);
-    ImageJob sub;
-    sub.bytes = d.late_bytes.data();
-    sub.offsets = d.late_offsets.data();
-    sub.n = static_cast<uint32_t>(d.late.size());
-    sub.indices = d.late_indices.data();
-    sub.epoch = job.epoch;
-    sub.out = d.late_out.data();
+    ImageJob sub = d.late_records.Gather(job, d.late, d.late_out.data());
     RF_RETURN_IF_ERROR(fallback_->Submit(&sub));
     RF_RETURN_IF_ERROR(fallback_->Wait(&sub));
     late_records_ += sub.n;
