@@ -50,6 +50,21 @@ Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what) {
   return CheckAgainst(ParameterShapes(c), t, what);
 }
 
+Status CheckBackendInputs(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
+                          const Tensors& initial_params, const char* backend) {
+  RF_RETURN_IF_ERROR(config.Validate());
+  if (max_batch == 0) {
+    return Status::InvalidArgument(std::string("the ") + backend + " backend needs max_batch >= 1");
+  }
+  if (norm.mean.size() != config.channels || norm.stddev.size() != config.channels) {
+    return Status::InvalidArgument("normalization has " + std::to_string(norm.mean.size()) +
+                                   " means and " + std::to_string(norm.stddev.size()) +
+                                   " stds; the input has " + std::to_string(config.channels) +
+                                   " channels");
+  }
+  return CheckShapes(config, initial_params, "initial parameters");
+}
+
 Status CheckRunningStatShapes(const ModelConfig& c, const Tensors& t) {
   return CheckAgainst(RunningStatShapes(c), t, "batch norm statistics");
 }

@@ -44,6 +44,13 @@ Status CheckBatch(const Batch& batch, uint32_t max_batch, const char* backend);
 // InvalidArgument naming `what` unless `t` holds one tensor per ParameterShapes(c) entry, each of
 // the right size.
 Status CheckShapes(const ModelConfig& c, const Tensors& t, const char* what);
+// The checks every backend makes at creation, before its own size limits: the config valid
+// (ModelConfig::Validate), max_batch at least 1, one normalization mean and std a channel, and
+// `initial_params` of the model's shapes (CheckShapes). The first failure, as InvalidArgument
+// (Validate's own status for the config); `backend` names it in the message ("CPU": "the CPU
+// backend needs max_batch >= 1").
+Status CheckBackendInputs(const ModelConfig& config, const Normalization& norm, uint32_t max_batch,
+                          const Tensors& initial_params, const char* backend);
 // InvalidArgument unless `t` holds one tensor per RunningStatShapes(c) entry, each of the right
 // size.
 Status CheckRunningStatShapes(const ModelConfig& c, const Tensors& t);

@@ -14,8 +14,7 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
                                                        uint32_t max_batch,
                                                        const Tensors& initial_params,
                                                        unsigned threads) {
-  RF_RETURN_IF_ERROR(config.Validate());
-  if (max_batch == 0) return Status::InvalidArgument("the CPU backend needs max_batch >= 1");
+  RF_RETURN_IF_ERROR(CheckBackendInputs(config, norm, max_batch, initial_params, "CPU"));
   // OpenBLAS takes int sizes; the widest matrix is the first block's col, pixels columns wide.
   // (Each factor is below 2^32 and height x width at most 2^32, so the product cannot wrap.)
   if (uint64_t{max_batch} * (uint64_t{config.height} * config.width) > INT_MAX) {
@@ -23,13 +22,6 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
                                    " is too large for the CPU backend at this input size "
                                    "(batch x height x width must stay below 2^31)");
   }
-  if (norm.mean.size() != config.channels || norm.stddev.size() != config.channels) {
-    return Status::InvalidArgument("normalization has " + std::to_string(norm.mean.size()) +
-                                   " means and " + std::to_string(norm.stddev.size()) +
-                                   " stds; the input has " + std::to_string(config.channels) +
-                                   " channels");
-  }
-  RF_RETURN_IF_ERROR(CheckShapes(config, initial_params, "initial parameters"));
   cpu::UseSingleThreadedBlas();
   return std::unique_ptr<CpuBackend>(
       new CpuBackend(config, norm, max_batch, initial_params, threads));

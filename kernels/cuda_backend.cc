@@ -39,8 +39,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const ModelConfig& conf
                                                          uint32_t max_batch,
                                                          const Tensors& initial_params,
                                                          const CudaBackendOptions& options) {
-  RF_RETURN_IF_ERROR(config.Validate());
-  if (max_batch == 0) return Status::InvalidArgument("the CUDA backend needs max_batch >= 1");
+  RF_RETURN_IF_ERROR(CheckBackendInputs(config, norm, max_batch, initial_params, "CUDA"));
   // cuDNN's legacy descriptors take int sizes and strides: the largest activation is the first
   // block's (or the input, with more channels than the first block).
   const uint64_t widest = std::max((config.channels + 7) / 8 * 8, config.conv[0]);
@@ -52,13 +51,6 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const ModelConfig& conf
                                    " is too large for the CUDA backend at this input size "
                                    "(batch x channels x height x width must stay below 2^31)");
   }
-  if (norm.mean.size() != config.channels || norm.stddev.size() != config.channels) {
-    return Status::InvalidArgument("normalization has " + std::to_string(norm.mean.size()) +
-                                   " means and " + std::to_string(norm.stddev.size()) +
-                                   " stds; the input has " + std::to_string(config.channels) +
-                                   " channels");
-  }
-  RF_RETURN_IF_ERROR(CheckShapes(config, initial_params, "initial parameters"));
   if (options.workspace_limit < (size_t{1} << 20)) {
     return Status::InvalidArgument("the CUDA backend needs a workspace limit of at least 1 MiB");
   }

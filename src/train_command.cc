@@ -1,11 +1,12 @@
 // ringfeed train: the run's set-up and its loop, top to bottom in Train below:
 //
-//   1. the data: the training split and --test, opened and checked trainable
+//   1. the data: the training split and --test, opened and checked trainable (src/train_data.h)
 //   2. the outputs, before anything is written: none may replace an input or another output, and
 //      the checkpoint's directory must take files
-//   3. the model, from the dataset's shape and the flags
+//   3. the model, from the dataset's shape and the flags (src/train_start.h)
 //   4. where training starts: fresh parameters, or a --resume checkpoint's, which adjusts the
 //      config (src/train_config.h's ApplyCheckpoint); the config is final from here on
+//      (src/train_start.h)
 //   5. the engine: the backend and the training and test sources (src/train_engine.h)
 //   6. the run's output files, and its opening lines
 //   7. the loop (src/trainer.h: per epoch train, evaluate, report), then the files committed
@@ -39,136 +40,26 @@
 
 #include "core/augment_spec.h"
 #include "io/dataset.h"
-#include "model/checkpoint.h"
 #include "parallel/world.h"
 #include "pipeline/loader.h"
-#include "pipeline/order/window_order.h"
 #include "pipeline/sources/mixture.h"
 #include "pipeline/stage/trace.h"
 #include "src/command_checks.h"
 #include "src/commands.h"
 #include "src/train_config.h"
+#include "src/train_data.h"
 #include "src/train_engine.h"
 #include "src/train_flags.h"
+#include "src/train_start.h"
 #include "src/trainer.h"
 
 namespace rf {
 namespace {
 
-// A Status from below that, here, means the command line disagrees with its files.
-Status AsUsage(const Status& st) { return Status::Usage(st.message()).WithPath(st.path()); }
-
 std::vector<std::string> ShardPaths(const Dataset& d) {
   std::vector<std::string> out;
   for (size_t s = 0; s < d.shard_count(); ++s) out.push_back(d.shard_path(s));
   return out;
-}
-
-// Usage naming the dataset where the CNN cannot train it. It trains images: samples of 3 dims
-// (C,H,W) or 2 (H,W, one channel: how an .npy of (N,H,W) is stored), of a dtype it decodes
-// (uint8, float16, bfloat16, float32; not ids such as token rows), fixed-shape (not records of
-// any size but image/jpeg records, which the loader decodes to --image-size), with labels of 2
-// or more classes.
-Status CheckTrainable(const std::string& flag, const std::string& path, const format::Header& h,
-                      uint32_t image_size) {
-  const std::vector<uint64_t> shape = h.Shape();
-  std::string why;
-  if (format::HoldsJpegRecords(h) && image_size == 0) {
-    why =
-        "it holds image/jpeg records, which --image-size 0 leaves undecoded; give the size to "
-        "train at (224 by default)";
-  } else if (format::HoldsJpegRecords(h)) {
-    // Decoded to 3 x image_size x image_size by the loader.
-  } else if (h.variable()) {
-    why = "it holds " + std::string(format::RecordKindName(h.record_kind)) +
-          " records of any size; the CNN trains fixed-shape image tensors (read them with "
-          "ringfeed.Loader, which hands them out as values and offsets)";
-  } else if (!IsImageDType(h.sample_dtype)) {
-    why = "its samples are " + std::string(DTypeName(h.sample_dtype)) +
-          " ids; the CNN trains uint8, float16, bfloat16 or float32 images";
-  } else if (shape.size() != 2 && shape.size() != 3) {
-    why = "its samples have shape " + format::ShapeText(shape) +
-          "; the CNN trains images of shape C,H,W or H,W";
-  } else if (!h.HasLabels()) {
-    why = "it has no labels; the CNN trains a classifier";
-  } else if (h.num_classes < 2) {
-    why = "it has 1 class; the CNN needs 2 or more";
-  }
-  if (why.empty()) return Status::Ok();
-  return Status::Usage(flag + " " + path + ": cannot train on it: " + why);
-}
-
-// The datasets the run reads: the training split (one dataset, or a mixture's: --data a,b
-// --weights), and the test split where --test names one (Usage where any cannot be trained on,
-// a mixture's datasets hold other samples than each other, or the test split's shape or classes
-// are not the training split's).
-struct RunData {
-  std::vector<Dataset> train;
-  std::vector<double> weights;  // a mixture's, normalized; empty: one dataset
-  std::optional<Dataset> test;
-
-  const Dataset& first() const { return train[0]; }
-  bool mixture() const { return !weights.empty(); }
-  std::vector<const Dataset*> sources() const {
-    std::vector<const Dataset*> out;
-    for (const Dataset& d : train) out.push_back(&d);
-    return out;
-  }
-  // The training split's samples: a mixture's datasets' together.
-  uint64_t samples() const {
-    uint64_t n = 0;
-    for (const Dataset& d : train) n += d.sample_count();
-    return n;
-  }
-};
-
-Result<RunData> OpenData(const TrainConfig& c) {
-  RunData d;
-  RF_ASSIGN_OR_RETURN(const std::vector<std::string> paths, c.pipeline.DataPaths());
-  for (const std::string& path : paths) {
-    RF_ASSIGN_OR_RETURN(Dataset one, Dataset::Open(path));
-    RF_RETURN_IF_ERROR(CheckTrainable("--data", path, one.header(), c.image.size));
-    d.train.push_back(std::move(one));
-  }
-  if (!c.pipeline.weights.empty()) {
-    Result<std::vector<double>> weights = NormalizeWeights(c.pipeline.weights, d.train.size());
-    if (!weights.ok()) return Status::Usage("--" + weights.status().message());  // "--weights..."
-    d.weights = std::move(weights).value();
-    Status mixable = CheckMixable(d.sources());
-    if (!mixable.ok()) return Status::Usage("--data: " + mixable.ToString());
-  }
-  if (c.test.empty()) return d;
-  RF_ASSIGN_OR_RETURN(d.test, Dataset::Open(c.test));
-  RF_RETURN_IF_ERROR(CheckTrainable("--test", c.test, d.test->header(), c.image.size));
-  const format::Header &h = d.first().header(), &t = d.test->header();
-  // Decoded images have the model's input shape whatever their files' sizes.
-  const bool same_shape =
-      format::HoldsJpegRecords(h) || format::HoldsJpegRecords(t)
-          ? format::HoldsJpegRecords(h) && format::HoldsJpegRecords(t)
-          : t.channels == h.channels && t.height == h.height && t.width == h.width;
-  if (!same_shape || t.num_classes != h.num_classes) {
-    return Status::Usage("--test " + c.test + " has another shape or class count than " +
-                         d.first().path());
-  }
-  return d;
-}
-
-// The model the flags ask for on the dataset's input shape (Usage where --conv does not fit it).
-Result<ModelConfig> ModelFor(const TrainConfig& c, const format::Header& h) {
-  ModelConfig m;
-  m.channels = h.channels;
-  m.height = h.height;
-  m.width = h.width;
-  if (format::HoldsJpegRecords(h)) {  // the loader's decoded images: RGB at --image-size
-    m.channels = 3;
-    m.height = m.width = c.image.size;
-  }
-  m.classes = h.num_classes;
-  m.conv = c.conv;
-  m.hidden = c.hidden;
-  m.batch_norm = c.batch_norm;
-  if (Status st = m.Validate(); !st.ok()) return AsUsage(st);
-  return m;
 }
 
 // The run's files before anything is written: no output may replace an input or another output
@@ -187,150 +78,6 @@ Status CheckOutputs(const TrainConfig& c, const RunData& data, const World& worl
   if (c.checkpoint.empty() || world.rank() != 0) return Status::Ok();
   RF_RETURN_IF_ERROR(CheckDirectoryWritable("--checkpoint", c.checkpoint));
   return CheckCheckpointTarget(c);
-}
-
-// Where training starts: fresh parameters, or a checkpoint's, which also sets the config's seed,
-// batch size, optimizer, lr schedule and shuffle (ApplyCheckpoint). A checkpoint of another model
-// is a usage error (the flags disagree with it); a damaged one, or one of another dataset, a data
-// error.
-struct StartPoint {
-  Tensors params, momentum;
-  Tensors running_stats;  // batch norm's (none without it)
-  RunState state;
-};
-
-// The --resume checkpoint's bytes: read by rank 0, handed to the others (a multi-machine job's
-// checkpoint lies on rank 0's machine).
-Result<std::vector<uint8_t>> CheckpointBytes(const std::string& path, World& world) {
-  Result<std::vector<uint8_t>> bytes = std::vector<uint8_t>{};
-  if (world.rank() == 0) bytes = ReadCheckpointBytes(path);
-  if (world.size() == 1) return bytes;
-  constexpr uint64_t kFailed = ~uint64_t{0};
-  uint64_t size = bytes.ok() ? bytes->size() : kFailed;
-  RF_RETURN_IF_ERROR(world.Broadcast(&size, sizeof size, 0));
-  if (size == kFailed) {
-    if (world.rank() == 0) return bytes.status();
-    return Status::Aborted("rank 0 could not read --resume " + path);
-  }
-  bytes->resize(size);
-  RF_RETURN_IF_ERROR(world.Broadcast(bytes->data(), size, 0));
-  return bytes;
-}
-
-// The samples each rank trains on in `epoch` (a resumed epoch's own count), less a partial last
-// batch with drop_last: a dataset's (PipelineConfig::EpochSamplesFor) or a mixture's
-// (pipeline/sources/mixture.h's epochs); Usage for stretches the data cannot have had.
-Result<uint64_t> EpochSamplesOf(const TrainConfig& c, const RunData& data, uint64_t epoch) {
-  if (!data.mixture()) return c.pipeline.EpochSamplesFor(data.first().ChunkSampleCounts(), epoch);
-  std::vector<uint64_t> samples;
-  for (const Dataset& d : data.train) samples.push_back(d.sample_count());
-  const OrderSettings& order = c.pipeline.order;
-  RF_ASSIGN_OR_RETURN(const uint64_t count,
-                      MixtureEpochCount(MixtureSamples(samples, data.weights), order, epoch));
-  return EpochSamples(count, order.batch_size, order.drop_last);
-}
-
-// The samples of an ordinary epoch of each rank, before drop_last (what the schedule's span is
-// counted from).
-uint64_t OrdinaryEpochSamples(const TrainConfig& c, const RunData& data) {
-  OrderSettings order = c.pipeline.order;
-  order.resumed = {};
-  if (!data.mixture())
-    return WindowOrder(data.first().ChunkSampleCounts(), order).EpochSampleCount();
-  std::vector<uint64_t> samples;
-  for (const Dataset& d : data.train) samples.push_back(d.sample_count());
-  const Result<uint64_t> count = MixtureEpochCount(MixtureSamples(samples, data.weights), order, 0);
-  return count.ok() ? count.value() : 0;
-}
-
-// Usage (or, for other datasets, Corruption) naming what differs where the checkpoint `ck` is of
-// another training split than `data`: one dataset against a mixture, other datasets, or other
-// weights.
-Status CheckCheckpointData(const Checkpoint& ck, const RunData& data, const TrainConfig& c) {
-  const std::string& path = c.resume;
-  if (!data.mixture()) {
-    if (!ck.datasets.empty()) {
-      return Status::Usage(
-          "--resume " + path + " is of a mixture of " + std::to_string(ck.datasets.size()) +
-          " datasets (--data a,b --weights ...); this run reads one, " + c.pipeline.data);
-    }
-    if (ck.dataset_id != data.first().header().dataset_id ||
-        ck.dataset_samples != data.first().sample_count()) {
-      return Status::Corruption(
-          path, "checkpoint was trained on another dataset than " + c.pipeline.data);
-    }
-    return Status::Ok();
-  }
-  if (ck.datasets.empty()) {
-    return Status::Usage("--resume " + path + " is of one dataset; this run mixes " +
-                         std::to_string(data.train.size()) + " (" + c.pipeline.data + ")");
-  }
-  if (ck.datasets.size() != data.train.size()) {
-    return Status::Usage("--resume " + path + " is of a mixture of " +
-                         std::to_string(ck.datasets.size()) + " datasets; this run mixes " +
-                         std::to_string(data.train.size()) + " (" + c.pipeline.data + ")");
-  }
-  for (size_t i = 0; i < ck.datasets.size(); ++i) {
-    const Dataset& d = data.train[i];
-    if (ck.datasets[i].dataset_id != d.header().dataset_id ||
-        ck.datasets[i].dataset_samples != d.sample_count()) {
-      return Status::Corruption(path, "checkpoint's dataset " + std::to_string(i + 1) +
-                                          " of the mixture is another than " + d.path() + " (" +
-                                          std::to_string(ck.datasets[i].dataset_samples) +
-                                          " samples, not " + std::to_string(d.sample_count()) +
-                                          ")");
-    }
-  }
-  std::string theirs, ours;
-  bool same = true;
-  for (size_t i = 0; i < ck.datasets.size(); ++i) {
-    char a[32], b[32];
-    std::snprintf(a, sizeof a, "%s%.6g", i ? "," : "", ck.datasets[i].weight);
-    std::snprintf(b, sizeof b, "%s%.6g", i ? "," : "", data.weights[i]);
-    theirs += a;
-    ours += b;
-    same = same && ck.datasets[i].weight == data.weights[i];
-  }
-  if (!same) {
-    return Status::Usage("--weights: --resume " + path + " mixes its datasets by weights " +
-                         theirs + " (normalized), this run by " + ours +
-                         "; a resumed mixture goes on with its own (give those)");
-  }
-  return Status::Ok();
-}
-
-// *model: the model the flags ask for, which a checkpoint of decoded images sets to the image
-// size it trained at (ApplyCheckpoint).
-Result<StartPoint> Start(const RunData& data, World& world, TrainConfig* c, ModelConfig* model) {
-  if (c->resume.empty()) {
-    return StartPoint{InitialParameters(*model, c->pipeline.order.seed),
-                      OptimizerStateZeros(*model, c->optimizer.kind), InitialRunningStats(*model),
-                      RunState{}};
-  }
-  RF_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, CheckpointBytes(c->resume, world));
-  RF_ASSIGN_OR_RETURN(Checkpoint ck, DecodeCheckpoint(bytes.data(), bytes.size(), c->resume));
-  // The checkpoint's settings first (a decoded file's batch size is not 0, so this does not
-  // fail): the model it asks for takes the checkpoint's image size.
-  uint64_t position = 0;
-  RF_RETURN_IF_ERROR(
-      ApplyCheckpoint(ck, c, &position, format::HoldsJpegRecords(data.first().header())));
-  RF_ASSIGN_OR_RETURN(*model, ModelFor(*c, data.first().header()));
-  // The one InvalidArgument: the file is of another model than the one asked for.
-  if (Status st = CheckCheckpointModel(ck, *model, c->resume); !st.ok()) return AsUsage(st);
-  RF_RETURN_IF_ERROR(CheckCheckpointData(ck, data, *c));
-  // What the checkpoint set is held to the options' bounds too (a file of an older ringfeed may
-  // hold a momentum of 5).
-  if (Status st = c->Validate(); !st.ok()) {
-    return Status::Usage(st.message() + " (the value --resume " + c->resume + " holds)");
-  }
-  // The checkpoint's stretches against this dataset (Usage), then its position against the epoch
-  // it continues, which may be one resumed at another world size: its own count.
-  RF_ASSIGN_OR_RETURN(const uint64_t epoch_samples, EpochSamplesOf(*c, data, ck.epoch));
-  if (position > epoch_samples) {
-    return Status::Corruption(c->resume, "checkpoint position is past the end of the epoch");
-  }
-  return StartPoint{std::move(ck.params), std::move(ck.momentum), std::move(ck.running_stats),
-                    RunState{ck.epoch, ck.step, position}};
 }
 
 // The backend and the sources, holding the start point's state; *setup_seconds: how long making
@@ -559,7 +306,7 @@ Status Train(TrainConfig c, const std::vector<std::string>& args,
   // transforms. The schedule spans ordinary epochs at this world size (or the span the checkpoint
   // recorded).
   const TrainConfig asked = c;
-  RF_ASSIGN_OR_RETURN(StartPoint start, Start(data, world, &c, &model));
+  RF_ASSIGN_OR_RETURN(StartPoint start, StartPointFor(data, world, &c, &model));
   const std::vector<std::string> overrides =
       c.resume.empty() ? std::vector<std::string>{} : ResumeOverrides(asked, c, given);
   if (world.rank() == 0) {

@@ -21,7 +21,7 @@ using format::Header;
 using format::kHeaderBytes;
 using testing::TempDir;
 
-// Byte offsets of the fields the tests edit (io/format.cc's table).
+// Byte offsets of the fields the tests edit (io/format_header.cc's table).
 constexpr size_t kOffChannels = 40, kOffHeight = 44, kOffWidth = 48, kOffNdim = 640, kOffDims = 644,
                  kOffChecksum = kHeaderBytes - 8;
 
