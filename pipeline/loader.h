@@ -59,34 +59,28 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "io/dataset.h"
-#include "pipeline/loader_options.h"
 #include "pipeline/output/batch_decode.h"
 #include "pipeline/output/loaded_batch.h"
 #include "pipeline/output/loader_stats.h"
+#include "pipeline/plan/loader_options.h"
+#include "pipeline/plan/loader_plan.h"
 #include "pipeline/sources/pipeline_config.h"
 #include "pipeline/sources/training_source.h"
 
 namespace rf {
 
-// Usage naming the augmentation (`flag`: how the caller's user names it, "--augment" or
-// "augment") where it cannot apply to `h`'s samples: any transform on samples that are not images
-// (token ids, 1 or 4 dims: it would flip or zero ids), a crop whose padding is not below the
-// image's height and width (every crop would be all padding).
-Status CheckAugmentFits(const AugmentParams& augment, const format::Header& h,
-                        const std::string& flag);
-
 class OutputPool;    // pipeline/output/output_pool.h
 class LoaderDevice;  // pipeline/output/loader_device.h
 class BatchWorker;   // pipeline/batch_worker.h
-class ImageStage;    // pipeline/images/image_stage.h
+class BatchMaker;    // pipeline/makers/batch_maker.h
 
 class Loader {
  public:
   // Opens options.pipeline.data and builds the pipeline. Usage errors for options that do not fit
-  // each other or the dataset (a decode the dataset's dtype cannot take, managed mode on the CPU,
-  // device cuda without a GPU, stretches the dataset cannot have had: PipelineConfig::
-  // ValidateFor; an augmentation CheckAugmentFits refuses; more than kMaxOutputBuffers output
-  // buffers); the dataset's own errors as Dataset::Open gives them.
+  // each other or the dataset (ResolveLoader, pipeline/plan/loader_plan.h: an option the kind of
+  // batch does nothing with, a decode the dataset's dtype cannot take, managed mode where it cannot
+  // serve; device cuda without a GPU; stretches the dataset cannot have had: PipelineConfig::
+  // ValidateFor); the dataset's own errors as Dataset::Open gives them.
   static Result<std::unique_ptr<Loader>> Open(const LoaderOptions& options);
   // The same over a dataset the caller has opened; it must outlive the loader.
   static Result<std::unique_ptr<Loader>> Create(const Dataset& dataset,
@@ -102,18 +96,19 @@ class Loader {
   // handed out stay valid.
   ~Loader();
 
-  const Dataset& dataset() const { return *dataset_; }  // a mixture's first
+  const Dataset& dataset() const { return *datasets_[0]; }  // a mixture's first
   // A mixture's datasets (one for a single dataset), and its normalized weights (none).
   const std::vector<const Dataset*>& datasets() const { return datasets_; }
-  const std::vector<double>& weights() const { return weights_; }
-  bool mixture() const { return !weights_.empty(); }
+  const std::vector<double>& weights() const { return plan_.weights; }
+  bool mixture() const { return plan_.mixture(); }
   const LoaderOptions& options() const { return options_; }
+  // What ResolveLoader decided: the kind of batch, its output shape and dtype, the decode.
+  const LoaderPlan& plan() const { return plan_; }
   bool on_gpu() const { return gpu_device_ >= 0; }
   int gpu_device() const { return gpu_device_; }
   // The output shape of one sample ({C, H, W}, {H, W, C}, or the stored shape).
   // Records of any size (tokens, bytes): empty, each record being 1-D of its own length.
-  const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
-  bool records() const { return records_; }
+  const std::vector<int64_t>& sample_shape() const { return plan_.sample_shape; }
 
   // Samples and batches for this rank of the epoch StartEpoch began last (epoch 0 before any):
   // the same for every rank, and for every epoch but a resumed one
@@ -146,9 +141,7 @@ class Loader {
   // The raw level (stored-dtype batches; `ringfeed train`). Not to be mixed with Next(). For
   // decoded images, Next()'s batches (in the output dtype and layout, labels int64, each valid
   // until the next call) as a TrainingSource.
-  TrainingSource& source() { return images_ ? *decoded_source_ : *source_; }
-  // Whether the batches are decoded images of image/jpeg records.
-  bool images() const { return images_ != nullptr; }
+  TrainingSource& source() { return decoded_source_ ? *decoded_source_ : *source_; }
   // The bad image records skipped in the epoch StartEpoch began last (skip_bad_records).
   SkippedRecords skipped() const;
 
@@ -159,47 +152,35 @@ class Loader {
  private:
   Loader() = default;
   Status Build(const std::vector<const Dataset*>& datasets, const LoaderOptions& options);
-  // A mixture's source, each dataset's StreamingSource made as a single dataset's would be
-  // (`host_staging`: its staging in host memory, as records' and decoded images' are).
-  Status BuildMixture(const LoaderOptions& options, bool host_staging);
-  // Usage where drop_last would drop every batch of an epoch (options_, datasets_, weights_).
-  Status CheckDropLast() const;
-  bool records_ = false;  // the dataset holds records of any size (tokens, bytes)
-  // A batch whose writes are queued: marked ready, its indices and place set.
-  Result<std::shared_ptr<LoadedBatch>> HandOut(std::shared_ptr<LoadedBatch> out, uint64_t position);
-  // The next batch made now, on the calling thread (Next's, or the worker's); MakeImages: the
-  // image stage's.
+  // The source the plan stages: a mixture's, the managed one, or one dataset's StreamingSource.
+  Status BuildSource();
+  // A mixture's source, each dataset's StreamingSource made as a single dataset's would be.
+  Status BuildMixture();
+  // A batch the maker made (its writes queued), marked ready.
   Result<std::shared_ptr<LoadedBatch>> Make();
-  Result<std::shared_ptr<LoadedBatch>> MakeImages();
   // The source's figures, read on the thread that runs it (stats() reads them there without the
   // worker, from the worker's last snapshot with it).
   LoaderStats SourceStats() const;
-  // With the worker: snapshot_ and the image stage's skipped records, read on the thread that
-  // runs the source (the worker's, or StartEpoch's while the worker is stopped).
+  // With the worker: snapshot_ and the maker's skipped records, read on the thread that runs
+  // the source (the worker's, or StartEpoch's while the worker is stopped).
   void TakeSnapshot();
   // The source's poll: options.poll on the consumer's thread; on the worker's, whether Stop()
   // waits for it.
   Status Poll() const;
 
   std::vector<std::unique_ptr<Dataset>> owned_datasets_;
-  const Dataset* dataset_ = nullptr;
   std::vector<const Dataset*> datasets_;
-  std::vector<double> weights_;  // normalized; empty: one dataset
   LoaderOptions options_;
+  LoaderPlan plan_;
   int gpu_device_ = -1;
-  std::vector<int64_t> sample_shape_;
-  DecodeSpec decode_;
   std::unique_ptr<LoaderDevice> device_;
   std::shared_ptr<OutputPool> pool_;
   // Declared after device_ (whose stream it uses), so destroyed first.
   std::unique_ptr<TrainingSource> source_;
-  // Decoded images: the stage over source_ and pool_, and Next() as a TrainingSource; destroyed
-  // before source_ (~Loader).
-  std::unique_ptr<ImageStage> images_;
+  // The plan's kind of batch over source_ and pool_, destroyed before source_ (~Loader); and for
+  // a maker whose batches are not the source's (decoded images), Next() as a TrainingSource.
+  std::unique_ptr<BatchMaker> maker_;
   std::unique_ptr<TrainingSource> decoded_source_;
-  // Builds images_ for image/jpeg records where options.image.size is not 0: over one dataset,
-  // or over the mixture of datasets_ (weights_), whose batches it decodes as one dataset's.
-  Status BuildImages(const LoaderOptions& options);
   uint64_t epoch_ = 0;
   // With the worker (which runs the source meanwhile): epoch_'s samples as the source said at
   // StartEpoch, and the place the batches handed out leave off. Without it, the source's own
@@ -210,8 +191,8 @@ class Loader {
   uint64_t clock_start_ns_ = 0;  // the first StartEpoch or Next: stats()'s clock
   // options.worker: made at the first Next(), destroyed before the source and pool it uses
   // (declared last). `started_`: producing since the last StartEpoch. `snapshot_`: SourceStats()
-  // as of the worker's last batch, under snapshot_mu_; so are the image stage's skipped records
-  // (the worker runs the stage).
+  // as of the worker's last batch, under snapshot_mu_; so are the maker's skipped records (the
+  // worker runs the maker).
   bool started_ = false;
   mutable std::mutex snapshot_mu_;
   LoaderStats snapshot_;

@@ -6,7 +6,7 @@
 
 #include "core/augment_spec.h"
 #include "pipeline/images/image_options.h"
-#include "pipeline/loader_options.h"
+#include "pipeline/plan/loader_options.h"
 #include "pipeline/sources/pipeline_config.h"
 
 namespace rf {

@@ -1,5 +1,5 @@
 """The signature and the "Options" part of the help of a class whose keyword arguments are an
-option table's (the library's declarations: pipeline/loader_options.h for Loader,
+option table's (the library's declarations: pipeline/plan/loader_options.h for Loader,
 io/writer_options.h for DatasetWriter), made from the table's own list: name, type, default,
 rule, words, what None means, help. The library checks and sets every keyword argument through
 the same declarations, so the help, the signature and what is taken cannot drift apart."""

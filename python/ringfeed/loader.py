@@ -84,9 +84,6 @@ _MAX_STRETCHES = 1024
 _OPTION_KEYS = ("seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "rank",
                 "world_size", "augment", "dtype") + _LOOK_KEYS + _IMAGE_KEYS
 
-_FLOAT_OUTPUTS = ("float32", "bfloat16", "float16")
-
-
 class BadRecordsSkipped(UserWarning):
     """Warned at the end of an epoch in which a loader with skip_bad_records=True skipped image
     records that did not decode: how many, and the first ten named (sample index, file, chunk,
@@ -245,7 +242,7 @@ def _device_option(device: Any) -> Tuple[str, int]:
     return kind, -1
 
 
-# The loader's options, declared once in the library (pipeline/loader_options.h): name, type,
+# The loader's options, declared once in the library (pipeline/plan/loader_options.h): name, type,
 # default, rule, words, what None means where the default is not one value, help. The Loader's
 # signature and the "Options" part of its help are made from them, and every keyword argument is
 # checked and set by the library through the same declarations as `ringfeed train`'s flags.
@@ -344,24 +341,13 @@ class Loader:
         mixture = open_datasets(data, options["weights"], _open_dataset) if (
             "weights" in options) else None
         dataset = mixture[0] if mixture else _open_dataset(data)
-        # image/jpeg records are decoded into images unless image_size is 0.
-        images = (dataset.record_kind == "bytes" and dataset.media_type == "image/jpeg"
-                  and options.get("image_size", _OPTIONS["image_size"]["default"]) != 0)
-        dtype = options.get("dtype", "float32" if dataset.is_image or images else dataset.dtype)
-        canonical = _ringfeed.dtype_name(dtype) if isinstance(dtype, str) else None
-        if canonical is None:
-            raise UsageError(f"dtype: unknown dtype {dtype!r} (float32, bfloat16, float16, or the "
-                             f"dataset's own, {dataset.dtype})")
-        self._records = dataset.record_kind != "tensor" and not images
-        # The recorded keys a state must agree on with this loader (_LOOK_KEYS).
-        self._look_keys = ((() if self._records else _LOOK_KEYS) +
-                           (_IMAGE_KEYS if dataset.record_kind == "bytes"
-                            and dataset.media_type == "image/jpeg" else ()))
-        if self._records and (canonical != dataset.dtype or options.get("normalize")):
-            raise UsageError(f"dtype and normalize: {dataset.record_kind} records come out as "
-                             f"stored ({dataset.dtype} values and int64 offsets), not decoded")
-        options["dtype"] = canonical
-        options.setdefault("normalize", canonical in _FLOAT_OUTPUTS and not self._records)
+        if "dtype" in options:
+            dtype = options["dtype"]
+            canonical = _ringfeed.dtype_name(dtype) if isinstance(dtype, str) else None
+            if canonical is None:
+                raise UsageError(f"dtype: unknown dtype {dtype!r} (float32, bfloat16, float16, "
+                                 f"or the dataset's own, {dataset.dtype})")
+            options["dtype"] = canonical
         if ("mean" in options) != ("std" in options):
             raise UsageError("mean and std: give both or neither")
 
@@ -371,8 +357,14 @@ class Loader:
             self._native = _ringfeed._Loader(mixture, options, gpu)
         else:
             self._native = _ringfeed._Loader(dataset, options, gpu)
-        # What the batches depend on, as the library took it (its defaults where not given).
+        # What the batches depend on, as the library took it (its defaults where not given),
+        # and the kind of batch it decided (pipeline/plan/loader_plan.h).
         self._options = self._native.options()
+        self._records = self._native.kind() == "records"
+        # The recorded keys a state must agree on with this loader (_LOOK_KEYS).
+        self._look_keys = ((() if self._records else _LOOK_KEYS) +
+                           (_IMAGE_KEYS if dataset.record_kind == "bytes"
+                            and dataset.media_type == "image/jpeg" else ()))
         self._batch_size = self._options["batch_size"]
         # The samples of an ordinary epoch of this rank, at which such an epoch is over: every
         # sample, or with drop_last the last full batch's end.

@@ -1,7 +1,7 @@
 // ringfeed._ringfeed: the bindings under the Python package (python/ringfeed/). Thin: each binding
 // calls the library (pipeline/loader.h, io/dataset.h) or dlpack_export.h and converts values; the
 // epoch protocol and state dicts are the package's Python (python/ringfeed/loader.py), reached by
-// its pytest suite. The loader's options are pipeline/loader_options.h's table: their names,
+// its pytest suite. The loader's options are pipeline/plan/loader_options.h's table: their names,
 // defaults, bounds and help come from there (loader_options()), and each keyword argument is
 // converted by its declared type and set through the table (MakeOptions), with no option named
 // here.
@@ -41,9 +41,9 @@
 #include "io/format.h"
 #include "options/option_table.h"
 #include "pipeline/loader.h"
-#include "pipeline/loader_options.h"
 #include "pipeline/order/window_order.h"
 #include "pipeline/output/batch_decode.h"
+#include "pipeline/plan/loader_options.h"
 #include "pipeline/sequences/sequence_loader.h"
 #include "pipeline/sources/mixture.h"
 #include "pipeline/sources/pipeline_config.h"
@@ -436,8 +436,8 @@ MixtureState MixtureStateFrom(const py::dict& d) {
 }
 
 // --- Options ---------------------------------------------------------------------------------
-// Every keyword argument of the loader is an option of pipeline/loader_options.h's table: each is
-// converted by its declared type alone (option_values.h) and set through the table (its bounds,
+// Every keyword argument of the loader is an option of pipeline/plan/loader_options.h's table: each
+// is converted by its declared type alone (option_values.h) and set through the table (its bounds,
 // its words, where it does something), so this file holds no option of its own.
 
 // The LoaderOptions the keyword arguments `options` ask for (None: the default), refusing one
@@ -447,6 +447,8 @@ LoaderOptions MakeOptions(const Dataset& d, const py::dict& options, int gpu) {
   LoaderOptions o;
   const std::set<std::string> given = SetKeywords(table, kLoaderApi, options, &o);
   Check(table.RefuseIdle(o, given, OptionFace::kPython));
+  // What the data calls for where they are left out (ResolveLoader).
+  o.output.given = {true, given.count("dtype") != 0, given.count("normalize") != 0};
   o.pipeline.data = d.shard_path(0);
   Check(o.pipeline.Validate(OptionFace::kPython));  // what Loader::Create checks, named as here
   o.gpu = gpu;
@@ -707,7 +709,7 @@ PYBIND11_MODULE(_ringfeed, m) {
 
   m.def(
       "loader_options", [] { return OptionList(LoaderOptionTable().Specs(kLoaderApi)); },
-      "The loader's options (pipeline/loader_options.h): a list of dicts of name, type, "
+      "The loader's options (pipeline/plan/loader_options.h): a list of dicts of name, type, "
       "default, rule, words, unset (what None means where the default is not one value) and "
       "help.");
   m.attr("max_epoch") = py::int_(kMaxEpoch);
@@ -860,6 +862,12 @@ PYBIND11_MODULE(_ringfeed, m) {
            [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.gpu_device(); }); })
       .def("sample_shape",
            [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.sample_shape(); }); })
+      .def(
+          "kind",
+          [](NativeLoader& n) {
+            return std::string(BatchKindName(n.Locked([](Loader& l) { return l.plan().kind; })));
+          },
+          "The kind of batch ResolveLoader decided: 'tensors', 'records' or 'images'.")
       .def("describe",
            [](NativeLoader& n) { return n.Locked([](Loader& l) { return l.Describe(); }); })
       .def("stats", [](NativeLoader& n) {

@@ -1,4 +1,4 @@
-"""The loader's options are the library's declarations (pipeline/loader_options.h): the signature
+"""The loader's options are the library's declarations (pipeline/plan/loader_options.h): the signature
 help() shows, the defaults (the command line's), the bounds checked before anything is allocated,
 the types (NumPy's integers and bools taken as Python's), and the options that would do nothing
 refused as `ringfeed train` refuses them."""

@@ -62,7 +62,7 @@ std::vector<Copy> Epochs(const LoaderOptions& o, cudaStream_t stream) {
   Result<std::unique_ptr<Loader>> l = Loader::Open(o);
   EXPECT_TRUE(l.ok()) << l.status().ToString();
   if (!l.ok()) return out;
-  EXPECT_TRUE((*l)->images());
+  EXPECT_EQ((*l)->plan().kind, BatchKind::kImages);
   const size_t bytes = size_t{3} * o.image.size * o.image.size * DTypeSize(o.output.dtype);
   auto fetch = [&](LoadedBatch& b) { return testing::CopyToHost(b, bytes, stream); };
   std::shared_ptr<LoadedBatch> held;

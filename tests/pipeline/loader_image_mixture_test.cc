@@ -109,7 +109,7 @@ TEST_F(LoaderImageMixture, EverySampleIsItsRecordDecodedUnderItsMixtureKey) {
   const LoaderOptions o = Options(ImageCrop::kRandomResized);
   auto l = Open({"a.rfd", "b.rfd"}, o);
   ASSERT_TRUE(l);
-  EXPECT_TRUE(l->images());
+  EXPECT_EQ(l->plan().kind, BatchKind::kImages);
   EXPECT_EQ(l->sample_shape(), (std::vector<int64_t>{kSize, kSize, 3}));
   EXPECT_NE(l->Describe().find("mixture of 2 datasets"), std::string::npos) << l->Describe();
   EXPECT_NE(l->Describe().find("images 32x32 (random resized crop and flip)"), std::string::npos);

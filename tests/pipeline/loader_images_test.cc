@@ -105,8 +105,8 @@ TEST_F(LoaderImages, EverySampleIsItsOwnRecordDecodedUnderItsOwnCrop) {
   const LoaderOptions o = DecodedOptions(Data(), 16, ImageCrop::kRandomResized);
   auto l = testing::OpenLoader(o);
   ASSERT_TRUE(l);
-  EXPECT_TRUE(l->images());
-  EXPECT_FALSE(l->records());
+  EXPECT_EQ(l->plan().kind, BatchKind::kImages);
+
   EXPECT_EQ(l->sample_shape(), (std::vector<int64_t>{32, 32, 3}));
   auto ref = JpegImageDecoder::Create(testing::ImageSpecOf(o));
   ASSERT_TRUE(ref.ok());
@@ -398,8 +398,7 @@ TEST_F(LoaderImages, WhatDecodedImagesCannotTakeIsRefusedNamingTheOption) {
   o.image.threads = 0;
   auto raw = testing::OpenLoader(o);
   ASSERT_TRUE(raw);
-  EXPECT_TRUE(raw->records());
-  EXPECT_FALSE(raw->images());
+  EXPECT_EQ(raw->plan().kind, BatchKind::kRecords);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "io/dataset.h"
-#include "pipeline/loader_options.h"
+#include "pipeline/plan/loader_options.h"
 #include "pipeline/sources/batch_source.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/token_documents.h"

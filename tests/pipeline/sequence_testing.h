@@ -16,7 +16,7 @@
 
 #include "io/dataset.h"
 #include "io/dataset_writer.h"
-#include "pipeline/loader_options.h"
+#include "pipeline/plan/loader_options.h"
 #include "pipeline/sequences/sequence_loader.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/token_documents.h"

@@ -1,5 +1,5 @@
 // The option declarations themselves (src/train_options.h, pipeline/sources/pipeline_config.h,
-// pipeline/loader_options.h): every bound fits the field it guards, the faces share their
+// pipeline/plan/loader_options.h): every bound fits the field it guards, the faces share their
 // defaults, every size has an upper end, and the option tables of docs/options.md (the README
 // links them) say what the declarations say.
 //
@@ -24,7 +24,7 @@
 #include <set>
 #include <sstream>
 
-#include "pipeline/loader_options.h"
+#include "pipeline/plan/loader_options.h"
 #include "pipeline/sources/pipeline_config.h"
 #include "src/read_options.h"
 

@@ -58,7 +58,7 @@
 #include "io/dataset.h"
 #include "io/dataset_writer.h"
 #include "io/file.h"
-#include "pipeline/loader_options.h"
+#include "pipeline/plan/loader_options.h"
 #include "pipeline/sequences/sequence_loader.h"
 #include "pipeline/stage/trace.h"
 // A build with the GPU's way of packing (the ids packed narrow, widened on the device) has these.

@@ -1,5 +1,5 @@
 // The option parser on hostile text: the fuzzer's bytes as a command line (split at NUL bytes)
-// and as a --config file's text, read by the loader's declarations (pipeline/loader_options.h:
+// and as a --config file's text, read by the loader's declarations (pipeline/plan/loader_options.h:
 // the pipeline's options and the output's, every type the schema has) through the parser every
 // program uses (options/command_line.h), then set through the table. Whatever is accepted meets
 // the schema's contract:
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "options/command_line.h"
-#include "pipeline/loader_options.h"
+#include "pipeline/plan/loader_options.h"
 #include "tools/fuzz/fuzz_common.h"
 
 using namespace rf;

@@ -39,6 +39,19 @@ struct OutputOptions {
   // epoch and the sample's global index, so the same on the host and the GPU, and on resume. Leave
   // it off for a test split.
   std::string augment;
+  // Which of dtype and normalize the caller gave, where it says (`told`: the Python face, its
+  // keywords left out or not). Then ResolveLoader takes what the data calls for in place of one
+  // not given (float32 for images, decoded or stored as intensities; the stored dtype for ids and
+  // records; normalize for a float output of samples that are no records) and refuses records
+  // handed out given another dtype, or normalize. Otherwise (C++ callers) both are taken as they
+  // are, and records, which come out as stored, ignore them. The loader's options() hold the
+  // values taken.
+  struct Given {
+    bool told = false;
+    bool dtype = false;
+    bool normalize = false;
+    bool operator==(const Given&) const = default;
+  } given;
 };
 
 struct LoaderOptions {

@@ -1,4 +1,4 @@
-#include "pipeline/loader_options.h"
+#include "pipeline/plan/loader_options.h"
 
 #include <cfloat>
 #include <cstdint>
