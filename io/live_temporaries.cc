@@ -116,8 +116,11 @@ void UnlinkLiveTemporaries() {
       if (before % 2 != 0) continue;
       const pid_t pid = e->pid;
       for (size_t i = 0; i < e->capacity; ++i) copy[i] = e->path[i];
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (e->sequence.load(std::memory_order_relaxed) != before) continue;
+      // The copy's reads stay before this read of the number: an atomic read-modify-write that
+      // changes nothing, with release order (a seqlock's reader as Boehm's "Can seqlocks get
+      // along with programming language memory models?" writes it), rather than an acquire fence
+      // before a relaxed load, which GCC's ThreadSanitizer refuses to compile (-Wtsan).
+      if (e->sequence.fetch_add(0, std::memory_order_acq_rel) != before) continue;
       copy[e->capacity - 1] = '\0';
       if (pid == self) ::unlink(copy);
       break;
