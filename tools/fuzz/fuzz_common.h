@@ -32,7 +32,8 @@ struct Field {
   size_t width;
 };
 
-// The dataset header's fields (io/format.cc's offsets, checked against EncodeHeader on first use).
+// The dataset header's fields (io/format_header.cc's offsets, checked against EncodeHeader on
+// first use).
 const std::vector<Field>& HeaderFields();
 // The fields of the chunk index entries of `file` (where its header places them, as many as lie
 // inside the file; 48-byte entries, or 64-byte ones where the header says version 2 or later,
