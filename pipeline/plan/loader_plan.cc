@@ -104,9 +104,9 @@ Status CheckDropLast(const LoaderOptions& options, const std::vector<const Datas
   return Status::Ok();
 }
 
-// The decode of image/jpeg records into images (kImages).
-Result<ImageDecodeSpec> ImageSpecFor(const LoaderOptions& options) {
-  const OutputOptions& out = options.output;
+// The decode of image/jpeg records into images (kImages), in the output `out` (options.output
+// with dtype and normalize taken).
+Result<ImageDecodeSpec> ImageSpecFor(const LoaderOptions& options, const OutputOptions& out) {
   if (AugmentGiven(out)) {
     return Status::Usage(
         "augment: image/jpeg records are decoded with their own random resized crop and flip "
@@ -255,11 +255,9 @@ Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
                              : BatchKind::kTensors;
   RF_ASSIGN_OR_RETURN(plan.output_options,
                       ResolveOutput(options.output, plan.kind, plan.decoded, h));
-  LoaderOptions taken = options;
-  taken.output = plan.output_options;
   const OutputOptions& out = plan.output_options;
   if (plan.kind == BatchKind::kImages) {
-    RF_ASSIGN_OR_RETURN(plan.image, ImageSpecFor(taken));
+    RF_ASSIGN_OR_RETURN(plan.image, ImageSpecFor(options, plan.output_options));
     const int64_t size = plan.image.size;
     plan.sample_shape = plan.image.channels_last ? std::vector<int64_t>{size, size, 3}
                                                  : std::vector<int64_t>{3, size, size};
