@@ -1,7 +1,7 @@
 // The library loader's options (LoaderOptions, for pipeline/loader.h), declared once: the
 // pipeline's that the loader takes (pipeline/sources/pipeline_config.h) and the output's (dtype,
 // layout, normalization, augmentation, buffers). Python's ringfeed.Loader takes exactly these, as
-// keyword arguments with '_' for '-' (python/src/module.cc sets them through this table; loader.py
+// keyword arguments with '_' for '-' (python/src/loaders.cc sets them through this table; loader.py
 // makes its signature and help from it).
 //
 // Thread safety: the table is built on first use (a function-local static) and only read after.

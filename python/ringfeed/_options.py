@@ -2,13 +2,18 @@
 option table's (the library's declarations: pipeline/plan/loader_options.h for Loader,
 io/writer_options.h for DatasetWriter), made from the table's own list: name, type, default,
 rule, words, what None means, help. The library checks and sets every keyword argument through
-the same declarations, so the help, the signature and what is taken cannot drift apart."""
+the same declarations, so the help, the signature and what is taken cannot drift apart. And
+the defaults only Python knows: the process's rank and world size, the device's words."""
 
 from __future__ import annotations
 
 import inspect
+import os
 import re
-from typing import Any, Dict, Sequence
+import sys
+from typing import Any, Dict, Sequence, Tuple
+
+from ._ringfeed import UsageError
 
 
 def options_help(options: Dict[str, Dict[str, Any]]) -> str:
@@ -47,3 +52,39 @@ def signature(options: Dict[str, Dict[str, Any]], first: Sequence[str],
     params += [by_name[n] for n in positional]
     params += [p for n, p in by_name.items() if n not in positional]
     return inspect.Signature(params)
+
+
+def _process_rank() -> Tuple[int, int]:
+    """This process's (rank, world size): torch.distributed's where it is initialized (looked
+    up, never imported: a process that runs torch.distributed has imported it), else the RANK
+    and WORLD_SIZE environment variables (as torchrun sets them), else (0, 1)."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return int(dist.get_rank()), int(dist.get_world_size())
+    values = []
+    for var, default in (("RANK", 0), ("WORLD_SIZE", 1)):
+        text = os.environ.get(var)
+        if text is None or text == "":
+            values.append(default)
+            continue
+        try:
+            values.append(int(text))
+        except ValueError:
+            raise UsageError(f"the {var} environment variable must be an integer, "
+                             f"got {text!r}") from None
+    return values[0], values[1]
+
+
+def _device_option(device: Any) -> Tuple[str, int]:
+    """'cuda', 'cuda:N', 'cpu', 'auto' or None (a torch.device works too) -> (kind, gpu)."""
+    if device is None:
+        return "auto", -1
+    text = str(device)
+    kind, _, index = text.partition(":")
+    if kind == "cuda" and index:
+        if not index.isdigit():
+            raise UsageError(f"device must be 'cuda', 'cuda:N', 'cpu' or None, got {device!r}")
+        return "cuda", int(index)
+    if kind not in ("cuda", "cpu", "auto") or index:
+        raise UsageError(f"device must be 'cuda', 'cuda:N', 'cpu' or None, got {device!r}")
+    return kind, -1

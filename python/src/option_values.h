@@ -1,6 +1,6 @@
 // Python values as option values and back, by the option's declared type alone
 // (options/option_spec.h): what every binding that takes an option table's keyword arguments
-// converts through (module.cc's Loader, writer.cc's DatasetWriter), so no option is named in a
+// converts through (loaders.cc's loaders, writer.cc's DatasetWriter), so no option is named in a
 // binding. The value is then checked and set by the table, its refusals UsageError naming the
 // keyword.
 //

@@ -56,16 +56,16 @@ def main():
     loader2 = ringfeed.Loader(a.data, a.batch_size, device="cuda", dtype="bfloat16",
                               layout="NHWC", normalize=True, drop_last=True, io="buffered")
     n2 = loader2._native
-    n2.start_epoch(0, 0)
+    iteration = n2.begin()
     for _ in range(a.batches):
         t_end = time.perf_counter() + a.step_ms / 1e3
         while time.perf_counter() < t_end:
             pass
         t0 = time.perf_counter_ns()
-        out = n2.next()
+        out, _ = n2.next(*iteration)
         t1 = time.perf_counter_ns()
         if out is None:
-            n2.start_epoch(1, 0)
+            iteration = n2.begin()
         cols["native_next"].append((t1 - t0) / 1e3)
     for k, v in cols.items():
         if v:

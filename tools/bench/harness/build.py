@@ -104,11 +104,10 @@ class Build:
         includes = subprocess.run([ctx.python_exe, "-m", "pybind11", "--includes"],
                                   capture_output=True, text=True).stdout.split() or [
             "-I" + sysconfig.get_paths()["include"]]
-        # The binding's own sources (the DLPack export is a library of lib/), those the package's
-        # tree has.
-        sources = [f for f in (os.path.join(src, "python", "src", n)
-                               for n in ("module.cc", "option_values.cc", "writer.cc"))
-                   if os.path.exists(f)]
+        # The binding's own sources (the DLPack export is a library of lib/): every .cc of the
+        # package's tree's python/src.
+        sources = sorted(glob.glob(os.path.join(src, "python", "src", "*.cc")))
+        sources = [f for f in sources if not f.endswith("dlpack_export.cc")]
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
         cmd = ["g++", "-O2", "-std=c++20", "-shared", "-fPIC", "-fvisibility=hidden",
                "-DRINGFEED_HAVE_CUDA=1", f'-DRINGFEED_VERSION="{version}"', f"-I{src}",

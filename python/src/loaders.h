@@ -1,0 +1,23 @@
+// The native half of ringfeed.Loader (python/ringfeed/loader.py): _Loader, one rf::EpochLoader
+// (pipeline/epoch_loader.h: the epoch protocol and its checkpoints) over one _Dataset or a
+// mixture of them, and _SequenceLoader, one rf::SequenceLoader (packed sequences) with its
+// state (pipeline/state/packed_state.h). The loader's options are pipeline/plan/loader_options.h's
+// table: their names, defaults, bounds and help come from there (loader_options()), and each
+// keyword argument is converted by its declared type and set through the table (MakeOptions),
+// with no option named here. A state dict is converted value for value to the library's JSON
+// (json_values.h), which checks it.
+//
+// The GIL is released around every call that can block (opening, Next, restoring, closing). A
+// loader is used by one thread at a time (loader.h): each call takes the loader's mutex, with the
+// GIL released while it waits, so a second Python thread blocks there instead of deadlocking on
+// the GIL. Ctrl-C: the loader's poll (LoaderOptions::poll) runs Python's signal handlers about
+// every 100 ms of a wait for data; a KeyboardInterrupt ends the wait and is raised from the call.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace rf::python {
+
+void BindLoaders(pybind11::module_& m);
+
+}  // namespace rf::python
