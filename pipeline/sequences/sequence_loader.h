@@ -57,6 +57,10 @@
 // run), copied over, and a kernel on the loader's stream widens the ids, pads the rows and writes
 // position_ids from the cu_seqlens (LoaderDevice::PutSequencesAsync): 2 bytes a token over PCIe
 // instead of 16. The batches are the same, bit for bit, either way.
+//
+// Its parts: each dataset and its stream is a SequenceSource (sequence_source.h), the copies a
+// SequencePacker (sequence_packer.h), the state's values sequence_state.h's; the worker and the
+// putter are sequence_loader_threads.cc's.
 #pragma once
 
 #include <condition_variable>
