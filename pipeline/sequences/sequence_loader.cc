@@ -1,8 +1,6 @@
 #include "pipeline/sequences/sequence_loader.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -10,66 +8,20 @@
 
 #include "core/clock.h"
 #include "core/cpus.h"
-#include "core/thread_name.h"
 #include "pipeline/output/loader_device.h"
 #include "pipeline/output/make_loader_device.h"
 #include "pipeline/output/output_pool.h"
+#include "pipeline/sequences/sequence_packer.h"
+#include "pipeline/sequences/sequence_source.h"
 #include "pipeline/sources/batch_source.h"
 #include "pipeline/sources/streaming_source.h"
-#include "pipeline/stage/work_pool.h"
 
 namespace rf {
 namespace {
 
-constexpr uint64_t kNowhere = std::numeric_limits<uint64_t>::max();
-// Records a source's loader takes at a time (read in place: pipeline/sources/training_source.h's
-// NextInPlace; the pieces of a batch that read them are copied before the next take).
-constexpr uint32_t kRecordBatch = 512;
 constexpr size_t kPartAlign = 64;
-// The bytes a packing thread writes at least for a batch to be split over more threads (less,
-// and waking a thread costs more than it saves).
-constexpr uint64_t kPartBytes = 128 << 10;
 
 size_t Aligned(size_t n) { return (n + kPartAlign - 1) / kPartAlign * kPartAlign; }
-
-// `count` ids of `src` (stored dtype s) into `dst`.
-template <typename Out>
-void CopyIds(const uint8_t* src, DType s, uint64_t count, Out* dst) {
-  switch (s) {
-    case DType::kUInt16: {
-      if constexpr (std::is_same_v<Out, uint16_t>) {
-        std::memcpy(dst, src, count * sizeof(Out));
-        return;
-      }
-      const auto* p = reinterpret_cast<const uint16_t*>(src);
-      for (uint64_t i = 0; i < count; ++i) dst[i] = static_cast<Out>(p[i]);
-      return;
-    }
-    case DType::kInt32: {
-      if constexpr (std::is_same_v<Out, int32_t>) {
-        std::memcpy(dst, src, count * sizeof(Out));
-        return;
-      }
-      const auto* p = reinterpret_cast<const int32_t*>(src);
-      for (uint64_t i = 0; i < count; ++i) dst[i] = static_cast<Out>(p[i]);
-      return;
-    }
-    default: {
-      if constexpr (std::is_same_v<Out, int64_t>) {
-        std::memcpy(dst, src, count * sizeof(Out));
-        return;
-      }
-      const auto* p = reinterpret_cast<const int64_t*>(src);
-      for (uint64_t i = 0; i < count; ++i) dst[i] = static_cast<Out>(p[i]);
-      return;
-    }
-  }
-}
-
-// Parts of `total` units for threads that each take at least `least` (at most `most` parts).
-uint32_t Parts(uint64_t total, uint64_t least, uint32_t most) {
-  return static_cast<uint32_t>(std::clamp<uint64_t>(total / std::max<uint64_t>(least, 1), 1, most));
-}
 
 }  // namespace
 
@@ -77,414 +29,10 @@ uint32_t DefaultPackThreads() {
   return std::clamp<uint32_t>(AvailableCpus() / LocalRanks() / 4, 1, 4);
 }
 
-// A batch's tokens as the worker walks the stream: the pieces to copy, each a run of ids from a
-// record where the source's staging holds it (or one end-of-document token), to its place in the
-// batch. The copies run on the pool, split by rows; Flush runs those added so far before a source
-// moves on from the records they read.
-class SequenceLoader::Packer {
- public:
-  explicit Packer(uint32_t threads) : pool_(threads, "rf-pack-help") {}
-
-  uint32_t threads() const { return pool_.threads(); }
-
-  // A batch into `tokens` (ids of dtype `out`, `row` a row).
-  void Begin(void* tokens, DType out, uint64_t row, int64_t eod) {
-    tokens_ = static_cast<uint8_t*>(tokens);
-    out_ = out;
-    row_ = row;
-    eod_ = eod;
-    pieces_.clear();
-    row_pieces_.clear();
-    done_ = 0;
-  }
-  void BeginRow() { row_pieces_.push_back(pieces_.size()); }
-  // `count` ids of dtype `dtype` at `src` to element `dst` of the batch.
-  void Add(const uint8_t* src, DType dtype, uint64_t dst, uint64_t count) {
-    pieces_.push_back({src, dst, count, dtype});
-  }
-  void AddEod(uint64_t dst) { pieces_.push_back({nullptr, dst, 1, out_}); }
-
-  // Copies the pieces added so far (the records they read are about to be let go).
-  void Flush() {
-    const size_t from = done_, to = pieces_.size();
-    if (from == to) return;
-    uint64_t ids = 0;
-    for (size_t i = from; i < to; ++i) ids += pieces_[i].count;
-    const uint32_t parts = Parts(ids * DTypeSize(out_), kPartBytes, 2 * pool_.threads());
-    pool_.Run(parts, [&](uint32_t p) {
-      // Parts of about equal ids, cut at pieces.
-      const uint64_t lo = ids * p / parts, hi = ids * (p + 1) / parts;
-      uint64_t at = 0;
-      for (size_t i = from; i < to && at < hi; ++i) {
-        if (at >= lo) Copy(pieces_[i]);
-        at += pieces_[i].count;
-      }
-    });
-    done_ = to;
-  }
-
-  // Copies the rest of the batch's `rows` rows; with `positions` (the host's batch, written
-  // whole here) fills each row past lengths[r] with `pad` and writes each input's place in its
-  // segment (row r's segments: cu[row_segments[r]] .. up to cu[row_segments[r + 1]]).
-  void Finish(uint64_t rows, const int64_t* lengths, const int32_t* cu,
-              const std::vector<size_t>& row_segments, int64_t* positions, int64_t pad) {
-    row_pieces_.push_back(pieces_.size());
-    const uint64_t per_row = row_ * (DTypeSize(out_) + (positions != nullptr ? 8 : 0));
-    const uint32_t parts = static_cast<uint32_t>(
-        std::min<uint64_t>(rows, Parts(rows * per_row, kPartBytes, 2 * pool_.threads())));
-    pool_.Run(parts, [&](uint32_t p) {
-      const uint64_t r0 = rows * p / parts, r1 = rows * (p + 1) / parts;
-      for (size_t i = std::max(row_pieces_[r0], done_); i < row_pieces_[r1]; ++i) Copy(pieces_[i]);
-      if (positions == nullptr) return;
-      for (uint64_t r = r0; r < r1; ++r) {
-        Fill(r * row_ + static_cast<uint64_t>(lengths[r]), (r + 1) * row_, pad);
-        for (size_t k = row_segments[r]; k < row_segments[r + 1]; ++k) {
-          const int64_t first = cu[k], end = cu[k + 1];
-          int64_t* out = positions + first;
-          for (int64_t t = 0; t < end - first; ++t) out[t] = t;
-        }
-      }
-    });
-    done_ = pieces_.size();
-  }
-
- private:
-  struct Piece {
-    const uint8_t* src;  // null: one end-of-document token
-    uint64_t dst;
-    uint64_t count;
-    DType dtype;
-  };
-
-  template <typename Out>
-  void CopyAs(const Piece& piece) {
-    Out* dst = reinterpret_cast<Out*>(tokens_) + piece.dst;
-    if (piece.src == nullptr) {
-      *dst = static_cast<Out>(eod_);
-    } else {
-      CopyIds(piece.src, piece.dtype, piece.count, dst);
-    }
-  }
-  void Copy(const Piece& piece) {
-    switch (out_) {
-      case DType::kUInt16:
-        return CopyAs<uint16_t>(piece);
-      case DType::kInt32:
-        return CopyAs<int32_t>(piece);
-      default:
-        return CopyAs<int64_t>(piece);
-    }
-  }
-  // Elements [from, to) of the batch's tokens as `pad`.
-  void Fill(uint64_t from, uint64_t to, int64_t pad) {
-    if (out_ == DType::kInt32) {
-      std::fill(reinterpret_cast<int32_t*>(tokens_) + from,
-                reinterpret_cast<int32_t*>(tokens_) + to, static_cast<int32_t>(pad));
-    } else {
-      std::fill(reinterpret_cast<int64_t*>(tokens_) + from,
-                reinterpret_cast<int64_t*>(tokens_) + to, pad);
-    }
-  }
-
-  WorkPool pool_;
-  uint8_t* tokens_ = nullptr;
-  DType out_ = DType::kInt64;
-  uint64_t row_ = 0;
-  int64_t eod_ = -1;
-  std::vector<Piece> pieces_;
-  std::vector<size_t> row_pieces_;  // each row's first piece (and, after Finish, the end)
-  size_t done_ = 0;                 // pieces copied
-};
-
-// One dataset of the loader: its plan, its records' loader, where its epoch stands for this rank
-// (the state, its slice of the epoch's list and the next row's place in it) and where its stream
-// stands (the next stream token, the records in hand, where the staging holds them, and the place
-// in them).
-class SequenceLoader::Source {
- public:
-  const Dataset* dataset = nullptr;
-  std::shared_ptr<const SequencePlan> plan;
-  std::unique_ptr<StreamingSource> records;  // in host staging, read in place
-  Packer* packer = nullptr;                  // flushed before the records in hand are let go
-  DType stored = DType::kUInt16;
-  uint64_t elem = 2;  // bytes an id
-  int64_t eod = -1;
-  uint32_t world = 1, rank = 0;
-
-  SequenceSourceState st;
-  RankSequences slice;
-  size_t range = 0;
-  uint64_t in_range = 0;
-
-  EpochLayout layout;
-  bool have_layout = false;
-  uint64_t tok = kNowhere;
-  std::vector<HostSpan> spans;  // the records in hand
-  uint32_t held = 0;            // of spans
-  uint32_t rec = 0;
-  uint64_t off = 0;
-
-  bool EpochDone() const { return st.position >= slice.rows; }
-
-  // Begins `s` (its list split over this run's world).
-  void Enter(const SequenceSourceState& s) {
-    st = s;
-    st.world_size = world;
-    const SequenceList whole = {{0, plan->epoch_sequences()}};
-    slice = SliceSequences(st.list.empty() ? whole : st.list, world, rank);
-    range = 0;
-    in_range = 0;
-    for (uint64_t skip = std::min(st.position, slice.count); skip > 0;) {
-      const uint64_t k = std::min(skip, slice.ranges[range].size() - in_range);
-      in_range += k;
-      skip -= k;
-      if (in_range == slice.ranges[range].size()) {
-        ++range;
-        in_range = 0;
-      }
-    }
-    if (!have_layout || layout.epoch() != st.epoch) {
-      layout = plan->order().Layout(st.epoch);
-      have_layout = true;
-    }
-    tok = kNowhere;
-    held = 0;
-  }
-  void NextEpoch() { Enter({st.epoch + 1, 0, world, {}}); }
-
-  uint64_t RecordIds() const { return spans[rec].bytes / elem; }
-  uint64_t RecordTokens() const { return RecordIds() + (eod >= 0 ? 1 : 0); }
-
-  Status Fill() {
-    if (rec < held) return Status::Ok();
-    packer->Flush();  // the pieces copy from the records in hand: before they go
-    RF_ASSIGN_OR_RETURN(held, records->NextInPlace(&spans));
-    rec = 0;
-    off = 0;
-    if (held == 0)
-      return Status::Aborted("the token stream of " + dataset->shard_path(0) + " ended at token " +
-                             std::to_string(tok) + " of epoch " + std::to_string(st.epoch) + "'s " +
-                             std::to_string(plan->epoch_tokens()));
-    return Status::Ok();
-  }
-  // Restarts the records' loader at `position` of the current epoch's order.
-  Status Restart(uint64_t position) {
-    packer->Flush();
-    held = 0;
-    return records->StartEpoch(st.epoch, position);
-  }
-
-  // Moves `n` tokens on; with `pack`, adds their copy to the batch's element `dst` on, and notes
-  // in *starts the places (from `at`) where a document begins.
-  Status Walk(uint64_t n, Packer* pack, uint64_t dst, uint32_t at, std::vector<uint32_t>* starts) {
-    while (n > 0) {
-      RF_RETURN_IF_ERROR(Fill());
-      const uint64_t ids = RecordIds(), total = ids + (eod >= 0 ? 1 : 0);
-      const uint64_t k = std::min(n, total - off);
-      if (pack != nullptr) {
-        if (off == 0 && starts != nullptr) starts->push_back(at);
-        const uint64_t from_ids = off < ids ? std::min(k, ids - off) : 0;
-        if (from_ids > 0) pack->Add(spans[rec].data + off * elem, stored, dst, from_ids);
-        if (k > from_ids) pack->AddEod(dst + from_ids);  // the document's end
-        dst += k;
-        at += static_cast<uint32_t>(k);
-      }
-      off += k;
-      n -= k;
-      tok += k;
-      if (off == total) {
-        ++rec;
-        off = 0;
-      }
-    }
-    return Status::Ok();
-  }
-
-  // Puts the stream at token `token` of the current epoch: the records' loader restarted at the
-  // window holding it, and the window's tokens before it skipped.
-  Status Seek(uint64_t token) {
-    const StreamWindow w = plan->Locate(layout, token);
-    RF_RETURN_IF_ERROR(Restart(w.position));
-    tok = w.token;
-    return Walk(token - w.token, nullptr, 0, 0, nullptr);
-  }
-
-  // The next row of this rank's epoch into the batch at element `dst` (row_tokens() ids); its
-  // valid tokens in *valid.
-  Status Row(Packer* pack, uint64_t dst, uint64_t* valid, std::vector<uint32_t>* starts) {
-    *valid = 0;
-    if (st.position < slice.count && plan->pad()) {
-      // Document `seq` of the epoch's order, cut at a row; `tok` counts documents here.
-      const uint64_t seq = slice.ranges[range].begin + in_range;
-      if (tok != seq) RF_RETURN_IF_ERROR(Restart(seq));
-      RF_RETURN_IF_ERROR(Fill());
-      const uint64_t total = RecordTokens();
-      *valid = std::min(total, plan->row_tokens());
-      RF_RETURN_IF_ERROR(Walk(*valid, pack, dst, 0, starts));
-      if (*valid < total) RF_RETURN_IF_ERROR(Walk(total - *valid, nullptr, 0, 0, nullptr));
-      tok = seq + 1;
-      if (++in_range == slice.ranges[range].size()) {
-        ++range;
-        in_range = 0;
-      }
-    } else if (st.position < slice.count) {
-      const uint64_t seq = slice.ranges[range].begin + in_range;
-      const uint64_t first = seq * plan->row_tokens();
-      *valid = std::min(plan->row_tokens(), plan->epoch_tokens() - first);
-      if (tok != first) RF_RETURN_IF_ERROR(Seek(first));
-      RF_RETURN_IF_ERROR(Walk(*valid, pack, dst, 0, starts));
-      if (++in_range == slice.ranges[range].size()) {
-        ++range;
-        in_range = 0;
-      }
-    }
-    ++st.position;
-    return Status::Ok();
-  }
-};
-
 SequenceLoader::~SequenceLoader() {
   Stop();
   sources_.clear();
   if (device_) (void)device_->Drain();
-}
-
-void SequenceLoader::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  room_.notify_all();
-  to_put_cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
-  if (putter_.joinable()) putter_.join();
-  std::lock_guard<std::mutex> lock(mu_);
-  made_.clear();
-  to_put_.clear();
-  failed_ = false;
-}
-
-void SequenceLoader::Start() {
-  handed_ = StateNow();
-  stop_ = false;
-  packed_ = 0;
-  putted_ = 0;
-  worker_ = std::thread([this] { Work(); });
-  if (narrow_on_host_) putter_ = std::thread([this] { PutLoop(); });
-}
-
-bool SequenceLoader::Deliver(Packed& p, Result<std::shared_ptr<LoadedBatch>> b) {
-  const bool ok = b.ok();
-  stats_ = p.stats;
-  made_.push_back(Made{std::move(b), ok ? std::move(p.after) : SequenceState{}});
-  if (!ok) failed_ = true;
-  return ok;
-}
-
-void SequenceLoader::Work() {
-  NameThread("rf-pack");
-  const uint32_t ahead = std::max<uint32_t>(options_.output_buffers, 1);
-  // This thread's CUDA calls on the loader's GPU (not the process's device 0: a rank's other).
-  const Status bound = device_->BindThread();
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      // The batches made and in the making hold at most `ahead` of the pool's buffers.
-      room_.wait(lock, [&] { return stop_ || made_.size() + to_put_.size() + putting_ < ahead; });
-      if (stop_) return;
-    }
-    Packed p;
-    p.error = bound.ok() ? Pack(&p) : bound;
-    const bool ok = p.error.ok();
-    if (ok) p.after = StateNow();
-    p.stats = SourceStats();
-    if (narrow_on_host_) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        to_put_.push_back(std::move(p));
-      }
-      to_put_cv_.notify_one();
-    } else {
-      Result<std::shared_ptr<LoadedBatch>> b = Put(p);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!Deliver(p, std::move(b))) return;
-      }
-      cv_.notify_all();
-    }
-    if (!ok) return;  // Next() hands the error out and restarts from the last batch handed out
-  }
-}
-
-void SequenceLoader::PutLoop() {
-  NameThread("rf-put");
-  const Status bound = device_->BindThread();
-  for (;;) {
-    Packed p;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      to_put_cv_.wait(lock, [&] { return stop_ || !to_put_.empty(); });
-      if (stop_) return;
-      p = std::move(to_put_.front());
-      to_put_.pop_front();
-      putting_ = 1;
-    }
-    Result<std::shared_ptr<LoadedBatch>> b = bound.ok() ? Put(p) : bound;
-    bool ok = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (p.slotted) ++putted_;  // the slot's copy is queued (or it failed and the putter stops)
-      putting_ = 0;
-      ok = Deliver(p, std::move(b));
-    }
-    cv_.notify_all();
-    room_.notify_all();
-    if (!ok) return;
-  }
-}
-
-SequenceState SequenceLoader::StateNow() const {
-  SequenceState s;
-  s.rows = rows_;
-  s.drawn = drawn_;
-  for (const auto& src : sources_) s.sources.push_back(src->st);
-  return s;
-}
-
-Result<std::shared_ptr<LoadedBatch>> SequenceLoader::Next() {
-  Made m{std::shared_ptr<LoadedBatch>(), {}};
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    const uint64_t asked = SteadyNowNs();
-    if (clock_start_ns_ == 0) clock_start_ns_ = asked;
-    while (made_.empty()) {
-      // Waits in steps, so that the caller's poll (a signal, say) can end the wait.
-      cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return !made_.empty(); });
-      if (made_.empty() && options_.poll) {
-        lock.unlock();
-        const Status st = options_.poll();
-        if (!st.ok()) return st;
-        lock.lock();
-      }
-    }
-    wait_seconds_ += (SteadyNowNs() - asked) * 1e-9;
-    m = std::move(made_.front());
-    made_.pop_front();
-  }
-  room_.notify_all();
-  if (!m.batch.ok()) {
-    // Restart from where the batches handed out leave off; the error goes to the caller.
-    const Status error = m.batch.status();
-    const SequenceState at = handed_;
-    Stop();
-    const Status st = Restore(at);
-    return st.ok() ? error : st;
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  handed_ = std::move(m.after);
-  if (*m.batch) ++handed_batches_;
-  return std::move(*m.batch);
 }
 
 Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
@@ -517,42 +65,13 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
   if (datasets.size() > 1 || !weights.empty()) {
     RF_ASSIGN_OR_RETURN(l->weights_, NormalizeWeights(weights, datasets.size()));
   }
-  const OrderSettings& order = spec.pipeline.order;
   for (const Dataset* d : datasets) {
-    auto s = std::make_unique<Source>();
-    s->dataset = d;
-    const format::Header& h = d->header();
-    s->stored = h.sample_dtype;
-    s->elem = DTypeSize(h.sample_dtype);
-    s->eod = so.eod_token;
-    s->world = order.world_size;
-    s->rank = order.rank;
-    if (l->dtype_ == DType::kInt32 && s->stored == DType::kInt64)
+    if (l->dtype_ == DType::kInt32 && d->header().sample_dtype == DType::kInt64)
       return Status::Usage("dtype int32: " + d->shard_path(0) +
                            " holds int64 ids, which int32 may not hold; use int64");
-    RF_ASSIGN_OR_RETURN(s->plan, SequencePlan::Make(*d, order, so.length, so.eod_token >= 0,
-                                                    spec.pipeline.order.drop_last, so.pad));
-    if (s->plan->epoch_sequences() == 0)
-      return Status::Usage("sequence_length " + std::to_string(so.length) + ": " +
-                           d->shard_path(0) + " holds " + std::to_string(s->plan->epoch_tokens()) +
-                           " tokens, no whole sequence, and drop_last drops the partial one");
-    // The records, in the world of one's order, in host memory, read in place (a source of its
-    // own, streaming: no output buffers, no decode).
-    PipelineConfig r = spec.pipeline;
-    r.data = d->shard_path(0);  // this source's, whatever the caller named
-    r.weights = {};             // each source is one dataset
-    r.mixture = {};
-    r.device = DeviceKind::kCpu;
-    r.order.rank = 0;
-    r.order.world_size = 1;
-    r.order.resumed = {};
-    r.order.drop_last = false;
-    r.order.batch_size = kRecordBatch;
-    RF_RETURN_IF_ERROR(r.ValidateFor(d->ChunkSampleCounts()));
-    StreamingOptions records = StreamingOptionsFor(r, spec.epochs);
-    records.pin = PinMode::kOff;  // copied to host staging, never read by a GPU's copy engine
-    RF_ASSIGN_OR_RETURN(s->records, StreamingSource::Create(*d, records, HostStaging()));
-    s->Enter({});
+    RF_ASSIGN_OR_RETURN(
+        std::unique_ptr<SequenceSource> s,
+        SequenceSource::Make(*d, spec.pipeline, so.length, so.eod_token, so.pad, spec.epochs));
     l->sources_.push_back(std::move(s));
   }
   l->drawn_.assign(l->sources_.size(), 0);
@@ -583,7 +102,7 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
     }
   }
   const uint32_t threads = so.pack_threads != 0 ? so.pack_threads : DefaultPackThreads();
-  l->packer_ = std::make_unique<Packer>(threads);
+  l->packer_ = std::make_unique<SequencePacker>(threads);
   for (auto& s : l->sources_) s->packer = l->packer_.get();
   l->Start();
   return l;
@@ -611,7 +130,7 @@ struct NarrowLayout {
 
 Status SequenceLoader::Pack(Packed* p) {
   const bool mixture = !weights_.empty();
-  Source& single = *sources_[0];
+  SequenceSource& single = *sources_[0];
   const uint64_t rows =
       mixture ? batch_ : std::min<uint64_t>(batch_, single.slice.rows - single.st.position);
   p->epoch = single.st.epoch;
@@ -663,13 +182,13 @@ Status SequenceLoader::Pack(Packed* p) {
   for (uint64_t r = 0; r < rows; ++r) {
     const size_t i =
         mixture ? MixtureSource(weights_, options_.pipeline.order.seed, rows_, drawn_) : 0;
-    Source& s = *sources_[i];
+    SequenceSource& s = *sources_[i];
     starts_.clear();
     uint64_t valid = 0;
     packer_->BeginRow();
     const Status st = s.Row(packer_.get(), r * row, &valid, &starts_);
     if (!st.ok()) {
-      s.tok = kNowhere;  // the next try seeks afresh
+      s.tok = SequenceSource::kNowhere;  // the next try seeks afresh
       return st;
     }
     lengths[r] = static_cast<int64_t>(valid);
@@ -804,7 +323,7 @@ Status SequenceLoader::Restore(const SequenceState& s) {
   Stop();
   for (size_t i = 0; i < sources_.size(); ++i) {
     const SequenceSourceState& g = s.sources[i];
-    Source& src = *sources_[i];
+    SequenceSource& src = *sources_[i];
     const uint32_t world = g.world_size == 0 ? src.world : g.world_size;
     if (world == src.world) {
       src.Enter(g);

@@ -57,6 +57,10 @@
 // run), copied over, and a kernel on the loader's stream widens the ids, pads the rows and writes
 // position_ids from the cu_seqlens (LoaderDevice::PutSequencesAsync): 2 bytes a token over PCIe
 // instead of 16. The batches are the same, bit for bit, either way.
+//
+// Its parts: each dataset and its stream is a SequenceSource (sequence_source.h), the copies a
+// SequencePacker (sequence_packer.h), the state's values sequence_state.h's; the worker and the
+// putter are sequence_loader_threads.cc's.
 #pragma once
 
 #include <condition_variable>
@@ -73,6 +77,7 @@
 #include "pipeline/output/loader_device.h"
 #include "pipeline/output/loader_stats.h"
 #include "pipeline/sequences/sequence_plan.h"
+#include "pipeline/sequences/sequence_state.h"
 #include "pipeline/sources/mixture.h"
 #include "pipeline/sources/pipeline_config.h"
 #include "pipeline/stage/host_buffer.h"
@@ -81,6 +86,8 @@ namespace rf {
 
 class OutputPool;
 class LoaderDevice;
+class SequencePacker;  // pipeline/sequences/sequence_packer.h: the batches' copies
+class SequenceSource;  // pipeline/sequences/sequence_source.h: one dataset and its stream
 
 // Packed token sequences: sequence_length 0 leaves them off (LoaderOptions::sequence).
 struct SequenceOptions {
@@ -111,21 +118,6 @@ struct SequenceSpec {
   int gpu = -1;
   void* stream = nullptr;
   std::function<Status()> poll;
-};
-
-struct SequenceSourceState {
-  uint64_t epoch = 0;
-  uint64_t position = 0;    // rows of the epoch handed out per rank
-  uint32_t world_size = 0;  // what `list` is split over; 0: the loader's own
-  SequenceList list;        // the epoch's sequences; empty: all of them
-  bool operator==(const SequenceSourceState&) const = default;
-};
-
-struct SequenceState {
-  uint64_t rows = 0;            // handed out per rank since the start
-  std::vector<uint64_t> drawn;  // per source: rows it gave
-  std::vector<SequenceSourceState> sources;
-  bool operator==(const SequenceState&) const = default;
 };
 
 // Threads that copy a batch's tokens where pack_threads is 0: a quarter of the cores this
@@ -170,8 +162,6 @@ class SequenceLoader {
   std::string Describe() const;
 
  private:
-  class Source;
-  class Packer;
   SequenceLoader() = default;
   // A batch the worker packed, for its put (the host's: done; a GPU's: the copy and the kernel).
   struct Packed {
@@ -209,7 +199,7 @@ class SequenceLoader {
 
   SequenceSpec options_;
   std::vector<double> weights_;
-  std::vector<std::unique_ptr<Source>> sources_;
+  std::vector<std::unique_ptr<SequenceSource>> sources_;
   std::unique_ptr<LoaderDevice> device_;
   std::shared_ptr<OutputPool> pool_;
   uint32_t batch_ = 0, length_ = 0;
@@ -242,8 +232,8 @@ class SequenceLoader {
   DType narrow_ = DType::kUInt16;
   size_t narrow_bytes_ = 0;
   HostBuffer host_[LoaderDevice::kPutSlots];
-  uint64_t packed_ = 0;             // the worker's: batches packed since Start
-  std::unique_ptr<Packer> packer_;  // the worker's
+  uint64_t packed_ = 0;                     // the worker's: batches packed since Start
+  std::unique_ptr<SequencePacker> packer_;  // the worker's
   std::vector<size_t> row_segments_;
   std::vector<uint32_t> starts_;
 };

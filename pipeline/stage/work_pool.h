@@ -3,7 +3,7 @@
 // Run(parts, f) calls f(0) ... f(parts - 1), each once, and returns once every part is done. With
 // one thread (no helpers), or one part, it is a plain loop on the caller's thread.
 //
-// Users: the packing of packed sequences (pipeline/sequences/sequence_loader.h: a batch's copies
+// Users: the packing of packed sequences (pipeline/sequences/sequence_packer.h: a batch's copies
 // split by rows) and the host staging's chunk copies (pipeline/stage/chunk_staging.h).
 //
 // Thread safety: Run from one thread at a time.
