@@ -28,7 +28,9 @@ Result<std::unique_ptr<EpochLoader>> EpochLoader::Create(std::vector<const Datas
   RF_ASSIGN_OR_RETURN(e->loader_, Loader::Create(datasets, options));
   e->datasets_ = std::move(datasets);
   e->options_ = options;
-  e->kind_ = e->loader_->mixture() ? StateKind::kMixture : StateKind::kSamples;
+  e->kind_ = e->loader_->plan().kind == BatchKind::kSequences ? StateKind::kSequences
+             : e->loader_->mixture()                           ? StateKind::kMixture
+                                                               : StateKind::kSamples;
   e->ordinary_samples_ = e->loader_->epoch_samples();
   return e;
 }
@@ -53,7 +55,25 @@ std::vector<EpochStretch> EpochLoader::StretchesOf(uint64_t epoch) const {
   return {};
 }
 
+SequenceState EpochLoader::Packed() const {
+  if (!loader_) return {};
+  return loader_->sequence_state().value_or(SequenceState{});
+}
+
+uint64_t EpochLoader::epoch() const {
+  if (kind_ != StateKind::kSequences) return epoch_;
+  const SequenceState s = Packed();
+  return s.sources.empty() ? 0 : s.sources[0].epoch;
+}
+
+uint64_t EpochLoader::position() const {
+  if (kind_ != StateKind::kSequences) return position_;
+  const SequenceState s = Packed();
+  return s.sources.empty() ? 0 : s.sources[0].position;
+}
+
 uint64_t EpochLoader::batches() const {
+  if (kind_ == StateKind::kSequences) return loader_ ? loader_->batches_per_epoch() : 0;
   const uint64_t b = options_.pipeline.order.batch_size;
   return (SamplesOf(epoch_) + b - 1) / b;
 }
@@ -62,6 +82,14 @@ Status EpochLoader::SetEpoch(uint64_t epoch) {
   if (epoch > kMaxEpoch) {
     return Status::Usage("epoch must be a whole number from 0 to " + std::to_string(kMaxEpoch) +
                          ", got " + std::to_string(epoch));
+  }
+  if (kind_ == StateKind::kSequences) {
+    RF_ASSIGN_OR_RETURN(Loader * l, loader());
+    SequenceState s = Packed();
+    if (s.sources.size() == 1) {  // a mixture's stream goes on
+      s.sources = {SequenceSourceState{epoch, 0, 0, {}}};
+      RF_RETURN_IF_ERROR(l->RestoreSequences(s));
+    }
   }
   epoch_ = epoch;
   position_ = 0;
@@ -73,6 +101,11 @@ Result<EpochLoader::Taken> EpochLoader::Next(const Iteration& it) {
   if (it.generation != generation_) {
     return Status::Aborted(
         "this iterator is stale: set_epoch or load_state_dict was called after it started");
+  }
+  if (kind_ == StateKind::kSequences) {  // to the end of one dataset's epoch
+    RF_ASSIGN_OR_RETURN(Loader * l, loader());
+    RF_ASSIGN_OR_RETURN(std::shared_ptr<LoadedBatch> b, l->Next());
+    return Taken{std::move(b), std::string()};
   }
   if (it.epoch != epoch_) return Taken{};
   const uint64_t epoch_end = SamplesOf(epoch_);
@@ -121,9 +154,18 @@ LoaderState EpochLoader::Own() const {
     s.look.push_back("image_size");
     s.look.push_back("image_crop");
   }
-  for (const Dataset* d : datasets_)
-    s.datasets.push_back({d->header().dataset_id, d->sample_count(), d->shard_path(0)});
-  if (loader_) s.weights = loader_->weights();
+  const bool packed = kind_ == StateKind::kSequences;
+  for (const Dataset* d : datasets_) {
+    s.datasets.push_back(
+        {d->header().dataset_id, d->sample_count(), packed ? std::string() : d->shard_path(0)});
+  }
+  if (packed) {  // the weights as given ([] for one dataset), the packing's stream
+    s.weights.assign(options_.pipeline.weights.begin(), options_.pipeline.weights.end());
+    s.look.clear();
+    s.sequences = Packed();
+  } else if (loader_) {
+    s.weights = loader_->weights();
+  }
   s.world_size = options_.pipeline.order.world_size;
   s.epoch = epoch_;
   s.position = position_;
@@ -149,6 +191,11 @@ Status EpochLoader::Reopen(const std::optional<ResumedEpoch>& resumed, uint64_t 
 Status EpochLoader::Restore(const StateJson& saved) {
   RF_ASSIGN_OR_RETURN(Loader * l, loader());
   RF_ASSIGN_OR_RETURN(const LoaderState s, DecodeLoaderState(saved, Own()));
+  if (kind_ == StateKind::kSequences) {  // at the state's world size, re-split at another
+    RF_RETURN_IF_ERROR(l->RestoreSequences(s.sequences));
+    ++generation_;
+    return Status::Ok();
+  }
   const uint32_t world = options_.pipeline.order.world_size;
   // Where this loader continues: at the state's world size, in the same order at the same
   // position; at another, the saved stretch appended, and this world's ranks share what the

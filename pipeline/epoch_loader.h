@@ -22,6 +22,12 @@
 // then Usage "the loader is closed". A mixture continues through Loader::RestoreMixture, its
 // datasets each by the same rule (ContinueMixture).
 //
+// Packed sequences (plan kSequences) keep their place in their own state (SequenceState): an
+// iteration runs to the end of one dataset's epoch (a mixture's, without end), epoch() and
+// position() are the first dataset's (position in rows), SetEpoch starts one dataset's epoch
+// afresh (a mixture's stream goes on, each dataset at its own epoch), and Restore continues
+// a packed state at this loader's world size (pipeline/sequences/sequence_loader.h's "State").
+//
 // Ownership and threads: it owns its Loader; the datasets outlive it. One thread at a time calls
 // its methods (the Python binding holds a mutex); batches as Loader's.
 #pragma once
@@ -73,9 +79,10 @@ class EpochLoader {
   // a mixture's stream that cannot be of its datasets; the loader is then as it was.
   Status Restore(const StateJson& saved);
 
-  uint64_t epoch() const { return epoch_; }
-  uint64_t position() const { return position_; }
-  // Samples of the current epoch for this rank (the resumed epoch's own count), and its batches.
+  uint64_t epoch() const;
+  uint64_t position() const;
+  // Samples of the current epoch for this rank (the resumed epoch's own count; packed sequences:
+  // 0, they count rows), and its batches (packed sequences: one dataset's).
   uint64_t epoch_samples() const { return SamplesOf(epoch_); }
   uint64_t batches() const;
 
@@ -86,6 +93,8 @@ class EpochLoader {
  private:
   EpochLoader() = default;
   LoaderState Own() const;
+  // Packed sequences' stream, as the Loader holds it (none once closed).
+  SequenceState Packed() const;
   uint64_t SamplesOf(uint64_t epoch) const;
   std::vector<EpochStretch> StretchesOf(uint64_t epoch) const;
   // Replaces the Loader by one whose order continues `resumed` (none: every epoch ordinary), of

@@ -126,12 +126,12 @@ Status Loader::Build(const std::vector<const Dataset*>& datasets, const LoaderOp
   RF_ASSIGN_OR_RETURN(device_,
                       MakeLoaderDevice(options.pipeline.device, options.gpu, options.stream));
   gpu_device_ = device_->gpu();
-  RF_RETURN_IF_ERROR(BuildSource());
-  const MakerParts parts{plan_, options_, datasets_, *source_, *device_};
+  if (plan_.staged) RF_RETURN_IF_ERROR(BuildSource());
+  const MakerParts parts{plan_, options_, datasets_, source_.get(), *device_};
   RF_ASSIGN_OR_RETURN(maker_, MakeBatchMaker(parts, &pool_));
   if (maker_->decodes_records())
     decoded_source_ = std::make_unique<DecodedImageSource>(*this, *source_);
-  epoch_samples_ = source_->epoch_samples();
+  epoch_samples_ = epoch_samples();
   return Status::Ok();
 }
 
@@ -223,7 +223,16 @@ Status Loader::RestoreMixture(const MixtureState& s, const ResumedEpoch& resumed
 
 const MixtureState* Loader::mixture_state() const { return maker_->mixture_state(); }
 
+std::optional<SequenceState> Loader::sequence_state() const { return maker_->sequence_state(); }
+
+Status Loader::RestoreSequences(const SequenceState& s) { return maker_->RestoreSequences(s); }
+
+uint64_t Loader::epoch_sequences(size_t dataset) const {
+  return maker_->epoch_sequences(dataset);
+}
+
 uint64_t Loader::batches_per_epoch() const {
+  if (!source_) return maker_->epoch_batches();
   const uint64_t b = options_.pipeline.order.batch_size;
   return (epoch_samples() + b - 1) / b;
 }
@@ -238,7 +247,7 @@ Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
   }
   RF_RETURN_IF_ERROR(maker_->StartEpoch(epoch, position));
   epoch_ = epoch;
-  epoch_samples_ = source_->epoch_samples();
+  epoch_samples_ = source_ ? source_->epoch_samples() : 0;
   position_ = position;
 
   if (worker_) TakeSnapshot();
@@ -253,12 +262,13 @@ void Loader::TakeSnapshot() {
 }
 
 Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
-  if (!pool_) {
+  if (!plan_.decoded) {
     return Status::Usage("this loader serves its raw source only (opened with output_buffers 0)");
   }
   if (clock_start_ns_ == 0) clock_start_ns_ = SteadyNowNs();
   Result<std::shared_ptr<LoadedBatch>> b = [&]() -> Result<std::shared_ptr<LoadedBatch>> {
-    if (!options_.worker || mixture()) return Make();
+    // A mixture's batches, and those of a maker with threads of its own, on this thread.
+    if (!options_.worker || mixture() || maker_->runs_ahead()) return Make();
     if (!worker_) {
       worker_ = std::make_unique<BatchWorker>(
           maker_->WorkerDepth(options_.output_buffers), [this] { return device_->BindThread(); },
@@ -287,12 +297,13 @@ Result<std::shared_ptr<LoadedBatch>> Loader::Next() {
 
 Result<std::shared_ptr<LoadedBatch>> Loader::Make() {
   RF_ASSIGN_OR_RETURN(std::shared_ptr<LoadedBatch> out, maker_->Make(epoch_));
-  if (out) RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
+  if (out && !maker_->runs_ahead()) RF_RETURN_IF_ERROR(pool_->MarkReady(*out));
   return out;
 }
 
 LoaderStats Loader::SourceStats() const {
   LoaderStats s;
+  if (!source_) return s;  // a maker of its own sources adds its figures (AddStats)
   s.bytes_read = source_->bytes_read();
   s.bytes_delivered = source_->bytes_delivered();
   s.decode_busy_seconds = source_->decode_busy_seconds();
@@ -325,6 +336,7 @@ LoaderStats Loader::stats() const {
 }
 
 std::string Loader::Describe() const {
+  if (!source_) return maker_->Describe();  // packed sequences: the device and their sources
   return device_->Describe() + ", " + source_->Describe() + maker_->Describe();
 }
 

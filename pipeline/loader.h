@@ -53,6 +53,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,7 @@
 #include "pipeline/output/loader_stats.h"
 #include "pipeline/plan/loader_options.h"
 #include "pipeline/plan/loader_plan.h"
+#include "pipeline/sequences/sequence_state.h"
 #include "pipeline/sources/pipeline_config.h"
 #include "pipeline/sources/training_source.h"
 
@@ -113,7 +115,10 @@ class Loader {
   // Samples and batches for this rank of the epoch StartEpoch began last (epoch 0 before any):
   // the same for every rank, and for every epoch but a resumed one
   // (options.pipeline.order.resumed).
-  uint64_t epoch_samples() const { return worker_ ? epoch_samples_ : source_->epoch_samples(); }
+  // Packed sequences (a maker of its own sources): 0.
+  uint64_t epoch_samples() const {
+    return worker_ ? epoch_samples_ : source_ ? source_->epoch_samples() : 0;
+  }
   uint64_t batches_per_epoch() const;
 
   Status StartEpoch(uint64_t epoch, uint64_t position);
@@ -137,10 +142,18 @@ class Loader {
   // batch and rewinds the source to the last one handed out: pipeline/images/image_stage.h.)
   const MixtureState* mixture_state() const;
   Status RestoreMixture(const MixtureState& s, const ResumedEpoch& resumed);
+  // Packed sequences (plan().kind kSequences): where the stream stands after the last batch
+  // handed out (none for the other kinds), and continuing `s` at this loader's world size
+  // (SequenceLoader::Restore, pipeline/sequences/sequence_loader.h); dataset i's sequences an
+  // epoch.
+  std::optional<SequenceState> sequence_state() const;
+  Status RestoreSequences(const SequenceState& s);
+  uint64_t epoch_sequences(size_t dataset) const;
 
   // The raw level (stored-dtype batches; `ringfeed train`). Not to be mixed with Next(). For
   // decoded images, Next()'s batches (in the output dtype and layout, labels int64, each valid
-  // until the next call) as a TrainingSource.
+  // until the next call) as a TrainingSource. None for packed sequences (their maker reads
+  // sources of its own): not to be called for them.
   TrainingSource& source() { return decoded_source_ ? *decoded_source_ : *source_; }
   // The bad image records skipped in the epoch StartEpoch began last (skip_bad_records).
   SkippedRecords skipped() const;

@@ -15,11 +15,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
 #include "pipeline/output/loaded_batch.h"
 #include "pipeline/output/loader_stats.h"
+#include "pipeline/sequences/sequence_state.h"
 #include "pipeline/sources/training_source.h"
 
 namespace rf {
@@ -49,9 +51,25 @@ class BatchMaker {
   // The bad records skipped in the epoch `epoch` (skip_bad_records; none by default), and in all.
   virtual SkippedRecords skipped(uint64_t epoch) const { return SkippedRecords{epoch, 0, {}}; }
   virtual uint64_t skipped_total() const { return 0; }
-  // The maker's own figures added to `s` (the decoder's), and its part of Describe().
+  // The maker's own figures added to `s` (the decoder's; a maker of its own sources: all of
+  // them), and its part of Describe().
   virtual void AddStats(LoaderStats* /*s*/) const {}
   virtual std::string Describe() const { return std::string(); }
+
+  // A maker that runs threads of its own ahead of the consumer (packed sequences: the packing
+  // worker and the putter), whose batches are ready when Make hands them on: the Loader's worker
+  // and its marking them ready are left out.
+  virtual bool runs_ahead() const { return false; }
+  // Packed sequences: where the stream stands after the last batch made (none for the other
+  // kinds), continuing `s` (at this loader's world size), and the batches of an epoch of one
+  // dataset's (0: none, a mixture's) for a maker of its own sources.
+  virtual std::optional<SequenceState> sequence_state() const { return std::nullopt; }
+  virtual Status RestoreSequences(const SequenceState& /*s*/) {
+    return Status::Usage("a packed sequences state: this loader makes no packed sequences");
+  }
+  virtual uint64_t epoch_batches() const { return 0; }
+  // Packed sequences: dataset i's sequences in an epoch (all ranks); 0 for the other kinds.
+  virtual uint64_t epoch_sequences(size_t /*dataset*/) const { return 0; }
 };
 
 }  // namespace rf

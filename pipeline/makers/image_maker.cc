@@ -57,7 +57,7 @@ Result<std::unique_ptr<BatchMaker>> MakeImageMaker(const MakerParts& parts,
                                             options.output_buffers + parts.plan.worker_buffers));
   const uint32_t threads = options.image.threads != 0
                                ? options.image.threads
-                               : DefaultImageThreads(parts.source.decode_threads(), compressed);
+                               : DefaultImageThreads(parts.source->decode_threads(), compressed);
   RF_ASSIGN_OR_RETURN(std::unique_ptr<ImageDecoder> decoder,
                       MakeImageDecoder(spec, parts.device.gpu(), parts.device.stream_handle(),
                                        threads, options.image));
@@ -68,7 +68,7 @@ Result<std::unique_ptr<BatchMaker>> MakeImageMaker(const MakerParts& parts,
       std::max<uint32_t>(1, options.output_buffers - std::min<uint32_t>(2, options.output_buffers));
   RF_ASSIGN_OR_RETURN(
       std::unique_ptr<ImageStage> stage,
-      ImageStage::Create(parts.datasets, parts.source, parts.device, *pool, std::move(decoder),
+      ImageStage::Create(parts.datasets, *parts.source, parts.device, *pool, std::move(decoder),
                          batch, depth, options.image.skip_bad_records));
   return std::unique_ptr<BatchMaker>(new ImageMaker(std::move(stage)));
 }

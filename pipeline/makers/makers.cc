@@ -15,6 +15,7 @@ constexpr MakerRow kMakers[] = {
     {BatchKind::kTensors, MakeTensorMaker},
     {BatchKind::kRecords, MakeRecordMaker},
     {BatchKind::kImages, MakeImageMaker},
+    {BatchKind::kSequences, MakeSequenceMaker},
 };
 
 }  // namespace

@@ -26,7 +26,7 @@ struct MakerParts {
   const LoaderPlan& plan;
   const LoaderOptions& options;
   const std::vector<const Dataset*>& datasets;  // one, or a mixture's
-  TrainingSource& source;                       // over them, as the plan stages it
+  TrainingSource* source;                       // over them, as the plan stages it (or null)
   LoaderDevice& device;
 };
 
@@ -43,5 +43,7 @@ Result<std::unique_ptr<BatchMaker>> MakeRecordMaker(const MakerParts& parts,
                                                     std::shared_ptr<OutputPool>* pool);
 Result<std::unique_ptr<BatchMaker>> MakeImageMaker(const MakerParts& parts,
                                                    std::shared_ptr<OutputPool>* pool);
+Result<std::unique_ptr<BatchMaker>> MakeSequenceMaker(const MakerParts& parts,
+                                                      std::shared_ptr<OutputPool>* pool);
 
 }  // namespace rf

@@ -39,7 +39,7 @@ Result<std::unique_ptr<BatchMaker>> MakeRecordMaker(const MakerParts& parts,
     const uint64_t start = std::min<uint64_t>(uint64_t{batch} * h.SampleBytes(), 2 * batch * mean);
     RF_ASSIGN_OR_RETURN(*pool, parts.device.MakePool(start, batch, parts.options.output_buffers));
   }
-  return std::unique_ptr<BatchMaker>(new RecordMaker(parts.source, parts.device, *pool));
+  return std::unique_ptr<BatchMaker>(new RecordMaker(*parts.source, parts.device, *pool));
 }
 
 }  // namespace rf

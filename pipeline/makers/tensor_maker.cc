@@ -14,7 +14,7 @@ namespace {
 class TensorMaker final : public SourceMaker {
  public:
   TensorMaker(const MakerParts& parts, std::shared_ptr<OutputPool> pool)
-      : SourceMaker(parts.source, parts.device, std::move(pool)),
+      : SourceMaker(*parts.source, parts.device, std::move(pool)),
         output_(parts.plan.decode.output),
         sample_shape_(parts.plan.sample_shape) {}
 

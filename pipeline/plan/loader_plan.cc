@@ -196,6 +196,8 @@ const char* BatchKindName(BatchKind kind) {
       return "records";
     case BatchKind::kImages:
       return "images";
+    case BatchKind::kSequences:
+      return "sequences";
   }
   return "?";
 }
@@ -221,6 +223,27 @@ Status CheckAugmentFits(const AugmentParams& augment, const format::Header& h,
   return Status::Ok();
 }
 
+namespace {
+
+// Packed sequences' plan: rows of token ids, packed by the maker from sources of its own, in the
+// dtype given (int64 where none is). The weights and the rest are SequenceLoader::Create's.
+Result<LoaderPlan> PackedPlan(const LoaderOptions& options, LoaderPlan plan) {
+  plan.kind = BatchKind::kSequences;
+  plan.staged = false;
+  plan.host_staging = true;
+  if (!plan.decoded) {
+    return Status::Usage("output_buffers: packed sequences are handed out in the loader's "
+                         "buffers; 0 leaves none");
+  }
+  plan.output_options = options.output;
+  if (options.output.given.told && !options.output.given.dtype)
+    plan.output_options.dtype = DType::kInt64;
+  plan.output = plan.output_options.dtype;
+  return plan;
+}
+
+}  // namespace
+
 Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
                                  const std::vector<const Dataset*>& datasets) {
   if (datasets.empty()) return Status::Usage("data: no dataset");
@@ -229,8 +252,7 @@ Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
   format::Header& h = plan.header;
   plan.decoded = options.output_buffers > 0;
   const SequenceOptions& seq = options.sequence;
-  if (seq.length != 0)
-    return Status::Usage("sequence_length: packed sequences come from a SequenceLoader");
+  if (seq.length != 0) return PackedPlan(options, std::move(plan));
   if (seq.eod_token != -1 || seq.pad_token != 0 || seq.pad)
     return Status::Usage(
         "eod_token, pad_token and packing shape packed sequences: give sequence_length too");

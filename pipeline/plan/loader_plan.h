@@ -29,8 +29,9 @@ enum class BatchKind {
   kTensors,  // fixed-shape samples, decoded into the output dtype and layout (or raw: source())
   kRecords,  // records of any size (tokens, bytes), handed out as stored: values and offsets
   kImages,   // image/jpeg records decoded into images of image.size (pipeline/images/)
+  kSequences,  // token records packed into rows of sequence_length + 1 (pipeline/sequences/)
 };
-// "tensors", "records", "images".
+// "tensors", "records", "images", "sequences".
 const char* BatchKindName(BatchKind kind);
 
 struct LoaderPlan {
@@ -56,6 +57,10 @@ struct LoaderPlan {
   // The extra output buffer a kind needs with options.worker (decoded images: one finished
   // batch waits in the worker's queue while the stage keeps its own in flight).
   uint32_t worker_buffers = 0;
+  // The Loader stages one source for the maker to read (a mixture's, the managed one or a
+  // StreamingSource); false: the maker reads its datasets through sources of its own (packed
+  // sequences: one a dataset, each in the order of a world of one).
+  bool staged = true;
 
   bool mixture() const { return !weights.empty(); }
 };
@@ -67,8 +72,10 @@ struct LoaderPlan {
 // buffers, a decode the samples cannot take (DecodeSpec / ImageDecodeSpec::Validate, layout NHWC
 // of samples that are no images, an augmentation CheckAugmentFits refuses), weights
 // NormalizeWeights refuses or datasets of other samples (CheckMixable), a mixture's state
-// without a mixture, drop_last dropping every batch; packed sequences' options (sequence_length
-// and the packing), which the sequence loader takes (pipeline/sequences/sequence_loader.h).
+// without a mixture, drop_last dropping every batch; the packing's options without
+// sequence_length. With sequence_length, packed sequences (kSequences): the output dtype int64
+// unless given; what else they refuse is SequenceLoader::Create's (pipeline/sequences/
+// sequence_loader.h).
 Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
                                  const std::vector<const Dataset*>& datasets);
 

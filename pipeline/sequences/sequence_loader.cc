@@ -36,7 +36,7 @@ SequenceLoader::~SequenceLoader() {
 }
 
 Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
-    const std::vector<const Dataset*>& datasets, const SequenceSpec& spec) {
+    const std::vector<const Dataset*>& datasets, const SequenceSpec& spec, LoaderDevice* device) {
   const SequenceOptions& so = spec.sequence;
   if (so.length == 0) return Status::Usage("sequence_length: 0 makes no packed sequences");
   if (datasets.empty()) return Status::Usage("data: no dataset");
@@ -75,7 +75,12 @@ Result<std::unique_ptr<SequenceLoader>> SequenceLoader::Create(
     l->sources_.push_back(std::move(s));
   }
   l->drawn_.assign(l->sources_.size(), 0);
-  RF_ASSIGN_OR_RETURN(l->device_, MakeLoaderDevice(spec.pipeline.device, spec.gpu, spec.stream));
+  l->device_ = device;
+  if (l->device_ == nullptr) {
+    RF_ASSIGN_OR_RETURN(l->owned_device_,
+                        MakeLoaderDevice(spec.pipeline.device, spec.gpu, spec.stream));
+    l->device_ = l->owned_device_.get();
+  }
   const size_t b = l->batch_, len = l->length_;
   const size_t most = Aligned(b * (len + 1) * DTypeSize(l->dtype_)) + Aligned(b * 8) +
                       Aligned(b * len * 8) + Aligned((b * len + 1) * 4);

@@ -1,5 +1,7 @@
 // SequenceLoader: packed token sequences for language-model training, from one token dataset or
-// a weighted mixture of several (ringfeed.Loader(data, sequence_length=L[, weights=...])).
+// a weighted mixture of several (ringfeed.Loader(data, sequence_length=L[, weights=...])). It is
+// the engine of its kind of batch behind the one Loader (pipeline/loader.h; its maker,
+// pipeline/makers/sequence_maker.cc, makes it on the Loader's device), not a loader of its own.
 //
 // Each source is read by a StreamingSource of its own (pipeline/sources/streaming_source.h, in host
 // memory, in the order of a world of one), and its epochs are SequencePlan's
@@ -131,8 +133,11 @@ class SequenceLoader {
   // for what SequencePlan::Make refuses, an output dtype other than int64 or int32, an
   // eod_token or pad_token the int32 output cannot hold, weights NormalizeWeights refuses,
   // several datasets without weights.
+  // `device`: the one to pack and put the batches on (the Loader's, outliving this loader), or
+  // null for one of its own, made as spec says.
   static Result<std::unique_ptr<SequenceLoader>> Create(const std::vector<const Dataset*>& datasets,
-                                                        const SequenceSpec& spec);
+                                                        const SequenceSpec& spec,
+                                                        LoaderDevice* device = nullptr);
   ~SequenceLoader();
 
   // The next batch; null where a single source's epoch ends (the next call begins the next).
@@ -200,7 +205,8 @@ class SequenceLoader {
   SequenceSpec options_;
   std::vector<double> weights_;
   std::vector<std::unique_ptr<SequenceSource>> sources_;
-  std::unique_ptr<LoaderDevice> device_;
+  std::unique_ptr<LoaderDevice> owned_device_;  // made here where Create was given none
+  LoaderDevice* device_ = nullptr;
   std::shared_ptr<OutputPool> pool_;
   uint32_t batch_ = 0, length_ = 0;
   DType dtype_ = DType::kInt64;

@@ -36,7 +36,7 @@
 #include "core/order_settings.h"
 #include "core/status.h"
 #include "pipeline/plan/loader_options.h"
-#include "pipeline/sequences/sequence_loader.h"
+#include "pipeline/sequences/sequence_state.h"
 #include "pipeline/state/state_json.h"
 
 namespace rf {

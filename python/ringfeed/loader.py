@@ -19,7 +19,7 @@ from . import _ringfeed
 from ._datasets import DatasetInfo, _info, _open_dataset, dataset_info, open_datasets
 from ._options import _device_option, _process_rank, options_help, signature
 from ._ringfeed import Tensor, UsageError
-from .sequences import PackedLoader
+from .sequences import Sequences
 
 __all__ = ["BadRecordsSkipped", "DatasetInfo", "Loader", "dataset_info"]
 
@@ -105,7 +105,6 @@ class Loader:
                  batch_size: Optional[int] = None, **options: Any) -> None:
         # The signature help() and inspect show is made from the declarations (end of file).
         self._native: Optional[_ringfeed._Loader] = None
-        self._packed: Optional[PackedLoader] = None
         self._lock = threading.RLock()
         unknown = [k for k in options if k not in _OPTIONS or k == "batch_size"]
         if unknown:
@@ -124,27 +123,21 @@ class Loader:
         # One dataset, or a mixture (weights): several datasets, each drawn by its weight
         # (pipeline/sources/mixed_source.h, pipeline/sequences/sequence_loader.h).
         self._datasets = open_datasets(data, options.get("weights"))
-        packed = bool(options.get("sequence_length"))
-        if "dtype" in options or packed:
-            dtype = options.get("dtype", "int64")
+        if "dtype" in options:
+            dtype = options["dtype"]
             canonical = _ringfeed.dtype_name(dtype) if isinstance(dtype, str) else None
-            if packed and canonical not in ("int64", "int32"):
-                raise UsageError(f"dtype: packed sequences' tokens are int64 or int32, got "
-                                 f"{dtype!r}")
             if canonical is None:
                 raise UsageError(f"dtype: unknown dtype {dtype!r} (float32, bfloat16, float16, "
                                  f"or the dataset's own, {self._datasets[0].dtype})")
             options["dtype"] = canonical
         if ("mean" in options) != ("std" in options):
             raise UsageError("mean and std: give both or neither")
-        if packed:
-            self._packed = PackedLoader(self._datasets, options, gpu)
-            self._options = self._packed.options
-            self._device = self._packed.device
-            return
         self._native = _ringfeed._Loader(self._datasets, options, gpu)
-        # What the batches depend on, as the library took it (its defaults where not given).
+        # What the batches depend on, as the library took it (its defaults where not given),
+        # and the kind of batch it decided (pipeline/plan/loader_plan.h).
         self._options = self._native.options()
+        self._packed = self._native.kind() == "sequences"
+        self._mixture = "weights" in options
         gpu_device = self._native.gpu_device()
         self._device = "cpu" if gpu_device < 0 else f"cuda:{gpu_device}"
 
@@ -197,7 +190,7 @@ class Loader:
         """Samples in the current epoch of this rank: the same for every epoch and rank, but in
         an epoch resumed at another world size (load_state_dict), which holds this rank's share
         of what the earlier ranks left. With drop_last, the full batches' samples."""
-        if self._packed is not None:
+        if self._packed:
             raise TypeError("packed sequences count rows, not samples: len(loader) is their "
                             "batches")
         return self._open_native().epoch_samples()
@@ -206,29 +199,23 @@ class Loader:
     def epoch(self) -> int:
         """The epoch the next batch comes from (packed sequences of a mixture: the first
         dataset's)."""
-        if self._packed is not None:
-            return self._packed.where()[0]
         return self._open_native().epoch()
 
     @property
     def position(self) -> int:
         """Samples of the current epoch handed out so far (where the next batch starts); packed
         sequences: rows."""
-        if self._packed is not None:
-            return self._packed.where()[1]
         return self._open_native().position()
 
     def __len__(self) -> int:
         """Batches in the current epoch for this rank (the last one included unless drop_last
         drops it): the same for every epoch but one resumed at another world size. Packed
         sequences from a mixture (weights) have no epoch: TypeError."""
-        if self._packed is not None:
-            return self._packed.batches_per_epoch()
+        if self._packed and self._mixture:
+            raise TypeError("a mixture of datasets has no epoch: each dataset keeps its own")
         return self._open_native().batches()
 
     def __repr__(self) -> str:
-        if self._packed is not None:
-            return f"<ringfeed.Loader (packed sequences): {self._packed.describe()}>"
         if self._native is None:
             return "<ringfeed.Loader (closed)>"
         return (f"<ringfeed.Loader {self._datasets[0].shard_paths[0]!r} "
@@ -240,9 +227,7 @@ class Loader:
     def __iter__(self) -> Iterator[Tuple[Tensor, Tensor]]:
         """The rest of the current epoch, batch by batch: (samples, labels). Packed sequences:
         :class:`ringfeed.Sequences`, to the epoch's end (a mixture: without end)."""
-        if self._packed is not None:
-            return self._packed.iterate()
-        return _EpochIterator(self._open_native())
+        return _EpochIterator(self._open_native(), self._packed)
 
     def set_epoch(self, epoch: int) -> None:
         """Makes the next iteration epoch `epoch`, from its start (0 to 2**32 - 1: what a
@@ -253,7 +238,7 @@ class Loader:
         next epoch named `epoch` (packed sequences of a mixture, which have no epoch of their
         own, go on as they are: each dataset keeps its epoch). An iterator made before it
         refuses to go on."""
-        (self._packed or self._open_native()).set_epoch(epoch)
+        self._open_native().set_epoch(epoch)
 
     # --- Checkpoints --------------------------------------------------------------------------
 
@@ -284,7 +269,7 @@ class Loader:
         dataset's draws, and each dataset's epoch, position in rows, world size and list of the
         epoch's sequences left, [] for all): rank 0's holds what every rank needs, at this world
         size or another."""
-        return (self._packed or self._open_native()).state_dict()
+        return self._open_native().state_dict()
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Positions the loader where `state` (from state_dict, of any rank) was.
@@ -320,7 +305,7 @@ class Loader:
 
         Resuming at another world size reopens the native loader for the resumed epoch (its
         stats() start again); should that reopening fail (memory, say), the loader is closed."""
-        (self._packed or self._open_native()).load_state_dict(state)
+        self._open_native().load_state_dict(state)
 
     # --- Figures and life -----------------------------------------------------------------------
 
@@ -338,7 +323,7 @@ class Loader:
         flight ahead of those handed out), records_skipped (bad records, skip_bad_records) and
         image_wait_seconds (the loader's own wait for its decoder, on its worker thread: ahead of
         the consumer, whose wait is wait_seconds)."""
-        s = (self._packed or self._open_native()).stats()
+        s = self._open_native().stats()
         seconds = s["seconds"]
         s["disk_gbps"] = s["bytes_read"] / seconds / 1e9 if seconds > 0 else 0.0
         s["delivered_gbps"] = s["bytes_delivered"] / seconds / 1e9 if seconds > 0 else 0.0
@@ -356,7 +341,7 @@ class Loader:
         """Stops the loader's threads and reads and frees its memory, but for the batches still
         held, which stay valid. Also what deleting the loader does. Idempotent."""
         with self._lock:
-            native, self._native = self._packed or self._native, None
+            native, self._native = self._native, None
         if native is not None:
             native.close()
 
@@ -378,8 +363,9 @@ class _EpochIterator:
     next batch of that epoch, so one iterator may be shared by threads (each batch handed out
     once) and several iterators of one loader share its position."""
 
-    def __init__(self, native: "_ringfeed._Loader") -> None:
+    def __init__(self, native: "_ringfeed._Loader", packed: bool) -> None:
         self._native = native
+        self._packed = packed  # batches as Sequences
         self._iteration = native.begin()
 
     def __iter__(self) -> "_EpochIterator":
@@ -391,7 +377,7 @@ class _EpochIterator:
             warnings.warn(skipped, BadRecordsSkipped, stacklevel=2)
         if out is None:
             raise StopIteration
-        return out
+        return Sequences(*out) if self._packed else out
 
 
 Loader.__init__.__signature__ = signature(  # type: ignore[attr-defined]

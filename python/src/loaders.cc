@@ -14,9 +14,7 @@
 #include "options/option_table.h"
 #include "pipeline/epoch_loader.h"
 #include "pipeline/plan/loader_options.h"
-#include "pipeline/sequences/sequence_loader.h"
 #include "pipeline/sources/batch_source.h"
-#include "pipeline/state/packed_state.h"
 #include "python/src/json_values.h"
 #include "python/src/option_values.h"
 #include "python/src/status_error.h"
@@ -50,7 +48,7 @@ void RaiseIfPythonError() {
   if (PyErr_Occurred() != nullptr) throw py::error_already_set();
 }
 
-// A native loader (rf::EpochLoader or rf::SequenceLoader, `L`) held for Python: its calls run under
+// A native loader (rf::EpochLoader, `L`) held for Python: its calls run under
 // its mutex with the GIL released, and Close (or the holder's end) stops it. The datasets it
 // reads are held here too, declared first, so destroyed after it.
 template <typename L>
@@ -204,36 +202,6 @@ class NativeLoader : public NativeHolder<EpochLoader> {
   }
 };
 
-// One rf::SequenceLoader and the datasets it reads.
-class NativeSequenceLoader : public NativeHolder<SequenceLoader> {
- public:
-  NativeSequenceLoader(std::vector<std::shared_ptr<const Dataset>> datasets,
-                       const LoaderOptions& options)
-      : options_(options) {
-    datasets_ = std::move(datasets);
-    Hold([&] { return SequenceLoader::Create(Pointers(datasets_), SequenceSpecFor(options)); });
-  }
-  const LoaderOptions& options() const { return options_; }
-
-  py::object Next() {
-    return BatchTuple(Taken(Locked([](SequenceLoader& l) { return l.Next(); })));
-  }
-  py::object State() {
-    const StateJson s = Locked([&](SequenceLoader& l) {
-      return EncodeLoaderState(PackedState(l, options_, Pointers(datasets_)));
-    });
-    return PythonFromJson(s);
-  }
-  void Restore(py::handle state) {
-    const StateJson saved = JsonFromPython(state, "the state");
-    Check(Locked(
-        [&](SequenceLoader& l) { return RestorePacked(l, options_, Pointers(datasets_), saved); }));
-  }
-
- private:
-  LoaderOptions options_;
-};
-
 // The datasets a binding is handed, refusing none.
 std::vector<std::shared_ptr<const Dataset>> Held(const std::vector<std::shared_ptr<Dataset>>& ds) {
   if (ds.empty()) Throw(Status::Usage("data: no dataset"));
@@ -249,59 +217,6 @@ void BindLoaders(py::module_& m) {
       "default, rule, words, unset (what None means where the default is not one value) and "
       "help.");
   m.attr("max_epoch") = py::int_(kMaxEpoch);
-
-  py::class_<NativeSequenceLoader>(m, "_SequenceLoader",
-                                   "One rf::SequenceLoader over _Datasets (see ringfeed.Loader).")
-      .def(py::init([](std::vector<std::shared_ptr<Dataset>> ds, const py::dict& options, int gpu) {
-             auto held = Held(ds);
-             return std::make_unique<NativeSequenceLoader>(std::move(held),
-                                                           MakeOptions(*ds[0], options, gpu));
-           }),
-           py::arg("datasets"), py::arg("options"), py::arg("gpu") = -1)
-      .def("options", [](NativeSequenceLoader& n) { return OptionValues(n.options()); })
-      .def("next", &NativeSequenceLoader::Next,
-           "SequenceLoader::Next: (tokens, lengths, cu_seqlens, position_ids), or None where one "
-           "dataset's epoch ends.")
-      .def("close", [](NativeSequenceLoader& n) { n.Close(); })
-      .def("state_dict", &NativeSequenceLoader::State,
-           "The state (pipeline/state/loader_state.h, kind 'sequences') as a dict.")
-      .def("load_state_dict", &NativeSequenceLoader::Restore, py::arg("state"),
-           "Continues a state of state_dict(), at this loader's world size; UsageError naming "
-           "what is wrong with it.")
-      .def(
-          "set_epoch",
-          [](NativeSequenceLoader& n, py::handle epoch) {
-            const uint64_t e = EpochArgument(epoch);
-            Check(n.Locked([&](SequenceLoader& l) { return SetPackedEpoch(l, e); }));
-          },
-          py::arg("epoch"))
-      .def("where",
-           [](NativeSequenceLoader& n) {
-             return n.Locked([](SequenceLoader& l) {
-               const SequenceState s = l.state();
-               return std::make_pair(s.sources.at(0).epoch, s.sources.at(0).position);
-             });
-           },
-           "The first dataset's (epoch, position in rows).")
-      .def("epoch_sequences",
-           [](NativeSequenceLoader& n, size_t i) {
-             return n.Locked([&](SequenceLoader& l) { return l.epoch_sequences(i); });
-           })
-      .def("batches_per_epoch",
-           [](NativeSequenceLoader& n) {
-             return n.Locked([](SequenceLoader& l) { return l.batches_per_epoch(); });
-           })
-      .def("gpu_device",
-           [](NativeSequenceLoader& n) {
-             return n.Locked([](SequenceLoader& l) { return l.gpu_device(); });
-           })
-      .def("describe",
-           [](NativeSequenceLoader& n) {
-             return n.Locked([](SequenceLoader& l) { return l.Describe(); });
-           })
-      .def("stats", [](NativeSequenceLoader& n) {
-        return StatsDict(n.Locked([](SequenceLoader& l) { return l.stats(); }));
-      });
 
   py::class_<NativeLoader>(m, "_Loader",
                            "One rf::EpochLoader over _Datasets: one, or a mixture's with the "
@@ -353,6 +268,12 @@ void BindLoaders(py::module_& m) {
       .def("batches",
            [](NativeLoader& n) { return n.Locked([](EpochLoader& l) { return l.batches(); }); })
       .def(
+          "epoch_sequences",
+          [](NativeLoader& n, size_t i) {
+            return n.WithLoader([&](Loader& l) { return l.epoch_sequences(i); });
+          },
+          py::arg("dataset"), "Packed sequences: dataset i's sequences an epoch (all ranks).")
+      .def(
           "close", [](NativeLoader& n) { n.Close(); },
           "Stops the loader (batches handed out stay valid).")
       .def("options",
@@ -370,7 +291,8 @@ void BindLoaders(py::module_& m) {
           [](NativeLoader& n) {
             return std::string(BatchKindName(n.WithLoader([](Loader& l) { return l.plan().kind; })));
           },
-          "The kind of batch ResolveLoader decided: 'tensors', 'records' or 'images'.")
+          "The kind of batch ResolveLoader decided: 'tensors', 'records', 'images' or "
+          "'sequences'.")
       .def("describe",
            [](NativeLoader& n) { return n.WithLoader([](Loader& l) { return l.Describe(); }); })
       .def("stats", [](NativeLoader& n) {

@@ -1,8 +1,7 @@
 // The native half of ringfeed.Loader (python/ringfeed/loader.py): _Loader, one rf::EpochLoader
 // (pipeline/epoch_loader.h: the epoch protocol and its checkpoints) over one _Dataset or a
-// mixture of them, and _SequenceLoader, one rf::SequenceLoader (packed sequences) with its
-// state (pipeline/state/packed_state.h). The loader's options are pipeline/plan/loader_options.h's
-// table: their names, defaults, bounds and help come from there (loader_options()), and each
+// mixture of them, for every kind of batch (packed sequences too). The loader's options are
+// pipeline/plan/loader_options.h's table: their names, defaults, bounds and help come from there (loader_options()), and each
 // keyword argument is converted by its declared type and set through the table (MakeOptions),
 // with no option named here. A state dict is converted value for value to the library's JSON
 // (json_values.h), which checks it.

@@ -4,7 +4,7 @@
 // holds the module, the exceptions and the datasets; the parts are in files of their own:
 //
 //   _Dataset     an opened dataset (rf::Dataset): the header's fields (here)
-//   _Loader, _SequenceLoader   the loaders (loaders.h)
+//   _Loader      the loader of every kind of batch (loaders.h)
 //   Tensor       a batch's samples, labels or views, exported through DLPack (tensor.h)
 //   _DatasetWriter  rf::DatasetWriter (writer.h)
 //   DataError, UsageError   the exceptions a Status becomes (RaiseStatus, the one place)

@@ -86,7 +86,7 @@ def place_is_reachable(loader, state):
                    for d, wi in zip(drawn, w))
     for i, s in enumerate(state["sources"]):
         assert 0 <= s["epoch"] <= 2**32 - 1
-        sequences = sum(e - b for b, e in s["list"]) or loader._packed.epoch_sequences(i)
+        sequences = sum(e - b for b, e in s["list"]) or loader._native.epoch_sequences(i)
         rows_a_rank = -(-sequences // s["world_size"])
         assert s["position"] < rows_a_rank if state["weights"] else s["position"] <= rows_a_rank
 

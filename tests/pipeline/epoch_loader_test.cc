@@ -17,6 +17,7 @@
 #include "tests/pipeline/loader_testing.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/token_documents.h"
 
 namespace rf {
 namespace {
@@ -192,6 +193,61 @@ TEST_F(EpochLoaderTest, ARefusedStateLeavesTheLoaderAsItWas) {
   std::unique_ptr<EpochLoader> twin = Open();
   Take(*twin, 2);
   EXPECT_EQ(Take(*l), Take(*twin));
+}
+
+// Packed sequences through the same loader: an iteration runs to one dataset's epoch end, the
+// state continues the stream exactly, set_epoch starts an epoch afresh.
+TEST_F(EpochLoaderTest, PackedSequencesKeepTheirPlaceInTheirOwnState) {
+  ASSERT_TRUE(testing::WriteDocuments(dir_.File("tokens.rfd"), testing::Documents(60, 40)).ok());
+  Result<Dataset> d = Dataset::Open(dir_.File("tokens.rfd"));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  LoaderOptions o = testing::HostOptions(dir_.File("tokens.rfd"), 4);
+  o.sequence.length = 16;
+  o.output.dtype = DType::kInt64;
+  const auto open = [&] {
+    Result<std::unique_ptr<EpochLoader>> l = EpochLoader::Create({&*d}, o);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return l.ok() ? std::move(l).value() : nullptr;
+  };
+  // A batch's tokens, as one list.
+  const auto tokens = [](EpochLoader& l, size_t batches) {
+    std::vector<int64_t> out;
+    const EpochLoader::Iteration it = l.Begin();
+    for (size_t i = 0; i < batches; ++i) {
+      Result<EpochLoader::Taken> t = l.Next(it);
+      EXPECT_TRUE(t.ok()) << t.status().ToString();
+      if (!t.ok() || !t->batch) break;
+      const LoadedBatch::View& v = t->batch->views().at(0);
+      const int64_t* p = static_cast<const int64_t*>(v.data);
+      out.insert(out.end(), p, p + v.shape[0] * v.shape[1]);
+    }
+    return out;
+  };
+  std::unique_ptr<EpochLoader> saved = open();
+  ASSERT_TRUE(saved);
+  const uint64_t batches = saved->batches();
+  ASSERT_GT(batches, 3u);
+  tokens(*saved, 2);
+  EXPECT_EQ(saved->epoch(), 0u);
+  EXPECT_EQ(saved->position(), 8u);  // rows
+  const StateJson state = saved->State();
+  EXPECT_EQ(state["kind"], "sequences");
+  const std::vector<int64_t> rest = tokens(*saved, batches);  // to the epoch's end
+  EXPECT_EQ(saved->epoch(), 1u);
+  std::unique_ptr<EpochLoader> resumed = open();
+  ASSERT_TRUE(resumed->Restore(state).ok());
+  EXPECT_EQ(tokens(*resumed, batches), rest);
+  // set_epoch: epoch 1 from its start, whatever the loader was at.
+  std::unique_ptr<EpochLoader> fresh = open();
+  tokens(*fresh, batches + 1);  // epoch 0 and its end
+  const std::vector<int64_t> one = tokens(*fresh, 2);
+  ASSERT_TRUE(resumed->SetEpoch(1).ok());
+  EXPECT_EQ(resumed->position(), 0u);
+  EXPECT_EQ(tokens(*resumed, 2), one);
+  StateJson other = state;
+  other["sequence_length"] = 32;
+  EXPECT_NE(resumed->Restore(other).message().find("sequence_length: the state has 32"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -138,9 +138,34 @@ TEST_F(LoaderPlanTest, WhatAKindDoesNothingWithIsRefusedNamingIt) {
   o = Options("pixels.rfd");
   o.output_buffers = kMaxOutputBuffers + 1;
   EXPECT_EQ(refusal(0, o), "prefetch must be at most 64 batches, got 65");
-  o = Options("pixels.rfd");
+  o = Options("tokens.rfd");
+  o.sequence.pad_token = 3;
+  EXPECT_EQ(refusal(1, o),
+            "eod_token, pad_token and packing shape packed sequences: give sequence_length too");
+  o = Options("tokens.rfd");
   o.sequence.length = 16;
-  EXPECT_EQ(refusal(0, o), "sequence_length: packed sequences come from a SequenceLoader");
+  o.output_buffers = 0;
+  EXPECT_EQ(refusal(1, o),
+            "output_buffers: packed sequences are handed out in the loader's buffers; 0 leaves "
+            "none");
+}
+
+// sequence_length makes packed sequences, their own maker's, which reads sources of its own:
+// the tokens in the dtype given, int64 where the Python face gave none.
+TEST_F(LoaderPlanTest, ASequenceLengthMakesPackedSequences) {
+  LoaderOptions o = Options("tokens.rfd");
+  o.sequence.length = 16;
+  o.output.dtype = DType::kInt32;
+  Result<LoaderPlan> p = Plan(1, o);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->kind, BatchKind::kSequences);
+  EXPECT_FALSE(p->staged);
+  EXPECT_EQ(p->output, DType::kInt32);
+  o.output.given = {true, false, false};
+  p = Plan(1, o);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->output, DType::kInt64);
+  EXPECT_STREQ(BatchKindName(p->kind), "sequences");
 }
 
 }  // namespace
