@@ -454,6 +454,7 @@ Status CheckCompatible(const StateJson& saved, uint32_t version, const LoaderSta
 }
 
 Result<LoaderState> DecodeLoaderState(const StateJson& saved, const LoaderState& own) {
+  RF_RETURN_IF_ERROR(StateDepthStatus(saved));
   const bool kind_matches = saved.is_object() && [&] {
     const StateJson& kind = Get(saved, "kind");
     if (own.kind == StateKind::kSamples) return kind.is_null() || (kind != "mixture" && kind != "sequences");

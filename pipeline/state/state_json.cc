@@ -2,6 +2,8 @@
 
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace rf {
 namespace {
@@ -46,6 +48,21 @@ std::string FloatRepr(double d) {
 }
 
 }  // namespace
+
+Status StateDepthStatus(const StateJson& v) {
+  std::vector<std::pair<const StateJson*, size_t>> todo = {{&v, 1}};
+  while (!todo.empty()) {
+    const auto [x, depth] = todo.back();
+    todo.pop_back();
+    if (!x->is_structured()) continue;
+    if (depth > kMaxStateDepth) {
+      return Status::Usage("load_state_dict: malformed state: values nested more than " +
+                           std::to_string(kMaxStateDepth) + " deep");
+    }
+    for (const StateJson& y : *x) todo.emplace_back(&y, depth + 1);
+  }
+  return Status::Ok();
+}
 
 std::string StateRepr(const StateJson& v) {
   switch (v.type()) {

@@ -19,6 +19,12 @@ namespace rf {
 // A state's JSON: its objects keep their keys in the order written (state_dict()'s order).
 using StateJson = nlohmann::ordered_json;
 
+// The deepest a state's values nest: a state dict is 4 deep; more is refused (StateDepthStatus)
+// before any recursive walk of it.
+inline constexpr size_t kMaxStateDepth = 32;
+// Usage where `v` nests deeper than kMaxStateDepth (measured without recursion).
+Status StateDepthStatus(const StateJson& v);
+
 // `v` as Python's repr() writes the value it stands for.
 std::string StateRepr(const StateJson& v);
 // Python's type name of the value `v` stands for.

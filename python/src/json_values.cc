@@ -32,7 +32,11 @@ StateJson IntFromPython(py::handle v, const std::string& name) {
 
 }  // namespace
 
-StateJson JsonFromPython(py::handle v, const std::string& name) {
+StateJson JsonFromPython(py::handle v, const std::string& name, size_t depth) {
+  if (depth > kMaxStateDepth) {
+    Throw(Status::Usage("load_state_dict: malformed state: values nested more than " +
+                        std::to_string(kMaxStateDepth) + " deep"));
+  }
   if (v.is_none()) return StateJson();
   if (PyBool_Check(v.ptr())) return StateJson(v.ptr() == Py_True);
   if (PyFloat_Check(v.ptr())) return StateJson(PyFloat_AsDouble(v.ptr()));
@@ -40,7 +44,7 @@ StateJson JsonFromPython(py::handle v, const std::string& name) {
   if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
     StateJson out = StateJson::array();
     size_t i = 0;
-    for (py::handle item : v) out.push_back(JsonFromPython(item, name + "[" + std::to_string(i++) + "]"));
+    for (py::handle item : v) out.push_back(JsonFromPython(item, name + "[" + std::to_string(i++) + "]", depth + 1));
     return out;
   }
   if (PyDict_Check(v.ptr())) {
@@ -48,7 +52,7 @@ StateJson JsonFromPython(py::handle v, const std::string& name) {
     for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(v)) {
       if (!PyUnicode_Check(key.ptr())) Refuse(name + " key", key, "not str");
       const std::string k = key.cast<std::string>();
-      out[k] = JsonFromPython(value, name == "the state" ? k : name + "['" + k + "']");
+      out[k] = JsonFromPython(value, name == "the state" ? k : name + "['" + k + "']", depth + 1);
     }
     return out;
   }

@@ -16,9 +16,10 @@
 namespace rf::python {
 
 // `v` as JSON. Usage "load_state_dict: malformed state: NAME ..." for what JSON does not hold: a
-// value of another type, a dict key that is no str, an int outside 64 bits (`name`: where `v`
-// is, "the state" at the top).
-StateJson JsonFromPython(pybind11::handle v, const std::string& name);
+// value of another type, a dict key that is no str, an int outside 64 bits, values nested deeper
+// than kMaxStateDepth, which it never walks (`name`: where `v` is, "the state" at the top;
+// `depth`: its depth there).
+StateJson JsonFromPython(pybind11::handle v, const std::string& name, size_t depth = 1);
 pybind11::object PythonFromJson(const StateJson& v);
 
 }  // namespace rf::python

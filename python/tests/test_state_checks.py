@@ -80,3 +80,22 @@ def test_the_last_epochs_end_leaves_a_state_the_loader_takes_back(datasets, mixt
             next(iter(ld))
         assert str(e.value) == LAST_EPOCH_MESSAGE
         assert ld.epoch == MAX_EPOCH  # refused, it stays where it was
+
+
+def test_a_state_nested_too_deep_or_holding_itself_is_refused(datasets):
+    """The dict is converted for the library value for value: a list holding itself, or nested
+    far deeper than any state, is refused (no recursion without end), and the loader goes on."""
+    loader = open_loader(datasets.positional())
+    state = loader.state_dict()
+    looped = []
+    looped.append(looped)
+    deep = []
+    for _ in range(100000):
+        deep = [deep]
+    for value in (looped, deep):
+        with pytest.raises(ringfeed.UsageError, match="nested more than 32 deep"):
+            loader.load_state_dict({**state, "stretches": value})
+    with pytest.raises(ringfeed.UsageError, match="malformed state: seed is object"):
+        loader.load_state_dict({**state, "seed": object()})
+    loader.load_state_dict(state)
+    assert loader.state_dict() == state

@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(header header_raw index dataset codec checkpoint checkpoint_raw options
-                                     jpeg tar jsonl)
+                                     jpeg tar jsonl state)
 case "$seconds" in ''|*[!0-9]*) echo "run.sh: --seconds wants a whole number, got '$seconds'" >&2; exit 2 ;; esac
 
 build=${RINGFEED_FUZZ_BUILD_DIR:-build-fuzz}

@@ -192,6 +192,19 @@ TEST(LoaderStateTest, EachFieldThatIsWrongIsNamed) {
             "load_state_dict: malformed state: 1025 stretches, more than the 1024 a state holds");
 }
 
+// A state nested deeper than any the loader writes is refused before anything walks it.
+TEST(LoaderStateTest, ValuesNestedTooDeepAreRefusedWithoutRecursion) {
+  StateJson deep = StateJson::array();
+  for (int i = 0; i < 100000; ++i) deep = StateJson::array({std::move(deep)});
+  StateJson s = EncodeLoaderState(Samples());
+  s["stretches"] = std::move(deep);
+  EXPECT_EQ(Refusal(s, Samples()),
+            "load_state_dict: malformed state: values nested more than 32 deep");
+  StateJson ok = StateJson::array();
+  for (size_t i = 1; i < kMaxStateDepth - 1; ++i) ok = StateJson::array({std::move(ok)});
+  EXPECT_TRUE(StateDepthStatus(StateJson::object({{"a", ok}})).ok());
+}
+
 TEST(LoaderStateTest, AMixturesDatasetsAndStreamAreChecked) {
   const LoaderState own = Mixture();
   const StateJson good = EncodeLoaderState(own);
