@@ -14,6 +14,8 @@ packages=(
   libturbojpeg0-dev             # the tests: they make and read JPEGs (libjpeg-turbo 2.1.5)
   libjpeg62-turbo-dev           # the loader's JPEG decode: the crop's region (its libjpeg API)
   libgtest-dev                  # tests
+  libcurl4-openssl-dev          # io/remote: ranges of http(s):// objects (libcurl, OpenSSL)
+  nginx openssl                 # ... and its tests: a real nginx over HTTP and HTTPS, a test CA
   openmpi-bin libopenmpi-dev    # data-parallel runs (mpirun; the MPI plugin) and their tests
   python3-dev pybind11-dev      # the Python package's extension (python/)
   python3-pip python3-venv      # the wheel (tools/test_wheel.sh) and the venvs it is tested in

@@ -25,6 +25,19 @@ std::vector<uint8_t> PositionalLabels(uint64_t n, uint32_t classes) {
   return v;
 }
 
+void PositionalObjectBytes(uint64_t offset, uint8_t* out, size_t n) {
+  for (size_t k = 0; k < n; ++k) {
+    uint64_t i = offset + k;
+    out[k] = static_cast<uint8_t>(((i / 8) * 0x9E3779B97F4A7C15ULL) >> (8 * (i % 8)));
+  }
+}
+
+std::vector<uint8_t> PositionalObject(uint64_t offset, size_t n) {
+  std::vector<uint8_t> v(n);
+  PositionalObjectBytes(offset, v.data(), n);
+  return v;
+}
+
 std::vector<float> PositionalFloats(uint64_t n, uint64_t elems) {
   std::vector<float> v(n * elems);
   for (uint64_t i = 0; i < n; ++i) {

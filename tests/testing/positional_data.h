@@ -42,6 +42,11 @@ std::vector<uint8_t> PositionalLabels(uint64_t n, uint32_t classes = 10);
 // i * 1000 + k < 2^24).
 std::vector<float> PositionalFloats(uint64_t n, uint64_t elems);
 
+// The bytes [offset, offset + n) of a positional object (a file served over HTTP): its 8-byte
+// word w (little-endian) is w * 0x9E3779B97F4A7C15, so bytes from any other offset differ.
+void PositionalObjectBytes(uint64_t offset, uint8_t* out, size_t n);
+std::vector<uint8_t> PositionalObject(uint64_t offset, size_t n);
+
 // The shape and layout of a positional dataset (uint8 samples of channels x height x width).
 struct PositionalDatasetOptions {
   uint32_t channels = 1, height = 8, width = 8;

@@ -1,0 +1,250 @@
+#include "io/remote/http_fetcher.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+
+#include "io/remote/curl_handles.h"
+#include "io/remote/range_transfer.h"
+#include "io/remote/url.h"
+
+namespace rf {
+
+struct HttpFetcher::Slot {
+  enum class State { kFree, kPrepared, kActive, kBackoff };
+  State state = State::kFree;
+  bool probe = false;  // a Size() request, whose completion goes to probe_ rather than done_
+  std::unique_ptr<RangeTransfer> transfer;
+  HttpRequest req;
+  uint64_t received = 0;  // bytes of the range already in req.buf (a retry resumes after them)
+  uint32_t attempts = 0;
+  FetchClock::time_point started, deadline, retry_at;
+  std::string last_error;  // the last transient failure, for the deadline's message
+};
+
+HttpFetcher::HttpFetcher(const HttpFetchOptions& options)
+    : options_(options),
+      slots_(options.max_in_flight),
+      rng_(static_cast<uint64_t>(FetchClock::now().time_since_epoch().count()) ^
+           reinterpret_cast<uintptr_t>(this)) {
+  done_.reserve(options.max_in_flight);
+}
+
+HttpFetcher::~HttpFetcher() {
+  for (Slot& s : slots_)
+    if (s.state == Slot::State::kActive)
+      curl_multi_remove_handle(multi_->get(), s.transfer->easy());
+}
+
+Result<std::unique_ptr<HttpFetcher>> HttpFetcher::Create(const HttpFetchOptions& options) {
+  RF_RETURN_IF_ERROR(CheckHttpFetchOptions(options));
+  RF_RETURN_IF_ERROR(CurlGlobalInit());
+  std::unique_ptr<HttpFetcher> f(new HttpFetcher(options));
+  f->multi_ = std::make_unique<CurlMulti>(curl_multi_init());
+  if (f->multi_->get() == nullptr) return Status::IOError("libcurl", "curl_multi_init failed");
+  // One connection a transfer (HTTP/1.1, no pipelining), kept in the cache for the next ones.
+  long n = static_cast<long>(options.max_in_flight);
+  if (curl_multi_setopt(f->multi_->get(), CURLMOPT_MAX_HOST_CONNECTIONS, n) != CURLM_OK ||
+      curl_multi_setopt(f->multi_->get(), CURLMOPT_MAXCONNECTS, n) != CURLM_OK ||
+      curl_multi_setopt(f->multi_->get(), CURLMOPT_PIPELINING, CURLPIPE_NOTHING) != CURLM_OK)
+    return Status::IOError("libcurl", "curl_multi_setopt refused the fetcher's options");
+  for (Slot& s : f->slots_) {
+    RF_ASSIGN_OR_RETURN(s.transfer, RangeTransfer::Create(options));
+    curl_easy_setopt(s.transfer->easy(), CURLOPT_PRIVATE, &s);
+  }
+  return f;
+}
+
+Result<uint32_t> HttpFetcher::AddUrl(std::string_view url) {
+  RF_RETURN_IF_ERROR(CheckFetchableUrl(url));
+  urls_.emplace_back(url);
+  shown_urls_.push_back(RedactUrl(url));
+  return static_cast<uint32_t>(urls_.size() - 1);
+}
+
+uint32_t HttpFetcher::capacity() const { return options_.max_in_flight; }
+
+Status HttpFetcher::Prepare(const HttpRequest& r) {
+  if (r.url >= urls_.size())
+    return Status::InvalidArgument("HttpFetcher: URL index " + std::to_string(r.url) +
+                                   " was not added");
+  if (r.len > 0 && r.buf == nullptr)
+    return Status::InvalidArgument("HttpFetcher: a request without a buffer");
+  if (r.len > std::numeric_limits<uint64_t>::max() - r.offset)
+    return Status::InvalidArgument("HttpFetcher: a range past 2^64");
+  auto free = std::find_if(slots_.begin(), slots_.end(),
+                           [](const Slot& s) { return s.state == Slot::State::kFree; });
+  if (outstanding_ >= capacity() || free == slots_.end())
+    return Status::InvalidArgument("HttpFetcher: more than " + std::to_string(capacity()) +
+                                   " requests not yet returned by Wait");
+  free->state = Slot::State::kPrepared;
+  free->probe = false;
+  free->req = r;
+  free->received = 0;
+  free->attempts = 0;
+  ++outstanding_;
+  ++prepared_;
+  return Status::Ok();
+}
+
+Status HttpFetcher::Submit() {
+  FetchClock::time_point now = FetchClock::now();
+  for (Slot& s : slots_) {
+    if (s.state != Slot::State::kPrepared) continue;
+    s.started = now;
+    s.deadline = now + options_.deadline;
+    if (s.req.len == 0 && !s.probe) {
+      Complete(s, Status::Ok());
+    } else {
+      RF_RETURN_IF_ERROR(StartAttempt(s));
+    }
+  }
+  prepared_ = 0;
+  int still = 0;  // start connecting now, before the first Wait
+  if (CURLMcode mc = curl_multi_perform(multi_->get(), &still); mc != CURLM_OK)
+    return Status::IOError("libcurl",
+                           std::string("curl_multi_perform: ") + curl_multi_strerror(mc));
+  return Status::Ok();
+}
+
+Status HttpFetcher::StartAttempt(Slot& s) {
+  FetchClock::time_point now = FetchClock::now();
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(s.deadline - now);
+  ++s.attempts;
+  ++stats_.attempts;
+  Status st =
+      s.probe ? s.transfer->BeginSizeProbe(urls_[s.req.url], left)
+              : s.transfer->Begin(urls_[s.req.url], static_cast<uint8_t*>(s.req.buf) + s.received,
+                                  s.req.offset + s.received, s.req.offset + s.req.len, left);
+  if (!st.ok()) {
+    Complete(s, std::move(st));
+    return Status::Ok();
+  }
+  if (CURLMcode mc = curl_multi_add_handle(multi_->get(), s.transfer->easy()); mc != CURLM_OK)
+    return Status::IOError("libcurl",
+                           std::string("curl_multi_add_handle: ") + curl_multi_strerror(mc));
+  s.state = Slot::State::kActive;
+  return Status::Ok();
+}
+
+void HttpFetcher::Finished(Slot& s, int code) {
+  const std::string& shown = shown_urls_[s.req.url];
+  AttemptOutcome out =
+      s.transfer->Finish(static_cast<CURLcode>(code), shown, s.req.offset, s.probe ? 0 : s.req.len);
+  s.received += s.transfer->written();
+  stats_.bytes += s.transfer->written();
+  stats_.connections += static_cast<uint64_t>(std::max(0L, s.transfer->connects()));
+  switch (out.kind) {
+    case AttemptOutcome::Kind::kDone:
+      if (s.probe) probe_size_ = s.transfer->object_size().value_or(0);
+      Complete(s, Status::Ok());
+      return;
+    case AttemptOutcome::Kind::kPermanent:
+      Complete(s, std::move(out.status));
+      return;
+    case AttemptOutcome::Kind::kTransient:
+      break;
+  }
+  s.last_error = std::move(out.error);
+  FetchClock::time_point now = FetchClock::now();
+  auto at = NextAttemptAt(options_, s.attempts, now, s.deadline, NextRandom());
+  if (!at) {
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - s.started);
+    Complete(s, DeadlineError(shown, s.probe ? "size" : ByteRangeText(s.req.offset, s.req.len),
+                              s.attempts, elapsed, s.last_error));
+    return;
+  }
+  s.state = Slot::State::kBackoff;
+  s.retry_at = *at;
+  ++stats_.retries;
+}
+
+void HttpFetcher::Complete(Slot& s, Status status) {
+  s.state = Slot::State::kFree;
+  if (s.probe) {
+    probe_status_ = std::move(status);
+    probe_done_ = true;
+    return;
+  }
+  done_.push_back(HttpCompletion{s.req.user_data, std::move(status)});
+}
+
+Status HttpFetcher::Drive(const std::function<bool()>& enough) {
+  CURLM* m = multi_->get();
+  while (!enough()) {
+    FetchClock::time_point now = FetchClock::now();
+    for (Slot& s : slots_)
+      if (s.state == Slot::State::kBackoff && s.retry_at <= now)
+        RF_RETURN_IF_ERROR(StartAttempt(s));
+    int still = 0;
+    if (CURLMcode mc = curl_multi_perform(m, &still); mc != CURLM_OK)
+      return Status::IOError("libcurl",
+                             std::string("curl_multi_perform: ") + curl_multi_strerror(mc));
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(m, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      CURL* easy = msg->easy_handle;
+      CURLcode code = msg->data.result;  // msg is gone once the handle is removed
+      Slot* s = nullptr;
+      curl_easy_getinfo(easy, CURLINFO_PRIVATE, &s);
+      curl_multi_remove_handle(m, easy);
+      Finished(*s, code);
+    }
+    if (enough()) break;
+    // Sleep until a socket is ready, libcurl's own timer fires, or the next retry is due.
+    auto wake = FetchClock::now() + std::chrono::seconds(1);
+    bool waiting = false;
+    for (const Slot& s : slots_) {
+      if (s.state == Slot::State::kBackoff) wake = std::min(wake, s.retry_at);
+      waiting = waiting || s.state == Slot::State::kBackoff || s.state == Slot::State::kActive;
+    }
+    if (!waiting)
+      return Status::InvalidArgument("HttpFetcher: waiting for requests that were not submitted");
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - FetchClock::now());
+    int timeout = static_cast<int>(std::clamp<int64_t>(ms.count(), 0, 1000));
+    if (CURLMcode mc = curl_multi_poll(m, nullptr, 0, timeout, nullptr); mc != CURLM_OK)
+      return Status::IOError("libcurl", std::string("curl_multi_poll: ") + curl_multi_strerror(mc));
+  }
+  return Status::Ok();
+}
+
+Status HttpFetcher::Wait(std::vector<HttpCompletion>& out, uint32_t min) {
+  if (min > outstanding_ - prepared_)
+    return Status::InvalidArgument("HttpFetcher: Wait for " + std::to_string(min) +
+                                   " completions with " + std::to_string(outstanding_ - prepared_) +
+                                   " requests submitted and not yet returned");
+  RF_RETURN_IF_ERROR(Drive([&] { return done_.size() >= min; }));
+  for (HttpCompletion& c : done_) out.push_back(std::move(c));
+  outstanding_ -= static_cast<uint32_t>(done_.size());
+  done_.clear();
+  return Status::Ok();
+}
+
+Result<uint64_t> HttpFetcher::Size(std::string_view url) {
+  if (outstanding_ > 0) return Status::InvalidArgument("HttpFetcher: Size with requests in flight");
+  RF_ASSIGN_OR_RETURN(uint32_t index, AddUrl(url));
+  Slot& s = slots_[0];  // every slot is free: nothing is outstanding
+  s.state = Slot::State::kPrepared;
+  s.probe = true;
+  s.req = HttpRequest{index, nullptr, 0, 0, 0};
+  s.received = 0;
+  s.attempts = 0;
+  probe_done_ = false;
+  Status st = Submit();
+  if (st.ok()) st = Drive([&] { return probe_done_; });
+  urls_.pop_back();  // the probe's URL is not kept
+  shown_urls_.pop_back();
+  s.probe = false;
+  if (!st.ok()) return st;
+  if (!probe_status_.ok()) return probe_status_;
+  return probe_size_;
+}
+
+uint64_t HttpFetcher::NextRandom() {  // splitmix64: the jitter needs spread, not secrecy
+  uint64_t z = (rng_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace rf

@@ -1,0 +1,87 @@
+// RangeTransfer: one easy handle and one attempt at a byte range of a URL, written straight into
+// the caller's buffer. HttpFetcher keeps one per request in flight and reuses it for every
+// attempt and every later request (libcurl keeps the connections in the multi handle's cache).
+//
+// What an attempt accepts, checked before any byte of the body is written:
+//   - 206 whose Content-Range starts where the attempt's range starts; a range past the object's
+//     end (Content-Range's total) is refused;
+//   - 200 only for a range that starts at 0 and whose Content-Length is the range's length
+//     (the whole object was asked for); any other 200 is a server ignoring the range (transient).
+// Memory: nothing is allocated from what the server claims. The body goes into the attempt's
+// [dst, dst + len) and nowhere else; a byte past len aborts the transfer. An error answer's body
+// is not read at all. Only Content-Range is kept from the headers, parsed into integers.
+//
+// Thread safety: none; used by the thread that owns its fetcher.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "io/remote/curl_handles.h"
+#include "io/remote/retry_policy.h"
+
+namespace rf {
+
+struct AttemptOutcome {
+  enum class Kind { kDone, kTransient, kPermanent };
+  Kind kind = Kind::kDone;
+  std::string error;  // kTransient: what failed, for the deadline's message ("HTTP 503", ...)
+  Status status;      // kPermanent: the request's final Status
+};
+
+class RangeTransfer {
+ public:
+  // A handle with the options every attempt shares (TLS verification and the CA bundle, the
+  // timeouts, http and https only, HTTP/1.1, no signals, redirects not followed).
+  static Result<std::unique_ptr<RangeTransfer>> Create(const HttpFetchOptions& o);
+
+  CURL* easy() const { return easy_.get(); }
+
+  // Sets up an attempt at the bytes [start, end) (end > start) of `url` into dst, which holds
+  // end - start bytes and must outlive the attempt; `time_left` bounds the whole attempt.
+  Status Begin(const std::string& url, uint8_t* dst, uint64_t start, uint64_t end,
+               std::chrono::milliseconds time_left);
+  // Sets up a size probe of `url`: the range 0-0, whose answer carries the object's size.
+  Status BeginSizeProbe(const std::string& url, std::chrono::milliseconds time_left);
+
+  // After libcurl ended the attempt with `code`: done, retry or fail. `shown_url` (redacted) and
+  // the whole request's range [offset, offset + len) name the request in a permanent Status.
+  AttemptOutcome Finish(CURLcode code, const std::string& shown_url, uint64_t offset, uint64_t len);
+
+  // Bytes of the attempt's range in dst, valid whatever the outcome (a retry resumes after them).
+  uint64_t written() const { return written_; }
+  // A size probe's answer: the object's size.
+  std::optional<uint64_t> object_size() const { return object_size_; }
+  // New connections this attempt opened (0 where it reused one).
+  long connects() const;
+
+ private:
+  enum class Abort { kNone, kStatus, kIgnoredRange, kOtherRange, kPastEnd, kTooLong };
+
+  RangeTransfer() = default;
+  Status Configure(const HttpFetchOptions& o);
+  Status BeginAttempt(const std::string& url, std::chrono::milliseconds time_left);
+  // Checks the answer's status line and headers once, at the first body byte or at the end.
+  void CheckAnswer();
+  static size_t OnHeader(char* data, size_t size, size_t n, void* self);
+  static size_t OnBody(char* data, size_t size, size_t n, void* self);
+
+  CurlEasy easy_;
+  char errbuf_[CURL_ERROR_SIZE] = {};
+  char range_[48] = {};
+  uint8_t* dst_ = nullptr;
+  uint64_t start_ = 0, end_ = 0, written_ = 0;
+  bool probe_ = false, checked_ = false;
+  uint8_t probe_byte_ = 0;
+  long status_ = 0;
+  Abort abort_ = Abort::kNone;
+  // Content-Range of the current answer: "bytes first-last/total" or "bytes */total".
+  std::optional<uint64_t> cr_first_, cr_last_, cr_total_;
+  std::optional<uint64_t> object_size_;
+};
+
+}  // namespace rf

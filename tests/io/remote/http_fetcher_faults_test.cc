@@ -1,0 +1,160 @@
+// HttpFetcher against the fault server (tests/testing/fault_http_server.h): each transient
+// fault retried to bytes identical to a fetch without faults; each permanent one named at once.
+#include <gtest/gtest.h>
+
+#include "io/remote/http_fetcher.h"
+#include "tests/io/remote/fetch_testing.h"
+#include "tests/testing/fault_http_server.h"
+
+namespace rf {
+namespace {
+
+using testing::FaultHttpServer;
+using testing::FetchOne;
+using testing::HttpFault;
+using testing::MakeFetcher;
+
+constexpr uint64_t kObjectBytes = 2 << 20;
+constexpr uint64_t kOffset = 12345, kLen = 300'000;
+
+struct TransientCase {
+  const char* name;
+  HttpFault fault;
+  bool resumes;  // the retry asks only for what the first attempt did not deliver
+};
+
+class TransientFault : public ::testing::TestWithParam<TransientCase> {};
+
+TEST_P(TransientFault, IsRetriedToIdenticalBytes) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  server.Script({GetParam().fault});
+  auto f = MakeFetcher();
+  Status st = FetchOne(*f, server.Url("/object.bin"), kOffset, kLen);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(f->stats().attempts, 2u);
+  EXPECT_EQ(f->stats().retries, 1u);
+  EXPECT_EQ(server.requests(), 2u);
+  // Resumed: the bytes the cut answer delivered are not fetched again.
+  if (GetParam().resumes) {
+    EXPECT_EQ(f->stats().bytes, kLen);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    HttpFetcher, TransientFault,
+    ::testing::Values(TransientCase{"Status500", HttpFault::k500, false},
+                      TransientCase{"Status503", HttpFault::k503, false},
+                      TransientCase{"Status429", HttpFault::k429, false},
+                      TransientCase{"ResetBeforeAnswer", HttpFault::kResetBeforeAnswer, false},
+                      TransientCase{"ResetMidBody", HttpFault::kResetMidBody, true},
+                      TransientCase{"ShortBody", HttpFault::kShortBody, true},
+                      TransientCase{"WholeObjectForARange", HttpFault::kWholeObject, false}),
+    [](const ::testing::TestParamInfo<TransientCase>& i) { return std::string(i.param.name); });
+
+TEST(HttpFetcher, SeveralFaultsInARowAreRetried) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  server.Script(
+      {HttpFault::k503, HttpFault::kShortBody, HttpFault::kResetMidBody, HttpFault::k500});
+  auto f = MakeFetcher();
+  ASSERT_TRUE(FetchOne(*f, server.Url("/x"), kOffset, kLen).ok());
+  EXPECT_EQ(f->stats().attempts, 5u);
+}
+
+TEST(HttpFetcher, ManyRangesInFlightSurviveInterleavedFaults) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  std::vector<HttpFault> faults;
+  for (int i = 0; i < 8; ++i)
+    for (HttpFault k : {HttpFault::k500, HttpFault::kShortBody, HttpFault::kResetBeforeAnswer,
+                        HttpFault::kResetMidBody, HttpFault::k429, HttpFault::kWholeObject})
+      faults.push_back(k);
+  server.Script(faults);
+  HttpFetchOptions o = testing::QuickOptions();
+  o.max_in_flight = 8;
+  auto f = MakeFetcher(o);
+  std::vector<testing::ByteRange> ranges;
+  for (uint64_t i = 0; i < 64; ++i) ranges.push_back({i * 30011, 30011});
+  for (const Status& st : testing::FetchRanges(*f, server.Url("/x"), ranges))
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(f->stats().retries, faults.size());
+}
+
+TEST(HttpFetcher, SizeIsRetriedToo) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  server.Script({HttpFault::k503, HttpFault::kResetBeforeAnswer});
+  auto f = MakeFetcher();
+  auto size = f->Size(server.Url("/x"));
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  EXPECT_EQ(*size, kObjectBytes);
+  EXPECT_EQ(server.requests(), 3u);
+}
+
+// A permanent fault: one request, the Status names the URL and the range.
+void ExpectRefusedAtOnce(HttpFault fault, const std::string& says) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  server.Always(fault);
+  auto f = MakeFetcher();
+  Status st = FetchOne(*f, server.Url("/x?sig=SECRET"), kOffset, kLen);
+  ASSERT_TRUE(st.IsIOError()) << st.ToString();
+  EXPECT_EQ(st.ToString(), server.Url("/x") + ": bytes 12345-312344: " + says);
+  EXPECT_EQ(server.requests(), 1u);
+}
+
+TEST(HttpFetcher, ABodyLongerThanTheRangeIsRefused) {
+  ExpectRefusedAtOnce(HttpFault::kLongBody,
+                      "the server sent more than the 300000 bytes asked for; refused");
+}
+
+TEST(HttpFetcher, AnAnswerForAnotherRangeIsRefused) {
+  ExpectRefusedAtOnce(HttpFault::kOtherRange,
+                      "HTTP 206 with another range than the one asked for (from byte 12346)");
+}
+
+TEST(HttpFetcher, NotFoundAndForbiddenAreNotRetried) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  auto f = MakeFetcher();
+  EXPECT_TRUE(FetchOne(*f, server.Url("/missing"), 0, 10).IsNotFound());
+  EXPECT_EQ(server.requests(), 1u);
+  Status st = FetchOne(*f, server.Url("/forbidden"), 0, 10);
+  EXPECT_NE(st.ToString().find("HTTP 403 Forbidden: access denied"), std::string::npos)
+      << st.ToString();
+  EXPECT_EQ(server.requests(), 2u);
+}
+
+TEST(HttpFetcher, AStalledAnswerTimesOutAndGivesUpAtTheDeadline) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  server.Always(HttpFault::kStall);
+  HttpFetchOptions o = testing::QuickOptions();
+  o.stall_timeout = std::chrono::seconds(1);
+  o.deadline = std::chrono::milliseconds(2'500);
+  auto f = MakeFetcher(o);
+  Status st = FetchOne(*f, server.Url("/x"), 0, 100);
+  ASSERT_TRUE(st.IsIOError()) << st.ToString();
+  EXPECT_NE(st.ToString().find("(the deadline): curl error 28"), std::string::npos)
+      << st.ToString();
+  EXPECT_GE(f->stats().attempts, 2u);
+}
+
+TEST(HttpFetcher, ARefusedConnectionIsRetriedUntilTheDeadline) {
+  std::string url;
+  {
+    FaultHttpServer server(kObjectBytes);  // a port that was ours, now closed
+    url = server.Url("/x");
+  }
+  HttpFetchOptions o = testing::QuickOptions();
+  o.deadline = std::chrono::milliseconds(500);
+  auto f = MakeFetcher(o);
+  Status st = FetchOne(*f, url, 0, 100);
+  ASSERT_TRUE(st.IsIOError()) << st.ToString();
+  EXPECT_NE(st.ToString().find("(the deadline): curl error 7"), std::string::npos) << st.ToString();
+  EXPECT_GE(f->stats().attempts, 2u);
+}
+
+}  // namespace
+}  // namespace rf
