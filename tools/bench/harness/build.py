@@ -108,10 +108,16 @@ class Build:
         # package's tree's python/src.
         sources = sorted(glob.glob(os.path.join(src, "python", "src", "*.cc")))
         sources = [f for f in sources if not f.endswith("dlpack_export.cc")]
+        # The headers the package's libraries were built with (nlohmann-json's: a state's JSON
+        # crosses from the extension into the library, so another version's ABI tag would not
+        # link) before the machine's own.
+        deps_include = [f"-I{d}" for d in [os.path.join(self.root, "deps", "include")]
+                        if os.path.isdir(d)]
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
         cmd = ["g++", "-O2", "-std=c++20", "-shared", "-fPIC", "-fvisibility=hidden",
                "-DRINGFEED_HAVE_CUDA=1", f'-DRINGFEED_VERSION="{version}"', f"-I{src}",
-               f"-I{self.root}/include", "-I/usr/local/cuda/include", *includes, *sources,
+               f"-I{self.root}/include", *deps_include, "-I/usr/local/cuda/include", *includes,
+               *sources,
                "-o", os.path.join(pkgdir, "_ringfeed" + suffix), "-Wl,--start-group", *libs,
                "-Wl,--end-group", *extra, "-L/usr/local/cuda/lib64", "-lcudart_static",
                "-lpthread", "-ldl", "-lrt", "-Wl,--exclude-libs,ALL"]
