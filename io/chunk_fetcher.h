@@ -8,6 +8,9 @@
 // converter's ForEachChunk. The streaming path is the io_uring reader and the chunk stage
 // (pipeline/stage/chunk_feeder.h), which do the same checks in the same order.
 //
+// A remote dataset's chunks are fetched by range requests (io/remote/object_reader.h), the
+// connections opened once per fetcher; the checks are the same.
+//
 // Memory: one stored extent (the dataset's largest, where any chunk is compressed) and the codec
 // contexts; each shard file is opened once, at Create.
 //
@@ -15,12 +18,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/status.h"
 #include "io/codec.h"
 #include "io/dataset.h"
 #include "io/file.h"
+#include "io/remote/object_reader.h"
 
 namespace rf {
 
@@ -36,7 +41,8 @@ class ChunkFetcher {
  private:
   explicit ChunkFetcher(const Dataset& d) : dataset_(&d) {}
   const Dataset* dataset_;
-  std::vector<File> files_;  // one per shard
+  std::vector<File> files_;               // one per shard (a local dataset)
+  std::unique_ptr<ObjectReader> remote_;  // a remote one's range requests
   std::vector<uint8_t> stored_;
   Decompressor decompressor_;
 };

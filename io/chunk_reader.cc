@@ -12,6 +12,7 @@
 
 #include "io/faulty_io_queue.h"
 #include "io/file.h"
+#include "io/http_queue.h"
 #include "io/sync_queue.h"
 #include "io/uring_queue.h"
 
@@ -150,7 +151,7 @@ struct ChunkReader::Impl {
     return st;
   }
 
-  const std::string& PathOf(const Slot& s) const { return files[s.file].path(); }
+  const std::string& PathOf(const Slot& s) const { return dataset->shard_path(s.file); }
   // The chunk's number as its file's index says it (a directory's part numbers its own).
   uint64_t FileChunkOf(const Slot& s) const { return dataset->chunk(s.chunk).entry.index; }
 
@@ -166,6 +167,12 @@ struct ChunkReader::Impl {
     uint32_t idx = static_cast<uint32_t>(c.user_data);
     Read& r = reads[idx];
     Slot& s = slots[r.slot];
+    if (c.res < 0 && c.failure != 0) {
+      // The queue's own description (a remote read, already retried as its options say): it
+      // names the object and the range; the chunk is the reader's to add.
+      Status st = queue->TakeFailure(c.failure);
+      return std::move(st.WithChunk(FileChunkOf(s)));
+    }
     if (c.res < 0) {
       int err = -c.res;
       if (err == EAGAIN || err == EINTR) {
@@ -286,7 +293,9 @@ Result<std::unique_ptr<ChunkReader>> ChunkReader::Create(const Dataset& dataset,
   RF_RETURN_IF_ERROR(CheckOptions(options, buffers));
   ReaderOptions opts = options;
   std::unique_ptr<IoQueue> queue;
-  if (opts.mode != IoMode::kPread) {
+  if (dataset.remote()) {
+    RF_ASSIGN_OR_RETURN(queue, HttpQueue::Create(dataset, opts.queue_depth));
+  } else if (opts.mode != IoMode::kPread) {
     auto uring = UringQueue::Create(opts.queue_depth);
     if (uring.ok()) {
       queue = std::move(uring).value();
@@ -315,15 +324,17 @@ Result<std::unique_ptr<ChunkReader>> ChunkReader::CreateWithQueue(const Dataset&
   m.mode = options.mode;
   m.buffers.assign(buffers.begin(), buffers.end());
 
-  bool any_buffered = false;
-  RF_ASSIGN_OR_RETURN(m.files, OpenShards(dataset, options.mode == IoMode::kDirect, &any_buffered));
-  if (any_buffered) m.mode = IoMode::kBuffered;
-
-  std::vector<int> fds;
-  fds.reserve(m.files.size());
-  for (const File& f : m.files) fds.push_back(f.fd());
   m.queue = std::move(queue);
-  RF_RETURN_IF_ERROR(m.queue->RegisterFiles(fds));
+  if (m.queue->reads_local_files()) {
+    bool any_buffered = false;
+    RF_ASSIGN_OR_RETURN(m.files,
+                        OpenShards(dataset, options.mode == IoMode::kDirect, &any_buffered));
+    if (any_buffered) m.mode = IoMode::kBuffered;
+    std::vector<int> fds;
+    fds.reserve(m.files.size());
+    for (const File& f : m.files) fds.push_back(f.fd());
+    RF_RETURN_IF_ERROR(m.queue->RegisterFiles(fds));
+  }
   // Registered buffers save the kernel pinning and unpinning pages on every read. Without them
   // (RLIMIT_MEMLOCK, pread) reads name plain addresses; nothing else changes.
   m.fixed_buffers = options.register_buffers && m.queue->RegisterBuffers(buffers).ok();

@@ -21,6 +21,11 @@
 // falls back to pread and says so once on stderr; where a file system refuses O_DIRECT, it
 // falls back to buffered reads of that file and says so once.
 //
+// Remote datasets (Dataset::remote()): the reads go to an HttpQueue (io/http_queue.h) instead,
+// as range requests of each file's object, min(queue_depth, the remote max_in_flight) in flight;
+// a failed one (after the fetcher's retries) ends the chunk with the fetcher's Status (the
+// object's shown name, the range, the HTTP status) and the chunk. The mode does not apply.
+//
 // Buffers: Create() takes the destination buffers (the ring's slots) and registers them with
 // io_uring once, so reads use IORING_OP_READ_FIXED. Each Submit() names one of them by index.
 // With O_DIRECT every buffer must be 4096-aligned and a multiple of 4096 long.
@@ -102,7 +107,7 @@ class ChunkReader {
   // Chunks submitted and not yet returned by Wait.
   uint32_t outstanding() const;
 
-  const char* backend() const;  // "io_uring", "pread"
+  const char* backend() const;  // "io_uring", "pread", "http"
   IoMode mode() const;          // after any fallback
 
  private:

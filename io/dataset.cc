@@ -13,17 +13,12 @@
 
 #include "io/checksum.h"
 #include "io/chunk_fetcher.h"
+#include "io/dataset_shards.h"
 #include "io/file.h"
+#include "io/remote/remote_object.h"
 
 namespace rf {
 namespace {
-
-struct OpenedShard {
-  format::Header header;
-  std::vector<format::ChunkEntry> entries;
-  uint64_t size = 0;
-  std::vector<std::string> class_names;  // the header's class names block, where it has one
-};
 
 Result<OpenedShard> OpenShard(const std::string& path) {
   // O_NONBLOCK: a FIFO in a shard's or a part's place opens at once instead of waiting for a
@@ -35,22 +30,20 @@ Result<OpenedShard> OpenShard(const std::string& path) {
                          .WithPath(path));
   }
   RF_ASSIGN_OR_RETURN(uint64_t size, f.Size());
-  std::vector<uint8_t> head(format::kHeaderBytes);
-  RF_ASSIGN_OR_RETURN(size_t got, f.ReadSome(head.data(), head.size(), 0));
-  OpenedShard s;
-  RF_ASSIGN_OR_RETURN(s.header, format::DecodeHeader(head.data(), got, path));
-  RF_RETURN_IF_ERROR(format::CheckFileSize(s.header, size, path));
-  std::vector<uint8_t> index(s.header.file_size - s.header.index_offset);
-  RF_RETURN_IF_ERROR(f.ReadAt(index.data(), index.size(), s.header.index_offset));
-  RF_ASSIGN_OR_RETURN(s.entries, format::DecodeIndex(s.header, index.data(), index.size(), path));
-  if (s.header.names_bytes != 0) {  // at most kMaxClassNamesBytes (DecodeHeader)
-    std::vector<uint8_t> names(s.header.names_bytes);
-    RF_RETURN_IF_ERROR(f.ReadAt(names.data(), names.size(), s.header.names_offset));
-    RF_ASSIGN_OR_RETURN(s.class_names,
-                        format::DecodeClassNames(s.header, names.data(), names.size(), path));
+  return DecodeShard(
+      path, size, [&](void* buf, size_t n, uint64_t offset) { return f.ReadSome(buf, n, offset); });
+}
+
+// Exactly n bytes at offset, or Corruption where the file ends first.
+Status ReadExactly(const std::string& path, const ReadSomeFn& read, void* buf, size_t n,
+                   uint64_t offset) {
+  RF_ASSIGN_OR_RETURN(size_t got, read(buf, n, offset));
+  if (got < n) {
+    return std::move(Status::Corruption(path, "file is truncated: expected " + std::to_string(n) +
+                                                  " bytes, found " + std::to_string(got))
+                         .WithOffset(offset + got));
   }
-  s.size = size;
-  return s;
+  return Status::Ok();
 }
 
 // Fields every shard of one dataset must agree on.
@@ -161,7 +154,27 @@ Result<std::vector<std::string>> DatasetNamesIn(const std::string& dir) {
 
 }  // namespace
 
-Result<Dataset> Dataset::Open(const std::string& path) {
+Result<OpenedShard> DecodeShard(const std::string& path, uint64_t size, const ReadSomeFn& read) {
+  std::vector<uint8_t> head(format::kHeaderBytes);
+  RF_ASSIGN_OR_RETURN(size_t got, read(head.data(), head.size(), 0));
+  OpenedShard s;
+  RF_ASSIGN_OR_RETURN(s.header, format::DecodeHeader(head.data(), got, path));
+  RF_RETURN_IF_ERROR(format::CheckFileSize(s.header, size, path));
+  std::vector<uint8_t> index(s.header.file_size - s.header.index_offset);
+  RF_RETURN_IF_ERROR(ReadExactly(path, read, index.data(), index.size(), s.header.index_offset));
+  RF_ASSIGN_OR_RETURN(s.entries, format::DecodeIndex(s.header, index.data(), index.size(), path));
+  if (s.header.names_bytes != 0) {  // at most kMaxClassNamesBytes (DecodeHeader)
+    std::vector<uint8_t> names(s.header.names_bytes);
+    RF_RETURN_IF_ERROR(ReadExactly(path, read, names.data(), names.size(), s.header.names_offset));
+    RF_ASSIGN_OR_RETURN(s.class_names,
+                        format::DecodeClassNames(s.header, names.data(), names.size(), path));
+  }
+  s.size = size;
+  return s;
+}
+
+Result<Dataset> Dataset::Open(const std::string& path, const HttpFetchOptions& remote) {
+  if (IsRemotePath(path)) return OpenRemote(path, remote);
   if (IsDirectory(path)) return OpenDirectory(path);
   return OpenNamed(path);
 }
@@ -184,7 +197,12 @@ Result<Dataset> Dataset::OpenNamed(const std::string& path) {
       first = shards.front();
     }
   }
-  RF_ASSIGN_OR_RETURN(OpenedShard s0, OpenShard(first));
+  return OpenShardSet(path, first, OpenShard);
+}
+
+Result<Dataset> Dataset::OpenShardSet(const std::string& path, const std::string& first,
+                                      const ShardOpener& open) {
+  RF_ASSIGN_OR_RETURN(OpenedShard s0, open(first));
   RF_RETURN_IF_ERROR(CheckShardName(first, s0.header));
   const uint32_t n = s0.header.shard_count;
   std::vector<OpenedShard> shards;
@@ -201,7 +219,7 @@ Result<Dataset> Dataset::OpenNamed(const std::string& path) {
         shards.push_back(s0);
         continue;
       }
-      auto si = OpenShard(p);
+      auto si = open(p);
       if (!si.ok() && si.status().IsNotFound() && !FileExists(p)) {
         return Status::NotFound(p,
                                 "shard " + std::to_string(i) + " of " + std::to_string(n) +
@@ -336,6 +354,7 @@ void Dataset::AppendPart(Dataset&& part) {
     class_names_ = std::move(part.class_names_);  // every part's (CheckSameRecords)
   for (std::string& f : part.shard_paths_) shard_paths_.push_back(std::move(f));
   for (uint64_t b : part.shard_bytes_) shard_bytes_.push_back(b);
+  for (RemoteObject& o : part.objects_) objects_.push_back(std::move(o));
   max_chunk_bytes_ = std::max(max_chunk_bytes_, part.max_chunk_bytes_);
   max_raw_bytes_ = std::max(max_raw_bytes_, part.max_raw_bytes_);
   max_stored_bytes_ = std::max(max_stored_bytes_, part.max_stored_bytes_);

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,8 @@
 #include "core/status.h"
 #include "io/codec.h"
 #include "io/format.h"
+#include "io/remote/remote_object.h"
+#include "io/remote/retry_policy.h"
 
 namespace rf {
 
@@ -43,6 +46,8 @@ struct DatasetPart {
   uint64_t first_chunk = 0, chunk_count = 0;
   uint64_t first_sample = 0, sample_count = 0;
 };
+
+struct OpenedShard;  // io/dataset_shards.h
 
 class Dataset {
  public:
@@ -68,7 +73,20 @@ class Dataset {
   // parts' ids in order (PartsDatasetId), so a checkpoint refuses a directory whose parts
   // changed. The per-file fields (shard_index, shard_count, shard_samples, ...) are its first
   // file's.
-  static Result<Dataset> Open(const std::string& path);
+  //
+  // `path` remote (a URL: "https://", "http://", "s3://"; io/remote/remote_object.h): the same
+  // dataset read from a store, its headers and indices fetched by range requests with `remote`'s
+  // options (which the chunk readers then use too). A file or one shard's URL names the dataset
+  // (its other shards are found beside it by name); a base name or a directory is listed where
+  // the store lists (s3://), refused where it cannot (https://: name the file or a shard).
+  // shard_path() is then each file's shown name (no credentials, no query: RedactUrl).
+  static Result<Dataset> Open(const std::string& path, const HttpFetchOptions& remote = {});
+
+  // Whether its files are remote objects; each one's object (remote() only); the options every
+  // reader of it fetches with.
+  bool remote() const { return !objects_.empty(); }
+  const RemoteObject& remote_object(size_t shard) const { return objects_[shard]; }
+  const HttpFetchOptions& remote_options() const { return remote_; }
 
   // Dataset-wide fields. Per-shard fields (shard_index, shard_samples, ...) are shard 0's.
   const format::Header& header() const { return header_; }
@@ -146,6 +164,14 @@ class Dataset {
   // A file or a base name (the first paragraph of Open).
   static Result<Dataset> OpenNamed(const std::string& path);
   static Result<Dataset> OpenDirectory(const std::string& dir);
+  // A remote path (io/dataset_remote.cc).
+  static Result<Dataset> OpenRemote(const std::string& path, const HttpFetchOptions& remote);
+  // The shard set whose shard (or only file) is `first`: every shard opened by `open` (given its
+  // path, the first paragraph of Open's names), checked to belong together, made one Dataset
+  // named `path`.
+  using ShardOpener = std::function<Result<OpenedShard>(const std::string& path)>;
+  static Result<Dataset> OpenShardSet(const std::string& path, const std::string& first,
+                                      const ShardOpener& open);
   // Adds `part`'s files and chunks after this one's, as its next part.
   void AppendPart(Dataset&& part);
 
@@ -157,6 +183,8 @@ class Dataset {
   std::vector<std::string> shard_paths_;
   std::vector<uint64_t> shard_bytes_;
   std::vector<ChunkLocation> chunks_;
+  std::vector<RemoteObject> objects_;  // remote(): one per file, beside shard_paths_
+  HttpFetchOptions remote_;
   uint64_t max_chunk_bytes_ = 0;
   uint64_t max_raw_bytes_ = 0;
   uint64_t max_stored_bytes_ = 0;

@@ -64,7 +64,7 @@ Status FaultyIoQueue::TakeInner(std::vector<IoCompletion>& out, bool block) {
     const Tag tag = tags_[c.user_data];
     free_tags_.push_back(static_cast<uint32_t>(c.user_data));
     --inner_in_flight_;
-    IoCompletion done{tag.user_data, c.res};
+    IoCompletion done{tag.user_data, c.res, c.failure};
     if (tag.short_bytes != 0 && done.res > static_cast<int32_t>(tag.short_bytes)) {
       done.res = static_cast<int32_t>(tag.short_bytes);
     }

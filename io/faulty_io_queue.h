@@ -51,6 +51,8 @@ class FaultyIoQueue final : public IoQueue {
   Status Wait(std::vector<IoCompletion>& out, uint32_t min) override;
   // The inner queue's: a faulted run reports the backend it really reads with.
   const char* name() const override { return inner_->name(); }
+  bool reads_local_files() const override { return inner_->reads_local_files(); }
+  Status TakeFailure(uint32_t failure) override { return inner_->TakeFailure(failure); }
 
   // Requests answered with a fault so far.
   uint64_t faults_fired() const { return faults_fired_; }

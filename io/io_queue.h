@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -37,6 +38,9 @@ struct IoRequest {
 struct IoCompletion {
   uint64_t user_data = 0;
   int32_t res = 0;  // bytes read (may be short), or -errno
+  // A failure the queue describes itself (res < 0), or 0: IoQueue::TakeFailure(failure) gives
+  // its Status. A remote queue's failures carry more than an errno (the URL, the HTTP status).
+  uint32_t failure = 0;
 };
 
 class IoQueue {
@@ -54,8 +58,16 @@ class IoQueue {
   virtual Status Submit() = 0;
   // Appends at least `min` completions to `out` (blocking), plus any others already there.
   virtual Status Wait(std::vector<IoCompletion>& out, uint32_t min) = 0;
-  // A short name for logs: "io_uring", "pread".
+  // A short name for logs: "io_uring", "pread", "http".
   virtual const char* name() const = 0;
+  // Whether requests name local files (RegisterFiles), or objects the queue was made with (a
+  // remote queue, io/http_queue.h: RegisterFiles is then never called).
+  virtual bool reads_local_files() const { return true; }
+  // The Status of a completion's described failure (IoCompletion::failure), once; after it the
+  // queue forgets it.
+  virtual Status TakeFailure(uint32_t failure) {
+    return Status::IOError("", "failure " + std::to_string(failure) + " unknown to the queue");
+  }
 };
 
 }  // namespace rf

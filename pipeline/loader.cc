@@ -78,7 +78,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& options) {
   RF_ASSIGN_OR_RETURN(const std::vector<std::string> paths, options.pipeline.DataPaths());
   std::vector<const Dataset*> datasets;
   for (const std::string& path : paths) {
-    RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(path));
+    RF_ASSIGN_OR_RETURN(Dataset d, OpenDataset(options.pipeline, path));
     l->owned_datasets_.push_back(std::make_unique<Dataset>(std::move(d)));
     datasets.push_back(l->owned_datasets_.back().get());
   }
@@ -227,9 +227,7 @@ std::optional<SequenceState> Loader::sequence_state() const { return maker_->seq
 
 Status Loader::RestoreSequences(const SequenceState& s) { return maker_->RestoreSequences(s); }
 
-uint64_t Loader::epoch_sequences(size_t dataset) const {
-  return maker_->epoch_sequences(dataset);
-}
+uint64_t Loader::epoch_sequences(size_t dataset) const { return maker_->epoch_sequences(dataset); }
 
 uint64_t Loader::batches_per_epoch() const {
   if (!source_) return maker_->epoch_batches();

@@ -63,7 +63,7 @@ Status Run(const ReadConfig& a) {
   fo.reader.register_buffers = a.register_buffers;
   Result<PinMode> pin = ParsePinMode(a.pinned.c_str());
   if (!pin.ok()) return Status::Usage(pin.status().message());
-  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(p.data));
+  RF_ASSIGN_OR_RETURN(Dataset d, OpenDataset(p, p.data));
   if (!a.json.empty()) {
     std::vector<NamedPath> shards;
     for (size_t s = 0; s < d.shard_count(); ++s) shards.push_back({"DATASET", d.shard_path(s)});
@@ -109,7 +109,7 @@ Status Run(const ReadConfig& a) {
         "ringfeed read: %s: %s in %llu chunks, %.3f s: %.3f GB/s (%.3f GiB/s)%s  [%s, queue "
         "depth %u, %s reads, %u slots of %s %s (%s in 2 MiB pages), checksums %s, %u decode "
         "threads %.0f%% busy]\n",
-        p.data.c_str(), FormatBytes(r.bytes).c_str(), static_cast<unsigned long long>(r.chunks),
+        d.path().c_str(), FormatBytes(r.bytes).c_str(), static_cast<unsigned long long>(r.chunks),
         r.seconds, gbps, gbps * 1e9 / (1u << 30), stored.c_str(), backend.c_str(),
         fo.reader.queue_depth, FormatBytes(fo.reader.read_bytes).c_str(), ring->slot_count(),
         FormatBytes(ring->slot_bytes()).c_str(), ring->pinned() ? "pinned" : "pageable",
@@ -129,7 +129,7 @@ Status Run(const ReadConfig& a) {
                     {"huge_page_bytes", ring->huge_page_bytes()}});
   }
   if (!a.json.empty()) {
-    nlohmann::json j = {{"dataset", p.data},
+    nlohmann::json j = {{"dataset", d.path()},
                         {"dataset_bytes", d.total_bytes()},
                         {"data_bytes", d.data_bytes()},
                         {"format_version", d.header().version},

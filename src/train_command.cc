@@ -40,6 +40,7 @@
 
 #include "core/augment_spec.h"
 #include "io/dataset.h"
+#include "io/remote/remote_object.h"
 #include "parallel/world.h"
 #include "pipeline/loader.h"
 #include "pipeline/sources/mixture.h"
@@ -269,7 +270,7 @@ Status PrintStart(const TrainConfig& c, const RunData& data, const ModelConfig& 
   std::printf(
       "ringfeed train: %s: %llu samples, model %s, %zu parameters, batch %s%s\nbackend: %s\n"
       "%s%s%s\nset up in %.2f s%s\n%s",
-      c.pipeline.data.c_str(), static_cast<unsigned long long>(data.samples()),
+      ShownPath(c.pipeline.data).c_str(), static_cast<unsigned long long>(data.samples()),
       DescribeModel(model).c_str(), ParameterCount(model), batch.c_str(),
       c.resume.empty() ? "" : (", resumed from " + c.resume).c_str(), engine.description().c_str(),
       engine.reduction().empty() ? "" : "ranks: ",

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "io/remote/remote_object.h"
 #include "pipeline/order/window_order.h"
 #include "pipeline/sources/batch_source.h"
 #include "pipeline/sources/mixture.h"
@@ -40,7 +41,7 @@ Status CheckTrainable(const std::string& flag, const std::string& path, const fo
     why = "it has 1 class; the CNN needs 2 or more";
   }
   if (why.empty()) return Status::Ok();
-  return Status::Usage(flag + " " + path + ": cannot train on it: " + why);
+  return Status::Usage(flag + " " + ShownPath(path) + ": cannot train on it: " + why);
 }
 
 }  // namespace
@@ -49,7 +50,7 @@ Result<RunData> OpenData(const TrainConfig& c) {
   RunData d;
   RF_ASSIGN_OR_RETURN(const std::vector<std::string> paths, c.pipeline.DataPaths());
   for (const std::string& path : paths) {
-    RF_ASSIGN_OR_RETURN(Dataset one, Dataset::Open(path));
+    RF_ASSIGN_OR_RETURN(Dataset one, OpenDataset(c.pipeline, path));
     RF_RETURN_IF_ERROR(CheckTrainable("--data", path, one.header(), c.image.size));
     d.train.push_back(std::move(one));
   }
@@ -61,7 +62,7 @@ Result<RunData> OpenData(const TrainConfig& c) {
     if (!mixable.ok()) return Status::Usage("--data: " + mixable.ToString());
   }
   if (c.test.empty()) return d;
-  RF_ASSIGN_OR_RETURN(d.test, Dataset::Open(c.test));
+  RF_ASSIGN_OR_RETURN(d.test, OpenDataset(c.pipeline, c.test));
   RF_RETURN_IF_ERROR(CheckTrainable("--test", c.test, d.test->header(), c.image.size));
   const format::Header &h = d.first().header(), &t = d.test->header();
   // Decoded images have the model's input shape whatever their files' sizes.
@@ -70,7 +71,7 @@ Result<RunData> OpenData(const TrainConfig& c) {
           ? format::HoldsJpegRecords(h) && format::HoldsJpegRecords(t)
           : t.channels == h.channels && t.height == h.height && t.width == h.width;
   if (!same_shape || t.num_classes != h.num_classes) {
-    return Status::Usage("--test " + c.test + " has another shape or class count than " +
+    return Status::Usage("--test " + ShownPath(c.test) + " has another shape or class count than " +
                          d.first().path());
   }
   return d;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "io/remote/remote_object.h"
 #include "model/checkpoint.h"
 
 namespace rf {
@@ -37,25 +38,28 @@ Status CheckCheckpointData(const Checkpoint& ck, const RunData& data, const Trai
   const std::string& path = c.resume;
   if (!data.mixture()) {
     if (!ck.datasets.empty()) {
-      return Status::Usage(
-          "--resume " + path + " is of a mixture of " + std::to_string(ck.datasets.size()) +
-          " datasets (--data a,b --weights ...); this run reads one, " + c.pipeline.data);
+      return Status::Usage("--resume " + path + " is of a mixture of " +
+                           std::to_string(ck.datasets.size()) +
+                           " datasets (--data a,b --weights ...); this run reads one, " +
+                           ShownPath(c.pipeline.data));
     }
     if (ck.dataset_id != data.first().header().dataset_id ||
         ck.dataset_samples != data.first().sample_count()) {
       return Status::Corruption(
-          path, "checkpoint was trained on another dataset than " + c.pipeline.data);
+          path, "checkpoint was trained on another dataset than " + ShownPath(c.pipeline.data));
     }
     return Status::Ok();
   }
   if (ck.datasets.empty()) {
     return Status::Usage("--resume " + path + " is of one dataset; this run mixes " +
-                         std::to_string(data.train.size()) + " (" + c.pipeline.data + ")");
+                         std::to_string(data.train.size()) + " (" + ShownPath(c.pipeline.data) +
+                         ")");
   }
   if (ck.datasets.size() != data.train.size()) {
     return Status::Usage("--resume " + path + " is of a mixture of " +
                          std::to_string(ck.datasets.size()) + " datasets; this run mixes " +
-                         std::to_string(data.train.size()) + " (" + c.pipeline.data + ")");
+                         std::to_string(data.train.size()) + " (" + ShownPath(c.pipeline.data) +
+                         ")");
   }
   for (size_t i = 0; i < ck.datasets.size(); ++i) {
     const Dataset& d = data.train[i];

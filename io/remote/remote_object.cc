@@ -34,6 +34,10 @@ Result<RemoteObject> ResolveRemoteObject(std::string_view path) {
   return o;
 }
 
+std::string ShownPath(std::string_view path) {
+  return IsRemotePath(path) ? RedactUrl(path) : std::string(path);
+}
+
 std::string RemoteFileName(std::string_view path) {
   path = path.substr(0, path.find_first_of("?#"));
   size_t slash = path.rfind('/');

@@ -52,6 +52,10 @@ Result<RemoteObject> ResolveRemoteObject(std::string_view path);
 // (a presigned URL signs one object only: its siblings cannot be named from it).
 Result<RemoteObject> SiblingObject(const RemoteObject& object, std::string_view name);
 
+// How a path the user gave is shown in any message or output: a remote one redacted
+// (RedactUrl), a local one as it is.
+std::string ShownPath(std::string_view path);
+
 // The last path segment of a remote path, before any query ("data-00000-of-00004.rfd").
 std::string RemoteFileName(std::string_view path);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
 
 #include "io/file.h"
 #include "pipeline/order/epoch_remainder.h"
@@ -127,6 +128,18 @@ Result<std::vector<std::string>> PipelineConfig::DataPaths(OptionFace face) cons
     }
   }
   return paths;
+}
+
+HttpFetchOptions RemoteOptionsFor(const PipelineConfig& c) {
+  HttpFetchOptions o;
+  o.ca_bundle = c.remote.ca_bundle;
+  o.deadline = std::chrono::seconds(c.remote.deadline_seconds);
+  o.max_in_flight = c.remote.in_flight;
+  return o;
+}
+
+Result<Dataset> OpenDataset(const PipelineConfig& c, const std::string& path) {
+  return Dataset::Open(path, RemoteOptionsFor(c));
 }
 
 StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs) {
@@ -294,6 +307,27 @@ OptionTable<PipelineConfig> MakeTable() {
       .OnlyWith("mode", {"streaming"}, kStreamingOnly)
       .OnlyWith("device", {"auto", "cuda"}, "GPU only")
       .Help("host-to-device copy streams");
+  t.Field(
+       "ca-bundle", OptionType::kText, [](auto& c) -> auto& { return c.remote.ca_bundle; })
+      .For(kTrain | kRead | kLoader)
+      .Help(
+          "remote datasets: a PEM file of the certificates to trust for https:// (default: the "
+          "system's); certificates and host names are always verified");
+  t.Field(
+       "remote-deadline", OptionType::kCount,
+       [](auto& c) -> auto& { return c.remote.deadline_seconds; })
+      .Range(1, kMaxRemoteDeadline)
+      .For(kTrain | kRead | kLoader)
+      .Help(
+          "remote datasets: seconds one range request may take, its retries (5xx, 429, resets, "
+          "timeouts, with backoff and jitter) included, before the run stops naming it");
+  t.Field(
+       "remote-in-flight", OptionType::kCount, [](auto& c) -> auto& { return c.remote.in_flight; })
+      .Range(1, kMaxRemoteInFlight)
+      .For(kTrain | kRead | kLoader)
+      .Help(
+          "remote datasets: range requests in flight at once (at most --queue-depth of the "
+          "streaming reader's)");
   t.Field(
        "managed-prefetch", OptionType::kCount,
        [](auto& c) -> auto& { return c.managed.prefetch_batches; })

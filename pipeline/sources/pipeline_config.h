@@ -32,6 +32,8 @@
 #include "core/order_settings.h"
 #include "core/status.h"
 #include "io/chunk_reader.h"
+#include "io/dataset.h"
+#include "io/remote/retry_policy.h"
 #include "options/option_spec.h"
 #include "options/option_table.h"
 #include "pipeline/order/window_order.h"
@@ -76,6 +78,13 @@ struct ManagedConfig {
   bool oversubscribe = false;     // allow a dataset larger than the GPU's free memory
 };
 
+// Remote datasets (a URL as `data`: io/remote/remote_object.h): how their objects are fetched.
+struct RemoteConfig {
+  std::string ca_bundle;            // PEM certificates to trust for https://; empty: the system's
+  uint32_t deadline_seconds = 120;  // one request, every retry included
+  uint32_t in_flight = HttpFetchOptions{}.max_in_flight;  // range requests at once, a reader
+};
+
 struct PipelineConfig {
   std::string data;  // the dataset: a single file, any shard, or the shards' base name
   PipelineMode mode = PipelineMode::kStreaming;
@@ -98,6 +107,7 @@ struct PipelineConfig {
   MixtureState mixture;
   bool verify = FeederOptions{}.verify;  // check every chunk's XXH3
   StreamingConfig streaming;             // streaming mode only
+  RemoteConfig remote;                   // remote datasets only
   ManagedConfig managed;                 // managed mode only
 
   // Usage errors: no dataset, an option outside its declared bounds (PipelineOptionTable),
@@ -124,6 +134,11 @@ struct PipelineConfig {
   Result<std::vector<std::string>> DataPaths(OptionFace face = OptionFace::kCommandLine) const;
 };
 
+// The fetch options every reader of a remote dataset of this config uses (Dataset::Open's).
+HttpFetchOptions RemoteOptionsFor(const PipelineConfig& c);
+// The dataset `path` (one of DataPaths) opened: a remote one fetched with RemoteOptionsFor(c).
+Result<Dataset> OpenDataset(const PipelineConfig& c, const std::string& path);
+
 // The streaming source's options; `epochs`: how many epochs its read plan covers.
 StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs);
 #if RINGFEED_HAVE_CUDA
@@ -138,6 +153,8 @@ inline constexpr uint32_t kMaxRingSlots = 1024;            // host ring slots, o
 inline constexpr uint32_t kMaxCopyStreams = 16;            // host-to-device copy streams
 inline constexpr uint32_t kMaxManagedPrefetch = 1u << 16;  // batches ahead
 inline constexpr uint32_t kMaxWorldSize = 1u << 16;        // ranks of one run
+inline constexpr uint32_t kMaxRemoteInFlight = 1024;       // range requests at once
+inline constexpr uint32_t kMaxRemoteDeadline = 86400;      // seconds
 // kMaxEpoch, the most an epoch counter holds: pipeline/sources/batch_source.h.
 
 const OptionTable<PipelineConfig>& PipelineOptionTable();

@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 import glob
 import os
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _ringfeed
 from ._ringfeed import UsageError
@@ -67,23 +67,52 @@ def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
                        parts=tuple((p, n) for p, n in d.parts))
 
 
-def dataset_info(data: Union[PathLike, Sequence[PathLike]]) -> DatasetInfo:
+# The loader options that opening a dataset reads (a remote one's fetch options): the rest are
+# the loader's alone.
+REMOTE_OPTIONS = ("ca_bundle", "remote_deadline", "remote_in_flight")
+_REMOTE_SCHEMES = ("http://", "https://", "s3://")
+
+
+def _is_remote(path: str) -> bool:
+    return path[:8].lower().startswith(_REMOTE_SCHEMES)
+
+
+def _shown(path: str) -> str:
+    """A remote path as the library names it: no query (a presigned URL's signature), no
+    userinfo; a local one as it is."""
+    if not _is_remote(path):
+        return path
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    scheme, _, rest = path.partition("://")
+    host, slash, tail = rest.partition("/")
+    return scheme + "://" + host.rpartition("@")[2] + slash + tail
+
+
+def dataset_info(data: Union[PathLike, Sequence[PathLike]], *, ca_bundle: Optional[str] = None,
+                 remote_deadline: Optional[int] = None,
+                 remote_in_flight: Optional[int] = None) -> DatasetInfo:
     """A dataset's header (:class:`DatasetInfo`) without a loader: the files are opened and
-    checked (header and chunk index), no chunk is read. `data` as for :class:`Loader`."""
-    return _info(_open_dataset(data))
+    checked (header and chunk index), no chunk is read. `data` and the remote options as for
+    :class:`Loader`."""
+    remote = {"ca_bundle": ca_bundle, "remote_deadline": remote_deadline,
+              "remote_in_flight": remote_in_flight}
+    return _info(_open_dataset(data, {k: v for k, v in remote.items() if v is not None}))
 
 
-def _open_dataset(data: Union[PathLike, Sequence[PathLike]]) -> "_ringfeed._Dataset":
+def _open_dataset(data: Union[PathLike, Sequence[PathLike]],
+                  remote: Optional[Dict[str, Any]] = None) -> "_ringfeed._Dataset":
     """Opens `data`: a directory of datasets, one .rfd file, any one shard, the shards' base
-    name, a glob pattern of shard files, or a list of them. A pattern or a list must name every
-    shard of one dataset exactly once (UsageError otherwise); a pattern matching nothing is
-    FileNotFoundError."""
+    name, a glob pattern of shard files, or a list of them; or a remote dataset's URL
+    (https://, http://, s3://: a file or one shard), or a list of its shards' URLs. A pattern or
+    a list must name every shard of one dataset exactly once (UsageError otherwise); a pattern
+    matching nothing is FileNotFoundError. `remote`: the loader options of REMOTE_OPTIONS."""
+    remote = remote or {}
     if isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         if not isinstance(path, str):
             raise UsageError(f"data must be a str path, got {data!r}")
-        if os.path.exists(path) or not glob.has_magic(path):
-            return _ringfeed._Dataset(path)
+        if _is_remote(path) or os.path.exists(path) or not glob.has_magic(path):
+            return _ringfeed._Dataset(path, remote)
         files = sorted(glob.glob(path))
         if not files:
             raise FileNotFoundError(errno.ENOENT, f"no file matches the pattern {path!r}", path)
@@ -97,9 +126,10 @@ def _open_dataset(data: Union[PathLike, Sequence[PathLike]]) -> "_ringfeed._Data
     else:
         raise UsageError(f"data must be a path, a shard pattern or a list of shard paths, "
                          f"got {type(data).__name__}")
-    dataset = _ringfeed._Dataset(files[0])
-    given = [os.path.realpath(f) for f in files]
-    shards = [os.path.realpath(f) for f in dataset.shard_paths]
+    dataset = _ringfeed._Dataset(files[0], remote)
+    same = _shown if _is_remote(files[0]) else os.path.realpath
+    given = [same(f) for f in files]
+    shards = [same(f) for f in dataset.shard_paths]
     if len(set(given)) != len(given):
         raise UsageError(f"data: {what} names a file twice: {files}")
     missing = [p for p, r in zip(dataset.shard_paths, shards) if r not in given]
@@ -115,11 +145,12 @@ def _open_dataset(data: Union[PathLike, Sequence[PathLike]]) -> "_ringfeed._Data
     return dataset
 
 
-def open_datasets(data: Any, weights: Optional[Sequence[float]]) -> List["_ringfeed._Dataset"]:
-    """The datasets of a loader: `data` itself, or with weights a list of datasets (each what
-    Loader's data takes: a path, a pattern or a list of shards)."""
-    if weights is None:
-        return [_open_dataset(data)]
+def open_datasets(data: Any, options: Dict[str, Any]) -> List["_ringfeed._Dataset"]:
+    """The datasets of a loader of keyword arguments `options`: `data` itself, or with weights a
+    list of datasets (each what Loader's data takes: a path, a pattern or a list of shards)."""
+    remote = {k: options[k] for k in REMOTE_OPTIONS if k in options}
+    if options.get("weights") is None:
+        return [_open_dataset(data, remote)]
     if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple)):
         raise UsageError("weights: data must then be a list of datasets, one a weight")
-    return [_open_dataset(d) for d in data]
+    return [_open_dataset(d, remote) for d in data]

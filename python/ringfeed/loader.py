@@ -122,7 +122,7 @@ class Loader:
             options["layout"] = options["layout"].upper()
         # One dataset, or a mixture (weights): several datasets, each drawn by its weight
         # (pipeline/sources/mixed_source.h, pipeline/sequences/sequence_loader.h).
-        self._datasets = open_datasets(data, options.get("weights"))
+        self._datasets = open_datasets(data, options)
         if "dtype" in options:
             dtype = options["dtype"]
             canonical = _ringfeed.dtype_name(dtype) if isinstance(dtype, str) else None

@@ -15,6 +15,7 @@
 #include "pipeline/epoch_loader.h"
 #include "pipeline/plan/loader_options.h"
 #include "pipeline/sources/batch_source.h"
+#include "pipeline/sources/pipeline_config.h"
 #include "python/src/json_values.h"
 #include "python/src/option_values.h"
 #include "python/src/status_error.h"
@@ -191,8 +192,9 @@ class NativeLoader : public NativeHolder<EpochLoader> {
 
   // (the batch's tuple or None at the iteration's end, the epoch's report of skipped records).
   py::object Next(uint64_t epoch, uint64_t generation) {
-    const EpochLoader::Taken t = Taken(
-        Locked([&](EpochLoader& l) { return l.Next(EpochLoader::Iteration{epoch, generation}); }));
+    const EpochLoader::Taken t = Taken(Locked([&](EpochLoader& l) {
+      return l.Next(EpochLoader::Iteration{epoch, generation});
+    }));
     return py::make_tuple(BatchTuple(t.batch), t.skipped);
   }
 
@@ -210,6 +212,20 @@ std::vector<std::shared_ptr<const Dataset>> Held(const std::vector<std::shared_p
 
 }  // namespace
 
+namespace detail {
+std::shared_ptr<Dataset> OpenDataset(const std::string& path, const py::dict& options) {
+  LoaderOptions o;
+  SetKeywords(LoaderOptionTable(), kLoaderApi, options, &o);
+  o.pipeline.data = path;
+  Check(o.pipeline.Validate(OptionFace::kPython));  // the options' bounds, named as here
+  auto r = [&] {
+    py::gil_scoped_release unlocked;
+    return rf::OpenDataset(o.pipeline, path);
+  }();
+  return std::make_shared<Dataset>(Take(std::move(r)));
+}
+}  // namespace detail
+
 void BindLoaders(py::module_& m) {
   m.def(
       "loader_options", [] { return OptionList(LoaderOptionTable().Specs(kLoaderApi)); },
@@ -221,8 +237,7 @@ void BindLoaders(py::module_& m) {
   py::class_<NativeLoader>(m, "_Loader",
                            "One rf::EpochLoader over _Datasets: one, or a mixture's with the "
                            "options' weights (see ringfeed.Loader).")
-      .def(py::init([](std::vector<std::shared_ptr<Dataset>> ds, const py::dict& options,
-                       int gpu) {
+      .def(py::init([](std::vector<std::shared_ptr<Dataset>> ds, const py::dict& options, int gpu) {
              auto held = Held(ds);
              return std::make_unique<NativeLoader>(std::move(held),
                                                    MakeOptions(*ds[0], options, gpu));
@@ -258,7 +273,8 @@ void BindLoaders(py::module_& m) {
             Check(n.Locked([&](EpochLoader& l) { return l.Restore(saved); }));
           },
           py::arg("state"), "EpochLoader::Restore of a state dict.")
-      .def("epoch", [](NativeLoader& n) { return n.Locked([](EpochLoader& l) { return l.epoch(); }); })
+      .def("epoch",
+           [](NativeLoader& n) { return n.Locked([](EpochLoader& l) { return l.epoch(); }); })
       .def("position",
            [](NativeLoader& n) { return n.Locked([](EpochLoader& l) { return l.position(); }); })
       .def("epoch_samples",
@@ -283,13 +299,12 @@ void BindLoaders(py::module_& m) {
       .def("gpu_device",
            [](NativeLoader& n) { return n.WithLoader([](Loader& l) { return l.gpu_device(); }); })
       .def("sample_shape",
-           [](NativeLoader& n) {
-             return n.WithLoader([](Loader& l) { return l.sample_shape(); });
-           })
+           [](NativeLoader& n) { return n.WithLoader([](Loader& l) { return l.sample_shape(); }); })
       .def(
           "kind",
           [](NativeLoader& n) {
-            return std::string(BatchKindName(n.WithLoader([](Loader& l) { return l.plan().kind; })));
+            return std::string(
+                BatchKindName(n.WithLoader([](Loader& l) { return l.plan().kind; })));
           },
           "The kind of batch ResolveLoader decided: 'tensors', 'records', 'images' or "
           "'sequences'.")

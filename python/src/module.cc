@@ -172,14 +172,7 @@ PYBIND11_MODULE(_ringfeed, m) {
 
   py::class_<Dataset, std::shared_ptr<Dataset>>(
       m, "_Dataset", "An opened, checked dataset: every shard's header and chunk index.")
-      .def(py::init([](const std::string& path) {
-             auto r = [&] {
-               py::gil_scoped_release unlocked;
-               return Dataset::Open(path);
-             }();
-             return std::make_shared<Dataset>(Take(std::move(r)));
-           }),
-           py::arg("path"))
+      .def(py::init(&detail::OpenDataset), py::arg("path"), py::arg("options") = py::dict())
       .def_property_readonly("samples", &Dataset::sample_count)
       .def_property_readonly("shape", [](const Dataset& d) { return d.header().Shape(); })
       .def_property_readonly("dtype",

@@ -1,0 +1,33 @@
+#include "io/remote/object_reader.h"
+
+#include <vector>
+
+namespace rf {
+
+Result<std::unique_ptr<ObjectReader>> ObjectReader::Create(const HttpFetchOptions& options) {
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<HttpFetcher> f, HttpFetcher::Create(options));
+  return std::unique_ptr<ObjectReader>(new ObjectReader(std::move(f)));
+}
+
+Result<uint32_t> ObjectReader::Index(const RemoteObject& object) {
+  if (auto it = index_.find(object.url); it != index_.end()) return it->second;
+  RF_ASSIGN_OR_RETURN(uint32_t i, fetcher_->AddUrl(object.url));
+  index_.emplace(object.url, i);
+  return i;
+}
+
+Result<uint64_t> ObjectReader::Size(const RemoteObject& object) {
+  return fetcher_->Size(object.url);
+}
+
+Status ObjectReader::ReadAt(const RemoteObject& object, void* buf, uint64_t len, uint64_t offset) {
+  if (len == 0) return Status::Ok();
+  RF_ASSIGN_OR_RETURN(uint32_t url, Index(object));
+  RF_RETURN_IF_ERROR(fetcher_->Prepare(HttpRequest{url, buf, len, offset, 0}));
+  RF_RETURN_IF_ERROR(fetcher_->Submit());
+  std::vector<HttpCompletion> done;
+  RF_RETURN_IF_ERROR(fetcher_->Wait(done, 1));
+  return done.front().status;
+}
+
+}  // namespace rf

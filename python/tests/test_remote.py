@@ -1,0 +1,165 @@
+"""Remote datasets through ringfeed.Loader and ringfeed.dataset_info (issue 42): a dataset served
+by a real nginx that the test starts on loopback (HTTP, and HTTPS with a certificate the test
+makes) reads as the same dataset read from the local disk: the same batches in the same order,
+the same state dict; what the server refuses is named without the URL's credentials."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import ringfeed
+from conftest import epoch_indices, open_loader
+
+NGINX = "/usr/sbin/nginx"
+OPENSSL = "/usr/bin/openssl"
+
+pytestmark = pytest.mark.skipif(not os.access(NGINX, os.X_OK),
+                                reason="nginx is not installed (apt-get install nginx)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Nginx:
+    """nginx serving `root` on 127.0.0.1 (a free port), one process in the foreground, stopped
+    by stop() (and killed with the test process: it never outlives the session)."""
+
+    def __init__(self, root: Path, work: Path, cert: str = "", key: str = "",
+                 directives: str = "") -> None:
+        work.mkdir(parents=True, exist_ok=True)
+        for attempt in range(5):
+            self.port = free_port()
+            tls = f" ssl;\n ssl_certificate {cert};\n ssl_certificate_key {key}" if cert else ""
+            temps = "".join(f" {t}_temp_path {work}/{t};\n"
+                            for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+            conf = work / "nginx.conf"
+            conf.write_text(
+                f"daemon off;\nmaster_process off;\npid {work}/nginx.pid;\n"
+                f"error_log {work}/error.log info;\nevents {{}}\nhttp {{\n"
+                f" access_log {work}/access.log;\n{temps}"
+                f" server {{\n listen 127.0.0.1:{self.port}{tls};\n root {root};\n"
+                f" {directives}\n }}\n}}\n")
+            self.proc = subprocess.Popen([NGINX, "-p", str(work), "-e", f"{work}/error.log",
+                                          "-c", str(conf)], preexec_fn=_die_with_parent)
+            self.scheme = "https" if cert else "http"
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                    return
+                except OSError:
+                    time.sleep(0.02)
+            self.stop()
+        raise RuntimeError("nginx did not start: " + (work / "error.log").read_text())
+
+    def url(self, path: str) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.port}{path}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(10)
+
+
+def _die_with_parent() -> None:
+    import ctypes
+    ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@pytest.fixture(scope="module")
+def served(datasets, tmp_path_factory):
+    """(local root, nginx) serving a sharded and a compressed dataset and a single file."""
+    root = tmp_path_factory.mktemp("served")
+    for path in (datasets.positional(shards=3), datasets.positional(compress="zstd:3"),
+                 datasets.positional(n=500)):
+        base = Path(path)
+        for f in base.parent.glob(base.stem + "*.rfd"):
+            shutil.copy(f, root / f.name)
+    server = Nginx(root, tmp_path_factory.mktemp("nginx"),
+                   directives="location /private/ { return 403; }")
+    yield root, server
+    server.stop()
+
+
+def shard_url(server, root: Path, stem: str, shard: int = 0) -> str:
+    names = sorted(p.name for p in root.glob(stem + "*.rfd"))
+    return server.url("/" + names[shard])
+
+
+def test_a_remote_dataset_loads_the_batches_of_the_local_one(served, datasets):
+    root, server = served
+    local = datasets.positional(shards=3)
+    url = shard_url(server, root, Path(local).stem, 1)
+    for seed in (5, 11):
+        want = epoch_indices(open_loader(local, seed=seed))
+        got = epoch_indices(open_loader(url, seed=seed, remote_in_flight=4))
+        assert got == want
+        assert sorted(got) == list(range(1000))
+
+
+def test_compressed_chunks_and_a_state_dict_resume_as_locally(served, datasets):
+    root, server = served
+    local = datasets.positional(compress="zstd:3")
+    url = shard_url(server, root, Path(local).stem)
+    remote = open_loader(url)
+    it = iter(remote)
+    for _ in range(5):
+        next(it)
+    state = remote.state_dict()
+    rest = [int(i) for batch, _ in it for i in batch.indices]
+    resumed = open_loader(url)
+    resumed.load_state_dict(state)
+    assert [int(i) for batch, _ in resumed for i in batch.indices] == rest
+    # The local dataset is the same one: it takes the remote loader's state too.
+    local_loader = open_loader(local)
+    local_loader.load_state_dict(state)
+    assert [int(i) for batch, _ in local_loader for i in batch.indices] == rest
+
+
+def test_dataset_info_reads_the_header_and_shows_no_credentials(served, datasets):
+    root, server = served
+    local = ringfeed.dataset_info(datasets.positional(n=500))
+    url = shard_url(server, root, Path(datasets.positional(n=500)).stem)
+    secret = url.replace("http://", "http://reader:SECRETpw@") + "?X-Amz-Signature=SECRETsig"
+    info = ringfeed.dataset_info(secret)
+    assert info.samples == local.samples == 500
+    assert info.id == local.id
+    assert info.paths == (url,)
+    with pytest.raises(OSError) as refused:
+        ringfeed.dataset_info(secret.replace("/positional", "/private/positional"))
+    assert "403" in str(refused.value) and "SECRET" not in str(refused.value)
+    with pytest.raises(FileNotFoundError):
+        ringfeed.dataset_info(server.url("/no-such.rfd"))
+
+
+def test_https_needs_the_ca_bundle_option(datasets, tmp_path):
+    if not os.access(OPENSSL, os.X_OK):
+        pytest.skip("openssl is not installed (apt-get install openssl)")
+    cert, key = tmp_path / "server.pem", tmp_path / "server.key"
+    subprocess.run([OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    root = tmp_path / "root"
+    root.mkdir()
+    local = datasets.positional(n=500)
+    shutil.copy(local, root / "d.rfd")
+    server = Nginx(root, tmp_path / "nginx", str(cert), str(key))
+    try:
+        with pytest.raises(OSError) as untrusted:
+            ringfeed.dataset_info(server.url("/d.rfd"))
+        assert "certificate" in str(untrusted.value)
+        loader = open_loader(server.url("/d.rfd"), ca_bundle=str(cert))
+        assert epoch_indices(loader) == epoch_indices(open_loader(local))
+        with pytest.raises(ringfeed.UsageError):
+            ringfeed.dataset_info(server.url("/d.rfd"), remote_in_flight=0)
+    finally:
+        server.stop()
