@@ -33,24 +33,24 @@ HttpFetcher::HttpFetcher(const HttpFetchOptions& options)
 HttpFetcher::~HttpFetcher() {
   for (Slot& s : slots_)
     if (s.state == Slot::State::kActive)
-      curl_multi_remove_handle(multi_->get(), s.transfer->easy());
+      Curl().multi_remove_handle(multi_->get(), s.transfer->easy());
 }
 
 Result<std::unique_ptr<HttpFetcher>> HttpFetcher::Create(const HttpFetchOptions& options) {
   RF_RETURN_IF_ERROR(CheckHttpFetchOptions(options));
-  RF_RETURN_IF_ERROR(CurlGlobalInit());
+  RF_RETURN_IF_ERROR(CurlLibrary().status());
   std::unique_ptr<HttpFetcher> f(new HttpFetcher(options));
-  f->multi_ = std::make_unique<CurlMulti>(curl_multi_init());
+  f->multi_ = std::make_unique<CurlMulti>(Curl().multi_init());
   if (f->multi_->get() == nullptr) return Status::IOError("libcurl", "curl_multi_init failed");
   // One connection a transfer (HTTP/1.1, no pipelining), kept in the cache for the next ones.
   long n = static_cast<long>(options.max_in_flight);
-  if (curl_multi_setopt(f->multi_->get(), CURLMOPT_MAX_HOST_CONNECTIONS, n) != CURLM_OK ||
-      curl_multi_setopt(f->multi_->get(), CURLMOPT_MAXCONNECTS, n) != CURLM_OK ||
-      curl_multi_setopt(f->multi_->get(), CURLMOPT_PIPELINING, CURLPIPE_NOTHING) != CURLM_OK)
+  if (Curl().multi_setopt(f->multi_->get(), CURLMOPT_MAX_HOST_CONNECTIONS, n) != CURLM_OK ||
+      Curl().multi_setopt(f->multi_->get(), CURLMOPT_MAXCONNECTS, n) != CURLM_OK ||
+      Curl().multi_setopt(f->multi_->get(), CURLMOPT_PIPELINING, CURLPIPE_NOTHING) != CURLM_OK)
     return Status::IOError("libcurl", "curl_multi_setopt refused the fetcher's options");
   for (Slot& s : f->slots_) {
     RF_ASSIGN_OR_RETURN(s.transfer, RangeTransfer::Create(options));
-    curl_easy_setopt(s.transfer->easy(), CURLOPT_PRIVATE, &s);
+    Curl().easy_setopt(s.transfer->easy(), CURLOPT_PRIVATE, &s);
   }
   return f;
 }
@@ -101,9 +101,9 @@ Status HttpFetcher::Submit() {
   }
   prepared_ = 0;
   int still = 0;  // start connecting now, before the first Wait
-  if (CURLMcode mc = curl_multi_perform(multi_->get(), &still); mc != CURLM_OK)
+  if (CURLMcode mc = Curl().multi_perform(multi_->get(), &still); mc != CURLM_OK)
     return Status::IOError("libcurl",
-                           std::string("curl_multi_perform: ") + curl_multi_strerror(mc));
+                           std::string("curl_multi_perform: ") + Curl().multi_strerror(mc));
   return Status::Ok();
 }
 
@@ -120,9 +120,9 @@ Status HttpFetcher::StartAttempt(Slot& s) {
     Complete(s, std::move(st));
     return Status::Ok();
   }
-  if (CURLMcode mc = curl_multi_add_handle(multi_->get(), s.transfer->easy()); mc != CURLM_OK)
+  if (CURLMcode mc = Curl().multi_add_handle(multi_->get(), s.transfer->easy()); mc != CURLM_OK)
     return Status::IOError("libcurl",
-                           std::string("curl_multi_add_handle: ") + curl_multi_strerror(mc));
+                           std::string("curl_multi_add_handle: ") + Curl().multi_strerror(mc));
   s.state = Slot::State::kActive;
   return Status::Ok();
 }
@@ -177,17 +177,17 @@ Status HttpFetcher::Drive(const std::function<bool()>& enough) {
       if (s.state == Slot::State::kBackoff && s.retry_at <= now)
         RF_RETURN_IF_ERROR(StartAttempt(s));
     int still = 0;
-    if (CURLMcode mc = curl_multi_perform(m, &still); mc != CURLM_OK)
+    if (CURLMcode mc = Curl().multi_perform(m, &still); mc != CURLM_OK)
       return Status::IOError("libcurl",
-                             std::string("curl_multi_perform: ") + curl_multi_strerror(mc));
+                             std::string("curl_multi_perform: ") + Curl().multi_strerror(mc));
     int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(m, &left)) {
+    while (CURLMsg* msg = Curl().multi_info_read(m, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
       CURL* easy = msg->easy_handle;
       CURLcode code = msg->data.result;  // msg is gone once the handle is removed
       Slot* s = nullptr;
-      curl_easy_getinfo(easy, CURLINFO_PRIVATE, &s);
-      curl_multi_remove_handle(m, easy);
+      Curl().easy_getinfo(easy, CURLINFO_PRIVATE, &s);
+      Curl().multi_remove_handle(m, easy);
       Finished(*s, code);
     }
     if (enough()) break;
@@ -202,8 +202,9 @@ Status HttpFetcher::Drive(const std::function<bool()>& enough) {
       return Status::InvalidArgument("HttpFetcher: waiting for requests that were not submitted");
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - FetchClock::now());
     int timeout = static_cast<int>(std::clamp<int64_t>(ms.count(), 0, 1000));
-    if (CURLMcode mc = curl_multi_poll(m, nullptr, 0, timeout, nullptr); mc != CURLM_OK)
-      return Status::IOError("libcurl", std::string("curl_multi_poll: ") + curl_multi_strerror(mc));
+    if (CURLMcode mc = Curl().multi_poll(m, nullptr, 0, timeout, nullptr); mc != CURLM_OK)
+      return Status::IOError("libcurl",
+                             std::string("curl_multi_poll: ") + Curl().multi_strerror(mc));
   }
   return Status::Ok();
 }

@@ -47,9 +47,9 @@ std::string_view Trim(std::string_view s) {
 }  // namespace
 
 Result<std::unique_ptr<RangeTransfer>> RangeTransfer::Create(const HttpFetchOptions& o) {
-  RF_RETURN_IF_ERROR(CurlGlobalInit());
+  RF_RETURN_IF_ERROR(CurlLibrary().status());
   std::unique_ptr<RangeTransfer> t(new RangeTransfer());
-  t->easy_ = CurlEasy(curl_easy_init());
+  t->easy_ = CurlEasy(Curl().easy_init());
   if (t->easy_.get() == nullptr) return Status::IOError("libcurl", "curl_easy_init failed");
   RF_RETURN_IF_ERROR(t->Configure(o));
   return t;
@@ -59,7 +59,7 @@ Status RangeTransfer::Configure(const HttpFetchOptions& o) {
   CURL* h = easy_.get();
   bool ok = true;
   auto set = [&](CURLoption opt, auto value) {
-    ok = ok && curl_easy_setopt(h, opt, value) == CURLE_OK;
+    ok = ok && Curl().easy_setopt(h, opt, value) == CURLE_OK;
   };
   set(CURLOPT_NOSIGNAL, 1L);
   set(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -109,10 +109,10 @@ Status RangeTransfer::BeginAttempt(const std::string& url, std::chrono::millisec
   std::snprintf(range_, sizeof range_, "%llu-%llu", static_cast<unsigned long long>(start_),
                 static_cast<unsigned long long>(end_ - 1));
   CURL* h = easy_.get();
-  if (curl_easy_setopt(h, CURLOPT_URL, url.c_str()) != CURLE_OK ||
-      curl_easy_setopt(h, CURLOPT_RANGE, range_) != CURLE_OK ||
-      curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-                       static_cast<long>(std::max<int64_t>(1, time_left.count()))) != CURLE_OK)
+  if (Curl().easy_setopt(h, CURLOPT_URL, url.c_str()) != CURLE_OK ||
+      Curl().easy_setopt(h, CURLOPT_RANGE, range_) != CURLE_OK ||
+      Curl().easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                         static_cast<long>(std::max<int64_t>(1, time_left.count()))) != CURLE_OK)
     return Status::IOError("libcurl", "curl_easy_setopt refused a request's URL or range");
   return Status::Ok();
 }
@@ -143,9 +143,9 @@ size_t RangeTransfer::OnHeader(char* data, size_t size, size_t n, void* self) {
 
 void RangeTransfer::CheckAnswer() {
   checked_ = true;
-  curl_easy_getinfo(easy_.get(), CURLINFO_RESPONSE_CODE, &status_);
+  Curl().easy_getinfo(easy_.get(), CURLINFO_RESPONSE_CODE, &status_);
   curl_off_t length = -1;
-  curl_easy_getinfo(easy_.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+  Curl().easy_getinfo(easy_.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   if (probe_) {
     if (status_ == 206 || status_ == 416) object_size_ = cr_total_;
     if (status_ == 200 && length >= 0) object_size_ = static_cast<uint64_t>(length);
@@ -185,7 +185,7 @@ size_t RangeTransfer::OnBody(char* data, size_t size, size_t n, void* self) {
 
 long RangeTransfer::connects() const {
   long n = 0;
-  curl_easy_getinfo(easy_.get(), CURLINFO_NUM_CONNECTS, &n);
+  Curl().easy_getinfo(easy_.get(), CURLINFO_NUM_CONNECTS, &n);
   return n;
 }
 
@@ -227,7 +227,7 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
   }
   if (code != CURLE_OK) {
     std::string what = "curl error " + std::to_string(code) + ": " +
-                       (errbuf_[0] != '\0' ? errbuf_ : curl_easy_strerror(code));
+                       (errbuf_[0] != '\0' ? errbuf_ : Curl().easy_strerror(code));
     if (IsPermanentCurlError(code)) return permanent(what);
     return transient(what);
   }

@@ -26,6 +26,11 @@ Result<RemoteObject> ResolveRemoteObject(std::string_view path) {
   RemoteObject o;
   o.path = std::string(path);
   o.shown = RedactUrl(path);
+#ifdef RINGFEED_REMOTE_UNAVAILABLE
+  return Status::Unsupported(o.shown +
+                             ": ringfeed was built without libcurl headers (apt-get install "
+                             "libcurl4-openssl-dev, then rebuild)");
+#endif
   if (HasScheme(path, "s3://")) {
     return Status::Unsupported(o.shown + ": s3:// paths are not read yet");
   }
