@@ -3,10 +3,12 @@
 #include <memory>
 
 #include "io/remote/http_fetcher.h"
+#include "io/remote/s3_listing.h"
 
 namespace rf {
 
 class CurlMulti {};
+struct TransferTarget {};
 struct HttpFetcher::Slot {};
 
 Result<std::unique_ptr<HttpFetcher>> HttpFetcher::Create(const HttpFetchOptions&) {
@@ -16,10 +18,18 @@ Result<std::unique_ptr<HttpFetcher>> HttpFetcher::Create(const HttpFetchOptions&
 }
 HttpFetcher::~HttpFetcher() = default;
 Result<uint32_t> HttpFetcher::AddUrl(std::string_view) { return Create({}).status(); }
+Result<uint32_t> HttpFetcher::AddObject(const RemoteObject&) { return Create({}).status(); }
 uint32_t HttpFetcher::capacity() const { return 0; }
 Status HttpFetcher::Prepare(const HttpRequest&) { return Create({}).status(); }
 Status HttpFetcher::Submit() { return Create({}).status(); }
 Status HttpFetcher::Wait(std::vector<HttpCompletion>&, uint32_t) { return Create({}).status(); }
 Result<uint64_t> HttpFetcher::Size(std::string_view) { return Create({}).status(); }
+Result<uint64_t> HttpFetcher::Size(const RemoteObject&) { return Create({}).status(); }
+Result<uint64_t> HttpFetcher::FetchWhole(const RemoteObject&, void*, uint64_t) {
+  return Create({}).status();
+}
+Result<std::vector<std::string>> ListRemotePrefix(std::string_view) {
+  return HttpFetcher::Create({}).status();
+}
 
 }  // namespace rf
