@@ -6,6 +6,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/dl_symbol.h"
+
 namespace rf::cuda::nvjpeg {
 namespace {
 
@@ -31,18 +33,6 @@ std::vector<std::string> Candidates() {
   return out;
 }
 
-// One entry point into *slot, or false with *missing set.
-template <typename F>
-bool Bind(void* lib, const char* name, F* slot, std::string* missing) {
-  void* f = dlsym(lib, name);
-  if (f == nullptr) {
-    *missing = name;
-    return false;
-  }
-  *slot = reinterpret_cast<F>(f);
-  return true;
-}
-
 Result<const Api*> Load() {
   static Api api;
   std::string tried;
@@ -63,16 +53,16 @@ Result<const Api*> Load() {
   }
   std::string missing;
   const bool all =
-      Bind(lib, "nvjpegCreateEx", &api.CreateEx, &missing) &&
-      Bind(lib, "nvjpegDestroy", &api.Destroy, &missing) &&
-      Bind(lib, "nvjpegJpegStateCreate", &api.JpegStateCreate, &missing) &&
-      Bind(lib, "nvjpegJpegStateDestroy", &api.JpegStateDestroy, &missing) &&
-      Bind(lib, "nvjpegJpegStreamCreate", &api.JpegStreamCreate, &missing) &&
-      Bind(lib, "nvjpegJpegStreamDestroy", &api.JpegStreamDestroy, &missing) &&
-      Bind(lib, "nvjpegJpegStreamParseHeader", &api.JpegStreamParseHeader, &missing) &&
-      Bind(lib, "nvjpegDecodeBatchedSupported", &api.DecodeBatchedSupported, &missing) &&
-      Bind(lib, "nvjpegDecodeBatchedInitialize", &api.DecodeBatchedInitialize, &missing) &&
-      Bind(lib, "nvjpegDecodeBatched", &api.DecodeBatched, &missing);
+      BindSymbol(lib, "nvjpegCreateEx", &api.CreateEx, &missing) &&
+      BindSymbol(lib, "nvjpegDestroy", &api.Destroy, &missing) &&
+      BindSymbol(lib, "nvjpegJpegStateCreate", &api.JpegStateCreate, &missing) &&
+      BindSymbol(lib, "nvjpegJpegStateDestroy", &api.JpegStateDestroy, &missing) &&
+      BindSymbol(lib, "nvjpegJpegStreamCreate", &api.JpegStreamCreate, &missing) &&
+      BindSymbol(lib, "nvjpegJpegStreamDestroy", &api.JpegStreamDestroy, &missing) &&
+      BindSymbol(lib, "nvjpegJpegStreamParseHeader", &api.JpegStreamParseHeader, &missing) &&
+      BindSymbol(lib, "nvjpegDecodeBatchedSupported", &api.DecodeBatchedSupported, &missing) &&
+      BindSymbol(lib, "nvjpegDecodeBatchedInitialize", &api.DecodeBatchedInitialize, &missing) &&
+      BindSymbol(lib, "nvjpegDecodeBatched", &api.DecodeBatched, &missing);
   if (!all) {
     dlclose(lib);
     return Status::Unsupported(api.path + " has no " + missing + ": not the nvJPEG of CUDA 13");

@@ -18,6 +18,20 @@
 #include "io/remote/remote_object.h"
 
 namespace rf {
+
+std::vector<std::string> DatasetNamesOf(const std::vector<std::string>& files) {
+  const std::string_view ext = format::kExtension;
+  std::vector<std::string> names;
+  for (const std::string& file : files) {
+    if (file.size() <= ext.size() || !file.ends_with(ext)) continue;
+    const std::string base = format::ShardBase(file);
+    names.push_back(base.empty() ? file : base);
+  }
+  std::sort(names.begin(), names.end());  // std::string's order: bytes, unsigned
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 namespace {
 
 Result<OpenedShard> OpenShard(const std::string& path) {
@@ -137,19 +151,12 @@ std::string InDirectory(const std::string& dir, const std::string& name) {
 // ("d.rfd.tmp.<pid>.<n>") among them, are not datasets. What such an entry is (a directory, a
 // file that is no dataset, an incomplete or stale set) opening it says.
 Result<std::vector<std::string>> DatasetNamesIn(const std::string& dir) {
-  const std::string_view ext = format::kExtension;
-  std::vector<std::string> names;
+  std::vector<std::string> files;
   std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string file = it->path().filename().string();
-    if (file.size() <= ext.size() || !file.ends_with(ext)) continue;
-    const std::string base = format::ShardBase(file);
-    names.push_back(base.empty() ? file : base);
-  }
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    files.push_back(it->path().filename().string());
   if (ec) return Status::IOError(dir, "cannot list the directory", ec.value());
-  std::sort(names.begin(), names.end());  // std::string's order: bytes, unsigned
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  return names;
+  return DatasetNamesOf(files);
 }
 
 }  // namespace
@@ -287,6 +294,12 @@ Result<Dataset> Dataset::OpenShardSet(const std::string& path, const std::string
 
 Result<Dataset> Dataset::OpenDirectory(const std::string& dir) {
   RF_ASSIGN_OR_RETURN(const std::vector<std::string> names, DatasetNamesIn(dir));
+  return OpenParts(dir, names,
+                   [&](const std::string& name) { return OpenNamed(InDirectory(dir, name)); });
+}
+
+Result<Dataset> Dataset::OpenParts(const std::string& dir, const std::vector<std::string>& names,
+                                   const PartOpener& open) {
   if (names.empty()) {
     return Status::NotFound(dir,
                             "no dataset in this directory (a directory is read as the datasets "
@@ -297,7 +310,7 @@ Result<Dataset> Dataset::OpenDirectory(const std::string& dir) {
   d.directory_ = true;
   uint64_t samples = 0;
   for (const std::string& name : names) {
-    RF_ASSIGN_OR_RETURN(Dataset part, OpenNamed(InDirectory(dir, name)));
+    RF_ASSIGN_OR_RETURN(Dataset part, open(name));
     if (!d.parts_.empty()) {
       RF_RETURN_IF_ERROR(CheckSameRecords(d.parts_[0].header, d.shard_paths_[0], part.header(),
                                           part.shard_path(0)));

@@ -166,10 +166,16 @@ class Dataset {
   static Result<Dataset> OpenDirectory(const std::string& dir);
   // A remote path (io/dataset_remote.cc).
   static Result<Dataset> OpenRemote(const std::string& path, const HttpFetchOptions& remote);
+  static Result<Dataset> OpenRemoteNamed(const std::string& path, const HttpFetchOptions& remote);
   // The shard set whose shard (or only file) is `first`: every shard opened by `open` (given its
   // path, the first paragraph of Open's names), checked to belong together, made one Dataset
   // named `path`.
   using ShardOpener = std::function<Result<OpenedShard>(const std::string& path)>;
+  // The directory `dir` of the datasets `names` (DatasetNamesOf), each opened by `open`, one
+  // Dataset of parts (Open's directory rules).
+  using PartOpener = std::function<Result<Dataset>(const std::string& name)>;
+  static Result<Dataset> OpenParts(const std::string& dir, const std::vector<std::string>& names,
+                                   const PartOpener& open);
   static Result<Dataset> OpenShardSet(const std::string& path, const std::string& first,
                                       const ShardOpener& open);
   // Adds `part`'s files and chunks after this one's, as its next part.
@@ -191,6 +197,12 @@ class Dataset {
   uint64_t compressed_chunks_ = 0;
   uint64_t data_bytes_ = 0;
 };
+
+// The dataset names of a directory's file names (no directory in them), sorted by bytes, each
+// once: every name ending in ".rfd" (".rfd" alone is no name), a shard file's as its shards' base
+// name ("d-00001-of-00004.rfd": "d.rfd"). Other names, a writer's temporaries
+// ("d.rfd.tmp.<pid>.<n>") among them, are not datasets.
+std::vector<std::string> DatasetNamesOf(const std::vector<std::string>& files);
 
 // The files that exist under the dataset name `name` ("data.rfd": the file itself and every
 // "data-NNNNN-of-MMMMM.rfd", of any count), sorted. More than one dataset among them makes the

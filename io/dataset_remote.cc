@@ -1,21 +1,98 @@
 // Dataset::Open of a remote path (io/dataset.h): the same checks as a local dataset's, over
 // range requests (io/remote/object_reader.h).
 #include <algorithm>
+#include <cerrno>
 #include <map>
 #include <memory>
 
 #include "io/dataset.h"
 #include "io/dataset_shards.h"
 #include "io/remote/object_reader.h"
+#include "io/remote/s3_config.h"
+#include "io/remote/s3_listing.h"
+#include "io/remote/url.h"
 
 namespace rf {
+namespace {
+
+bool IsS3Path(const std::string& path) {
+  return path.size() >= 5 && (path[0] == 's' || path[0] == 'S') && (path[1] == '3') &&
+         path.compare(2, 3, "://") == 0;
+}
+
+// The file names (last segments) of the objects an s3:// prefix lists, fetched with `remote`.
+Result<std::vector<std::string>> ListedNames(const std::string& prefix,
+                                             const HttpFetchOptions& remote) {
+  RF_ASSIGN_OR_RETURN(S3Config config, ResolveS3Config(ProcessS3Environment()));
+  S3ListOptions o;
+  o.fetch = remote;
+  RF_ASSIGN_OR_RETURN(std::vector<std::string> paths, ListS3Prefix(prefix, config, o));
+  std::vector<std::string> names;
+  for (const std::string& p : paths) names.push_back(RemoteFileName(p));
+  return names;
+}
+
+// The s3:// dataset name `path` (no shard's name): the object itself, or the first shard of its
+// one shard set, found by listing; refused where both, or shards of two counts, are there (as a
+// local name is: io/dataset.h).
+Result<std::string> FirstOfS3Name(const std::string& path, const std::string& shown,
+                                  const HttpFetchOptions& remote) {
+  const std::string file = RemoteFileName(path);
+  std::string stem = path.substr(0, path.size() - file.size());
+  const std::string ext = format::kExtension;
+  stem += file.ends_with(ext) ? file.substr(0, file.size() - ext.size()) : file;
+  RF_ASSIGN_OR_RETURN(std::vector<std::string> listed, ListedNames(stem, remote));
+  bool itself = false;
+  std::vector<std::string> shards;
+  std::vector<uint32_t> counts;
+  for (const std::string& f : listed) {
+    if (f == file) itself = true;
+    std::string base;
+    uint32_t index = 0, count = 0;
+    if (f == file || !format::ParseShardName(f, &base, &index, &count) || base != file) continue;
+    shards.push_back(f);
+    if (std::find(counts.begin(), counts.end(), count) == counts.end()) counts.push_back(count);
+  }
+  if (static_cast<size_t>(itself) + counts.size() > 1) {
+    return Status::InvalidArgument(shown + ": " + std::to_string(itself + counts.size()) +
+                                   " datasets have this name (the object itself and shards, or "
+                                   "shards of two counts); remove the stale one(s) or name one "
+                                   "shard");
+  }
+  if (itself) return path;
+  if (shards.empty()) {
+    return Status::NotFound(shown, "no such dataset (no object, no shards)", ENOENT);
+  }
+  return path.substr(0, path.size() - file.size()) + shards.front();
+}
+
+}  // namespace
 
 Result<Dataset> Dataset::OpenRemote(const std::string& path, const HttpFetchOptions& remote) {
-  RF_ASSIGN_OR_RETURN(RemoteObject given, ResolveRemoteObject(path));
-  if (given.shown.ends_with('/')) {
-    return Status::Unsupported(given.shown +
+  if (!path.ends_with('/')) return OpenRemoteNamed(path, remote);
+  if (!IsS3Path(path)) {
+    return Status::Unsupported(RedactUrl(path) +
                                ": a directory of datasets is read from a store that lists "
                                "(s3://); over http(s):// name a dataset's file or one shard");
+  }
+  RF_ASSIGN_OR_RETURN(const std::vector<std::string> files, ListedNames(path, remote));
+  const std::string shown = RedactUrl(path);
+  RF_ASSIGN_OR_RETURN(Dataset d,
+                      OpenParts(shown, DatasetNamesOf(files), [&](const std::string& name) {
+                        return OpenRemoteNamed(path + name, remote);
+                      }));
+  d.remote_ = remote;
+  return d;
+}
+
+Result<Dataset> Dataset::OpenRemoteNamed(const std::string& path, const HttpFetchOptions& remote) {
+  RF_ASSIGN_OR_RETURN(RemoteObject given, ResolveRemoteObject(path));
+  const bool s3 = IsS3Path(path);
+  if (s3 && format::ShardBase(given.shown).empty()) {
+    RF_ASSIGN_OR_RETURN(std::string first, FirstOfS3Name(path, given.shown, remote));
+    if (first != path) {
+      RF_ASSIGN_OR_RETURN(given, ResolveRemoteObject(first));
+    }
   }
   RF_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader, ObjectReader::Create(remote));
   std::map<std::string, RemoteObject> objects;  // by shown name: the files opened
@@ -29,7 +106,7 @@ Result<Dataset> Dataset::OpenRemote(const std::string& path, const HttpFetchOpti
     }
     const RemoteObject& o = it->second;
     Result<uint64_t> size = reader->Size(o);
-    if (!size.ok() && size.status().IsNotFound() && !shard_name && shown == given.shown) {
+    if (!size.ok() && size.status().IsNotFound() && !shard_name && !s3 && shown == given.shown) {
       return Status::NotFound(
           shown,
           "no such object (HTTP 404; a remote dataset is named by its file or one "
@@ -45,7 +122,7 @@ Result<Dataset> Dataset::OpenRemote(const std::string& path, const HttpFetchOpti
       return static_cast<size_t>(len);
     });
   };
-  RF_ASSIGN_OR_RETURN(Dataset d, OpenShardSet(given.shown, given.shown, open));
+  RF_ASSIGN_OR_RETURN(Dataset d, OpenShardSet(RedactUrl(path), given.shown, open));
   for (const std::string& p : d.shard_paths_) d.objects_.push_back(objects.at(p));
   d.remote_ = remote;
   return d;

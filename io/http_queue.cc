@@ -12,7 +12,7 @@ Result<std::unique_ptr<HttpQueue>> HttpQueue::Create(const Dataset& dataset, uin
   RF_ASSIGN_OR_RETURN(std::unique_ptr<HttpFetcher> f, HttpFetcher::Create(o));
   std::unique_ptr<HttpQueue> q(new HttpQueue(std::move(f)));
   for (size_t s = 0; s < dataset.shard_count(); ++s) {
-    RF_ASSIGN_OR_RETURN(uint32_t url, q->fetcher_->AddUrl(dataset.remote_object(s).url));
+    RF_ASSIGN_OR_RETURN(uint32_t url, q->fetcher_->AddObject(dataset.remote_object(s)));
     q->url_of_file_.push_back(url);
   }
   q->done_.reserve(o.max_in_flight);

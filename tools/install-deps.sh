@@ -14,8 +14,10 @@ packages=(
   libturbojpeg0-dev             # the tests: they make and read JPEGs (libjpeg-turbo 2.1.5)
   libjpeg62-turbo-dev           # the loader's JPEG decode: the crop's region (its libjpeg API)
   libgtest-dev                  # tests
-  libcurl4-openssl-dev          # io/remote: ranges of http(s):// objects (libcurl, OpenSSL)
+  libcurl4-openssl-dev          # io/remote: curl/curl.h (libcurl.so.4 itself is loaded at run time)
+  libexpat1-dev                 # ... S3 listings (ListObjectsV2's XML)
   nginx openssl                 # ... and its tests: a real nginx over HTTP and HTTPS, a test CA
+  python3-botocore nodejs       # ... the S3 tests: s3rver (npm, below) behind a SigV4-checking proxy
   openmpi-bin libopenmpi-dev    # data-parallel runs (mpirun; the MPI plugin) and their tests
   python3-dev pybind11-dev      # the Python package's extension (python/)
   python3-pip python3-venv      # the wheel (tools/test_wheel.sh) and the venvs it is tested in
@@ -40,4 +42,22 @@ if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The S3 tests' store: s3rver from npm, into its own folder under /opt (no global npm state; the
+# tests look there, or at $RINGFEED_S3RVER). npm comes with NodeSource's nodejs; Debian's nodejs
+# needs Debian's npm beside it. Left as it is where the pinned version is already there.
+s3rver_dir=/opt/ringfeed/s3rver
+s3rver_version=3.7.1
+if ! grep -qs "\"version\": \"$s3rver_version\"" "$s3rver_dir/node_modules/s3rver/package.json"; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if ! command -v npm >/dev/null; then
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends npm
+  fi
+  echo "install-deps: installing s3rver $s3rver_version into $s3rver_dir"
+  $sudo mkdir -p "$s3rver_dir"
+  $sudo npm install --prefix "$s3rver_dir" --no-audit --no-fund --loglevel=error \
+    "s3rver@$s3rver_version" >/dev/null
 fi

@@ -1,30 +1,27 @@
-// One owner each for libcurl's easy and multi handles (the project's one-owner-per-resource
-// rule): move-only, cleaned up in the destructor, never throwing. CurlGlobalInit runs
-// curl_global_init once per process, before the first handle.
+// One owner each for libcurl's easy and multi handles and header lists (the project's
+// one-owner-per-resource rule): move-only, released in the destructor, never throwing. Each is
+// made only after CurlLibrary() succeeded (io/remote/curl_library.h), whose entry points release
+// it.
 //
-// Thread safety: a handle is used by one thread at a time; CurlGlobalInit is thread safe.
+// Thread safety: a handle is used by one thread at a time.
 #pragma once
 
 #include <curl/curl.h>
 
 #include <utility>
 
-#include "core/status.h"
+#include "io/remote/curl_library.h"
 
 namespace rf {
 
-// curl_global_init(CURL_GLOBAL_DEFAULT), once; its result every later call.
-Status CurlGlobalInit();
-
-// The owner of one handle that `Cleanup` releases. (CURL and CURLM are both void in curl.h, so the
-// cleanup function is what tells the two kinds apart.)
-template <auto Cleanup>
+// The owner of one handle of type T that the library's `Cleanup` member releases.
+template <typename T, auto CurlApi::*Cleanup>
 class CurlHandle {
  public:
   CurlHandle() = default;
-  explicit CurlHandle(void* h) : h_(h) {}
+  explicit CurlHandle(T* h) : h_(h) {}
   ~CurlHandle() {
-    if (h_ != nullptr) Cleanup(h_);
+    if (h_ != nullptr) (Curl().*Cleanup)(h_);
   }
   CurlHandle(CurlHandle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
   CurlHandle& operator=(CurlHandle&& o) noexcept {
@@ -33,19 +30,26 @@ class CurlHandle {
   }
   CurlHandle(const CurlHandle&) = delete;
   CurlHandle& operator=(const CurlHandle&) = delete;
-  void* get() const { return h_; }
+  T* get() const { return h_; }
+  // Hands the handle over (to libcurl, say), keeping nothing.
+  T* release() { return std::exchange(h_, nullptr); }
 
  private:
-  void* h_ = nullptr;
+  T* h_ = nullptr;
 };
 
 // Classes rather than aliases, so that a header may declare them without curl.h.
-class CurlEasy : public CurlHandle<curl_easy_cleanup> {
+class CurlEasy : public CurlHandle<CURL, &CurlApi::easy_cleanup> {
  public:
   using CurlHandle::CurlHandle;
 };
 // Every easy handle must have been removed from it first (HttpFetcher's destructor does so).
-class CurlMulti : public CurlHandle<curl_multi_cleanup> {
+class CurlMulti : public CurlHandle<CURLM, &CurlApi::multi_cleanup> {
+ public:
+  using CurlHandle::CurlHandle;
+};
+// A header list (CURLOPT_HTTPHEADER), which must outlive every transfer that uses it.
+class CurlHeaders : public CurlHandle<curl_slist, &CurlApi::slist_free_all> {
  public:
   using CurlHandle::CurlHandle;
 };

@@ -13,7 +13,7 @@ namespace rf {
 struct HttpFetcher::Slot {
   enum class State { kFree, kPrepared, kActive, kBackoff };
   State state = State::kFree;
-  bool probe = false;  // a Size() request, whose completion goes to probe_ rather than done_
+  Kind kind = Kind::kRange;  // not a range: RunOneOff's, whose completion goes to probe_
   std::unique_ptr<RangeTransfer> transfer;
   HttpRequest req;
   uint64_t received = 0;  // bytes of the range already in req.buf (a retry resumes after them)
@@ -33,39 +33,46 @@ HttpFetcher::HttpFetcher(const HttpFetchOptions& options)
 HttpFetcher::~HttpFetcher() {
   for (Slot& s : slots_)
     if (s.state == Slot::State::kActive)
-      curl_multi_remove_handle(multi_->get(), s.transfer->easy());
+      Curl().multi_remove_handle(multi_->get(), s.transfer->easy());
 }
 
 Result<std::unique_ptr<HttpFetcher>> HttpFetcher::Create(const HttpFetchOptions& options) {
   RF_RETURN_IF_ERROR(CheckHttpFetchOptions(options));
-  RF_RETURN_IF_ERROR(CurlGlobalInit());
+  RF_RETURN_IF_ERROR(CurlLibrary().status());
   std::unique_ptr<HttpFetcher> f(new HttpFetcher(options));
-  f->multi_ = std::make_unique<CurlMulti>(curl_multi_init());
+  f->multi_ = std::make_unique<CurlMulti>(Curl().multi_init());
   if (f->multi_->get() == nullptr) return Status::IOError("libcurl", "curl_multi_init failed");
   // One connection a transfer (HTTP/1.1, no pipelining), kept in the cache for the next ones.
   long n = static_cast<long>(options.max_in_flight);
-  if (curl_multi_setopt(f->multi_->get(), CURLMOPT_MAX_HOST_CONNECTIONS, n) != CURLM_OK ||
-      curl_multi_setopt(f->multi_->get(), CURLMOPT_MAXCONNECTS, n) != CURLM_OK ||
-      curl_multi_setopt(f->multi_->get(), CURLMOPT_PIPELINING, CURLPIPE_NOTHING) != CURLM_OK)
+  if (Curl().multi_setopt(f->multi_->get(), CURLMOPT_MAX_HOST_CONNECTIONS, n) != CURLM_OK ||
+      Curl().multi_setopt(f->multi_->get(), CURLMOPT_MAXCONNECTS, n) != CURLM_OK ||
+      Curl().multi_setopt(f->multi_->get(), CURLMOPT_PIPELINING, CURLPIPE_NOTHING) != CURLM_OK)
     return Status::IOError("libcurl", "curl_multi_setopt refused the fetcher's options");
   for (Slot& s : f->slots_) {
     RF_ASSIGN_OR_RETURN(s.transfer, RangeTransfer::Create(options));
-    curl_easy_setopt(s.transfer->easy(), CURLOPT_PRIVATE, &s);
+    Curl().easy_setopt(s.transfer->easy(), CURLOPT_PRIVATE, &s);
   }
   return f;
 }
 
 Result<uint32_t> HttpFetcher::AddUrl(std::string_view url) {
-  RF_RETURN_IF_ERROR(CheckFetchableUrl(url));
-  urls_.emplace_back(url);
-  shown_urls_.push_back(RedactUrl(url));
-  return static_cast<uint32_t>(urls_.size() - 1);
+  RemoteObject o;
+  o.path = o.url = std::string(url);
+  o.shown = RedactUrl(url);
+  return AddObject(o);
+}
+
+Result<uint32_t> HttpFetcher::AddObject(const RemoteObject& object) {
+  RF_RETURN_IF_ERROR(CheckFetchableUrl(object.url));
+  RF_ASSIGN_OR_RETURN(TransferTarget t, MakeTransferTarget(object));
+  targets_.push_back(std::move(t));
+  return static_cast<uint32_t>(targets_.size() - 1);
 }
 
 uint32_t HttpFetcher::capacity() const { return options_.max_in_flight; }
 
 Status HttpFetcher::Prepare(const HttpRequest& r) {
-  if (r.url >= urls_.size())
+  if (r.url >= targets_.size())
     return Status::InvalidArgument("HttpFetcher: URL index " + std::to_string(r.url) +
                                    " was not added");
   if (r.len > 0 && r.buf == nullptr)
@@ -78,7 +85,7 @@ Status HttpFetcher::Prepare(const HttpRequest& r) {
     return Status::InvalidArgument("HttpFetcher: more than " + std::to_string(capacity()) +
                                    " requests not yet returned by Wait");
   free->state = Slot::State::kPrepared;
-  free->probe = false;
+  free->kind = Kind::kRange;
   free->req = r;
   free->received = 0;
   free->attempts = 0;
@@ -93,7 +100,7 @@ Status HttpFetcher::Submit() {
     if (s.state != Slot::State::kPrepared) continue;
     s.started = now;
     s.deadline = now + options_.deadline;
-    if (s.req.len == 0 && !s.probe) {
+    if (s.req.len == 0 && s.kind == Kind::kRange) {
       Complete(s, Status::Ok());
     } else {
       RF_RETURN_IF_ERROR(StartAttempt(s));
@@ -101,9 +108,9 @@ Status HttpFetcher::Submit() {
   }
   prepared_ = 0;
   int still = 0;  // start connecting now, before the first Wait
-  if (CURLMcode mc = curl_multi_perform(multi_->get(), &still); mc != CURLM_OK)
+  if (CURLMcode mc = Curl().multi_perform(multi_->get(), &still); mc != CURLM_OK)
     return Status::IOError("libcurl",
-                           std::string("curl_multi_perform: ") + curl_multi_strerror(mc));
+                           std::string("curl_multi_perform: ") + Curl().multi_strerror(mc));
   return Status::Ok();
 }
 
@@ -112,31 +119,44 @@ Status HttpFetcher::StartAttempt(Slot& s) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(s.deadline - now);
   ++s.attempts;
   ++stats_.attempts;
-  Status st =
-      s.probe ? s.transfer->BeginSizeProbe(urls_[s.req.url], left)
-              : s.transfer->Begin(urls_[s.req.url], static_cast<uint8_t*>(s.req.buf) + s.received,
-                                  s.req.offset + s.received, s.req.offset + s.req.len, left);
+  const TransferTarget& target = targets_[s.req.url];
+  auto* buf = static_cast<uint8_t*>(s.req.buf);
+  Status st;
+  switch (s.kind) {
+    case Kind::kProbe:
+      st = s.transfer->BeginSizeProbe(target, left);
+      break;
+    case Kind::kWhole:
+      st = s.transfer->BeginWhole(target, buf, s.req.len, left);
+      break;
+    case Kind::kRange:
+      st = s.transfer->Begin(target, buf + s.received, s.req.offset + s.received,
+                             s.req.offset + s.req.len, left);
+      break;
+  }
   if (!st.ok()) {
     Complete(s, std::move(st));
     return Status::Ok();
   }
-  if (CURLMcode mc = curl_multi_add_handle(multi_->get(), s.transfer->easy()); mc != CURLM_OK)
+  if (CURLMcode mc = Curl().multi_add_handle(multi_->get(), s.transfer->easy()); mc != CURLM_OK)
     return Status::IOError("libcurl",
-                           std::string("curl_multi_add_handle: ") + curl_multi_strerror(mc));
+                           std::string("curl_multi_add_handle: ") + Curl().multi_strerror(mc));
   s.state = Slot::State::kActive;
   return Status::Ok();
 }
 
 void HttpFetcher::Finished(Slot& s, int code) {
-  const std::string& shown = shown_urls_[s.req.url];
-  AttemptOutcome out =
-      s.transfer->Finish(static_cast<CURLcode>(code), shown, s.req.offset, s.probe ? 0 : s.req.len);
-  s.received += s.transfer->written();
+  const std::string& shown = targets_[s.req.url].shown;
+  AttemptOutcome out = s.transfer->Finish(static_cast<CURLcode>(code), shown, s.req.offset,
+                                          s.kind == Kind::kProbe ? 0 : s.req.len);
+  // A whole answer's retry starts again from its first byte; a range's resumes.
+  s.received = s.kind == Kind::kWhole ? s.transfer->written() : s.received + s.transfer->written();
   stats_.bytes += s.transfer->written();
   stats_.connections += static_cast<uint64_t>(std::max(0L, s.transfer->connects()));
   switch (out.kind) {
     case AttemptOutcome::Kind::kDone:
-      if (s.probe) probe_size_ = s.transfer->object_size().value_or(0);
+      if (s.kind == Kind::kProbe) probe_size_ = s.transfer->object_size().value_or(0);
+      if (s.kind == Kind::kWhole) probe_size_ = s.received;
       Complete(s, Status::Ok());
       return;
     case AttemptOutcome::Kind::kPermanent:
@@ -150,8 +170,10 @@ void HttpFetcher::Finished(Slot& s, int code) {
   auto at = NextAttemptAt(options_, s.attempts, now, s.deadline, NextRandom());
   if (!at) {
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - s.started);
-    Complete(s, DeadlineError(shown, s.probe ? "size" : ByteRangeText(s.req.offset, s.req.len),
-                              s.attempts, elapsed, s.last_error));
+    std::string what = s.kind == Kind::kProbe   ? std::string("size")
+                       : s.kind == Kind::kWhole ? std::string("GET")
+                                                : ByteRangeText(s.req.offset, s.req.len);
+    Complete(s, DeadlineError(shown, what, s.attempts, elapsed, s.last_error));
     return;
   }
   s.state = Slot::State::kBackoff;
@@ -161,7 +183,7 @@ void HttpFetcher::Finished(Slot& s, int code) {
 
 void HttpFetcher::Complete(Slot& s, Status status) {
   s.state = Slot::State::kFree;
-  if (s.probe) {
+  if (s.kind != Kind::kRange) {
     probe_status_ = std::move(status);
     probe_done_ = true;
     return;
@@ -177,17 +199,17 @@ Status HttpFetcher::Drive(const std::function<bool()>& enough) {
       if (s.state == Slot::State::kBackoff && s.retry_at <= now)
         RF_RETURN_IF_ERROR(StartAttempt(s));
     int still = 0;
-    if (CURLMcode mc = curl_multi_perform(m, &still); mc != CURLM_OK)
+    if (CURLMcode mc = Curl().multi_perform(m, &still); mc != CURLM_OK)
       return Status::IOError("libcurl",
-                             std::string("curl_multi_perform: ") + curl_multi_strerror(mc));
+                             std::string("curl_multi_perform: ") + Curl().multi_strerror(mc));
     int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(m, &left)) {
+    while (CURLMsg* msg = Curl().multi_info_read(m, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
       CURL* easy = msg->easy_handle;
       CURLcode code = msg->data.result;  // msg is gone once the handle is removed
       Slot* s = nullptr;
-      curl_easy_getinfo(easy, CURLINFO_PRIVATE, &s);
-      curl_multi_remove_handle(m, easy);
+      Curl().easy_getinfo(easy, CURLINFO_PRIVATE, &s);
+      Curl().multi_remove_handle(m, easy);
       Finished(*s, code);
     }
     if (enough()) break;
@@ -202,8 +224,9 @@ Status HttpFetcher::Drive(const std::function<bool()>& enough) {
       return Status::InvalidArgument("HttpFetcher: waiting for requests that were not submitted");
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - FetchClock::now());
     int timeout = static_cast<int>(std::clamp<int64_t>(ms.count(), 0, 1000));
-    if (CURLMcode mc = curl_multi_poll(m, nullptr, 0, timeout, nullptr); mc != CURLM_OK)
-      return Status::IOError("libcurl", std::string("curl_multi_poll: ") + curl_multi_strerror(mc));
+    if (CURLMcode mc = Curl().multi_poll(m, nullptr, 0, timeout, nullptr); mc != CURLM_OK)
+      return Status::IOError("libcurl",
+                             std::string("curl_multi_poll: ") + Curl().multi_strerror(mc));
   }
   return Status::Ok();
 }
@@ -221,20 +244,38 @@ Status HttpFetcher::Wait(std::vector<HttpCompletion>& out, uint32_t min) {
 }
 
 Result<uint64_t> HttpFetcher::Size(std::string_view url) {
-  if (outstanding_ > 0) return Status::InvalidArgument("HttpFetcher: Size with requests in flight");
-  RF_ASSIGN_OR_RETURN(uint32_t index, AddUrl(url));
+  RemoteObject o;
+  o.path = o.url = std::string(url);
+  o.shown = RedactUrl(url);
+  return Size(o);
+}
+
+Result<uint64_t> HttpFetcher::Size(const RemoteObject& object) {
+  return RunOneOff(object, Kind::kProbe, nullptr, 0);
+}
+
+Result<uint64_t> HttpFetcher::FetchWhole(const RemoteObject& object, void* buf, uint64_t capacity) {
+  if (buf == nullptr || capacity == 0)
+    return Status::InvalidArgument("HttpFetcher: FetchWhole without a buffer");
+  return RunOneOff(object, Kind::kWhole, buf, capacity);
+}
+
+Result<uint64_t> HttpFetcher::RunOneOff(const RemoteObject& object, Kind kind, void* buf,
+                                        uint64_t capacity) {
+  if (outstanding_ > 0)
+    return Status::InvalidArgument("HttpFetcher: a blocking request with requests in flight");
+  RF_ASSIGN_OR_RETURN(uint32_t index, AddObject(object));
   Slot& s = slots_[0];  // every slot is free: nothing is outstanding
   s.state = Slot::State::kPrepared;
-  s.probe = true;
-  s.req = HttpRequest{index, nullptr, 0, 0, 0};
+  s.kind = kind;
+  s.req = HttpRequest{index, buf, capacity, 0, 0};
   s.received = 0;
   s.attempts = 0;
   probe_done_ = false;
   Status st = Submit();
   if (st.ok()) st = Drive([&] { return probe_done_; });
-  urls_.pop_back();  // the probe's URL is not kept
-  shown_urls_.pop_back();
-  s.probe = false;
+  targets_.pop_back();  // the one-off's object is not kept
+  s.kind = Kind::kRange;
   if (!st.ok()) return st;
   if (!probe_status_.ok()) return probe_status_;
   return probe_size_;

@@ -1,4 +1,5 @@
-// HttpFetcher: byte ranges of http:// and https:// objects fetched into caller-owned buffers,
+// HttpFetcher: byte ranges of http:// and https:// objects, and of s3:// objects resolved to
+// their store's URL (io/remote/remote_object.h), fetched into caller-owned buffers,
 // several requests in flight at once, with the submission/completion shape of io/io_queue.h so
 // that it can sit beside the io_uring reader: Prepare requests (each with its user_data), Submit
 // them, Wait for at least N completions.
@@ -9,7 +10,12 @@
 // retried as io/remote/retry_policy.h says, within its deadline; a retry after a body cut short
 // asks only for the bytes still missing. A request ends in exactly one completion: Ok with every
 // byte of its range in its buffer, or the one-line Status that names the URL (redacted: no
-// userinfo, no query), the byte range and the last HTTP status or curl error.
+// userinfo, no query; an s3:// object by its s3:// path), the byte range and the last HTTP
+// status or curl error (and S3's error code, where the answer has one).
+//
+// Signing: an object whose RequestSigning is set is signed by libcurl's own SigV4
+// (io/remote/range_transfer.h says how); its credentials are kept for the requests and shown
+// nowhere: not in a Status, not in the stats.
 //
 // Ownership and lifetime: the caller owns every buffer; a request's buffer must stay valid and
 // untouched from Prepare until its completion is returned by Wait (or the fetcher is
@@ -32,15 +38,17 @@
 #include <vector>
 
 #include "core/status.h"
+#include "io/remote/remote_object.h"
 #include "io/remote/retry_policy.h"
 
 namespace rf {
 
 class CurlMulti;
 class RangeTransfer;
+struct TransferTarget;
 
 struct HttpRequest {
-  uint32_t url = 0;  // index from AddUrl
+  uint32_t url = 0;  // index from AddUrl or AddObject
   void* buf = nullptr;
   uint64_t len = 0;  // 0 completes at once, Ok, without a request
   uint64_t offset = 0;
@@ -62,7 +70,8 @@ struct HttpFetchStats {
 
 class HttpFetcher {
  public:
-  // InvalidArgument for options out of range; IOError where libcurl cannot be set up.
+  // InvalidArgument for options out of range; Unsupported where libcurl.so.4 cannot be loaded
+  // (io/remote/curl_library.h); IOError where libcurl cannot be set up.
   static Result<std::unique_ptr<HttpFetcher>> Create(const HttpFetchOptions& options);
   ~HttpFetcher();
   HttpFetcher(const HttpFetcher&) = delete;
@@ -71,6 +80,10 @@ class HttpFetcher {
   // Registers a URL that requests name by the returned index. InvalidArgument for anything but
   // an http:// or https:// URL with a host. The URL is kept (its credentials too), never shown.
   Result<uint32_t> AddUrl(std::string_view url);
+  // The same for a resolved object (ResolveRemoteObject): its URL requested, signed as its
+  // `signing` says, named by its `shown` in every message. InvalidArgument for a URL that is
+  // not http(s).
+  Result<uint32_t> AddObject(const RemoteObject& object);
 
   // Requests prepared, in flight or waiting for a retry, at most (max_in_flight).
   uint32_t capacity() const;
@@ -87,6 +100,13 @@ class HttpFetcher {
   // a HEAD is not used, since a presigned GET URL does not sign one). Retried like a range.
   // Blocks; call it with no request in flight.
   Result<uint64_t> Size(std::string_view url);
+  Result<uint64_t> Size(const RemoteObject& object);
+
+  // The whole answer to a GET of `object` (no Range; a listing page, say) into [buf, buf +
+  // capacity): its length. Only 200 is accepted; a longer answer is refused (IOError), an error
+  // answer ends as a range's does. Retried like a range, each attempt from the start. Blocks;
+  // call it with no request in flight.
+  Result<uint64_t> FetchWhole(const RemoteObject& object, void* buf, uint64_t capacity);
 
   const HttpFetchStats& stats() const { return stats_; }
 
@@ -94,6 +114,9 @@ class HttpFetcher {
   struct Slot;
   explicit HttpFetcher(const HttpFetchOptions& options);
   Status StartAttempt(Slot& s);
+  enum class Kind { kRange, kProbe, kWhole };
+  // Runs one blocking request of `kind` (a size probe or a whole answer) on the first slot.
+  Result<uint64_t> RunOneOff(const RemoteObject& object, Kind kind, void* buf, uint64_t capacity);
   // Handles one attempt that libcurl finished: a completion, or a retry scheduled.
   void Finished(Slot& s, int code);
   void Complete(Slot& s, Status status);
@@ -104,14 +127,13 @@ class HttpFetcher {
   HttpFetchOptions options_;
   std::unique_ptr<CurlMulti> multi_;
   std::vector<Slot> slots_;  // max_in_flight, never resized: libcurl holds pointers into it
-  std::vector<std::string> urls_;
-  std::vector<std::string> shown_urls_;  // RedactUrl of each, made once for the messages
+  std::vector<TransferTarget> targets_;  // by AddUrl/AddObject index: URL, name, signing
   std::vector<HttpCompletion> done_;     // finished, not yet returned by Wait
   uint32_t outstanding_ = 0;             // prepared and not yet returned by Wait
   uint32_t prepared_ = 0;                // prepared and not yet submitted
-  bool probe_done_ = false;              // Size(): its request's outcome
+  bool probe_done_ = false;              // RunOneOff(): its request's outcome
   Status probe_status_;
-  uint64_t probe_size_ = 0;
+  uint64_t probe_size_ = 0;  // the size, or the whole answer's length
   uint64_t rng_;
   HttpFetchStats stats_;
 };

@@ -11,13 +11,13 @@ Result<std::unique_ptr<ObjectReader>> ObjectReader::Create(const HttpFetchOption
 
 Result<uint32_t> ObjectReader::Index(const RemoteObject& object) {
   if (auto it = index_.find(object.url); it != index_.end()) return it->second;
-  RF_ASSIGN_OR_RETURN(uint32_t i, fetcher_->AddUrl(object.url));
+  RF_ASSIGN_OR_RETURN(uint32_t i, fetcher_->AddObject(object));
   index_.emplace(object.url, i);
   return i;
 }
 
 Result<uint64_t> ObjectReader::Size(const RemoteObject& object) {
-  return fetcher_->Size(object.url);
+  return fetcher_->Size(object);
 }
 
 Status ObjectReader::ReadAt(const RemoteObject& object, void* buf, uint64_t len, uint64_t offset) {

@@ -2,13 +2,21 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
 
+#include "io/remote/s3_xml.h"
+#include "io/remote/url.h"
+
 namespace rf {
 namespace {
+
+// SHA-256 of the empty body: every request here is a GET without one.
+constexpr const char* kEmptyBodySha256 =
+    "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 // The libcurl errors that no retry can mend.
 bool IsPermanentCurlError(CURLcode code) {
@@ -46,10 +54,26 @@ std::string_view Trim(std::string_view s) {
 
 }  // namespace
 
+Result<TransferTarget> MakeTransferTarget(const RemoteObject& object) {
+  TransferTarget t;
+  t.url = object.url;
+  t.shown = object.shown.empty() ? RedactUrl(object.url) : object.shown;
+  t.signing = object.signing;
+  if (!t.signing.signed_requests()) return t;
+  curl_slist* list = Curl().slist_append(nullptr, kEmptyBodySha256);
+  t.headers = CurlHeaders(list);
+  if (list != nullptr && !t.signing.session_token.empty()) {
+    std::string token = "x-amz-security-token: " + t.signing.session_token;
+    list = Curl().slist_append(list, token.c_str());  // appends in place: the head is kept
+  }
+  if (list == nullptr) return Status::IOError(t.shown, "curl_slist_append failed");
+  return t;
+}
+
 Result<std::unique_ptr<RangeTransfer>> RangeTransfer::Create(const HttpFetchOptions& o) {
-  RF_RETURN_IF_ERROR(CurlGlobalInit());
+  RF_RETURN_IF_ERROR(CurlLibrary().status());
   std::unique_ptr<RangeTransfer> t(new RangeTransfer());
-  t->easy_ = CurlEasy(curl_easy_init());
+  t->easy_ = CurlEasy(Curl().easy_init());
   if (t->easy_.get() == nullptr) return Status::IOError("libcurl", "curl_easy_init failed");
   RF_RETURN_IF_ERROR(t->Configure(o));
   return t;
@@ -59,7 +83,7 @@ Status RangeTransfer::Configure(const HttpFetchOptions& o) {
   CURL* h = easy_.get();
   bool ok = true;
   auto set = [&](CURLoption opt, auto value) {
-    ok = ok && curl_easy_setopt(h, opt, value) == CURLE_OK;
+    ok = ok && Curl().easy_setopt(h, opt, value) == CURLE_OK;
   };
   set(CURLOPT_NOSIGNAL, 1L);
   set(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -82,24 +106,57 @@ Status RangeTransfer::Configure(const HttpFetchOptions& o) {
   return Status::Ok();
 }
 
-Status RangeTransfer::Begin(const std::string& url, uint8_t* dst, uint64_t start, uint64_t end,
-                            std::chrono::milliseconds time_left) {
+Status RangeTransfer::Begin(const TransferTarget& target, uint8_t* dst, uint64_t start,
+                            uint64_t end, std::chrono::milliseconds time_left) {
   dst_ = dst;
   start_ = start;
   end_ = end;
-  probe_ = false;
-  return BeginAttempt(url, time_left);
+  mode_ = Mode::kRange;
+  return BeginAttempt(target, time_left);
 }
 
-Status RangeTransfer::BeginSizeProbe(const std::string& url, std::chrono::milliseconds time_left) {
+Status RangeTransfer::BeginSizeProbe(const TransferTarget& target,
+                                     std::chrono::milliseconds time_left) {
   dst_ = &probe_byte_;
   start_ = 0;
   end_ = 1;
-  probe_ = true;
-  return BeginAttempt(url, time_left);
+  mode_ = Mode::kProbe;
+  return BeginAttempt(target, time_left);
 }
 
-Status RangeTransfer::BeginAttempt(const std::string& url, std::chrono::milliseconds time_left) {
+Status RangeTransfer::BeginWhole(const TransferTarget& target, uint8_t* dst, uint64_t capacity,
+                                 std::chrono::milliseconds time_left) {
+  dst_ = dst;
+  start_ = 0;
+  end_ = capacity;
+  mode_ = Mode::kWhole;
+  return BeginAttempt(target, time_left);
+}
+
+Status RangeTransfer::SetSigning(const TransferTarget& target) {
+  CURL* h = easy_.get();
+  const RequestSigning& s = target.signing;
+  const bool sign = s.signed_requests();
+  // Setting CURLOPT_AWS_SIGV4 turns CURLAUTH_AWS_SIGV4 on; clearing it does not turn it off, so
+  // an unsigned target sets Basic back (what a URL's own userinfo, if any, is sent with).
+  bool ok =
+      Curl().easy_setopt(h, CURLOPT_AWS_SIGV4, sign ? s.aws_sigv4.c_str() : nullptr) == CURLE_OK &&
+      Curl().easy_setopt(h, CURLOPT_HTTPAUTH, sign ? CURLAUTH_AWS_SIGV4 : CURLAUTH_BASIC) ==
+          CURLE_OK &&
+      Curl().easy_setopt(h, CURLOPT_USERNAME, sign ? s.access_key_id.c_str() : nullptr) ==
+          CURLE_OK &&
+      Curl().easy_setopt(h, CURLOPT_PASSWORD, sign ? s.secret_access_key.c_str() : nullptr) ==
+          CURLE_OK &&
+      Curl().easy_setopt(h, CURLOPT_HTTPHEADER, target.headers.get()) == CURLE_OK &&
+      Curl().easy_setopt(h, CURLOPT_PATH_AS_IS, sign ? 1L : 0L) == CURLE_OK;
+  if (!ok) return Status::IOError("libcurl", "curl_easy_setopt refused a request's signing");
+  return Status::Ok();
+}
+
+Status RangeTransfer::BeginAttempt(const TransferTarget& target,
+                                   std::chrono::milliseconds time_left) {
+  RF_RETURN_IF_ERROR(SetSigning(target));
+  error_len_ = 0;
   written_ = 0;
   checked_ = false;
   status_ = 0;
@@ -109,10 +166,10 @@ Status RangeTransfer::BeginAttempt(const std::string& url, std::chrono::millisec
   std::snprintf(range_, sizeof range_, "%llu-%llu", static_cast<unsigned long long>(start_),
                 static_cast<unsigned long long>(end_ - 1));
   CURL* h = easy_.get();
-  if (curl_easy_setopt(h, CURLOPT_URL, url.c_str()) != CURLE_OK ||
-      curl_easy_setopt(h, CURLOPT_RANGE, range_) != CURLE_OK ||
-      curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-                       static_cast<long>(std::max<int64_t>(1, time_left.count()))) != CURLE_OK)
+  if (Curl().easy_setopt(h, CURLOPT_URL, target.url.c_str()) != CURLE_OK ||
+      Curl().easy_setopt(h, CURLOPT_RANGE, mode_ == Mode::kWhole ? nullptr : range_) != CURLE_OK ||
+      Curl().easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                         static_cast<long>(std::max<int64_t>(1, time_left.count()))) != CURLE_OK)
     return Status::IOError("libcurl", "curl_easy_setopt refused a request's URL or range");
   return Status::Ok();
 }
@@ -143,10 +200,14 @@ size_t RangeTransfer::OnHeader(char* data, size_t size, size_t n, void* self) {
 
 void RangeTransfer::CheckAnswer() {
   checked_ = true;
-  curl_easy_getinfo(easy_.get(), CURLINFO_RESPONSE_CODE, &status_);
+  Curl().easy_getinfo(easy_.get(), CURLINFO_RESPONSE_CODE, &status_);
   curl_off_t length = -1;
-  curl_easy_getinfo(easy_.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-  if (probe_) {
+  Curl().easy_getinfo(easy_.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+  if (mode_ == Mode::kWhole) {
+    if (status_ != 200) abort_ = Abort::kStatus;
+    return;
+  }
+  if (mode_ == Mode::kProbe) {
     if (status_ == 206 || status_ == 416) object_size_ = cr_total_;
     if (status_ == 200 && length >= 0) object_size_ = static_cast<uint64_t>(length);
     // 416 with "bytes */0" is how a server answers the range 0-0 of an empty object.
@@ -170,9 +231,15 @@ void RangeTransfer::CheckAnswer() {
 size_t RangeTransfer::OnBody(char* data, size_t size, size_t n, void* self) {
   auto* t = static_cast<RangeTransfer*>(self);
   if (!t->checked_) t->CheckAnswer();
-  if (t->probe_) return 0;                  // the size is in the headers: no body byte is wanted
-  if (t->abort_ != Abort::kNone) return 0;  // an error's body is not read
   size_t bytes = size * n;
+  if (t->abort_ == Abort::kStatus) {  // an error's body: its first KiBs, for the S3 error code
+    size_t room = sizeof t->error_body_ - t->error_len_;
+    std::memcpy(t->error_body_ + t->error_len_, data, std::min(room, bytes));
+    t->error_len_ += std::min(room, bytes);
+    return bytes <= room ? bytes : 0;
+  }
+  if (t->mode_ == Mode::kProbe) return 0;   // the size is in the headers: no body byte is wanted
+  if (t->abort_ != Abort::kNone) return 0;  // a wrong range's body is not read
   uint64_t room = (t->end_ - t->start_) - t->written_;
   if (bytes > room) {
     t->abort_ = Abort::kTooLong;
@@ -185,7 +252,7 @@ size_t RangeTransfer::OnBody(char* data, size_t size, size_t n, void* self) {
 
 long RangeTransfer::connects() const {
   long n = 0;
-  curl_easy_getinfo(easy_.get(), CURLINFO_NUM_CONNECTS, &n);
+  Curl().easy_getinfo(easy_.get(), CURLINFO_NUM_CONNECTS, &n);
   return n;
 }
 
@@ -193,7 +260,10 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
                                      uint64_t len) {
   using Kind = AttemptOutcome::Kind;
   // The texts are made only for a failure: a completed range allocates nothing here.
-  auto range = [&] { return len == 0 ? std::string("size") : ByteRangeText(offset, len); };
+  auto range = [&] {
+    if (mode_ == Mode::kWhole) return std::string("GET");
+    return len == 0 ? std::string("size") : ByteRangeText(offset, len);
+  };
   auto status_text = [&] { return "HTTP " + std::to_string(status_); };
   if (!checked_ && (code == CURLE_OK || code == CURLE_WRITE_ERROR)) CheckAnswer();
   auto permanent = [&](std::string msg) {
@@ -205,9 +275,15 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
   switch (abort_) {
     case Abort::kNone:
       break;
-    case Abort::kStatus:
-      if (IsTransientHttpStatus(status_)) return transient(status_text());
+    case Abort::kStatus: {
+      std::string s3_code = S3ErrorCode(std::string_view(error_body_, error_len_));
+      if (IsTransientHttpStatus(status_))
+        return transient(s3_code.empty() ? status_text() : status_text() + " " + s3_code);
+      if (!s3_code.empty())
+        return AttemptOutcome{Kind::kPermanent, "",
+                              S3StatusError(shown_url, range(), status_, s3_code)};
       return AttemptOutcome{Kind::kPermanent, "", HttpStatusError(shown_url, range(), status_)};
+    }
     case Abort::kIgnoredRange:
       return transient(status_text() + " for a range request, not the range asked for");
     case Abort::kOtherRange:
@@ -218,19 +294,23 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
       return permanent("past the end of the object, which is " + std::to_string(*cr_total_) +
                        " bytes");
     case Abort::kTooLong:
+      if (mode_ == Mode::kWhole)
+        return permanent("the answer is longer than " + std::to_string(end_) + " bytes; refused");
       return permanent("the server sent more than the " + std::to_string(end_ - start_) +
                        " bytes asked for; refused");
   }
-  if (probe_ && checked_) {  // the probe stops the transfer itself once the headers are in
+  if (mode_ == Mode::kProbe &&
+      checked_) {  // the probe stops the transfer itself once the headers are in
     if (!object_size_) return permanent(status_text() + " without the object's size");
     return AttemptOutcome{};
   }
   if (code != CURLE_OK) {
     std::string what = "curl error " + std::to_string(code) + ": " +
-                       (errbuf_[0] != '\0' ? errbuf_ : curl_easy_strerror(code));
+                       (errbuf_[0] != '\0' ? errbuf_ : Curl().easy_strerror(code));
     if (IsPermanentCurlError(code)) return permanent(what);
     return transient(what);
   }
+  if (mode_ == Mode::kWhole) return AttemptOutcome{};  // libcurl checks Content-Length itself
   if (written_ < end_ - start_)
     return transient("the body ended after " + std::to_string(written_) + " of " +
                      std::to_string(end_ - start_) + " bytes");

@@ -1,15 +1,25 @@
 // RangeTransfer: one easy handle and one attempt at a byte range of a URL, written straight into
-// the caller's buffer. HttpFetcher keeps one per request in flight and reuses it for every
-// attempt and every later request (libcurl keeps the connections in the multi handle's cache).
+// the caller's buffer (or at a size probe, or at a whole small answer: a listing page). HttpFetcher
+// keeps one per request in flight and reuses it for every attempt and every later request (libcurl
+// keeps the connections in the multi handle's cache).
 //
 // What an attempt accepts, checked before any byte of the body is written:
 //   - 206 whose Content-Range starts where the attempt's range starts; a range past the object's
 //     end (Content-Range's total) is refused;
 //   - 200 only for a range that starts at 0 and whose Content-Length is the range's length
 //     (the whole object was asked for); any other 200 is a server ignoring the range (transient).
+//   - a whole answer (BeginWhole, no Range header): 200, with at most its buffer's bytes.
+// Signing: a target with RequestSigning is signed by libcurl (CURLOPT_AWS_SIGV4, the key pair as
+// CURLOPT_USERNAME / CURLOPT_PASSWORD); its header list (made once, at MakeTransferTarget)
+// carries x-amz-content-sha256 (the empty body's hash: libcurl 7.88 sends none, and S3 requires
+// it) and x-amz-security-token where there is a session token; libcurl signs every header of
+// that list. The path is sent as it is (CURLOPT_PATH_AS_IS: a key's "./" or "../" is the key's,
+// and the signature covers the path as sent). An unsigned target clears all of these.
 // Memory: nothing is allocated from what the server claims. The body goes into the attempt's
-// [dst, dst + len) and nowhere else; a byte past len aborts the transfer. An error answer's body
-// is not read at all. Only Content-Range is kept from the headers, parsed into integers.
+// [dst, dst + len) and nowhere else; a byte past len aborts the transfer. Of an error answer's
+// body only the first kErrorBodyBytes are kept, in a buffer of the transfer's own, for the S3
+// error code (io/remote/s3_xml.h). Only Content-Range is kept from the headers, parsed into
+// integers.
 //
 // Thread safety: none; used by the thread that owns its fetcher.
 #pragma once
@@ -22,9 +32,21 @@
 
 #include "core/status.h"
 #include "io/remote/curl_handles.h"
+#include "io/remote/remote_object.h"
 #include "io/remote/retry_policy.h"
 
 namespace rf {
+
+// A registered object: what each attempt at it requests and how, made once.
+struct TransferTarget {
+  std::string url;
+  std::string shown;  // for messages
+  RequestSigning signing;
+  CurlHeaders headers;  // the signed requests' extra headers; empty for unsigned ones
+};
+
+// The target of `object` (libcurl loaded). IOError where the header list cannot be made.
+Result<TransferTarget> MakeTransferTarget(const RemoteObject& object);
 
 struct AttemptOutcome {
   enum class Kind { kDone, kTransient, kPermanent };
@@ -41,15 +63,21 @@ class RangeTransfer {
 
   CURL* easy() const { return easy_.get(); }
 
-  // Sets up an attempt at the bytes [start, end) (end > start) of `url` into dst, which holds
+  // Sets up an attempt at the bytes [start, end) (end > start) of `target` into dst, which holds
   // end - start bytes and must outlive the attempt; `time_left` bounds the whole attempt.
-  Status Begin(const std::string& url, uint8_t* dst, uint64_t start, uint64_t end,
+  // `target` must outlive the attempt too.
+  Status Begin(const TransferTarget& target, uint8_t* dst, uint64_t start, uint64_t end,
                std::chrono::milliseconds time_left);
-  // Sets up a size probe of `url`: the range 0-0, whose answer carries the object's size.
-  Status BeginSizeProbe(const std::string& url, std::chrono::milliseconds time_left);
+  // Sets up a size probe of `target`: the range 0-0, whose answer carries the object's size.
+  Status BeginSizeProbe(const TransferTarget& target, std::chrono::milliseconds time_left);
+  // Sets up a GET of the whole answer of `target` into dst, which holds `capacity` bytes.
+  Status BeginWhole(const TransferTarget& target, uint8_t* dst, uint64_t capacity,
+                    std::chrono::milliseconds time_left);
 
   // After libcurl ended the attempt with `code`: done, retry or fail. `shown_url` (redacted) and
-  // the whole request's range [offset, offset + len) name the request in a permanent Status.
+  // the whole request's range [offset, offset + len) (len 0: a size probe; a whole answer names
+  // itself) name the request in a permanent Status. An error answer with an S3 error code
+  // ends as S3StatusError (io/remote/retry_policy.h), naming the code.
   AttemptOutcome Finish(CURLcode code, const std::string& shown_url, uint64_t offset, uint64_t len);
 
   // Bytes of the attempt's range in dst, valid whatever the outcome (a retry resumes after them).
@@ -61,10 +89,13 @@ class RangeTransfer {
 
  private:
   enum class Abort { kNone, kStatus, kIgnoredRange, kOtherRange, kPastEnd, kTooLong };
+  enum class Mode { kRange, kProbe, kWhole };
+  static constexpr size_t kErrorBodyBytes = 4096;
 
   RangeTransfer() = default;
   Status Configure(const HttpFetchOptions& o);
-  Status BeginAttempt(const std::string& url, std::chrono::milliseconds time_left);
+  Status BeginAttempt(const TransferTarget& target, std::chrono::milliseconds time_left);
+  Status SetSigning(const TransferTarget& target);
   // Checks the answer's status line and headers once, at the first body byte or at the end.
   void CheckAnswer();
   static size_t OnHeader(char* data, size_t size, size_t n, void* self);
@@ -73,9 +104,12 @@ class RangeTransfer {
   CurlEasy easy_;
   char errbuf_[CURL_ERROR_SIZE] = {};
   char range_[48] = {};
+  char error_body_[kErrorBodyBytes] = {};
+  size_t error_len_ = 0;
   uint8_t* dst_ = nullptr;
   uint64_t start_ = 0, end_ = 0, written_ = 0;
-  bool probe_ = false, checked_ = false;
+  Mode mode_ = Mode::kRange;
+  bool checked_ = false;
   uint8_t probe_byte_ = 0;
   long status_ = 0;
   Abort abort_ = Abort::kNone;

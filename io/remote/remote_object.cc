@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "io/remote/s3_config.h"
 #include "io/remote/url.h"
 
 namespace rf {
@@ -26,8 +27,14 @@ Result<RemoteObject> ResolveRemoteObject(std::string_view path) {
   RemoteObject o;
   o.path = std::string(path);
   o.shown = RedactUrl(path);
+#ifdef RINGFEED_REMOTE_UNAVAILABLE
+  return Status::Unsupported(o.shown +
+                             ": ringfeed was built without libcurl headers (apt-get install "
+                             "libcurl4-openssl-dev, then rebuild)");
+#endif
   if (HasScheme(path, "s3://")) {
-    return Status::Unsupported(o.shown + ": s3:// paths are not read yet");
+    RF_ASSIGN_OR_RETURN(S3Config config, ResolveS3Config(ProcessS3Environment()));
+    return ResolveS3Object(path, config);
   }
   RF_RETURN_IF_ERROR(CheckFetchableUrl(path));
   o.url = o.path;

@@ -51,6 +51,45 @@ Status HttpStatusError(const std::string& url, const std::string& range, long st
   }
 }
 
+Status S3StatusError(const std::string& url, const std::string& range, long status,
+                     const std::string& code) {
+  std::string head = range + ": HTTP " + std::to_string(status) + " " + code;
+  struct Known {
+    const char* code;
+    bool not_found;
+    const char* why;
+  };
+  static const Known kKnown[] = {
+      {"NoSuchKey", true, "no such object"},
+      {"NoSuchBucket", true, "no such bucket"},
+      {"SignatureDoesNotMatch", false,
+       "the store refused the request's signature: the credentials' secret access key (or the "
+       "region) is wrong; not retried"},
+      {"InvalidAccessKeyId", false,
+       "the store refused the credentials: it knows no such access key id; not retried"},
+      {"InvalidToken", false, "the store refused the credentials' session token; not retried"},
+      {"ExpiredToken", false, "the credentials' session token has expired; not retried"},
+      {"TokenRefreshRequired", false, "the credentials' session token has expired; not retried"},
+      {"AccessDenied", false,
+       "access denied: the credentials were accepted but may not read this (the bucket's or the "
+       "key's policy); not retried"},
+      {"AuthorizationHeaderMalformed", false,
+       "the store refused the signature's scope: the region is wrong; not retried"},
+      {"RequestTimeTooSkewed", false,
+       "the store refused the signature's time: this machine's clock is off by more than 15 "
+       "minutes; not retried"},
+      {"PermanentRedirect", false,
+       "the bucket is in another region or needs another endpoint (AWS_REGION, "
+       "AWS_ENDPOINT_URL_S3); not retried"},
+  };
+  for (const Known& k : kKnown) {
+    if (code != k.code) continue;
+    if (k.not_found) return Status::NotFound(url, head + ": " + k.why);
+    return Status::IOError(url, head + ": " + k.why);
+  }
+  return Status::IOError(url, head + ": not retried");
+}
+
 Status DeadlineError(const std::string& url, const std::string& range, uint32_t attempts,
                      std::chrono::milliseconds elapsed, const std::string& last_error) {
   char secs[32];

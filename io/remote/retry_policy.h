@@ -6,7 +6,8 @@
 //   - transient, retried: HTTP 5xx, 429 and 408; a connection refused, reset or cut; a timeout;
 //     a body shorter than its range (the next attempt asks only for the bytes still missing);
 //     a 200 answer to a range request that is not exactly the requested range;
-//   - permanent, named at once: 404 (NotFound), 401 and 403 (credentials or signature refused),
+//   - permanent, named at once: 404 (NotFound), 401 and 403 (credentials or signature refused:
+//     S3's SignatureDoesNotMatch and InvalidAccessKeyId are never retried),
 //     400 and every other status, a range past the object's end, a body longer than its range or
 //     one that starts elsewhere, a TLS certificate not verified, a malformed URL.
 //   - attempt k + 1 starts after a delay drawn uniformly from [b/2, b], b = min(max_backoff,
@@ -58,6 +59,13 @@ std::string ByteRangeText(uint64_t offset, uint64_t len);
 // The Status of a permanent HTTP status for `url` (already redacted) and its range text:
 // NotFound for 404, a credentials message for 401 and 403, IOError otherwise.
 Status HttpStatusError(const std::string& url, const std::string& range, long status);
+
+// The Status of a permanent answer that carries an S3 error code (`code`, from its XML body):
+// NotFound for NoSuchKey and NoSuchBucket; for a refused signature or key id (403
+// SignatureDoesNotMatch, InvalidAccessKeyId, InvalidToken, ...), IOError saying the credentials
+// or the signature were refused; the code itself in every message.
+Status S3StatusError(const std::string& url, const std::string& range, long status,
+                     const std::string& code);
 
 // The Status after the deadline: the URL, the range, the attempts, the time and the last error.
 Status DeadlineError(const std::string& url, const std::string& range, uint32_t attempts,

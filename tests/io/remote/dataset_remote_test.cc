@@ -17,6 +17,7 @@
 #include "io/dataset.h"
 #include "io/file.h"
 #include "tests/io/remote/fetch_testing.h"
+#include "tests/io/remote/remote_dataset_testing.h"
 #include "tests/testing/nginx_server.h"
 #include "tests/testing/positional_data.h"
 #include "tests/testing/temp_dir.h"
@@ -24,7 +25,9 @@
 namespace rf {
 namespace {
 
+using testing::LocalBytes;
 using testing::NginxServer;
+using testing::ReadEveryChunk;
 
 constexpr uint64_t kSamples = 3000;
 
@@ -36,17 +39,6 @@ testing::PositionalDatasetOptions ThreeShards(CodecSpec codec = {}) {
   o.chunk_bytes = 16384;
   o.codec = codec;
   return o;
-}
-
-// The bytes [offset, offset + n) of a local file.
-std::vector<uint8_t> LocalBytes(const std::string& path, uint64_t offset, uint64_t n) {
-  std::vector<uint8_t> out(n);
-  auto f = File::Open(path, O_RDONLY);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  if (f.ok()) {
-    EXPECT_TRUE(f->ReadAt(out.data(), n, offset).ok());
-  }
-  return out;
 }
 
 class RemoteDataset : public ::testing::Test {
@@ -73,46 +65,6 @@ class RemoteDataset : public ::testing::Test {
   testing::TempDir root_;
   std::unique_ptr<NginxServer> server_;
 };
-
-// Every chunk through the streaming reader (range requests into the slots), against the local
-// file's stored bytes and the checksum.
-void ReadEveryChunk(const Dataset& remote, const Dataset& local) {
-  const size_t slots = 4;
-  std::vector<std::vector<uint8_t>> bufs(slots,
-                                         std::vector<uint8_t>(local.max_chunk_bytes() + 4096));
-  std::vector<iovec> iov;
-  for (auto& b : bufs) iov.push_back({b.data(), b.size()});
-  ReaderOptions o;
-  o.mode = IoMode::kBuffered;
-  o.read_bytes = 8192;  // several ranges a chunk
-  auto reader = ChunkReader::Create(remote, iov, o);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  EXPECT_STREQ((*reader)->backend(), "http");
-  std::vector<ChunkDone> done;
-  uint64_t next = 0, checked = 0;
-  std::vector<uint32_t> free_slots = {0, 1, 2, 3};
-  while (checked < remote.chunk_count()) {
-    while (!free_slots.empty() && next < remote.chunk_count()) {
-      ASSERT_TRUE((*reader)->Submit(next++, free_slots.back()).ok());
-      free_slots.pop_back();
-    }
-    done.clear();
-    Status st = (*reader)->Wait(done, 1);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    for (const ChunkDone& c : done) {
-      const ChunkLocation& at = local.chunk(c.chunk);
-      std::vector<uint8_t> want =
-          LocalBytes(local.shard_path(at.shard), at.entry.offset, at.entry.stored_bytes);
-      EXPECT_EQ(std::memcmp(bufs[c.slot].data(), want.data(), want.size()), 0)
-          << "chunk " << c.chunk;
-      const Status verified = local.compressed() ? remote.VerifyStored(c.chunk, bufs[c.slot].data())
-                                                 : remote.VerifyChunk(c.chunk, bufs[c.slot].data());
-      EXPECT_TRUE(verified.ok()) << verified.ToString();
-      free_slots.push_back(c.slot);
-      ++checked;
-    }
-  }
-}
 
 TEST_F(RemoteDataset, AShardsUrlOpensTheWholeSetAsTheLocalDataset) {
   auto local = Dataset::Open(root_.File("d.rfd"));

@@ -39,12 +39,9 @@ inline std::unique_ptr<HttpFetcher> MakeFetcher(const HttpFetchOptions& o = Quic
 // Fetches every range of `url`, keeping the fetcher full (a new request as each completes), and
 // returns each range's Status in range order. Each Ok range is checked byte for byte against
 // the positional object; every range's canary after it must be untouched, Ok or not.
-inline std::vector<Status> FetchRanges(HttpFetcher& f, const std::string& url,
+inline std::vector<Status> FetchRanges(HttpFetcher& f, uint32_t index,
                                        const std::vector<ByteRange>& ranges) {
   constexpr size_t kCanary = 64;
-  auto index = f.AddUrl(url);
-  EXPECT_TRUE(index.ok()) << index.status().ToString();
-  if (!index.ok()) return {};
   std::vector<std::vector<uint8_t>> bufs(ranges.size());
   std::vector<Status> statuses(ranges.size());
   size_t next = 0, done = 0;
@@ -53,7 +50,7 @@ inline std::vector<Status> FetchRanges(HttpFetcher& f, const std::string& url,
     while (next < ranges.size() && next - done < f.capacity()) {
       bufs[next].assign(ranges[next].len + kCanary, 0xA5);
       Status st =
-          f.Prepare({*index, bufs[next].data(), ranges[next].len, ranges[next].offset, next});
+          f.Prepare({index, bufs[next].data(), ranges[next].len, ranges[next].offset, next});
       EXPECT_TRUE(st.ok()) << st.ToString();
       ++next;
     }
@@ -77,6 +74,15 @@ inline std::vector<Status> FetchRanges(HttpFetcher& f, const std::string& url,
         << "range " << i << ": bytes written past the range";
   }
   return statuses;
+}
+
+// The same for a URL, added to the fetcher first.
+inline std::vector<Status> FetchRanges(HttpFetcher& f, const std::string& url,
+                                       const std::vector<ByteRange>& ranges) {
+  auto index = f.AddUrl(url);
+  EXPECT_TRUE(index.ok()) << index.status().ToString();
+  if (!index.ok()) return {};
+  return FetchRanges(f, *index, ranges);
 }
 
 inline Status FetchOne(HttpFetcher& f, const std::string& url, uint64_t offset, uint64_t len) {

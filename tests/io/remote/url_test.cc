@@ -57,5 +57,19 @@ TEST(CheckFetchableUrl, RefusesWhatIsNoUrl) {
   EXPECT_TRUE(CheckFetchableUrl("").IsInvalidArgument());
 }
 
+TEST(CheckFetchableUrl, ChecksTheAuthorityWithoutLibcurl) {
+  EXPECT_TRUE(CheckFetchableUrl("http://[::1]:8080/x").ok());
+  EXPECT_TRUE(CheckFetchableUrl("https://user:p@ss@host:443/x").ok());
+  EXPECT_NE(CheckFetchableUrl("http:///x").message().find("no host"), std::string::npos);
+  EXPECT_NE(CheckFetchableUrl("http://host:99999/x").message().find("a port over 65535"),
+            std::string::npos);
+  EXPECT_NE(CheckFetchableUrl("http://host:8a/x").message().find("a malformed port"),
+            std::string::npos);
+  EXPECT_NE(CheckFetchableUrl("http://[::1/x").message().find("unclosed IPv6"), std::string::npos);
+  Status st = CheckFetchableUrl("http://host/a key");
+  ASSERT_TRUE(st.IsInvalidArgument());
+  EXPECT_NE(st.message().find("percent-encode"), std::string::npos) << st.ToString();
+}
+
 }  // namespace
 }  // namespace rf
