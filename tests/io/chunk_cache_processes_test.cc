@@ -1,6 +1,7 @@
 // ChunkCache (io/chunk_cache.h) across processes: ranks of one machine fetch each chunk once in
-// all, through the claim locks; a writer killed in the middle of a commit leaves no chunk a
-// later run trusts, and its temporary and claim are cleaned at the next Open.
+// all, through the claim locks (and so do threads sharing one cache); a writer killed in the middle
+// of a commit leaves no chunk a later run trusts, and its temporary and claim are cleaned at the
+// next Open.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -8,9 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/chunk_cache.h"
@@ -187,6 +190,47 @@ TEST(ChunkCacheProcesses, LiveWritersTemporaryIsKeptAtOpen) {
   Result<std::optional<CachedChunk>> found = (*second)->Lookup(2);
   ASSERT_TRUE(found.ok());
   EXPECT_FALSE(found->has_value());
+}
+
+// Threads of one process share one ChunkCache: each claim opens its own description of the claim
+// file, so flock excludes them from one another as it does processes.
+TEST(ChunkCacheThreads, FourThreadsOfOneCacheFetchEachChunkOnce) {
+  TempDir tmp;
+  Result<std::unique_ptr<ChunkCache>> opened = ChunkCache::Open(OptionsIn(tmp), kId, kChunks);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ChunkCache& cache = **opened;
+  std::vector<std::atomic<int>> fetched(kChunks);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t i = 0; i < 2 * kChunks; ++i) {
+        const uint64_t g = (i + 7 * static_cast<uint64_t>(t)) % kChunks;
+        Result<ChunkClaim> claim = cache.Claim(g);
+        if (!claim.ok() || claim->kind() == ChunkClaim::Kind::kBusy) {
+          failures.fetch_add(1);
+          continue;
+        }
+        if (claim->kind() == ChunkClaim::Kind::kCached) {
+          if (ReadCached(claim->cached()) != ChunkBytes(g, SizeOf(g))) failures.fetch_add(1);
+          continue;
+        }
+        fetched[g].fetch_add(1);
+        const std::vector<uint8_t> bytes = ChunkBytes(g, SizeOf(g));
+        Result<CommitOutcome> put =
+            cache.Commit(std::move(*claim), bytes.data(), bytes.size(), VerifierFor(g));
+        if (!put.ok() || *put != CommitOutcome::kCached) failures.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (uint64_t g = 0; g < kChunks; ++g) EXPECT_EQ(fetched[g].load(), 1) << "chunk " << g;
+  const ChunkCacheStats s = cache.stats();
+  EXPECT_EQ(s.commits, kChunks);
+  EXPECT_EQ(s.misses, kChunks);
+  EXPECT_EQ(s.hits, 4 * 2 * kChunks - kChunks);
+  EXPECT_EQ(s.wait_timeouts, 0u);
 }
 
 }  // namespace
