@@ -6,10 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <vector>
 
 namespace rf {
 
@@ -98,10 +100,17 @@ Result<CacheIndex> CacheIndex::Open(const std::string& path, uint64_t dataset_id
     is_index = is_index && static_cast<uint64_t>(st.st_size) == index.map_bytes_;
   }
   if (!is_index) {
-    // Zeroed by ftruncate, the header written last: a torn write is not an index next time.
-    if (::ftruncate(index.file_.fd(), 0) != 0 ||
-        ::ftruncate(index.file_.fd(), static_cast<off_t>(index.map_bytes_)) != 0) {
+    // Sized first and zeroed in place, never truncated to 0 (a process still mapping an older
+    // file would fault on pages cut away); the header is written last, so a torn first write is
+    // not an index next time.
+    if (::ftruncate(index.file_.fd(), static_cast<off_t>(index.map_bytes_)) != 0) {
       return Status::IOError(path, "cannot size the cache index", errno);
+    }
+    const std::vector<uint64_t> zeros(8192, 0);
+    for (uint64_t at = 0; at < index.map_bytes_;) {
+      const size_t n = std::min<uint64_t>(zeros.size() * sizeof(uint64_t), index.map_bytes_ - at);
+      RF_RETURN_IF_ERROR(index.file_.WriteAt(zeros.data(), n, at));
+      at += n;
     }
     const uint64_t fresh[kHeaderWords] = {kMagic, kVersion, dataset_id, chunk_count, 0, 0, 0, 0};
     RF_RETURN_IF_ERROR(index.file_.WriteAt(fresh, sizeof(fresh), 0));

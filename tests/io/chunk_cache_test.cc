@@ -356,5 +356,26 @@ TEST(ChunkCache, ReopenRebuildsTheIndexAndHoldsTheNewBudget) {
   EXPECT_EQ(cache->stats().evictions, 3u);
 }
 
+TEST(ChunkCache, IndexThatIsNotAnIndexIsRemadeFromTheFiles) {
+  TempDir tmp;
+  {
+    auto cache = OpenOrDie(OptionsIn(tmp, 1 << 20));
+    ASSERT_NE(cache, nullptr);
+    ASSERT_TRUE(Put(*cache, 5, 1234).ok());
+  }
+  // A torn first write, or another program's file: 100 bytes of garbage.
+  const std::string index = tmp.File("cache") + "/" + kIdDir + "/index";
+  const std::vector<uint8_t> garbage(100, 0xa5);
+  testing::WriteAll(index, garbage.data(), garbage.size());
+  auto cache = OpenOrDie(OptionsIn(tmp, 1 << 20));
+  ASSERT_NE(cache, nullptr);
+  EXPECT_EQ(cache->used_bytes(), 1234u);
+  EXPECT_EQ(testing::ReadAll(index).size(), 64u + 16u * 16u);  // the header, 16 bytes a chunk
+  Result<std::optional<CachedChunk>> found = cache->Lookup(5);
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ(ReadCached(**found), ChunkBytes(5, 1234));
+}
+
 }  // namespace
 }  // namespace rf
