@@ -162,6 +162,10 @@ class ChunkCache {
   // The cached chunk, open read-only, or nothing. A name that is not a regular file the cache
   // wrote (a symbolic link, a FIFO, an empty file) is nothing, and is left alone.
   Result<std::optional<CachedChunk>> Lookup(uint64_t chunk);
+  // Lookup, and where the chunk is absent its claim ("Fetch once a machine" above): kCached,
+  // kMine or, after options.claim_wait, kBusy. Each answer counts one hit (kCached) or miss.
+  // IOError naming the claim file where it cannot be opened (ELOOP: a link planted there) or
+  // locked; InvalidArgument where it is not a regular file.
   Result<ChunkClaim> Claim(uint64_t chunk);
   // Caches the n bytes of a kMine claim's chunk (see the top of this file); the claim is
   // released on return, whatever the outcome. verify's failure is returned as it is, with the
@@ -192,7 +196,7 @@ class ChunkCache {
   CacheIndex index_;
   std::mutex index_mu_;  // held with the index's flock (flock is per open file description)
 
-  mutable std::mutex schedule_mu_;  // guards the three below
+  mutable std::mutex schedule_mu_;  // guards the four below
   std::vector<uint64_t> schedule_;
   std::vector<uint64_t> next_occurrence_;  // schedule_[i]'s next position, kNever if none
   std::vector<uint64_t> next_use_;         // each chunk's next position, kNever if none
