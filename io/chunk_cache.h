@@ -53,6 +53,17 @@
 // cache, once a machine). A commit's eviction scans the index: O(chunk count) time, a vector of
 // the cached chunks while it runs.
 //
+// The reader's loop, as the wiring is meant to go (schedule: this epoch's and the next's chunks):
+//   cache->SetSchedule(schedule);
+//   at each position p, g = schedule[p]: cache->Advance(p + 1); claim = cache->Claim(g), then
+//     kCached: read claim.cached() (its size checked against the index's stored_bytes), verify
+//              the checksum as for any read; on a mismatch Invalidate(g) and fetch it;
+//     kMine:   fetch by range, then Commit(std::move(claim), bytes, n, verifier) with a verifier
+//              calling dataset.VerifyStored(g, bytes). Its failure (the bytes fetched are bad) is
+//              the fetch's, as without a cache; a write's failure (ENOSPC) leaves the bytes good
+//              to use, uncached;
+//     kBusy:   fetch by range, no commit.
+//
 // Threads: every method may be called from any thread. Claim's wait holds no lock of the cache.
 // Errors: Status naming the cache's file and errno; a refused commit (verify failed, ENOSPC,
 // EROFS) leaves the cache as it was. Negative errno never escapes.
