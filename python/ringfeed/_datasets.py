@@ -70,22 +70,6 @@ def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
 # The loader options that opening a dataset reads (a remote one's fetch options): the rest are
 # the loader's alone.
 REMOTE_OPTIONS = ("ca_bundle", "remote_deadline", "remote_in_flight")
-_REMOTE_SCHEMES = ("http://", "https://", "s3://")
-
-
-def _is_remote(path: str) -> bool:
-    return path[:8].lower().startswith(_REMOTE_SCHEMES)
-
-
-def _shown(path: str) -> str:
-    """A remote path as the library names it: no query (a presigned URL's signature), no
-    userinfo; a local one as it is."""
-    if not _is_remote(path):
-        return path
-    path = path.split("?", 1)[0].split("#", 1)[0]
-    scheme, _, rest = path.partition("://")
-    host, slash, tail = rest.partition("/")
-    return scheme + "://" + host.rpartition("@")[2] + slash + tail
 
 
 def dataset_info(data: Union[PathLike, Sequence[PathLike]], *, ca_bundle: Optional[str] = None,
@@ -111,7 +95,7 @@ def _open_dataset(data: Union[PathLike, Sequence[PathLike]],
         path = os.fspath(data)
         if not isinstance(path, str):
             raise UsageError(f"data must be a str path, got {data!r}")
-        if _is_remote(path) or os.path.exists(path) or not glob.has_magic(path):
+        if _ringfeed.is_remote_path(path) or os.path.exists(path) or not glob.has_magic(path):
             return _ringfeed._Dataset(path, remote)
         files = sorted(glob.glob(path))
         if not files:
@@ -127,7 +111,7 @@ def _open_dataset(data: Union[PathLike, Sequence[PathLike]],
         raise UsageError(f"data must be a path, a shard pattern or a list of shard paths, "
                          f"got {type(data).__name__}")
     dataset = _ringfeed._Dataset(files[0], remote)
-    same = _shown if _is_remote(files[0]) else os.path.realpath
+    same = _ringfeed.shown_path if _ringfeed.is_remote_path(files[0]) else os.path.realpath
     given = [same(f) for f in files]
     shards = [same(f) for f in dataset.shard_paths]
     if len(set(given)) != len(given):

@@ -24,6 +24,7 @@
 #include "cuda/device.h"
 #include "io/dataset.h"
 #include "io/format.h"
+#include "io/remote/remote_object.h"
 #include "pipeline/output/batch_decode.h"
 #include "python/src/loaders.h"
 #include "python/src/status_error.h"
@@ -147,6 +148,12 @@ PYBIND11_MODULE(_ringfeed, m) {
         "where the name is no shard name.");
   m.def("shard_path", &format::ShardPath, py::arg("base"), py::arg("index"), py::arg("count"),
         "Shard `index` of `count` of base name `base`: 'd-00001-of-00004.rfd'.");
+  m.def("is_remote_path", &IsRemotePath, py::arg("path"),
+        "Whether a path names a remote object: https://, http:// or s3:// (any case).");
+  m.def("shown_path", &ShownPath, py::arg("path"),
+        "A path as every message shows it: a remote one (https://, http://, s3://) without its "
+        "userinfo and query (where credentials and presigned signatures live), a local one as "
+        "it is.");
   m.def(
       "random_resized_crop",
       [](uint64_t seed, uint64_t epoch, uint64_t index, uint32_t height, uint32_t width) {

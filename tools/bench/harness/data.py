@@ -9,6 +9,7 @@ fiopkg.tar.xz (fio and its libraries). Where a carried input is missing, Debian'
 (this machine's), else the part that needs it is skipped.
 """
 
+import glob
 import os
 import shutil
 
@@ -42,8 +43,10 @@ def synthetic(ctx, gb, seed=7, *, samples=None, shape="3,32,32", extra=()):
     if not r.ok:
         ctx.fail(f"cannot make {path}: {r.tail(2)}")
     open(path + ".complete", "w").close()
-    ctx.say(f"dataset {os.path.basename(path)}: {n:,} samples, {os.path.getsize(path) / 1e9:.2f} "
-            f"GB, made in {r.seconds:.1f} s")
+    files = [path] if os.path.exists(path) else glob.glob(path[:-4] + "-*-of-*.rfd")  # shards
+    size = sum(os.path.getsize(f) for f in files)
+    ctx.say(f"dataset {os.path.basename(path)}: {n:,} samples, {size / 1e9:.2f} GB"
+            f"{f' in {len(files)} shards' if len(files) > 1 else ''}, made in {r.seconds:.1f} s")
     return path
 
 

@@ -1,0 +1,39 @@
+"""Remote datasets (issue 42): `ringfeed read` of a dataset served by nginx through an emulated
+link (tools/bench/link_proxy.py: a round trip, a rate cap) against curl's parallel download of the
+same bytes on the same link, interleaved round by round (tools/bench/remote_read.py). Needs nginx
+and curl where it runs (the CPU machine has them; the GPU machines do not)."""
+
+import os
+
+from .. import data
+from ..context import BENCH
+from ..measure import load_json
+from ..registry import part
+
+
+@part("remote", budget=300, about="`ringfeed read` of an http:// dataset through an emulated link "
+      "against curl's parallel ranges of the same bytes (tools/bench/remote_read.py)",
+      settings={"gb": 2.0, "shards": 4, "rtt_ms": "0,20,50", "rate_mbps": 0.0, "in_flight": 16,
+                "rounds": 3},
+      tiny={"gb": data.TINY_GB * 20, "rtt_ms": "20", "rounds": 1})
+def remote(ctx, s):
+    for tool in ("/usr/sbin/nginx", "/usr/bin/curl"):
+        if not os.access(tool, os.X_OK):
+            ctx.skip("remote", f"{tool} is not installed here (apt-get install nginx curl)")
+            return
+    path = data.synthetic(ctx, s.gb, seed=4, extra=("--shards", str(s.shards)))
+    out = ctx.log_path("remote", ".json")
+    r = ctx.run("remote_read", [ctx.python_exe, os.path.join(BENCH, "remote_read.py"), path,
+                                "--ringfeed", ctx.after.tool("ringfeed"), "--rtt-ms", s.rtt_ms,
+                                "--rate-mbps", s.rate_mbps, "--in-flight", s.in_flight,
+                                "--rounds", s.rounds, "--json", out])
+    for line in r.out.splitlines():
+        if line.startswith("rtt "):
+            ctx.say(line)
+    if not r.ok:
+        ctx.fail(f"remote_read.py: {r.tail(3)}")
+    for row in load_json(out)["results"]:
+        key = f"rtt{row['rtt_ms']:g}ms"
+        ctx.figure(f"{key}_ringfeed_gb_per_s", row["ringfeed_gb_per_s"])
+        ctx.figure(f"{key}_curl_gb_per_s", row["curl_gb_per_s"])
+        ctx.figure(f"{key}_ratio", row["ratio"])

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""`ringfeed read` of a remote dataset against the best parallel download of the same bytes on
+the same emulated link, in one run: nginx serves the dataset's files on loopback (from the page
+cache), tools/bench/link_proxy.py adds a round trip (and a rate cap) in front of it, and rounds
+alternate between
+
+  ringfeed   `ringfeed read URL --remote-in-flight N --queue-depth N` (every chunk, checksums
+             verified), and
+  curl       one curl process fetching every file in 4 MiB ranges, N in parallel
+             (`curl --parallel --parallel-max N`, output discarded): the download alone.
+
+For each round trip: each tool's GB/s (median over the rounds), and ringfeed's share of curl's.
+
+    remote_read.py DATASET.rfd --ringfeed build/bin/ringfeed --rtt-ms 0,20,50 --rounds 3
+"""
+
+import argparse
+import glob
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NGINX = "/usr/sbin/nginx"
+CURL = "/usr/bin/curl"
+RANGE = 4 << 20
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(root: str, work: str):
+    port = free_port()
+    temps = "".join(f" {t}_temp_path {work}/{t};\n"
+                    for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    conf = os.path.join(work, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(f"daemon off;\nmaster_process off;\npid {work}/nginx.pid;\n"
+                f"error_log {work}/error.log warn;\nevents {{}}\nhttp {{\n access_log off;\n"
+                f"{temps} sendfile on;\n keepalive_requests 100000;\n"
+                f" server {{\n listen 127.0.0.1:{port};\n root {root};\n }}\n}}\n")
+    proc = subprocess.Popen([NGINX, "-p", work, "-e", f"{work}/error.log", "-c", conf])
+    wait_listening(port, proc)
+    return proc, port
+
+
+def start_proxy(port: int, rtt_ms: float, rate_mbps: float):
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "link_proxy.py"), "--upstream",
+                             f"127.0.0.1:{port}", "--rtt-ms", str(rtt_ms), "--rate-mbps",
+                             str(rate_mbps)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("port "):
+        raise SystemExit(f"link_proxy.py did not start: {line!r}")
+    return proc, int(line.split()[1])
+
+
+def wait_listening(port: int, proc) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+    raise SystemExit(f"server on port {port} did not start")
+
+
+def run_ringfeed(ringfeed: str, url: str, in_flight: int, work: str) -> dict:
+    out = os.path.join(work, "read.json")
+    cmd = [ringfeed, "read", url, "--remote-in-flight", str(in_flight), "--queue-depth",
+           str(in_flight), "--ring-slots", str(max(16, in_flight)), "--json", out]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"ringfeed read failed: {r.stdout}{r.stderr}")
+    run = json.load(open(out))["runs"][0]
+    return {"bytes": run["stored_bytes"] or run["bytes"], "seconds": run["seconds"]}
+
+
+def run_curl(files, base_url: str, in_flight: int, work: str) -> dict:
+    cfg = os.path.join(work, "curl.cfg")
+    total = 0
+    transfers = []
+    for path in files:
+        size = os.path.getsize(path)
+        total += size
+        for at in range(0, size, RANGE):
+            end = min(size, at + RANGE) - 1
+            transfers.append(f'url = "{base_url}/{os.path.basename(path)}"\n'
+                             f'range = "{at}-{end}"\noutput = "/dev/null"\nfail\n'
+                             f'write-out = "%{{size_download}}\\n"\n')
+    with open(cfg, "w") as f:  # "next" between: each transfer its own range
+        f.write("next\n".join(transfers))
+    t0 = time.monotonic()
+    r = subprocess.run([CURL, "-sS", "--parallel", "--parallel-max", str(in_flight), "-K", cfg],
+                       capture_output=True, text=True)
+    got = sum(int(x) for x in r.stdout.split())
+    if r.returncode == 0 and got != total:
+        raise SystemExit(f"curl fetched {got} bytes of {total}")
+    seconds = time.monotonic() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"curl failed: {r.stderr}")
+    return {"bytes": total, "seconds": seconds}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dataset", help="a local .rfd dataset (one file, or the shards' base name)")
+    p.add_argument("--ringfeed", required=True)
+    p.add_argument("--rtt-ms", default="0,20,50")
+    p.add_argument("--rate-mbps", type=float, default=0.0)
+    p.add_argument("--in-flight", type=int, default=16)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--json", help="write the figures here")
+    a = p.parse_args()
+    for tool in (NGINX, CURL):
+        if not os.access(tool, os.X_OK):
+            raise SystemExit(f"{tool} is not installed")
+    stem = a.dataset[:-4] if a.dataset.endswith(".rfd") else a.dataset
+    files = sorted(glob.glob(stem + "-*-of-*.rfd")) or [a.dataset]
+    root = os.path.dirname(os.path.abspath(files[0]))
+    for path in files:  # nginx serves from the page cache: the link is what is measured
+        with open(path, "rb") as f:
+            while f.read(16 << 20):
+                pass
+    results = []
+    with tempfile.TemporaryDirectory() as work:
+        nginx, port = start_nginx(root, work)
+        try:
+            for rtt in (float(x) for x in a.rtt_ms.split(",")):
+                proxy, pport = start_proxy(port, rtt, a.rate_mbps)
+                base = f"http://127.0.0.1:{pport}"
+                url = f"{base}/{os.path.basename(files[0])}"
+                got = {"ringfeed": [], "curl": []}
+                try:
+                    for k in range(a.rounds):  # interleaved, the first alternating
+                        order = ("ringfeed", "curl") if k % 2 == 0 else ("curl", "ringfeed")
+                        for tool in order:
+                            r = (run_ringfeed(a.ringfeed, url, a.in_flight, work)
+                                 if tool == "ringfeed" else
+                                 run_curl(files, base, a.in_flight, work))
+                            got[tool].append(r["bytes"] / r["seconds"] / 1e9)
+                finally:
+                    proxy.stdin.close()
+                    proxy.wait(10)
+                row = {"rtt_ms": rtt, "rate_mbps": a.rate_mbps, "in_flight": a.in_flight,
+                       "ringfeed_gb_per_s": statistics.median(got["ringfeed"]),
+                       "curl_gb_per_s": statistics.median(got["curl"]), "rounds": got}
+                row["ratio"] = row["ringfeed_gb_per_s"] / row["curl_gb_per_s"]
+                results.append(row)
+                print(f"rtt {rtt:g} ms, {a.in_flight} in flight: ringfeed "
+                      f"{row['ringfeed_gb_per_s']:.3f} GB/s, curl {row['curl_gb_per_s']:.3f} "
+                      f"GB/s, ratio {row['ratio']:.3f}", flush=True)
+        finally:
+            nginx.send_signal(signal.SIGTERM)
+            nginx.wait(10)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"dataset": a.dataset, "files": len(files), "results": results}, f,
+                      indent=1)
+
+
+if __name__ == "__main__":
+    main()
