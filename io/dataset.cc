@@ -167,8 +167,17 @@ Result<OpenedShard> DecodeShard(const std::string& path, uint64_t size, const Re
   OpenedShard s;
   RF_ASSIGN_OR_RETURN(s.header, format::DecodeHeader(head.data(), got, path));
   RF_RETURN_IF_ERROR(format::CheckFileSize(s.header, size, path));
-  std::vector<uint8_t> index(s.header.file_size - s.header.index_offset);
-  RF_RETURN_IF_ERROR(ReadExactly(path, read, index.data(), index.size(), s.header.index_offset));
+  // Read in pieces, the buffer grown as each arrives: its memory follows the bytes a file (or a
+  // server) delivers, never only the sizes its header and its object claim.
+  const uint64_t index_bytes = s.header.file_size - s.header.index_offset;
+  constexpr uint64_t kIndexPiece = uint64_t{64} << 20;
+  std::vector<uint8_t> index;
+  for (uint64_t at = 0; at < index_bytes;) {
+    const size_t n = static_cast<size_t>(std::min(kIndexPiece, index_bytes - at));
+    index.resize(static_cast<size_t>(at) + n);
+    RF_RETURN_IF_ERROR(ReadExactly(path, read, index.data() + at, n, s.header.index_offset + at));
+    at += n;
+  }
   RF_ASSIGN_OR_RETURN(s.entries, format::DecodeIndex(s.header, index.data(), index.size(), path));
   if (s.header.names_bytes != 0) {  // at most kMaxClassNamesBytes (DecodeHeader)
     std::vector<uint8_t> names(s.header.names_bytes);

@@ -298,6 +298,14 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
     return field(kOffFileSize, "file size " + std::to_string(h.file_size) +
                                    " does not match the index at " +
                                    std::to_string(h.index_offset));
+  // Every chunk takes one 4096-byte block at least, between the header and the index, so an
+  // index names no more chunks than fit there: nothing is sized from a chunk count that the
+  // bytes before the index cannot hold (a remote object's size is only what its server says).
+  if (h.shard_chunks > (h.index_offset - kHeaderBytes) / kAlign)
+    return field(kOffShardChunks, "shard holds " + std::to_string(h.shard_chunks) +
+                                      " chunks, more than the " +
+                                      std::to_string(h.index_offset - kHeaderBytes) +
+                                      " bytes before its index hold (4096 bytes a chunk at least)");
   for (uint32_t c = 0; c < h.channels; ++c) {
     if (!std::isfinite(h.mean[c]) || !std::isfinite(h.stddev[c]) || h.stddev[c] < 0)
       return field(kOffMean + 4 * c, "channel statistics are not finite");

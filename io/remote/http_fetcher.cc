@@ -165,8 +165,12 @@ void HttpFetcher::Finished(Slot& s, int code) {
     case AttemptOutcome::Kind::kTransient:
       break;
   }
-  s.last_error = std::move(out.error);
   FetchClock::time_point now = FetchClock::now();
+  // An attempt that the deadline itself cut short (its timeout is the time left) says only that;
+  // the failure worth naming is the one before it, where there was one.
+  const bool cut_by_deadline = static_cast<CURLcode>(code) == CURLE_OPERATION_TIMEDOUT &&
+                               now + std::chrono::milliseconds(5) >= s.deadline;
+  if (!cut_by_deadline || s.last_error.empty()) s.last_error = std::move(out.error);
   auto at = NextAttemptAt(options_, s.attempts, now, s.deadline, NextRandom());
   if (!at) {
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - s.started);

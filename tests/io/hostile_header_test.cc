@@ -121,6 +121,25 @@ TEST(HostileHeader, AnAbsurdSampleCountCannotWrapTheChunkCount) {
             "4294967295 make 4294967297 chunks, not 0");
 }
 
+// A header claiming 2^31 chunks before an index 28 KiB into the file: its index would be 96 GiB,
+// sized from the header and a file (or a server's object) that claims to be that long.
+TEST(HostileHeader, MoreChunksThanTheBytesBeforeTheIndexHoldAreRefused) {
+  Header h = ValidHeader();
+  h.chunk_samples = 1;
+  h.total_samples = h.shard_samples = uint64_t{1} << 31;
+  h.total_chunks = h.shard_chunks = 1u << 31;
+  h.file_size = h.index_offset + IndexStoredBytes(h.shard_chunks);
+  EXPECT_EQ(Refusal(h),
+            "x.rfd: at byte 76: bad header: shard holds 2147483648 chunks, more than the 28672 "
+            "bytes before its index hold (4096 bytes a chunk at least)");
+  h.total_samples = h.shard_samples = h.total_chunks = h.shard_chunks = 7;  // exactly fits
+  h.file_size = h.index_offset + IndexStoredBytes(h.shard_chunks);
+  EXPECT_EQ(Refusal(h), "accepted");
+  h.total_samples = h.shard_samples = h.total_chunks = h.shard_chunks = 8;
+  h.file_size = h.index_offset + IndexStoredBytes(h.shard_chunks);
+  EXPECT_NE(Refusal(h).find("shard holds 8 chunks"), std::string::npos);
+}
+
 TEST(HostileHeader, NoSamplesAreRefused) {
   Header h = ValidHeader();
   h.total_samples = h.shard_samples = 0;
