@@ -62,7 +62,8 @@ failed=()
 # larger one was sized from a forged field.
 limits=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256)
 for t in "${targets[@]}"; do
-  mkdir -p "$out/corpus/$t" "$out/artifacts/$t"
+  # A target its seeds writer has none for (state: its corpus is kept in the tree) still runs.
+  mkdir -p "$out/corpus/$t" "$out/artifacts/$t" "$out/seeds/$t"
   kept=tools/fuzz/corpus/$t  # read only: new inputs go to the first directory
   dirs=("$out/corpus/$t" "$out/seeds/$t")
   [ -d "$kept" ] && dirs+=("$kept")
