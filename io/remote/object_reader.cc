@@ -16,9 +16,7 @@ Result<uint32_t> ObjectReader::Index(const RemoteObject& object) {
   return i;
 }
 
-Result<uint64_t> ObjectReader::Size(const RemoteObject& object) {
-  return fetcher_->Size(object);
-}
+Result<uint64_t> ObjectReader::Size(const RemoteObject& object) { return fetcher_->Size(object); }
 
 Status ObjectReader::ReadAt(const RemoteObject& object, void* buf, uint64_t len, uint64_t offset) {
   if (len == 0) return Status::Ok();

@@ -69,8 +69,7 @@ TEST_F(RemoteCommands, ReadReadsTheRanksChunksOverHttpWithoutShowingCredentials)
             0)
       << local;
   EXPECT_EQ(remote.find("SECRET"), std::string::npos) << remote;
-  EXPECT_NE(remote.find(server_->Url("/s-00001-of-00002.rfd") + ": "), std::string::npos)
-      << remote;
+  EXPECT_NE(remote.find(server_->Url("/s-00001-of-00002.rfd") + ": "), std::string::npos) << remote;
   EXPECT_NE(remote.find("[http"), std::string::npos) << remote;
   const std::string r = remote.substr(0, remote.find(" chunks")),
                     l = local.substr(0, local.find(" chunks"));
@@ -97,8 +96,7 @@ TEST_F(RemoteCommands, TrainOnAUrlTrainsAsOnTheLocalFile) {
 
 TEST_F(RemoteCommands, AMissingObjectExitsOneNamingIt) {
   std::string out;
-  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + server_->Url("/nothing.rfd"), &out),
-            1)
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + server_->Url("/nothing.rfd"), &out), 1)
       << out;
   EXPECT_NE(out.find(server_->Url("/nothing.rfd")), std::string::npos) << out;
   EXPECT_NE(out.find("404"), std::string::npos) << out;

@@ -76,13 +76,13 @@ class S3Dataset : public ::testing::Test {
     p.first_sample = 700;
     p.shards = 2;
     testing::WritePositionalDataset(local->File("parts/b.rfd"), 900, p);
-    bool ok = server->CreateBucket(kBucket, &error) && PutTree(local->File("sets"), "sets/", &error) &&
-              PutTree(local->File("parts"), "parts/", &error) &&
-              server->PutObject(kBucket, "amb/x.rfd", testing::ReadAll(local->File("parts/a.rfd")),
-                                &error) &&
-              server->PutObject(kBucket, "amb/x-00000-of-00002.rfd",
-                                testing::ReadAll(local->File("parts/b-00000-of-00002.rfd")),
-                                &error);
+    bool ok =
+        server->CreateBucket(kBucket, &error) && PutTree(local->File("sets"), "sets/", &error) &&
+        PutTree(local->File("parts"), "parts/", &error) &&
+        server->PutObject(kBucket, "amb/x.rfd", testing::ReadAll(local->File("parts/a.rfd")),
+                          &error) &&
+        server->PutObject(kBucket, "amb/x-00000-of-00002.rfd",
+                          testing::ReadAll(local->File("parts/b-00000-of-00002.rfd")), &error);
     if (!ok) setup_error = new std::string(error);
   }
   static void TearDownTestSuite() {
@@ -147,8 +147,7 @@ TEST_F(S3Dataset, ANameOfTwoDatasetsAndAMissingOneAreRefused) {
   EXPECT_NE(both.status().ToString().find("2 datasets have this name"), std::string::npos);
   auto none = OpenS3("sets/nothing.rfd");
   ASSERT_TRUE(none.status().IsNotFound()) << none.status().ToString();
-  EXPECT_NE(none.status().ToString().find("s3://rf-datasets/sets/nothing.rfd"),
-            std::string::npos);
+  EXPECT_NE(none.status().ToString().find("s3://rf-datasets/sets/nothing.rfd"), std::string::npos);
   auto empty = OpenS3("nothing-here/");
   ASSERT_TRUE(empty.status().IsNotFound()) << empty.status().ToString();
 }
