@@ -15,11 +15,6 @@
 namespace rf {
 namespace {
 
-bool IsS3Path(const std::string& path) {
-  return path.size() >= 5 && (path[0] == 's' || path[0] == 'S') && (path[1] == '3') &&
-         path.compare(2, 3, "://") == 0;
-}
-
 // The file names (last segments) of the objects an s3:// prefix lists, fetched with `remote`.
 Result<std::vector<std::string>> ListedNames(const std::string& prefix,
                                              const HttpFetchOptions& remote) {

@@ -1,5 +1,5 @@
 // What Dataset::Open reads of each file of a dataset, wherever the file is (io/dataset.cc for
-// local files, io/dataset_remote.cc for remote objects): its header, its chunk index and its class
+// local files, io/dataset_remote.cc for remote objects; io/dataset_shards.cc): its header, its chunk index and its class
 // names, decoded and checked against the file's size. Internal to io/.
 //
 // Memory: the index is sized from the header only after CheckFileSize held it to the file's

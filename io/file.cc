@@ -160,12 +160,13 @@ Result<size_t> File::ReadSome(void* buf, size_t n, uint64_t offset) const {
 
 Status File::ReadAt(void* buf, size_t n, uint64_t offset) const {
   RF_ASSIGN_OR_RETURN(size_t got, ReadSome(buf, n, offset));
-  if (got < n) {
-    return std::move(Status::Corruption(path_, "file is truncated: expected " + std::to_string(n) +
-                                                   " bytes, found " + std::to_string(got))
-                         .WithOffset(offset + got));
-  }
-  return Status::Ok();
+  return got < n ? TruncatedRead(path_, n, got, offset) : Status::Ok();
+}
+
+Status TruncatedRead(const std::string& path, size_t n, size_t got, uint64_t offset) {
+  return std::move(Status::Corruption(path, "file is truncated: expected " + std::to_string(n) +
+                                                " bytes, found " + std::to_string(got))
+                       .WithOffset(offset + got));
 }
 
 Status File::WriteAt(const void* buf, size_t n, uint64_t offset) const {

@@ -169,6 +169,9 @@ std::string BaseNameOf(const std::string& path);
 bool IsSameFile(const std::string& a, const std::string& b);
 
 // Does a regular file exist at path?
+// The Corruption of a read of n bytes at `offset` of `path` that found only `got` before the file
+// ended (File::ReadAt's, and every reader's that reads through another source).
+Status TruncatedRead(const std::string& path, size_t n, size_t got, uint64_t offset);
 bool FileExists(const std::string& path);
 // Is path a directory (after following symbolic links)?
 bool IsDirectory(const std::string& path);

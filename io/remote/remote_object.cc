@@ -23,6 +23,8 @@ bool IsRemotePath(std::string_view path) {
   return HasScheme(path, "https://") || HasScheme(path, "http://") || HasScheme(path, "s3://");
 }
 
+bool IsS3Path(std::string_view path) { return HasScheme(path, "s3://"); }
+
 Result<RemoteObject> ResolveRemoteObject(std::string_view path) {
   RemoteObject o;
   o.path = std::string(path);
@@ -32,7 +34,7 @@ Result<RemoteObject> ResolveRemoteObject(std::string_view path) {
                              ": ringfeed was built without libcurl headers (apt-get install "
                              "libcurl4-openssl-dev, then rebuild)");
 #endif
-  if (HasScheme(path, "s3://")) {
+  if (IsS3Path(path)) {
     RF_ASSIGN_OR_RETURN(S3Config config, ResolveS3Config(ProcessS3Environment()));
     return ResolveS3Object(path, config);
   }

@@ -41,6 +41,8 @@ struct RemoteObject {
 // Whether `path` names a remote object: it begins with "http://", "https://" or "s3://"
 // (the scheme in any case). Everything else is a local path.
 bool IsRemotePath(std::string_view path);
+// Whether `path` begins with "s3://" (any case): an object store that lists.
+bool IsS3Path(std::string_view path);
 
 // The object `path` (IsRemotePath) names. InvalidArgument naming the redacted path for a
 // malformed one (no host, no bucket, no key); for s3://, the errors of finding the store and its
