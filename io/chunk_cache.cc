@@ -204,6 +204,15 @@ void ChunkCache::Advance(uint64_t next) {
   }
 }
 
+void ChunkCache::Started(uint64_t chunk) {
+  uint64_t at = kNever;
+  {
+    std::lock_guard<std::mutex> guard(schedule_mu_);
+    if (chunk < next_use_.size()) at = next_use_[chunk];
+  }
+  if (at != kNever) Advance(at + 1);
+}
+
 Result<std::optional<CachedChunk>> ChunkCache::OpenCached(uint64_t chunk) const {
   const std::string path = ChunkPath(chunk);
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -237,7 +246,10 @@ Result<std::optional<CachedChunk>> ChunkCache::Lookup(uint64_t chunk) {
   return found;
 }
 
-Result<ChunkClaim> ChunkCache::Claim(uint64_t chunk) {
+Result<ChunkClaim> ChunkCache::Claim(uint64_t chunk) { return ClaimWaiting(chunk, true); }
+Result<ChunkClaim> ChunkCache::TryClaim(uint64_t chunk) { return ClaimWaiting(chunk, false); }
+
+Result<ChunkClaim> ChunkCache::ClaimWaiting(uint64_t chunk, bool wait) {
   if (chunk >= index_.chunk_count()) {
     return Status::InvalidArgument(dir_ + ": no chunk " + std::to_string(chunk));
   }
@@ -286,6 +298,7 @@ Result<ChunkClaim> ChunkCache::Claim(uint64_t chunk) {
     if (e != EWOULDBLOCK) {
       return Status::IOError(claim_path, "cannot lock the claim file", e).WithChunk(chunk);
     }
+    if (!wait) return ChunkClaim(ChunkClaim::Kind::kBusy, chunk);
     waited = true;
     if (std::chrono::steady_clock::now() >= deadline) {
       counters_.misses.fetch_add(1, std::memory_order_relaxed);

@@ -1,6 +1,6 @@
 // ChunkCache: a node-local cache of a remote dataset's stored chunks (issue 42), in a directory
 // on a local disk, within a byte budget shared by every process of the machine that uses it.
-// Standalone: the reader does not use it yet.
+// The chunk reader uses it for a remote dataset that has one attached (Dataset::AttachCache).
 //
 // Layout. Open(options, dataset_id, chunk_count) uses "<dir>/dataset-<id as 16 hex>/": a cache
 // is per dataset id, and a cache of another id is never read (its directory is left as it is,
@@ -53,15 +53,16 @@
 // cache, once a machine). A commit's eviction scans the index: O(chunk count) time, a vector of
 // the cached chunks while it runs.
 //
-// The reader's loop, as the wiring is meant to go (schedule: this epoch's and the next's chunks):
+// The reader's loop (io/chunk_reader.cc does it; schedule: this epoch's and the next's chunks,
+// set by whoever knows the order, pipeline/sources/streaming_source.cc):
 //   cache->SetSchedule(schedule);
-//   at each position p, g = schedule[p]: cache->Advance(p + 1); claim = cache->Claim(g), then
-//     kCached: read claim.cached() (its size checked against the index's stored_bytes), verify
+//   for each chunk g read: cache->Started(g); claim = cache->Claim(g), then
+//     kCached: read claim.cached() (its size checked against the chunk's stored_bytes), verify
 //              the checksum as for any read; on a mismatch Invalidate(g) and fetch it;
 //     kMine:   fetch by range, then Commit(std::move(claim), bytes, n, verifier) with a verifier
-//              calling dataset.VerifyStored(g, bytes). Its failure (the bytes fetched are bad) is
-//              the fetch's, as without a cache; a write's failure (ENOSPC) leaves the bytes good
-//              to use, uncached;
+//              calling dataset.VerifyStored(g, bytes) (io/cache_filler.h, off the reader's
+//              thread). Its failure (the bytes fetched are bad) is the fetch's, as without a
+//              cache; a write's failure (ENOSPC) leaves the bytes good to use, uncached;
 //     kBusy:   fetch by range, no commit.
 //
 // Threads: every method may be called from any thread. Claim's wait holds no lock of the cache.
@@ -169,6 +170,10 @@ class ChunkCache {
   // Entries before `next` have been read or are being read now: call Advance(p + 1) when the
   // read of schedule[p] starts, before its Commit. Positions only move forward.
   void Advance(uint64_t next);
+  // The read of `chunk` starts, for a reader that follows the schedule without counting its
+  // positions (io/chunk_reader.h): Advance past the chunk's next use at or after the position.
+  // A chunk the rest of the schedule does not hold moves nothing.
+  void Started(uint64_t chunk);
 
   // The cached chunk, open read-only, or nothing. A name that is not a regular file the cache
   // wrote (a symbolic link, a FIFO, an empty file) is nothing, and is left alone.
@@ -178,6 +183,11 @@ class ChunkCache {
   // IOError naming the claim file where it cannot be opened (ELOOP: a link planted there) or
   // locked; InvalidArgument where it is not a regular file.
   Result<ChunkClaim> Claim(uint64_t chunk);
+  // Claim without waiting: kBusy at once where another process holds the chunk's claim, counted
+  // neither hit nor miss (the caller asks again later). A reader with fetches of its own in
+  // flight must not wait in Claim: two readers each waiting for a chunk the other is fetching
+  // would wait for each other (io/chunk_reader.cc defers the chunk and asks again).
+  Result<ChunkClaim> TryClaim(uint64_t chunk);
   // Caches the n bytes of a kMine claim's chunk (see the top of this file); the claim is
   // released on return, whatever the outcome. verify's failure is returned as it is, with the
   // chunk named; nothing is written before it passes.
@@ -190,11 +200,13 @@ class ChunkCache {
   const std::string& directory() const { return dir_; }
   uint64_t used_bytes() const { return index_.used_bytes(); }
   uint64_t budget_bytes() const { return options_.budget_bytes; }
+  std::chrono::milliseconds claim_wait() const { return options_.claim_wait; }
 
  private:
   ChunkCache(const ChunkCacheOptions& options, std::string dir, CacheIndex index);
   std::string ChunkPath(uint64_t chunk) const;
   Result<std::optional<CachedChunk>> OpenCached(uint64_t chunk) const;
+  Result<ChunkClaim> ClaimWaiting(uint64_t chunk, bool wait);
   Status Rebuild();
   // Under the index lock (or as a pre-check without it): the chunks to evict so that n more
   // bytes of `incoming` fit, in order, or nullopt where it is not to be kept.

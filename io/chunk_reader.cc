@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "io/chunk_reader_impl.h"
 #include "io/faulty_io_queue.h"
 #include "io/file.h"
 #include "io/http_queue.h"
@@ -38,194 +39,208 @@ const char* IoModeName(IoMode m) {
   return "?";
 }
 
-// The reader's state. Every table is sized in Create, so Submit and Wait never allocate (bar
-// the caller's `done` vector).
-//
-// A chunk submitted into a slot goes on the backlog; Fill() cuts reads of at most read_bytes off
-// the oldest backlog chunk while a read record is free. A read record is in flight from Issue()
-// until its completion is handled; a short read or a retry reissues the same record at once, so
-// the number of records in flight never exceeds `depth` (and the queue's capacity with it).
-struct ChunkReader::Impl {
-  // The chunk being read into one slot.
-  struct Slot {
-    bool busy = false;
-    uint64_t chunk = 0;
-    uint32_t file = 0;
-    uint64_t offset = 0;     // the chunk's offset in its file
-    uint64_t size = 0;       // the chunk's stored bytes
-    uint64_t issued = 0;     // bytes of it covered by reads issued so far
-    uint64_t remaining = 0;  // bytes of it not yet read
-  };
-  // One read in flight; its index in `reads` is the request's user_data.
-  struct Read {
-    uint32_t slot = 0;
-    uint32_t len = 0;
-    uint64_t offset = 0;  // in the file
-    uint8_t* buf = nullptr;
-    uint32_t retries = 0;      // -EAGAIN / -EINTR in a row
-    uint32_t eio_retries = 0;  // -EIO, over the read's whole life
-  };
+// How often a reader whose every chunk waits for another reader's fetch asks again.
+constexpr auto kDeferredPoll = std::chrono::milliseconds(2);
 
-  const Dataset* dataset = nullptr;
-  ReaderOptions options;
-  IoMode mode = IoMode::kDirect;
-  std::vector<iovec> buffers;
-  bool fixed_buffers = false;
-  std::vector<File> files;  // declared before `queue`: the queue goes first, then the fds
-  std::unique_ptr<IoQueue> queue;
-  uint32_t depth = 0;  // reads in flight at most: min(queue_depth, queue->capacity())
+void ChunkReader::Impl::Drain() noexcept {
+  while (local_submitted > 0 && local) {
+    completions.clear();
+    if (!local->Wait(completions, 1).ok()) break;
+    const auto n = std::min<uint32_t>(local_submitted, completions.size());
+    local_submitted -= n;
+    submitted -= n;
+  }
+  while (submitted > local_submitted && queue) {
+    completions.clear();
+    if (!queue->Wait(completions, 1).ok()) return;
+    submitted -= std::min<uint32_t>(submitted, static_cast<uint32_t>(completions.size()));
+  }
+}
 
-  std::vector<Slot> slots;
-  // Slots whose chunk has bytes no read covers yet, oldest first. A slot is on it at most once,
-  // so a ring of slots.size() entries never overflows.
-  std::vector<uint32_t> backlog;
-  size_t backlog_head = 0;
-  size_t backlog_size = 0;
+void ChunkReader::Impl::Issue(uint32_t idx) {
+  Read& r = reads[idx];
+  Slot& s = slots[r.slot];
+  IoRequest req;
+  req.file = s.file;
+  req.buf = r.buf;
+  req.len = r.len;
+  req.offset = r.offset;
+  req.user_data = idx;
+  req.chunk = s.chunk;
+  r.local = s.from_cache();
+  if (r.local) {
+    req.fd = s.claim->cached().file.fd();
+    req.buf_index = local_fixed_buffers ? static_cast<int>(r.slot) : -1;
+    local->Prepare(req);
+    ++local_unsubmitted;
+    return;
+  }
+  req.buf_index = fixed_buffers ? static_cast<int>(r.slot) : -1;
+  queue->Prepare(req);
+  ++unsubmitted;
+}
 
-  std::vector<Read> reads;                // depth records
-  std::vector<uint32_t> free_reads;       // indices into reads, a stack
-  std::vector<IoCompletion> completions;  // reserved to depth
-  uint32_t unsubmitted = 0;               // prepared since the last queue Submit()
-  uint32_t submitted = 0;                 // in the queue's hands, completion not yet seen
-  uint32_t outstanding = 0;               // chunks submitted and not yet returned
-  Status failed;                          // the first failure; sticky
-
-  ~Impl() { Drain(); }
-
-  // Waits for every read the queue holds, so no read lands in a caller's buffer after the
-  // reader is gone.
-  void Drain() noexcept {
-    while (submitted > 0 && queue) {
-      completions.clear();
-      if (!queue->Wait(completions, 1).ok()) return;
-      submitted -= std::min<uint32_t>(submitted, static_cast<uint32_t>(completions.size()));
+void ChunkReader::Impl::Fill() {
+  while (backlog_size > 0 && !free_reads.empty()) {
+    uint32_t slot = backlog[backlog_head];
+    Slot& s = slots[slot];
+    // Each queue holds at most its capacity (the oldest chunk waits for room in its own).
+    uint32_t& held = s.from_cache() ? local_records : remote_records;
+    if (held >= (s.from_cache() ? local_depth : remote_depth)) return;
+    ++held;
+    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(options.read_bytes, s.size - s.issued));
+    uint32_t idx = free_reads.back();
+    free_reads.pop_back();
+    reads[idx] = Read{.slot = slot,
+                      .len = len,
+                      .offset = s.offset + s.issued,
+                      .buf = static_cast<uint8_t*>(buffers[slot].iov_base) + s.issued};
+    s.issued += len;
+    ++s.reads;
+    if (s.issued == s.size) {
+      backlog_head = (backlog_head + 1) % backlog.size();
+      --backlog_size;
     }
+    Issue(idx);
   }
+}
 
-  void Issue(uint32_t idx) {
-    const Read& r = reads[idx];
-    IoRequest req;
-    req.file = slots[r.slot].file;
-    req.buf = r.buf;
-    req.len = r.len;
-    req.offset = r.offset;
-    req.buf_index = fixed_buffers ? static_cast<int>(r.slot) : -1;
-    req.user_data = idx;
-    req.chunk = slots[r.slot].chunk;
-    queue->Prepare(req);
-    ++unsubmitted;
+Status ChunkReader::Impl::Flush() {
+  if (local_unsubmitted > 0) {
+    RF_RETURN_IF_ERROR(local->Submit());
+    submitted += local_unsubmitted;
+    local_submitted += local_unsubmitted;
+    local_unsubmitted = 0;
   }
+  if (unsubmitted == 0) return Status::Ok();
+  Status st = queue->Submit();
+  if (!st.ok()) return st;
+  submitted += unsubmitted;
+  unsubmitted = 0;
+  return Status::Ok();
+}
 
-  void Fill() {
-    while (backlog_size > 0 && !free_reads.empty()) {
-      uint32_t slot = backlog[backlog_head];
-      Slot& s = slots[slot];
-      uint32_t len =
-          static_cast<uint32_t>(std::min<uint64_t>(options.read_bytes, s.size - s.issued));
-      uint32_t idx = free_reads.back();
-      free_reads.pop_back();
-      reads[idx] = Read{.slot = slot,
-                        .len = len,
-                        .offset = s.offset + s.issued,
-                        .buf = static_cast<uint8_t*>(buffers[slot].iov_base) + s.issued};
-      s.issued += len;
-      if (s.issued == s.size) {
-        backlog_head = (backlog_head + 1) % backlog.size();
-        --backlog_size;
+Status ChunkReader::Impl::ReadError(const Slot& s, const Read& r, const std::string& what,
+                                    int err) const {
+  return std::move(
+      Status::IOError(PathOf(s), what, err).WithChunk(FileChunkOf(s)).WithOffset(r.offset));
+}
+
+Status ChunkReader::Impl::Complete(const IoCompletion& c, std::vector<ChunkDone>& done,
+                                   uint32_t* got) {
+  uint32_t idx = static_cast<uint32_t>(c.user_data);
+  Read& r = reads[idx];
+  Slot& s = slots[r.slot];
+  if (r.local && (c.res <= 0 || s.cache_failed)) {
+    // A cached copy's read failed (or one before it did): no retry of a copy; once the slot's
+    // reads are back, the chunk is fetched from its file instead.
+    s.cache_failed = true;
+    return Release(idx);
+  }
+  if (c.res < 0 && c.failure != 0) {
+    // The queue's own description (a remote read, already retried as its options say): it
+    // names the object and the range; the chunk is the reader's to add.
+    Status st = queue->TakeFailure(c.failure);
+    return std::move(st.WithChunk(FileChunkOf(s)));
+  }
+  if (c.res < 0) {
+    int err = -c.res;
+    if (err == EAGAIN || err == EINTR) {
+      if (r.retries >= options.max_retries) {
+        return ReadError(s, r, "read still failing after " + std::to_string(r.retries) + " retries",
+                         err);
       }
-      Issue(idx);
-    }
-  }
-
-  Status Flush() {
-    if (unsubmitted == 0) return Status::Ok();
-    Status st = queue->Submit();
-    if (!st.ok()) return st;
-    submitted += unsubmitted;
-    unsubmitted = 0;
-    return Status::Ok();
-  }
-
-  Status Fail(Status st) {
-    failed = st;
-    return st;
-  }
-
-  const std::string& PathOf(const Slot& s) const { return dataset->shard_path(s.file); }
-  // The chunk's number as its file's index says it (a directory's part numbers its own).
-  uint64_t FileChunkOf(const Slot& s) const { return dataset->chunk(s.chunk).entry.index; }
-
-  // The IOError of read `r` of slot `s`: its file, chunk and byte offset, `what`, and errno.
-  Status ReadError(const Slot& s, const Read& r, const std::string& what, int err) const {
-    return std::move(
-        Status::IOError(PathOf(s), what, err).WithChunk(FileChunkOf(s)).WithOffset(r.offset));
-  }
-
-  // Handles one completion: finishes, continues or retries its read.
-  // The caller has already taken it off `submitted`.
-  Status Complete(const IoCompletion& c, std::vector<ChunkDone>& done, uint32_t* got) {
-    uint32_t idx = static_cast<uint32_t>(c.user_data);
-    Read& r = reads[idx];
-    Slot& s = slots[r.slot];
-    if (c.res < 0 && c.failure != 0) {
-      // The queue's own description (a remote read, already retried as its options say): it
-      // names the object and the range; the chunk is the reader's to add.
-      Status st = queue->TakeFailure(c.failure);
-      return std::move(st.WithChunk(FileChunkOf(s)));
-    }
-    if (c.res < 0) {
-      int err = -c.res;
-      if (err == EAGAIN || err == EINTR) {
-        if (r.retries >= options.max_retries) {
-          return ReadError(
-              s, r, "read still failing after " + std::to_string(r.retries) + " retries", err);
-        }
-        ++r.retries;
-        Issue(idx);
-        return Status::Ok();
-      }
-      if (err == EIO) {
-        if (r.eio_retries >= options.max_eio_retries) {
-          return ReadError(
-              s, r, "read failed after " + std::to_string(r.eio_retries + 1) + " attempts", err);
-        }
-        // Nothing of the failed read is kept: the retry reads the same bytes into the same
-        // place, and only its success counts them.
-        std::this_thread::sleep_for(std::chrono::milliseconds(
-            ReaderOptions::kEioBackoffMs << std::min<uint32_t>(r.eio_retries, 10)));
-        ++r.eio_retries;
-        Issue(idx);
-        return Status::Ok();
-      }
-      return ReadError(s, r, "read failed", err);
-    }
-    if (c.res == 0) {
-      // The dataset was validated at open, so the file shrank since, or lies about its size.
-      return std::move(Status::Corruption(PathOf(s), "unexpected end of file")
-                           .WithChunk(FileChunkOf(s))
-                           .WithOffset(r.offset));
-    }
-    uint32_t n = std::min(static_cast<uint32_t>(c.res), r.len);
-    s.remaining -= n;
-    if (n < r.len) {
-      // A short read is normal (a signal, a page-cache boundary): ask for the rest.
-      r.offset += n;
-      r.buf += n;
-      r.len -= n;
-      r.retries = 0;
+      ++r.retries;
       Issue(idx);
       return Status::Ok();
     }
-    free_reads.push_back(idx);
-    if (s.remaining == 0) {
-      s.busy = false;
-      --outstanding;
-      done.push_back(ChunkDone{s.chunk, static_cast<uint32_t>(&s - slots.data())});
-      ++*got;
+    if (err == EIO) {
+      if (r.eio_retries >= options.max_eio_retries) {
+        return ReadError(
+            s, r, "read failed after " + std::to_string(r.eio_retries + 1) + " attempts", err);
+      }
+      // Nothing of the failed read is kept: the retry reads the same bytes into the same
+      // place, and only its success counts them.
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          ReaderOptions::kEioBackoffMs << std::min<uint32_t>(r.eio_retries, 10)));
+      ++r.eio_retries;
+      Issue(idx);
+      return Status::Ok();
     }
+    return ReadError(s, r, "read failed", err);
+  }
+  if (c.res == 0) {
+    // The dataset was validated at open, so the file shrank since, or lies about its size.
+    return std::move(Status::Corruption(PathOf(s), "unexpected end of file")
+                         .WithChunk(FileChunkOf(s))
+                         .WithOffset(r.offset));
+  }
+  uint32_t n = std::min(static_cast<uint32_t>(c.res), r.len);
+  s.remaining -= n;
+  if (n < r.len) {
+    // A short read is normal (a signal, a page-cache boundary): ask for the rest.
+    r.offset += n;
+    r.buf += n;
+    r.len -= n;
+    r.retries = 0;
+    Issue(idx);
     return Status::Ok();
   }
-};
+  RF_RETURN_IF_ERROR(Release(idx));
+  if (s.remaining == 0 && s.reads == 0) return Finish(s, done, got);
+  return Status::Ok();
+}
+
+Status ChunkReader::Impl::Reap(IoQueue& q, uint32_t min, std::vector<ChunkDone>& done,
+                               uint32_t* got) {
+  completions.clear();
+  RF_RETURN_IF_ERROR(q.Wait(completions, min));
+  // Counted off all at once, so that an error part-way through still leaves `submitted`
+  // exact for Drain().
+  const auto n = static_cast<uint32_t>(completions.size());
+  submitted -= n;
+  if (&q == local.get()) local_submitted -= n;
+  for (const IoCompletion& c : completions) {
+    if (c.user_data >= reads.size()) {
+      return Status::Aborted("chunk reader: the " + std::string(q.name()) +
+                             " queue completed a request it was never given");
+    }
+    RF_RETURN_IF_ERROR(Complete(c, done, got));
+  }
+  return Status::Ok();
+}
+
+Status ChunkReader::Impl::Release(uint32_t idx) {
+  Slot& s = slots[reads[idx].slot];
+  free_reads.push_back(idx);
+  --(reads[idx].local ? local_records : remote_records);
+  --s.reads;
+  if (s.cache_failed && s.reads == 0) {
+    s.cache_failed = false;
+    RF_RETURN_IF_ERROR(Uncache(s));
+    Backlog(static_cast<uint32_t>(&s - slots.data()));
+  }
+  return Status::Ok();
+}
+
+Status ChunkReader::Impl::Finish(Slot& s, std::vector<ChunkDone>& done, uint32_t* got) {
+  const uint32_t slot = static_cast<uint32_t>(&s - slots.data());
+  const void* bytes = buffers[slot].iov_base;
+  if (s.from_cache() && !dataset->VerifyStored(s.chunk, bytes).ok()) {
+    RF_RETURN_IF_ERROR(Uncache(s));
+    Backlog(slot);
+    return Status::Ok();
+  }
+  if (s.claim && s.claim->kind() == ChunkClaim::Kind::kMine && filler) {
+    filler->Offer(std::move(*s.claim), bytes, s.size);
+  }
+  s.claim.reset();
+  s.busy = false;
+  --outstanding;
+  done.push_back(ChunkDone{s.chunk, slot});
+  ++*got;
+  return Status::Ok();
+}
 
 namespace {
 
@@ -339,9 +354,16 @@ Result<std::unique_ptr<ChunkReader>> ChunkReader::CreateWithQueue(const Dataset&
   // (RLIMIT_MEMLOCK, pread) reads name plain addresses; nothing else changes.
   m.fixed_buffers = options.register_buffers && m.queue->RegisterBuffers(buffers).ok();
 
-  m.depth = std::min(options.queue_depth, m.queue->capacity());
+  m.depth = m.remote_depth = std::min(options.queue_depth, m.queue->capacity());
   if (m.depth == 0) return Status::InvalidArgument("the I/O queue has no capacity");
+  if (dataset.cache() != nullptr && !m.queue->reads_local_files()) {
+    // queue_depth reads of cached copies beside the remote ones.
+    RF_RETURN_IF_ERROR(m.StartCache(buffers));
+    m.local_depth = std::min(options.queue_depth, m.local->capacity());
+    m.depth += m.local_depth;
+  }
   m.slots.resize(buffers.size());
+  m.deferred.reserve(buffers.size());
   m.backlog.resize(buffers.size());
   m.reads.resize(m.depth);
   m.free_reads.reserve(m.depth);
@@ -374,11 +396,9 @@ Status ChunkReader::Submit(uint64_t chunk, uint32_t slot) {
                                    std::to_string(chunk) + " needs " +
                                    std::to_string(loc.entry.stored_bytes));
   }
-  s = Impl::Slot{
-      true, chunk, loc.shard, loc.entry.offset, loc.entry.stored_bytes, 0, loc.entry.stored_bytes};
+  if (Status st = m.Place(chunk, slot); !st.ok()) return m.Fail(std::move(st));
   ++m.outstanding;
-  m.backlog[(m.backlog_head + m.backlog_size) % m.backlog.size()] = slot;
-  ++m.backlog_size;
+  if (!s.deferred) m.Backlog(slot);
   m.Fill();
   Status st = m.Flush();
   if (!st.ok()) return m.Fail(st);
@@ -391,27 +411,36 @@ Status ChunkReader::Wait(std::vector<ChunkDone>& done, uint32_t min) {
   const uint32_t want = std::min(min, m.outstanding);
   uint32_t got = 0;
   // The first pass takes whatever has finished without blocking; later ones block for one
-  // completion at a time until `want` chunks are whole.
+  // completion at a time until `want` chunks are whole. With a cache, a pass takes the cached
+  // chunks' reads first: they finish in the local disk's time, and blocks on them where any are
+  // in flight (the remote transfers' bytes meanwhile kept by the kernel's socket buffers).
   for (bool first = true; first || got < want; first = false) {
+    if (!m.deferred.empty()) {
+      if (Status st = m.RetryDeferred(); !st.ok()) return m.Fail(std::move(st));
+      m.Fill();
+      if (Status st = m.Flush(); !st.ok()) return m.Fail(std::move(st));
+      if (got < want && m.submitted == 0 && !m.deferred.empty()) {
+        // Only chunks another reader is fetching: look again shortly.
+        std::this_thread::sleep_for(kDeferredPoll);
+        continue;
+      }
+    }
     if (got < want && m.submitted == 0) {
       return m.Fail(Status::Aborted("chunk reader: waiting for chunks with no read in flight"));
     }
-    m.completions.clear();
-    Status st = m.queue->Wait(m.completions, got < want ? 1 : 0);
-    if (!st.ok()) return m.Fail(st);
-    // Counted off all at once, so that an error part-way through still leaves `submitted`
-    // exact for Drain().
-    m.submitted -= static_cast<uint32_t>(m.completions.size());
-    for (const IoCompletion& c : m.completions) {
-      if (c.user_data >= m.reads.size()) {
-        return m.Fail(Status::Aborted("chunk reader: the " + std::string(m.queue->name()) +
-                                      " queue completed a request it was never given"));
-      }
-      st = m.Complete(c, done, &got);
+    const bool block = got < want;
+    const uint32_t remote_in_flight = m.submitted - m.local_submitted;
+    if (m.local_submitted > 0) {
+      Status st = m.Reap(*m.local, block ? 1 : 0, done, &got);
+      if (!st.ok()) return m.Fail(st);
+    }
+    if (remote_in_flight > 0 || m.local_submitted == 0) {
+      const bool wait_remote = block && m.local_submitted == 0 && got < want;
+      Status st = m.Reap(*m.queue, wait_remote ? 1 : 0, done, &got);
       if (!st.ok()) return m.Fail(st);
     }
     m.Fill();
-    st = m.Flush();
+    Status st = m.Flush();
     if (!st.ok()) return m.Fail(st);
   }
   return Status::Ok();

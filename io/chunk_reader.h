@@ -26,6 +26,16 @@
 // a failed one (after the fetcher's retries) ends the chunk with the fetcher's Status (the
 // object's shown name, the range, the HTTP status) and the chunk. The mode does not apply.
 //
+// A remote dataset with a node-local cache (Dataset::cache(), io/chunk_cache.h): each chunk is
+// claimed as its read is submitted (ChunkCache::Started, then Claim). A cached copy is read from
+// its file through a second, local queue (io_uring, O_DIRECT in kDirect mode), up to queue_depth
+// reads beside the remote ones, and its checksum is checked on this thread once it is whole: a
+// copy of another size, one that cannot be read, or one whose checksum does not hold is removed
+// from the cache and the chunk fetched instead (the cache heals; the caller never sees it). A
+// chunk this process claimed is, once fetched, handed to a CacheFiller (io/cache_filler.h), which
+// copies it and commits it off this thread; its failures do not fail the read. Claim may wait (up
+// to the cache's claim_wait) while another process of the machine fetches the same chunk.
+//
 // Buffers: Create() takes the destination buffers (the ring's slots) and registers them with
 // io_uring once, so reads use IORING_OP_READ_FIXED. Each Submit() names one of them by index.
 // With O_DIRECT every buffer must be 4096-aligned and a multiple of 4096 long.

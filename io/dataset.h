@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,7 @@ struct DatasetPart {
 };
 
 struct OpenedShard;  // io/dataset_shards.h
+class ChunkCache;    // io/chunk_cache.h
 
 class Dataset {
  public:
@@ -87,6 +89,15 @@ class Dataset {
   bool remote() const { return !objects_.empty(); }
   const RemoteObject& remote_object(size_t shard) const { return objects_[shard]; }
   const HttpFetchOptions& remote_options() const { return remote_; }
+  // A node-local cache of a remote dataset's chunks (io/chunk_cache.h, opened with CacheId())
+  // that every chunk reader of it uses (io/chunk_reader.h); shared by the Dataset's copies. Attach
+  // it once, after Open and before the dataset is shared between threads. Null where none.
+  void AttachCache(std::shared_ptr<ChunkCache> cache) { cache_ = std::move(cache); }
+  ChunkCache* cache() const { return cache_.get(); }
+  // What a cache of its chunks is keyed by: the header's dataset id, the chunk count and every
+  // chunk's stored size and checksum, hashed (XXH3-64). A dataset rewritten under the same id,
+  // or another dataset, never reads this one's cached chunks.
+  uint64_t CacheId() const;
 
   // Dataset-wide fields. Per-shard fields (shard_index, shard_samples, ...) are shard 0's.
   const format::Header& header() const { return header_; }
@@ -191,6 +202,7 @@ class Dataset {
   std::vector<ChunkLocation> chunks_;
   std::vector<RemoteObject> objects_;  // remote(): one per file, beside shard_paths_
   HttpFetchOptions remote_;
+  std::shared_ptr<ChunkCache> cache_;
   uint64_t max_chunk_bytes_ = 0;
   uint64_t max_raw_bytes_ = 0;
   uint64_t max_stored_bytes_ = 0;

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "io/checksum.h"
 #include "io/dataset.h"
 #include "io/dataset_shards.h"
 #include "io/remote/object_reader.h"
@@ -121,6 +122,18 @@ Result<Dataset> Dataset::OpenRemoteNamed(const std::string& path, const HttpFetc
   for (const std::string& p : d.shard_paths_) d.objects_.push_back(objects.at(p));
   d.remote_ = remote;
   return d;
+}
+
+uint64_t Dataset::CacheId() const {
+  std::vector<uint64_t> words;
+  words.reserve(2 + 2 * chunks_.size());
+  words.push_back(header_.dataset_id);
+  words.push_back(chunks_.size());
+  for (const ChunkLocation& c : chunks_) {
+    words.push_back(c.entry.stored_bytes);
+    words.push_back(c.entry.checksum);
+  }
+  return Checksum(words.data(), words.size() * sizeof(uint64_t));
 }
 
 }  // namespace rf

@@ -23,7 +23,7 @@
 namespace rf {
 
 struct IoRequest {
-  uint32_t file = 0;    // index into the files given to RegisterFiles
+  uint32_t file = 0;    // index into the files given to RegisterFiles (where fd < 0)
   void* buf = nullptr;  // destination; inside registered buffer `buf_index` when that is >= 0
   uint32_t len = 0;
   uint64_t offset = 0;
@@ -33,6 +33,9 @@ struct IoRequest {
   // without it; FaultyIoQueue picks its faults by it.
   static constexpr uint64_t kNoChunk = UINT64_MAX;
   uint64_t chunk = kNoChunk;
+  // A descriptor to read instead of `file`, kept open by the caller until the completion: a file
+  // opened after RegisterFiles (a cached chunk, io/chunk_cache.h). Local queues only.
+  int fd = -1;
 };
 
 struct IoCompletion {

@@ -25,7 +25,8 @@ void SyncQueue::Prepare(const IoRequest& r) { prepared_.push_back(r); }
 
 Status SyncQueue::Submit() {
   for (const IoRequest& r : prepared_) {
-    ssize_t n = ::pread(fds_[r.file], r.buf, r.len, static_cast<off_t>(r.offset));
+    ssize_t n =
+        ::pread(r.fd >= 0 ? r.fd : fds_[r.file], r.buf, r.len, static_cast<off_t>(r.offset));
     done_.push_back(IoCompletion{r.user_data, n < 0 ? -errno : static_cast<int32_t>(n)});
   }
   prepared_.clear();

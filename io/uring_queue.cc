@@ -163,13 +163,14 @@ void UringQueue::Prepare(const IoRequest& r) {
   // Never null: at most depth_ requests are queued or in flight (the caller's promise), the
   // submission ring has at least depth_ entries, and every Submit() empties it.
   io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
-  int fd = files_registered_ ? static_cast<int>(r.file) : fds_[r.file];
+  const bool fixed_file = files_registered_ && r.fd < 0;
+  int fd = r.fd >= 0 ? r.fd : fixed_file ? static_cast<int>(r.file) : fds_[r.file];
   if (r.buf_index >= 0 && buffers_registered_) {
     io_uring_prep_read_fixed(sqe, fd, r.buf, r.len, r.offset, r.buf_index);
   } else {
     io_uring_prep_read(sqe, fd, r.buf, r.len, r.offset);
   }
-  if (files_registered_) sqe->flags |= IOSQE_FIXED_FILE;
+  if (fixed_file) sqe->flags |= IOSQE_FIXED_FILE;
   io_uring_sqe_set_data64(sqe, r.user_data);
 }
 

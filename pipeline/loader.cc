@@ -78,7 +78,8 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& options) {
   RF_ASSIGN_OR_RETURN(const std::vector<std::string> paths, options.pipeline.DataPaths());
   std::vector<const Dataset*> datasets;
   for (const std::string& path : paths) {
-    RF_ASSIGN_OR_RETURN(Dataset d, OpenDataset(options.pipeline, path));
+    RF_ASSIGN_OR_RETURN(Dataset d,
+                        OpenDataset(options.pipeline, path, static_cast<uint32_t>(paths.size())));
     l->owned_datasets_.push_back(std::make_unique<Dataset>(std::move(d)));
     datasets.push_back(l->owned_datasets_.back().get());
   }

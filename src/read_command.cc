@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
+#include "io/chunk_cache.h"
 #include "io/chunk_reader.h"
 #include "io/dataset.h"
 #include "io/file.h"
@@ -82,8 +83,18 @@ Status Run(const ReadConfig& a) {
   RF_ASSIGN_OR_RETURN(std::unique_ptr<SlotRing> ring,
                       SlotRing::Create(p.streaming.ring_slots, d.max_chunk_bytes(), *pin));
 
+  // A remote dataset's cache knows what the passes will read: the order, --passes times.
+  ChunkCache* cache = d.cache();
+  if (cache != nullptr) {
+    std::vector<uint64_t> schedule;
+    for (uint32_t pass = 0; pass < a.passes; ++pass)
+      schedule.insert(schedule.end(), order.begin(), order.end());
+    RF_RETURN_IF_ERROR(cache->SetSchedule(schedule));
+  }
+
   nlohmann::json runs = nlohmann::json::array();
   for (uint32_t pass = 0; pass < a.passes; ++pass) {
+    const ChunkCacheStats cache_before = cache != nullptr ? cache->stats() : ChunkCacheStats{};
     if (pass > 0) {
       RF_ASSIGN_OR_RETURN(ring,
                           SlotRing::Create(p.streaming.ring_slots, d.max_chunk_bytes(), *pin));
@@ -115,8 +126,22 @@ Status Run(const ReadConfig& a) {
         FormatBytes(ring->slot_bytes()).c_str(), ring->pinned() ? "pinned" : "pageable",
         FormatBytes(ring->huge_page_bytes()).c_str(), fo.verify ? "verified" : "not verified",
         r.feeder.stage_threads, 100 * busy);
+    nlohmann::json cache_json;
+    if (cache != nullptr) {
+      const ChunkCacheStats now = cache->stats();
+      const uint64_t hits = now.hits - cache_before.hits;
+      const uint64_t misses = now.misses - cache_before.misses;
+      std::printf(
+          "ringfeed read: cache %s: %llu of %llu chunks from the cache, %llu fetched; %s "
+          "of %s used\n",
+          cache->directory().c_str(), static_cast<unsigned long long>(hits),
+          static_cast<unsigned long long>(hits + misses), static_cast<unsigned long long>(misses),
+          FormatBytes(cache->used_bytes()).c_str(), FormatBytes(cache->budget_bytes()).c_str());
+      cache_json = {{"hits", hits}, {"misses", misses}, {"used_bytes", cache->used_bytes()}};
+    }
     std::fflush(stdout);
     runs.push_back({{"bytes", r.bytes},
+                    {"cache", cache_json},
                     {"stored_bytes", r.feeder.stored_bytes},
                     {"stored_gb_per_s", stored_gbps},
                     {"decode_threads", r.feeder.stage_threads},

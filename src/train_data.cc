@@ -49,8 +49,10 @@ Status CheckTrainable(const std::string& flag, const std::string& path, const fo
 Result<RunData> OpenData(const TrainConfig& c) {
   RunData d;
   RF_ASSIGN_OR_RETURN(const std::vector<std::string> paths, c.pipeline.DataPaths());
+  // A cache's budget is shared by every dataset the run reads: the mixture's and the test set.
+  const auto datasets = static_cast<uint32_t>(paths.size() + (c.test.empty() ? 0 : 1));
   for (const std::string& path : paths) {
-    RF_ASSIGN_OR_RETURN(Dataset one, OpenDataset(c.pipeline, path));
+    RF_ASSIGN_OR_RETURN(Dataset one, OpenDataset(c.pipeline, path, datasets));
     RF_RETURN_IF_ERROR(CheckTrainable("--data", path, one.header(), c.image.size));
     d.train.push_back(std::move(one));
   }
@@ -62,7 +64,7 @@ Result<RunData> OpenData(const TrainConfig& c) {
     if (!mixable.ok()) return Status::Usage("--data: " + mixable.ToString());
   }
   if (c.test.empty()) return d;
-  RF_ASSIGN_OR_RETURN(d.test, OpenDataset(c.pipeline, c.test));
+  RF_ASSIGN_OR_RETURN(d.test, OpenDataset(c.pipeline, c.test, datasets));
   RF_RETURN_IF_ERROR(CheckTrainable("--test", c.test, d.test->header(), c.image.size));
   const format::Header &h = d.first().header(), &t = d.test->header();
   // Decoded images have the model's input shape whatever their files' sizes.

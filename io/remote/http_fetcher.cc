@@ -197,7 +197,8 @@ void HttpFetcher::Complete(Slot& s, Status status) {
 
 Status HttpFetcher::Drive(const std::function<bool()>& enough) {
   CURLM* m = multi_->get();
-  while (!enough()) {
+  // One pass at least: a Wait for 0 completions still moves the transfers on (without blocking).
+  for (bool first = true; first || !enough(); first = false) {
     FetchClock::time_point now = FetchClock::now();
     for (Slot& s : slots_)
       if (s.state == Slot::State::kBackoff && s.retry_at <= now)

@@ -70,6 +70,15 @@ Status PipelineConfig::Validate(OptionFace face) const {
     return Status::Usage(
         "--mode managed needs a GPU (CUDA managed memory); without one, use --mode streaming");
   }
+  if (remote.cache_dir.empty() != (remote.cache_bytes == 0)) {
+    const bool python = face == OptionFace::kPython;
+    return Status::Usage(
+        remote.cache_dir.empty()
+            ? std::string(python ? "cache_size needs cache_dir" : "--cache-size needs --cache-dir")
+            : std::string(python ? "cache_dir needs cache_size (a byte budget)"
+                                 : "--cache-dir needs --cache-size (a byte "
+                                   "budget, \"200GiB\")"));
+  }
   const std::vector<EpochStretch>& stretches = order.resumed.stretches;
   for (size_t k = 0; k < stretches.size(); ++k) {
     const uint32_t w = stretches[k].world_size;
@@ -138,8 +147,21 @@ HttpFetchOptions RemoteOptionsFor(const PipelineConfig& c) {
   return o;
 }
 
-Result<Dataset> OpenDataset(const PipelineConfig& c, const std::string& path) {
-  return Dataset::Open(path, RemoteOptionsFor(c));
+const char* CachePolicyName(CachePolicy p) { return p == CachePolicy::kLru ? "lru" : "belady"; }
+
+Result<Dataset> OpenDataset(const PipelineConfig& c, const std::string& path, uint32_t datasets) {
+  RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(path, RemoteOptionsFor(c)));
+  if (!d.remote() || c.remote.cache_dir.empty()) return d;
+  ChunkCacheOptions o;
+  o.dir = c.remote.cache_dir;
+  o.budget_bytes = std::max<uint64_t>(1, c.remote.cache_bytes / std::max<uint32_t>(1, datasets));
+  o.policy = c.remote.cache_policy;
+  // Another process's fetch of a chunk takes at most its deadline.
+  o.claim_wait = std::chrono::seconds(c.remote.deadline_seconds);
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<ChunkCache> cache,
+                      ChunkCache::Open(o, d.CacheId(), d.chunk_count()));
+  d.AttachCache(std::shared_ptr<ChunkCache>(std::move(cache)));
+  return d;
 }
 
 StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs) {
@@ -328,6 +350,27 @@ OptionTable<PipelineConfig> MakeTable() {
       .Help(
           "remote datasets: range requests in flight at once (at most --queue-depth of the "
           "streaming reader's)");
+  t.Field(
+       "cache-dir", OptionType::kText, [](auto& c) -> auto& { return c.remote.cache_dir; })
+      .For(kTrain | kRead | kLoader)
+      .Help(
+          "remote datasets: keep fetched chunks in this directory on a local disk (with "
+          "--cache-size), shared by every process of the machine that names it, each chunk "
+          "fetched once a machine");
+  t.Field(
+       "cache-size", OptionType::kByteSize, [](auto& c) -> auto& { return c.remote.cache_bytes; })
+      .Range(0, kMaxCacheBytes)
+      .For(kTrain | kRead | kLoader)
+      .Help(
+          "remote datasets: the cache's budget (\"200GiB\"), shared by the run's remote "
+          "datasets; needs --cache-dir");
+  t.Word("cache-policy", [](auto& c) -> auto& { return c.remote.cache_policy; },
+         {{CachePolicyName(CachePolicy::kBelady), CachePolicy::kBelady},
+          {CachePolicyName(CachePolicy::kLru), CachePolicy::kLru}})
+      .For(kTrain | kRead | kLoader)
+      .Help(
+          "remote datasets: which cached chunk a full cache drops: belady (the one the known "
+          "order needs last) or lru (the least recently used)");
   t.Field(
        "managed-prefetch", OptionType::kCount,
        [](auto& c) -> auto& { return c.managed.prefetch_batches; })

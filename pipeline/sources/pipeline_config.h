@@ -31,6 +31,7 @@
 
 #include "core/order_settings.h"
 #include "core/status.h"
+#include "io/chunk_cache.h"
 #include "io/chunk_reader.h"
 #include "io/dataset.h"
 #include "io/remote/retry_policy.h"
@@ -79,10 +80,15 @@ struct ManagedConfig {
 };
 
 // Remote datasets (a URL as `data`: io/remote/remote_object.h): how their objects are fetched.
+// With cache_dir, each remote dataset's chunks are kept in a node-local cache there
+// (io/chunk_cache.h), shared by every process of the machine that names the same directory.
 struct RemoteConfig {
   std::string ca_bundle;            // PEM certificates to trust for https://; empty: the system's
   uint32_t deadline_seconds = 120;  // one request, every retry included
   uint32_t in_flight = HttpFetchOptions{}.max_in_flight;  // range requests at once, a reader
+  std::string cache_dir;     // the cache's directory (on a local disk); empty: no cache
+  uint64_t cache_bytes = 0;  // its budget, shared by the run's remote datasets; > 0 with a dir
+  CachePolicy cache_policy = CachePolicy::kBelady;  // which cached chunk a full cache drops
 };
 
 struct PipelineConfig {
@@ -136,8 +142,14 @@ struct PipelineConfig {
 
 // The fetch options every reader of a remote dataset of this config uses (Dataset::Open's).
 HttpFetchOptions RemoteOptionsFor(const PipelineConfig& c);
-// The dataset `path` (one of DataPaths) opened: a remote one fetched with RemoteOptionsFor(c).
-Result<Dataset> OpenDataset(const PipelineConfig& c, const std::string& path);
+// The dataset `path` (one of DataPaths) opened: a remote one fetched with RemoteOptionsFor(c),
+// and with c.remote.cache_dir given its cache attached (Dataset::AttachCache), of
+// cache_bytes / `datasets` (the run's remote datasets share the budget; a local dataset needs no
+// cache and gets none).
+Result<Dataset> OpenDataset(const PipelineConfig& c, const std::string& path,
+                            uint32_t datasets = 1);
+// "belady", "lru"
+const char* CachePolicyName(CachePolicy p);
 
 // The streaming source's options; `epochs`: how many epochs its read plan covers.
 StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs);
@@ -147,14 +159,15 @@ ManagedOptions ManagedOptionsFor(const PipelineConfig& c);
 #endif
 
 // The pipeline's bounds.
-inline constexpr uint32_t kMaxBatchSize = 1u << 20;        // samples a batch
-inline constexpr uint32_t kMaxShuffleWindow = 4096;        // chunks staged together (3 windows)
-inline constexpr uint32_t kMaxRingSlots = 1024;            // host ring slots, one chunk each
-inline constexpr uint32_t kMaxCopyStreams = 16;            // host-to-device copy streams
-inline constexpr uint32_t kMaxManagedPrefetch = 1u << 16;  // batches ahead
-inline constexpr uint32_t kMaxWorldSize = 1u << 16;        // ranks of one run
-inline constexpr uint32_t kMaxRemoteInFlight = 1024;       // range requests at once
-inline constexpr uint32_t kMaxRemoteDeadline = 86400;      // seconds
+inline constexpr uint32_t kMaxBatchSize = 1u << 20;            // samples a batch
+inline constexpr uint32_t kMaxShuffleWindow = 4096;            // chunks staged together (3 windows)
+inline constexpr uint32_t kMaxRingSlots = 1024;                // host ring slots, one chunk each
+inline constexpr uint32_t kMaxCopyStreams = 16;                // host-to-device copy streams
+inline constexpr uint32_t kMaxManagedPrefetch = 1u << 16;      // batches ahead
+inline constexpr uint32_t kMaxWorldSize = 1u << 16;            // ranks of one run
+inline constexpr uint32_t kMaxRemoteInFlight = 1024;           // range requests at once
+inline constexpr uint32_t kMaxRemoteDeadline = 86400;          // seconds
+inline constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 60;  // a cache's budget: 1 EiB
 // kMaxEpoch, the most an epoch counter holds: pipeline/sources/batch_source.h.
 
 const OptionTable<PipelineConfig>& PipelineOptionTable();

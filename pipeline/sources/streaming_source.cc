@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/units.h"
+#include "io/chunk_cache.h"
 #include "pipeline/stage/trace.h"
 
 namespace rf {
@@ -166,14 +167,27 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
   cursor_.Start(epoch, position);
   plan_skipped_ = cursor_.layout().WindowStart(cursor_.window());
   epoch_offset_ = 0;
+  // A remote dataset's cache learns each epoch's reads as they begin: the rest of the epoch and
+  // the whole next one, so it evicts the chunk needed last and keeps what the next epoch reads
+  // first (io/chunk_cache.h).
   ChunkPlan plan = [order = &order_, epochs = options_.epochs, epoch,
-                    chunks = cursor_.epoch_chunks(),
-                    next = plan_skipped_]() mutable -> std::optional<uint64_t> {
+                    chunks = cursor_.epoch_chunks(), next = plan_skipped_, cache = dataset_.cache(),
+                    scheduled = false]() mutable -> std::optional<uint64_t> {
     // An ordinary epoch holds at least one chunk; a resumed one may hold none (nothing was left).
     while (next >= chunks.size()) {
       if (epochs != 0 && epoch + 1 >= epochs) return std::nullopt;
       chunks = order->EpochChunks(++epoch);
       next = 0;
+      scheduled = false;
+    }
+    if (cache != nullptr && !scheduled) {
+      std::vector<uint64_t> ahead(chunks.begin() + static_cast<ptrdiff_t>(next), chunks.end());
+      if (epochs == 0 || epoch + 1 < epochs) {
+        const std::vector<uint64_t> then = order->EpochChunks(epoch + 1);
+        ahead.insert(ahead.end(), then.begin(), then.end());
+      }
+      (void)cache->SetSchedule(ahead);  // every chunk is the dataset's: it cannot fail
+      scheduled = true;
     }
     return chunks[next++];
   };

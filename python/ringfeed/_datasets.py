@@ -67,9 +67,10 @@ def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
                        parts=tuple((p, n) for p, n in d.parts))
 
 
-# The loader options that opening a dataset reads (a remote one's fetch options): the rest are
-# the loader's alone.
-REMOTE_OPTIONS = ("ca_bundle", "remote_deadline", "remote_in_flight")
+# The loader options that opening a dataset reads (a remote one's fetch options and its node-local
+# cache): the rest are the loader's alone.
+REMOTE_OPTIONS = ("ca_bundle", "remote_deadline", "remote_in_flight", "cache_dir", "cache_size",
+                  "cache_policy")
 
 
 def dataset_info(data: Union[PathLike, Sequence[PathLike]], *, ca_bundle: Optional[str] = None,
@@ -84,19 +85,21 @@ def dataset_info(data: Union[PathLike, Sequence[PathLike]], *, ca_bundle: Option
 
 
 def _open_dataset(data: Union[PathLike, Sequence[PathLike]],
-                  remote: Optional[Dict[str, Any]] = None) -> "_ringfeed._Dataset":
+                  remote: Optional[Dict[str, Any]] = None,
+                  datasets: int = 1) -> "_ringfeed._Dataset":
     """Opens `data`: a directory of datasets, one .rfd file, any one shard, the shards' base
     name, a glob pattern of shard files, or a list of them; or a remote dataset's URL
     (https://, http://, s3://: a file or one shard), or a list of its shards' URLs. A pattern or
     a list must name every shard of one dataset exactly once (UsageError otherwise); a pattern
-    matching nothing is FileNotFoundError. `remote`: the loader options of REMOTE_OPTIONS."""
+    matching nothing is FileNotFoundError. `remote`: the loader options of REMOTE_OPTIONS, a
+    cache's budget shared by `datasets` (a mixture's)."""
     remote = remote or {}
     if isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         if not isinstance(path, str):
             raise UsageError(f"data must be a str path, got {data!r}")
         if _ringfeed.is_remote_path(path) or os.path.exists(path) or not glob.has_magic(path):
-            return _ringfeed._Dataset(path, remote)
+            return _ringfeed._Dataset(path, remote, datasets)
         files = sorted(glob.glob(path))
         if not files:
             raise FileNotFoundError(errno.ENOENT, f"no file matches the pattern {path!r}", path)
@@ -110,7 +113,7 @@ def _open_dataset(data: Union[PathLike, Sequence[PathLike]],
     else:
         raise UsageError(f"data must be a path, a shard pattern or a list of shard paths, "
                          f"got {type(data).__name__}")
-    dataset = _ringfeed._Dataset(files[0], remote)
+    dataset = _ringfeed._Dataset(files[0], remote, datasets)
     same = _ringfeed.shown_path if _ringfeed.is_remote_path(files[0]) else os.path.realpath
     given = [same(f) for f in files]
     shards = [same(f) for f in dataset.shard_paths]
@@ -137,4 +140,4 @@ def open_datasets(data: Any, options: Dict[str, Any]) -> List["_ringfeed._Datase
         return [_open_dataset(data, remote)]
     if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple)):
         raise UsageError("weights: data must then be a list of datasets, one a weight")
-    return [_open_dataset(d, remote) for d in data]
+    return [_open_dataset(d, remote, len(data)) for d in data]

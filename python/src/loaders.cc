@@ -213,14 +213,15 @@ std::vector<std::shared_ptr<const Dataset>> Held(const std::vector<std::shared_p
 }  // namespace
 
 namespace detail {
-std::shared_ptr<Dataset> OpenDataset(const std::string& path, const py::dict& options) {
+std::shared_ptr<Dataset> OpenDataset(const std::string& path, const py::dict& options,
+                                     uint32_t datasets) {
   LoaderOptions o;
   SetKeywords(LoaderOptionTable(), kLoaderApi, options, &o);
   o.pipeline.data = path;
   Check(o.pipeline.Validate(OptionFace::kPython));  // the options' bounds, named as here
   auto r = [&] {
     py::gil_scoped_release unlocked;
-    return rf::OpenDataset(o.pipeline, path);
+    return rf::OpenDataset(o.pipeline, path, datasets);
   }();
   return std::make_shared<Dataset>(Take(std::move(r)));
 }

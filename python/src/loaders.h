@@ -25,10 +25,12 @@ namespace rf::python {
 void BindLoaders(pybind11::module_& m);
 
 namespace detail {
-// What _Dataset(path, options) opens: `path` with the loader options `options` (keyword
-// arguments of Loader; of them only what opening reads: a remote dataset's fetch options,
-// pipeline/sources/pipeline_config.h's RemoteConfig). The GIL released while it opens.
-std::shared_ptr<Dataset> OpenDataset(const std::string& path, const pybind11::dict& options);
+// What _Dataset(path, options, datasets) opens: `path` with the loader options `options` (keyword
+// arguments of Loader; of them only what opening reads: a remote dataset's fetch options and its
+// cache, pipeline/sources/pipeline_config.h's RemoteConfig), the cache's budget shared by
+// `datasets` (a mixture's). The GIL released while it opens.
+std::shared_ptr<Dataset> OpenDataset(const std::string& path, const pybind11::dict& options,
+                                     uint32_t datasets);
 }  // namespace detail
 
 }  // namespace rf::python

@@ -179,7 +179,8 @@ PYBIND11_MODULE(_ringfeed, m) {
 
   py::class_<Dataset, std::shared_ptr<Dataset>>(
       m, "_Dataset", "An opened, checked dataset: every shard's header and chunk index.")
-      .def(py::init(&detail::OpenDataset), py::arg("path"), py::arg("options") = py::dict())
+      .def(py::init(&detail::OpenDataset), py::arg("path"), py::arg("options") = py::dict(),
+           py::arg("datasets") = 1)
       .def_property_readonly("samples", &Dataset::sample_count)
       .def_property_readonly("shape", [](const Dataset& d) { return d.header().Shape(); })
       .def_property_readonly("dtype",

@@ -36,6 +36,7 @@ class Nginx:
     def __init__(self, root: Path, work: Path, cert: str = "", key: str = "",
                  directives: str = "") -> None:
         work.mkdir(parents=True, exist_ok=True)
+        self.work = work
         for attempt in range(5):
             self.port = free_port()
             tls = f" ssl;\n ssl_certificate {cert};\n ssl_certificate_key {key}" if cert else ""
@@ -63,6 +64,19 @@ class Nginx:
 
     def url(self, path: str) -> str:
         return f"{self.scheme}://127.0.0.1:{self.port}{path}"
+
+    def requests(self, prefix: str) -> int:
+        """The requests logged for paths starting with `prefix`, once the log has settled (nginx
+        logs a request a moment after answering it)."""
+        log = self.work / "access.log"
+        count = -1
+        while True:
+            time.sleep(0.3)
+            lines = log.read_text().splitlines() if log.exists() else []
+            now = sum(1 for line in lines if f"GET {prefix}" in line or f"HEAD {prefix}" in line)
+            if now == count:
+                return now
+            count = now
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -123,6 +137,44 @@ def test_compressed_chunks_and_a_state_dict_resume_as_locally(served, datasets):
     local_loader = open_loader(local)
     local_loader.load_state_dict(state)
     assert [int(i) for batch, _ in local_loader for i in batch.indices] == rest
+
+
+def test_a_cache_fetches_each_chunk_once_over_epochs_and_runs(served, datasets, tmp_path):
+    """Epochs 2 and 3, and a second loader on the same cache, fetch no chunk: the same batches
+    as the local dataset's, from the cache's files."""
+    root, server = served
+    local = datasets.positional(shards=3)
+    stem = "/" + Path(local).stem
+    url = shard_url(server, root, Path(local).stem, 2)
+    cache = tmp_path / "cache"
+    options = dict(seed=7, cache_dir=str(cache), cache_size="64MiB")
+    want = open_loader(local, seed=7)
+    before = server.requests(stem)
+    loader = open_loader(url, **options)
+    for epoch in range(3):
+        loader.set_epoch(epoch)
+        want.set_epoch(epoch)
+        assert epoch_indices(loader) == epoch_indices(want)
+        if epoch == 0:
+            first = server.requests(stem)
+    assert server.requests(stem) == first
+    chunks = list(cache.glob("dataset-*/chunk-*"))
+    assert len(chunks) == ringfeed._ringfeed._Dataset(local).chunks
+    opened = first
+    again = open_loader(url, **options)
+    opens = server.requests(stem) - opened
+    assert epoch_indices(again) == epoch_indices(open_loader(local, seed=7))
+    assert server.requests(stem) - opened == opens  # its opening only: no chunk fetched
+    assert first - before > opens  # the first epoch did fetch
+
+
+def test_a_cache_needs_both_options(served, datasets, tmp_path):
+    root, server = served
+    url = shard_url(server, root, Path(datasets.positional(shards=3)).stem)
+    with pytest.raises(ringfeed.UsageError, match="cache_dir needs cache_size"):
+        open_loader(url, cache_dir=str(tmp_path))
+    with pytest.raises(ringfeed.UsageError, match="cache_size needs cache_dir"):
+        open_loader(url, cache_size="1GiB")
 
 
 def test_dataset_info_reads_the_header_and_shows_no_credentials(served, datasets):

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "io/dataset.h"
 #include "tests/src/train_command_testing.h"
 #include "tests/testing/nginx_server.h"
 #include "tests/testing/temp_dir.h"
@@ -47,6 +48,10 @@ class RemoteCommands : public ::testing::Test {
     return kept;
   }
 
+  // Every request nginx has logged for the dataset's files (after 2 s: it logs each a moment
+  // after answering it).
+  size_t Requests() const { return server_->Requests("/s-", SIZE_MAX); }
+
   TempDir root_, out_;
   std::string local_;
   std::unique_ptr<NginxServer> server_;
@@ -78,13 +83,22 @@ TEST_F(RemoteCommands, ReadReadsTheRanksChunksOverHttpWithoutShowingCredentials)
   EXPECT_EQ(std::string(json.begin(), json.end()).find("SECRET"), std::string::npos);
 }
 
-TEST_F(RemoteCommands, TrainOnAUrlTrainsAsOnTheLocalFile) {
-  std::string remote, local;
-  ASSERT_EQ(RunCommand(testing::Train(server_->Url("/s-00000-of-00002.rfd"),
-                                      "--epochs 2 --test " + server_->Url("/s-00001-of-00002.rfd")),
-                       &remote),
-            0)
-      << remote;
+// Trained from the URL, without and with a cache, as from the local file. The test set is the
+// same shard set, so with the cache every chunk is fetched once in the whole run (the training's
+// first epoch; the test passes and the second epoch read the copies), and a second run with the
+// same cache fetches none: only the headers and indices, its every other request.
+TEST_F(RemoteCommands, TrainOnAUrlTrainsAsOnTheLocalFileWithAndWithoutACache) {
+  const std::string url = server_->Url("/s-00000-of-00002.rfd");
+  const std::string args = "--epochs 2 --test " + server_->Url("/s-00001-of-00002.rfd");
+  const std::string cache = " --cache-dir " + out_.File("cache") + " --cache-size 1GiB";
+  std::string remote, cold, warm, local;
+  ASSERT_EQ(RunCommand(testing::Train(url, args), &remote), 0) << remote;
+  size_t requests = Requests();
+  ASSERT_EQ(RunCommand(testing::Train(url, args + cache), &cold), 0) << cold;
+  const size_t cold_requests = Requests() - requests;
+  requests += cold_requests;
+  ASSERT_EQ(RunCommand(testing::Train(url, args + cache), &warm), 0) << warm;
+  const size_t warm_requests = Requests() - requests;
   ASSERT_EQ(RunCommand(testing::Train(local_, "--io buffered --epochs 2 --test " +
                                                   root_.File("s-00001-of-00002.rfd")),
                        &local),
@@ -92,6 +106,52 @@ TEST_F(RemoteCommands, TrainOnAUrlTrainsAsOnTheLocalFile) {
       << local;
   ASSERT_FALSE(LossLines(local).empty()) << local;
   EXPECT_EQ(LossLines(remote), LossLines(local)) << remote << "\n---\n" << local;
+  EXPECT_EQ(LossLines(cold), LossLines(local)) << cold << "\n---\n" << local;
+  EXPECT_EQ(LossLines(warm), LossLines(local)) << warm << "\n---\n" << local;
+  auto d = Dataset::Open(local_);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(cold_requests - warm_requests, d->chunk_count())
+      << cold_requests << " requests cold, " << warm_requests << " warm";
+}
+
+// `ringfeed read --passes 2` with a cache: the first pass fetches every chunk, the second reads
+// them all from the cache; a later run fetches none (only the headers and indices).
+TEST_F(RemoteCommands, ReadWithACacheFetchesEachChunkOnce) {
+  const std::string cmd = ProgramPath("ringfeed") + " read " +
+                          server_->Url("/s-00000-of-00002.rfd") + " --cache-dir " +
+                          out_.File("cache") + " --cache-size 64MiB";
+  auto d = Dataset::Open(local_);
+  ASSERT_TRUE(d.ok());
+  const std::string n = std::to_string(d->chunk_count());
+  std::string out;
+  size_t requests = Requests();
+  ASSERT_EQ(RunCommand(cmd + " --passes 2", &out), 0) << out;
+  const size_t first = Requests() - requests;
+  EXPECT_NE(out.find("0 of " + n + " chunks from the cache, " + n + " fetched"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find(n + " of " + n + " chunks from the cache, 0 fetched"), std::string::npos)
+      << out;
+  requests += first;
+  ASSERT_EQ(RunCommand(cmd, &out), 0) << out;
+  EXPECT_NE(out.find(n + " of " + n + " chunks from the cache, 0 fetched"), std::string::npos)
+      << out;
+  EXPECT_EQ(first - (Requests() - requests), d->chunk_count()) << "the later run fetched chunks";
+}
+
+TEST_F(RemoteCommands, ACacheNeedsBothItsOptions) {
+  std::string out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + server_->Url("/s-00000-of-00002.rfd") +
+                           " --cache-dir " + out_.File("cache"),
+                       &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("--cache-dir needs --cache-size"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(ProgramPath("ringfeed") + " read " + server_->Url("/s-00000-of-00002.rfd") +
+                           " --cache-size 1GiB",
+                       &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("--cache-size needs --cache-dir"), std::string::npos) << out;
 }
 
 TEST_F(RemoteCommands, AMissingObjectExitsOneNamingIt) {

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The node-local cache's eviction, Belady's rule by the known order against LRU, on the same
+training run: ringfeed.Loader reads an http:// dataset (nginx on loopback) for several shuffled
+epochs through a cache of a fraction of the dataset, and nginx's access log counts the bytes
+fetched in each epoch. Beside them the least any cache of that size can fetch an epoch (every
+epoch reads the whole dataset, so at least its bytes less the cache's), and no cache at all.
+
+    cache_policy.py DATASET.rfd --fractions 0.25,0.5,0.75 --epochs 4 --json out.json
+
+Each (policy, fraction) starts from an empty cache; epoch 0 fills it. The steady state is the
+mean of the later epochs (the loader reads ahead into the next epoch, so the bytes of one epoch's
+boundary are counted where they are fetched).
+"""
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from remote_read import free_port, wait_listening  # noqa: E402
+
+NGINX = "/usr/sbin/nginx"
+
+
+def start_nginx(root: str, work: str):
+    """nginx serving ROOT, logging each request's body bytes; (process, port, log path)."""
+    port = free_port()
+    log = os.path.join(work, "access.log")
+    temps = "".join(f" {t}_temp_path {work}/{t};\n"
+                    for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    conf = os.path.join(work, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(f"daemon off;\nmaster_process off;\npid {work}/nginx.pid;\n"
+                f"error_log {work}/error.log warn;\nevents {{}}\nhttp {{\n"
+                f" log_format bytes '$body_bytes_sent';\n access_log {log} bytes;\n"
+                f"{temps} sendfile on;\n keepalive_requests 100000;\n"
+                f" server {{\n listen 127.0.0.1:{port};\n root {root};\n }}\n}}\n")
+    import subprocess
+    proc = subprocess.Popen([NGINX, "-p", work, "-e", f"{work}/error.log", "-c", conf])
+    wait_listening(port, proc)
+    return proc, port, log
+
+
+def logged_bytes(log: str) -> int:
+    """The body bytes nginx has logged, once the log has stopped growing."""
+    last = -1
+    while True:
+        time.sleep(0.25)
+        with open(log) as f:
+            now = sum(int(line) for line in f if line.strip().isdigit())
+        if now == last:
+            return now
+        last = now
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("data", help="a local .rfd dataset (a file, or one shard: all are served)")
+    ap.add_argument("--fractions", default="0.25,0.5,0.75",
+                    help="cache sizes as fractions of the dataset's chunk bytes")
+    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--json", help="write the results here")
+    a = ap.parse_args()
+
+    import ringfeed
+    from ringfeed import _ringfeed
+
+    base = os.path.abspath(a.data)
+    stem = os.path.basename(base)[:-4].split("-0")[0]
+    files = sorted(glob.glob(os.path.join(os.path.dirname(base), stem + "*.rfd")))
+    work = tempfile.mkdtemp(prefix="rf-cache-policy-")
+    root = os.path.join(work, "root")
+    os.makedirs(root)
+    for f in files:
+        os.symlink(f, os.path.join(root, os.path.basename(f)))
+    proc, port, log = start_nginx(root, work)
+    url = f"http://127.0.0.1:{port}/{os.path.basename(files[0])}"
+    local = _ringfeed._Dataset(files[0])
+    info = ringfeed.dataset_info(files[0])
+    chunk_bytes = info.stored_bytes  # the files' bytes: the chunks, headers and indices
+    rows = []
+    try:
+        for fraction in [float(x) for x in a.fractions.split(",")]:
+            for policy in ("belady", "lru"):
+                cache = os.path.join(work, "cache")
+                shutil.rmtree(cache, ignore_errors=True)
+                size = int(chunk_bytes * fraction)
+                start = logged_bytes(log)
+                loader = ringfeed.Loader(url, a.batch_size, device="cpu", io="buffered",
+                                         cache_dir=cache, cache_size=size, cache_policy=policy,
+                                         seed=3)
+                per_epoch = []
+                for epoch in range(a.epochs):
+                    loader.set_epoch(epoch)
+                    for _ in loader:
+                        pass
+                    now = logged_bytes(log)
+                    per_epoch.append(now - start)
+                    start = now
+                del loader
+                steady = sum(per_epoch[1:]) / max(1, len(per_epoch) - 1)
+                floor = max(0, chunk_bytes - size)
+                row = {"policy": policy, "fraction": fraction, "cache_bytes": size,
+                       "dataset_bytes": chunk_bytes, "chunks": local.chunks,
+                       "fetched_per_epoch": per_epoch, "steady_bytes_per_epoch": steady,
+                       "least_bytes_per_epoch": floor}
+                rows.append(row)
+                print(f"cache {fraction:.2f} of {chunk_bytes / 1e6:.1f} MB, {policy:6s}: "
+                      f"epochs {', '.join(f'{b / 1e6:.1f}' for b in per_epoch)} MB fetched; "
+                      f"steady {steady / 1e6:.1f} MB an epoch ({steady / chunk_bytes:.2f} of the "
+                      f"dataset; the least any cache can: {floor / chunk_bytes:.2f})", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(work, ignore_errors=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"results": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
