@@ -3,7 +3,7 @@
 # -DRINGFEED_STATIC_DEPS=ON) into one archive to carry there: bin/ (ringfeed, the MPI plugin,
 # ringfeed-convert, the ringfeed-bench-* programs the build has), tests/ (the named test
 # executables), lib/ (the position-independent static libraries the Python extension is built from
-# there, with Debian's liburing, xxhash and zlib archives; not Debian's libjpeg.a, which is not
+# there, with Debian's liburing, xxhash, zlib and expat archives; not Debian's libjpeg.a, which is not
 # position-independent: the JPEG decode's two sources go in src/ and are compiled there against
 # the machine's own libjpeg-turbo), include/dlpack and include/Random123 (header-only, from
 # Debian's librandom123-dev: core/augment.h's generator), and the source the Python extension is
@@ -13,7 +13,7 @@
 # commit (git describe --dirty): run.py's summary records it. deps/ is a CMake prefix holding the
 # rest of what the project's own CMake build (`pip wheel .`, RINGFEED_STATIC_DEPS) needs and a GPU
 # machine lacks (run.py's wheel part: CMAKE_PREFIX_PATH="PKG/deps;PKG"): the static libraries of
-# zstd, lz4, libjpeg and TurboJPEG, OpenBLAS with the compiler's
+# zstd, lz4, libjpeg and TurboJPEG, expat, OpenBLAS with the compiler's
 # libgfortran and libquadmath, every header those and the archives of lib/ include (the ones
 # Debian ships beside them, found by the preprocessor: the machine's own headers of other versions
 # are not used) and nlohmann-json's headers and CMake package.
@@ -38,10 +38,12 @@ for t in "$@"; do cp "$build/tests/$t" "$pkg/tests/"; done
 for l in python/librf_dlpack_export pipeline/librf_loader pipeline/librf_cuda_pipeline \
          pipeline/librf_pipeline decode/librf_cuda_decode decode/librf_jpeg decode/librf_decode \
          cuda/librf_cuda \
-         io/librf_io options/librf_options core/librf_core; do
+         io/librf_io io/remote/librf_remote options/librf_options core/librf_core; do
   [ -f "$build/$l.a" ] && cp "$build/$l.a" "$pkg/lib/"
 done
-for l in liburing libxxhash libz; do cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"; done
+# expat: S3 listings (io/remote; its objects take no absolute relocations, so they link into the
+# extension).
+for l in liburing libxxhash libz libexpat; do cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"; done
 cp /usr/include/dlpack/dlpack.h "$pkg/include/dlpack/"
 cp -r /usr/include/Random123 "$pkg/include/"
 
@@ -49,7 +51,7 @@ cp -r /usr/include/Random123 "$pkg/include/"
 # (Debian's; OpenBLAS's archive through its alternatives link), and their headers.
 deps=$pkg/deps
 mkdir -p "$deps/lib" "$deps/include" "$deps/share/cmake"
-for l in zstd lz4 jpeg turbojpeg openblas; do
+for l in zstd lz4 jpeg turbojpeg expat openblas; do
   cp -L "/usr/lib/x86_64-linux-gnu/lib$l.a" "$deps/lib/"
 done
 for l in libgfortran.a libquadmath.a; do cp "$(g++ -print-file-name=$l)" "$deps/lib/"; done
@@ -58,7 +60,7 @@ for l in libgfortran.a libquadmath.a; do cp "$(g++ -print-file-name=$l)" "$deps/
 # Debian's multiarch and OpenBLAS directories are flattened into include/, as one -I finds them.
 hdr=$stage/deps.cc
 printf '#include <%s>\n' nlohmann/json.hpp cblas.h cstdio turbojpeg.h \
-  jpeglib.h jerror.h liburing.h lz4.h xxhash.h zlib.h zstd.h >"$hdr"
+  jpeglib.h jerror.h liburing.h lz4.h xxhash.h zlib.h zstd.h curl/curl.h expat.h >"$hdr"
 g++ -std=c++20 -I/usr/include/x86_64-linux-gnu/openblas-pthread -M "$hdr" | tr ' \\' '\n\n' |
   grep '^/usr/include/' | sort -u >"$stage/headers"
 # shellcheck disable=SC2046
