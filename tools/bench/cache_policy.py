@@ -7,9 +7,11 @@ epoch reads the whole dataset, so at least its bytes less the cache's), and no c
 
     cache_policy.py DATASET.rfd --fractions 0.25,0.5,0.75 --epochs 4 --json out.json
 
-Each (policy, fraction) starts from an empty cache; epoch 0 fills it. The steady state is the
-mean of the later epochs (the loader reads ahead into the next epoch, so the bytes of one epoch's
-boundary are counted where they are fetched).
+Each (policy, fraction) starts from an empty cache; epoch 0 fills it. The loader reads ahead into
+the next epoch, so an epoch's bytes are counted where they are fetched, and the figure compared is
+the run's total: against the least any cache of that size can fetch in E epochs, the whole
+dataset once and then its bytes less the cache's each later epoch, D + (E - 1) * max(0, D - C)
+(the read-ahead into epoch E comes on top, for every policy alike).
 """
 
 import argparse
@@ -104,17 +106,19 @@ def main() -> int:
                     per_epoch.append(now - start)
                     start = now
                 del loader
-                steady = sum(per_epoch[1:]) / max(1, len(per_epoch) - 1)
-                floor = max(0, chunk_bytes - size)
+                total = sum(per_epoch)
+                least = chunk_bytes + (a.epochs - 1) * max(0, chunk_bytes - size)
                 row = {"policy": policy, "fraction": fraction, "cache_bytes": size,
                        "dataset_bytes": chunk_bytes, "chunks": local.chunks,
-                       "fetched_per_epoch": per_epoch, "steady_bytes_per_epoch": steady,
-                       "least_bytes_per_epoch": floor}
+                       "fetched_per_epoch": per_epoch, "fetched_bytes": total,
+                       "least_bytes": least, "uncached_bytes": a.epochs * chunk_bytes,
+                       "over_least": total / least}
                 rows.append(row)
                 print(f"cache {fraction:.2f} of {chunk_bytes / 1e6:.1f} MB, {policy:6s}: "
-                      f"epochs {', '.join(f'{b / 1e6:.1f}' for b in per_epoch)} MB fetched; "
-                      f"steady {steady / 1e6:.1f} MB an epoch ({steady / chunk_bytes:.2f} of the "
-                      f"dataset; the least any cache can: {floor / chunk_bytes:.2f})", flush=True)
+                      f"epochs {', '.join(f'{b / 1e6:.1f}' for b in per_epoch)} MB fetched, "
+                      f"{total / 1e6:.1f} MB in all: {total / least:.3f} of the least any cache "
+                      f"can ({least / 1e6:.1f} MB), {total / (a.epochs * chunk_bytes):.3f} of no "
+                      f"cache's", flush=True)
     finally:
         proc.terminate()
         proc.wait(10)
