@@ -12,9 +12,9 @@
 #                                      suite, built with CUDA OFF (no CUDA header reachable), in
 #                                      build-asan/
 #   tools/test.sh --sanitize=thread    ThreadSanitizer: the threaded suites (ctest labels io,
-#                                      pipeline and parallel: the reader, ring, feeder, staging and
-#                                      copier threads, the ranks and their watchdog), in
-#                                      build-tsan/
+#                                      remote, pipeline and parallel: the reader, the cache's
+#                                      filler, ring, feeder, staging and copier threads, the ranks
+#                                      and their watchdog), in build-tsan/
 #
 # A sanitizer finding fails its test: ASan and TSan halt on the first report, UBSan is built
 # without recovery. A finding in a process a test starts (ringfeed-convert, ringfeed under
@@ -154,13 +154,13 @@ for s in $sanitize; do
       ;;
     thread)
       dir=${RINGFEED_BUILD_DIR:-build}-tsan
-      sanitizer_build "$dir" thread tests_io tests_pipeline tests_parallel  # and the MPI plugin
+      sanitizer_build "$dir" thread tests_io tests_remote tests_pipeline tests_parallel  # + MPI plugin
       # Three times over (a test stops at its first failure): a race shows only in some
       # interleavings, and these suites take half a minute.
       reports=$dir/sanitizer-reports
       reports_reset "$dir"
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$sup/tsan.supp:log_path=$reports/tsan:log_exe_name=1 \
-        ctest --test-dir "$dir" --output-on-failure -j"$jobs" -L '^(io|pipeline|parallel)$' \
+        ctest --test-dir "$dir" --output-on-failure -j"$jobs" -L '^(io|remote|pipeline|parallel)$' \
         --repeat until-fail:3 "$@" || status=1
       reports_check "$dir" || status=1
       ;;
