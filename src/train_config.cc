@@ -132,7 +132,10 @@ LoaderOptions TestLoaderOptions(const TrainConfig& c) {
   p.order.shuffle = ShuffleMode::kNone;
   p.order.shuffle_window = std::min(c.pipeline.order.shuffle_window, 4u);
   p.managed = PipelineConfig{}.managed;
-  o.epochs = 0;  // one pass per evaluation, as many as the run makes
+  // One pass per evaluation, one evaluation per epoch trained: at most c.epochs in a run (a
+  // resumed one makes fewer). The plan ends there, so the reader does not read the test split
+  // ahead past the last evaluation (a remote dataset's bytes fetched for nothing).
+  o.epochs = c.epochs;
   o.output_buffers = 0;
   return o;
 }

@@ -133,7 +133,7 @@ TEST(TrainConfig, EveryOptionReachesItsComponent) {
   EXPECT_EQ(test.order.shuffle_window, 4u);  // a small staging area
   EXPECT_FALSE(test.order.drop_last);
   EXPECT_EQ(test.order.world_size, 1u);
-  EXPECT_EQ(test.epochs, 0u);
+  EXPECT_EQ(test.epochs, c->epochs);  // one pass an evaluation: the plan ends with the last
   EXPECT_EQ(test_split.pipeline.mode, PipelineMode::kStreaming);
   EXPECT_EQ(test.feeder.reader.mode, IoMode::kPread);
   EXPECT_EQ(test.ring_slots, 5u);
