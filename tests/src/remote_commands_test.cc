@@ -7,54 +7,22 @@
 #include <string>
 
 #include "io/dataset.h"
-#include "tests/src/train_command_testing.h"
-#include "tests/testing/nginx_server.h"
-#include "tests/testing/temp_dir.h"
+#include "tests/src/remote_testing.h"
 
 namespace rf {
 namespace {
 
-using testing::NginxServer;
 using testing::ProgramPath;
 using testing::RunCommand;
 using testing::TempDir;
 
-class RemoteCommands : public ::testing::Test {
+class RemoteCommands : public testing::ServedDataset {
  protected:
-  void SetUp() override {
-    if (std::string why = testing::NginxMissing(); !why.empty()) GTEST_SKIP() << why;
-    WriterOptions o;
-    o.shards = 2;
-    local_ = testing::MakeDataset(root_, 600, o);
-    std::string error;
-    server_ = NginxServer::Start({root_.path(), "", "", ""}, &error);
-    ASSERT_NE(server_, nullptr) << error;
-  }
-
-  // What of `out` does not depend on timing: each epoch line's losses and accuracies.
-  static std::string LossLines(const std::string& out) {
-    std::string kept;
-    size_t at = 0;
-    while (at < out.size()) {
-      size_t end = out.find('\n', at);
-      if (end == std::string::npos) end = out.size();
-      const std::string line = out.substr(at, end - at);
-      if (line.find("loss") != std::string::npos) {
-        kept += line.substr(0, line.find(", lr "));  // then rates, times, memory
-        kept += '\n';
-      }
-      at = end + 1;
-    }
-    return kept;
-  }
-
   // Every request nginx has logged for the dataset's files (after 2 s: it logs each a moment
   // after answering it).
   size_t Requests() const { return server_->Requests("/s-", SIZE_MAX); }
 
-  TempDir root_, out_;
-  std::string local_;
-  std::unique_ptr<NginxServer> server_;
+  TempDir out_;
 };
 
 TEST_F(RemoteCommands, ReadReadsTheRanksChunksOverHttpWithoutShowingCredentials) {

@@ -1,10 +1,5 @@
 #include "tests/testing/s3_test_server.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -65,28 +60,9 @@ std::unique_ptr<S3TestServer> S3TestServer::Start(const std::string& region,
     args.push_back(c.key_id + ":" + c.secret + (c.session_token.empty() ? "" : ":") +
                    c.session_token);
   }
-  int in[2], out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
-    if (error) *error = "pipe2 failed";
-    return nullptr;
-  }
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives the test
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(kPython, argv.data());
-    ::_exit(127);
-  }
-  ::close(in[0]);
-  ::close(out[1]);
-  s->pid_ = pid;
-  s->to_proxy_ = in[1];
-  s->from_proxy_ = out[0];
-  std::string first = s->ReadLine(20'000);
+  s->proxy_ = ChildProcess::Start(args, error);
+  if (s->proxy_ == nullptr) return nullptr;
+  std::string first = s->proxy_->ReadLine(20'000);
   if (!first.starts_with("port ")) {
     if (error)
       *error = "the S3 test server did not start: " + (first.empty() ? "no answer" : first);
@@ -96,48 +72,14 @@ std::unique_ptr<S3TestServer> S3TestServer::Start(const std::string& region,
   return s;
 }
 
-S3TestServer::~S3TestServer() {
-  if (to_proxy_ >= 0) ::close(to_proxy_);  // its stdin's end: the proxy stops s3rver and exits
-  if (pid_ > 0) {
-    for (int i = 0; i < 200; ++i) {  // 2 s, then kill
-      int st = 0;
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      ::usleep(10'000);
-    }
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int st = 0;
-      ::waitpid(pid_, &st, 0);
-    }
-  }
-  if (from_proxy_ >= 0) ::close(from_proxy_);
-}
+// The proxy's stdin closed (ChildProcess's destructor): it stops s3rver and exits.
+S3TestServer::~S3TestServer() = default;
 
 std::string S3TestServer::endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
-std::string S3TestServer::ReadLine(int timeout_ms) {
-  while (true) {
-    if (size_t nl = pending_.find('\n'); nl != std::string::npos) {
-      std::string line = pending_.substr(0, nl);
-      pending_.erase(0, nl + 1);
-      return line;
-    }
-    pollfd p{from_proxy_, POLLIN, 0};
-    if (::poll(&p, 1, timeout_ms) <= 0) return "";
-    char buf[4096];
-    ssize_t n = ::read(from_proxy_, buf, sizeof buf);
-    if (n <= 0) return "";
-    pending_.append(buf, static_cast<size_t>(n));
-  }
-}
-
 std::string S3TestServer::Command(const std::string& line) {
-  std::string l = line + "\n";
-  if (::write(to_proxy_, l.data(), l.size()) != static_cast<ssize_t>(l.size())) return "";
-  return ReadLine(20'000);
+  if (!proxy_->WriteLine(line)) return "";
+  return proxy_->ReadLine(20'000);
 }
 
 bool S3TestServer::CreateBucket(const std::string& bucket, std::string* error) {
@@ -171,8 +113,10 @@ S3TestServer::Stats S3TestServer::stats() {
     s.last_path = last.value("path", "");
     s.last_token = last.value("token", false);
     if (last.contains("signed"))
-      for (const auto& h : last["signed"])
-        s.last_signed_headers += (s.last_signed_headers.empty() ? "" : ";") + h.get<std::string>();
+      for (const auto& h : last["signed"]) {
+        if (!s.last_signed_headers.empty()) s.last_signed_headers += ';';
+        s.last_signed_headers += h.get<std::string>();  // GCC 12 misfires on "x" + string&&
+      }
   }
   return s;
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/child_process.h"
 #include "tests/testing/temp_dir.h"
 
 namespace rf::testing {
@@ -67,12 +68,9 @@ class S3TestServer {
   S3TestServer() = default;
   // One command line to the proxy, its one line of answer ("" where the proxy is gone).
   std::string Command(const std::string& line);
-  std::string ReadLine(int timeout_ms);
 
   TempDir dir_;
-  pid_t pid_ = -1;
-  int to_proxy_ = -1, from_proxy_ = -1;
-  std::string pending_;  // read from the proxy, not yet a whole line
+  std::unique_ptr<ChildProcess> proxy_;  // tests/testing/s3_signing_proxy.py, s3rver its child
   uint16_t port_ = 0;
 };
 
