@@ -20,8 +20,9 @@
 // Ownership and lifetime: the caller owns every buffer; a request's buffer must stay valid and
 // untouched from Prepare until its completion is returned by Wait (or the fetcher is
 // destroyed). The fetcher writes only inside [buf, buf + len): a body longer than the range is
-// refused, not stored. It allocates at Create, and per request only libcurl's own small state
-// and the text of a failure: never from a size the server claims.
+// refused, not stored. It allocates at Create (each handle's libcurl receive buffer: 512 KiB),
+// and per request only libcurl's own small state and the text of a failure: never from a size
+// the server claims.
 //
 // Errors: never throws. Submit and Wait return a non-Ok Status only for misuse or a libcurl
 // failure of the fetcher itself; a request's own failure comes back in its completion.

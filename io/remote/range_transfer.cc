@@ -14,6 +14,8 @@
 namespace rf {
 namespace {
 
+constexpr long kReceiveBufferBytes = 512 << 10;  // per handle in flight
+
 // SHA-256 of the empty body: every request here is a GET without one.
 constexpr const char* kEmptyBodySha256 =
     "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -96,6 +98,10 @@ Status RangeTransfer::Configure(const HttpFetchOptions& o) {
   set(CURLOPT_LOW_SPEED_LIMIT, 1L);
   set(CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout.count()));
   set(CURLOPT_TCP_KEEPALIVE, 1L);
+  // Bodies are megabytes: libcurl's default 16 KiB receive buffer costs a recv and a callback
+  // every 16 KiB (at 20 ms, `ringfeed read` through the link proxy went from 0.89 to 0.94-1.0 of
+  // curl's parallel ranges with 512 KiB; 1 MiB gained nothing more).
+  set(CURLOPT_BUFFERSIZE, kReceiveBufferBytes);
   set(CURLOPT_ERRORBUFFER, errbuf_);
   set(CURLOPT_HEADERFUNCTION, &RangeTransfer::OnHeader);
   set(CURLOPT_HEADERDATA, this);
