@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <system_error>
+#include <thread>
 
 #include "io/checksum.h"
 #include "io/chunk_fetcher.h"
@@ -176,8 +178,46 @@ Result<Dataset> Dataset::OpenNamed(const std::string& path) {
   return OpenShardSet(path, first, OpenShard);
 }
 
+std::vector<std::optional<Result<OpenedShard>>> Dataset::OpenAll(
+    const std::vector<std::string>& paths, const ShardOpener& open, uint32_t threads) {
+  std::vector<std::optional<Result<OpenedShard>>> out(paths.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < paths.size();) out[i].emplace(open(paths[i]));
+  };
+  std::vector<std::thread> pool;
+  const size_t n = std::min<size_t>(threads, paths.size());
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  return out;
+}
+
 Result<Dataset> Dataset::OpenShardSet(const std::string& path, const std::string& first,
-                                      const ShardOpener& open) {
+                                      const ShardOpener& given, uint32_t threads) {
+  // Opened ahead, all at once, where `first`'s name says how many shards there are: the same
+  // results, taken below in the order one by one would take them (so the same error first).
+  std::vector<std::optional<Result<OpenedShard>>> ahead;
+  std::string named_base;
+  uint32_t named_index = 0, named_count = 0;
+  if (threads > 1 && format::ParseShardName(first, &named_base, &named_index, &named_count) &&
+      named_count > 1 && named_count <= kMaxShardsOpenedAhead) {
+    std::vector<std::string> all;
+    for (uint32_t i = 0; i < named_count; ++i)
+      all.push_back(format::ShardPath(named_base, i, named_count));
+    ahead = OpenAll(all, given, threads);
+  }
+  auto open = [&](const std::string& p) -> Result<OpenedShard> {
+    uint32_t i = 0, count = 0;
+    std::string base;
+    if (!ahead.empty() && format::ParseShardName(p, &base, &i, &count) && base == named_base &&
+        count == named_count && ahead[i].has_value()) {
+      Result<OpenedShard> r = std::move(*ahead[i]);
+      ahead[i].reset();
+      return r;
+    }
+    return given(p);
+  };
   RF_ASSIGN_OR_RETURN(OpenedShard s0, open(first));
   RF_RETURN_IF_ERROR(CheckShardName(first, s0.header));
   const uint32_t n = s0.header.shard_count;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -187,8 +188,15 @@ class Dataset {
   using PartOpener = std::function<Result<Dataset>(const std::string& name)>;
   static Result<Dataset> OpenParts(const std::string& dir, const std::vector<std::string>& names,
                                    const PartOpener& open);
+  // threads > 1: `open` may be called from that many threads at once, and where `first`'s name
+  // says the count (-of-N, N <= kMaxShardsOpenedAhead), every shard is opened at once (a remote
+  // set's round trips overlap) before the checks, which then run as with one thread.
   static Result<Dataset> OpenShardSet(const std::string& path, const std::string& first,
-                                      const ShardOpener& open);
+                                      const ShardOpener& open, uint32_t threads = 1);
+  static constexpr uint32_t kMaxShardsOpenedAhead = 1024;
+  // open(paths[i]) for every i, on `threads` threads.
+  static std::vector<std::optional<Result<OpenedShard>>> OpenAll(
+      const std::vector<std::string>& paths, const ShardOpener& open, uint32_t threads);
   // Adds `part`'s files and chunks after this one's, as its next part.
   void AppendPart(Dataset&& part);
 

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "io/checksum.h"
 #include "io/dataset.h"
@@ -15,6 +16,9 @@
 
 namespace rf {
 namespace {
+
+// Shards of one set opened at once (each on its own connection).
+constexpr uint32_t kShardOpenThreads = 8;
 
 // The file names (last segments) of the objects an s3:// prefix lists, fetched with `remote`.
 Result<std::vector<std::string>> ListedNames(const std::string& prefix,
@@ -62,6 +66,28 @@ Result<std::string> FirstOfS3Name(const std::string& path, const std::string& sh
   return path.substr(0, path.size() - file.size()) + shards.front();
 }
 
+// One shard's header, index and names, read from `o` (named `shown`); `alone`: the dataset was
+// named by this one object's URL, so a 404 says how remote datasets are named.
+Result<OpenedShard> OpenObject(ObjectReader& reader, const RemoteObject& o,
+                               const std::string& shown, bool alone) {
+  Result<uint64_t> size = reader.Size(o);
+  if (!size.ok() && size.status().IsNotFound() && alone) {
+    return Status::NotFound(
+        shown,
+        "no such object (HTTP 404; a remote dataset is named by its file or one "
+        "shard's URL; shards are not looked for under a base name over "
+        "http(s)://)",
+        ENOENT);
+  }
+  if (!size.ok()) return size.status();
+  const uint64_t bytes = *size;
+  return DecodeShard(shown, bytes, [&](void* buf, size_t n, uint64_t offset) -> Result<size_t> {
+    const uint64_t len = offset >= bytes ? 0 : std::min<uint64_t>(n, bytes - offset);
+    RF_RETURN_IF_ERROR(reader.ReadAt(o, buf, len, offset));
+    return static_cast<size_t>(len);
+  });
+}
+
 }  // namespace
 
 Result<Dataset> Dataset::OpenRemote(const std::string& path, const HttpFetchOptions& remote) {
@@ -90,35 +116,40 @@ Result<Dataset> Dataset::OpenRemoteNamed(const std::string& path, const HttpFetc
       RF_ASSIGN_OR_RETURN(given, ResolveRemoteObject(first));
     }
   }
-  RF_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader, ObjectReader::Create(remote));
+  // The shards are opened at once, kShardOpenThreads at a time, each thread with a reader (and
+  // its connections) of its own from `readers`: a set's opens overlap their round trips.
+  std::mutex mu;                                // guards objects and readers
   std::map<std::string, RemoteObject> objects;  // by shown name: the files opened
+  std::vector<std::unique_ptr<ObjectReader>> readers;
   objects.emplace(given.shown, given);
   const bool shard_name = !format::ShardBase(given.shown).empty();
   ShardOpener open = [&](const std::string& shown) -> Result<OpenedShard> {
-    auto it = objects.find(shown);
-    if (it == objects.end()) {
-      RF_ASSIGN_OR_RETURN(RemoteObject o, SiblingObject(given, RemoteFileName(shown)));
-      it = objects.emplace(shown, std::move(o)).first;
+    RemoteObject o;
+    std::unique_ptr<ObjectReader> reader;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = objects.find(shown);
+      if (it == objects.end()) {
+        RF_ASSIGN_OR_RETURN(RemoteObject sibling, SiblingObject(given, RemoteFileName(shown)));
+        it = objects.emplace(shown, std::move(sibling)).first;
+      }
+      o = it->second;
+      if (!readers.empty()) {
+        reader = std::move(readers.back());
+        readers.pop_back();
+      }
     }
-    const RemoteObject& o = it->second;
-    Result<uint64_t> size = reader->Size(o);
-    if (!size.ok() && size.status().IsNotFound() && !shard_name && !s3 && shown == given.shown) {
-      return Status::NotFound(
-          shown,
-          "no such object (HTTP 404; a remote dataset is named by its file or one "
-          "shard's URL; shards are not looked for under a base name over "
-          "http(s)://)",
-          ENOENT);
+    if (reader == nullptr) {
+      RF_ASSIGN_OR_RETURN(reader, ObjectReader::Create(remote));
     }
-    if (!size.ok()) return size.status();
-    const uint64_t bytes = *size;
-    return DecodeShard(shown, bytes, [&](void* buf, size_t n, uint64_t offset) -> Result<size_t> {
-      const uint64_t len = offset >= bytes ? 0 : std::min<uint64_t>(n, bytes - offset);
-      RF_RETURN_IF_ERROR(reader->ReadAt(o, buf, len, offset));
-      return static_cast<size_t>(len);
-    });
+    Result<OpenedShard> r =
+        OpenObject(*reader, o, shown, shown == given.shown && !shard_name && !s3);
+    std::lock_guard<std::mutex> lock(mu);
+    readers.push_back(std::move(reader));
+    return r;
   };
-  RF_ASSIGN_OR_RETURN(Dataset d, OpenShardSet(RedactUrl(path), given.shown, open));
+  RF_ASSIGN_OR_RETURN(Dataset d,
+                      OpenShardSet(RedactUrl(path), given.shown, open, kShardOpenThreads));
   for (const std::string& p : d.shard_paths_) d.objects_.push_back(objects.at(p));
   d.remote_ = remote;
   return d;
