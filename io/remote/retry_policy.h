@@ -27,6 +27,9 @@
 
 namespace rf {
 
+// The longest deadline an option may set: a day.
+inline constexpr uint32_t kMaxFetchDeadlineSeconds = 86400;
+
 struct HttpFetchOptions {
   // How long one request may take, every retry and transfer included.
   std::chrono::milliseconds deadline{120'000};

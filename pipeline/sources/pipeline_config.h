@@ -159,15 +159,15 @@ ManagedOptions ManagedOptionsFor(const PipelineConfig& c);
 #endif
 
 // The pipeline's bounds.
-inline constexpr uint32_t kMaxBatchSize = 1u << 20;            // samples a batch
-inline constexpr uint32_t kMaxShuffleWindow = 4096;            // chunks staged together (3 windows)
-inline constexpr uint32_t kMaxRingSlots = 1024;                // host ring slots, one chunk each
-inline constexpr uint32_t kMaxCopyStreams = 16;                // host-to-device copy streams
-inline constexpr uint32_t kMaxManagedPrefetch = 1u << 16;      // batches ahead
-inline constexpr uint32_t kMaxWorldSize = 1u << 16;            // ranks of one run
-inline constexpr uint32_t kMaxRemoteInFlight = 1024;           // range requests at once
-inline constexpr uint32_t kMaxRemoteDeadline = 86400;          // seconds
-inline constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 60;  // a cache's budget: 1 EiB
+inline constexpr uint32_t kMaxBatchSize = 1u << 20;        // samples a batch
+inline constexpr uint32_t kMaxShuffleWindow = 4096;        // chunks staged together (3 windows)
+inline constexpr uint32_t kMaxRingSlots = 1024;            // host ring slots, one chunk each
+inline constexpr uint32_t kMaxCopyStreams = 16;            // host-to-device copy streams
+inline constexpr uint32_t kMaxManagedPrefetch = 1u << 16;  // batches ahead
+inline constexpr uint32_t kMaxWorldSize = 1u << 16;        // ranks of one run
+inline constexpr uint32_t kMaxRemoteInFlight = 1024;       // range requests at once
+inline constexpr uint32_t kMaxRemoteDeadline = kMaxFetchDeadlineSeconds;  // seconds
+inline constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 60;             // a cache's budget: 1 EiB
 // kMaxEpoch, the most an epoch counter holds: pipeline/sources/batch_source.h.
 
 const OptionTable<PipelineConfig>& PipelineOptionTable();

@@ -3,6 +3,7 @@
 #include <cfloat>
 #include <limits>
 
+#include "io/remote/retry_policy.h"
 #include "options/command_line.h"
 #include "options/dtype_words.h"
 
@@ -309,6 +310,19 @@ void AddDatasetOptions(Table& t) {
        {{"uint8", Elem::kU8}, {"uint16", Elem::kU16}, {"int32", Elem::kI32}, {"int64", Elem::kI64}})
       .For(kConvertExport)
       .Help("raw/npy label type (default: the stored one)");
+  t.Field(
+       "ca-bundle", OptionType::kText, [](auto& c) -> auto& { return c.ca_bundle; })
+      .For(kDatasetReaders)
+      .Help(
+          "remote datasets: a PEM file of the certificates to trust for https:// (default: the "
+          "system's); certificates and host names are always verified");
+  t.Field(
+       "remote-deadline", OptionType::kCount, [](auto& c) -> auto& { return c.remote_deadline; })
+      .Range(1, kMaxFetchDeadlineSeconds)
+      .For(kDatasetReaders)
+      .Help(
+          "remote datasets: seconds one range request may take, its retries (5xx, 429, resets, "
+          "timeouts, with backoff and jitter) included, before the command stops naming it");
   t.Field(
        "verify", OptionType::kSwitch, [](auto& c) -> auto& { return c.verify; })
       .For(kConvertInspect)

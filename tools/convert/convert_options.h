@@ -40,6 +40,9 @@ struct ConvertConfig {
   std::string dataset;              // export, recompress, inspect, verify
   std::string images, labels;       // idx, npy, predecessor
   bool quiet = false;
+  // export, recompress, inspect, verify of a remote dataset (docs/remote.md).
+  std::string ca_bundle;
+  uint32_t remote_deadline = 120;  // seconds
   // The converting subcommands' samples (and raw's --out-dtype); unset: the input's own rule.
   std::optional<DType> dtype;
   float scale = 0;  // 0: the default rule (--scale's own rule refuses 0)

@@ -1,5 +1,9 @@
 // The subcommands that read a dataset: export, recompress, inspect, verify.
+#include <chrono>
+
 #include "io/dataset.h"
+#include "io/remote/remote_object.h"
+#include "io/remote/retry_policy.h"
 #include "tools/convert/commands.h"
 #include "tools/convert/convert_options.h"
 #include "tools/convert/exporter.h"
@@ -11,11 +15,17 @@
 namespace rf::convert {
 namespace {
 
-// The dataset a subcommand reads (a file, or a directory of datasets): a FIFO or a device named
-// as it is refused at once (input_file.h) rather than waited on.
-Result<Dataset> OpenDatasetInput(const std::string& path) {
-  if (!IsDirectory(path)) RF_RETURN_IF_ERROR(CheckInputIsRegular(path));
-  return Dataset::Open(path);
+// The dataset a subcommand reads (a file, a directory of datasets, or a remote one by URL): a
+// FIFO or a device named as it is refused at once (input_file.h) rather than waited on.
+Result<Dataset> OpenDatasetInput(const ConvertConfig& c) {
+  if (IsRemotePath(c.dataset)) {
+    HttpFetchOptions o;
+    o.ca_bundle = c.ca_bundle;
+    o.deadline = std::chrono::seconds(c.remote_deadline);
+    return Dataset::Open(c.dataset, o);
+  }
+  if (!IsDirectory(c.dataset)) RF_RETURN_IF_ERROR(CheckInputIsRegular(c.dataset));
+  return Dataset::Open(c.dataset);
 }
 
 Status PrintVerify(const Dataset& d, bool quiet, std::ostream& out) {
@@ -43,7 +53,7 @@ Status RunExportCommand(const std::vector<std::string>& args, std::ostream& out)
   o.label_elem = c.export_options.label_elem;
   o.memory_budget = c.memory_budget;
   o.progress = !c.quiet;
-  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(c.dataset));
+  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(c));
   RF_ASSIGN_OR_RETURN(ExportSummary s, Export(d, o));
   if (!c.quiet) {
     std::string files;
@@ -63,7 +73,7 @@ Status RunRecompressCommand(const std::vector<std::string>& args, std::ostream& 
   RF_RETURN_IF_ERROR(CheckWriterVersion(c.writer, OptionFace::kCommandLine));
   RecompressOptions o;
   SetCodecFlags(c, &o);
-  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(c.dataset));
+  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(c));
   RF_ASSIGN_OR_RETURN(RecompressSummary s, Recompress(d, c.output, o));
   if (!c.quiet) out << RecompressReport(c.dataset, s);
   return Status::Ok();
@@ -73,7 +83,7 @@ Status RunInspectCommand(const std::vector<std::string>& args, std::ostream& out
   static constexpr ConvertCommand kInspect = {"inspect", kConvertInspect, "DATASET [--verify]"};
   RF_ASSIGN_OR_RETURN(const std::optional<ConvertFlags> f, ReadConvertFlags(kInspect, args, out));
   if (!f) return Status::Ok();
-  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(f->config.dataset));
+  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(f->config));
   out << DescribeDataset(d);
   if (f->config.verify) return PrintVerify(d, false, out);
   return Status::Ok();
@@ -83,7 +93,7 @@ Status RunVerifyCommand(const std::vector<std::string>& args, std::ostream& out)
   static constexpr ConvertCommand kVerify = {"verify", kConvertVerify, "DATASET"};
   RF_ASSIGN_OR_RETURN(const std::optional<ConvertFlags> f, ReadConvertFlags(kVerify, args, out));
   if (!f) return Status::Ok();
-  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(f->config.dataset));
+  RF_ASSIGN_OR_RETURN(Dataset d, OpenDatasetInput(f->config));
   return PrintVerify(d, f->config.quiet, out);
 }
 
