@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`ringfeed read` of a remote dataset against the best parallel download of the same bytes on
 the same emulated link, in one run: nginx serves the dataset's files on loopback (from the page
-cache), tools/bench/link_proxy.py adds a round trip (and a rate cap) in front of it, and rounds
-alternate between
+cache), ringfeed-link-proxy (tools/bench/link_proxy/) adds a round trip (and a rate cap) in front
+of it, and rounds alternate between
 
   ringfeed   `ringfeed read URL --remote-in-flight N --queue-depth N` (every chunk, checksums
              verified), and
@@ -10,6 +10,17 @@ alternate between
              (`curl --parallel --parallel-max N`, output discarded): the download alone.
 
 For each round trip: each tool's GB/s (median over the rounds), and ringfeed's share of curl's.
+
+With --python-path (the built package), each round also times, from a fresh process:
+
+  first      `ringfeed.Loader(URL, batch_size=256, device="cpu")` to its first batch, and to the
+             end of its first epoch; against
+  whole      the peers' scheme (MosaicML Streaming, litdata): a shard's whole file downloaded
+             before its first sample is read (curl, one GET), and the epoch once every shard's
+             file is down (curl, the files in parallel); and
+  chunk      one chunk's range alone on a connection already open (curl's time from the first
+             byte to the last): the "one chunk's transfer" of issue 42's first-batch goal,
+             4 round trips + one chunk.
 
     remote_read.py DATASET.rfd --ringfeed build/bin/ringfeed --rtt-ms 0,20,50 --rounds 3
 """
@@ -53,14 +64,13 @@ def start_nginx(root: str, work: str):
     return proc, port
 
 
-def start_proxy(port: int, rtt_ms: float, rate_mbps: float):
-    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "link_proxy.py"), "--upstream",
-                             f"127.0.0.1:{port}", "--rtt-ms", str(rtt_ms), "--rate-mbps",
-                             str(rate_mbps)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
+def start_proxy(proxy: str, port: int, rtt_ms: float, rate_mbps: float):
+    proc = subprocess.Popen([proxy, "--upstream", f"127.0.0.1:{port}", "--rtt-ms", str(rtt_ms),
+                             "--rate-mbps", str(rate_mbps)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if not line.startswith("port "):
-        raise SystemExit(f"link_proxy.py did not start: {line!r}")
+        raise SystemExit(f"{proxy} did not start: {line!r}")
     return proc, int(line.split()[1])
 
 
@@ -112,18 +122,79 @@ def run_curl(files, base_url: str, in_flight: int, work: str) -> dict:
     return {"bytes": total, "seconds": seconds}
 
 
+FIRST_BATCH = '''
+import json, sys, time
+import ringfeed
+t0 = time.monotonic()
+loader = ringfeed.Loader(sys.argv[1], batch_size=256, device="cpu")
+t_open = time.monotonic()
+n = 0
+for i, (x, y) in enumerate(loader):
+    if i == 0:
+        t_first = time.monotonic()
+    n += int(y.shape[0])
+t_epoch = time.monotonic()
+print(json.dumps({"open_s": t_open - t0, "first_batch_s": t_first - t0,
+                  "epoch_s": t_epoch - t0, "samples": n}))
+'''
+
+
+def run_first_batch(python_path: str, url: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=python_path)
+    r = subprocess.run([sys.executable, "-c", FIRST_BATCH, url], capture_output=True, text=True,
+                       env=env)
+    if r.returncode != 0:
+        raise SystemExit(f"ringfeed.Loader failed: {r.stdout}{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def run_whole_shards(files, base_url: str, work: str) -> dict:
+    """The peers' scheme: shard 0's whole file, then every file whole, in parallel."""
+    t0 = time.monotonic()
+    first = subprocess.run([CURL, "-sS", "-f", "-o", "/dev/null",
+                            f"{base_url}/{os.path.basename(files[0])}"], capture_output=True)
+    t_first = time.monotonic() - t0
+    cfg = os.path.join(work, "whole.cfg")
+    with open(cfg, "w") as f:
+        f.write("next\n".join(f'url = "{base_url}/{os.path.basename(p)}"\noutput = "/dev/null"\n'
+                              f"fail\n" for p in files[1:]))
+    rest = subprocess.run([CURL, "-sS", "--parallel", "--parallel-max", str(len(files)), "-K",
+                           cfg], capture_output=True) if len(files) > 1 else first
+    if first.returncode != 0 or rest.returncode != 0:
+        raise SystemExit(f"curl failed: {first.stderr}{rest.stderr}")
+    return {"first_batch_s": t_first, "epoch_s": time.monotonic() - t0}
+
+
+def run_chunk(base_url: str, name: str, offset: int, length: int) -> float:
+    """One chunk's transfer time on an open connection: the range fetched twice on one
+    connection (curl reuses it), the second's first byte to last byte."""
+    url = f"{base_url}/{name}"
+    fmt = "%{time_starttransfer} %{time_total}\n"
+    r = subprocess.run([CURL, "-sS", "-f", "-r", f"{offset}-{offset + length - 1}", "-o",
+                        "/dev/null", "-w", fmt, url, "-r", f"{offset}-{offset + length - 1}",
+                        "-o", "/dev/null", "-w", fmt, url], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"curl failed: {r.stderr}")
+    start, total = (float(x) for x in r.stdout.split()[-2:])
+    return total - start
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="a local .rfd dataset (one file, or the shards' base name)")
     p.add_argument("--ringfeed", required=True)
+    p.add_argument("--proxy", help="ringfeed-link-proxy (default: beside --ringfeed)")
+    p.add_argument("--python-path", help="the built package's directory: also time the first "
+                   "batch and epoch of ringfeed.Loader against whole-shard downloads")
     p.add_argument("--rtt-ms", default="0,20,50")
     p.add_argument("--rate-mbps", type=float, default=0.0)
     p.add_argument("--in-flight", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json", help="write the figures here")
     a = p.parse_args()
-    for tool in (NGINX, CURL):
+    a.proxy = a.proxy or os.path.join(os.path.dirname(a.ringfeed), "ringfeed-link-proxy")
+    for tool in (NGINX, CURL, a.proxy):
         if not os.access(tool, os.X_OK):
             raise SystemExit(f"{tool} is not installed")
     stem = a.dataset[:-4] if a.dataset.endswith(".rfd") else a.dataset
@@ -138,10 +209,11 @@ def main() -> None:
         nginx, port = start_nginx(root, work)
         try:
             for rtt in (float(x) for x in a.rtt_ms.split(",")):
-                proxy, pport = start_proxy(port, rtt, a.rate_mbps)
+                proxy, pport = start_proxy(a.proxy, port, rtt, a.rate_mbps)
                 base = f"http://127.0.0.1:{pport}"
                 url = f"{base}/{os.path.basename(files[0])}"
                 got = {"ringfeed": [], "curl": []}
+                first = {"loader": [], "whole": [], "chunk_s": []}
                 try:
                     for k in range(a.rounds):  # interleaved, the first alternating
                         order = ("ringfeed", "curl") if k % 2 == 0 else ("curl", "ringfeed")
@@ -150,6 +222,11 @@ def main() -> None:
                                  if tool == "ringfeed" else
                                  run_curl(files, base, a.in_flight, work))
                             got[tool].append(r["bytes"] / r["seconds"] / 1e9)
+                        if a.python_path:
+                            first["loader"].append(run_first_batch(a.python_path, url))
+                            first["whole"].append(run_whole_shards(files, base, work))
+                            first["chunk_s"].append(
+                                run_chunk(base, os.path.basename(files[0]), 4096, RANGE))
                 finally:
                     proxy.stdin.close()
                     proxy.wait(10)
@@ -161,6 +238,22 @@ def main() -> None:
                 print(f"rtt {rtt:g} ms, {a.in_flight} in flight: ringfeed "
                       f"{row['ringfeed_gb_per_s']:.3f} GB/s, curl {row['curl_gb_per_s']:.3f} "
                       f"GB/s, ratio {row['ratio']:.3f}", flush=True)
+                if a.python_path:
+                    med = statistics.median
+                    row["first"] = first
+                    row["loader_first_batch_s"] = med(r["first_batch_s"] for r in first["loader"])
+                    row["loader_open_s"] = med(r["open_s"] for r in first["loader"])
+                    row["loader_epoch_s"] = med(r["epoch_s"] for r in first["loader"])
+                    row["whole_first_batch_s"] = med(r["first_batch_s"] for r in first["whole"])
+                    row["whole_epoch_s"] = med(r["epoch_s"] for r in first["whole"])
+                    row["chunk_s"] = med(first["chunk_s"])
+                    budget = 4 * rtt / 1000 + row["chunk_s"]
+                    row["first_batch_over_budget"] = row["loader_first_batch_s"] / budget
+                    print(f"rtt {rtt:g} ms, first batch: Loader {row['loader_first_batch_s']:.3f} s "
+                          f"(open {row['loader_open_s']:.3f} s; 4 RTT + a chunk "
+                          f"{budget:.3f} s), whole shard {row['whole_first_batch_s']:.3f} s; "
+                          f"epoch: Loader {row['loader_epoch_s']:.3f} s, whole shards "
+                          f"{row['whole_epoch_s']:.3f} s", flush=True)
         finally:
             nginx.send_signal(signal.SIGTERM)
             nginx.wait(10)

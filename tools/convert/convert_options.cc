@@ -277,6 +277,13 @@ void AddImageOptions(Table& t) {
       .Range(1, 100)
       .For(kConvertImages)
       .Help("the JPEG quality of a re-encode (only with --max-side)");
+  t.Field(
+       "skip-bad", OptionType::kSwitch, [](auto& c) -> auto& { return c.images_options.skip_bad; })
+      .For(kConvertImages)
+      .Help(
+          "keep going past an image that cannot be stored (damaged, empty, not an image, too "
+          "large, or a JPEG the decoders do not take without --max-side): write the others, "
+          "and list each one left out with its reason in OUT's report (OUT.skipped.tsv)");
 }
 
 void AddDatasetOptions(Table& t) {

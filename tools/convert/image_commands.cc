@@ -37,6 +37,7 @@ Status RunImagesCommand(const std::vector<std::string>& args, std::ostream& out)
   o.max_image_side = images.max_image_side;
   o.max_side = images.max_side;
   o.quality = static_cast<int>(images.quality);
+  o.skip_bad = images.skip_bad;
   o.threads = c.threads;
   SetCodecFlags(c, &o);
   const std::vector<std::string>& inputs = c.inputs;

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "core/cpus.h"
+#include "io/file.h"
+#include "io/format.h"
 #include "tools/convert/elem_type.h"
 #include "tools/convert/image_pipeline.h"
 #include "tools/convert/progress.h"
@@ -20,7 +22,10 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
                          std::to_string(o.max_image_side) + ", or quality " +
                          std::to_string(o.quality) + " not 1 to 100");
   const std::vector<std::string> inputs = src.input_paths();
-  RF_RETURN_IF_ERROR(CheckRecordOutputs(out_path, o.shards, inputs));
+  const std::string report = o.skip_bad ? SkippedReportPath(out_path) : "";
+  RF_RETURN_IF_ERROR(CheckRecordOutputs(
+      out_path, o.shards, inputs,
+      o.skip_bad ? std::vector<std::string>{report} : std::vector<std::string>{}));
 
   const auto start = std::chrono::steady_clock::now();
   ImageConvertSummary s;
@@ -42,6 +47,8 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   constexpr size_t kNamed = 10, kConvertedNamed = 5;
   std::vector<std::string> bad;
   uint64_t bad_count = 0, read_bytes = 0;
+  std::string skipped = "# ringfeed-convert images: the images left out of " + out_path +
+                        " (--skip-bad): path, tab, reason\n";
   std::vector<uint8_t> label(8);
   Progress progress("converting", src.input_bytes(), o.progress);
   ImageRules rules;
@@ -55,9 +62,16 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
     if (!c.refused.empty()) {
       if (bad.size() < kNamed) bad.push_back(c.item.name + ": " + c.refused);
       ++bad_count;
+      if (o.skip_bad) {
+        skipped += c.item.name;
+        skipped += '\t';
+        skipped += c.refused;
+        skipped += '\n';
+      }
       return Status::Ok();
     }
-    if (bad_count != 0) return Status::Ok();  // nothing more is written; every bad one is named
+    // Without skip_bad, nothing more is written once one is refused; every bad one is named.
+    if (bad_count != 0 && !o.skip_bad) return Status::Ok();
     StoreInteger(ElemOf(s.label_dtype), c.item.label, label.data(), 0);
     const std::vector<uint8_t>& bytes = c.stored();
     const uint64_t offsets[2] = {0, bytes.size()};
@@ -73,14 +87,24 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
     return Status::Ok();
   }));
   progress.Finish();
-  if (bad_count != 0) {
-    std::string what = std::to_string(bad_count) + " image" + (bad_count == 1 ? "" : "s") +
-                       " refused, nothing written: ";
+  if (bad_count != 0 && (!o.skip_bad || s.images == 0)) {
+    std::string what = std::to_string(bad_count) + " image" + (bad_count == 1 ? "" : "s");
+    what += s.images == 0 && o.skip_bad ? " refused and none left, nothing written: "
+                                        : " refused, nothing written: ";
     for (size_t i = 0; i < bad.size(); ++i) what += (i ? "; " : "") + bad[i];
     if (bad_count > bad.size()) what += "; and " + std::to_string(bad_count - bad.size()) + " more";
+    if (!o.skip_bad) {
+      what += " (--skip-bad writes the others and lists these in " + SkippedReportPath(out_path);
+      what += o.max_side == 0 ? "; --max-side N converts the JPEGs the decoders do not take)" : ")";
+    }
     return Status::InvalidArgument(what);
   }
   RF_ASSIGN_OR_RETURN(RecordOutput written, FinishRecordOutput(*writer, out_path));
+  if (o.skip_bad) {
+    RF_RETURN_IF_ERROR(WriteFileAtomically(report, skipped));
+    s.skipped = bad_count;
+    s.skipped_report = report;
+  }
   s.seconds = std::chrono::duration<double>(written.finished - start).count();
   s.bytes = written.bytes;
   s.paths = std::move(written.paths);
@@ -92,6 +116,13 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   s.max_side = o.max_side;
   s.quality = o.quality;
   return s;
+}
+
+std::string SkippedReportPath(const std::string& out_path) {
+  const std::string ext = format::kExtension;
+  const std::string stem =
+      out_path.ends_with(ext) ? out_path.substr(0, out_path.size() - ext.size()) : out_path;
+  return stem + ".skipped.tsv";
 }
 
 namespace {
@@ -148,6 +179,10 @@ std::string ImageConvertReport(const ImageConvertSummary& s) {
   if (!s.links_not_followed.empty())
     out += "passed over " + LinksNotFollowedText(s.links_not_followed) + "\n";
   if (s.max_side != 0) out += ReencodeReport(s);
+  if (!s.skipped_report.empty())
+    out += "left out " + Images(s.skipped) +
+           " that could not be stored (--skip-bad): " + (s.skipped == 0 ? "none; " : "") +
+           "listed in " + s.skipped_report + "\n";
   return out + RemovedReport(s.removed);
 }
 

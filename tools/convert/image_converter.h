@@ -40,7 +40,13 @@ struct ImageConvertOptions {
   uint32_t format_version = 0;
   uint64_t dataset_id = 0;
   bool progress = true;
+  // Refused images are left out and listed in SkippedReportPath(out_path) (path, tab, reason,
+  // a line each, after a header line); without it, one refused image stops the conversion.
+  bool skip_bad = false;
 };
+
+// "DIR/train.skipped.tsv" for "DIR/train.rfd" (or "DIR/train"): skip_bad's report.
+std::string SkippedReportPath(const std::string& out_path);
 
 struct ImageConvertSummary {
   uint64_t images = 0;
@@ -60,12 +66,17 @@ struct ImageConvertSummary {
   int quality = 0;
   uint64_t reencoded = 0, resized = 0, converted = 0;
   std::vector<std::string> converted_named;
+  // Under skip_bad: the images left out, and the report that lists them (written every time).
+  uint64_t skipped = 0;
+  std::string skipped_report;
 };
 
 // Every image of `source` as a record, in order. An image refused (by the rules above, one too
 // large to read, one whose re-encode fails) does not stop the reading: every bad image is found,
-// then the conversion fails with one line naming them (the first 10 and how many in all), and
-// nothing is written. Usage where max_side is above max_image_side or quality not 1 to 100.
+// then the conversion fails with one line naming them (the first 10 and how many in all, and
+// --skip-bad), and nothing is written; under skip_bad they are left out and listed in the report
+// instead (and a conversion with no image left fails so, writing nothing). Usage where max_side
+// is above max_image_side or quality not 1 to 100.
 Result<ImageConvertSummary> ConvertImages(ImageSource& source, const std::string& out_path,
                                           const ImageConvertOptions& options);
 std::string ImageConvertReport(const ImageConvertSummary& s);

@@ -7,10 +7,12 @@
 namespace rf::convert {
 
 Status CheckRecordOutputs(const std::string& out_path, uint32_t shards,
-                          const std::vector<std::string>& inputs) {
+                          const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& also) {
   std::vector<NamedPath> outputs, input_files;
   for (uint32_t i = 0; i < shards; ++i)
     outputs.push_back({"", format::ShardPath(out_path, i, shards)});
+  for (const std::string& a : also) outputs.push_back({"", a});
   for (const std::string& in : inputs) input_files.push_back({"", in});
   return CheckOutputPaths(outputs, input_files);
 }

@@ -1,8 +1,9 @@
 // The writing end that the converters of records from input files share (ConvertImages in
 // image_converter.h, ConvertDocuments in token_converter.h):
-//   CheckRecordOutputs   before any input is read: the dataset's shard files checked against the
-//                        inputs and each other (io/file.h's CheckOutputPaths: no output may be an
-//                        input, another output or a special file);
+//   CheckRecordOutputs   before any input is read: the dataset's shard files (and the files in
+//                        `also`, a report beside them) checked against the inputs and each other
+//                        (io/file.h's CheckOutputPaths: no output may be an input, another
+//                        output or a special file);
 //   RecordWriterOptions  the writer's options from the converter's (shards, chunk size, codec,
 //                        its threads, format version, dataset id, the largest record), the
 //                        inputs kept (the writer never replaces one);
@@ -23,7 +24,8 @@
 namespace rf::convert {
 
 Status CheckRecordOutputs(const std::string& out_path, uint32_t shards,
-                          const std::vector<std::string>& inputs);
+                          const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& also = {});
 
 // `Options`: a converter's options (ImageConvertOptions, TokenConvertOptions), whose fields of
 // these names say what the writer's do.

@@ -1,5 +1,5 @@
 """Remote datasets (issue 42): `ringfeed read` of a dataset served by nginx through an emulated
-link (tools/bench/link_proxy.py: a round trip, a rate cap) against curl's parallel download of the
+link (ringfeed-link-proxy, tools/bench/link_proxy/: a round trip, a rate cap) against curl's parallel download of the
 same bytes on the same link, interleaved round by round (tools/bench/remote_read.py). Needs nginx
 and curl where it runs (the CPU machine has them; the GPU machines do not)."""
 
