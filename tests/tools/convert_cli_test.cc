@@ -426,8 +426,10 @@ TEST(ConvertCli, ImagesReencodeOptionsOutOfRangeExitTwoAndAReencodeSaysWhatItDid
       << out;
   testing::WriteAll(t.File("tree/c/p.png"), "\x89PNG\r\n\x1a\n", 8);
   EXPECT_EQ(RunCommand(images + " --max-side 100 -q", &out), 1);
+  // Under --max-side, the refusal names only --skip-bad as what would help.
   EXPECT_EQ(out, "ringfeed-convert: 1 image refused, nothing written: " + t.File("tree/c/p.png") +
-                     ": PNG data, not a JPEG\n");
+                     ": PNG data, not a JPEG (--skip-bad writes the others and lists these in " +
+                     t.File("d.skipped.tsv") + ")\n");
 }
 
 }  // namespace
