@@ -15,9 +15,9 @@ With --python-path (the built package), each round also times, from a fresh proc
 
   first      `ringfeed.Loader(URL, batch_size=256, device="cpu")` to its first batch, and to the
              end of its first epoch; against
-  whole      the peers' scheme (MosaicML Streaming, litdata): a shard's whole file downloaded
-             before its first sample is read (curl, one GET), and the epoch once every shard's
-             file is down (curl, the files in parallel); and
+  whole      the peers' scheme (MosaicML Streaming, litdata): the same bytes as 64 MB shards,
+             each downloaded whole before a sample of it is read: the first batch once the first
+             is down (curl, one GET), the epoch once every one is (curl, N in parallel); and
   chunk      one chunk's range alone on a connection already open (curl's time from the first
              byte to the last): the "one chunk's transfer" of issue 42's first-batch goal,
              4 round trips + one chunk.
@@ -148,18 +148,33 @@ def run_first_batch(python_path: str, url: str) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def run_whole_shards(files, base_url: str, work: str) -> dict:
-    """The peers' scheme: shard 0's whole file, then every file whole, in parallel."""
+SHARD = 64 << 20  # MosaicML Streaming's and litdata's default shard size
+
+
+def run_whole_shards(files, base_url: str, in_flight: int, work: str) -> dict:
+    """The peers' scheme on the same bytes: the data as 64 MB shards (each 64 MiB of the files
+    stands for one shard object), each downloaded whole before a sample of it is read: the first
+    batch once the first shard is down (curl, one GET), the epoch once every shard is, `in_flight`
+    at a time (curl --parallel)."""
     t0 = time.monotonic()
-    first = subprocess.run([CURL, "-sS", "-f", "-o", "/dev/null",
-                            f"{base_url}/{os.path.basename(files[0])}"], capture_output=True)
+    name = os.path.basename(files[0])
+    first = subprocess.run([CURL, "-sS", "-f", "-r", f"0-{SHARD - 1}", "-o", "/dev/null",
+                            f"{base_url}/{name}"], capture_output=True)
     t_first = time.monotonic() - t0
     cfg = os.path.join(work, "whole.cfg")
+    shards = []
+    for path in files:
+        size = os.path.getsize(path)
+        for at in range(0, size, SHARD):
+            if path == files[0] and at == 0:
+                continue  # the first shard, down already
+            shards.append(f'url = "{base_url}/{os.path.basename(path)}"\n'
+                          f'range = "{at}-{min(size, at + SHARD) - 1}"\noutput = "/dev/null"\n'
+                          f"fail\n")
     with open(cfg, "w") as f:
-        f.write("next\n".join(f'url = "{base_url}/{os.path.basename(p)}"\noutput = "/dev/null"\n'
-                              f"fail\n" for p in files[1:]))
-    rest = subprocess.run([CURL, "-sS", "--parallel", "--parallel-max", str(len(files)), "-K",
-                           cfg], capture_output=True) if len(files) > 1 else first
+        f.write("next\n".join(shards))
+    rest = subprocess.run([CURL, "-sS", "--parallel", "--parallel-max", str(in_flight), "-K",
+                           cfg], capture_output=True)
     if first.returncode != 0 or rest.returncode != 0:
         raise SystemExit(f"curl failed: {first.stderr}{rest.stderr}")
     return {"first_batch_s": t_first, "epoch_s": time.monotonic() - t0}
@@ -224,7 +239,7 @@ def main() -> None:
                             got[tool].append(r["bytes"] / r["seconds"] / 1e9)
                         if a.python_path:
                             first["loader"].append(run_first_batch(a.python_path, url))
-                            first["whole"].append(run_whole_shards(files, base, work))
+                            first["whole"].append(run_whole_shards(files, base, a.in_flight, work))
                             first["chunk_s"].append(
                                 run_chunk(base, os.path.basename(files[0]), 4096, RANGE))
                 finally:

@@ -1,7 +1,8 @@
 """Remote datasets (issue 42): `ringfeed read` of a dataset served by nginx through an emulated
 link (ringfeed-link-proxy, tools/bench/link_proxy/: a round trip, a rate cap) against curl's parallel download of the
-same bytes on the same link, interleaved round by round (tools/bench/remote_read.py). Needs nginx
-and curl where it runs (the CPU machine has them; the GPU machines do not)."""
+same bytes on the same link, interleaved round by round, and ringfeed.Loader's first batch and
+epoch against the peers' whole-shard downloads (tools/bench/remote_read.py). Needs nginx and curl
+where it runs (the CPU machine has them; the GPU machines do not)."""
 
 import os
 
@@ -22,11 +23,12 @@ def remote(ctx, s):
             ctx.skip("remote", f"{tool} is not installed here (apt-get install nginx curl)")
             return
     path = data.synthetic(ctx, s.gb, seed=4, extra=("--shards", str(s.shards)))
+    site = ctx.extension(ctx.after)
     out = ctx.log_path("remote", ".json")
     r = ctx.run("remote_read", [ctx.python_exe, os.path.join(BENCH, "remote_read.py"), path,
                                 "--ringfeed", ctx.after.tool("ringfeed"), "--rtt-ms", s.rtt_ms,
                                 "--rate-mbps", s.rate_mbps, "--in-flight", s.in_flight,
-                                "--rounds", s.rounds, "--json", out])
+                                "--rounds", s.rounds, "--python-path", site, "--json", out])
     for line in r.out.splitlines():
         if line.startswith("rtt "):
             ctx.say(line)
@@ -34,9 +36,11 @@ def remote(ctx, s):
         ctx.fail(f"remote_read.py: {r.tail(3)}")
     for row in load_json(out)["results"]:
         key = f"rtt{row['rtt_ms']:g}ms"
-        ctx.figure(f"{key}_ringfeed_gb_per_s", row["ringfeed_gb_per_s"])
-        ctx.figure(f"{key}_curl_gb_per_s", row["curl_gb_per_s"])
-        ctx.figure(f"{key}_ratio", row["ratio"])
+        for name in ("ringfeed_gb_per_s", "curl_gb_per_s", "ratio", "loader_first_batch_s",
+                     "loader_open_s", "loader_epoch_s", "whole_first_batch_s", "whole_epoch_s",
+                     "chunk_s", "first_batch_over_budget"):
+            if name in row:
+                ctx.figure(f"{key}_{name}", row[name])
 
 
 @part("cache", budget=240, about="the node-local cache's eviction, Belady by the known order "
