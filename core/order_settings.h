@@ -28,6 +28,9 @@ enum class ShuffleMode { kWindow, kNone };
 struct EpochStretch {
   uint32_t world_size = 1;  // >= 1
   uint64_t position = 0;
+  // The stretch's partition (OrderSettings::node_ranks): 0 the global one. Only stretch 0's
+  // decides an order (the later ones split what it left).
+  uint32_t node_ranks = 0;
   bool operator==(const EpochStretch&) const = default;
 };
 
@@ -71,6 +74,11 @@ struct OrderSettings {
   // This rank's part of every epoch: rank < world_size.
   uint32_t rank = 0;
   uint32_t world_size = 1;
+  // The partition: 0, the global one (each epoch deals all the chunks to all the ranks); L >= 1,
+  // the node partition: ranks in machines of L consecutive ones, each machine's ranks drawing
+  // from the same part of the dataset every epoch (pipeline/order/world_order.h). Not yet set by
+  // an option or recorded by a checkpoint or state (issue 42).
+  uint32_t node_ranks = 0;
   ResumedEpoch resumed;
 };
 

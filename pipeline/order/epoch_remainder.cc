@@ -208,7 +208,8 @@ class EpochRemainder::Builder {
 
 EpochRemainder::EpochRemainder(std::shared_ptr<const ChunkTable> table, const OrderSettings& o)
     : old_(std::move(table), o.shuffle == ShuffleMode::kWindow, o.shuffle_window,
-           o.first_window_chunks, o.seed, o.resumed.stretches.at(0).world_size),
+           o.first_window_chunks, o.seed, o.resumed.stretches.at(0).world_size,
+           o.resumed.stretches.at(0).node_ranks),
       epoch_(o.resumed.epoch) {
   Builder b(*this, o);
   b.EmitRank(o.world_size, o.rank);

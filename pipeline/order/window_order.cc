@@ -10,7 +10,7 @@ std::vector<EpochStretch> StretchesAt(const OrderSettings& order, uint64_t epoch
                                       uint32_t world_size, uint64_t position) {
   std::vector<EpochStretch> out;
   if (epoch == order.resumed.epoch) out = order.resumed.stretches;
-  out.push_back({world_size, position});
+  out.push_back({world_size, position, order.node_ranks});
   return out;
 }
 
@@ -27,7 +27,7 @@ ResumePoint ResumeAt(uint64_t epoch, std::vector<EpochStretch> stretches, uint32
 WindowOrder::WindowOrder(std::vector<uint32_t> chunk_samples, const OrderSettings& order)
     : table_(std::make_shared<const ChunkTable>(std::move(chunk_samples))),
       world_(table_, order.shuffle == ShuffleMode::kWindow, order.shuffle_window,
-             order.first_window_chunks, order.seed, order.world_size),
+             order.first_window_chunks, order.seed, order.world_size, order.node_ranks),
       rank_(std::min(order.rank, world_.world_size() - 1)) {
   if (!order.resumed.stretches.empty()) {
     remainder_ = std::make_shared<const EpochRemainder>(table_, order);

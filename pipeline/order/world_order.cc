@@ -7,6 +7,38 @@
 #include "pipeline/order/epoch_order.h"
 
 namespace rf {
+namespace {
+
+// The second of the three seed words of the node partition's permutation (no epoch's key has
+// three words: EpochOrder's has two, the windows' four or five).
+constexpr uint64_t kPartitionWord = 0x6e6f64652d706172ull;  // "node-par"
+
+// Deals `rounds` rounds of `members` consecutive chunks of `c`: round i's largest chunk to the
+// member with the fewest samples so far, the next largest to the next (ties: the earlier chunk,
+// the lower member); place(round, member, chunk). The members' totals (in *total, added to)
+// then never differ by more than the largest chunk more than they did.
+template <typename Place>
+void GreedyRounds(const uint64_t* c, uint64_t rounds, uint32_t members,
+                  const std::vector<uint32_t>& samples, std::vector<uint64_t>* total, Place place) {
+  std::vector<uint32_t> by_total(members), by_size(members);
+  for (uint64_t round = 0; round < rounds; ++round) {
+    const uint64_t* r = c + round * members;
+    std::iota(by_total.begin(), by_total.end(), 0u);
+    std::stable_sort(by_total.begin(), by_total.end(),
+                     [&](uint32_t a, uint32_t b) { return (*total)[a] < (*total)[b]; });
+    std::iota(by_size.begin(), by_size.end(), 0u);
+    std::stable_sort(by_size.begin(), by_size.end(),
+                     [&](uint32_t a, uint32_t b) { return samples[r[a]] > samples[r[b]]; });
+    for (uint32_t k = 0; k < members; ++k) {
+      const uint32_t m = by_total[k];
+      const uint64_t g = r[by_size[k]];
+      place(round, m, g);
+      (*total)[m] += samples[g];
+    }
+  }
+}
+
+}  // namespace
 
 ChunkTable::ChunkTable(std::vector<uint32_t> chunk_samples) : samples(std::move(chunk_samples)) {
   first.assign(samples.size() + 1, 0);
@@ -17,13 +49,22 @@ ChunkTable::ChunkTable(std::vector<uint32_t> chunk_samples) : samples(std::move(
 
 WorldOrder::WorldOrder(std::shared_ptr<const ChunkTable> table, bool shuffle,
                        uint32_t window_chunks, uint32_t first_window_chunks, uint64_t seed,
-                       uint32_t world_size)
+                       uint32_t world_size, uint32_t node_ranks)
     : table_(std::move(table)),
       window_(std::max<uint32_t>(1, window_chunks)),
       first_window_(std::clamp<uint32_t>(first_window_chunks, 1, window_)),
       shuffle_(shuffle),
       seed_(seed),
       world_(std::max<uint32_t>(1, world_size)) {
+  if (node_ranks >= 1 && world_ % node_ranks == 0 && world_ / node_ranks >= 2) {
+    node_ranks_ = node_ranks;
+    nodes_ = world_ / node_ranks;
+  }
+  SizeDeal();
+  if (nodes_ != 0) PartitionByNode();
+}
+
+void WorldOrder::SizeDeal() {
   const uint64_t chunks = table_->samples.size();
   if (world_ == 1) {  // every chunk is rank 0's, whatever its size: the single-rank order
     dealt_total_ = dealt_ = chunks;
@@ -39,10 +80,12 @@ WorldOrder::WorldOrder(std::shared_ptr<const ChunkTable> table, bool shuffle,
   // keeps it. The balanced tail holds more than N chunks (N * (M + 1) samples, M the largest
   // chunk's), so it can deal more only where more than N + 1 chunks are not full.
   if (chunks - table_->full_chunks <= uint64_t{world_} + 1) return;
-  // Its tail: K chunks, the fewest whose smallest K hold N * (M + 1) samples.
+  // Its tail: K chunks, the fewest whose smallest K hold N * (M + 1) samples (N * (2M + 1) under
+  // the node partition, whose nodes' totals and then ranks' each differ by up to M).
   std::vector<uint32_t> ascending = table_->samples;
   std::sort(ascending.begin(), ascending.end());
-  const uint64_t margin = uint64_t{world_} * (uint64_t{table_->full_samples} + 1);
+  const uint64_t spread = uint64_t{nodes_ != 0 ? 2u : 1u} * table_->full_samples;
+  const uint64_t margin = uint64_t{world_} * (spread + 1);
   uint64_t tail = 0, held = 0;
   while (tail < chunks && held < margin) held += ascending[tail++];
   const uint64_t dealt = (chunks - tail) / world_;
@@ -101,6 +144,7 @@ EpochDeal WorldOrder::Deal(uint64_t epoch) const {
     deal.dealt = std::move(chunks);
     return deal;
   }
+  if (nodes_ != 0) return DealByNode(chunks);
   if (balanced_) return DealBalanced(chunks);
   // The first dealt_total_ full chunks go round-robin; the rest to every rank, after its own.
   deal.dealt.reserve(dealt_total_);
@@ -116,40 +160,86 @@ EpochDeal WorldOrder::Deal(uint64_t epoch) const {
 }
 
 EpochDeal WorldOrder::DealBalanced(const std::vector<uint64_t>& chunks) const {
-  const std::vector<uint32_t>& samples = table_->samples;
   EpochDeal deal;
   deal.dealt.resize(dealt_total_);
   deal.shared.assign(chunks.begin() + static_cast<ptrdiff_t>(dealt_total_), chunks.end());
-  // Round i deals permutation chunks i*N .. i*N + N - 1: the largest to the rank with the fewest
-  // samples so far (ties: the earlier chunk, the lower rank). The ranks' totals then never differ
-  // by more than the largest chunk.
+  // Round i deals permutation chunks i*N .. i*N + N - 1, greedily: the ranks' totals then never
+  // differ by more than the largest chunk.
   std::vector<uint64_t> total(world_, 0);
-  std::vector<uint32_t> by_total(world_), by_size(world_);
-  for (uint64_t round = 0; round < dealt_; ++round) {
-    const uint64_t* c = chunks.data() + round * world_;
-    std::iota(by_total.begin(), by_total.end(), 0u);
-    std::stable_sort(by_total.begin(), by_total.end(),
-                     [&](uint32_t a, uint32_t b) { return total[a] < total[b]; });
-    std::iota(by_size.begin(), by_size.end(), 0u);
-    std::stable_sort(by_size.begin(), by_size.end(),
-                     [&](uint32_t a, uint32_t b) { return samples[c[a]] > samples[c[b]]; });
-    for (uint32_t k = 0; k < world_; ++k) {
-      const uint32_t r = by_total[k];
-      const uint64_t g = c[by_size[k]];
-      deal.dealt[round * world_ + r] = g;
-      total[r] += samples[g];
-    }
-  }
+  GreedyRounds(chunks.data(), dealt_, world_, table_->samples, &total,
+               [&](uint64_t round, uint32_t r, uint64_t g) { deal.dealt[round * world_ + r] = g; });
+  AddShares(total, &deal);
+  return deal;
+}
+
+void WorldOrder::AddShares(const std::vector<uint64_t>& total, EpochDeal* deal) const {
   // The shared stream makes every rank's count RankSamples(): rank r takes the next
-  // RankSamples() - total[r] samples, less its padding entry. The tail's margin (N * (M + 1)
-  // samples) keeps every count at least 0; the counts add up to the stream's length.
+  // RankSamples() - total[r] samples, less its padding entry. The tail's margin keeps every
+  // count at least 0; the counts add up to the stream's length.
   const uint64_t each = RankSamples();
   uint64_t first = 0;
   for (uint32_t r = 0; r < world_; ++r) {
     const uint64_t want = total[r] + (HasPadding(r) ? 1 : 0);
-    deal.shares.push_back({r, first, each > want ? each - want : 0});
-    first += deal.shares.back().count;
+    deal->shares.push_back({r, first, each > want ? each - want : 0});
+    first += deal->shares.back().count;
   }
+}
+
+void WorldOrder::PartitionByNode() {
+  const uint64_t chunks = table_->samples.size();
+  std::vector<uint64_t> part;
+  if (shuffle_) {
+    part = SeededPermutation(chunks, {seed_, kPartitionWord, 0});
+  } else {
+    part.resize(chunks);
+    std::iota(part.begin(), part.end(), uint64_t{0});
+  }
+  node_of_.assign(chunks, kSharedChunk);
+  if (!balanced_) {  // the first D * N full chunks of the part, to the nodes in turn
+    uint64_t i = 0;
+    for (uint64_t g : part) {
+      if (table_->IsFull(g) && i < dealt_total_) node_of_[g] = static_cast<uint32_t>(i++ % nodes_);
+    }
+    return;
+  }
+  std::vector<uint64_t> total(nodes_, 0);
+  GreedyRounds(part.data(), dealt_total_ / nodes_, nodes_, table_->samples, &total,
+               [&](uint64_t, uint32_t k, uint64_t g) { node_of_[g] = k; });
+}
+
+EpochDeal WorldOrder::DealByNode(const std::vector<uint64_t>& chunks) const {
+  EpochDeal deal;
+  deal.dealt.resize(dealt_total_);
+  deal.shared.reserve(shared_);
+  const uint32_t l = node_ranks_;
+  const uint64_t per_node = dealt_ * l;  // chunks dealt to one node's ranks
+  // Each node's chunks in the epoch's order; the shared ones in that order too.
+  std::vector<uint64_t> by_node(dealt_total_), filled(nodes_, 0);
+  for (uint64_t g : chunks) {
+    const uint32_t k = node_of_[g];
+    if (k == kSharedChunk) {
+      deal.shared.push_back(g);
+    } else {
+      by_node[k * per_node + filled[k]++] = g;
+    }
+  }
+  std::vector<uint64_t> total(world_, 0), local(l);
+  for (uint32_t k = 0; k < nodes_; ++k) {
+    const uint64_t* mine = by_node.data() + k * per_node;
+    const uint32_t first_rank = k * l;
+    if (!balanced_) {  // the t-th to local rank t mod L
+      for (uint64_t t = 0; t < per_node; ++t)
+        deal.dealt[(t / l) * world_ + first_rank + t % l] = mine[t];
+      continue;
+    }
+    std::fill(local.begin(), local.end(), 0);
+    GreedyRounds(mine, dealt_, l, table_->samples, &local,
+                 [&](uint64_t round, uint32_t j, uint64_t g) {
+                   deal.dealt[round * world_ + first_rank + j] = g;
+                 });
+    std::copy(local.begin(), local.end(), total.begin() + first_rank);
+  }
+  if (balanced_) AddShares(total, &deal);
   return deal;
 }
 

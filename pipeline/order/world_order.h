@@ -9,6 +9,28 @@
 //               i-th is dealt[i * N + r]), the shared ones, and for a balanced deal each rank's
 //               run of the shared stream (pipeline/order/window_order.h states both deals)
 //
+// The node partition (node_ranks L >= 1 dividing N into M = N / L >= 2 nodes: ranks kL .. kL + L
+// - 1 are node k, one machine): the same deals, but which chunks each node's ranks are dealt is
+// decided once for every epoch, so a machine's ranks read the same part of the dataset every
+// epoch (its node-local cache then holds it: nothing is fetched after the first epoch), shuffled
+// within it:
+//   the part    P, a seeded permutation of the chunks independent of the epoch (SeededPermutation
+//               (C, {seed, kPartitionWord, 0}); stored order with shuffling off), decides it: a
+//               round-robin deal deals the first D * N full chunks of P to the nodes in turn (the
+//               i-th to node i mod M), the rest being the shared ones; a balanced deal takes the
+//               first D * N chunks of P in rounds of M, the round's largest to the node with the
+//               fewest samples so far (ties: the earlier chunk, the lower node), the last C - D * N
+//               being the shared ones. The shared chunks are the same every epoch too;
+//   an epoch    visits node k's chunks in the order of epoch e's permutation of all chunks (as the
+//               global partition does) and deals them to the node's L ranks as the global deal
+//               deals all of them to N: round-robin (the t-th to local rank t mod L) or balanced
+//               (rounds of L, the largest to the local rank with the fewest). The shared chunks,
+//               in that order, are read by every rank and split as before.
+// So D, the shared count, the samples a rank trains on and the padding are the global deal's
+// (for a balanced deal with its own margin: the tail holds N * (2M + 1) samples, as nodes and
+// then ranks each differ by at most the largest chunk M). Every sample is visited once per epoch
+// over the ranks, as before. Where L does not divide N, or M < 2, the global partition is used.
+//
 // Thread safety: immutable after construction; any thread may call the methods.
 #pragma once
 
@@ -59,9 +81,10 @@ class WorldOrder {
   static constexpr uint64_t kNoPadding = std::numeric_limits<uint64_t>::max();
 
   // A world_size of 0 counts as 1; a window of 0 chunks as 1; the first window is clamped to
-  // [1, window_chunks].
+  // [1, window_chunks]. node_ranks: 0 the global partition; L the node partition (above).
   WorldOrder(std::shared_ptr<const ChunkTable> table, bool shuffle, uint32_t window_chunks,
-             uint32_t first_window_chunks, uint64_t seed, uint32_t world_size);
+             uint32_t first_window_chunks, uint64_t seed, uint32_t world_size,
+             uint32_t node_ranks = 0);
 
   const ChunkTable& table() const { return *table_; }
   uint32_t world_size() const { return world_; }
@@ -69,6 +92,11 @@ class WorldOrder {
   // Whether the chunks are dealt balanced by samples (records of any size; see the class comment)
   // rather than round-robin among the full chunks.
   bool balanced() const { return balanced_; }
+  // Under the node partition: the nodes (M >= 2) and each chunk's node (kSharedChunk for the
+  // shared ones), the same every epoch. 0 nodes: the global partition.
+  static constexpr uint32_t kSharedChunk = std::numeric_limits<uint32_t>::max();
+  uint32_t nodes() const { return nodes_; }
+  uint32_t NodeOf(uint64_t chunk) const { return nodes_ == 0 ? 0 : node_of_[chunk]; }
 
   // Per rank and epoch, the same for every rank and every ordinary epoch.
   uint64_t dealt() const { return dealt_; }    // chunks dealt to the rank
@@ -110,6 +138,13 @@ class WorldOrder {
 
  private:
   EpochDeal DealBalanced(const std::vector<uint64_t>& chunks) const;
+  EpochDeal DealByNode(const std::vector<uint64_t>& chunks) const;
+  // dealt_, dealt_total_, shared_, shared_samples_ and balanced_, from the table and the world.
+  void SizeDeal();
+  // node_of_ for the node partition, from the part's permutation.
+  void PartitionByNode();
+  // The balanced deals' tail: each rank's run of the shared stream, from its dealt samples.
+  void AddShares(const std::vector<uint64_t>& dealt_samples, EpochDeal* deal) const;
   // The rank's entries of a last window's shared stream: stream[first + i * stride] for i <
   // count, then, where it pads, stream[(first + count * stride) mod S].
   struct SharedRun {
@@ -123,6 +158,8 @@ class WorldOrder {
   bool shuffle_;
   uint64_t seed_;
   uint32_t world_;
+  uint32_t node_ranks_ = 0, nodes_ = 0;  // L and M under the node partition; 0 nodes: global
+  std::vector<uint32_t> node_of_;        // per chunk: its node, or kSharedChunk
   bool balanced_ = false;
   uint64_t dealt_total_ = 0;     // chunks dealt out per epoch, over all ranks
   uint64_t dealt_ = 0;           // chunks dealt to each rank per epoch

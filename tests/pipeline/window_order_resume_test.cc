@@ -174,7 +174,9 @@ std::string Name(const std::vector<uint32_t>& layout, bool shuffle,
 void CheckResumed(const std::vector<uint32_t>& layout, OrderSettings o, uint64_t epoch,
                   const std::vector<EpochStretch>& st, uint32_t world) {
   const std::string name = Name(layout, o.shuffle == ShuffleMode::kWindow, st, world);
-  const OldWorld old = Old(layout, o, st[0].world_size, epoch);
+  OrderSettings first = o;  // stretch 0's own partition decides its ranks' orders
+  first.node_ranks = st[0].node_ranks;
+  const OldWorld old = Old(layout, first, st[0].world_size, epoch);
   std::vector<Ref> trained;
   uint64_t padding_trained = 0;
   const std::vector<std::vector<Ref>> ref = Reference(old, st, world, &trained, &padding_trained);
@@ -288,6 +290,27 @@ TEST(WindowOrder, ResumedAtAnotherWorldSizeVisitsWhatTheFirstStretchLeftOnce) {
       for (uint32_t n0 : {1u, 2u, 3u, 4u}) {
         for (uint64_t p0 : Positions(layout, o, n0, 2)) {
           for (uint32_t m : {1u, 2u, 3u, 5u}) CheckResumed(layout, o, 2, {{n0, p0}}, m);
+        }
+      }
+    }
+  }
+}
+
+// Stretch 0 under the node partition (OrderSettings::node_ranks): its machines' parts; the
+// resumed run, at another world size, splits what it left as after a global stretch.
+TEST(WindowOrder, ResumedFromANodePartitionedStretchVisitsWhatItLeftOnce) {
+  for (const std::vector<uint32_t>& layout : Layouts()) {
+    for (bool shuffle : {true, false}) {
+      const OrderSettings o = testing::Order(shuffle, 3, 2, 17);
+      for (auto [n0, l0] : {std::pair{4u, 2u}, std::pair{6u, 3u}, std::pair{4u, 1u}}) {
+        EpochStretch s0;
+        s0.world_size = n0;
+        s0.node_ranks = l0;
+        OrderSettings first = o;
+        first.node_ranks = l0;
+        for (uint64_t p0 : Positions(layout, first, n0, 2)) {
+          s0.position = p0;
+          for (uint32_t m : {1u, 2u, 3u, 5u}) CheckResumed(layout, o, 2, {s0}, m);
         }
       }
     }

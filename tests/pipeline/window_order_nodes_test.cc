@@ -1,0 +1,184 @@
+// WindowOrder's node partition (OrderSettings::node_ranks L, pipeline/order/world_order.h): each
+// machine of L consecutive ranks reads the same part of the dataset every epoch, shuffled within
+// it, and the rules of the global partition hold: over the ranks every epoch visits every sample
+// once plus the documented padding, every rank gets the same count, and the order is a function
+// of the seed, the epoch and the rank. An epoch begun under it resumes at another world size with
+// every sample it left visited once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pipeline/order/window_order.h"
+#include "tests/pipeline/order_testing.h"
+
+namespace rf {
+namespace {
+
+std::vector<uint32_t> Varied(uint32_t chunks, uint32_t lo, uint32_t hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<uint32_t> count(lo, hi);
+  std::vector<uint32_t> l(chunks);
+  for (uint32_t& c : l) c = count(rng);
+  return l;
+}
+
+// Full chunks and a short last one (round-robin deals), and records of varied sizes (balanced).
+const std::vector<std::vector<uint32_t>>& Layouts() {
+  static const std::vector<std::vector<uint32_t>> layouts = [] {
+    std::vector<uint32_t> full(84, 13);
+    std::vector<uint32_t> short_last(29, 17);
+    short_last.push_back(9);
+    return std::vector<std::vector<uint32_t>>{full, short_last, Varied(333, 94, 100, 1),
+                                              Varied(200, 1, 60, 2)};
+  }();
+  return layouts;
+}
+
+struct World {
+  uint32_t ranks, per_node;
+};
+const std::vector<World>& Worlds() {
+  static const std::vector<World> w = {{4, 2}, {6, 3}, {6, 2}, {8, 4}, {4, 1}, {3, 1}};
+  return w;
+}
+
+std::vector<WindowOrder> Ranks(const std::vector<uint32_t>& layout, World w, OrderSettings o) {
+  std::vector<WindowOrder> ranks;
+  o.world_size = w.ranks;
+  o.node_ranks = w.per_node;
+  for (uint32_t r = 0; r < w.ranks; ++r) {
+    o.rank = r;
+    ranks.emplace_back(layout, o);
+  }
+  return ranks;
+}
+
+std::string Name(const std::vector<uint32_t>& layout, World w, uint64_t epoch) {
+  return std::to_string(layout.size()) + " chunks, N " + std::to_string(w.ranks) + ", L " +
+         std::to_string(w.per_node) + ", epoch " + std::to_string(epoch);
+}
+
+// The chunks node k's ranks read in `epoch` apart from the shared ones (each rank's epoch
+// chunks but its last shared_chunk_count()).
+std::set<uint64_t> NodeChunks(const std::vector<WindowOrder>& ranks, World w, uint32_t node,
+                              uint64_t epoch) {
+  std::set<uint64_t> out;
+  for (uint32_t j = 0; j < w.per_node; ++j) {
+    const WindowOrder& r = ranks[node * w.per_node + j];
+    const std::vector<uint64_t> mine = r.EpochChunks(epoch);
+    out.insert(mine.begin(), mine.end() - static_cast<ptrdiff_t>(r.shared_chunk_count()));
+  }
+  return out;
+}
+
+TEST(NodePartition, EveryEpochVisitsEverySampleOncePlusThePaddingWithEqualCounts) {
+  for (const std::vector<uint32_t>& layout : Layouts()) {
+    const uint64_t total = std::accumulate(layout.begin(), layout.end(), uint64_t{0});
+    for (const World w : Worlds()) {
+      const std::vector<WindowOrder> ranks = Ranks(layout, w, testing::Order(true, 4, 2, 11));
+      const uint64_t count = ranks[0].EpochSampleCount();
+      EXPECT_EQ(count, (total + w.ranks - 1) / w.ranks) << Name(layout, w, 0);
+      for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+        const std::string name = Name(layout, w, epoch);
+        std::map<uint64_t, int> visits;
+        for (const WindowOrder& r : ranks) {
+          const std::vector<uint64_t> mine = r.EpochSamples(epoch);
+          ASSERT_EQ(mine.size(), count) << name << ", rank " << r.rank();
+          EXPECT_EQ(std::set<uint64_t>(mine.begin(), mine.end()).size(), mine.size()) << name;
+          for (uint64_t s : mine) ++visits[s];
+        }
+        ASSERT_EQ(visits.size(), total) << name;
+        uint64_t repeats = 0;
+        for (const auto& [sample, n] : visits) {
+          EXPECT_LE(n, 2) << name << ", sample " << sample;
+          repeats += n - 1;
+        }
+        EXPECT_EQ(repeats, count * w.ranks - total) << name;
+      }
+    }
+  }
+}
+
+TEST(NodePartition, EachNodeReadsTheSamePartEveryEpochAndTheNodesPartsAreDisjoint) {
+  for (const std::vector<uint32_t>& layout : Layouts()) {
+    for (const World w : Worlds()) {
+      const std::vector<WindowOrder> ranks = Ranks(layout, w, testing::Order(true, 4, 2, 11));
+      const uint32_t nodes = w.ranks / w.per_node;
+      std::set<uint64_t> seen;
+      uint64_t parts = 0;
+      for (uint32_t k = 0; k < nodes; ++k) {
+        const std::set<uint64_t> part = NodeChunks(ranks, w, k, 0);
+        EXPECT_FALSE(part.empty()) << Name(layout, w, 0) << ", node " << k;
+        for (uint64_t epoch = 1; epoch < 4; ++epoch)
+          EXPECT_EQ(NodeChunks(ranks, w, k, epoch), part)
+              << Name(layout, w, epoch) << ", node " << k;
+        seen.insert(part.begin(), part.end());
+        parts += part.size();
+      }
+      EXPECT_EQ(seen.size(), parts) << Name(layout, w, 0) << ": a chunk in two nodes' parts";
+      // The shared chunks are the same every epoch too (in the epoch's order).
+      const std::vector<uint64_t> first = ranks[0].EpochChunks(0);
+      const std::set<uint64_t> shared(first.end() - ranks[0].shared_chunk_count(), first.end());
+      for (uint64_t epoch = 1; epoch < 4; ++epoch) {
+        const std::vector<uint64_t> e = ranks[0].EpochChunks(epoch);
+        EXPECT_EQ(std::set<uint64_t>(e.end() - ranks[0].shared_chunk_count(), e.end()), shared)
+            << Name(layout, w, epoch);
+      }
+      EXPECT_EQ(parts + shared.size(), layout.size()) << Name(layout, w, 0);
+    }
+  }
+}
+
+TEST(NodePartition, ANodesEpochsAreShuffledDifferentlyAndItsRanksSwapChunks) {
+  const std::vector<uint32_t> layout(84, 13);
+  const World w{4, 2};
+  const std::vector<WindowOrder> ranks = Ranks(layout, w, testing::Order(true, 4, 2, 11));
+  EXPECT_NE(ranks[0].EpochSamples(0), ranks[0].EpochSamples(1));
+  EXPECT_NE(ranks[0].EpochChunks(0), ranks[0].EpochChunks(1));
+  // Within a node, a chunk is not always the same rank's: the epoch deals the node's part anew.
+  const std::vector<uint64_t> e0 = ranks[0].EpochChunks(0), e1 = ranks[0].EpochChunks(1);
+  EXPECT_NE(std::set<uint64_t>(e0.begin(), e0.end()), std::set<uint64_t>(e1.begin(), e1.end()));
+}
+
+TEST(NodePartition, OneNodeOrAnUnevenSplitIsTheGlobalPartitionBitForBit) {
+  for (const std::vector<uint32_t>& layout : Layouts()) {
+    for (const World w : {World{4, 4}, World{6, 4}, World{5, 2}}) {
+      OrderSettings o = testing::Order(true, 4, 2, 11);
+      const std::vector<WindowOrder> nodes = Ranks(layout, w, o);
+      const std::vector<WindowOrder> global = Ranks(layout, World{w.ranks, 0}, o);
+      for (uint32_t r = 0; r < w.ranks; ++r)
+        EXPECT_EQ(nodes[r].EpochSamples(1), global[r].EpochSamples(1)) << Name(layout, w, 1);
+    }
+  }
+}
+
+TEST(NodePartition, TheOrderIsAFunctionOfSeedEpochRankAndTheNodesAlone) {
+  const std::vector<uint32_t> layout = Varied(200, 1, 60, 2);
+  const World w{6, 3};
+  const std::vector<WindowOrder> a = Ranks(layout, w, testing::Order(true, 4, 2, 11));
+  const std::vector<WindowOrder> b = Ranks(layout, w, testing::Order(true, 4, 2, 11));
+  const std::vector<WindowOrder> other = Ranks(layout, w, testing::Order(true, 4, 2, 12));
+  for (uint32_t r = 0; r < w.ranks; ++r) {
+    EXPECT_EQ(a[r].EpochSamples(2), b[r].EpochSamples(2));
+    EXPECT_NE(a[r].EpochSamples(2), other[r].EpochSamples(2));
+  }
+}
+
+TEST(NodePartition, WithShufflingOffThePartsAreTheStoredOrdersTurns) {
+  const std::vector<uint32_t> layout(12, 5);
+  const World w{4, 2};  // 2 nodes: node 0 gets chunks 0, 2, 4, ...; node 1 chunks 1, 3, 5, ...
+  const std::vector<WindowOrder> ranks = Ranks(layout, w, testing::Order(false, 4, 2, 11));
+  EXPECT_EQ(NodeChunks(ranks, w, 0, 0), (std::set<uint64_t>{0, 2, 4, 6, 8, 10}));
+  EXPECT_EQ(NodeChunks(ranks, w, 1, 0), (std::set<uint64_t>{1, 3, 5, 7, 9, 11}));
+  EXPECT_EQ(ranks[0].EpochChunks(0), (std::vector<uint64_t>{0, 4, 8}));  // local rank 0: 0th, 2nd
+  EXPECT_EQ(ranks[1].EpochChunks(0), (std::vector<uint64_t>{2, 6, 10}));
+}
+
+}  // namespace
+}  // namespace rf
