@@ -20,13 +20,7 @@
 namespace rf {
 namespace {
 
-std::vector<uint32_t> Varied(uint32_t chunks, uint32_t lo, uint32_t hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<uint32_t> count(lo, hi);
-  std::vector<uint32_t> l(chunks);
-  for (uint32_t& c : l) c = count(rng);
-  return l;
-}
+using testing::Varied;
 
 // Full chunks and a short last one (round-robin deals), and records of varied sizes (balanced).
 const std::vector<std::vector<uint32_t>>& Layouts() {

@@ -176,13 +176,7 @@ TEST(WindowOrder, RanksReadOnlyTheirDealtChunksAndTheSharedOnes) {
 // Records of any size (JPEG images, documents) fill chunks to a byte size, so their sample counts
 // vary and almost no chunk is "full": dealing round-robin among full chunks would share nearly
 // every chunk, and every rank would read the whole dataset. These deals are balanced instead.
-std::vector<uint32_t> Varied(uint32_t chunks, uint32_t lo, uint32_t hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<uint32_t> count(lo, hi);
-  std::vector<uint32_t> l(chunks);
-  for (uint32_t& c : l) c = count(rng);
-  return l;
-}
+using testing::Varied;
 
 const std::vector<std::vector<uint32_t>>& VariedLayouts() {
   static const std::vector<std::vector<uint32_t>> layouts = [] {
