@@ -29,8 +29,8 @@ Result<std::unique_ptr<EpochLoader>> EpochLoader::Create(std::vector<const Datas
   e->datasets_ = std::move(datasets);
   e->options_ = options;
   e->kind_ = e->loader_->plan().kind == BatchKind::kSequences ? StateKind::kSequences
-             : e->loader_->mixture()                           ? StateKind::kMixture
-                                                               : StateKind::kSamples;
+             : e->loader_->mixture()                          ? StateKind::kMixture
+                                                              : StateKind::kSamples;
   e->ordinary_samples_ = e->loader_->epoch_samples();
   return e;
 }
@@ -167,6 +167,7 @@ LoaderState EpochLoader::Own() const {
     s.weights = loader_->weights();
   }
   s.world_size = options_.pipeline.order.world_size;
+  s.node_ranks = options_.pipeline.order.node_ranks;
   s.epoch = epoch_;
   s.position = position_;
   s.stretches = StretchesOf(epoch_);
@@ -200,7 +201,9 @@ Status EpochLoader::Restore(const StateJson& saved) {
   // Where this loader continues: at the state's world size, in the same order at the same
   // position; at another, the saved stretch appended, and this world's ranks share what the
   // stretches left from the start.
-  const ResumePoint at = ResumeAt(s.epoch, s.stretches, s.world_size, s.position, world);
+  const RankLayout saved_layout{s.world_size, s.node_ranks},
+      now{world, options_.pipeline.order.node_ranks};
+  const ResumePoint at = ResumeAt(s.epoch, s.stretches, saved_layout, s.position, now);
   std::optional<ResumedEpoch> resumed;
   if (!at.resumed.stretches.empty()) resumed = at.resumed;
   uint64_t samples = 0;
@@ -214,13 +217,13 @@ Status EpochLoader::Restore(const StateJson& saved) {
   const uint64_t end = std::max<uint64_t>(samples, 1);
   if (at.position >= end) {
     return Status::Usage("load_state_dict: position " + std::to_string(at.position) +
-                         " is no batch boundary of this loader's epoch " +
-                         std::to_string(s.epoch) + " (multiples of batch_size " +
+                         " is no batch boundary of this loader's epoch " + std::to_string(s.epoch) +
+                         " (multiples of batch_size " +
                          std::to_string(options_.pipeline.order.batch_size) + " below " +
                          std::to_string(end) + ")");
   }
   if (kind_ == StateKind::kMixture) {
-    const MixtureState m = ContinueMixture(s.mixture, s.world_size, world);
+    const MixtureState m = ContinueMixture(s.mixture, saved_layout, now);
     RF_RETURN_IF_ERROR(Prefixed(l->RestoreMixture(m, resumed.value_or(ResumedEpoch{}))));
     resumed_ = resumed;
     resumed_samples_ = resumed ? samples : 0;

@@ -52,7 +52,8 @@ Result<ReadReport> Drain(const Dataset& d, std::vector<uint64_t> order, const Fe
   return r;
 }
 
-Status Run(const ReadConfig& a) {
+Status Run(ReadConfig a) {
+  RF_RETURN_IF_ERROR(a.pipeline.ResolvePartition(LauncherLocalRanks()));
   const PipelineConfig& p = a.pipeline;
   RF_RETURN_IF_ERROR(p.Validate());
   FeederOptions fo;
@@ -79,6 +80,7 @@ Status Run(const ReadConfig& a) {
   wo.seed = p.order.seed;
   wo.rank = p.order.rank;
   wo.world_size = p.order.world_size;
+  wo.node_ranks = p.order.node_ranks;
   const std::vector<uint64_t> order = WindowOrder(d.ChunkSampleCounts(), wo).EpochChunks(0);
   RF_ASSIGN_OR_RETURN(std::unique_ptr<SlotRing> ring,
                       SlotRing::Create(p.streaming.ring_slots, d.max_chunk_bytes(), *pin));
@@ -194,6 +196,9 @@ CommandStatus RunReadCommand(int argc, char** argv) {
     const Status st = table.Set(&a, *table.FindByName(name), value, OptionFace::kCommandLine);
     if (!st.ok()) return {st, "ringfeed read"};
   }
+  // An option that would do nothing with the others (--node-ranks without --partition node).
+  if (Status st = table.RefuseIdle(a, parsed->given, OptionFace::kCommandLine); !st.ok())
+    return {st, "ringfeed read"};
   if (a.pipeline.data.empty()) {
     return {Status::Usage("no DATA given: ringfeed read DATA (see --help)"), "ringfeed read"};
   }

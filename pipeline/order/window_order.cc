@@ -14,11 +14,11 @@ std::vector<EpochStretch> StretchesAt(const OrderSettings& order, uint64_t epoch
   return out;
 }
 
-ResumePoint ResumeAt(uint64_t epoch, std::vector<EpochStretch> stretches, uint32_t saved_world_size,
-                     uint64_t position, uint32_t world_size) {
+ResumePoint ResumeAt(uint64_t epoch, std::vector<EpochStretch> stretches, RankLayout saved,
+                     uint64_t position, RankLayout now) {
   ResumePoint at{ResumedEpoch{epoch, std::move(stretches)}, position};
-  if (saved_world_size != world_size && (position != 0 || !at.resumed.stretches.empty())) {
-    at.resumed.stretches.push_back({saved_world_size, position});
+  if (!(saved == now) && (position != 0 || !at.resumed.stretches.empty())) {
+    at.resumed.stretches.push_back({saved.world_size, position, saved.node_ranks});
     at.position = 0;
   }
   return at;

@@ -118,8 +118,18 @@ struct ResumePoint {
   ResumedEpoch resumed;  // order.resumed for the continuing run
   uint64_t position = 0;
 };
-ResumePoint ResumeAt(uint64_t epoch, std::vector<EpochStretch> stretches, uint32_t saved_world_size,
-                     uint64_t position, uint32_t world_size);
+// A run's ranks: how many, and the machines they are in (OrderSettings::node_ranks; 0: the
+// global partition). A plain count is a world of that many under the global partition. Two
+// layouts that differ in either deal an epoch differently: "another world size" above means
+// another layout.
+struct RankLayout {
+  RankLayout(uint32_t world = 1, uint32_t node = 0) : world_size(world), node_ranks(node) {}
+  uint32_t world_size;
+  uint32_t node_ranks;
+  bool operator==(const RankLayout&) const = default;
+};
+ResumePoint ResumeAt(uint64_t epoch, std::vector<EpochStretch> stretches, RankLayout saved,
+                     uint64_t position, RankLayout now);
 
 class EpochRemainder;  // pipeline/order/epoch_remainder.h
 

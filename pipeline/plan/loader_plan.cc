@@ -231,9 +231,15 @@ Result<LoaderPlan> PackedPlan(const LoaderOptions& options, LoaderPlan plan) {
   plan.kind = BatchKind::kSequences;
   plan.staged = false;
   plan.host_staging = true;
+  if (options.pipeline.order.node_ranks != 0) {
+    return Status::Usage(
+        "partition node: packed sequences are dealt to the ranks by their own "
+        "plan, which has no node partition yet; leave partition global");
+  }
   if (!plan.decoded) {
-    return Status::Usage("output_buffers: packed sequences are handed out in the loader's "
-                         "buffers; 0 leaves none");
+    return Status::Usage(
+        "output_buffers: packed sequences are handed out in the loader's "
+        "buffers; 0 leaves none");
   }
   plan.output_options = options.output;
   if (options.output.given.told && !options.output.given.dtype)

@@ -193,11 +193,10 @@ Result<uint64_t> MixtureEpochCount(uint64_t mixture_samples, const OrderSettings
   return ceil_div(left, world);
 }
 
-MixtureState ContinueMixture(const MixtureState& saved, uint32_t saved_world_size,
-                             uint32_t world_size) {
+MixtureState ContinueMixture(const MixtureState& saved, RankLayout saved_layout, RankLayout now) {
   MixtureState out = saved;
   for (MixtureSourceState& s : out.sources) {
-    const ResumePoint at = ResumeAt(s.epoch, s.stretches, saved_world_size, s.position, world_size);
+    const ResumePoint at = ResumeAt(s.epoch, s.stretches, saved_layout, s.position, now);
     s.position = at.position;
     s.stretches = at.resumed.stretches;
   }

@@ -34,6 +34,7 @@
 #include "core/order_settings.h"
 #include "core/status.h"
 #include "io/dataset.h"
+#include "pipeline/order/window_order.h"
 
 namespace rf {
 
@@ -80,11 +81,10 @@ uint64_t MixtureSamples(const std::vector<uint64_t>& dataset_samples,
 Result<uint64_t> MixtureEpochCount(uint64_t mixture_samples, const OrderSettings& order,
                                    uint64_t epoch);
 
-// Where each dataset of a mixture continues a state saved by a run of `saved_world_size` ranks
-// in a run of `world_size`: each dataset's epoch by pipeline/order/window_order.h's ResumeAt (the
-// same place at the same world size; at another, its epoch's rest shared by the new ranks, each
-// sample once). The steps and draws stay.
-MixtureState ContinueMixture(const MixtureState& saved, uint32_t saved_world_size,
-                             uint32_t world_size);
+// Where each dataset of a mixture continues a state saved by a run of `saved_layout`'s ranks in a
+// run of `now`'s: each dataset's epoch by pipeline/order/window_order.h's ResumeAt (the same
+// place in the same layout; in another, its epoch's rest shared by the new ranks, each sample
+// once). The steps and draws stay.
+MixtureState ContinueMixture(const MixtureState& saved, RankLayout saved_layout, RankLayout now);
 
 }  // namespace rf

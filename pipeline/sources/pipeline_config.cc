@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <chrono>
+#include <cstdlib>
 
 #include "io/file.h"
 #include "pipeline/order/epoch_remainder.h"
@@ -59,6 +60,31 @@ Status CheckRank(uint32_t rank, uint32_t world_size, OptionFace face) {
   return Status::Ok();
 }
 
+uint32_t LauncherLocalRanks() {
+  for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(v, &end, 10);
+    if (*end == '\0' && n >= 1 && n <= kMaxWorldSize) return static_cast<uint32_t>(n);
+  }
+  return 1;
+}
+
+Status PipelineConfig::ResolvePartition(uint32_t local_ranks, OptionFace face) {
+  if (partition == Partition::kGlobal) return Status::Ok();
+  if (order.node_ranks == 0) order.node_ranks = std::max<uint32_t>(1, local_ranks);
+  if (order.world_size % order.node_ranks != 0) {
+    const bool python = face == OptionFace::kPython;
+    return Status::Usage(std::string(python ? "node_ranks " : "--node-ranks ") +
+                         std::to_string(order.node_ranks) + " does not divide " +
+                         (python ? "world_size " : "--world-size ") +
+                         std::to_string(order.world_size) +
+                         ": machines run the same number of ranks under the node partition");
+  }
+  return Status::Ok();
+}
+
 Status PipelineConfig::Validate(OptionFace face) const {
   if (data.empty()) {
     return Status::Usage("no dataset given: name it as DATA or --data DATA (see --help)");
@@ -66,6 +92,14 @@ Status PipelineConfig::Validate(OptionFace face) const {
   RF_RETURN_IF_ERROR(
       PipelineOptionTable().Check(*this, kTrainCommand | kReadCommand | kLoaderApi, face));
   RF_RETURN_IF_ERROR(CheckRank(order.rank, order.world_size, face));
+  if (partition == Partition::kNode &&
+      (order.node_ranks == 0 || order.world_size % order.node_ranks != 0)) {
+    return Status::Usage(
+        std::string(face == OptionFace::kPython ? "node_ranks " : "--node-ranks ") +
+        std::to_string(order.node_ranks) + " for world size " + std::to_string(order.world_size) +
+        ": the node partition needs the ranks a machine runs, dividing it "
+        "(PipelineConfig::ResolvePartition)");
+  }
   if (mode == PipelineMode::kManaged && device == DeviceKind::kCpu) {
     return Status::Usage(
         "--mode managed needs a GPU (CUDA managed memory); without one, use --mode streaming");
@@ -277,6 +311,25 @@ OptionTable<PipelineConfig> MakeTable() {
           "torch.distributed's world size where it is initialized, else the WORLD_SIZE "
           "environment variable, else 1")
       .Help("ranks every epoch is partitioned over");
+  t.Word("partition", [](auto& c) -> auto& { return c.partition; },
+         {{"global", Partition::kGlobal}, {"node", Partition::kNode}})
+      .For(kRead | kLoader)
+      .Help(
+          "global: each epoch deals all the chunks to all the ranks; node: each machine's ranks "
+          "(--node-ranks consecutive ones) draw from the same part of the dataset every epoch, "
+          "shuffled within it, so a node-local cache of that part fetches nothing after the "
+          "first epoch (docs/remote.md)");
+  t.Field(
+       "node-ranks", OptionType::kCount, [](auto& c) -> auto& { return c.order.node_ranks; })
+      .Range(0, kMaxWorldSize)
+      .For(kRead | kLoader)
+      .OnlyWith("partition", {"node"}, "the node partition only")
+      .Unset(
+          "the launcher's ranks on this machine (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE), "
+          "else 1")
+      .Help(
+          "--partition node: the ranks a machine runs, consecutive ones (machine k: ranks kN to "
+          "kN + N - 1); it divides --world-size");
   t.Field(
        "verify", OptionType::kSwitch, [](auto& c) -> auto& { return c.verify; })
       .For(kTrain | kRead | kLoader)

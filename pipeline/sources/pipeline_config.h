@@ -48,6 +48,9 @@ namespace rf {
 enum class PipelineMode { kStreaming, kManaged };
 // Where batches are computed on: the GPU where one is found (else the CPU), the GPU, the CPU.
 enum class DeviceKind { kAuto, kCuda, kCpu };
+// How each epoch's chunks are dealt to the ranks: all of them to all the ranks, or each
+// machine's ranks the same part every epoch (OrderSettings::node_ranks, the ranks a machine runs).
+enum class Partition { kGlobal, kNode };
 
 // The words the options take (PipelineOptionTable, below, reads and writes them).
 const char* PipelineModeName(PipelineMode m);  // "streaming", "managed"
@@ -103,6 +106,9 @@ struct PipelineConfig {
   // default for every program, 1: `ringfeed train --seed`'s since its first checkpoints and
   // measured accuracies (the Python loader's 0 changed to it; a state dict records its seed).
   OrderSettings order;
+  // The node partition sets order.node_ranks (the --node-ranks given, else the launcher's ranks
+  // on the machine: ResolvePartition); the global one leaves it 0.
+  Partition partition = Partition::kGlobal;
   // A weighted mixture of datasets (pipeline/sources/mixture.h): one weight a dataset, `data`
   // naming them as a comma list on the command line (DataPaths; the library's loaders take the
   // datasets themselves); empty: one dataset.
@@ -121,6 +127,10 @@ struct PipelineConfig {
   // kMaxWorldSize.
   // `face`: how the messages name the options (the command line's --names, or Python's).
   Status Validate(OptionFace face = OptionFace::kCommandLine) const;
+  // Under the node partition with no node_ranks given, order.node_ranks = `local_ranks` (the
+  // launcher's ranks on this machine; 1 without a launcher). Then Usage where it does not divide
+  // world_size. The global partition: nothing.
+  Status ResolvePartition(uint32_t local_ranks, OptionFace face = OptionFace::kCommandLine);
   // Validate, and what needs the dataset's chunk layout (chunk_samples, Dataset::
   // ChunkSampleCounts): a stretch's position past its stretch's samples per rank (Usage, naming
   // the stretch; CheckStretches in pipeline/order/epoch_remainder.h). Loader::Open and Create call
@@ -139,6 +149,10 @@ struct PipelineConfig {
   // (where no file is named so whole).
   Result<std::vector<std::string>> DataPaths(OptionFace face = OptionFace::kCommandLine) const;
 };
+
+// The ranks a launcher runs on this machine: LOCAL_WORLD_SIZE (torchrun), else
+// OMPI_COMM_WORLD_LOCAL_SIZE (Open MPI's mpirun), else 1 (a value that is no count: 1).
+uint32_t LauncherLocalRanks();
 
 // The fetch options every reader of a remote dataset of this config uses (Dataset::Open's).
 HttpFetchOptions RemoteOptionsFor(const PipelineConfig& c);

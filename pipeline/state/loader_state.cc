@@ -20,9 +20,9 @@ constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
 // The options each kind records, in state_dict()'s order.
 const std::vector<std::string>& RecordedKeys(StateKind kind) {
   static const std::vector<std::string> samples = {
-      "seed",    "batch_size", "shuffle",    "shuffle_window", "drop_last",
-      "rank",    "world_size", "augment",    "dtype",          "layout",
-      "normalize", "mean",     "std",        "image_size",     "image_crop"};
+      "seed",       "batch_size", "shuffle",    "shuffle_window", "drop_last", "rank",
+      "world_size", "node_ranks", "augment",    "dtype",          "layout",    "normalize",
+      "mean",       "std",        "image_size", "image_crop"};
   static const std::vector<std::string> sequences = {
       "seed",           "batch_size", "sequence_length", "eod_token", "pad_token", "shuffle",
       "shuffle_window", "drop_last",  "dtype",           "rank",      "world_size"};
@@ -30,18 +30,17 @@ const std::vector<std::string>& RecordedKeys(StateKind kind) {
 }
 // What identifies an epoch order (a state of other values would not resume exactly), and what
 // else the batches depend on (from version 2 on).
-const std::vector<std::string> kOrderKeys = {"seed",      "batch_size",  "shuffle",
-                                             "shuffle_window", "drop_last", "dataset_id",
+const std::vector<std::string> kOrderKeys = {"seed",           "batch_size", "shuffle",
+                                             "shuffle_window", "drop_last",  "dataset_id",
                                              "dataset_samples"};
 const std::vector<std::string> kOutputKeys = {"augment", "dtype"};
 // The look of the samples (from version 4 on; a mixture's from 2): recorded in every state,
 // checked where they decide the loader's samples (LoaderState::look).
-const std::vector<std::string> kLookKeys = {"layout", "normalize", "mean", "std", "image_size",
-                                            "image_crop"};
+const std::vector<std::string> kLookKeys = {"layout", "normalize",  "mean",
+                                            "std",    "image_size", "image_crop"};
 const std::vector<std::string> kPackedKeys = {
-    "seed",    "batch_size",     "sequence_length", "eod_token", "pad_token",
-    "shuffle", "shuffle_window", "drop_last",       "dtype",     "weights",
-    "datasets"};
+    "seed",           "batch_size", "sequence_length", "eod_token", "pad_token", "shuffle",
+    "shuffle_window", "drop_last",  "dtype",           "weights",   "datasets"};
 
 bool Contains(const std::vector<std::string>& keys, const std::string& k) {
   for (const std::string& x : keys) {
@@ -61,10 +60,15 @@ std::string Hex(uint64_t id) {
   return text;
 }
 
+// Each stretch: its world_size and position, and its node_ranks where it ran under the node
+// partition (a global stretch has none: the states of before it read the same).
 StateJson StretchesJson(const std::vector<EpochStretch>& stretches) {
   StateJson out = StateJson::array();
-  for (const EpochStretch& st : stretches)
-    out.push_back({{"world_size", st.world_size}, {"position", st.position}});
+  for (const EpochStretch& st : stretches) {
+    StateJson one = {{"world_size", st.world_size}, {"position", st.position}};
+    if (st.node_ranks != 0) one["node_ranks"] = st.node_ranks;
+    out.push_back(std::move(one));
+  }
   return out;
 }
 
@@ -93,7 +97,8 @@ Status Malformed(const std::string& what) {
   return Status::Usage("load_state_dict: malformed state: " + what);
 }
 
-// A list of stretches (each a dict of exactly world_size and position), named `name`.
+// A list of stretches (each a dict of world_size and position, and node_ranks under the node
+// partition), named `name`.
 Result<std::vector<EpochStretch>> ReadStretches(const StateJson& v, const std::string& name) {
   if (!v.is_array()) return Malformed(name + " must be a list, got " + StateRepr(v));
   if (v.size() > kMaxStateStretches) {
@@ -104,17 +109,24 @@ Result<std::vector<EpochStretch>> ReadStretches(const StateJson& v, const std::s
   for (size_t k = 0; k < v.size(); ++k) {
     const StateJson& st = v[k];
     const std::string at = name + "[" + std::to_string(k) + "]";
-    if (!st.is_object() || st.size() != 2 || !st.contains("world_size") ||
+    const bool node = st.is_object() && st.contains("node_ranks");
+    if (!st.is_object() || st.size() != (node ? 3u : 2u) || !st.contains("world_size") ||
         !st.contains("position")) {
-      return Malformed(at + " must be a dict of world_size and position, got " + StateRepr(st));
+      return Malformed(at + " must be a dict of world_size and position (and node_ranks), got " +
+                       StateRepr(st));
     }
-    RF_ASSIGN_OR_RETURN(const uint64_t world,
-                        StateWholeNumber("the state's " + at + "['world_size']",
-                                         st["world_size"], 1, kU32));
-    RF_ASSIGN_OR_RETURN(const uint64_t position,
-                        StateWholeNumber("the state's " + at + "['position']", st["position"], 0,
-                                         kU64));
-    out.push_back({static_cast<uint32_t>(world), position});
+    RF_ASSIGN_OR_RETURN(
+        const uint64_t world,
+        StateWholeNumber("the state's " + at + "['world_size']", st["world_size"], 1, kU32));
+    RF_ASSIGN_OR_RETURN(
+        const uint64_t position,
+        StateWholeNumber("the state's " + at + "['position']", st["position"], 0, kU64));
+    uint64_t node_ranks = 0;
+    if (node) {
+      RF_ASSIGN_OR_RETURN(node_ranks, StateWholeNumber("the state's " + at + "['node_ranks']",
+                                                       st["node_ranks"], 1, world));
+    }
+    out.push_back({static_cast<uint32_t>(world), position, static_cast<uint32_t>(node_ranks)});
   }
   return out;
 }
@@ -123,19 +135,26 @@ Result<std::vector<EpochStretch>> ReadStretches(const StateJson& v, const std::s
 Result<uint32_t> ReadWorld(const StateJson& saved) {
   RF_ASSIGN_OR_RETURN(const uint64_t world,
                       StateWholeNumber("the state's world_size", saved["world_size"], 1, kU32));
-  RF_RETURN_IF_ERROR(
-      StateWholeNumber("the state's rank", saved["rank"], 0, world - 1).status());
+  RF_RETURN_IF_ERROR(StateWholeNumber("the state's rank", saved["rank"], 0, world - 1).status());
   return static_cast<uint32_t>(world);
 }
 
+// The state's node_ranks (0, the global partition, where it has none), at most its world_size.
+Result<uint32_t> ReadNodeRanks(const StateJson& saved, uint32_t world) {
+  if (!saved.contains("node_ranks")) return 0u;
+  RF_ASSIGN_OR_RETURN(const uint64_t n,
+                      StateWholeNumber("the state's node_ranks", saved["node_ranks"], 0, world));
+  return static_cast<uint32_t>(n);
+}
+
 // A samples' or mixture's place: the epoch, the position (a batch boundary) and the stretches.
-Status ReadPlace(const StateJson& saved, bool has_stretches, uint32_t batch_size,
-                 LoaderState* s) {
-  RF_ASSIGN_OR_RETURN(s->epoch, StateWholeNumber("the state's epoch", saved["epoch"], 0,
-                                                 kMaxEpoch));
+Status ReadPlace(const StateJson& saved, bool has_stretches, uint32_t batch_size, LoaderState* s) {
+  RF_ASSIGN_OR_RETURN(s->epoch,
+                      StateWholeNumber("the state's epoch", saved["epoch"], 0, kMaxEpoch));
   RF_ASSIGN_OR_RETURN(s->position,
                       StateWholeNumber("the state's position", saved["position"], 0, kU64));
   RF_ASSIGN_OR_RETURN(s->world_size, ReadWorld(saved));
+  RF_ASSIGN_OR_RETURN(s->node_ranks, ReadNodeRanks(saved, s->world_size));
   if (has_stretches) {
     RF_ASSIGN_OR_RETURN(s->stretches, ReadStretches(saved["stretches"], "stretches"));
   }
@@ -151,9 +170,9 @@ Status ReadPlace(const StateJson& saved, bool has_stretches, uint32_t batch_size
 Result<std::vector<uint64_t>> ReadDrawn(const StateJson& drawn) {
   std::vector<uint64_t> out;
   for (size_t i = 0; i < drawn.size(); ++i) {
-    RF_ASSIGN_OR_RETURN(const uint64_t d, StateWholeNumber("the state's drawn[" +
-                                                               std::to_string(i) + "]",
-                                                           drawn[i], 0, kU64));
+    RF_ASSIGN_OR_RETURN(
+        const uint64_t d,
+        StateWholeNumber("the state's drawn[" + std::to_string(i) + "]", drawn[i], 0, kU64));
     out.push_back(d);
   }
   return out;
@@ -175,8 +194,8 @@ Result<MixtureState> ReadMixtureStream(const StateJson& saved) {
                        StateRepr(g));
     }
     MixtureSourceState x;
-    RF_ASSIGN_OR_RETURN(x.epoch, StateWholeNumber("the state's " + name + "['epoch']",
-                                                  g["epoch"], 0, kMaxEpoch));
+    RF_ASSIGN_OR_RETURN(
+        x.epoch, StateWholeNumber("the state's " + name + "['epoch']", g["epoch"], 0, kMaxEpoch));
     RF_ASSIGN_OR_RETURN(x.position, StateWholeNumber("the state's " + name + "['position']",
                                                      g["position"], 0, kU64));
     RF_ASSIGN_OR_RETURN(x.stretches, ReadStretches(g["stretches"], name + "['stretches']"));
@@ -205,12 +224,15 @@ Result<SequenceState> ReadSequenceStream(const StateJson& saved, uint32_t world)
     RF_ASSIGN_OR_RETURN(const uint64_t source_world,
                         StateWholeNumber(name + "['world_size']", g["world_size"], 0, kU32));
     if (source_world != 0 && source_world != world) {
-      return Status::Usage("load_state_dict: " + name + "['world_size'] must be the state's "
-                           "world_size, " + std::to_string(world) + " (or 0 for it), got " +
+      return Status::Usage("load_state_dict: " + name +
+                           "['world_size'] must be the state's "
+                           "world_size, " +
+                           std::to_string(world) + " (or 0 for it), got " +
                            std::to_string(source_world));
     }
     const StateJson& list = g["list"];
-    if (!list.is_array()) return Malformed(index + "['list'] must be a list, got " + StateRepr(list));
+    if (!list.is_array())
+      return Malformed(index + "['list'] must be a list, got " + StateRepr(list));
     SequenceSourceState x;
     for (size_t k = 0; k < list.size(); ++k) {
       const StateJson& r = list[k];
@@ -234,17 +256,19 @@ Result<SequenceState> ReadSequenceStream(const StateJson& saved, uint32_t world)
 
 // What a state that is no object, or of another kind, is refused with.
 Status NotOfKind(const StateJson& saved, StateKind own) {
-  const std::string what =
-      saved.is_object()
-          ? "kind " + StateRepr(Get(saved, "kind"))
-          : std::string(StateTypeName(saved));
+  const std::string what = saved.is_object() ? "kind " + StateRepr(Get(saved, "kind"))
+                                             : std::string(StateTypeName(saved));
   switch (own) {
     case StateKind::kMixture:
-      return Status::Usage("load_state_dict: not a mixture's state (from a Loader of several "
-                           "datasets with weights): " + what);
+      return Status::Usage(
+          "load_state_dict: not a mixture's state (from a Loader of several "
+          "datasets with weights): " +
+          what);
     case StateKind::kSequences:
-      return Status::Usage("load_state_dict: not a packed sequences state (from a Loader with "
-                           "sequence_length): " + what);
+      return Status::Usage(
+          "load_state_dict: not a packed sequences state (from a Loader with "
+          "sequence_length): " +
+          what);
     case StateKind::kSamples:
       break;
   }
@@ -257,8 +281,9 @@ Status NotOfKind(const StateJson& saved, StateKind own) {
                          std::to_string(d.is_array() ? d.size() : 0) +
                          " datasets (weights); this loader reads one dataset");
   }
-  return Status::Usage("load_state_dict: the state is of packed sequences (from a Loader with "
-                       "sequence_length); this loader reads samples");
+  return Status::Usage(
+      "load_state_dict: the state is of packed sequences (from a Loader with "
+      "sequence_length); this loader reads samples");
 }
 
 const char* KindWord(StateKind k) {
@@ -296,8 +321,7 @@ Result<uint32_t> ReadVersion(const StateJson& saved, StateKind kind) {
   const char* what = kind == StateKind::kMixture     ? "mixture state"
                      : kind == StateKind::kSequences ? "packed state"
                                                      : "state";
-  const std::string reads =
-      newest == 1 ? std::string("1") : "1 to " + std::to_string(newest);
+  const std::string reads = newest == 1 ? std::string("1") : "1 to " + std::to_string(newest);
   return Status::Usage(std::string("load_state_dict: unknown ") + what + " version " +
                        StateRepr(v) + " (this ringfeed reads " + reads + ")");
 }
@@ -310,7 +334,9 @@ std::vector<std::string> FieldsOf(const StateJson& own, StateKind kind, uint32_t
     if (kind == StateKind::kSamples) {
       if (version < 2 && Contains(kOutputKeys, key)) continue;
       if (version < 3 && key == "stretches") continue;
+      if (version < 5 && key == "node_ranks") continue;
     }
+    if (kind == StateKind::kMixture && version < 3 && key == "node_ranks") continue;
     const uint32_t look_from = kind == StateKind::kSamples ? 4 : 2;
     if (kind != StateKind::kSequences && version < look_from && Contains(kLookKeys, key)) continue;
     out.push_back(key);
@@ -322,8 +348,8 @@ std::vector<std::string> FieldsOf(const StateJson& own, StateKind kind, uint32_t
 std::vector<std::string> DatasetsDiffer(const StateJson& saved, const StateJson& own) {
   if (!saved.is_array() || saved.size() != own.size()) {
     return {"datasets: the state has " +
-            (saved.is_array() ? std::to_string(saved.size()) : StateRepr(saved)) + ", this loader " +
-            std::to_string(own.size())};
+            (saved.is_array() ? std::to_string(saved.size()) : StateRepr(saved)) +
+            ", this loader " + std::to_string(own.size())};
   }
   std::vector<std::string> out;
   for (size_t i = 0; i < saved.size(); ++i) {
@@ -335,10 +361,10 @@ std::vector<std::string> DatasetsDiffer(const StateJson& saved, const StateJson&
     const auto text = [](const StateJson& v) {
       return v.is_string() ? v.get<std::string>() : StateRepr(v);
     };
-    const std::string shown = a.is_object() ? "id " + text(field("id")) + " (" +
-                                                  text(field("path")) + ", " +
-                                                  text(field("samples")) + " samples)"
-                                            : StateRepr(a);
+    const std::string shown = a.is_object()
+                                  ? "id " + text(field("id")) + " (" + text(field("path")) + ", " +
+                                        text(field("samples")) + " samples)"
+                                  : StateRepr(a);
     out.push_back("datasets[" + std::to_string(i) + "]: the state has " + shown +
                   ", this loader id " + text(b["id"]) + " (" + text(b["path"]) + ", " +
                   text(b["samples"]) + " samples)");
@@ -428,8 +454,8 @@ Status CheckCompatible(const StateJson& saved, uint32_t version, const LoaderSta
       if (version >= 4) keys.insert(keys.end(), own.look.begin(), own.look.end());
       break;
     case StateKind::kMixture:
-      keys = {"seed", "batch_size", "shuffle", "shuffle_window", "drop_last", "augment", "dtype",
-              "weights"};
+      keys = {"seed",      "batch_size", "shuffle", "shuffle_window",
+              "drop_last", "augment",    "dtype",   "weights"};
       if (version >= 2) keys.insert(keys.end(), own.look.begin(), own.look.end());
       break;
     case StateKind::kSequences:
@@ -439,12 +465,13 @@ Status CheckCompatible(const StateJson& saved, uint32_t version, const LoaderSta
   std::vector<std::string> differ;
   for (const std::string& k : keys) {
     if (Get(saved, k.c_str()) != Get(mine, k.c_str())) {
-      differ.push_back(k + ": the state has " + StateRepr(Get(saved, k.c_str())) + ", this loader " +
-                       StateRepr(Get(mine, k.c_str())));
+      differ.push_back(k + ": the state has " + StateRepr(Get(saved, k.c_str())) +
+                       ", this loader " + StateRepr(Get(mine, k.c_str())));
     }
   }
   if (own.kind == StateKind::kMixture) {
-    const std::vector<std::string> d = DatasetsDiffer(Get(saved, "datasets"), Get(mine, "datasets"));
+    const std::vector<std::string> d =
+        DatasetsDiffer(Get(saved, "datasets"), Get(mine, "datasets"));
     differ.insert(differ.end(), d.begin(), d.end());
   }
   if (differ.empty()) return Status::Ok();
@@ -457,7 +484,8 @@ Result<LoaderState> DecodeLoaderState(const StateJson& saved, const LoaderState&
   RF_RETURN_IF_ERROR(StateDepthStatus(saved));
   const bool kind_matches = saved.is_object() && [&] {
     const StateJson& kind = Get(saved, "kind");
-    if (own.kind == StateKind::kSamples) return kind.is_null() || (kind != "mixture" && kind != "sequences");
+    if (own.kind == StateKind::kSamples)
+      return kind.is_null() || (kind != "mixture" && kind != "sequences");
     return kind == KindWord(own.kind);
   }();
   if (!kind_matches) return NotOfKind(saved, own.kind);
@@ -472,7 +500,8 @@ Result<LoaderState> DecodeLoaderState(const StateJson& saved, const LoaderState&
   for (const std::string& k : fields) {
     if (!saved.contains(k)) missing.push_back(k);
   }
-  if (!missing.empty()) return Status::Usage("load_state_dict: the state lacks " + NameList(missing));
+  if (!missing.empty())
+    return Status::Usage("load_state_dict: the state lacks " + NameList(missing));
   for (const std::string& k : fields) {
     if (!SameStateType(saved[k], mine[k])) {
       wrong.push_back(k + " is " + StateTypeName(saved[k]) + " " + StateRepr(saved[k]) + ", not " +

@@ -5,17 +5,19 @@
 // made here, in C++, and reached by the C++ tests.
 //
 // Three kinds, each with its own version:
-//   kSamples    one dataset's batches (tensors, records, decoded images), version 4: the epoch,
+//   kSamples    one dataset's batches (tensors, records, decoded images), version 5: the epoch,
 //               the position (samples of this rank's epoch handed out), the stretches (the
 //               epoch's parts trained at other world sizes, oldest first: core/order_settings.h's
-//               ResumedEpoch), the recorded options and the dataset's id and samples. Version 1
-//               lacks augment and dtype, versions 1 and 2 the stretches (their epochs were
-//               ordinary), versions 1 to 3 the look of the samples (layout, normalize, mean,
-//               std, image_size, image_crop): each loads with what it lacks unchecked.
-//   kMixture    a weighted mixture of datasets (kind "mixture"), version 2: the mixture epoch's
+//               ResumedEpoch; a stretch under the node partition with its node_ranks), the
+//               recorded options and the dataset's id and samples. Version 1 lacks augment and
+//               dtype, versions 1 and 2 the stretches (their epochs were ordinary), versions 1 to
+//               3 the look of the samples (layout, normalize, mean, std, image_size,
+//               image_crop), versions 1 to 4 node_ranks (the global partition): each loads with
+//               what it lacks unchecked.
+//   kMixture    a weighted mixture of datasets (kind "mixture"), version 3: the mixture epoch's
 //               place as above, the normalized weights, each dataset's id, samples and path (the
 //               path named in messages, never compared), and the stream (MixtureState). Version 1
-//               lacks the look of the samples.
+//               lacks the look of the samples, versions 1 and 2 node_ranks.
 //   kSequences  packed token sequences (kind "sequences"), version 1: the packing's options, the
 //               weights as given ([] for one dataset), each dataset's id and samples, and the
 //               stream (SequenceState: rows, draws, each dataset's epoch, position, world size
@@ -43,8 +45,8 @@ namespace rf {
 
 enum class StateKind { kSamples, kMixture, kSequences };
 
-inline constexpr uint32_t kSampleStateVersion = 4;
-inline constexpr uint32_t kMixtureStateVersion = 2;
+inline constexpr uint32_t kSampleStateVersion = 5;
+inline constexpr uint32_t kMixtureStateVersion = 3;
 inline constexpr uint32_t kSequenceStateVersion = 1;
 // The most stretches a state holds: what a checkpoint holds (model/checkpoint.h's
 // kMaxCheckpointStretches); a resume adds one.
@@ -69,11 +71,12 @@ struct LoaderState {
   std::vector<StateDataset> datasets;  // kSamples: the one; else each
   std::vector<double> weights;         // kMixture: normalized; kSequences: as given
   uint32_t world_size = 1;             // the world the place is of (options' world_size)
+  uint32_t node_ranks = 0;             // and its partition (options' node_ranks; 0: global)
   // kSamples and kMixture: the (mixture) epoch's place.
   uint64_t epoch = 0, position = 0;
   std::vector<EpochStretch> stretches;
-  MixtureState mixture;      // kMixture
-  SequenceState sequences;   // kSequences
+  MixtureState mixture;     // kMixture
+  SequenceState sequences;  // kSequences
 };
 
 // The options a state of `kind` records, as `o` holds them.

@@ -215,7 +215,7 @@ def test_a_state_saved_before_the_image_settings_were_recorded_still_loads(trees
     mixed = mixture(trees)
     batches(mixed, 2)
     state = mixed.state_dict()
-    assert state["version"] == 2
+    assert state["version"] == 3
     old = {k: v for k, v in state.items() if k not in look}
     old["version"] = 1
     resumed = mixture(trees)

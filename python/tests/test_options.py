@@ -22,7 +22,8 @@ def test_the_signature_is_the_declarations_with_their_defaults():
         assert params[name].default == expected, name
     # None: what the data or the process gives.
     assert {n for n, o in declared.items() if o["unset"]} == {
-        "device", "dtype", "normalize", "rank", "world_size", "mean", "std", "weights"}
+        "device", "dtype", "normalize", "rank", "world_size", "node_ranks", "mean", "std",
+        "weights"}
     # One default for every face: the command line's (`ringfeed train --seed` is 1).
     assert params["seed"].default == 1 and params["batch_size"].default == 128
     assert params["queue_depth"].default == 8 and params["read_size"].default == "4MiB"

@@ -168,6 +168,57 @@ def test_a_cache_fetches_each_chunk_once_over_epochs_and_runs(served, datasets, 
     assert first - before > opens  # the first epoch did fetch
 
 
+def machines_fetches(server, url, stem, budget, tmp_path, partition, epochs=3):
+    """Two machines of one rank each (world_size 2), each with its own cache of `budget` bytes:
+    the requests each epoch made (after the opens), and each epoch's samples over both."""
+    extra = dict(partition="node", node_ranks=1) if partition == "node" else {}
+    tmp_path.mkdir()
+    loaders = [open_loader(url, rank=r, world_size=2, cache_dir=str(tmp_path / f"m{r}"),
+                           cache_size=str(budget), **extra) for r in range(2)]
+    fetched, seen = [], []
+    for epoch in range(epochs):
+        before = server.requests(stem)
+        samples = []
+        for loader in loaders:
+            loader.set_epoch(epoch)
+            samples += epoch_indices(loader)
+        fetched.append(server.requests(stem) - before)
+        seen.append(sorted(samples))
+    return fetched, seen
+
+
+def test_the_node_partition_keeps_each_machines_part_in_its_cache(served, datasets, tmp_path):
+    """partition="node": each machine's ranks read the same part every epoch, so a cache that
+    holds the part fetches nothing after the first epoch; the global partition deals each epoch
+    anew, and the same caches keep fetching. Both visit every sample once an epoch."""
+    root, server = served
+    local = datasets.positional(n=2000, shards=2)
+    base = Path(local)
+    for f in base.parent.glob(base.stem + "*.rfd"):  # served beside the module's datasets
+        shutil.copy(f, root / f.name)
+    stem = "/" + base.stem
+    url = shard_url(server, root, base.stem)
+    budget = int(0.6 * ringfeed._ringfeed._Dataset(local).total_bytes)
+    node, node_seen = machines_fetches(server, url, stem, budget, tmp_path / "node", "node")
+    glob, glob_seen = machines_fetches(server, url, stem, budget, tmp_path / "global", "global")
+    assert node[0] > 0 and node[1:] == [0, 0], node
+    assert min(glob[1:]) > 0, glob
+    for seen in node_seen + glob_seen:
+        assert seen == list(range(2000))
+
+
+def test_the_node_partition_takes_the_launchers_ranks_and_checks_them(datasets, monkeypatch):
+    path = datasets.positional(n=2000)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    loader = open_loader(path, rank=1, world_size=4, partition="node")
+    assert loader.state_dict()["node_ranks"] == 2
+    assert open_loader(path, rank=1, world_size=4).state_dict()["node_ranks"] == 0
+    with pytest.raises(ringfeed.UsageError, match="node_ranks 3 does not divide world_size 4"):
+        open_loader(path, rank=1, world_size=4, partition="node", node_ranks=3)
+    with pytest.raises(ringfeed.UsageError, match="node_ranks"):
+        open_loader(path, rank=1, world_size=4, node_ranks=2)  # without partition="node"
+
+
 def test_a_cache_needs_both_options(served, datasets, tmp_path):
     root, server = served
     url = shard_url(server, root, Path(datasets.positional(shards=3)).stem)

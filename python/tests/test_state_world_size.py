@@ -80,7 +80,7 @@ def resume_2_3_2(path, **options):
     state = second[0].state_dict()
     assert (state["epoch"], state["position"]) == (0, 112)
     assert state["stretches"] == [{"world_size": 2, "position": 80}]
-    assert state["world_size"] == 3 and state["version"] == 4
+    assert state["world_size"] == 3 and state["version"] == 5
 
     third = world(path, 2, state, **options)
     counts = [(l.epoch_samples, len(l)) for l in third]
@@ -254,7 +254,8 @@ def test_a_state_of_another_dataset_is_refused_at_another_world_size(datasets):
 
 @pytest.mark.parametrize("edit, message", [
     (dict(stretches={"world_size": 2}), "stretches is dict .*, not list"),
-    (dict(stretches=[[2, 80]]), r"stretches\[0\] must be a dict of world_size and position, "
+    (dict(stretches=[[2, 80]]), r"stretches\[0\] must be a dict of world_size and position "
+                                r"\(and node_ranks\), "
                                 r"got \[2, 80\]"),
     (dict(stretches=[{"world_size": 2}]), r"stretches\[0\] must be a dict of world_size and "
                                           r"position"),
@@ -370,3 +371,34 @@ def test_token_records_resume_2_3_2_each_record_once(tmp_path):
     assert set(seen) == set(range(701))
     assert seen - collections.Counter(range(701)) == padding_of(finals[0], remainder, 2)
     assert all(l.epoch == 1 and l.position == 0 for l in last)
+
+
+def test_an_epoch_begun_under_the_node_partition_resumes_at_another_world_size(datasets):
+    """4 ranks on 2 machines (node_ranks 2) take 3 batches each; rank 0's state, loaded at 3
+    ranks under the global partition, shares what they left, each sample once; the state
+    records the stretch's partition."""
+    path = datasets.positional(n=SAMPLES)
+    first = world(path, 4, partition="node", node_ranks=2)
+    stage0 = [take(l, 3) for l in first]
+    state = first[0].state_dict()
+    assert (state["node_ranks"], state["world_size"], state["position"]) == (2, 4, 48)
+    second = world(path, 3, state)
+    stage1 = [take(l) for l in second]
+    assert second[0].state_dict()["stretches"] == []  # the epoch is over
+    seen = collections.Counter()
+    for rank in stage0 + stage1:
+        seen.update(rank)
+    assert set(seen) == set(range(SAMPLES))
+    # The 3 ranks repeat fewer than 3 samples; and a sample the 4 took comes again only where one
+    # of them took it as its padding repeat (999 samples over 4 ranks pad 1, and with 3 dealt
+    # chunks a rank, each rank's epoch is one window: its first 48 samples may hold it).
+    later = collections.Counter()
+    for rank in stage1:
+        later.update(rank)
+    assert sum(later.values()) - len(later) < 3
+    assert len(set(later) & set(sum(stage0, []))) <= 1
+    # Mid-way, the state of the second world names the first stretch with its partition.
+    again = world(path, 3, state)
+    take(again[0], 2)
+    assert again[0].state_dict()["stretches"] == [
+        {"world_size": 4, "position": 48, "node_ranks": 2}]

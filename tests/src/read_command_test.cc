@@ -40,12 +40,13 @@ std::string MakeDataset(const TempDir& t, uint32_t shards, const std::string& na
 // The stored bytes of the chunks rank `rank` of `world` reads in the first epoch of `ringfeed
 // train --seed S` (WindowOrder's: its dealt chunks and the shared ones).
 uint64_t RankBytes(const Dataset& d, ShuffleMode shuffle, uint64_t seed, uint32_t rank,
-                   uint32_t world) {
+                   uint32_t world, uint32_t node_ranks = 0) {
   OrderSettings o;
   o.shuffle = shuffle;
   o.seed = seed;
   o.rank = rank;
   o.world_size = world;
+  o.node_ranks = node_ranks;
   uint64_t bytes = 0;
   for (uint64_t c : WindowOrder(d.ChunkSampleCounts(), o).EpochChunks(0)) {
     bytes += d.chunk(c).entry.stored_bytes;
@@ -131,6 +132,28 @@ TEST(ReadCommand, WorldSizeReadsOnlyTheRanksChunks) {
     EXPECT_GE(all, dataset);
     EXPECT_LE(all, dataset + 2 * 3 * d->chunk(0).entry.stored_bytes);
   }
+}
+
+// --partition node --node-ranks N reads the rank's chunks under the node partition (as many
+// bytes as the order says: which chunks, the order's tests check); a count that does not divide
+// the world, or one without the partition, exits 2.
+TEST(ReadCommand, ThePartitionNodeReadsTheRanksChunksOfItsMachinesPart) {
+  TempDir t;
+  const std::string path = MakeDataset(t, 2);
+  auto d = Dataset::Open(path);
+  ASSERT_TRUE(d.ok());
+  const std::string read = ProgramPath("ringfeed") + " read " + path +
+                           " --order train --seed 7 --world-size 4 --rank 3 --json " +
+                           t.File("r.json");
+  std::string out;
+  ASSERT_EQ(RunCommand(read + " --partition node --node-ranks 2", &out), 0) << out;
+  const uint64_t node = RankBytes(*d, ShuffleMode::kWindow, 7, 3, 4, 2);
+  EXPECT_NE(TextOf(t.File("r.json")).find("\"bytes\": " + std::to_string(node) + ","),
+            std::string::npos);
+  EXPECT_EQ(RunCommand(read + " --partition node --node-ranks 3", &out), 2) << out;
+  EXPECT_NE(out.find("--node-ranks 3 does not divide --world-size 4"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(read + " --node-ranks 2", &out), 2) << out;
+  EXPECT_NE(out.find("--node-ranks"), std::string::npos) << out;
 }
 
 // A directory of datasets (io/dataset.h) is read as one: every part's chunks, or, with

@@ -103,7 +103,13 @@ TEST(LoaderStateTest, EveryKindReadsBackWhatItWrote) {
 
 TEST(LoaderStateTest, OlderVersionsLoadWithWhatTheyLackUnchecked) {
   const LoaderState own = Samples();
-  StateJson v3 = EncodeLoaderState(own);
+  StateJson v4 = EncodeLoaderState(own);
+  v4.erase("node_ranks");  // before the node partition: the global one
+  v4["version"] = 4;
+  Result<LoaderState> r4 = DecodeLoaderState(v4, own);
+  ASSERT_TRUE(r4.ok()) << r4.status().ToString();
+  EXPECT_EQ(r4->node_ranks, 0u);
+  StateJson v3 = v4;
   for (const char* k : {"layout", "normalize", "mean", "std", "image_size", "image_crop"})
     v3.erase(k);
   v3["version"] = 3;
@@ -120,9 +126,9 @@ TEST(LoaderStateTest, OlderVersionsLoadWithWhatTheyLackUnchecked) {
   v1.erase("dtype");
   v1["version"] = 1;
   EXPECT_EQ(Refusal(v1, own), "");
-  v1["version"] = 5;
+  v1["version"] = 6;
   EXPECT_EQ(Refusal(v1, own),
-            "load_state_dict: unknown state version 5 (this ringfeed reads 1 to 4)");
+            "load_state_dict: unknown state version 6 (this ringfeed reads 1 to 5)");
 
   // A mixture's version 1: without the look of the samples, which is then not compared.
   const LoaderState mix = Mixture();
@@ -185,7 +191,7 @@ TEST(LoaderStateTest, EachFieldThatIsWrongIsNamed) {
   s["stretches"] = StateJson::parse(R"([[2, 80]])");
   EXPECT_EQ(Refusal(s, own),
             "load_state_dict: malformed state: stretches[0] must be a dict of world_size and "
-            "position, got [2, 80]");
+            "position (and node_ranks), got [2, 80]");
   s["stretches"] = StateJson::array();
   for (int i = 0; i < 1025; ++i) s["stretches"].push_back({{"world_size", 1}, {"position", 0}});
   EXPECT_EQ(Refusal(s, own),

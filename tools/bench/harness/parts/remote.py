@@ -67,3 +67,37 @@ def cache(ctx, s):
         key = f"{row['policy']}_{row['fraction']:g}"
         ctx.figure(f"{key}_fetched_over_least", row["over_least"])
         ctx.figure(f"{key}_fetched_over_uncached", row["fetched_bytes"] / row["uncached_bytes"])
+
+
+@part("partition", budget=120, about="what the node partition costs the shuffle: the per-batch "
+      "label entropy of a label-sorted dataset under the global partition and partition=\"node\" "
+      "at several machine counts, against a uniform shuffle's (tools/bench/partition_entropy.py)",
+      settings={"samples": 60000, "world": 8, "batch": 256, "epochs": 2},
+      tiny={"samples": 6000, "world": 4, "epochs": 1})
+def partition(ctx, s):
+    path = ctx.work_path(f"sorted-{s.samples}.rfd")
+    if not os.path.exists(path):
+        r = ctx.run("make_sorted", [ctx.after.tool("ringfeed-convert"), "synthetic", "--samples",
+                                    s.samples, "--shape", "1,28,28", "--classes", 10, "--seed", 1,
+                                    "--order", "sorted", "--chunk-size", "64KiB", "-q", "-o",
+                                    path])
+        if not r.ok:
+            ctx.fail(f"ringfeed-convert synthetic: {r.tail(3)}")
+            return
+    ctx.extension(ctx.after)
+    out = ctx.log_path("partition", ".json")
+    r = ctx.run("partition_entropy", [ctx.python_exe, os.path.join(BENCH, "partition_entropy.py"),
+                                      path, "--world", s.world, "--batch", s.batch, "--epochs",
+                                      s.epochs, "--json", out], env=ctx.python_env(ctx.after))
+    for line in r.out.splitlines():
+        if "bits a batch" in line or "samples," in line:
+            ctx.say(line)
+    if not r.ok:
+        ctx.fail(f"partition_entropy.py: {r.tail(3)}")
+        return
+    for row in load_json(out)["rows"]:
+        key = row["layout"].split(":")[0].replace(" ", "_")
+        if row["layout"].startswith("node"):
+            key = "node_" + row["layout"].split(": ")[1].split(" ")[0] + "_machines"
+        ctx.figure(f"{key}_bits", row["bits"])
+        ctx.figure(f"{key}_share_of_uniform", row["share"])
