@@ -98,6 +98,16 @@ Status PutMixture(const Checkpoint& c, Encoder& e) {
   return Status::Ok();
 }
 
+// Version 6: the partition (the run's node_ranks, then each stretch's: the top level's, then
+// each mixture dataset's, in the order the blocks above list them).
+void PutPartition(const Checkpoint& c, Encoder& e) {
+  e.Put(c.order.node_ranks);
+  for (const EpochStretch& st : c.order.resumed.stretches) e.Put(st.node_ranks);
+  for (const MixtureSourceState& s : c.mixture.sources) {
+    for (const EpochStretch& st : s.stretches) e.Put(st.node_ranks);
+  }
+}
+
 }  // namespace
 
 Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
@@ -166,6 +176,7 @@ Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& c) {
   e.Put(augment.erase_threshold);
   e.Put<uint32_t>(m.batch_norm ? 1 : 0);
   RF_RETURN_IF_ERROR(PutMixture(c, e));
+  PutPartition(c, e);
   e.Put<uint32_t>(shapes.size());
   for (const auto& t : c.params.t) e.PutFloats(t);
   for (const auto& t : c.momentum.t) e.PutFloats(t);

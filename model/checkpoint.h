@@ -2,7 +2,7 @@
 // backend-independent file (parameters and momentum are host copies, so a checkpoint written from
 // the CPU backend loads in the CUDA backend and back).
 //
-// File layout (version 5, all integers and floats little-endian):
+// File layout (version 6, all integers and floats little-endian):
 //
 //   magic "RFCKPT\0\x1a" (8) | u32 version
 //   model:     u32 channels, height, width, classes | u32 blocks | u32 conv[blocks] | u32 hidden
@@ -20,6 +20,8 @@
 //              per dataset: u64 dataset_id, dataset_samples | f64 weight (normalized)
 //                           u64 drawn, epoch, next_sample | u32 stretches
 //                           per stretch: u32 world_size, u64 position
+//   partition: u32 node_ranks (0: the global partition) | per stretch of `ranks`: u32 node_ranks
+//              | per mixture dataset, per stretch: u32 node_ranks                            (v6)
 //   u32 tensors | per parameter tensor (ParameterShapes order): u64 count, f32[count]
 //                 then the same for each optimizer state tensor: OptimizerSlots(kind) slots of
 //                 `tensors` tensors (SGD: momentum; AdamW: first moments, then second moments)
@@ -46,7 +48,9 @@
 // dataset's draws, epoch, position in its epoch's order at the checkpoint's world size, and that
 // epoch's stretches); the top-level epoch, next_sample and stretches are then the mixture epoch's,
 // dataset_id the datasets' ids hashed (io/dataset.h's PartsDatasetId) and dataset_samples their
-// samples together. Files before version 5 read as one dataset. Writing goes through AtomicOutput
+// samples together. Files before version 5 read as one dataset. The partition (version 6) is the
+// run's OrderSettings::node_ranks and each stretch's (pipeline/order/world_order.h's node
+// partition); files before it read as the global partition. Writing goes through AtomicOutput
 // (temp name, fsync, rename): a crash mid-write leaves the previous checkpoint in place.
 #pragma once
 
@@ -101,7 +105,7 @@ struct Checkpoint {
 };
 
 inline constexpr char kCheckpointMagic[8] = {'R', 'F', 'C', 'K', 'P', 'T', '\0', '\x1a'};
-inline constexpr uint32_t kCheckpointVersion = 5;
+inline constexpr uint32_t kCheckpointVersion = 6;
 inline constexpr uint32_t kMaxMixtureDatasets = 4096;      // more is a damaged file
 inline constexpr uint32_t kMaxCheckpointStretches = 1024;  // more is a damaged file
 inline constexpr uint32_t kOrderStored = 0xffffffffu;      // order_window of `--shuffle none`

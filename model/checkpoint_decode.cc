@@ -152,6 +152,25 @@ Status ReadBatchNorm(Decoder& d, ModelConfig* m, uint64_t model_at) {
   return Status::Ok();
 }
 
+// Version 6: the run's node_ranks and each stretch's, each at most its world size (0: global).
+Status ReadPartition(Decoder& d, Checkpoint* c) {
+  auto read = [&](uint32_t* node_ranks, uint32_t world) -> Status {
+    RF_RETURN_IF_ERROR(d.Get(node_ranks, "partition"));
+    if (*node_ranks > world) {
+      return d.Error(d.at() - 4, "node_ranks " + std::to_string(*node_ranks) +
+                                     " above its world size " + std::to_string(world));
+    }
+    return Status::Ok();
+  };
+  RF_RETURN_IF_ERROR(read(&c->order.node_ranks, c->order.world_size));
+  for (EpochStretch& st : c->order.resumed.stretches)
+    RF_RETURN_IF_ERROR(read(&st.node_ranks, st.world_size));
+  for (MixtureSourceState& s : c->mixture.sources) {
+    for (EpochStretch& st : s.stretches) RF_RETURN_IF_ERROR(read(&st.node_ranks, st.world_size));
+  }
+  return Status::Ok();
+}
+
 // Version 5: a mixture's datasets and stream, whose counts size the lists.
 Status ReadMixture(Decoder& d, Checkpoint* c) {
   const uint64_t mixture_at = d.at();
@@ -376,6 +395,7 @@ Result<Checkpoint> DecodeCheckpoint(const uint8_t* data, size_t n, const std::st
   if (version >= 4) RF_RETURN_IF_ERROR(ReadBatchNorm(d, &c.config, at.model));
   const uint64_t mixture_at = d.at();
   if (version >= 5) RF_RETURN_IF_ERROR(ReadMixture(d, &c));
+  if (version >= 6) RF_RETURN_IF_ERROR(ReadPartition(d, &c));
   Status forged = Status::Ok();  // a tensor value no run writes
   RF_RETURN_IF_ERROR(ReadTensors(d, &c, &forged));
   RF_RETURN_IF_ERROR(ReadRunningStats(d, &c, &forged));

@@ -53,7 +53,8 @@ Result<ReadReport> Drain(const Dataset& d, std::vector<uint64_t> order, const Fe
 }
 
 Status Run(ReadConfig a) {
-  RF_RETURN_IF_ERROR(a.pipeline.ResolvePartition(LauncherLocalRanks()));
+  a.pipeline.ResolvePartition(LauncherLocalRanks());
+  RF_RETURN_IF_ERROR(a.pipeline.CheckPartition());
   const PipelineConfig& p = a.pipeline;
   RF_RETURN_IF_ERROR(p.Validate());
   FeederOptions fo;

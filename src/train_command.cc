@@ -294,6 +294,7 @@ Status Train(TrainConfig c, const std::vector<std::string>& args,
   // The ranks come from the World, not from flags; the per-rank files carry the rank.
   c.pipeline.order.rank = world.rank();
   c.pipeline.order.world_size = world.size();
+  RF_RETURN_IF_ERROR(c.pipeline.CheckPartition());
   c.dump_order = PerRank(c.dump_order, world);
   c.trace = PerRank(c.trace, world);
 

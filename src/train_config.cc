@@ -85,12 +85,13 @@ Status ApplyCheckpoint(const Checkpoint& c, TrainConfig* config, uint64_t* posit
     order.shuffle = c.order.shuffle;
     order.shuffle_window = c.order.shuffle_window;
   }
-  ResumePoint at = ResumeAt(c.epoch, c.order.resumed.stretches, c.order.world_size, c.next_sample,
-                            order.world_size);
+  // The checkpoint's ranks and machines against this run's (its own, as the world is).
+  const RankLayout saved{c.order.world_size, c.order.node_ranks},
+      now{order.world_size, order.node_ranks};
+  ResumePoint at = ResumeAt(c.epoch, c.order.resumed.stretches, saved, c.next_sample, now);
   // A mixture's datasets continue their own epochs by the same rule (pipeline/sources/mixture.h).
-  config->pipeline.mixture = c.datasets.empty()
-                                 ? MixtureState{}
-                                 : ContinueMixture(c.mixture, c.order.world_size, order.world_size);
+  config->pipeline.mixture =
+      c.datasets.empty() ? MixtureState{} : ContinueMixture(c.mixture, saved, now);
   order.resumed = std::move(at.resumed);
   *position = at.position;
   return Status::Ok();

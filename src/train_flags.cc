@@ -60,8 +60,12 @@ Result<TrainFlags> ReadTrainFlags(const std::vector<std::string>& args) {
 
 Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& f) {
   RF_RETURN_IF_ERROR(TrainOptionTable().RefuseIdle(f.config, f.given, OptionFace::kCommandLine));
-  RF_RETURN_IF_ERROR(f.config.Validate());
-  return f.config;
+  TrainConfig c = f.config;
+  // --partition node without --node-ranks: the launcher's ranks on this machine (the world
+  // itself is known later: Train checks that they divide it).
+  c.pipeline.ResolvePartition(LauncherLocalRanks());
+  RF_RETURN_IF_ERROR(c.Validate());
+  return c;
 }
 
 std::vector<std::string> ResumeOverrides(const TrainConfig& asked, const TrainConfig& resumed,

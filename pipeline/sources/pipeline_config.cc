@@ -71,10 +71,14 @@ uint32_t LauncherLocalRanks() {
   return 1;
 }
 
-Status PipelineConfig::ResolvePartition(uint32_t local_ranks, OptionFace face) {
+void PipelineConfig::ResolvePartition(uint32_t local_ranks) {
+  if (partition == Partition::kNode && order.node_ranks == 0)
+    order.node_ranks = std::max<uint32_t>(1, local_ranks);
+}
+
+Status PipelineConfig::CheckPartition(OptionFace face) const {
   if (partition == Partition::kGlobal) return Status::Ok();
-  if (order.node_ranks == 0) order.node_ranks = std::max<uint32_t>(1, local_ranks);
-  if (order.world_size % order.node_ranks != 0) {
+  if (order.node_ranks == 0 || order.world_size % order.node_ranks != 0) {
     const bool python = face == OptionFace::kPython;
     return Status::Usage(std::string(python ? "node_ranks " : "--node-ranks ") +
                          std::to_string(order.node_ranks) + " does not divide " +
@@ -92,13 +96,10 @@ Status PipelineConfig::Validate(OptionFace face) const {
   RF_RETURN_IF_ERROR(
       PipelineOptionTable().Check(*this, kTrainCommand | kReadCommand | kLoaderApi, face));
   RF_RETURN_IF_ERROR(CheckRank(order.rank, order.world_size, face));
-  if (partition == Partition::kNode &&
-      (order.node_ranks == 0 || order.world_size % order.node_ranks != 0)) {
-    return Status::Usage(
-        std::string(face == OptionFace::kPython ? "node_ranks " : "--node-ranks ") +
-        std::to_string(order.node_ranks) + " for world size " + std::to_string(order.world_size) +
-        ": the node partition needs the ranks a machine runs, dividing it "
-        "(PipelineConfig::ResolvePartition)");
+  if (partition == Partition::kNode && order.node_ranks == 0) {
+    return Status::Usage(std::string(face == OptionFace::kPython ? "node_ranks" : "--node-ranks") +
+                         ": the node partition needs the ranks a machine runs "
+                         "(PipelineConfig::ResolvePartition)");
   }
   if (mode == PipelineMode::kManaged && device == DeviceKind::kCpu) {
     return Status::Usage(
@@ -313,7 +314,7 @@ OptionTable<PipelineConfig> MakeTable() {
       .Help("ranks every epoch is partitioned over");
   t.Word("partition", [](auto& c) -> auto& { return c.partition; },
          {{"global", Partition::kGlobal}, {"node", Partition::kNode}})
-      .For(kRead | kLoader)
+      .For(kTrain | kRead | kLoader)
       .Help(
           "global: each epoch deals all the chunks to all the ranks; node: each machine's ranks "
           "(--node-ranks consecutive ones) draw from the same part of the dataset every epoch, "
@@ -322,7 +323,7 @@ OptionTable<PipelineConfig> MakeTable() {
   t.Field(
        "node-ranks", OptionType::kCount, [](auto& c) -> auto& { return c.order.node_ranks; })
       .Range(0, kMaxWorldSize)
-      .For(kRead | kLoader)
+      .For(kTrain | kRead | kLoader)
       .OnlyWith("partition", {"node"}, "the node partition only")
       .Unset(
           "the launcher's ranks on this machine (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE), "

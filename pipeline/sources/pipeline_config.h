@@ -128,9 +128,10 @@ struct PipelineConfig {
   // `face`: how the messages name the options (the command line's --names, or Python's).
   Status Validate(OptionFace face = OptionFace::kCommandLine) const;
   // Under the node partition with no node_ranks given, order.node_ranks = `local_ranks` (the
-  // launcher's ranks on this machine; 1 without a launcher). Then Usage where it does not divide
-  // world_size. The global partition: nothing.
-  Status ResolvePartition(uint32_t local_ranks, OptionFace face = OptionFace::kCommandLine);
+  // launcher's ranks on this machine; 1 without a launcher). The global partition: nothing.
+  void ResolvePartition(uint32_t local_ranks);
+  // Once the world is known: Usage where the node partition's node_ranks does not divide it.
+  Status CheckPartition(OptionFace face = OptionFace::kCommandLine) const;
   // Validate, and what needs the dataset's chunk layout (chunk_samples, Dataset::
   // ChunkSampleCounts): a stretch's position past its stretch's samples per rank (Usage, naming
   // the stretch; CheckStretches in pipeline/order/epoch_remainder.h). Loader::Open and Create call

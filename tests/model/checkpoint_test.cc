@@ -40,6 +40,24 @@ void Reseal(std::vector<uint8_t>* b) {
   std::memcpy(b->data() + b->size() - 8, &sum, 8);
 }
 
+// Where the partition block (version 6) of `c`'s encoding starts, for SmallConfig and no
+// mixture: after the ranks block (its stretches 12 bytes each), version 3's block, the batch
+// norm flag and the mixture's count; it holds a u32 and one a stretch.
+size_t PartitionAt(const Checkpoint& c) {
+  return kRanksAt + 8 + 12 * c.order.resumed.stretches.size() + kVersion3Block + 4 + 4;
+}
+
+// `c` as version 5 wrote it: without the partition block.
+std::vector<uint8_t> EncodedV5(const Checkpoint& c) {
+  std::vector<uint8_t> b = Encoded(c);
+  const size_t at = PartitionAt(c);
+  b.erase(b.begin() + at, b.begin() + at + 4 + 4 * c.order.resumed.stretches.size());
+  const uint32_t v5 = 5;
+  std::memcpy(b.data() + 8, &v5, 4);
+  Reseal(&b);
+  return b;
+}
+
 ModelConfig SmallConfig() {
   ModelConfig c;
   c.channels = 1;
@@ -113,7 +131,7 @@ TEST(Checkpoint, ReadsVersion1FilesAsOneRank) {
   Checkpoint c = Numbered();
   c.order.world_size = 1;
   c.order.resumed.stretches.clear();
-  std::vector<uint8_t> b = Encoded(c);
+  std::vector<uint8_t> b = EncodedV5(c);
   // magic, version, model (4 dims, block count, 2 widths, hidden), sgd, position (4 u64, 2 u32,
   // 2 u64): the ranks block (world size, stretch count) follows.
   const size_t ranks_at = kRanksAt;
@@ -182,7 +200,7 @@ TEST(Checkpoint, RoundTripsTheOptimizerScheduleAndAdamWStateExactly) {
 // schedule, span not recorded.
 TEST(Checkpoint, ReadsVersion2FilesAsSgdWithTheConstantSchedule) {
   Checkpoint c = Numbered();
-  std::vector<uint8_t> b = Encoded(c);
+  std::vector<uint8_t> b = EncodedV5(c);
   // The ranks block with its two stretches, then version 3's block: cut it out.
   const size_t ranks_at = kRanksAt;
   const size_t v3_at = ranks_at + 8 + 2 * 12;
@@ -212,7 +230,7 @@ TEST(Checkpoint, ReadsVersion2FilesAsSgdWithTheConstantSchedule) {
 // Version 3 files (before batch norm) read as models without it.
 TEST(Checkpoint, ReadsVersion3FilesAsModelsWithoutBatchNorm) {
   Checkpoint c = Numbered();
-  std::vector<uint8_t> b = Encoded(c);
+  std::vector<uint8_t> b = EncodedV5(c);
   const size_t flag_at = kRanksAt + 8 + 2 * 12 + kVersion3Block;
   uint32_t flag = 9;
   std::memcpy(&flag, b.data() + flag_at, 4);
@@ -231,7 +249,7 @@ TEST(Checkpoint, ReadsVersion3FilesAsModelsWithoutBatchNorm) {
 // Version 4 files (before mixtures) read as one dataset.
 TEST(Checkpoint, ReadsVersion4FilesAsOneDataset) {
   Checkpoint c = Numbered();
-  std::vector<uint8_t> b = Encoded(c);
+  std::vector<uint8_t> b = EncodedV5(c);
   const size_t mixture_at = kRanksAt + 8 + 2 * 12 + kVersion3Block + 4;
   uint32_t count = 9;
   std::memcpy(&count, b.data() + mixture_at, 4);
@@ -245,6 +263,38 @@ TEST(Checkpoint, ReadsVersion4FilesAsOneDataset) {
   EXPECT_TRUE(r->datasets.empty());
   EXPECT_TRUE(r->mixture.sources.empty());
   EXPECT_TRUE(BitIdentical(r->params, c.params));
+}
+
+// Version 6's partition block: the run's node_ranks and each stretch's come back; a version 5
+// file reads as the global partition; node_ranks above its world size is refused at its offset.
+TEST(Checkpoint, RoundTripsThePartitionAndReadsVersion5AsTheGlobalOne) {
+  Checkpoint c = Numbered();  // world size 3, stretches of 4 and 2 ranks
+  c.order.node_ranks = 3;
+  c.order.resumed.stretches[0].node_ranks = 2;
+  const std::vector<uint8_t> b = Encoded(c);
+  auto r = DecodeCheckpoint(b.data(), b.size(), "p.ckpt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->order.node_ranks, 3u);
+  EXPECT_EQ(r->order.resumed.stretches[0].node_ranks, 2u);
+  EXPECT_EQ(r->order.resumed.stretches[1].node_ranks, 0u);
+  const std::vector<uint8_t> v5 = EncodedV5(c);
+  auto old = DecodeCheckpoint(v5.data(), v5.size(), "v5.ckpt");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->order.node_ranks, 0u);
+  EXPECT_EQ(old->order.resumed.stretches[0].node_ranks, 0u);
+  EXPECT_TRUE(BitIdentical(old->params, c.params));
+  std::vector<uint8_t> bad = b;
+  const uint32_t five = 5;  // the second stretch ran on 2 ranks
+  std::memcpy(bad.data() + PartitionAt(c) + 8, &five, 4);
+  Reseal(&bad);
+  auto refused = DecodeCheckpoint(bad.data(), bad.size(), "bad.ckpt");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().ToString().find("at byte " + std::to_string(PartitionAt(c) + 8)),
+            std::string::npos)
+      << refused.status().ToString();
+  EXPECT_NE(refused.status().ToString().find("node_ranks 5 above its world size 2"),
+            std::string::npos)
+      << refused.status().ToString();
 }
 
 // A mixture's datasets and stream come back exactly; fields no run writes are refused at the

@@ -6,7 +6,8 @@
 //   checkpoint_v2.ckpt  20dcf81 (before the optimizer, schedule and augmentation blocks)
 //   checkpoint_v3.ckpt  72b5eef (before batch norm)
 //   checkpoint_v4.ckpt  29c45e6 (before DecodeCheckpoint was split into a reader per section)
-//   checkpoint_v5.ckpt  the mixture block's commit (RF_WRITE_CHECKPOINT_V5=FILE makes the test
+//   checkpoint_v5.ckpt  the mixture block's commit
+//   checkpoint_v6.ckpt  the partition block's commit (RF_WRITE_CHECKPOINT_V6=FILE makes the test
 //                       below write it)
 //
 // from the content Written(version) describes; every value encodes its place, so a field or value
@@ -101,6 +102,11 @@ Checkpoint Written(uint32_t version) {
     c.mixture.drawn = {72, 24};
     c.mixture.sources = {{1, 10, {{3, 4}}}, {0, 20, {}}};
   }
+  if (version >= 6) {  // the node partition: the run's machines, and a stretch's
+    c.order.node_ranks = 1;
+    c.order.resumed.stretches[0].node_ranks = 3;
+    c.mixture.sources[0].stretches[0].node_ranks = 1;
+  }
   return c;
 }
 
@@ -143,6 +149,7 @@ void ExpectSame(const Checkpoint& got, const Checkpoint& want) {
   EXPECT_EQ(got.dataset_id, want.dataset_id);
   EXPECT_EQ(got.dataset_samples, want.dataset_samples);
   EXPECT_EQ(got.order.world_size, want.order.world_size);
+  EXPECT_EQ(got.order.node_ranks, want.order.node_ranks);
   EXPECT_EQ(got.order.resumed.epoch, want.order.resumed.epoch);
   EXPECT_EQ(got.datasets, want.datasets);
   EXPECT_EQ(got.mixture, want.mixture);
@@ -152,6 +159,7 @@ void ExpectSame(const Checkpoint& got, const Checkpoint& want) {
   for (size_t k = 0; k < want_st.size(); ++k) {
     EXPECT_EQ(got_st[k].world_size, want_st[k].world_size) << "stretch " << k;
     EXPECT_EQ(got_st[k].position, want_st[k].position) << "stretch " << k;
+    EXPECT_EQ(got_st[k].node_ranks, want_st[k].node_ranks) << "stretch " << k;
   }
 }
 
@@ -167,16 +175,16 @@ TEST(CheckpointVersions, ReadsEveryVersionEarlierBuildsWrote) {
   }
 }
 
-// The writer has not changed the format: the same content gives the version 5 file byte for byte.
+// The writer has not changed the format: the same content gives the version 6 file byte for byte.
 TEST(CheckpointVersions, WritesTheLatestVersionByteForByteAsItsFileHolds) {
-  ASSERT_EQ(kCheckpointVersion, 5u) << "a new version: check in a file of it, as above";
-  Result<std::vector<uint8_t>> encoded = EncodeCheckpoint(Written(5));
+  ASSERT_EQ(kCheckpointVersion, 6u) << "a new version: check in a file of it, as above";
+  Result<std::vector<uint8_t>> encoded = EncodeCheckpoint(Written(6));
   ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
-  if (const char* out = std::getenv("RF_WRITE_CHECKPOINT_V5")) {  // how the file was made
+  if (const char* out = std::getenv("RF_WRITE_CHECKPOINT_V6")) {  // how the file was made
     std::ofstream(out, std::ios::binary)
         .write(reinterpret_cast<const char*>(encoded->data()), encoded->size());
   }
-  EXPECT_EQ(*encoded, Bytes(DataFile(5)));
+  EXPECT_EQ(*encoded, Bytes(DataFile(6)));
 }
 
 }  // namespace

@@ -530,6 +530,47 @@ TEST(TrainConfig, ResumeAtAnotherWorldSizeSharesWhatTheCheckpointsRanksLeft) {
   EXPECT_TRUE(c.pipeline.order.resumed.stretches.empty());
 }
 
+// The node partition is part of the layout: the checkpoint's machines (node_ranks 1 on 2 ranks)
+// continue in place under the same partition, and append their stretch, node_ranks kept, under
+// another.
+TEST(TrainConfig, ResumeUnderAnotherPartitionSharesWhatTheCheckpointsMachinesLeft) {
+  Checkpoint ck = RanksCheckpoint();
+  ck.order.node_ranks = 1;
+  Result<TrainConfig> parsed =
+      Parse({"--data", "d.rfd", "--resume", "r.ckpt", "--partition", "node", "--node-ranks", "1"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  TrainConfig c = *parsed;
+  c.pipeline.order.world_size = 2;
+  uint64_t position = 0;
+  ASSERT_TRUE(ApplyCheckpoint(ck, &c, &position).ok());
+  EXPECT_EQ(position, 40u);  // the same layout: the same place
+  EXPECT_EQ(c.pipeline.order.resumed.stretches.size(), 1u);
+  Result<TrainConfig> global = Parse({"--data", "d.rfd", "--resume", "r.ckpt"});
+  ASSERT_TRUE(global.ok());
+  c = *global;
+  c.pipeline.order.world_size = 2;
+  ASSERT_TRUE(ApplyCheckpoint(ck, &c, &position).ok());
+  EXPECT_EQ(position, 0u);
+  ASSERT_EQ(c.pipeline.order.resumed.stretches.size(), 2u);
+  EXPECT_EQ(c.pipeline.order.resumed.stretches[1], (EpochStretch{2, 40, 1}));
+}
+
+TEST(TrainConfig, ThePartitionNodeTakesTheLaunchersRanksAndMustDivideTheWorld) {
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+  Result<TrainConfig> c = Parse({"--data", "d.rfd", "--partition", "node"});
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->pipeline.order.node_ranks, 4u);
+  TrainConfig t = *c;
+  t.pipeline.order.world_size = 6;
+  EXPECT_EQ(t.pipeline.CheckPartition().ToString(),
+            "--node-ranks 4 does not divide --world-size 6: machines run the same number of ranks "
+            "under the node partition");
+  t.pipeline.order.world_size = 8;
+  EXPECT_TRUE(t.pipeline.CheckPartition().ok());
+  EXPECT_FALSE(Parse({"--data", "d.rfd", "--node-ranks", "2"}).ok());  // without the partition
+}
+
 TEST(TrainConfig, OutputsOntoInputsAreRefusedNamingBoth) {
   TempDir t;
   const std::string data = t.File("d.rfd"), test = t.File("t.rfd"), resume = t.File("r.ckpt");

@@ -103,7 +103,7 @@ def read_chunk_index(path: Path) -> List[ChunkEntry]:
     return out
 
 
-# --- checkpoints (model/checkpoint.h, versions 2 to 5: the same fields up to the ranks) -------
+# --- checkpoints (model/checkpoint.h, versions 2 to 6: the same fields up to the ranks) -------
 
 
 @dataclass
@@ -123,7 +123,7 @@ def read_checkpoint(path: Path) -> CheckpointPosition:
     b = Path(path).read_bytes()
     assert b[:8] == b"RFCKPT\0\x1a", f"{path} is not a checkpoint"
     (version,) = struct.unpack_from("<I", b, 8)
-    assert version in (2, 3, 4, 5), f"{path}: checkpoint version {version}"  # same fields here
+    assert version in (2, 3, 4, 5, 6), f"{path}: checkpoint version {version}"  # same fields here
     off = 12 + 4 * 4  # channels, height, width, classes
     (blocks,) = struct.unpack_from("<I", b, off)
     off += 4 + 4 * blocks + 4 + 3 * 4  # conv widths, hidden, lr/momentum/weight decay

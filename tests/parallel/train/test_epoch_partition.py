@@ -1,8 +1,10 @@
 """Every sample exactly once per epoch over the ranks of `mpirun -np N ringfeed train`, read from
 each rank's --dump-order file (pipeline/order/window_order.h's partition, end to end); the order a
-function of the seed; and a run without mpirun is one rank writing the plain --dump-order file."""
+function of the seed; a run without mpirun is one rank writing the plain --dump-order file; and
+--partition node keeps each machine's chunks from epoch to epoch."""
 
 import json
+import struct
 
 import pytest
 
@@ -56,3 +58,35 @@ def test_without_mpirun_runs_as_one_rank_writing_the_plain_order_file(positional
     for epoch in (1, 2):
         h.check_full_epoch([run.orders[0][epoch]], h.SAMPLES, f"alone, epoch {epoch}")
     assert f"batch {h.BATCH}\n" in run.stdout
+
+
+def dealt_chunks(samples, index):
+    """The chunks whose every sample is among `samples` (a machine's epoch): its dealt ones."""
+    have = set(samples)
+    return {c.index for c in index
+            if all(s in have for s in range(c.first_sample, c.first_sample + c.sample_count))}
+
+
+@pytest.mark.parametrize("partition", ["node", "global"])
+def test_the_node_partition_keeps_each_machines_chunks_every_epoch(positional, tmp_path, partition):
+    """mpirun -np 4 as two machines of two ranks (--partition node --node-ranks 2): every sample
+    once an epoch over the ranks, and the chunks each machine trains whole are the same in every
+    epoch; under the global partition they change. The checkpoint records the partition."""
+    flags = ["--partition", "node", "--node-ranks", "2"] if partition == "node" else []
+    ckpt = tmp_path / "last.ckpt"
+    run = h.train(4, positional, "--epochs", "3", "--batch-size", str(h.BATCH), "--seed", "7",
+                  "--checkpoint", str(ckpt), *flags, dump=tmp_path / "order").check_ok()
+    index = h.read_chunk_index(positional)
+    for epoch in (1, 2, 3):
+        h.check_full_epoch([o[epoch] for o in run.orders], h.SAMPLES, f"{partition}, {epoch}")
+    for machine in (0, 1):
+        chunks = [dealt_chunks(run.orders[2 * machine][e] + run.orders[2 * machine + 1][e], index)
+                  for e in (1, 2, 3)]
+        assert chunks[0], f"machine {machine} trained no chunk whole"
+        if partition == "node":
+            assert chunks[1] == chunks[0] and chunks[2] == chunks[0], f"machine {machine}"
+        else:
+            assert chunks[1] != chunks[0] or chunks[2] != chunks[0], f"machine {machine}"
+    data = ckpt.read_bytes()
+    (version,) = struct.unpack_from("<I", data, 8)
+    assert version == 6
