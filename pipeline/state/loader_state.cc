@@ -390,7 +390,7 @@ StateJson RecordedOptions(const LoaderOptions& o, StateKind kind) {
 
 StateJson EncodeLoaderState(const LoaderState& s) {
   StateJson out = StateJson::object();
-  out["version"] = NewestVersion(s.kind);
+  out["version"] = s.version != 0 ? s.version : NewestVersion(s.kind);
   if (s.kind != StateKind::kSamples) out["kind"] = KindWord(s.kind);
   if (s.kind != StateKind::kSequences) {
     out["epoch"] = s.epoch;

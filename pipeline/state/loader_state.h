@@ -60,7 +60,9 @@ struct StateDataset {
 
 struct LoaderState {
   StateKind kind = StateKind::kSamples;
-  uint32_t version = kSampleStateVersion;  // a decoded state's: the version it was written at
+  // 0: the newest of its kind (a loader's own state); a decoded state's: the version it was
+  // written at, which EncodeLoaderState writes again (with the fields that version holds).
+  uint32_t version = 0;
   // The recorded options (an object, by Python name, in state_dict()'s order), rank and
   // world_size among them.
   StateJson options = StateJson::object();
