@@ -92,11 +92,6 @@ class WorldOrder {
   // Whether the chunks are dealt balanced by samples (records of any size; see the class comment)
   // rather than round-robin among the full chunks.
   bool balanced() const { return balanced_; }
-  // Under the node partition: the nodes (M >= 2) and each chunk's node (kSharedChunk for the
-  // shared ones), the same every epoch. 0 nodes: the global partition.
-  static constexpr uint32_t kSharedChunk = std::numeric_limits<uint32_t>::max();
-  uint32_t nodes() const { return nodes_; }
-  uint32_t NodeOf(uint64_t chunk) const { return nodes_ == 0 ? 0 : node_of_[chunk]; }
 
   // Per rank and epoch, the same for every rank and every ordinary epoch.
   uint64_t dealt() const { return dealt_; }    // chunks dealt to the rank
@@ -159,7 +154,8 @@ class WorldOrder {
   uint64_t seed_;
   uint32_t world_;
   uint32_t node_ranks_ = 0, nodes_ = 0;  // L and M under the node partition; 0 nodes: global
-  std::vector<uint32_t> node_of_;        // per chunk: its node, or kSharedChunk
+  static constexpr uint32_t kSharedChunk = std::numeric_limits<uint32_t>::max();
+  std::vector<uint32_t> node_of_;  // per chunk: its node (the same every epoch), or kSharedChunk
   bool balanced_ = false;
   uint64_t dealt_total_ = 0;     // chunks dealt out per epoch, over all ranks
   uint64_t dealt_ = 0;           // chunks dealt to each rank per epoch
