@@ -1,4 +1,4 @@
-// The crops of decoded images (image/jpeg records), the math alone: which part of an image a
+// The crops of decoded images (image records), the math alone: which part of an image a
 // training sample's output shows (torchvision's RandomResizedCrop, with a random horizontal
 // flip), or an evaluation sample's (Resize(size / 0.875) then CenterCrop(size)). One header for
 // the host and the GPU (plain C++ where nvcc does not compile it, __host__ __device__ where it

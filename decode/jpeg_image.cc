@@ -17,71 +17,33 @@ bool IsFrameMarker(uint8_t m) {
   return m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc;
 }
 
+// Why a frame of marker m is not decoded; "" for those libjpeg-turbo 2.1 decodes.
+const char* FrameRefusal(uint8_t m) {
+  switch (m) {
+    case 0xc0:
+    case 0xc1:
+    case 0xc2:
+    case 0xc9:
+    case 0xca:
+      return "";
+    case 0xc3:
+      return "a lossless JPEG (SOF3): libjpeg-turbo does not decode it";
+    case 0xcb:
+      return "a lossless arithmetic-coded JPEG (SOF11): libjpeg-turbo does not decode it";
+    default:
+      return "a hierarchical JPEG: libjpeg-turbo does not decode it";
+  }
+}
+
 std::string Side(uint32_t h, uint32_t w) { return std::to_string(w) + "x" + std::to_string(h); }
 
-// The window in an image scaled to `scaled` pixels of `image` (the DCT scale).
-AxisWindow Scaled(const AxisWindow& a, uint32_t image, uint32_t scaled) {
-  if (scaled == image) return a;
-  const double f = static_cast<double>(scaled) / image;
-  AxisWindow s;
-  s.origin = a.origin * f;
-  s.step = a.step * f;
-  const auto at = [&](int32_t v) {
-    return std::clamp(static_cast<int32_t>(std::floor(v * f + 0.5)), 0,
-                      static_cast<int32_t>(scaled));
-  };
-  s.lo = std::min(at(a.lo), static_cast<int32_t>(scaled) - 1);
-  s.hi = std::max(at(a.hi), s.lo + 1);
-  return s;
+// PIL's MULDIV255: a * b / 255, rounded as its CMYK to RGB conversion rounds.
+inline uint8_t MulDiv255(uint32_t a, uint32_t b) {
+  const uint32_t t = a * b + 128;
+  return static_cast<uint8_t>((t + (t >> 8)) >> 8);
 }
 
 }  // namespace
-
-AxisWindow CropAxisWindow(uint32_t start, uint32_t extent, uint32_t resized, uint32_t image,
-                          uint32_t size) {
-  AxisWindow a;
-  if (resized != 0) {  // evaluation: the whole image resized, then the crop of it
-    a.step = static_cast<double>(image) / resized;
-    a.origin = start * a.step;
-    a.lo = 0;
-    a.hi = static_cast<int32_t>(image);
-  } else {  // training: the crop box, resized
-    a.step = static_cast<double>(extent) / size;
-    a.origin = start;
-    a.lo = static_cast<int32_t>(start);
-    a.hi = static_cast<int32_t>(start + extent);
-  }
-  return a;
-}
-
-Status ImageDecodeSpec::Validate() const {
-  if (size == 0 || size > 65535)
-    return Status::Usage("image_size must be 1 to 65535, got " + std::to_string(size));
-  if (output != DType::kFloat32 && output != DType::kBFloat16 && output != DType::kFloat16 &&
-      output != DType::kUInt8) {
-    return Status::Usage("dtype " + std::string(DTypeName(output)) +
-                         ": decoded images come out as float32, bfloat16, float16 or uint8");
-  }
-  if (max_side == 0 || max_side > 65535)
-    return Status::Usage("max_image_side must be 1 to 65535, got " + std::to_string(max_side));
-  if (!normalize) return Status::Ok();
-  if (output == DType::kUInt8)
-    return Status::Usage("normalize needs a float dtype, not uint8: turn normalize off");
-  for (int c = 0; c < 3; ++c) {
-    if (!std::isfinite(mean[c]) || !std::isfinite(stddev[c]) || !(stddev[c] > 0)) {
-      return Status::Usage("mean and std: each channel's must be finite, std above 0 (channel " +
-                           std::to_string(c) + ": " + std::to_string(mean[c]) + ", " +
-                           std::to_string(stddev[c]) + ")");
-    }
-  }
-  return Status::Ok();
-}
-
-CropBox CropFor(const ImageDecodeSpec& spec, uint64_t epoch, uint64_t index, uint32_t height,
-                uint32_t width) {
-  if (spec.crop == ImageCrop::kCenter) return CenterCropOf(height, width, spec.size);
-  return RandomResizedCropOf(spec.seed, epoch, index, height, width);
-}
 
 std::string ReadJpegFrame(const uint8_t* data, size_t n, uint32_t max_side, JpegFrame* frame) {
   if (n < 4 || data[0] != 0xff || data[1] != 0xd8) return "no JPEG start-of-image marker";
@@ -100,6 +62,11 @@ std::string ReadJpegFrame(const uint8_t* data, size_t n, uint32_t max_side, Jpeg
     if (length < 2) return "a marker segment of length " + std::to_string(length);
     if (IsFrameMarker(m)) {
       if (length < 8 || n - p < 8) return "a truncated frame header";
+      if (const char* why = FrameRefusal(m); *why != 0) return why;
+      if (data[p + 2] != 8) {
+        return std::to_string(data[p + 2]) + "-bit samples: only 8-bit JPEGs are decoded";
+      }
+      frame->marker = m;
       frame->height = uint32_t{data[p + 3]} << 8 | data[p + 4];
       frame->width = uint32_t{data[p + 5]} << 8 | data[p + 6];
       frame->components = data[p + 7];
@@ -109,9 +76,9 @@ std::string ReadJpegFrame(const uint8_t* data, size_t n, uint32_t max_side, Jpeg
         return "a frame header of " + Side(frame->height, frame->width) +
                " pixels, more than max_image_side " + std::to_string(max_side) + " a side";
       }
-      if (frame->components != 1 && frame->components != 3) {
+      if (frame->components != 1 && frame->components != 3 && frame->components != 4) {
         return "a JPEG of " + std::to_string(frame->components) +
-               " components (CMYK?): only grey and colour (3) are decoded";
+               " components: grey (1), colour (3) and CMYK (4) are decoded";
       }
       return "";
     }
@@ -119,36 +86,10 @@ std::string ReadJpegFrame(const uint8_t* data, size_t n, uint32_t max_side, Jpeg
   }
 }
 
-std::vector<uint8_t> ImageOutputTable(const ImageDecodeSpec& spec) {
-  const size_t e = DTypeSize(spec.output);
-  std::vector<uint8_t> lut(3 * 256 * e);
-  for (int c = 0; c < 3; ++c) {
-    for (int x = 0; x < 256; ++x) {
-      uint8_t* at = &lut[(c * 256 + x) * e];
-      if (spec.output == DType::kUInt8) {
-        *at = static_cast<uint8_t>(x);
-        continue;
-      }
-      // A true division in float32, as every decode of the project normalizes
-      // (decode/element.h).
-      const float v = spec.normalize ? (static_cast<float>(x) - spec.mean[c]) / spec.stddev[c]
-                                     : static_cast<float>(x);
-      if (spec.output == DType::kFloat32) {
-        std::memcpy(at, &v, 4);
-      } else {
-        const uint16_t h = spec.output == DType::kBFloat16 ? FloatToBFloat16(v) : FloatToHalf(v);
-        std::memcpy(at, &h, 2);
-      }
-    }
-  }
-  return lut;
-}
-
 // The decoder's libjpeg decompressor (decode/jpeg_errors.h): errors longjmp back to the setjmp in
 // JpegDecompressor::Create or ReadRegion, which returns normally; warnings are recorded, never
 // printed.
-JpegImageDecoder::JpegImageDecoder(const ImageDecodeSpec& spec)
-    : spec_(spec), lut_(ImageOutputTable(spec)) {}
+JpegImageDecoder::JpegImageDecoder(const ImageDecodeSpec& spec) : spec_(spec), writer_(spec) {}
 
 JpegImageDecoder::~JpegImageDecoder() = default;
 
@@ -160,6 +101,9 @@ Result<std::unique_ptr<JpegImageDecoder>> JpegImageDecoder::Create(const ImageDe
     return Status::Unsupported(std::string("libjpeg-turbo: jpeg_create_decompress: ") +
                                d->jpeg_->errors.message);
   }
+  // libjpeg's own buffers (a progressive JPEG's coefficients) fail with its error past this
+  // instead of being allocated.
+  d->jpeg_->cinfo.mem->max_memory_to_use = static_cast<long>(kMaxImageDecodeBytes);
   return d;
 }
 
@@ -188,7 +132,8 @@ bool JpegImageDecoder::ReadRegion(const uint8_t* data, size_t n, const JpegFrame
   }
   c->scale_num = 1;
   c->scale_denom = denom;
-  c->out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_EXT_RGB;
+  const bool cmyk = frame.components == 4;
+  c->out_color_space = channels == 1 ? JCS_GRAYSCALE : cmyk ? JCS_CMYK : JCS_EXT_RGB;
   jpeg_start_decompress(c);
   // A region's chroma is upsampled as if its first and last columns (and its first row) were
   // the image's edges, replicated where the full decode reads their neighbours (measured: up to
@@ -218,6 +163,21 @@ bool JpegImageDecoder::ReadRegion(const uint8_t* data, size_t n, const JpegFrame
   const size_t bytes = size_t(row_hi - first_row) * *pitch;
   if (pixels_.size() < bytes) pixels_.resize(bytes);
   if (first_row > 0) jpeg_skip_scanlines(c, static_cast<JDIMENSION>(first_row));
+  if (cmyk) {
+    // One row at a time through cmyk_, each converted into its row of pixels_.
+    if (cmyk_.size() < size_t{c->output_width} * 4) cmyk_.resize(size_t{c->output_width} * 4);
+    while (c->output_scanline < static_cast<JDIMENSION>(row_hi)) {
+      uint8_t* to = pixels_.data() + size_t(c->output_scanline - first_row) * *pitch;
+      JSAMPROW row = cmyk_.data();
+      jpeg_read_scanlines(c, &row, 1);
+      for (JDIMENSION x = 0; x < c->output_width; ++x) {
+        const uint8_t* k = &cmyk_[size_t{x} * 4];
+        to[3 * x] = MulDiv255(k[0], k[3]);
+        to[3 * x + 1] = MulDiv255(k[1], k[3]);
+        to[3 * x + 2] = MulDiv255(k[2], k[3]);
+      }
+    }
+  }
   while (c->output_scanline < static_cast<JDIMENSION>(row_hi)) {
     JSAMPROW rows[4];
     const JDIMENSION at = c->output_scanline;
@@ -236,42 +196,18 @@ std::string JpegImageDecoder::Decode(const uint8_t* data, size_t n, uint64_t epo
                                      void* out) {
   JpegFrame f;
   if (std::string why = ReadJpegFrame(data, n, spec_.max_side, &f); !why.empty()) return why;
-  const CropBox box = CropFor(spec_, epoch, index, f.height, f.width);
-  const uint32_t size = spec_.size;
-  const AxisWindow ry = CropAxisWindow(box.top, box.height, box.resized_height, f.height, size);
-  const AxisWindow rx = CropAxisWindow(box.left, box.width, box.resized_width, f.width, size);
-  // The coarsest DCT scale that leaves the crop at least `size` pixels both ways.
-  uint32_t d = 8;
-  while (d > 1 && (ry.step * size / d < size || rx.step * size / d < size)) d /= 2;
-  last_scale_ = d;
-  const uint32_t sh = (f.height + d - 1) / d, sw = (f.width + d - 1) / d;  // libjpeg's 1/d size
-  const AxisWindow sy = Scaled(ry, f.height, sh), sx = Scaled(rx, f.width, sw);
-  scratch_.rows.Build(sy.origin, sy.step, size, sy.lo, sy.hi);
-  scratch_.cols.Build(sx.origin, sx.step, size, sx.lo, sx.hi);
+  last_scale_ = writer_.Plan(epoch, index, f.height, f.width, 8);
   const uint32_t channels = f.components == 1 ? 1 : 3;
   int32_t row0 = 0, col0 = 0;
   size_t pitch = 0;
-  if (!ReadRegion(data, n, f, d, channels, scratch_.rows.lo, scratch_.rows.hi, scratch_.cols.lo,
-                  scratch_.cols.hi, &row0, &col0, &pitch)) {
+  const decode::ResampleAxis &rows = writer_.rows(), &cols = writer_.cols();
+  if (!ReadRegion(data, n, f, last_scale_, channels, rows.lo, rows.hi, cols.lo, cols.hi, &row0,
+                  &col0, &pitch)) {
     return std::string("libjpeg-turbo: ") + jpeg_->errors.message;
   }
   if (jpeg_->errors.warning_code >= 0)
     return std::string("libjpeg-turbo: ") + jpeg_->errors.warning;
-  decode::ResampleOutput o;
-  o.out = out;
-  o.lut = lut_.data();
-  o.element_bytes = static_cast<uint32_t>(DTypeSize(spec_.output));
-  o.normalize = spec_.normalize;
-  for (int c = 0; c < 3; ++c) {
-    o.mean[c] = spec_.mean[c];
-    o.stddev[c] = spec_.stddev[c];
-  }
-  o.height = size;
-  o.width = size;
-  o.channels_last = spec_.channels_last;
-  o.flip = box.flip;
-  decode::ResampleInto(pixels_.data() + size_t(scratch_.rows.lo - row0) * pitch, pitch, col0,
-                       channels, scratch_, o);
+  writer_.Write(pixels_.data() + size_t(rows.lo - row0) * pitch, pitch, col0, channels, out);
   return "";
 }
 

@@ -138,13 +138,30 @@ std::string JpegReencoder::Reencode(const uint8_t* data, size_t n, ImageSize siz
     Trim(pixels_);
     return why;
   }
+  // The source's whole extent (its full-size pixels over the DCT scale) onto the target's.
+  const double denom = last_scale_;
+  why = ResizeAndEncode(pixels_.data(), decoded, jpeg_->cinfo.image_height / denom,
+                        jpeg_->cinfo.image_width / denom, channels, size, quality, out);
+  Trim(pixels_);
+  return why;
+}
+
+std::string JpegReencoder::ReencodePixels(const uint8_t* pixels, ImageSize decoded,
+                                          uint32_t channels, ImageSize size, int quality,
+                                          std::vector<uint8_t>* out) {
+  if (size.height > decoded.height || size.width > decoded.width) {
+    return "a target of " + std::to_string(size.width) + "x" + std::to_string(size.height) +
+           " pixels, larger than the image";
+  }
+  return ResizeAndEncode(pixels, decoded, decoded.height, decoded.width, channels, size, quality,
+                         out);
+}
+
+std::string JpegReencoder::ResizeAndEncode(const uint8_t* pixels, ImageSize decoded, double full_h,
+                                           double full_w, uint32_t channels, ImageSize size,
+                                           int quality, std::vector<uint8_t>* out) {
   const size_t pitch = size_t{decoded.width} * channels;
-  const uint8_t* pixels = pixels_.data();
   if (!(decoded == size)) {
-    // The source's whole extent (its full-size pixels over the DCT scale) onto the target's.
-    const double denom = last_scale_;
-    const double full_h = static_cast<double>(jpeg_->cinfo.image_height) / denom;
-    const double full_w = static_cast<double>(jpeg_->cinfo.image_width) / denom;
     scratch_.rows.Build(0, full_h / size.height, size.height, 0,
                         static_cast<int32_t>(decoded.height));
     scratch_.cols.Build(0, full_w / size.width, size.width, 0, static_cast<int32_t>(decoded.width));
@@ -158,13 +175,12 @@ std::string JpegReencoder::Reencode(const uint8_t* data, size_t n, ImageSize siz
     o.width = size.width;
     o.channels_last = true;
     o.keep_grey = true;
-    decode::ResampleInto(pixels_.data() + size_t(scratch_.rows.lo) * pitch, pitch, 0, channels,
-                         scratch_, o);
+    decode::ResampleInto(pixels + size_t(scratch_.rows.lo) * pitch, pitch, 0, channels, scratch_,
+                         o);
     pixels = resized_.data();
   }
-  why = encoder_->Encode(pixels, size_t{size.width} * channels, size.height, size.width, channels,
-                         quality, out);
-  Trim(pixels_);
+  const std::string why = encoder_->Encode(pixels, size_t{size.width} * channels, size.height,
+                                           size.width, channels, quality, out);
   Trim(resized_);
   return why;
 }

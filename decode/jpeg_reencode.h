@@ -1,7 +1,7 @@
-// A JPEG decoded whole, resized and encoded again as a baseline JPEG: what `ringfeed-convert
-// images --max-side N --quality Q` stores for an image larger than N a side, or for one the
-// decoders of records do not take as it is (progressive, CMYK, ...: tools/convert/jpeg_check.h
-// decides which).
+// An image decoded whole, resized and encoded again as a baseline JPEG: what `ringfeed-convert
+// images --max-side N --quality Q` stores for an image larger than N a side (tools/convert/
+// image_pipeline.h). A JPEG is decoded here (below); a PNG or WebP by its own decoder
+// (decode/png_image.h, webp_image.h), its pixels handed to ReencodePixels.
 //
 // Per image:
 //   1. libjpeg-turbo (its libjpeg API, the error manager of decode/jpeg_errors.h) reads the
@@ -37,15 +37,15 @@
 
 #include "core/status.h"
 #include "decode/image_resample.h"
+#include "decode/image_spec.h"
 #include "decode/jpeg_encode.h"
 
 namespace rf {
 
 struct JpegDecompressor;  // decode/jpeg_errors.h
 
-// The most memory one image's decode may take: 4 GiB (a 16384 x 16384 progressive 4:4:4 JPEG
-// takes 2.4 GiB).
-inline constexpr uint64_t kMaxReencodeDecodeBytes = uint64_t{4} << 30;
+// The most memory one image's decode may take (decode/image_spec.h's).
+inline constexpr uint64_t kMaxReencodeDecodeBytes = kMaxImageDecodeBytes;
 
 struct ImageSize {
   uint32_t height = 0, width = 0;
@@ -72,6 +72,12 @@ class JpegReencoder {
   std::string Reencode(const uint8_t* data, size_t n, ImageSize size, int quality,
                        std::vector<uint8_t>* out);
 
+  // Decoded pixels (decoded.height rows of decoded.width pixels of `channels`: 1 grey, 3 RGB,
+  // back to back: a PNG's or WebP's whole decode) resized to `size` (no larger) and encoded as
+  // Reencode encodes. "" or why not.
+  std::string ReencodePixels(const uint8_t* pixels, ImageSize decoded, uint32_t channels,
+                             ImageSize size, int quality, std::vector<uint8_t>* out);
+
   // The DCT scale denominator the last Reencode decoded at (1, 2, 4 or 8; 0 before any): for
   // tests.
   uint32_t last_scale() const { return last_scale_; }
@@ -82,6 +88,13 @@ class JpegReencoder {
   // (or grey): *decoded its size, *channels 1 or 3. "" or why not.
   std::string Decode(const uint8_t* data, size_t n, ImageSize size, ImageSize* decoded,
                      uint32_t* channels);
+
+  // `pixels` (decoded, `channels` a pixel) resized to `size` from their whole extent, full_h x
+  // full_w source pixels (the decoded size, or a DCT-scaled JPEG's full size over its scale), then
+  // encoded into *out.
+  std::string ResizeAndEncode(const uint8_t* pixels, ImageSize decoded, double full_h,
+                              double full_w, uint32_t channels, ImageSize size, int quality,
+                              std::vector<uint8_t>* out);
 
   // libjpeg's decompressor and error manager (decode/jpeg_errors.h): created with the
   // re-encoder, destroyed with it; its one owner.

@@ -407,6 +407,17 @@ Status DatasetWriter::SetNumClasses(uint32_t n) {
   return Status::Ok();
 }
 
+Status DatasetWriter::SetMediaType(const std::string& media_type) {
+  if (spec_.record_kind != format::RecordKind::kBytes)
+    return Status::InvalidArgument("a media type is for bytes records");
+  if (!format::IsHeaderText(media_type, format::kMaxMediaType))
+    return Status::InvalidArgument("media type '" + media_type + "': printable ASCII, at most " +
+                                   std::to_string(format::kMaxMediaType) + " characters");
+  spec_.media_type = media_type;
+  header_.media_type = media_type;
+  return Status::Ok();
+}
+
 Status DatasetWriter::FlushChunk() {
   if (in_chunk_ == 0) return Status::Ok();
   const size_t lb = DTypeSize(spec_.label_dtype);

@@ -120,6 +120,9 @@ class DatasetWriter {
   // test split get the same inferred count. Fails if a label already appended is >= n, and for a
   // spec without labels.
   Status SetNumClasses(uint32_t n);
+  // Sets the media type Finish() writes (bytes records only; the rules of DatasetSpec::media_type),
+  // e.g. once a converter knows which codecs its records hold.
+  Status SetMediaType(const std::string& media_type);
   int64_t max_label() const { return max_label_; }  // -1 before the first label
 
   uint32_t chunk_samples() const { return chunk_samples_; }

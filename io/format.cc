@@ -152,8 +152,12 @@ uint64_t IndexStoredBytes(uint64_t chunks, uint32_t version) {
   return RoundUp(chunks * IndexEntryBytes(version) + 8, kAlign);
 }
 
-bool HoldsJpegRecords(const Header& h) {
-  return h.record_kind == RecordKind::kBytes && h.media_type == "image/jpeg";
+bool IsImageMediaType(const std::string& t) {
+  return t == "image/jpeg" || t == "image/png" || t == "image/webp" || t == "image/*";
+}
+
+bool HoldsImageRecords(const Header& h) {
+  return h.record_kind == RecordKind::kBytes && IsImageMediaType(h.media_type);
 }
 
 uint64_t MaxChunkDataBytes(const Header& h) {

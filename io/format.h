@@ -196,9 +196,13 @@ struct Header {
   bool HasLabels() const { return num_classes != 0; }
 };
 
-// Whether a dataset holds image/jpeg records (bytes records of that media type): what the loader
+// The media types of image records: "image/jpeg", "image/png" and "image/webp" (a dataset of one
+// codec), "image/*" (of several: each record's codec is known by its first bytes,
+// decode/image_record.h).
+bool IsImageMediaType(const std::string& media_type);
+// Whether a dataset holds image records (bytes records of an image media type): what the loader
 // decodes into images.
-bool HoldsJpegRecords(const Header& h);
+bool HoldsImageRecords(const Header& h);
 
 // InvalidArgument naming the shape where it cannot be stored with this sample dtype (the rules
 // above: 1 to 4 dims, each 1 to 2^32-1, 3-dim shapes at most kMaxChannels channels, at most

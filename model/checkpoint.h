@@ -6,7 +6,7 @@
 //
 //   magic "RFCKPT\0\x1a" (8) | u32 version
 //   model:     u32 channels, height, width, classes | u32 blocks | u32 conv[blocks] | u32 hidden
-//              (a dataset of image/jpeg records: 3, S, S for the --image-size S it decoded at,
+//              (a dataset of image records: 3, S, S for the --image-size S it decoded at,
 //              which a resume takes: src/train_config.h's ApplyCheckpoint)
 //   sgd:       f32 lr, momentum, weight_decay     (lr: the base lr the schedule scales)
 //   position:  u64 seed, epoch, next_sample, step | u32 batch_size | u32 order_window

@@ -150,7 +150,7 @@ LoaderState EpochLoader::Own() const {
   const format::Header& h = datasets_[0]->header();
   const bool records = loader_ && loader_->plan().kind == BatchKind::kRecords;
   if (!records) s.look = {"layout", "normalize", "mean", "std"};
-  if (h.record_kind == format::RecordKind::kBytes && h.media_type == "image/jpeg") {
+  if (format::HoldsImageRecords(h)) {
     s.look.push_back("image_size");
     s.look.push_back("image_crop");
   }

@@ -15,7 +15,7 @@
 //                                   backends decode for themselves); for decoded images, a
 //                                   TrainingSource of Next()'s batches
 //
-// image/jpeg records (io/format.h's bytes records of that media type) are decoded into images of
+// image records (io/format.h's bytes records of that media type) are decoded into images of
 // options.image.size (pipeline/images/image_stage.h: decode threads ahead of the consumer, the crop
 // a function of the seed, the epoch and the sample's index; a mixture's batches too, each sample
 // keyed as pipeline/sources/mixed_source.h says), unless that size is 0: then they come

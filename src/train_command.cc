@@ -99,7 +99,7 @@ Result<std::unique_ptr<TrainEngine>> MakeEngine(const TrainConfig& c, const Mode
   in.config = model;
   in.norm.mean.assign(h.mean.begin(), h.mean.begin() + h.channels);
   in.norm.stddev.assign(h.stddev.begin(), h.stddev.begin() + h.channels);
-  if (format::HoldsJpegRecords(h)) in.norm = DecodedImageStatistics();
+  if (format::HoldsImageRecords(h)) in.norm = DecodedImageStatistics();
   in.train = &data.first();
   if (data.mixture()) in.mixture = data.sources();
   in.test = data.test && world.rank() == 0 ? &*data.test : nullptr;
@@ -314,12 +314,12 @@ Status Train(TrainConfig c, const std::vector<std::string>& args,
   if (world.rank() == 0) {
     for (const std::string& line : overrides) std::printf("ringfeed train: %s\n", line.c_str());
   }
-  if (format::HoldsJpegRecords(data.first().header()) && c.augment.enabled()) {
+  if (format::HoldsImageRecords(data.first().header()) && c.augment.enabled()) {
     return Status::Usage("--augment " + AugmentSpecText(c.augment) +
-                         ": image/jpeg records are decoded with their own random resized crop and "
+                         ": image records are decoded with their own random resized crop and "
                          "flip; leave --augment out");
   }
-  if (!format::HoldsJpegRecords(data.first().header())) {
+  if (!format::HoldsImageRecords(data.first().header())) {
     RF_RETURN_IF_ERROR(CheckAugmentFits(c.augment, data.first().header(), "--augment"));
   }
   c.schedule_span = ScheduleSpanFor(c, OrdinaryEpochSamples(c, data));

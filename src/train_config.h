@@ -67,7 +67,7 @@ struct TrainConfig {
   // never the test split's. Recorded in checkpoints (from version 3), whose augmentation a resumed
   // run takes.
   AugmentParams augment;
-  // Datasets of image/jpeg records: decoded to images of image.size (--image-size, default 224:
+  // Datasets of image records: decoded to images of image.size (--image-size, default 224:
   // the CNN trains at that size), the training split with random resized crops and flips, the
   // test split with centre crops (pipeline/images/image_stage.h).
   ImageOptions image;
@@ -98,7 +98,7 @@ std::string ConvWidthsText(const std::vector<uint32_t>& widths);
 // before the window was recorded keep the config's) replace the config's; drop_last and the ranks
 // stay the config's. Corruption naming config->resume for a checkpoint whose batch size is 0.
 //
-// Decoded images (`decoded_images`: the training data holds image/jpeg records): the checkpoint's
+// Decoded images (`decoded_images`: the training data holds image records): the checkpoint's
 // model input, 3 x S x S, is the --image-size S its run decoded at (src/train_command.cc's model
 // is 3 x --image-size x --image-size for such data; the file has no field of its own for it), and
 // S replaces the config's, so a resumed run decodes the same crops at the same size. The other
@@ -130,7 +130,7 @@ LoaderOptions TrainLoaderOptions(const TrainConfig& c);
 // The test split's (c.test): stored order, every sample, one rank, streamed whatever the training
 // mode, the training split's reader settings and batch size, one pass per evaluation.
 LoaderOptions TestLoaderOptions(const TrainConfig& c);
-// Either split's loader options for a dataset of image/jpeg records: decoded to c.image.size in
+// Either split's loader options for a dataset of image records: decoded to c.image.size in
 // uint8 NCHW (the backends normalize, DecodedImageStatistics), with `crop` (the training split's
 // random resized crops, the test split's centre crops) and 4 batches decoded ahead of training.
 LoaderOptions DecodedImageOptions(LoaderOptions o, const TrainConfig& c, ImageCrop crop);

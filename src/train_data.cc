@@ -13,17 +13,17 @@ namespace {
 // Usage naming the dataset where the CNN cannot train it. It trains images: samples of 3 dims
 // (C,H,W) or 2 (H,W, one channel: how an .npy of (N,H,W) is stored), of a dtype it decodes
 // (uint8, float16, bfloat16, float32; not ids such as token rows), fixed-shape (not records of
-// any size but image/jpeg records, which the loader decodes to --image-size), with labels of 2
+// any size but image records, which the loader decodes to --image-size), with labels of 2
 // or more classes.
 Status CheckTrainable(const std::string& flag, const std::string& path, const format::Header& h,
                       uint32_t image_size) {
   const std::vector<uint64_t> shape = h.Shape();
   std::string why;
-  if (format::HoldsJpegRecords(h) && image_size == 0) {
+  if (format::HoldsImageRecords(h) && image_size == 0) {
     why =
-        "it holds image/jpeg records, which --image-size 0 leaves undecoded; give the size to "
+        "it holds image records, which --image-size 0 leaves undecoded; give the size to "
         "train at (224 by default)";
-  } else if (format::HoldsJpegRecords(h)) {
+  } else if (format::HoldsImageRecords(h)) {
     // Decoded to 3 x image_size x image_size by the loader.
   } else if (h.variable()) {
     why = "it holds " + std::string(format::RecordKindName(h.record_kind)) +
@@ -69,8 +69,8 @@ Result<RunData> OpenData(const TrainConfig& c) {
   const format::Header &h = d.first().header(), &t = d.test->header();
   // Decoded images have the model's input shape whatever their files' sizes.
   const bool same_shape =
-      format::HoldsJpegRecords(h) || format::HoldsJpegRecords(t)
-          ? format::HoldsJpegRecords(h) && format::HoldsJpegRecords(t)
+      format::HoldsImageRecords(h) || format::HoldsImageRecords(t)
+          ? format::HoldsImageRecords(h) && format::HoldsImageRecords(t)
           : t.channels == h.channels && t.height == h.height && t.width == h.width;
   if (!same_shape || t.num_classes != h.num_classes) {
     return Status::Usage("--test " + ShownPath(c.test) + " has another shape or class count than " +

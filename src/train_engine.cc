@@ -27,7 +27,7 @@ Status TrainEngine::MakeSources(const TrainConfig& c, const EngineInputs& in, De
   // Image/jpeg records are decoded by the loader (its decode threads, ahead of training) into
   // uint8 images the backend normalizes as it does stored ones.
   LoaderOptions train = TrainLoaderOptions(c);
-  if (format::HoldsJpegRecords(in.train->header()))
+  if (format::HoldsImageRecords(in.train->header()))
     train = DecodedImageOptions(train, c, ImageCrop::kRandomResized);
   if (in.mixture.empty()) {
     RF_ASSIGN_OR_RETURN(loader_, Loader::Create(*in.train, on_device(train)));
@@ -36,7 +36,7 @@ Status TrainEngine::MakeSources(const TrainConfig& c, const EngineInputs& in, De
   }
   if (in.test != nullptr) {
     LoaderOptions test = TestLoaderOptions(c);
-    if (format::HoldsJpegRecords(in.test->header()))
+    if (format::HoldsImageRecords(in.test->header()))
       test = DecodedImageOptions(test, c, ImageCrop::kCenter);
     RF_ASSIGN_OR_RETURN(test_loader_, Loader::Create(*in.test, on_device(test)));
     test_ = &test_loader_->source();

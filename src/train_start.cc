@@ -97,7 +97,7 @@ Result<ModelConfig> ModelFor(const TrainConfig& c, const format::Header& h) {
   m.channels = h.channels;
   m.height = h.height;
   m.width = h.width;
-  if (format::HoldsJpegRecords(h)) {  // the loader's decoded images: RGB at --image-size
+  if (format::HoldsImageRecords(h)) {  // the loader's decoded images: RGB at --image-size
     m.channels = 3;
     m.height = m.width = c.image.size;
   }
@@ -122,7 +122,7 @@ Result<StartPoint> StartPointFor(const RunData& data, World& world, TrainConfig*
   // fail): the model it asks for takes the checkpoint's image size.
   uint64_t position = 0;
   RF_RETURN_IF_ERROR(
-      ApplyCheckpoint(ck, c, &position, format::HoldsJpegRecords(data.first().header())));
+      ApplyCheckpoint(ck, c, &position, format::HoldsImageRecords(data.first().header())));
   RF_ASSIGN_OR_RETURN(*model, ModelFor(*c, data.first().header()));
   // The one InvalidArgument: the file is of another model than the one asked for.
   if (Status st = CheckCheckpointModel(ck, *model, c->resume); !st.ok()) return AsUsage(st);

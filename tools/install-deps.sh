@@ -13,6 +13,7 @@ packages=(
   libzstd-dev liblz4-dev        # compressed chunks (format version 2)
   libturbojpeg0-dev             # the tests: they make and read JPEGs (libjpeg-turbo 2.1.5)
   libjpeg62-turbo-dev           # the loader's JPEG decode: the crop's region (its libjpeg API)
+  libpng-dev libwebp-dev        # ... its PNG and WebP decode (and the tests' encoders)
   libgtest-dev                  # tests
   libcurl4-openssl-dev          # io/remote: curl/curl.h (libcurl.so.4 itself is loaded at run time)
   libexpat1-dev                 # ... S3 listings (ListObjectsV2's XML)

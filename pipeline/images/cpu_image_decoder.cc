@@ -1,9 +1,9 @@
-// CpuImageDecoder (pipeline/images/image_decoder.h): JPEG records decoded by libjpeg-turbo on
-// worker threads, each with its own JpegImageDecoder (decoder handle, decoded region, taps), into
-// host memory. The workers take records one at a time from the oldest job that has any left, so the
-// batch the consumer waits for comes first and a thread never idles while a queued batch has a
-// record to decode; a record takes about a millisecond, the queue's lock a fraction of a
-// microsecond.
+// CpuImageDecoder (pipeline/images/image_decoder.h): image records (JPEG, PNG, WebP) decoded on
+// worker threads, each with its own ImageRecordDecoder (decode/image_record.h: each codec's
+// decoder, decoded region, taps), into host memory. The workers take records one at a time from the
+// oldest job that has any left, so the batch the consumer waits for comes first and a thread never
+// idles while a queued batch has a record to decode; a record takes about a millisecond, the
+// queue's lock a fraction of a microsecond.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "decode/image_record.h"
 #include "pipeline/images/image_decoder.h"
 
 namespace rf {
@@ -24,7 +25,8 @@ class CpuImageDecoder final : public ImageDecoder {
     if (threads == 0) return Status::InvalidArgument("an image decoder of 0 threads");
     std::unique_ptr<CpuImageDecoder> d(new CpuImageDecoder(spec));
     for (uint32_t t = 0; t < threads; ++t) {
-      RF_ASSIGN_OR_RETURN(std::unique_ptr<JpegImageDecoder> one, JpegImageDecoder::Create(spec));
+      RF_ASSIGN_OR_RETURN(std::unique_ptr<ImageRecordDecoder> one,
+                          ImageRecordDecoder::Create(spec));
       d->decoders_.push_back(std::move(one));
     }
     for (uint32_t t = 0; t < threads; ++t)
@@ -69,7 +71,7 @@ class CpuImageDecoder final : public ImageDecoder {
   double busy_seconds() const override { return busy_ns_.load() * 1e-9; }
   uint64_t records() const override { return records_.load(); }
   std::string Describe() const override {
-    return "jpeg decode on " + std::to_string(workers_.size()) + " CPU thread" +
+    return "image decode on " + std::to_string(workers_.size()) + " CPU thread" +
            (workers_.size() == 1 ? "" : "s");
   }
 
@@ -78,7 +80,7 @@ class CpuImageDecoder final : public ImageDecoder {
       : spec_(spec), sample_bytes_(spec.OutputSampleBytes()) {}
 
   void Run(uint32_t t) {
-    JpegImageDecoder& decoder = *decoders_[t];
+    ImageRecordDecoder& decoder = *decoders_[t];
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -105,7 +107,7 @@ class CpuImageDecoder final : public ImageDecoder {
 
   const ImageDecodeSpec spec_;
   const size_t sample_bytes_;
-  std::vector<std::unique_ptr<JpegImageDecoder>> decoders_;  // one a worker
+  std::vector<std::unique_ptr<ImageRecordDecoder>> decoders_;  // one a worker
   std::vector<std::thread> workers_;
 
   std::mutex mu_;

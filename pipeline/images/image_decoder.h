@@ -1,4 +1,4 @@
-// ImageDecoder: where a batch of image/jpeg records becomes a batch of model input (the
+// ImageDecoder: where a batch of image records becomes a batch of model input (the
 // decoded, cropped, resized, flipped, normalized images of decode/jpeg_image.h's spec). The
 // loader's image stage (pipeline/images/image_stage.h) chooses one at Open and hands it batches as
 // jobs; it knows nothing of how they are decoded:
@@ -78,7 +78,7 @@ class ImageDecoder {
   // since creation.
   virtual double busy_seconds() const = 0;
   virtual uint64_t records() const = 0;
-  // A phrase for the loader's Describe(): "jpeg decode on 15 CPU threads".
+  // A phrase for the loader's Describe(): "image decode on 15 CPU threads".
   virtual std::string Describe() const = 0;
 };
 
@@ -99,7 +99,7 @@ Result<std::unique_ptr<ImageDecoder>> MakeNvjpegImageDecoder(const ImageDecodeSp
                                                              void* consumer_stream,
                                                              uint32_t threads, double cpu_share);
 
-// The decoder of image/jpeg records for a loader's device (gpu -1: the host; `stream` its
+// The decoder of image records for a loader's device (gpu -1: the host; `stream` its
 // cudaStream_t), as image.decoder says: `threads` CPU threads where it decodes on the CPU (or
 // shares the work with nvJPEG). On a GPU, nvJPEG into its memory ordered before the stream's
 // later work (auto: where nvJPEG loads, else the CPU decoder, its batches in host memory for the

@@ -14,7 +14,7 @@ OptionTable<ImageOptions> MakeTable() {
       .Range(0, kMaxImageSize)
       .For(kTrainCommand | kLoaderApi)
       .Help(
-          "image/jpeg records are decoded to SIZE x SIZE images (3 channels): a random resized "
+          "image records are decoded to SIZE x SIZE images (3 channels): a random resized "
           "crop and flip for training, the centre crop of the image resized to SIZE / 0.875 for "
           "evaluation; 0 (the loader only): they come out as stored, their bytes and offsets");
   t.Word("image-crop", [](auto& o) -> auto& { return o.crop; },
@@ -30,14 +30,14 @@ OptionTable<ImageOptions> MakeTable() {
       .Range(0, kMaxImageThreads)
       .For(kTrainCommand | kLoaderApi)
       .Help(
-          "threads that decode and crop image/jpeg records, ahead of the consumer; 0: the cores "
+          "threads that decode and crop image records, ahead of the consumer; 0: the cores "
           "this process may use (its ranks' share) less one for the loader's own threads, at "
           "least 1");
   t.Field(
        "skip-bad-records", OptionType::kSwitch, [](auto& o) -> auto& { return o.skip_bad_records; })
       .For(kTrainCommand | kLoaderApi)
       .Help(
-          "a JPEG record that does not decode (truncated, corrupt, too large) is skipped, its "
+          "an image record that does not decode (truncated, corrupt, too large) is skipped, its "
           "batch one sample shorter, and counted and named at the epoch's end; without it, the "
           "first such record stops the run naming its file, chunk and record");
   t.Field(
@@ -45,7 +45,7 @@ OptionTable<ImageOptions> MakeTable() {
       .Range(1, 65535)
       .For(kTrainCommand | kLoaderApi)
       .Help(
-          "the longest side of a JPEG record, from its header, read before anything is "
+          "the longest side of an image record, from its header, read before anything is "
           "allocated for it; a longer one is a bad record (ringfeed-convert images' "
           "--max-image-side)");
   t.Word("image-decoder", [](auto& o) -> auto& { return o.decoder; },
@@ -54,7 +54,7 @@ OptionTable<ImageOptions> MakeTable() {
           {"nvjpeg", ImageDecoderChoice::kNvjpeg}})
       .For(kTrainCommand | kLoaderApi)
       .Help(
-          "what decodes image/jpeg records: nvjpeg (nvJPEG's batched decode on the loader's GPU, "
+          "what decodes image records: nvjpeg (nvJPEG's batched decode on the loader's GPU, "
           "its hardware decoder where the GPU has one, and the crop on the GPU; only the JPEG "
           "bytes cross PCIe; libnvjpeg.so.13 is loaded at run time, RINGFEED_NVJPEG names it "
           "where the loader does not find it), cpu (libjpeg-turbo on image_threads CPU threads), "

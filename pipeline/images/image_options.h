@@ -1,4 +1,4 @@
-// The options of decoded images (image/jpeg records), declared once (options/option_table.h) for
+// The options of decoded images (image records), declared once (options/option_table.h) for
 // every program that decodes them: `ringfeed train` (its --image-size, --image-threads,
 // --skip-bad-records, --max-image-side, --image-decoder, through TrainConfig::image) and the
 // library's loader (Python's image_size, image_crop, image_threads, skip_bad_records,
@@ -22,7 +22,7 @@ inline constexpr uint32_t kMaxImageThreads = 1024;
 // in float32, past what a batch of a model trains on; checked before anything is sized from it.
 inline constexpr uint32_t kMaxImageSize = 8192;
 
-// Which decoder turns image/jpeg records into images (pipeline/images/image_decoder.h).
+// Which decoder turns image records into images (pipeline/images/image_decoder.h).
 enum class ImageDecoderChoice {
   kAuto,    // nvJPEG on a GPU loader where it loads, else CPU threads (a host loader: always)
   kCpu,     // libjpeg-turbo on CPU threads, whatever the device
@@ -30,7 +30,7 @@ enum class ImageDecoderChoice {
 };
 
 struct ImageOptions {
-  // The decoded images' height and width; 0: image/jpeg records come out as stored (their bytes
+  // The decoded images' height and width; 0: image records come out as stored (their bytes
   // and offsets), not decoded.
   uint32_t size = 224;
   ImageCrop crop = ImageCrop::kRandomResized;  // the training crop, or the evaluation one

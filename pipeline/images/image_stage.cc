@@ -247,7 +247,8 @@ Status ImageStage::BadRecordStatus(uint64_t index, size_t bytes, const std::stri
   std::string what = "record " + std::to_string(c.entry.first_sample + in_chunk) + " (sample " +
                      std::to_string(local) + " of the dataset" +
                      (mixture_ ? ", " + std::to_string(index) + " of the mixture" : "") +
-                     "), a JPEG of " + std::to_string(bytes) + " bytes, does not decode: " + why;
+                     "), an image record of " + std::to_string(bytes) +
+                     " bytes, does not decode: " + why;
   // The record's own byte: read from its chunk's record table (an error's path only; a raw
   // chunk's record lies at its own byte of the file, a compressed chunk's only in its data).
   uint64_t offset = c.entry.offset;

@@ -1,4 +1,4 @@
-// ImageStage: the library loader's stage for image/jpeg records (pipeline/loader.h, where
+// ImageStage: the library loader's stage for image records (pipeline/loader.h, where
 // ImageOptions::size is not 0). It turns the source's batches of JPEG bytes into batches of
 // decoded images, running ahead of the consumer:
 //
@@ -58,7 +58,7 @@ namespace rf {
 
 class ImageStage {
  public:
-  // The stage over `source` (batches of image/jpeg records of `datasets`: one dataset, or a
+  // The stage over `source` (batches of image records of `datasets`: one dataset, or a
   // mixture's, whose batch indices count the datasets one after another; all outliving the
   // stage), decoding with `decoder` into buffers of `pool` on `device`, `depth` (>= 1) batches
   // ahead, batches of at most `batch` samples.

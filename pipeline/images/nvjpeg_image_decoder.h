@@ -16,11 +16,13 @@
 //        1) a run repeats bit for bit. The share is the job's at the time its driver takes it:
 //        the fixed one, or auto's (pipeline/images/cpu_share.h), which follows the consumer's
 //        waits;
-//     2. the others: each record's frame header read on the host (decode/jpeg_image.h's
-//        ReadJpegFrame: no start-of-image, no frame, a side over max_side: a bad record, before
-//        any allocation), then nvJPEG's parse of its header and whether its batched decode
-//        takes it (the hardware decoder takes baseline JPEGs of one scan; not 4:1:0 or 4:1:1,
-//        not progressive); a record that does not end in an end-of-image marker is not given to
+//     2. the others: each record's codec by its first bytes (decode/image_record.h: a PNG, a
+//        WebP or bytes of no codec go to the CPU decoder, step 4), a JPEG's frame header read on
+//        the host (decode/jpeg_image.h's ReadJpegFrame: no frame, a kind not decoded, a side over
+//        max_side: a bad record, before any allocation), then nvJPEG's parse of its header and
+//        whether its batched decode takes it (the hardware decoder takes baseline JPEGs of one
+//        scan; not 4:1:0 or 4:1:1, not progressive); a record that does not end in an
+//        end-of-image marker, and a CMYK one (whose RGB is PIL's, step 4), is not given to
 //        nvJPEG;
 //     3. those it takes, in groups whose decoded pixels fit a decode area (at least 160 MiB, or
 //        the largest image), decoded whole as interleaved RGB into the area (only the records'

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/resized_crop.h"
 #include "cuda/check.h"
+#include "decode/image_record.h"
 #include "pipeline/images/nvjpeg_image_decoder.h"
 
 namespace rf {
@@ -63,8 +64,21 @@ Status NvjpegImageDecoder::Decode(Driver& d, Pending& p) {
     const size_t n = static_cast<size_t>(job.offsets[i + 1] - job.offsets[i]);
     Taken t;
     t.slot = i;
+    // PNG, WebP and whatever else is not a JPEG go to the CPU decoder, which decodes them or
+    // names what they are (decode/image_record.h).
+    if (SniffImageCodec(data, n) != ImageCodec::kJpeg) {
+      d.late.push_back(i);
+      continue;
+    }
     if (std::string why = ReadJpegFrame(data, n, spec_.max_side, &t.frame); !why.empty()) {
-      p.bad.push_back({i, std::move(why)});
+      std::string named = "JPEG: ";
+      named += why;
+      p.bad.push_back({i, std::move(named)});
+      continue;
+    }
+    // CMYK and YCCK JPEGs become RGB as PIL makes them (decode/jpeg_image.h): on the CPU.
+    if (t.frame.components == 4) {
+      d.late.push_back(i);
       continue;
     }
     // A JPEG that does not end in its end-of-image marker (cut short) goes to the CPU decoder,

@@ -1,4 +1,4 @@
-// Decoded images (BatchKind::kImages): image/jpeg records decoded into images of the plan's
+// Decoded images (BatchKind::kImages): image records decoded into images of the plan's
 // ImageDecodeSpec by the image stage (pipeline/images/image_stage.h: decode threads or nvJPEG
 // ahead of the consumer, `depth` batches in flight), whose decoder pipeline/images/
 // image_decoder.h chooses. A mixture's batches are decoded as one dataset's, each sample keyed as

@@ -30,7 +30,7 @@ struct LoaderStats {
   double wait_seconds = 0;         // Next() blocked waiting for data
   double reader_held_seconds = 0;  // the reader idle for want of a free ring slot
   uint64_t batches = 0;            // decoded batches handed out
-  // Decoded images (image/jpeg records): the decode threads, their working seconds summed, the
+  // Decoded images (image records): the decode threads, their working seconds summed, the
   // records decoded (ahead of the batches handed out: up to the batches in flight more), and the
   // bad records skipped (skip_bad_records), since Open.
   uint32_t image_threads = 0;

@@ -28,7 +28,7 @@ OptionTable<LoaderOptions> MakeTable() {
       .Unset("float32 for image data, the stored dtype for token ids")
       .Help(
           "the samples' output dtype: float32, bfloat16, float16, or the stored dtype itself "
-          "(uint8 images, integer token ids; uint8 pixels for decoded image/jpeg records); "
+          "(uint8 images, integer token ids; uint8 pixels for decoded image records); "
           "labels are always int64");
   t.Word("layout", [](auto& o) -> auto& { return o.output.layout; },
          {{"NCHW", SampleLayout::kNCHW}, {"NHWC", SampleLayout::kNHWC}})

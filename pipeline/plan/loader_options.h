@@ -57,7 +57,7 @@ struct OutputOptions {
 struct LoaderOptions {
   PipelineConfig pipeline;  // the dataset, mode, device, batch, order, rank, reader
   OutputOptions output;
-  // image/jpeg records: decoded to images of image.size (pipeline/images/image_stage.h), or (size
+  // image records: decoded to images of image.size (pipeline/images/image_stage.h), or (size
   // 0) handed out as stored; ignored for other datasets, but for options that would do nothing
   // there (a crop, threads, skipping, a side limit), which are refused.
   ImageOptions image;

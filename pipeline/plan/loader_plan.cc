@@ -72,10 +72,10 @@ Status CheckNoImageOptions(const LoaderOptions& options, const format::Header& h
                                                         : nullptr;
   if (idle == nullptr) return Status::Ok();
   return Status::Usage(std::string(idle) + ": " +
-                       (format::HoldsJpegRecords(h) && options.output_buffers > 0
+                       (format::HoldsImageRecords(h) && options.output_buffers > 0
                             ? "image_size 0 hands out the JPEG bytes as stored"
                             : "this dataset's batches are no decoded images "
-                              "(it holds no image/jpeg records)") +
+                              "(it holds no image records)") +
                        "; leave it out");
 }
 
@@ -104,16 +104,16 @@ Status CheckDropLast(const LoaderOptions& options, const std::vector<const Datas
   return Status::Ok();
 }
 
-// The decode of image/jpeg records into images (kImages), in the output `out` (options.output
+// The decode of image records into images (kImages), in the output `out` (options.output
 // with dtype and normalize taken).
 Result<ImageDecodeSpec> ImageSpecFor(const LoaderOptions& options, const OutputOptions& out) {
   if (AugmentGiven(out)) {
     return Status::Usage(
-        "augment: image/jpeg records are decoded with their own random resized crop and flip "
+        "augment: image records are decoded with their own random resized crop and flip "
         "(image_crop); leave augment off");
   }
   if (options.pipeline.mode == PipelineMode::kManaged)
-    return Status::Usage("mode managed serves fixed-shape tensors; image/jpeg records stream");
+    return Status::Usage("mode managed serves fixed-shape tensors; image records stream");
   RF_RETURN_IF_ERROR(CheckBuffers(options));
   RF_RETURN_IF_ERROR(CheckStatisticsUsed(out));
   ImageDecodeSpec spec;
@@ -277,7 +277,7 @@ Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
   } else if (!options.pipeline.mixture.sources.empty()) {
     return Status::Usage("a mixture's state is for a mixture of datasets (weights)");
   }
-  plan.kind = plan.decoded && format::HoldsJpegRecords(h) && options.image.size != 0
+  plan.kind = plan.decoded && format::HoldsImageRecords(h) && options.image.size != 0
                   ? BatchKind::kImages
               : h.variable() ? BatchKind::kRecords
                              : BatchKind::kTensors;

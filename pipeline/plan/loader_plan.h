@@ -26,9 +26,9 @@
 namespace rf {
 
 enum class BatchKind {
-  kTensors,  // fixed-shape samples, decoded into the output dtype and layout (or raw: source())
-  kRecords,  // records of any size (tokens, bytes), handed out as stored: values and offsets
-  kImages,   // image/jpeg records decoded into images of image.size (pipeline/images/)
+  kTensors,    // fixed-shape samples, decoded into the output dtype and layout (or raw: source())
+  kRecords,    // records of any size (tokens, bytes), handed out as stored: values and offsets
+  kImages,     // image records decoded into images of image.size (pipeline/images/)
   kSequences,  // token records packed into rows of sequence_length + 1 (pipeline/sequences/)
 };
 // "tensors", "records", "images", "sequences".

@@ -22,7 +22,7 @@
 // (seed, 0, e_i T + first_i + j), e_i its dataset's epoch and T all the datasets' samples, so a
 // sample's transform differs from one of its dataset's epochs to the next and resumes exactly;
 // a batch carries these keys as its sample_indices, and its epoch as 0 (core/batch.h). The crops
-// of decoded images (image/jpeg records, pipeline/images/image_stage.h) are keyed by the same:
+// of decoded images (image records, pipeline/images/image_stage.h) are keyed by the same:
 // sample j of dataset i in that dataset's epoch e_i is cropped as a single-dataset loader crops
 // sample e_i T + first_i + j of epoch 0 (for the first dataset in its first epoch: as a loader of
 // that dataset alone crops it in epoch 0), whatever the batch, the rank or a resume.

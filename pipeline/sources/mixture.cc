@@ -78,7 +78,7 @@ Status CheckMixtureDraws(const std::vector<double>& weights, uint64_t draws,
 
 namespace {
 
-// What a dataset's samples are, for a message: "image/jpeg records", "tokens records",
+// What a dataset's samples are, for a message: "image records", "tokens records",
 // "uint8 samples of shape 3x32x32".
 std::string SamplesText(const format::Header& h) {
   if (h.variable()) {
@@ -121,14 +121,13 @@ Status CheckMixable(const std::vector<const Dataset*>& datasets) {
   for (size_t i = 1; i < datasets.size(); ++i) {
     const Dataset& b = *datasets[i];
     const format::Header &ha = a.header(), &hb = b.header();
-    if (format::HoldsJpegRecords(ha) != format::HoldsJpegRecords(hb)) {
+    if (format::HoldsImageRecords(ha) != format::HoldsImageRecords(hb)) {
       // Decoded images and anything else: said so, before the fields in which they differ.
       return std::move(
           Status::Usage("cannot be mixed with " + a.path() + ": it holds " + SamplesText(hb) +
                         ", " + a.path() + " " + SamplesText(ha) +
                         "; a mixture's datasets are drawn into the same batches, so a mixture "
-                        "of image/jpeg datasets (decoded into images) takes image/jpeg datasets "
-                        "only")
+                        "of image datasets (decoded into images) takes image datasets only")
               .WithPath(b.path()));
     }
     RF_RETURN_IF_ERROR(CheckSameClasses(a, b));

@@ -54,7 +54,7 @@ Status CheckMixtureDraws(const std::vector<double>& weights, uint64_t draws,
                          const std::vector<uint64_t>& drawn, const std::string& unit);
 
 // Usage naming the first dataset whose samples are not those of datasets[0], with both values: a
-// batch holds samples of one shape and type. In this order: image/jpeg records (decoded into
+// batch holds samples of one shape and type. In this order: image records (decoded into
 // images) against anything else, both datasets' samples named; the class lists (the class names
 // blocks: ImageFolder's classes), which must be equal, in order, naming the first class that
 // differs (or the counts); then record kind, dtype, shape, media type, labels and label dtype

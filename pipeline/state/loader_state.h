@@ -68,7 +68,7 @@ struct LoaderState {
   StateJson options = StateJson::object();
   // A loader's own state only: the look keys a saved state must agree on with it (layout,
   // normalize, mean, std where batches are decoded; image_size and image_crop for a dataset of
-  // image/jpeg records).
+  // image records).
   std::vector<std::string> look;
   std::vector<StateDataset> datasets;  // kSamples: the one; else each
   std::vector<double> weights;         // kMixture: normalized; kSequences: as given

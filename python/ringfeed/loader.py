@@ -250,7 +250,7 @@ class Loader:
         (seed, batch size, shuffle mode and window, drop_last, rank, world size, the
         augmentation and the output dtype, the dataset's id, as a hex string, and sample count)
         and what its samples look like (layout, normalize, mean, std; and the decode of
-        image/jpeg records: image_size and image_crop, recorded whatever the dataset and checked
+        image records: image_size and image_crop, recorded whatever the dataset and checked
         where they apply). Its size does not grow with the dataset: one stretch per resume at
         another world size.
 

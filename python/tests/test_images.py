@@ -1,4 +1,4 @@
-"""Decoded images: a dataset of image/jpeg records (ringfeed-convert images) through
+"""Decoded images: a dataset of image records (ringfeed-convert images) through
 ringfeed.Loader(..., image_size=S).
 
 The crops against torchvision's RandomResizedCrop.get_params re-implemented here from its source
@@ -207,7 +207,8 @@ def test_a_resumed_loader_sees_the_crops_of_one_never_stopped(photos):
 
 @pytest.fixture(scope="module")
 def bad_set(photos, tmp_path_factory):
-    """The photos with record 5 cut in half and record 20 not a JPEG, in stored order."""
+    """The photos with record 5 cut in half and record 20 a PNG signature and nothing of a PNG
+    after it, in stored order."""
     _, jpegs = photos
     records = [jpegs[g] for g in range(48)]
     records[5] = records[5][:len(records[5]) // 2]
@@ -249,7 +250,8 @@ def test_skip_bad_records_skips_counts_and_warns_at_the_epochs_end(bad_set):
     assert len(skipped) == 1
     text = str(skipped[0].message)
     assert text.startswith("2 bad image records skipped in epoch 0: sample 5 (")
-    assert "Premature end of JPEG file" in text and "no JPEG start-of-image marker" in text
+    assert "JPEG: libjpeg-turbo: Premature end of JPEG file" in text
+    assert "PNG: no IHDR chunk first" in text
     assert loader.stats()["records_skipped"] == 2
 
 

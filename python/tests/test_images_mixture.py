@@ -155,7 +155,7 @@ def test_datasets_of_other_class_lists_or_kinds_are_refused_naming_both(trees, d
     text = str(e.value)
     assert f"cannot be mixed with {trees['a']}: it holds uint8 samples of shape" in text
     assert "image/jpeg bytes records" in text
-    assert "a mixture of image/jpeg datasets (decoded into images) takes image/jpeg" in text
+    assert "a mixture of image datasets (decoded into images) takes image datasets only" in text
 
 
 def test_a_state_of_other_image_settings_is_refused_naming_each(trees):

@@ -94,7 +94,7 @@ def test_bytes_records_keep_their_media_type_and_bytes(tmp_path):
     info = ringfeed.dataset_info(path)
     assert (info.record_kind, info.media_type, info.dtype) == ("bytes", "image/jpeg", "uint8")
     seen = 0
-    # image/jpeg records are decoded into images unless image_size is 0: these are random bytes.
+    # image records are decoded into images unless image_size is 0: these are random bytes.
     for values, offsets, labels in ringfeed.Loader(path, batch_size=32, device="cpu",
                                                    image_size=0):
         v, o, y = np.from_dlpack(values), np.from_dlpack(offsets), np.from_dlpack(labels)

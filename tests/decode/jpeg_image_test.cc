@@ -313,15 +313,26 @@ TEST(JpegImage, BadRecordsAreRefusedNamingWhy) {
   }
   EXPECT_EQ(decode(huge),
             "a frame header of 65535x65535 pixels, more than max_image_side 16384 a side");
-  // A 4-component (CMYK) frame.
-  std::vector<uint8_t> cmyk = jpeg;
-  for (size_t p = 2; p + 9 < cmyk.size(); ++p) {
-    if (cmyk[p] == 0xff && cmyk[p + 1] == 0xc0) {
-      cmyk[p + 9] = 4;
+  // A 2-component frame (grey, colour and CMYK are decoded; not 2).
+  std::vector<uint8_t> two = jpeg;
+  for (size_t p = 2; p + 9 < two.size(); ++p) {
+    if (two[p] == 0xff && two[p + 1] == 0xc0) {
+      two[p + 9] = 2;
       break;
     }
   }
-  EXPECT_NE(decode(cmyk).find("4 components"), std::string::npos);
+  EXPECT_NE(decode(two).find("a JPEG of 2 components"), std::string::npos) << decode(two);
+  // A lossless frame (SOF3) and 12-bit samples: named from the frame header.
+  std::vector<uint8_t> lossless = jpeg, twelve = jpeg;
+  for (size_t p = 2; p + 9 < jpeg.size(); ++p) {
+    if (jpeg[p] == 0xff && jpeg[p + 1] == 0xc0) {
+      lossless[p + 1] = 0xc3;
+      twelve[p + 4] = 12;
+      break;
+    }
+  }
+  EXPECT_EQ(decode(lossless), "a lossless JPEG (SOF3): libjpeg-turbo does not decode it");
+  EXPECT_EQ(decode(twelve), "12-bit samples: only 8-bit JPEGs are decoded");
   // Each refusal left the decoder usable.
   EXPECT_EQ(decode(jpeg), "");
 }

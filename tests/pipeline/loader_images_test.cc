@@ -1,4 +1,4 @@
-// The loader over image/jpeg records (pipeline/images/image_stage.h): every sample the decode of
+// The loader over image records (pipeline/images/image_stage.h): every sample the decode of
 // its own record under its own crop, keyed by (seed, epoch, index) whatever the threads, the depth
 // or a resume; evaluation crops fixed; the outputs' dtypes; the decode running ahead of the
 // consumer; bad records stopping the run naming file, chunk and record, or skipped, counted and
@@ -121,7 +121,7 @@ TEST_F(LoaderImages, EverySampleIsItsOwnRecordDecodedUnderItsOwnCrop) {
     // Positions: batch after batch, the last one partial.
     for (size_t b = 0; b < e.positions.size(); ++b) EXPECT_EQ(e.positions[b], 16 * b);
   }
-  EXPECT_NE(l->Describe().find("images 32x32 (random resized crop and flip), jpeg decode on 2 CPU "
+  EXPECT_NE(l->Describe().find("images 32x32 (random resized crop and flip), image decode on 2 CPU "
                                "threads, 2 batches ahead"),
             std::string::npos)
       << l->Describe();
@@ -278,10 +278,10 @@ void LoaderImages::BadRecordStopsTheRunNamingFileChunkAndRecord(bool worker) {
   std::vector<char> head(4);
   f.read(head.data(), 4);
   EXPECT_EQ(std::memcmp(head.data(), jpegs_[17].data(), 4), 0);
-  EXPECT_NE(st.message().find("record 17 (sample 17 of the dataset), a JPEG of " +
+  EXPECT_NE(st.message().find("record 17 (sample 17 of the dataset), an image record of " +
                               std::to_string(jpegs_[17].size() / 2) +
                               " bytes, does not decode: "
-                              "libjpeg-turbo: Premature end of JPEG file"),
+                              "JPEG: libjpeg-turbo: Premature end of JPEG file"),
             std::string::npos)
       << st.message();
   EXPECT_NE(st.message().find("skip_bad_records"), std::string::npos);
@@ -333,14 +333,15 @@ void LoaderImages::SkipBadRecordsSkipsCountsAndReportsThem(bool worker) {
   EXPECT_EQ(s.count, 3u);
   ASSERT_EQ(s.named.size(), 3u);
   EXPECT_EQ(s.named[0].rfind("sample 3 (" + data + " chunk ", 0), 0u) << s.named[0];
-  EXPECT_NE(s.named[0].find("record 3): libjpeg-turbo: Premature end of JPEG file"),
+  EXPECT_NE(s.named[0].find("record 3): JPEG: libjpeg-turbo: Premature end of JPEG file"),
             std::string::npos)
       << s.named[0];
   EXPECT_NE(s.named[1].find("a frame header of 65535x65535 pixels, more than max_image_side "
                             "16384 a side"),
             std::string::npos)
       << s.named[1];
-  EXPECT_NE(s.named[2].find("no JPEG start-of-image marker"), std::string::npos);
+  EXPECT_NE(s.named[2].find("PNG: truncated: the data ends inside the IHDR chunk"),
+            std::string::npos);
   EXPECT_EQ(s.Text(1).rfind("3 bad image records skipped in epoch 1: sample 3 (", 0), 0u);
   EXPECT_EQ(l->stats().records_skipped, 3u);
   // The next epoch's report starts over.
@@ -373,7 +374,7 @@ TEST_F(LoaderImages, WhatDecodedImagesCannotTakeIsRefusedNamingTheOption) {
   };
   LoaderOptions o = DecodedOptions(Data(), 8, ImageCrop::kRandomResized);
   o.output.augment = "flip";
-  refused(o, "augment: image/jpeg records are decoded with their own random resized crop");
+  refused(o, "augment: image records are decoded with their own random resized crop");
   o = DecodedOptions(Data(), 8, ImageCrop::kRandomResized);
   o.output.dtype = DType::kFloat32;
   o.output.normalize = true;

@@ -130,10 +130,10 @@ TEST_F(LoaderPlanTest, WhatAKindDoesNothingWithIsRefusedNamingIt) {
   o.image.threads = 3;
   EXPECT_EQ(refusal(0, o),
             "image_threads: this dataset's batches are no decoded images (it holds no "
-            "image/jpeg records); leave it out");
+            "image records); leave it out");
   o = Options("jpegs.rfd");
   o.output.augment = "flip";
-  EXPECT_NE(refusal(2, o).find("augment: image/jpeg records are decoded with their own"),
+  EXPECT_NE(refusal(2, o).find("augment: image records are decoded with their own"),
             std::string::npos);
   o = Options("pixels.rfd");
   o.output_buffers = kMaxOutputBuffers + 1;

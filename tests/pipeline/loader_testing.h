@@ -33,7 +33,7 @@ inline LoaderOptions HostOptions(const std::string& path, uint32_t batch) {
   return o;
 }
 
-// The decoder spec a loader of `o` decodes image/jpeg records with (its own statistics: none
+// The decoder spec a loader of `o` decodes image records with (its own statistics: none
 // given), for a reference decode (JpegImageDecoder) in the tests.
 inline ImageDecodeSpec ImageSpecOf(const LoaderOptions& o) {
   ImageDecodeSpec s;

@@ -1,4 +1,4 @@
-// `ringfeed train` on image/jpeg records: the CNN trains at --image-size (3 channels) with the
+// `ringfeed train` on image records: the CNN trains at --image-size (3 channels) with the
 // test split centre-cropped; a run resumed from a checkpoint ends bit-identical to one never
 // stopped (the same crops); a bad record stops the run with one line naming file, chunk and
 // record, or under --skip-bad-records is skipped and named at the epoch's end; what JPEG records
@@ -75,7 +75,7 @@ TEST(TrainImages, TrainsAtTheImageSizeAndEvaluatesCentreCrops) {
   std::string out;
   ASSERT_EQ(RunCommand(TrainJpegs(data, "--epochs 2 --test " + data), &out), 0) << out;
   EXPECT_NE(out.find("96 samples, model 3x24x24, 4 classes"), std::string::npos) << out;
-  EXPECT_NE(out.find("images 24x24 (random resized crop and flip), jpeg decode on 2 CPU threads"),
+  EXPECT_NE(out.find("images 24x24 (random resized crop and flip), image decode on 2 CPU threads"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("epoch 2/2: train loss"), std::string::npos) << out;
@@ -164,11 +164,11 @@ TEST(TrainImages, ABadRecordStopsTheRunNamingFileChunkAndRecord) {
   EXPECT_EQ(RunCommand(TrainJpegs(data, "--epochs 1"), &out), 1) << out;
   const std::string line = "\nringfeed: " + data + ": chunk ";
   ASSERT_NE(out.find(line), std::string::npos) << out;
-  EXPECT_NE(
-      out.find(": record 37 (sample 37 of the dataset), a JPEG of " + std::to_string(cut.size()) +
-               " bytes, does not decode: libjpeg-turbo: Premature end of JPEG file; "
-               "skip_bad_records (--skip-bad-records) skips such records\n"),
-      std::string::npos)
+  EXPECT_NE(out.find(": record 37 (sample 37 of the dataset), an image record of " +
+                     std::to_string(cut.size()) +
+                     " bytes, does not decode: JPEG: libjpeg-turbo: Premature end of JPEG file; "
+                     "skip_bad_records (--skip-bad-records) skips such records\n"),
+            std::string::npos)
       << out;
 
   ASSERT_EQ(RunCommand(TrainJpegs(data, "--epochs 2 --skip-bad-records"), &out), 0) << out;
@@ -178,7 +178,7 @@ TEST(TrainImages, ABadRecordStopsTheRunNamingFileChunkAndRecord) {
               std::string::npos)
         << out;
   }
-  EXPECT_NE(out.find("record 37): libjpeg-turbo: Premature end of JPEG file\nepoch 1/2"),
+  EXPECT_NE(out.find("record 37): JPEG: libjpeg-turbo: Premature end of JPEG file\nepoch 1/2"),
             std::string::npos)
       << out;
 }
@@ -188,12 +188,12 @@ TEST(TrainImages, WhatJpegRecordsRefuseIsAUsageError) {
   const std::string data = JpegData(t, "train.rfd");
   std::string out;
   EXPECT_EQ(RunCommand(TrainJpegs(data, "--augment flip"), &out), 2) << out;
-  EXPECT_NE(out.find("--augment flip: image/jpeg records are decoded with their own random "
+  EXPECT_NE(out.find("--augment flip: image records are decoded with their own random "
                      "resized crop and flip; leave --augment out"),
             std::string::npos)
       << out;
   EXPECT_EQ(RunCommand(TrainJpegs(data, "", "0"), &out), 2) << out;
-  EXPECT_NE(out.find("cannot train on it: it holds image/jpeg records, which --image-size 0 "
+  EXPECT_NE(out.find("cannot train on it: it holds image records, which --image-size 0 "
                      "leaves undecoded"),
             std::string::npos)
       << out;

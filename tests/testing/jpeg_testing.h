@@ -115,7 +115,7 @@ inline std::vector<std::vector<uint8_t>> MakeJpegs(uint32_t n) {
   return out;
 }
 
-// A dataset of `jpegs` as image/jpeg records at `path`, labels i % `classes`, chunks of about
+// A dataset of `jpegs` as image records at `path`, labels i % `classes`, chunks of about
 // `chunk_bytes` (so several), compressed with `codec`, with `class_names` (as ImageFolder's
 // classes; none where empty, else `classes` of them).
 inline Status WriteJpegDataset(const std::string& path,

@@ -420,15 +420,16 @@ TEST(ConvertCli, ImagesReencodeOptionsOutOfRangeExitTwoAndAReencodeSaysWhatItDid
   EXPECT_TRUE(testing::FilesIn(t.path()) == std::vector<std::string>{"tree"});
   std::string out;
   EXPECT_EQ(RunCommand(images + " --max-side 100 --quality 80", &out), 0) << out;
-  EXPECT_NE(out.find("re-encoded 1 image at quality 80: 1 resized to 100 pixels on the longer "
-                     "side\n"),
+  EXPECT_NE(out.find("re-encoded 1 image above --max-side 100 at quality 80: resized to 100 "
+                     "pixels on the longer side, as baseline JPEGs\n"),
             std::string::npos)
       << out;
   testing::WriteAll(t.File("tree/c/p.png"), "\x89PNG\r\n\x1a\n", 8);
   EXPECT_EQ(RunCommand(images + " --max-side 100 -q", &out), 1);
   // Under --max-side, the refusal names only --skip-bad as what would help.
   EXPECT_EQ(out, "ringfeed-convert: 1 image refused, nothing written: " + t.File("tree/c/p.png") +
-                     ": PNG data, not a JPEG (--skip-bad writes the others and lists these in " +
+                     ": PNG: truncated: the data ends inside the IHDR chunk (--skip-bad writes the "
+                     "others and lists these in " +
                      t.File("d.skipped.tsv") + ")\n");
 }
 

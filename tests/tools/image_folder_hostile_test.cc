@@ -35,8 +35,9 @@ TEST(ImageFolderHostile, LinksToDirectoriesAreNotFollowedAndAreNamed) {
   const std::string links =
       "2 links to directories, not followed: " + tree + "/a/loop, " + tree + "/b/other";
   EXPECT_EQ(r.output.find("ringfeed-convert: passing over " + links + "\n"), 0u) << r.output;
-  EXPECT_NE(r.output.find("wrote " + t.File("o.rfd") + ": 3 JPEG images of 2 classes"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("wrote " + t.File("o.rfd") + ": 3 images (3 JPEG; image/jpeg) of 2 classes"),
+      std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("\npassed over " + links + "\n"), std::string::npos) << r.output;
   const std::vector<testing::Record> got = testing::Records(t.File("o.rfd"));

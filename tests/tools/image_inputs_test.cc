@@ -1,4 +1,4 @@
-// ringfeed-convert images: an ImageFolder tree and WebDataset tars as image/jpeg records, the
+// ringfeed-convert images: an ImageFolder tree and WebDataset tars as image records, the
 // original bytes byte for byte, labels and class names (io/format.h's class names block); every
 // bad input (an empty class, a PNG named .jpg, a truncated, progressive, CMYK, 12-bit or
 // 65535x65535 JPEG, an unreadable file) refused naming the file, nothing written. The JPEGs are
@@ -17,7 +17,7 @@
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
 #include "tests/tools/image_testing.h"
-#include "tools/convert/jpeg_check.h"
+#include "tools/convert/image_check.h"
 
 namespace rf {
 namespace {
@@ -91,7 +91,7 @@ TEST(ImagesFolder, ConvertsByteForByteWithLabelsAndClassNames) {
   EXPECT_EQ(d->class_names(), (std::vector<std::string>{"cat", "dog", "zebra"}));
   EXPECT_EQ(d->header().num_classes, 3u);
   EXPECT_EQ(d->header().label_dtype, DType::kUInt8);
-  EXPECT_NE(out.find("9 JPEG images of 3 classes"), std::string::npos) << out;
+  EXPECT_NE(out.find("9 images (9 JPEG; image/jpeg) of 3 classes"), std::string::npos) << out;
   EXPECT_NE(out.find("passed over 3 files that are not images"), std::string::npos) << out;
 }
 
@@ -142,7 +142,7 @@ TEST(ImagesWebDataset, TarShardsConvertInOrderWithTheirLabels) {
   Result<Dataset> d = Dataset::Open(t.File("w.rfd"));
   EXPECT_EQ(d->header().num_classes, 7u);  // one more than the largest label, 6
   EXPECT_TRUE(d->class_names().empty());
-  EXPECT_NE(out.find("8 JPEG images of 7 classes"), std::string::npos) << out;
+  EXPECT_NE(out.find("8 images (8 JPEG; image/jpeg) of 7 classes"), std::string::npos) << out;
 }
 
 TEST(ImagesWebDataset, ASampleWithoutLabelOrImageOrWithABadLabelIsRefused) {
@@ -154,7 +154,7 @@ TEST(ImagesWebDataset, ASampleWithoutLabelOrImageOrWithABadLabelIsRefused) {
   };
   const std::vector<Case> cases = {
       {{{"a.jpg", j}, {"b.jpg", j}, {"b.cls", Text("1")}}, "sample 'a' has no label (a.cls)"},
-      {{{"a.cls", Text("1")}}, "sample 'a' has no image (a.jpg)"},
+      {{{"a.cls", Text("1")}}, "sample 'a' has no image (a.jpg, .png or .webp)"},
       {{{"a.jpg", j}, {"a.cls", Text("-1")}}, "a.cls: the label '-1' is not an integer"},
       {{{"a.jpg", j}, {"a.cls", Text("cat")}}, "a.cls: the label 'cat' is not an integer"},
   };
@@ -179,23 +179,22 @@ TEST(ImagesWebDataset, ASampleWithoutLabelOrImageOrWithABadLabelIsRefused) {
 
 TEST(ImagesBadInput, EachBadImageIsRefusedNamingTheFileAndNothingIsWritten) {
   const std::vector<uint8_t> good = Jpeg(48, 32, 3), big = Jpeg(256, 256, 4);
-  std::vector<uint8_t> twelve = good, huge = good;
+  std::vector<uint8_t> twelve = good, huge = good, lossless = good;
   const size_t sof = Sof0(good);
   twelve[sof + 4] = 12;                                       // precision
   for (size_t i = sof + 5; i < sof + 9; ++i) huge[i] = 0xff;  // 65535 x 65535
+  lossless[sof + 1] = 0xc3;
   std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13};
   const std::vector<BadImage> cases = {
-      {"png.jpg", png, "PNG data, not a JPEG"},
+      {"png.jpg", png, "PNG: truncated: the data ends inside the IHDR chunk"},
       {"cut.jpg", std::vector<uint8_t>(big.begin(), big.begin() + big.size() / 2),
        "truncated: no end-of-image marker after the scan"},
       {"cut-header.jpg", std::vector<uint8_t>(good.begin(), good.begin() + 100),
        "truncated: its header ends before the first scan"},
-      {"progressive.jpg", Jpeg(48, 32, 3, TJFLAG_PROGRESSIVE),
-       "a progressive JPEG (SOF2): only baseline JPEGs (SOF0) are stored"},
-      {"cmyk.jpg", Jpeg(48, 32, 3, 0, TJPF_CMYK), "a CMYK JPEG"},
+      {"lossless.jpg", lossless, "a lossless JPEG (SOF3): libjpeg-turbo does not decode it"},
       {"twelve.jpg", twelve, "12-bit samples: only 8-bit JPEGs are stored"},
       {"huge.jpg", huge, "65535x65535 pixels, more than --max-image-side 16384 a side"},
-      {"empty.jpg", {}, "an empty file, not a JPEG"},
+      {"empty.jpg", {}, "an empty file, not an image"},
       // Issue 40: ff d8 alone said "not a JPEG (it starts with bytes ff d8, not ff d8)".
       {"two.jpg",
        {0xff, 0xd8},
@@ -203,8 +202,8 @@ TEST(ImagesBadInput, EachBadImageIsRefusedNamingTheFileAndNothingIsWritten) {
       {"one.jpg",
        {0xff},
        "truncated: 1 byte, where a JPEG needs its markers (ff d8, a frame header, a scan, ff d9)"},
-      {"a.jpg", {0x41}, "not a JPEG (its one byte is 41, not ff d8)"},
-      {"ab.jpg", {0x41, 0x42, 0x43}, "not a JPEG (it starts with bytes 41 42, not ff d8)"},
+      {"a.jpg", {0x41}, "not an image: it starts with bytes 41"},
+      {"ab.jpg", {0x41, 0x42, 0x43}, "not an image: it starts with bytes 41 42 43"},
   };
   for (const BadImage& c : cases) {
     TempDir t;
@@ -220,17 +219,18 @@ TEST(ImagesBadInput, EachBadImageIsRefusedNamingTheFileAndNothingIsWritten) {
 }
 
 TEST(ImagesBadInput, HugeDimensionsAreCheckedFromTheHeaderAlone) {
-  // Only the frame header: a decoder would allocate 12 GB for it; CheckJpeg allocates nothing.
+  // Only the frame header: a decoder would allocate 12 GB for it; CheckImage allocates nothing.
   const std::vector<uint8_t> j = {0xff, 0xd8, 0xff, 0xc0, 0, 11,   8, 0xff,
                                   0xff, 0xff, 0xff, 1,    1, 0x11, 0};
-  convert::JpegInfo info;
-  EXPECT_EQ(convert::CheckJpeg(j.data(), j.size(), 16384, &info),
+  ImageHeader info;
+  EXPECT_EQ(convert::CheckImage(j.data(), j.size(), 16384, &info),
             "65535x65535 pixels, more than --max-image-side 16384 a side");
   const std::vector<uint8_t> good = Jpeg(40, 20, 1);
-  EXPECT_EQ(convert::CheckJpeg(good.data(), good.size(), 16384, &info), "");
+  EXPECT_EQ(convert::CheckImage(good.data(), good.size(), 16384, &info), "");
   EXPECT_EQ(info.width, 40u);
   EXPECT_EQ(info.height, 20u);
-  EXPECT_EQ(convert::CheckJpeg(good.data(), good.size(), 39, &info),
+  EXPECT_EQ(info.kind, "baseline");
+  EXPECT_EQ(convert::CheckImage(good.data(), good.size(), 39, &info),
             "40x20 pixels, more than --max-image-side 39 a side");
 }
 
@@ -241,7 +241,7 @@ TEST(ImagesBadInput, EveryBadFileIsNamedInOneLineAndUnreadableAndEmptyClassesToo
   fs::create_symlink(t.File("nowhere.jpg"), t.File("tree/zebra/gone.jpg"));  // cannot be opened
   const Status st = Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "-q"});
   EXPECT_TRUE(FailsWith(st, "2 images refused, nothing written: " + t.File("tree/cat/x.jpg") +
-                                ": not a JPEG (it starts with bytes 47 49, not ff d8); " +
+                                ": GIF data: JPEG, PNG and WebP are stored; " +
                                 t.File("tree/zebra/gone.jpg") + ": cannot be read"));
   EXPECT_EQ(st.ToString().find('\n'), std::string::npos);
   EXPECT_FALSE(fs::exists(t.File("d.rfd")));
@@ -271,8 +271,8 @@ TEST(ImagesPhotos, ASmallGeneratedSetOfPhotographsConverts) {
   Result<Dataset> d = Dataset::Open(t.File("p.rfd"));
   EXPECT_EQ(d->class_names().size(), d->header().num_classes);
   for (const Record& rec : r) {
-    convert::JpegInfo info;
-    EXPECT_EQ(convert::CheckJpeg(rec.bytes.data(), rec.bytes.size(), 16384, &info), "");
+    ImageHeader info;
+    EXPECT_EQ(convert::CheckImage(rec.bytes.data(), rec.bytes.size(), 16384, &info), "");
   }
 }
 

@@ -1,8 +1,8 @@
 // ringfeed-convert images --max-side N --quality Q: an image above N a side stored resized to N
-// on its longer side, at the quality asked; one within N byte for byte; a JPEG the decoders do
-// not take as it is (progressive, CMYK, extended, arithmetic-coded) converted to baseline and
-// named in the summary; PNG, 12-bit, lossless, truncated and undecodable files refused naming
-// the file, nothing written; the options' bad values usage errors naming the option. The
+// on its longer side as a baseline JPEG, at the quality asked (a PNG or WebP too); one within N
+// byte for byte, whatever its kind (progressive, CMYK, extended, arithmetic-coded JPEG, PNG,
+// WebP), with --max-side or without; 12-bit, lossless, truncated and undecodable files refused
+// naming the file, nothing written; the options' bad values usage errors naming the option. The
 // stored records are read back through TurboJPEG (their header: size, baseline, subsampling).
 #include <gtest/gtest.h>
 #include <turbojpeg.h>
@@ -17,6 +17,7 @@
 #include <jpeglib.h>
 // clang-format on
 
+#include "tests/testing/image_encoding.h"
 #include "tests/testing/jpeg_testing.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/tools/convert_testing.h"
@@ -138,9 +139,9 @@ TEST(ImagesReencode, ALargeImageIsStoredResizedToMaxSideAndASmallOneByteForByte)
   }
   EXPECT_EQ(r[1].bytes, small);  // within 256: its own bytes
   EXPECT_EQ(r[4].bytes, edge);   // 256 exactly: within
-  EXPECT_NE(out.find("5 JPEG images of 1 classes"), std::string::npos) << out;
-  EXPECT_NE(out.find("re-encoded 3 images at quality 90: 3 resized to 256 pixels on the longer "
-                     "side\n"),
+  EXPECT_NE(out.find("5 images (5 JPEG; image/jpeg) of 1 classes"), std::string::npos) << out;
+  EXPECT_NE(out.find("re-encoded 3 images above --max-side 256 at quality 90: resized to 256 "
+                     "pixels on the longer side, as baseline JPEGs\n"),
             std::string::npos)
       << out;
 }
@@ -169,69 +170,71 @@ TEST(ImagesReencode, ALowerQualityStoresFewerBytesAndTheSameInputTheSameBytes) {
   EXPECT_EQ(q40[1].bytes, small);
 }
 
-// Progressive, CMYK, extended and arithmetic-coded JPEGs: converted (at their own size, within
-// --max-side) and named; without --max-side, refused and named.
-TEST(ImagesReencode, JpegsTheDecodersDoNotTakeAreConvertedUnderMaxSideAndRefusedWithout) {
+// Progressive, CMYK, extended and arithmetic-coded JPEGs, PNGs and WebPs: the decoders take each
+// as it is, so each is stored byte for byte, with --max-side (within it) or without.
+TEST(ImagesReencode, EveryKindTheDecodersTakeIsStoredAsItIsWithMaxSideOrWithout) {
   TempDir t;
   const std::vector<uint8_t> baseline = Jpeg(48, 32, 3);
-  MakeTree(t.File("tree"), {{"a-arith.jpg", ArithmeticJpeg(30, 50)},
-                            {"b-cmyk.jpg", Jpeg(48, 32, 3, 0, TJPF_CMYK)},
-                            {"c-extended.jpg", WithFrameMarker(baseline, 0xc1)},
-                            {"d-progressive.jpg", Jpeg(40, 36, 3, TJFLAG_PROGRESSIVE)},
-                            {"e-baseline.jpg", baseline}});
-  std::string out;
-  const Status st =
-      Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "64"}, &out);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  const std::vector<Record> r = Records(t.File("d.rfd"));
-  ASSERT_EQ(r.size(), 5u);
-  const int widths[] = {50, 48, 48, 40, 48}, heights[] = {30, 32, 32, 36, 32};
-  for (size_t i = 0; i < r.size(); ++i) {
-    EXPECT_EQ(FrameMarker(r[i].bytes), 0xc0) << i;
-    const Header h = ReadHeader(r[i].bytes);
-    EXPECT_EQ(h.width, widths[i]) << i;
-    EXPECT_EQ(h.height, heights[i]) << i;
+  std::vector<uint16_t> grey(40 * 30);
+  for (size_t i = 0; i < grey.size(); ++i) grey[i] = static_cast<uint16_t>(i % 251);
+  const std::vector<uint8_t> rgb(30 * 20 * 3, 140);
+  const std::vector<std::pair<std::string, std::vector<uint8_t>>> files = {
+      {"a-arith.jpg", ArithmeticJpeg(30, 50)},
+      {"b-cmyk.jpg", Jpeg(48, 32, 3, 0, TJPF_CMYK)},
+      {"c-extended.jpg", WithFrameMarker(baseline, 0xc1)},
+      {"d-progressive.jpg", Jpeg(40, 36, 3, TJFLAG_PROGRESSIVE)},
+      {"e-baseline.jpg", baseline},
+      {"f-grey.png", testing::EncodePng({40, 30, 0, 8, false}, grey)},
+      {"g-photo.webp", testing::EncodeWebp(rgb, 30, 20, false)}};
+  MakeTree(t.File("tree"), files);
+  for (const bool max_side : {true, false}) {
+    std::vector<std::string> args = {"images", t.File("tree"), "-o", t.File("d.rfd")};
+    if (max_side) args.insert(args.end(), {"--max-side", "64"});
+    std::string out;
+    const Status st = Convert(args, &out);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    const std::vector<Record> r = Records(t.File("d.rfd"), "image/*");
+    ASSERT_EQ(r.size(), files.size());
+    for (size_t i = 0; i < r.size(); ++i) EXPECT_EQ(r[i].bytes, files[i].second) << i;
+    EXPECT_NE(out.find("7 images (5 JPEG (1 progressive, 1 CMYK), 1 PNG, 1 WebP; image/*)"),
+              std::string::npos)
+        << out;
+    if (max_side) {
+      EXPECT_NE(out.find("re-encoded no image: each is within --max-side 64 pixels a side, "
+                         "stored as it is\n"),
+                std::string::npos)
+          << out;
+    }
   }
-  EXPECT_EQ(r[4].bytes, baseline);
-  const std::string c = t.File("tree/c/");
-  EXPECT_NE(out.find("re-encoded 4 images at quality 90: 0 resized to 64 pixels on the longer "
-                     "side; 4 converted to a baseline JPEG: " +
-                     c + "a-arith.jpg (an arithmetic-coded JPEG (SOF9)), " + c +
-                     "b-cmyk.jpg (a CMYK (YCCK) JPEG), " + c +
-                     "c-extended.jpg (an extended sequential JPEG (SOF1)), " + c +
-                     "d-progressive.jpg (a progressive JPEG (SOF2))\n"),
-            std::string::npos)
-      << out;
-
-  const Status refused = Convert({"images", t.File("tree"), "-o", t.File("e.rfd"), "-q"});
-  EXPECT_TRUE(FailsWith(refused, "4 images refused, nothing written: " + c +
-                                     "a-arith.jpg: an arithmetic-coded JPEG (SOF9): only baseline "
-                                     "JPEGs (SOF0) are stored; " +
-                                     c + "b-cmyk.jpg: a CMYK JPEG"));
-  EXPECT_TRUE(FailsWith(refused, c + "d-progressive.jpg: a progressive JPEG (SOF2): only baseline "
-                                     "JPEGs (SOF0) are stored"));
-  EXPECT_FALSE(fs::exists(t.File("e.rfd")));
 }
 
-TEST(ImagesReencode, TheSummaryNamesTheFirstFiveConvertedAndCountsTheRest) {
+// A PNG or WebP above --max-side: decoded by its own decoder, resized, stored as a baseline JPEG.
+TEST(ImagesReencode, PngsAndWebpsAboveMaxSideAreStoredAsResizedBaselineJpegs) {
   TempDir t;
-  std::vector<std::pair<std::string, std::vector<uint8_t>>> files;
-  for (char i = 0; i < 7; ++i)
-    files.push_back({std::string{'p', static_cast<char>('0' + i)} + ".jpg",
-                     Jpeg(20 + i, 20, i, TJFLAG_PROGRESSIVE)});
-  MakeTree(t.File("tree"), files);
+  std::vector<uint16_t> px;
+  std::vector<uint8_t> rgb;
+  for (uint32_t y = 0; y < 120; ++y)
+    for (uint32_t x = 0; x < 200; ++x)
+      for (int c = 0; c < 3; ++c) {
+        px.push_back(static_cast<uint16_t>((x + y * c) % 256));
+        rgb.push_back(static_cast<uint8_t>((x * c + y) % 256));
+      }
+  std::vector<uint8_t> alpha(200 * 120, 128);
+  MakeTree(t.File("tree"), {{"a.png", testing::EncodePng({200, 120, 2, 8, true}, px)},
+                            {"b.webp", testing::EncodeWebp(rgb, 200, 120, true, 80, alpha)},
+                            {"c.jpg", Jpeg(40, 30, 3)}});
   std::string out;
   ASSERT_TRUE(
-      Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "16"}, &out).ok());
-  EXPECT_NE(out.find("re-encoded 7 images at quality 90: 7 resized to 16 pixels on the longer "
-                     "side; 7 converted to a baseline JPEG: " +
-                     t.File("tree/c/p0.jpg") + " (a progressive JPEG (SOF2)), "),
-            std::string::npos)
-      << out;
-  EXPECT_NE(out.find(t.File("tree/c/p4.jpg") + " (a progressive JPEG (SOF2)) and 2 more\n"),
-            std::string::npos)
-      << out;
-  EXPECT_EQ(out.find("p5.jpg"), std::string::npos) << out;
+      Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "100"}, &out).ok());
+  const std::vector<Record> r = Records(t.File("d.rfd"));  // all JPEGs now: image/jpeg
+  ASSERT_EQ(r.size(), 3u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(FrameMarker(r[i].bytes), 0xc0) << i;
+    EXPECT_EQ(ReadHeader(r[i].bytes).width, 100) << i;
+    EXPECT_EQ(ReadHeader(r[i].bytes).height, 60) << i;
+  }
+  EXPECT_NE(out.find("3 images (3 JPEG; image/jpeg)"), std::string::npos) << out;
+  EXPECT_NE(out.find("re-encoded 2 images above --max-side 100"), std::string::npos) << out;
 }
 
 TEST(ImagesReencode, WebDatasetImagesAreReencodedToo) {
@@ -267,9 +270,9 @@ TEST(ImagesReencode, WhatNoDecoderTakesIsRefusedNamingTheFileAndNothingIsWritten
   corrupt.push_back(0xd9);
   const std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13};
   const std::vector<BadImage> cases = {
-      {"png.jpg", png, "PNG data, not a JPEG"},
-      {"png.png", png, "PNG data, not a JPEG"},
-      {"twelve.jpg", twelve, "12-bit samples: only 8-bit JPEGs are stored or converted"},
+      {"png.jpg", png, "PNG: truncated: the data ends inside the IHDR chunk"},
+      {"png.png", png, "PNG: truncated: the data ends inside the IHDR chunk"},
+      {"twelve.jpg", twelve, "12-bit samples: only 8-bit JPEGs are stored"},
       {"lossless.jpg", WithFrameMarker(good, 0xc3),
        "a lossless JPEG (SOF3): libjpeg-turbo does not decode it"},
       {"cut.jpg", std::vector<uint8_t>(big.begin(), big.begin() + big.size() / 2),

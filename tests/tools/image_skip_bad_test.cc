@@ -69,9 +69,9 @@ TEST_F(SkipBad, WritesTheGoodImagesAndListsTheOthersWithTheirReasons) {
       << report;
   const std::string lines = report.substr(report.find('\n') + 1);
   EXPECT_EQ(lines, Bad("a/2-cut.jpg", "truncated: no end-of-image marker after the scan") +
-                       Bad("b/4-empty.jpg", "an empty file, not a JPEG") +
-                       Bad("b/6-text.jpg", "not a JPEG (it starts with bytes 68 65, not ff d8)"));
-  EXPECT_NE(out.find("wrote " + t_.File("o.rfd") + ": 3 JPEG images of 2 classes"),
+                       Bad("b/4-empty.jpg", "an empty file, not an image") +
+                       Bad("b/6-text.jpg", "not an image: it starts with bytes 68 65 6c 6c"));
+  EXPECT_NE(out.find("wrote " + t_.File("o.rfd") + ": 3 images (3 JPEG; image/jpeg) of 2 classes"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("left out 3 images that could not be stored (--skip-bad): listed in " +
@@ -86,7 +86,7 @@ TEST_F(SkipBad, WithoutItTheRefusalNamesItAndNothingIsWritten) {
       << st.ToString();
   EXPECT_TRUE(FailsWith(st, "(--skip-bad writes the others and lists these in " +
                                 t_.File("o.skipped.tsv") +
-                                "; --max-side N converts the JPEGs the decoders do not take)"))
+                                "; --max-side N resizes images above --max-image-side)"))
       << st.ToString();
   EXPECT_EQ(testing::FilesIn(t_.path()), std::vector<std::string>{"tree"});
 }

@@ -1,5 +1,5 @@
 // The converter's image tests' helpers (tools_images_test): JPEGs of a gradient made with
-// TurboJPEG in any of its pixel formats and flags (progressive, CMYK), a dataset's image/jpeg
+// TurboJPEG in any of its pixel formats and flags (progressive, CMYK), a dataset's image
 // records read back, tar members for WebDataset shards. Header-only.
 #pragma once
 
@@ -43,12 +43,13 @@ struct Record {
   int64_t label;
 };
 
-inline std::vector<Record> Records(const std::string& path) {
+inline std::vector<Record> Records(const std::string& path,
+                                   const std::string& media_type = "image/jpeg") {
   Result<Dataset> d = Dataset::Open(path);
   EXPECT_TRUE(d.ok()) << d.status().ToString();
   if (!d.ok()) return {};
   EXPECT_EQ(d->header().record_kind, format::RecordKind::kBytes);
-  EXPECT_EQ(d->header().media_type, "image/jpeg");
+  EXPECT_EQ(d->header().media_type, media_type);
   std::vector<Record> out;
   std::vector<uint8_t> buf(d->max_chunk_bytes());
   for (size_t g = 0; g < d->chunk_count(); ++g) {

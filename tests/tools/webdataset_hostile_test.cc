@@ -77,7 +77,7 @@ TEST(WebDatasetHostile, LongNameAndPaxHeadersWithinTheBoundsNameTheirMember) {
   std::string out;
   const Status st = testing::Convert({"images", t.File("s.tar"), "-o", t.File("o.rfd")}, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_NE(out.find("1 JPEG images of 5 classes"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 images (1 JPEG; image/jpeg) of 5 classes"), std::string::npos) << out;
 }
 
 // A key with two .cls members converted with exit 0, the later label winning; two images were

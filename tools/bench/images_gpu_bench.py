@@ -566,7 +566,9 @@ def summarize(chosen, results, errors, round_seconds, command, sink):
         if name.startswith("ringfeed") and runs and runs[-1].get("loader"):
             # The decoder's part of the loader's description: its threads and host times.
             text = runs[-1]["loader"]
-            at = text.find("jpeg decode")
+            found = [i for i in (text.find("jpeg decode by"), text.find("image decode on"))
+                     if i >= 0]
+            at = min(found) if found else -1
             print(f"  {name}: {text[at:] if at >= 0 else text}")
     ratios = {}
     for a, b in (("ringfeed-gpu (after the first batch)", "tv-decode"),

@@ -13,7 +13,7 @@
 # commit (git describe --dirty): run.py's summary records it. deps/ is a CMake prefix holding the
 # rest of what the project's own CMake build (`pip wheel .`, RINGFEED_STATIC_DEPS) needs and a GPU
 # machine lacks (run.py's wheel part: CMAKE_PREFIX_PATH="PKG/deps;PKG"): the static libraries of
-# zstd, lz4, libjpeg and TurboJPEG, expat, OpenBLAS with the compiler's
+# zstd, lz4, libjpeg and TurboJPEG, libpng and libwebp, expat, OpenBLAS with the compiler's
 # libgfortran and libquadmath, every header those and the archives of lib/ include (the ones
 # Debian ships beside them, found by the preprocessor: the machine's own headers of other versions
 # are not used) and nlohmann-json's headers and CMake package.
@@ -36,14 +36,19 @@ done
 for t in "$@"; do cp "$build/tests/$t" "$pkg/tests/"; done
 # The libraries the extension links (those a build of this commit has).
 for l in python/librf_dlpack_export pipeline/librf_loader pipeline/librf_cuda_pipeline \
-         pipeline/librf_pipeline decode/librf_cuda_decode decode/librf_jpeg decode/librf_decode \
+         pipeline/librf_pipeline decode/librf_cuda_decode decode/librf_image decode/librf_jpeg \
+         decode/librf_decode \
          cuda/librf_cuda \
          io/librf_io io/remote/librf_remote options/librf_options core/librf_core; do
   [ -f "$build/$l.a" ] && cp "$build/$l.a" "$pkg/lib/"
 done
 # expat: S3 listings (io/remote; its objects take no absolute relocations, so they link into the
 # extension).
-for l in liburing libxxhash libz libexpat; do cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"; done
+# libpng and libwebp: the PNG and WebP decode (decode/png_image.h, webp_image.h; position-
+# independent too).
+for l in liburing libxxhash libz libexpat libpng16 libwebp; do
+  cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"
+done
 cp /usr/include/dlpack/dlpack.h "$pkg/include/dlpack/"
 cp -r /usr/include/Random123 "$pkg/include/"
 
@@ -51,7 +56,7 @@ cp -r /usr/include/Random123 "$pkg/include/"
 # (Debian's; OpenBLAS's archive through its alternatives link), and their headers.
 deps=$pkg/deps
 mkdir -p "$deps/lib" "$deps/include" "$deps/share/cmake"
-for l in zstd lz4 jpeg turbojpeg expat openblas; do
+for l in zstd lz4 jpeg turbojpeg png16 webp expat openblas; do
   cp -L "/usr/lib/x86_64-linux-gnu/lib$l.a" "$deps/lib/"
 done
 for l in libgfortran.a libquadmath.a; do cp "$(g++ -print-file-name=$l)" "$deps/lib/"; done
@@ -60,7 +65,8 @@ for l in libgfortran.a libquadmath.a; do cp "$(g++ -print-file-name=$l)" "$deps/
 # Debian's multiarch and OpenBLAS directories are flattened into include/, as one -I finds them.
 hdr=$stage/deps.cc
 printf '#include <%s>\n' nlohmann/json.hpp cblas.h cstdio turbojpeg.h \
-  jpeglib.h jerror.h liburing.h lz4.h xxhash.h zlib.h zstd.h curl/curl.h expat.h >"$hdr"
+  jpeglib.h jerror.h png.h webp/decode.h webp/encode.h liburing.h lz4.h xxhash.h zlib.h zstd.h \
+  curl/curl.h expat.h >"$hdr"
 g++ -std=c++20 -I/usr/include/x86_64-linux-gnu/openblas-pthread -M "$hdr" | tr ' \\' '\n\n' |
   grep '^/usr/include/' | sort -u >"$stage/headers"
 # shellcheck disable=SC2046

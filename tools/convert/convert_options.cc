@@ -253,25 +253,24 @@ void AddTokenOptions(Table& t) {
 void AddImageOptions(Table& t) {
   Inputs(t, kConvertImages, "DIR|SHARD.tar",
          "an ImageFolder directory (one subfolder a class, indexed in sorted order), or "
-         "WebDataset .tar shards (KEY.jpg with KEY.cls), in order");
+         "WebDataset .tar shards (KEY.jpg, .png or .webp with KEY.cls), in order");
   t.Field(
        "max-image-side", OptionType::kCount,
        [](auto& c) -> auto& { return c.images_options.max_image_side; })
       .Range(1, kMaxSide)
       .For(kConvertImages)
       .Help(
-          "the most pixels a side of an image stored as it is, from its JPEG header; a larger "
-          "one is refused before anything is allocated for it (with --max-side, which may not "
-          "pass it, every stored image is within it)");
+          "the most pixels a side of an image stored as it is, from its header; a larger one is "
+          "refused before anything is allocated for it (with --max-side, which may not pass it, "
+          "every stored image is within it)");
   t.Field(
        "max-side", OptionType::kCount, [](auto& c) -> auto& { return c.images_options.max_side; })
       .Range(1, kMaxSide)
       .For(kConvertImages)
       .Help(
-          "re-encode: an image with a side above N is resized to N on its longer side, and a "
-          "JPEG the decoders do not take as it is (progressive, CMYK, extended, "
-          "arithmetic-coded) is converted, each re-encoded as a baseline JPEG at --quality; the "
-          "others are stored as they are (without it, nothing is re-encoded)");
+          "shrink: an image with a side above N is resized to N on its longer side and "
+          "re-encoded as a baseline JPEG at --quality; the others are stored as they are "
+          "(without it, nothing is re-encoded)");
   t.Field(
        "quality", OptionType::kCount, [](auto& c) -> auto& { return c.images_options.quality; })
       .Range(1, 100)
@@ -281,9 +280,9 @@ void AddImageOptions(Table& t) {
        "skip-bad", OptionType::kSwitch, [](auto& c) -> auto& { return c.images_options.skip_bad; })
       .For(kConvertImages)
       .Help(
-          "keep going past an image that cannot be stored (damaged, empty, not an image, too "
-          "large, or a JPEG the decoders do not take without --max-side): write the others, "
-          "and list each one left out with its reason in OUT's report (OUT.skipped.tsv)");
+          "keep going past an image that cannot be stored (damaged, truncated, empty, not a "
+          "JPEG, PNG or WebP, or too large without --max-side): write the others, and list each "
+          "one left out with its reason in OUT's report (OUT.skipped.tsv)");
 }
 
 void AddDatasetOptions(Table& t) {

@@ -1,4 +1,4 @@
-// The images subcommand: an ImageFolder tree or WebDataset .tar shards as image/jpeg records, one
+// The images subcommand: an ImageFolder tree or WebDataset .tar shards as image records, one
 // an image, its original bytes or (--max-side, --quality) re-encoded, with int labels
 // (image_converter.h).
 #include <filesystem>

@@ -36,7 +36,7 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   DatasetSpec spec;
   spec.record_kind = format::RecordKind::kBytes;
   spec.sample_dtype = DType::kUInt8;
-  spec.media_type = "image/jpeg";
+  spec.media_type = "image/jpeg";  // or another, once the images are known (below)
   spec.has_labels = true;
   spec.label_dtype = s.label_dtype;
   spec.num_classes = s.classes;
@@ -44,7 +44,7 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   RF_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
                       DatasetWriter::Create(out_path, spec, RecordWriterOptions(o, inputs)));
 
-  constexpr size_t kNamed = 10, kConvertedNamed = 5;
+  constexpr size_t kNamed = 10;
   std::vector<std::string> bad;
   uint64_t bad_count = 0, read_bytes = 0;
   std::string skipped = "# ringfeed-convert images: the images left out of " + out_path +
@@ -78,11 +78,11 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
     RF_RETURN_IF_ERROR(writer->AppendRecords(bytes.data(), offsets, label.data(), 1));
     ++s.images;
     s.reencoded += c.reencoded;
-    s.resized += c.resized;
-    if (!c.converted.empty()) {
-      if (s.converted_named.size() < kConvertedNamed)
-        s.converted_named.push_back(c.item.name + " (" + c.converted + ")");
-      ++s.converted;
+    const ImageCodec codec = c.stored_codec();
+    ++(codec == ImageCodec::kPng ? s.png : codec == ImageCodec::kWebp ? s.webp : s.jpeg);
+    if (codec == ImageCodec::kJpeg && !c.reencoded) {
+      s.progressive += c.header.kind.find("progressive") != std::string::npos;
+      s.cmyk += c.header.kind.starts_with("CMYK");
     }
     return Status::Ok();
   }));
@@ -95,10 +95,20 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
     if (bad_count > bad.size()) what += "; and " + std::to_string(bad_count - bad.size()) + " more";
     if (!o.skip_bad) {
       what += " (--skip-bad writes the others and lists these in " + SkippedReportPath(out_path);
-      what += o.max_side == 0 ? "; --max-side N converts the JPEGs the decoders do not take)" : ")";
+      what += o.max_side == 0 ? "; --max-side N resizes images above --max-image-side)" : ")";
     }
     return Status::InvalidArgument(what);
   }
+  // The media type names the codec where the records hold one, image/* where several.
+  const int codecs = (s.jpeg != 0) + (s.png != 0) + (s.webp != 0);
+  RF_RETURN_IF_ERROR(writer->SetMediaType(codecs > 1    ? "image/*"
+                                          : s.png != 0  ? "image/png"
+                                          : s.webp != 0 ? "image/webp"
+                                                        : "image/jpeg"));
+  s.media_type = codecs > 1 ? "image/*"
+                 : s.png    ? "image/png"
+                 : s.webp   ? "image/webp"
+                            : "image/jpeg";
   RF_ASSIGN_OR_RETURN(RecordOutput written, FinishRecordOutput(*writer, out_path));
   if (o.skip_bad) {
     RF_RETURN_IF_ERROR(WriteFileAtomically(report, skipped));
@@ -129,24 +139,37 @@ namespace {
 
 std::string Images(uint64_t n) { return std::to_string(n) + (n == 1 ? " image" : " images"); }
 
-// "re-encoded 3 images at quality 90: 2 resized to 512 pixels on the longer side; 1 converted to
-// a baseline JPEG: a.jpg (a progressive JPEG (SOF2))".
+// "re-encoded 3 images above --max-side 512 at quality 90: resized to 512 pixels on the longer
+// side, as baseline JPEGs".
 std::string ReencodeReport(const ImageConvertSummary& s) {
   const std::string side = std::to_string(s.max_side);
   if (s.reencoded == 0)
-    return "re-encoded no image: each is a baseline JPEG within --max-side " + side +
+    return "re-encoded no image: each is within --max-side " + side +
            " pixels a side, stored as it is\n";
-  std::string out = "re-encoded " + Images(s.reencoded) + " at quality " +
-                    std::to_string(s.quality) + ": " + std::to_string(s.resized) + " resized to " +
-                    side + " pixels on the longer side";
-  if (s.converted != 0) {
-    out += "; " + std::to_string(s.converted) + " converted to a baseline JPEG: ";
-    for (size_t i = 0; i < s.converted_named.size(); ++i)
-      out += (i ? ", " : "") + s.converted_named[i];
-    if (s.converted > s.converted_named.size())
-      out += " and " + std::to_string(s.converted - s.converted_named.size()) + " more";
+  return "re-encoded " + Images(s.reencoded) + " above --max-side " + side + " at quality " +
+         std::to_string(s.quality) + ": resized to " + side +
+         " pixels on the longer side, as baseline JPEGs\n";
+}
+
+// "27000 JPEG (2443 progressive, 22 CMYK), 300 PNG, 12 WebP".
+std::string CodecsText(const ImageConvertSummary& s) {
+  std::string out;
+  const auto add = [&](uint64_t n, const char* name) {
+    if (n == 0) return;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(n) + " " + name;
+  };
+  add(s.jpeg, "JPEG");
+  if (s.progressive != 0 || s.cmyk != 0) {
+    out += " (";
+    if (s.progressive != 0) out += std::to_string(s.progressive) + " progressive";
+    if (s.progressive != 0 && s.cmyk != 0) out += ", ";
+    if (s.cmyk != 0) out += std::to_string(s.cmyk) + " CMYK";
+    out += ")";
   }
-  return out + "\n";
+  add(s.png, "PNG");
+  add(s.webp, "WebP");
+  return out;
 }
 
 }  // namespace
@@ -166,9 +189,10 @@ std::string ImageConvertReport(const ImageConvertSummary& s) {
   char line[512];
   const double mb = static_cast<double>(s.input_bytes) / 1e6;
   std::snprintf(line, sizeof line,
-                "wrote %s: %llu JPEG images of %u classes (%s labels), %llu chunks, %.1f MB "
+                "wrote %s: %llu images (%s; %s) of %u classes (%s labels), %llu chunks, %.1f MB "
                 "stored; %.1f MB of images in %.2f s (%.1f MB/s)\n",
-                s.paths.front().c_str(), static_cast<unsigned long long>(s.images), s.classes,
+                s.paths.front().c_str(), static_cast<unsigned long long>(s.images),
+                CodecsText(s).c_str(), s.media_type.c_str(), s.classes,
                 std::string(DTypeName(s.label_dtype)).c_str(),
                 static_cast<unsigned long long>(s.chunks), static_cast<double>(s.bytes) / 1e6, mb,
                 s.seconds, s.seconds > 0 ? mb / s.seconds : 0.0);

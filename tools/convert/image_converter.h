@@ -1,18 +1,21 @@
-// ConvertImages: the images of an ImageSource (image_inputs.h) as a bytes dataset of media type
-// image/jpeg, one record an image, with int labels, in input order (chunks ending where the next
+// ConvertImages: the images of an ImageSource (image_inputs.h) as a bytes dataset of image
+// records, one record an image, with int labels, in input order (chunks ending where the next
 // image would pass chunk_bytes). Each image is checked, and stored as it is, re-encoded or
-// refused, on `threads` workers (image_pipeline.h) by the rules of jpeg_check.h:
+// refused, on `threads` workers (image_pipeline.h) by the rules of image_check.h:
 //
-//   default (max_side 0)   its original bytes, byte for byte; a JPEG the decoders do not take as
-//                          it is, or one above max_image_side a side, refused;
-//   max_side N, quality Q  an image above N a side resized to N on its longer side, and one the
-//                          decoders do not take as it is (progressive, CMYK, ...) converted, each
+//   default (max_side 0)   its original bytes, byte for byte, whatever its codec (JPEG of any
+//                          kind the decoders take, PNG, WebP); one the decoders do not take, or
+//                          one above max_image_side a side, refused;
+//   max_side N, quality Q  an image above N a side resized to N on its longer side and
 //                          re-encoded as a baseline JPEG at quality Q (decode/jpeg_reencode.h);
-//                          the others, baseline and within N, their original bytes. What is
-//                          stored is then within N a side, so N may not pass max_image_side,
-//                          whose guard is of what is stored (the command refuses that).
+//                          the others their original bytes. What is stored is then within N a
+//                          side, so N may not pass max_image_side, whose guard is of what is
+//                          stored (the command refuses that).
 //
-// The dataset's records are the same bytes whatever the thread count, and on every run.
+// The dataset's media type names its records' codec (image/jpeg, image/png, image/webp), or is
+// image/* where they hold several (each record's codec is known by its first bytes:
+// decode/image_record.h). The records are the same bytes whatever the thread count, and on every
+// run.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +25,8 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "io/codec.h"
+#include "tools/convert/image_check.h"
 #include "tools/convert/image_inputs.h"
-#include "tools/convert/jpeg_check.h"
 
 namespace rf::convert {
 
@@ -60,12 +63,14 @@ struct ImageConvertSummary {
   double seconds = 0;
   std::vector<std::string> paths;
   std::vector<std::string> removed;
-  // Under max_side: the images re-encoded, of them those resized and those converted, and the
-  // first few converted, "NAME (what it was)".
+  // The images stored of each codec (a re-encoded one is a JPEG), of the JPEGs stored as they
+  // are those progressive and those CMYK, and the media type written.
+  uint64_t jpeg = 0, png = 0, webp = 0, progressive = 0, cmyk = 0;
+  std::string media_type;
+  // Under max_side: the images re-encoded (each resized).
   uint32_t max_side = 0;
   int quality = 0;
-  uint64_t reencoded = 0, resized = 0, converted = 0;
-  std::vector<std::string> converted_named;
+  uint64_t reencoded = 0;
   // Under skip_bad: the images left out, and the report that lists them (written every time).
   uint64_t skipped = 0;
   std::string skipped_report;

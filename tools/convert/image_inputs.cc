@@ -240,7 +240,7 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
             m.name[key.size()] != '.')
           break;
         const std::string ext = m.name.substr(key.size() + 1);
-        if (ext == "jpg" || ext == "jpeg") {
+        if (ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "webp") {
           if (image) {
             return std::move(Status::InvalidArgument(
                                  "sample '" + PrintableName(key) + "' holds two images (" +
@@ -283,7 +283,7 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
       }
       if (!image)
         return Status::InvalidArgument("sample '" + PrintableName(key) + "' has no image (" +
-                                       PrintableName(key) + ".jpg)")
+                                       PrintableName(key) + ".jpg, .png or .webp)")
             .WithPath(path);
       if (!label)
         return Status::InvalidArgument("sample '" + PrintableName(key) + "' has no label (" +
@@ -294,7 +294,8 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
     }
   }
   if (samples.empty())
-    return Status::InvalidArgument("no sample in the tar files (KEY.jpg with KEY.cls)")
+    return Status::InvalidArgument(
+               "no sample in the tar files (KEY.jpg, .png or .webp with KEY.cls)")
         .WithPath(tars.empty() ? "" : tars.front());
   return std::unique_ptr<ImageSource>(new WebDatasetSource(
       tars, std::move(samples), static_cast<uint32_t>(largest + 1), bytes, passed, max_file_bytes));

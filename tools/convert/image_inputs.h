@@ -1,6 +1,6 @@
 // The image inputs of `ringfeed-convert images`, each an ImageSource that ConvertImages
-// (image_converter.h) drains into a bytes dataset of media type image/jpeg, one record an
-// image, its original bytes, with int labels:
+// (image_converter.h) drains into a bytes dataset of image records, one record an image, its
+// original bytes, with int labels:
 //
 //   ImageFolder   a directory with one subfolder a class, as torchvision's ImageFolder: the class
 //                 index is the folder's place in the sorted (byte order) folder names, and the
@@ -13,10 +13,10 @@
 //                 are images, other files are passed over and counted. A class folder with no
 //                 image is refused naming it, before anything is read.
 //   WebDataset    .tar shards, each sample the files of one key (the name up to its basename's
-//                 first '.'), read in order: KEY.jpg (or .jpeg) the image, KEY.cls its label (a
-//                 decimal integer, 0 or more). Other members of a sample (.json, .txt) are passed
-//                 over. A first pass reads the headers and the .cls members only (the images are
-//                 seeked over), so a sample without an image or a label (or with two), a bad
+//                 first '.'), read in order: KEY.jpg (or .jpeg, .png, .webp) the image, KEY.cls its
+//                 label (a decimal integer, 0 or more). Other members of a sample (.json, .txt) are
+//                 passed over. A first pass reads the headers and the .cls members only (the images
+//                 are seeked over), so a sample without an image or a label (or with two), a bad
 //                 label or a malformed tar is refused before anything is written, and the class
 //                 count is known (one more than the largest label): there are no class names.
 //                 The tar reader's bounds (long names, pax headers) are tar_reader.h's.

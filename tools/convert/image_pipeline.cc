@@ -6,7 +6,9 @@
 #include <mutex>
 
 #include "decode/jpeg_reencode.h"
-#include "tools/convert/jpeg_check.h"
+#include "decode/png_image.h"
+#include "decode/webp_image.h"
+#include "tools/convert/image_check.h"
 #include "tools/convert/stage_threads.h"
 
 namespace rf::convert {
@@ -32,8 +34,7 @@ class ImageCheck {
 
   void Run(CheckedImage& c) {
     c.refused.clear();
-    c.reencoded = c.resized = false;
-    c.converted.clear();
+    c.reencoded = false;
     c.reencoded_bytes.clear();
     if (!c.item.error.empty()) {
       c.refused = c.item.error;
@@ -41,18 +42,16 @@ class ImageCheck {
     }
     const uint8_t* data = c.item.bytes.data();
     const size_t n = c.item.bytes.size();
-    JpegInfo info;
-    if (rules_.max_side == 0) {
-      c.refused = CheckJpeg(data, n, rules_.max_image_side, &info);
-      return;
-    }
-    c.refused = CheckJpegToReencode(data, n, &info);
-    if (!c.refused.empty()) return;
-    const ImageSize size = FitWithin(info.height, info.width, rules_.max_side);
-    c.resized = !(size == ImageSize{info.height, info.width});
-    c.converted = info.convert;
-    if (!c.resized && c.converted.empty()) return;  // stored as it is
-    const std::string why = reencoder_->Reencode(data, n, size, rules_.quality, &c.reencoded_bytes);
+    // Under max_side any size is read: what is larger is resized.
+    c.refused =
+        CheckImage(data, n, rules_.max_side == 0 ? rules_.max_image_side : 0x7fffffffu, &c.header);
+    if (!c.refused.empty() || rules_.max_side == 0) return;
+    const ImageSize size = FitWithin(c.header.height, c.header.width, rules_.max_side);
+    if (size == ImageSize{c.header.height, c.header.width}) return;  // stored as it is
+    const std::string why =
+        c.header.codec == ImageCodec::kJpeg
+            ? reencoder_->Reencode(data, n, size, rules_.quality, &c.reencoded_bytes)
+            : ReencodeDecoded(c, size);
     if (!why.empty()) {
       c.refused = "its re-encode failed: " + why;
       return;
@@ -61,8 +60,41 @@ class ImageCheck {
   }
 
  private:
+  // A PNG's or WebP's whole decode, then its resize and encode.
+  std::string ReencodeDecoded(CheckedImage& c, ImageSize size) {
+    const uint8_t* data = c.item.bytes.data();
+    const size_t n = c.item.bytes.size();
+    const uint32_t h = c.header.height, w = c.header.width;
+    if (uint64_t{h} * w * 3 > kMaxReencodeDecodeBytes) {
+      return "a " + std::to_string(w) + "x" + std::to_string(h) +
+             " image whose decode needs more than the 4096 MiB an image may take";
+    }
+    uint32_t channels = 3;
+    std::string why;
+    if (c.header.codec == ImageCodec::kPng) {
+      PngHeader png;
+      why = ReadPngHeader(data, n, 0x7fffffffu, &png);
+      if (why.empty()) why = ReadPngRows(data, n, png, 0, h, &pixels_);
+      channels = png.channels();
+    } else {
+      WebpHeader webp;
+      uint32_t row0 = 0, col0 = 0;
+      size_t pitch = 0;
+      why = ReadWebpHeader(data, n, 0x7fffffffu, &webp);
+      if (why.empty())
+        why = ReadWebpRegion(data, n, webp, 0, h, 0, w, &pixels_, &row0, &col0, &pitch);
+    }
+    if (why.empty()) {
+      why = reencoder_->ReencodePixels(pixels_.data(), {h, w}, channels, size, rules_.quality,
+                                       &c.reencoded_bytes);
+    }
+    Trim(pixels_);
+    return why;
+  }
+
   const ImageRules& rules_;
   std::unique_ptr<JpegReencoder> reencoder_;
+  std::vector<uint8_t> pixels_;  // a PNG's or WebP's decode, for its re-encode
 };
 
 class ImagePipeline {

@@ -2,9 +2,10 @@
 // several threads, handed on in input order. A fixed ring of slots moves through three stages:
 //
 //   read    one thread, in input order: ImageSource::Next into a free slot (the file read)
-//   check   `threads` workers, any slot read: CheckJpeg, or under max_side CheckJpegToReencode
-//           and, for an image larger than max_side or one to convert, its re-encode
-//           (decode/jpeg_reencode.h: one JpegReencoder a worker)
+//   check   `threads` workers, any slot read: CheckImage (tools/convert/image_check.h) and,
+//           under max_side, for an image larger than max_side, its re-encode as a baseline JPEG
+//           (decode/jpeg_reencode.h: one JpegReencoder a worker; a PNG or WebP decoded whole
+//           first, decode/png_image.h, webp_image.h)
 //   sink    the calling thread, in input order: the image handed to `sink` (the writer)
 //
 // so reading, re-encoding and writing overlap, and re-encodes run on every worker at once.
@@ -23,32 +24,31 @@
 #include <vector>
 
 #include "core/status.h"
+#include "tools/convert/image_check.h"
 #include "tools/convert/image_inputs.h"
-#include "tools/convert/jpeg_check.h"
 
 namespace rf::convert {
 
-// Which images are stored as they are, which re-encoded (tools/convert/jpeg_check.h).
+// Which images are stored as they are, which re-encoded (tools/convert/image_check.h).
 struct ImageRules {
-  uint32_t max_image_side = kDefaultMaxImageSide;  // CheckJpeg's: only without max_side
-  // 0: every image stored as it is (CheckJpeg). Else an image with a side above it is resized
-  // to it on its longer side (decode/jpeg_reencode.h's FitWithin), one the decoders do not take
-  // as it is converted (JpegInfo::convert), each re-encoded at `quality` (1 to 100); the others
-  // are stored as they are (CheckJpegToReencode).
+  uint32_t max_image_side = kDefaultMaxImageSide;  // CheckImage's: only without max_side
+  // 0: every image stored as it is (CheckImage). Else an image with a side above it is resized to
+  // it on its longer side (decode/jpeg_reencode.h's FitWithin) and re-encoded as a baseline JPEG
+  // at `quality` (1 to 100); the others are stored as they are.
   uint32_t max_side = 0;
   int quality = 90;
 };
 
 // One image as the sink gets it.
 struct CheckedImage {
-  ImageItem item;       // as the source gave it (item.error: it could not be read)
-  std::string refused;  // "" or why the image is refused (one phrase; the name not in it)
-  bool reencoded = false;
-  bool resized = false;   // re-encoded at a smaller size
-  std::string converted;  // re-encoded from what the decoders do not take (JpegInfo::convert)
+  ImageItem item;          // as the source gave it (item.error: it could not be read)
+  std::string refused;     // "" or why the image is refused (one phrase; the name not in it)
+  ImageHeader header;      // what CheckImage read of it (its codec, size and kind)
+  bool reencoded = false;  // resized and re-encoded as a baseline JPEG (under max_side)
   std::vector<uint8_t> reencoded_bytes;
-  // What is stored for it.
+  // What is stored for it, and its codec.
   const std::vector<uint8_t>& stored() const { return reencoded ? reencoded_bytes : item.bytes; }
+  ImageCodec stored_codec() const { return reencoded ? ImageCodec::kJpeg : header.codec; }
 };
 
 // Drains `source` through the stages above with `threads` workers (at least 1), calling

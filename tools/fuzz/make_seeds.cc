@@ -7,17 +7,23 @@
 //                                edit programs (of fields, and of the codec frames)
 //   codec                        frames of each codec (valid, bombs, of another size)
 //   header, index, checkpoint    edit programs (the empty input is the valid file itself)
-//   jpeg                         JPEGs of the project's encoder, whole and cut short
+//   image                        JPEGs of the project's encoder, whole and cut short; PNGs
+//                                (libpng: RGB, palette, grey, interlaced) and WebPs (libwebp:
+//                                lossy, lossless), whole and cut short
 //   tar                          WebDataset tars (long names, pax headers, a bad label, cut)
 //   jsonl                        JSON lines of each kind taken and refused
 //
 // FuzzedDataProvider takes integers from the input's end and bytes from its front, so a seed is
 // [bytes...][choices, last one first].
+#include <png.h>
+#include <webp/encode.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <initializer_list>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "decode/jpeg_encode.h"
@@ -150,13 +156,65 @@ int main(int argc, char** argv) {
       return false;
     if (keep < bytes.size()) bytes.resize(keep);
     for (uint8_t b : {uint8_t{7}, uint8_t{0}, crop, uint8_t{24}}) bytes.push_back(b);
-    Seed(root + "/jpeg", name, bytes);
+    Seed(root + "/image", name, bytes);
     return true;
   };
   if (!jpeg_seed("rgb", 40, 48, 3, SIZE_MAX, 0) || !jpeg_seed("grey", 17, 33, 1, SIZE_MAX, 1) ||
       !jpeg_seed("cut", 64, 64, 3, 300, 0)) {
     std::fprintf(stderr, "fuzz_seeds: the JPEG encoder failed\n");
     return 1;
+  }
+  // PNGs (libpng's simplified writer) and WebPs (libwebp), each whole and cut short, with the
+  // target's choices after them.
+  const auto image_seed = [&](const std::string& name, std::vector<uint8_t> bytes, size_t keep) {
+    if (keep < bytes.size()) bytes.resize(keep);
+    for (uint8_t b : {uint8_t{5}, uint8_t{1}, uint8_t{0}, uint8_t{20}}) bytes.push_back(b);
+    Seed(root + "/image", name, bytes);
+  };
+  std::vector<uint8_t> rgb(36 * 28 * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>(i * 5 + i / 31);
+  for (const auto& [name, format, flags] :
+       {std::tuple{"png-rgb", PNG_FORMAT_RGB, 0}, std::tuple{"png-grey", PNG_FORMAT_GRAY, 0},
+        std::tuple{"png-rgba", PNG_FORMAT_RGBA, 0},
+        std::tuple{"png-palette", PNG_FORMAT_RGB | PNG_FORMAT_FLAG_COLORMAP, 0}}) {
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    image.width = 36;
+    image.height = 28;
+    image.format = static_cast<png_uint_32>(format);
+    image.flags = static_cast<png_uint_32>(flags);
+    std::vector<uint8_t> colormap(256 * 3);
+    for (size_t i = 0; i < colormap.size(); ++i) colormap[i] = static_cast<uint8_t>(i * 3);
+    if (format & PNG_FORMAT_FLAG_COLORMAP) image.colormap_entries = 256;
+    std::vector<uint8_t> pixels(PNG_IMAGE_SIZE(image));
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = rgb[i % rgb.size()];
+    png_alloc_size_t bytes = 0;
+    const void* map = (format & PNG_FORMAT_FLAG_COLORMAP) ? colormap.data() : nullptr;
+    if (!png_image_write_get_memory_size(image, bytes, 0, pixels.data(), 0, map)) {
+      std::fprintf(stderr, "fuzz_seeds: libpng failed: %s\n", image.message);
+      return 1;
+    }
+    std::vector<uint8_t> png(bytes);
+    if (!png_image_write_to_memory(&image, png.data(), &bytes, 0, pixels.data(), 0, map)) {
+      std::fprintf(stderr, "fuzz_seeds: libpng failed: %s\n", image.message);
+      return 1;
+    }
+    png.resize(bytes);
+    image_seed(name, png, SIZE_MAX);
+    if (std::string(name) == "png-rgb") image_seed("png-cut", png, png.size() * 2 / 3);
+  }
+  for (const bool lossless : {false, true}) {
+    uint8_t* out = nullptr;
+    const size_t n = lossless ? WebPEncodeLosslessRGB(rgb.data(), 36, 28, 36 * 3, &out)
+                              : WebPEncodeRGB(rgb.data(), 36, 28, 36 * 3, 75, &out);
+    if (n == 0) {
+      std::fprintf(stderr, "fuzz_seeds: libwebp failed\n");
+      return 1;
+    }
+    const std::vector<uint8_t> webp(out, out + n);
+    WebPFree(out);
+    image_seed(lossless ? "webp-lossless" : "webp-lossy", webp, SIZE_MAX);
+    image_seed(lossless ? "webp-lossless-cut" : "webp-lossy-cut", webp, n / 2);
   }
   // tar: WebDataset shards as `images` reads them: samples of a JPEG and a label, a GNU long
   // name, a pax path record, a member the sample passes over, a bad label, a cut tar.

@@ -5,7 +5,7 @@
 #
 # Builds the libFuzzer targets of tools/fuzz with clang (ASan + UBSan over everything, in
 # $RINGFEED_FUZZ_BUILD_DIR, default build-fuzz), writes the seed corpus, then runs each TARGET
-# (default all 11: header header_raw index dataset codec checkpoint checkpoint_raw options jpeg
+# (default all 11: header header_raw index dataset codec checkpoint checkpoint_raw options image
 # tar jsonl) for N seconds (default $RINGFEED_FUZZ_SECONDS, else 60), one after another, from the
 # seeds, the corpus kept in the tree (tools/fuzz/corpus/TARGET, read only) and what earlier runs
 # here found: the corpus grows in BUILD/fuzz/corpus/TARGET and is kept between runs. --merge then
@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(header header_raw index dataset codec checkpoint checkpoint_raw options
-                                     jpeg tar jsonl state)
+                                     image tar jsonl state)
 case "$seconds" in ''|*[!0-9]*) echo "run.sh: --seconds wants a whole number, got '$seconds'" >&2; exit 2 ;; esac
 
 build=${RINGFEED_FUZZ_BUILD_DIR:-build-fuzz}

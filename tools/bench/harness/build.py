@@ -17,7 +17,7 @@ import sysconfig
 
 from .context import ROOT
 
-JPEG_SOURCES = ("jpeg_errors", "jpeg_image", "image_resample")  # decode/*.cc
+JPEG_SOURCES = ("jpeg_errors", "jpeg_image", "image_spec", "image_resample")  # decode/*.cc
 
 
 class Build:
