@@ -145,7 +145,8 @@ class PageCache:
 def jpeg_paths(folder):
     paths = []
     for d, _, names in os.walk(folder):
-        paths += [os.path.join(d, n) for n in names if n.lower().endswith((".jpg", ".jpeg"))]
+        paths += [os.path.join(d, n) for n in names
+                  if n.lower().endswith((".jpg", ".jpeg", ".png", ".webp"))]
     return sorted(paths)
 
 

@@ -10,6 +10,11 @@ jittered (x0.7 to x1.3), and encoded as a baseline JPEG at --quality (90) with 4
 smooth skies, fur, text and noise of real scenes, not the random noise that is an entropy
 decoder's worst case. Classes are the source photographs (one folder each: OUT/coffee/...).
 
+With --mix web the set holds what web crawls and ImageNet hold besides baseline JPEGs, each image
+drawn by its own generator: 8% progressive JPEGs, 1% CMYK JPEGs, 8% PNGs (RGB, one in four with
+an alpha channel) and 8% WebPs (lossy at --quality, one in four with alpha), the rest baseline
+JPEGs; each file named by its codec's extension.
+
 Deterministic: image i depends only on --seed and i (numpy's PCG64 seeded with both), so any
 --workers count writes the same files. Needs python3-pil and python3-numpy (Debian), and
 python3-skimage for the photographs.
@@ -64,8 +69,33 @@ def _init(data_dir):
     _sources = load_sources(data_dir)
 
 
+# --mix web: the cumulative shares of each kind but the baseline JPEG.
+WEB_MIX = (("progressive", 0.08), ("cmyk", 0.09), ("png", 0.17), ("webp", 0.25))
+
+
+def save(im, path_stem, kind, quality, rng):
+    """Writes `im` as `kind`; returns the file's path."""
+    if kind in ("png", "webp") and rng.random() < 0.25:
+        im = im.convert("RGBA")
+        im.putalpha(int(rng.integers(128, 256)))
+    if kind == "png":
+        path = path_stem + ".png"
+        im.save(path, "PNG")
+    elif kind == "webp":
+        path = path_stem + ".webp"
+        im.save(path, "WEBP", quality=quality)
+    elif kind == "cmyk":
+        path = path_stem + ".jpg"
+        im.convert("CMYK").save(path, "JPEG", quality=quality)
+    else:
+        path = path_stem + ".jpg"
+        im.save(path, "JPEG", quality=quality, subsampling=2, optimize=False,
+                progressive=kind == "progressive")
+    return path
+
+
 def make_one(args):
-    index, seed, out_dir, quality, width, height = args
+    index, seed, out_dir, quality, width, height, mix = args
     rng = np.random.default_rng([seed, index])
     cls = index % len(_sources)
     name, src = _sources[cls]
@@ -86,8 +116,11 @@ def make_one(args):
         im = im.transpose(Image.FLIP_LEFT_RIGHT)
     for enhance in (ImageEnhance.Brightness, ImageEnhance.Contrast, ImageEnhance.Color):
         im = enhance(im).enhance(rng.uniform(0.7, 1.3))
-    path = os.path.join(out_dir, name, f"{name}_{index:07d}.jpg")
-    im.save(path, "JPEG", quality=quality, subsampling=2, optimize=False, progressive=False)
+    kind = "baseline"
+    if mix == "web":
+        u = rng.random()
+        kind = next((k for k, top in WEB_MIX if u < top), "baseline")
+    path = save(im, os.path.join(out_dir, name, f"{name}_{index:07d}"), kind, quality, rng)
     return os.path.getsize(path)
 
 
@@ -100,18 +133,20 @@ def main():
     p.add_argument("--size", default="500x375", help="WIDTHxHEIGHT of the landscape images")
     p.add_argument("--workers", type=int, default=os.cpu_count())
     p.add_argument("--data", default=DATA, help="where scikit-image's photographs are")
+    p.add_argument("--mix", choices=("none", "web"), default="none",
+                   help="web: progressive and CMYK JPEGs, PNGs and WebPs among the baseline JPEGs")
     a = p.parse_args()
     width, height = (int(v) for v in a.size.split("x"))
     _init(a.data)
     for name, _ in _sources:
         os.makedirs(os.path.join(a.output, name), exist_ok=True)
-    jobs = [(i, a.seed, a.output, a.quality, width, height) for i in range(a.count)]
+    jobs = [(i, a.seed, a.output, a.quality, width, height, a.mix) for i in range(a.count)]
     if a.workers > 1 and a.count > 100:
         with multiprocessing.Pool(a.workers, initializer=_init, initargs=(a.data,)) as pool:
             sizes = pool.map(make_one, jobs, chunksize=64)
     else:
         sizes = [make_one(j) for j in jobs]
-    print(f"wrote {a.count} JPEGs of {len(_sources)} classes to {a.output}: "
+    print(f"wrote {a.count} {'images' if a.mix == 'web' else 'JPEGs'} of {len(_sources)} classes to {a.output}: "
           f"{sum(sizes) / 1e6:.1f} MB, {np.mean(sizes) / 1e3:.1f} KB each on average")
 
 

@@ -23,7 +23,6 @@
 #include <filesystem>
 #include <initializer_list>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "decode/jpeg_encode.h"
@@ -173,16 +172,22 @@ int main(int argc, char** argv) {
   };
   std::vector<uint8_t> rgb(36 * 28 * 3);
   for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>(i * 5 + i / 31);
-  for (const auto& [name, format, flags] :
-       {std::tuple{"png-rgb", PNG_FORMAT_RGB, 0}, std::tuple{"png-grey", PNG_FORMAT_GRAY, 0},
-        std::tuple{"png-rgba", PNG_FORMAT_RGBA, 0},
-        std::tuple{"png-palette", PNG_FORMAT_RGB | PNG_FORMAT_FLAG_COLORMAP, 0}}) {
+  struct PngSeed {
+    const char* name;
+    png_uint_32 format;
+  };
+  const PngSeed png_seeds[] = {{"png-rgb", PNG_FORMAT_RGB},
+                               {"png-grey", PNG_FORMAT_GRAY},
+                               {"png-rgba", PNG_FORMAT_RGBA},
+                               {"png-palette", PNG_FORMAT_RGB | PNG_FORMAT_FLAG_COLORMAP}};
+  for (const PngSeed& p : png_seeds) {
+    const char* name = p.name;
+    const png_uint_32 format = p.format;
     png_image image{};
     image.version = PNG_IMAGE_VERSION;
     image.width = 36;
     image.height = 28;
-    image.format = static_cast<png_uint_32>(format);
-    image.flags = static_cast<png_uint_32>(flags);
+    image.format = format;
     std::vector<uint8_t> colormap(256 * 3);
     for (size_t i = 0; i < colormap.size(); ++i) colormap[i] = static_cast<uint8_t>(i * 3);
     if (format & PNG_FORMAT_FLAG_COLORMAP) image.colormap_entries = 256;

@@ -110,9 +110,10 @@ def photos_dir(setting=""):
     return None
 
 
-def jpeg_set(ctx, count, photos="", workers=0):
-    """make_jpeg_set.py's ImageFolder of COUNT JPEGs (kept between calls of a warm machine)."""
-    folder = os.path.join(ctx.work, f"jpegs-{count}")
+def jpeg_set(ctx, count, photos="", workers=0, mix="none"):
+    """make_jpeg_set.py's ImageFolder of COUNT JPEGs (kept between calls of a warm machine); mix
+    "web": with progressive and CMYK JPEGs, PNGs and WebPs among them."""
+    folder = os.path.join(ctx.work, f"jpegs-{count}" + ("" if mix == "none" else f"-{mix}"))
     done = os.path.join(folder, ".complete")
     if os.path.exists(done) and open(done).read().strip() == str(count):
         ctx.say(f"{folder}: {count} JPEGs made by an earlier call on this machine")
@@ -123,7 +124,7 @@ def jpeg_set(ctx, count, photos="", workers=0):
     shutil.rmtree(folder, ignore_errors=True)
     r = ctx.run("make_jpeg_set", [ctx.python_exe, os.path.join(BENCH, "make_jpeg_set.py"), "-o",
                                   folder, "--count", count, "--workers",
-                                  workers or os.cpu_count(), "--data", d])
+                                  workers or os.cpu_count(), "--data", d, "--mix", mix])
     if not r.ok:
         ctx.fail(f"make_jpeg_set.py: {r.tail(3)}")
     with open(done, "w") as f:
