@@ -1,11 +1,12 @@
 #include "decode/png_image.h"
 
-#include <png.h>
-
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+#include "decode/png_library.h"
 
 namespace rf {
 namespace {
@@ -32,28 +33,35 @@ bool DepthFits(uint8_t t, uint8_t d) {
   }
 }
 
+// The api of the decode on this thread, for the callbacks (which libpng hands only its struct).
+thread_local const PngApi* current_api = nullptr;
+
+void* png_get_error_ptr_of(png_structp png) { return current_api->get_error_ptr(png); }
+
 // One decode's state, reached from libpng's callbacks through png_get_io_ptr and
 // png_get_error_ptr: the bytes, how far they are read, and the error's message.
 struct PngInput {
+  const PngApi* api = nullptr;
   const uint8_t* data = nullptr;
   size_t n = 0, at = 0;
   char message[160] = {0};
 };
 
 [[noreturn]] void OnError(png_structp png, png_const_charp what) {
-  auto* in = static_cast<PngInput*>(png_get_error_ptr(png));
+  auto* in = static_cast<PngInput*>(png_get_error_ptr_of(png));
   std::snprintf(in->message, sizeof in->message, "%s", what);
-  png_longjmp(png, 1);
+  in->api->longjmp(png, 1);
+  std::abort();  // png_longjmp does not return
 }
 
 void OnWarning(png_structp, png_const_charp) {}  // ancillary trouble: the pixels are whole
 
 void OnRead(png_structp png, png_bytep to, size_t bytes) {
-  auto* in = static_cast<PngInput*>(png_get_io_ptr(png));
+  auto* in = static_cast<PngInput*>(current_api->get_io_ptr(png));
   if (in->n - in->at < bytes) {
     std::snprintf(in->message, sizeof in->message, "the data ends at byte %zu, inside a chunk",
                   in->n);
-    png_longjmp(png, 1);
+    in->api->longjmp(png, 1);
   }
   std::memcpy(to, in->data + in->at, bytes);
   in->at += bytes;
@@ -69,9 +77,12 @@ constexpr int kSkippedCount = 19;
 
 // libpng's read and info structures, destroyed with this.
 struct PngRead {
+  const PngApi* api = nullptr;
   png_structp png = nullptr;
   png_infop info = nullptr;
-  ~PngRead() { png_destroy_read_struct(&png, info ? &info : nullptr, nullptr); }
+  ~PngRead() {
+    if (png != nullptr) api->destroy_read_struct(&png, info ? &info : nullptr, nullptr);
+  }
 };
 
 }  // namespace
@@ -125,40 +136,48 @@ std::string ReadPngHeader(const uint8_t* data, size_t n, uint32_t max_side, PngH
 
 std::string ReadPngRows(const uint8_t* data, size_t n, const PngHeader& h, uint32_t row_lo,
                         uint32_t row_hi, std::vector<uint8_t>* rows) {
+  Result<const PngApi*> loaded = PngLibrary();
+  if (!loaded.ok()) return loaded.status().message();
+  const PngApi& api = **loaded;
+  current_api = &api;
   PngInput in;
+  in.api = &api;
   in.data = data;
   in.n = n;
   PngRead r;
-  r.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &in, OnError, OnWarning);
+  r.api = &api;
+  r.png = api.create_read_struct(PNG_LIBPNG_VER_STRING, &in, OnError, OnWarning);
   if (r.png == nullptr) return "libpng: png_create_read_struct failed";
-  r.info = png_create_info_struct(r.png);
+  r.info = api.create_info_struct(r.png);
   if (r.info == nullptr) return "libpng: png_create_info_struct failed";
   const size_t pitch = size_t{h.width} * h.channels();
   // Only libpng's C frames run between the setjmp and a longjmp; `r` and `rows` are the
-  // caller's and this frame's, made before it, and destroyed normally after.
-  if (setjmp(png_jmpbuf(r.png)) != 0) return std::string("libpng: ") + in.message;
-  png_set_read_fn(r.png, &in, OnRead);
-  png_set_user_limits(r.png, h.width, h.height);  // what ReadPngHeader read, and no more
-  png_set_chunk_malloc_max(r.png, 8u << 20);
-  png_set_keep_unknown_chunks(r.png, PNG_HANDLE_CHUNK_NEVER, kSkipped, kSkippedCount);
-  png_read_info(r.png, r.info);
-  if (png_get_image_width(r.png, r.info) != h.width ||
-      png_get_image_height(r.png, r.info) != h.height) {
+  // caller's and this frame's, made before it, and destroyed normally after. (png_jmpbuf is
+  // png.h's macro over png_set_longjmp_fn, here through the loaded library.)
+  if (setjmp(*api.set_longjmp_fn(r.png, std::longjmp, sizeof(std::jmp_buf))) != 0)
+    return std::string("libpng: ") + in.message;
+  api.set_read_fn(r.png, &in, OnRead);
+  api.set_user_limits(r.png, h.width, h.height);  // what ReadPngHeader read, and no more
+  api.set_chunk_malloc_max(r.png, 8u << 20);
+  api.set_keep_unknown_chunks(r.png, PNG_HANDLE_CHUNK_NEVER, kSkipped, kSkippedCount);
+  api.read_info(r.png, r.info);
+  if (api.get_image_width(r.png, r.info) != h.width ||
+      api.get_image_height(r.png, r.info) != h.height) {
     return "libpng read another header";
   }
-  if (h.color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(r.png);
-  if (h.color_type == PNG_COLOR_TYPE_GRAY && h.bit_depth < 8) png_set_expand_gray_1_2_4_to_8(r.png);
-  if (h.bit_depth == 16) png_set_strip_16(r.png);
-  if (h.color_type & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(r.png);
-  const int passes = png_set_interlace_handling(r.png);
-  png_read_update_info(r.png, r.info);
-  if (png_get_rowbytes(r.png, r.info) != pitch) return "libpng's rows are not the header's";
+  if (h.color_type == PNG_COLOR_TYPE_PALETTE) api.set_palette_to_rgb(r.png);
+  if (h.color_type == PNG_COLOR_TYPE_GRAY && h.bit_depth < 8) api.set_expand_gray_1_2_4_to_8(r.png);
+  if (h.bit_depth == 16) api.set_strip_16(r.png);
+  if (h.color_type & PNG_COLOR_MASK_ALPHA) api.set_strip_alpha(r.png);
+  const int passes = api.set_interlace_handling(r.png);
+  api.read_update_info(r.png, r.info);
+  if (api.get_rowbytes(r.png, r.info) != pitch) return "libpng's rows are not the header's";
   if (passes > 1) {
     // Every pass spans the image: all of it is decoded, then the rows kept moved first.
     if (rows->size() < size_t{h.height} * pitch) rows->resize(size_t{h.height} * pitch);
     for (int pass = 0; pass < passes; ++pass) {
       for (uint32_t y = 0; y < h.height; ++y)
-        png_read_row(r.png, rows->data() + y * pitch, nullptr);
+        api.read_row(r.png, rows->data() + y * pitch, nullptr);
     }
     std::memmove(rows->data(), rows->data() + size_t{row_lo} * pitch,
                  size_t{row_hi - row_lo} * pitch);
@@ -167,7 +186,7 @@ std::string ReadPngRows(const uint8_t* data, size_t n, const PngHeader& h, uint3
   if (rows->size() < size_t{row_hi - row_lo} * pitch) rows->resize(size_t{row_hi - row_lo} * pitch);
   // The rows above the crop go through its first row's place, which the crop's row then takes.
   for (uint32_t y = 0; y < row_hi; ++y) {
-    png_read_row(r.png, rows->data() + size_t{y < row_lo ? 0 : y - row_lo} * pitch, nullptr);
+    api.read_row(r.png, rows->data() + size_t{y < row_lo ? 0 : y - row_lo} * pitch, nullptr);
   }
   return "";
 }

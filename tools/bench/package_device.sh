@@ -3,9 +3,9 @@
 # -DRINGFEED_STATIC_DEPS=ON) into one archive to carry there: bin/ (ringfeed, the MPI plugin,
 # ringfeed-convert, the ringfeed-bench-* programs the build has), tests/ (the named test
 # executables), lib/ (the position-independent static libraries the Python extension is built from
-# there, with Debian's liburing, xxhash, zlib and expat archives; not Debian's libjpeg.a, which is not
-# position-independent: the JPEG decode's two sources go in src/ and are compiled there against
-# the machine's own libjpeg-turbo), include/dlpack and include/Random123 (header-only, from
+# there, with Debian's liburing, xxhash, zlib and expat archives; not Debian's libjpeg.a, which is
+# not position-independent: the JPEG decode's sources (decode/*.cc) go in src/ and are compiled
+# there against the machine's own libjpeg-turbo), include/dlpack and include/Random123 (header-only, from
 # Debian's librandom123-dev: core/augment.h's generator), and the source the Python extension is
 # compiled from there (src/: python/src, python/ringfeed, every project header and the top
 # CMakeLists.txt, whose version the extension reports, of the tree the build came from, SRC_TREE,
@@ -44,9 +44,9 @@ for l in python/librf_dlpack_export pipeline/librf_loader pipeline/librf_cuda_pi
 done
 # expat: S3 listings (io/remote; its objects take no absolute relocations, so they link into the
 # extension).
-# libpng and libwebp: the PNG and WebP decode (decode/png_image.h, webp_image.h; position-
-# independent too).
-for l in liburing libxxhash libz libexpat libpng16 libwebp; do
+# libwebp: the WebP decode (decode/webp_image.h; position-independent too). libpng is loaded at
+# run time (decode/png_library.h).
+for l in liburing libxxhash libz libexpat libwebp; do
   cp "/usr/lib/x86_64-linux-gnu/$l.a" "$pkg/lib/"
 done
 cp /usr/include/dlpack/dlpack.h "$pkg/include/dlpack/"
@@ -86,8 +86,8 @@ src_tree=$(realpath "${SRC_TREE:-$(dirname "$0")/../..}")
 git -C "$src_tree" describe --always --dirty --abbrev=10 >"$pkg/COMMIT" 2>/dev/null ||
   echo unknown >"$pkg/COMMIT"
 (cd "$src_tree" &&
-  { git ls-files -- '*.h' '*.cuh' python/src python/ringfeed CMakeLists.txt decode/jpeg_image.cc \
-      decode/jpeg_errors.cc decode/image_resample.cc 2>/dev/null ||
+  { git ls-files -- '*.h' '*.cuh' python/src python/ringfeed CMakeLists.txt 'decode/*.cc' \
+      2>/dev/null ||
   find . -path ./build\* -prune -o \( -name '*.h' -o -name '*.cuh' \) -print; } |
   tar -cf - -T -) | tar -C "$pkg" --one-top-level=src -xf -
 tar -C "$stage" -cJf "$archive" pkg
