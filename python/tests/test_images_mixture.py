@@ -59,8 +59,9 @@ def trees(tmp_path_factory):
                                             ("more", ["cat", "dog", "fox", "yak"], 4, 300)]:
         tree = make_tree(root / name, classes, per_class, shift)
         path = root / f"{name}.rfd"
+        # --keep-order: sample g of a tree is image g of its walk (the labels checked below).
         subprocess.run([tool, "images", str(tree), "-o", str(path), "--chunk-size", "16KiB",
-                        "-q"], check=True, capture_output=True)
+                        "--keep-order", "-q"], check=True, capture_output=True)
         out[name] = str(path)
     return out
 

@@ -29,8 +29,9 @@ TEST(ImageFolderHostile, LinksToDirectoriesAreNotFollowedAndAreNamed) {
   fs::create_directory_symlink("..", tree + "/a/loop");      // the tree itself: a loop
   fs::create_directory_symlink("../a", tree + "/b/other");   // another class
   fs::create_symlink("../a/a.jpg", tree + "/b/linked.jpg");  // a link to a file: followed
-  const testing::MeasuredRun r = testing::RunMeasured(
-      {testing::ProgramPath("ringfeed-convert"), "images", tree, "-o", t.File("o.rfd")});
+  const testing::MeasuredRun r =
+      testing::RunMeasured({testing::ProgramPath("ringfeed-convert"), "images", tree, "-o",
+                            t.File("o.rfd"), "--keep-order"});
   ASSERT_EQ(r.rc, 0) << r.output;
   const std::string links =
       "2 links to directories, not followed: " + tree + "/a/loop, " + tree + "/b/other";

@@ -83,7 +83,8 @@ TEST(ImagesFolder, ConvertsByteForByteWithLabelsAndClassNames) {
   TempDir t;
   const Folder f = MakeFolder(t.File("tree"));
   std::string out;
-  const Status st = Convert({"images", t.File("tree"), "-o", t.File("d.rfd")}, &out);
+  const Status st =
+      Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--keep-order"}, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
   ExpectRecords(Records(t.File("d.rfd")), f.expected);
   Result<Dataset> d = Dataset::Open(t.File("d.rfd"));
@@ -99,7 +100,7 @@ TEST(ImagesFolder, ClassNamesInEveryShardAndKeptByRecompress) {
   TempDir t;
   const Folder f = MakeFolder(t.File("tree"));
   ASSERT_TRUE(Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--shards", "2",
-                       "--chunk-size", "4KiB", "--compress", "zstd", "-q"})
+                       "--chunk-size", "4KiB", "--compress", "zstd", "--keep-order", "-q"})
                   .ok());
   ExpectRecords(Records(t.File("d.rfd")), f.expected);
   const std::vector<std::string> names = {"cat", "dog", "zebra"};
@@ -108,6 +109,34 @@ TEST(ImagesFolder, ClassNamesInEveryShardAndKeptByRecompress) {
   ASSERT_TRUE(Convert({"recompress", t.File("d.rfd"), "-o", t.File("e.rfd"), "-q"}).ok());
   EXPECT_EQ(Dataset::Open(t.File("e.rfd"))->class_names(), names);
   ExpectRecords(Records(t.File("e.rfd")), f.expected);
+}
+
+// Without --keep-order: the same records, in a fixed shuffle of the walk's order (the same on
+// every run and at every thread count), which mixes the classes.
+TEST(ImagesFolder, ByDefaultTheImagesAreAFixedShuffleOfTheWalksOrder) {
+  TempDir t;
+  const Folder f = MakeFolder(t.File("tree"));
+  ASSERT_TRUE(Convert({"images", t.File("tree"), "-o", t.File("a.rfd"), "-q"}).ok());
+  ASSERT_TRUE(
+      Convert({"images", t.File("tree"), "-o", t.File("b.rfd"), "--threads", "3", "-q"}).ok());
+  const std::vector<Record> a = Records(t.File("a.rfd")), b = Records(t.File("b.rfd"));
+  ASSERT_EQ(a.size(), f.expected.size());
+  // Each record as "label:bytes".
+  const auto text = [](int64_t label, const std::vector<uint8_t>& bytes) {
+    std::string t = std::to_string(label) + ":";
+    t.append(bytes.begin(), bytes.end());
+    return t;
+  };
+  std::vector<std::string> got, want;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].bytes, b[i].bytes) << i;
+    got.push_back(text(a[i].label, a[i].bytes));
+    want.push_back(text(f.expected[i].label, f.expected[i].bytes));
+  }
+  EXPECT_NE(got, want);  // not the walk's order
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want);  // the same records, each with its own label
 }
 
 // ---- WebDataset

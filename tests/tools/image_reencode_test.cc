@@ -115,9 +115,9 @@ TEST(ImagesReencode, ALargeImageIsStoredResizedToMaxSideAndASmallOneByteForByte)
                             {"d-grey.jpg", grey},
                             {"e-edge.jpg", edge}});
   std::string out;
-  const Status st = Convert(
-      {"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "256", "--threads", "3"},
-      &out);
+  const Status st = Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "256",
+                             "--threads", "3", "--keep-order"},
+                            &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
   const std::vector<Record> r = Records(t.File("d.rfd"));
   ASSERT_EQ(r.size(), 5u);
@@ -153,8 +153,9 @@ TEST(ImagesReencode, ALowerQualityStoresFewerBytesAndTheSameInputTheSameBytes) {
   MakeTree(t.File("tree"), {{"big.jpg", big}, {"small.jpg", small}});
   const auto convert = [&](const std::string& name, const std::string& quality,
                            const std::string& threads) {
-    const Status st = Convert({"images", t.File("tree"), "-o", t.File(name), "--max-side", "300",
-                               "--quality", quality, "--threads", threads, "-q"});
+    const Status st =
+        Convert({"images", t.File("tree"), "--keep-order", "-o", t.File(name), "--max-side", "300",
+                 "--quality", quality, "--threads", threads, "-q"});
     EXPECT_TRUE(st.ok()) << st.ToString();
     return Records(t.File(name));
   };
@@ -188,7 +189,8 @@ TEST(ImagesReencode, EveryKindTheDecodersTakeIsStoredAsItIsWithMaxSideOrWithout)
       {"g-photo.webp", testing::EncodeWebp(rgb, 30, 20, false)}};
   MakeTree(t.File("tree"), files);
   for (const bool max_side : {true, false}) {
-    std::vector<std::string> args = {"images", t.File("tree"), "-o", t.File("d.rfd")};
+    std::vector<std::string> args = {"images", t.File("tree"), "-o", t.File("d.rfd"),
+                                     "--keep-order"};
     if (max_side) args.insert(args.end(), {"--max-side", "64"});
     std::string out;
     const Status st = Convert(args, &out);
@@ -224,8 +226,10 @@ TEST(ImagesReencode, PngsAndWebpsAboveMaxSideAreStoredAsResizedBaselineJpegs) {
                             {"b.webp", testing::EncodeWebp(rgb, 200, 120, true, 80, alpha)},
                             {"c.jpg", Jpeg(40, 30, 3)}});
   std::string out;
-  ASSERT_TRUE(
-      Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "100"}, &out).ok());
+  ASSERT_TRUE(Convert({"images", t.File("tree"), "--keep-order", "-o", t.File("d.rfd"),
+                       "--max-side", "100"},
+                      &out)
+                  .ok());
   const std::vector<Record> r = Records(t.File("d.rfd"));  // all JPEGs now: image/jpeg
   ASSERT_EQ(r.size(), 3u);
   for (size_t i = 0; i < 2; ++i) {
@@ -283,8 +287,8 @@ TEST(ImagesReencode, WhatNoDecoderTakesIsRefusedNamingTheFileAndNothingIsWritten
   for (const BadImage& c : cases) {
     TempDir t;
     MakeTree(t.File("tree"), {{"a.jpg", big}, {c.name, c.bytes}, {"z.jpg", good}});
-    const Status st =
-        Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "--max-side", "64", "-q"});
+    const Status st = Convert({"images", t.File("tree"), "--keep-order", "-o", t.File("d.rfd"),
+                               "--max-side", "64", "-q"});
     EXPECT_TRUE(FailsWith(
         st, "1 image refused, nothing written: " + t.File("tree/c/") + c.name + ": " + c.fragment))
         << c.name;
@@ -325,8 +329,8 @@ TEST(ImagesReencode, MaxSideQualityAndThreadsOutOfRangeAreUsageErrorsNamingTheOp
     EXPECT_FALSE(fs::exists(t.File("d.rfd"))) << c.message;
   }
   // The guard raised with it: 20000 a side is allowed.
-  EXPECT_TRUE(Convert({"images", t.File("tree"), "-o", t.File("d.rfd"), "-q", "--max-side", "20000",
-                       "--max-image-side", "20000"})
+  EXPECT_TRUE(Convert({"images", t.File("tree"), "--keep-order", "-o", t.File("d.rfd"), "-q",
+                       "--max-side", "20000", "--max-image-side", "20000"})
                   .ok());
 }
 

@@ -53,8 +53,8 @@ class SkipBad : public ::testing::Test {
 
 TEST_F(SkipBad, WritesTheGoodImagesAndListsTheOthersWithTheirReasons) {
   std::string out;
-  const Status st =
-      Convert({"images", t_.File("tree"), "--skip-bad", "-o", t_.File("o.rfd")}, &out);
+  const Status st = Convert(
+      {"images", t_.File("tree"), "--keep-order", "--skip-bad", "-o", t_.File("o.rfd")}, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
   const std::vector<testing::Record> got = testing::Records(t_.File("o.rfd"));
   ASSERT_EQ(got.size(), 3u);
@@ -81,7 +81,8 @@ TEST_F(SkipBad, WritesTheGoodImagesAndListsTheOthersWithTheirReasons) {
 }
 
 TEST_F(SkipBad, WithoutItTheRefusalNamesItAndNothingIsWritten) {
-  const Status st = Convert({"images", t_.File("tree"), "-q", "-o", t_.File("o.rfd")});
+  const Status st =
+      Convert({"images", t_.File("tree"), "--keep-order", "-q", "-o", t_.File("o.rfd")});
   EXPECT_TRUE(FailsWith(st, "3 images refused, nothing written: " + t_.File("tree/a/2-cut.jpg")))
       << st.ToString();
   EXPECT_TRUE(FailsWith(st, "(--skip-bad writes the others and lists these in " +
@@ -94,8 +95,8 @@ TEST_F(SkipBad, WithoutItTheRefusalNamesItAndNothingIsWritten) {
 TEST_F(SkipBad, NoImageLeftWritesNothing) {
   for (const char* good : {"tree/a/1.jpg", "tree/a/3.jpg", "tree/b/5.jpg"})
     fs::remove(t_.File(good));
-  const Status st =
-      Convert({"images", t_.File("tree"), "--skip-bad", "-q", "-o", t_.File("o.rfd")});
+  const Status st = Convert(
+      {"images", t_.File("tree"), "--keep-order", "--skip-bad", "-q", "-o", t_.File("o.rfd")});
   EXPECT_TRUE(FailsWith(st, "3 images refused and none left, nothing written: ")) << st.ToString();
   EXPECT_EQ(testing::FilesIn(t_.path()), std::vector<std::string>{"tree"});
 }
@@ -108,7 +109,9 @@ TEST_F(SkipBad, ACleanTreeReplacesAnOlderReport) {
     fs::remove(t_.File(bad));
   std::string out;
   ASSERT_TRUE(
-      Convert({"images", t_.File("tree"), "--skip-bad", "-o", t_.File("o.rfd")}, &out).ok());
+      Convert({"images", t_.File("tree"), "--keep-order", "--skip-bad", "-o", t_.File("o.rfd")},
+              &out)
+          .ok());
   const std::string report = Text(t_.File("o.skipped.tsv"));
   EXPECT_TRUE(report.starts_with("# ringfeed-convert images")) << report;
   EXPECT_EQ(std::count(report.begin(), report.end(), '\n'), 1) << report;
@@ -121,8 +124,8 @@ TEST_F(SkipBad, ACleanTreeReplacesAnOlderReport) {
 // at its path is refused before anything is read, and left as it is.
 TEST_F(SkipBad, ADirectoryAtTheReportsPathIsRefusedFirst) {
   fs::create_directories(t_.File("o.skipped.tsv/kept"));
-  const Status st =
-      Convert({"images", t_.File("tree"), "--skip-bad", "-q", "-o", t_.File("o.rfd")});
+  const Status st = Convert(
+      {"images", t_.File("tree"), "--keep-order", "--skip-bad", "-q", "-o", t_.File("o.rfd")});
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.ToString().find(t_.File("o.skipped.tsv")), std::string::npos) << st.ToString();
   EXPECT_FALSE(fs::exists(t_.File("o.rfd")));

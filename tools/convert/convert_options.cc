@@ -277,6 +277,14 @@ void AddImageOptions(Table& t) {
       .For(kConvertImages)
       .Help("the JPEG quality of a re-encode (only with --max-side)");
   t.Field(
+       "keep-order", OptionType::kSwitch,
+       [](auto& c) -> auto& { return c.images_options.keep_order; })
+      .For(kConvertImages)
+      .Help(
+          "store an ImageFolder's images in the walk's order (class by class, each folder in "
+          "name order); without it they are stored in a fixed shuffle, so that every chunk "
+          "mixes classes (WebDataset shards keep their own order either way)");
+  t.Field(
        "skip-bad", OptionType::kSwitch, [](auto& c) -> auto& { return c.images_options.skip_bad; })
       .For(kConvertImages)
       .Help(

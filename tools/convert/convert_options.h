@@ -81,7 +81,8 @@ struct ConvertConfig {
     uint32_t max_image_side = kDefaultMaxImageSide;
     uint32_t max_side = 0;  // 0: nothing re-encoded (--max-side's own rule refuses 0)
     uint32_t quality = 90;
-    bool skip_bad = false;  // leave refused images out, listed in a report
+    bool skip_bad = false;    // leave refused images out, listed in a report
+    bool keep_order = false;  // an ImageFolder's walk order, not its shuffle
   } images_options;
   struct Export {
     ExportFormat format = ExportFormat::kRaw;

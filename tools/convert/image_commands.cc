@@ -58,7 +58,7 @@ Status RunImagesCommand(const std::vector<std::string>& args, std::ostream& out)
   }
   if (!folder) RF_RETURN_IF_ERROR(CheckInputsAreRegular(inputs));
   Result<std::unique_ptr<ImageSource>> source =
-      folder ? OpenImageFolderSource(inputs[0], o.max_record_bytes)
+      folder ? OpenImageFolderSource(inputs[0], o.max_record_bytes, images.keep_order)
              : OpenWebDatasetSource(inputs, o.max_record_bytes);
   if (!source.ok()) return source.status();
   // Said before the conversion, and under --quiet too: the tree holds what the dataset will not.

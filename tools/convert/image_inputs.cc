@@ -11,6 +11,7 @@
 #include "io/file.h"
 #include "io/format.h"
 #include "tools/convert/input_file.h"
+#include "tools/convert/splitmix.h"
 #include "tools/convert/tar_reader.h"
 
 namespace rf::convert {
@@ -154,7 +155,8 @@ class WebDatasetSource : public ImageSource {
 }  // namespace
 
 Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& dir,
-                                                           uint64_t max_file_bytes) {
+                                                           uint64_t max_file_bytes,
+                                                           bool keep_order) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return Status::InvalidArgument("not a directory (an ImageFolder is one subfolder a class)")
@@ -201,6 +203,11 @@ Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& di
           .WithPath(folder.string());
     std::sort(in.begin(), in.end());
     for (std::string& f : in) files.emplace_back(std::move(f), c);
+  }
+  if (!keep_order) {
+    // Fisher-Yates from the walk's order (a function of the tree's names alone).
+    Xoshiro256 rng(kImageFolderOrderSeed, 0);
+    for (size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[rng.Next() % i]);
   }
   return std::unique_ptr<ImageSource>(new ImageFolderSource(
       dir, std::move(names), std::move(files), bytes, passed, std::move(links), max_file_bytes));

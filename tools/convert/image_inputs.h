@@ -5,7 +5,8 @@
 //   ImageFolder   a directory with one subfolder a class, as torchvision's ImageFolder: the class
 //                 index is the folder's place in the sorted (byte order) folder names, and the
 //                 names go into the dataset (io/format.h's class names block). Each class folder
-//                 is walked recursively in name order, not into symbolic links to directories
+//                 is walked recursively in name order (the images then shuffled unless the
+//                 order is kept: OpenImageFolderSource), not into symbolic links to directories
 //                 (a link to its own parent made a tree of 2 images yield 82): each one met is
 //                 passed over, named and counted (links to files are followed); files whose
 //                 extension is an image's
@@ -58,9 +59,18 @@ class ImageSource {
   virtual std::vector<std::string> links_not_followed() const { return {}; }
 };
 
-// `max_file_bytes`: an image file larger than this is refused (named) rather than read.
+// The seed of an ImageFolder's shuffled order (OpenImageFolderSource).
+inline constexpr uint64_t kImageFolderOrderSeed = 0x696d616765735f31ull;
+
+// `max_file_bytes`: an image file larger than this is refused (named) rather than read. The
+// images come in a shuffle of the walk's order (classes in sorted order, each folder's files in
+// name order): Fisher-Yates by xoshiro256** seeded with kImageFolderOrderSeed, so that a dataset's
+// chunks mix its classes (a loader's window shuffle then draws batches close to a uniform
+// shuffle's) and the order is a function of the tree's file names alone; `keep_order`: the walk's
+// order itself.
 Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& dir,
-                                                           uint64_t max_file_bytes);
+                                                           uint64_t max_file_bytes,
+                                                           bool keep_order = false);
 Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std::string>& tars,
                                                           uint64_t max_file_bytes);
 
