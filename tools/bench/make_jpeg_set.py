@@ -13,7 +13,8 @@ decoder's worst case. Classes are the source photographs (one folder each: OUT/c
 With --mix web the set holds what web crawls and ImageNet hold besides baseline JPEGs, each image
 drawn by its own generator: 8% progressive JPEGs, 1% CMYK JPEGs, 8% PNGs (RGB, one in four with
 an alpha channel) and 8% WebPs (lossy at --quality, one in four with alpha), the rest baseline
-JPEGs; each file named by its codec's extension.
+JPEGs; each file named by its codec's extension. --mix progressive, png or webp makes every image
+of that one kind (the per-codec decode rates; PNGs and WebPs one in four with alpha as above).
 
 Deterministic: image i depends only on --seed and i (numpy's PCG64 seeded with both), so any
 --workers count writes the same files. Needs python3-pil and python3-numpy (Debian), and
@@ -120,6 +121,8 @@ def make_one(args):
     if mix == "web":
         u = rng.random()
         kind = next((k for k, top in WEB_MIX if u < top), "baseline")
+    elif mix != "none":
+        kind = mix
     path = save(im, os.path.join(out_dir, name, f"{name}_{index:07d}"), kind, quality, rng)
     return os.path.getsize(path)
 
@@ -133,8 +136,9 @@ def main():
     p.add_argument("--size", default="500x375", help="WIDTHxHEIGHT of the landscape images")
     p.add_argument("--workers", type=int, default=os.cpu_count())
     p.add_argument("--data", default=DATA, help="where scikit-image's photographs are")
-    p.add_argument("--mix", choices=("none", "web"), default="none",
-                   help="web: progressive and CMYK JPEGs, PNGs and WebPs among the baseline JPEGs")
+    p.add_argument("--mix", choices=("none", "web", "progressive", "png", "webp"), default="none",
+                   help="web: progressive and CMYK JPEGs, PNGs and WebPs among the baseline JPEGs; "
+                        "progressive, png, webp: every image of that kind")
     a = p.parse_args()
     width, height = (int(v) for v in a.size.split("x"))
     _init(a.data)
@@ -146,7 +150,7 @@ def main():
             sizes = pool.map(make_one, jobs, chunksize=64)
     else:
         sizes = [make_one(j) for j in jobs]
-    print(f"wrote {a.count} {'images' if a.mix == 'web' else 'JPEGs'} of {len(_sources)} classes to {a.output}: "
+    print(f"wrote {a.count} {'JPEGs' if a.mix == 'none' else 'images'} of {len(_sources)} classes to {a.output}: "
           f"{sum(sizes) / 1e6:.1f} MB, {np.mean(sizes) / 1e3:.1f} KB each on average")
 
 

@@ -98,26 +98,37 @@ def images_bench(ctx, s):
         ctx.fail(f"images_gpu_bench.py: {r.why()}")
 
 
-@part("codecs-bench", budget=300, gpus=1, torch=True, about="images_gpu_bench.py on a web "
+@part("codecs-bench", budget=420, gpus=1, torch=True, about="images_gpu_bench.py on a web "
       "crawl's mix of codecs (make_jpeg_set.py --mix web: progressive and CMYK JPEGs, PNGs and "
-      "WebPs among baseline JPEGs, converted as they are): ringfeed's loader on the GPU and on the "
-      "CPU threads against PIL in a DataLoader over the same files, interleaved rounds",
-      settings=dict(IMAGES, count=16000, rounds=3, args=""), tiny=IMAGES_TINY)
+      "WebPs among baseline JPEGs, converted as they are), then on sets of one codec each "
+      "(progressive JPEG, PNG, WebP): ringfeed's loader on the GPU and on the CPU threads "
+      "against PIL in a DataLoader over the same files, interleaved rounds",
+      settings=dict(IMAGES, count=16000, single=4000, mixes="web progressive png webp",
+                    rounds=3, args=""), tiny=dict(IMAGES_TINY, single=24))
 def codecs_bench(ctx, s):
     ctx.extension()
     nvjpeg(ctx)
-    folder = data.jpeg_set(ctx, s.count, s.photos, mix="web")
-    mixed = data.convert_images(ctx, folder, f"images-{s.count}-web")
-    sink = os.path.join(ctx.log_path("codecs_bench", ".jsonl"))
-    r = ctx.run("codecs_bench", [
-        ctx.python_exe, os.path.join(BENCH, "images_gpu_bench.py"), folder, "--data", mixed,
-        "--rounds", s.rounds, "--contestants", "ringfeed-gpu,ringfeed-cpu,pil-dataloader",
-        "--drop-caches", "--budget", int(max(30, ctx.left() - 30)), "--json", sink,
-        *shlex.split(s.args)])
-    say_bench(ctx, r.out)
-    ctx.figure("runs", [json.loads(x) for x in open(sink)] if os.path.exists(sink) else [])
-    if not r.ok:
-        ctx.fail(f"images_gpu_bench.py: {r.why()}")
+    failed = []
+    for mix in names(s.mixes):
+        count = s.count if mix == "web" else s.single
+        if not ctx.fits(60, f"the {mix} set"):
+            break
+        folder = data.jpeg_set(ctx, count, s.photos, mix=mix)
+        converted = data.convert_images(ctx, folder, f"images-{count}-{mix}")
+        sink = ctx.log_path(f"codecs_bench_{mix}", ".jsonl")
+        ctx.say(f"# the {mix} set: {count} images")
+        r = ctx.run(f"codecs_bench_{mix}", [
+            ctx.python_exe, os.path.join(BENCH, "images_gpu_bench.py"), folder, "--data",
+            converted, "--rounds", s.rounds, "--contestants",
+            "ringfeed-gpu,ringfeed-cpu,pil-dataloader", "--drop-caches", "--budget",
+            int(max(30, min(120, ctx.left() - 30))), "--json", sink, *shlex.split(s.args)])
+        say_bench(ctx, r.out)
+        ctx.figure(f"runs_{mix}",
+                   [json.loads(x) for x in open(sink)] if os.path.exists(sink) else [])
+        if not r.ok:
+            failed.append(f"{mix}: {r.why()}")
+    if failed:
+        ctx.fail("images_gpu_bench.py: " + "; ".join(failed))
 
 
 def say_bench(ctx, out):
