@@ -345,6 +345,8 @@ Result<Dataset> Dataset::OpenParts(const std::string& dir, const std::vector<std
     h.chunk_samples = std::max(h.chunk_samples, p.header.chunk_samples);
     h.version = std::max(h.version, p.header.version);
     if (!(p.header.codec == h.codec)) h.codec = CodecSpec{};
+    // Image parts of several codecs (CheckSameRecords let them differ): images of any codec.
+    if (p.header.media_type != h.media_type) h.media_type = "image/*";
   }
   h.dataset_id = PartsDatasetId(ids);
   if (h.variable()) {  // the shape bounds every record: the largest part's

@@ -4,11 +4,16 @@ namespace rf {
 
 Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec, int gpu,
                                                        void* stream, uint32_t threads,
-                                                       const ImageOptions& image) {
-  if (gpu < 0 || image.decoder == ImageDecoderChoice::kCpu) {
+                                                       const ImageOptions& image, bool jpeg) {
+  if (gpu < 0 || image.decoder == ImageDecoderChoice::kCpu || !jpeg) {
     if (gpu < 0 && image.decoder == ImageDecoderChoice::kNvjpeg) {
       return Status::Usage(
           "image_decoder nvjpeg decodes on a GPU: give device cuda, or image_decoder cpu or auto");
+    }
+    if (image.decoder == ImageDecoderChoice::kNvjpeg) {
+      return Status::Usage(
+          "image_decoder nvjpeg decodes JPEGs, and the dataset's records are PNG or WebP images "
+          "(its media type): give image_decoder cpu or auto");
     }
     return MakeCpuImageDecoder(spec, threads);
   }

@@ -103,10 +103,12 @@ Result<std::unique_ptr<ImageDecoder>> MakeNvjpegImageDecoder(const ImageDecodeSp
 // cudaStream_t), as image.decoder says: `threads` CPU threads where it decodes on the CPU (or
 // shares the work with nvJPEG). On a GPU, nvJPEG into its memory ordered before the stream's
 // later work (auto: where nvJPEG loads, else the CPU decoder, its batches in host memory for the
-// image stage to copy over). Usage for nvjpeg on the host; Unsupported for nvjpeg where it does
-// not load.
+// image stage to copy over). `jpeg`: whether any record may be a JPEG (the datasets' media types:
+// image/jpeg or image/*); where none can be, auto is the CPU decoder (nvJPEG would take no
+// record, and its threads and start would be the CPU's loss) and nvjpeg is refused as an option
+// that does nothing. Usage for nvjpeg on the host; Unsupported for nvjpeg where it does not load.
 Result<std::unique_ptr<ImageDecoder>> MakeImageDecoder(const ImageDecodeSpec& spec, int gpu,
                                                        void* stream, uint32_t threads,
-                                                       const ImageOptions& image);
+                                                       const ImageOptions& image, bool jpeg);
 
 }  // namespace rf

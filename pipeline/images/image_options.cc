@@ -58,7 +58,8 @@ OptionTable<ImageOptions> MakeTable() {
           "its hardware decoder where the GPU has one, and the crop on the GPU; only the JPEG "
           "bytes cross PCIe; libnvjpeg.so.13 is loaded at run time, RINGFEED_NVJPEG names it "
           "where the loader does not find it), cpu (libjpeg-turbo on image_threads CPU threads), "
-          "or auto (nvjpeg on a GPU where it loads, else cpu)");
+          "or auto (nvjpeg on a GPU where it loads and the dataset may hold JPEGs, its media type "
+          "image/jpeg or image/*; else cpu). A dataset of PNG or WebP records refuses nvjpeg");
   t.Field(
        "image-cpu-share", OptionType::kNumber, [](auto& o) -> auto& { return o.cpu_share; })
       .RangeReal(-1, 1)

@@ -50,8 +50,12 @@ Result<std::unique_ptr<BatchMaker>> MakeImageMaker(const MakerParts& parts,
   const LoaderOptions& options = parts.options;
   const ImageDecodeSpec& spec = parts.plan.image;
   const uint32_t batch = options.pipeline.order.batch_size;
-  bool compressed = false;
-  for (const Dataset* d : parts.datasets) compressed = compressed || d->compressed();
+  bool compressed = false, jpeg = false;  // jpeg: a record may be a JPEG (nvJPEG may take it)
+  for (const Dataset* d : parts.datasets) {
+    compressed = compressed || d->compressed();
+    const std::string& media = d->header().media_type;
+    jpeg = jpeg || media == "image/jpeg" || media == "image/*";
+  }
   RF_ASSIGN_OR_RETURN(*pool,
                       parts.device.MakePool(spec.OutputSampleBytes() * batch, batch,
                                             options.output_buffers + parts.plan.worker_buffers));
@@ -60,7 +64,7 @@ Result<std::unique_ptr<BatchMaker>> MakeImageMaker(const MakerParts& parts,
                                : DefaultImageThreads(parts.source->decode_threads(), compressed);
   RF_ASSIGN_OR_RETURN(std::unique_ptr<ImageDecoder> decoder,
                       MakeImageDecoder(spec, parts.device.gpu(), parts.device.stream_handle(),
-                                       threads, options.image));
+                                       threads, options.image, jpeg));
   // Batches decoded ahead: the pool's buffers less the one the consumer holds and the one it
   // may still hold while asking for the next (more are allocated, never deadlocked, if it holds
   // more).

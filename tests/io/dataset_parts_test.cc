@@ -342,6 +342,37 @@ TEST(DatasetDirectory, RecordsOfAnySizeDifferInTheirLargestRecordNotInTheirMedia
       std::string::npos);
 }
 
+// A directory of image parts of several codecs reads as images of any codec (image/*): what the
+// loader's decoder choice reads (nvJPEG only where a record may be a JPEG); parts of one codec
+// keep it.
+TEST(DatasetDirectory, ImagePartsOfSeveralCodecsReadAsImagesOfAnyCodec) {
+  auto write = [](const std::string& path, const std::string& media_type) {
+    DatasetSpec spec;
+    spec.record_kind = format::RecordKind::kBytes;
+    spec.media_type = media_type;
+    spec.num_classes = 2;
+    auto w = DatasetWriter::Create(path, spec, WriterOptions{});
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    const std::string blobs = "abcdef";
+    const uint64_t offsets[3] = {0, 2, 6};
+    const uint8_t labels[2] = {1, 0};
+    ASSERT_TRUE((*w)->AppendRecords(blobs.data(), offsets, labels, 2).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  };
+  TempDir same, mixed;
+  write(same.File("part-00000.rfd"), "image/png");
+  write(same.File("part-00001.rfd"), "image/png");
+  write(mixed.File("part-00000.rfd"), "image/png");
+  write(mixed.File("part-00001.rfd"), "image/jpeg");
+  auto a = Dataset::Open(same.path());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->header().media_type, "image/png");
+  auto b = Dataset::Open(mixed.path());
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->header().media_type, "image/*");
+  EXPECT_EQ(b->sample_count(), 4u);
+}
+
 // Where the records came from: export --format megatron writes every part as the first part's
 // origin says, so parts from Megatron files of other dtypes are not one dataset.
 TEST(DatasetDirectory, PartsOfOtherOriginsAreRefusedNamingBoth) {

@@ -5,8 +5,9 @@
 // state), their float outputs exactly the normalization of their pixels, the records nvJPEG does
 // not take and the CPU share decoded exactly as the host does, a run repeated bit for bit at a
 // fixed share, the auto share giving every record to the CPU threads where they keep up, and bad
-// records named or skipped as on the host. Skips without a GPU; the nvJPEG cases skip where
-// nvJPEG does not load.
+// records named or skipped as on the host, and a dataset of no JPEG decoded by the CPU threads
+// (auto), nvjpeg refused for it. Skips without a GPU; the nvJPEG cases skip where nvJPEG does not
+// load.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -23,6 +24,7 @@
 #include "cuda/nvjpeg_library.h"
 #include "pipeline/loader.h"
 #include "tests/testing/batch_copy.h"
+#include "tests/testing/image_encoding.h"
 #include "tests/testing/jpeg_testing.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/temp_dir.h"
@@ -249,6 +251,54 @@ TEST_F(CudaLoaderNvjpeg, RecordsNvjpegDoesNotTakeAreDecodedByTheCpuFallbackAsOnT
   } else {
     EXPECT_LT(Gap(host, gpu).mean, 2.0);
   }
+}
+
+// A dataset whose media type holds no JPEG (image/webp here): nvJPEG would take none of its
+// records, so auto decodes on the CPU threads alone (the host's batches bit for bit), and an
+// explicit nvjpeg is refused as an option that would do nothing.
+TEST_F(CudaLoaderNvjpeg, ADatasetOfNoJpegIsTheCpuThreadsAndNvjpegIsRefusedForIt) {
+  DatasetSpec spec;
+  spec.record_kind = format::RecordKind::kBytes;
+  spec.media_type = "image/webp";
+  spec.num_classes = 3;
+  {
+    auto w = DatasetWriter::Create(t_.File("webp.rfd"), spec, WriterOptions{});
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (uint32_t i = 0; i < 20; ++i) {
+      const uint32_t width = 40 + i * 3, height = 36 + i * 2;
+      std::vector<uint8_t> rgb(size_t{width} * height * 3);
+      for (size_t k = 0; k < rgb.size(); ++k) rgb[k] = static_cast<uint8_t>((k * 7 + i * 31) % 251);
+      const std::vector<uint8_t> webp = testing::EncodeWebp(rgb, width, height, true);
+      ASSERT_FALSE(webp.empty());
+      const uint64_t offsets[2] = {0, webp.size()};
+      const uint8_t label = static_cast<uint8_t>(i % 3);
+      ASSERT_TRUE((*w)->AppendRecords(webp.data(), offsets, &label, 1).ok());
+    }
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  const std::string data = t_.File("webp.rfd");
+  Result<std::unique_ptr<Loader>> l = Loader::Open(
+      Options(data, DeviceKind::kCuda, DType::kUInt8, false, ImageDecoderChoice::kAuto));
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  const std::string describe = (*l)->Describe();
+  EXPECT_EQ(describe.find("nvJPEG"), std::string::npos) << describe;
+  EXPECT_NE(describe.find("image decode on 3 CPU threads"), std::string::npos) << describe;
+  const auto host = Epochs(Options(data, DeviceKind::kCpu, DType::kUInt8, false), stream_.get());
+  const auto gpu = Epochs(
+      Options(data, DeviceKind::kCuda, DType::kUInt8, false, ImageDecoderChoice::kAuto),
+      stream_.get());
+  ASSERT_EQ(host.size(), gpu.size());
+  for (size_t b = 0; b < host.size(); ++b) {
+    EXPECT_EQ(host[b].labels, gpu[b].labels) << b;
+    EXPECT_EQ(host[b].samples, gpu[b].samples) << b;
+  }
+  Result<std::unique_ptr<Loader>> refused = Loader::Open(
+      Options(data, DeviceKind::kCuda, DType::kUInt8, false, ImageDecoderChoice::kNvjpeg));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().IsUsage()) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("image_decoder nvjpeg decodes JPEGs"),
+            std::string::npos)
+      << refused.status().ToString();
 }
 
 TEST_F(CudaLoaderNvjpeg, TheCpuShareIsTheHostsDecodeAndARunRepeatsBitForBit) {

@@ -48,8 +48,9 @@ def main() -> None:
     info = ringfeed.dataset_info(a.dataset)
     chunks = ringfeed._ringfeed._Dataset(a.dataset).chunks
     # The uniform shuffle: every batch from one permutation of every sample's label.
-    labels = np.concatenate([y.numpy() for _, y in ringfeed.Loader(
-        a.dataset, 65536, device="cpu", shuffle="none")]).astype(np.int64)
+    # (astype copies: a view would keep its whole batch, records and all, alive)
+    labels = np.concatenate([y.numpy().astype(np.int64) for _, y in ringfeed.Loader(
+        a.dataset, 1024, device="cpu", shuffle="none")])
     rng = np.random.default_rng(1)
     uniform = []
     for _ in range(a.epochs):
