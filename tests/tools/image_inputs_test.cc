@@ -139,6 +139,40 @@ TEST(ImagesFolder, ByDefaultTheImagesAreAFixedShuffleOfTheWalksOrder) {
   EXPECT_EQ(got, want);  // the same records, each with its own label
 }
 
+// --list-images: OUT.images.tsv names each sample's source file and label in the dataset's order
+// (the shuffle's), so sample i's bytes are its file's; the summary names the list.
+TEST(ImagesFolder, TheImageListNamesEachSamplesSourceInTheDatasetsOrder) {
+  TempDir t;
+  MakeFolder(t.File("tree"));
+  std::string out;
+  ASSERT_TRUE(
+      Convert({"images", t.File("tree"), "-o", t.File("a.rfd"), "--list-images"}, &out).ok());
+  EXPECT_NE(out.find("listed each sample's source (--list-images) in " + t.File("a.images.tsv")),
+            std::string::npos)
+      << out;
+  const std::vector<Record> a = Records(t.File("a.rfd"));
+  const std::vector<uint8_t> raw = testing::ReadAll(t.File("a.images.tsv"));
+  std::string list(raw.begin(), raw.end());
+  ASSERT_TRUE(list.starts_with("# ringfeed-convert images: the source of each sample of " +
+                               t.File("a.rfd")))
+      << list;
+  list = list.substr(list.find('\n') + 1);
+  size_t i = 0;
+  for (size_t at = 0; at < list.size(); ++i) {
+    const size_t end = list.find('\n', at);
+    ASSERT_NE(end, std::string::npos);
+    const std::string line = list.substr(at, end - at);
+    at = end + 1;
+    const size_t tab1 = line.find('\t'), tab2 = line.rfind('\t');
+    ASSERT_NE(tab1, tab2) << line;
+    ASSERT_LT(i, a.size());
+    EXPECT_EQ(line.substr(0, tab1), std::to_string(i));
+    EXPECT_EQ(testing::ReadAll(line.substr(tab1 + 1, tab2 - tab1 - 1)), a[i].bytes) << line;
+    EXPECT_EQ(line.substr(tab2 + 1), std::to_string(a[i].label)) << line;
+  }
+  EXPECT_EQ(i, a.size());
+}
+
 // ---- WebDataset
 
 std::vector<uint8_t> Text(const std::string& s) { return {s.begin(), s.end()}; }

@@ -285,6 +285,14 @@ void AddImageOptions(Table& t) {
           "name order); without it they are stored in a fixed shuffle, so that every chunk "
           "mixes classes (WebDataset shards keep their own order either way)");
   t.Field(
+       "list-images", OptionType::kSwitch,
+       [](auto& c) -> auto& { return c.images_options.list_images; })
+      .For(kConvertImages)
+      .Help(
+          "list each stored image's source in OUT.images.tsv beside the output, in the "
+          "dataset's order (sample index, path, label): where a sample came from once the "
+          "tree's order is shuffled");
+  t.Field(
        "skip-bad", OptionType::kSwitch, [](auto& c) -> auto& { return c.images_options.skip_bad; })
       .For(kConvertImages)
       .Help(

@@ -81,8 +81,9 @@ struct ConvertConfig {
     uint32_t max_image_side = kDefaultMaxImageSide;
     uint32_t max_side = 0;  // 0: nothing re-encoded (--max-side's own rule refuses 0)
     uint32_t quality = 90;
-    bool skip_bad = false;    // leave refused images out, listed in a report
-    bool keep_order = false;  // an ImageFolder's walk order, not its shuffle
+    bool skip_bad = false;     // leave refused images out, listed in a report
+    bool keep_order = false;   // an ImageFolder's walk order, not its shuffle
+    bool list_images = false;  // each sample's source listed beside the output
   } images_options;
   struct Export {
     ExportFormat format = ExportFormat::kRaw;

@@ -38,6 +38,7 @@ Status RunImagesCommand(const std::vector<std::string>& args, std::ostream& out)
   o.max_side = images.max_side;
   o.quality = static_cast<int>(images.quality);
   o.skip_bad = images.skip_bad;
+  o.list_images = images.list_images;
   o.threads = c.threads;
   SetCodecFlags(c, &o);
   const std::vector<std::string>& inputs = c.inputs;

@@ -23,9 +23,11 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
                          std::to_string(o.quality) + " not 1 to 100");
   const std::vector<std::string> inputs = src.input_paths();
   const std::string report = o.skip_bad ? SkippedReportPath(out_path) : "";
-  RF_RETURN_IF_ERROR(CheckRecordOutputs(
-      out_path, o.shards, inputs,
-      o.skip_bad ? std::vector<std::string>{report} : std::vector<std::string>{}));
+  const std::string list = o.list_images ? ImageListPath(out_path) : "";
+  std::vector<std::string> beside;  // the outputs beside the dataset
+  for (const std::string& p : {report, list})
+    if (!p.empty()) beside.push_back(p);
+  RF_RETURN_IF_ERROR(CheckRecordOutputs(out_path, o.shards, inputs, beside));
 
   const auto start = std::chrono::steady_clock::now();
   ImageConvertSummary s;
@@ -49,6 +51,8 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   uint64_t bad_count = 0, read_bytes = 0;
   std::string skipped = "# ringfeed-convert images: the images left out of " + out_path +
                         " (--skip-bad): path, tab, reason\n";
+  std::string listed = "# ringfeed-convert images: the source of each sample of " + out_path +
+                       ", in the dataset's order: sample index, tab, path, tab, label\n";
   std::vector<uint8_t> label(8);
   Progress progress("converting", src.input_bytes(), o.progress);
   ImageRules rules;
@@ -76,6 +80,14 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
     const std::vector<uint8_t>& bytes = c.stored();
     const uint64_t offsets[2] = {0, bytes.size()};
     RF_RETURN_IF_ERROR(writer->AppendRecords(bytes.data(), offsets, label.data(), 1));
+    if (o.list_images) {
+      listed += std::to_string(s.images);
+      listed += '\t';
+      listed += c.item.name;
+      listed += '\t';
+      listed += std::to_string(c.item.label);
+      listed += '\n';
+    }
     ++s.images;
     s.reencoded += c.reencoded;
     const ImageCodec codec = c.stored_codec();
@@ -101,19 +113,20 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   }
   // The media type names the codec where the records hold one, image/* where several.
   const int codecs = (s.jpeg != 0) + (s.png != 0) + (s.webp != 0);
-  RF_RETURN_IF_ERROR(writer->SetMediaType(codecs > 1    ? "image/*"
-                                          : s.png != 0  ? "image/png"
-                                          : s.webp != 0 ? "image/webp"
-                                                        : "image/jpeg"));
   s.media_type = codecs > 1 ? "image/*"
                  : s.png    ? "image/png"
                  : s.webp   ? "image/webp"
                             : "image/jpeg";
+  RF_RETURN_IF_ERROR(writer->SetMediaType(s.media_type));
   RF_ASSIGN_OR_RETURN(RecordOutput written, FinishRecordOutput(*writer, out_path));
   if (o.skip_bad) {
     RF_RETURN_IF_ERROR(WriteFileAtomically(report, skipped));
     s.skipped = bad_count;
     s.skipped_report = report;
+  }
+  if (o.list_images) {
+    RF_RETURN_IF_ERROR(WriteFileAtomically(list, listed));
+    s.image_list = list;
   }
   s.seconds = std::chrono::duration<double>(written.finished - start).count();
   s.bytes = written.bytes;
@@ -128,12 +141,22 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   return s;
 }
 
-std::string SkippedReportPath(const std::string& out_path) {
+namespace {
+
+std::string Beside(const std::string& out_path, const char* suffix) {
   const std::string ext = format::kExtension;
   const std::string stem =
       out_path.ends_with(ext) ? out_path.substr(0, out_path.size() - ext.size()) : out_path;
-  return stem + ".skipped.tsv";
+  return stem + suffix;
 }
+
+}  // namespace
+
+std::string SkippedReportPath(const std::string& out_path) {
+  return Beside(out_path, ".skipped.tsv");
+}
+
+std::string ImageListPath(const std::string& out_path) { return Beside(out_path, ".images.tsv"); }
 
 namespace {
 
@@ -207,6 +230,8 @@ std::string ImageConvertReport(const ImageConvertSummary& s) {
     out += "left out " + Images(s.skipped) +
            " that could not be stored (--skip-bad): " + (s.skipped == 0 ? "none; " : "") +
            "listed in " + s.skipped_report + "\n";
+  if (!s.image_list.empty())
+    out += "listed each sample's source (--list-images) in " + s.image_list + "\n";
   return out + RemovedReport(s.removed);
 }
 

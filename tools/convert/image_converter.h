@@ -46,10 +46,16 @@ struct ImageConvertOptions {
   // Refused images are left out and listed in SkippedReportPath(out_path) (path, tab, reason,
   // a line each, after a header line); without it, one refused image stops the conversion.
   bool skip_bad = false;
+  // Each stored image's source listed in ImageListPath(out_path), in the dataset's order (sample
+  // index, tab, path, tab, label, a line each, after a header line): where an image came from once
+  // the tree's order is shuffled.
+  bool list_images = false;
 };
 
 // "DIR/train.skipped.tsv" for "DIR/train.rfd" (or "DIR/train"): skip_bad's report.
 std::string SkippedReportPath(const std::string& out_path);
+// "DIR/train.images.tsv" for "DIR/train.rfd" (or "DIR/train"): list_images' list.
+std::string ImageListPath(const std::string& out_path);
 
 struct ImageConvertSummary {
   uint64_t images = 0;
@@ -74,6 +80,7 @@ struct ImageConvertSummary {
   // Under skip_bad: the images left out, and the report that lists them (written every time).
   uint64_t skipped = 0;
   std::string skipped_report;
+  std::string image_list;  // under list_images: the list written
 };
 
 // Every image of `source` as a record, in order. An image refused (by the rules above, one too
