@@ -284,9 +284,9 @@ TEST_F(CudaLoaderNvjpeg, ADatasetOfNoJpegIsTheCpuThreadsAndNvjpegIsRefusedForIt)
   EXPECT_EQ(describe.find("nvJPEG"), std::string::npos) << describe;
   EXPECT_NE(describe.find("image decode on 3 CPU threads"), std::string::npos) << describe;
   const auto host = Epochs(Options(data, DeviceKind::kCpu, DType::kUInt8, false), stream_.get());
-  const auto gpu = Epochs(
-      Options(data, DeviceKind::kCuda, DType::kUInt8, false, ImageDecoderChoice::kAuto),
-      stream_.get());
+  const auto gpu =
+      Epochs(Options(data, DeviceKind::kCuda, DType::kUInt8, false, ImageDecoderChoice::kAuto),
+             stream_.get());
   ASSERT_EQ(host.size(), gpu.size());
   for (size_t b = 0; b < host.size(); ++b) {
     EXPECT_EQ(host[b].labels, gpu[b].labels) << b;
