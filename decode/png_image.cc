@@ -33,35 +33,33 @@ bool DepthFits(uint8_t t, uint8_t d) {
   }
 }
 
-// The api of the decode on this thread, for the callbacks (which libpng hands only its struct).
-thread_local const PngApi* current_api = nullptr;
-
-void* png_get_error_ptr_of(png_structp png) { return current_api->get_error_ptr(png); }
+// The loaded library, for the callbacks and the destructor below: they run only once a read
+// structure exists, so only after ReadPngRows found the library loaded.
+const PngApi& Png() { return *PngLibrary().value(); }
 
 // One decode's state, reached from libpng's callbacks through png_get_io_ptr and
 // png_get_error_ptr: the bytes, how far they are read, and the error's message.
 struct PngInput {
-  const PngApi* api = nullptr;
   const uint8_t* data = nullptr;
   size_t n = 0, at = 0;
   char message[160] = {0};
 };
 
 [[noreturn]] void OnError(png_structp png, png_const_charp what) {
-  auto* in = static_cast<PngInput*>(png_get_error_ptr_of(png));
+  auto* in = static_cast<PngInput*>(Png().get_error_ptr(png));
   std::snprintf(in->message, sizeof in->message, "%s", what);
-  in->api->longjmp(png, 1);
+  Png().longjmp(png, 1);
   std::abort();  // png_longjmp does not return
 }
 
 void OnWarning(png_structp, png_const_charp) {}  // ancillary trouble: the pixels are whole
 
 void OnRead(png_structp png, png_bytep to, size_t bytes) {
-  auto* in = static_cast<PngInput*>(current_api->get_io_ptr(png));
+  auto* in = static_cast<PngInput*>(Png().get_io_ptr(png));
   if (in->n - in->at < bytes) {
     std::snprintf(in->message, sizeof in->message, "the data ends at byte %zu, inside a chunk",
                   in->n);
-    in->api->longjmp(png, 1);
+    Png().longjmp(png, 1);
   }
   std::memcpy(to, in->data + in->at, bytes);
   in->at += bytes;
@@ -77,11 +75,10 @@ constexpr int kSkippedCount = 19;
 
 // libpng's read and info structures, destroyed with this.
 struct PngRead {
-  const PngApi* api = nullptr;
   png_structp png = nullptr;
   png_infop info = nullptr;
   ~PngRead() {
-    if (png != nullptr) api->destroy_read_struct(&png, info ? &info : nullptr, nullptr);
+    if (png != nullptr) Png().destroy_read_struct(&png, info ? &info : nullptr, nullptr);
   }
 };
 
@@ -136,16 +133,13 @@ std::string ReadPngHeader(const uint8_t* data, size_t n, uint32_t max_side, PngH
 
 std::string ReadPngRows(const uint8_t* data, size_t n, const PngHeader& h, uint32_t row_lo,
                         uint32_t row_hi, std::vector<uint8_t>* rows) {
-  Result<const PngApi*> loaded = PngLibrary();
+  const Result<const PngApi*>& loaded = PngLibrary();
   if (!loaded.ok()) return loaded.status().message();
-  const PngApi& api = **loaded;
-  current_api = &api;
+  const PngApi& api = *loaded.value();
   PngInput in;
-  in.api = &api;
   in.data = data;
   in.n = n;
   PngRead r;
-  r.api = &api;
   r.png = api.create_read_struct(PNG_LIBPNG_VER_STRING, &in, OnError, OnWarning);
   if (r.png == nullptr) return "libpng: png_create_read_struct failed";
   r.info = api.create_info_struct(r.png);

@@ -58,7 +58,7 @@ Result<const PngApi*> Load() {
 
 }  // namespace
 
-Result<const PngApi*> PngLibrary() {
+const Result<const PngApi*>& PngLibrary() {
   static std::once_flag once;
   static Result<const PngApi*> result = Status::Unsupported("libpng: not loaded");
   std::call_once(once, [] { result = Load(); });

@@ -52,7 +52,8 @@ struct PngApi {
   std::string path;  // what was opened
 };
 
-// The process's libpng (opened at the first call), or Unsupported naming what is missing.
-Result<const PngApi*> PngLibrary();
+// The process's libpng (opened at the first call), or Unsupported naming what is missing: one
+// result for the process, read by reference (cheap enough for libpng's callbacks to call).
+const Result<const PngApi*>& PngLibrary();
 
 }  // namespace rf

@@ -156,6 +156,8 @@ bool IsImageMediaType(const std::string& t) {
   return t == "image/jpeg" || t == "image/png" || t == "image/webp" || t == "image/*";
 }
 
+bool MayHoldJpeg(const std::string& t) { return t == "image/jpeg" || t == "image/*"; }
+
 bool HoldsImageRecords(const Header& h) {
   return h.record_kind == RecordKind::kBytes && IsImageMediaType(h.media_type);
 }

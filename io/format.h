@@ -200,6 +200,9 @@ struct Header {
 // codec), "image/*" (of several: each record's codec is known by its first bytes,
 // decode/image_record.h).
 bool IsImageMediaType(const std::string& media_type);
+// Whether image records of `media_type` may be JPEGs ("image/jpeg", "image/*"): what nvJPEG may
+// take.
+bool MayHoldJpeg(const std::string& media_type);
 // Whether a dataset holds image records (bytes records of an image media type): what the loader
 // decodes into images.
 bool HoldsImageRecords(const Header& h);

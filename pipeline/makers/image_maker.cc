@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "io/format.h"
 #include "pipeline/images/image_decoder.h"
 #include "pipeline/images/image_stage.h"
 #include "pipeline/makers/makers.h"
@@ -53,8 +54,7 @@ Result<std::unique_ptr<BatchMaker>> MakeImageMaker(const MakerParts& parts,
   bool compressed = false, jpeg = false;  // jpeg: a record may be a JPEG (nvJPEG may take it)
   for (const Dataset* d : parts.datasets) {
     compressed = compressed || d->compressed();
-    const std::string& media = d->header().media_type;
-    jpeg = jpeg || media == "image/jpeg" || media == "image/*";
+    jpeg = jpeg || format::MayHoldJpeg(d->header().media_type);
   }
   RF_ASSIGN_OR_RETURN(*pool,
                       parts.device.MakePool(spec.OutputSampleBytes() * batch, batch,
