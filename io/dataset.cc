@@ -440,6 +440,9 @@ Status CheckSameRecords(const format::Header& a, const std::string& a_path, cons
     return differ("media type", a.media_type.empty() ? "(none)" : a.media_type,
                   b.media_type.empty() ? "(none)" : b.media_type);
   }
+  // Samples of several fields: the same fields, in the same order.
+  if (format::FieldsText(a.fields) != format::FieldsText(b.fields))
+    return differ("fields", format::FieldsText(a.fields), format::FieldsText(b.fields));
   // Where the records came from: a tool writing them back (export --format megatron) reads
   // the first part's origin for all of them.
   if (use == RecordsUse::kDirectory && a.origin != b.origin) {

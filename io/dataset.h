@@ -152,6 +152,10 @@ class Dataset {
   // record and the table entry's byte offset in the file (a compressed chunk's: the chunk's
   // offset, and the entry's byte in the chunk's data).
   Status CheckRecords(size_t global, const void* data) const;
+  // Samples of several fields (io/fields.h; CheckRecords runs it once the table holds): that
+  // each sample's field lengths fit its record and its fields' rules. Corruption naming file,
+  // chunk, the sample and its first byte; nothing for other record kinds.
+  Status CheckSamples(size_t global, const void* data) const;
   // That every label of a chunk lies in [0, num_classes) (nothing to check without labels): a
   // file whose checksums hold can still carry labels its header's class count does not allow.
   // Corruption naming file, chunk, the sample and the label's byte offset in the file (a

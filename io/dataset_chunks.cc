@@ -1,6 +1,8 @@
 // Dataset's reads and checks of one chunk (io/dataset.h): its checksum, its decode, its records'
 // offsets and its labels against the header's, and the positions of a chunk's parts. Opening a
 // dataset is io/dataset.cc's.
+#include <vector>
+
 #include "io/chunk_fetcher.h"
 #include "io/dataset.h"
 #include "io/file.h"
@@ -59,6 +61,27 @@ Status Dataset::CheckRecords(size_t global, const void* data) const {
       continue;
     }
     const uint64_t in_data = uint64_t{i} * sizeof(uint64_t);
+    if (c.entry.compressed()) what += " (byte " + std::to_string(in_data) + " of the chunk's data)";
+    return std::move(Status::Corruption(shard_paths_[c.shard], what)
+                         .WithChunk(c.entry.index)
+                         .WithOffset(c.entry.offset + (c.entry.compressed() ? 0 : in_data)));
+  }
+  return CheckSamples(global, data);
+}
+
+Status Dataset::CheckSamples(size_t global, const void* data) const {
+  if (header_.record_kind != format::RecordKind::kFields) return Status::Ok();
+  const ChunkLocation& c = chunks_[global];
+  const uint64_t* t = static_cast<const uint64_t*>(data);
+  const uint64_t records_at = RecordsOffset(global);
+  const uint8_t* records = static_cast<const uint8_t*>(data) + records_at;
+  std::vector<format::FieldSpan> spans(format::StoredFieldCount(header_.fields));
+  for (uint32_t i = 0; i < c.entry.sample_count; ++i) {
+    std::string why;
+    if (format::SplitSample(header_.fields, records + t[i], t[i + 1] - t[i], spans.data(), &why))
+      continue;
+    const uint64_t in_data = records_at + t[i];
+    std::string what = "sample " + std::to_string(c.entry.first_sample + i) + ": " + why;
     if (c.entry.compressed()) what += " (byte " + std::to_string(in_data) + " of the chunk's data)";
     return std::move(Status::Corruption(shard_paths_[c.shard], what)
                          .WithChunk(c.entry.index)

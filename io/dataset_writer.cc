@@ -62,8 +62,21 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   if (spec.record_kind == format::RecordKind::kTokens && IsImageDType(spec.sample_dtype))
     return Status::InvalidArgument("tokens records hold uint16, int32 or int64 ids, not " +
                                    std::string(DTypeName(spec.sample_dtype)));
-  if (spec.record_kind == format::RecordKind::kBytes && spec.sample_dtype != DType::kUInt8)
-    return Status::InvalidArgument("bytes records are uint8");
+  if ((spec.record_kind == format::RecordKind::kBytes ||
+       spec.record_kind == format::RecordKind::kFields) &&
+      spec.sample_dtype != DType::kUInt8)
+    return Status::InvalidArgument(std::string(format::RecordKindName(spec.record_kind)) +
+                                   " records are uint8");
+  if (spec.record_kind == format::RecordKind::kFields) {
+    // A label field's dtype is the dataset's label dtype, whatever the spec's entry says.
+    header.fields = spec.fields;
+    for (format::FieldSpec& f : header.fields) {
+      if (f.kind == format::FieldKind::kLabel) f.dtype = spec.label_dtype;
+    }
+    RF_RETURN_IF_ERROR(format::CheckFields(header.fields, spec.has_labels, spec.label_dtype));
+  } else if (!spec.fields.empty()) {
+    return Status::InvalidArgument("fields are for samples of several fields (records fields)");
+  }
   if (!spec.media_type.empty() && spec.record_kind != format::RecordKind::kBytes)
     return Status::InvalidArgument("a media type is for bytes records");
   if (!format::IsHeaderText(spec.media_type, format::kMaxMediaType))
@@ -338,6 +351,13 @@ Status DatasetWriter::AppendRecords(const void* values, const uint64_t* offsets,
           which + " is " + std::to_string(elems) + " elements of " + std::to_string(elem) +
           " bytes, more than the largest " + "record the writer takes (" +
           std::to_string(opts_.max_record_bytes) + " bytes; raise max_record_bytes)");
+    if (!header_.fields.empty()) {  // a sample of several fields: its layout (io/fields.h)
+      std::string why;
+      spans_.resize(format::StoredFieldCount(header_.fields));
+      if (!format::SplitSample(header_.fields, static_cast<const uint8_t*>(values) + offsets[i],
+                               elems, spans_.data(), &why))
+        return Status::InvalidArgument("sample " + std::to_string(samples_ + i) + ": " + why);
+    }
   }
   RF_RETURN_IF_ERROR(CheckLabelsGiven(labels, n));
   const size_t lb = DTypeSize(spec_.label_dtype);
@@ -408,6 +428,19 @@ Status DatasetWriter::SetNumClasses(uint32_t n) {
 }
 
 Status DatasetWriter::SetMediaType(const std::string& media_type) {
+  if (spec_.record_kind == format::RecordKind::kFields) {
+    // Samples of several fields: their one image field's (an image media type for another).
+    int image = -1;
+    for (size_t i = 0; i < header_.fields.size(); ++i) {
+      if (header_.fields[i].image()) image = image == -1 ? static_cast<int>(i) : -2;
+    }
+    if (image < 0 || !format::IsImageMediaType(media_type))
+      return Status::InvalidArgument(
+          "a media type of samples of several fields is their one image field's, an image's");
+    header_.fields[static_cast<size_t>(image)].media_type = media_type;
+    spec_.fields = header_.fields;
+    return Status::Ok();
+  }
   if (spec_.record_kind != format::RecordKind::kBytes)
     return Status::InvalidArgument("a media type is for bytes records");
   if (!format::IsHeaderText(media_type, format::kMaxMediaType))

@@ -58,6 +58,10 @@ struct DatasetSpec {
   // The labels' names, class 0 first (io/format.h's class names block, in every shard); empty:
   // none. Where given, has_labels and num_classes == class_names.size().
   std::vector<std::string> class_names;
+  // Record kind fields: the samples' fields (io/fields.h; CheckFields' rules; a label field's
+  // dtype is label_dtype). Each sample is appended with AppendRecords as one record of uint8,
+  // laid out as io/fields.h says (format::EncodeSample makes it), and checked so.
+  std::vector<format::FieldSpec> fields;
 };
 
 // What the compression threads' buffers may take together (WriterOptions::threads is capped).
@@ -120,8 +124,9 @@ class DatasetWriter {
   // test split get the same inferred count. Fails if a label already appended is >= n, and for a
   // spec without labels.
   Status SetNumClasses(uint32_t n);
-  // Sets the media type Finish() writes (bytes records only; the rules of DatasetSpec::media_type),
-  // e.g. once a converter knows which codecs its records hold.
+  // Sets the media type Finish() writes (bytes records; the rules of DatasetSpec::media_type),
+  // e.g. once a converter knows which codecs its records hold; for samples of several fields,
+  // their one image field's (an image media type).
   Status SetMediaType(const std::string& media_type);
   int64_t max_label() const { return max_label_; }  // -1 before the first label
 
@@ -176,6 +181,7 @@ class DatasetWriter {
   std::vector<uint8_t> pending_records_;
   std::vector<uint64_t> pending_ends_;
   uint64_t max_record_written_ = 0;
+  std::vector<format::FieldSpan> spans_;  // fields: one sample's, checked (AppendRecords)
   uint64_t chunks_ = 0;
   uint64_t samples_ = 0;
   uint64_t bytes_ = 0;

@@ -18,6 +18,8 @@ const char* RecordKindName(RecordKind k) {
       return "tokens";
     case RecordKind::kBytes:
       return "bytes";
+    case RecordKind::kFields:
+      return "fields";
   }
   return "unknown";
 }
@@ -28,7 +30,8 @@ bool IsHeaderText(const std::string& text, size_t max) {
 }
 
 bool ParseRecordKind(const std::string& name, RecordKind* out) {
-  for (RecordKind k : {RecordKind::kTensor, RecordKind::kTokens, RecordKind::kBytes}) {
+  for (RecordKind k :
+       {RecordKind::kTensor, RecordKind::kTokens, RecordKind::kBytes, RecordKind::kFields}) {
     if (name == RecordKindName(k)) {
       *out = k;
       return true;

@@ -106,6 +106,7 @@
 #include "core/status.h"
 #include "io/checksum.h"
 #include "io/codec.h"
+#include "io/fields.h"
 
 namespace rf::format {
 
@@ -132,11 +133,12 @@ constexpr uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a;
 
 // What a record is (version 2; version 1 holds tensors only). Stored as a uint32; never
 // renumber.
-enum class RecordKind : uint32_t { kTensor = 0, kTokens = 1, kBytes = 2 };
+// kFields: samples of several named fields (io/fields.h), each sample one record of bytes.
+enum class RecordKind : uint32_t { kTensor = 0, kTokens = 1, kBytes = 2, kFields = 3 };
 const char* RecordKindName(RecordKind k);
-// Records of any size (tokens, bytes): the record table layout above.
+// Records of any size (tokens, bytes, fields): the record table layout above.
 inline bool IsVariable(RecordKind k) { return k != RecordKind::kTensor; }
-// "tensor", "tokens", "bytes" -> the kind; false for anything else.
+// "tensor", "tokens", "bytes", "fields" -> the kind; false for anything else.
 bool ParseRecordKind(const std::string& name, RecordKind* out);
 // The longest media type a header holds (bytes records), ASCII without controls.
 inline constexpr size_t kMaxMediaType = 63;
@@ -184,6 +186,8 @@ struct Header {
   uint64_t names_offset = 0;
   uint64_t names_bytes = 0;
   uint64_t names_checksum = 0;
+  // Record kind fields (version 3): the samples' fields (io/fields.h's table); empty otherwise.
+  std::vector<FieldSpec> fields;
 
   bool variable() const { return IsVariable(record_kind); }
 

@@ -47,6 +47,9 @@ enum HeaderOffset : size_t {
   kOffNamesChecksum = kOffNamesBytes + 8,         // 816: u64, XXH3-64 of its bytes
   kOffChecksum = kHeaderBytes - 8,
 };
+// Record kind fields' table (io/fields.h) lies between the class names' fields and the checksum.
+static_assert(kOffNamesChecksum + 8 <= kFieldTableOffset &&
+              kFieldEntriesOffset + kMaxFields * kFieldEntryBytes <= kOffChecksum);
 
 }  // namespace
 
@@ -90,6 +93,7 @@ void EncodeHeader(const Header& h, uint8_t out[kHeaderBytes]) {
   Put<uint64_t>(out, kOffNamesOffset, h.names_offset);
   Put<uint64_t>(out, kOffNamesBytes, h.names_bytes);
   Put<uint64_t>(out, kOffNamesChecksum, h.names_checksum);
+  if (h.record_kind == RecordKind::kFields) EncodeFieldTable(h.fields, out);
   Put<uint64_t>(out, kOffChecksum, Checksum(out, kOffChecksum));
 }
 
@@ -151,9 +155,13 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
       return field(kOffCodecLevel,
                    "codec level " + std::to_string(level) + " for " + CodecName(h.codec.codec));
     h.codec.level = level;
-    if (kind > static_cast<uint32_t>(RecordKind::kBytes))
+    if (kind > static_cast<uint32_t>(RecordKind::kFields))
       return field(kOffRecordKind, "unknown record kind " + std::to_string(kind) +
-                                       " (this build reads tensor, tokens and bytes records)");
+                                       " (this build reads tensor, tokens, bytes and fields "
+                                       "records)");
+    if (kind == static_cast<uint32_t>(RecordKind::kFields) && h.version < 3)
+      return field(kOffRecordKind, "fields records in a version " + std::to_string(h.version) +
+                                       " file (they are version 3)");
     h.record_kind = static_cast<RecordKind>(kind);
     // The two text fields: printable ASCII, then NUL padding to the field's end.
     const auto text = [&](size_t off, size_t max, const char* name, std::string* out) -> Status {
@@ -188,8 +196,24 @@ Result<Header> DecodeHeader(const uint8_t* in, size_t n, const std::string& path
   if (h.record_kind == RecordKind::kTokens && IsImageDType(h.sample_dtype))
     return field(kOffSampleDType, "tokens records of " + std::string(DTypeName(h.sample_dtype)) +
                                       " (token ids are uint16, int32 or int64)");
-  if (h.record_kind == RecordKind::kBytes && h.sample_dtype != DType::kUInt8)
-    return field(kOffSampleDType, "bytes records of " + std::string(DTypeName(h.sample_dtype)));
+  if ((h.record_kind == RecordKind::kBytes || h.record_kind == RecordKind::kFields) &&
+      h.sample_dtype != DType::kUInt8)
+    return field(kOffSampleDType, std::string(RecordKindName(h.record_kind)) + " records of " +
+                                      std::string(DTypeName(h.sample_dtype)));
+  // The field table (io/fields.h): the fields' own, zero in any other dataset.
+  if (h.record_kind == RecordKind::kFields) {
+    size_t at = 0;
+    std::string why;
+    if (!DecodeFieldTable(in, h.num_classes != 0, h.label_dtype, &h.fields, &at, &why).ok())
+      return field(at, why);
+  } else {
+    for (size_t b = kFieldTableOffset; b < kFieldEntriesOffset + kMaxFields * kFieldEntryBytes;
+         ++b) {
+      if (in[b] != 0)
+        return field(b, "a field table in a dataset of " +
+                            std::string(RecordKindName(h.record_kind)) + " records");
+    }
+  }
   if (h.variable() && h.ndim != 1)
     return field(kOffNdim, "records of any size have a 1-dim shape (the largest record), not " +
                                std::to_string(h.ndim) + " dims");

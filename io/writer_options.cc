@@ -107,13 +107,38 @@ OptionTable<WriterConfig> MakeTable() {
   t.Word("record-kind", [](auto& c) -> auto& { return c.spec.record_kind; },
          {{"tensor", format::RecordKind::kTensor},
           {"tokens", format::RecordKind::kTokens},
-          {"bytes", format::RecordKind::kBytes}})
+          {"bytes", format::RecordKind::kBytes},
+          {"fields", format::RecordKind::kFields}})
       .PythonName("records")
       .For(kWriterApi)
       .Help(
           "what a sample is: tensor (every sample of shape), or records of any size: tokens "
-          "(1-D runs of uint16, int32 or int64 ids) or bytes (uint8, such as encoded images); "
-          "records write format 2 or 3");
+          "(1-D runs of uint16, int32 or int64 ids), bytes (uint8, such as encoded images) or "
+          "fields (samples of several named fields: give fields); records write format 2 or 3");
+  t.Custom(
+       OptionSpec::Of("fields", OptionType::kText)
+           .TextRule(
+               "NAME=TYPE,... with TYPE MEDIA/TYPE, bytes[:MEDIA/TYPE], tokens:DTYPE, "
+               "tensor:DTYPE:SHAPE or label",
+               [](std::string_view text) { return format::ParseFields(std::string(text)).ok(); })
+           .Metavar("FIELDS"),
+       [](WriterConfig& c, const OptionValue& v) -> Status {
+         RF_ASSIGN_OR_RETURN(c.spec.fields, format::ParseFields(std::get<std::string>(v)));
+         // Samples of these fields: uint8 records, labelled where a field is the label.
+         c.spec.record_kind = format::RecordKind::kFields;
+         c.spec.sample_dtype = DType::kUInt8;
+         c.spec.has_labels = false;
+         for (const format::FieldSpec& f : c.spec.fields)
+           c.spec.has_labels = c.spec.has_labels || f.kind == format::FieldKind::kLabel;
+         return Status::Ok();
+       },
+       [](const WriterConfig& c) { return OptionValue(format::FieldsText(c.spec.fields)); })
+      .For(kWriterApi)
+      .Help(
+          "samples of several fields (io/fields.h), NAME=TYPE each: an image's bytes "
+          "(jpg=image/jpeg), other bytes (json=bytes:application/json), token ids "
+          "(txt=tokens:int32), a fixed-shape tensor (emb=tensor:float32:512), the label "
+          "(cls=label)");
   t.Field(
        "media-type", OptionType::kText, [](auto& c) -> auto& { return c.spec.media_type; })
       .For(kWriterApi)
@@ -124,7 +149,8 @@ OptionTable<WriterConfig> MakeTable() {
        [](auto& c) -> auto& { return c.options.max_record_bytes; })
       .Range(1, format::kMaxChunkTarget)
       .For(kWriterApi | kRecordMakers)
-      .OnlyWith("record-kind", {"tokens", "bytes"}, "a fixed-shape sample is its shape's size")
+      .OnlyWith("record-kind", {"tokens", "bytes", "fields"},
+                "a fixed-shape sample is its shape's size")
       .Help(
           "records of any size: the largest record taken, in stored bytes (a chunk holds one at "
           "least); a larger one is refused (the converter's token corpora: the longest document, "
@@ -159,6 +185,11 @@ Status CheckWriterVersion(const WriterConfig& c, OptionFace face) {
 }
 
 Status CheckWriterSpec(const WriterConfig& c, OptionFace face) {
+  if ((c.spec.record_kind == format::RecordKind::kFields) == c.spec.fields.empty()) {
+    return Status::Usage(OptionName(Spec("fields"), face) + " and " +
+                         OptionSettingText(Spec("record-kind"), std::string("fields"), face) +
+                         " go together: samples of several fields are named by their fields");
+  }
   if (c.spec.record_kind == format::RecordKind::kTensor && c.spec.shape.empty()) {
     return Status::Usage(OptionName(Spec("shape"), face) +
                          ": give the shape of every sample (fixed-shape samples, " +

@@ -326,12 +326,16 @@ TEST(HostileHeader, AZstdLevelOutsideItsRangeOrALevelForAnotherCodecIsRefusedAtB
 }
 
 TEST(HostileHeader, AnUnknownRecordKindIsRefusedAtByte668) {
-  EXPECT_EQ(RefusalV2WithField(668, 3),
-            "x.rfd: at byte 668: bad header: unknown record kind 3 (this build reads tensor, "
-            "tokens and bytes records)");
+  EXPECT_EQ(RefusalV2WithField(668, 4),
+            "x.rfd: at byte 668: bad header: unknown record kind 4 (this build reads tensor, "
+            "tokens, bytes and fields records)");
   EXPECT_EQ(RefusalV2WithField(668, 0x80000000u),
             "x.rfd: at byte 668: bad header: unknown record kind 2147483648 (this build reads "
-            "tensor, tokens and bytes records)");
+            "tensor, tokens, bytes and fields records)");
+  // Samples of several fields are version 3's.
+  EXPECT_EQ(RefusalV2WithField(668, 3),
+            "x.rfd: at byte 668: bad header: fields records in a version 2 file (they are "
+            "version 3)");
   // Records of any size on a tensor dataset's fields (3 dims, uint8): refused for their shape.
   EXPECT_EQ(RefusalV2WithField(668, 1),
             "x.rfd: at byte 32: bad header: tokens records of uint8 (token ids are uint16, int32 "

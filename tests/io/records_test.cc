@@ -304,9 +304,9 @@ TEST(HostileRecordHeader, AnUnknownRecordKindIsRefused) {
   const std::string path = dir.File("docs.rfd");
   ASSERT_TRUE(WriteDocuments(path, Documents(20, 10)).ok());
   testing::ForgeHeader(path,
-                       [](format::Header* h) { h->record_kind = static_cast<RecordKind>(3); });
+                       [](format::Header* h) { h->record_kind = static_cast<RecordKind>(4); });
   const Status st = Dataset::Open(path).status();
-  EXPECT_NE(st.ToString().find("unknown record kind 3"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.ToString().find("unknown record kind 4"), std::string::npos) << st.ToString();
 }
 
 // The origin (io/format.h): written, read back, kept apart from the media type, and refused where

@@ -29,8 +29,8 @@ TEST(WriterOptions, PythonsKeywordsAreTheDeclarationsInTheSignaturesOrder) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"shape", "dtype", "labels", "label_dtype", "classes",
                                              "shards", "chunk_size", "compress", "threads",
-                                             "format_version", "keep", "records", "media_type",
-                                             "max_record_size"}));
+                                             "format_version", "keep", "records", "fields",
+                                             "media_type", "max_record_size"}));
   // The converter's writing subcommands take the writer's flags; recompress the codec's alone.
   std::set<std::string> raw, recompress;
   for (const OptionSpec& s : WriterOptionTable().Specs(kConvertRaw)) raw.insert(s.name);

@@ -46,6 +46,12 @@ std::string DescribeDataset(const Dataset& d) {
     if (!h.media_type.empty()) out << ", media type " << h.media_type;
   }
   out << "\n";
+  // Samples of several fields: one line a field, in the samples' order.
+  for (const format::FieldSpec& f : h.fields) {
+    out << "  field " << f.name << ": " << format::FieldTypeText(f)
+        << (f.image() ? " (an image field)" : "")
+        << (f.kind == format::FieldKind::kLabel ? " (the sample's label)" : "") << "\n";
+  }
   if (!h.origin.empty()) out << "origin:       " << h.origin << "\n";
   out << "codec:        " << (parts ? "each part's (above)" : CodecText(h.codec));
   if (parts) {

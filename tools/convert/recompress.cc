@@ -40,6 +40,7 @@ Result<RecompressSummary> Recompress(const Dataset& in, const std::string& out_p
   spec.has_labels = h.HasLabels();
   spec.record_kind = h.record_kind;
   spec.media_type = h.media_type;
+  spec.fields = h.fields;
   spec.class_names = in.class_names();
   spec.origin = h.origin;  // an export back to the records' own format still knows it
   WriterOptions w;

@@ -58,7 +58,29 @@ DatasetFiles WriteValid(const std::string& name, const DatasetSpec& spec, uint32
   o.dataset_id = 0x5eed0000 + samples + (static_cast<uint64_t>(codec.codec) << 16);
   auto w = DatasetWriter::Create(base, spec, o);
   RF_FUZZ_CHECK(w.ok());
-  if (format::IsVariable(spec.record_kind)) {
+  if (spec.record_kind == format::RecordKind::kFields) {
+    // Samples of several fields (io/fields.h): each field's bytes of 0 to 12, a tensor's its own.
+    std::vector<uint8_t> record, part(64);
+    std::vector<const uint8_t*> parts;
+    std::vector<uint64_t> sizes;
+    for (uint64_t i = 0; i < samples; ++i) {
+      for (size_t k = 0; k < part.size(); ++k) part[k] = static_cast<uint8_t>(i * 5 + k);
+      parts.clear();
+      sizes.clear();
+      for (const format::FieldSpec& f : spec.fields) {
+        if (!f.stored()) continue;
+        parts.push_back(part.data());
+        sizes.push_back(f.kind == format::FieldKind::kTensor ? f.TensorBytes()
+                                                             : (i % 7) * DTypeSize(f.dtype));
+      }
+      record.clear();
+      format::EncodeSample(spec.fields, parts.data(), sizes.data(), &record);
+      const uint64_t offsets[2] = {0, record.size()};
+      const int64_t label = spec.has_labels ? static_cast<int64_t>(i % spec.num_classes) : 0;
+      RF_FUZZ_CHECK(
+          (*w)->AppendRecords(record.data(), offsets, spec.has_labels ? &label : nullptr, 1).ok());
+    }
+  } else if (format::IsVariable(spec.record_kind)) {
     // Records of 1 to 13 elements (several to a chunk, so the tables hold many entries).
     const uint64_t elem = DTypeSize(spec.sample_dtype);
     std::vector<uint8_t> record(13 * elem);
@@ -328,6 +350,15 @@ const std::vector<DatasetFiles>& ValidDatasets() {
     blobs.media_type = "image/jpeg";
     blobs.num_classes = 5;
     s.push_back(WriteValid("blobs.rfd", blobs, 1, 300));
+    // Samples of several fields (the header's field table at byte 1024, each sample's lengths).
+    DatasetSpec pairs;
+    pairs.record_kind = format::RecordKind::kFields;
+    pairs.num_classes = 3;
+    pairs.fields = format::ParseFields(
+                       "jpg=image/jpeg,txt=tokens:int32,emb=tensor:uint16:3x2,"
+                       "cls=label")
+                       .value();
+    s.push_back(WriteValid("pairs.rfd", pairs, 1, 120, {Codec::kLz4, 0}, 4096));
     // The class names block (header byte 800), in each of two shards: JPEG-like records of 4
     // named classes (one name of several bytes, one of one byte, one UTF-8), and fixed-shape
     // images of 3 named classes compressed with zstd.

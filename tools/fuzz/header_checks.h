@@ -41,6 +41,12 @@ inline void CheckAcceptedHeader(const format::Header& h) {
         format::CheckedLayoutFor(h.chunk_samples, h.SampleBytes(), h.LabelBytes(), &full));
     RF_FUZZ_CHECK(full.stored_bytes % format::kAlign == 0 && full.stored_bytes >= format::kAlign);
   }
+  // Samples of several fields: a field table the rules accept, only there (io/fields.h).
+  RF_FUZZ_CHECK((h.record_kind == format::RecordKind::kFields) != h.fields.empty());
+  if (!h.fields.empty()) {
+    RF_FUZZ_CHECK(h.version >= 3 &&
+                  format::CheckFields(h.fields, h.HasLabels(), h.label_dtype).ok());
+  }
   RF_FUZZ_CHECK(h.media_type.size() <= format::kMaxMediaType &&
                 (h.media_type.empty() || h.record_kind == format::RecordKind::kBytes));
   RF_FUZZ_CHECK(h.origin.size() <= format::kMaxOrigin && (h.origin.empty() || h.version >= 2));
