@@ -25,16 +25,15 @@ size_t ChunkOf(const Dataset& d, uint64_t index) {
 
 }  // namespace
 
-Result<std::unique_ptr<ImageStage>> ImageStage::Create(const std::vector<const Dataset*>& datasets,
-                                                       TrainingSource& source, LoaderDevice& device,
-                                                       std::shared_ptr<OutputPool> pool,
-                                                       std::unique_ptr<ImageDecoder> decoder,
-                                                       uint32_t batch, uint32_t depth,
-                                                       bool skip_bad_records) {
+Result<std::unique_ptr<ImageStage>> ImageStage::Create(
+    const std::vector<const Dataset*>& datasets, TrainingSource& source, LoaderDevice& device,
+    std::shared_ptr<OutputPool> pool, std::unique_ptr<ImageDecoder> decoder, uint32_t batch,
+    uint32_t depth, bool skip_bad_records, std::shared_ptr<const FieldSplit> fields) {
   if (depth == 0 || batch == 0) return Status::InvalidArgument("an image stage of depth 0");
   if (datasets.empty()) return Status::InvalidArgument("an image stage of no dataset");
   std::unique_ptr<ImageStage> s(new ImageStage(datasets, source, device, std::move(pool),
                                                std::move(decoder), skip_bad_records));
+  s->fields_ = std::move(fields);
   uint64_t first = 0;
   for (const Dataset* d : datasets) {
     s->firsts_.push_back(first);
@@ -113,9 +112,19 @@ Status ImageStage::Fill() {
     Slot& s = *free_.back();
     // The source's batch is valid until its next call: its records, offsets (elements of uint8:
     // bytes), indices and keys are copied; the vectors grow to the largest batch and stay there.
-    s.bytes.assign(static_cast<const uint8_t*>(b.samples),
-                   static_cast<const uint8_t*>(b.samples) + b.values_bytes);
-    s.offsets.assign(b.offsets, b.offsets + b.n + 1);
+    if (fields_) {
+      // Samples of several fields: the whole samples kept for the other fields (laid out at the
+      // hand-out, once the bad records are known), the image field's bytes decoded.
+      s.records.assign(static_cast<const uint8_t*>(b.samples),
+                       static_cast<const uint8_t*>(b.samples) + b.values_bytes);
+      s.record_offsets.assign(b.offsets, b.offsets + b.n + 1);
+      RF_RETURN_IF_ERROR(fields_->TakeDecoded(s.records.data(), s.record_offsets.data(), b.n,
+                                              &s.bytes, &s.offsets));
+    } else {
+      s.bytes.assign(static_cast<const uint8_t*>(b.samples),
+                     static_cast<const uint8_t*>(b.samples) + b.values_bytes);
+      s.offsets.assign(b.offsets, b.offsets + b.n + 1);
+    }
     s.indices = source_.batch_samples();
     if (b.sample_indices != nullptr) {
       s.keys.assign(b.sample_indices, b.sample_indices + b.n);
@@ -127,6 +136,10 @@ Status ImageStage::Fill() {
     std::vector<int64_t> shape{b.n};
     shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
     RF_ASSIGN_OR_RETURN(s.out, pool_->Acquire(b.n, decoder_->spec().output, std::move(shape)));
+    if (fields_) {  // room for the other fields after the images (before anything is written)
+      RF_RETURN_IF_ERROR(pool_->Reserve(
+          *s.out, ImagesBytes(b.n) + fields_->AreaBound(s.record_offsets.data(), b.n)));
+    }
     DecodeLabelsOnHost(b.label_dtype, b.labels, b.n,
                        staged_ || gpu_out_ ? s.labels.data() : s.out->labels());
     ImageJob& job = s.job;
@@ -179,6 +192,7 @@ Result<std::shared_ptr<LoadedBatch>> ImageStage::Next() {
       RF_RETURN_IF_ERROR(
           device_.PutBytes(s.labels.data(), out->labels(), size_t{out->size()} * sizeof(int64_t)));
     }
+    if (fields_) RF_RETURN_IF_ERROR(PutFields(s, *out));
     return out;
   }
 }
@@ -223,6 +237,35 @@ Status ImageStage::Settle(Slot& s) {
   }
   out.Truncate(kept);
   return Status::Ok();
+}
+
+Status ImageStage::PutFields(Slot& s, LoadedBatch& out) {
+  // The samples kept: all, or those not skipped (job.bad in slot order).
+  const ImageJob& job = s.job;
+  const uint32_t* keep = nullptr;
+  if (!job.bad.empty()) {
+    s.keep.clear();
+    size_t b = 0;
+    for (uint32_t i = 0; i < job.n; ++i) {
+      if (b < job.bad.size() && job.bad[b].slot == i) {
+        ++b;
+      } else {
+        s.keep.push_back(i);
+      }
+    }
+    keep = s.keep.data();
+  }
+  RF_RETURN_IF_ERROR(fields_->Layout(s.records.data(), s.record_offsets.data(), job.n, keep,
+                                     out.size(), &s.area, &s.parts));
+  uint8_t* area = static_cast<uint8_t*>(out.samples()) + ImagesBytes(job.n);
+  if (!s.area.empty()) RF_RETURN_IF_ERROR(device_.PutBytes(s.area.data(), area, s.area.size()));
+  fields_->Describe(out, area, s.parts, out.size());
+  return Status::Ok();
+}
+
+size_t ImageStage::ImagesBytes(uint32_t n) const {
+  const size_t a = FieldSplit::kFieldAlign;
+  return (size_t{n} * sample_bytes_ + a - 1) / a * a;
 }
 
 std::pair<const Dataset*, uint64_t> ImageStage::Locate(uint64_t index) const {

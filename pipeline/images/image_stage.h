@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "io/dataset.h"
+#include "pipeline/fields/field_split.h"
 #include "pipeline/images/image_decoder.h"
 #include "pipeline/output/loaded_batch.h"
 #include "pipeline/output/loader_device.h"
@@ -61,13 +62,13 @@ class ImageStage {
   // The stage over `source` (batches of image records of `datasets`: one dataset, or a
   // mixture's, whose batch indices count the datasets one after another; all outliving the
   // stage), decoding with `decoder` into buffers of `pool` on `device`, `depth` (>= 1) batches
-  // ahead, batches of at most `batch` samples.
-  static Result<std::unique_ptr<ImageStage>> Create(const std::vector<const Dataset*>& datasets,
-                                                    TrainingSource& source, LoaderDevice& device,
-                                                    std::shared_ptr<OutputPool> pool,
-                                                    std::unique_ptr<ImageDecoder> decoder,
-                                                    uint32_t batch, uint32_t depth,
-                                                    bool skip_bad_records);
+  // ahead, batches of at most `batch` samples. `fields`: samples of several fields, whose image
+  // field (fields->decoded()) is decoded; the others are laid out after the batch's images and
+  // handed out beside them (LoadedBatch::fields()), the skipped samples' left out.
+  static Result<std::unique_ptr<ImageStage>> Create(
+      const std::vector<const Dataset*>& datasets, TrainingSource& source, LoaderDevice& device,
+      std::shared_ptr<OutputPool> pool, std::unique_ptr<ImageDecoder> decoder, uint32_t batch,
+      uint32_t depth, bool skip_bad_records, std::shared_ptr<const FieldSplit> fields = nullptr);
   // Waits for the batches in flight (their buffers go back to the pool), then stops the
   // decoder's threads.
   ~ImageStage();
@@ -112,6 +113,13 @@ class ImageStage {
     std::vector<int64_t> labels;
     std::shared_ptr<LoadedBatch> out;
     uint64_t position = 0;
+    // Samples of several fields: the batch's whole samples, and at the hand-out the kept ones
+    // and their other fields' area (pageable: PutBytes has read it when it returns).
+    std::vector<uint8_t> records;
+    std::vector<int64_t> record_offsets;
+    std::vector<uint32_t> keep;
+    std::vector<uint8_t> area;
+    std::vector<FieldSplit::Part> parts;
   };
 
   ImageStage(const std::vector<const Dataset*>& datasets, TrainingSource& source,
@@ -131,6 +139,11 @@ class ImageStage {
   Status Settle(Slot& s);
   // The Corruption of a bad record: the global sample index, its bytes, why.
   Status BadRecordStatus(uint64_t index, size_t bytes, const std::string& why) const;
+  // Samples of several fields: the other fields of the slot's kept samples put after out's
+  // images, and out's fields set.
+  Status PutFields(Slot& s, LoadedBatch& out);
+  // A batch of n decoded images' bytes, rounded up to FieldSplit::kFieldAlign.
+  size_t ImagesBytes(uint32_t n) const;
   // "sample G (FILE chunk C record R)" for a report.
   std::string NameRecord(uint64_t index) const;
   // The dataset holding batch index `index` and the sample's index in it.
@@ -142,6 +155,7 @@ class ImageStage {
   LoaderDevice& device_;
   std::shared_ptr<OutputPool> pool_;
   std::unique_ptr<ImageDecoder> decoder_;
+  std::shared_ptr<const FieldSplit> fields_;
   const bool skip_;
   bool staged_ = false;   // the decoder writes other memory than the pool's: slots' staging
   bool gpu_out_ = false;  // the decoder writes the pool's GPU memory: slots' labels

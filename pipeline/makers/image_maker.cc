@@ -1,6 +1,6 @@
-// Decoded images (BatchKind::kImages): image records decoded into images of the plan's
-// ImageDecodeSpec by the image stage (pipeline/images/image_stage.h: decode threads or nvJPEG
-// ahead of the consumer, `depth` batches in flight), whose decoder pipeline/images/
+// Decoded images (BatchKind::kImages, and kFields' image field): image records decoded into images
+// of the plan's ImageDecodeSpec by the image stage (pipeline/images/image_stage.h: decode threads
+// or nvJPEG ahead of the consumer, `depth` batches in flight), whose decoder pipeline/images/
 // image_decoder.h chooses. A mixture's batches are decoded as one dataset's, each sample keyed as
 // pipeline/sources/mixed_source.h says.
 #include <algorithm>
@@ -48,13 +48,22 @@ class ImageMaker final : public BatchMaker {
 
 Result<std::unique_ptr<BatchMaker>> MakeImageMaker(const MakerParts& parts,
                                                    std::shared_ptr<OutputPool>* pool) {
+  return MakeImageFieldMaker(parts, pool, nullptr);
+}
+
+Result<std::unique_ptr<BatchMaker>> MakeImageFieldMaker(const MakerParts& parts,
+                                                        std::shared_ptr<OutputPool>* pool,
+                                                        std::shared_ptr<const FieldSplit> fields) {
   const LoaderOptions& options = parts.options;
   const ImageDecodeSpec& spec = parts.plan.image;
   const uint32_t batch = options.pipeline.order.batch_size;
   bool compressed = false, jpeg = false;  // jpeg: a record may be a JPEG (nvJPEG may take it)
   for (const Dataset* d : parts.datasets) {
     compressed = compressed || d->compressed();
-    jpeg = jpeg || format::MayHoldJpeg(d->header().media_type);
+    const format::Header& h = d->header();
+    jpeg = jpeg || format::MayHoldJpeg(
+                       fields ? h.fields[static_cast<size_t>(parts.plan.image_field)].media_type
+                              : h.media_type);
   }
   RF_ASSIGN_OR_RETURN(*pool,
                       parts.device.MakePool(spec.OutputSampleBytes() * batch, batch,
@@ -73,7 +82,7 @@ Result<std::unique_ptr<BatchMaker>> MakeImageMaker(const MakerParts& parts,
   RF_ASSIGN_OR_RETURN(
       std::unique_ptr<ImageStage> stage,
       ImageStage::Create(parts.datasets, *parts.source, parts.device, *pool, std::move(decoder),
-                         batch, depth, options.image.skip_bad_records));
+                         batch, depth, options.image.skip_bad_records, std::move(fields)));
   return std::unique_ptr<BatchMaker>(new ImageMaker(std::move(stage)));
 }
 

@@ -12,10 +12,9 @@ struct MakerRow {
 
 // One row a kind of batch.
 constexpr MakerRow kMakers[] = {
-    {BatchKind::kTensors, MakeTensorMaker},
-    {BatchKind::kRecords, MakeRecordMaker},
-    {BatchKind::kImages, MakeImageMaker},
-    {BatchKind::kSequences, MakeSequenceMaker},
+    {BatchKind::kTensors, MakeTensorMaker}, {BatchKind::kRecords, MakeRecordMaker},
+    {BatchKind::kImages, MakeImageMaker},   {BatchKind::kSequences, MakeSequenceMaker},
+    {BatchKind::kFields, MakeFieldsMaker},
 };
 
 }  // namespace

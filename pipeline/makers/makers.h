@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "io/dataset.h"
+#include "pipeline/fields/field_split.h"
 #include "pipeline/makers/batch_maker.h"
 #include "pipeline/output/loader_device.h"
 #include "pipeline/output/output_pool.h"
@@ -43,7 +44,14 @@ Result<std::unique_ptr<BatchMaker>> MakeRecordMaker(const MakerParts& parts,
                                                     std::shared_ptr<OutputPool>* pool);
 Result<std::unique_ptr<BatchMaker>> MakeImageMaker(const MakerParts& parts,
                                                    std::shared_ptr<OutputPool>* pool);
+// The image maker over samples of several fields whose image field the stage decodes, the others
+// laid out beside the images by `fields` (the fields maker's, with plan.image_field).
+Result<std::unique_ptr<BatchMaker>> MakeImageFieldMaker(const MakerParts& parts,
+                                                        std::shared_ptr<OutputPool>* pool,
+                                                        std::shared_ptr<const FieldSplit> fields);
 Result<std::unique_ptr<BatchMaker>> MakeSequenceMaker(const MakerParts& parts,
                                                       std::shared_ptr<OutputPool>* pool);
+Result<std::unique_ptr<BatchMaker>> MakeFieldsMaker(const MakerParts& parts,
+                                                    std::shared_ptr<OutputPool>* pool);
 
 }  // namespace rf

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,17 @@ class LoadedBatch {
     std::vector<int64_t> shape;
   };
   const std::vector<View>& views() const { return views_; }
+  // Samples of several fields (pipeline/fields/field_split.h): each field by name, in the
+  // dataset's table order, and where it lies: the batch's samples (the decoded image field), its
+  // labels (the label field), or views (values, and offsets for tokens and bytes: -1 none).
+  // Empty for the other kinds.
+  struct Field {
+    enum Where { kSamples, kLabels, kViews };
+    std::string name;
+    Where where = kViews;
+    int values = -1, offsets = -1;
+  };
+  const std::vector<Field>& fields() const { return fields_; }
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   bool on_gpu() const { return gpu_device_ >= 0; }
@@ -89,6 +101,7 @@ class LoadedBatch {
     return offsets_;
   }
   void SetViews(std::vector<View> views) { views_ = std::move(views); }
+  void SetFields(std::vector<Field> fields) { fields_ = std::move(fields); }
 
  private:
   friend class OutputPool;  // makes the batch in one of its buffers, and reseats it (Reserve)
@@ -108,6 +121,7 @@ class LoadedBatch {
   std::vector<uint64_t> indices_;
   uint64_t epoch_ = 0, position_ = 0;
   std::vector<View> views_;
+  std::vector<Field> fields_;
 };
 
 }  // namespace rf

@@ -79,6 +79,25 @@ Status CheckNoImageOptions(const LoaderOptions& options, const format::Header& h
                        "; leave it out");
 }
 
+// Samples of several fields under image_size (not 0, as by default): the index of their one image
+// field, decoded; -1 where they have none (their fields come out as stored); Usage where they have
+// several (which to decode is the user's to say: image_size 0 takes them all as bytes).
+Result<int> ImageFieldOf(const format::Header& h) {
+  int found = -1;
+  std::string names;
+  for (size_t i = 0; i < h.fields.size(); ++i) {
+    if (!h.fields[i].image()) continue;
+    if (!names.empty()) names += ", ";
+    names += h.fields[i].name;
+    found = found == -1 ? static_cast<int>(i) : -2;
+  }
+  if (found == -2)
+    return Status::Usage("image_size: these samples have several image fields (" + names +
+                         ") and the loader decodes one image a sample; image_size 0 hands them "
+                         "all out as stored");
+  return found;
+}
+
 // Usage where drop_last would drop every batch of an epoch.
 Status CheckDropLast(const LoaderOptions& options, const std::vector<const Dataset*>& datasets,
                      const std::vector<double>& weights) {
@@ -198,6 +217,8 @@ const char* BatchKindName(BatchKind kind) {
       return "images";
     case BatchKind::kSequences:
       return "sequences";
+    case BatchKind::kFields:
+      return "fields";
   }
   return "?";
 }
@@ -277,14 +298,37 @@ Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
   } else if (!options.pipeline.mixture.sources.empty()) {
     return Status::Usage("a mixture's state is for a mixture of datasets (weights)");
   }
-  plan.kind = plan.decoded && format::HoldsImageRecords(h) && options.image.size != 0
+  plan.kind = h.record_kind == format::RecordKind::kFields ? BatchKind::kFields
+              : plan.decoded && format::HoldsImageRecords(h) && options.image.size != 0
                   ? BatchKind::kImages
               : h.variable() ? BatchKind::kRecords
                              : BatchKind::kTensors;
+  if (plan.kind == BatchKind::kFields && plan.decoded && options.image.size != 0) {
+    RF_ASSIGN_OR_RETURN(plan.image_field, ImageFieldOf(h));
+  }
+  // A sample's fields come out as their kinds do alone: the decoded image field's images as
+  // image records', the others as stored (records').
+  const BatchKind output_kind = plan.kind != BatchKind::kFields ? plan.kind
+                                : plan.image_field >= 0         ? BatchKind::kImages
+                                                                : BatchKind::kRecords;
   RF_ASSIGN_OR_RETURN(plan.output_options,
-                      ResolveOutput(options.output, plan.kind, plan.decoded, h));
+                      ResolveOutput(options.output, output_kind, plan.decoded, h));
   const OutputOptions& out = plan.output_options;
-  if (plan.kind == BatchKind::kImages) {
+  if (plan.kind == BatchKind::kFields) {
+    plan.host_staging = true;
+    plan.output = DType::kUInt8;
+    if (plan.image_field >= 0) {
+      RF_ASSIGN_OR_RETURN(plan.image, ImageSpecFor(options, plan.output_options));
+      const int64_t size = plan.image.size;
+      plan.sample_shape = plan.image.channels_last ? std::vector<int64_t>{size, size, 3}
+                                                   : std::vector<int64_t>{3, size, size};
+      plan.output = out.dtype;
+      plan.worker_buffers = options.worker && !plan.mixture() ? 1 : 0;
+    } else {
+      RF_RETURN_IF_ERROR(CheckNoImageOptions(options, h));
+      RF_RETURN_IF_ERROR(CheckRecords(options, h));
+    }
+  } else if (plan.kind == BatchKind::kImages) {
     RF_ASSIGN_OR_RETURN(plan.image, ImageSpecFor(options, plan.output_options));
     const int64_t size = plan.image.size;
     plan.sample_shape = plan.image.channels_last ? std::vector<int64_t>{size, size, 3}

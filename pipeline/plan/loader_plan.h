@@ -30,8 +30,10 @@ enum class BatchKind {
   kRecords,    // records of any size (tokens, bytes), handed out as stored: values and offsets
   kImages,     // image records decoded into images of image.size (pipeline/images/)
   kSequences,  // token records packed into rows of sequence_length + 1 (pipeline/sequences/)
+  kFields,     // samples of several fields, by name (pipeline/fields/): an image field decoded
+               // as kImages' records are where image_size is given, the others as stored
 };
-// "tensors", "records", "images", "sequences".
+// "tensors", "records", "images", "sequences", "fields".
 const char* BatchKindName(BatchKind kind);
 
 struct LoaderPlan {
@@ -49,7 +51,9 @@ struct LoaderPlan {
   // The output options as taken: dtype and normalize resolved where they were not given.
   OutputOptions output_options;
   DecodeSpec decode;      // kTensors with decoded: stored samples to the output
-  ImageDecodeSpec image;  // kImages: the records to images
+  ImageDecodeSpec image;  // kImages, and kFields' decoded image field: the records to images
+  // kFields: the image field decoded into images (its index in the header's fields), -1 none.
+  int image_field = -1;
   // The chunks are gathered in host memory whatever the device (records, images: their sizes
   // and the decoder are on the host), so the ring is never read by a GPU's copy engine and is
   // left unpinned.

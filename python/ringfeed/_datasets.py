@@ -34,8 +34,12 @@ class DatasetInfo(NamedTuple):
     stored_bytes: the files' bytes; data_bytes: the chunks' data, decompressed. record_kind:
     'tensor' (fixed-shape samples), 'tokens' or 'bytes' (records of any size, whose batches come
     as (values, offsets, labels); shape is then the largest record's). media_type: what bytes
-    records are ('image/jpeg'; '' unknown). parts: for a directory, its datasets in the order
-    they are read as one, each (path, samples); for one dataset, itself.
+    records are ('image/jpeg'; '' unknown). record_kind 'fields': samples of several fields,
+    whose batches come as a dict by field name; fields lists them, each (name, type) in the
+    dataset's order, the type as DatasetWriter(fields=...) takes it ('image/jpeg',
+    'tokens:int32', 'tensor:float32:512', 'label'; empty for the other kinds). parts: for a
+    directory, its datasets in the order they are read as one, each (path, samples); for one
+    dataset, itself.
     """
 
     samples: int
@@ -55,6 +59,7 @@ class DatasetInfo(NamedTuple):
     record_kind: str = "tensor"
     media_type: str = ""
     parts: Tuple[Tuple[str, int], ...] = ()
+    fields: Tuple[Tuple[str, str], ...] = ()
 
 
 def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
@@ -64,7 +69,8 @@ def _info(d: "_ringfeed._Dataset") -> DatasetInfo:
                        codec=d.codec, compressed_chunks=d.compressed_chunks,
                        stored_bytes=d.total_bytes, data_bytes=d.data_bytes,
                        record_kind=d.record_kind, media_type=d.media_type,
-                       parts=tuple((p, n) for p, n in d.parts))
+                       parts=tuple((p, n) for p, n in d.parts),
+                       fields=tuple((n, t) for n, t in d.fields))
 
 
 # The loader options that opening a dataset reads (a remote one's fetch options and its node-local

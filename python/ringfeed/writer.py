@@ -25,7 +25,15 @@ Records of any size (tokenized documents, encoded images) are written one by one
         for jpeg_bytes, label in my_images():
             w.write(jpeg_bytes, label)
 
-and a loader over them hands out (values, offsets, labels) batches.
+and a loader over them hands out (values, offsets, labels) batches. Samples of several fields
+(an image, its caption's token ids, a label) are dicts:
+
+    with ringfeed.DatasetWriter("pairs.rfd", fields={"jpg": "image/jpeg", "txt": "tokens:int32",
+                                                     "cls": "label"}) as w:
+        for jpeg_bytes, ids, label in my_pairs():
+            w.write({"jpg": jpeg_bytes, "txt": ids, "cls": label})
+
+and a loader over them hands out each batch as a dict by field name.
 """
 
 from __future__ import annotations
@@ -83,6 +91,13 @@ class DatasetWriter:
         if unknown:
             raise TypeError(f"DatasetWriter() got an unexpected keyword argument {unknown[0]!r}")
         options.update(shape=shape, dtype=dtype)
+        fields = options.get("fields")
+        if isinstance(fields, dict):  # {"jpg": "image/jpeg", ...}: the table's text
+            for name, kind in fields.items():
+                if not isinstance(name, str) or not isinstance(kind, str):
+                    raise UsageError(f"fields: each is a name and a type, both str: got "
+                                     f"{name!r}: {kind!r}")
+            options["fields"] = ",".join(f"{name}={kind}" for name, kind in fields.items())
         keep = options.get("keep")
         if keep is not None and not isinstance(keep, (str, bytes, os.PathLike)):
             options["keep"] = [os.fspath(k) for k in keep]  # one path alone: refused as no list
@@ -100,6 +115,8 @@ class DatasetWriter:
         self.sample_elems = 1
         for d in self.shape:
             self.sample_elems *= d
+        # Samples of several fields: {name: type} in the table's order (io/fields.h).
+        self.fields: Dict[str, str] = dict(self._native.fields())
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -112,6 +129,12 @@ class DatasetWriter:
         a list of them, and one label or a list."""
         import numpy as np  # the package itself does not need numpy; writing arrays does
 
+        if self.records == "fields":
+            if labels is not None:
+                raise UsageError("samples of several fields carry their label as a field "
+                                 "(NAME=label): write(sample) alone")
+            self._write_samples([samples] if isinstance(samples, dict) else list(samples))
+            return
         if self.records != "tensor":
             # One record (bytes, or a 1-D array) or a list of them.
             one = isinstance(samples, (bytes, bytearray, memoryview)) or (
@@ -161,6 +184,61 @@ class DatasetWriter:
             raise UsageError(f"a record is a 1-D array of {self.dtype} (or bytes for bytes "
                              f"records), got {a.dtype} of shape {tuple(a.shape)}")
         return a
+
+    def _write_samples(self, samples: list) -> None:
+        """Samples of several fields: each a dict of every field by name."""
+        names = list(self.fields)
+        label = next((n for n, t in self.fields.items() if t == "label"), None)
+        parts, ys = [], []
+        for i, sample in enumerate(samples):
+            which = f"sample {self.samples + i}"
+            if not isinstance(sample, dict):
+                raise UsageError(f"{which}: a sample of several fields is a dict of them "
+                                 f"({', '.join(names)}), got {type(sample).__name__}")
+            missing = [n for n in names if n not in sample]
+            unknown = [n for n in sample if n not in self.fields]
+            if missing or unknown:
+                raise UsageError(f"{which}: " + (f"no field {missing[0]!r}" if missing else
+                                                 f"no such field {unknown[0]!r}") +
+                                 f" (the fields are {', '.join(names)})")
+            parts.append([self._field_bytes(which, n, self.fields[n], sample[n])
+                          for n in names if n != label])
+            if label is not None:
+                ys.append(sample[label])
+        y = self._labels_array(ys if label is not None else None, len(samples))
+        if samples:
+            with self._lock:
+                self._native.append_samples(parts, y)
+
+    @staticmethod
+    def _field_bytes(which: str, name: str, kind: str, value: Any) -> Any:
+        """One field's stored bytes, as a contiguous buffer (io/fields.h's kinds)."""
+        import numpy as np
+
+        if kind.startswith("tokens:") or kind.startswith("tensor:"):
+            dtype = np.dtype(_NUMPY[kind.split(":")[1]])
+            a = (np.asarray(value, dtype=dtype) if isinstance(value, (list, tuple))
+                 else np.asarray(value))
+            if a.dtype != dtype:
+                raise UsageError(f"{which}: field {name!r} ({kind}) is {a.dtype}: convert it "
+                                 f"first")
+            if kind.startswith("tokens:") and a.ndim != 1:
+                raise UsageError(f"{which}: field {name!r} ({kind}) is a 1-D array of ids, "
+                                 f"got shape {tuple(a.shape)}")
+            if kind.startswith("tensor:"):
+                want = tuple(int(d) for d in kind.split(":")[2].split("x"))
+                if tuple(a.shape) != want:
+                    raise UsageError(f"{which}: field {name!r} ({kind}) of shape "
+                                     f"{tuple(a.shape)}, not {want}")
+            return np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, (bytes, bytearray)):
+            return value
+        if isinstance(value, memoryview):
+            return value.tobytes() if not value.c_contiguous else value
+        raise UsageError(f"{which}: field {name!r} ({kind}) is bytes (or str, stored as "
+                         f"UTF-8), got {type(value).__name__}")
 
     def write_records(self, values: Any, offsets: Any, labels: Any = None) -> None:
         """Appends records packed as a loader hands them out: record i is

@@ -147,9 +147,27 @@ py::dict StatsDict(const LoaderStats& s) {
 }
 
 // A batch as Python takes it: (samples, labels); records of any size (values, offsets, labels);
-// packed sequences (tokens, lengths, cu_seqlens, position_ids).
+// packed sequences (tokens, lengths, cu_seqlens, position_ids); samples of several fields a dict
+// by field name (pipeline/fields/field_split.h: a tensor, (values, offsets), or the labels).
 py::object BatchTuple(const std::shared_ptr<LoadedBatch>& b) {
   if (!b) return py::none();
+  if (!b->fields().empty()) {  // samples of several fields: a dict by name, in table order
+    py::dict d;
+    for (const LoadedBatch::Field& f : b->fields()) {
+      if (f.where == LoadedBatch::Field::kSamples) {
+        d[py::str(f.name)] = Tensor{b, BatchPart::kSamples};
+      } else if (f.where == LoadedBatch::Field::kLabels) {
+        d[py::str(f.name)] = Tensor{b, BatchPart::kLabels};
+      } else if (f.offsets < 0) {
+        d[py::str(f.name)] = Tensor{b, BatchPart::kView, static_cast<size_t>(f.values)};
+      } else {
+        d[py::str(f.name)] =
+            py::make_tuple(Tensor{b, BatchPart::kView, static_cast<size_t>(f.values)},
+                           Tensor{b, BatchPart::kView, static_cast<size_t>(f.offsets)});
+      }
+    }
+    return d;
+  }
   if (!b->views().empty()) {
     return py::make_tuple(Tensor{b, BatchPart::kView, 0}, Tensor{b, BatchPart::kView, 1},
                           Tensor{b, BatchPart::kView, 2}, Tensor{b, BatchPart::kView, 3});

@@ -194,6 +194,9 @@ PYBIND11_MODULE(_ringfeed, m) {
           "record_kind",
           [](const Dataset& d) { return format::RecordKindName(d.header().record_kind); })
       .def_property_readonly("media_type", [](const Dataset& d) { return d.header().media_type; })
+      .def_property_readonly(
+          "fields", [](const Dataset& d) { return FieldPairs(d.header().fields); },
+          "Samples of several fields: (name, type) pairs in the table's order; empty otherwise.")
       .def_property_readonly("label_dtype",
                              [](const Dataset& d) { return DTypeName(d.header().label_dtype); })
       .def_property_readonly("classes", [](const Dataset& d) { return d.header().num_classes; })

@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "io/dataset_writer.h"
+#include "io/fields.h"
 #include "io/writer_options.h"
 #include "python/src/option_values.h"
 #include "python/src/status_error.h"
@@ -46,6 +47,8 @@ class NativeWriter {
 
   // The options as the writer took them (its defaults where not given), by their Python names.
   py::dict Options() const { return OptionValues(WriterOptionTable(), kWriterApi, config_); }
+  // The samples' fields (records fields; empty otherwise), as FieldPairs gives them.
+  py::list Fields() const { return FieldPairs(config_.spec.fields); }
 
   // n samples (n x the sample's bytes) and their n labels (or None), contiguous, in the stored
   // dtypes: writer.py made them so.
@@ -83,6 +86,47 @@ class NativeWriter {
     {
       py::gil_scoped_release unlocked;
       st = w.AppendRecords(v.ptr, off, labels.is_none() ? nullptr : l.ptr, n);
+    }
+    Check(st);
+  }
+
+  // n samples of several fields (records fields): `samples` a list of n lists, each the sample's
+  // stored fields' bytes (buffers, in the table's order, all but the label); labels as for Append.
+  // Each sample's record is made by format::EncodeSample and checked by the writer.
+  void AppendSamples(const py::list& samples, const py::object& labels) {
+    DatasetWriter& w = Open();
+    const std::vector<format::FieldSpec>& fields = config_.spec.fields;
+    const uint32_t stored = format::StoredFieldCount(fields);
+    const uint64_t n = samples.size();
+    std::vector<uint8_t> values;
+    std::vector<uint64_t> offsets{0};
+    std::vector<const uint8_t*> parts(stored);
+    std::vector<uint64_t> sizes(stored);
+    for (uint64_t i = 0; i < n; ++i) {
+      const py::list sample = samples[i].cast<py::list>();
+      if (sample.size() != stored)
+        Throw(Status::InvalidArgument("sample " + std::to_string(w.samples_written() + i) +
+                                      " holds " + std::to_string(sample.size()) +
+                                      " fields' bytes, not " + std::to_string(stored)));
+      std::vector<py::buffer_info> held;
+      for (uint32_t k = 0; k < stored; ++k) {
+        held.push_back(sample[k].cast<py::buffer>().request());
+        const uint64_t bytes = static_cast<uint64_t>(held.back().size * held.back().itemsize);
+        if (bytes > UINT32_MAX)
+          Throw(Status::InvalidArgument("sample " + std::to_string(w.samples_written() + i) +
+                                        ": a field of " + std::to_string(bytes) +
+                                        " bytes (a field holds less than 4 GiB)"));
+        parts[k] = static_cast<const uint8_t*>(held.back().ptr);
+        sizes[k] = bytes;
+      }
+      format::EncodeSample(fields, parts.data(), sizes.data(), &values);
+      offsets.push_back(values.size());
+    }
+    const py::buffer_info l = LabelsOf(labels, n);
+    Status st;
+    {
+      py::gil_scoped_release unlocked;
+      st = w.AppendRecords(values.data(), offsets.data(), labels.is_none() ? nullptr : l.ptr, n);
     }
     Check(st);
   }
@@ -140,6 +184,13 @@ class NativeWriter {
 
 }  // namespace
 
+py::list FieldPairs(const std::vector<format::FieldSpec>& fields) {
+  py::list out;
+  for (const format::FieldSpec& f : fields)
+    out.append(py::make_tuple(f.name, format::FieldTypeText(f)));
+  return out;
+}
+
 void BindWriter(py::module_& m) {
   m.def(
       "writer_options", [] { return OptionList(WriterOptionTable().Specs(kWriterApi)); },
@@ -150,9 +201,12 @@ void BindWriter(py::module_& m) {
                            "arrays this takes).")
       .def(py::init<const py::object&, const py::dict&>(), py::arg("path"), py::arg("options"))
       .def("options", &NativeWriter::Options)
+      .def("fields", &NativeWriter::Fields)
       .def("append_records", &NativeWriter::AppendRecords, py::arg("values"), py::arg("offsets"),
            py::arg("labels"), py::arg("n"),
            "Appends n records of any size: values, n + 1 uint64 element offsets, labels.")
+      .def("append_samples", &NativeWriter::AppendSamples, py::arg("samples"), py::arg("labels"),
+           "Appends samples of several fields: lists of their stored fields' bytes, labels.")
       .def("append", &NativeWriter::Append, py::arg("samples"), py::arg("labels"), py::arg("n"),
            "Appends n samples and labels (None without labels), contiguous, stored dtypes.")
       .def("finish", &NativeWriter::Finish,

@@ -7,7 +7,15 @@
 
 #include <pybind11/pybind11.h>
 
+#include <vector>
+
+#include "io/fields.h"
+
 namespace rf::python {
+
+// A dataset's fields as Python sees them: a list of (name, type) pairs in the table's order, the
+// type as io/fields.h's ParseFields reads it ("image/jpeg", "tokens:int32", "label").
+pybind11::list FieldPairs(const std::vector<format::FieldSpec>& fields);
 
 void BindWriter(pybind11::module_& m);
 

@@ -1,0 +1,127 @@
+"""Samples of several fields from ringfeed.DatasetWriter(fields=...) to ringfeed.Loader: each
+batch a dict by field name, each field as its kind comes alone (an image decoded, or its bytes as
+(values, offsets); token ids as (values, offsets); a tensor; the label), every field of a sample
+that sample's own, once an epoch, through a resume; dataset_info shows the fields; what a sample
+cannot be is refused naming it."""
+
+import io
+
+import numpy as np
+import pytest
+
+import ringfeed
+from ringfeed import UsageError
+
+FIELDS = {"jpg": "image/jpeg", "txt": "tokens:int32", "emb": "tensor:float32:4",
+          "json": "application/json", "cls": "label"}
+
+
+def jpeg(i):
+    from PIL import Image
+    rng = np.random.default_rng(i)
+    img = Image.fromarray(rng.integers(0, 255, size=(40 + i % 30, 50, 3), dtype=np.uint8))
+    out = io.BytesIO()
+    img.save(out, format="JPEG", quality=90)
+    return out.getvalue()
+
+
+def sample(i):
+    return {"jpg": jpeg(i), "txt": np.arange(i % 6, dtype=np.int32) + 10 * i,
+            "emb": np.full(4, i, dtype=np.float32), "json": f'{{"i": {i}}}', "cls": i % 3}
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fields") / "pairs.rfd"
+    with ringfeed.DatasetWriter(str(path), fields=FIELDS, chunk_size="16KiB",
+                                compress="zstd") as w:
+        assert w.fields == FIELDS
+        w.write([sample(i) for i in range(40)])  # a list of samples
+        for i in range(40, 70):
+            w.write(sample(i))  # one sample
+    return str(path)
+
+
+def check(batch, decoded):
+    """Every field of the batch against its samples' own; their indices."""
+    assert list(batch) == list(FIELDS)
+    txt, txt_off = (np.from_dlpack(t) for t in batch["txt"])
+    emb = np.from_dlpack(batch["emb"])
+    meta, meta_off = (np.from_dlpack(t) for t in batch["json"])
+    cls = np.from_dlpack(batch["cls"])
+    indices = list(batch["cls"].indices)
+    assert txt.dtype == np.int32 and emb.shape == (len(indices), 4) and cls.dtype == np.int64
+    for k, g in enumerate(indices):
+        want = sample(g)
+        assert np.array_equal(txt[txt_off[k]:txt_off[k + 1]], want["txt"])
+        assert np.array_equal(emb[k], want["emb"])
+        assert meta[meta_off[k]:meta_off[k + 1]].tobytes().decode() == want["json"]
+        assert cls[k] == g % 3
+        if not decoded:
+            v, o = (np.from_dlpack(t) for t in batch["jpg"])
+            assert v[o[k]:o[k + 1]].tobytes() == want["jpg"]
+    if decoded:
+        assert tuple(np.from_dlpack(batch["jpg"]).shape) == (len(indices), 3, 24, 24)
+    return indices
+
+
+def test_dataset_info_shows_the_fields(pairs):
+    info = ringfeed.dataset_info(pairs)
+    assert info.record_kind == "fields" and info.classes == 3 and info.samples == 70
+    assert info.fields == tuple(FIELDS.items())
+
+
+@pytest.mark.parametrize("decoded", [False, True])
+def test_every_field_of_every_sample_comes_once_an_epoch(pairs, decoded):
+    options = {"image_size": 24, "image_crop": "center"} if decoded else {"image_size": 0}
+    loader = ringfeed.Loader(pairs, batch_size=8, seed=4, device="cpu", **options)
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        seen = [g for batch in loader for g in check(batch, decoded)]
+        assert sorted(seen) == list(range(70))
+
+
+def test_a_restored_loader_continues_exactly(pairs):
+    def open_one():
+        return ringfeed.Loader(pairs, batch_size=8, seed=7, device="cpu", image_size=24)
+    whole = [list(b["cls"].indices) for b in open_one()]
+    first = open_one()
+    it = iter(first)
+    head = [list(next(it)["cls"].indices) for _ in range(3)]
+    state = first.state_dict()
+    second = open_one()
+    second.load_state_dict(state)
+    rest = [check(b, True) for b in second]
+    assert head + rest == whole
+
+
+def test_what_a_sample_cannot_be_is_refused_naming_it(tmp_path):
+    w = ringfeed.DatasetWriter(str(tmp_path / "x.rfd"), fields=FIELDS)
+    bad = sample(0)
+    del bad["txt"]
+    with pytest.raises(UsageError, match="sample 0: no field 'txt'"):
+        w.write(bad)
+    with pytest.raises(UsageError, match="no such field 'caption'"):
+        w.write(dict(sample(0), caption=b"x"))
+    with pytest.raises(UsageError, match=r"field 'emb' \(tensor:float32:4\) of shape \(3,\)"):
+        w.write(dict(sample(0), emb=np.zeros(3, np.float32)))
+    with pytest.raises(UsageError, match="field 'txt' .* is int64: convert it first"):
+        w.write(dict(sample(0), txt=np.zeros(3, np.int64)))
+    with pytest.raises(UsageError, match="label 700 does not fit"):
+        w.write(dict(sample(0), cls=700))
+    with pytest.raises(UsageError, match="carry their label as a field"):
+        w.write(sample(0), 1)
+    w.abort()
+    with pytest.raises(UsageError, match="field 'a': named twice"):
+        ringfeed.DatasetWriter(str(tmp_path / "y.rfd"), fields="a=bytes,a=bytes")
+    with pytest.raises(UsageError, match="go together"):
+        ringfeed.DatasetWriter(str(tmp_path / "y.rfd"), records="fields")
+    with pytest.raises(UsageError, match="image_crop: this dataset's batches are no decoded"):
+        ringfeed.Loader(_text_only(tmp_path), batch_size=1, device="cpu", image_crop="center")
+
+
+def _text_only(tmp_path):
+    path = str(tmp_path / "text.rfd")
+    with ringfeed.DatasetWriter(path, fields={"txt": "text/plain"}) as w:
+        w.write({"txt": "a caption"})
+    return path
