@@ -43,13 +43,19 @@ struct Record {
   int64_t label;
 };
 
+// Every record of the image dataset at `path`, which holds `media_type` records (or, for
+// "fields", samples of several fields).
 inline std::vector<Record> Records(const std::string& path,
                                    const std::string& media_type = "image/jpeg") {
   Result<Dataset> d = Dataset::Open(path);
   EXPECT_TRUE(d.ok()) << d.status().ToString();
   if (!d.ok()) return {};
-  EXPECT_EQ(d->header().record_kind, format::RecordKind::kBytes);
-  EXPECT_EQ(d->header().media_type, media_type);
+  if (media_type == "fields") {  // samples of several fields: each record a whole sample
+    EXPECT_EQ(d->header().record_kind, format::RecordKind::kFields);
+  } else {
+    EXPECT_EQ(d->header().record_kind, format::RecordKind::kBytes);
+    EXPECT_EQ(d->header().media_type, media_type);
+  }
   std::vector<Record> out;
   std::vector<uint8_t> buf(d->max_chunk_bytes());
   for (size_t g = 0; g < d->chunk_count(); ++g) {

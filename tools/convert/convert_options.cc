@@ -285,6 +285,14 @@ void AddImageOptions(Table& t) {
           "name order); without it they are stored in a fixed shuffle, so that every chunk "
           "mixes classes (WebDataset shards keep their own order either way)");
   t.Field(
+       "fields", OptionType::kTexts, [](auto& c) -> auto& { return c.images_options.fields; })
+      .For(kConvertImages)
+      .Metavar("EXT,...")
+      .Help(
+          "WebDataset shards: keep these members of each sample as its fields, by extension "
+          "(jpg,txt,json,cls: the image, its caption, its metadata, its label), each sample "
+          "holding every one; without it a sample is its image and its .cls label alone");
+  t.Field(
        "list-images", OptionType::kSwitch,
        [](auto& c) -> auto& { return c.images_options.list_images; })
       .For(kConvertImages)

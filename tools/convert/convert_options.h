@@ -84,6 +84,9 @@ struct ConvertConfig {
     bool skip_bad = false;     // leave refused images out, listed in a report
     bool keep_order = false;   // an ImageFolder's walk order, not its shuffle
     bool list_images = false;  // each sample's source listed beside the output
+    // --fields: the members of each WebDataset sample kept, by extension (jpg,txt,json,cls);
+    // empty: the image and its .cls alone, as image records.
+    std::vector<std::string> fields;
   } images_options;
   struct Export {
     ExportFormat format = ExportFormat::kRaw;

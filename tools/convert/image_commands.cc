@@ -28,7 +28,8 @@ Status RunImagesCommand(const std::vector<std::string>& args, std::ostream& out)
     return Status::Usage("--quality is the quality of a re-encode: give --max-side too");
   }
   WriterConfig writer = c.writer;
-  writer.spec.record_kind = format::RecordKind::kBytes;
+  writer.spec.record_kind =
+      images.fields.empty() ? format::RecordKind::kBytes : format::RecordKind::kFields;
   RF_RETURN_IF_ERROR(CheckWriterVersion(writer, OptionFace::kCommandLine));
   ImageConvertOptions o;
   o.chunk_bytes = c.writer.options.chunk_bytes;
@@ -58,9 +59,19 @@ Status RunImagesCommand(const std::vector<std::string>& args, std::ostream& out)
     }
   }
   if (!folder) RF_RETURN_IF_ERROR(CheckInputsAreRegular(inputs));
+  // --fields jpg,txt,cls (or given again): each extension once, in the order named.
+  std::vector<std::string> fields;
+  for (const std::string& item : images.fields) {
+    size_t start = 0;
+    for (size_t comma; (comma = item.find(',', start)) != std::string::npos; start = comma + 1)
+      fields.push_back(item.substr(start, comma - start));
+    fields.push_back(item.substr(start));
+  }
+  if (folder && !fields.empty())
+    return Status::Usage("--fields keeps the members of WebDataset samples: give .tar shards");
   Result<std::unique_ptr<ImageSource>> source =
       folder ? OpenImageFolderSource(inputs[0], o.max_record_bytes, images.keep_order)
-             : OpenWebDatasetSource(inputs, o.max_record_bytes);
+             : OpenWebDatasetSource(inputs, o.max_record_bytes, fields);
   if (!source.ok()) return source.status();
   // Said before the conversion, and under --quiet too: the tree holds what the dataset will not.
   if (const std::string links = LinksNotFollowedText((*source)->links_not_followed());

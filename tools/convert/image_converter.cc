@@ -43,6 +43,17 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   spec.label_dtype = s.label_dtype;
   spec.num_classes = s.classes;
   spec.class_names = src.class_names();
+  // Samples of several fields: each sample's image and its other fields, one record.
+  spec.fields = src.fields();
+  if (!spec.fields.empty()) {
+    spec.record_kind = format::RecordKind::kFields;
+    spec.media_type.clear();
+    spec.has_labels = s.classes != 0;
+    if (!spec.has_labels) spec.label_dtype = DType::kUInt8;
+  }
+  std::vector<uint8_t> sample;
+  std::vector<const uint8_t*> parts;
+  std::vector<uint64_t> sizes;
   RF_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
                       DatasetWriter::Create(out_path, spec, RecordWriterOptions(o, inputs)));
 
@@ -77,9 +88,25 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
     // Without skip_bad, nothing more is written once one is refused; every bad one is named.
     if (bad_count != 0 && !o.skip_bad) return Status::Ok();
     StoreInteger(ElemOf(s.label_dtype), c.item.label, label.data(), 0);
-    const std::vector<uint8_t>& bytes = c.stored();
-    const uint64_t offsets[2] = {0, bytes.size()};
-    RF_RETURN_IF_ERROR(writer->AppendRecords(bytes.data(), offsets, label.data(), 1));
+    const std::vector<uint8_t>* record = &c.stored();
+    if (!spec.fields.empty()) {
+      // The image in its field's place, the others in theirs (the label is the chunk's).
+      parts.clear();
+      sizes.clear();
+      size_t extra = 0;
+      for (const format::FieldSpec& f : spec.fields) {
+        if (!f.stored()) continue;
+        const std::vector<uint8_t>& b = f.image() ? c.stored() : c.item.extras.at(extra++);
+        parts.push_back(b.data());
+        sizes.push_back(b.size());
+      }
+      sample.clear();
+      format::EncodeSample(spec.fields, parts.data(), sizes.data(), &sample);
+      record = &sample;
+    }
+    const uint64_t offsets[2] = {0, record->size()};
+    RF_RETURN_IF_ERROR(writer->AppendRecords(record->data(), offsets,
+                                             spec.has_labels ? label.data() : nullptr, 1));
     if (o.list_images) {
       listed += std::to_string(s.images);
       listed += '\t';
@@ -118,6 +145,12 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
                  : s.webp   ? "image/webp"
                             : "image/jpeg";
   RF_RETURN_IF_ERROR(writer->SetMediaType(s.media_type));
+  if (!spec.fields.empty()) {
+    for (format::FieldSpec& f : spec.fields) {
+      if (f.image()) f.media_type = s.media_type;
+    }
+    s.fields = format::FieldsText(spec.fields);
+  }
   RF_ASSIGN_OR_RETURN(RecordOutput written, FinishRecordOutput(*writer, out_path));
   if (o.skip_bad) {
     RF_RETURN_IF_ERROR(WriteFileAtomically(report, skipped));
@@ -212,11 +245,14 @@ std::string ImageConvertReport(const ImageConvertSummary& s) {
   char line[512];
   const double mb = static_cast<double>(s.input_bytes) / 1e6;
   std::snprintf(line, sizeof line,
-                "wrote %s: %llu images (%s; %s) of %u classes (%s labels), %llu chunks, %.1f MB "
+                "wrote %s: %llu images (%s; %s) %s, %llu chunks, %.1f MB "
                 "stored; %.1f MB of images in %.2f s (%.1f MB/s)\n",
                 s.paths.front().c_str(), static_cast<unsigned long long>(s.images),
-                CodecsText(s).c_str(), s.media_type.c_str(), s.classes,
-                std::string(DTypeName(s.label_dtype)).c_str(),
+                CodecsText(s).c_str(), s.media_type.c_str(),
+                (s.classes == 0 ? std::string("without labels")
+                                : "of " + std::to_string(s.classes) + " classes (" +
+                                      std::string(DTypeName(s.label_dtype)) + " labels)")
+                    .c_str(),
                 static_cast<unsigned long long>(s.chunks), static_cast<double>(s.bytes) / 1e6, mb,
                 s.seconds, s.seconds > 0 ? mb / s.seconds : 0.0);
   std::string out = line;
@@ -225,6 +261,7 @@ std::string ImageConvertReport(const ImageConvertSummary& s) {
            (s.passed_over == 1 ? "" : "s") + " that are not images (by extension)\n";
   if (!s.links_not_followed.empty())
     out += "passed over " + LinksNotFollowedText(s.links_not_followed) + "\n";
+  if (!s.fields.empty()) out += "each sample's fields: " + s.fields + "\n";
   if (s.max_side != 0) out += ReencodeReport(s);
   if (!s.skipped_report.empty())
     out += "left out " + Images(s.skipped) +

@@ -12,6 +12,10 @@
 //                          side, so N may not pass max_image_side, whose guard is of what is
 //                          stored (the command refuses that).
 //
+// A source of samples of several fields (ImageSource::fields(): WebDataset with --fields) makes a
+// dataset of record kind fields instead, each record the sample's image and its other fields
+// (io/fields.h), the image field's media type chosen as a bytes dataset's is.
+//
 // The dataset's media type names its records' codec (image/jpeg, image/png, image/webp), or is
 // image/* where they hold several (each record's codec is known by its first bytes:
 // decode/image_record.h). The records are the same bytes whatever the thread count, and on every
@@ -81,6 +85,7 @@ struct ImageConvertSummary {
   uint64_t skipped = 0;
   std::string skipped_report;
   std::string image_list;  // under list_images: the list written
+  std::string fields;      // samples of several fields: their table (io/fields.h's text)
 };
 
 // Every image of `source` as a record, in order. An image refused (by the rules above, one too

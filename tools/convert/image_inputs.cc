@@ -102,14 +102,61 @@ struct WdsSample {
   std::string key;
   TarMember image;
   int64_t label = 0;
+  std::vector<TarMember> extras;  // with fields: the other stored fields' members, in order
 };
+
+bool IsImageMember(const std::string& ext) {
+  return ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "webp";
+}
+
+// What --fields asks of each sample: the table, and for each stored field but the image the
+// extension of its member (in table order). Usage for a list without one image extension.
+struct WdsFields {
+  std::vector<format::FieldSpec> table;
+  std::vector<std::string> extras;
+  bool label = true;  // a .cls is read
+};
+Result<WdsFields> FieldsOf(const std::vector<std::string>& exts) {
+  WdsFields w;
+  if (exts.empty()) return w;
+  w.label = false;
+  int images = 0;
+  for (const std::string& e : exts) {
+    format::FieldSpec f;
+    f.name = e;
+    if (IsImageMember(e)) {
+      ++images;
+      f.media_type = "image/jpeg";  // the codecs met are known at the end (SetMediaType)
+    } else if (e == "cls") {
+      f.kind = format::FieldKind::kLabel;
+      w.label = true;
+    } else {
+      f.media_type = e == "txt" ? "text/plain" : e == "json" ? "application/json" : "";
+      w.extras.push_back(e);
+    }
+    w.table.push_back(std::move(f));
+  }
+  if (images != 1)
+    return Status::Usage("--fields " + format::FieldsText(w.table) +
+                         ": name one image member "
+                         "(jpg, jpeg, png or webp), not " +
+                         std::to_string(images));
+  for (format::FieldSpec& f : w.table) {
+    if (f.kind == format::FieldKind::kLabel) f.dtype = DType::kInt32;  // checked as any label
+  }
+  if (Status st = format::CheckFields(w.table, w.label, DType::kInt32); !st.ok())
+    return Status::Usage("--fields: " + st.message());
+  return w;
+}
 
 class WebDatasetSource : public ImageSource {
  public:
   WebDatasetSource(std::vector<std::string> tars, std::vector<WdsSample> samples, uint32_t classes,
-                   uint64_t bytes, uint64_t passed, uint64_t max_file)
+                   uint64_t bytes, uint64_t passed, uint64_t max_file,
+                   std::vector<format::FieldSpec> fields)
       : tars_(std::move(tars)),
         samples_(std::move(samples)),
+        fields_(std::move(fields)),
         classes_(classes),
         bytes_(bytes),
         passed_(passed),
@@ -134,9 +181,21 @@ class WebDatasetSource : public ImageSource {
     }
     item->bytes.resize(s.image.size);
     RF_RETURN_IF_ERROR(file_.ReadAt(item->bytes.data(), s.image.size, s.image.offset));
+    item->extras.resize(s.extras.size());
+    for (size_t k = 0; k < s.extras.size(); ++k) {
+      const TarMember& m = s.extras[k];
+      if (m.size > max_file_) {  // bounded as an image is, and named so
+        item->error = PrintableName(m.name) + ": " + std::to_string(m.size) +
+                      " bytes, more than --max-record-size " + std::to_string(max_file_);
+        return true;
+      }
+      item->extras[k].resize(m.size);
+      RF_RETURN_IF_ERROR(file_.ReadAt(item->extras[k].data(), m.size, m.offset));
+    }
     return true;
   }
   uint32_t classes() const override { return classes_; }
+  std::vector<format::FieldSpec> fields() const override { return fields_; }
   std::vector<std::string> input_paths() const override { return tars_; }
   uint64_t input_bytes() const override { return bytes_; }
   uint64_t passed_over() const override { return passed_; }
@@ -144,6 +203,7 @@ class WebDatasetSource : public ImageSource {
  private:
   std::vector<std::string> tars_;
   std::vector<WdsSample> samples_;
+  std::vector<format::FieldSpec> fields_;
   uint32_t classes_;
   uint64_t bytes_, passed_, max_file_;
   size_t next_ = 0;
@@ -214,7 +274,9 @@ Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& di
 }
 
 Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std::string>& tars,
-                                                          uint64_t max_file_bytes) {
+                                                          uint64_t max_file_bytes,
+                                                          const std::vector<std::string>& fields) {
+  RF_ASSIGN_OR_RETURN(const WdsFields wanted, FieldsOf(fields));
   std::vector<WdsSample> samples;
   uint64_t bytes = 0, passed = 0;
   int64_t largest = -1;
@@ -241,13 +303,20 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
       s.tar = t;
       s.key = key;
       bool image = false, label = false;
+      s.extras.assign(wanted.extras.size(), TarMember{});
+      std::vector<bool> found(wanted.extras.size(), false);
       for (; i < members.size(); ++i) {
         const TarMember& m = members[i];
         if (m.name.size() < key.size() + 1 || m.name.compare(0, key.size(), key) != 0 ||
             m.name[key.size()] != '.')
           break;
         const std::string ext = m.name.substr(key.size() + 1);
-        if (ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "webp") {
+        const auto extra = std::find(wanted.extras.begin(), wanted.extras.end(), ext);
+        if (extra != wanted.extras.end()) {
+          const size_t k = static_cast<size_t>(extra - wanted.extras.begin());
+          found[k] = true;
+          s.extras[k] = m;
+        } else if (IsImageMember(ext)) {
           if (image) {
             return std::move(Status::InvalidArgument(
                                  "sample '" + PrintableName(key) + "' holds two images (" +
@@ -257,7 +326,7 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
           }
           image = true;
           s.image = m;
-        } else if (ext == "cls") {
+        } else if (ext == "cls" && wanted.label) {
           if (label) {
             return std::move(Status::InvalidArgument("sample '" + PrintableName(key) +
                                                      "' holds two labels (" + PrintableName(key) +
@@ -292,10 +361,17 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
         return Status::InvalidArgument("sample '" + PrintableName(key) + "' has no image (" +
                                        PrintableName(key) + ".jpg, .png or .webp)")
             .WithPath(path);
-      if (!label)
+      if (!label && wanted.label)
         return Status::InvalidArgument("sample '" + PrintableName(key) + "' has no label (" +
                                        PrintableName(key) + ".cls)")
             .WithPath(path);
+      for (size_t k = 0; k < found.size(); ++k) {
+        if (!found[k])
+          return Status::InvalidArgument("sample '" + PrintableName(key) + "' has no " +
+                                         PrintableName(key) + "." + wanted.extras[k] +
+                                         ", a field --fields names")
+              .WithPath(path);
+      }
       largest = std::max(largest, s.label);
       samples.push_back(std::move(s));
     }
@@ -305,7 +381,8 @@ Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std:
                "no sample in the tar files (KEY.jpg, .png or .webp with KEY.cls)")
         .WithPath(tars.empty() ? "" : tars.front());
   return std::unique_ptr<ImageSource>(new WebDatasetSource(
-      tars, std::move(samples), static_cast<uint32_t>(largest + 1), bytes, passed, max_file_bytes));
+      tars, std::move(samples), wanted.label ? static_cast<uint32_t>(largest + 1) : 0, bytes,
+      passed, max_file_bytes, wanted.table));
 }
 
 }  // namespace rf::convert

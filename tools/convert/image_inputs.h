@@ -21,6 +21,12 @@
 //                 label or a malformed tar is refused before anything is written, and the class
 //                 count is known (one more than the largest label): there are no class names.
 //                 The tar reader's bounds (long names, pax headers) are tar_reader.h's.
+//                 With fields (--fields jpg,txt,json,cls), each sample keeps the members of those
+//                 extensions as its fields (io/fields.h), in that order: the one image extension
+//                 named is the image field (whatever the sample's image codec), cls the label (a
+//                 dataset without labels where it is not named), txt text/plain bytes, json
+//                 application/json bytes, any other extension bytes; every sample must hold each
+//                 one (the first pass refuses a sample without, naming it and the member).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +35,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "io/fields.h"
 
 namespace rf::convert {
 
@@ -40,6 +47,9 @@ struct ImageItem {
   // Why the image could not be read (unreadable, too large), named with the bad images; "" when
   // bytes holds it.
   std::string error;
+  // Samples of several fields (ImageSource::fields()): the bytes of each stored field but the
+  // image, in the table's order.
+  std::vector<std::vector<uint8_t>> extras;
 };
 
 class ImageSource {
@@ -51,6 +61,9 @@ class ImageSource {
   virtual uint32_t classes() const = 0;
   // The classes' names (ImageFolder), or empty (WebDataset).
   virtual std::vector<std::string> class_names() const { return {}; }
+  // Samples of several fields (WebDataset with fields): the table (io/fields.h), the image field
+  // among them; empty: image records.
+  virtual std::vector<format::FieldSpec> fields() const { return {}; }
   virtual std::vector<std::string> input_paths() const = 0;
   virtual uint64_t input_bytes() const = 0;  // 0: unknown
   // Files passed over as not images (ImageFolder), members passed over (WebDataset).
@@ -71,7 +84,9 @@ inline constexpr uint64_t kImageFolderOrderSeed = 0x696d616765735f31ull;
 Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& dir,
                                                            uint64_t max_file_bytes,
                                                            bool keep_order = false);
-Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std::string>& tars,
-                                                          uint64_t max_file_bytes);
+// `fields`: the extensions kept as each sample's fields (above); empty: image records.
+Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(
+    const std::vector<std::string>& tars, uint64_t max_file_bytes,
+    const std::vector<std::string>& fields = {});
 
 }  // namespace rf::convert
