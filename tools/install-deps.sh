@@ -27,6 +27,7 @@ packages=(
   librandom123-dev              # Random123's Philox: augmentation's draws, host and GPU alike
   python3-numpy python3-pytest  # the Python package's tests
   python3-pil python3-skimage   # tools/bench/make_jpeg_set.py: JPEGs from skimage's photographs
+  python3-sentencepiece         # examples: captions and corpora tokenized (torch_clip.py, tokenize_corpus.py)
   python3-hypothesis            # ... and its property tests (load_state_dict)
   python3-torch                 # ... which check zero-copy export to torch (CPU build)
   dataset-fashion-mnist         # the real data the main job and the tests convert

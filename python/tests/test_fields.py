@@ -125,3 +125,39 @@ def _text_only(tmp_path):
     with ringfeed.DatasetWriter(path, fields={"txt": "text/plain"}) as w:
         w.write({"txt": "a caption"})
     return path
+
+
+def _gpu_or_skip():
+    torch = pytest.importorskip("torch")
+    if not (ringfeed.cuda_available() and torch.cuda.is_available()):
+        pytest.skip("needs a GPU and a CUDA build of ringfeed and torch")
+    return torch
+
+
+@pytest.mark.parametrize("decoder", ["cpu", "nvjpeg"])
+def test_on_a_gpu_every_field_is_the_cpu_loaders_in_gpu_memory(pairs, decoder):
+    torch = _gpu_or_skip()
+    options = dict(batch_size=8, seed=4, image_size=24, image_crop="center", dtype="uint8")
+
+    def take(loader):
+        out = []
+        for b in loader:
+            out.append({k: tuple(torch.from_dlpack(t).cpu() for t in v) if isinstance(v, tuple)
+                        else torch.from_dlpack(v).cpu() for k, v in b.items()})
+        return out
+    cpu = take(ringfeed.Loader(pairs, device="cpu", **options))
+    gpu_loader = ringfeed.Loader(pairs, device="cuda", image_decoder=decoder, **options)
+    first = next(iter(gpu_loader))
+    assert all((t[0] if isinstance(t, tuple) else t).__dlpack_device__()[0] == 2
+               for t in first.values())
+    gpu = take(ringfeed.Loader(pairs, device="cuda", image_decoder=decoder, **options))
+    assert len(gpu) == len(cpu)
+    for a, b in zip(cpu, gpu):
+        assert list(a) == list(b)
+        for k in a:
+            if isinstance(a[k], tuple):
+                assert all(torch.equal(x, y) for x, y in zip(a[k], b[k])), k
+            elif k == "jpg" and decoder == "nvjpeg":  # another IDCT: within a few levels
+                assert (a[k].int() - b[k].int()).abs().float().mean() < 2, k
+            else:
+                assert torch.equal(a[k], b[k]), k
