@@ -52,8 +52,9 @@ PLACES = {"top left": (0.3, 0.3), "top right": (0.7, 0.3), "bottom left": (0.3, 
           "bottom right": (0.7, 0.7)}
 
 
-def demo_pairs(n, seed=5):
-    """n (JPEG bytes, caption) of a coloured shape on a noisy ground, each caption saying it."""
+def demo_pairs(n, seed=5, side=0):
+    """n (JPEG bytes, caption) of a coloured shape on a noisy ground, each caption saying it;
+    `side`: pictures of side to 1.5 x side pixels (0: 56 to 95)."""
     import io
 
     from PIL import Image, ImageDraw
@@ -63,11 +64,11 @@ def demo_pairs(n, seed=5):
         colour = colours[rng.integers(len(colours))]
         shape = SHAPES[rng.integers(len(SHAPES))]
         place = places[rng.integers(len(places))]
-        side = int(rng.integers(56, 96))
-        img = Image.fromarray(rng.integers(90, 150, (side, side, 3), dtype=np.uint8))
+        side_i = int(rng.integers(56, 96)) if side == 0 else int(rng.integers(side, side * 3 // 2))
+        img = Image.fromarray(rng.integers(90, 150, (side_i, side_i, 3), dtype=np.uint8))
         d = ImageDraw.Draw(img)
-        cx, cy = (int(side * f) for f in PLACES[place])
-        r = side // 5
+        cx, cy = (int(side_i * f) for f in PLACES[place])
+        r = side_i // 5
         box = (cx - r, cy - r, cx + r, cy + r)
         if shape == "circle":
             d.ellipse(box, fill=COLOURS[colour])
@@ -151,10 +152,18 @@ class TextEncoder(torch.nn.Module):
         return self.mlp(self.embed(ids, offsets))
 
 
+def image_encoder(name, dim):
+    """The small CNN, or torchvision's ResNet (its classifier the projection to dim)."""
+    if name == "small":
+        return ImageEncoder(dim)
+    import torchvision
+    return getattr(torchvision.models, name)(num_classes=dim)
+
+
 class Clip(torch.nn.Module):
-    def __init__(self, vocab, dim):
+    def __init__(self, vocab, dim, encoder="small"):
         super().__init__()
-        self.image, self.text = ImageEncoder(dim), TextEncoder(vocab, dim)
+        self.image, self.text = image_encoder(encoder, dim), TextEncoder(vocab, dim)
         self.log_scale = torch.nn.Parameter(torch.tensor(np.log(10.0), dtype=torch.float32))
 
     def forward(self, images, ids, offsets):
@@ -190,6 +199,13 @@ def main(argv=None) -> int:
                    help="compare every caption with the one written for its sample")
     p.add_argument("--fixed-batch", action="store_true",
                    help="train on the first batch only: the model's compute alone")
+    p.add_argument("--encoder", choices=("small", "resnet18", "resnet50"), default="small",
+                   help="the image encoder: the small CNN or torchvision's ResNet")
+    p.add_argument("--demo-side", type=int, default=0,
+                   help="demo pictures of this side to 1.5x it (0: 56 to 95 pixels)")
+    p.add_argument("--warm", type=int, default=0,
+                   help="steps before the rate's clock starts (cuDNN's choices, nvJPEG's start)")
+    p.add_argument("--json", action="store_true", help="the rate as one JSON line at the end")
     args = p.parse_args(argv)
     if args.batch_size < 2 or args.epochs < 1 or args.steps < 0:
         p.error("--batch-size must be at least 2 (a contrastive batch), --epochs at least 1")
@@ -207,7 +223,8 @@ def main(argv=None) -> int:
         os.makedirs(args.work, exist_ok=True)
         data = os.path.join(args.work, "pairs.rfd" if args.pairs else "demo.rfd")
         if args.pairs or not os.path.exists(data):
-            pairs = tar_pairs(args.pairs) if args.pairs else demo_pairs(args.demo_samples)
+            pairs = (tar_pairs(args.pairs) if args.pairs
+                     else demo_pairs(args.demo_samples, side=args.demo_side))
             write_dataset(pairs, data, args.vocab)
     info = ringfeed.dataset_info(data)
     fields = dict(info.fields)
@@ -219,7 +236,8 @@ def main(argv=None) -> int:
     if args.check_captions:
         import sentencepiece as spm
         sp = spm.SentencePieceProcessor(model_file=stem + ".model")
-        captions = [c for _, c in demo_pairs(info.samples)] if not args.pairs else None
+        captions = ([c for _, c in demo_pairs(info.samples, side=args.demo_side)]
+                    if not args.pairs else None)
         check = (sp, captions)
     vocab = args.vocab
     if os.path.exists(stem + ".model"):
@@ -230,7 +248,7 @@ def main(argv=None) -> int:
                              image_crop=args.image_crop, dtype="float32", normalize=True,
                              mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375),
                              seed=args.seed, drop_last=True)
-    model = Clip(vocab, args.dim).to(dev).to(memory_format=torch.channels_last)
+    model = Clip(vocab, args.dim, args.encoder).to(dev).to(memory_format=torch.channels_last)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
 
     def tensors(batch):
@@ -267,7 +285,12 @@ def main(argv=None) -> int:
             loss.backward()
             opt.step()
             step += 1
-            seen += images.shape[0]
+            if step == args.warm:  # the rate counts the steps after the warm ones
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
+                seen, start = 0, time.perf_counter()
+            elif step > args.warm:
+                seen += images.shape[0]
             with torch.no_grad():
                 hits += int((logits.argmax(dim=1) == torch.arange(logits.shape[0],
                                                                   device=dev)).sum())
@@ -284,8 +307,14 @@ def main(argv=None) -> int:
     if dev.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
-    print(f"trained {step} steps, {seen} samples in {seconds:.2f} s: {seen / seconds:.0f} "
-          f"samples/s{' (one fixed batch: compute alone)' if args.fixed_batch else ''}")
+    print(f"trained {step} steps, {seen} samples after the {args.warm} warm in {seconds:.2f} s: "
+          f"{seen / seconds:.0f} samples/s"
+          f"{' (one fixed batch: compute alone)' if args.fixed_batch else ''}")
+    if args.json:
+        import json
+        print(json.dumps({"samples_per_s": round(seen / seconds, 1), "steps": step,
+                          "warm": args.warm, "fixed_batch": args.fixed_batch,
+                          "encoder": args.encoder, "stats": loader.stats()}))
     return 0
 
 

@@ -243,3 +243,47 @@ def resnet_run(ctx, s, mode, rnd, folder, full, sink, extra=()):
             f"{d.get('take_ms_per_step')} ms a step, {d.get('stats')}; summed ms: {ranks}")
     d["_seconds"] = r.seconds
     return d
+
+
+@part("clip", budget=420, gpus=1, torch=True, about="examples/torch_clip.py (a CLIP-style model: "
+      "torchvision's ResNet as its image encoder, bf16) on its demo image-caption pairs, fed by "
+      "ringfeed.Loader (samples of two fields: the image decoded, the caption's ids) against "
+      "the same steps on one fixed batch (compute alone), rounds alternating; fed / alone",
+      settings={"samples": 12000, "side": 256, "encoder": "resnet18", "batch": 256,
+                "size": 224, "steps": 120, "warm": 20, "rounds": 2, "flags": ""},
+      tiny={"samples": 128, "side": 0, "encoder": "small", "batch": 32, "size": 32, "steps": 6,
+            "warm": 1, "rounds": 1})
+def clip(ctx, s):
+    ctx.extension()
+    work = ctx.work_path("clip")
+    base = [ctx.python_exe, os.path.join(ROOT, "examples", "torch_clip.py"), "--work", work,
+            "--demo-samples", s.samples, "--demo-side", s.side, "--encoder", s.encoder,
+            "--batch-size", s.batch, "--image-size", s.size, "--epochs", 100, "--steps",
+            s.steps + s.warm, "--warm", s.warm, "--print-every", 0, "--json",
+            *(["--device", "cpu", "--threads", 2] if ctx.cpu else ["--device", "cuda"]),
+            *shlex.split(s.flags)]
+    # The demo set is written once, by the first run (its seconds are not a round's).
+    r = ctx.run("clip-write", base + ["--steps", 1, "--warm", 0])
+    if not r.ok:
+        ctx.fail(f"torch_clip.py: {r.tail(3)}")
+    rates = {}
+    for rnd in range(1, s.rounds + 1):
+        for mode in (("fed", "alone") if rnd % 2 else ("alone", "fed")):
+            if not ctx.fits(60, f"clip {mode} round {rnd}"):
+                break
+            cmd = base + (["--fixed-batch"] if mode == "alone" else [])
+            r = ctx.run(f"clip-{mode}-r{rnd}", cmd)
+            line = next((x for x in r.out.splitlines() if x.startswith("{")), None)
+            if not line:
+                ctx.say(f"round {rnd} {mode}: exit {r.rc}: no figure; {r.tail(2)}")
+                continue
+            d = json.loads(line)
+            rates.setdefault(mode, []).append(d["samples_per_s"])
+            ctx.say(f"round {rnd} {mode}: {d['samples_per_s']} samples/s; loader "
+                    f"{ {k: round(v, 3) for k, v in d['stats'].items() if 'share' in k} }")
+    med = {k: median(v) for k, v in rates.items()}
+    ctx.figure("samples_per_s", rates)
+    if "fed" in med and "alone" in med:
+        ctx.figure("fed/alone", med["fed"] / med["alone"])
+        ctx.say(f"  fed / alone: {med['fed'] / med['alone']:.3f} (fed {rates['fed']}, alone "
+                f"{rates['alone']})")
