@@ -12,12 +12,14 @@ its caption's token ids (`txt`, int32), written once by ringfeed.DatasetWriter(f
 .png or .webp with its KEY.txt); without --pairs or --data, a demo set of --demo-samples
 pictures of a coloured shape with a caption saying which ("a red circle at the top left"). The
 captions are tokenized at conversion by SentencePiece (Debian's python3-sentencepiece): a BPE
-model of --vocab pieces trained on the captions themselves, saved beside the dataset (.model).
+model of --vocab pieces trained on the captions themselves, saved beside the dataset (.model);
+--tokenizer bytes takes their UTF-8 bytes instead (256 ids, no model).
 
 The loader. ringfeed.Loader(data, batch_size, image_size=S) hands out each batch as a dict by
 field name: batch["jpg"] the images decoded, random-resized-cropped and flipped (--image-crop
-center: resized and centre-cropped) to S x S, (n, 3, S, S) float32 normalized with ImageNet's
-mean and std; batch["txt"] the captions as (values, offsets): sample i's ids are
+center: resized and centre-cropped) to S x S, normalized with ImageNet's mean and std (on a GPU
+bfloat16 (n, S, S, 3), whose NCHW view the model takes, channels_last, no copy; on the CPU
+float32 (n, 3, S, S)); batch["txt"] the captions as (values, offsets): sample i's ids are
 values[offsets[i]:offsets[i + 1]], which torch.nn.EmbeddingBag takes as they are. Every field of
 a sample is its own (the loader's order is the sample's, not the field's).
 
@@ -104,25 +106,52 @@ def tar_pairs(paths):
                 yield image, caption
 
 
-def write_dataset(pairs, out, vocab):
+class ByteTokenizer:
+    """--tokenizer bytes: a caption's UTF-8 bytes as its ids (256 of them)."""
+
+    def encode(self, text):
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids):
+        return bytes(ids).decode("utf-8", errors="replace")
+
+    def get_piece_size(self):
+        return 256
+
+
+def tokenizer_of(stem):
+    """The tokenizer a dataset's captions were written with: STEM.model's SentencePiece model,
+    or the bytes where there is none."""
+    if not os.path.exists(stem + ".model"):
+        return ByteTokenizer()
+    import sentencepiece as spm
+    return spm.SentencePieceProcessor(model_file=stem + ".model")
+
+
+def write_dataset(pairs, out, vocab, tokenizer):
     """The pairs as a dataset of samples of two fields, the captions tokenized by a SentencePiece
-    BPE model of `vocab` pieces trained on them (saved as OUT's stem + .model); its path."""
-    try:
-        import sentencepiece as spm
-    except ImportError:
-        raise SystemExit("torch_clip.py: needs sentencepiece (Debian: python3-sentencepiece)")
+    BPE model of `vocab` pieces trained on them (saved as OUT's stem + .model), or (tokenizer
+    "bytes") as their UTF-8 bytes; its path."""
     pairs = list(pairs)
     if not pairs:
         raise SystemExit("torch_clip.py: no image with a caption in the input")
     stem = out[:-len(".rfd")] if out.endswith(".rfd") else out
-    spm.SentencePieceTrainer.train(sentence_iterator=iter([c for _, c in pairs]),
-                                   model_prefix=stem, vocab_size=vocab, model_type="bpe",
-                                   minloglevel=2, hard_vocab_limit=False)
-    sp = spm.SentencePieceProcessor(model_file=stem + ".model")
+    if os.path.exists(stem + ".model"):
+        os.unlink(stem + ".model")
+    if tokenizer == "spm":
+        try:
+            import sentencepiece as spm
+        except ImportError:
+            raise SystemExit("torch_clip.py: needs sentencepiece (Debian: python3-sentencepiece),"
+                             " or --tokenizer bytes")
+        spm.SentencePieceTrainer.train(sentence_iterator=iter([c for _, c in pairs]),
+                                       model_prefix=stem, vocab_size=vocab, model_type="bpe",
+                                       minloglevel=2, hard_vocab_limit=False)
+    tok = tokenizer_of(stem)
     with ringfeed.DatasetWriter(out, fields={"jpg": "image/*", "txt": "tokens:int32"},
                                 chunk_size="1MiB") as w:
         for image, caption in pairs:
-            w.write({"jpg": image, "txt": np.asarray(sp.encode(caption), dtype=np.int32)})
+            w.write({"jpg": image, "txt": np.asarray(tok.encode(caption), dtype=np.int32)})
     return out
 
 
@@ -184,6 +213,8 @@ def main(argv=None) -> int:
     p.add_argument("--work", default="clip-work", help="where the dataset is written")
     p.add_argument("--demo-samples", type=int, default=2000)
     p.add_argument("--vocab", type=int, default=64, help="SentencePiece pieces")
+    p.add_argument("--tokenizer", choices=("spm", "bytes"), default="spm",
+                   help="the captions' tokenizer at conversion: SentencePiece, or UTF-8 bytes")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: none)")
     p.add_argument("--batch-size", type=int, default=64)
@@ -206,6 +237,8 @@ def main(argv=None) -> int:
     p.add_argument("--warm", type=int, default=0,
                    help="steps before the rate's clock starts (cuDNN's choices, nvJPEG's start)")
     p.add_argument("--json", action="store_true", help="the rate as one JSON line at the end")
+    p.add_argument("--image-decoder", choices=("auto", "cpu", "nvjpeg"), default="auto",
+                   help="the loader's image decoder (on a GPU: nvJPEG and the CPU threads)")
     args = p.parse_args(argv)
     if args.batch_size < 2 or args.epochs < 1 or args.steps < 0:
         p.error("--batch-size must be at least 2 (a contrastive batch), --epochs at least 1")
@@ -218,6 +251,7 @@ def main(argv=None) -> int:
     dev = torch.device("cuda" if args.device == "cuda" or (args.device == "auto" and cuda)
                        else "cpu")
 
+    gpu = dev.type == "cuda"
     data = args.data
     if data is None:
         os.makedirs(args.work, exist_ok=True)
@@ -225,85 +259,98 @@ def main(argv=None) -> int:
         if args.pairs or not os.path.exists(data):
             pairs = (tar_pairs(args.pairs) if args.pairs
                      else demo_pairs(args.demo_samples, side=args.demo_side))
-            write_dataset(pairs, data, args.vocab)
+            write_dataset(pairs, data, args.vocab, args.tokenizer)
     info = ringfeed.dataset_info(data)
     fields = dict(info.fields)
     if fields.get("txt", "").split(":")[0] != "tokens" or "jpg" not in fields:
         raise ringfeed.UsageError(f"{data}: samples of a jpg image and txt token ids, not "
                                   f"{fields or info.record_kind}")
     stem = data[:-len(".rfd")] if data.endswith(".rfd") else data
+    tok = tokenizer_of(stem)
     check = None
     if args.check_captions:
-        import sentencepiece as spm
-        sp = spm.SentencePieceProcessor(model_file=stem + ".model")
         captions = ([c for _, c in demo_pairs(info.samples, side=args.demo_side)]
                     if not args.pairs else None)
-        check = (sp, captions)
-    vocab = args.vocab
-    if os.path.exists(stem + ".model"):
-        import sentencepiece as spm
-        vocab = spm.SentencePieceProcessor(model_file=stem + ".model").get_piece_size()
+        check = (tok, captions)
+    vocab = tok.get_piece_size()
 
     loader = ringfeed.Loader(data, args.batch_size, device=dev.type, image_size=args.image_size,
-                             image_crop=args.image_crop, dtype="float32", normalize=True,
+                             image_crop=args.image_crop, image_decoder=args.image_decoder,
+                             dtype="bfloat16" if gpu else "float32",
+                             layout="NHWC" if gpu else "NCHW", normalize=True,
                              mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375),
                              seed=args.seed, drop_last=True)
     model = Clip(vocab, args.dim, args.encoder).to(dev).to(memory_format=torch.channels_last)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
 
     def tensors(batch):
-        images = torch.from_dlpack(batch["jpg"]).contiguous(memory_format=torch.channels_last)
+        images = torch.from_dlpack(batch["jpg"])
+        # On a GPU the loader writes bfloat16 NHWC: its NCHW view is channels_last, no copy.
+        images = images.permute(0, 3, 1, 2) if gpu else images.contiguous(
+            memory_format=torch.channels_last)
         ids, offsets = (torch.from_dlpack(t) for t in batch["txt"])
         return images, ids.long(), offsets
 
-    step, seen, start = 0, 0, time.perf_counter()
-    fixed = None
+    clock = {"step": 0, "seen": 0, "start": time.perf_counter()}
+
+    def step_on(images, ids, offsets):
+        """One optimizer step; the logits. The rate counts the steps after the warm ones."""
+        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16,
+                            enabled=dev.type == "cuda"):
+            logits = model(images, ids, offsets)
+            loss = contrastive_loss(logits.float())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        clock["step"] += 1
+        if clock["step"] == args.warm:
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+            clock.update(seen=0, start=time.perf_counter())
+        elif clock["step"] > args.warm:
+            clock["seen"] += images.shape[0]
+        if args.print_every and clock["step"] % args.print_every == 0:
+            print(f"step {clock['step']}: loss {loss.item():.4f}", flush=True)
+        return logits
+
+    def done():
+        return args.steps and clock["step"] >= args.steps
+
     for epoch in range(args.epochs):
         loader.set_epoch(epoch)
         indices, hits, total = [], 0, 0
         for batch in loader:
             if check is not None:
-                sp, captions = check
+                tok, captions = check
                 ids, offsets = (np.from_dlpack(t) if dev.type == "cpu" else
                                 torch.from_dlpack(t).cpu().numpy() for t in batch["txt"])
                 for k, g in enumerate(batch["txt"][0].indices):
-                    text = sp.decode(ids[offsets[k]:offsets[k + 1]].tolist())
+                    text = tok.decode(ids[offsets[k]:offsets[k + 1]].tolist())
                     if captions is not None and text != captions[g]:
                         raise SystemExit(f"sample {g}: caption {text!r}, written "
                                          f"{captions[g]!r}")
             indices += list(batch["txt"][0].indices)
             if args.fixed_batch:
-                fixed = fixed if fixed is not None else tuple(t.clone() for t in tensors(batch))
-                images, ids, offsets = fixed
-            else:
-                images, ids, offsets = tensors(batch)
-            with torch.autocast(device_type=dev.type, dtype=torch.bfloat16,
-                                enabled=dev.type == "cuda"):
-                logits = model(images, ids, offsets)
-                loss = contrastive_loss(logits.float())
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            step += 1
-            if step == args.warm:  # the rate counts the steps after the warm ones
-                if dev.type == "cuda":
-                    torch.cuda.synchronize()
-                seen, start = 0, time.perf_counter()
-            elif step > args.warm:
-                seen += images.shape[0]
+                break
+            logits = step_on(*tensors(batch))
             with torch.no_grad():
                 hits += int((logits.argmax(dim=1) == torch.arange(logits.shape[0],
                                                                   device=dev)).sum())
                 total += logits.shape[0]
-            if args.print_every and step % args.print_every == 0:
-                print(f"step {step}: loss {loss.item():.4f}", flush=True)
-            if args.steps and step >= args.steps:
+            if done():
                 break
+        if args.fixed_batch:
+            # The first batch on the device, and the loader left alone: the model's compute.
+            fixed = tuple(t.clone() for t in tensors(batch))
+            while not done() and clock["step"] < args.epochs * len(loader):
+                step_on(*fixed)
+            break
         print(f"epoch {epoch}: {len(indices)} samples, {len(set(indices))} distinct"
               f"{', captions checked' if check is not None else ''}; top-1 retrieval in batch "
               f"{hits / max(total, 1):.3f} (chance {1 / args.batch_size:.3f})", flush=True)
-        if args.steps and step >= args.steps:
+        if done():
             break
+    step, seen, start = clock["step"], clock["seen"], clock["start"]
     if dev.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start

@@ -249,8 +249,9 @@ def resnet_run(ctx, s, mode, rnd, folder, full, sink, extra=()):
       "torchvision's ResNet as its image encoder, bf16) on its demo image-caption pairs, fed by "
       "ringfeed.Loader (samples of two fields: the image decoded, the caption's ids) against "
       "the same steps on one fixed batch (compute alone), rounds alternating; fed / alone",
-      settings={"samples": 12000, "side": 256, "encoder": "resnet18", "batch": 256,
-                "size": 224, "steps": 120, "warm": 20, "rounds": 2, "flags": ""},
+      settings={"samples": 8000, "side": 224, "encoder": "resnet18", "batch": 256,
+                "tokenizer": "bytes", "size": 224, "steps": 120, "warm": 20, "rounds": 2,
+                "modes": "fed alone", "flags": ""},
       tiny={"samples": 128, "side": 0, "encoder": "small", "batch": 32, "size": 32, "steps": 6,
             "warm": 1, "rounds": 1})
 def clip(ctx, s):
@@ -258,6 +259,7 @@ def clip(ctx, s):
     work = ctx.work_path("clip")
     base = [ctx.python_exe, os.path.join(ROOT, "examples", "torch_clip.py"), "--work", work,
             "--demo-samples", s.samples, "--demo-side", s.side, "--encoder", s.encoder,
+            "--tokenizer", s.tokenizer,
             "--batch-size", s.batch, "--image-size", s.size, "--epochs", 100, "--steps",
             s.steps + s.warm, "--warm", s.warm, "--print-every", 0, "--json",
             *(["--device", "cpu", "--threads", 2] if ctx.cpu else ["--device", "cuda"]),
@@ -267,11 +269,14 @@ def clip(ctx, s):
     if not r.ok:
         ctx.fail(f"torch_clip.py: {r.tail(3)}")
     rates = {}
+    extra = {"fed": [], "alone": ["--fixed-batch"], "fed-cpu": ["--image-decoder", "cpu"],
+             "fed-nvjpeg": ["--image-decoder", "nvjpeg"]}
+    modes = [m for m in names(s.modes) if m in extra]
     for rnd in range(1, s.rounds + 1):
-        for mode in (("fed", "alone") if rnd % 2 else ("alone", "fed")):
+        for mode in (modes if rnd % 2 else modes[::-1]):
             if not ctx.fits(60, f"clip {mode} round {rnd}"):
                 break
-            cmd = base + (["--fixed-batch"] if mode == "alone" else [])
+            cmd = base + extra[mode]
             r = ctx.run(f"clip-{mode}-r{rnd}", cmd)
             line = next((x for x in r.out.splitlines() if x.startswith("{")), None)
             if not line:
@@ -283,7 +288,8 @@ def clip(ctx, s):
                     f"{ {k: round(v, 3) for k, v in d['stats'].items() if 'share' in k} }")
     med = {k: median(v) for k, v in rates.items()}
     ctx.figure("samples_per_s", rates)
-    if "fed" in med and "alone" in med:
-        ctx.figure("fed/alone", med["fed"] / med["alone"])
-        ctx.say(f"  fed / alone: {med['fed'] / med['alone']:.3f} (fed {rates['fed']}, alone "
-                f"{rates['alone']})")
+    for k in med:
+        if k != "alone" and "alone" in med:
+            ctx.figure(f"{k}/alone", med[k] / med["alone"])
+            ctx.say(f"  {k} / alone: {med[k] / med['alone']:.3f} ({k} {rates[k]}, alone "
+                    f"{rates['alone']})")
