@@ -25,6 +25,10 @@ Status CheckTrainable(const std::string& flag, const std::string& path, const fo
         "train at (224 by default)";
   } else if (format::HoldsImageRecords(h)) {
     // Decoded to 3 x image_size x image_size by the loader.
+  } else if (h.record_kind == format::RecordKind::kFields) {
+    why = "it holds samples of several fields (" + format::FieldsText(h.fields) +
+          "); the CNN trains fixed-shape image tensors or image records (read them with "
+          "ringfeed.Loader, which hands out each batch as a dict by field name)";
   } else if (h.variable()) {
     why = "it holds " + std::string(format::RecordKindName(h.record_kind)) +
           " records of any size; the CNN trains fixed-shape image tensors (read them with "

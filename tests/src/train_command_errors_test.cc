@@ -186,6 +186,23 @@ TEST(TrainCommand, RecordsOfAnySizeExitTwoNamingTheirKind) {
                      ": cannot train on it: it holds tokens records of any size; the CNN trains "
                      "fixed-shape image tensors (read them with ringfeed.Loader, which hands them "
                      "out as values and offsets)\n");
+  // Samples of several fields: named by their fields.
+  DatasetSpec spec;
+  spec.record_kind = format::RecordKind::kFields;
+  spec.fields = format::ParseFields("txt=tokens:uint16,cls=label").value();
+  spec.num_classes = 2;
+  auto w = DatasetWriter::Create(t.File("pairs.rfd"), spec, WriterOptions{});
+  ASSERT_TRUE(w.ok());
+  const std::vector<uint8_t> r = {2, 0, 0, 0, 7, 0};
+  const uint64_t offsets[2] = {0, r.size()};
+  const uint8_t label = 1;
+  ASSERT_TRUE((*w)->AppendRecords(r.data(), offsets, &label, 1).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  EXPECT_EQ(RunCommand(Train(t.File("pairs.rfd"), ""), &out), 2);
+  EXPECT_NE(out.find("cannot train on it: it holds samples of several fields "
+                     "(txt=tokens:uint16,cls=label)"),
+            std::string::npos)
+      << out;
 }
 
 // A checkpoint that could never be written stops the run at its start, not at its first
