@@ -124,18 +124,71 @@ TEST(ImagesFields, ASampleWithoutANamedMemberIsRefusedNamingIt) {
   EXPECT_FALSE(fs::exists(t.File("x.rfd")));
   EXPECT_TRUE(FailsWith(
       Convert({"images", t.File("s.tar"), "--fields", "txt,cls", "-o", t.File("x.rfd"), "-q"}),
-      "name one image member (jpg, jpeg, png or webp), not 0"));
+      "name one image (jpg, jpeg, png or webp), not 0"));
   EXPECT_TRUE(FailsWith(
       Convert({"images", t.File("s.tar"), "--fields", "jpg,png,cls", "-o", t.File("x.rfd"), "-q"}),
       "not 2"));
   EXPECT_TRUE(FailsWith(Convert({"images", t.File("s.tar"), "--fields", "jpg,txt,txt,cls", "-o",
                                  t.File("x.rfd"), "-q"}),
                         "field 'txt': named twice"));
-  fs::create_directories(t.File("tree/a"));
-  WriteAll(t.File("tree/a/x.jpg"), Jpeg(16, 16, 1));
+}
+
+TEST(ImagesFields, AnImageFoldersCaptionsBesideItsImagesAreTheirFields) {
+  TempDir t;
+  std::vector<std::vector<uint8_t>> images;
+  for (int c = 0; c < 2; ++c) {
+    std::string folder = "tree/class";
+    folder += std::to_string(c);
+    fs::create_directories(t.File(folder));
+    for (int i = 0; i < 3; ++i) {
+      std::string stem = t.File(folder);
+      stem += "/img";
+      stem += std::to_string(i);
+      images.push_back(Jpeg(20 + i, 20 + c, 3 * c + i));
+      WriteAll(stem + ".jpg", images.back());
+      std::string caption = "caption ";
+      caption += std::to_string(3 * c + i);
+      WriteAll(stem + ".txt", Text(caption));
+    }
+  }
+  std::string out;
+  ASSERT_TRUE(Convert({"images", t.File("tree"), "--fields", "jpg,txt,cls", "--keep-order", "-o",
+                       t.File("f.rfd")},
+                      &out)
+                  .ok())
+      << out;
+  EXPECT_EQ(out.find("passed over"), std::string::npos) << out;  // the captions are kept
+  Result<Dataset> d = Dataset::Open(t.File("f.rfd"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(format::FieldsText(d->header().fields), "jpg=image/jpeg,txt=text/plain,cls=label");
+  EXPECT_EQ(d->class_names(), (std::vector<std::string>{"class0", "class1"}));
+  const std::vector<Record> got = Records(t.File("f.rfd"), "fields");
+  ASSERT_EQ(got.size(), 6u);
+  for (size_t i = 0; i < got.size(); ++i) {  // the walk's order: class by class, name order
+    format::FieldSpan spans[2];
+    std::string why;
+    ASSERT_TRUE(format::SplitSample(d->header().fields, got[i].bytes.data(), got[i].bytes.size(),
+                                    spans, &why))
+        << why;
+    EXPECT_EQ(std::vector<uint8_t>(got[i].bytes.begin() + spans[0].offset,
+                                   got[i].bytes.begin() + spans[0].offset + spans[0].size),
+              images[i]);
+    std::string caption = "caption ";
+    caption += std::to_string(i);
+    EXPECT_EQ(std::string(got[i].bytes.begin() + spans[1].offset,
+                          got[i].bytes.begin() + spans[1].offset + spans[1].size),
+              caption);
+    EXPECT_EQ(got[i].label, static_cast<int64_t>(i / 3));
+  }
+  // An image without its caption is refused naming both, and nothing is written.
+  fs::remove(t.File("tree/class1/img2.txt"));
+  std::string refusal = "img2.jpg has no ";
+  refusal += t.File("tree/class1/img2.txt");
+  refusal += " beside it";
   EXPECT_TRUE(FailsWith(
-      Convert({"images", t.File("tree"), "--fields", "jpg,cls", "-o", t.File("x.rfd"), "-q"}),
-      "--fields keeps the members of WebDataset samples: give .tar shards"));
+      Convert({"images", t.File("tree"), "--fields", "jpg,txt,cls", "-o", t.File("g.rfd"), "-q"}),
+      refusal));
+  EXPECT_FALSE(fs::exists(t.File("g.rfd")));
 }
 
 TEST(ImagesFields, UnderSkipBadABadImageIsLeftOutWithItsOtherFields) {

@@ -289,9 +289,10 @@ void AddImageOptions(Table& t) {
       .For(kConvertImages)
       .Metavar("EXT,...")
       .Help(
-          "WebDataset shards: keep these members of each sample as its fields, by extension "
-          "(jpg,txt,json,cls: the image, its caption, its metadata, its label), each sample "
-          "holding every one; without it a sample is its image and its .cls label alone");
+          "keep these members of each WebDataset sample (an ImageFolder: these files beside each "
+          "image, a/x.txt for a/x.jpg) as its fields, by extension (jpg,txt,json,cls: the "
+          "image, its caption, its metadata, its label), each sample holding every one; without "
+          "it a sample is its image and its label alone");
   t.Field(
        "list-images", OptionType::kSwitch,
        [](auto& c) -> auto& { return c.images_options.list_images; })

@@ -67,10 +67,8 @@ Status RunImagesCommand(const std::vector<std::string>& args, std::ostream& out)
       fields.push_back(item.substr(start, comma - start));
     fields.push_back(item.substr(start));
   }
-  if (folder && !fields.empty())
-    return Status::Usage("--fields keeps the members of WebDataset samples: give .tar shards");
   Result<std::unique_ptr<ImageSource>> source =
-      folder ? OpenImageFolderSource(inputs[0], o.max_record_bytes, images.keep_order)
+      folder ? OpenImageFolderSource(inputs[0], o.max_record_bytes, images.keep_order, fields)
              : OpenWebDatasetSource(inputs, o.max_record_bytes, fields);
   if (!source.ok()) return source.status();
   // Said before the conversion, and under --quiet too: the tree holds what the dataset will not.

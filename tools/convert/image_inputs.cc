@@ -48,76 +48,19 @@ Status ReadWhole(const std::string& path, uint64_t max, std::vector<uint8_t>* ou
   return f.ReadAt(out->data(), size, 0);
 }
 
-class ImageFolderSource : public ImageSource {
- public:
-  ImageFolderSource(std::string dir, std::vector<std::string> names,
-                    std::vector<std::pair<std::string, uint32_t>> files, uint64_t bytes,
-                    uint64_t passed, std::vector<std::string> links, uint64_t max_file)
-      : dir_(std::move(dir)),
-        names_(std::move(names)),
-        files_(std::move(files)),
-        bytes_(bytes),
-        passed_(passed),
-        links_(std::move(links)),
-        max_file_(max_file) {}
-
-  Result<bool> Next(ImageItem* item) override {
-    if (next_ == files_.size()) return false;
-    const auto& [path, label] = files_[next_++];
-    item->name = path;
-    item->label = label;
-    item->bytes.clear();
-    std::string too_large;
-    item->error.clear();
-    if (Status st = ReadWhole(path, max_file_, &item->bytes, &too_large); !st.ok()) {
-      item->error = "cannot be read: " + st.ToString();  // named; the others still checked
-    } else if (!too_large.empty()) {
-      item->error = too_large;
-    }
-    return true;
-  }
-  uint32_t classes() const override { return static_cast<uint32_t>(names_.size()); }
-  std::vector<std::string> class_names() const override { return names_; }
-  std::vector<std::string> input_paths() const override {
-    std::vector<std::string> p;
-    for (const auto& f : files_) p.push_back(f.first);
-    return p;
-  }
-  uint64_t input_bytes() const override { return bytes_; }
-  uint64_t passed_over() const override { return passed_; }
-  std::vector<std::string> links_not_followed() const override { return links_; }
-
- private:
-  std::string dir_;
-  std::vector<std::string> names_;
-  std::vector<std::pair<std::string, uint32_t>> files_;
-  uint64_t bytes_, passed_;
-  std::vector<std::string> links_;
-  uint64_t max_file_;
-  size_t next_ = 0;
-};
-
-struct WdsSample {
-  size_t tar = 0;
-  std::string key;
-  TarMember image;
-  int64_t label = 0;
-  std::vector<TarMember> extras;  // with fields: the other stored fields' members, in order
-};
-
 bool IsImageMember(const std::string& ext) {
   return ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "webp";
 }
 
 // What --fields asks of each sample: the table, and for each stored field but the image the
 // extension of its member (in table order). Usage for a list without one image extension.
-struct WdsFields {
+struct WantedFields {
   std::vector<format::FieldSpec> table;
   std::vector<std::string> extras;
   bool label = true;  // a .cls is read
 };
-Result<WdsFields> FieldsOf(const std::vector<std::string>& exts) {
-  WdsFields w;
+Result<WantedFields> FieldsOf(const std::vector<std::string>& exts) {
+  WantedFields w;
   if (exts.empty()) return w;
   w.label = false;
   int images = 0;
@@ -138,7 +81,7 @@ Result<WdsFields> FieldsOf(const std::vector<std::string>& exts) {
   }
   if (images != 1)
     return Status::Usage("--fields " + format::FieldsText(w.table) +
-                         ": name one image member "
+                         ": name one image "
                          "(jpg, jpeg, png or webp), not " +
                          std::to_string(images));
   for (format::FieldSpec& f : w.table) {
@@ -148,6 +91,96 @@ Result<WdsFields> FieldsOf(const std::vector<std::string>& exts) {
     return Status::Usage("--fields: " + st.message());
   return w;
 }
+
+// "DIR/a/x.txt" for image "DIR/a/x.jpg" and extension "txt": an image's caption file.
+std::string Beside(const std::string& image, const std::string& ext) {
+  const size_t slash = image.rfind('/');
+  const size_t dot = image.rfind('.');
+  const std::string stem =
+      dot != std::string::npos && (slash == std::string::npos || dot > slash + 1)
+          ? image.substr(0, dot)
+          : image;
+  return stem + "." + ext;
+}
+
+class ImageFolderSource : public ImageSource {
+ public:
+  ImageFolderSource(std::string dir, std::vector<std::string> names,
+                    std::vector<std::pair<std::string, uint32_t>> files, uint64_t bytes,
+                    uint64_t passed, std::vector<std::string> links, uint64_t max_file,
+                    WantedFields fields)
+      : dir_(std::move(dir)),
+        names_(std::move(names)),
+        files_(std::move(files)),
+        bytes_(bytes),
+        passed_(passed),
+        links_(std::move(links)),
+        max_file_(max_file),
+        fields_(std::move(fields)) {}
+
+  Result<bool> Next(ImageItem* item) override {
+    if (next_ == files_.size()) return false;
+    const auto& [path, label] = files_[next_++];
+    item->name = path;
+    item->label = label;
+    item->bytes.clear();
+    std::string too_large;
+    item->error.clear();
+    if (Status st = ReadWhole(path, max_file_, &item->bytes, &too_large); !st.ok()) {
+      item->error = "cannot be read: " + st.ToString();  // named; the others still checked
+    } else if (!too_large.empty()) {
+      item->error = too_large;
+    }
+    // Samples of several fields: each named file beside the image (its caption, ...).
+    item->extras.resize(fields_.extras.size());
+    for (size_t k = 0; k < fields_.extras.size() && item->error.empty(); ++k) {
+      const std::string beside = Beside(path, fields_.extras[k]);
+      if (Status st = ReadWhole(beside, max_file_, &item->extras[k], &too_large); !st.ok()) {
+        item->error = beside + " cannot be read: " + st.ToString();
+      } else if (!too_large.empty()) {
+        item->error = beside + ": " + too_large;
+      }
+    }
+    return true;
+  }
+  // Without a label field (--fields naming no cls), a dataset without labels.
+  uint32_t classes() const override {
+    return fields_.label ? static_cast<uint32_t>(names_.size()) : 0;
+  }
+  std::vector<std::string> class_names() const override {
+    return fields_.label ? names_ : std::vector<std::string>{};
+  }
+  std::vector<format::FieldSpec> fields() const override { return fields_.table; }
+  std::vector<std::string> input_paths() const override {
+    std::vector<std::string> p;
+    for (const auto& f : files_) {
+      p.push_back(f.first);
+      for (const std::string& e : fields_.extras) p.push_back(Beside(f.first, e));
+    }
+    return p;
+  }
+  uint64_t input_bytes() const override { return bytes_; }
+  uint64_t passed_over() const override { return passed_; }
+  std::vector<std::string> links_not_followed() const override { return links_; }
+
+ private:
+  std::string dir_;
+  std::vector<std::string> names_;
+  std::vector<std::pair<std::string, uint32_t>> files_;
+  uint64_t bytes_, passed_;
+  std::vector<std::string> links_;
+  uint64_t max_file_;
+  WantedFields fields_;
+  size_t next_ = 0;
+};
+
+struct WdsSample {
+  size_t tar = 0;
+  std::string key;
+  TarMember image;
+  int64_t label = 0;
+  std::vector<TarMember> extras;  // with fields: the other stored fields' members, in order
+};
 
 class WebDatasetSource : public ImageSource {
  public:
@@ -215,8 +248,9 @@ class WebDatasetSource : public ImageSource {
 }  // namespace
 
 Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& dir,
-                                                           uint64_t max_file_bytes,
-                                                           bool keep_order) {
+                                                           uint64_t max_file_bytes, bool keep_order,
+                                                           const std::vector<std::string>& fields) {
+  RF_ASSIGN_OR_RETURN(WantedFields wanted, FieldsOf(fields));
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return Status::InvalidArgument("not a directory (an ImageFolder is one subfolder a class)")
@@ -262,21 +296,35 @@ Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& di
                                      " holds no image (.jpg, .jpeg, ...): an empty class")
           .WithPath(folder.string());
     std::sort(in.begin(), in.end());
-    for (std::string& f : in) files.emplace_back(std::move(f), c);
+    for (std::string& f : in) {
+      // Samples of several fields: each named file beside the image, checked before anything
+      // is written (the walk counted it as passed over: it is not).
+      for (const std::string& e : wanted.extras) {
+        const std::string beside = Beside(f, e);
+        std::error_code entry;
+        if (!fs::is_regular_file(beside, entry))
+          return Status::InvalidArgument("image " + f + " has no " + beside +
+                                         " beside it, a field --fields names")
+              .WithPath(folder.string());
+        if (passed > 0) --passed;
+      }
+      files.emplace_back(std::move(f), c);
+    }
   }
   if (!keep_order) {
     // Fisher-Yates from the walk's order (a function of the tree's names alone).
     Xoshiro256 rng(kImageFolderOrderSeed, 0);
     for (size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[rng.Next() % i]);
   }
-  return std::unique_ptr<ImageSource>(new ImageFolderSource(
-      dir, std::move(names), std::move(files), bytes, passed, std::move(links), max_file_bytes));
+  return std::unique_ptr<ImageSource>(new ImageFolderSource(dir, std::move(names), std::move(files),
+                                                            bytes, passed, std::move(links),
+                                                            max_file_bytes, std::move(wanted)));
 }
 
 Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std::string>& tars,
                                                           uint64_t max_file_bytes,
                                                           const std::vector<std::string>& fields) {
-  RF_ASSIGN_OR_RETURN(const WdsFields wanted, FieldsOf(fields));
+  RF_ASSIGN_OR_RETURN(const WantedFields wanted, FieldsOf(fields));
   std::vector<WdsSample> samples;
   uint64_t bytes = 0, passed = 0;
   int64_t largest = -1;

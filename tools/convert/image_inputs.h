@@ -12,7 +12,10 @@
 //                 extension is an image's
 //                 (torchvision's list: .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp, any case)
 //                 are images, other files are passed over and counted. A class folder with no
-//                 image is refused naming it, before anything is read.
+//                 image is refused naming it, before anything is read. With fields
+//                 (--fields jpg,txt,cls), each image's sample keeps the files of those
+//                 extensions beside it (a/x.txt beside a/x.jpg) as its fields, as WebDataset's
+//                 below; cls is its class.
 //   WebDataset    .tar shards, each sample the files of one key (the name up to its basename's
 //                 first '.'), read in order: KEY.jpg (or .jpeg, .png, .webp) the image, KEY.cls its
 //                 label (a decimal integer, 0 or more). Other members of a sample (.json, .txt) are
@@ -81,9 +84,13 @@ inline constexpr uint64_t kImageFolderOrderSeed = 0x696d616765735f31ull;
 // chunks mix its classes (a loader's window shuffle then draws batches close to a uniform
 // shuffle's) and the order is a function of the tree's file names alone; `keep_order`: the walk's
 // order itself.
-Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& dir,
-                                                           uint64_t max_file_bytes,
-                                                           bool keep_order = false);
+// `fields`: samples of several fields (--fields jpg,txt,cls): the image, and each other
+// extension the file of that extension beside it (a/x.txt beside a/x.jpg: its caption), which
+// every image must have (refused, naming both, before anything is read); cls the class folder's
+// label (without it, a dataset without labels or class names).
+Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(
+    const std::string& dir, uint64_t max_file_bytes, bool keep_order = false,
+    const std::vector<std::string>& fields = {});
 // `fields`: the extensions kept as each sample's fields (above); empty: image records.
 Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(
     const std::vector<std::string>& tars, uint64_t max_file_bytes,
