@@ -444,8 +444,10 @@ Status CheckSameRecords(const format::Header& a, const std::string& a_path, cons
   if (format::FieldsText(a.fields) != format::FieldsText(b.fields))
     return differ("fields", format::FieldsText(a.fields), format::FieldsText(b.fields));
   // Where the records came from: a tool writing them back (export --format megatron) reads
-  // the first part's origin for all of them.
-  if (use == RecordsUse::kDirectory && a.origin != b.origin) {
+  // the first part's origin for all of them (token records'; an image dataset's origin, its
+  // input and order, is the parts' own).
+  if (use == RecordsUse::kDirectory && a.record_kind == format::RecordKind::kTokens &&
+      a.origin != b.origin) {
     return differ("origin", a.origin.empty() ? "(none)" : a.origin,
                   b.origin.empty() ? "(none)" : b.origin);
   }

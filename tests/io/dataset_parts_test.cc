@@ -393,6 +393,12 @@ TEST(DatasetDirectory, PartsOfOtherOriginsAreRefusedNamingBoth) {
                 .ToString()
                 .find("origin (none), not megatron;dtype=int32"),
             std::string::npos);
+  // Image records: the origin says how each part's images were ordered, the parts' own.
+  a.record_kind = b.record_kind = format::RecordKind::kBytes;
+  a.media_type = b.media_type = "image/jpeg";
+  a.origin = "imagefolder;order=walk";
+  b.origin = "webdataset;order=shards";
+  EXPECT_TRUE(CheckSameRecords(a, "x/a.rfd", b, "x/b.rfd").ok());
 }
 
 TEST(DatasetDirectory, ADirectoryWithoutADatasetIsRefusedNamingIt) {

@@ -137,6 +137,12 @@ TEST(ImagesFolder, ByDefaultTheImagesAreAFixedShuffleOfTheWalksOrder) {
   std::sort(got.begin(), got.end());
   std::sort(want.begin(), want.end());
   EXPECT_EQ(got, want);  // the same records, each with its own label
+  // The header says how the images were ordered, with the shuffle's seed.
+  EXPECT_EQ(Dataset::Open(t.File("a.rfd"))->header().origin,
+            "imagefolder;order=shuffled;seed=0x696d616765735f31");
+  ASSERT_TRUE(
+      Convert({"images", t.File("tree"), "-o", t.File("k.rfd"), "--keep-order", "-q"}).ok());
+  EXPECT_EQ(Dataset::Open(t.File("k.rfd"))->header().origin, "imagefolder;order=walk");
 }
 
 // --list-images: OUT.images.tsv names each sample's source file and label in the dataset's order

@@ -43,6 +43,7 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
   spec.label_dtype = s.label_dtype;
   spec.num_classes = s.classes;
   spec.class_names = src.class_names();
+  spec.origin = src.origin();  // the input and the order its images were stored in
   // Samples of several fields: each sample's image and its other fields, one record.
   spec.fields = src.fields();
   if (!spec.fields.empty()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -108,7 +109,7 @@ class ImageFolderSource : public ImageSource {
   ImageFolderSource(std::string dir, std::vector<std::string> names,
                     std::vector<std::pair<std::string, uint32_t>> files, uint64_t bytes,
                     uint64_t passed, std::vector<std::string> links, uint64_t max_file,
-                    WantedFields fields)
+                    WantedFields fields, bool keep_order)
       : dir_(std::move(dir)),
         names_(std::move(names)),
         files_(std::move(files)),
@@ -116,7 +117,8 @@ class ImageFolderSource : public ImageSource {
         passed_(passed),
         links_(std::move(links)),
         max_file_(max_file),
-        fields_(std::move(fields)) {}
+        fields_(std::move(fields)),
+        keep_order_(keep_order) {}
 
   Result<bool> Next(ImageItem* item) override {
     if (next_ == files_.size()) return false;
@@ -151,6 +153,13 @@ class ImageFolderSource : public ImageSource {
     return fields_.label ? names_ : std::vector<std::string>{};
   }
   std::vector<format::FieldSpec> fields() const override { return fields_.table; }
+  std::string origin() const override {
+    char seed[32];
+    std::snprintf(seed, sizeof seed, "0x%016llx",
+                  static_cast<unsigned long long>(kImageFolderOrderSeed));
+    return keep_order_ ? "imagefolder;order=walk"
+                       : std::string("imagefolder;order=shuffled;seed=") + seed;
+  }
   std::vector<std::string> input_paths() const override {
     std::vector<std::string> p;
     for (const auto& f : files_) {
@@ -171,6 +180,7 @@ class ImageFolderSource : public ImageSource {
   std::vector<std::string> links_;
   uint64_t max_file_;
   WantedFields fields_;
+  bool keep_order_;
   size_t next_ = 0;
 };
 
@@ -229,6 +239,7 @@ class WebDatasetSource : public ImageSource {
   }
   uint32_t classes() const override { return classes_; }
   std::vector<format::FieldSpec> fields() const override { return fields_; }
+  std::string origin() const override { return "webdataset;order=shards"; }
   std::vector<std::string> input_paths() const override { return tars_; }
   uint64_t input_bytes() const override { return bytes_; }
   uint64_t passed_over() const override { return passed_; }
@@ -316,9 +327,9 @@ Result<std::unique_ptr<ImageSource>> OpenImageFolderSource(const std::string& di
     Xoshiro256 rng(kImageFolderOrderSeed, 0);
     for (size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[rng.Next() % i]);
   }
-  return std::unique_ptr<ImageSource>(new ImageFolderSource(dir, std::move(names), std::move(files),
-                                                            bytes, passed, std::move(links),
-                                                            max_file_bytes, std::move(wanted)));
+  return std::unique_ptr<ImageSource>(
+      new ImageFolderSource(dir, std::move(names), std::move(files), bytes, passed,
+                            std::move(links), max_file_bytes, std::move(wanted), keep_order));
 }
 
 Result<std::unique_ptr<ImageSource>> OpenWebDatasetSource(const std::vector<std::string>& tars,

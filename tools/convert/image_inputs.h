@@ -64,9 +64,13 @@ class ImageSource {
   virtual uint32_t classes() const = 0;
   // The classes' names (ImageFolder), or empty (WebDataset).
   virtual std::vector<std::string> class_names() const { return {}; }
-  // Samples of several fields (WebDataset with fields): the table (io/fields.h), the image field
-  // among them; empty: image records.
+  // Samples of several fields (--fields): the table (io/fields.h), the image field among them;
+  // empty: image records.
   virtual std::vector<format::FieldSpec> fields() const { return {}; }
+  // What the dataset's header records of the source (io/format.h's origin): the kind of input
+  // and the order its images were stored in, "imagefolder;order=shuffled;seed=0x..." (the
+  // shuffle's seed), "imagefolder;order=walk" or "webdataset;order=shards".
+  virtual std::string origin() const = 0;
   virtual std::vector<std::string> input_paths() const = 0;
   virtual uint64_t input_bytes() const = 0;  // 0: unknown
   // Files passed over as not images (ImageFolder), members passed over (WebDataset).
