@@ -176,3 +176,24 @@ def test_on_a_gpu_every_field_is_in_gpu_memory_and_each_sample_its_own(pairs, de
         for g in got:
             d = {h: (got[g].int() - want[h].int()).abs().float().mean().item() for h in want}
             assert min(d, key=d.get) == g and d[g] < 8, (g, d[g])
+
+
+def test_ranks_share_an_epoch_and_a_mixture_needs_the_same_fields(pairs, tmp_path):
+    seen = []
+    for rank in range(2):
+        loader = ringfeed.Loader(pairs, batch_size=8, seed=4, device="cpu", image_size=0,
+                                 rank=rank, world_size=2)
+        seen.append([g for b in loader for g in check(b, False)])
+    assert not set(seen[0]) & set(seen[1])
+    assert sorted(seen[0] + seen[1]) == list(range(70))
+    mixed = ringfeed.Loader([pairs, pairs], batch_size=8, weights=[0.5, 0.5], device="cpu",
+                            image_size=0)
+    batch = next(iter(mixed))
+    assert list(batch) == list(FIELDS)
+    other = str(tmp_path / "other.rfd")
+    with ringfeed.DatasetWriter(other, fields={"jpg": "image/jpeg", "cls": "label"},
+                                classes=3) as w:
+        w.write({"jpg": jpeg(0), "cls": 0})
+    with pytest.raises(UsageError, match="fields jpg=image/jpeg,cls=label, not jpg=image/jpeg,"
+                                         "txt=tokens:int32"):
+        ringfeed.Loader([pairs, other], batch_size=8, weights=[0.5, 0.5], device="cpu")
