@@ -134,14 +134,16 @@ def _gpu_or_skip():
     return torch
 
 
-@pytest.mark.parametrize("decoder", ["cpu", "nvjpeg"])
+@pytest.mark.parametrize("decoder", ["cpu", "nvjpeg", "none"])
 def test_on_a_gpu_every_field_is_in_gpu_memory_and_each_sample_its_own(pairs, decoder):
-    """The CPU threads on a GPU: every field the CPU loader's, bit for bit. nvJPEG (another IDCT
-    and upsampling than libjpeg-turbo's, its hardware or CUDA path chosen by the batch): the other
-    fields the CPU loader's, and each sample's image nearer its own CPU decode than any other
-    sample's (these noise JPEGs differ by about 4 levels between the decoders)."""
+    """The CPU threads on a GPU, and image_size 0 (every field as stored): every field the CPU
+    loader's, bit for bit. nvJPEG (another IDCT and upsampling than libjpeg-turbo's, its hardware
+    or CUDA path chosen by the batch): the other fields the CPU loader's, and each sample's image
+    nearer its own CPU decode than any other sample's (noise JPEGs: about 4 levels apart)."""
     torch = _gpu_or_skip()
     options = dict(batch_size=8, seed=4, image_size=24, image_crop="center", dtype="uint8")
+    if decoder == "none":  # image_size 0: every field as stored, the image's bytes too
+        options = dict(batch_size=8, seed=4, image_size=0)
 
     def take(loader):
         out = []
@@ -155,11 +157,13 @@ def test_on_a_gpu_every_field_is_in_gpu_memory_and_each_sample_its_own(pairs, de
     def by_index(batches):
         return {g: b["jpg"][k] for b in batches for k, g in enumerate(b["_indices"])}
     cpu = take(ringfeed.Loader(pairs, device="cpu", **options))
-    gpu_loader = ringfeed.Loader(pairs, device="cuda", image_decoder=decoder, **options)
+    if decoder != "none":
+        options["image_decoder"] = decoder
+    gpu_loader = ringfeed.Loader(pairs, device="cuda", **options)
     first = next(iter(gpu_loader))
     assert all((t[0] if isinstance(t, tuple) else t).__dlpack_device__()[0] == 2
                for t in first.values())
-    gpu = take(ringfeed.Loader(pairs, device="cuda", image_decoder=decoder, **options))
+    gpu = take(ringfeed.Loader(pairs, device="cuda", **options))
     assert len(gpu) == len(cpu)
     for a, b in zip(cpu, gpu):
         assert list(a) == list(b) and a["_indices"] == b["_indices"]
