@@ -45,7 +45,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-import ringfeed
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_train  # noqa: E402  (pick_device: the --device rule every example keeps)
+
+import ringfeed  # noqa: E402
 
 COLOURS = {"red": (220, 40, 40), "green": (40, 180, 60), "blue": (50, 80, 230),
            "yellow": (230, 210, 40)}
@@ -245,12 +248,7 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     if args.threads:
         torch.set_num_threads(args.threads)
-    cuda = torch.cuda.is_available() and ringfeed.cuda_available()
-    if args.device == "cuda" and not cuda:
-        raise ringfeed.UsageError("--device cuda: torch or this ringfeed build has no CUDA GPU")
-    dev = torch.device("cuda" if args.device == "cuda" or (args.device == "auto" and cuda)
-                       else "cpu")
-
+    dev = torch_train.pick_device(args.device)
     gpu = dev.type == "cuda"
     data = args.data
     if data is None:

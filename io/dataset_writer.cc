@@ -144,6 +144,7 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   w->spec_ = spec;
   w->opts_ = opts;
   w->header_ = header;
+  w->spans_.resize(format::StoredFieldCount(header.fields));
   if (w->opts_.dataset_id == 0)
     w->opts_.dataset_id = std::random_device{}() * 0x9e3779b97f4a7c15ull | 1;
   w->sample_bytes_ = header.SampleBytes();
@@ -353,7 +354,6 @@ Status DatasetWriter::AppendRecords(const void* values, const uint64_t* offsets,
           std::to_string(opts_.max_record_bytes) + " bytes; raise max_record_bytes)");
     if (!header_.fields.empty()) {  // a sample of several fields: its layout (io/fields.h)
       std::string why;
-      spans_.resize(format::StoredFieldCount(header_.fields));
       if (!format::SplitSample(header_.fields, static_cast<const uint8_t*>(values) + offsets[i],
                                elems, spans_.data(), &why))
         return Status::InvalidArgument("sample " + std::to_string(samples_ + i) + ": " + why);
@@ -430,10 +430,7 @@ Status DatasetWriter::SetNumClasses(uint32_t n) {
 Status DatasetWriter::SetMediaType(const std::string& media_type) {
   if (spec_.record_kind == format::RecordKind::kFields) {
     // Samples of several fields: their one image field's (an image media type for another).
-    int image = -1;
-    for (size_t i = 0; i < header_.fields.size(); ++i) {
-      if (header_.fields[i].image()) image = image == -1 ? static_cast<int>(i) : -2;
-    }
+    const int image = format::ImageFieldIndex(header_.fields);
     if (image < 0 || !format::IsImageMediaType(media_type))
       return Status::InvalidArgument(
           "a media type of samples of several fields is their one image field's, an image's");

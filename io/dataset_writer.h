@@ -129,6 +129,8 @@ class DatasetWriter {
   // their one image field's (an image media type).
   Status SetMediaType(const std::string& media_type);
   int64_t max_label() const { return max_label_; }  // -1 before the first label
+  // Samples of several fields: the fields Finish() writes (SetMediaType's choice in them).
+  const std::vector<format::FieldSpec>& fields() const { return header_.fields; }
 
   uint32_t chunk_samples() const { return chunk_samples_; }
   uint64_t samples_written() const { return samples_; }

@@ -154,6 +154,14 @@ int FindField(const std::vector<FieldSpec>& fields, const std::string& name) {
   return -1;
 }
 
+int ImageFieldIndex(const std::vector<FieldSpec>& fields) {
+  int found = -1;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].image()) found = found == -1 ? static_cast<int>(i) : -2;
+  }
+  return found;
+}
+
 Status CheckFields(const std::vector<FieldSpec>& fields, bool has_labels, DType label_dtype) {
   if (fields.empty() || fields.size() > kMaxFields) {
     return Status::InvalidArgument("fields: " + std::to_string(fields.size()) +

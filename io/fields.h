@@ -82,6 +82,9 @@ std::string FieldsText(const std::vector<FieldSpec>& fields);
 Status CheckFields(const std::vector<FieldSpec>& fields, bool has_labels, DType label_dtype);
 // The index of the field named `name`, or -1.
 int FindField(const std::vector<FieldSpec>& fields, const std::string& name);
+// The index of the one image field (FieldSpec::image()); -1 where there is none, -2 where there
+// are several.
+int ImageFieldIndex(const std::vector<FieldSpec>& fields);
 
 // The table's bytes into a header (the kHeaderBytes buffer; fields checked), and back: decoded
 // and checked against the header's labels; errors name the byte of the header at fault through

@@ -21,23 +21,31 @@ FieldSplit::FieldSplit(std::vector<format::FieldSpec> fields, int decoded)
     stored_of_.push_back(f.stored() ? static_cast<int>(stored_++) : -1);
 }
 
-Status FieldSplit::TakeDecoded(const uint8_t* records, const int64_t* offsets, uint32_t n,
-                               std::vector<uint8_t>* bytes,
-                               std::vector<int64_t>* field_offsets) const {
-  std::vector<format::FieldSpan> spans(stored_);
-  const int k = stored_of_.at(static_cast<size_t>(decoded_));
-  bytes->clear();
-  field_offsets->assign(1, 0);
+Status FieldSplit::Split(const uint8_t* records, const int64_t* offsets, uint32_t n,
+                         std::vector<format::FieldSpan>* spans) const {
+  spans->resize(size_t{n} * stored_);
   for (uint32_t i = 0; i < n; ++i) {
     std::string why;
-    const uint8_t* r = records + offsets[i];
-    if (!format::SplitSample(fields_, r, static_cast<uint64_t>(offsets[i + 1] - offsets[i]),
-                             spans.data(), &why))
+    format::FieldSpan* s = spans->data() + size_t{i} * stored_;
+    if (!format::SplitSample(fields_, records + offsets[i],
+                             static_cast<uint64_t>(offsets[i + 1] - offsets[i]), s, &why))
       return Status::Corruption("", "sample " + std::to_string(i) + " of the batch: " + why);
-    bytes->insert(bytes->end(), r + spans[k].offset, r + spans[k].offset + spans[k].size);
-    field_offsets->push_back(static_cast<int64_t>(bytes->size()));
+    for (uint32_t k = 0; k < stored_; ++k) s[k].offset += static_cast<uint64_t>(offsets[i]);
   }
   return Status::Ok();
+}
+
+void FieldSplit::TakeDecoded(const uint8_t* records, const std::vector<format::FieldSpan>& spans,
+                             std::vector<uint8_t>* bytes,
+                             std::vector<int64_t>* field_offsets) const {
+  const size_t k = static_cast<size_t>(stored_of_.at(static_cast<size_t>(decoded_)));
+  bytes->clear();
+  field_offsets->assign(1, 0);
+  for (size_t i = 0; i < spans.size() / stored_; ++i) {
+    const format::FieldSpan& sp = spans[i * stored_ + k];
+    bytes->insert(bytes->end(), records + sp.offset, records + sp.offset + sp.size);
+    field_offsets->push_back(static_cast<int64_t>(bytes->size()));
+  }
 }
 
 size_t FieldSplit::AreaBound(const int64_t* offsets, uint32_t n) const {
@@ -46,20 +54,12 @@ size_t FieldSplit::AreaBound(const int64_t* offsets, uint32_t n) const {
   return fields_.size() * (Align(all) + Align((size_t{n} + 1) * sizeof(int64_t)));
 }
 
-Status FieldSplit::Layout(const uint8_t* records, const int64_t* offsets, uint32_t n,
-                          const uint32_t* keep, uint32_t kept, std::vector<uint8_t>* host,
-                          std::vector<Part>* parts) const {
-  if (keep == nullptr) kept = n;
-  // Each sample's spans, once; then each field's part, in table order.
-  std::vector<format::FieldSpan> spans(size_t{kept} * stored_);
-  for (uint32_t j = 0; j < kept; ++j) {
-    const uint32_t i = keep != nullptr ? keep[j] : j;
-    std::string why;
-    if (!format::SplitSample(fields_, records + offsets[i],
-                             static_cast<uint64_t>(offsets[i + 1] - offsets[i]),
-                             spans.data() + size_t{j} * stored_, &why))
-      return Status::Corruption("", "sample " + std::to_string(i) + " of the batch: " + why);
-  }
+void FieldSplit::Layout(const uint8_t* records, const std::vector<format::FieldSpan>& spans,
+                        const uint32_t* keep, uint32_t kept, std::vector<uint8_t>* host,
+                        std::vector<Part>* parts) const {
+  if (keep == nullptr) kept = static_cast<uint32_t>(spans.size() / stored_);
+  // The sample of each kept place.
+  auto sample = [&](uint32_t j) { return size_t{keep != nullptr ? keep[j] : j}; };
   parts->assign(stored_, Part{});
   size_t at = 0;
   for (size_t f = 0; f < fields_.size(); ++f) {
@@ -67,7 +67,7 @@ Status FieldSplit::Layout(const uint8_t* records, const int64_t* offsets, uint32
     if (k < 0 || static_cast<int>(f) == decoded_) continue;
     Part& p = (*parts)[static_cast<size_t>(k)];
     p.values = at;
-    for (uint32_t j = 0; j < kept; ++j) p.values_bytes += spans[size_t{j} * stored_ + k].size;
+    for (uint32_t j = 0; j < kept; ++j) p.values_bytes += spans[sample(j) * stored_ + k].size;
     at = Align(at + p.values_bytes);
     if (fields_[f].kind != format::FieldKind::kTensor) {
       p.offsets = at;
@@ -87,14 +87,12 @@ Status FieldSplit::Layout(const uint8_t* records, const int64_t* offsets, uint32
     size_t put = 0;
     if (offs != nullptr) offs[0] = 0;
     for (uint32_t j = 0; j < kept; ++j) {
-      const uint32_t i = keep != nullptr ? keep[j] : j;
-      const format::FieldSpan& sp = spans[size_t{j} * stored_ + k];
-      if (sp.size != 0) std::memcpy(values + put, records + offsets[i] + sp.offset, sp.size);
+      const format::FieldSpan& sp = spans[sample(j) * stored_ + k];
+      if (sp.size != 0) std::memcpy(values + put, records + sp.offset, sp.size);
       put += sp.size;
       if (offs != nullptr) offs[j + 1] = static_cast<int64_t>(put / elem);
     }
   }
-  return Status::Ok();
 }
 
 void FieldSplit::Describe(LoadedBatch& out, uint8_t* area, const std::vector<Part>& parts,

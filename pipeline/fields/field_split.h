@@ -38,16 +38,23 @@ class FieldSplit {
     size_t offsets = 0;  // tokens and bytes fields: n + 1 int64
   };
 
-  // The decoded field's bytes of the n samples (records back to back, n + 1 byte offsets) into
-  // `bytes` and its n + 1 byte `offsets`. Corruption-free input is the caller's (Dataset::
-  // CheckSamples ran on every chunk); a sample that breaks the layout is still refused here.
-  Status TakeDecoded(const uint8_t* records, const int64_t* offsets, uint32_t n,
-                     std::vector<uint8_t>* bytes, std::vector<int64_t>* field_offsets) const;
-  // The area of every field but the decoded one and the label for the samples `keep` of the batch
-  // (indices into its n samples, in order; null: all n), laid out into `host` (resized to the
-  // area's bytes); parts[k] is stored field k's (in table order; the decoded field's empty).
-  Status Layout(const uint8_t* records, const int64_t* offsets, uint32_t n, const uint32_t* keep,
-                uint32_t kept, std::vector<uint8_t>* host, std::vector<Part>* parts) const;
+  // Where each stored field of the n samples (records back to back, n + 1 byte offsets) lies:
+  // `spans` (resized) holds sample i's stored field k at i * stored() + k, its offset from
+  // `records`. Every sample is parsed once, here; the others read the spans. Corruption-free
+  // input is the caller's (Dataset::CheckSamples ran on every chunk); a sample that breaks the
+  // layout is still refused here.
+  Status Split(const uint8_t* records, const int64_t* offsets, uint32_t n,
+               std::vector<format::FieldSpan>* spans) const;
+  // The decoded field's bytes of the split samples into `bytes` and its n + 1 byte `offsets`.
+  void TakeDecoded(const uint8_t* records, const std::vector<format::FieldSpan>& spans,
+                   std::vector<uint8_t>* bytes, std::vector<int64_t>* field_offsets) const;
+  // The area of every field but the decoded one and the label for the samples `keep` of the split
+  // batch (indices into its samples, in order, `kept` of them; null: all), laid out into `host`
+  // (resized to the area's bytes); parts[k] is stored field k's (in table order; the decoded
+  // field's empty).
+  void Layout(const uint8_t* records, const std::vector<format::FieldSpan>& spans,
+              const uint32_t* keep, uint32_t kept, std::vector<uint8_t>* host,
+              std::vector<Part>* parts) const;
   // The most bytes Layout can need for these n samples (any `keep`): what the batch reserves.
   size_t AreaBound(const int64_t* offsets, uint32_t n) const;
   // Sets `out`'s fields once the area lies at `area` in its memory (kept samples), the decoded
@@ -57,6 +64,7 @@ class FieldSplit {
 
   const std::vector<format::FieldSpec>& fields() const { return fields_; }
   int decoded() const { return decoded_; }
+  uint32_t stored() const { return stored_; }  // the fields with bytes (all but the label)
 
  private:
   // The stored field of table index i (its place in each sample's lengths), or -1 (the label).

@@ -117,9 +117,8 @@ Status ImageStage::Fill() {
       // hand-out, once the bad records are known), the image field's bytes decoded.
       s.records.assign(static_cast<const uint8_t*>(b.samples),
                        static_cast<const uint8_t*>(b.samples) + b.values_bytes);
-      s.record_offsets.assign(b.offsets, b.offsets + b.n + 1);
-      RF_RETURN_IF_ERROR(fields_->TakeDecoded(s.records.data(), s.record_offsets.data(), b.n,
-                                              &s.bytes, &s.offsets));
+      RF_RETURN_IF_ERROR(fields_->Split(s.records.data(), b.offsets, b.n, &s.spans));
+      fields_->TakeDecoded(s.records.data(), s.spans, &s.bytes, &s.offsets);
     } else {
       s.bytes.assign(static_cast<const uint8_t*>(b.samples),
                      static_cast<const uint8_t*>(b.samples) + b.values_bytes);
@@ -137,8 +136,8 @@ Status ImageStage::Fill() {
     shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
     RF_ASSIGN_OR_RETURN(s.out, pool_->Acquire(b.n, decoder_->spec().output, std::move(shape)));
     if (fields_) {  // room for the other fields after the images (before anything is written)
-      RF_RETURN_IF_ERROR(pool_->Reserve(
-          *s.out, ImagesBytes(b.n) + fields_->AreaBound(s.record_offsets.data(), b.n)));
+      RF_RETURN_IF_ERROR(
+          pool_->Reserve(*s.out, ImagesBytes(b.n) + fields_->AreaBound(b.offsets, b.n)));
     }
     DecodeLabelsOnHost(b.label_dtype, b.labels, b.n,
                        staged_ || gpu_out_ ? s.labels.data() : s.out->labels());
@@ -255,8 +254,7 @@ Status ImageStage::PutFields(Slot& s, LoadedBatch& out) {
     }
     keep = s.keep.data();
   }
-  RF_RETURN_IF_ERROR(fields_->Layout(s.records.data(), s.record_offsets.data(), job.n, keep,
-                                     out.size(), &s.area, &s.parts));
+  fields_->Layout(s.records.data(), s.spans, keep, out.size(), &s.area, &s.parts);
   uint8_t* area = static_cast<uint8_t*>(out.samples()) + ImagesBytes(job.n);
   if (!s.area.empty()) RF_RETURN_IF_ERROR(device_.PutBytes(s.area.data(), area, s.area.size()));
   fields_->Describe(out, area, s.parts, out.size());

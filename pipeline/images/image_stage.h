@@ -113,10 +113,11 @@ class ImageStage {
     std::vector<int64_t> labels;
     std::shared_ptr<LoadedBatch> out;
     uint64_t position = 0;
-    // Samples of several fields: the batch's whole samples, and at the hand-out the kept ones
-    // and their other fields' area (pageable: PutBytes has read it when it returns).
+    // Samples of several fields: the batch's whole samples and their fields' spans, and at the
+    // hand-out the kept ones and their other fields' area (pageable: PutBytes has read it when
+    // it returns).
     std::vector<uint8_t> records;
-    std::vector<int64_t> record_offsets;
+    std::vector<format::FieldSpan> spans;
     std::vector<uint32_t> keep;
     std::vector<uint8_t> area;
     std::vector<FieldSplit::Part> parts;

@@ -25,8 +25,8 @@ class FieldsMaker final : public SourceMaker {
  private:
   Result<std::shared_ptr<LoadedBatch>> Fill(const Batch& stored) override {
     const auto* records = static_cast<const uint8_t*>(stored.samples);
-    RF_RETURN_IF_ERROR(
-        split_->Layout(records, stored.offsets, stored.n, nullptr, stored.n, &area_, &parts_));
+    RF_RETURN_IF_ERROR(split_->Split(records, stored.offsets, stored.n, &spans_));
+    split_->Layout(records, spans_, nullptr, stored.n, &area_, &parts_);
     RF_ASSIGN_OR_RETURN(
         std::shared_ptr<LoadedBatch> out,
         pool_->Acquire(stored.n, DType::kUInt8, {static_cast<int64_t>(area_.size())}));
@@ -42,6 +42,7 @@ class FieldsMaker final : public SourceMaker {
   }
 
   std::shared_ptr<const FieldSplit> split_;
+  std::vector<format::FieldSpan> spans_;
   std::vector<uint8_t> area_;  // pageable: PutBytes has read it when it returns
   std::vector<FieldSplit::Part> parts_;
   std::vector<int64_t> labels_;

@@ -83,19 +83,17 @@ Status CheckNoImageOptions(const LoaderOptions& options, const format::Header& h
 // field, decoded; -1 where they have none (their fields come out as stored); Usage where they have
 // several (which to decode is the user's to say: image_size 0 takes them all as bytes).
 Result<int> ImageFieldOf(const format::Header& h) {
-  int found = -1;
+  const int found = format::ImageFieldIndex(h.fields);
+  if (found != -2) return found;
   std::string names;
-  for (size_t i = 0; i < h.fields.size(); ++i) {
-    if (!h.fields[i].image()) continue;
+  for (const format::FieldSpec& f : h.fields) {
+    if (!f.image()) continue;
     if (!names.empty()) names += ", ";
-    names += h.fields[i].name;
-    found = found == -1 ? static_cast<int>(i) : -2;
+    names += f.name;
   }
-  if (found == -2)
-    return Status::Usage("image_size: these samples have several image fields (" + names +
-                         ") and the loader decodes one image a sample; image_size 0 hands them "
-                         "all out as stored");
-  return found;
+  return Status::Usage("image_size: these samples have several image fields (" + names +
+                       ") and the loader decodes one image a sample; image_size 0 hands them "
+                       "all out as stored");
 }
 
 // Usage where drop_last would drop every batch of an epoch.
@@ -314,21 +312,7 @@ Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
   RF_ASSIGN_OR_RETURN(plan.output_options,
                       ResolveOutput(options.output, output_kind, plan.decoded, h));
   const OutputOptions& out = plan.output_options;
-  if (plan.kind == BatchKind::kFields) {
-    plan.host_staging = true;
-    plan.output = DType::kUInt8;
-    if (plan.image_field >= 0) {
-      RF_ASSIGN_OR_RETURN(plan.image, ImageSpecFor(options, plan.output_options));
-      const int64_t size = plan.image.size;
-      plan.sample_shape = plan.image.channels_last ? std::vector<int64_t>{size, size, 3}
-                                                   : std::vector<int64_t>{3, size, size};
-      plan.output = out.dtype;
-      plan.worker_buffers = options.worker && !plan.mixture() ? 1 : 0;
-    } else {
-      RF_RETURN_IF_ERROR(CheckNoImageOptions(options, h));
-      RF_RETURN_IF_ERROR(CheckRecords(options, h));
-    }
-  } else if (plan.kind == BatchKind::kImages) {
+  if (output_kind == BatchKind::kImages) {
     RF_ASSIGN_OR_RETURN(plan.image, ImageSpecFor(options, plan.output_options));
     const int64_t size = plan.image.size;
     plan.sample_shape = plan.image.channels_last ? std::vector<int64_t>{size, size, 3}
@@ -340,7 +324,7 @@ Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
     plan.worker_buffers = options.worker && !plan.mixture() ? 1 : 0;
   } else {
     RF_RETURN_IF_ERROR(CheckNoImageOptions(options, h));
-    if (plan.kind == BatchKind::kRecords) {
+    if (output_kind == BatchKind::kRecords) {
       RF_RETURN_IF_ERROR(CheckRecords(options, h));
       plan.output = h.sample_dtype;
       plan.host_staging = true;

@@ -23,6 +23,7 @@
 #include "cuda/handles.h"
 #include "cuda/nvjpeg_library.h"
 #include "pipeline/loader.h"
+#include "tests/pipeline/loader_testing.h"
 #include "tests/testing/batch_copy.h"
 #include "tests/testing/image_encoding.h"
 #include "tests/testing/jpeg_testing.h"
@@ -409,16 +410,7 @@ TEST_F(CudaLoaderNvjpeg, BadRecordsAreNamedOrSkippedAsOnTheHost) {
     {
       Result<std::unique_ptr<Loader>> l = Loader::Open(o);
       ASSERT_TRUE(l.ok()) << l.status().ToString();
-      ASSERT_TRUE((*l)->StartEpoch(0, 0).ok());
-      Status st;
-      for (;;) {
-        Result<std::shared_ptr<LoadedBatch>> b = (*l)->Next();
-        if (!b.ok()) {
-          st = b.status();
-          break;
-        }
-        if (*b == nullptr) break;
-      }
+      const Status st = testing::FirstErrorOfEpoch(**l);
       ASSERT_TRUE(st.IsCorruption()) << st.ToString();
       EXPECT_EQ(st.path(), t_.File("bad.rfd"));
       EXPECT_NE(st.message().find("record 17 (sample 17 of the dataset)"), std::string::npos)

@@ -146,12 +146,7 @@ Result<ImageConvertSummary> ConvertImages(ImageSource& src, const std::string& o
                  : s.webp   ? "image/webp"
                             : "image/jpeg";
   RF_RETURN_IF_ERROR(writer->SetMediaType(s.media_type));
-  if (!spec.fields.empty()) {
-    for (format::FieldSpec& f : spec.fields) {
-      if (f.image()) f.media_type = s.media_type;
-    }
-    s.fields = format::FieldsText(spec.fields);
-  }
+  if (!spec.fields.empty()) s.fields = format::FieldsText(writer->fields());
   RF_ASSIGN_OR_RETURN(RecordOutput written, FinishRecordOutput(*writer, out_path));
   if (o.skip_bad) {
     RF_RETURN_IF_ERROR(WriteFileAtomically(report, skipped));
