@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
-"""The GPU loader alone, from the page cache, per output kind: how many samples/s ringfeed.Loader
-hands out for a few decodes (uint8 as stored: a device copy, no decode kernel; float32 NCHW and
-bfloat16 NHWC normalized: the decode kernel), so that two builds' loaders can be compared with
-the disk and the model out of the figures. Run once per build (PYTHONPATH picks the build);
-prints one JSON line per kind.
+"""The GPU loader alone, per kind of batch: how many samples/s ringfeed.Loader hands out, so that
+two builds' loaders can be compared with the model out of the figures. Run once per build
+(PYTHONPATH picks the build); prints one JSON line per kind.
 
-  loader_decode_ab.py DATA [--seconds 5] [--batch-size 256]
+  DATA, from the page cache: uint8 as stored (a device copy, no decode kernel); float32 NCHW and
+      bfloat16 NHWC normalized (the decode kernel)
+  --jpeg F.rfd, cold (the page cache dropped first, as root; the loader's default io='direct'):
+      one epoch of decoded 224x224 crops, bfloat16 NHWC (nvJPEG with the CPU threads' share)
+  --tokens F.rfd, cold: packed sequences of 2048 (+1) tokens, 16 rows a batch, one epoch;
+      tokens/s in the figure's place. Written first where it is not there (--make-tokens N: N
+      uint16 ids of documents of 1 to 4,000 ids, zstd:1, by this build's DatasetWriter)
+
+  loader_decode_ab.py DATA [--seconds 5] [--batch-size 256] [--jpeg F.rfd]
+                     [--tokens F.rfd [--make-tokens N]]
 """
 import argparse
 import json
+import os
+import subprocess
 import time
 
 import torch
@@ -20,23 +29,84 @@ KINDS = {"uint8": dict(dtype="uint8"),
          "bf16-nhwc": dict(dtype="bfloat16", layout="NHWC")}
 
 
+def drop_caches():
+    subprocess.run(["sync"], check=False)
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError:
+        pass  # not root: the loader's O_DIRECT reads skip the page cache anyway
+
+
+def make_tokens(path, count):
+    """COUNT uint16 ids in documents of 1 to 4,000 ids, written by this build's DatasetWriter."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    with ringfeed.DatasetWriter(path + ".part", records="tokens", dtype="uint16", labels=False,
+                                compress="zstd:1") as w:
+        done = 0
+        while done < count:
+            n = int(min(1 << 24, count - done))
+            ids = rng.integers(3, 32000, n, dtype=np.uint16)
+            ends = np.cumsum(rng.integers(1, 4001, n // 1000 + 2))
+            offsets = np.concatenate([[0], ends[ends < n], [n]]).astype(np.int64)
+            w.write_records(ids, offsets)
+            done += n
+    os.rename(path + ".part", path)
+
+
+def timed(loader, seconds, count):
+    """Batches of `loader` for `seconds` (0: one epoch); count(batch) each one's figure."""
+    n, t0 = 0, time.perf_counter()
+    while True:
+        for batch in loader:
+            n += count(batch)
+            if seconds and time.perf_counter() - t0 >= seconds:
+                break
+        if not seconds or time.perf_counter() - t0 >= seconds:
+            break
+    torch.cuda.synchronize()
+    return n / (time.perf_counter() - t0)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("data")
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--jpeg", default="")
+    p.add_argument("--tokens", default="")
+    p.add_argument("--make-tokens", type=float, default=0)
     args = p.parse_args()
+
+    def samples(batch):
+        return torch.from_dlpack(batch[0]).shape[0]
+
     for name, kw in KINDS.items():
         loader = ringfeed.Loader(args.data, args.batch_size, device="cuda", seed=1,
                                  drop_last=True, io="buffered", **kw)
-        n, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < args.seconds:
-            for x, _ in loader:
-                n += torch.from_dlpack(x).shape[0]
-                if time.perf_counter() - t0 >= args.seconds:
-                    break
-        torch.cuda.synchronize()
-        print(json.dumps({"kind": name, "samples_per_s": n / (time.perf_counter() - t0)}),
+        print(json.dumps({"kind": name, "samples_per_s": timed(loader, args.seconds, samples)}),
+              flush=True)
+        loader.close()
+    if args.jpeg:
+        drop_caches()
+        loader = ringfeed.Loader(args.jpeg, args.batch_size, device="cuda", seed=1,
+                                 image_size=224, dtype="bfloat16", layout="NHWC")
+        print(json.dumps({"kind": "jpeg-cold", "samples_per_s": timed(loader, 0, samples)}),
+              flush=True)
+        loader.close()
+    if args.tokens:
+        if not os.path.exists(args.tokens):
+            make_tokens(args.tokens, int(args.make_tokens))
+        drop_caches()
+        loader = ringfeed.Loader(args.tokens, 16, device="cuda", seed=1, sequence_length=2048,
+                                 dtype="int32")
+
+        def tokens(batch):
+            return torch.from_dlpack(batch.tokens).numel()
+
+        print(json.dumps({"kind": "tokens-cold", "samples_per_s": timed(loader, 0, tokens)}),
               flush=True)
         loader.close()
 

@@ -97,7 +97,9 @@ def peer(ctx, s):
       "by ringfeed.Loader against compute alone, with a torch.profiler summary, on 1 GPU and on "
       "2 (DDP) where there are 2 (handoff_profile.py); next() and from_dlpack split "
       "(handoff_split.py)",
-      settings={"gb": 3.0, "rounds": 3, "steps": 400, "profile": 20, "io": "buffered"})
+      settings={"gb": 3.0, "rounds": 3, "steps": 400, "warm": 100, "profile": 20,
+                "io": "buffered", "phases": "alone,fed,fed_resident,take_only", "pin": False,
+                "split": True})
 def handoff(ctx, s):
     ctx.extension()
     path = data.synthetic(ctx, s.gb, seed=7)
@@ -108,23 +110,31 @@ def handoff(ctx, s):
         out = ctx.log_path(f"handoff-{procs}gpu", ".json")
         r = ctx.run(f"handoff-{procs}gpu", [
             *ctx.torchrun(procs), os.path.join(BENCH, "handoff_profile.py"), "--data", path,
-            "--io", s.io, "--rounds", s.rounds, "--steps", s.steps, "--profile", s.profile,
-            "--trace-dir", traces, "--json", out])
+            "--io", s.io, "--rounds", s.rounds, "--steps", s.steps, "--warm", s.warm,
+            "--phases", s.phases, "--profile", s.profile, "--trace-dir", traces, "--json", out,
+            *(["--pin"] if s.pin else [])])
         ctx.say(f"-- {procs} GPU(s), exit {r.rc}")
+        api = False
         for line in r.out.splitlines():
-            if line.startswith(("[round", "summary")):
+            if line.startswith("== profile"):
+                api = "CUDA API" in line
+            if line.startswith(("[round", "summary", "pinned")) or api:
                 ctx.say(line)
         if r.ok and os.path.exists(out):
             ctx.figure(f"{procs}gpu", load_json(out).get("summary"))
-    r = ctx.run("handoff-split", [ctx.python_exe, os.path.join(BENCH, "handoff_split.py"),
-                                  "--data", path])
-    for line in r.out.splitlines()[-12:]:
-        ctx.say(line)
+    if s.split:
+        r = ctx.run("handoff-split", [ctx.python_exe, os.path.join(BENCH, "handoff_split.py"),
+                                      "--data", path])
+        for line in r.out.splitlines()[-12:]:
+            ctx.say(line)
 
 
-@part("loader-decode", budget=150, gpus=1, torch=True, about="ringfeed.Loader alone from the "
-      "page cache per output kind (uint8, float32 NCHW, bf16 NHWC), builds interleaved "
-      "(tools/bench/loader_decode_ab.py)", settings={"gb": 2.0, "rounds": 3, "seconds": 5.0})
+@part("loader-decode", budget=150, gpus=1, torch=True, about="ringfeed.Loader alone per kind of "
+      "batch, builds interleaved (tools/bench/loader_decode_ab.py): from the page cache uint8, "
+      "float32 NCHW, bf16 NHWC; cold, decoded JPEGs (jpeg_count of make_jpeg_set.py's, each "
+      "build's own conversion) and packed token sequences (tokens ids, each build's own writer)",
+      settings={"gb": 2.0, "rounds": 3, "seconds": 5.0, "jpeg_count": 0, "photos": "",
+                "tokens": 0.0})
 def loader_decode(ctx, s):
     for b in ctx.builds:
         ctx.extension(b)
@@ -132,16 +142,35 @@ def loader_decode(ctx, s):
     data.warm(path)
     import json
 
+    extra = {b.name: [] for b in ctx.builds}
+    if s.jpeg_count:
+        folder = data.jpeg_set(ctx, s.jpeg_count, s.photos)
+        for b in ctx.builds:  # each build converts its own: an older one may not read a newer
+            out = os.path.join(ctx.work, f"ab-jpeg-{b.name}.rfd")
+            data.remove(out)
+            r = ctx.run(f"convert-jpeg-{b.name}", [b.tool("ringfeed-convert"), "images", folder,
+                                                   "-o", out, "-q"])
+            if not r.ok:
+                ctx.fail(f"{b.name}: ringfeed-convert images: {r.tail(2)}")
+            extra[b.name] += ["--jpeg", out]
+    if s.tokens:
+        for b in ctx.builds:
+            out = os.path.join(ctx.work, f"ab-tokens-{b.name}-{int(s.tokens)}.rfd")
+            extra[b.name] += ["--tokens", out, "--make-tokens", int(s.tokens)]
     table = {}
     for r, b in alternations(s.rounds, ctx.builds):
         run = ctx.run(f"decode-{b.name}-{r}", [ctx.python_exe,
                                                os.path.join(BENCH, "loader_decode_ab.py"), path,
-                                               "--seconds", s.seconds], env=ctx.python_env(b))
+                                               "--seconds", s.seconds, *extra[b.name]],
+                      env=ctx.python_env(b))
+        if not run.ok:
+            ctx.say(f"round {r} {b.name}: exit {run.rc}: {run.tail(3)}")
         for line in run.out.splitlines():
             if line.startswith("{"):
                 d = json.loads(line)
                 table.setdefault((d["kind"], b.name), []).append(d["samples_per_s"])
-                ctx.say(f"round {r} {b.name} {d['kind']}: {d['samples_per_s']:,.0f} samples/s")
+                ctx.say(f"round {r} {b.name} {d['kind']}: {d['samples_per_s']:,.0f} "
+                        + ("tokens/s" if d["kind"].startswith("tokens") else "samples/s"))
     ctx.figure("samples_per_s", {f"{k}:{b}": v for (k, b), v in table.items()})
     if ctx.before:
         ctx.figure("after_over_before", ab_lines(ctx, "loader", table))
