@@ -65,6 +65,11 @@ Status CudaOutputPool::WaitOn(uint32_t slot, void* stream) {
   cuda::ScopedDevice on(gpu_device_);
   std::lock_guard<std::mutex> lock(mu_);
   PerBuffer& b = buffers_[slot];
+  // A stream noted since the last reuse already waits for this `ready` (recorded once a reuse):
+  // the labels' export after the samples' queues nothing more.
+  if (std::find(b.consumers.begin(), b.consumers.end(), s) != b.consumers.end()) {
+    return Status::Ok();
+  }
   RF_CUDA_CHECK(cudaStreamWaitEvent(s, b.ready.get(), 0));
   if (s == cudaStreamPerThread) {
     // The waiting thread's own default stream: the release may come on another thread, whose
@@ -72,9 +77,7 @@ Status CudaOutputPool::WaitOn(uint32_t slot, void* stream) {
     b.sync_device = true;
     return Status::Ok();
   }
-  if (s != producer_ && std::find(b.consumers.begin(), b.consumers.end(), s) == b.consumers.end()) {
-    b.consumers.push_back(s);
-  }
+  if (s != producer_) b.consumers.push_back(s);
   return Status::Ok();
 }
 

@@ -1,7 +1,8 @@
 // CudaOutputPool: OutputPool (pipeline/output/output_pool.h) in the memory of one GPU. Per buffer:
 //
 //   MarkReady        records `ready` on the producer stream after the batch's writes
-//   WaitOn(stream)   the consumer's stream waits for `ready` (no host wait); the stream is noted
+//   WaitOn(stream)   the consumer's stream waits for `ready` (no host wait); the stream is noted,
+//                    and a second WaitOn of it before the release queues nothing
 //   release          records a `released` event on every noted consumer stream: the work those
 //                    streams had queued when the consumer let go (its reads of the batch)
 //   BeforeReuse      the producer stream waits for those events before the next write

@@ -100,6 +100,14 @@ OptionTable<LoaderOptions> MakeTable() {
           "packed sequences: threads that copy a batch's tokens into place (the loader's worker "
           "and its helpers, which take part in batches large enough to pay for them); 0: a "
           "quarter of the cores shared by the ranks on the machine, 1 to 4");
+  t.Word("tensors", [](auto& o) -> auto& { return o.tensors; },
+         {{"ringfeed", PythonTensors::kRingfeed}, {"torch", PythonTensors::kTorch}})
+      .For(kLoaderApi)
+      .Help(
+          "what a batch's arrays are: ringfeed (ringfeed.Tensor, for torch.from_dlpack or any "
+          "DLPack consumer) or torch (torch.Tensor views of the same memory, no copy; on the GPU "
+          "torch's current stream waits for the batch, the host does not): the same batches, "
+          "less of a PyTorch loop's time a step");
   t.Field(
        "prefetch", OptionType::kCount, [](auto& o) -> auto& { return o.output_buffers; })
       .Range(1, kMaxOutputBuffers)

@@ -54,9 +54,16 @@ struct OutputOptions {
   } given;
 };
 
+// What Python's ringfeed.Loader hands a batch's arrays out as (python/src/loaders.cc; the library
+// hands out a LoadedBatch either way): ringfeed.Tensor objects, which any DLPack consumer takes, or
+// torch tensors viewing the same memory, made in the binding (the batch's one stream wait, one
+// import a tensor), so a PyTorch loop's thread spends less of its step on the hand-off.
+enum class PythonTensors { kRingfeed, kTorch };
+
 struct LoaderOptions {
   PipelineConfig pipeline;  // the dataset, mode, device, batch, order, rank, reader
   OutputOptions output;
+  PythonTensors tensors = PythonTensors::kRingfeed;  // read by the Python face alone
   // image records: decoded to images of image.size (pipeline/images/image_stage.h), or (size
   // 0) handed out as stored; ignored for other datasets, but for options that would do nothing
   // there (a crop, threads, skipping, a side limit), which are refused.

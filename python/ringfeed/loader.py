@@ -20,6 +20,7 @@ from ._datasets import DatasetInfo, _info, _open_dataset, dataset_info, open_dat
 from ._options import _device_option, _process_rank, options_help, signature
 from ._ringfeed import Tensor, UsageError
 from .sequences import Sequences
+from ._torch import TorchImport, import_torch
 
 __all__ = ["BadRecordsSkipped", "DatasetInfo", "Loader", "dataset_info"]
 
@@ -45,7 +46,8 @@ class Loader:
     ``for samples, labels in loader:`` yields the rest of the current epoch. ``samples`` and
     ``labels`` are :class:`ringfeed.Tensor` objects viewing the loader's own buffers: hand them to
     ``torch.from_dlpack`` (no copy; on the GPU the current stream waits for the batch, the host
-    does not), ``numpy.from_dlpack`` or ``.numpy()`` (host memory). A batch stays valid,
+    does not), ``numpy.from_dlpack`` or ``.numpy()`` (host memory); ``tensors="torch"`` hands
+    out torch tensors of the same memory instead. A batch stays valid,
     unchanged, for as long as it or anything made from it is held, whatever the loader does
     meanwhile and even after the loader is gone; holding more than ``prefetch`` batches at once
     makes the loader allocate a buffer per extra batch held.
@@ -132,6 +134,7 @@ class Loader:
             options["dtype"] = canonical
         if ("mean" in options) != ("std" in options):
             raise UsageError("mean and std: give both or neither")
+        torch = import_torch() if options.get("tensors") == "torch" else None
         self._native = _ringfeed._Loader(self._datasets, options, gpu)
         # What the batches depend on, as the library took it (its defaults where not given),
         # and the kind of batch it decided (pipeline/plan/loader_plan.h).
@@ -140,6 +143,7 @@ class Loader:
         self._mixture = "weights" in options
         gpu_device = self._native.gpu_device()
         self._device = "cpu" if gpu_device < 0 else f"cuda:{gpu_device}"
+        self._torch = None if torch is None else TorchImport(torch, gpu_device)
 
     def __copy__(self) -> "Loader":
         raise TypeError("a ringfeed.Loader cannot be copied: the copy would share its reader and "
@@ -227,7 +231,7 @@ class Loader:
     def __iter__(self) -> Iterator[Tuple[Tensor, Tensor]]:
         """The rest of the current epoch, batch by batch: (samples, labels). Packed sequences:
         :class:`ringfeed.Sequences`, to the epoch's end (a mixture: without end)."""
-        return _EpochIterator(self._open_native(), self._packed)
+        return _EpochIterator(self._open_native(), self._packed, self._torch)
 
     def set_epoch(self, epoch: int) -> None:
         """Makes the next iteration epoch `epoch`, from its start (0 to 2**32 - 1: what a
@@ -363,16 +367,22 @@ class _EpochIterator:
     next batch of that epoch, so one iterator may be shared by threads (each batch handed out
     once) and several iterators of one loader share its position."""
 
-    def __init__(self, native: "_ringfeed._Loader", packed: bool) -> None:
+    def __init__(self, native: "_ringfeed._Loader", packed: bool,
+                 torch: Optional[TorchImport]) -> None:
         self._native = native
         self._packed = packed  # batches as Sequences
         self._iteration = native.begin()
+        self._torch = torch
 
     def __iter__(self) -> "_EpochIterator":
         return self
 
     def __next__(self) -> Tuple[Tensor, Tensor]:
-        out, skipped = self._native.next(*self._iteration)
+        if self._torch is None:
+            out, skipped = self._native.next(*self._iteration)
+        else:  # tensors="torch": the binding imports each array (one stream wait a batch)
+            out, skipped = self._native.next(*self._iteration, self._torch.import_capsule,
+                                             self._torch.stream())
         if skipped:  # decoded images under skip_bad_records: the epoch's report
             warnings.warn(skipped, BadRecordsSkipped, stacklevel=2)
         if out is None:

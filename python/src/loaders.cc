@@ -148,35 +148,39 @@ py::dict StatsDict(const LoaderStats& s) {
 
 // A batch as Python takes it: (samples, labels); records of any size (values, offsets, labels);
 // packed sequences (tokens, lengths, cu_seqlens, position_ids); samples of several fields a dict
-// by field name (pipeline/fields/field_split.h: a tensor, (values, offsets), or the labels).
-py::object BatchTuple(const std::shared_ptr<LoadedBatch>& b) {
+// by field name (pipeline/fields/field_split.h: a tensor, (values, offsets), or the labels). Each
+// array is wrap(Tensor): the Tensor itself, or what a framework made of it.
+template <typename Wrap>
+py::object BatchObject(const std::shared_ptr<LoadedBatch>& b, Wrap&& wrap) {
   if (!b) return py::none();
   if (!b->fields().empty()) {  // samples of several fields: a dict by name, in table order
     py::dict d;
     for (const LoadedBatch::Field& f : b->fields()) {
       if (f.where == LoadedBatch::Field::kSamples) {
-        d[py::str(f.name)] = Tensor{b, BatchPart::kSamples};
+        d[py::str(f.name)] = wrap(Tensor{b, BatchPart::kSamples});
       } else if (f.where == LoadedBatch::Field::kLabels) {
-        d[py::str(f.name)] = Tensor{b, BatchPart::kLabels};
+        d[py::str(f.name)] = wrap(Tensor{b, BatchPart::kLabels});
       } else if (f.offsets < 0) {
-        d[py::str(f.name)] = Tensor{b, BatchPart::kView, static_cast<size_t>(f.values)};
+        d[py::str(f.name)] = wrap(Tensor{b, BatchPart::kView, static_cast<size_t>(f.values)});
       } else {
         d[py::str(f.name)] =
-            py::make_tuple(Tensor{b, BatchPart::kView, static_cast<size_t>(f.values)},
-                           Tensor{b, BatchPart::kView, static_cast<size_t>(f.offsets)});
+            py::make_tuple(wrap(Tensor{b, BatchPart::kView, static_cast<size_t>(f.values)}),
+                           wrap(Tensor{b, BatchPart::kView, static_cast<size_t>(f.offsets)}));
       }
     }
     return d;
   }
   if (!b->views().empty()) {
-    return py::make_tuple(Tensor{b, BatchPart::kView, 0}, Tensor{b, BatchPart::kView, 1},
-                          Tensor{b, BatchPart::kView, 2}, Tensor{b, BatchPart::kView, 3});
+    return py::make_tuple(
+        wrap(Tensor{b, BatchPart::kView, 0}), wrap(Tensor{b, BatchPart::kView, 1}),
+        wrap(Tensor{b, BatchPart::kView, 2}), wrap(Tensor{b, BatchPart::kView, 3}));
   }
   if (b->offsets() != nullptr) {
-    return py::make_tuple(Tensor{b, BatchPart::kSamples}, Tensor{b, BatchPart::kOffsets},
-                          Tensor{b, BatchPart::kLabels});
+    return py::make_tuple(wrap(Tensor{b, BatchPart::kSamples}),
+                          wrap(Tensor{b, BatchPart::kOffsets}),
+                          wrap(Tensor{b, BatchPart::kLabels}));
   }
-  return py::make_tuple(Tensor{b, BatchPart::kSamples}, Tensor{b, BatchPart::kLabels});
+  return py::make_tuple(wrap(Tensor{b, BatchPart::kSamples}), wrap(Tensor{b, BatchPart::kLabels}));
 }
 
 // set_epoch's argument: an int (anything with __index__ but a bool) from 0 to kMaxEpoch; Usage
@@ -211,11 +215,28 @@ class NativeLoader : public NativeHolder<EpochLoader> {
   }
 
   // (the batch's tuple or None at the iteration's end, the epoch's report of skipped records).
-  py::object Next(uint64_t epoch, uint64_t generation) {
+  // With `import_capsule` (a framework's DLPack import, torch's for tensors="torch"), each array
+  // is import_capsule(capsule) instead of a ringfeed.Tensor, after one wait of `stream` (a GPU
+  // batch: that cudaStream_t as an int, 0 the legacy default stream) for the whole batch.
+  py::object Next(uint64_t epoch, uint64_t generation, py::object import_capsule,
+                  py::object stream) {
     const EpochLoader::Taken t = Taken(Locked([&](EpochLoader& l) {
       return l.Next(EpochLoader::Iteration{epoch, generation});
     }));
-    return py::make_tuple(BatchTuple(t.batch), t.skipped);
+    if (import_capsule.is_none()) {
+      return py::make_tuple(BatchObject(t.batch, [](Tensor x) { return py::cast(std::move(x)); }),
+                            t.skipped);
+    }
+    if (t.batch && t.batch->on_gpu()) {
+      const int64_t s = stream.is_none() ? 0 : stream.cast<int64_t>();
+      DlpackRequest r;
+      r.stream = s == 0 ? kStreamLegacyDefault : s;  // torch's raw 0: the legacy default stream
+      const Status st = PrepareExport(*t.batch, r);
+      if (!st.ok()) Throw(st, /*buffer=*/true);
+    }
+    return py::make_tuple(
+        BatchObject(t.batch, [&](const Tensor& x) { return import_capsule(NewCapsule(x)); }),
+        t.skipped);
   }
 
   template <typename F>
@@ -274,8 +295,11 @@ void BindLoaders(py::module_& m) {
           },
           "An iteration of the rest of the current epoch: (epoch, generation).")
       .def("next", &NativeLoader::Next, py::arg("epoch"), py::arg("generation"),
+           py::arg("import_capsule") = py::none(), py::arg("stream") = py::none(),
            "EpochLoader::Next of the iteration (epoch, generation): (the batch's tuple, or None "
-           "at the iteration's end; the epoch's skipped records as one line, '' for none).")
+           "at the iteration's end; the epoch's skipped records as one line, '' for none). With "
+           "import_capsule, each array is import_capsule(a DLPack capsule) after one wait of "
+           "`stream` (an int cudaStream_t, 0 the legacy default) for a GPU batch.")
       .def(
           "set_epoch",
           [](NativeLoader& n, py::handle epoch) {

@@ -44,6 +44,12 @@ py::capsule DlpackCapsule(const Tensor& t, py::object stream, py::object /*max_v
   if (!copy.is_none()) r.copy = copy.cast<bool>();
   const Status st = PrepareExport(*t.batch, r);
   if (!st.ok()) Throw(st, /*buffer=*/true);
+  return NewCapsule(t);
+}
+
+}  // namespace
+
+py::capsule NewCapsule(const Tensor& t) {
   DLManagedTensor* m = ExportBatch(t.batch, t.part, t.view);
   PyObject* capsule = PyCapsule_New(m, "dltensor", DeleteUnconsumedCapsule);
   if (capsule == nullptr) {
@@ -52,8 +58,6 @@ py::capsule DlpackCapsule(const Tensor& t, py::object stream, py::object /*max_v
   }
   return py::reinterpret_steal<py::capsule>(capsule);
 }
-
-}  // namespace
 
 void BindTensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor",

@@ -57,6 +57,11 @@ struct Tensor {
   }
 };
 
+// A new "dltensor" capsule viewing `t` (DLPack 0.6), with no stream wait: the caller has made the
+// consumer's stream wait for the batch (LoadedBatch::WaitOn). A capsule never consumed deletes
+// its tensor, as the DLPack rule says. GIL held.
+pybind11::capsule NewCapsule(const Tensor& t);
+
 // ringfeed.Tensor's class.
 void BindTensor(pybind11::module_& m);
 

@@ -39,6 +39,16 @@ def test_gpu_batches_equal_the_cpu_loader_and_are_zero_copy(datasets, mode):
             assert x.data_ptr() == samples.data_ptr and x.is_cuda
             assert torch.equal(bits(x.cpu()), bits(expect_x))
             assert torch.equal(y.cpu(), expect_y)
+    # tensors="torch": the binding's import, the same batches on the GPU, on the current stream
+    torch_gpu = open_loader(path, device="cuda", mode=mode, tensors="torch", **MODE[mode],
+                            **options)
+    with torch.cuda.stream(stream):
+        n = 0
+        for (expect_x, expect_y), (x, y) in zip(cpu, torch_gpu):
+            assert isinstance(x, torch.Tensor) and x.device == torch.device(torch_gpu.device)
+            assert torch.equal(bits(x.cpu()), bits(expect_x)) and torch.equal(y.cpu(), expect_y)
+            n += 1
+    assert n == len(cpu)
 
 
 def test_stream_values(datasets):
@@ -65,19 +75,22 @@ def test_gpu_batch_outlives_the_loader(datasets):
     assert torch.equal(x, expect)
 
 
-def test_a_slow_consumer_stream_never_reads_a_rewritten_buffer(datasets):
+@pytest.mark.parametrize("tensors", ["ringfeed", "torch"])
+def test_a_slow_consumer_stream_never_reads_a_rewritten_buffer(datasets, tensors):
     """The consumer's stream lags far behind the host (a spin kernel before each read), while the
     loader, two buffers deep, keeps decoding ahead: a buffer handed back must not be rewritten
-    before the reads queued on the consumer's stream have run (the release event)."""
+    before the reads queued on the consumer's stream have run (the release event); nor read
+    before the batch is written (the wait, which tensors="torch" queues once for the batch)."""
     path = datasets.positional()
     expect = [torch.from_dlpack(s).double().sum().item()
               for s, _ in open_loader(path, dtype="float32", normalize=False)]
-    loader = open_loader(path, device="cuda", dtype="float32", normalize=False, prefetch=2)
+    loader = open_loader(path, device="cuda", dtype="float32", normalize=False, prefetch=2,
+                         tensors=tensors)
     stream = torch.cuda.Stream()
     sums = []
     with torch.cuda.stream(stream):
         for samples, _ in loader:
-            x = torch.from_dlpack(samples)
+            x = samples if tensors == "torch" else torch.from_dlpack(samples)
             torch.cuda._sleep(2_000_000)  # ~1 ms of GPU time on this stream before the read
             sums.append(x.double().sum())
             del x, samples  # released while the read is still queued
