@@ -123,8 +123,8 @@ Status HttpFetcher::StartAttempt(Slot& s) {
   auto* buf = static_cast<uint8_t*>(s.req.buf);
   Status st;
   switch (s.kind) {
-    case Kind::kProbe:
-      st = s.transfer->BeginSizeProbe(target, left);
+    case Kind::kProbe:  // with a buffer: the object's first req.len bytes too
+      st = s.transfer->BeginSizeProbe(target, left, buf, buf != nullptr ? s.req.len : 0);
       break;
     case Kind::kWhole:
       st = s.transfer->BeginWhole(target, buf, s.req.len, left);
@@ -155,7 +155,10 @@ void HttpFetcher::Finished(Slot& s, int code) {
   stats_.connections += static_cast<uint64_t>(std::max(0L, s.transfer->connects()));
   switch (out.kind) {
     case AttemptOutcome::Kind::kDone:
-      if (s.kind == Kind::kProbe) probe_size_ = s.transfer->object_size().value_or(0);
+      if (s.kind == Kind::kProbe) {
+        probe_size_ = s.transfer->object_size().value_or(0);
+        probe_got_ = s.req.buf != nullptr ? s.transfer->written() : 0;
+      }
       if (s.kind == Kind::kWhole) probe_size_ = s.received;
       Complete(s, Status::Ok());
       return;
@@ -257,6 +260,16 @@ Result<uint64_t> HttpFetcher::Size(std::string_view url) {
 
 Result<uint64_t> HttpFetcher::Size(const RemoteObject& object) {
   return RunOneOff(object, Kind::kProbe, nullptr, 0);
+}
+
+Result<uint64_t> HttpFetcher::SizeAndHead(const RemoteObject& object, void* buf, uint64_t len,
+                                          uint64_t* got) {
+  if (buf == nullptr || len == 0 || got == nullptr)
+    return Status::InvalidArgument("HttpFetcher: SizeAndHead without a buffer");
+  probe_got_ = 0;
+  RF_ASSIGN_OR_RETURN(const uint64_t size, RunOneOff(object, Kind::kProbe, buf, len));
+  *got = probe_got_;
+  return size;
 }
 
 Result<uint64_t> HttpFetcher::FetchWhole(const RemoteObject& object, void* buf, uint64_t capacity) {

@@ -102,6 +102,11 @@ class HttpFetcher {
   // Blocks; call it with no request in flight.
   Result<uint64_t> Size(std::string_view url);
   Result<uint64_t> Size(const RemoteObject& object);
+  // The size and the first bytes of `object` in one request, the range [0, len) (len > 0): its
+  // answer's Content-Range gives the size, and as many of those bytes as the object has (at most
+  // len) go into buf, `*got` of them. An open that needs both takes one round trip, not two.
+  // Retried like a range, each attempt from the first byte. Blocks; no request in flight.
+  Result<uint64_t> SizeAndHead(const RemoteObject& object, void* buf, uint64_t len, uint64_t* got);
 
   // The whole answer to a GET of `object` (no Range; a listing page, say) into [buf, buf +
   // capacity): its length. Only 200 is accepted; a longer answer is refused (IOError), an error
@@ -135,6 +140,7 @@ class HttpFetcher {
   bool probe_done_ = false;              // RunOneOff(): its request's outcome
   Status probe_status_;
   uint64_t probe_size_ = 0;  // the size, or the whole answer's length
+  uint64_t probe_got_ = 0;   // a size probe's head: its bytes in the buffer
   uint64_t rng_;
   HttpFetchStats stats_;
 };

@@ -27,6 +27,8 @@ class ObjectReader {
 
   // The object's size in bytes. NotFound where the server has no such object.
   Result<uint64_t> Size(const RemoteObject& object);
+  // Its size and its first bytes (at most len, as many as it has: `*got`) in one request.
+  Result<uint64_t> SizeAndHead(const RemoteObject& object, void* buf, uint64_t len, uint64_t* got);
   // Exactly `len` bytes from `offset` into buf (len 0 reads nothing).
   Status ReadAt(const RemoteObject& object, void* buf, uint64_t len, uint64_t offset);
 

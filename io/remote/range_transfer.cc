@@ -122,10 +122,12 @@ Status RangeTransfer::Begin(const TransferTarget& target, uint8_t* dst, uint64_t
 }
 
 Status RangeTransfer::BeginSizeProbe(const TransferTarget& target,
-                                     std::chrono::milliseconds time_left) {
-  dst_ = &probe_byte_;
+                                     std::chrono::milliseconds time_left, uint8_t* head,
+                                     uint64_t head_len) {
+  probe_head_ = head != nullptr && head_len > 0;
+  dst_ = probe_head_ ? head : &probe_byte_;
   start_ = 0;
-  end_ = 1;
+  end_ = probe_head_ ? head_len : 1;
   mode_ = Mode::kProbe;
   return BeginAttempt(target, time_left);
 }
@@ -218,7 +220,11 @@ void RangeTransfer::CheckAnswer() {
     if (status_ == 200 && length >= 0) object_size_ = static_cast<uint64_t>(length);
     // 416 with "bytes */0" is how a server answers the range 0-0 of an empty object.
     bool sized = status_ == 206 || status_ == 200 || (status_ == 416 && cr_total_);
-    if (!sized) abort_ = Abort::kStatus;
+    if (!sized) {
+      abort_ = Abort::kStatus;
+    } else if (probe_head_ && status_ == 206 && (!cr_first_ || *cr_first_ != 0)) {
+      abort_ = Abort::kOtherRange;  // the head's bytes must be the object's first
+    }
     return;
   }
   if (status_ == 206) {
@@ -244,8 +250,15 @@ size_t RangeTransfer::OnBody(char* data, size_t size, size_t n, void* self) {
     t->error_len_ += std::min(room, bytes);
     return bytes <= room ? bytes : 0;
   }
-  if (t->mode_ == Mode::kProbe) return 0;   // the size is in the headers: no body byte is wanted
   if (t->abort_ != Abort::kNone) return 0;  // a wrong range's body is not read
+  if (t->mode_ == Mode::kProbe) {
+    if (!t->probe_head_) return 0;  // the size is in the headers: no body byte is wanted
+    // The head: as much as fits; what a server ignoring the range sends past it is not read.
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(bytes, t->end_ - t->written_));
+    std::memcpy(t->dst_ + t->written_, data, take);
+    t->written_ += take;
+    return take == bytes ? bytes : 0;
+  }
   uint64_t room = (t->end_ - t->start_) - t->written_;
   if (bytes > room) {
     t->abort_ = Abort::kTooLong;
@@ -305,10 +318,14 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
       return permanent("the server sent more than the " + std::to_string(end_ - start_) +
                        " bytes asked for; refused");
   }
-  if (mode_ == Mode::kProbe &&
-      checked_) {  // the probe stops the transfer itself once the headers are in
+  if (mode_ == Mode::kProbe && checked_) {  // the probe stops the transfer itself
     if (!object_size_) return permanent(status_text() + " without the object's size");
-    return AttemptOutcome{};
+    // Without a head, the headers are all it wants; with one, the object's first bytes too.
+    const uint64_t want = probe_head_ ? std::min(end_, *object_size_) : 0;
+    if (written_ >= want) return AttemptOutcome{};
+    if (code == CURLE_OK || code == CURLE_WRITE_ERROR)
+      return transient("the body ended after " + std::to_string(written_) + " of " +
+                       std::to_string(want) + " bytes");
   }
   if (code != CURLE_OK) {
     std::string what = "curl error " + std::to_string(code) + ": " +

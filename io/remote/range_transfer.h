@@ -69,7 +69,11 @@ class RangeTransfer {
   Status Begin(const TransferTarget& target, uint8_t* dst, uint64_t start, uint64_t end,
                std::chrono::milliseconds time_left);
   // Sets up a size probe of `target`: the range 0-0, whose answer carries the object's size.
-  Status BeginSizeProbe(const TransferTarget& target, std::chrono::milliseconds time_left);
+  // With `head` (head_len > 0 bytes, outliving the attempt): the range [0, head_len), whose
+  // bytes, as many as the object has, are kept there too (written()); a server that ignores the
+  // range is read only as far as head_len.
+  Status BeginSizeProbe(const TransferTarget& target, std::chrono::milliseconds time_left,
+                        uint8_t* head = nullptr, uint64_t head_len = 0);
   // Sets up a GET of the whole answer of `target` into dst, which holds `capacity` bytes.
   Status BeginWhole(const TransferTarget& target, uint8_t* dst, uint64_t capacity,
                     std::chrono::milliseconds time_left);
@@ -110,6 +114,7 @@ class RangeTransfer {
   uint64_t start_ = 0, end_ = 0, written_ = 0;
   Mode mode_ = Mode::kRange;
   bool checked_ = false;
+  bool probe_head_ = false;  // a size probe that keeps the object's first bytes
   uint8_t probe_byte_ = 0;
   long status_ = 0;
   Abort abort_ = Abort::kNone;

@@ -55,6 +55,7 @@ std::string WritePositionalDataset(const std::string& path, uint64_t n,
   spec.width = o.width;
   spec.num_classes = o.classes;
   spec.label_dtype = o.label_dtype;
+  spec.class_names = o.class_names;
   WriterOptions wo;
   wo.shards = o.shards;
   wo.chunk_bytes = o.chunk_bytes;

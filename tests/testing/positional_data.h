@@ -59,6 +59,8 @@ struct PositionalDatasetOptions {
   // The samples written are first_sample .. first_sample + n - 1 (a directory's later part
   // holds the samples after the parts before it: each encodes its global index).
   uint64_t first_sample = 0;
+  // The classes' names (DatasetSpec::class_names: `classes` of them, or none).
+  std::vector<std::string> class_names = {};
 };
 
 // Writes n positional samples (o.first_sample on) to `path` and returns `path`; `files`, where

@@ -49,6 +49,10 @@ class RemoteDataset : public ::testing::Test {
     testing::WritePositionalDataset(root_.File("z.rfd"), kSamples,
                                     ThreeShards(CodecSpec{Codec::kZstd, 3}));
     testing::WritePositionalDataset(root_.File("one.rfd"), 500, {});
+    testing::PositionalDatasetOptions named = ThreeShards();
+    named.classes = 3;
+    named.class_names = {"cat", "dog", "eel"};
+    testing::WritePositionalDataset(root_.File("n.rfd"), kSamples, named);
     std::string error;
     server_ = NginxServer::Start({root_.path(), "", "", kDirectives}, &error);
     ASSERT_NE(server_, nullptr) << error;
@@ -82,6 +86,21 @@ TEST_F(RemoteDataset, AShardsUrlOpensTheWholeSetAsTheLocalDataset) {
     EXPECT_EQ(remote->chunk(g).entry.offset, local->chunk(g).entry.offset);
     EXPECT_EQ(remote->chunk(g).first_sample, local->chunk(g).first_sample);
   }
+}
+
+// An open asks each shard for its size with its header, then for its class names and index in
+// one range: two requests a shard.
+TEST_F(RemoteDataset, AnOpenTakesTwoRequestsAShard) {
+  auto remote = OpenUrl("/d-00000-of-00003.rfd");
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  EXPECT_EQ(server_->Requests("/d-", 6), 6u);
+  auto local = Dataset::Open(root_.File("n.rfd"));
+  auto named = OpenUrl("/n-00002-of-00003.rfd");
+  ASSERT_TRUE(local.ok() && named.ok()) << named.status().ToString();
+  EXPECT_EQ(named->class_names(), local->class_names());
+  EXPECT_EQ(named->class_names(), (std::vector<std::string>{"cat", "dog", "eel"}));
+  EXPECT_EQ(server_->Requests("/n-", 6), 6u);
+  ReadEveryChunk(*named, *local);
 }
 
 TEST_F(RemoteDataset, TheChunkReaderReadsEveryChunkAsStored) {

@@ -2,7 +2,10 @@
 // fault retried to bytes identical to a fetch without faults; each permanent one named at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "io/remote/http_fetcher.h"
+#include "io/remote/remote_object.h"
 #include "tests/io/remote/fetch_testing.h"
 #include "tests/testing/fault_http_server.h"
 
@@ -94,6 +97,66 @@ TEST(HttpFetcher, SizeIsRetriedToo) {
   ASSERT_TRUE(size.ok()) << size.status().ToString();
   EXPECT_EQ(*size, kObjectBytes);
   EXPECT_EQ(server.requests(), 3u);
+}
+
+// SizeAndHead of the server's object into a buffer of `len` bytes and a canary: the size, and
+// the object's first bytes (as many as it has, at most len) checked byte for byte.
+Result<uint64_t> SizeAndHeadChecked(HttpFetcher& f, const std::string& url, uint64_t len,
+                                    uint64_t* got) {
+  RemoteObject o;
+  o.path = o.url = url;
+  o.shown = url;
+  std::vector<uint8_t> buf(len + 64, 0xA5);
+  Result<uint64_t> size = f.SizeAndHead(o, buf.data(), len, got);
+  if (size.ok()) {
+    EXPECT_EQ(*got, std::min(len, *size));
+    EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(*got),
+                           testing::PositionalObject(0, *got).begin()));
+  }
+  EXPECT_TRUE(std::all_of(buf.begin() + static_cast<ptrdiff_t>(len), buf.end(), [](uint8_t v) {
+    return v == 0xA5;
+  })) << "bytes written past the head";
+  return size;
+}
+
+TEST(HttpFetcher, SizeAndHeadIsOneRequestForBoth) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  auto f = MakeFetcher();
+  uint64_t got = 0;
+  auto size = SizeAndHeadChecked(*f, server.Url("/x"), 4096, &got);
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  EXPECT_EQ(*size, kObjectBytes);
+  EXPECT_EQ(got, 4096u);
+  EXPECT_EQ(server.requests(), 1u);
+  FaultHttpServer small(1000);  // an object shorter than the head: all of it
+  ASSERT_TRUE(small.ok());
+  size = SizeAndHeadChecked(*f, small.Url("/x"), 4096, &got);
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  EXPECT_EQ(*size, 1000u);
+  EXPECT_EQ(got, 1000u);
+}
+
+TEST(HttpFetcher, SizeAndHeadIsRetriedToTheSameBytesAndTakesAWholeAnswer) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  // A cut body, a reset and a 503 are retried from the first byte; a server that ignores the
+  // range (200, the whole object) is read as far as the head, and that is an answer.
+  server.Script(
+      {HttpFault::kShortBody, HttpFault::kResetMidBody, HttpFault::k503, HttpFault::kWholeObject});
+  auto f = MakeFetcher();
+  uint64_t got = 0;
+  auto size = SizeAndHeadChecked(*f, server.Url("/x"), 300'000, &got);
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  EXPECT_EQ(*size, kObjectBytes);
+  EXPECT_EQ(server.requests(), 4u);
+  server.Script({HttpFault::kOtherRange});  // bytes from elsewhere are no head
+  size = SizeAndHeadChecked(*f, server.Url("/x"), 300'000, &got);
+  ASSERT_FALSE(size.ok());
+  EXPECT_EQ(size.status().ToString(),
+            server.Url("/x") +
+                ": size: HTTP 206 with another range than the one asked for "
+                "(from byte 1)");
 }
 
 // A permanent fault: one request, the Status names the URL and the range.
