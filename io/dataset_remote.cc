@@ -68,23 +68,26 @@ Result<std::string> FirstOfS3Name(const std::string& path, const std::string& sh
   return path.substr(0, path.size() - file.size()) + shards.front();
 }
 
-// The most of a shard's end (its class names and chunk index) fetched at open in one range: an
-// index of about 58,000 chunks (72 bytes each), a 230 GB shard of 4 MiB chunks. Past it, each is
-// read in pieces as DecodeShard asks, its buffer grown as they arrive.
+// A shard's last bytes fetched with its header at open: class names and an index of up to about
+// 900 chunks (72 bytes each: a 3.6 GB shard of 4 MiB chunks). An object shorter comes whole.
+constexpr uint64_t kTailGuess = uint64_t{64} << 10;
+// The most of a shard's end (its class names and chunk index) fetched at open in one range when
+// the guess fell short: an index of about 58,000 chunks, a 230 GB shard of 4 MiB chunks. Past
+// it, each is read in pieces as DecodeShard asks, its buffer grown as they arrive.
 constexpr uint64_t kTailAtOpen = uint64_t{4} << 20;
 
-// One shard's header, index and names, read from `o` (named `shown`) in two round trips: its
-// size with its header (one request: ObjectReader::SizeAndHead), then its names and index in one
-// range, where the header says where they are and they are at most kTailAtOpen. Every byte is
-// checked by DecodeShard as a local file's is; a header it refuses leaves nothing fetched ahead.
-// `alone`: the dataset was named by this one object's URL, so a 404 says how remote datasets are
-// named.
+// One shard's header, index and names, read from `o` (named `shown`) in one round trip where
+// they fit its ends: its size with its first bytes and, at once, its last ones
+// (ObjectReader::SizeAndEnds); where the index starts before those, a second range from there to
+// the end (at most kTailAtOpen), else reads as DecodeShard asks. Every byte is checked by
+// DecodeShard as a local file's is. `alone`: the dataset was named by this one object's URL, so
+// a 404 says how remote datasets are named.
 Result<OpenedShard> OpenObject(ObjectReader& reader, const RemoteObject& o,
                                const std::string& shown, bool alone) {
-  std::vector<uint8_t> head(format::kHeaderBytes);
-  uint64_t head_got = 0;
-  Result<uint64_t> size = reader.SizeAndHead(o, head.data(), head.size(), &head_got);
-  if (!size.ok() && size.status().IsNotFound() && alone) {
+  std::vector<uint8_t> head(format::kHeaderBytes), tail(kTailGuess);
+  Result<HttpFetcher::Ends> ends =
+      reader.SizeAndEnds(o, head.data(), head.size(), tail.data(), tail.size());
+  if (!ends.ok() && ends.status().IsNotFound() && alone) {
     return Status::NotFound(
         shown,
         "no such object (HTTP 404; a remote dataset is named by its file or one "
@@ -92,15 +95,15 @@ Result<OpenedShard> OpenObject(ObjectReader& reader, const RemoteObject& o,
         "http(s)://)",
         ENOENT);
   }
-  if (!size.ok()) return size.status();
-  const uint64_t bytes = *size;
-  head.resize(static_cast<size_t>(head_got));
-  uint64_t tail_at = bytes;
-  std::vector<uint8_t> tail;
+  if (!ends.ok()) return ends.status();
+  const uint64_t bytes = ends->size;
+  head.resize(static_cast<size_t>(ends->head_bytes));
+  tail.resize(static_cast<size_t>(ends->tail_bytes));  // none where the tail's request failed
+  uint64_t tail_at = tail.empty() ? bytes : ends->tail_at;
   if (Result<format::Header> h = format::DecodeHeader(head.data(), head.size(), shown); h.ok()) {
     uint64_t start = h->index_offset;
     if (h->names_bytes != 0) start = std::min(start, h->names_offset);
-    if (start >= head.size() && start < bytes && bytes - start <= kTailAtOpen) {
+    if (start < tail_at && start >= head.size() && start < bytes && bytes - start <= kTailAtOpen) {
       tail.resize(static_cast<size_t>(bytes - start));
       RF_RETURN_IF_ERROR(reader.ReadAt(o, tail.data(), tail.size(), start));
       tail_at = start;

@@ -13,7 +13,12 @@ namespace rf {
 struct HttpFetcher::Slot {
   enum class State { kFree, kPrepared, kActive, kBackoff };
   State state = State::kFree;
-  Kind kind = Kind::kRange;  // not a range: RunOneOff's, whose completion goes to probe_
+  Kind kind = Kind::kRange;  // not a range: RunOneOffs's, whose outcome is kept here:
+  bool oneoff_done = false;
+  Status oneoff_status;
+  uint64_t oneoff_size = 0;  // the object's size, or the whole answer's length
+  uint64_t oneoff_got = 0;   // bytes in the buffer: a probe's head, a suffix's
+  uint64_t oneoff_at = 0;    // a suffix's first byte
   std::unique_ptr<RangeTransfer> transfer;
   HttpRequest req;
   uint64_t received = 0;  // bytes of the range already in req.buf (a retry resumes after them)
@@ -129,6 +134,9 @@ Status HttpFetcher::StartAttempt(Slot& s) {
     case Kind::kWhole:
       st = s.transfer->BeginWhole(target, buf, s.req.len, left);
       break;
+    case Kind::kSuffix:
+      st = s.transfer->BeginSuffix(target, buf, s.req.len, left);
+      break;
     case Kind::kRange:
       st = s.transfer->Begin(target, buf + s.received, s.req.offset + s.received,
                              s.req.offset + s.req.len, left);
@@ -155,11 +163,12 @@ void HttpFetcher::Finished(Slot& s, int code) {
   stats_.connections += static_cast<uint64_t>(std::max(0L, s.transfer->connects()));
   switch (out.kind) {
     case AttemptOutcome::Kind::kDone:
-      if (s.kind == Kind::kProbe) {
-        probe_size_ = s.transfer->object_size().value_or(0);
-        probe_got_ = s.req.buf != nullptr ? s.transfer->written() : 0;
+      if (s.kind == Kind::kProbe || s.kind == Kind::kSuffix) {
+        s.oneoff_size = s.transfer->object_size().value_or(0);
+        s.oneoff_got = s.req.buf != nullptr ? s.transfer->written() : 0;
+        s.oneoff_at = s.transfer->suffix_at();
       }
-      if (s.kind == Kind::kWhole) probe_size_ = s.received;
+      if (s.kind == Kind::kWhole) s.oneoff_size = s.received;
       Complete(s, Status::Ok());
       return;
     case AttemptOutcome::Kind::kPermanent:
@@ -179,7 +188,9 @@ void HttpFetcher::Finished(Slot& s, int code) {
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - s.started);
     std::string what = s.kind == Kind::kProbe   ? std::string("size")
                        : s.kind == Kind::kWhole ? std::string("GET")
-                                                : ByteRangeText(s.req.offset, s.req.len);
+                       : s.kind == Kind::kSuffix
+                           ? "the last " + std::to_string(s.req.len) + " bytes"
+                           : ByteRangeText(s.req.offset, s.req.len);
     Complete(s, DeadlineError(shown, what, s.attempts, elapsed, s.last_error));
     return;
   }
@@ -191,8 +202,8 @@ void HttpFetcher::Finished(Slot& s, int code) {
 void HttpFetcher::Complete(Slot& s, Status status) {
   s.state = Slot::State::kFree;
   if (s.kind != Kind::kRange) {
-    probe_status_ = std::move(status);
-    probe_done_ = true;
+    s.oneoff_status = std::move(status);
+    s.oneoff_done = true;
     return;
   }
   done_.push_back(HttpCompletion{s.req.user_data, std::move(status)});
@@ -266,10 +277,40 @@ Result<uint64_t> HttpFetcher::SizeAndHead(const RemoteObject& object, void* buf,
                                           uint64_t* got) {
   if (buf == nullptr || len == 0 || got == nullptr)
     return Status::InvalidArgument("HttpFetcher: SizeAndHead without a buffer");
-  probe_got_ = 0;
   RF_ASSIGN_OR_RETURN(const uint64_t size, RunOneOff(object, Kind::kProbe, buf, len));
-  *got = probe_got_;
+  *got = slots_[0].oneoff_got;
   return size;
+}
+
+Result<HttpFetcher::Ends> HttpFetcher::SizeAndEnds(const RemoteObject& object, void* head,
+                                                   uint64_t head_len, void* tail,
+                                                   uint64_t tail_len) {
+  if (head == nullptr || head_len == 0 || tail == nullptr || tail_len == 0)
+    return Status::InvalidArgument("HttpFetcher: SizeAndEnds without its buffers");
+  Ends e;
+  const bool pair = slots_.size() >= 2;  // else one request after the other, on one connection
+  if (pair) {
+    const OneOff both[2] = {{Kind::kProbe, head, head_len}, {Kind::kSuffix, tail, tail_len}};
+    RF_RETURN_IF_ERROR(RunOneOffs(object, both, 2));
+    if (!slots_[0].oneoff_status.ok()) return slots_[0].oneoff_status;
+    e.size = slots_[0].oneoff_size;
+    e.head_bytes = slots_[0].oneoff_got;
+    e.tail_status = slots_[1].oneoff_status;
+  } else {
+    RF_ASSIGN_OR_RETURN(e.size, SizeAndHead(object, head, head_len, &e.head_bytes));
+    e.tail_status = RunOneOff(object, Kind::kSuffix, tail, tail_len).status();
+  }
+  const Slot& t = slots_[pair ? 1 : 0];
+  // The tail is taken where it is the same object's end: its size the head's, its bytes the last.
+  if (e.tail_status.ok() && (t.oneoff_size != e.size || t.oneoff_at + t.oneoff_got != e.size)) {
+    e.tail_status = Status::IOError(object.shown, "the last bytes' answer is of another size (" +
+                                                      std::to_string(t.oneoff_size) + " bytes)");
+  }
+  if (e.tail_status.ok()) {
+    e.tail_at = t.oneoff_at;
+    e.tail_bytes = t.oneoff_got;
+  }
+  return e;
 }
 
 Result<uint64_t> HttpFetcher::FetchWhole(const RemoteObject& object, void* buf, uint64_t capacity) {
@@ -280,23 +321,39 @@ Result<uint64_t> HttpFetcher::FetchWhole(const RemoteObject& object, void* buf, 
 
 Result<uint64_t> HttpFetcher::RunOneOff(const RemoteObject& object, Kind kind, void* buf,
                                         uint64_t capacity) {
+  const OneOff one{kind, buf, capacity};
+  RF_RETURN_IF_ERROR(RunOneOffs(object, &one, 1));
+  if (!slots_[0].oneoff_status.ok()) return slots_[0].oneoff_status;
+  return slots_[0].oneoff_size;
+}
+
+Status HttpFetcher::RunOneOffs(const RemoteObject& object, const OneOff* requests, uint32_t n) {
   if (outstanding_ > 0)
     return Status::InvalidArgument("HttpFetcher: a blocking request with requests in flight");
+  if (n > slots_.size()) return Status::InvalidArgument("HttpFetcher: too many one-off requests");
   RF_ASSIGN_OR_RETURN(uint32_t index, AddObject(object));
-  Slot& s = slots_[0];  // every slot is free: nothing is outstanding
-  s.state = Slot::State::kPrepared;
-  s.kind = kind;
-  s.req = HttpRequest{index, buf, capacity, 0, 0};
-  s.received = 0;
-  s.attempts = 0;
-  probe_done_ = false;
+  for (uint32_t i = 0; i < n; ++i) {  // every slot is free: nothing is outstanding
+    Slot& s = slots_[i];
+    s.state = Slot::State::kPrepared;
+    s.kind = requests[i].kind;
+    s.req = HttpRequest{index, requests[i].buf, requests[i].capacity, 0, 0};
+    s.received = 0;
+    s.attempts = 0;
+    s.oneoff_done = false;
+    s.oneoff_status = Status::Ok();
+    s.oneoff_size = s.oneoff_got = s.oneoff_at = 0;
+  }
   Status st = Submit();
-  if (st.ok()) st = Drive([&] { return probe_done_; });
+  if (st.ok()) {
+    st = Drive([&] {
+      for (uint32_t i = 0; i < n; ++i)
+        if (!slots_[i].oneoff_done) return false;
+      return true;
+    });
+  }
   targets_.pop_back();  // the one-off's object is not kept
-  s.kind = Kind::kRange;
-  if (!st.ok()) return st;
-  if (!probe_status_.ok()) return probe_status_;
-  return probe_size_;
+  for (uint32_t i = 0; i < n; ++i) slots_[i].kind = Kind::kRange;
+  return st;
 }
 
 uint64_t HttpFetcher::NextRandom() {  // splitmix64: the jitter needs spread, not secrecy

@@ -107,6 +107,18 @@ class HttpFetcher {
   // len) go into buf, `*got` of them. An open that needs both takes one round trip, not two.
   // Retried like a range, each attempt from the first byte. Blocks; no request in flight.
   Result<uint64_t> SizeAndHead(const RemoteObject& object, void* buf, uint64_t len, uint64_t* got);
+  // SizeAndHead's request and, at the same time on a second connection, one for the object's
+  // last tail_len bytes (the suffix range "-tail_len"): the size, both ends, one round trip. A
+  // failure of the head's request is the call's; the tail's (a server that takes no suffix
+  // range, say) is only kept in tail_status, with tail_bytes 0. Blocks; no request in flight.
+  struct Ends {
+    uint64_t size = 0;
+    uint64_t head_bytes = 0;               // in head: the object's [0, head_bytes)
+    uint64_t tail_at = 0, tail_bytes = 0;  // in tail: the object's [tail_at, tail_at + tail_bytes)
+    Status tail_status;
+  };
+  Result<Ends> SizeAndEnds(const RemoteObject& object, void* head, uint64_t head_len, void* tail,
+                           uint64_t tail_len);
 
   // The whole answer to a GET of `object` (no Range; a listing page, say) into [buf, buf +
   // capacity): its length. Only 200 is accepted; a longer answer is refused (IOError), an error
@@ -120,9 +132,18 @@ class HttpFetcher {
   struct Slot;
   explicit HttpFetcher(const HttpFetchOptions& options);
   Status StartAttempt(Slot& s);
-  enum class Kind { kRange, kProbe, kWhole };
-  // Runs one blocking request of `kind` (a size probe or a whole answer) on the first slot.
+  enum class Kind { kRange, kProbe, kWhole, kSuffix };
+  // Runs one blocking request of `kind` (a size probe, a whole answer or a suffix) on the first
+  // slot: its outcome in that slot (Slot::oneoff_*).
   Result<uint64_t> RunOneOff(const RemoteObject& object, Kind kind, void* buf, uint64_t capacity);
+  struct OneOff {
+    Kind kind;
+    void* buf;
+    uint64_t capacity;
+  };
+  // Runs `n` blocking requests of `object` at once, request i on slot i; each one's outcome in
+  // its slot. The call fails only where the fetcher itself does.
+  Status RunOneOffs(const RemoteObject& object, const OneOff* requests, uint32_t n);
   // Handles one attempt that libcurl finished: a completion, or a retry scheduled.
   void Finished(Slot& s, int code);
   void Complete(Slot& s, Status status);
@@ -137,10 +158,6 @@ class HttpFetcher {
   std::vector<HttpCompletion> done_;     // finished, not yet returned by Wait
   uint32_t outstanding_ = 0;             // prepared and not yet returned by Wait
   uint32_t prepared_ = 0;                // prepared and not yet submitted
-  bool probe_done_ = false;              // RunOneOff(): its request's outcome
-  Status probe_status_;
-  uint64_t probe_size_ = 0;  // the size, or the whole answer's length
-  uint64_t probe_got_ = 0;   // a size probe's head: its bytes in the buffer
   uint64_t rng_;
   HttpFetchStats stats_;
 };

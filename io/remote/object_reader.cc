@@ -33,4 +33,10 @@ Status ObjectReader::ReadAt(const RemoteObject& object, void* buf, uint64_t len,
   return done.front().status;
 }
 
+Result<HttpFetcher::Ends> ObjectReader::SizeAndEnds(const RemoteObject& object, void* head,
+                                                    uint64_t head_len, void* tail,
+                                                    uint64_t tail_len) {
+  return fetcher_->SizeAndEnds(object, head, head_len, tail, tail_len);
+}
+
 }  // namespace rf

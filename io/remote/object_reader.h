@@ -29,6 +29,9 @@ class ObjectReader {
   Result<uint64_t> Size(const RemoteObject& object);
   // Its size and its first bytes (at most len, as many as it has: `*got`) in one request.
   Result<uint64_t> SizeAndHead(const RemoteObject& object, void* buf, uint64_t len, uint64_t* got);
+  // Its size and both its ends at once (HttpFetcher::SizeAndEnds): one round trip.
+  Result<HttpFetcher::Ends> SizeAndEnds(const RemoteObject& object, void* head, uint64_t head_len,
+                                        void* tail, uint64_t tail_len);
   // Exactly `len` bytes from `offset` into buf (len 0 reads nothing).
   Status ReadAt(const RemoteObject& object, void* buf, uint64_t len, uint64_t offset);
 

@@ -132,12 +132,22 @@ Status RangeTransfer::BeginSizeProbe(const TransferTarget& target,
   return BeginAttempt(target, time_left);
 }
 
+Status RangeTransfer::BeginSuffix(const TransferTarget& target, uint8_t* dst, uint64_t len,
+                                  std::chrono::milliseconds time_left) {
+  return BeginInto(Mode::kSuffix, target, dst, len, time_left);
+}
+
 Status RangeTransfer::BeginWhole(const TransferTarget& target, uint8_t* dst, uint64_t capacity,
                                  std::chrono::milliseconds time_left) {
+  return BeginInto(Mode::kWhole, target, dst, capacity, time_left);
+}
+
+Status RangeTransfer::BeginInto(Mode mode, const TransferTarget& target, uint8_t* dst,
+                                uint64_t capacity, std::chrono::milliseconds time_left) {
   dst_ = dst;
   start_ = 0;
   end_ = capacity;
-  mode_ = Mode::kWhole;
+  mode_ = mode;
   return BeginAttempt(target, time_left);
 }
 
@@ -171,8 +181,13 @@ Status RangeTransfer::BeginAttempt(const TransferTarget& target,
   abort_ = Abort::kNone;
   cr_first_ = cr_last_ = cr_total_ = object_size_ = std::nullopt;
   errbuf_[0] = '\0';
-  std::snprintf(range_, sizeof range_, "%llu-%llu", static_cast<unsigned long long>(start_),
-                static_cast<unsigned long long>(end_ - 1));
+  suffix_at_ = suffix_want_ = 0;
+  if (mode_ == Mode::kSuffix) {
+    std::snprintf(range_, sizeof range_, "-%llu", static_cast<unsigned long long>(end_));
+  } else {
+    std::snprintf(range_, sizeof range_, "%llu-%llu", static_cast<unsigned long long>(start_),
+                  static_cast<unsigned long long>(end_ - 1));
+  }
   CURL* h = easy_.get();
   if (Curl().easy_setopt(h, CURLOPT_URL, target.url.c_str()) != CURLE_OK ||
       Curl().easy_setopt(h, CURLOPT_RANGE, mode_ == Mode::kWhole ? nullptr : range_) != CURLE_OK ||
@@ -224,6 +239,29 @@ void RangeTransfer::CheckAnswer() {
       abort_ = Abort::kStatus;
     } else if (probe_head_ && status_ == 206 && (!cr_first_ || *cr_first_ != 0)) {
       abort_ = Abort::kOtherRange;  // the head's bytes must be the object's first
+    }
+    return;
+  }
+  if (mode_ == Mode::kSuffix) {
+    if (status_ == 206) {
+      // The object's last bytes, no more than asked for: "bytes FIRST-LAST/TOTAL", LAST the end.
+      if (!cr_first_ || !cr_last_ || !cr_total_ || *cr_last_ + 1 != *cr_total_ ||
+          *cr_first_ > *cr_last_ || *cr_last_ - *cr_first_ + 1 > end_) {
+        abort_ = Abort::kOtherRange;
+        return;
+      }
+      object_size_ = cr_total_;
+      suffix_at_ = *cr_first_;
+      suffix_want_ = *cr_last_ - *cr_first_ + 1;
+    } else if (status_ == 200 && length >= 0 && static_cast<uint64_t>(length) <= end_) {
+      object_size_ = static_cast<uint64_t>(length);  // the range ignored: the whole object fits
+      suffix_want_ = object_size_.value();
+    } else if (status_ == 200) {
+      abort_ = Abort::kTooLong;
+    } else if (status_ == 416 && cr_total_ && *cr_total_ == 0) {
+      object_size_ = 0;  // "bytes */0": an empty object has no last bytes
+    } else {
+      abort_ = Abort::kStatus;
     }
     return;
   }
@@ -281,6 +319,7 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
   // The texts are made only for a failure: a completed range allocates nothing here.
   auto range = [&] {
     if (mode_ == Mode::kWhole) return std::string("GET");
+    if (mode_ == Mode::kSuffix) return "the last " + std::to_string(end_) + " bytes";
     return len == 0 ? std::string("size") : ByteRangeText(offset, len);
   };
   auto status_text = [&] { return "HTTP " + std::to_string(status_); };
@@ -313,7 +352,7 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
       return permanent("past the end of the object, which is " + std::to_string(*cr_total_) +
                        " bytes");
     case Abort::kTooLong:
-      if (mode_ == Mode::kWhole)
+      if (mode_ == Mode::kWhole || mode_ == Mode::kSuffix)
         return permanent("the answer is longer than " + std::to_string(end_) + " bytes; refused");
       return permanent("the server sent more than the " + std::to_string(end_ - start_) +
                        " bytes asked for; refused");
@@ -334,6 +373,12 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
     return transient(what);
   }
   if (mode_ == Mode::kWhole) return AttemptOutcome{};  // libcurl checks Content-Length itself
+  if (mode_ == Mode::kSuffix) {
+    if (written_ < suffix_want_)
+      return transient("the body ended after " + std::to_string(written_) + " of " +
+                       std::to_string(suffix_want_) + " bytes");
+    return AttemptOutcome{};
+  }
   if (written_ < end_ - start_)
     return transient("the body ended after " + std::to_string(written_) + " of " +
                      std::to_string(end_ - start_) + " bytes");

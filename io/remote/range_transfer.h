@@ -74,6 +74,12 @@ class RangeTransfer {
   // range is read only as far as head_len.
   Status BeginSizeProbe(const TransferTarget& target, std::chrono::milliseconds time_left,
                         uint8_t* head = nullptr, uint64_t head_len = 0);
+  // Sets up a request for the last `len` bytes of `target` (the suffix range "-len") into dst,
+  // which holds len bytes: the answer's Content-Range says where they start (suffix_at()) and
+  // the object's size; an object shorter than len comes whole (from 0). A 200 (the range
+  // ignored) is taken only where the whole object fits.
+  Status BeginSuffix(const TransferTarget& target, uint8_t* dst, uint64_t len,
+                     std::chrono::milliseconds time_left);
   // Sets up a GET of the whole answer of `target` into dst, which holds `capacity` bytes.
   Status BeginWhole(const TransferTarget& target, uint8_t* dst, uint64_t capacity,
                     std::chrono::milliseconds time_left);
@@ -86,19 +92,24 @@ class RangeTransfer {
 
   // Bytes of the attempt's range in dst, valid whatever the outcome (a retry resumes after them).
   uint64_t written() const { return written_; }
-  // A size probe's answer: the object's size.
+  // A size probe's or a suffix's answer: the object's size.
   std::optional<uint64_t> object_size() const { return object_size_; }
+  // A suffix's answer: the object byte its bytes start at.
+  uint64_t suffix_at() const { return suffix_at_; }
   // New connections this attempt opened (0 where it reused one).
   long connects() const;
 
  private:
   enum class Abort { kNone, kStatus, kIgnoredRange, kOtherRange, kPastEnd, kTooLong };
-  enum class Mode { kRange, kProbe, kWhole };
+  enum class Mode { kRange, kProbe, kWhole, kSuffix };
   static constexpr size_t kErrorBodyBytes = 4096;
 
   RangeTransfer() = default;
   Status Configure(const HttpFetchOptions& o);
   Status BeginAttempt(const TransferTarget& target, std::chrono::milliseconds time_left);
+  // An attempt of `mode` (a whole answer, a suffix) into dst, which holds `capacity` bytes.
+  Status BeginInto(Mode mode, const TransferTarget& target, uint8_t* dst, uint64_t capacity,
+                   std::chrono::milliseconds time_left);
   Status SetSigning(const TransferTarget& target);
   // Checks the answer's status line and headers once, at the first body byte or at the end.
   void CheckAnswer();
@@ -121,6 +132,7 @@ class RangeTransfer {
   // Content-Range of the current answer: "bytes first-last/total" or "bytes */total".
   std::optional<uint64_t> cr_first_, cr_last_, cr_total_;
   std::optional<uint64_t> object_size_;
+  uint64_t suffix_at_ = 0, suffix_want_ = 0;  // a suffix's first byte and its length
 };
 
 }  // namespace rf

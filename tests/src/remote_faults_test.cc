@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -20,7 +21,9 @@ using testing::LinkProxy;
 using testing::ProgramPath;
 using testing::RunCommand;
 
-constexpr uint64_t kChunkAnswer = 6000;  // a chunk's answer (8 KiB chunks); headers are smaller
+// A chunk's answer (8 KiB chunks) is 6,000 to 8,192 bytes; an open's are 4,096 (a header) and
+// the object's last 64 KiB (or all of these ~57 KB objects).
+constexpr uint64_t kChunkAnswer = 6000, kChunkAnswerMax = 8192;
 
 class RemoteFaults : public testing::ServedDataset {
  protected:
@@ -68,6 +71,17 @@ class RemoteFaults : public testing::ServedDataset {
     return LossLines(*out);
   }
 
+  // What `opens` opens of the two-shard set carry to the client before any chunk: each shard's
+  // header and its last 64 KiB (at most the whole object), and some for the answers' headers.
+  uint64_t OpenBytes(int opens) const {
+    uint64_t n = 0;
+    for (const char* f : {"s-00000-of-00002.rfd", "s-00001-of-00002.rfd"}) {
+      const uint64_t size = std::filesystem::file_size(root_.File(f));
+      n += std::min<uint64_t>(4096, size) + std::min<uint64_t>(64 << 10, size) + 1024;
+    }
+    return n * static_cast<uint64_t>(opens);
+  }
+
   std::string Read(const LinkProxy& p, const std::string& extra, int* rc) {
     std::string out;
     *rc = RunCommand(
@@ -101,6 +115,7 @@ TEST_F(RemoteFaults, FaultsOnASlowLinkAreRetriedToTheSameTraining) {
   o.rate_mbps = 200;
   o.faults = "reset,cut,503,reset,cut,503";
   o.fault_min_body = kChunkAnswer;
+  o.fault_max_body = kChunkAnswerMax;
   auto p = Proxy(o);
   ASSERT_NE(p, nullptr);
   std::string out;
@@ -113,7 +128,7 @@ TEST_F(RemoteFaults, FaultsOnASlowLinkAreRetriedToTheSameTraining) {
 // wait it out (or are retried) and the training is the same.
 TEST_F(RemoteFaults, ALinkCutForAWhileIsRiddenOut) {
   LinkOptions o;
-  o.cut_after = 40'000;
+  o.cut_after = OpenBytes(2) + 40'000;  // the train and test splits' opens, then 40 KB of chunks
   o.cut_ms = 2500;
   auto p = Proxy(o);
   ASSERT_NE(p, nullptr);
@@ -128,7 +143,7 @@ TEST_F(RemoteFaults, ALinkCutForAWhileIsRiddenOut) {
 // A link that stays down past --remote-deadline: named with the deadline.
 TEST_F(RemoteFaults, ALinkDownPastTheDeadlineIsNamed) {
   LinkOptions o;
-  o.cut_after = 20'000;
+  o.cut_after = OpenBytes(1) + 20'000;
   o.cut_ms = 6000;
   ExpectDeadline(o, "timed out", "cut 6000 ms", 1);
 }
@@ -140,6 +155,7 @@ TEST_F(RemoteFaults, A503ForeverEndsAtTheDeadlineWithItsStatus) {
   o.faults = "503";
   o.fault_repeat = true;
   o.fault_min_body = kChunkAnswer;
+  o.fault_max_body = kChunkAnswerMax;
   ExpectDeadline(o, "503", "fault 503", 2);
 }
 
@@ -149,6 +165,7 @@ TEST_F(RemoteFaults, WrongBytesAreRefusedNamingTheChunk) {
   LinkOptions o;
   o.faults = "pass,flip";
   o.fault_min_body = kChunkAnswer;
+  o.fault_max_body = kChunkAnswerMax;
   auto p = Proxy(o);
   ASSERT_NE(p, nullptr);
   std::string out;

@@ -182,11 +182,15 @@ FaultHttpServer::After FaultHttpServer::Answer(int fd, const std::string& reques
   for (size_t at = request.find("\r\n"); at != std::string::npos;
        at = request.find("\r\n", at + 2)) {
     unsigned long long a = 0, b = 0;
-    if (strncasecmp(request.c_str() + at + 2, "range: bytes=", 13) == 0 &&
-        std::sscanf(request.c_str() + at + 15, "%llu-%llu", &a, &b) == 2) {
+    if (strncasecmp(request.c_str() + at + 2, "range: bytes=", 13) != 0) continue;
+    if (std::sscanf(request.c_str() + at + 15, "%llu-%llu", &a, &b) == 2) {
       ranged = true;
       first = a;
       last = std::min<uint64_t>(b, size_ - 1);
+    } else if (std::sscanf(request.c_str() + at + 15, "-%llu", &b) == 1 && b > 0) {
+      ranged = true;  // a suffix: the last b bytes (all of an object shorter)
+      first = size_ - std::min<uint64_t>(b, size_);
+      last = size_ - 1;
     }
   }
   if (ranged && first >= size_)

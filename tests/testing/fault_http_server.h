@@ -1,8 +1,8 @@
 // FaultHttpServer: a small HTTP/1.1 server of the tests' own, on loopback, that serves one
 // positional object (PositionalObjectBytes) of a given size at every path but "/missing" (404)
-// and "/forbidden" (403), answers range requests with 206 as nginx does, keeps connections
-// alive, and answers the next requests with the faults a test scripts, one fault a request in
-// the order the requests arrive:
+// and "/forbidden" (403), answers range requests (a suffix "-N" too) with 206 as nginx does, keeps
+// connections alive, and answers the next requests with the faults a test scripts, one fault a
+// request in the order the requests arrive:
 //   k500, k503, k429        that status, a short body, the connection kept;
 //   kResetBeforeAnswer      the connection reset (RST) without an answer;
 //   kResetMidBody           the headers and half the body, then a reset;

@@ -30,6 +30,10 @@ std::unique_ptr<LinkProxy> LinkProxy::Start(uint16_t upstream_port, const LinkOp
     args.push_back("--fault");
     args.push_back(o.faults);
   }
+  if (o.fault_max_body != 0) {
+    args.push_back("--fault-max-body");
+    args.push_back(std::to_string(o.fault_max_body));
+  }
   if (o.fault_repeat) args.push_back("--fault-repeat");
   if (o.cut_ms > 0) {
     args.push_back("--cut-after");

@@ -20,10 +20,12 @@ namespace rf::testing {
 
 struct LinkOptions {
   double rtt_ms = 0, rate_mbps = 0;
-  // The faults of successive answers with a body of at least fault_min_body bytes, as the tool's
-  // --fault takes them ("reset,cut,flip,503,stall:3000,pass"); repeat: the last one for ever.
+  // The faults of successive answers with a body of at least fault_min_body bytes (and at most
+  // fault_max_body, where not 0), as the tool's --fault takes them
+  // ("reset,cut,flip,503,stall:3000,pass"); repeat: the last one for ever.
   std::string faults;
   uint64_t fault_min_body = 1;
+  uint64_t fault_max_body = 0;
   bool fault_repeat = false;
   // The link cut once for cut_ms after cut_after bytes reached the clients (0: never).
   uint64_t cut_after = 0;

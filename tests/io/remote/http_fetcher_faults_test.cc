@@ -159,6 +159,65 @@ TEST(HttpFetcher, SizeAndHeadIsRetriedToTheSameBytesAndTakesAWholeAnswer) {
                 "(from byte 1)");
 }
 
+// SizeAndEnds of the server's object (a 4096-byte head, a `tail`-byte tail), each end checked
+// byte for byte against the object.
+Result<HttpFetcher::Ends> EndsChecked(HttpFetcher& f, const std::string& url, uint64_t tail) {
+  RemoteObject o;
+  o.path = o.url = o.shown = url;
+  std::vector<uint8_t> head(4096), end(tail);
+  Result<HttpFetcher::Ends> e = f.SizeAndEnds(o, head.data(), head.size(), end.data(), tail);
+  if (e.ok()) {
+    EXPECT_EQ(e->head_bytes, std::min<uint64_t>(4096, e->size));
+    EXPECT_TRUE(std::equal(head.begin(), head.begin() + static_cast<ptrdiff_t>(e->head_bytes),
+                           testing::PositionalObject(0, e->head_bytes).begin()));
+    EXPECT_TRUE(std::equal(end.begin(), end.begin() + static_cast<ptrdiff_t>(e->tail_bytes),
+                           testing::PositionalObject(e->tail_at, e->tail_bytes).begin()));
+  }
+  return e;
+}
+
+TEST(HttpFetcher, SizeAndEndsAsksForBothEndsAtOnce) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  auto f = MakeFetcher();
+  auto e = EndsChecked(*f, server.Url("/x"), 100'000);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_TRUE(e->tail_status.ok()) << e->tail_status.ToString();
+  EXPECT_EQ(e->size, kObjectBytes);
+  EXPECT_EQ(e->tail_at, kObjectBytes - 100'000);
+  EXPECT_EQ(e->tail_bytes, 100'000u);
+  EXPECT_EQ(server.requests(), 2u);
+  EXPECT_EQ(server.connections(), 2u);  // on two connections: one round trip for both
+  FaultHttpServer small(1000);          // shorter than the tail: all of it, from byte 0
+  ASSERT_TRUE(small.ok());
+  e = EndsChecked(*f, small.Url("/x"), 100'000);
+  ASSERT_TRUE(e.ok() && e->tail_status.ok());
+  EXPECT_EQ(e->size, 1000u);
+  EXPECT_EQ(e->tail_at, 0u);
+  EXPECT_EQ(e->tail_bytes, 1000u);
+}
+
+TEST(HttpFetcher, ATailThatCannotBeHadLeavesTheHeadAndSaysWhy) {
+  FaultHttpServer server(kObjectBytes);
+  ASSERT_TRUE(server.ok());
+  // A server that ignores ranges: the head reads as far as it needs, the tail (the whole
+  // object, longer than its buffer) is refused, the call still answers with the head.
+  server.Always(HttpFault::kWholeObject);
+  auto f = MakeFetcher();
+  auto e = EndsChecked(*f, server.Url("/x"), 100'000);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->size, kObjectBytes);
+  EXPECT_EQ(e->head_bytes, 4096u);
+  EXPECT_EQ(e->tail_bytes, 0u);
+  EXPECT_EQ(e->tail_status.ToString(),
+            server.Url("/x") +
+                ": the last 100000 bytes: the answer is longer than 100000 "
+                "bytes; refused");
+  // A missing object is the call's own failure, named as a size is.
+  server.Clear();
+  EXPECT_TRUE(EndsChecked(*f, server.Url("/missing"), 100'000).status().IsNotFound());
+}
+
 // A permanent fault: one request, the Status names the URL and the range.
 void ExpectRefusedAtOnce(HttpFault fault, const std::string& says) {
   FaultHttpServer server(kObjectBytes);

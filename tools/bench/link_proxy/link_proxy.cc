@@ -8,16 +8,17 @@
 //   - lets each connection hold at most --window bytes on their way to the client (TCP's
 //     window: one connection carries at most window / (RTT/2) a second);
 //   - puts faults into the server's answers, one a answer, to the answers whose body is at least
-//     --fault-min-body bytes, in the order they arrive: reset (half the body, then RST), cut
-//     (half the body, then FIN: a body cut short), flip (the body's middle byte changed: other
-//     bytes), 503 (a 503 instead of the answer, the connection kept), stall:MS (the answer held
-//     MS ms: a throttled server), pass (none); --fault-repeat applies the list's last entry to
-//     every answer after it;
+//     --fault-min-body bytes (and at most --fault-max-body, where given), in the order they arrive:
+//     reset (half the body, then RST), cut (half the body, then FIN: a body cut short), flip (the
+//     body's middle byte changed: other bytes), 503 (a 503 instead of the answer, the connection
+//     kept), stall:MS (the answer held MS ms: a throttled server), pass (none); --fault-repeat
+//     applies the list's last entry to every answer after it;
 //   - cuts the link once, after --cut-after bytes have reached the clients, for --cut-ms: nothing
 //     moves either way and no connection is taken until it is restored, as on a link pulled.
 //
 //   ringfeed-link-proxy --upstream 127.0.0.1:8080 [--port 0] [--rtt-ms 20] [--rate-mbps 4000]
 //       [--window 6291456] [--fault reset,cut,flip,503,stall:3000,pass] [--fault-min-body N]
+//       [--fault-max-body N]
 //       [--fault-repeat] [--cut-after BYTES --cut-ms MS]
 //
 // Prints "port N" once it listens, a line for each fault and cut as it applies it ("fault reset
@@ -68,6 +69,7 @@ struct Options {
   uint64_t window = 6 << 20;
   std::vector<Fault> faults;
   uint64_t fault_min_body = 1;
+  uint64_t fault_max_body = 0;  // 0: no bound
   bool fault_repeat = false;
   uint64_t cut_after = 0;
   int64_t cut_ms = 0;
@@ -132,7 +134,7 @@ class Proxy : public FaultSource {
   }
 
   Fault Next(uint64_t body) override {
-    if (body < o_.fault_min_body) return {};
+    if (body < o_.fault_min_body || (o_.fault_max_body != 0 && body > o_.fault_max_body)) return {};
     ++answers_;
     Fault f;
     if (next_fault_ < o_.faults.size()) {
@@ -440,7 +442,8 @@ int Usage(const char* why) {
   std::fprintf(stderr,
                "ringfeed-link-proxy: %s\nusage: ringfeed-link-proxy --upstream HOST:PORT [--port "
                "N] [--rtt-ms MS] [--rate-mbps MBIT] [--window BYTES] [--fault LIST] "
-               "[--fault-min-body BYTES] [--fault-repeat] [--cut-after BYTES --cut-ms MS]\n",
+               "[--fault-min-body BYTES] [--fault-max-body BYTES] [--fault-repeat] [--cut-after "
+               "BYTES --cut-ms MS]\n",
                why);
   return 2;
 }
@@ -477,6 +480,8 @@ int Main(int argc, char** argv) {
       o.window = std::max<uint64_t>(static_cast<uint64_t>(x), 64 << 10);
     } else if (a == "--fault-min-body") {
       o.fault_min_body = std::max<uint64_t>(static_cast<uint64_t>(x), 1);
+    } else if (a == "--fault-max-body") {
+      o.fault_max_body = static_cast<uint64_t>(x);
     } else if (a == "--cut-after") {
       o.cut_after = static_cast<uint64_t>(x);
     } else if (a == "--cut-ms") {
