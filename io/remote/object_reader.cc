@@ -16,13 +16,6 @@ Result<uint32_t> ObjectReader::Index(const RemoteObject& object) {
   return i;
 }
 
-Result<uint64_t> ObjectReader::Size(const RemoteObject& object) { return fetcher_->Size(object); }
-
-Result<uint64_t> ObjectReader::SizeAndHead(const RemoteObject& object, void* buf, uint64_t len,
-                                           uint64_t* got) {
-  return fetcher_->SizeAndHead(object, buf, len, got);
-}
-
 Status ObjectReader::ReadAt(const RemoteObject& object, void* buf, uint64_t len, uint64_t offset) {
   if (len == 0) return Status::Ok();
   RF_ASSIGN_OR_RETURN(uint32_t url, Index(object));

@@ -25,11 +25,8 @@ class ObjectReader {
  public:
   static Result<std::unique_ptr<ObjectReader>> Create(const HttpFetchOptions& options);
 
-  // The object's size in bytes. NotFound where the server has no such object.
-  Result<uint64_t> Size(const RemoteObject& object);
-  // Its size and its first bytes (at most len, as many as it has: `*got`) in one request.
-  Result<uint64_t> SizeAndHead(const RemoteObject& object, void* buf, uint64_t len, uint64_t* got);
-  // Its size and both its ends at once (HttpFetcher::SizeAndEnds): one round trip.
+  // The object's size and both its ends at once (HttpFetcher::SizeAndEnds): one round trip.
+  // NotFound where the server has no such object.
   Result<HttpFetcher::Ends> SizeAndEnds(const RemoteObject& object, void* head, uint64_t head_len,
                                         void* tail, uint64_t tail_len);
   // Exactly `len` bytes from `offset` into buf (len 0 reads nothing).

@@ -330,6 +330,10 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
   auto transient = [](std::string what) {
     return AttemptOutcome{Kind::kTransient, std::move(what), {}};
   };
+  auto cut_short = [&](uint64_t want) {
+    return transient("the body ended after " + std::to_string(written_) + " of " +
+                     std::to_string(want) + " bytes");
+  };
   switch (abort_) {
     case Abort::kNone:
       break;
@@ -362,9 +366,7 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
     // Without a head, the headers are all it wants; with one, the object's first bytes too.
     const uint64_t want = probe_head_ ? std::min(end_, *object_size_) : 0;
     if (written_ >= want) return AttemptOutcome{};
-    if (code == CURLE_OK || code == CURLE_WRITE_ERROR)
-      return transient("the body ended after " + std::to_string(written_) + " of " +
-                       std::to_string(want) + " bytes");
+    if (code == CURLE_OK || code == CURLE_WRITE_ERROR) return cut_short(want);
   }
   if (code != CURLE_OK) {
     std::string what = "curl error " + std::to_string(code) + ": " +
@@ -373,15 +375,9 @@ AttemptOutcome RangeTransfer::Finish(CURLcode code, const std::string& shown_url
     return transient(what);
   }
   if (mode_ == Mode::kWhole) return AttemptOutcome{};  // libcurl checks Content-Length itself
-  if (mode_ == Mode::kSuffix) {
-    if (written_ < suffix_want_)
-      return transient("the body ended after " + std::to_string(written_) + " of " +
-                       std::to_string(suffix_want_) + " bytes");
-    return AttemptOutcome{};
-  }
-  if (written_ < end_ - start_)
-    return transient("the body ended after " + std::to_string(written_) + " of " +
-                     std::to_string(end_ - start_) + " bytes");
+  // A suffix wants the bytes its answer's Content-Range named; a range, all of itself.
+  const uint64_t want = mode_ == Mode::kSuffix ? suffix_want_ : end_ - start_;
+  if (written_ < want) return cut_short(want);
   return AttemptOutcome{};
 }
 

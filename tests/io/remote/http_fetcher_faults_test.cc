@@ -103,9 +103,7 @@ TEST(HttpFetcher, SizeIsRetriedToo) {
 // the object's first bytes (as many as it has, at most len) checked byte for byte.
 Result<uint64_t> SizeAndHeadChecked(HttpFetcher& f, const std::string& url, uint64_t len,
                                     uint64_t* got) {
-  RemoteObject o;
-  o.path = o.url = url;
-  o.shown = url;
+  RF_ASSIGN_OR_RETURN(const RemoteObject o, ResolveRemoteObject(url));
   std::vector<uint8_t> buf(len + 64, 0xA5);
   Result<uint64_t> size = f.SizeAndHead(o, buf.data(), len, got);
   if (size.ok()) {
@@ -162,8 +160,7 @@ TEST(HttpFetcher, SizeAndHeadIsRetriedToTheSameBytesAndTakesAWholeAnswer) {
 // SizeAndEnds of the server's object (a 4096-byte head, a `tail`-byte tail), each end checked
 // byte for byte against the object.
 Result<HttpFetcher::Ends> EndsChecked(HttpFetcher& f, const std::string& url, uint64_t tail) {
-  RemoteObject o;
-  o.path = o.url = o.shown = url;
+  RF_ASSIGN_OR_RETURN(const RemoteObject o, ResolveRemoteObject(url));
   std::vector<uint8_t> head(4096), end(tail);
   Result<HttpFetcher::Ends> e = f.SizeAndEnds(o, head.data(), head.size(), end.data(), tail);
   if (e.ok()) {
