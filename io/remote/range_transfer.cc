@@ -14,7 +14,7 @@
 namespace rf {
 namespace {
 
-constexpr long kReceiveBufferBytes = 512 << 10;  // per handle in flight
+constexpr long kReceiveBufferBytes = 120 << 10;  // per handle in flight
 
 // SHA-256 of the empty body: every request here is a GET without one.
 constexpr const char* kEmptyBodySha256 =
@@ -99,8 +99,11 @@ Status RangeTransfer::Configure(const HttpFetchOptions& o) {
   set(CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout.count()));
   set(CURLOPT_TCP_KEEPALIVE, 1L);
   // Bodies are megabytes: libcurl's default 16 KiB receive buffer costs a recv and a callback
-  // every 16 KiB (at 20 ms, `ringfeed read` through the link proxy went from 0.89 to 0.94-1.0 of
-  // curl's parallel ranges with 512 KiB; 1 MiB gained nothing more).
+  // every 16 KiB. libcurl (7.88) allocates this buffer for every transfer, so it stays under
+  // glibc's 128 KiB mmap threshold: a larger one is fresh pages each time, whose first touch cost
+  // `ringfeed read` through the link proxy 18% of its CPU in clear_page. 2-core machine,
+  // 2026-12-05, server and client on a core each, against curl's parallel ranges of the same
+  // bytes at 0/20/50 ms: 512 KiB 0.62-0.84, 120 KiB 0.82-0.96 (docs/remote.md).
   set(CURLOPT_BUFFERSIZE, kReceiveBufferBytes);
   set(CURLOPT_ERRORBUFFER, errbuf_);
   set(CURLOPT_HEADERFUNCTION, &RangeTransfer::OnHeader);

@@ -22,6 +22,12 @@ With --python-path (the built package), each round also times, from a fresh proc
              byte to the last): the "one chunk's transfer" of issue 42's first-batch goal,
              4 round trips + one chunk.
 
+With --server-cpus and --client-cpus (for example 0 and 1), nginx and the proxy run on the
+first CPUs and every client (ringfeed, curl, the Loader) on the others, as the server and the link
+are other machines in a real run: on a 2-core machine they otherwise share the client's cores,
+and the client that spends more CPU a byte (ringfeed checks every chunk's checksum and copies it
+into the ring) slows the link it is measured against.
+
     remote_read.py DATASET.rfd --ringfeed build/bin/ringfeed --rtt-ms 0,20,50 --rounds 3
 """
 
@@ -43,6 +49,32 @@ CURL = "/usr/bin/curl"
 RANGE = 4 << 20
 
 
+SERVER_CPUS = None  # --server-cpus and --client-cpus, as sets
+CLIENT_CPUS = None
+
+
+def on_cpus(cpus):
+    """A preexec_fn that pins the child to CPUS (None: no pinning)."""
+    return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+
+
+def server(cmd, **kw):
+    return subprocess.Popen(cmd, preexec_fn=on_cpus(SERVER_CPUS), **kw)
+
+
+def client(cmd, **kw):
+    return subprocess.run(cmd, preexec_fn=on_cpus(CLIENT_CPUS), **kw)
+
+
+def cpu_list(text):
+    """"0,2-3" as {0, 2, 3}."""
+    out = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -59,15 +91,15 @@ def start_nginx(root: str, work: str):
                 f"error_log {work}/error.log warn;\nevents {{}}\nhttp {{\n access_log off;\n"
                 f"{temps} sendfile on;\n keepalive_requests 100000;\n"
                 f" server {{\n listen 127.0.0.1:{port};\n root {root};\n }}\n}}\n")
-    proc = subprocess.Popen([NGINX, "-p", work, "-e", f"{work}/error.log", "-c", conf])
+    proc = server([NGINX, "-p", work, "-e", f"{work}/error.log", "-c", conf])
     wait_listening(port, proc)
     return proc, port
 
 
 def start_proxy(proxy: str, port: int, rtt_ms: float, rate_mbps: float):
-    proc = subprocess.Popen([proxy, "--upstream", f"127.0.0.1:{port}", "--rtt-ms", str(rtt_ms),
-                             "--rate-mbps", str(rate_mbps)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = server([proxy, "--upstream", f"127.0.0.1:{port}", "--rtt-ms", str(rtt_ms),
+                   "--rate-mbps", str(rate_mbps)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                  text=True)
     line = proc.stdout.readline()
     if not line.startswith("port "):
         raise SystemExit(f"{proxy} did not start: {line!r}")
@@ -89,7 +121,7 @@ def run_ringfeed(ringfeed: str, url: str, in_flight: int, work: str) -> dict:
     out = os.path.join(work, "read.json")
     cmd = [ringfeed, "read", url, "--remote-in-flight", str(in_flight), "--queue-depth",
            str(in_flight), "--ring-slots", str(max(16, in_flight)), "--json", out]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = client(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"ringfeed read failed: {r.stdout}{r.stderr}")
     run = json.load(open(out))["runs"][0]
@@ -111,7 +143,7 @@ def run_curl(files, base_url: str, in_flight: int, work: str) -> dict:
     with open(cfg, "w") as f:  # "next" between: each transfer its own range
         f.write("next\n".join(transfers))
     t0 = time.monotonic()
-    r = subprocess.run([CURL, "-sS", "--parallel", "--parallel-max", str(in_flight), "-K", cfg],
+    r = client([CURL, "-sS", "--parallel", "--parallel-max", str(in_flight), "-K", cfg],
                        capture_output=True, text=True)
     got = sum(int(x) for x in r.stdout.split())
     if r.returncode == 0 and got != total:
@@ -141,7 +173,7 @@ print(json.dumps({"open_s": t_open - t0, "first_batch_s": t_first - t0,
 
 def run_first_batch(python_path: str, url: str) -> dict:
     env = dict(os.environ, PYTHONPATH=python_path)
-    r = subprocess.run([sys.executable, "-c", FIRST_BATCH, url], capture_output=True, text=True,
+    r = client([sys.executable, "-c", FIRST_BATCH, url], capture_output=True, text=True,
                        env=env)
     if r.returncode != 0:
         raise SystemExit(f"ringfeed.Loader failed: {r.stdout}{r.stderr}")
@@ -158,7 +190,7 @@ def run_whole_shards(files, base_url: str, in_flight: int, work: str) -> dict:
     at a time (curl --parallel)."""
     t0 = time.monotonic()
     name = os.path.basename(files[0])
-    first = subprocess.run([CURL, "-sS", "-f", "-r", f"0-{SHARD - 1}", "-o", "/dev/null",
+    first = client([CURL, "-sS", "-f", "-r", f"0-{SHARD - 1}", "-o", "/dev/null",
                             f"{base_url}/{name}"], capture_output=True)
     t_first = time.monotonic() - t0
     cfg = os.path.join(work, "whole.cfg")
@@ -173,7 +205,7 @@ def run_whole_shards(files, base_url: str, in_flight: int, work: str) -> dict:
                           f"fail\n")
     with open(cfg, "w") as f:
         f.write("next\n".join(shards))
-    rest = subprocess.run([CURL, "-sS", "--parallel", "--parallel-max", str(in_flight), "-K",
+    rest = client([CURL, "-sS", "--parallel", "--parallel-max", str(in_flight), "-K",
                            cfg], capture_output=True)
     if first.returncode != 0 or rest.returncode != 0:
         raise SystemExit(f"curl failed: {first.stderr}{rest.stderr}")
@@ -185,7 +217,7 @@ def run_chunk(base_url: str, name: str, offset: int, length: int) -> float:
     connection (curl reuses it), the second's first byte to last byte."""
     url = f"{base_url}/{name}"
     fmt = "%{time_starttransfer} %{time_total}\n"
-    r = subprocess.run([CURL, "-sS", "-f", "-r", f"{offset}-{offset + length - 1}", "-o",
+    r = client([CURL, "-sS", "-f", "-r", f"{offset}-{offset + length - 1}", "-o",
                         "/dev/null", "-w", fmt, url, "-r", f"{offset}-{offset + length - 1}",
                         "-o", "/dev/null", "-w", fmt, url], capture_output=True, text=True)
     if r.returncode != 0:
@@ -206,8 +238,13 @@ def main() -> None:
     p.add_argument("--rate-mbps", type=float, default=0.0)
     p.add_argument("--in-flight", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--server-cpus", help="run nginx and the proxy on these CPUs (\"0\", \"0-1\")")
+    p.add_argument("--client-cpus", help="run ringfeed, curl and the Loader on these CPUs")
     p.add_argument("--json", help="write the figures here")
     a = p.parse_args()
+    global SERVER_CPUS, CLIENT_CPUS
+    SERVER_CPUS = cpu_list(a.server_cpus) if a.server_cpus else None
+    CLIENT_CPUS = cpu_list(a.client_cpus) if a.client_cpus else None
     a.proxy = a.proxy or os.path.join(os.path.dirname(a.ringfeed), "ringfeed-link-proxy")
     for tool in (NGINX, CURL, a.proxy):
         if not os.access(tool, os.X_OK):

@@ -15,9 +15,19 @@ from ..registry import part
 @part("remote", budget=300, about="`ringfeed read` of an http:// dataset through an emulated link "
       "against curl's parallel ranges of the same bytes (tools/bench/remote_read.py)",
       settings={"gb": 2.0, "shards": 4, "rtt_ms": "0,20,50", "rate_mbps": 0.0, "in_flight": 16,
-                "rounds": 3},
+                "rounds": 3, "server_cpus": "auto", "client_cpus": "auto"},
       tiny={"gb": data.TINY_GB * 20, "rtt_ms": "20", "rounds": 1})
 def remote(ctx, s):
+    # The server and the link are other machines in a real run: "auto" puts nginx and the proxy
+    # on CPU 0 and the clients on the rest where there are at least 2 ("" pins nothing).
+    cpus = sorted(os.sched_getaffinity(0))
+    auto = {"server_cpus": str(cpus[0]), "client_cpus": ",".join(map(str, cpus[1:]))}
+    pins = []
+    for name in ("server_cpus", "client_cpus"):
+        value = getattr(s, name)
+        value = (auto[name] if len(cpus) >= 2 else "") if value == "auto" else value
+        if value:
+            pins += [f"--{name.replace('_', '-')}", value]
     for tool in ("/usr/sbin/nginx", "/usr/bin/curl"):
         if not os.access(tool, os.X_OK):
             ctx.skip("remote", f"{tool} is not installed here (apt-get install nginx curl)")
@@ -28,7 +38,7 @@ def remote(ctx, s):
     r = ctx.run("remote_read", [ctx.python_exe, os.path.join(BENCH, "remote_read.py"), path,
                                 "--ringfeed", ctx.after.tool("ringfeed"), "--rtt-ms", s.rtt_ms,
                                 "--rate-mbps", s.rate_mbps, "--in-flight", s.in_flight,
-                                "--rounds", s.rounds, "--python-path", site, "--json", out])
+                                "--rounds", s.rounds, "--python-path", site, "--json", out, *pins])
     for line in r.out.splitlines():
         if line.startswith("rtt "):
             ctx.say(line)
