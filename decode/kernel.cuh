@@ -30,6 +30,29 @@ inline unsigned Blocks(uint64_t count) {
       std::max<uint64_t>(1, std::min(kMaxBlocks, (count + kThreads - 1) / kThreads)));
 }
 
+// Labels a decode launch widens to int64 beside its samples, so that a batch's decode is one
+// launch, not two (each launch a driver call beside the model's own): n labels of integer dtype
+// `dtype` (IntegerDTypes) at `in` into `out`. n == 0: none.
+struct FusedLabels {
+  const void* in = nullptr;
+  int64_t* out = nullptr;
+  uint32_t n = 0;
+  DType dtype = DType::kInt64;
+};
+
+// The i-th label at `in` of integer dtype d (one of Entries), widened; 0 for another dtype (the
+// launcher refuses those before).
+template <typename... Entries>
+__device__ int64_t WidenedLabel(DTypeList<Entries...> /*list*/, DType d, const void* in,
+                                uint32_t i) {
+  int64_t v = 0;
+  (void)((d == Entries::kDType
+              ? (v = LabelValue<Entries>(static_cast<const typename Entries::Type*>(in)[i]), true)
+              : false) ||
+         ...);
+  return v;
+}
+
 // Consecutive threads make consecutive output elements, so the writes coalesce in every layout;
 // NHWC's reads then fall in `channels` runs per warp, one in each channel plane (a batch of a few
 // MB stays in L2, so every sector is still fetched from memory once). Index: the element index's
@@ -38,9 +61,14 @@ inline unsigned Blocks(uint64_t count) {
 template <typename Conv, typename L, typename Index>
 __global__ void __launch_bounds__(kThreads)
     DecodeKernel(const typename Conv::Stored* __restrict__ in, BatchShape b, Index total,
-                 Statistics stats, AugmentBatch augment, typename Conv::Output* __restrict__ out) {
+                 Statistics stats, AugmentBatch augment, typename Conv::Output* __restrict__ out,
+                 FusedLabels labels) {
   const Index plane = Index{b.height} * b.width;
   const Index stride = Index{gridDim.x} * kThreads;
+  for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; i < labels.n;
+       i += static_cast<uint32_t>(stride)) {
+    labels.out[i] = WidenedLabel(IntegerDTypes{}, labels.dtype, labels.in, i);
+  }
   for (Index o = Index{blockIdx.x} * kThreads + threadIdx.x; o < total; o += stride) {
     const Element<Index> e = L::At(o, b, plane);
     Index from = 0;
@@ -60,14 +88,16 @@ __global__ void __launch_bounds__(kThreads)
 
 // Queues the decode of the b.n samples at `in` into `out` (b.n * b.out_channels * height * width
 // elements), each through its transform where `augment` (its indices or transforms in device
-// memory) has augmentation on.
+// memory) has augmentation on, and the widening of `labels` in the same launch.
 template <typename Conv, typename L, typename Index>
 void LaunchDecode(const void* in, const BatchShape& b, const Statistics& stats,
-                  const AugmentBatch& augment, void* out, cudaStream_t stream) {
+                  const AugmentBatch& augment, void* out, cudaStream_t stream,
+                  const FusedLabels& labels = {}) {
   const Index total = Index{b.n} * b.out_channels * b.height * b.width;
-  DecodeKernel<Conv, L, Index><<<Blocks(total), kThreads, 0, stream>>>(
-      static_cast<const typename Conv::Stored*>(in), b, total, stats, augment,
-      static_cast<typename Conv::Output*>(out));
+  DecodeKernel<Conv, L, Index>
+      <<<Blocks(std::max<uint64_t>(total, labels.n)), kThreads, 0, stream>>>(
+          static_cast<const typename Conv::Stored*>(in), b, total, stats, augment,
+          static_cast<typename Conv::Output*>(out), labels);
 }
 
 // The CUDA backend's input: samples of any image dtype (VisitImageDType), normalized into float

@@ -64,8 +64,9 @@ Status CudaBatchDecoder::Decode(const void* stored, const void* labels, DType la
     RF_CUDA_CHECK(cuda::DrawBatchTransforms(&a, n, spec_.height, spec_.width,
                                             transforms_.as<SampleTransform>(), stream));
   }
-  RF_CUDA_CHECK(decode::DecodeOnGpu(plan, stored, n, out, a, stream));
-  RF_CUDA_CHECK(decode::WidenLabelsOnGpu(label_dtype, labels, n, labels_out, stream));
+  // One launch for the samples and their labels (a driver call less a batch beside the model's).
+  RF_CUDA_CHECK(
+      decode::DecodeOnGpu(plan, stored, n, out, a, stream, {label_dtype, labels, labels_out}));
   return Status::Ok();
 }
 

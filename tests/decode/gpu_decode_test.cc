@@ -170,6 +170,52 @@ TEST(GpuDecode, LabelsOfEveryIntegerDTypeWidenAsOnTheHost) {
   EXPECT_EQ(WidenLabelsOnGpu(DType::kFloat32, nullptr, 1, nullptr, nullptr), cudaErrorInvalidValue);
 }
 
+TEST(GpuDecode, LabelsWidenedInTheDecodesLaunchEqualTheHostsAndLeaveTheSamplesAlone) {
+  RF_REQUIRE_GPU();
+  TestRng rng(23);
+  const cuda::DeviceBuffer d_stats = Upload(kStats.data(), kStats.size() * sizeof(float));
+  const std::vector<DType> dtypes = testing::DTypesOf(IntegerDTypes{});
+  const std::vector<Plan> plans = EveryPlan();
+  Augmentation none;
+  MakeAugmentation("", &none);
+  size_t copies = 0;
+  for (size_t k = 0; k < plans.size(); ++k) {
+    Plan plan = plans[k];
+    const DType dtype = dtypes[k % dtypes.size()];  // each plan with one dtype, every dtype often
+    SCOPED_TRACE(Describe(plan, "") + ", labels " + std::string(DTypeName(dtype)));
+    copies += plan.IsCopy(none.device) ? 1 : 0;
+    plan.stats = {d_stats.as<float>(), d_stats.as<float>() + kC};
+    const std::vector<uint8_t> stored =
+        RandomBytes(rng, size_t{kN} * kC * kH * kW * DTypeSize(plan.stored));
+    const std::vector<uint8_t> labels = RandomBytes(rng, kN * DTypeSize(dtype));
+    std::vector<int64_t> host(kN);
+    ASSERT_TRUE(ForEachLabel(dtype, labels.data(), kN,
+                             [&](uint32_t i, int64_t label) { host[i] = label; }));
+    const size_t out_bytes = size_t{kN} * plan.out_channels * kH * kW * DTypeSize(plan.output);
+    const cuda::DeviceBuffer in = Upload(stored.data(), stored.size());
+    const cuda::DeviceBuffer in_labels = Upload(labels.data(), labels.size());
+    auto alone = cuda::DeviceBuffer::Allocate(out_bytes, "samples decoded alone");
+    auto fused = cuda::DeviceBuffer::Allocate(out_bytes, "samples decoded with labels");
+    auto out_labels = cuda::DeviceBuffer::Allocate(kN * sizeof(int64_t), "labels");
+    ASSERT_TRUE(alone.ok() && fused.ok() && out_labels.ok());
+    ASSERT_EQ(cudaMemset(out_labels->data(), 0x5a, kN * sizeof(int64_t)), cudaSuccess);
+    ASSERT_EQ(DecodeOnGpu(plan, in.data(), kN, alone->data(), none.device, nullptr), cudaSuccess);
+    ASSERT_EQ(DecodeOnGpu(plan, in.data(), kN, fused->data(), none.device, nullptr,
+                          {dtype, in_labels.data(), out_labels->as<int64_t>()}),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(Download(*fused, out_bytes), Download(*alone, out_bytes));
+    const std::vector<uint8_t> got = Download(*out_labels, kN * sizeof(int64_t));
+    std::vector<int64_t> gpu(kN);
+    std::memcpy(gpu.data(), got.data(), got.size());
+    EXPECT_EQ(gpu, host);
+  }
+  EXPECT_GT(copies, 0u);  // the plain copies' path (a copy, then the labels' own launch) ran too
+  EXPECT_EQ(DecodeOnGpu(plans[0], nullptr, kN, nullptr, none.device, nullptr,
+                        {DType::kFloat32, nullptr, reinterpret_cast<int64_t*>(16)}),
+            cudaErrorInvalidValue);
+}
+
 // Element i of `got` has `want`'s bits, or both are NaNs (float32 or bfloat16 bits).
 ::testing::AssertionResult SameOrBothNan(const std::vector<uint8_t>& got,
                                          const std::vector<uint8_t>& want, DType dtype) {

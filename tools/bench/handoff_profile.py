@@ -127,8 +127,8 @@ def main():
 
     def open_loader(tensors):
         return ringfeed.Loader(args.data, args.batch_size, device="cuda", dtype="bfloat16",
-                               layout="NHWC", normalize=True, drop_last=True, tensors=tensors,
-                               **kw)
+                               layout="NHWC", normalize=True, drop_last=True, **kw,
+                               **({"tensors": tensors} if tensors != "ringfeed" else {}))
 
     # tensors="torch" (the @torch phases): a loader of its own; the other stays idle meanwhile,
     # its buffers full

@@ -94,26 +94,30 @@ def peer(ctx, s):
 
 
 @part("handoff", budget=300, gpus=1, torch=True, about="the hand-off into PyTorch: the CNN fed "
-      "by ringfeed.Loader against compute alone, with a torch.profiler summary, on 1 GPU and on "
-      "2 (DDP) where there are 2 (handoff_profile.py); next() and from_dlpack split "
-      "(handoff_split.py)",
+      "by ringfeed.Loader against compute alone, with a torch.profiler summary, on 1 GPU (each "
+      "build, before first, `before_phases` for an older one) and on 2 (DDP) where there are "
+      "2 (handoff_profile.py); next() and from_dlpack split (handoff_split.py)",
       settings={"gb": 3.0, "rounds": 3, "steps": 400, "warm": 100, "profile": 20,
-                "io": "buffered", "phases": "alone,fed,fed_resident,take_only", "pin": False,
-                "split": True})
+                "io": "buffered", "phases": "alone,fed,fed_resident,take_only",
+                "before_phases": "alone,fed,fed_resident", "pin": False, "split": True})
 def handoff(ctx, s):
-    ctx.extension()
+    for b in ctx.builds:
+        ctx.extension(b)
     path = data.synthetic(ctx, s.gb, seed=7)
     if s.io == "buffered":
         data.warm(path)
     traces = ctx.work_path("traces")
-    for procs in (1, 2) if ctx.gpus >= 2 else (1,):
-        out = ctx.log_path(f"handoff-{procs}gpu", ".json")
-        r = ctx.run(f"handoff-{procs}gpu", [
+    runs = [(b, 1) for b in ctx.builds] + ([(ctx.after, 2)] if ctx.gpus >= 2 else [])
+    for b, procs in runs:
+        name = f"handoff-{b.name}-{procs}gpu"
+        phases = s.before_phases if b is ctx.before else s.phases
+        out = ctx.log_path(name, ".json")
+        r = ctx.run(name, [
             *ctx.torchrun(procs), os.path.join(BENCH, "handoff_profile.py"), "--data", path,
             "--io", s.io, "--rounds", s.rounds, "--steps", s.steps, "--warm", s.warm,
-            "--phases", s.phases, "--profile", s.profile, "--trace-dir", traces, "--json", out,
-            *(["--pin"] if s.pin else [])])
-        ctx.say(f"-- {procs} GPU(s), exit {r.rc}")
+            "--phases", phases, "--profile", s.profile, "--trace-dir", traces, "--json", out,
+            *(["--pin"] if s.pin else [])], env=ctx.python_env(b))
+        ctx.say(f"-- {b.name}, {procs} GPU(s), exit {r.rc}")
         api = False
         for line in r.out.splitlines():
             if line.startswith("== profile"):
@@ -121,7 +125,7 @@ def handoff(ctx, s):
             if line.startswith(("[round", "summary", "pinned")) or api:
                 ctx.say(line)
         if r.ok and os.path.exists(out):
-            ctx.figure(f"{procs}gpu", load_json(out).get("summary"))
+            ctx.figure(f"{b.name}-{procs}gpu", load_json(out).get("summary"))
     if s.split:
         r = ctx.run("handoff-split", [ctx.python_exe, os.path.join(BENCH, "handoff_split.py"),
                                       "--data", path])
