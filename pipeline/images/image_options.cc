@@ -73,6 +73,14 @@ OptionTable<ImageOptions> MakeTable() {
           "split (about 0.1 with 15 threads) up to 1 for a model the CPU threads keep up with "
           "(nvJPEG's per-image work slows a model on the same GPU), so which decoder takes a "
           "record depends on timing: give a number for runs that repeat bit for bit");
+  t.Field(
+       "image-field", OptionType::kText, [](auto& o) -> auto& { return o.field; })
+      .For(kLoaderApi)
+      .Help(
+          "samples of several fields (ringfeed-convert images --fields, DatasetWriter(fields=)): "
+          "the image field decoded, by name; their other fields, other image fields too, come "
+          "out as stored; left out: their one image field (samples of several image fields "
+          "must name one)");
   return t;
 }
 

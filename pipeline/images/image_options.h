@@ -2,13 +2,14 @@
 // every program that decodes them: `ringfeed train` (its --image-size, --image-threads,
 // --skip-bad-records, --max-image-side, --image-decoder, through TrainConfig::image) and the
 // library's loader (Python's image_size, image_crop, image_threads, skip_bad_records,
-// max_image_side, image_decoder, through LoaderOptions::image). What they do:
-// pipeline/images/image_stage.h and decode/jpeg_image.h.
+// max_image_side, image_decoder, image_cpu_share, image_field, through LoaderOptions::image). What
+// they do: pipeline/images/image_stage.h and decode/jpeg_image.h.
 //
 // Thread safety: the table is built on first use (a function-local static) and only read after.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "decode/jpeg_image.h"
 #include "io/format.h"
@@ -41,6 +42,9 @@ struct ImageOptions {
   // nvJPEG's decoder: the share of each batch decoded on the CPU threads meanwhile; negative:
   // auto, as the consumer keeps up (pipeline/images/cpu_share.h).
   double cpu_share = -1;
+  // Samples of several fields: the name of the image field decoded (the others come out as
+  // stored); empty: their one image field (several: image_field must name one).
+  std::string field;
 
   bool operator==(const ImageOptions&) const = default;
 };

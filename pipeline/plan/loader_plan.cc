@@ -69,31 +69,52 @@ Status CheckNoImageOptions(const LoaderOptions& options, const format::Header& h
                      : image.skip_bad_records           ? "skip_bad_records"
                      : image.max_side != plain.max_side ? "max_image_side"
                      : image.decoder != plain.decoder   ? "image_decoder"
+                     : !image.field.empty()             ? "image_field"
                                                         : nullptr;
   if (idle == nullptr) return Status::Ok();
   return Status::Usage(std::string(idle) + ": " +
-                       (format::HoldsImageRecords(h) && options.output_buffers > 0
-                            ? "image_size 0 hands out the JPEG bytes as stored"
+                       ((format::HoldsImageRecords(h) || format::ImageFieldIndex(h.fields) != -1) &&
+                                options.output_buffers > 0
+                            ? "image_size 0 hands out the images' bytes as stored"
                             : "this dataset's batches are no decoded images "
                               "(it holds no image records)") +
                        "; leave it out");
 }
 
-// Samples of several fields under image_size (not 0, as by default): the index of their one image
-// field, decoded; -1 where they have none (their fields come out as stored); Usage where they have
-// several (which to decode is the user's to say: image_size 0 takes them all as bytes).
-Result<int> ImageFieldOf(const format::Header& h) {
-  const int found = format::ImageFieldIndex(h.fields);
-  if (found != -2) return found;
+// The names of the fields of `h` that `keep` takes, ", " between them.
+template <typename Keep>
+std::string FieldNames(const format::Header& h, Keep keep) {
   std::string names;
   for (const format::FieldSpec& f : h.fields) {
-    if (!f.image()) continue;
+    if (!keep(f)) continue;
     if (!names.empty()) names += ", ";
     names += f.name;
   }
-  return Status::Usage("image_size: these samples have several image fields (" + names +
-                       ") and the loader decodes one image a sample; image_size 0 hands them "
-                       "all out as stored");
+  return names;
+}
+
+// Samples of several fields under image_size (not 0, as by default): the index of the image
+// field decoded, `named` (image_field) or else their one image field; -1 where they have none and
+// none is named (their fields come out as stored); Usage where the named field is no image field
+// of theirs, or none is named and they have several (which to decode is the user's to say).
+Result<int> ImageFieldOf(const format::Header& h, const std::string& named) {
+  const auto image = [](const format::FieldSpec& f) { return f.image(); };
+  if (!named.empty()) {
+    const int i = format::FindField(h.fields, named);
+    if (i >= 0 && h.fields[static_cast<size_t>(i)].image()) return i;
+    const std::string images = FieldNames(h, image);
+    return Status::Usage(
+        "image_field: '" + named + "' is " +
+        (i < 0 ? "no field of these samples (" + FieldNames(h, [](auto&) { return true; }) + ")"
+               : "no image field") +
+        "; " + (images.empty() ? "they have none" : "their image fields: " + images));
+  }
+  const int found = format::ImageFieldIndex(h.fields);
+  if (found != -2) return found;
+  return Status::Usage("image_size: these samples have several image fields (" +
+                       FieldNames(h, image) +
+                       "); image_field names the one decoded (the others come out as stored), "
+                       "image_size 0 hands them all out as stored");
 }
 
 // Usage where drop_last would drop every batch of an epoch.
@@ -247,6 +268,7 @@ namespace {
 // Packed sequences' plan: rows of token ids, packed by the maker from sources of its own, in the
 // dtype given (int64 where none is). The weights and the rest are SequenceLoader::Create's.
 Result<LoaderPlan> PackedPlan(const LoaderOptions& options, LoaderPlan plan) {
+  RF_RETURN_IF_ERROR(CheckNoImageOptions(options, plan.header));
   plan.kind = BatchKind::kSequences;
   plan.staged = false;
   plan.host_staging = true;
@@ -301,8 +323,13 @@ Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
                   ? BatchKind::kImages
               : h.variable() ? BatchKind::kRecords
                              : BatchKind::kTensors;
+  if (!options.image.field.empty() && plan.kind != BatchKind::kFields)
+    return Status::Usage(
+        "image_field: names one field of samples of several fields; this dataset's records "
+        "are " +
+        std::string(format::RecordKindName(h.record_kind)) + "; leave it out");
   if (plan.kind == BatchKind::kFields && plan.decoded && options.image.size != 0) {
-    RF_ASSIGN_OR_RETURN(plan.image_field, ImageFieldOf(h));
+    RF_ASSIGN_OR_RETURN(plan.image_field, ImageFieldOf(h, options.image.field));
   }
   // A sample's fields come out as their kinds do alone: the decoded image field's images as
   // image records', the others as stored (records').

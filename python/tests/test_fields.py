@@ -201,3 +201,46 @@ def test_ranks_share_an_epoch_and_a_mixture_needs_the_same_fields(pairs, tmp_pat
     with pytest.raises(UsageError, match="fields jpg=image/jpeg,cls=label, not jpg=image/jpeg,"
                                          "txt=tokens:int32"):
         ringfeed.Loader([pairs, other], batch_size=8, weights=[0.5, 0.5], device="cpu")
+
+
+def _png(rgb):
+    from PIL import Image
+    out = io.BytesIO()
+    Image.new("RGB", (20, 16), rgb).save(out, format="PNG")
+    return out.getvalue()
+
+
+def test_image_field_names_the_one_of_several_decoded_and_the_others_come_as_stored(tmp_path):
+    """Two image fields a sample, each of one colour: image_field decodes the one it names (its
+    colour in every pixel, a lossless PNG resized), the other comes out as its stored bytes."""
+    path = str(tmp_path / "two.rfd")
+    fields = {"rgb": "image/png", "depth": "image/png", "cls": "label"}
+    colours = {"rgb": lambda i: (3 * i, 0, 0), "depth": lambda i: (0, 0, 200 - i)}
+    with ringfeed.DatasetWriter(path, fields=fields, chunk_size="16KiB") as w:
+        w.write([{"rgb": _png(colours["rgb"](i)), "depth": _png(colours["depth"](i)),
+                  "cls": i % 2} for i in range(30)])
+    for decoded, stored in (("rgb", "depth"), ("depth", "rgb")):
+        loader = ringfeed.Loader(path, batch_size=8, seed=3, device="cpu", image_size=8,
+                                 image_crop="center", dtype="uint8", image_field=decoded)
+        seen = []
+        for b in loader:
+            images = np.from_dlpack(b[decoded])
+            values, offsets = (np.from_dlpack(t) for t in b[stored])
+            for k, g in enumerate(b["cls"].indices):
+                want = np.array(colours[decoded](g), np.uint8).reshape(3, 1, 1)
+                assert images.shape[1:] == (3, 8, 8) and (images[k] == want).all(), (g, decoded)
+                assert values[offsets[k]:offsets[k + 1]].tobytes() == _png(colours[stored](g))
+                seen.append(g)
+        assert sorted(seen) == list(range(30))
+    with pytest.raises(UsageError, match=r"several image fields \(rgb, depth\); image_field"):
+        ringfeed.Loader(path, batch_size=8, device="cpu")
+    with pytest.raises(UsageError, match="'cls' is no image field; their image fields: rgb, "
+                                         "depth"):
+        ringfeed.Loader(path, batch_size=8, device="cpu", image_field="cls")
+    with pytest.raises(UsageError, match=r"'jpg' is no field of these samples \(rgb, depth, "
+                                         r"cls\)"):
+        ringfeed.Loader(path, batch_size=8, device="cpu", image_field="jpg")
+    with pytest.raises(UsageError, match="image_field: image_size 0 hands out"):
+        ringfeed.Loader(path, batch_size=8, device="cpu", image_size=0, image_field="rgb")
+    with pytest.raises(UsageError, match="image_field: 'txt' is no image field; they have none"):
+        ringfeed.Loader(_text_only(tmp_path), batch_size=1, device="cpu", image_field="txt")

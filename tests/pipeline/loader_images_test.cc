@@ -394,7 +394,7 @@ TEST_F(LoaderImages, WhatDecodedImagesCannotTakeIsRefusedNamingTheOption) {
   // image_size 0: the records as stored, and the image options then do nothing.
   o = DecodedOptions(Data(), 8, ImageCrop::kCenter);
   o.image.size = 0;
-  refused(o, "image_crop: image_size 0 hands out the JPEG bytes as stored");
+  refused(o, "image_crop: image_size 0 hands out the images' bytes as stored");
   o.image.crop = ImageCrop::kRandomResized;
   o.image.threads = 0;
   auto raw = testing::OpenLoader(o);
