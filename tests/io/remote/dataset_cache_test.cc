@@ -1,7 +1,8 @@
 // A remote dataset read through its node-local cache (io/chunk_cache.h wired into
 // io/chunk_reader.cc) against a real nginx on loopback: a second reader fetches nothing and reads
 // the same bytes; a damaged cached copy is fetched again and replaced, never handed on; a budget
-// smaller than the dataset holds; processes sharing one cache fetch each chunk once between them.
+// smaller than the dataset holds; processes sharing one cache fetch each chunk once between them;
+// the slow path (io/chunk_fetcher.h) goes through the same cache.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "io/chunk_cache.h"
+#include "io/chunk_fetcher.h"
 #include "io/chunk_reader.h"
 #include "io/dataset.h"
 #include "io/file.h"
@@ -154,6 +156,69 @@ TEST_F(CachedRemoteDataset, ADamagedCachedCopyIsFetchedAgainAndReplaced) {
     std::vector<uint8_t> got(at.entry.stored_bytes);
     ASSERT_TRUE(f->ReadAt(got.data(), got.size(), 0).ok());
     EXPECT_EQ(got, LocalBytes(local.shard_path(at.shard), at.entry.offset, got.size())) << g;
+  }
+}
+
+// The slow path (managed mode's load, the converter's loops) through the cache: a first fetcher
+// fetches and commits every chunk; a second one, of the dataset opened again, fetches none and
+// hands out the same data; a damaged copy is fetched again and replaced.
+TEST_F(CachedRemoteDataset, TheSlowPathFetchesEachChunkOnceThenReadsTheCopies) {
+  for (const char* name : {"d", "z"}) {
+    SCOPED_TRACE(name);
+    std::filesystem::remove_all(cache_.path());
+    std::filesystem::create_directory(cache_.path());
+    const Dataset local = Local(name);
+    std::vector<uint8_t> got(local.max_chunk_bytes()), want(local.max_chunk_bytes());
+    auto fetch_all = [&](const Dataset& remote) {
+      auto fetcher = ChunkFetcher::Create(remote);
+      ASSERT_TRUE(fetcher.ok()) << fetcher.status().ToString();
+      for (size_t g = 0; g < remote.chunk_count(); ++g) {
+        Status st = fetcher->Fetch(g, got.data());
+        ASSERT_TRUE(st.ok()) << st.ToString();
+        ASSERT_TRUE(local.ReadChunk(g, want.data()).ok());
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), local.chunk(g).entry.data_bytes), 0) << g;
+      }
+    };
+    size_t opened = 0;
+    {
+      Dataset first = OpenCached(name, uint64_t{1} << 30);
+      opened = Settled(name);
+      fetch_all(first);
+      EXPECT_EQ(first.cache()->stats().commits, first.chunk_count());
+      EXPECT_EQ(first.cache()->stats().hits, 0u);
+    }
+    const size_t fetched = Settled(name);
+    EXPECT_GE(fetched - opened, local.chunk_count()) << "fewer requests than chunks";
+
+    Dataset second = OpenCached(name, uint64_t{1} << 30);
+    const size_t reopened = Settled(name);
+    fetch_all(second);
+    EXPECT_EQ(second.cache()->stats().hits, second.chunk_count());
+    EXPECT_EQ(second.cache()->stats().commits, 0u);
+    EXPECT_EQ(Logged(name, reopened + 1), reopened) << "the second fetcher fetched";
+
+    // Chunk 2's copy: one byte flipped. The fetcher hands out the chunk's data all the same,
+    // fetching it alone again, and the copy on disk is the stored bytes again.
+    {
+      auto f = File::Open(CachedFile(second, 2), O_RDWR);
+      ASSERT_TRUE(f.ok());
+      uint8_t b = 0;
+      ASSERT_TRUE(f->ReadAt(&b, 1, 40).ok());
+      b ^= 0x01;
+      ASSERT_TRUE(f->WriteAt(&b, 1, 40).ok());
+    }
+    auto fetcher = ChunkFetcher::Create(second);
+    ASSERT_TRUE(fetcher.ok());
+    ASSERT_TRUE(fetcher->Fetch(2, got.data()).ok());
+    ASSERT_TRUE(local.ReadChunk(2, want.data()).ok());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), local.chunk(2).entry.data_bytes), 0);
+    EXPECT_GT(Logged(name, reopened + 1), reopened) << "the damaged copy was not fetched again";
+    const ChunkLocation& at = local.chunk(2);
+    auto f = File::Open(CachedFile(second, 2), O_RDONLY);
+    ASSERT_TRUE(f.ok()) << "chunk 2 not cached again";
+    std::vector<uint8_t> copy(at.entry.stored_bytes);
+    ASSERT_TRUE(f->ReadAt(copy.data(), copy.size(), 0).ok());
+    EXPECT_EQ(copy, LocalBytes(local.shard_path(at.shard), at.entry.offset, copy.size()));
   }
 }
 
