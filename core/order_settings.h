@@ -77,7 +77,7 @@ struct OrderSettings {
   // The partition: 0, the global one (each epoch deals all the chunks to all the ranks); L >= 1,
   // the node partition: ranks in machines of L consecutive ones, each machine's ranks drawing
   // from the same part of the dataset every epoch (pipeline/order/world_order.h). Set by
-  // --partition node / --node-ranks (PipelineConfig::ResolvePartition); a checkpoint (version 6)
+  // --partition node / --node-ranks (PipelineConfig::ResolveLocalRanks); a checkpoint (version 6)
   // and a state dict (version 5) record it. Like world_size, the run's own: a resume in another
   // layout appends the saved stretch.
   uint32_t node_ranks = 0;

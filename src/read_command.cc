@@ -53,7 +53,7 @@ Result<ReadReport> Drain(const Dataset& d, std::vector<uint64_t> order, const Fe
 }
 
 Status Run(ReadConfig a) {
-  a.pipeline.ResolvePartition(LauncherLocalRanks());
+  a.pipeline.ResolveLocalRanks(LauncherLocalRanks());
   RF_RETURN_IF_ERROR(a.pipeline.CheckPartition());
   const PipelineConfig& p = a.pipeline;
   RF_RETURN_IF_ERROR(p.Validate());

@@ -63,7 +63,7 @@ Result<TrainConfig> TrainConfigFromFlags(const TrainFlags& f) {
   TrainConfig c = f.config;
   // --partition node without --node-ranks: the launcher's ranks on this machine (the world
   // itself is known later: Train checks that they divide it).
-  c.pipeline.ResolvePartition(LauncherLocalRanks());
+  c.pipeline.ResolveLocalRanks(LauncherLocalRanks());
   RF_RETURN_IF_ERROR(c.Validate());
   return c;
 }

@@ -69,6 +69,27 @@ EpochLayout WindowOrder::Layout(uint64_t epoch) const {
   return l;
 }
 
+std::optional<std::vector<uint64_t>> WindowOrder::MachineChunks(uint64_t epoch,
+                                                                uint32_t machine_ranks,
+                                                                uint64_t from) const {
+  const uint32_t world = world_size();
+  if (machine_ranks <= 1 || machine_ranks > world || world % machine_ranks != 0 ||
+      IsResumed(epoch)) {
+    return std::nullopt;
+  }
+  const EpochDeal deal = world_.Deal(epoch);
+  const uint32_t first = rank_ - rank_ % machine_ranks;
+  const uint64_t n = epoch_chunk_count();
+  std::vector<uint64_t> out;
+  out.reserve((n - std::min(from, n)) * machine_ranks);
+  for (uint64_t i = from; i < n; ++i) {
+    for (uint32_t r = first; r < first + machine_ranks; ++r) {
+      out.push_back(world_.RankChunk(deal, r, i));
+    }
+  }
+  return out;
+}
+
 std::vector<WindowOrder::Entry> WindowOrder::Window(const EpochLayout& layout,
                                                     uint64_t window) const {
   if (window >= layout.window_count()) return {};

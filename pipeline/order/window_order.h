@@ -94,6 +94,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/order_settings.h"
@@ -209,6 +210,16 @@ class WindowOrder {
   EpochLayout Layout(uint64_t epoch) const;
   // This rank's chunks of the epoch, in visiting order (Layout(epoch).chunks()).
   std::vector<uint64_t> EpochChunks(uint64_t epoch) const { return Layout(epoch).chunks(); }
+  // The chunks that the `machine_ranks` ranks of this rank's machine read in an ordinary epoch,
+  // from their chunk `from` on, interleaved as they read them side by side: rank first + j's i-th
+  // chunk at (i - from) * machine_ranks + j, where the machine holds the consecutive ranks first =
+  // rank - rank % machine_ranks .. first + machine_ranks - 1 (as torchrun and mpirun place them).
+  // What a node-local cache the machine's ranks share is told they will read (io/chunk_cache.h:
+  // each rank's Belady then weighs the other ranks' next uses too). Nothing where the machine
+  // holds one rank, machine_ranks does not divide the world, or `epoch` is the resumed one (its
+  // chunks are an older world's): the rank's own chunks are its schedule then.
+  std::optional<std::vector<uint64_t>> MachineChunks(uint64_t epoch, uint32_t machine_ranks,
+                                                     uint64_t from = 0) const;
 
   // One sample of a window: which of the window's chunks (0 .. WindowChunks-1, in visiting order)
   // and which sample of that chunk.

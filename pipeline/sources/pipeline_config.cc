@@ -71,9 +71,11 @@ uint32_t LauncherLocalRanks() {
   return 1;
 }
 
-void PipelineConfig::ResolvePartition(uint32_t local_ranks) {
+void PipelineConfig::ResolveLocalRanks(uint32_t local_ranks) {
   if (partition == Partition::kNode && order.node_ranks == 0)
     order.node_ranks = std::max<uint32_t>(1, local_ranks);
+  remote.machine_ranks =
+      std::max<uint32_t>(1, order.node_ranks != 0 ? order.node_ranks : local_ranks);
 }
 
 Status PipelineConfig::CheckPartition(OptionFace face) const {
@@ -99,7 +101,7 @@ Status PipelineConfig::Validate(OptionFace face) const {
   if (partition == Partition::kNode && order.node_ranks == 0) {
     return Status::Usage(std::string(face == OptionFace::kPython ? "node_ranks" : "--node-ranks") +
                          ": the node partition needs the ranks a machine runs "
-                         "(PipelineConfig::ResolvePartition)");
+                         "(PipelineConfig::ResolveLocalRanks)");
   }
   if (mode == PipelineMode::kManaged && device == DeviceKind::kCpu) {
     return Status::Usage(
@@ -204,6 +206,7 @@ StreamingOptions StreamingOptionsFor(const PipelineConfig& c, uint64_t epochs) {
   o.order = c.order;
   o.ring_slots = c.streaming.ring_slots;
   o.epochs = epochs;
+  o.machine_ranks = c.remote.machine_ranks;
   o.feeder.verify = c.verify;
   o.feeder.reader.mode = c.streaming.io;
   o.feeder.reader.queue_depth = c.streaming.queue_depth;

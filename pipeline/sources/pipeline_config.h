@@ -92,6 +92,10 @@ struct RemoteConfig {
   std::string cache_dir;     // the cache's directory (on a local disk); empty: no cache
   uint64_t cache_bytes = 0;  // its budget, shared by the run's remote datasets; > 0 with a dir
   CachePolicy cache_policy = CachePolicy::kBelady;  // which cached chunk a full cache drops
+  // The ranks of this machine, consecutive, this one among them, that share the cache (the
+  // launcher's: ResolveLocalRanks; under the node partition, node_ranks): Belady's rule weighs
+  // their reads too. 1: this rank's own.
+  uint32_t machine_ranks = 1;
 };
 
 struct PipelineConfig {
@@ -107,7 +111,7 @@ struct PipelineConfig {
   // measured accuracies (the Python loader's 0 changed to it; a state dict records its seed).
   OrderSettings order;
   // The node partition sets order.node_ranks (the --node-ranks given, else the launcher's ranks
-  // on the machine: ResolvePartition); the global one leaves it 0.
+  // on the machine: ResolveLocalRanks); the global one leaves it 0.
   Partition partition = Partition::kGlobal;
   // A weighted mixture of datasets (pipeline/sources/mixture.h): one weight a dataset, `data`
   // naming them as a comma list on the command line (DataPaths; the library's loaders take the
@@ -127,9 +131,10 @@ struct PipelineConfig {
   // kMaxWorldSize.
   // `face`: how the messages name the options (the command line's --names, or Python's).
   Status Validate(OptionFace face = OptionFace::kCommandLine) const;
-  // Under the node partition with no node_ranks given, order.node_ranks = `local_ranks` (the
-  // launcher's ranks on this machine; 1 without a launcher). The global partition: nothing.
-  void ResolvePartition(uint32_t local_ranks);
+  // `local_ranks`: the launcher's ranks on this machine (LauncherLocalRanks; 1 without a
+  // launcher). Under the node partition with no node_ranks given, order.node_ranks = local_ranks.
+  // remote.machine_ranks = order.node_ranks where set, else local_ranks.
+  void ResolveLocalRanks(uint32_t local_ranks);
   // Once the world is known: Usage where the node partition's node_ranks does not divide it.
   Status CheckPartition(OptionFace face = OptionFace::kCommandLine) const;
   // Validate, and what needs the dataset's chunk layout (chunk_samples, Dataset::

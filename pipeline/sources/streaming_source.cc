@@ -169,9 +169,11 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
   epoch_offset_ = 0;
   // A remote dataset's cache learns each epoch's reads as they begin: the rest of the epoch and
   // the whole next one, so it evicts the chunk needed last and keeps what the next epoch reads
-  // first (io/chunk_cache.h).
+  // first (io/chunk_cache.h); the reads of the machine's ranks that share it, interleaved, where
+  // it knows them (StreamingOptions::machine_ranks).
   ChunkPlan plan = [order = &order_, epochs = options_.epochs, epoch,
                     chunks = cursor_.epoch_chunks(), next = plan_skipped_, cache = dataset_.cache(),
+                    ranks = options_.machine_ranks,
                     scheduled = false]() mutable -> std::optional<uint64_t> {
     // An ordinary epoch holds at least one chunk; a resumed one may hold none (nothing was left).
     while (next >= chunks.size()) {
@@ -181,9 +183,13 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
       scheduled = false;
     }
     if (cache != nullptr && !scheduled) {
-      std::vector<uint64_t> ahead(chunks.begin() + static_cast<ptrdiff_t>(next), chunks.end());
+      std::vector<uint64_t> ahead =
+          order->MachineChunks(epoch, ranks, next)
+              .value_or(std::vector<uint64_t>(chunks.begin() + static_cast<ptrdiff_t>(next),
+                                              chunks.end()));
       if (epochs == 0 || epoch + 1 < epochs) {
-        const std::vector<uint64_t> then = order->EpochChunks(epoch + 1);
+        const std::vector<uint64_t> then =
+            order->MachineChunks(epoch + 1, ranks).value_or(order->EpochChunks(epoch + 1));
         ahead.insert(ahead.end(), then.begin(), then.end());
       }
       (void)cache->SetSchedule(ahead);  // every chunk is the dataset's: it cannot fail

@@ -66,6 +66,11 @@ struct StreamingOptions {
   // The plan reads up to (not including) this epoch; 0: no end (StartEpoch takes any epoch below
   // kMaxEpoch).
   uint64_t epochs = 1;
+  // The ranks of this machine that share a remote dataset's node-local cache, consecutive, this
+  // one among them (RemoteConfig::machine_ranks): the cache is told their reads interleaved
+  // (WindowOrder::MachineChunks; the cache's schedule, 16 bytes an entry, then holds
+  // machine_ranks times this rank's chunks of two epochs); 1: this rank's own.
+  uint32_t machine_ranks = 1;
   // Called about every ChunkCopier::kPollInterval on the consumer's thread while StartEpoch or
   // Next waits for data; a status other than OK ends the wait and the call returns it (the Python
   // binding raises KeyboardInterrupt this way). The source is then where a failed read leaves it:

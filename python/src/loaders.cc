@@ -115,7 +115,7 @@ LoaderOptions MakeOptions(const Dataset& d, const py::dict& options, int gpu) {
   // What the data calls for where they are left out (ResolveLoader).
   o.output.given = {true, given.count("dtype") != 0, given.count("normalize") != 0};
   o.pipeline.data = d.shard_path(0);
-  o.pipeline.ResolvePartition(LauncherLocalRanks());
+  o.pipeline.ResolveLocalRanks(LauncherLocalRanks());
   Check(o.pipeline.CheckPartition(OptionFace::kPython));
   Check(o.pipeline.Validate(OptionFace::kPython));  // what Loader::Create checks, named as here
   o.gpu = gpu;
@@ -259,7 +259,7 @@ std::shared_ptr<Dataset> OpenDataset(const std::string& path, const py::dict& op
   LoaderOptions o;
   SetKeywords(LoaderOptionTable(), kLoaderApi, options, &o);
   o.pipeline.data = path;
-  o.pipeline.ResolvePartition(LauncherLocalRanks());
+  o.pipeline.ResolveLocalRanks(LauncherLocalRanks());
   Check(o.pipeline.CheckPartition(OptionFace::kPython));
   Check(o.pipeline.Validate(OptionFace::kPython));  // the options' bounds, named as here
   auto r = [&] {

@@ -3,7 +3,8 @@
 // it, and the rules of the global partition hold: over the ranks every epoch visits every sample
 // once plus the documented padding, every rank gets the same count, and the order is a function
 // of the seed, the epoch and the rank. An epoch begun under it resumes at another world size with
-// every sample it left visited once.
+// every sample it left visited once. And what a machine's shared cache is told its ranks read
+// (MachineChunks), under either partition: their chunks interleaved.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -172,6 +173,53 @@ TEST(NodePartition, WithShufflingOffThePartsAreTheStoredOrdersTurns) {
   EXPECT_EQ(NodeChunks(ranks, w, 1, 0), (std::set<uint64_t>{1, 3, 5, 7, 9, 11}));
   EXPECT_EQ(ranks[0].EpochChunks(0), (std::vector<uint64_t>{0, 4, 8}));  // local rank 0: 0th, 2nd
   EXPECT_EQ(ranks[1].EpochChunks(0), (std::vector<uint64_t>{2, 6, 10}));
+}
+
+// A machine's ranks' chunks, as MachineChunks gives them to every one of its ranks: rank first +
+// j's i-th chunk at (i - from) * L + j, the same list for each of the machine's ranks, under the
+// global partition (node_ranks 0) and the node one. Nothing where it is one rank, where L does
+// not divide the world or passes it, and for a resumed epoch.
+TEST(WindowOrderMachine, TheMachinesRanksChunksInterleaved) {
+  for (const std::vector<uint32_t>& layout : Layouts()) {
+    for (World w : Worlds()) {
+      for (uint32_t node_ranks : {0u, w.per_node}) {
+        OrderSettings o = testing::Order(true, 8, 2, 11);
+        std::vector<WindowOrder> ranks = Ranks(layout, {w.ranks, node_ranks}, o);
+        const uint32_t l = w.per_node;
+        for (uint64_t epoch : {0, 3}) {
+          SCOPED_TRACE(Name(layout, w, epoch) + (node_ranks ? ", node" : ", global"));
+          std::vector<std::vector<uint64_t>> own;
+          for (const WindowOrder& r : ranks) own.push_back(r.EpochChunks(epoch));
+          for (uint32_t rank = 0; rank < w.ranks; ++rank) {
+            const uint32_t first = rank - rank % l;
+            for (uint64_t from : {uint64_t{0}, uint64_t{3}}) {
+              std::vector<uint64_t> want;
+              for (uint64_t i = from; i < own[rank].size(); ++i) {
+                for (uint32_t j = first; j < first + l; ++j) want.push_back(own[j][i]);
+              }
+              const auto got = ranks[rank].MachineChunks(epoch, l, from);
+              if (l == 1) {
+                EXPECT_FALSE(got.has_value());
+                continue;
+              }
+              ASSERT_TRUE(got.has_value()) << "rank " << rank;
+              EXPECT_EQ(*got, want) << "rank " << rank << " from " << from;
+            }
+          }
+        }
+      }
+    }
+  }
+  OrderSettings o = testing::Order(true, 8, 2, 11, 1, 6);
+  const WindowOrder six(Layouts()[0], o);
+  EXPECT_FALSE(six.MachineChunks(0, 4).has_value()) << "4 does not divide 6";
+  EXPECT_FALSE(six.MachineChunks(0, 12).has_value()) << "12 ranks on a machine of a world of 6";
+  EXPECT_TRUE(six.MachineChunks(0, 6).has_value());
+  o.resumed.epoch = 2;
+  o.resumed.stretches = {{3, 5, 0}};
+  const WindowOrder resumed(Layouts()[0], o);
+  EXPECT_FALSE(resumed.MachineChunks(2, 2).has_value()) << "the resumed epoch";
+  EXPECT_TRUE(resumed.MachineChunks(3, 2).has_value());
 }
 
 }  // namespace

@@ -571,6 +571,20 @@ TEST(TrainConfig, ThePartitionNodeTakesTheLaunchersRanksAndMustDivideTheWorld) {
   EXPECT_FALSE(Parse({"--data", "d.rfd", "--node-ranks", "2"}).ok());  // without the partition
 }
 
+// The launcher's ranks on the machine are the ranks that share its cache, whose reads the cache's
+// eviction weighs (StreamingOptions::machine_ranks); under the node partition its node_ranks.
+TEST(TrainConfig, TheLaunchersRanksShareTheMachinesCache) {
+  ::setenv("LOCAL_WORLD_SIZE", "3", 1);
+  Result<TrainConfig> global = Parse({"--data", "d.rfd"});
+  Result<TrainConfig> node = Parse({"--data", "d.rfd", "--partition", "node", "--node-ranks", "2"});
+  ::unsetenv("LOCAL_WORLD_SIZE");
+  Result<TrainConfig> alone = Parse({"--data", "d.rfd"});
+  ASSERT_TRUE(global.ok() && node.ok() && alone.ok());
+  EXPECT_EQ(StreamingOptionsFor(global->pipeline, 1).machine_ranks, 3u);
+  EXPECT_EQ(StreamingOptionsFor(node->pipeline, 1).machine_ranks, 2u);
+  EXPECT_EQ(StreamingOptionsFor(alone->pipeline, 1).machine_ranks, 1u);
+}
+
 TEST(TrainConfig, OutputsOntoInputsAreRefusedNamingBoth) {
   TempDir t;
   const std::string data = t.File("d.rfd"), test = t.File("t.rfd"), resume = t.File("r.ckpt");

@@ -55,8 +55,10 @@ def remote(ctx, s):
 
 @part("cache", budget=240, about="the node-local cache's eviction, Belady by the known order "
       "against LRU, on the same shuffled ringfeed.Loader epochs of an http:// dataset: bytes "
-      "fetched per epoch at cache sizes of fractions of it (tools/bench/cache_policy.py)",
-      settings={"gb": 0.4, "chunk": "1MiB", "fractions": "0.25,0.5,0.75", "epochs": 4},
+      "fetched per epoch at cache sizes of fractions of it, by `ranks` processes sharing it "
+      "(tools/bench/cache_policy.py)",
+      settings={"gb": 0.4, "chunk": "1MiB", "fractions": "0.25,0.5,0.75", "epochs": 4,
+                "ranks": 1},
       tiny={"gb": data.TINY_GB * 20, "chunk": "16KiB", "fractions": "0.5", "epochs": 2})
 def cache(ctx, s):
     if not os.access("/usr/sbin/nginx", os.X_OK):
@@ -67,14 +69,14 @@ def cache(ctx, s):
     out = ctx.log_path("cache", ".json")
     r = ctx.run("cache_policy", [ctx.python_exe, os.path.join(BENCH, "cache_policy.py"), path,
                                  "--fractions", s.fractions, "--epochs", s.epochs,
-                                 "--json", out], env=ctx.python_env(ctx.after))
+                                 "--ranks", s.ranks, "--json", out], env=ctx.python_env(ctx.after))
     for line in r.out.splitlines():
         if line.startswith("cache "):
             ctx.say(line)
     if not r.ok:
         ctx.fail(f"cache_policy.py: {r.tail(3)}")
     for row in load_json(out)["results"]:
-        key = f"{row['policy']}_{row['fraction']:g}"
+        key = f"{row['policy']}_{row['fraction']:g}_{row['ranks']}ranks"
         ctx.figure(f"{key}_fetched_over_least", row["over_least"])
         ctx.figure(f"{key}_fetched_over_uncached", row["fetched_bytes"] / row["uncached_bytes"])
 
