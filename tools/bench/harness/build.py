@@ -81,7 +81,12 @@ class Build:
             objs = os.path.join(ctx.work, f"jpeg-{self.name}")
             os.makedirs(objs, exist_ok=True)
             made = []
+            # Of today's list, those the package's library holds (an older one lacks some).
+            held = subprocess.run(["ar", "t", os.path.join(lib, "librf_jpeg.a")],
+                                  capture_output=True, text=True).stdout.split()
             for f in JPEG_SOURCES:
+                if held and f + ".cc.o" not in held:
+                    continue
                 cc = os.path.join(src, "decode", f + ".cc")
                 if not os.path.exists(cc):
                     ctx.fail(f"the extension: the package has no decode/{f}.cc (its src/)")
@@ -129,12 +134,15 @@ class Build:
 
 
 def read_commit(root, kind):
-    """The commit the build was made from: pkg/COMMIT (package_device.sh writes it), or git's."""
+    """The commit the build was made from: pkg/COMMIT (package_device.sh writes it), or a build
+    tree's git. A package without COMMIT (an older package_device.sh's) is "unknown": this
+    checkout's commit is not the package's."""
     f = os.path.join(root, "COMMIT")
     if os.path.exists(f):
         return open(f).read().strip() or "unknown"
-    tree = ROOT if kind == "package" else root
-    return git_commit(tree) or "unknown"
+    if kind == "package":
+        return "unknown (the package has no COMMIT)"
+    return git_commit(root) or "unknown"
 
 
 def git_commit(tree):
