@@ -183,14 +183,17 @@ Status StreamingSource::Restart(uint64_t epoch, uint64_t position) {
       scheduled = false;
     }
     if (cache != nullptr && !scheduled) {
+      // The rank's own chunks are made only where the machine's are not (value_or would make
+      // them every time: a copy of this epoch's and a deal of the next, for nothing).
+      std::optional<std::vector<uint64_t>> machine = order->MachineChunks(epoch, ranks, next);
       std::vector<uint64_t> ahead =
-          order->MachineChunks(epoch, ranks, next)
-              .value_or(std::vector<uint64_t>(chunks.begin() + static_cast<ptrdiff_t>(next),
-                                              chunks.end()));
+          machine
+              ? std::move(*machine)
+              : std::vector<uint64_t>(chunks.begin() + static_cast<ptrdiff_t>(next), chunks.end());
       if (epochs == 0 || epoch + 1 < epochs) {
-        const std::vector<uint64_t> then =
-            order->MachineChunks(epoch + 1, ranks).value_or(order->EpochChunks(epoch + 1));
-        ahead.insert(ahead.end(), then.begin(), then.end());
+        std::optional<std::vector<uint64_t>> then = order->MachineChunks(epoch + 1, ranks);
+        if (!then) then = order->EpochChunks(epoch + 1);
+        ahead.insert(ahead.end(), then->begin(), then->end());
       }
       (void)cache->SetSchedule(ahead);  // every chunk is the dataset's: it cannot fail
       scheduled = true;

@@ -95,6 +95,26 @@ class CachedRemoteDataset : public ::testing::Test {
     return cache_.path() + "/" + dir + "/chunk-" + std::to_string(chunk);
   }
 
+  // Chunk g's cached copy is there and holds its stored bytes, as the local file does.
+  void ExpectCachedAsStored(const Dataset& remote, const Dataset& local, uint64_t g) const {
+    const ChunkLocation& at = local.chunk(g);
+    auto f = File::Open(CachedFile(remote, g), O_RDONLY);
+    ASSERT_TRUE(f.ok()) << "chunk " << g << " not cached: " << f.status().ToString();
+    std::vector<uint8_t> got(at.entry.stored_bytes);
+    ASSERT_TRUE(f->ReadAt(got.data(), got.size(), 0).ok()) << g;
+    EXPECT_EQ(got, LocalBytes(local.shard_path(at.shard), at.entry.offset, got.size())) << g;
+  }
+
+  // Flips the bits `mask` of byte `offset` of chunk g's cached copy (its checksum then fails).
+  void FlipCachedByte(const Dataset& remote, uint64_t g, uint64_t offset, uint8_t mask) const {
+    auto f = File::Open(CachedFile(remote, g), O_RDWR);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    uint8_t b = 0;
+    ASSERT_TRUE(f->ReadAt(&b, 1, offset).ok());
+    b ^= mask;
+    ASSERT_TRUE(f->WriteAt(&b, 1, offset).ok());
+  }
+
   testing::TempDir root_, cache_;
   std::unique_ptr<NginxServer> server_;
 };
@@ -110,14 +130,7 @@ TEST_F(CachedRemoteDataset, ASecondReaderFetchesNoChunkAndReadsTheSameBytes) {
     const size_t fetched = Logged(name, opened + Ranges(remote));
     EXPECT_EQ(fetched - opened, Ranges(remote));
     EXPECT_EQ(remote.cache()->stats().commits, remote.chunk_count());
-    for (size_t g = 0; g < remote.chunk_count(); ++g) {
-      const ChunkLocation& at = local.chunk(g);
-      auto f = File::Open(CachedFile(remote, g), O_RDONLY);
-      ASSERT_TRUE(f.ok()) << f.status().ToString();
-      std::vector<uint8_t> got(at.entry.stored_bytes);
-      ASSERT_TRUE(f->ReadAt(got.data(), got.size(), 0).ok());
-      EXPECT_EQ(got, LocalBytes(local.shard_path(at.shard), at.entry.offset, got.size())) << g;
-    }
+    for (size_t g = 0; g < remote.chunk_count(); ++g) ExpectCachedAsStored(remote, local, g);
 
     const uint64_t hits = remote.cache()->stats().hits;
     ReadEveryChunk(remote, local);  // every chunk from the cache's files
@@ -133,14 +146,7 @@ TEST_F(CachedRemoteDataset, ADamagedCachedCopyIsFetchedAgainAndReplaced) {
   const size_t fetched = Logged("d", Ranges(remote));
   // Chunk 1: one byte flipped (the checksum fails); chunk 4: cut short (its size is not the
   // index's); chunk 6: gone (a plain miss).
-  {
-    auto f = File::Open(CachedFile(remote, 1), O_RDWR);
-    ASSERT_TRUE(f.ok());
-    uint8_t b = 0;
-    ASSERT_TRUE(f->ReadAt(&b, 1, 100).ok());
-    b ^= 0x40;
-    ASSERT_TRUE(f->WriteAt(&b, 1, 100).ok());
-  }
+  FlipCachedByte(remote, 1, 100, 0x40);
   ASSERT_EQ(::truncate(CachedFile(remote, 4).c_str(), 4096), 0);
   ASSERT_EQ(::unlink(CachedFile(remote, 6).c_str()), 0);
 
@@ -149,14 +155,7 @@ TEST_F(CachedRemoteDataset, ADamagedCachedCopyIsFetchedAgainAndReplaced) {
   for (uint64_t g : {1, 4, 6}) again += (remote.chunk(g).entry.stored_bytes + 8191) / 8192;
   EXPECT_EQ(Logged("d", fetched + again), fetched + again);
   EXPECT_EQ(Logged("d", fetched + again + 1), fetched + again) << "more than those 3 fetched";
-  for (uint64_t g : {1, 4, 6}) {
-    const ChunkLocation& at = local.chunk(g);
-    auto f = File::Open(CachedFile(remote, g), O_RDONLY);
-    ASSERT_TRUE(f.ok()) << "chunk " << g << " not cached again";
-    std::vector<uint8_t> got(at.entry.stored_bytes);
-    ASSERT_TRUE(f->ReadAt(got.data(), got.size(), 0).ok());
-    EXPECT_EQ(got, LocalBytes(local.shard_path(at.shard), at.entry.offset, got.size())) << g;
-  }
+  for (uint64_t g : {1, 4, 6}) ExpectCachedAsStored(remote, local, g);
 }
 
 // The slow path (managed mode's load, the converter's loops) through the cache: a first fetcher
@@ -199,26 +198,14 @@ TEST_F(CachedRemoteDataset, TheSlowPathFetchesEachChunkOnceThenReadsTheCopies) {
 
     // Chunk 2's copy: one byte flipped. The fetcher hands out the chunk's data all the same,
     // fetching it alone again, and the copy on disk is the stored bytes again.
-    {
-      auto f = File::Open(CachedFile(second, 2), O_RDWR);
-      ASSERT_TRUE(f.ok());
-      uint8_t b = 0;
-      ASSERT_TRUE(f->ReadAt(&b, 1, 40).ok());
-      b ^= 0x01;
-      ASSERT_TRUE(f->WriteAt(&b, 1, 40).ok());
-    }
+    FlipCachedByte(second, 2, 40, 0x01);
     auto fetcher = ChunkFetcher::Create(second);
     ASSERT_TRUE(fetcher.ok());
     ASSERT_TRUE(fetcher->Fetch(2, got.data()).ok());
     ASSERT_TRUE(local.ReadChunk(2, want.data()).ok());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), local.chunk(2).entry.data_bytes), 0);
     EXPECT_GT(Logged(name, reopened + 1), reopened) << "the damaged copy was not fetched again";
-    const ChunkLocation& at = local.chunk(2);
-    auto f = File::Open(CachedFile(second, 2), O_RDONLY);
-    ASSERT_TRUE(f.ok()) << "chunk 2 not cached again";
-    std::vector<uint8_t> copy(at.entry.stored_bytes);
-    ASSERT_TRUE(f->ReadAt(copy.data(), copy.size(), 0).ok());
-    EXPECT_EQ(copy, LocalBytes(local.shard_path(at.shard), at.entry.offset, copy.size()));
+    ExpectCachedAsStored(second, local, 2);
   }
 }
 
