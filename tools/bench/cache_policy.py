@@ -27,49 +27,22 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from remote_read import free_port, wait_listening  # noqa: E402
-
-NGINX = "/usr/sbin/nginx"
+import remote_read  # noqa: E402
 
 
 def start_nginx(root: str, work: str):
     """nginx serving ROOT, logging each request's body bytes; (process, port, log path)."""
-    port = free_port()
     log = os.path.join(work, "access.log")
-    temps = "".join(f" {t}_temp_path {work}/{t};\n"
-                    for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    conf = os.path.join(work, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write(f"daemon off;\nmaster_process off;\npid {work}/nginx.pid;\n"
-                f"error_log {work}/error.log warn;\nevents {{}}\nhttp {{\n"
-                f" log_format bytes '$body_bytes_sent';\n access_log {log} bytes;\n"
-                f"{temps} sendfile on;\n keepalive_requests 100000;\n"
-                f" server {{\n listen 127.0.0.1:{port};\n root {root};\n }}\n}}\n")
-    import subprocess
-    proc = subprocess.Popen([NGINX, "-p", work, "-e", f"{work}/error.log", "-c", conf])
-    wait_listening(port, proc)
+    proc, port = remote_read.start_nginx(root, work, access_log=log)
     return proc, port, log
-
-
-def logged_bytes(log: str) -> int:
-    """The body bytes nginx has logged, once the log has stopped growing."""
-    last = -1
-    while True:
-        time.sleep(0.25)
-        with open(log) as f:
-            now = sum(int(line) for line in f if line.strip().isdigit())
-        if now == last:
-            return now
-        last = now
 
 
 def one_rank(url, a, cache, size, policy, log):
     """The bytes fetched each epoch by one Loader reading through CACHE."""
     import ringfeed
-    start = logged_bytes(log)
+    start = remote_read.logged_bytes(log)
     loader = ringfeed.Loader(url, a.batch_size, device="cpu", io="buffered", cache_dir=cache,
                              cache_size=size, cache_policy=policy, seed=3)
     per_epoch = []
@@ -77,7 +50,7 @@ def one_rank(url, a, cache, size, policy, log):
         loader.set_epoch(epoch)
         for _ in loader:
             pass
-        now = logged_bytes(log)
+        now = remote_read.logged_bytes(log)
         per_epoch.append(now - start)
         start = now
     del loader
@@ -112,13 +85,13 @@ def run_ranks(url, a, cache, size, policy, log):
     procs = [ctx.Process(target=run_rank, args=(url, r, a.ranks, a.epochs, a.batch_size, cache,
                                                 size, policy, barrier))
              for r in range(a.ranks)]
-    start = logged_bytes(log)  # before any rank fetches
+    start = remote_read.logged_bytes(log)  # before any rank fetches
     for p in procs:
         p.start()
     per_epoch = []
     for _ in range(a.epochs):
         barrier.wait(timeout=600)
-        now = logged_bytes(log)
+        now = remote_read.logged_bytes(log)
         per_epoch.append(now - start)
         start = now
         barrier.wait(timeout=60)
@@ -139,7 +112,9 @@ def main() -> int:
     ap.add_argument("--ranks", type=int, default=1,
                     help="processes of one machine sharing the cache (ranks of a world of that)")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--nginx", default=remote_read.NGINX)
     a = ap.parse_args()
+    remote_read.NGINX = a.nginx
 
     import ringfeed
     from ringfeed import _ringfeed

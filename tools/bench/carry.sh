@@ -6,11 +6,14 @@
 #           data): .carry/photos, about 4 MB
 #   fio     fio and the shared libraries it needs but glibc's and the C++ runtime's:
 #           .carry/fiopkg.tar.xz (run.py's read part unpacks it)
+#   net     nginx, curl and libcurl.so.4 with the shared libraries they need but glibc's and the
+#           C++ runtime's: .carry/netpkg.tar.xz, about 6 MB (the remote parts unpack it: the
+#           server, the download it is measured against, and the library ringfeed loads)
 #   tokens  real text as SentencePiece ids (tools/bench/make_token_corpus.py: linux-doc-6.1 and
 #           python3-sentencepiece), stored as .carry/tokens/tokens.rfd (rows of 2048, zstd:9, by
 #           CONVERT, default build/bin/ringfeed-convert); kept where it is already there
 # then lists what is in .carry/ with its size: the device tool carries 64 MiB a call in all.
-# Usage: tools/bench/carry.sh [fmnist] [photos] [fio] [tokens]   (default: fmnist photos fio)
+# Usage: tools/bench/carry.sh [fmnist] [photos] [fio] [net] [tokens]   (default: fmnist photos fio)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=.carry
@@ -45,17 +48,33 @@ for n in tree.body:
   [ "$copied" -gt 0 ]
 }
 
-carry_fio() {
-  local bin tmp
-  bin=$(type -P fio) || { echo "fio is not installed (apt-get install fio)" >&2; return 1; }
+# carry_tools NAME FILE...: FILEs (programs, libraries) and the shared libraries they need but
+# glibc's and the C++ runtime's, as .carry/NAME.tar.xz holding NAME/ (FILEs) and NAME/lib/.
+carry_tools() {
+  local name=$1 tmp f
+  shift
   tmp=$(mktemp -d)
-  mkdir -p "$tmp/fiopkg/lib"
-  cp "$bin" "$tmp/fiopkg/"
-  ldd "$bin" | awk '/=>/ {print $3}' |
-    grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libresolv|libpthread|libdl|ld-linux[^/]*)\.so' |
-    xargs -r -I{} cp -L {} "$tmp/fiopkg/lib/"
-  tar -C "$tmp" -cJf "$dest/fiopkg.tar.xz" fiopkg
+  mkdir -p "$tmp/$name/lib"
+  for f in "$@"; do
+    [ -e "$f" ] || { echo "no $f" >&2; rm -rf "$tmp"; return 1; }
+    cp -L "$f" "$tmp/$name/"
+    ldd "$f" | awk '/=>/ {print $3}' |
+      grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libresolv|libpthread|libdl|ld-linux[^/]*)\.so' |
+      xargs -r -I{} cp -L {} "$tmp/$name/lib/"
+  done
+  tar -C "$tmp" -cJf "$dest/$name.tar.xz" "$name"
   rm -rf "$tmp"
+}
+
+carry_fio() {
+  local bin
+  bin=$(type -P fio) || { echo "fio is not installed (apt-get install fio)" >&2; return 1; }
+  carry_tools fiopkg "$bin"
+}
+
+carry_net() {
+  carry_tools netpkg /usr/sbin/nginx /usr/bin/curl /usr/lib/x86_64-linux-gnu/libcurl.so.4 ||
+    { echo "(apt-get install nginx curl libcurl4)" >&2; return 1; }
 }
 
 carry_tokens() {
@@ -72,8 +91,8 @@ carry_tokens() {
 
 for w in "${what[@]}"; do
   case $w in
-    fmnist | photos | fio | tokens) "carry_$w" ;;
-    *) echo "carry.sh: no $w (fmnist photos fio tokens)" >&2; exit 2 ;;
+    fmnist | photos | fio | net | tokens) "carry_$w" ;;
+    *) echo "carry.sh: no $w (fmnist photos fio net tokens)" >&2; exit 2 ;;
   esac
 done
 du -sh "$dest"/* | sed 's|^|carry: |'

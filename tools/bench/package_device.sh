@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Packs what tools/bench/run.py needs on a GPU machine from a static build (cmake
 # -DRINGFEED_STATIC_DEPS=ON) into one archive to carry there: bin/ (ringfeed, the MPI plugin,
-# ringfeed-convert, the ringfeed-bench-* programs the build has), tests/ (the named test
-# executables), lib/ (the position-independent static libraries the Python extension is built from
+# ringfeed-convert, the ringfeed-bench-* programs and ringfeed-link-proxy the build has), tests/
+# (the named test executables), lib/ (the position-independent static libraries the Python extension is built from
 # there, with Debian's liburing, xxhash, zlib and expat archives; not Debian's libjpeg.a, which is
 # not position-independent: the JPEG decode's sources (decode/*.cc) go in src/ and are compiled
 # there against the machine's own libjpeg-turbo), include/dlpack and include/Random123 (header-only, from
@@ -29,7 +29,7 @@ pkg=$stage/pkg
 mkdir -p "$pkg/bin" "$pkg/tests" "$pkg/lib" "$pkg/include/dlpack"
 cp "$build/bin/ringfeed" "$build/bin/ringfeed-convert" "$pkg/bin/"
 for b in ringfeed-bench-compute ringfeed-bench-h2d ringfeed-bench-naive ringfeed-bench-whole-shard \
-         ringfeed-bench-jpeg ringfeed-bench-pack; do
+         ringfeed-bench-jpeg ringfeed-bench-pack ringfeed-link-proxy; do
   [ -f "$build/bin/$b" ] && cp "$build/bin/$b" "$pkg/bin/"
 done
 [ -f "$build/bin/libringfeed_mpi.so" ] && cp "$build/bin/libringfeed_mpi.so" "$pkg/bin/"

@@ -44,7 +44,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-NGINX = "/usr/sbin/nginx"
+NGINX = "/usr/sbin/nginx"  # --nginx and --curl (a carried copy: tools/bench/carry.sh net)
 CURL = "/usr/bin/curl"
 RANGE = 4 << 20
 
@@ -81,19 +81,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_nginx(root: str, work: str):
+def start_nginx(root: str, work: str, access_log: str = ""):
+    """nginx serving ROOT on a free loopback port (with ACCESS_LOG: each request's body bytes
+    logged there); (process, port)."""
     port = free_port()
     temps = "".join(f" {t}_temp_path {work}/{t};\n"
                     for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    log = (f" log_format bytes '$body_bytes_sent';\n access_log {access_log} bytes;\n"
+           if access_log else " access_log off;\n")
     conf = os.path.join(work, "nginx.conf")
     with open(conf, "w") as f:
         f.write(f"daemon off;\nmaster_process off;\npid {work}/nginx.pid;\n"
-                f"error_log {work}/error.log warn;\nevents {{}}\nhttp {{\n access_log off;\n"
+                f"error_log {work}/error.log warn;\nevents {{}}\nhttp {{\n{log}"
                 f"{temps} sendfile on;\n keepalive_requests 100000;\n"
                 f" server {{\n listen 127.0.0.1:{port};\n root {root};\n }}\n}}\n")
     proc = server([NGINX, "-p", work, "-e", f"{work}/error.log", "-c", conf])
     wait_listening(port, proc)
     return proc, port
+
+
+def logged_bytes(log: str) -> int:
+    """The body bytes nginx has logged (start_nginx's ACCESS_LOG), once the log has stopped
+    growing."""
+    last = -1
+    while True:
+        time.sleep(0.25)
+        with open(log) as f:
+            now = sum(int(line) for line in f if line.strip().isdigit())
+        if now == last:
+            return now
+        last = now
 
 
 def start_proxy(proxy: str, port: int, rtt_ms: float, rate_mbps: float):
@@ -227,6 +244,7 @@ def run_chunk(base_url: str, name: str, offset: int, length: int) -> float:
 
 
 def main() -> None:
+    global SERVER_CPUS, CLIENT_CPUS, NGINX, CURL
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="a local .rfd dataset (one file, or the shards' base name)")
@@ -241,8 +259,10 @@ def main() -> None:
     p.add_argument("--server-cpus", help="run nginx and the proxy on these CPUs (\"0\", \"0-1\")")
     p.add_argument("--client-cpus", help="run ringfeed, curl and the Loader on these CPUs")
     p.add_argument("--json", help="write the figures here")
+    p.add_argument("--nginx", default=NGINX)
+    p.add_argument("--curl", default=CURL)
     a = p.parse_args()
-    global SERVER_CPUS, CLIENT_CPUS
+    NGINX, CURL = a.nginx, a.curl
     SERVER_CPUS = cpu_list(a.server_cpus) if a.server_cpus else None
     CLIENT_CPUS = cpu_list(a.client_cpus) if a.client_cpus else None
     a.proxy = a.proxy or os.path.join(os.path.dirname(a.ringfeed), "ringfeed-link-proxy")

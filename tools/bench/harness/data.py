@@ -5,18 +5,69 @@ as 3x32x32, real token ids replicated to a size, the ImageFolder of JPEGs and it
 What is carried from here to the GPU machine (it reaches nothing else) is found under .carry/
 (tools/bench/carry.sh puts it there): fmnist/ (the four IDX .gz files), photos/ (the photographs
 make_jpeg_set.py crops), tokens/ (make_token_corpus.py's ids, as tokens.u16 or tokens.rfd),
-fiopkg.tar.xz (fio and its libraries). Where a carried input is missing, Debian's copy is used
+fiopkg.tar.xz (fio and its libraries), netpkg.tar.xz (nginx, curl and libcurl.so.4 with their
+libraries: carried_tool unpacks a package of tools). Where a carried input is missing, Debian's copy is used
 (this machine's), else the part that needs it is skipped.
 """
 
+import ctypes
 import glob
 import os
 import shutil
+import tarfile
 
 from .context import BENCH, ROOT
 
 SAMPLE_BYTES = 3 * 32 * 32 + 1  # a stored CIFAR-shaped uint8 sample and its label
 CARRY = os.path.join(ROOT, ".carry")
+
+
+def unpacked(ctx, pkg):
+    """The folder .carry/PKG.tar.xz (tools/bench/carry.sh) is unpacked in under the work folder
+    (once a run), holding PKG/ and PKG/lib/; None where it was not carried."""
+    archive = os.path.join(CARRY, pkg + ".tar.xz")
+    if not os.path.exists(archive):
+        return None
+    dest = os.path.join(ctx.work, "carried")
+    if not os.path.exists(os.path.join(dest, pkg)):
+        with tarfile.open(archive) as t:
+            t.extractall(dest)
+    return dest
+
+
+def carried_tool(ctx, pkg, program, system=""):
+    """PROGRAM of the carried PKG, as a wrapper that execs it with the package's libraries (a
+    signal to the wrapper reaches the program); else SYSTEM where it is executable (this
+    machine's copy); else ''."""
+    dest = unpacked(ctx, pkg)
+    if dest and os.path.exists(os.path.join(dest, pkg, program)):
+        wrapper = os.path.join(dest, f"{pkg}-{program}.sh")
+        with open(wrapper, "w") as f:
+            f.write(f'#!/bin/sh\nLD_LIBRARY_PATH={dest}/{pkg}/lib exec {dest}/{pkg}/{program} '
+                    '"$@"\n')
+        os.chmod(wrapper, 0o755)
+        return wrapper
+    return system if system and os.access(system, os.X_OK) else ""
+
+
+def libcurl_env(ctx):
+    """What ringfeed's processes need to load libcurl (io/remote/curl_library.h): nothing where
+    the machine has libcurl.so.4, else the carried one (netpkg) through RINGFEED_LIBCURL with its
+    libraries on LD_LIBRARY_PATH; None where neither is."""
+    try:
+        ctypes.CDLL("libcurl.so.4")
+        return {}
+    except OSError:
+        pass
+    dest = unpacked(ctx, "netpkg")
+    if dest is None:
+        return None
+    lib = os.path.join(dest, "netpkg", "lib")
+    return {"RINGFEED_LIBCURL": os.path.join(lib, "libcurl.so.4"),
+            "LD_LIBRARY_PATH": os.pathsep.join(
+                x for x in (lib, os.environ.get("LD_LIBRARY_PATH", "")) if x)}
+
+
 FMNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                 "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
 

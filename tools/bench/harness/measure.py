@@ -66,10 +66,11 @@ def train(ctx, build, name, args, *, ranks=0, cold=False, env=None, launch_env=(
     return Metrics(metrics)
 
 
-def read(ctx, build, name, data, *flags, cold=True):
+def read(ctx, build, name, data, *flags, cold=True, env=None):
     """One `ringfeed read DATA FLAGS`; its first run's figures (--json), or None (said)."""
     out = ctx.log_path(name, ".json")
-    r = ctx.run(name, [build.tool("ringfeed"), "read", data, *flags, "--json", out], cold=cold)
+    r = ctx.run(name, [build.tool("ringfeed"), "read", data, *flags, "--json", out], cold=cold,
+                env=env)
     if not r.ok:
         return None
     return json.load(open(out))["runs"][0]

@@ -4,7 +4,6 @@ copies, and the converter's rate."""
 import os
 import shutil
 import subprocess
-import tarfile
 
 from .. import data
 from ..context import BENCH
@@ -13,19 +12,8 @@ from ..registry import names, part
 
 
 def fio(ctx):
-    """fio: on PATH, else unpacked from .carry/fiopkg.tar.xz (tools/bench/carry.sh fio); ''."""
-    pkg = os.path.join(data.CARRY, "fiopkg.tar.xz")
-    if os.path.exists(pkg):
-        dest = os.path.join(ctx.work, "fio")
-        if not os.path.exists(os.path.join(dest, "fiopkg", "fio")):
-            with tarfile.open(pkg) as t:
-                t.extractall(dest)
-        wrapper = os.path.join(dest, "fio.sh")
-        with open(wrapper, "w") as f:
-            f.write(f'#!/bin/sh\nLD_LIBRARY_PATH={dest}/fiopkg/lib exec {dest}/fiopkg/fio "$@"\n')
-        os.chmod(wrapper, 0o755)
-        return wrapper
-    return shutil.which("fio") or ""
+    """fio: unpacked from .carry/fiopkg.tar.xz (tools/bench/carry.sh fio), else on PATH; ''."""
+    return data.carried_tool(ctx, "fiopkg", "fio", shutil.which("fio") or "")
 
 
 @part("read", budget=420, about="`ringfeed read` against fio (io_uring, O_DIRECT) and dd on one "
