@@ -24,10 +24,12 @@ ResumePoint ResumeAt(uint64_t epoch, std::vector<EpochStretch> stretches, RankLa
   return at;
 }
 
-WindowOrder::WindowOrder(std::vector<uint32_t> chunk_samples, const OrderSettings& order)
+WindowOrder::WindowOrder(std::vector<uint32_t> chunk_samples, const OrderSettings& order,
+                         std::shared_ptr<const std::vector<uint64_t>> part)
     : table_(std::make_shared<const ChunkTable>(std::move(chunk_samples))),
       world_(table_, order.shuffle == ShuffleMode::kWindow, order.shuffle_window,
-             order.first_window_chunks, order.seed, order.world_size, order.node_ranks),
+             order.first_window_chunks, order.seed, order.world_size, order.node_ranks,
+             std::move(part)),
       rank_(std::min(order.rank, world_.world_size() - 1)) {
   if (!order.resumed.stretches.empty()) {
     remainder_ = std::make_shared<const EpochRemainder>(table_, order);

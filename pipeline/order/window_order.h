@@ -169,7 +169,11 @@ class WindowOrder {
   // as the last one; a stretch's world_size of 0 as 1 and a position past its stretch's samples
   // per rank as that count (PipelineConfig::Validate and CheckStretches,
   // pipeline/order/epoch_remainder.h, refuse them).
-  WindowOrder(std::vector<uint32_t> chunk_samples, const OrderSettings& order);
+  // `part`: null, every chunk; else a world of one over these global chunks only, ascending
+  // (pipeline/order/world_order.h's part: packed sequences' machines under the node partition,
+  // pipeline/sequences/sequence_plan.h).
+  WindowOrder(std::vector<uint32_t> chunk_samples, const OrderSettings& order,
+              std::shared_ptr<const std::vector<uint64_t>> part = nullptr);
 
   // The dataset's: every rank's sample and chunk numbers are global.
   uint64_t sample_count() const { return table_->sample_count(); }

@@ -49,13 +49,22 @@ ChunkTable::ChunkTable(std::vector<uint32_t> chunk_samples) : samples(std::move(
 
 WorldOrder::WorldOrder(std::shared_ptr<const ChunkTable> table, bool shuffle,
                        uint32_t window_chunks, uint32_t first_window_chunks, uint64_t seed,
-                       uint32_t world_size, uint32_t node_ranks)
+                       uint32_t world_size, uint32_t node_ranks,
+                       std::shared_ptr<const std::vector<uint64_t>> part)
     : table_(std::move(table)),
       window_(std::max<uint32_t>(1, window_chunks)),
       first_window_(std::clamp<uint32_t>(first_window_chunks, 1, window_)),
       shuffle_(shuffle),
       seed_(seed),
       world_(std::max<uint32_t>(1, world_size)) {
+  if (part != nullptr && world_ == 1) {
+    part_ = std::move(part);
+    in_part_.assign(table_->samples.size(), false);
+    for (uint64_t g : *part_) {
+      in_part_[g] = true;
+      part_samples_ += table_->samples[g];
+    }
+  }
   if (node_ranks >= 1 && world_ % node_ranks == 0 && world_ / node_ranks >= 2) {
     node_ranks_ = node_ranks;
     nodes_ = world_ / node_ranks;
@@ -67,7 +76,7 @@ WorldOrder::WorldOrder(std::shared_ptr<const ChunkTable> table, bool shuffle,
 void WorldOrder::SizeDeal() {
   const uint64_t chunks = table_->samples.size();
   if (world_ == 1) {  // every chunk is rank 0's, whatever its size: the single-rank order
-    dealt_total_ = dealt_ = chunks;
+    dealt_total_ = dealt_ = part_ != nullptr ? part_->size() : chunks;
     return;
   }
   // Round-robin among the full chunks: each rank reads its dealt ones and the shared ones.
@@ -99,7 +108,7 @@ void WorldOrder::SizeDeal() {
 }
 
 uint64_t WorldOrder::RankSamples() const {
-  if (world_ == 1) return table_->sample_count();
+  if (world_ == 1) return part_ != nullptr ? part_samples_ : table_->sample_count();
   if (balanced_) return (table_->sample_count() + world_ - 1) / world_;
   return dealt_ * table_->full_samples + (shared_samples_ + world_ - 1) / world_;
 }
@@ -141,6 +150,9 @@ EpochDeal WorldOrder::Deal(uint64_t epoch) const {
   }
   EpochDeal deal;
   if (world_ == 1) {
+    if (part_ != nullptr) {
+      std::erase_if(chunks, [&](uint64_t g) { return !in_part_[g]; });
+    }
     deal.dealt = std::move(chunks);
     return deal;
   }

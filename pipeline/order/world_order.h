@@ -31,6 +31,11 @@
 // then ranks each differ by at most the largest chunk M). Every sample is visited once per epoch
 // over the ranks, as before. Where L does not divide N, or M < 2, the global partition is used.
 //
+// A part (a world of one only: WindowOrder's, packed sequences' machines): the order visits only
+// the part's chunks, as if the dataset held no others: each epoch deals the part's chunks in the
+// order of epoch e's permutation of all the chunks (in stored order with shuffling off), and the
+// samples are the part's. Global chunk and sample numbers stay the dataset's.
+//
 // Thread safety: immutable after construction; any thread may call the methods.
 #pragma once
 
@@ -81,10 +86,11 @@ class WorldOrder {
   static constexpr uint64_t kNoPadding = std::numeric_limits<uint64_t>::max();
 
   // A world_size of 0 counts as 1; a window of 0 chunks as 1; the first window is clamped to
-  // [1, window_chunks]. node_ranks: 0 the global partition; L the node partition (above).
+  // [1, window_chunks]. node_ranks: 0 the global partition; L the node partition (above). part:
+  // null, every chunk; else (with world_size 1, ascending chunks of the table) a part (above).
   WorldOrder(std::shared_ptr<const ChunkTable> table, bool shuffle, uint32_t window_chunks,
              uint32_t first_window_chunks, uint64_t seed, uint32_t world_size,
-             uint32_t node_ranks = 0);
+             uint32_t node_ranks = 0, std::shared_ptr<const std::vector<uint64_t>> part = nullptr);
 
   const ChunkTable& table() const { return *table_; }
   uint32_t world_size() const { return world_; }
@@ -156,6 +162,9 @@ class WorldOrder {
   uint32_t node_ranks_ = 0, nodes_ = 0;  // L and M under the node partition; 0 nodes: global
   static constexpr uint32_t kSharedChunk = std::numeric_limits<uint32_t>::max();
   std::vector<uint32_t> node_of_;  // per chunk: its node (the same every epoch), or kSharedChunk
+  std::shared_ptr<const std::vector<uint64_t>> part_;  // null: every chunk
+  std::vector<bool> in_part_;                          // per chunk, with a part
+  uint64_t part_samples_ = 0;
   bool balanced_ = false;
   uint64_t dealt_total_ = 0;     // chunks dealt out per epoch, over all ranks
   uint64_t dealt_ = 0;           // chunks dealt to each rank per epoch

@@ -272,11 +272,6 @@ Result<LoaderPlan> PackedPlan(const LoaderOptions& options, LoaderPlan plan) {
   plan.kind = BatchKind::kSequences;
   plan.staged = false;
   plan.host_staging = true;
-  if (options.pipeline.order.node_ranks != 0) {
-    return Status::Usage(
-        "partition node: packed sequences are dealt to the ranks by their own "
-        "plan, which has no node partition yet; leave partition global");
-  }
   if (!plan.decoded) {
     return Status::Usage(
         "output_buffers: packed sequences are handed out in the loader's "

@@ -297,6 +297,25 @@ Status SequenceLoader::Restore(const SequenceState& s) {
     return Status::Usage("the state's draws sum to " + std::to_string(s.drawn[0]) + ", not its " +
                          std::to_string(s.rows) + " rows");
   }
+  // The node partition numbers an epoch's sequences by its machines (sequence_plan.h): an epoch
+  // begun at M machines goes on at M; at another M only an epoch not begun.
+  const uint32_t node_ranks = options_.pipeline.order.node_ranks;
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    const SequenceSourceState& g = s.sources[i];
+    const uint32_t world = g.world_size == 0 ? sources_[i]->world : g.world_size;
+    const uint32_t saved = SequencePlan::Machines(world, s.node_ranks);
+    const uint32_t now = sources_[i]->plan->machines();
+    const bool begun = g.position > 0 || !g.list.empty();
+    if (saved != now && begun)
+      return Status::Usage(
+          "the state's dataset " + std::to_string(i) + " is within epoch " +
+          std::to_string(g.epoch) + ", begun on " + std::to_string(saved) +
+          " machine(s) (world_size " + std::to_string(world) + ", node_ranks " +
+          std::to_string(s.node_ranks) + "), whose sequences this loader's " + std::to_string(now) +
+          " (node_ranks " + std::to_string(node_ranks) + ") number otherwise: resume it with " +
+          std::to_string(saved) +
+          " machine(s) under the same partition, or from a state of an epoch's start");
+  }
   for (size_t i = 0; i < sources_.size(); ++i) {
     const SequenceSourceState& g = s.sources[i];
     const std::string named = "the state's dataset " + std::to_string(i);
@@ -330,13 +349,12 @@ Status SequenceLoader::Restore(const SequenceState& s) {
     const SequenceSourceState& g = s.sources[i];
     SequenceSource& src = *sources_[i];
     const uint32_t world = g.world_size == 0 ? src.world : g.world_size;
-    if (world == src.world) {
+    if (world == src.world &&
+        SequencePlan::Machines(world, s.node_ranks) == SequencePlan::Machines(world, node_ranks)) {
       src.Enter(g);
     } else {
       // Another world: what no old rank took, split over this run's ranks.
-      const SequenceList whole = {{0, src.plan->epoch_sequences()}};
-      src.Enter({g.epoch, 0, src.world,
-                 RemainingSequences(g.list.empty() ? whole : g.list, world, g.position)});
+      src.Enter({g.epoch, 0, src.world, src.plan->Remaining(g.list, world, g.position)});
       if (SequenceCount(src.st.list) == 0) src.NextEpoch();
     }
   }
@@ -349,8 +367,7 @@ Status SequenceLoader::Restore(const SequenceState& s) {
 
 uint64_t SequenceLoader::RowsOf(const SequenceSourceState& g, size_t i) const {
   const uint32_t world = g.world_size == 0 ? sources_[i]->world : g.world_size;
-  const uint64_t n = g.list.empty() ? sources_[i]->plan->epoch_sequences() : SequenceCount(g.list);
-  return n / world + (n % world != 0 ? 1 : 0);
+  return sources_[i]->plan->Rows(g.list, world);
 }
 
 uint64_t SequenceLoader::epoch_sequences(size_t source) const {

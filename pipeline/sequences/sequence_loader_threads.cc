@@ -114,6 +114,7 @@ SequenceState SequenceLoader::StateNow() const {
   SequenceState s;
   s.rows = rows_;
   s.drawn = drawn_;
+  s.node_ranks = options_.pipeline.order.node_ranks;
   for (const auto& src : sources_) s.sources.push_back(src->st);
   return s;
 }

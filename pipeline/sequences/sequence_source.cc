@@ -40,12 +40,16 @@ Result<std::unique_ptr<SequenceSource>> SequenceSource::Make(const Dataset& d,
   r.device = DeviceKind::kCpu;
   r.order.rank = 0;
   r.order.world_size = 1;
+  r.order.node_ranks = 0;
+  r.partition = Partition::kGlobal;
   r.order.resumed = {};
   r.order.drop_last = false;
   r.order.batch_size = kRecordBatch;
   RF_RETURN_IF_ERROR(r.ValidateFor(d.ChunkSampleCounts()));
   StreamingOptions records = StreamingOptionsFor(r, epochs);
-  records.pin = PinMode::kOff;  // copied to host staging, never read by a GPU's copy engine
+  records.pin = PinMode::kOff;
+  records.part = s->plan->part();  // its machine's, under the node partition  // copied to host
+                                   // staging, never read by a GPU's copy engine
   RF_ASSIGN_OR_RETURN(s->records, StreamingSource::Create(d, records, HostStaging()));
   s->Enter({});
   return s;
@@ -54,8 +58,7 @@ Result<std::unique_ptr<SequenceSource>> SequenceSource::Make(const Dataset& d,
 void SequenceSource::Enter(const SequenceSourceState& s) {
   st = s;
   st.world_size = world;
-  const SequenceList whole = {{0, plan->epoch_sequences()}};
-  slice = SliceSequences(st.list.empty() ? whole : st.list, world, rank);
+  slice = plan->Slice(st.list, world, rank);
   range = 0;
   in_range = 0;
   for (uint64_t skip = std::min(st.position, slice.count); skip > 0;) {

@@ -26,6 +26,9 @@ struct SequenceState {
   uint64_t rows = 0;            // handed out per rank since the start
   std::vector<uint64_t> drawn;  // per source: rows it gave
   std::vector<SequenceSourceState> sources;
+  // The partition the sources' lists are numbered under (OrderSettings::node_ranks of the run
+  // that made them; sequence_plan.h's node partition): 0, the global one.
+  uint32_t node_ranks = 0;
   bool operator==(const SequenceState&) const = default;
 };
 

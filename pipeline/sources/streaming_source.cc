@@ -52,7 +52,7 @@ Result<std::unique_ptr<StreamingSource>> StreamingSource::Create(
     return Status::InvalidArgument("batch size must be at least 1");
   if (options.ring_slots < 2) return Status::InvalidArgument("the ring needs at least 2 slots");
   if (dataset.chunk_count() == 0) return Status::InvalidArgument("the dataset has no chunks");
-  WindowOrder order(dataset.ChunkSampleCounts(), options.order);
+  WindowOrder order(dataset.ChunkSampleCounts(), options.order, options.part);
   std::unique_ptr<StreamingSource> s(new StreamingSource(dataset, options, std::move(order)));
   const format::Header& h = dataset.header();
   StagingLayout layout;

@@ -71,6 +71,9 @@ struct StreamingOptions {
   // (WindowOrder::MachineChunks; the cache's schedule, 16 bytes an entry, then holds
   // machine_ranks times this rank's chunks of two epochs); 1: this rank's own.
   uint32_t machine_ranks = 1;
+  // With order.world_size 1: null, every chunk; else only these global chunks, ascending (a
+  // machine's part of packed sequences under the node partition: WindowOrder's part).
+  std::shared_ptr<const std::vector<uint64_t>> part;
   // Called about every ChunkCopier::kPollInterval on the consumer's thread while StartEpoch or
   // Next waits for data; a status other than OK ends the wait and the call returns it (the Python
   // binding raises KeyboardInterrupt this way). The source is then where a failed read leaves it:

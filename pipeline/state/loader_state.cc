@@ -24,8 +24,8 @@ const std::vector<std::string>& RecordedKeys(StateKind kind) {
       "world_size", "node_ranks", "augment",    "dtype",          "layout",    "normalize",
       "mean",       "std",        "image_size", "image_crop"};
   static const std::vector<std::string> sequences = {
-      "seed",           "batch_size", "sequence_length", "eod_token", "pad_token", "shuffle",
-      "shuffle_window", "drop_last",  "dtype",           "rank",      "world_size"};
+      "seed",           "batch_size", "sequence_length", "eod_token", "pad_token",  "shuffle",
+      "shuffle_window", "drop_last",  "dtype",           "rank",      "world_size", "node_ranks"};
   return kind == StateKind::kSequences ? sequences : samples;
 }
 // What identifies an epoch order (a state of other values would not resume exactly), and what
@@ -337,6 +337,7 @@ std::vector<std::string> FieldsOf(const StateJson& own, StateKind kind, uint32_t
       if (version < 5 && key == "node_ranks") continue;
     }
     if (kind == StateKind::kMixture && version < 3 && key == "node_ranks") continue;
+    if (kind == StateKind::kSequences && version < 2 && key == "node_ranks") continue;
     const uint32_t look_from = kind == StateKind::kSamples ? 4 : 2;
     if (kind != StateKind::kSequences && version < look_from && Contains(kLookKeys, key)) continue;
     out.push_back(key);
@@ -528,7 +529,9 @@ Result<LoaderState> DecodeLoaderState(const StateJson& saved, const LoaderState&
     }
     case StateKind::kSequences: {
       RF_ASSIGN_OR_RETURN(s.world_size, ReadWorld(saved));
+      RF_ASSIGN_OR_RETURN(s.node_ranks, ReadNodeRanks(saved, s.world_size));
       RF_ASSIGN_OR_RETURN(s.sequences, ReadSequenceStream(saved, s.world_size));
+      s.sequences.node_ranks = s.node_ranks;
       break;
     }
   }

@@ -47,7 +47,7 @@ enum class StateKind { kSamples, kMixture, kSequences };
 
 inline constexpr uint32_t kSampleStateVersion = 5;
 inline constexpr uint32_t kMixtureStateVersion = 3;
-inline constexpr uint32_t kSequenceStateVersion = 1;
+inline constexpr uint32_t kSequenceStateVersion = 2;  // 2: node_ranks
 // The most stretches a state holds: what a checkpoint holds (model/checkpoint.h's
 // kMaxCheckpointStretches); a resume adds one.
 inline constexpr size_t kMaxStateStretches = 1024;

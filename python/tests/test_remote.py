@@ -11,6 +11,9 @@ import subprocess
 import time
 from pathlib import Path
 
+import itertools
+
+import numpy as np
 import pytest
 
 import ringfeed
@@ -205,6 +208,74 @@ def test_the_node_partition_keeps_each_machines_part_in_its_cache(served, datase
     assert min(glob[1:]) > 0, glob
     for seen in node_seen + glob_seen:
         assert seen == list(range(2000))
+
+
+def packed_tokens(loader):
+    """Every valid token of the rest of a packed loader's epoch, in order."""
+    out = []
+    for b in loader:
+        for row, k in zip(b.tokens.numpy(), b.lengths.numpy()):
+            out.extend(row[:k].tolist())
+    return out
+
+
+def test_packed_sequences_under_the_node_partition_keep_each_machines_part(served, tmp_path):
+    """sequence_length with partition="node": each machine packs the same part of the corpus
+    every epoch, so its cache fetches nothing after the first; every token of an epoch comes once
+    over the machines; a state resumes at another world size of the same machines and is refused,
+    naming them, at other machines."""
+    root, server = served
+    rng = np.random.default_rng(4)
+    docs = [rng.integers(1, 60000, size=int(rng.integers(1, 300))).astype(np.uint16)
+            for _ in range(900)]
+    with ringfeed.DatasetWriter(str(root / "packed.rfd"), records="tokens", dtype="uint16",
+                                labels=False, chunk_size="8KiB") as w:
+        w.write_records(np.concatenate(docs),
+                        np.concatenate([[0], np.cumsum([len(d) for d in docs])]))
+    want = sorted(np.concatenate(docs).tolist() + [0] * len(docs))
+    url = server.url("/packed.rfd")
+    budget = int(0.7 * ringfeed.dataset_info(str(root / "packed.rfd")).stored_bytes)
+
+    def open_packed(rank, world, node_ranks, **kw):
+        return ringfeed.Loader(url, 4, sequence_length=31, eod_token=0, rank=rank,
+                               world_size=world, partition="node", node_ranks=node_ranks,
+                               device="cpu", shuffle_window=3, seed=3, **kw)
+
+    before = server.requests("/packed.rfd")  # the loaders read ahead from their opening on
+    machines = [open_packed(r, 2, 1, cache_dir=str(tmp_path / f"m{r}"), cache_size=str(budget))
+                for r in range(2)]
+    fetched, parts = [], []
+    for epoch in range(3):
+        got, mine = [], []
+        for m in machines:
+            m.set_epoch(epoch)
+            tokens = packed_tokens(m)
+            mine.append(sorted(tokens))
+            got += tokens
+        fetched.append(server.requests("/packed.rfd") - before)
+        before = server.requests("/packed.rfd")
+        parts.append(mine)
+        assert sorted(got) == want, f"epoch {epoch}"
+    assert fetched[0] > 0 and fetched[1:] == [0, 0], fetched
+    assert parts[0] == parts[1] == parts[2]  # each machine's part, every epoch
+    state = machines[0].state_dict()
+    assert state["node_ranks"] == 1 and state["version"] == 2
+    # Mid-epoch at 2 machines of 1 rank: resumed by 2 machines of 2 ranks, exactly the rest.
+    first = [open_packed(r, 2, 1) for r in range(2)]
+    taken = []
+    for ld in first:
+        ld.set_epoch(3)
+        for b in itertools.islice(ld, 5):
+            for row, k in zip(b.tokens.numpy(), b.lengths.numpy()):
+                taken.extend(row[:k].tolist())
+    mid = first[0].state_dict()
+    for r in range(4):
+        ld = open_packed(r, 4, 2)
+        ld.load_state_dict(mid)
+        taken += packed_tokens(ld)
+    assert sorted(taken) == want
+    with pytest.raises(ringfeed.UsageError, match=r"begun on 2 machine\(s\)"):
+        open_packed(0, 3, 1).load_state_dict(mid)
 
 
 def test_the_node_partition_takes_the_launchers_ranks_and_checks_them(datasets, monkeypatch):

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <set>
@@ -220,6 +221,47 @@ TEST(WindowOrderMachine, TheMachinesRanksChunksInterleaved) {
   const WindowOrder resumed(Layouts()[0], o);
   EXPECT_FALSE(resumed.MachineChunks(2, 2).has_value()) << "the resumed epoch";
   EXPECT_TRUE(resumed.MachineChunks(3, 2).has_value());
+}
+
+// A world of one over a part (packed sequences' machines under the node partition,
+// pipeline/sequences/sequence_plan.h): each epoch visits the part's chunks only, every sample of
+// them once, in the order of that epoch's permutation of all the chunks; unshuffled, ascending.
+TEST(WindowOrderPart, VisitsThePartsChunksOnlyInTheEpochsOrderOfAll) {
+  for (const std::vector<uint32_t>& layout : Layouts()) {
+    auto part = std::make_shared<std::vector<uint64_t>>();
+    uint64_t samples = 0;
+    for (uint64_t g = 1; g < layout.size(); g += 3) {
+      part->push_back(g);
+      samples += layout[g];
+    }
+    for (ShuffleMode shuffle : {ShuffleMode::kWindow, ShuffleMode::kNone}) {
+      OrderSettings o;
+      o.shuffle = shuffle;
+      o.shuffle_window = 4;
+      o.seed = 9;
+      const WindowOrder all(layout, o);
+      const WindowOrder mine(layout, o, part);
+      EXPECT_EQ(mine.EpochSampleCount(), samples);
+      for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+        std::vector<uint64_t> want;
+        for (uint64_t g : all.EpochChunks(epoch)) {
+          if (std::binary_search(part->begin(), part->end(), g)) want.push_back(g);
+        }
+        EXPECT_EQ(mine.EpochChunks(epoch), want) << "epoch " << epoch;
+        std::vector<uint64_t> got = mine.EpochSamples(epoch);
+        std::sort(got.begin(), got.end());
+        std::vector<uint64_t> expect;
+        for (uint64_t g : *part) {
+          const uint64_t first = mine.GlobalSample(g, 0);
+          for (uint32_t i = 0; i < layout[g]; ++i) expect.push_back(first + i);
+        }
+        EXPECT_EQ(got, expect) << "epoch " << epoch;
+      }
+      if (shuffle == ShuffleMode::kNone) {
+        EXPECT_EQ(mine.EpochChunks(0), *part);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -143,10 +143,23 @@ TEST(LoaderStateTest, OlderVersionsLoadWithWhatTheyLackUnchecked) {
   for (const char* k : {"layout", "normalize", "mean", "std", "image_size", "image_crop"})
     m1.erase(k);
   EXPECT_EQ(Refusal(m1, mix), "");
+  // A packed state's version 1: without node_ranks, the global partition.
   StateJson p = EncodeLoaderState(Packed());
-  p["version"] = 2;
+  p.erase("node_ranks");
+  p["version"] = 1;
+  Result<LoaderState> p1 = DecodeLoaderState(p, Packed());
+  ASSERT_TRUE(p1.ok()) << p1.status().ToString();
+  EXPECT_EQ(p1->sequences.node_ranks, 0u);
+  p["version"] = 3;
   EXPECT_EQ(Refusal(p, Packed()),
-            "load_state_dict: unknown packed state version 2 (this ringfeed reads 1)");
+            "load_state_dict: unknown packed state version 3 (this ringfeed reads 1 to 2)");
+  StateJson p2 = EncodeLoaderState(Packed());
+  p2["node_ranks"] = 1;  // the partition the lists were numbered under reaches the loader
+  Result<LoaderState> r2 = DecodeLoaderState(p2, Packed());
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_EQ(r2->sequences.node_ranks, 1u);
+  p2["node_ranks"] = 3;  // more than its world_size, 2
+  EXPECT_NE(Refusal(p2, Packed()).find("node_ranks"), std::string::npos) << Refusal(p2, Packed());
 }
 
 TEST(LoaderStateTest, AStateOfAnotherKindIsRefusedNamingIt) {
