@@ -13,6 +13,7 @@
 #include <cinttypes>
 #include <thread>
 
+#include "io/dataset.h"
 #include "io/live_temporaries.h"
 
 namespace rf {
@@ -457,6 +458,14 @@ ChunkCacheStats ChunkCache::stats() const {
   s.waits = counters_.waits.load();
   s.wait_timeouts = counters_.wait_timeouts.load();
   return s;
+}
+
+Status AttachChunkCache(Dataset* d, const ChunkCacheOptions& o) {
+  if (!d->remote()) return Status::Ok();
+  RF_ASSIGN_OR_RETURN(std::unique_ptr<ChunkCache> cache,
+                      ChunkCache::Open(o, d->CacheId(), d->chunk_count()));
+  d->AttachCache(std::shared_ptr<ChunkCache>(std::move(cache)));
+  return Status::Ok();
 }
 
 }  // namespace rf

@@ -89,6 +89,9 @@ namespace rf {
 
 enum class CachePolicy { kBelady, kLru };
 
+// The most a cache's budget may be (--cache-size): 1 EiB.
+inline constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 60;
+
 struct ChunkCacheOptions {
   std::string dir;            // --cache-dir (created if missing; its parent must exist)
   uint64_t budget_bytes = 0;  // --cache-size, > 0
@@ -231,5 +234,12 @@ class ChunkCache {
   };
   mutable Counters counters_;
 };
+
+class Dataset;  // io/dataset.h
+
+// Opens the cache `o` describes for `d` (keyed by its CacheId()) and attaches it (Dataset::
+// AttachCache): what every command that reads a remote dataset through a cache calls once after
+// Open. Nothing for a local dataset. Errors: ChunkCache::Open's.
+Status AttachChunkCache(Dataset* d, const ChunkCacheOptions& o);
 
 }  // namespace rf

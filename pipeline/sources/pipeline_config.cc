@@ -195,9 +195,7 @@ Result<Dataset> OpenDataset(const PipelineConfig& c, const std::string& path, ui
   o.policy = c.remote.cache_policy;
   // Another process's fetch of a chunk takes at most its deadline.
   o.claim_wait = std::chrono::seconds(c.remote.deadline_seconds);
-  RF_ASSIGN_OR_RETURN(std::unique_ptr<ChunkCache> cache,
-                      ChunkCache::Open(o, d.CacheId(), d.chunk_count()));
-  d.AttachCache(std::shared_ptr<ChunkCache>(std::move(cache)));
+  RF_RETURN_IF_ERROR(AttachChunkCache(&d, o));
   return d;
 }
 

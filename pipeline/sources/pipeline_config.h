@@ -187,7 +187,7 @@ inline constexpr uint32_t kMaxManagedPrefetch = 1u << 16;  // batches ahead
 inline constexpr uint32_t kMaxWorldSize = 1u << 16;        // ranks of one run
 inline constexpr uint32_t kMaxRemoteInFlight = 1024;       // range requests at once
 inline constexpr uint32_t kMaxRemoteDeadline = kMaxFetchDeadlineSeconds;  // seconds
-inline constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 60;             // a cache's budget: 1 EiB
+// kMaxCacheBytes, a cache's budget: io/chunk_cache.h.
 // kMaxEpoch, the most an epoch counter holds: pipeline/sources/batch_source.h.
 
 const OptionTable<PipelineConfig>& PipelineOptionTable();

@@ -98,6 +98,44 @@ TEST_F(ConvertRemote, ADamagedChunkOnTheServerIsNamedByUrlChunkAndOffset) {
       << out;
 }
 
+// Through the node-local cache (--cache-dir): the first verify fetches every chunk and keeps it,
+// a second verify and an export read the copies (only the opens reach the server), and the
+// export's bytes are the local export's.
+TEST_F(ConvertRemote, VerifyAndExportReadThroughTheNodeLocalCache) {
+  const std::string url = server_->Url("/s-00000-of-00002.rfd");
+  const std::string cache = " --cache-dir " + out_.File("cache") + " --cache-size 64MiB";
+  const auto requests = [&] { return server_->Requests("/s-", SIZE_MAX); };
+  const size_t at_start = requests();
+  const std::string want = Convert("verify " + local_);
+  EXPECT_EQ(Convert("verify " + url + cache), want);
+  const size_t first = requests() - at_start;
+  size_t cached = 0;
+  for (const auto& dir : std::filesystem::directory_iterator(out_.File("cache"))) {
+    for (const auto& f : std::filesystem::directory_iterator(dir.path()))
+      cached +=
+          f.path().filename().string().rfind("chunk-", 0) == 0 && f.path().extension() != ".claim";
+  }
+  auto d = Dataset::Open(local_);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(cached, d->chunk_count());
+  const size_t before = requests();
+  EXPECT_EQ(Convert("verify " + url + cache), want);
+  const size_t opens = requests() - before;
+  EXPECT_LT(opens + d->chunk_count(), first + 1) << "the second verify fetched chunks again";
+  const size_t before_export = requests();
+  Convert("export " + url + cache + " --format npy -q -o " + out_.File("remote"));
+  EXPECT_EQ(requests() - before_export, opens);  // its opening only
+  Convert("export " + local_ + " --format npy -q -o " + out_.File("local"));
+  for (const char* part : {"-images.npy", "-labels.npy"}) {
+    const std::vector<uint8_t> r = testing::ReadAll(out_.File(std::string("remote") + part));
+    ASSERT_FALSE(r.empty()) << part;
+    EXPECT_EQ(r, testing::ReadAll(out_.File(std::string("local") + part))) << part;
+  }
+  EXPECT_NE(Convert("verify " + url + " --cache-dir " + out_.File("cache"), 2)
+                .find("--cache-dir needs --cache-size"),
+            std::string::npos);
+}
+
 TEST_F(ConvertRemote, AZeroDeadlineIsAUsageError) {
   const std::string out =
       Convert("verify " + server_->Url("/s-00000-of-00002.rfd") + " --remote-deadline 0", 2);

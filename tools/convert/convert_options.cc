@@ -3,6 +3,7 @@
 #include <cfloat>
 #include <limits>
 
+#include "io/chunk_cache.h"
 #include "io/remote/retry_policy.h"
 #include "options/command_line.h"
 #include "options/dtype_words.h"
@@ -354,6 +355,18 @@ void AddDatasetOptions(Table& t) {
       .Help(
           "remote datasets: seconds one range request may take, its retries (5xx, 429, resets, "
           "timeouts, with backoff and jitter) included, before the command stops naming it");
+  t.Field(
+       "cache-dir", OptionType::kText, [](auto& c) -> auto& { return c.cache_dir; })
+      .For(kDatasetReaders)
+      .Help(
+          "remote datasets: read the chunks through the node-local cache in this directory (with "
+          "--cache-size; the one `ringfeed train` and `ringfeed.Loader` fill): a chunk cached is "
+          "read from it, one fetched is kept there");
+  t.Field(
+       "cache-size", OptionType::kByteSize, [](auto& c) -> auto& { return c.cache_bytes; })
+      .Range(0, kMaxCacheBytes)
+      .For(kDatasetReaders)
+      .Help("remote datasets: the cache's budget (\"200GiB\"); needs --cache-dir");
   t.Field(
        "verify", OptionType::kSwitch, [](auto& c) -> auto& { return c.verify; })
       .For(kConvertInspect)

@@ -43,6 +43,8 @@ struct ConvertConfig {
   // export, recompress, inspect, verify of a remote dataset (docs/remote.md).
   std::string ca_bundle;
   uint32_t remote_deadline = 120;  // seconds
+  std::string cache_dir;           // the node-local cache (io/chunk_cache.h), with cache_bytes
+  uint64_t cache_bytes = 0;
   // The converting subcommands' samples (and raw's --out-dtype); unset: the input's own rule.
   std::optional<DType> dtype;
   float scale = 0;  // 0: the default rule (--scale's own rule refuses 0)

@@ -1,6 +1,7 @@
 // The subcommands that read a dataset: export, recompress, inspect, verify.
 #include <chrono>
 
+#include "io/chunk_cache.h"
 #include "io/dataset.h"
 #include "io/remote/remote_object.h"
 #include "io/remote/retry_policy.h"
@@ -18,11 +19,22 @@ namespace {
 // The dataset a subcommand reads (a file, a directory of datasets, or a remote one by URL): a
 // FIFO or a device named as it is refused at once (input_file.h) rather than waited on.
 Result<Dataset> OpenDatasetInput(const ConvertConfig& c) {
+  if (c.cache_dir.empty() != (c.cache_bytes == 0))
+    return Status::Usage(c.cache_dir.empty() ? "--cache-size needs --cache-dir"
+                                             : "--cache-dir needs --cache-size (a byte budget)");
   if (IsRemotePath(c.dataset)) {
     HttpFetchOptions o;
     o.ca_bundle = c.ca_bundle;
     o.deadline = std::chrono::seconds(c.remote_deadline);
-    return Dataset::Open(c.dataset, o);
+    RF_ASSIGN_OR_RETURN(Dataset d, Dataset::Open(c.dataset, o));
+    if (!c.cache_dir.empty()) {
+      ChunkCacheOptions cache;
+      cache.dir = c.cache_dir;
+      cache.budget_bytes = c.cache_bytes;
+      cache.claim_wait = std::chrono::seconds(c.remote_deadline);
+      RF_RETURN_IF_ERROR(AttachChunkCache(&d, cache));
+    }
+    return d;
   }
   if (!IsDirectory(c.dataset)) RF_RETURN_IF_ERROR(CheckInputIsRegular(c.dataset));
   return Dataset::Open(c.dataset);
