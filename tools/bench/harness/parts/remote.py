@@ -138,9 +138,10 @@ def partition(ctx, s):
       "parallel ranges of the same bytes and `ringfeed read` over the same link, the model alone "
       "(ringfeed-bench-compute) and the same epoch from the local page cache, rounds interleaved; "
       "the first batch against 4 round trips and a chunk; a second run from the warm node-local "
-      "cache (bytes fetched, samples/s)",
+      "cache (bytes fetched, samples/s); server_cpus N > 0 puts nginx and the proxy on the first N "
+      "CPUs and every client (curl, ringfeed) on the rest, as if they were other machines",
       settings={"gb": 4.0, "rtt_ms": 20.0, "rates_mbps": "8000,0", "in_flight": 16, "rounds": 2,
-                "batch": 256, "cache": True, "flags": ""},
+                "batch": 256, "cache": True, "flags": "", "server_cpus": 0},
       tiny={"gb": data.TINY_GB * 20, "rates_mbps": "0", "rounds": 1, "batch": 64})
 def remote_train(ctx, s):
     nginx, curl, curl_env = net_tools(ctx)
@@ -162,7 +163,14 @@ def remote_train(ctx, s):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     access = os.path.join(work, "access.log")
+    cpus = sorted(os.sched_getaffinity(0))
+    if 0 < s.server_cpus < len(cpus):  # the clients inherit the harness's own affinity
+        remote_read.SERVER_CPUS = set(cpus[:s.server_cpus])
+        ctx.say(f"nginx and the proxy on CPUs {cpus[:s.server_cpus]}, the clients on the other "
+                f"{len(cpus) - s.server_cpus}")
     server, port = remote_read.start_nginx(os.path.dirname(path), work, access_log=access)
+    if remote_read.SERVER_CPUS:
+        os.sched_setaffinity(0, set(cpus[s.server_cpus:]))
     rows = {}
     try:
         for rate in (float(x) for x in str(s.rates_mbps).split(",")):
@@ -211,6 +219,8 @@ def remote_train(ctx, s):
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(10)
+        os.sched_setaffinity(0, set(cpus))
+        remote_read.SERVER_CPUS = None
     ctx.figure("rounds", {f"{rate:g}-{r}": row for (rate, r), row in rows.items()})
     for rate in dict.fromkeys(rate for rate, _ in rows):
         got = [row for (x, _), row in rows.items() if x == rate]
