@@ -349,8 +349,7 @@ Status SequenceLoader::Restore(const SequenceState& s) {
     const SequenceSourceState& g = s.sources[i];
     SequenceSource& src = *sources_[i];
     const uint32_t world = g.world_size == 0 ? src.world : g.world_size;
-    if (world == src.world &&
-        SequencePlan::Machines(world, s.node_ranks) == SequencePlan::Machines(world, node_ranks)) {
+    if (world == src.world && SequencePlan::Machines(world, s.node_ranks) == src.plan->machines()) {
       src.Enter(g);
     } else {
       // Another world: what no old rank took, split over this run's ranks.

@@ -131,7 +131,7 @@ Result<std::shared_ptr<const SequencePlan>> SequencePlan::Make(const Dataset& d,
                          " chunks, fewer than the " + std::to_string(machines) +
                          " machines, each of which reads a part of its own; leave partition "
                          "global");
-  const std::vector<uint32_t> samples = d.ChunkSampleCounts();
+  std::vector<uint32_t> samples = d.ChunkSampleCounts();  // moved into the plan's order
   std::vector<uint64_t> machine_tokens(machines, 0), machine_docs(machines, 0);
   uint32_t machine = 0;
   OrderSettings one = order;
@@ -160,7 +160,7 @@ Result<std::shared_ptr<const SequencePlan>> SequencePlan::Make(const Dataset& d,
     machine_tokens[0] = std::accumulate(tokens.begin(), tokens.end(), uint64_t{0});
     machine_docs[0] = d.sample_count();
   }
-  std::shared_ptr<SequencePlan> p(new SequencePlan(samples, one, part));
+  std::shared_ptr<SequencePlan> p(new SequencePlan(std::move(samples), one, part));
   p->part_ = std::move(part);
   p->length_ = sequence_length;
   p->pad_ = pad;

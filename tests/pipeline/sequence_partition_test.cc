@@ -194,8 +194,8 @@ TEST_F(SequencePartitionTest, ResumesAtAnotherWorldSizeOfTheSameMachinesWithExac
     ASSERT_TRUE(st.ok()) << st.ToString();
     const Taken t = Take(*l);
     for (int64_t doc : DocsOf(t.ids))
-      EXPECT_TRUE(part[r / 3].count(doc)) << "rank " << r << " packs document " << doc
-                                          << " of the other machine's part";
+      EXPECT_TRUE(part[r / 3].count(doc))
+          << "rank " << r << " packs document " << doc << " of the other machine's part";
     ids.insert(ids.end(), t.ids.begin(), t.ids.end());
   }
   std::sort(ids.begin(), ids.end());
@@ -231,8 +231,7 @@ TEST_F(SequencePartitionTest, AnEpochBegunOnOtherMachinesIsRefusedAndChangesNoth
 
 TEST_F(SequencePartitionTest, MoreMachinesThanChunksIsRefused) {
   const uint32_t machines = static_cast<uint32_t>(dataset_->chunk_count()) + 1;
-  auto l = SequenceLoader::Create({dataset_.get()},
-                                  SequenceSpecFor(Options(machines, 0, 1)));
+  auto l = SequenceLoader::Create({dataset_.get()}, SequenceSpecFor(Options(machines, 0, 1)));
   ASSERT_FALSE(l.ok());
   EXPECT_NE(l.status().message().find("fewer than the " + std::to_string(machines) + " machines"),
             std::string::npos)
