@@ -67,7 +67,7 @@ __device__ inline T Element(int32_t p, uint32_t c, const GpuImageOutput& o) {
   }
 }
 
-// One thread an output pixel (its three channels): blockIdx.y the image, x within the sample.
+// One thread an output pixel (its channels): blockIdx.y the image, x within the sample.
 template <typename T>
 __global__ void ResampleCrops(const uint8_t* __restrict__ area, const GpuCrop* __restrict__ crops,
                               GpuImageOutput o, T* __restrict__ out) {
@@ -97,11 +97,12 @@ __global__ void ResampleCrops(const uint8_t* __restrict__ area, const GpuCrop* _
     const float wx = tx.Weight(cx);
     for (int c = 0; c < 3; ++c) acc[c] = __fadd_rn(acc[c], __fmul_rn(wx, col[c]));
   }
-  T* sample = out + size_t(crop.slot) * 3 * size * size;
-  for (uint32_t c = 0; c < 3; ++c) {
-    const T e = Element<T>(Pixel(acc[c]), c, o);
+  const uint32_t channels = o.channels;
+  T* sample = out + size_t(crop.slot) * channels * size * size;
+  for (uint32_t c = 0; c < channels; ++c) {
+    const T e = Element<T>(c < 3 ? Pixel(acc[c]) : 255, c, o);  // alpha: opaque
     if (o.channels_last) {
-      sample[(size_t(y) * size + xo) * 3 + c] = e;
+      sample[(size_t(y) * size + xo) * channels + c] = e;
     } else {
       sample[size_t(c) * size * size + size_t(y) * size + xo] = e;
     }

@@ -38,16 +38,18 @@ struct GpuCrop {
   uint32_t flip = 0;
 };
 
-// The output of every image: size x size x 3 elements a sample, NHWC or NCHW; elements uint8
-// (the pixel), float32, bfloat16 or float16 (the pixel, or (pixel - mean[c]) / stddev[c] with
-// normalize, rounded to nearest even into the 2-byte types).
+// The output of every image: size x size x channels elements a sample, NHWC or NCHW; channels 3
+// (RGB) or 4 (RGBA: the decoded JPEGs have no alpha, so the fourth is 255's element, an opaque
+// pixel); elements uint8 (the pixel), float32, bfloat16 or float16 (the pixel, or (pixel -
+// mean[c]) / stddev[c] with normalize, rounded to nearest even into the 2-byte types).
 struct GpuImageOutput {
   enum Element : uint32_t { kUInt8, kFloat32, kBFloat16, kFloat16 };
   Element element = kFloat32;
   uint32_t size = 0;
+  uint32_t channels = 3;
   bool channels_last = false;
   bool normalize = false;
-  float mean[3] = {0, 0, 0}, stddev[3] = {1, 1, 1};
+  float mean[4] = {0, 0, 0, 0}, stddev[4] = {1, 1, 1, 1};
 };
 
 // Queues on `stream` the crops `crops[0, n)` (device memory) of the images in `area` (device

@@ -133,15 +133,17 @@ RF_CLONES void RoundRow(const float* __restrict px, size_t n, uint8_t* __restric
   }
 }
 
-// The horizontal pass of one row, 3 channels: output pixel xo (in output order: flipped or not)
-// is its taps' weighted sum of `row` (columns from cols.lo, interleaved RGB, padded past
-// cols.hi with zeros and one float more), the three channels in one 4-lane vector. Written
-// planar (3 planes of `width`) or interleaved (width x 3, one float of slack after: each pixel's
-// fourth lane lands where the next pixel's first goes, and is overwritten by it). The tap count
-// is a compile-time constant where it is small, so the loop unrolls.
-template <int T, bool kPlanar>
-void Horizontal3(const float* row, const ResampleAxis& cols, uint32_t width, bool flip,
-                 float* out) {
+// The horizontal pass of one row of kIn channels (3: RGB, 4: RGBA) into kOut (3, or 4: RGBA, a
+// source without alpha giving 255): output pixel xo (in output order: flipped or not) is its
+// taps' weighted sum of `row` (columns from cols.lo, interleaved, padded past cols.hi with zeros
+// and one float more), a pixel's channels in one 4-lane vector (an RGB source's fourth lane, the
+// next pixel's red, is not used). Written planar (kOut planes of `width`) or interleaved (width x
+// kOut; with 3, one float of slack after: each pixel's fourth lane lands where the next pixel's
+// first goes, and is overwritten by it). The tap count is a compile-time constant where it is
+// small, so the loop unrolls.
+template <int T, int kIn, int kOut, bool kPlanar>
+void Horizontal(const float* row, const ResampleAxis& cols, uint32_t width, bool flip, float* out) {
+  static_assert((kIn == 3 || kIn == 4) && kIn <= kOut && kOut <= 4);
   // The axis's arrays in locals: the stores below (a memcpy's may alias anything) would
   // otherwise make the compiler reload them every pixel.
   const int taps = T > 0 ? T : cols.taps;
@@ -151,38 +153,54 @@ void Horizontal3(const float* row, const ResampleAxis& cols, uint32_t width, boo
   for (uint32_t xo = 0; xo < width; ++xo) {
     const uint32_t x = flip ? width - 1 - xo : xo;
     const float* w = weights + size_t{x} * taps;
-    const float* q = row + size_t(first[x] - lo) * 3;
+    const float* q = row + size_t(first[x] - lo) * kIn;
     V4 acc = {0.f, 0.f, 0.f, 0.f};
-    for (int k = 0; k < taps; ++k) acc += w[k] * Load4(q + 3 * k);
+    for (int k = 0; k < taps; ++k) acc += w[k] * Load4(q + kIn * k);
+    if constexpr (kIn == 3 && kOut == 4) acc[3] = 255.f;
     if constexpr (kPlanar) {
-      out[xo] = acc[0];
-      out[width + xo] = acc[1];
-      out[2 * size_t{width} + xo] = acc[2];
+      for (int c = 0; c < kOut; ++c) out[size_t(c) * width + xo] = acc[c];
     } else {
-      std::memcpy(out + size_t{xo} * 3, &acc, sizeof acc);
+      std::memcpy(out + size_t{xo} * kOut, &acc, sizeof acc);
     }
   }
 }
 
-template <bool kPlanar>
-void Horizontal3Of(const float* row, const ResampleAxis& cols, uint32_t width, bool flip,
-                   float* out) {
+template <int kIn, int kOut, bool kPlanar>
+void HorizontalOf(const float* row, const ResampleAxis& cols, uint32_t width, bool flip,
+                  float* out) {
   switch (cols.taps) {
     case 1:
-      return Horizontal3<1, kPlanar>(row, cols, width, flip, out);
+      return Horizontal<1, kIn, kOut, kPlanar>(row, cols, width, flip, out);
     case 2:
-      return Horizontal3<2, kPlanar>(row, cols, width, flip, out);
+      return Horizontal<2, kIn, kOut, kPlanar>(row, cols, width, flip, out);
     case 3:
-      return Horizontal3<3, kPlanar>(row, cols, width, flip, out);
+      return Horizontal<3, kIn, kOut, kPlanar>(row, cols, width, flip, out);
     case 4:
-      return Horizontal3<4, kPlanar>(row, cols, width, flip, out);
+      return Horizontal<4, kIn, kOut, kPlanar>(row, cols, width, flip, out);
     case 5:
-      return Horizontal3<5, kPlanar>(row, cols, width, flip, out);
+      return Horizontal<5, kIn, kOut, kPlanar>(row, cols, width, flip, out);
     case 6:
-      return Horizontal3<6, kPlanar>(row, cols, width, flip, out);
+      return Horizontal<6, kIn, kOut, kPlanar>(row, cols, width, flip, out);
     default:
-      return Horizontal3<0, kPlanar>(row, cols, width, flip, out);
+      return Horizontal<0, kIn, kOut, kPlanar>(row, cols, width, flip, out);
   }
+}
+
+// The horizontal pass of a row of `in` channels (3 or 4) into o.channels, planar for NCHW.
+void HorizontalPass(const float* row, const ResampleAxis& cols, uint32_t in,
+                    const ResampleOutput& o, float* out) {
+  const uint32_t w = o.width;
+  const bool f = o.flip;
+  if (in == 4) {
+    return o.channels_last ? HorizontalOf<4, 4, false>(row, cols, w, f, out)
+                           : HorizontalOf<4, 4, true>(row, cols, w, f, out);
+  }
+  if (o.channels == 4) {
+    return o.channels_last ? HorizontalOf<3, 4, false>(row, cols, w, f, out)
+                           : HorizontalOf<3, 4, true>(row, cols, w, f, out);
+  }
+  return o.channels_last ? HorizontalOf<3, 3, false>(row, cols, w, f, out)
+                         : HorizontalOf<3, 3, true>(row, cols, w, f, out);
 }
 
 // The horizontal pass of one grey row: one plane of `width`, in output order.
@@ -198,12 +216,14 @@ void Horizontal1(const float* row, const ResampleAxis& cols, uint32_t width, boo
   }
 }
 
-// One output row (row y) from its pixels: `px` planar (3 planes of `width`; a grey image's one
-// plane serves all three) or interleaved (width x 3), as the layout wants them. A grey image
-// under keep_grey is its one plane alone (uint8).
+// One output row (row y) from its pixels: `px` planar (o.channels planes of `width`; a grey
+// image's one plane serves the three colour channels, its alpha plane 255) or interleaved (width
+// x o.channels), as the layout wants them. A grey image under keep_grey is its one plane alone
+// (uint8).
 template <typename T>
 void StoreRow(const float* px, bool grey, const ResampleOutput& o, uint32_t y, ResampleScratch& s) {
   const uint32_t width = o.width;
+  const uint32_t channels = o.channels;
   T* out = static_cast<T*>(o.out);
   const T* lut = static_cast<const T*>(o.lut);
   if constexpr (sizeof(T) == 1) {
@@ -213,12 +233,13 @@ void StoreRow(const float* px, bool grey, const ResampleOutput& o, uint32_t y, R
     }
   }
   if (o.channels_last) {
-    T* to = out + size_t{y} * width * 3;
-    const size_t n = size_t{width} * 3;
-    if (grey) {  // interleave the one plane into three channels
+    T* to = out + size_t{y} * width * channels;
+    const size_t n = size_t{width} * channels;
+    if (grey) {  // interleave the one plane into the colour channels (and an opaque alpha)
       s.spread.resize(n);
       for (uint32_t x = 0; x < width; ++x) {
-        for (int c = 0; c < 3; ++c) s.spread[x * 3 + c] = px[x];
+        for (uint32_t c = 0; c < 3; ++c) s.spread[x * channels + c] = px[x];
+        if (channels == 4) s.spread[x * 4 + 3] = 255.f;
       }
       px = s.spread.data();
     }
@@ -229,14 +250,15 @@ void StoreRow(const float* px, bool grey, const ResampleOutput& o, uint32_t y, R
     } else {
       s.rounded.resize(n);
       RoundRow(px, n, s.rounded.data());
-      for (size_t i = 0; i < n; ++i) to[i] = lut[(i % 3) * 256 + s.rounded[i]];
+      for (size_t i = 0; i < n; ++i) to[i] = lut[(i % channels) * 256 + s.rounded[i]];
     }
     return;
   }
   const size_t plane = size_t{o.height} * width;
-  for (int c = 0; c < 3; ++c) {
+  if (grey && channels == 4) s.opaque.assign(width, 255.f);
+  for (uint32_t c = 0; c < channels; ++c) {
     T* to = out + c * plane + size_t{y} * width;
-    const float* from = grey ? px : px + size_t(c) * width;
+    const float* from = !grey ? px + size_t(c) * width : c < 3 ? px : s.opaque.data();
     if constexpr (sizeof(T) == 4) {
       NormalizeRow(from, width, s.mean.data() + size_t(c) * width,
                    s.stddev.data() + size_t(c) * width, o.normalize, to);
@@ -260,15 +282,16 @@ void Resample(const uint8_t* src, size_t pitch, int32_t col0, uint32_t channels,
   // past cols.hi and the fourth lane of the last one.
   const size_t span = size_t(rx.hi - rx.lo) * channels;
   s.row.assign(size_t(rx.hi - rx.lo + rx.taps) * channels + 1, 0.f);
-  s.pixels.resize(size_t{width} * 3 + 1);
+  const uint32_t oc = o.channels;
+  s.pixels.resize(size_t{width} * oc + 1);
   if constexpr (sizeof(T) == 4) {
     // Each output element's statistics, in the order NormalizeRow walks a row: per channel
     // plane (NCHW) or interleaved (NHWC).
-    s.mean.resize(size_t{width} * 3);
-    s.stddev.resize(size_t{width} * 3);
+    s.mean.resize(size_t{width} * oc);
+    s.stddev.resize(size_t{width} * oc);
     for (uint32_t x = 0; x < width; ++x) {
-      for (uint32_t c = 0; c < 3; ++c) {
-        const size_t i = o.channels_last ? size_t{x} * 3 + c : size_t{c} * width + x;
+      for (uint32_t c = 0; c < oc; ++c) {
+        const size_t i = o.channels_last ? size_t{x} * oc + c : size_t{c} * width + x;
         s.mean[i] = o.mean[c];
         s.stddev[i] = o.stddev[c];
       }
@@ -280,10 +303,8 @@ void Resample(const uint8_t* src, size_t pitch, int32_t col0, uint32_t channels,
              ry.taps, span, s.row.data());
     if (channels == 1) {
       Horizontal1(s.row.data(), rx, width, o.flip, s.pixels.data());
-    } else if (o.channels_last) {
-      Horizontal3Of<false>(s.row.data(), rx, width, o.flip, s.pixels.data());
     } else {
-      Horizontal3Of<true>(s.row.data(), rx, width, o.flip, s.pixels.data());
+      HorizontalPass(s.row.data(), rx, channels, o, s.pixels.data());
     }
     StoreRow<T>(s.pixels.data(), channels == 1, o, y, s);
   }

@@ -17,8 +17,8 @@
 // a 2-byte dtype (bfloat16 or float16: the float32 value rounded to nearest even).
 //
 // Speed: the vertical pass, the rounding and the normalization run in AVX2 where the CPU has it
-// (target_clones; the x86-64 baseline otherwise), the horizontal pass a pixel's three channels
-// in one SSE vector.
+// (target_clones; the x86-64 baseline otherwise), the horizontal pass a pixel's three or four
+// channels in one SSE vector.
 //
 // Memory: the taps and the row buffers are the caller's (ResampleScratch, reused across images:
 // nothing is allocated once they have grown to the largest image). Thread safety: none per
@@ -53,23 +53,26 @@ struct ResampleScratch {
   ResampleAxis rows, cols;
   std::vector<float> row;     // one output row's vertical pass: columns lo..hi + taps, interleaved
   std::vector<float> pixels;  // its horizontal pass, in output order, planar or interleaved
-  std::vector<float> spread;  // a grey row interleaved into three channels (NHWC)
+  std::vector<float> spread;  // a grey row interleaved into the output's channels (NHWC)
+  std::vector<float> opaque;  // a row of 255s: the alpha plane of a source without alpha (NCHW)
   std::vector<float> mean, stddev;  // each element's statistics along a row (float32 outputs)
   std::vector<uint8_t> rounded;
 };
 
-// Where the output goes: a height x width image of 3 channels at `out` (aligned to its element),
+// Where the output goes: a height x width image of `channels` channels at `out` (aligned to its
+// element): 3 (RGB) or 4 (RGBA: the source's alpha where it has one, else 255, an opaque pixel),
 // channels last (NHWC) or planar (NCHW), flipped (output column x written at width - 1 - x) or
 // not; each element of `element_bytes`: 1 the uint8 pixel, 4 float32 (normalized with mean and
-// stddev or not), 2 looked up in `lut` (3 x 256 values, channel by channel). The crops of
+// stddev or not), 2 looked up in `lut` (channels x 256 values, channel by channel). The crops of
 // decoded records are squares (height = width = the image size); a re-encode's resize is not.
-// `keep_grey`: a grey source is written as one channel (height x width uint8 pixels; uint8 only)
-// instead of three equal ones.
+// `keep_grey`: a grey source is written as one channel (height x width uint8 pixels; uint8 and 3
+// channels only) instead of three equal ones.
 struct ResampleOutput {
   void* out = nullptr;
   uint32_t element_bytes = 4;
+  uint32_t channels = 3;
   bool normalize = false;
-  float mean[3] = {0, 0, 0}, stddev[3] = {1, 1, 1};
+  float mean[4] = {0, 0, 0, 0}, stddev[4] = {1, 1, 1, 1};
   const void* lut = nullptr;
   uint32_t height = 0, width = 0;
   bool channels_last = false;
@@ -80,8 +83,11 @@ struct ResampleOutput {
 // Resamples a decoded region through scratch.rows and scratch.cols (built for o.height and o.width)
 // into `o`. The region holds source rows scratch.rows.lo .. scratch.rows.hi - 1 (and more, after)
 // and source columns from `col0` on: source pixel (y, x) at src + (y - rows.lo) * pitch + (x -
-// col0) * channels, channels 1 (grey: copied to all three output channels, each through its own
-// lut) or 3 (interleaved RGB). Requires col0 <= cols.lo and cols.hi <= the region's columns.
+// col0) * channels, channels 1 (grey: copied to the three colour channels, each through its own
+// lut), 3 (interleaved RGB) or 4 (interleaved RGBA; o.channels 4 only). Each channel is resampled
+// on its own (straight alpha, as torchvision's tensor resize does, not premultiplied as PIL's
+// resize of an RGBA image is): the colour channels' elements do not depend on o.channels or on
+// whether the source had alpha. Requires col0 <= cols.lo and cols.hi <= the region's columns.
 void ResampleInto(const uint8_t* src, size_t pitch, int32_t col0, uint32_t channels,
                   ResampleScratch& scratch, const ResampleOutput& o);
 

@@ -52,10 +52,14 @@ Status ImageDecodeSpec::Validate() const {
   }
   if (max_side == 0 || max_side > 65535)
     return Status::Usage("max_image_side must be 1 to 65535, got " + std::to_string(max_side));
+  if (channels != 3 && channels != 4) {
+    return Status::Usage("decoded images have 3 channels (RGB) or 4 (RGBA), not " +
+                         std::to_string(channels));
+  }
   if (!normalize) return Status::Ok();
   if (output == DType::kUInt8)
     return Status::Usage("normalize needs a float dtype, not uint8: turn normalize off");
-  for (int c = 0; c < 3; ++c) {
+  for (uint32_t c = 0; c < channels; ++c) {
     if (!std::isfinite(mean[c]) || !std::isfinite(stddev[c]) || !(stddev[c] > 0)) {
       return Status::Usage("mean and std: each channel's must be finite, std above 0 (channel " +
                            std::to_string(c) + ": " + std::to_string(mean[c]) + ", " +
@@ -73,8 +77,8 @@ CropBox CropFor(const ImageDecodeSpec& spec, uint64_t epoch, uint64_t index, uin
 
 std::vector<uint8_t> ImageOutputTable(const ImageDecodeSpec& spec) {
   const size_t e = DTypeSize(spec.output);
-  std::vector<uint8_t> lut(3 * 256 * e);
-  for (int c = 0; c < 3; ++c) {
+  std::vector<uint8_t> lut(size_t{spec.channels} * 256 * e);
+  for (uint32_t c = 0; c < spec.channels; ++c) {
     for (int x = 0; x < 256; ++x) {
       uint8_t* at = &lut[(c * 256 + x) * e];
       if (spec.output == DType::kUInt8) {
@@ -119,8 +123,9 @@ void CropWriter::Write(const uint8_t* region, size_t pitch, int32_t col0, uint32
   o.out = out;
   o.lut = lut_.data();
   o.element_bytes = static_cast<uint32_t>(DTypeSize(spec_.output));
+  o.channels = spec_.channels;
   o.normalize = spec_.normalize;
-  for (int c = 0; c < 3; ++c) {
+  for (uint32_t c = 0; c < spec_.channels; ++c) {
     o.mean[c] = spec_.mean[c];
     o.stddev[c] = spec_.stddev[c];
   }

@@ -47,18 +47,22 @@ struct ImageDecodeSpec {
   ImageCrop crop = ImageCrop::kRandomResized;
   DType output = DType::kFloat32;  // float32, bfloat16, float16, or uint8 (the pixels)
   bool channels_last = false;      // NHWC; else NCHW
-  bool normalize = true;           // (x - mean[c]) / std[c], x in 0..255; float outputs only
+  // 3 (RGB: an image's alpha dropped) or 4 (RGBA: a PNG's or WebP's alpha kept, a PNG's tRNS
+  // transparency applied; 255, opaque, for an image without alpha: every JPEG).
+  uint32_t channels = 3;
+  bool normalize = true;  // (x - mean[c]) / std[c], x in 0..255; float outputs only
   // ImageNet's statistics in pixel units (torchvision's 0.485, 0.456, 0.406 and 0.229, 0.224,
-  // 0.225, times 255).
-  std::array<float, 3> mean = {123.675f, 116.28f, 103.53f};
-  std::array<float, 3> stddev = {58.395f, 57.12f, 57.375f};
+  // 0.225, times 255); the alpha's (channels 4) 0 and 255: alpha / 255, ToTensor's 0 to 1.
+  std::array<float, 4> mean = {123.675f, 116.28f, 103.53f, 0.f};
+  std::array<float, 4> stddev = {58.395f, 57.12f, 57.375f, 255.f};
   uint32_t max_side = kDefaultMaxImageSide;  // a larger image is refused (1 to 65535)
   uint64_t seed = 0;                         // the training crops' key, with epoch and index
 
   // Usage naming the option to change: a size of 0 or above 65535, an output dtype the decode
-  // does not write, normalize with uint8, a std of 0 or a non-finite statistic, a max_side of 0.
+  // does not write, channels other than 3 or 4, normalize with uint8, a std of 0 or a non-finite
+  // statistic, a max_side of 0.
   Status Validate() const;
-  size_t OutputSampleBytes() const { return size_t{3} * size * size * DTypeSize(output); }
+  size_t OutputSampleBytes() const { return size_t{channels} * size * size * DTypeSize(output); }
 };
 
 // The crop of a height x width image under `spec` for sample `index` of `epoch`.
@@ -76,7 +80,8 @@ struct AxisWindow {
 AxisWindow CropAxisWindow(uint32_t start, uint32_t extent, uint32_t resized, uint32_t image,
                           uint32_t size);
 
-// The output elements of pixel value x in channel c (3 x 256 of DTypeSize(spec.output) bytes):
+// The output elements of pixel value x in channel c (spec.channels x 256 of DTypeSize(spec.output)
+// bytes):
 // (x - mean[c]) / std[c] in float32 (a true division), rounded to nearest even into bfloat16 or
 // float16; x itself without normalize (as float, or as the uint8 pixel).
 std::vector<uint8_t> ImageOutputTable(const ImageDecodeSpec& spec);
@@ -99,13 +104,13 @@ class CropWriter {
   const CropBox& box() const { return box_; }
   // Writes the planned crop into `out` (the spec's OutputSampleBytes(), aligned to its element)
   // from a region whose first row is decoded row rows().lo, `pitch` bytes a row, its first column
-  // decoded column col0 (<= cols().lo, and its columns reaching cols().hi), `channels` 1 (grey) or
-  // 3 (interleaved RGB) bytes a pixel.
+  // decoded column col0 (<= cols().lo, and its columns reaching cols().hi), `channels` 1 (grey), 3
+  // (interleaved RGB) or 4 (interleaved RGBA, under a spec of 4 channels) bytes a pixel.
   void Write(const uint8_t* region, size_t pitch, int32_t col0, uint32_t channels, void* out);
 
  private:
   const ImageDecodeSpec spec_;
-  std::vector<uint8_t> lut_;  // 3 x 256 output elements: lut[c][x]
+  std::vector<uint8_t> lut_;  // channels x 256 output elements: lut[c][x]
   decode::ResampleScratch scratch_;
   CropBox box_;
 };

@@ -70,8 +70,8 @@ void OnRead(png_structp png, png_bytep to, size_t bytes) {
 // work and memory for nothing).
 const png_byte kSkipped[] =
     "bKGD\0cHRM\0eXIf\0gAMA\0hIST\0iCCP\0iTXt\0oFFs\0pCAL\0pHYs\0sBIT\0"
-    "sCAL\0sPLT\0sRGB\0sTER\0tEXt\0tIME\0tRNS\0zTXt";
-constexpr int kSkippedCount = 19;
+    "sCAL\0sPLT\0sRGB\0sTER\0tEXt\0tIME\0zTXt\0tRNS";
+constexpr int kSkippedCount = 19;  // the last, tRNS, read where the alpha is kept
 
 // libpng's read and info structures, destroyed with this.
 struct PngRead {
@@ -132,7 +132,8 @@ std::string ReadPngHeader(const uint8_t* data, size_t n, uint32_t max_side, PngH
 }
 
 std::string ReadPngRows(const uint8_t* data, size_t n, const PngHeader& h, uint32_t row_lo,
-                        uint32_t row_hi, std::vector<uint8_t>* rows) {
+                        uint32_t row_hi, std::vector<uint8_t>* rows, bool keep_alpha,
+                        uint32_t* channels) {
   const Result<const PngApi*>& loaded = PngLibrary();
   if (!loaded.ok()) return loaded.status().message();
   const PngApi& api = *loaded.value();
@@ -144,7 +145,6 @@ std::string ReadPngRows(const uint8_t* data, size_t n, const PngHeader& h, uint3
   if (r.png == nullptr) return "libpng: png_create_read_struct failed";
   r.info = api.create_info_struct(r.png);
   if (r.info == nullptr) return "libpng: png_create_info_struct failed";
-  const size_t pitch = size_t{h.width} * h.channels();
   // Only libpng's C frames run between the setjmp and a longjmp; `r` and `rows` are the
   // caller's and this frame's, made before it, and destroyed normally after. (png_jmpbuf is
   // png.h's macro over png_set_longjmp_fn, here through the loaded library.)
@@ -153,16 +153,25 @@ std::string ReadPngRows(const uint8_t* data, size_t n, const PngHeader& h, uint3
   api.set_read_fn(r.png, &in, OnRead);
   api.set_user_limits(r.png, h.width, h.height);  // what ReadPngHeader read, and no more
   api.set_chunk_malloc_max(r.png, 8u << 20);
-  api.set_keep_unknown_chunks(r.png, PNG_HANDLE_CHUNK_NEVER, kSkipped, kSkippedCount);
+  api.set_keep_unknown_chunks(r.png, PNG_HANDLE_CHUNK_NEVER, kSkipped,
+                              keep_alpha ? kSkippedCount - 1 : kSkippedCount);
   api.read_info(r.png, r.info);
   if (api.get_image_width(r.png, r.info) != h.width ||
       api.get_image_height(r.png, r.info) != h.height) {
     return "libpng read another header";
   }
+  // The alpha kept: the colour type's, or a tRNS chunk's (read by png_read_info) made a channel.
+  const bool alpha = keep_alpha && ((h.color_type & PNG_COLOR_MASK_ALPHA) != 0 ||
+                                    api.get_valid(r.png, r.info, PNG_INFO_tRNS) != 0);
   if (h.color_type == PNG_COLOR_TYPE_PALETTE) api.set_palette_to_rgb(r.png);
   if (h.color_type == PNG_COLOR_TYPE_GRAY && h.bit_depth < 8) api.set_expand_gray_1_2_4_to_8(r.png);
+  if (alpha && (h.color_type & PNG_COLOR_MASK_ALPHA) == 0) api.set_tRNS_to_alpha(r.png);
+  if (alpha && (h.color_type & PNG_COLOR_MASK_COLOR) == 0) api.set_gray_to_rgb(r.png);
   if (h.bit_depth == 16) api.set_strip_16(r.png);
-  if (h.color_type & PNG_COLOR_MASK_ALPHA) api.set_strip_alpha(r.png);
+  if (!alpha && (h.color_type & PNG_COLOR_MASK_ALPHA) != 0) api.set_strip_alpha(r.png);
+  const uint32_t c = alpha ? 4 : h.channels();
+  if (channels != nullptr) *channels = c;
+  const size_t pitch = size_t{h.width} * c;
   const int passes = api.set_interlace_handling(r.png);
   api.read_update_info(r.png, r.info);
   if (api.get_rowbytes(r.png, r.info) != pitch) return "libpng's rows are not the header's";
@@ -198,8 +207,12 @@ std::string PngImageDecoder::Decode(const uint8_t* data, size_t n, uint64_t epoc
   const decode::ResampleAxis& rows = writer_.rows();
   const uint32_t lo = static_cast<uint32_t>(rows.lo);
   const uint32_t hi = std::min(static_cast<uint32_t>(rows.hi), h.height);
-  if (std::string why = ReadPngRows(data, n, h, lo, hi, &rows_); !why.empty()) return why;
-  writer_.Write(rows_.data(), size_t{h.width} * h.channels(), 0, h.channels(), out);
+  uint32_t channels = 0;
+  if (std::string why = ReadPngRows(data, n, h, lo, hi, &rows_, spec_.channels == 4, &channels);
+      !why.empty()) {
+    return why;
+  }
+  writer_.Write(rows_.data(), size_t{h.width} * channels, 0, channels, out);
   return "";
 }
 

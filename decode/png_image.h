@@ -4,12 +4,17 @@
 //
 // What is decoded: every PNG of the standard (PNG 1.2, ISO/IEC 15948): grey, grey with alpha,
 // RGB, RGBA and palette images, of 1, 2, 4, 8 and 16 bits, interlaced (Adam7) or not. They become
-// what PIL's Image.convert("RGB") makes of them, which is what torchvision's transforms see:
-//   - a palette image its palette's colours (a tRNS chunk's transparency is not applied);
+// what PIL's Image.convert("RGB") makes of them (a spec of 3 channels), or Image.convert("RGBA")
+// (4: the alpha kept), which is what torchvision's transforms see:
+//   - a palette image its palette's colours (a tRNS chunk's transparency applied as alpha under
+//     4 channels, not applied under 3);
 //   - grey of 1, 2 or 4 bits scaled to 0..255 (x 255, 85, 17); grey stays one channel, written
-//     as 3 equal ones (as a grey JPEG);
+//     as 3 equal ones (as a grey JPEG); grey with alpha (or a grey tRNS, under 4 channels)
+//     becomes RGBA;
 //   - 16-bit samples their high byte (libpng's png_set_strip_16; PIL's "RGB;16B");
-//   - alpha dropped (the colour as stored, not blended with any background);
+//   - alpha dropped under 3 channels (the colour as stored, not blended with any background),
+//     kept as stored (straight, not premultiplied) under 4; a tRNS colour of an RGB or grey image
+//     is alpha 0 under 4; an image without alpha is opaque (255);
 //   - gamma (gAMA), colour profiles (iCCP, sRGB, cHRM) and text are not applied or read.
 //
 // Per image:
@@ -52,7 +57,7 @@ struct PngHeader {
   uint8_t bit_depth = 0;
   uint8_t color_type = 0;  // 0 grey, 2 RGB, 3 palette, 4 grey + alpha, 6 RGBA
   bool interlaced = false;
-  // The channels a decode gives: 1 (grey, grey + alpha) or 3.
+  // The channels a decode gives with the alpha dropped: 1 (grey, grey + alpha) or 3.
   uint32_t channels() const { return color_type == 0 || color_type == 4 ? 1 : 3; }
 };
 
@@ -66,11 +71,13 @@ std::string ReadPngHeader(const uint8_t* data, size_t n, uint32_t max_side, PngH
 
 // Decodes rows [row_lo, row_hi) (row_lo < row_hi <= h.height) of the PNG at data[0, n), whose
 // header ReadPngHeader read as `h`, into *rows (grown as needed): row r at (r - row_lo) *
-// h.width * h.channels(), h.channels() bytes a pixel, as the header says. "" or why libpng
-// failed ("libpng: IDAT: incorrect data check", "libpng: the data ends at byte 1234, inside
-// chunk IDAT", ...).
+// h.width * C, C bytes a pixel: h.channels() with the alpha dropped; with keep_alpha, 4 (RGBA)
+// for an image with alpha (its colour type's, or a tRNS chunk's), else h.channels(). *channels,
+// where given, is set to C. "" or why libpng failed ("libpng: IDAT: incorrect data check",
+// "libpng: the data ends at byte 1234, inside chunk IDAT", ...).
 std::string ReadPngRows(const uint8_t* data, size_t n, const PngHeader& h, uint32_t row_lo,
-                        uint32_t row_hi, std::vector<uint8_t>* rows);
+                        uint32_t row_hi, std::vector<uint8_t>* rows, bool keep_alpha = false,
+                        uint32_t* channels = nullptr);
 
 class PngImageDecoder {
  public:

@@ -45,6 +45,9 @@ Result<const PngApi*> Load() {
                  &missing) &&
       BindSymbol(lib, "png_set_strip_16", &api->set_strip_16, &missing) &&
       BindSymbol(lib, "png_set_strip_alpha", &api->set_strip_alpha, &missing) &&
+      BindSymbol(lib, "png_get_valid", &api->get_valid, &missing) &&
+      BindSymbol(lib, "png_set_tRNS_to_alpha", &api->set_tRNS_to_alpha, &missing) &&
+      BindSymbol(lib, "png_set_gray_to_rgb", &api->set_gray_to_rgb, &missing) &&
       BindSymbol(lib, "png_set_interlace_handling", &api->set_interlace_handling, &missing) &&
       BindSymbol(lib, "png_read_update_info", &api->read_update_info, &missing) &&
       BindSymbol(lib, "png_get_rowbytes", &api->get_rowbytes, &missing) &&

@@ -45,6 +45,9 @@ struct PngApi {
   decltype(&::png_set_expand_gray_1_2_4_to_8) set_expand_gray_1_2_4_to_8;
   decltype(&::png_set_strip_16) set_strip_16;
   decltype(&::png_set_strip_alpha) set_strip_alpha;
+  decltype(&::png_get_valid) get_valid;
+  decltype(&::png_set_tRNS_to_alpha) set_tRNS_to_alpha;
+  decltype(&::png_set_gray_to_rgb) set_gray_to_rgb;
   decltype(&::png_set_interlace_handling) set_interlace_handling;
   decltype(&::png_read_update_info) read_update_info;
   decltype(&::png_get_rowbytes) get_rowbytes;

@@ -67,7 +67,7 @@ std::string ReadWebpHeader(const uint8_t* data, size_t n, uint32_t max_side, Web
 std::string ReadWebpRegion(const uint8_t* data, size_t n, const WebpHeader& h, uint32_t row_lo,
                            uint32_t row_hi, uint32_t col_lo, uint32_t col_hi,
                            std::vector<uint8_t>* pixels, uint32_t* row0, uint32_t* col0,
-                           size_t* pitch) {
+                           size_t* pitch, uint32_t channels) {
   WebPDecoderConfig config;
   if (!WebPInitDecoderConfig(&config)) return "libwebp: WebPInitDecoderConfig failed";
   // libwebp crops from even coordinates (it rounds a start down itself; here it is done first,
@@ -82,10 +82,10 @@ std::string ReadWebpRegion(const uint8_t* data, size_t n, const WebpHeader& h, u
     config.options.crop_width = static_cast<int>(w);
     config.options.crop_height = static_cast<int>(rows);
   }
-  *pitch = size_t{w} * 3;
+  *pitch = size_t{w} * (channels == 4 ? 4 : 3);
   const size_t bytes = *pitch * rows;
   if (pixels->size() < bytes) pixels->resize(bytes);
-  config.output.colorspace = MODE_RGB;
+  config.output.colorspace = channels == 4 ? MODE_RGBA : MODE_RGB;
   config.output.is_external_memory = 1;
   config.output.u.RGBA.rgba = pixels->data();
   config.output.u.RGBA.stride = static_cast<int>(*pitch);
@@ -115,13 +115,15 @@ std::string WebpImageDecoder::Decode(const uint8_t* data, size_t n, uint64_t epo
   widen(rows.lo, rows.hi, h.height, &r_lo, &r_hi);
   widen(cols.lo, cols.hi, h.width, &c_lo, &c_hi);
   size_t pitch = 0;
-  if (std::string why =
-          ReadWebpRegion(data, n, h, r_lo, r_hi, c_lo, c_hi, &pixels_, &row0, &col0, &pitch);
+  // The alpha kept where the image has one (else RGB, and the writer's alpha opaque).
+  const uint32_t channels = spec_.channels == 4 && h.alpha ? 4 : 3;
+  if (std::string why = ReadWebpRegion(data, n, h, r_lo, r_hi, c_lo, c_hi, &pixels_, &row0, &col0,
+                                       &pitch, channels);
       !why.empty()) {
     return why;
   }
   writer_.Write(pixels_.data() + size_t(static_cast<uint32_t>(rows.lo) - row0) * pitch, pitch,
-                static_cast<int32_t>(col0), 3, out);
+                static_cast<int32_t>(col0), channels, out);
   return "";
 }
 

@@ -3,8 +3,9 @@
 // decoder holds one.
 //
 // What is decoded: still WebP images, lossy (VP8) and lossless (VP8L), with or without alpha
-// (VP8X's extended header); the alpha is dropped, as PIL's Image.convert("RGB") drops it. An
-// animated WebP is refused (its frames are not one image). Colour profiles are not applied.
+// (VP8X's extended header); the alpha is dropped, as PIL's Image.convert("RGB") drops it, under a
+// spec of 3 channels, and kept as stored (straight) under 4, an image without alpha opaque (255).
+// An animated WebP is refused (its frames are not one image). Colour profiles are not applied.
 //
 // Per image:
 //   1. the header (ReadWebpHeader): the RIFF container's signature and size, then libwebp's
@@ -15,7 +16,8 @@
 //   3. the decode of the crop's rows and columns, widened by kWebpMargin pixels on each side
 //      within the image (libwebp's cropping: a lossy image's fancy chroma upsampling treats the
 //      region's edges as the image's, so the pixels the resample reads are the full decode's only
-//      away from them) into the decoder's buffer as RGB (libwebp writes it: external memory);
+//      away from them) into the decoder's buffer as RGB, or RGBA where the alpha is kept (libwebp
+//      writes it: external memory);
 //   4. the crop's resample into the output.
 // A decode libwebp fails (a damaged or truncated bitstream) is a bad record: Decode returns why,
 // with libwebp's status.
@@ -53,13 +55,14 @@ struct WebpHeader {
 std::string ReadWebpHeader(const uint8_t* data, size_t n, uint32_t max_side, WebpHeader* h);
 
 // Decodes the region rows [row_lo, row_hi), columns [col_lo, col_hi) (within the image) of the
-// WebP at data[0, n), whose header ReadWebpHeader read as `h`, as RGB into *pixels (grown as
-// needed), *pitch bytes a row; libwebp's cropping takes even starts, so the region's first row
-// and column, *row0 <= row_lo and *col0 <= col_lo, may be one before. "" or why libwebp failed.
+// WebP at data[0, n), whose header ReadWebpHeader read as `h`, as RGB (or, with `channels` 4,
+// RGBA) into *pixels (grown as needed), *pitch bytes a row; libwebp's cropping takes even starts,
+// so the region's first row and column, *row0 <= row_lo and *col0 <= col_lo, may be one before.
+// "" or why libwebp failed.
 std::string ReadWebpRegion(const uint8_t* data, size_t n, const WebpHeader& h, uint32_t row_lo,
                            uint32_t row_hi, uint32_t col_lo, uint32_t col_hi,
                            std::vector<uint8_t>* pixels, uint32_t* row0, uint32_t* col0,
-                           size_t* pitch);
+                           size_t* pitch, uint32_t channels = 3);
 
 class WebpImageDecoder {
  public:

@@ -154,8 +154,8 @@ LoaderOptions DecodedImageOptions(LoaderOptions o, const TrainConfig& c, ImageCr
 Normalization DecodedImageStatistics() {
   const ImageDecodeSpec spec;
   Normalization n;
-  n.mean.assign(spec.mean.begin(), spec.mean.end());
-  n.stddev.assign(spec.stddev.begin(), spec.stddev.end());
+  n.mean.assign(spec.mean.begin(), spec.mean.begin() + spec.channels);
+  n.stddev.assign(spec.stddev.begin(), spec.stddev.begin() + spec.channels);
   return n;
 }
 

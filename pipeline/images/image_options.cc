@@ -14,7 +14,8 @@ OptionTable<ImageOptions> MakeTable() {
       .Range(0, kMaxImageSize)
       .For(kTrainCommand | kLoaderApi)
       .Help(
-          "image records are decoded to SIZE x SIZE images (3 channels): a random resized "
+          "image records are decoded to SIZE x SIZE images (3 channels; 4 with image_alpha keep): "
+          "a random resized "
           "crop and flip for training, the centre crop of the image resized to SIZE / 0.875 for "
           "evaluation; 0 (the loader only): they come out as stored, their bytes and offsets");
   t.Word("image-crop", [](auto& o) -> auto& { return o.crop; },
@@ -81,6 +82,14 @@ OptionTable<ImageOptions> MakeTable() {
           "the image field decoded, by name; their other fields, other image fields too, come "
           "out as stored; left out: their one image field (samples of several image fields "
           "must name one)");
+  t.Word("image-alpha", [](auto& o) -> auto& { return o.alpha; }, {{"drop", false}, {"keep", true}})
+      .For(kLoaderApi)
+      .Help(
+          "decoded images: drop (RGB, 3 channels: a PNG's or WebP's alpha dropped, the colour as "
+          "stored, as PIL's convert('RGB')) or keep (RGBA, 4 channels: the alpha as stored, a "
+          "PNG's tRNS transparency applied, 255 for an image without alpha, every JPEG; each "
+          "channel resized on its own; normalize's alpha statistics 0 and 255 unless mean and std "
+          "give 4 values)");
   return t;
 }
 

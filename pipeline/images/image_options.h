@@ -2,7 +2,8 @@
 // every program that decodes them: `ringfeed train` (its --image-size, --image-threads,
 // --skip-bad-records, --max-image-side, --image-decoder, through TrainConfig::image) and the
 // library's loader (Python's image_size, image_crop, image_threads, skip_bad_records,
-// max_image_side, image_decoder, image_cpu_share, image_field, through LoaderOptions::image). What
+// max_image_side, image_decoder, image_cpu_share, image_field, image_alpha, through
+// LoaderOptions::image). What
 // they do: pipeline/images/image_stage.h and decode/jpeg_image.h.
 //
 // Thread safety: the table is built on first use (a function-local static) and only read after.
@@ -45,6 +46,9 @@ struct ImageOptions {
   // Samples of several fields: the name of the image field decoded (the others come out as
   // stored); empty: their one image field (several: image_field must name one).
   std::string field;
+  // RGBA images (4 channels: a PNG's or WebP's alpha, 255 where an image has none) instead of RGB
+  // (the alpha dropped).
+  bool alpha = false;
 
   bool operator==(const ImageOptions&) const = default;
 };

@@ -37,8 +37,9 @@ decode::GpuImageOutput OutputOf(const ImageDecodeSpec& s) {
   }
   o.size = s.size;
   o.channels_last = s.channels_last;
+  o.channels = s.channels;
   o.normalize = s.normalize;
-  for (int c = 0; c < 3; ++c) {
+  for (uint32_t c = 0; c < s.channels; ++c) {
     o.mean[c] = s.mean[c];
     o.stddev[c] = s.stddev[c];
   }

@@ -70,6 +70,7 @@ Status CheckNoImageOptions(const LoaderOptions& options, const format::Header& h
                      : image.max_side != plain.max_side ? "max_image_side"
                      : image.decoder != plain.decoder   ? "image_decoder"
                      : !image.field.empty()             ? "image_field"
+                     : image.alpha                      ? "image_alpha"
                                                         : nullptr;
   if (idle == nullptr) return Status::Ok();
   return Status::Usage(std::string(idle) + ": " +
@@ -162,13 +163,16 @@ Result<ImageDecodeSpec> ImageSpecFor(const LoaderOptions& options, const OutputO
   spec.normalize = out.normalize;
   spec.max_side = options.image.max_side;
   spec.seed = options.pipeline.order.seed;
+  spec.channels = options.image.alpha ? 4 : 3;
   if (!out.mean.empty() || !out.stddev.empty()) {
-    if (out.mean.size() != 3 || out.stddev.size() != 3) {
-      return Status::Usage(
-          "mean and std: decoded images have 3 channels, so one value a channel (" +
-          std::to_string(out.mean.size()) + " means and " + std::to_string(out.stddev.size()) +
-          " stds given), in pixel units "
-          "(0 to 255)");
+    // With the alpha kept, 3 values leave the alpha's own (0 and 255: alpha / 255).
+    const size_t n = out.mean.size();
+    if (n != out.stddev.size() || (n != 3 && n != spec.channels)) {
+      return Status::Usage("mean and std: decoded images have " + std::to_string(spec.channels) +
+                           " channels, so one value a channel (" + std::to_string(out.mean.size()) +
+                           " means and " + std::to_string(out.stddev.size()) + " stds given" +
+                           (spec.channels == 4 ? "; or 3, the alpha's left 0 and 255" : "") +
+                           "), in pixel units (0 to 255)");
     }
     std::copy(out.mean.begin(), out.mean.end(), spec.mean.begin());
     std::copy(out.stddev.begin(), out.stddev.end(), spec.stddev.begin());
@@ -337,8 +341,9 @@ Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
   if (output_kind == BatchKind::kImages) {
     RF_ASSIGN_OR_RETURN(plan.image, ImageSpecFor(options, plan.output_options));
     const int64_t size = plan.image.size;
-    plan.sample_shape = plan.image.channels_last ? std::vector<int64_t>{size, size, 3}
-                                                 : std::vector<int64_t>{3, size, size};
+    const int64_t channels = plan.image.channels;
+    plan.sample_shape = plan.image.channels_last ? std::vector<int64_t>{size, size, channels}
+                                                 : std::vector<int64_t>{channels, size, size};
     plan.output = out.dtype;
     plan.host_staging = true;
     // With the worker (one dataset), the stage runs on its thread and one finished batch may

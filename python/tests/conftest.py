@@ -70,6 +70,44 @@ def photographs_or_skip() -> str:
     return photos
 
 
+def codec_tree_dataset(root: Path, kinds: Dict, per_kind: int, convert_args=()) -> tuple:
+    """An ImageFolder tree under `root` of `per_kind` photographs (tools/bench/make_jpeg_set.py's)
+    in each class of `kinds` (class name -> (file extension, save(PIL RGB image, path))),
+    converted by ringfeed-convert images as they are: (the dataset's path, {sample index: (class
+    name, the record's bytes)}, the converter's stdout). Skips where PIL (with WebP), the
+    photographs or RINGFEED_CONVERT are missing."""
+    image = pytest.importorskip("PIL.Image")
+    from PIL import features
+    if not features.check("webp"):
+        pytest.skip("this PIL has no WebP")
+    photographs = photographs_or_skip()
+    tool = os.environ.get("RINGFEED_CONVERT")
+    if not tool:
+        pytest.skip("RINGFEED_CONVERT is not set (ctest sets it to the built ringfeed-convert)")
+    repo = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, str(repo / "tools/bench/make_jpeg_set.py"), "-o",
+                    str(root / "jpegs"), "--count", str(per_kind), "--workers", "1", "--data",
+                    photographs], check=True, capture_output=True)
+    sources = sorted((root / "jpegs").rglob("*.jpg"))
+    assert len(sources) == per_kind
+    for kind, (ext, save) in kinds.items():
+        folder = root / "tree" / kind
+        folder.mkdir(parents=True)
+        for i, src in enumerate(sources):
+            save(image.open(src).convert("RGB"), folder / f"{i}{ext}")
+    data = root / "codecs.rfd"
+    out = subprocess.run([tool, "images", str(root / "tree"), "-o", str(data), *convert_args],
+                         check=True, capture_output=True, text=True)
+    files = {}
+    loader = ringfeed.Loader(data, batch_size=8, device="cpu", image_size=0)
+    for values, offsets, labels in loader:
+        v, o, y = np.from_dlpack(values), np.from_dlpack(offsets), np.from_dlpack(labels)
+        for i, g in enumerate(values.indices):
+            files[g] = (sorted(kinds)[int(y[i])], v[o[i]:o[i + 1]].tobytes())
+    assert len(files) == len(kinds) * per_kind
+    return str(data), files, out.stdout
+
+
 def positional_samples(n: int, shape: Sequence[int]) -> np.ndarray:
     """n uint8 samples of `shape` in the positional pattern."""
     elems = int(np.prod(shape))

@@ -8,21 +8,15 @@ PIL's decode, crop and bilinear resize of the same bytes (torchvision's PIL path
 of 255, its mean within 1 (the issue's bound), the centre crop and the training crop alike.
 """
 
-import io
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ringfeed
 
-from conftest import photographs_or_skip
+from conftest import codec_tree_dataset
 from test_images import SEED, pil_reference
 
-REPO = Path(__file__).resolve().parents[2]
 
 # The kinds: ImageFolder class name -> how PIL saves a photo as it.
 KINDS = {
@@ -44,39 +38,13 @@ PER_KIND = 3
 @pytest.fixture(scope="module")
 def codecs(tmp_path_factory):
     """(dataset path, {index: (kind, file bytes)}): PER_KIND photos of each kind."""
-    image = pytest.importorskip("PIL.Image")
-    from PIL import features
-    if not features.check("webp"):
-        pytest.skip("this PIL has no WebP")
-    photographs = photographs_or_skip()
-    tool = os.environ.get("RINGFEED_CONVERT")
-    if not tool:
-        pytest.skip("RINGFEED_CONVERT is not set (ctest sets it to the built ringfeed-convert)")
-    root = tmp_path_factory.mktemp("codecs")
-    subprocess.run([sys.executable, str(REPO / "tools/bench/make_jpeg_set.py"), "-o",
-                    str(root / "jpegs"), "--count", str(PER_KIND), "--workers", "1", "--data",
-                    photographs], check=True, capture_output=True)
-    sources = sorted(p for p in (root / "jpegs").rglob("*.jpg"))
-    assert len(sources) == PER_KIND
-    for kind, save in KINDS.items():
-        folder = root / "tree" / kind
-        folder.mkdir(parents=True)
-        for i, src in enumerate(sources):
-            save(image.open(src).convert("RGB"), folder / f"{i}{EXTENSION[kind.split('-')[0]]}")
-    data = root / "codecs.rfd"
-    out = subprocess.run([tool, "images", str(root / "tree"), "-o", str(data), "--chunk-size",
-                          "256KiB"], check=True, capture_output=True, text=True)
-    assert f"{len(KINDS) * PER_KIND} images (" in out.stdout, out.stdout
-    assert "image/*" in out.stdout, out.stdout
-    files = {}
-    loader = ringfeed.Loader(data, batch_size=8, device="cpu", image_size=0)
-    assert loader.dataset.media_type == "image/*"
-    for values, offsets, labels in loader:
-        v, o, y = np.from_dlpack(values), np.from_dlpack(offsets), np.from_dlpack(labels)
-        for i, g in enumerate(values.indices):
-            files[g] = (sorted(KINDS)[int(y[i])], v[o[i]:o[i + 1]].tobytes())
-    assert len(files) == len(KINDS) * PER_KIND
-    return str(data), files
+    kinds = {k: (EXTENSION[k.split("-")[0]], save) for k, save in KINDS.items()}
+    data, files, out = codec_tree_dataset(tmp_path_factory.mktemp("codecs"), kinds, PER_KIND,
+                                          ["--chunk-size", "256KiB"])
+    assert f"{len(KINDS) * PER_KIND} images (" in out, out
+    assert "image/*" in out, out
+    assert ringfeed.dataset_info(data).media_type == "image/*"
+    return data, files
 
 
 @pytest.mark.parametrize("crop", ["center", "random"])

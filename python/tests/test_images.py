@@ -126,22 +126,27 @@ def photos(tmp_path_factory):
     return str(data), jpegs
 
 
-def pil_reference(jpeg, size, crop, epoch, index):
+def pil_reference(jpeg, size, crop, epoch, index, mode="RGB"):
     """torchvision's PIL path for one image: decode, (RandomResizedCrop: crop, then resize
-    bilinear; flip) or (Resize(size / 0.875) bilinear, then CenterCrop), as uint8 HWC."""
+    bilinear; flip) or (Resize(size / 0.875) bilinear, then CenterCrop), as uint8 HWC. mode
+    "RGBA": convert("RGBA"), each band resized on its own (straight alpha: PIL's resize of an
+    RGBA image premultiplies it, a tensor resize does not)."""
     from PIL import Image
-    img = Image.open(io.BytesIO(jpeg)).convert("RGB")
+    img = Image.open(io.BytesIO(jpeg)).convert(mode)
     width, height = img.size
+    bands = img.split() if mode == "RGBA" else [img]
     if crop == "random":
         top, left, h, w, flip = ringfeed._ringfeed.random_resized_crop(SEED, epoch, index,
                                                                        height, width)
-        out = img.crop((left, top, left + w, top + h)).resize((size, size), Image.BILINEAR)
+        outs = [b.crop((left, top, left + w, top + h)).resize((size, size), Image.BILINEAR)
+                for b in bands]
         if flip:
-            out = out.transpose(Image.FLIP_LEFT_RIGHT)
+            outs = [o.transpose(Image.FLIP_LEFT_RIGHT) for o in outs]
     else:
         top, left, _, _, rh, rw = ringfeed._ringfeed.center_crop(height, width, size)
-        out = img.resize((rw, rh), Image.BILINEAR).crop((left, top, left + size, top + size))
-    return np.asarray(out)
+        outs = [b.resize((rw, rh), Image.BILINEAR).crop((left, top, left + size, top + size))
+                for b in bands]
+    return np.asarray(outs[0]) if len(outs) == 1 else np.dstack([np.asarray(o) for o in outs])
 
 
 @pytest.mark.parametrize("crop", ["random", "center"])

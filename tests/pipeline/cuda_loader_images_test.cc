@@ -6,8 +6,9 @@
 // not take and the CPU share decoded exactly as the host does, a run repeated bit for bit at a
 // fixed share, the auto share giving every record to the CPU threads where they keep up, and bad
 // records named or skipped as on the host, and a dataset of no JPEG decoded by the CPU threads
-// (auto), nvjpeg refused for it. Skips without a GPU; the nvJPEG cases skip where nvJPEG does not
-// load.
+// (auto), nvjpeg refused for it; with the alpha kept, the CPU threads' batches the host's and
+// nvJPEG's its RGB with an opaque channel. Skips without a GPU; the nvJPEG cases skip where nvJPEG
+// does not load.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -66,7 +67,8 @@ std::vector<Copy> Epochs(const LoaderOptions& o, cudaStream_t stream) {
   EXPECT_TRUE(l.ok()) << l.status().ToString();
   if (!l.ok()) return out;
   EXPECT_EQ((*l)->plan().kind, BatchKind::kImages);
-  const size_t bytes = size_t{3} * o.image.size * o.image.size * DTypeSize(o.output.dtype);
+  const size_t bytes =
+      size_t{o.image.alpha ? 4u : 3u} * o.image.size * o.image.size * DTypeSize(o.output.dtype);
   auto fetch = [&](LoadedBatch& b) { return testing::CopyToHost(b, bytes, stream); };
   std::shared_ptr<LoadedBatch> held;
   for (uint64_t e = 0; e < o.epochs; ++e) {
@@ -221,6 +223,49 @@ TEST_F(CudaLoaderNvjpeg, FloatOutputsAreTheNormalizationOfItsPixelsAndRunsRepeat
       float got;
       std::memcpy(&got, &f32[b].samples[k * 4], 4);
       ASSERT_EQ(got, want) << "batch " << b << " element " << k;
+    }
+  }
+}
+
+// image_alpha keep on a GPU: the CPU threads' batches copied to it are the host loader's, and
+// nvJPEG's are its RGB batches with an opaque fourth channel (JPEGs have no alpha), NHWC and NCHW.
+TEST_F(CudaLoaderNvjpeg, AlphaKeptIsTheHostsOnTheCpuThreadsAndNvjpegsRgbWithAnOpaqueChannel) {
+  for (bool nhwc : {true, false}) {
+    LoaderOptions host = Options(Data(), DeviceKind::kCpu, DType::kUInt8, nhwc);
+    LoaderOptions threads = Options(Data(), DeviceKind::kCuda, DType::kUInt8, nhwc);
+    host.image.alpha = threads.image.alpha = true;
+    const auto h = Epochs(host, stream_.get()), g = Epochs(threads, stream_.get());
+    ExpectSameSamples(h, g);
+    for (size_t b = 0; b < h.size(); ++b) EXPECT_EQ(h[b].samples, g[b].samples) << b;
+
+    LoaderOptions rgb =
+        Options(Data(), DeviceKind::kCuda, DType::kUInt8, nhwc, ImageDecoderChoice::kNvjpeg);
+    rgb.image.cpu_share = 0;
+    LoaderOptions rgba = rgb;
+    rgba.image.alpha = true;
+    const auto three = Epochs(rgb, stream_.get()), four = Epochs(rgba, stream_.get());
+    ExpectSameSamples(three, four);
+    const size_t plane = size_t{rgb.image.size} * rgb.image.size;
+    for (size_t b = 0; b < three.size(); ++b) {
+      const size_t n = three[b].samples.size() / (3 * plane);
+      ASSERT_EQ(four[b].samples.size(), n * 4 * plane);
+      size_t wrong_colour = 0, not_opaque = 0;
+      for (size_t s = 0; s < n; ++s) {
+        for (size_t p = 0; p < plane; ++p) {
+          for (size_t c = 0; c < 4; ++c) {
+            const size_t at4 = nhwc ? (s * plane + p) * 4 + c : (s * 4 + c) * plane + p;
+            const uint8_t v = four[b].samples[at4];
+            if (c == 3) {
+              not_opaque += v != 255;
+              continue;
+            }
+            const size_t at3 = nhwc ? (s * plane + p) * 3 + c : (s * 3 + c) * plane + p;
+            wrong_colour += v != three[b].samples[at3];
+          }
+        }
+      }
+      EXPECT_EQ(wrong_colour, 0u) << "batch " << b << (nhwc ? ", NHWC" : ", NCHW");
+      EXPECT_EQ(not_opaque, 0u) << "batch " << b << (nhwc ? ", NHWC" : ", NCHW");
     }
   }
 }

@@ -51,7 +51,8 @@ std::vector<uint8_t> PackRow(const uint16_t* s, size_t count, int depth) {
 }  // namespace
 
 std::vector<uint8_t> EncodePng(const PngLayout& l, const std::vector<uint16_t>& samples,
-                               const std::vector<std::array<uint8_t, 3>>& palette) {
+                               const std::vector<std::array<uint8_t, 3>>& palette,
+                               const std::vector<uint16_t>& trns) {
   const size_t per_row = size_t{l.width} * Channels(l.color_type);
   EXPECT_EQ(samples.size(), per_row * l.height);
   std::vector<std::vector<uint8_t>> rows;
@@ -76,6 +77,15 @@ std::vector<uint8_t> EncodePng(const PngLayout& l, const std::vector<uint16_t>& 
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   if (l.color_type == PNG_COLOR_TYPE_PALETTE)
     png_set_PLTE(png, info, colours.data(), static_cast<int>(colours.size()));
+  std::vector<png_byte> alphas(trns.begin(), trns.end());
+  png_color_16 colour{};
+  if (!trns.empty() && l.color_type == PNG_COLOR_TYPE_PALETTE) {
+    png_set_tRNS(png, info, alphas.data(), static_cast<int>(alphas.size()), nullptr);
+  } else if (!trns.empty()) {
+    colour.gray = trns[0];
+    if (trns.size() == 3) colour.red = trns[0], colour.green = trns[1], colour.blue = trns[2];
+    png_set_tRNS(png, info, nullptr, 0, &colour);
+  }
   png_set_rows(png, info, pointers.data());
   png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
   png_destroy_write_struct(&png, &info);

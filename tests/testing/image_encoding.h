@@ -22,9 +22,12 @@ struct PngLayout {
 // A PNG of `layout` whose samples are `samples`: height rows of width pixels, each pixel its
 // channels' samples (1 grey, 2 grey + alpha, 3 RGB, 4 RGBA, 1 palette index), each sample one
 // uint16_t whatever the depth (taken as is: below 2^bit_depth). A palette image takes `palette`.
-// Empty on a libpng failure (the test's own mistake), which EXPECTs fail.
+// `trns`, where not empty, is written as a tRNS chunk: a palette image's alpha of its first
+// entries (one value each), a grey image's transparent value (one) or an RGB image's transparent
+// colour (three). Empty on a libpng failure (the test's own mistake), which EXPECTs fail.
 std::vector<uint8_t> EncodePng(const PngLayout& layout, const std::vector<uint16_t>& samples,
-                               const std::vector<std::array<uint8_t, 3>>& palette = {});
+                               const std::vector<std::array<uint8_t, 3>>& palette = {},
+                               const std::vector<uint16_t>& trns = {});
 
 // A WebP of `rgb` (height x width pixels, interleaved RGB; `alpha`, where not empty, one byte a
 // pixel: then RGBA is encoded), lossless or lossy at `quality`.

@@ -11,7 +11,8 @@
 // header ReadImageHeader reads, of the same codec and size; a re-encode's output is a baseline
 // JPEG of the target's size that Decode takes.
 //
-// Input: [the image's bytes][choices from the end: the output size, the crop, the sample index].
+// Input: [the image's bytes][choices from the end: the output size, the crop, the sample index;
+// an odd index decodes with the alpha kept (4 channels: a PNG's tRNS read, a WebP as RGBA)].
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -82,15 +83,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   spec.output = DType::kUInt8;
   spec.normalize = false;
   spec.max_side = kMaxSide;
+  spec.channels = index % 2 == 1 ? 4 : 3;
   static std::unique_ptr<ImageRecordDecoder> decoder;
-  static uint32_t decoder_size = 0;
+  static uint32_t decoder_size = 0, decoder_channels = 0;
   static bool decoder_centre = false;
-  if (!decoder || decoder_size != out_size || decoder_centre != centre) {
+  if (!decoder || decoder_size != out_size || decoder_centre != centre ||
+      decoder_channels != spec.channels) {
     Result<std::unique_ptr<ImageRecordDecoder>> made = ImageRecordDecoder::Create(spec);
     RF_FUZZ_CHECK(made.ok());
     decoder = std::move(*made);
     decoder_size = out_size;
     decoder_centre = centre;
+    decoder_channels = spec.channels;
   }
   std::vector<uint8_t> out(spec.OutputSampleBytes());
   const std::string decode_why = decoder->Decode(bytes, n, 3, index, out.data());
