@@ -153,6 +153,7 @@ LoaderState EpochLoader::Own() const {
   if (format::HoldsImageRecords(h)) {
     s.look.push_back("image_size");
     s.look.push_back("image_crop");
+    s.look.push_back("image_alpha");
   }
   const bool packed = kind_ == StateKind::kSequences;
   for (const Dataset* d : datasets_) {

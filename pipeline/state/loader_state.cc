@@ -20,9 +20,9 @@ constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
 // The options each kind records, in state_dict()'s order.
 const std::vector<std::string>& RecordedKeys(StateKind kind) {
   static const std::vector<std::string> samples = {
-      "seed",       "batch_size", "shuffle",    "shuffle_window", "drop_last", "rank",
-      "world_size", "node_ranks", "augment",    "dtype",          "layout",    "normalize",
-      "mean",       "std",        "image_size", "image_crop"};
+      "seed",       "batch_size", "shuffle",    "shuffle_window", "drop_last",  "rank",
+      "world_size", "node_ranks", "augment",    "dtype",          "layout",     "normalize",
+      "mean",       "std",        "image_size", "image_crop",     "image_alpha"};
   static const std::vector<std::string> sequences = {
       "seed",           "batch_size", "sequence_length", "eod_token", "pad_token",  "shuffle",
       "shuffle_window", "drop_last",  "dtype",           "rank",      "world_size", "node_ranks"};
@@ -36,8 +36,8 @@ const std::vector<std::string> kOrderKeys = {"seed",           "batch_size", "sh
 const std::vector<std::string> kOutputKeys = {"augment", "dtype"};
 // The look of the samples (from version 4 on; a mixture's from 2): recorded in every state,
 // checked where they decide the loader's samples (LoaderState::look).
-const std::vector<std::string> kLookKeys = {"layout", "normalize",  "mean",
-                                            "std",    "image_size", "image_crop"};
+const std::vector<std::string> kLookKeys = {"layout",     "normalize",  "mean",       "std",
+                                            "image_size", "image_crop", "image_alpha"};
 const std::vector<std::string> kPackedKeys = {
     "seed",           "batch_size", "sequence_length", "eod_token", "pad_token", "shuffle",
     "shuffle_window", "drop_last",  "dtype",           "weights",   "datasets"};
@@ -335,8 +335,10 @@ std::vector<std::string> FieldsOf(const StateJson& own, StateKind kind, uint32_t
       if (version < 2 && Contains(kOutputKeys, key)) continue;
       if (version < 3 && key == "stretches") continue;
       if (version < 5 && key == "node_ranks") continue;
+      if (version < 6 && key == "image_alpha") continue;
     }
     if (kind == StateKind::kMixture && version < 3 && key == "node_ranks") continue;
+    if (kind == StateKind::kMixture && version < 4 && key == "image_alpha") continue;
     if (kind == StateKind::kSequences && version < 2 && key == "node_ranks") continue;
     const uint32_t look_from = kind == StateKind::kSamples ? 4 : 2;
     if (kind != StateKind::kSequences && version < look_from && Contains(kLookKeys, key)) continue;
@@ -463,8 +465,11 @@ Status CheckCompatible(const StateJson& saved, uint32_t version, const LoaderSta
       keys = kPackedKeys;
       break;
   }
+  // Only what the state's version holds (a version 5 state has no image_alpha to compare).
+  const std::vector<std::string> held = FieldsOf(mine, own.kind, version);
   std::vector<std::string> differ;
   for (const std::string& k : keys) {
+    if (!Contains(held, k)) continue;
     if (Get(saved, k.c_str()) != Get(mine, k.c_str())) {
       differ.push_back(k + ": the state has " + StateRepr(Get(saved, k.c_str())) +
                        ", this loader " + StateRepr(Get(mine, k.c_str())));

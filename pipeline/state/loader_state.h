@@ -5,19 +5,20 @@
 // made here, in C++, and reached by the C++ tests.
 //
 // Three kinds, each with its own version:
-//   kSamples    one dataset's batches (tensors, records, decoded images), version 5: the epoch,
+//   kSamples    one dataset's batches (tensors, records, decoded images), version 6: the epoch,
 //               the position (samples of this rank's epoch handed out), the stretches (the
 //               epoch's parts trained at other world sizes, oldest first: core/order_settings.h's
 //               ResumedEpoch; a stretch under the node partition with its node_ranks), the
 //               recorded options and the dataset's id and samples. Version 1 lacks augment and
 //               dtype, versions 1 and 2 the stretches (their epochs were ordinary), versions 1 to
 //               3 the look of the samples (layout, normalize, mean, std, image_size,
-//               image_crop), versions 1 to 4 node_ranks (the global partition): each loads with
-//               what it lacks unchecked.
-//   kMixture    a weighted mixture of datasets (kind "mixture"), version 3: the mixture epoch's
+//               image_crop), versions 1 to 4 node_ranks (the global partition), versions 1 to 5
+//               image_alpha: each loads with what it lacks unchecked.
+//   kMixture    a weighted mixture of datasets (kind "mixture"), version 4: the mixture epoch's
 //               place as above, the normalized weights, each dataset's id, samples and path (the
 //               path named in messages, never compared), and the stream (MixtureState). Version 1
-//               lacks the look of the samples, versions 1 and 2 node_ranks.
+//               lacks the look of the samples, versions 1 and 2 node_ranks, versions 1 to 3
+//               image_alpha.
 //   kSequences  packed token sequences (kind "sequences"), version 1: the packing's options, the
 //               weights as given ([] for one dataset), each dataset's id and samples, and the
 //               stream (SequenceState: rows, draws, each dataset's epoch, position, world size
@@ -45,8 +46,8 @@ namespace rf {
 
 enum class StateKind { kSamples, kMixture, kSequences };
 
-inline constexpr uint32_t kSampleStateVersion = 5;
-inline constexpr uint32_t kMixtureStateVersion = 3;
+inline constexpr uint32_t kSampleStateVersion = 6;    // 6: image_alpha
+inline constexpr uint32_t kMixtureStateVersion = 4;   // 4: image_alpha
 inline constexpr uint32_t kSequenceStateVersion = 2;  // 2: node_ranks
 // The most stretches a state holds: what a checkpoint holds (model/checkpoint.h's
 // kMaxCheckpointStretches); a resume adds one.
@@ -67,8 +68,8 @@ struct LoaderState {
   // world_size among them.
   StateJson options = StateJson::object();
   // A loader's own state only: the look keys a saved state must agree on with it (layout,
-  // normalize, mean, std where batches are decoded; image_size and image_crop for a dataset of
-  // image records).
+  // normalize, mean, std where batches are decoded; image_size, image_crop and image_alpha for a
+  // dataset of image records).
   std::vector<std::string> look;
   std::vector<StateDataset> datasets;  // kSamples: the one; else each
   std::vector<double> weights;         // kMixture: normalized; kSequences: as given

@@ -11,8 +11,7 @@ namespace {
 // A str as Python's repr() quotes it: in single quotes unless it holds one and no double quote,
 // with backslashes, the quote and control characters escaped.
 std::string StrRepr(const std::string& s) {
-  const bool double_quoted =
-      s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
+  const bool double_quoted = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
   const char quote = double_quoted ? '"' : '\'';
   std::string out(1, quote);
   for (const char c : s) {

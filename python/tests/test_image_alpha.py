@@ -118,3 +118,22 @@ def test_options_that_would_do_nothing_are_refused_naming_themselves(alphas, tmp
         w.write(np.zeros((4, 3, 4, 4), np.uint8), np.zeros(4, np.int64))
     with pytest.raises(ringfeed.UsageError, match="image_alpha: this dataset's batches are no"):
         ringfeed.Loader(str(tensors), batch_size=2, device="cpu", image_alpha="keep")
+
+
+def test_the_state_records_the_alpha_and_a_loader_of_the_other_refuses_it(alphas):
+    data, _ = alphas
+    kw = dict(batch_size=4, device="cpu", image_size=32, image_threads=2)
+    keep = ringfeed.Loader(data, image_alpha="keep", **kw)
+    next(iter(keep))
+    state = keep.state_dict()
+    assert state["image_alpha"] == "keep" and state["version"] == 6
+    with pytest.raises(ringfeed.UsageError, match="image_alpha: the state has 'keep', this loader "
+                                                  "'drop'"):
+        ringfeed.Loader(data, **kw).load_state_dict(state)
+    again = ringfeed.Loader(data, image_alpha="keep", **kw)
+    again.load_state_dict(state)
+    assert again.position == keep.position
+    # A state of before the alpha was recorded (version 5) loads into either.
+    old = {k: v for k, v in state.items() if k != "image_alpha"}
+    old["version"] = 5
+    ringfeed.Loader(data, **kw).load_state_dict(old)

@@ -199,7 +199,7 @@ def test_a_state_of_other_image_settings_is_refused_naming_each(trees):
 
 
 def test_a_state_saved_before_the_image_settings_were_recorded_still_loads(trees):
-    look = ("layout", "normalize", "mean", "std", "image_size", "image_crop")
+    look = ("layout", "normalize", "mean", "std", "image_size", "image_crop", "image_alpha")
     saved = loader(trees["a"])
     batches(saved, 1)
     state = saved.state_dict()
@@ -216,7 +216,7 @@ def test_a_state_saved_before_the_image_settings_were_recorded_still_loads(trees
     mixed = mixture(trees)
     batches(mixed, 2)
     state = mixed.state_dict()
-    assert state["version"] == 3
+    assert state["version"] == 4
     old = {k: v for k, v in state.items() if k not in look}
     old["version"] = 1
     resumed = mixture(trees)

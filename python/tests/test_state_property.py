@@ -30,7 +30,8 @@ def _mutations():
     fields = st.sampled_from(["version", "epoch", "position", "stretches", "seed", "batch_size",
                               "shuffle", "shuffle_window", "drop_last", "rank", "world_size",
                               "dataset_id", "dataset_samples", "augment", "dtype", "layout",
-                              "normalize", "mean", "std", "image_size", "image_crop", "extra"])
+                              "normalize", "mean", "std", "image_size", "image_crop", "image_alpha",
+                              "extra"])
     return st.lists(st.tuples(fields, values), min_size=1, max_size=3)
 
 
@@ -63,7 +64,7 @@ def test_any_state_is_refused_or_resumes_exactly(datasets, edits, drop):
     # state's position ends one more stretch of its epoch, and the loader starts that epoch's
     # remainder.
     mine = loader.state_dict()
-    unchecked = ("image_size", "image_crop")
+    unchecked = ("image_size", "image_crop", "image_alpha")
     if state["version"] == 1:
         unchecked += ("augment", "dtype")
     if state["version"] < 4:

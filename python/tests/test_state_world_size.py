@@ -80,7 +80,7 @@ def resume_2_3_2(path, **options):
     state = second[0].state_dict()
     assert (state["epoch"], state["position"]) == (0, 112)
     assert state["stretches"] == [{"world_size": 2, "position": 80}]
-    assert state["world_size"] == 3 and state["version"] == 5
+    assert state["world_size"] == 3 and state["version"] == 6
 
     third = world(path, 2, state, **options)
     counts = [(l.epoch_samples, len(l)) for l in third]

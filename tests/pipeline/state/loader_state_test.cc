@@ -102,8 +102,22 @@ TEST(LoaderStateTest, EveryKindReadsBackWhatItWrote) {
 }
 
 TEST(LoaderStateTest, OlderVersionsLoadWithWhatTheyLackUnchecked) {
-  const LoaderState own = Samples();
-  StateJson v4 = EncodeLoaderState(own);
+  LoaderState own = Samples();
+  own.look.push_back("image_alpha");  // as a loader of image records has it
+  StateJson v5 = EncodeLoaderState(own);
+  ASSERT_TRUE(v5.contains("image_alpha"));
+  StateJson other = v5;
+  other["image_alpha"] = "keep";
+  EXPECT_NE(Refusal(other, own).find("image_alpha: the state has 'keep', this loader 'drop'"),
+            std::string::npos)
+      << Refusal(other, own);
+  v5.erase("image_alpha");  // before the alpha was kept: not compared
+  v5["version"] = 5;
+  EXPECT_EQ(Refusal(v5, own), "");
+  Result<LoaderState> r5 = DecodeLoaderState(v5, own);
+  ASSERT_TRUE(r5.ok()) << r5.status().ToString();
+  EXPECT_FALSE(EncodeLoaderState(*r5).contains("image_alpha"));
+  StateJson v4 = v5;
   v4.erase("node_ranks");  // before the node partition: the global one
   v4["version"] = 4;
   Result<LoaderState> r4 = DecodeLoaderState(v4, own);
@@ -111,7 +125,7 @@ TEST(LoaderStateTest, OlderVersionsLoadWithWhatTheyLackUnchecked) {
   EXPECT_EQ(r4->node_ranks, 0u);
   StateJson v3 = v4;
   for (const char* k : {"layout", "normalize", "mean", "std", "image_size", "image_crop"})
-    v3.erase(k);
+    v3.erase(k);  // (image_alpha: erased above)
   v3["version"] = 3;
   EXPECT_EQ(Refusal(v3, own), "");
   // A state read at an older version encodes again at that version, and is taken again (the
@@ -132,15 +146,16 @@ TEST(LoaderStateTest, OlderVersionsLoadWithWhatTheyLackUnchecked) {
   v1.erase("dtype");
   v1["version"] = 1;
   EXPECT_EQ(Refusal(v1, own), "");
-  v1["version"] = 6;
+  v1["version"] = 7;
   EXPECT_EQ(Refusal(v1, own),
-            "load_state_dict: unknown state version 6 (this ringfeed reads 1 to 5)");
+            "load_state_dict: unknown state version 7 (this ringfeed reads 1 to 6)");
 
   // A mixture's version 1: without the look of the samples, which is then not compared.
   const LoaderState mix = Mixture();
   StateJson m1 = EncodeLoaderState(mix);
   m1["version"] = 1;
-  for (const char* k : {"layout", "normalize", "mean", "std", "image_size", "image_crop"})
+  for (const char* k :
+       {"layout", "normalize", "mean", "std", "image_size", "image_crop", "image_alpha"})
     m1.erase(k);
   EXPECT_EQ(Refusal(m1, mix), "");
   // A packed state's version 1: without node_ranks, the global partition.
