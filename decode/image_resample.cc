@@ -255,7 +255,8 @@ void StoreRow(const float* px, bool grey, const ResampleOutput& o, uint32_t y, R
     return;
   }
   const size_t plane = size_t{o.height} * width;
-  if (grey && channels == 4) s.opaque.assign(width, 255.f);
+  // The alpha plane of a grey source: 255s, filled once for a row's width (they never change).
+  if (grey && channels == 4 && s.opaque.size() != width) s.opaque.assign(width, 255.f);
   for (uint32_t c = 0; c < channels; ++c) {
     T* to = out + c * plane + size_t{y} * width;
     const float* from = !grey ? px + size_t(c) * width : c < 3 ? px : s.opaque.data();
