@@ -63,6 +63,11 @@ struct ImageDecodeSpec {
   // statistic, a max_side of 0.
   Status Validate() const;
   size_t OutputSampleBytes() const { return size_t{channels} * size * size * DTypeSize(output); }
+  // A sample's shape: (size, size, channels) channels last, else (channels, size, size).
+  std::vector<int64_t> SampleShape() const {
+    const int64_t s = size, c = channels;
+    return channels_last ? std::vector<int64_t>{s, s, c} : std::vector<int64_t>{c, s, s};
+  }
 };
 
 // The crop of a height x width image under `spec` for sample `index` of `epoch`.

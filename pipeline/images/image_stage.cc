@@ -45,10 +45,7 @@ Result<std::unique_ptr<ImageStage>> ImageStage::Create(
   }
   const ImageDecodeSpec& spec = s->decoder_->spec();
   s->sample_bytes_ = spec.OutputSampleBytes();
-  const int64_t size = spec.size;
-  const int64_t channels = spec.channels;
-  s->sample_shape_ = spec.channels_last ? std::vector<int64_t>{size, size, channels}
-                                        : std::vector<int64_t>{channels, size, size};
+  s->sample_shape_ = spec.SampleShape();
   // The decoder writes the pool's buffers where they are in its memory; else a host buffer a
   // slot, copied to the batch's.
   s->staged_ = s->decoder_->output_gpu() != device.gpu();

@@ -340,10 +340,7 @@ Result<LoaderPlan> ResolveLoader(const LoaderOptions& options,
   const OutputOptions& out = plan.output_options;
   if (output_kind == BatchKind::kImages) {
     RF_ASSIGN_OR_RETURN(plan.image, ImageSpecFor(options, plan.output_options));
-    const int64_t size = plan.image.size;
-    const int64_t channels = plan.image.channels;
-    plan.sample_shape = plan.image.channels_last ? std::vector<int64_t>{size, size, channels}
-                                                 : std::vector<int64_t>{channels, size, size};
+    plan.sample_shape = plan.image.SampleShape();
     plan.output = out.dtype;
     plan.host_staging = true;
     // With the worker (one dataset), the stage runs on its thread and one finished batch may
