@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The GPU loader alone, per kind of batch: how many samples/s ringfeed.Loader hands out, so that
 two builds' loaders can be compared with the model out of the figures. Run once per build
-(PYTHONPATH picks the build); prints one JSON line per kind.
+(PYTHONPATH picks the build); prints one JSON line per kind: samples_per_s over the whole time,
+first_batch_s (each epoch's wait for its first batch, averaged: the epoch's start) and
+steady_per_s (the rate after each epoch's first batch), so that a slower start and a slower
+steady rate are told apart (an epoch of the page-cache data lasts well under a second).
 
   DATA, from the page cache: uint8 as stored (a device copy, no decode kernel); float32 NCHW and
       bfloat16 NHWC normalized (the decode kernel)
@@ -57,17 +60,36 @@ def make_tokens(path, count):
 
 
 def timed(loader, seconds, count):
-    """Batches of `loader` for `seconds` (0: one epoch); count(batch) each one's figure."""
+    """Batches of `loader` for `seconds` (0: one epoch); count(batch) each one's figure. Returns
+    (figures/s over the whole time, the epochs' mean first-batch seconds, figures/s after each
+    epoch's first batch): a slower epoch start and a slower steady rate told apart."""
     n, t0 = 0, time.perf_counter()
+    firsts, steady_n, steady_s = [], 0, 0.0
     while True:
+        e0, first = time.perf_counter(), None
         for batch in loader:
-            n += count(batch)
+            k = count(batch)
+            n += k
+            if first is None:
+                first = time.perf_counter()
+                firsts.append(first - e0)
+            else:
+                steady_n += k
             if seconds and time.perf_counter() - t0 >= seconds:
                 break
+        if first is not None:
+            steady_s += time.perf_counter() - first
         if not seconds or time.perf_counter() - t0 >= seconds:
             break
     torch.cuda.synchronize()
-    return n / (time.perf_counter() - t0)
+    total = n / (time.perf_counter() - t0)
+    return total, sum(firsts) / max(len(firsts), 1), steady_n / steady_s if steady_s else 0.0
+
+
+def report(kind, figures, extra=None):
+    total, first, steady = figures
+    print(json.dumps({"kind": kind, "samples_per_s": total, "first_batch_s": first,
+                      "steady_per_s": steady, **(extra or {})}), flush=True)
 
 
 def main():
@@ -86,15 +108,14 @@ def main():
     for name, kw in KINDS.items():
         loader = ringfeed.Loader(args.data, args.batch_size, device="cuda", seed=1,
                                  drop_last=True, io="buffered", **kw)
-        print(json.dumps({"kind": name, "samples_per_s": timed(loader, args.seconds, samples)}),
-              flush=True)
+        report(name, timed(loader, args.seconds, samples),
+               {"epoch_samples": loader.epoch_samples})
         loader.close()
     if args.jpeg:
         drop_caches()
         loader = ringfeed.Loader(args.jpeg, args.batch_size, device="cuda", seed=1,
                                  image_size=224, dtype="bfloat16", layout="NHWC")
-        print(json.dumps({"kind": "jpeg-cold", "samples_per_s": timed(loader, 0, samples)}),
-              flush=True)
+        report("jpeg-cold", timed(loader, 0, samples))
         loader.close()
     if args.tokens:
         if not os.path.exists(args.tokens):
@@ -106,8 +127,7 @@ def main():
         def tokens(batch):
             return torch.from_dlpack(batch.tokens).numel()
 
-        print(json.dumps({"kind": "tokens-cold", "samples_per_s": timed(loader, 0, tokens)}),
-              flush=True)
+        report("tokens-cold", timed(loader, 0, tokens))
         loader.close()
 
 

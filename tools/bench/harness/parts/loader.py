@@ -161,7 +161,7 @@ def loader_decode(ctx, s):
         for b in ctx.builds:
             out = os.path.join(ctx.work, f"ab-tokens-{b.name}-{int(s.tokens)}.rfd")
             extra[b.name] += ["--tokens", out, "--make-tokens", int(s.tokens)]
-    table = {}
+    table, steady = {}, {}
     for r, b in alternations(s.rounds, ctx.builds):
         run = ctx.run(f"decode-{b.name}-{r}", [ctx.python_exe,
                                                os.path.join(BENCH, "loader_decode_ab.py"), path,
@@ -173,8 +173,14 @@ def loader_decode(ctx, s):
             if line.startswith("{"):
                 d = json.loads(line)
                 table.setdefault((d["kind"], b.name), []).append(d["samples_per_s"])
-                ctx.say(f"round {r} {b.name} {d['kind']}: {d['samples_per_s']:,.0f} "
-                        + ("tokens/s" if d["kind"].startswith("tokens") else "samples/s"))
+                steady.setdefault((d["kind"], b.name), []).append(d.get("steady_per_s"))
+                unit = "tokens/s" if d["kind"].startswith("tokens") else "samples/s"
+                ctx.say(f"round {r} {b.name} {d['kind']}: {d['samples_per_s']:,.0f} {unit}; "
+                        f"first batch {d.get('first_batch_s', 0) * 1e3:.1f} ms an epoch, after "
+                        f"it {d.get('steady_per_s', 0):,.0f}")
     ctx.figure("samples_per_s", {f"{k}:{b}": v for (k, b), v in table.items()})
+    ctx.figure("steady_per_s", {f"{k}:{b}": v for (k, b), v in steady.items()})
     if ctx.before:
         ctx.figure("after_over_before", ab_lines(ctx, "loader", table))
+        ctx.figure("steady_after_over_before", ab_lines(ctx, "loader, after the first batch",
+                                                         steady))
