@@ -95,11 +95,13 @@ def peer(ctx, s):
 
 @part("handoff", budget=300, gpus=1, torch=True, about="the hand-off into PyTorch: the CNN fed "
       "by ringfeed.Loader against compute alone, with a torch.profiler summary, on 1 GPU (each "
-      "build, before first, `before_phases` for an older one) and on 2 (DDP) where there are "
-      "2 (handoff_profile.py); next() and from_dlpack split (handoff_split.py)",
+      "build, `before_phases` for an older one; with two builds and `interleave`, one process a "
+      "round, the builds alternating round by round, the profile after) and on 2 (DDP) where "
+      "there are 2 (handoff_profile.py); next() and from_dlpack split (handoff_split.py)",
       settings={"gb": 3.0, "rounds": 3, "steps": 400, "warm": 100, "profile": 20,
                 "io": "buffered", "phases": "alone,fed,fed_resident,take_only",
-                "before_phases": "alone,fed,fed_resident", "pin": False, "split": True})
+                "before_phases": "alone,fed,fed_resident", "pin": False, "split": True,
+                "interleave": True})
 def handoff(ctx, s):
     for b in ctx.builds:
         ctx.extension(b)
@@ -107,16 +109,25 @@ def handoff(ctx, s):
     if s.io == "buffered":
         data.warm(path)
     traces = ctx.work_path("traces")
-    runs = [(b, 1) for b in ctx.builds] + ([(ctx.after, 2)] if ctx.gpus >= 2 else [])
-    for b, procs in runs:
-        name = f"handoff-{b.name}-{procs}gpu"
-        phases = s.before_phases if b is ctx.before else s.phases
+
+    def profile_run(name, b, procs, phases, rounds, profile):
         out = ctx.log_path(name, ".json")
         r = ctx.run(name, [
             *ctx.torchrun(procs), os.path.join(BENCH, "handoff_profile.py"), "--data", path,
-            "--io", s.io, "--rounds", s.rounds, "--steps", s.steps, "--warm", s.warm,
-            "--phases", phases, "--profile", s.profile, "--trace-dir", traces, "--json", out,
+            "--io", s.io, "--rounds", rounds, "--steps", s.steps, "--warm", s.warm,
+            "--phases", phases, "--profile", profile, "--trace-dir", traces, "--json", out,
             *(["--pin"] if s.pin else [])], env=ctx.python_env(b))
+        return r, (load_json(out) if r.ok and os.path.exists(out) else None)
+
+    interleaved = s.interleave and ctx.before is not None
+    if interleaved:
+        handoff_interleaved(ctx, s, profile_run)
+    runs = ([] if interleaved else [(b, 1) for b in ctx.builds]) + (
+        [(ctx.after, 2)] if ctx.gpus >= 2 else [])
+    for b, procs in runs:
+        name = f"handoff-{b.name}-{procs}gpu"
+        phases = s.before_phases if b is ctx.before else s.phases
+        r, result = profile_run(name, b, procs, phases, s.rounds, s.profile)
         ctx.say(f"-- {b.name}, {procs} GPU(s), exit {r.rc}")
         api = False
         for line in r.out.splitlines():
@@ -124,13 +135,50 @@ def handoff(ctx, s):
                 api = "CUDA API" in line
             if line.startswith(("[round", "summary", "pinned")) or api:
                 ctx.say(line)
-        if r.ok and os.path.exists(out):
-            ctx.figure(f"{b.name}-{procs}gpu", load_json(out).get("summary"))
+        if result is not None:
+            ctx.figure(f"{b.name}-{procs}gpu", result.get("summary"))
     if s.split:
         r = ctx.run("handoff-split", [ctx.python_exe, os.path.join(BENCH, "handoff_split.py"),
                                       "--data", path])
         for line in r.out.splitlines()[-12:]:
             ctx.say(line)
+
+
+def handoff_interleaved(ctx, s, profile_run):
+    """The 1-GPU hand-off of two builds, one process a round, the builds alternating: each phase's
+    samples/s by round, each round's phase / alone within its own process, and after / before of
+    the medians; then one profile of AFTER (a machine whose speed drifts between two builds' runs
+    slows them alike here, where back-to-back runs of several rounds each did not)."""
+    table, over_alone = {}, {}
+    for r, b in alternations(s.rounds, ctx.builds):
+        phases = s.before_phases if b is ctx.before else s.phases
+        run, result = profile_run(f"handoff-{b.name}-1gpu-r{r}", b, 1, phases, 1, 0)
+        if result is None:
+            ctx.say(f"round {r} {b.name}: exit {run.rc}: {run.tail(2)}")
+            continue
+        rounds = result.get("results", {})
+        alone = (rounds.get("alone") or [{}])[0].get("samples_per_s")
+        for phase, figures in rounds.items():
+            rate = figures[0]["samples_per_s"]
+            table.setdefault((phase, b.name), []).append(rate)
+            line = f"round {r} {b.name} {phase}: {rate:,.0f} samples/s"
+            if phase != "alone" and alone:
+                over_alone.setdefault((phase, b.name), []).append(rate / alone)
+                line += f" ({rate / alone:.3f} of alone)"
+            ctx.say(line)
+    for (phase, name), ratios in over_alone.items():
+        ctx.say(f"{name} {phase} / alone by round: {', '.join(f'{x:.3f}' for x in ratios)}; "
+                f"median {fmt(median(ratios), '.3f')}")
+    ctx.figure("over_alone", {f"{p}:{n}": v for (p, n), v in over_alone.items()})
+    ctx.figure("after_over_before", ab_lines(ctx, "handoff", table))
+    if s.profile:
+        r, _ = profile_run("handoff-after-profile", ctx.after, 1, s.phases, 1, s.profile)
+        api = False
+        for line in r.out.splitlines():
+            if line.startswith("== profile"):
+                api = "CUDA API" in line
+            if api:
+                ctx.say(line)
 
 
 @part("loader-decode", budget=150, gpus=1, torch=True, about="ringfeed.Loader alone per kind of "
