@@ -101,14 +101,15 @@ def images_bench(ctx, s):
 @part("codecs-bench", budget=420, gpus=1, torch=True, about="images_gpu_bench.py on a web "
       "crawl's mix of codecs (make_jpeg_set.py --mix web: progressive and CMYK JPEGs, PNGs and "
       "WebPs among baseline JPEGs, converted as they are), then on sets of one codec each "
-      "(progressive JPEG, PNG, WebP): ringfeed's loader on the GPU and on the CPU threads "
-      "against PIL in a DataLoader over the same files, interleaved rounds",
-      settings=dict(IMAGES, count=16000, single=4000, mixes="web progressive png webp",
+      "(baseline JPEG, progressive JPEG, PNG, WebP): ringfeed's loader on the GPU and on the CPU "
+      "threads against PIL in a DataLoader over the same files, interleaved rounds; the web "
+      "mix's CPU rate against the one its codecs' shares and single-codec rates predict",
+      settings=dict(IMAGES, count=16000, single=4000, mixes="web none progressive png webp",
                     rounds=3, args=""), tiny=dict(IMAGES_TINY, single=24))
 def codecs_bench(ctx, s):
     ctx.extension()
     nvjpeg(ctx)
-    failed = []
+    failed, medians, folders = [], {}, {}
     for mix in names(s.mixes):
         count = s.count if mix == "web" else s.single
         if not ctx.fits(60, f"the {mix} set"):
@@ -123,12 +124,60 @@ def codecs_bench(ctx, s):
             "ringfeed-gpu,ringfeed-cpu,pil-dataloader", "--drop-caches", "--budget",
             int(max(30, min(120, ctx.left() - 30))), "--json", sink, *shlex.split(s.args)])
         say_bench(ctx, r.out)
-        ctx.figure(f"runs_{mix}",
-                   [json.loads(x) for x in open(sink)] if os.path.exists(sink) else [])
+        runs = [json.loads(x) for x in open(sink)] if os.path.exists(sink) else []
+        ctx.figure(f"runs_{mix}", runs)
+        folders[mix] = folder
+        medians[mix] = next((x["medians"] for x in runs if x.get("part") == "summary"), {})
         if not r.ok:
             failed.append(f"{mix}: {r.why()}")
+    if "web" in folders:
+        predicted_mix(ctx, codec_shares(folders["web"]), medians)
     if failed:
         ctx.fail("images_gpu_bench.py: " + "; ".join(failed))
+
+
+def codec_shares(folder):
+    """What make_jpeg_set.py's FOLDER holds, as shares of its images: 'none' (baseline JPEGs, the
+    CMYK ones among them: no set of their own), 'progressive' (a JPEG whose first frame marker is
+    SOF2), 'png' and 'webp' (by extension)."""
+    counts = {}
+    for root, _, files in os.walk(folder):
+        for name in files:
+            ext = os.path.splitext(name)[1].lower()
+            kind = {".png": "png", ".webp": "webp"}.get(ext)
+            if kind is None and ext in (".jpg", ".jpeg"):
+                with open(os.path.join(root, name), "rb") as f:
+                    head = f.read(1 << 16)
+                sof = [head.find(m) for m in (b"\xff\xc0", b"\xff\xc1", b"\xff\xc2")]
+                first = min((i, k) for k, i in enumerate(sof) if i >= 0) if max(sof) >= 0 else None
+                kind = "progressive" if first and first[1] == 2 else "none"
+            if kind:
+                counts[kind] = counts.get(kind, 0) + 1
+    total = sum(counts.values())
+    return {k: v / total for k, v in counts.items()} if total else {}
+
+
+def predicted_mix(ctx, shares, medians):
+    """The web mix's rate on the CPU threads against the one its shares predict from the sets of
+    one codec (each image costs 1 / its codec's rate: the rate is the harmonic mix), whole epoch
+    and after the first batch."""
+    ctx.say("# the web mix against its codecs: " + ", ".join(
+        f"{k} {v:.1%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1])))
+    figures = {}
+    for label in ("ringfeed-cpu", "ringfeed-cpu (after the first batch)"):
+        rates = {k: medians.get(k, {}).get(label) for k in shares}
+        measured = medians.get("web", {}).get(label)
+        if not measured or not all(rates.values()):
+            ctx.say(f"{label}: no prediction (a set is missing: "
+                    f"{', '.join(k for k, v in rates.items() if not v) or 'web'})")
+            continue
+        predicted = 1.0 / sum(shares[k] / rates[k] for k in shares)
+        figures[label] = {"measured": measured, "predicted": round(predicted, 1),
+                          "ratio": round(measured / predicted, 3)}
+        ctx.say(f"{label}: web mix {measured:,.0f} images/s against {predicted:,.0f} predicted "
+                f"({', '.join(f'{k} {rates[k]:,.0f}' for k in shares)}): "
+                f"{measured / predicted:.3f}")
+    ctx.figure("web_mix_over_predicted", figures)
 
 
 def say_bench(ctx, out):
