@@ -129,18 +129,23 @@ def handoff(ctx, s):
         phases = s.before_phases if b is ctx.before else s.phases
         r, result = profile_run(name, b, procs, phases, s.rounds, s.profile)
         ctx.say(f"-- {b.name}, {procs} GPU(s), exit {r.rc}")
-        api = False
-        for line in r.out.splitlines():
-            if line.startswith("== profile"):
-                api = "CUDA API" in line
-            if line.startswith(("[round", "summary", "pinned")) or api:
-                ctx.say(line)
+        say_profile(ctx, r.out, ("[round", "summary", "pinned"))
         if result is not None:
             ctx.figure(f"{b.name}-{procs}gpu", result.get("summary"))
     if s.split:
         r = ctx.run("handoff-split", [ctx.python_exe, os.path.join(BENCH, "handoff_split.py"),
                                       "--data", path])
         for line in r.out.splitlines()[-12:]:
+            ctx.say(line)
+
+
+def say_profile(ctx, out, keep=()):
+    """handoff_profile.py's CUDA API sections of OUT, and its lines that start with KEEP."""
+    api = False
+    for line in out.splitlines():
+        if line.startswith("== profile"):
+            api = "CUDA API" in line
+        if api or (keep and line.startswith(keep)):
             ctx.say(line)
 
 
@@ -173,12 +178,7 @@ def handoff_interleaved(ctx, s, profile_run):
     ctx.figure("after_over_before", ab_lines(ctx, "handoff", table))
     if s.profile:
         r, _ = profile_run("handoff-after-profile", ctx.after, 1, s.phases, 1, s.profile)
-        api = False
-        for line in r.out.splitlines():
-            if line.startswith("== profile"):
-                api = "CUDA API" in line
-            if api:
-                ctx.say(line)
+        say_profile(ctx, r.out)
 
 
 @part("loader-decode", budget=150, gpus=1, torch=True, about="ringfeed.Loader alone per kind of "
